@@ -1,0 +1,1 @@
+//! hitl-bridge library.
