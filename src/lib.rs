@@ -1,1 +1,9 @@
-//! hitl-bridge library.
+//! hitl-bridge: answer an AI agent's questions and approve its tool calls from chat.
+//!
+//! The flow runs one way: a backend connector ([`backend`]) turns the agent's stream
+//! into events, the pure core ([`interaction`]) merges and tracks requests, the store
+//! ([`store`]) makes every step durable, and platforms ([`platform`]) render requests
+//! and turn clicks into actions. The engine ([`engine`]) wires them together.
+
+pub mod interaction;
+pub mod protocol;

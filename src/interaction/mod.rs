@@ -1,0 +1,20 @@
+//! The pure core: what an interaction is and how it may change.
+//!
+//! Nothing here does IO or reads a clock; time comes in as unix milliseconds. Platforms
+//! turn clicks and replies into [`UserAction`]s, the core decides what they mean, and
+//! the engine persists and delivers the result. Everything subtle (merging request
+//! shapes, answer encoding, who may answer, first decision wins) lives here.
+
+pub mod access;
+pub mod answers;
+pub mod decisions;
+pub mod question;
+pub mod request;
+pub mod state;
+
+pub use access::{AccessPolicy, Actor};
+pub use answers::{AnswerDraft, NO_PREFERENCE};
+pub use decisions::DecisionDraft;
+pub use question::{FreeText, Question, QuestionError, QuestionOption};
+pub use request::{Action, Request, RequestBuilder, RequestError, RequestKind, TimeoutDefaults};
+pub use state::{Applied, Decider, Draft, Interaction, Refusal, Status, UserAction};

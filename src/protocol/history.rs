@@ -1,0 +1,36 @@
+//! The optional history endpoint's messages (seed 000 format), read after a reconnect
+//! to learn which requests were resolved while the bridge was away. Note the camelCase
+//! fields: history is not the stream.
+
+use serde::Deserialize;
+
+use super::command::{Answers, Decision};
+use super::event::ActionRequest;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct HistoryMessage {
+    #[serde(default)]
+    pub role: String,
+    #[serde(default)]
+    pub content: Vec<HistoryBlock>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HistoryBlock {
+    ApprovalRequest {
+        /// Not in the seed format; a backend that sends it lets the bridge match exactly.
+        #[serde(default)]
+        approval_key: Option<String>,
+        #[serde(default, rename = "isResolved")]
+        is_resolved: bool,
+        #[serde(default, rename = "actionRequests")]
+        action_requests: Vec<ActionRequest>,
+        #[serde(default, rename = "submittedAnswers")]
+        submitted_answers: Option<Answers>,
+        #[serde(default, rename = "submittedDecisions")]
+        submitted_decisions: Option<Vec<Decision>>,
+    },
+    #[serde(other)]
+    Other,
+}
