@@ -5,5 +5,6 @@
 //! ([`store`]) makes every step durable, and platforms ([`platform`]) render requests
 //! and turn clicks into actions. The engine ([`engine`]) wires them together.
 
+pub mod config;
 pub mod interaction;
 pub mod protocol;

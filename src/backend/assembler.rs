@@ -1,0 +1,276 @@
+//! Turns one session's stream of [`BackendEvent`]s into [`SessionUpdate`]s: text
+//! blocks are collected until their stop, approval requests are merged across start
+//! and deltas (PROTOCOL.md §4), tool work is folded into group status lines, and
+//! thinking is dropped. Pure: no IO, so every rule is unit-tested.
+
+use std::collections::HashMap;
+
+use super::{SessionUpdate, ToolGroupStatus, ToolRun, ToolState};
+use crate::interaction::{RequestBuilder, TimeoutDefaults};
+use crate::protocol::{Answers, BackendEvent, ContentBlock, Decision, Delta, Reply};
+
+/// A block between its start and stop.
+#[derive(Debug)]
+enum OpenBlock {
+    Text { text: String, is_final: bool },
+    Request(RequestBuilder),
+    Result { approval_key: String, decisions: Option<Vec<Decision>>, answers: Option<Answers> },
+    Timeout { approval_key: String },
+    Ignored,
+}
+
+#[derive(Debug, Default)]
+pub struct Assembler {
+    defaults: TimeoutDefaults,
+    open: HashMap<u64, OpenBlock>,
+    group: Option<ToolGroupStatus>,
+    groups_seen: u64,
+}
+
+impl Assembler {
+    pub fn new(defaults: TimeoutDefaults) -> Self {
+        Self { defaults, ..Self::default() }
+    }
+
+    /// Feeds one event; returns what is now complete.
+    pub fn push(&mut self, event: BackendEvent) -> Vec<SessionUpdate> {
+        match event {
+            BackendEvent::ContentBlockStart { index, content_block, .. } => self.start(index, content_block),
+            BackendEvent::ContentBlockDelta { index, delta } => {
+                self.delta(index, delta);
+                Vec::new()
+            }
+            BackendEvent::ContentBlockStop { index } => self.stop(index),
+            BackendEvent::GroupStart { summary } => {
+                let mut out = self.close_group();
+                self.groups_seen += 1;
+                let group = ToolGroupStatus { group: self.groups_seen, summary, tools: Vec::new(), finished: false };
+                out.push(SessionUpdate::ToolGroup(group.clone()));
+                self.group = Some(group);
+                out
+            }
+            BackendEvent::GroupEnd { summary } => {
+                if let (Some(group), Some(summary)) = (self.group.as_mut(), summary) {
+                    group.summary = Some(summary);
+                }
+                self.close_group()
+            }
+            BackendEvent::MessageStop => self.end_turn(SessionUpdate::TurnEnded),
+            BackendEvent::Error { message } => self.end_turn(SessionUpdate::TurnFailed { message }),
+            BackendEvent::Unknown => {
+                tracing::debug!("ignoring unknown event type");
+                Vec::new()
+            }
+        }
+    }
+
+    fn start(&mut self, index: u64, block: ContentBlock) -> Vec<SessionUpdate> {
+        let mut out = Vec::new();
+        let open = match block {
+            ContentBlock::Text { text, is_final } => OpenBlock::Text { text, is_final },
+            ContentBlock::ApprovalRequest { approval_key, mut actions, action_requests, review_configs, timeout_seconds } => {
+                actions.extend(action_requests);
+                OpenBlock::Request(RequestBuilder::start(&approval_key, actions, review_configs, timeout_seconds))
+            }
+            ContentBlock::ApprovalResult { approval_key } => {
+                OpenBlock::Result { approval_key, decisions: None, answers: None }
+            }
+            ContentBlock::ApprovalTimeout { approval_key } => OpenBlock::Timeout { approval_key },
+            ContentBlock::ToolUse { id, name, .. } => {
+                out.extend(self.tool_update(|g| g.tools.push(ToolRun { id, name, state: ToolState::Running })));
+                OpenBlock::Ignored
+            }
+            ContentBlock::ToolResult { tool_use_id, status } => {
+                let failed = status.as_deref().is_some_and(|s| s != "success");
+                out.extend(self.tool_update(|g| {
+                    if let Some(tool) = g.tools.iter_mut().find(|t| t.id == tool_use_id) {
+                        tool.state = if failed { ToolState::Failed } else { ToolState::Done };
+                    }
+                }));
+                OpenBlock::Ignored
+            }
+            ContentBlock::Thinking { .. } | ContentBlock::Unknown => OpenBlock::Ignored,
+        };
+        self.open.insert(index, open);
+        out
+    }
+
+    /// Applies `change` to the open group, or to an implicit one-tool group when the
+    /// backend streams tools outside any group.
+    fn tool_update(&mut self, change: impl FnOnce(&mut ToolGroupStatus)) -> Option<SessionUpdate> {
+        let group = self.group.get_or_insert_with(|| {
+            self.groups_seen += 1;
+            ToolGroupStatus { group: self.groups_seen, summary: None, tools: Vec::new(), finished: false }
+        });
+        change(group);
+        Some(SessionUpdate::ToolGroup(group.clone()))
+    }
+
+    fn delta(&mut self, index: u64, delta: Delta) {
+        match self.open.get_mut(&index) {
+            Some(OpenBlock::Text { text, .. }) => text.push_str(delta.text.as_deref().unwrap_or("")),
+            Some(OpenBlock::Request(builder)) => builder.apply_delta(delta),
+            Some(OpenBlock::Result { decisions, answers, .. }) => {
+                if delta.decisions.is_some() {
+                    *decisions = delta.decisions;
+                }
+                if delta.answers.is_some() {
+                    *answers = delta.answers;
+                }
+            }
+            Some(OpenBlock::Timeout { .. } | OpenBlock::Ignored) => {}
+            None => tracing::debug!(index, "delta for a block that was never started"),
+        }
+    }
+
+    fn stop(&mut self, index: u64) -> Vec<SessionUpdate> {
+        let Some(block) = self.open.remove(&index) else {
+            tracing::debug!(index, "stop for a block that was never started");
+            return Vec::new();
+        };
+        let update = match block {
+            OpenBlock::Text { text, is_final } if !text.is_empty() => SessionUpdate::Text { text, is_final },
+            OpenBlock::Text { .. } | OpenBlock::Ignored => return Vec::new(),
+            OpenBlock::Request(builder) => {
+                let approval_key = builder.approval_key().to_owned();
+                match builder.finish(self.defaults) {
+                    Ok(request) => SessionUpdate::Request(request),
+                    Err(e) => SessionUpdate::InvalidRequest { approval_key, reason: e.to_string() },
+                }
+            }
+            OpenBlock::Result { approval_key, decisions, answers } => {
+                let reply = match (decisions, answers) {
+                    (Some(decisions), _) => Some(Reply::Decisions { decisions, user_edit_content: None }),
+                    (None, Some(answers)) => Some(Reply::Answers { answers }),
+                    (None, None) => None,
+                };
+                SessionUpdate::Resolved { approval_key, reply }
+            }
+            OpenBlock::Timeout { approval_key } => SessionUpdate::TimedOut { approval_key },
+        };
+        vec![update]
+    }
+
+    fn close_group(&mut self) -> Vec<SessionUpdate> {
+        match self.group.take() {
+            Some(mut group) => {
+                group.finished = true;
+                vec![SessionUpdate::ToolGroup(group)]
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// The turn is over: an open group is closed and half-received blocks dropped.
+    fn end_turn(&mut self, last: SessionUpdate) -> Vec<SessionUpdate> {
+        if !self.open.is_empty() {
+            tracing::warn!(blocks = self.open.len(), "turn ended with unfinished blocks; dropping them");
+            self.open.clear();
+        }
+        let mut out = self.close_group();
+        out.push(last);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interaction::RequestKind;
+    use serde_json::json;
+
+    fn feed(a: &mut Assembler, events: &[serde_json::Value]) -> Vec<SessionUpdate> {
+        events.iter().flat_map(|e| a.push(serde_json::from_value(e.clone()).unwrap())).collect()
+    }
+
+    #[test]
+    fn text_is_emitted_whole_at_its_stop() {
+        let mut a = Assembler::default();
+        let out = feed(&mut a, &[
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","is_final":true}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Xin "}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"chào"}}),
+        ]);
+        assert!(out.is_empty());
+        let out = feed(&mut a, &[json!({"type":"content_block_stop","index":0})]);
+        assert_eq!(out, vec![SessionUpdate::Text { text: "Xin chào".into(), is_final: true }]);
+    }
+
+    #[test]
+    fn thinking_is_not_shown() {
+        let mut a = Assembler::default();
+        let out = feed(&mut a, &[
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking"}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}),
+            json!({"type":"content_block_stop","index":0}),
+        ]);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_tool_group_is_one_evolving_status() {
+        let mut a = Assembler::default();
+        let out = feed(&mut a, &[
+            json!({"type":"group_start","summary":"Chuẩn bị"}),
+            json!({"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"tc-1","name":"write_todos"}}),
+            json!({"type":"content_block_stop","index":1}),
+            json!({"type":"content_block_start","index":2,"content_block":{"type":"tool_result","tool_use_id":"tc-1","status":"success"}}),
+            json!({"type":"content_block_stop","index":2}),
+            json!({"type":"group_end","summary":"Chuẩn bị xong"}),
+        ]);
+        let groups: Vec<_> = out.iter().map(|u| match u { SessionUpdate::ToolGroup(g) => g.clone(), other => panic!("{other:?}") }).collect();
+        assert!(groups.iter().all(|g| g.group == 1));
+        let last = groups.last().unwrap();
+        assert!(last.finished);
+        assert_eq!(last.line(), "⚙ Chuẩn bị xong: write_todos ✓");
+    }
+
+    #[test]
+    fn seed_000_request_completes_at_stop() {
+        let mut a = Assembler::default();
+        let start: serde_json::Value = serde_json::from_str(include_str!("../../tests/fixtures/seed000/01_stream_approval_request_start.json")).unwrap();
+        let delta: serde_json::Value = serde_json::from_str(include_str!("../../tests/fixtures/seed000/02_stream_approval_request_delta_questions.json")).unwrap();
+        assert!(feed(&mut a, &[start, delta]).is_empty());
+        let out = feed(&mut a, &[json!({"type":"content_block_stop","index":3})]);
+        let [SessionUpdate::Request(r)] = out.as_slice() else { panic!("{out:?}") };
+        assert_eq!(r.approval_key, "session-id_1");
+        assert!(matches!(&r.kind, RequestKind::Questions { questions, .. } if questions.len() == 2));
+    }
+
+    #[test]
+    fn approval_result_and_timeout() {
+        let mut a = Assembler::default();
+        let mut events: Vec<serde_json::Value> = ["08_stream_approval_result_start", "09_stream_approval_result_delta", "10_stream_approval_result_stop"]
+            .iter()
+            .map(|f| serde_json::from_str(&std::fs::read_to_string(format!("tests/fixtures/seed002/{f}.json")).unwrap()).unwrap())
+            .collect();
+        let out = feed(&mut a, &events);
+        assert_eq!(out, vec![SessionUpdate::Resolved {
+            approval_key: "abc-123_1".into(),
+            reply: Some(Reply::Decisions { decisions: vec![Decision::Approve], user_edit_content: None }),
+        }]);
+        events = ["11_stream_approval_timeout_start", "12_stream_approval_timeout_stop"]
+            .iter()
+            .map(|f| serde_json::from_str(&std::fs::read_to_string(format!("tests/fixtures/seed002/{f}.json")).unwrap()).unwrap())
+            .collect();
+        assert_eq!(feed(&mut a, &events), vec![SessionUpdate::TimedOut { approval_key: "abc-123_1".into() }]);
+    }
+
+    #[test]
+    fn a_request_without_actions_is_reported_not_dropped() {
+        let mut a = Assembler::default();
+        let out = feed(&mut a, &[
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"approval_request","approval_key":"k"}}),
+            json!({"type":"content_block_stop","index":0}),
+        ]);
+        assert!(matches!(out.as_slice(), [SessionUpdate::InvalidRequest { approval_key, .. }] if approval_key == "k"));
+    }
+
+    #[test]
+    fn message_stop_closes_an_open_group_and_ends_the_turn() {
+        let mut a = Assembler::default();
+        let out = feed(&mut a, &[json!({"type":"group_start"}), json!({"type":"message_stop"})]);
+        assert!(matches!(out.last(), Some(SessionUpdate::TurnEnded)));
+        assert!(matches!(&out[out.len() - 2], SessionUpdate::ToolGroup(g) if g.finished));
+    }
+}

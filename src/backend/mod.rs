@@ -1,0 +1,76 @@
+//! Backend connectors: each turns one backend's wire format into [`SessionUpdate`]s
+//! and delivers the bridge's commands. The first is the stream protocol over
+//! WebSocket ([`stream`]); [`assembler`] is its pure half.
+
+pub mod assembler;
+pub mod history;
+pub mod stream;
+
+use crate::interaction::Request;
+use crate::protocol::Reply;
+
+/// What a backend said, after assembly, for the engine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionUpdate {
+    /// A complete text block.
+    Text { text: String, is_final: bool },
+    /// A tool group started, progressed or ended; render as one status line.
+    ToolGroup(ToolGroupStatus),
+    /// A complete approval request.
+    Request(Request),
+    /// An approval request that could not be understood (logged, shown as an error).
+    InvalidRequest { approval_key: String, reason: String },
+    /// `approval_result`: resolved by this bridge or another client.
+    Resolved { approval_key: String, reply: Option<Reply> },
+    /// `approval_timeout`: the backend auto-rejected it.
+    TimedOut { approval_key: String },
+    TurnEnded,
+    TurnFailed { message: String },
+    /// History (after a reconnect) shows these requests resolved.
+    ResolvedInHistory(Vec<history::HistoryResolution>),
+}
+
+/// One collapsible group of tool work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolGroupStatus {
+    /// Counts groups within a session, so a platform can edit the right line.
+    pub group: u64,
+    pub summary: Option<String>,
+    pub tools: Vec<ToolRun>,
+    pub finished: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolRun {
+    pub id: String,
+    pub name: String,
+    pub state: ToolState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolState {
+    Running,
+    Done,
+    Failed,
+}
+
+impl ToolGroupStatus {
+    /// A compact one-line rendering shared by text-only platforms.
+    pub fn line(&self) -> String {
+        let tools = self
+            .tools
+            .iter()
+            .map(|t| {
+                let mark = match t.state {
+                    ToolState::Running => "…",
+                    ToolState::Done => "✓",
+                    ToolState::Failed => "✗",
+                };
+                format!("{} {mark}", t.name)
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let summary = self.summary.as_deref().unwrap_or("tools");
+        if tools.is_empty() { format!("⚙ {summary}") } else { format!("⚙ {summary}: {tools}") }
+    }
+}

@@ -1,0 +1,263 @@
+//! Configuration: `config/default.toml` (or `--config PATH`) plus environment
+//! overrides `HITL_BRIDGE__SECTION__KEY`, checked once at start-up so a bad key fails
+//! with a message naming it instead of surfacing later at run time.
+
+use std::path::Path;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::interaction::{AccessPolicy, TimeoutDefaults};
+
+/// The environment prefix: `HITL_BRIDGE__BACKEND__URL` sets `backend.url`.
+pub const ENV_PREFIX: &str = "HITL_BRIDGE";
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub backend: BackendSettings,
+    pub store: StoreSettings,
+    #[serde(default)]
+    pub timeouts: TimeoutSettings,
+    #[serde(default)]
+    pub access: AccessSettings,
+    #[serde(default)]
+    pub console: ConsoleSettings,
+    #[serde(default)]
+    pub log: LogSettings,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackendSettings {
+    pub url: String,
+    #[serde(default, serialize_with = "redact")]
+    pub token: Option<SecretString>,
+    #[serde(default)]
+    pub history_url: Option<String>,
+    #[serde(default = "default_reconnect_max")]
+    pub reconnect_max_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSettings {
+    pub url: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TimeoutSettings {
+    pub approval_secs: u64,
+    pub question_secs: u64,
+    pub grace_secs: u64,
+    pub on_expiry: OnExpiry,
+}
+
+impl Default for TimeoutSettings {
+    fn default() -> Self {
+        Self { approval_secs: 300, question_secs: 600, grace_secs: 10, on_expiry: OnExpiry::Reject }
+    }
+}
+
+impl TimeoutSettings {
+    pub fn defaults(&self) -> TimeoutDefaults {
+        TimeoutDefaults { approval_secs: self.approval_secs, question_secs: self.question_secs }
+    }
+}
+
+/// What the bridge sends when it expires an approval itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnExpiry {
+    Reject,
+    Leave,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AccessSettings {
+    /// `platform:user_id`.
+    pub approvers: Vec<String>,
+    pub approver_roles: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConsoleSettings {
+    pub enabled: bool,
+    pub user_id: String,
+    pub user_name: String,
+}
+
+impl Default for ConsoleSettings {
+    fn default() -> Self {
+        Self { enabled: false, user_id: "console".into(), user_name: "console".into() }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogSettings {
+    pub filter: String,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self { filter: "info".into() }
+    }
+}
+
+fn default_reconnect_max() -> u64 {
+    30
+}
+
+fn redact<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> Result<S::Ok, S::Error> {
+    match secret {
+        Some(s) if !s.expose_secret().is_empty() => serializer.serialize_str("[redacted]"),
+        _ => serializer.serialize_none(),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration: {0}")]
+    Load(#[from] config::ConfigError),
+    #[error("configuration key `{key}`: {reason}")]
+    Invalid { key: &'static str, reason: String },
+}
+
+impl Settings {
+    /// Loads `path` (default `config/default.toml`, which may be absent when every
+    /// required key comes from the environment), then the environment, then checks it.
+    pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
+        let file = match path {
+            Some(p) => config::File::from(p).required(true),
+            None => config::File::with_name("config/default").required(false),
+        };
+        let builder = config::Config::builder()
+            .add_source(file)
+            .add_source(Self::environment());
+        Self::from_config(builder.build()?)
+    }
+
+    /// Builds settings from in-memory overrides on top of defaults (tests and `demo`).
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Result<Self, ConfigError> {
+        let mut builder = config::Config::builder()
+            .add_source(config::File::from_str(include_str!("../config/default.toml"), config::FileFormat::Toml));
+        for (key, value) in pairs {
+            builder = builder.set_override(*key, *value)?;
+        }
+        Self::from_config(builder.build()?)
+    }
+
+    fn environment() -> config::Environment {
+        config::Environment::with_prefix(ENV_PREFIX)
+            .prefix_separator("__")
+            .separator("__")
+            .try_parsing(true)
+            .list_separator(",")
+            .with_list_parse_key("access.approvers")
+            .with_list_parse_key("access.approver_roles")
+    }
+
+    fn from_config(config: config::Config) -> Result<Self, ConfigError> {
+        let settings: Settings = config.try_deserialize()?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key, reason: &str| Err(ConfigError::Invalid { key, reason: reason.into() });
+        let url = &self.backend.url;
+        if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+            return invalid("backend.url", "must start with ws:// or wss://");
+        }
+        if !url.contains("{session_id}") {
+            return invalid("backend.url", "must contain {session_id}");
+        }
+        if let Some(h) = &self.backend.history_url {
+            if !(h.starts_with("http://") || h.starts_with("https://")) {
+                return invalid("backend.history_url", "must start with http:// or https://");
+            }
+        }
+        if self.backend.reconnect_max_secs == 0 {
+            return invalid("backend.reconnect_max_secs", "must be at least 1");
+        }
+        let store = &self.store.url;
+        if !["sqlite:", "postgres://", "postgresql://"].iter().any(|p| store.starts_with(p)) {
+            return invalid("store.url", "must start with sqlite: or postgres://");
+        }
+        if self.timeouts.approval_secs == 0 || self.timeouts.question_secs == 0 {
+            return invalid("timeouts.approval_secs", "timeouts must be at least 1 second");
+        }
+        for approver in &self.access.approvers {
+            if self.parse_approver(approver).is_none() {
+                return invalid("access.approvers", &format!("`{approver}` is not of the form platform:user_id"));
+            }
+        }
+        Ok(())
+    }
+
+    fn parse_approver(&self, entry: &str) -> Option<(String, String)> {
+        let (platform, id) = entry.split_once(':')?;
+        let known = ["telegram", "discord", "console"].contains(&platform);
+        (known && !id.is_empty()).then(|| (platform.to_owned(), id.to_owned()))
+    }
+
+    pub fn access_policy(&self) -> AccessPolicy {
+        AccessPolicy {
+            approver_users: self.access.approvers.iter().filter_map(|a| self.parse_approver(a)).collect(),
+            approver_roles: self.access.approver_roles.clone(),
+        }
+    }
+
+    /// The effective configuration as pretty JSON, secrets redacted.
+    pub fn redacted_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("(cannot print settings: {e})"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_load_and_validate() {
+        let s = Settings::from_pairs(&[]).unwrap();
+        assert_eq!(s.store.url, "sqlite://data/hitl-bridge.db");
+        assert_eq!(s.timeouts.on_expiry, OnExpiry::Reject);
+        assert_eq!(s.timeouts.grace_secs, 10);
+    }
+
+    #[test]
+    fn secrets_are_redacted() {
+        let s = Settings::from_pairs(&[("backend.token", "s3cret-token")]).unwrap();
+        let printed = s.redacted_json();
+        assert!(!printed.contains("s3cret-token"));
+        assert!(printed.contains("[redacted]"));
+        assert!(!format!("{s:?}").contains("s3cret-token"));
+    }
+
+    #[test]
+    fn bad_keys_are_named() {
+        let err = Settings::from_pairs(&[("backend.url", "http://x/{session_id}")]).unwrap_err();
+        assert!(err.to_string().contains("backend.url"), "{err}");
+        let err = Settings::from_pairs(&[("timeouts.on_expiry", "explode")]).unwrap_err();
+        assert!(err.to_string().contains("on_expiry"), "{err}");
+        let err = Settings::from_pairs(&[("access.approvers", "[\"nobody\"]")]);
+        assert!(err.is_err());
+        let err = Settings::from_pairs(&[("backend.colour", "blue")]).unwrap_err();
+        assert!(err.to_string().contains("colour"), "{err}");
+    }
+
+    #[test]
+    fn approvers_become_the_access_policy() {
+        let mut s = Settings::from_pairs(&[]).unwrap();
+        s.access.approvers = vec!["telegram:42".into()];
+        s.access.approver_roles = vec!["777".into()];
+        let p = s.access_policy();
+        assert_eq!(p.approver_users, vec![("telegram".to_string(), "42".to_string())]);
+        assert_eq!(p.approver_roles, vec!["777".to_string()]);
+    }
+}

@@ -1,0 +1,106 @@
+//! The engine's front door for platforms: a cloneable handle whose calls travel over
+//! a channel to the engine task and come back with the outcome.
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::interaction::{Actor, Interaction, Refusal, UserAction};
+use crate::store::{ChatKey, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("no session is bound to this chat")]
+    NoSession,
+    #[error("the bridge is shutting down")]
+    Stopped,
+}
+
+/// Why an action on an interaction changed nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ActError {
+    #[error("{0}")]
+    Refused(Refusal),
+    #[error("this request is unknown to the bridge")]
+    UnknownInteraction,
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for ActError {
+    fn from(e: StoreError) -> Self {
+        ActError::Internal(e.to_string())
+    }
+}
+
+impl From<EngineError> for ActError {
+    fn from(e: EngineError) -> Self {
+        ActError::Internal(e.to_string())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum ActOutcome {
+    /// The draft changed (a selection, one of several decisions).
+    Updated(Interaction),
+    /// The interaction is decided; the command is in the outbox.
+    Resolved(Interaction),
+}
+
+#[derive(Debug)]
+pub enum EngineRequest {
+    UserMessage { chat: ChatKey, actor: Actor, text: String, done: oneshot::Sender<Result<String, EngineError>> },
+    NewSession { chat: ChatKey, done: oneshot::Sender<Result<String, EngineError>> },
+    Cancel { chat: ChatKey, actor: Actor, done: oneshot::Sender<Result<(), EngineError>> },
+    Act { interaction_id: String, actor: Actor, action: UserAction, done: oneshot::Sender<Result<ActOutcome, ActError>> },
+    Interaction { interaction_id: String, done: oneshot::Sender<Result<Option<Interaction>, EngineError>> },
+}
+
+/// Cheap to clone; every platform holds one.
+#[derive(Debug, Clone)]
+pub struct EngineHandle {
+    tx: mpsc::Sender<EngineRequest>,
+}
+
+impl EngineHandle {
+    /// A handle and the receiver to give to [`super::Engine::start`].
+    pub fn channel() -> (Self, mpsc::Receiver<EngineRequest>) {
+        let (tx, rx) = mpsc::channel(256);
+        (Self { tx }, rx)
+    }
+
+    async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> EngineRequest) -> Option<T> {
+        let (done, rx) = oneshot::channel();
+        self.tx.send(make(done)).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// A chat message for the agent; returns the session it went to.
+    pub async fn user_message(&self, chat: ChatKey, actor: Actor, text: String) -> Result<String, EngineError> {
+        self.call(|done| EngineRequest::UserMessage { chat, actor, text, done }).await.unwrap_or(Err(EngineError::Stopped))
+    }
+
+    /// Binds the chat to a fresh session (`/new`).
+    pub async fn new_session(&self, chat: ChatKey) -> Result<String, EngineError> {
+        self.call(|done| EngineRequest::NewSession { chat, done }).await.unwrap_or(Err(EngineError::Stopped))
+    }
+
+    /// Sends `cancel` and cancels the session's pending interactions (`/cancel`).
+    pub async fn cancel(&self, chat: ChatKey, actor: Actor) -> Result<(), EngineError> {
+        self.call(|done| EngineRequest::Cancel { chat, actor, done }).await.unwrap_or(Err(EngineError::Stopped))
+    }
+
+    /// A person's action on an interaction.
+    pub async fn act(&self, interaction_id: &str, actor: Actor, action: UserAction) -> Result<ActOutcome, ActError> {
+        let interaction_id = interaction_id.to_owned();
+        self.call(|done| EngineRequest::Act { interaction_id, actor, action, done })
+            .await
+            .unwrap_or(Err(ActError::Internal("the bridge is shutting down".into())))
+    }
+
+    /// The stored interaction (e.g. to prefill an edit form).
+    pub async fn interaction(&self, interaction_id: &str) -> Result<Option<Interaction>, EngineError> {
+        let interaction_id = interaction_id.to_owned();
+        self.call(|done| EngineRequest::Interaction { interaction_id, done }).await.unwrap_or(Err(EngineError::Stopped))
+    }
+}

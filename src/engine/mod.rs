@@ -1,0 +1,376 @@
+//! The engine wires connectors, the core, the store and the platforms together. It is
+//! deliberately thin: it loads, asks the core, persists, delivers and re-renders.
+//!
+//! One task owns it and handles one input at a time (a person's action, a backend
+//! update, a timer tick), so two inputs never race on the same interaction inside a
+//! replica; across replicas the store's conditional settle decides who was first.
+
+mod handle;
+
+pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest};
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::mpsc;
+
+use crate::backend::history::HistoryResolution;
+use crate::backend::stream::{BackendInput, StreamConnector};
+use crate::backend::{SessionUpdate, ToolGroupStatus};
+use crate::config::{OnExpiry, Settings};
+use crate::interaction::{AccessPolicy, Actor, Applied, Interaction, Request, UserAction};
+use crate::platform::Platform;
+use crate::protocol::{Command, Reply, UserInfo};
+use crate::store::{AuditEntry, ChatKey, MessageRef, Store};
+
+/// How often deadlines are checked.
+const TICK: Duration = Duration::from_millis(500);
+
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+pub struct Engine {
+    store: Store,
+    connector: StreamConnector,
+    platforms: HashMap<&'static str, Arc<dyn Platform>>,
+    policy: AccessPolicy,
+    grace_ms: i64,
+    on_expiry: OnExpiry,
+    /// Pending interaction id → deadline, loaded at start and kept in step.
+    deadlines: HashMap<String, i64>,
+    requests: mpsc::Receiver<EngineRequest>,
+    backend: mpsc::Receiver<BackendInput>,
+}
+
+impl Engine {
+    /// Builds the engine and reconnects every session that still has work (pending
+    /// interactions or undelivered commands), so a restart picks up where it stopped.
+    pub async fn start(
+        settings: &Settings,
+        store: Store,
+        platforms: Vec<Arc<dyn Platform>>,
+        requests: mpsc::Receiver<EngineRequest>,
+    ) -> Result<Self, EngineError> {
+        let (backend_tx, backend) = mpsc::channel(1024);
+        let connector = StreamConnector::new(settings.backend.clone(), settings.timeouts.defaults(), store.clone(), backend_tx);
+        let deadlines = store.pending_interactions().await?.into_iter().map(|i| (i.id, i.deadline_ms)).collect();
+        for session in store.sessions_with_work().await? {
+            connector.deliver(&session);
+        }
+        Ok(Self {
+            store,
+            connector,
+            platforms: platforms.into_iter().map(|p| (p.name(), p)).collect(),
+            policy: settings.access_policy(),
+            grace_ms: settings.timeouts.grace_secs as i64 * 1000,
+            on_expiry: settings.timeouts.on_expiry,
+            deadlines,
+            requests,
+            backend,
+        })
+    }
+
+    /// Runs until `shutdown` completes or every handle is dropped.
+    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tokio::select! {
+                request = self.requests.recv() => match request {
+                    Some(request) => self.handle_request(request).await,
+                    None => break,
+                },
+                Some(input) = self.backend.recv() => {
+                    let session_id = input.session_id.clone();
+                    if let Err(e) = self.handle_backend(input).await {
+                        tracing::error!(%session_id, error = %e, "cannot handle a backend update");
+                    }
+                }
+                _ = tick.tick() => {
+                    if let Err(e) = self.expire_due(now_ms()).await {
+                        tracing::error!(error = %e, "deadline check failed");
+                    }
+                }
+                _ = &mut shutdown => break,
+            }
+        }
+        self.connector.shutdown();
+        tracing::info!("engine stopped");
+    }
+
+    async fn handle_request(&mut self, request: EngineRequest) {
+        match request {
+            EngineRequest::UserMessage { chat, actor, text, done } => {
+                let _ = done.send(self.user_message(&chat, &actor, &text).await);
+            }
+            EngineRequest::NewSession { chat, done } => {
+                let _ = done.send(self.new_session(&chat).await);
+            }
+            EngineRequest::Cancel { chat, actor, done } => {
+                let _ = done.send(self.cancel(&chat, &actor).await);
+            }
+            EngineRequest::Act { interaction_id, actor, action, done } => {
+                let _ = done.send(self.act(&interaction_id, &actor, action).await);
+            }
+            EngineRequest::Interaction { interaction_id, done } => {
+                let _ = done.send(self.store.interaction(&interaction_id).await.map_err(EngineError::from));
+            }
+        }
+    }
+
+    async fn session_for(&self, chat: &ChatKey) -> Result<String, EngineError> {
+        match self.store.session_for_chat(chat).await? {
+            Some(session) => Ok(session),
+            None => self.new_session(chat).await,
+        }
+    }
+
+    async fn new_session(&self, chat: &ChatKey) -> Result<String, EngineError> {
+        let session = uuid::Uuid::new_v4().simple().to_string();
+        self.store.bind_chat(chat, &session, now_ms()).await?;
+        tracing::info!(session_id = %session, platform = %chat.platform, chat = %chat.chat_id, "new session");
+        Ok(session)
+    }
+
+    async fn user_message(&self, chat: &ChatKey, actor: &Actor, text: &str) -> Result<String, EngineError> {
+        let session = self.session_for(chat).await?;
+        self.store.set_requester(&session, actor).await?;
+        let user = UserInfo { platform: actor.platform.clone(), id: actor.user_id.clone(), name: actor.name.clone() };
+        self.store.enqueue(&Command::message(&session, text, Some(user)), now_ms()).await?;
+        self.connector.deliver(&session);
+        Ok(session)
+    }
+
+    async fn cancel(&mut self, chat: &ChatKey, actor: &Actor) -> Result<(), EngineError> {
+        let Some(session) = self.store.session_for_chat(chat).await? else { return Err(EngineError::NoSession) };
+        self.store.enqueue(&Command::Cancel { session_id: session.clone() }, now_ms()).await?;
+        self.connector.deliver(&session);
+        let now = now_ms();
+        for mut interaction in self.store.pending_in_session(&session).await? {
+            if interaction.cancel(now, &format!("cancelled by {}", actor.name)) {
+                let mut audit = AuditEntry::for_settled(&interaction, now);
+                audit.actor = Some(actor.clone());
+                self.settle(&interaction, None, &audit).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn act(&mut self, interaction_id: &str, actor: &Actor, action: UserAction) -> Result<ActOutcome, ActError> {
+        let mut interaction = self.store.interaction(interaction_id).await?.ok_or(ActError::UnknownInteraction)?;
+        let now = now_ms();
+        let applied = interaction.apply(actor, action.clone(), &self.policy, now).map_err(|refusal| {
+            tracing::info!(interaction = %interaction_id, user = %actor.user_id, %refusal, "action refused");
+            ActError::Refused(refusal)
+        })?;
+        match applied {
+            Applied::Updated => {
+                if !self.store.save_draft(&interaction).await? {
+                    return Err(self.lost_race(interaction_id, actor, action, now).await);
+                }
+                self.refresh(&interaction).await;
+                Ok(ActOutcome::Updated(interaction))
+            }
+            Applied::Resolved(reply) => {
+                let command = approval_command(&interaction, reply);
+                let audit = AuditEntry::for_settled(&interaction, now);
+                if !self.settle(&interaction, Some(&command), &audit).await? {
+                    return Err(self.lost_race(interaction_id, actor, action, now).await);
+                }
+                tracing::info!(approval_key = %interaction.approval_key(), session_id = %interaction.session_id, by = %actor.name, "decided");
+                Ok(ActOutcome::Resolved(interaction))
+            }
+        }
+    }
+
+    /// Another replica settled the interaction between our read and our write: answer
+    /// with the refusal its stored state gives.
+    async fn lost_race(&self, interaction_id: &str, actor: &Actor, action: UserAction, now: i64) -> ActError {
+        match self.store.interaction(interaction_id).await {
+            Ok(Some(mut current)) => match current.apply(actor, action, &self.policy, now) {
+                Err(refusal) => ActError::Refused(refusal),
+                Ok(_) => ActError::Internal("the interaction changed while deciding; try again".into()),
+            },
+            Ok(None) => ActError::UnknownInteraction,
+            Err(e) => e.into(),
+        }
+    }
+
+    /// Persists a settled interaction with its command and audit entry, then delivers
+    /// and re-renders. False when it was already settled (nothing changed).
+    async fn settle(&mut self, interaction: &Interaction, command: Option<&Command>, audit: &AuditEntry) -> Result<bool, EngineError> {
+        if !self.store.settle(interaction, command, audit).await? {
+            return Ok(false);
+        }
+        self.deadlines.remove(&interaction.id);
+        if command.is_some() {
+            self.connector.deliver(&interaction.session_id);
+        }
+        self.refresh(interaction).await;
+        Ok(true)
+    }
+
+    async fn handle_backend(&mut self, input: BackendInput) -> Result<(), EngineError> {
+        let BackendInput { session_id, update } = input;
+        match update {
+            SessionUpdate::Text { text, .. } => {
+                for chat in self.store.chats_for_session(&session_id).await? {
+                    if let Some(p) = self.platform(&chat) {
+                        log_failure(p.send_text(&chat, &text).await);
+                    }
+                }
+            }
+            SessionUpdate::ToolGroup(status) => self.tool_status(&session_id, &status).await?,
+            SessionUpdate::Request(request) => self.new_interaction(&session_id, request).await?,
+            SessionUpdate::InvalidRequest { approval_key, reason } => {
+                tracing::warn!(%session_id, %approval_key, %reason, "cannot show an approval request");
+                self.notice(&session_id, &format!("The agent sent a request the bridge cannot show ({approval_key}): {reason}")).await?;
+            }
+            SessionUpdate::Resolved { approval_key, reply } => {
+                let now = now_ms();
+                if let Some(mut interaction) = self.store.interaction_by_key(&session_id, &approval_key).await? {
+                    if interaction.resolve_elsewhere(reply, now) {
+                        self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await?;
+                    }
+                }
+            }
+            SessionUpdate::TimedOut { approval_key } => {
+                let now = now_ms();
+                if let Some(mut interaction) = self.store.interaction_by_key(&session_id, &approval_key).await? {
+                    if interaction.expire(now, true) {
+                        self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await?;
+                    }
+                }
+            }
+            SessionUpdate::TurnEnded => tracing::debug!(%session_id, "turn ended"),
+            SessionUpdate::TurnFailed { message } => {
+                self.notice(&session_id, &format!("The agent reported an error: {message}")).await?;
+            }
+            SessionUpdate::ResolvedInHistory(resolved) => self.reconcile(&session_id, &resolved).await?,
+        }
+        Ok(())
+    }
+
+    async fn tool_status(&self, session_id: &str, status: &ToolGroupStatus) -> Result<(), EngineError> {
+        for chat in self.store.chats_for_session(session_id).await? {
+            if let Some(p) = self.platform(&chat) {
+                log_failure(p.tool_status(&chat, status).await);
+            }
+        }
+        Ok(())
+    }
+
+    async fn new_interaction(&mut self, session_id: &str, request: Request) -> Result<(), EngineError> {
+        let id = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
+        let requester = self.store.requester(session_id).await?;
+        let interaction = Interaction::new(id, session_id.to_owned(), request, requester, now_ms());
+        if !self.store.insert_interaction(&interaction).await? {
+            tracing::debug!(%session_id, approval_key = %interaction.approval_key(), "request already known; ignoring the replay");
+            return Ok(());
+        }
+        self.deadlines.insert(interaction.id.clone(), interaction.deadline_ms);
+        let chats = self.store.chats_for_session(session_id).await?;
+        if chats.is_empty() {
+            tracing::warn!(%session_id, approval_key = %interaction.approval_key(), "no chat is bound to this session; the request waits for its deadline");
+        }
+        for chat in chats {
+            let Some(p) = self.platform(&chat) else { continue };
+            match p.show_interaction(&chat, &interaction).await {
+                Ok(Some(message_id)) => {
+                    let message = MessageRef { interaction_id: interaction.id.clone(), chat, message_id };
+                    self.store.add_message_ref(&message).await?;
+                }
+                Ok(None) => {}
+                Err(e) => tracing::error!(error = %e, "cannot show an interaction"),
+            }
+        }
+        Ok(())
+    }
+
+    async fn reconcile(&mut self, session_id: &str, resolved: &[HistoryResolution]) -> Result<(), EngineError> {
+        let now = now_ms();
+        for mut interaction in self.store.pending_in_session(session_id).await? {
+            if let Some(found) = resolved.iter().find(|r| r.matches(&interaction)) {
+                if interaction.resolve_elsewhere(found.reply.clone(), now) {
+                    tracing::info!(%session_id, approval_key = %interaction.approval_key(), "resolved while the bridge was away");
+                    self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Expires what is past its deadline plus the grace period (PROTOCOL.md §6).
+    async fn expire_due(&mut self, now: i64) -> Result<(), EngineError> {
+        let due: Vec<String> = self
+            .deadlines
+            .iter()
+            .filter(|(_, deadline)| now >= **deadline + self.grace_ms)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            self.deadlines.remove(&id);
+            let Some(mut interaction) = self.store.interaction(&id).await? else { continue };
+            if !interaction.expire(now, false) {
+                continue;
+            }
+            let command = match self.on_expiry {
+                OnExpiry::Reject => interaction.expiry_reply().map(|reply| approval_command(&interaction, reply)),
+                OnExpiry::Leave => None,
+            };
+            if let Some(Command::Approval { reply, .. }) = &command {
+                interaction.reply = Some(reply.clone());
+            }
+            tracing::info!(approval_key = %interaction.approval_key(), session_id = %interaction.session_id, "expired by the bridge");
+            self.settle(&interaction, command.as_ref(), &AuditEntry::for_settled(&interaction, now)).await?;
+        }
+        Ok(())
+    }
+
+    /// Re-renders every message that shows `interaction`.
+    async fn refresh(&self, interaction: &Interaction) {
+        let messages = match self.store.message_refs(&interaction.id).await {
+            Ok(messages) => messages,
+            Err(e) => return tracing::error!(error = %e, "cannot load message references"),
+        };
+        for message in messages {
+            if let Some(p) = self.platform(&message.chat) {
+                log_failure(p.refresh_interaction(&message, interaction).await);
+            }
+        }
+    }
+
+    async fn notice(&self, session_id: &str, text: &str) -> Result<(), EngineError> {
+        for chat in self.store.chats_for_session(session_id).await? {
+            if let Some(p) = self.platform(&chat) {
+                log_failure(p.send_notice(&chat, text).await);
+            }
+        }
+        Ok(())
+    }
+
+    fn platform(&self, chat: &ChatKey) -> Option<&Arc<dyn Platform>> {
+        let found = self.platforms.get(chat.platform.as_str());
+        if found.is_none() {
+            tracing::warn!(platform = %chat.platform, "a chat is bound to a platform that is not enabled");
+        }
+        found
+    }
+}
+
+fn approval_command(interaction: &Interaction, reply: Reply) -> Command {
+    Command::Approval {
+        session_id: interaction.session_id.clone(),
+        approval_key: interaction.approval_key().to_owned(),
+        reply,
+    }
+}
+
+fn log_failure(result: Result<(), crate::platform::PlatformError>) {
+    if let Err(e) = result {
+        tracing::error!(error = %e, "platform call failed");
+    }
+}
