@@ -1,1 +1,2 @@
 //! hitl-bridge library.
+pub mod agent_sim;
