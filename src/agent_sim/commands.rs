@@ -55,7 +55,13 @@ fn message(hub: &Arc<Hub>, session_id: &str, command: &Map<String, Value>) {
         tracing::warn!(%session_id, "skipping message without text blocks");
         return;
     }
-    runner::enqueue(hub, session_id, UserMessage { text: texts.join("\n") });
+    runner::enqueue(
+        hub,
+        session_id,
+        UserMessage {
+            text: texts.join("\n"),
+        },
+    );
 }
 
 fn approval(hub: &Hub, session_id: &str, command: &Map<String, Value>) {

@@ -27,7 +27,10 @@ pub(crate) fn text_block(index: u64, text: &str, is_final: bool) -> Vec<Value> {
     }
     let mut events = vec![block_start(index, content_block)];
     for part in halves(text) {
-        events.push(block_delta(index, json!({"type": "text_delta", "text": part})));
+        events.push(block_delta(
+            index,
+            json!({"type": "text_delta", "text": part}),
+        ));
     }
     events.push(block_stop(index));
     events
@@ -36,7 +39,10 @@ pub(crate) fn text_block(index: u64, text: &str, is_final: bool) -> Vec<Value> {
 pub(crate) fn thinking_block(index: u64, thinking: &str) -> Vec<Value> {
     let mut events = vec![block_start(index, json!({"type": "thinking"}))];
     for part in halves(thinking) {
-        events.push(block_delta(index, json!({"type": "thinking_delta", "thinking": part})));
+        events.push(block_delta(
+            index,
+            json!({"type": "thinking_delta", "thinking": part}),
+        ));
     }
     events.push(block_stop(index));
     events
@@ -92,7 +98,10 @@ pub(crate) fn request_shape_b(
     timeout_seconds: u64,
 ) -> Vec<Value> {
     vec![
-        block_start(index, json!({"type": "approval_request", "approval_key": key})),
+        block_start(
+            index,
+            json!({"type": "approval_request", "approval_key": key}),
+        ),
         block_delta(
             index,
             json!({
@@ -111,7 +120,10 @@ pub(crate) fn approval_result(index: u64, key: &str, reply: &Reply) -> Vec<Value
         Reply::Answers(answers) => json!({"answers": answers}),
     };
     vec![
-        block_start(index, json!({"type": "approval_result", "approval_key": key})),
+        block_start(
+            index,
+            json!({"type": "approval_result", "approval_key": key}),
+        ),
         block_delta(index, delta),
         block_stop(index),
     ]
@@ -119,7 +131,10 @@ pub(crate) fn approval_result(index: u64, key: &str, reply: &Reply) -> Vec<Value
 
 pub(crate) fn approval_timeout(index: u64, key: &str) -> Vec<Value> {
     vec![
-        block_start(index, json!({"type": "approval_timeout", "approval_key": key})),
+        block_start(
+            index,
+            json!({"type": "approval_timeout", "approval_key": key}),
+        ),
         block_stop(index),
     ]
 }
@@ -138,7 +153,10 @@ fn halves(text: &str) -> Vec<&str> {
     if chars < 2 {
         return vec![text];
     }
-    let cut = text.char_indices().nth(chars / 2).map_or(text.len(), |(i, _)| i);
+    let cut = text
+        .char_indices()
+        .nth(chars / 2)
+        .map_or(text.len(), |(i, _)| i);
     vec![&text[..cut], &text[cut..]]
 }
 
@@ -151,7 +169,10 @@ mod tests {
         assert_eq!(halves("Đã hủy."), vec!["Đã ", "hủy."]);
         assert_eq!(halves("x"), vec!["x"]);
         let events = text_block(2, "ab", true);
-        assert_eq!(events[0], json!({"type":"content_block_start","index":2,"content_block":{"type":"text","is_final":true}}));
+        assert_eq!(
+            events[0],
+            json!({"type":"content_block_start","index":2,"content_block":{"type":"text","is_final":true}})
+        );
         assert_eq!(events.len(), 4);
     }
 }

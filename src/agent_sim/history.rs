@@ -35,7 +35,10 @@ pub(crate) fn approval_request(key: &str, actions: &[Value]) -> Value {
 /// cancelled: resolved, but nothing submitted. Like seed 000, answers are also copied
 /// into the question action's `args.answers`.
 pub(crate) fn mark_resolved(entry: &mut Value, reply: Option<&Reply>) {
-    let Some(block) = entry.pointer_mut("/content/0").and_then(Value::as_object_mut) else {
+    let Some(block) = entry
+        .pointer_mut("/content/0")
+        .and_then(Value::as_object_mut)
+    else {
         tracing::warn!("history entry is not a request; cannot mark it resolved");
         return;
     };

@@ -47,7 +47,10 @@ pub struct SimOptions {
 
 impl Default for SimOptions {
     fn default() -> Self {
-        Self { timeout_secs: 20, token: None }
+        Self {
+            timeout_secs: 20,
+            token: None,
+        }
     }
 }
 
@@ -58,6 +61,14 @@ pub struct SimHandle {
     hub: Arc<Hub>,
     stop: oneshot::Sender<()>,
     server: JoinHandle<std::io::Result<()>>,
+}
+
+impl std::fmt::Debug for SimHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimHandle")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SimHandle {
@@ -106,7 +117,12 @@ pub async fn spawn(
             .await
     });
     tracing::info!(%addr, "agent sim listening");
-    Ok(SimHandle { addr, hub, stop, server })
+    Ok(SimHandle {
+        addr,
+        hub,
+        stop,
+        server,
+    })
 }
 
 /// Runs the simulator on `listener` until ctrl-c (for the CLI).

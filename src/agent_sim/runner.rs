@@ -56,7 +56,9 @@ async fn run(hub: Arc<Hub>, session_id: String) {
                 None
             }
         });
-        let Some((message, cancel_rx)) = next else { return };
+        let Some((message, cancel_rx)) = next else {
+            return;
+        };
         tracing::info!(%session_id, text = %message.text, "turn started");
         let turn = Turn::new(hub.clone(), &session_id);
         tokio::select! {

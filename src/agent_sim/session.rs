@@ -81,7 +81,10 @@ impl Session {
 
     pub(crate) fn attach(&mut self, id: u64) -> Live {
         self.detach_any();
-        let live = Live { id, wake: Arc::new(Notify::new()) };
+        let live = Live {
+            id,
+            wake: Arc::new(Notify::new()),
+        };
         // Start the new writer right away in case frames are buffered.
         live.wake.notify_one();
         self.live = Some(live.clone());
@@ -111,7 +114,7 @@ impl Session {
     /// The next frame for connection `id` to write. The frame stays in the outbox until
     /// `delivered`, so a failed write loses nothing.
     pub(crate) fn next_frame(&self, id: u64) -> Next {
-        if !self.live.as_ref().is_some_and(|l| l.id == id) {
+        if self.live.as_ref().is_none_or(|l| l.id != id) {
             return Next::Stop;
         }
         match self.outbox.front() {

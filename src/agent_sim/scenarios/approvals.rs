@@ -21,12 +21,18 @@ pub(super) async fn trade(turn: &Turn) {
         "tool_use_id": "toolu_01XyzAbc",
     });
     let request = Request {
-        shape: Shape::A { message_id: Some("msg-abc") },
+        shape: Shape::A {
+            message_id: Some("msg-abc"),
+        },
         actions: vec![action.clone()],
         review_configs: vec![json!({"require_approval": true, "timeout": APPROVAL_TIMEOUT})],
         expires_after: None,
     };
-    let Some(Reply::Decisions { decisions, user_edit_content }) = turn.ask(request).await else {
+    let Some(Reply::Decisions {
+        decisions,
+        user_edit_content,
+    }) = turn.ask(request).await
+    else {
         return;
     };
     let decision = decisions.first().cloned().unwrap_or(Value::Null);
@@ -36,7 +42,9 @@ pub(super) async fn trade(turn: &Turn) {
             _ => "Lệnh đã bị hủy.".to_owned(),
         },
         Some("edit") => {
-            let edited = decision.pointer("/edited_action/args").unwrap_or(&Value::Null);
+            let edited = decision
+                .pointer("/edited_action/args")
+                .unwrap_or(&Value::Null);
             order_text(edited, &action["args"])
         }
         _ => order_text(&action["args"], &action["args"]),
@@ -103,7 +111,11 @@ pub(super) async fn timeout(turn: &Turn) {
 
 /// `{name}: {decision type}` per action, joined with "; ", plus the user's note.
 fn report(names: &[&str], reply: &Reply) -> String {
-    let Reply::Decisions { decisions, user_edit_content } = reply else {
+    let Reply::Decisions {
+        decisions,
+        user_edit_content,
+    } = reply
+    else {
         return String::new();
     };
     let mut text = names

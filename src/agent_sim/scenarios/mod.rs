@@ -77,9 +77,11 @@ pub(crate) async fn run(turn: Turn, text: String) {
 /// The answer to `question` in a question reply ("" if absent; validation prevents that).
 fn answer(reply: &Reply, question: &str) -> String {
     match reply {
-        Reply::Answers(answers) => {
-            answers.get(question).and_then(Value::as_str).unwrap_or_default().to_owned()
-        }
+        Reply::Answers(answers) => answers
+            .get(question)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
         Reply::Decisions { .. } => String::new(),
     }
 }

@@ -92,7 +92,9 @@ fn ask_action(questions: Vec<Value>) -> Value {
 /// Shape B, as seed 000 sends it.
 fn shape_b(questions: Vec<Value>) -> Request {
     Request {
-        shape: Shape::B { timeout_seconds: QUESTION_TIMEOUT },
+        shape: Shape::B {
+            timeout_seconds: QUESTION_TIMEOUT,
+        },
         actions: vec![ask_action(questions)],
         review_configs: vec![
             json!({"action_name": ASK, "allowed_decisions": ["approve", "edit", "reject"]}),
@@ -124,10 +126,14 @@ pub(super) async fn ask_twice(turn: &Turn) {
     turn.thinking("Người dùng muốn được hỏi hai lần. Chuẩn bị câu hỏi đầu tiên.");
     let first = "Chuẩn bị câu hỏi lần 1";
     turn.tool_group(first, "tc-1", "write_todos", todos(first));
-    let Some(round1) = turn.ask(shape_b(seed_questions())).await else { return };
+    let Some(round1) = turn.ask(shape_b(seed_questions())).await else {
+        return;
+    };
     let second = "Chuẩn bị câu hỏi lần 2";
     turn.tool_group(second, "tc-2", "write_todos", todos(second));
-    let Some(round2) = turn.ask(shape_b(vec![channel_question()])).await else { return };
+    let Some(round2) = turn.ask(shape_b(vec![channel_question()])).await else {
+        return;
+    };
     turn.text(
         &format!(
             "Cảm ơn! Tổng kết: mục tiêu = {}; kỳ hạn = {}; kênh = {}",
@@ -141,8 +147,12 @@ pub(super) async fn ask_twice(turn: &Turn) {
 
 /// (e) The same question in shape A, then in shape B.
 pub(super) async fn shapes(turn: &Turn) {
-    let Some(first) = turn.ask(shape_a(vec![environment_question()])).await else { return };
-    let Some(second) = turn.ask(shape_b(vec![environment_question()])).await else { return };
+    let Some(first) = turn.ask(shape_a(vec![environment_question()])).await else {
+        return;
+    };
+    let Some(second) = turn.ask(shape_b(vec![environment_question()])).await else {
+        return;
+    };
     turn.text(
         &format!(
             "A: {}; B: {}",
@@ -155,6 +165,11 @@ pub(super) async fn shapes(turn: &Turn) {
 
 /// (f) A multi-select question.
 pub(super) async fn multi(turn: &Turn) {
-    let Some(reply) = turn.ask(shape_b(vec![sector_question()])).await else { return };
-    turn.text(&format!("Bạn chọn: {}", answer(&reply, SECTOR_QUESTION)), true);
+    let Some(reply) = turn.ask(shape_b(vec![sector_question()])).await else {
+        return;
+    };
+    turn.text(
+        &format!("Bạn chọn: {}", answer(&reply, SECTOR_QUESTION)),
+        true,
+    );
 }
