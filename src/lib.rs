@@ -7,6 +7,7 @@
 //! [`agent_sim`] is a reference agent backend for the demo and the tests.
 
 pub mod agent_sim;
+pub mod app;
 pub mod backend;
 pub mod config;
 pub mod engine;

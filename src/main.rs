@@ -1,1 +1,118 @@
-fn main() {}
+//! The `hitl-bridge` command: `run`, `demo`, `agent-sim` and `check-config`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use hitl_bridge::agent_sim::{self, SimOptions};
+use hitl_bridge::app::App;
+use hitl_bridge::config::Settings;
+use tokio::io::BufReader;
+
+#[derive(Parser)]
+#[command(name = "hitl-bridge", version, about = "Answer an AI agent's questions and approve its tool calls from chat")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the bridge.
+    Run {
+        /// Config file (default: config/default.toml if present).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Reference agent + bridge + terminal in one process; no set-up needed.
+    Demo {
+        /// Seconds before the "timeout" scenario gives up.
+        #[arg(long, default_value_t = 20)]
+        timeout_secs: u64,
+    },
+    /// Run the reference agent backend alone.
+    AgentSim {
+        #[arg(long, default_value = "127.0.0.1:8787")]
+        listen: SocketAddr,
+        /// Seconds before the "timeout" scenario gives up.
+        #[arg(long, default_value_t = 20)]
+        timeout_secs: u64,
+        /// Require `Authorization: Bearer <token>` on the WebSocket.
+        #[arg(long, env = "HITL_BRIDGE_SIM_TOKEN")]
+        token: Option<String>,
+    },
+    /// Print the effective configuration (secrets redacted) or say what is wrong.
+    CheckConfig {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::CheckConfig { config } => {
+            let settings = Settings::load(config.as_deref())?;
+            println!("{}", settings.redacted_json());
+            Ok(())
+        }
+        Command::Run { config } => {
+            let settings = Settings::load(config.as_deref())?;
+            init_logging(&settings.log.filter);
+            run_until_stopped(&settings).await
+        }
+        Command::AgentSim { listen, timeout_secs, token } => {
+            init_logging("info");
+            let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("cannot listen on {listen}"))?;
+            tracing::info!(%listen, "agent-sim listening");
+            agent_sim::serve(listener, SimOptions { timeout_secs, token }).await?;
+            Ok(())
+        }
+        Command::Demo { timeout_secs } => demo(timeout_secs).await,
+    }
+}
+
+async fn demo(timeout_secs: u64) -> anyhow::Result<()> {
+    // Quiet by default: the terminal is the demo's user interface.
+    init_logging("warn");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let sim = agent_sim::spawn(listener, SimOptions { timeout_secs, token: None }).await?;
+    let url = format!("ws://{}/ws/{{session_id}}", sim.addr);
+    let history = format!("http://{}/sessions/{{session_id}}/history", sim.addr);
+    let settings = Settings::from_pairs(&[
+        ("backend.url", &url),
+        ("backend.history_url", &history),
+        ("store.url", "sqlite://data/demo.db"),
+        ("console.enabled", "true"),
+    ])?;
+    println!(
+        "hitl-bridge demo: a reference agent at {} and this terminal as the chat.\n\
+         Type a message for the agent. Keywords pick a scenario:\n  \
+         \"hỏi 2 lần\" (two rounds of questions), \"trade\" (approve / edit / reject a trade),\n  \
+         \"two actions\", \"timeout\" (nobody answers, {timeout_secs} s), \"shapes\", \"multi\" (multi-select + Other).\n\
+         /new starts a new session, /cancel cancels the turn, /quit or Ctrl-D exits.",
+        sim.addr
+    );
+    let result = run_until_stopped(&settings).await;
+    sim.shutdown().await;
+    result
+}
+
+async fn run_until_stopped(settings: &Settings) -> anyhow::Result<()> {
+    let console = settings.console.enabled.then(|| (BufReader::new(tokio::io::stdin()), tokio::io::stdout()));
+    let mut app = App::start(settings, console).await?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; stopping"),
+        _ = app.console_closed() => tracing::info!("console input ended; stopping"),
+    }
+    app.stop().await;
+    Ok(())
+}
+
+fn init_logging(default_filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}

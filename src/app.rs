@@ -1,0 +1,82 @@
+//! Assembles a running bridge from settings: store, platforms, engine, and (when
+//! enabled) the console's input loop. `main` and the end-to-end tests both start the
+//! bridge through here, so the tests run exactly what users run.
+
+use std::sync::Arc;
+
+use tokio::io::{AsyncBufRead, AsyncWrite};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::config::Settings;
+use crate::engine::{Engine, EngineError, EngineHandle};
+use crate::platform::console::Console;
+use crate::platform::{Platform, PlatformError};
+use crate::store::{Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("cannot open the store at {url}: {source}")]
+    Store { url: String, source: StoreError },
+    #[error("cannot start the engine: {0}")]
+    Engine(#[from] EngineError),
+}
+
+/// A running bridge.
+pub struct App {
+    pub engine: EngineHandle,
+    stop: oneshot::Sender<()>,
+    engine_task: JoinHandle<()>,
+    console_task: Option<JoinHandle<Result<(), PlatformError>>>,
+}
+
+impl App {
+    /// Starts the bridge. `console` is the terminal's input and output, used when
+    /// `console.enabled` is set.
+    pub async fn start<R, W>(settings: &Settings, console: Option<(R, W)>) -> Result<App, AppError>
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let store = Store::connect(&settings.store.url)
+            .await
+            .map_err(|source| AppError::Store { url: settings.store.url.clone(), source })?;
+        let (engine, requests) = EngineHandle::channel();
+        let mut platforms: Vec<Arc<dyn Platform>> = Vec::new();
+        let mut console_input = None;
+        if let (true, Some((input, output))) = (settings.console.enabled, console) {
+            let console = Console::new(&settings.console, output);
+            platforms.push(console.clone());
+            console_input = Some((console, input));
+        }
+        let core = Engine::start(settings, store, platforms, requests).await?;
+        let (stop, stopped) = oneshot::channel::<()>();
+        let engine_task = tokio::spawn(core.run(async move {
+            let _ = stopped.await;
+        }));
+        let console_task = console_input.map(|(console, input)| tokio::spawn(console.run(input, engine.clone())));
+        Ok(App { engine, stop, engine_task, console_task })
+    }
+
+    /// Resolves when the console's input ends (EOF or `/quit`); never without a console.
+    pub async fn console_closed(&mut self) {
+        match self.console_task.as_mut() {
+            Some(task) => match task.await {
+                Ok(Err(e)) => tracing::error!(error = %e, "console failed"),
+                Err(e) => tracing::error!(error = %e, "console task panicked"),
+                Ok(Ok(())) => {}
+            },
+            None => std::future::pending().await,
+        }
+        self.console_task = None;
+    }
+
+    /// Stops the engine and waits for it. What was not delivered stays in the outbox.
+    pub async fn stop(self) {
+        if let Some(task) = &self.console_task {
+            task.abort();
+        }
+        let _ = self.stop.send(());
+        let _ = self.engine_task.await;
+    }
+}

@@ -1,0 +1,279 @@
+//! The terminal adapter, for the demo and the tests: agent output and requests go to
+//! a writer (stdout), answers come from a line reader (stdin, a pipe or a test). It
+//! works without a TTY: every prompt is one line and every answer one line back.
+//!
+//! Requests are answered one at a time, in arrival order; the current step lives here
+//! (which action or question is being asked), what an answer means is the core's call.
+
+pub mod input;
+pub mod render;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+
+use self::input::{Parsed, Step};
+use super::{Platform, PlatformError};
+use crate::backend::ToolGroupStatus;
+use crate::config::ConsoleSettings;
+use crate::engine::{ActError, ActOutcome, EngineHandle};
+use crate::interaction::{Actor, Draft, Interaction, RequestKind, UserAction};
+use crate::store::{ChatKey, MessageRef};
+
+pub const PLATFORM: &str = "console";
+
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
+pub struct Console {
+    actor: Actor,
+    out: tokio::sync::Mutex<Writer>,
+    /// Interactions waiting for answers, the first one being asked.
+    queue: Mutex<VecDeque<(Interaction, Step)>>,
+}
+
+impl Console {
+    pub fn new(settings: &ConsoleSettings, out: impl AsyncWrite + Send + Unpin + 'static) -> Arc<Self> {
+        Arc::new(Self {
+            actor: Actor::new(PLATFORM, &settings.user_id, &settings.user_name),
+            out: tokio::sync::Mutex::new(Box::new(out)),
+            queue: Mutex::new(VecDeque::new()),
+        })
+    }
+
+    /// The one chat the console has.
+    pub fn chat() -> ChatKey {
+        ChatKey { platform: PLATFORM.into(), chat_id: "stdin".into(), thread_id: None }
+    }
+
+    async fn print(&self, text: &str) -> Result<(), PlatformError> {
+        let mut out = self.out.lock().await;
+        let write = async {
+            out.write_all(text.as_bytes()).await?;
+            out.write_all(b"\n").await?;
+            out.flush().await
+        };
+        write.await.map_err(|e| PlatformError::Send { platform: PLATFORM, message: e.to_string() })
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<(Interaction, Step)>> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The prompt for the front of the queue, if any.
+    fn current_prompt(&self) -> Option<String> {
+        let queue = self.queue();
+        let (interaction, step) = queue.front()?;
+        Some(prompt(interaction, *step))
+    }
+
+    /// Reads lines until the input ends or `/quit`. Each line answers the current
+    /// request if there is one, else it is a chat message (or `/new`, `/cancel`).
+    pub async fn run(self: Arc<Self>, input: impl AsyncBufRead + Unpin, engine: EngineHandle) -> Result<(), PlatformError> {
+        let mut lines = input.lines();
+        while let Some(line) = lines.next_line().await.map_err(|e| PlatformError::Send { platform: PLATFORM, message: e.to_string() })? {
+            let line = line.trim();
+            match line {
+                "" => continue,
+                "/quit" => break,
+                "/new" => match engine.new_session(Self::chat()).await {
+                    Ok(session) => self.print(&format!("· new session {session}")).await?,
+                    Err(e) => self.print(&format!("! {e}")).await?,
+                },
+                "/cancel" => {
+                    if let Err(e) = engine.cancel(Self::chat(), self.actor.clone()).await {
+                        self.print(&format!("! {e}")).await?;
+                    }
+                }
+                _ => self.handle_line(line, &engine).await?,
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_line(&self, line: &str, engine: &EngineHandle) -> Result<(), PlatformError> {
+        let front = self.queue().front().cloned();
+        let Some((interaction, step)) = front else {
+            if let Err(e) = engine.user_message(Self::chat(), self.actor.clone(), line.to_owned()).await {
+                self.print(&format!("! {e}")).await?;
+            }
+            return Ok(());
+        };
+        let parsed = match (step, &interaction.request.kind) {
+            (Step::Action(i), _) => input::parse_action(i, line),
+            (Step::EditJson(i), _) => Parsed::Act(UserAction::EditArgs { action: i, json: line.to_owned() }),
+            (Step::Question(i), RequestKind::Questions { questions, .. }) => match questions.get(i) {
+                Some(q) => input::parse_answer(i, q, line),
+                None => Parsed::Invalid("no such question".into()),
+            },
+            (Step::Text(i), _) => Parsed::Act(UserAction::OtherText { question: i, text: line.to_owned() }),
+            (Step::Question(_), _) => Parsed::Invalid("no such question".into()),
+        };
+        let action = match parsed {
+            Parsed::Act(action) => action,
+            Parsed::Ask(next) => return self.set_step(&interaction.id, next).await,
+            Parsed::SelectThenText(options) => {
+                let Step::Question(q) = step else { return Ok(()) };
+                if !options.is_empty() {
+                    let select = UserAction::Select { question: q, options };
+                    if let Err(e) = engine.act(&interaction.id, self.actor.clone(), select).await {
+                        self.print(&format!("! {e}")).await?;
+                        return self.reprompt().await;
+                    }
+                }
+                return self.set_step(&interaction.id, Step::Text(q)).await;
+            }
+            Parsed::Invalid(why) => return self.print(&format!("! {why}")).await,
+        };
+        let next = next_step(&interaction, step);
+        self.act(engine, &interaction.id, action, next).await
+    }
+
+    /// Sends one action; on success moves to `next` (or submits when there is none).
+    async fn act(&self, engine: &EngineHandle, id: &str, action: UserAction, next: Option<Step>) -> Result<(), PlatformError> {
+        let updated = match engine.act(id, self.actor.clone(), action).await {
+            Ok(ActOutcome::Resolved(_)) => return Ok(()), // refresh_interaction prints the outcome
+            Ok(ActOutcome::Updated(updated)) => updated,
+            Err(e) => {
+                self.print(&format!("! {e}")).await?;
+                return self.reprompt().await;
+            }
+        };
+        // A comment that became user_edit_content leaves the action undecided: ask again.
+        let undecided = match (&updated.draft, self.current_action(id)) {
+            (Draft::Decisions(d), Some(i)) => d.decisions.get(i).is_some_and(Option::is_none).then_some(i),
+            _ => None,
+        };
+        if let Some(i) = undecided {
+            self.update_front(&updated, Step::Action(i));
+            return self.reprompt().await;
+        }
+        match next {
+            Some(step) => {
+                self.update_front(&updated, step);
+                self.reprompt().await
+            }
+            None => Box::pin(self.act(engine, id, UserAction::Submit, None)).await,
+        }
+    }
+
+    fn current_action(&self, id: &str) -> Option<usize> {
+        match self.queue().front() {
+            Some((i, Step::Action(n) | Step::EditJson(n))) if i.id == id => Some(*n),
+            _ => None,
+        }
+    }
+
+    fn update_front(&self, interaction: &Interaction, step: Step) {
+        if let Some(front) = self.queue().front_mut().filter(|(i, _)| i.id == interaction.id) {
+            *front = (interaction.clone(), step);
+        }
+    }
+
+    async fn set_step(&self, id: &str, step: Step) -> Result<(), PlatformError> {
+        if let Some(front) = self.queue().front_mut().filter(|(i, _)| i.id == id) {
+            front.1 = step;
+        }
+        self.reprompt().await
+    }
+
+    async fn reprompt(&self) -> Result<(), PlatformError> {
+        match self.current_prompt() {
+            Some(p) => self.print(&p).await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// The step after `step`, or `None` when it is time to submit.
+fn next_step(interaction: &Interaction, step: Step) -> Option<Step> {
+    match step {
+        Step::Action(i) | Step::EditJson(i) => {
+            (i + 1 < interaction.request.actions().len()).then_some(Step::Action(i + 1))
+        }
+        Step::Question(i) | Step::Text(i) => match &interaction.request.kind {
+            RequestKind::Questions { questions, .. } if i + 1 < questions.len() => Some(Step::Question(i + 1)),
+            _ => None,
+        },
+    }
+}
+
+fn first_step(interaction: &Interaction) -> Step {
+    if interaction.request.is_question() { Step::Question(0) } else { Step::Action(0) }
+}
+
+fn prompt(interaction: &Interaction, step: Step) -> String {
+    match step {
+        Step::Action(i) => render::action_prompt(interaction, i),
+        Step::EditJson(i) => {
+            let name = interaction.request.actions().get(i).map_or("the action", |a| a.name.as_str());
+            format!("new args for {name} as a JSON object >")
+        }
+        Step::Question(i) => render::question_prompt(interaction, i),
+        Step::Text(i) => match &interaction.request.kind {
+            RequestKind::Questions { questions, .. } => questions.get(i).map(render::text_prompt).unwrap_or_default(),
+            _ => String::new(),
+        },
+    }
+}
+
+impl Platform for Console {
+    fn name(&self) -> &'static str {
+        PLATFORM
+    }
+
+    fn send_text<'a>(&'a self, _chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(self.print(&format!("agent: {text}")))
+    }
+
+    fn tool_status<'a>(&'a self, _chat: &'a ChatKey, status: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>> {
+        // A terminal cannot edit a line it printed: one line per group, when it ends.
+        Box::pin(async move {
+            if status.finished { self.print(&status.line()).await } else { Ok(()) }
+        })
+    }
+
+    fn show_interaction<'a>(&'a self, _chat: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
+        Box::pin(async move {
+            self.print(&render::interaction(interaction)).await?;
+            let is_front = {
+                let mut queue = self.queue();
+                queue.push_back((interaction.clone(), first_step(interaction)));
+                queue.len() == 1
+            };
+            if is_front {
+                self.reprompt().await?;
+            }
+            Ok(Some(interaction.id.clone()))
+        })
+    }
+
+    fn refresh_interaction<'a>(&'a self, message: &'a MessageRef, interaction: &'a Interaction) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async move {
+            let known = self.queue().iter().any(|(i, _)| i.id == interaction.id);
+            if interaction.status.is_pending() {
+                // After a restart the queue is empty: show what is still waiting.
+                if !known {
+                    return self.show_interaction(&message.chat, interaction).await.map(|_| ());
+                }
+                return Ok(());
+            }
+            let was_front = {
+                let mut queue = self.queue();
+                let was_front = queue.front().is_some_and(|(i, _)| i.id == interaction.id);
+                queue.retain(|(i, _)| i.id != interaction.id);
+                was_front
+            };
+            self.print(&render::outcome(interaction)).await?;
+            if was_front {
+                self.reprompt().await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn send_notice<'a>(&'a self, _chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(self.print(&format!("! {text}")))
+    }
+}

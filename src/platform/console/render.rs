@@ -1,0 +1,146 @@
+//! Plain-text rendering of interactions for the terminal. Pure functions of the
+//! interaction and the time, so the exact output is easy to test.
+
+use crate::interaction::{Decider, FreeText, Interaction, Question, RequestKind, Status};
+use crate::protocol::{Decision, DecisionType, Reply};
+
+/// `HH:MM:SS UTC` for a unix-ms time.
+pub fn clock(ms: i64) -> String {
+    let secs = ms.div_euclid(1000).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02} UTC", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+/// The block printed when an interaction arrives.
+pub fn interaction(i: &Interaction) -> String {
+    let deadline = format!("answer by {} ({} s)", clock(i.deadline_ms), i.request.timeout_secs);
+    match &i.request.kind {
+        RequestKind::Approval { actions } => {
+            let mut out = format!("┌ approval {} · {} action(s) · {deadline}\n", i.approval_key(), actions.len());
+            for (n, action) in actions.iter().enumerate() {
+                out += &format!("│ {}. {}", n + 1, action.name);
+                if let Some(d) = &action.description {
+                    out += &format!(" — {d}");
+                }
+                out += &format!("\n│    args: {}\n", action.args);
+                let allowed: Vec<&str> = action.allowed.iter().map(|d| d.as_str()).collect();
+                out += &format!("│    allowed: {}\n", allowed.join(", "));
+            }
+            out + "└"
+        }
+        RequestKind::Questions { questions, .. } => {
+            format!("┌ question {} · {} question(s) · {deadline}\n└", i.approval_key(), questions.len())
+        }
+    }
+}
+
+/// The prompt for deciding action `index`.
+pub fn action_prompt(i: &Interaction, index: usize) -> String {
+    let Some(action) = i.request.actions().get(index) else { return String::new() };
+    let mut choices = Vec::new();
+    for allowed in &action.allowed {
+        choices.push(match allowed {
+            DecisionType::Approve => "[a]pprove",
+            DecisionType::Reject => "[r]eject [reason]",
+            DecisionType::Edit => "[e]dit [json]",
+            DecisionType::Respond => "[c]omment <text>",
+        });
+    }
+    if !action.allowed.contains(&DecisionType::Respond) {
+        choices.push("[c]omment <text>");
+    }
+    format!("{}? {} >", action.name, choices.join(" · "))
+}
+
+/// The prompt for question `index`: header, text, numbered options.
+pub fn question_prompt(i: &Interaction, index: usize) -> String {
+    let RequestKind::Questions { questions, .. } = &i.request.kind else { return String::new() };
+    let Some(q) = questions.get(index) else { return String::new() };
+    let mut out = format!("[{}/{}]", index + 1, questions.len());
+    if let Some(h) = &q.header {
+        out += &format!(" {h}");
+    }
+    out += &format!("\n{}\n", q.text);
+    for (n, option) in q.options.iter().enumerate() {
+        out += &format!("  {}) {}", n + 1, option.label);
+        if let Some(d) = &option.description {
+            out += &format!(" — {d}");
+        }
+        if option.input {
+            out += " (type your answer)";
+        }
+        out += "\n";
+    }
+    if q.free_text == FreeText::Other {
+        out += &format!("  {}) Other (type your answer)\n", q.options.len() + 1);
+    }
+    let how = if q.multi_select { "numbers separated by commas" } else { "a number" };
+    let text = match (q.free_text, q.free_text_label()) {
+        (FreeText::Disabled, _) => String::new(),
+        (_, Some(label)) => format!(", or type text for {label}"),
+        _ => ", or type your own answer".into(),
+    };
+    out + &format!("answer with {how}{text}, s to skip >")
+}
+
+/// The prompt when free text is expected next.
+pub fn text_prompt(q: &Question) -> String {
+    format!("{}: type your answer >", q.free_text_label().unwrap_or("Other"))
+}
+
+/// The line printed when an interaction ends.
+pub fn outcome(i: &Interaction) -> String {
+    let key = i.approval_key();
+    match &i.status {
+        Status::Pending => format!("… {key} pending"),
+        Status::Resolved { by: Decider::Elsewhere, at_ms } => {
+            format!("✔ {key} resolved elsewhere at {}{}", clock(*at_ms), reply_suffix(i.reply.as_ref()))
+        }
+        Status::Resolved { by, at_ms } => {
+            format!("✔ {key} decided by {} at {}{}", by.name(), clock(*at_ms), reply_suffix(i.reply.as_ref()))
+        }
+        Status::Expired { at_ms, by_backend } => {
+            let who = if *by_backend { "the agent timed it out" } else { "no decision in time" };
+            let sent = if i.reply.is_some() { "; rejected automatically" } else { "" };
+            format!("⌛ {key} expired at {} ({who}){sent}", clock(*at_ms))
+        }
+        Status::Cancelled { at_ms, reason } => format!("✖ {key} {reason} at {}", clock(*at_ms)),
+    }
+}
+
+fn reply_suffix(reply: Option<&Reply>) -> String {
+    match reply {
+        None => String::new(),
+        Some(Reply::Answers { answers }) => {
+            let parts: Vec<String> = answers.0.iter().map(|(q, a)| format!("{q} → {a}")).collect();
+            format!(": {}", parts.join("; "))
+        }
+        Some(Reply::Decisions { decisions, user_edit_content }) => {
+            let mut parts: Vec<String> = decisions.iter().map(decision_text).collect();
+            if let Some(note) = user_edit_content {
+                parts.push(format!("note: {note}"));
+            }
+            format!(": {}", parts.join("; "))
+        }
+    }
+}
+
+fn decision_text(d: &Decision) -> String {
+    match d {
+        Decision::Approve => "approve".into(),
+        Decision::Reject { message: None } => "reject".into(),
+        Decision::Reject { message: Some(m) } => format!("reject ({m})"),
+        Decision::Edit { edited_action } => format!("edit {}", serde_json::Value::Object(edited_action.args.clone())),
+        Decision::Respond { message } => format!("respond ({message})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_is_utc_time_of_day() {
+        assert_eq!(clock(0), "00:00:00 UTC");
+        assert_eq!(clock(((13 * 3600 + 5 * 60 + 9) * 1000) + 86_400_000 * 3), "13:05:09 UTC");
+    }
+}
