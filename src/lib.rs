@@ -7,3 +7,4 @@
 
 pub mod interaction;
 pub mod protocol;
+pub mod store;
