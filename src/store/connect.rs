@@ -143,3 +143,11 @@ fn sqlite_session_settings(conn: &mut AnyConnection, _: PoolConnectionMetadata) 
     })
 }
 
+
+impl Store {
+    /// Closes the pool and waits for its connections to finish (graceful shutdown).
+    /// Clones of this Store can no longer query afterwards.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
