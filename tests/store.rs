@@ -112,6 +112,7 @@ suite!(
     pending_lists_are_oldest_first,
     draft_persists_until_settled,
     settle_is_first_wins,
+    concurrent_settles_have_one_winner,
     outbox_keeps_order_and_removes,
     survives_reopening,
     chat_binding_is_an_upsert,
@@ -299,6 +300,35 @@ async fn settle_is_first_wins(db: &mut TestDb) {
     assert_eq!(store.outbox_for_session("S").await.expect("outbox").len(), 1, "no command: none queued");
 }
 
+async fn concurrent_settles_have_one_winner(db: &mut TestDb) {
+    // A second replica on the same database.
+    let replica = Store::connect(&db.url).await.expect("second store");
+    let created = approval("S", "S_1", T0);
+    assert!(db.store.insert_interaction(&created).await.expect("insert"));
+
+    let mut clicked = created.clone();
+    let reply = resolve_with_edit(&mut clicked, T0 + 10);
+    let click = approval_command(&clicked, reply);
+    let mut expired = created.clone();
+    assert!(expired.expire(T0 + 10, false));
+    let expiry = approval_command(&expired, expired.expiry_reply().expect("approvals reject on expiry"));
+
+    let (click_audit, expiry_audit) = (AuditEntry::for_settled(&clicked, T0 + 10), AuditEntry::for_settled(&expired, T0 + 10));
+    // Both in flight at once: their statements interleave at every await.
+    let (a, b) = tokio::join!(
+        db.store.settle(&clicked, Some(&click), &click_audit),
+        replica.settle(&expired, Some(&expiry), &expiry_audit),
+    );
+    let (a, b) = (a.expect("settle"), b.expect("settle"));
+    assert!(a ^ b, "exactly one wins: {a} {b}");
+
+    let winner = if a { (click, "resolved") } else { (expiry, "expired") };
+    assert_eq!(commands(&db.store.outbox_for_session("S").await.expect("outbox")), vec![winner.0]);
+    let audit = db.store.audit_log("S_1").await.expect("audit");
+    assert_eq!(audit.iter().map(|e| e.outcome.as_str()).collect::<Vec<_>>(), [winner.1]);
+    replica.close().await;
+}
+
 async fn outbox_keeps_order_and_removes(db: &mut TestDb) {
     let store = &db.store;
     let hello = Command::message("S", "hãy hỏi 2 lần", None);
@@ -389,6 +419,10 @@ async fn message_refs_are_kept_in_order(db: &mut TestDb) {
 
     assert_eq!(store.message_refs("id-S_1").await.expect("list"), refs.to_vec());
     assert!(store.message_refs("id-other").await.expect("list").is_empty());
+
+    // Foreign keys are enforced: a message for an unknown interaction is refused.
+    let orphan = MessageRef { interaction_id: "id-other".into(), ..refs[1].clone() };
+    assert!(store.add_message_ref(&orphan).await.is_err());
 }
 
 async fn sessions_with_work_are_listed_once(db: &mut TestDb) {
@@ -466,4 +500,36 @@ async fn corrupt_row_is_skipped(db: &mut TestDb) {
     assert_eq!(store.sessions_with_work().await.expect("list"), ["S"], "the row itself still counts");
     let err = store.interaction("id-S_1").await.expect_err("asked for exactly this row");
     assert!(matches!(&err, StoreError::Corrupt { id, .. } if id == "id-S_1"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------
+// Opening, beyond the suite
+// ---------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn sqlite_file_is_created_in_wal_mode() {
+    let db = TestDb::sqlite().await;
+    let raw = db.raw().await;
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&raw).await.expect("pragma");
+    assert_eq!(mode, "wal", "WAL is stored in the file by the first connection");
+    raw.close().await;
+    db.finish().await;
+}
+
+#[tokio::test]
+async fn in_memory_sqlite_keeps_its_data() {
+    let store = Store::connect("sqlite::memory:").await.expect("open");
+    let i = approval("S", "S_1", T0);
+    assert!(store.insert_interaction(&i).await.expect("insert"));
+    // Enough queries to need a second connection if the pool would open one.
+    let (a, b) = tokio::join!(store.pending_interactions(), store.interaction("id-S_1"));
+    assert_eq!(a.expect("list"), vec![i.clone()]);
+    assert_eq!(b.expect("load"), Some(i));
+}
+
+#[tokio::test]
+async fn unsupported_url_names_only_the_scheme() {
+    let err = Store::connect("mysql://root:hunter2@db/hitl").await.expect_err("unsupported");
+    assert!(matches!(&err, StoreError::UnsupportedUrl { scheme } if scheme == "mysql"));
+    assert!(!err.to_string().contains("hunter2"), "{err}");
 }
