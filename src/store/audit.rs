@@ -1,0 +1,157 @@
+//! The `audit_log` table: one entry per settled interaction (who, what, how fast, and
+//! what was asked versus what was sent), appended inside [`Store::settle`]'s
+//! transaction and never changed afterwards.
+
+use serde_json::Value;
+use sqlx::any::AnyRow;
+use sqlx::{AnyExecutor, Row};
+
+use super::error::{Result, StoreError};
+use super::json::{self, skip_corrupt};
+use super::Store;
+use crate::interaction::{Actor, Decider, Interaction, Status};
+use crate::protocol::{Decision, Reply};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditEntry {
+    /// When the interaction was settled (unix ms).
+    pub at_ms: i64,
+    pub session_id: String,
+    pub approval_key: String,
+    pub interaction_id: String,
+    /// The person who decided; `None` when the backend or the bridge ended it.
+    pub actor: Option<Actor>,
+    /// `resolved`, `resolved_elsewhere`, `expired`, `expired_by_backend`, `cancelled`,
+    /// or `refused` (set by the caller; no status maps to it).
+    pub outcome: String,
+    /// The reply as sent (or as received from elsewhere), as JSON.
+    pub reply: Option<Value>,
+    /// An array: each action's args as the backend asked.
+    pub original_args: Value,
+    /// An array with each action's edited args, `null` where not edited; `None` when
+    /// nothing was edited.
+    pub edited_args: Option<Value>,
+    /// From creation to settling.
+    pub latency_ms: i64,
+}
+
+impl AuditEntry {
+    /// The entry for a settled interaction. Its time is the settle time from the
+    /// status; `now_ms` stands in only if the interaction is (wrongly) still pending.
+    pub fn for_settled(i: &Interaction, now_ms: i64) -> AuditEntry {
+        let at_ms = settled_at(&i.status).unwrap_or(now_ms);
+        AuditEntry {
+            at_ms,
+            session_id: i.session_id.clone(),
+            approval_key: i.approval_key().to_owned(),
+            interaction_id: i.id.clone(),
+            actor: match &i.status {
+                Status::Resolved { by: Decider::Person(actor), .. } => Some(actor.clone()),
+                _ => None,
+            },
+            outcome: outcome(&i.status).to_owned(),
+            reply: i.reply.as_ref().and_then(reply_json),
+            original_args: Value::Array(i.request.actions().iter().map(|a| a.args.clone()).collect()),
+            edited_args: i.reply.as_ref().and_then(edited_args),
+            latency_ms: at_ms.saturating_sub(i.created_at_ms),
+        }
+    }
+}
+
+fn settled_at(status: &Status) -> Option<i64> {
+    match status {
+        Status::Pending => None,
+        Status::Resolved { at_ms, .. } | Status::Expired { at_ms, .. } | Status::Cancelled { at_ms, .. } => Some(*at_ms),
+    }
+}
+
+fn outcome(status: &Status) -> &'static str {
+    match status {
+        Status::Pending => "pending",
+        Status::Resolved { by: Decider::Person(_), .. } => "resolved",
+        Status::Resolved { by: Decider::Elsewhere, .. } => "resolved_elsewhere",
+        Status::Expired { by_backend: false, .. } => "expired",
+        Status::Expired { by_backend: true, .. } => "expired_by_backend",
+        Status::Cancelled { .. } => "cancelled",
+    }
+}
+
+fn reply_json(reply: &Reply) -> Option<Value> {
+    // Cannot fail for these types (string keys only); logged rather than panicking.
+    serde_json::to_value(reply)
+        .inspect_err(|error| tracing::error!(%error, "cannot encode a reply for the audit log"))
+        .ok()
+}
+
+/// Per action, the args of its `edit` decision; `None` if no action was edited.
+fn edited_args(reply: &Reply) -> Option<Value> {
+    let Reply::Decisions { decisions, .. } = reply else { return None };
+    let edited: Vec<Value> = decisions
+        .iter()
+        .map(|d| match d {
+            Decision::Edit { edited_action } => Value::Object(edited_action.args.clone()),
+            _ => Value::Null,
+        })
+        .collect();
+    edited.iter().any(|v| !v.is_null()).then_some(Value::Array(edited))
+}
+
+impl Store {
+    /// The audit entries of one request, oldest first.
+    pub async fn audit_log(&self, approval_key: &str) -> Result<Vec<AuditEntry>> {
+        let rows = sqlx::query(
+            "SELECT id, at_ms, session_id, approval_key, interaction_id, actor, outcome, reply,
+                    original_args, edited_args, latency_ms
+             FROM audit_log WHERE approval_key = $1 ORDER BY id",
+        )
+        .bind(approval_key)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("read audit log"))?;
+        Ok(rows.iter().map(decode_row).filter_map(skip_corrupt).collect())
+    }
+}
+
+/// Appends an entry on any executor, so [`Store::settle`] can do it inside its
+/// transaction.
+pub(super) async fn insert_audit<'e>(executor: impl AnyExecutor<'e>, e: &AuditEntry) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO audit_log (at_ms, session_id, approval_key, interaction_id, actor, outcome, reply,
+                                original_args, edited_args, latency_ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+    )
+    .bind(e.at_ms)
+    .bind(e.session_id.as_str())
+    .bind(e.approval_key.as_str())
+    .bind(e.interaction_id.as_str())
+    .bind(json::encode_opt(e.actor.as_ref(), "audit actor")?)
+    .bind(e.outcome.as_str())
+    .bind(json::encode_opt(e.reply.as_ref(), "audit reply")?)
+    .bind(json::encode(&e.original_args, "audit args")?)
+    .bind(json::encode_opt(e.edited_args.as_ref(), "audit edited args")?)
+    .bind(e.latency_ms)
+    .execute(executor)
+    .await
+    .map_err(StoreError::query("append audit entry"))?;
+    Ok(())
+}
+
+fn decode_row(row: &AnyRow) -> Result<AuditEntry> {
+    let read = StoreError::query("read audit entry");
+    let id: i64 = row.try_get("id").map_err(read)?;
+    let text = |name: &str| row.try_get::<String, _>(name).map_err(StoreError::query("read audit entry"));
+    let text_opt = |name: &str| row.try_get::<Option<String>, _>(name).map_err(StoreError::query("read audit entry"));
+    let int = |name: &str| row.try_get::<i64, _>(name).map_err(StoreError::query("read audit entry"));
+    Ok(AuditEntry {
+        at_ms: int("at_ms")?,
+        session_id: text("session_id")?,
+        approval_key: text("approval_key")?,
+        interaction_id: text("interaction_id")?,
+        actor: json::decode_opt(text_opt("actor")?.as_deref(), "audit actor", id)?,
+        outcome: text("outcome")?,
+        reply: json::decode_opt(text_opt("reply")?.as_deref(), "audit reply", id)?,
+        original_args: json::decode(&text("original_args")?, "audit args", id)?,
+        edited_args: json::decode_opt(text_opt("edited_args")?.as_deref(), "audit edited args", id)?,
+        latency_ms: int("latency_ms")?,
+    })
+}

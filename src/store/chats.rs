@@ -1,0 +1,118 @@
+//! Which session each chat talks to (`chat_bindings`) and whose message started each
+//! session's current turn (`session_requesters`). Routing decisions are the engine's;
+//! this only remembers them.
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::error::{Result, StoreError};
+use super::json;
+use super::Store;
+use crate::interaction::Actor;
+
+/// Where a chat lives: `("telegram", chat id, optional topic/thread id)`,
+/// `("discord", channel id, thread)`, `("console", "stdin", None)`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChatKey {
+    pub platform: String,
+    pub chat_id: String,
+    pub thread_id: Option<String>,
+}
+
+impl ChatKey {
+    pub fn new(platform: &str, chat_id: &str, thread_id: Option<&str>) -> Self {
+        Self { platform: platform.to_owned(), chat_id: chat_id.to_owned(), thread_id: thread_id.map(str::to_owned) }
+    }
+
+    /// The `thread_id` column: '' stands for "no thread" because the column is part of
+    /// unique keys, where NULLs never collide. No platform uses an empty thread id.
+    pub(super) fn thread_column(&self) -> &str {
+        self.thread_id.as_deref().unwrap_or("")
+    }
+
+    /// From the `platform`, `chat_id` and `thread_id` columns of a row.
+    pub(super) fn from_row(row: &AnyRow) -> Result<Self> {
+        let column = |name| row.try_get::<String, _>(name).map_err(StoreError::query("read chat key"));
+        let thread = column("thread_id")?;
+        Ok(Self {
+            platform: column("platform")?,
+            chat_id: column("chat_id")?,
+            thread_id: (!thread.is_empty()).then_some(thread),
+        })
+    }
+}
+
+impl Store {
+    /// Points a chat at a session, replacing its previous one: a chat has one current
+    /// session.
+    pub async fn bind_chat(&self, chat: &ChatKey, session_id: &str, now_ms: i64) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO chat_bindings (platform, chat_id, thread_id, session_id, bound_at_ms)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (platform, chat_id, thread_id)
+             DO UPDATE SET session_id = excluded.session_id, bound_at_ms = excluded.bound_at_ms",
+        )
+        .bind(chat.platform.as_str())
+        .bind(chat.chat_id.as_str())
+        .bind(chat.thread_column())
+        .bind(session_id)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await
+        .map_err(StoreError::query("bind chat"))?;
+        Ok(())
+    }
+
+    pub async fn session_for_chat(&self, chat: &ChatKey) -> Result<Option<String>> {
+        let row = sqlx::query("SELECT session_id FROM chat_bindings WHERE platform = $1 AND chat_id = $2 AND thread_id = $3")
+            .bind(chat.platform.as_str())
+            .bind(chat.chat_id.as_str())
+            .bind(chat.thread_column())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(StoreError::query("find the session of a chat"))?;
+        row.map(|r| r.try_get("session_id").map_err(StoreError::query("read session id"))).transpose()
+    }
+
+    /// Every chat bound to the session, in the order they were bound (where to show
+    /// its requests).
+    pub async fn chats_for_session(&self, session_id: &str) -> Result<Vec<ChatKey>> {
+        let rows = sqlx::query(
+            "SELECT platform, chat_id, thread_id FROM chat_bindings WHERE session_id = $1
+             ORDER BY bound_at_ms, platform, chat_id, thread_id",
+        )
+        .bind(session_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("list chats of a session"))?;
+        rows.iter().map(ChatKey::from_row).collect()
+    }
+
+    /// Whose message started the session's current turn; replaces the previous one.
+    pub async fn set_requester(&self, session_id: &str, actor: &Actor) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO session_requesters (session_id, actor) VALUES ($1, $2)
+             ON CONFLICT (session_id) DO UPDATE SET actor = excluded.actor",
+        )
+        .bind(session_id)
+        .bind(json::encode(actor, "requester")?)
+        .execute(&self.pool)
+        .await
+        .map_err(StoreError::query("set requester"))?;
+        Ok(())
+    }
+
+    /// The session's requester. An unreadable row reads as none (logged): the only
+    /// effect is that fewer people may answer, never more.
+    pub async fn requester(&self, session_id: &str) -> Result<Option<Actor>> {
+        let row = sqlx::query("SELECT actor FROM session_requesters WHERE session_id = $1")
+            .bind(session_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(StoreError::query("load requester"))?;
+        let Some(row) = row else { return Ok(None) };
+        let actor: String = row.try_get("actor").map_err(StoreError::query("read requester"))?;
+        Ok(json::skip_corrupt(json::decode(&actor, "requester of session", session_id)))
+    }
+}

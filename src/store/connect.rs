@@ -1,0 +1,153 @@
+//! Opening the database: SQLite or PostgreSQL chosen by the url, the SQLite file and
+//! its directory created on first run, per-connection settings, and the migrations
+//! embedded in the binary. Nothing here reads or writes bridge data.
+
+use std::borrow::Cow;
+use std::str::FromStr;
+
+use futures_util::future::BoxFuture;
+use sqlx::any::AnyPoolOptions;
+use sqlx::migrate::{MigrateDatabase, Migration, MigrationType, Migrator};
+use sqlx::pool::PoolConnectionMetadata;
+use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::{AnyConnection, AnyPool, SqlSafeStr, Sqlite};
+
+use super::Store;
+use super::error::{Result, StoreError};
+
+/// Where the store lives when the config names no database.
+pub const DEFAULT_URL: &str = "sqlite://data/hitl-bridge.db";
+
+/// The schema, as `(version, description, SQLite SQL, PostgreSQL SQL)`. Append only:
+/// sqlx refuses to start when an applied migration's text has changed.
+const MIGRATIONS: &[(i64, &str, &str, &str)] = &[(
+    1,
+    "init",
+    include_str!("../../migrations/sqlite/0001_init.sql"),
+    include_str!("../../migrations/postgres/0001_init.sql"),
+)];
+
+/// How long a SQLite writer waits for another one before giving up.
+const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    fn from_url(url: &str) -> Result<Self> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Backend::Postgres)
+        } else if url.starts_with("sqlite:") {
+            Ok(Backend::Sqlite)
+        } else {
+            // Only the scheme: the rest of a url may hold a password.
+            let scheme = url.split_once(':').map_or("", |(scheme, _)| scheme);
+            Err(StoreError::UnsupportedUrl { scheme: scheme.to_owned() })
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "SQLite",
+            Backend::Postgres => "PostgreSQL",
+        }
+    }
+
+    fn migrator(self) -> Migrator {
+        let migrations = MIGRATIONS
+            .iter()
+            .map(|&(version, description, sqlite, postgres)| {
+                let sql = match self {
+                    Backend::Sqlite => sqlite,
+                    Backend::Postgres => postgres,
+                };
+                Migration::new(version, Cow::Borrowed(description), MigrationType::Simple, sql.into_sql_str(), false)
+            })
+            .collect();
+        Migrator::with_migrations(migrations)
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) and migrates the database at `url`: `sqlite://path`
+    /// or `postgres://…` / `postgresql://…`.
+    pub async fn connect(url: &str) -> Result<Store> {
+        // The Any driver dispatches on the url; it needs the drivers registered once.
+        // Calling it again is a no-op.
+        sqlx::any::install_default_drivers();
+        let backend = Backend::from_url(url)?;
+        let connect_error = |source| StoreError::Connect { kind: backend.name(), source };
+        let options = match backend {
+            Backend::Sqlite => {
+                let in_memory = is_in_memory(url);
+                if !in_memory {
+                    create_sqlite_file(url).await?;
+                }
+                sqlite_pool_options(in_memory)
+            }
+            Backend::Postgres => AnyPoolOptions::new(),
+        };
+        let pool: AnyPool = options.connect(url).await.map_err(connect_error)?;
+        backend.migrator().run(&pool).await?;
+        Ok(Store { pool })
+    }
+}
+
+/// `sqlite::memory:` and friends: every connection would get its own empty database.
+fn is_in_memory(url: &str) -> bool {
+    url.contains(":memory:") || url.contains("mode=memory")
+}
+
+/// Creates the database file and its parent directory on first run.
+async fn create_sqlite_file(url: &str) -> Result<()> {
+    let connect_error = |source| StoreError::Connect { kind: "SQLite", source };
+    let options = SqliteConnectOptions::from_str(url).map_err(connect_error)?;
+    if let Some(dir) = options.get_filename().parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(|source| StoreError::CreateDir { path: dir.to_owned(), source })?;
+    }
+    if !Sqlite::database_exists(url).await.map_err(connect_error)? {
+        Sqlite::create_database(url).await.map_err(connect_error)?;
+    }
+    Ok(())
+}
+
+fn sqlite_pool_options(in_memory: bool) -> AnyPoolOptions {
+    let options = AnyPoolOptions::new().after_connect(sqlite_session_settings);
+    if in_memory {
+        // One connection kept forever, so the database lives as long as the Store.
+        options.max_connections(1).idle_timeout(None).max_lifetime(None)
+    } else {
+        options
+    }
+}
+
+/// Run on every new SQLite connection. The Any driver only takes settings from the
+/// url, which has no parameters for these, so they are set here instead.
+fn sqlite_session_settings(conn: &mut AnyConnection, _: PoolConnectionMetadata) -> BoxFuture<'_, Result<(), sqlx::Error>> {
+    Box::pin(async move {
+        // WAL lets readers (listing, rendering) proceed while a decision commits. It is
+        // stored in the file, so after the first connection this is a no-op.
+        sqlx::query("PRAGMA journal_mode = WAL").execute(&mut *conn).await?;
+        // Several writers (timers, clicks) queue for the lock instead of failing at once.
+        sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")))
+            .execute(&mut *conn)
+            .await?;
+        // Off by default in SQLite; message refs rely on their interaction existing.
+        sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
+        Ok(())
+    })
+}
+
+
+impl Store {
+    /// Closes the pool and waits for its connections to finish (graceful shutdown).
+    /// Clones of this Store can no longer query afterwards.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}

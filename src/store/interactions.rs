@@ -1,0 +1,148 @@
+//! The `interactions` table: each [`Interaction`] stored whole as JSON in `body`, with
+//! the columns the store filters on (session, approval key, status, times) copied out.
+//! Settling, the one multi-table write, lives here too: it must be a single transaction.
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::audit::{AuditEntry, insert_audit};
+use super::error::{Result, StoreError};
+use super::json::{self, skip_corrupt};
+use super::outbox::insert_command;
+use super::Store;
+use crate::interaction::{Interaction, Status};
+use crate::protocol::Command;
+
+/// The value of the `status` column while an interaction is open.
+fn pending() -> &'static str {
+    Status::Pending.name()
+}
+
+impl Store {
+    /// Stores a new interaction. Returns false, changing nothing, if one with the same
+    /// `(session_id, approval_key)` exists: a replayed request is not a new one.
+    pub async fn insert_interaction(&self, i: &Interaction) -> Result<bool> {
+        let body = json::encode(i, "interaction")?;
+        let done = sqlx::query(
+            "INSERT INTO interactions (id, session_id, approval_key, status, deadline_ms, created_at_ms, body)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
+             ON CONFLICT (session_id, approval_key) DO NOTHING",
+        )
+        .bind(i.id.as_str())
+        .bind(i.session_id.as_str())
+        .bind(i.approval_key())
+        .bind(i.status.name())
+        .bind(i.deadline_ms)
+        .bind(i.created_at_ms)
+        .bind(body)
+        .execute(&self.pool)
+        .await
+        .map_err(StoreError::query("insert interaction"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// One interaction by its short id. An unreadable row is an error here (the caller
+    /// asked for exactly this one), unlike in listings where it is skipped.
+    pub async fn interaction(&self, id: &str) -> Result<Option<Interaction>> {
+        let row = sqlx::query("SELECT id, body FROM interactions WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(StoreError::query("load interaction"))?;
+        row.as_ref().map(decode_row).transpose()
+    }
+
+    pub async fn interaction_by_key(&self, session_id: &str, approval_key: &str) -> Result<Option<Interaction>> {
+        let row = sqlx::query("SELECT id, body FROM interactions WHERE session_id = $1 AND approval_key = $2")
+            .bind(session_id)
+            .bind(approval_key)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(StoreError::query("load interaction by approval key"))?;
+        row.as_ref().map(decode_row).transpose()
+    }
+
+    /// Every pending interaction, in all sessions, oldest first (timers, restart).
+    pub async fn pending_interactions(&self) -> Result<Vec<Interaction>> {
+        let rows = sqlx::query("SELECT id, body FROM interactions WHERE status = $1 ORDER BY created_at_ms, id")
+            .bind(pending())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StoreError::query("list pending interactions"))?;
+        Ok(decode_rows(&rows))
+    }
+
+    /// The session's pending interactions, oldest first.
+    pub async fn pending_in_session(&self, session_id: &str) -> Result<Vec<Interaction>> {
+        let rows = sqlx::query(
+            "SELECT id, body FROM interactions WHERE session_id = $1 AND status = $2 ORDER BY created_at_ms, id",
+        )
+        .bind(session_id)
+        .bind(pending())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("list pending interactions of a session"))?;
+        Ok(decode_rows(&rows))
+    }
+
+    /// Stores a changed draft. Returns false if the interaction is no longer pending in
+    /// the database (another replica settled it), so the caller re-reads it.
+    pub async fn save_draft(&self, i: &Interaction) -> Result<bool> {
+        if !i.status.is_pending() {
+            // Writing a settled body under a 'pending' status column would split the row.
+            return Err(StoreError::WrongState { op: "save the draft of", id: i.id.clone(), reason: "it is settled; use settle" });
+        }
+        let body = json::encode(i, "interaction")?;
+        let done = sqlx::query("UPDATE interactions SET body = $1 WHERE id = $2 AND status = $3")
+            .bind(body)
+            .bind(i.id.as_str())
+            .bind(pending())
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("save draft"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Records that `i` has ended (its status is no longer pending): in one
+    /// transaction, marks it settled only if it is still pending in the database, then
+    /// queues `command` for the backend, then appends `audit`.
+    ///
+    /// Returns false and changes nothing if it was already settled: with several
+    /// replicas (or a timer racing a click) the first decision wins and later ones
+    /// must neither send a second reply nor log a second outcome.
+    pub async fn settle(&self, i: &Interaction, command: Option<&Command>, audit: &AuditEntry) -> Result<bool> {
+        if i.status.is_pending() {
+            return Err(StoreError::WrongState { op: "settle", id: i.id.clone(), reason: "it is still pending" });
+        }
+        let body = json::encode(i, "interaction")?;
+        let mut tx = self.pool.begin().await.map_err(StoreError::query("begin settle"))?;
+        let done = sqlx::query("UPDATE interactions SET status = $1, body = $2 WHERE id = $3 AND status = $4")
+            .bind(i.status.name())
+            .bind(body)
+            .bind(i.id.as_str())
+            .bind(pending())
+            .execute(&mut *tx)
+            .await
+            .map_err(StoreError::query("settle interaction"))?;
+        if done.rows_affected() == 0 {
+            tx.rollback().await.map_err(StoreError::query("roll back settle"))?;
+            return Ok(false);
+        }
+        if let Some(command) = command {
+            insert_command(&mut *tx, command, audit.at_ms).await?;
+        }
+        insert_audit(&mut *tx, audit).await?;
+        tx.commit().await.map_err(StoreError::query("commit settle"))?;
+        Ok(true)
+    }
+}
+
+fn decode_row(row: &AnyRow) -> Result<Interaction> {
+    let id: String = row.try_get("id").map_err(StoreError::query("read interaction id"))?;
+    let body: String = row.try_get("body").map_err(StoreError::query("read interaction body"))?;
+    json::decode(&body, "interaction", id)
+}
+
+fn decode_rows(rows: &[AnyRow]) -> Vec<Interaction> {
+    rows.iter().map(decode_row).filter_map(skip_corrupt).collect()
+}

@@ -1,0 +1,33 @@
+//! The store: everything the bridge must not forget across a restart. Interactions
+//! with their drafts, the platform messages showing them, chat ↔ session bindings,
+//! who started each session's turn, the outbox of commands for the backend, and the
+//! audit log.
+//!
+//! One code path serves SQLite (embedded default) and PostgreSQL (several replicas)
+//! through sqlx's Any driver. The store makes no decisions: the core
+//! ([`crate::interaction`]) decides, the store only makes the result durable. Where
+//! replicas race, the store's conditional updates make the first decision win.
+//! Each file owns one table (or a close pair); [`connect`] owns opening and migrating.
+
+mod audit;
+mod chats;
+mod connect;
+mod error;
+mod interactions;
+mod json;
+mod messages;
+mod outbox;
+
+use sqlx::AnyPool;
+
+pub use audit::AuditEntry;
+pub use chats::ChatKey;
+pub use connect::DEFAULT_URL;
+pub use error::{Result, StoreError};
+pub use messages::MessageRef;
+
+/// A handle to the database. Cheap to clone: clones share one connection pool.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: AnyPool,
+}

@@ -1,0 +1,95 @@
+//! The `outbox` table: commands for the backend, written before they are sent and
+//! removed after, so a crash or a dropped connection never loses a decision. The
+//! backend connector drains it; nothing here sends anything.
+
+use sqlx::any::AnyRow;
+use sqlx::{AnyExecutor, Row};
+
+use super::error::{Result, StoreError};
+use super::json::{self, skip_corrupt};
+use super::Store;
+use crate::protocol::Command;
+
+impl Store {
+    /// Queues a command; returns its outbox id.
+    pub async fn enqueue(&self, command: &Command, now_ms: i64) -> Result<i64> {
+        insert_command(&self.pool, command, now_ms).await
+    }
+
+    /// The session's queued commands, oldest first, to send in that order.
+    pub async fn outbox_for_session(&self, session_id: &str) -> Result<Vec<(i64, Command)>> {
+        let rows = sqlx::query("SELECT id, command FROM outbox WHERE session_id = $1 ORDER BY id")
+            .bind(session_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StoreError::query("list outbox"))?;
+        Ok(rows.iter().map(decode_row).filter_map(skip_corrupt).collect())
+    }
+
+    /// After the command was sent.
+    pub async fn remove_outbox(&self, id: i64) -> Result<()> {
+        sqlx::query("DELETE FROM outbox WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("remove outbox entry"))?;
+        Ok(())
+    }
+
+    /// Drops queued replies for one request, when history shows the backend already
+    /// has an answer for it (sending another would be a second reply). Returns how
+    /// many were dropped.
+    pub async fn drop_outbox_for_key(&self, session_id: &str, approval_key: &str) -> Result<u64> {
+        let done = sqlx::query("DELETE FROM outbox WHERE session_id = $1 AND approval_key = $2")
+            .bind(session_id)
+            .bind(approval_key)
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("drop outbox entries for an approval key"))?;
+        Ok(done.rows_affected())
+    }
+
+    /// Sessions that need a backend connection: pending interactions or unsent
+    /// commands. Sorted, no duplicates.
+    pub async fn sessions_with_work(&self) -> Result<Vec<String>> {
+        let rows = sqlx::query(
+            "SELECT session_id FROM interactions WHERE status = $1
+             UNION
+             SELECT session_id FROM outbox
+             ORDER BY 1",
+        )
+        .bind(crate::interaction::Status::Pending.name())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("list sessions with work"))?;
+        rows.iter()
+            .map(|row| row.try_get(0).map_err(StoreError::query("read session id")))
+            .collect()
+    }
+}
+
+/// Inserts into the outbox on any executor, so [`Store::settle`] can do it inside its
+/// transaction.
+pub(super) async fn insert_command<'e>(executor: impl AnyExecutor<'e>, command: &Command, now_ms: i64) -> Result<i64> {
+    let approval_key = match command {
+        Command::Approval { approval_key, .. } => Some(approval_key.as_str()),
+        Command::Message { .. } | Command::Cancel { .. } => None,
+    };
+    let row = sqlx::query(
+        "INSERT INTO outbox (session_id, approval_key, command, created_at_ms) VALUES ($1, $2, $3, $4) RETURNING id",
+    )
+    .bind(command.session_id())
+    .bind(approval_key)
+    .bind(json::encode(command, "command")?)
+    .bind(now_ms)
+    .fetch_one(executor)
+    .await
+    .map_err(StoreError::query("enqueue command"))?;
+    row.try_get("id").map_err(StoreError::query("read outbox id"))
+}
+
+fn decode_row(row: &AnyRow) -> Result<(i64, Command)> {
+    let id: i64 = row.try_get("id").map_err(StoreError::query("read outbox id"))?;
+    let command: String = row.try_get("command").map_err(StoreError::query("read outbox command"))?;
+    Ok((id, json::decode(&command, "outbox command", id)?))
+}

@@ -1,0 +1,535 @@
+//! The store against real databases: every test below runs once on SQLite (a file in
+//! a temp dir) and once on PostgreSQL (a fresh schema per test), from one suite.
+//!
+//! PostgreSQL runs when `HITL_BRIDGE_TEST_POSTGRES_URL` is set (CI sets it), e.g.
+//! `postgres://postgres@127.0.0.1:5432/test`; otherwise those tests say so and pass.
+
+use hitl_bridge::interaction::{AccessPolicy, Actor, Applied, Draft, Interaction, RequestBuilder, Status, TimeoutDefaults, UserAction};
+use hitl_bridge::protocol::{ActionRequest, Command, Decision, Reply};
+use hitl_bridge::store::{AuditEntry, ChatKey, MessageRef, Store, StoreError};
+use serde_json::{Value, json};
+use sqlx::any::AnyPoolOptions;
+use sqlx::{AnyPool, AssertSqlSafe};
+
+const POSTGRES_ENV: &str = "HITL_BRIDGE_TEST_POSTGRES_URL";
+
+// ---------------------------------------------------------------------------------
+// Databases
+// ---------------------------------------------------------------------------------
+
+/// A store on a database of its own, and what to clean up afterwards.
+struct TestDb {
+    url: String,
+    store: Store,
+    cleanup: Cleanup,
+}
+
+enum Cleanup {
+    /// Removed when dropped.
+    Dir(#[allow(dead_code)] tempfile::TempDir),
+    Schema { admin: AnyPool, name: String },
+}
+
+impl TestDb {
+    async fn sqlite() -> TestDb {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // A directory that does not exist yet: connect must create it.
+        let url = format!("sqlite://{}/data/hitl-bridge.db", dir.path().display());
+        let store = Store::connect(&url).await.expect("open SQLite store");
+        TestDb { url, store, cleanup: Cleanup::Dir(dir) }
+    }
+
+    /// `None` (after saying why) when no PostgreSQL is configured.
+    async fn postgres() -> Option<TestDb> {
+        let Ok(base) = std::env::var(POSTGRES_ENV) else {
+            eprintln!("skipping postgres: {POSTGRES_ENV} unset");
+            return None;
+        };
+        sqlx::any::install_default_drivers();
+        let admin = AnyPoolOptions::new().max_connections(1).connect(&base).await.expect("connect to PostgreSQL");
+        // A schema per test, so tests running in parallel never see each other's rows.
+        let name = format!("t_{}", uuid::Uuid::new_v4().simple());
+        execute(&admin, &format!("CREATE SCHEMA {name}")).await;
+        let separator = if base.contains('?') { '&' } else { '?' };
+        let url = format!("{base}{separator}options=-c%20search_path%3D{name}");
+        let store = Store::connect(&url).await.expect("open PostgreSQL store");
+        Some(TestDb { url, store, cleanup: Cleanup::Schema { admin, name } })
+    }
+
+    /// Closes the store and opens a new one on the same database, like a restart.
+    async fn reopen(&mut self) {
+        self.store.close().await;
+        self.store = Store::connect(&self.url).await.expect("reopen store");
+    }
+
+    /// A raw connection, to do what the store never would (corrupt a row).
+    async fn raw(&self) -> AnyPool {
+        AnyPoolOptions::new().max_connections(1).connect(&self.url).await.expect("raw connection")
+    }
+
+    async fn finish(self) {
+        self.store.close().await;
+        if let Cleanup::Schema { admin, name } = self.cleanup {
+            execute(&admin, &format!("DROP SCHEMA {name} CASCADE")).await;
+            admin.close().await;
+        }
+    }
+}
+
+async fn execute(pool: &AnyPool, sql: &str) {
+    sqlx::query(AssertSqlSafe(sql.to_owned())).execute(pool).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// Runs each listed test on SQLite and on PostgreSQL.
+macro_rules! suite {
+    ($($test:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    let mut db = super::TestDb::sqlite().await;
+                    super::$test(&mut db).await;
+                    db.finish().await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    let Some(mut db) = super::TestDb::postgres().await else { return };
+                    super::$test(&mut db).await;
+                    db.finish().await;
+                }
+            )*
+        }
+    };
+}
+
+suite!(
+    interaction_round_trips,
+    duplicate_insert_changes_nothing,
+    pending_lists_are_oldest_first,
+    draft_persists_until_settled,
+    settle_is_first_wins,
+    concurrent_settles_have_one_winner,
+    outbox_keeps_order_and_removes,
+    survives_reopening,
+    chat_binding_is_an_upsert,
+    requester_is_replaced,
+    message_refs_are_kept_in_order,
+    sessions_with_work_are_listed_once,
+    audit_records_edits_and_latency,
+    audit_records_expiry_by_backend,
+    corrupt_row_is_skipped,
+);
+
+// ---------------------------------------------------------------------------------
+// Builders
+// ---------------------------------------------------------------------------------
+
+const T0: i64 = 1_700_000_000_000;
+
+fn thao() -> Actor {
+    Actor::new("telegram", "1", "Thảo")
+}
+
+fn action(name: &str, args: Value) -> ActionRequest {
+    ActionRequest { name: name.into(), args, description: Some(format!("run {name}")), tool_use_id: None }
+}
+
+/// Two tool calls under review, requested by Thảo, 60 s to decide.
+fn approval(session: &str, key: &str, now_ms: i64) -> Interaction {
+    let actions = vec![
+        action("execute_trade", json!({"symbol": "VNM", "quantity": 100})),
+        action("send_email", json!({"to": "ops@example.com", "body": "done"})),
+    ];
+    let request = RequestBuilder::start(key, actions, vec![], Some(60)).finish(TimeoutDefaults::default()).expect("valid request");
+    Interaction::new(format!("id-{key}"), session.into(), request, Some(thao()), now_ms)
+}
+
+fn question(session: &str, key: &str, now_ms: i64) -> Interaction {
+    let args = json!({"questions": [{"question": "Thảo muốn tập trung vào mục tiêu nào?", "options": [{"label": "Tăng trưởng"}, {"label": "Cổ tức"}]}]});
+    let request = RequestBuilder::start(key, vec![action("ask_user_question", args)], vec![], None)
+        .finish(TimeoutDefaults::default())
+        .expect("valid question");
+    Interaction::new(format!("id-{key}"), session.into(), request, Some(thao()), now_ms)
+}
+
+/// Applies a person's action, which must be accepted.
+fn act(i: &mut Interaction, action: UserAction, now_ms: i64) -> Applied {
+    i.apply(&thao(), action, &AccessPolicy::default(), now_ms).expect("action accepted")
+}
+
+/// Approve the trade, edit the email's args, submit.
+fn resolve_with_edit(i: &mut Interaction, now_ms: i64) -> Reply {
+    act(i, UserAction::Decide { action: 0, decision: Decision::Approve }, now_ms);
+    act(i, UserAction::EditArgs { action: 1, json: r#"{"to": "lead@example.com", "body": "done"}"#.into() }, now_ms);
+    match act(i, UserAction::Submit, now_ms) {
+        Applied::Resolved(reply) => reply,
+        Applied::Updated => panic!("submit must resolve"),
+    }
+}
+
+fn approval_command(i: &Interaction, reply: Reply) -> Command {
+    Command::Approval { session_id: i.session_id.clone(), approval_key: i.approval_key().into(), reply }
+}
+
+fn ids(list: &[Interaction]) -> Vec<&str> {
+    list.iter().map(|i| i.id.as_str()).collect()
+}
+
+fn commands(outbox: &[(i64, Command)]) -> Vec<Command> {
+    outbox.iter().map(|(_, c)| c.clone()).collect()
+}
+
+// ---------------------------------------------------------------------------------
+// The suite
+// ---------------------------------------------------------------------------------
+
+async fn interaction_round_trips(db: &mut TestDb) {
+    let store = &db.store;
+    let a = approval("S", "S_1", T0);
+    let mut q = question("S", "S_2", T0 + 1);
+    assert!(store.insert_interaction(&a).await.expect("insert"));
+    assert!(store.insert_interaction(&q).await.expect("insert"));
+
+    assert_eq!(store.interaction("id-S_1").await.expect("load"), Some(a.clone()));
+    assert_eq!(store.interaction_by_key("S", "S_2").await.expect("load"), Some(q.clone()));
+    assert_eq!(store.interaction("missing").await.expect("load"), None);
+    assert_eq!(store.interaction_by_key("other session", "S_1").await.expect("load"), None);
+
+    // A settled question keeps its answers (an ordered map on the wire) intact.
+    act(&mut q, UserAction::Select { question: 0, options: vec![1] }, T0 + 10);
+    let Applied::Resolved(reply) = act(&mut q, UserAction::Submit, T0 + 20) else { panic!("submit resolves") };
+    assert!(store.settle(&q, Some(&approval_command(&q, reply)), &AuditEntry::for_settled(&q, T0 + 20)).await.expect("settle"));
+    assert_eq!(store.interaction("id-S_2").await.expect("load"), Some(q));
+}
+
+async fn duplicate_insert_changes_nothing(db: &mut TestDb) {
+    let store = &db.store;
+    let first = approval("S", "S_1", T0);
+    assert!(store.insert_interaction(&first).await.expect("insert"));
+    assert!(!store.insert_interaction(&first).await.expect("replay"), "a replay is not new");
+
+    // Same session and key under another id (a replayed request after a restart).
+    let mut replay = approval("S", "S_1", T0 + 5_000);
+    replay.id = "another-id".into();
+    assert!(!store.insert_interaction(&replay).await.expect("replay"));
+    assert_eq!(store.interaction("another-id").await.expect("load"), None);
+    assert_eq!(store.interaction_by_key("S", "S_1").await.expect("load"), Some(first));
+
+    // The same key in another session is another request.
+    assert!(store.insert_interaction(&approval("T", "S_1", T0)).await.is_err(), "ids must stay unique");
+    let mut other = approval("T", "S_1", T0);
+    other.id = "id-T".into();
+    assert!(store.insert_interaction(&other).await.expect("insert"));
+}
+
+async fn pending_lists_are_oldest_first(db: &mut TestDb) {
+    let store = &db.store;
+    for (session, key, at) in [("S", "S_2", T0 + 2), ("T", "T_1", T0 + 1), ("S", "S_1", T0), ("S", "S_3", T0 + 3)] {
+        assert!(store.insert_interaction(&approval(session, key, at)).await.expect("insert"));
+    }
+    let mut done = approval("S", "S_0", T0 - 1);
+    assert!(store.insert_interaction(&done).await.expect("insert"));
+    assert!(done.cancel(T0 + 4, "turn ended"));
+    assert!(store.settle(&done, None, &AuditEntry::for_settled(&done, T0 + 4)).await.expect("settle"));
+
+    let all = store.pending_interactions().await.expect("list");
+    assert_eq!(ids(&all), ["id-S_1", "id-T_1", "id-S_2", "id-S_3"]);
+    let in_s = store.pending_in_session("S").await.expect("list");
+    assert_eq!(ids(&in_s), ["id-S_1", "id-S_2", "id-S_3"]);
+    assert!(store.pending_in_session("nobody").await.expect("list").is_empty());
+}
+
+async fn draft_persists_until_settled(db: &mut TestDb) {
+    let store = &db.store;
+    let mut i = approval("S", "S_1", T0);
+    assert!(store.insert_interaction(&i).await.expect("insert"));
+
+    assert_eq!(act(&mut i, UserAction::Decide { action: 0, decision: Decision::Approve }, T0 + 1), Applied::Updated);
+    assert!(store.save_draft(&i).await.expect("save draft"));
+    let stored = store.interaction("id-S_1").await.expect("load").expect("present");
+    let Draft::Decisions(draft) = &stored.draft else { panic!("an approval has decisions") };
+    assert_eq!(draft.decisions, vec![Some(Decision::Approve), None]);
+
+    // Another replica settles it; a draft saved from a stale copy is refused.
+    let stale = i.clone();
+    resolve_with_edit(&mut i, T0 + 2);
+    assert!(store.settle(&i, None, &AuditEntry::for_settled(&i, T0 + 2)).await.expect("settle"));
+    assert!(!store.save_draft(&stale).await.expect("save draft"), "no longer pending");
+    assert_eq!(store.interaction("id-S_1").await.expect("load"), Some(i.clone()));
+
+    // Saving a settled interaction as a draft is a caller bug, reported as such.
+    assert!(matches!(store.save_draft(&i).await, Err(StoreError::WrongState { .. })));
+}
+
+async fn settle_is_first_wins(db: &mut TestDb) {
+    let store = &db.store;
+    let created = approval("S", "S_1", T0);
+    assert!(store.insert_interaction(&created).await.expect("insert"));
+
+    // Two replicas hold the same pending interaction: one resolves it, one expires it.
+    let mut clicked = created.clone();
+    let reply = resolve_with_edit(&mut clicked, T0 + 1_000);
+    let mut timed_out = created.clone();
+    assert!(timed_out.expire(T0 + 1_001, false));
+    let expiry = timed_out.expiry_reply().expect("approvals reject on expiry");
+
+    let first = approval_command(&clicked, reply);
+    assert!(store.settle(&clicked, Some(&first), &AuditEntry::for_settled(&clicked, T0 + 1_000)).await.expect("settle"));
+    let second = approval_command(&timed_out, expiry);
+    assert!(!store.settle(&timed_out, Some(&second), &AuditEntry::for_settled(&timed_out, T0 + 1_001)).await.expect("settle"));
+
+    assert_eq!(commands(&store.outbox_for_session("S").await.expect("outbox")), vec![first]);
+    let audit = store.audit_log("S_1").await.expect("audit");
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].outcome, "resolved");
+    let stored = store.interaction("id-S_1").await.expect("load").expect("present");
+    assert!(matches!(stored.status, Status::Resolved { at_ms, .. } if at_ms == T0 + 1_000));
+    assert!(store.pending_interactions().await.expect("list").is_empty());
+
+    // Settling a pending interaction is a caller bug and writes nothing.
+    let mut other = approval("S", "S_2", T0);
+    assert!(store.insert_interaction(&other).await.expect("insert"));
+    assert!(matches!(store.settle(&other, None, &AuditEntry::for_settled(&other, T0)).await, Err(StoreError::WrongState { .. })));
+    assert!(store.audit_log("S_2").await.expect("audit").is_empty());
+    assert!(other.cancel(T0 + 1, "turn ended"));
+    assert!(store.settle(&other, None, &AuditEntry::for_settled(&other, T0 + 1)).await.expect("settle"));
+    assert_eq!(store.outbox_for_session("S").await.expect("outbox").len(), 1, "no command: none queued");
+}
+
+async fn concurrent_settles_have_one_winner(db: &mut TestDb) {
+    // A second replica on the same database.
+    let replica = Store::connect(&db.url).await.expect("second store");
+    let created = approval("S", "S_1", T0);
+    assert!(db.store.insert_interaction(&created).await.expect("insert"));
+
+    let mut clicked = created.clone();
+    let reply = resolve_with_edit(&mut clicked, T0 + 10);
+    let click = approval_command(&clicked, reply);
+    let mut expired = created.clone();
+    assert!(expired.expire(T0 + 10, false));
+    let expiry = approval_command(&expired, expired.expiry_reply().expect("approvals reject on expiry"));
+
+    let (click_audit, expiry_audit) = (AuditEntry::for_settled(&clicked, T0 + 10), AuditEntry::for_settled(&expired, T0 + 10));
+    // Both in flight at once: their statements interleave at every await.
+    let (a, b) = tokio::join!(
+        db.store.settle(&clicked, Some(&click), &click_audit),
+        replica.settle(&expired, Some(&expiry), &expiry_audit),
+    );
+    let (a, b) = (a.expect("settle"), b.expect("settle"));
+    assert!(a ^ b, "exactly one wins: {a} {b}");
+
+    let winner = if a { (click, "resolved") } else { (expiry, "expired") };
+    assert_eq!(commands(&db.store.outbox_for_session("S").await.expect("outbox")), vec![winner.0]);
+    let audit = db.store.audit_log("S_1").await.expect("audit");
+    assert_eq!(audit.iter().map(|e| e.outcome.as_str()).collect::<Vec<_>>(), [winner.1]);
+    replica.close().await;
+}
+
+async fn outbox_keeps_order_and_removes(db: &mut TestDb) {
+    let store = &db.store;
+    let hello = Command::message("S", "hãy hỏi 2 lần", None);
+    let approve = Command::Approval {
+        session_id: "S".into(),
+        approval_key: "S_1".into(),
+        reply: Reply::Decisions { decisions: vec![Decision::Approve], user_edit_content: None },
+    };
+    let cancel = Command::Cancel { session_id: "S".into() };
+    let elsewhere = Command::Cancel { session_id: "T".into() };
+
+    let mut ids = Vec::new();
+    for (command, at) in [(&hello, T0), (&approve, T0 + 1), (&elsewhere, T0 + 2), (&cancel, T0 + 3), (&approve, T0 + 4)] {
+        ids.push(store.enqueue(command, at).await.expect("enqueue"));
+    }
+    let outbox = store.outbox_for_session("S").await.expect("outbox");
+    assert_eq!(commands(&outbox), vec![hello.clone(), approve.clone(), cancel.clone(), approve.clone()]);
+    assert_eq!(outbox.iter().map(|(id, _)| *id).collect::<Vec<_>>(), vec![ids[0], ids[1], ids[3], ids[4]]);
+
+    store.remove_outbox(ids[0]).await.expect("remove");
+    store.remove_outbox(ids[0]).await.expect("removing twice is harmless");
+    assert_eq!(store.drop_outbox_for_key("S", "S_1").await.expect("drop"), 2);
+    assert_eq!(store.drop_outbox_for_key("S", "S_1").await.expect("drop"), 0);
+    assert_eq!(commands(&store.outbox_for_session("S").await.expect("outbox")), vec![cancel]);
+    assert_eq!(commands(&store.outbox_for_session("T").await.expect("outbox")), vec![elsewhere]);
+}
+
+async fn survives_reopening(db: &mut TestDb) {
+    let mut i = approval("S", "S_1", T0);
+    assert!(db.store.insert_interaction(&i).await.expect("insert"));
+    act(&mut i, UserAction::Decide { action: 1, decision: Decision::Reject { message: Some("no".into()) } }, T0 + 1);
+    assert!(db.store.save_draft(&i).await.expect("save draft"));
+    let queued = Command::message("S", "tiếp tục", None);
+    db.store.enqueue(&queued, T0 + 2).await.expect("enqueue");
+    let chat = ChatKey::new("telegram", "-100", Some("7"));
+    db.store.bind_chat(&chat, "S", T0).await.expect("bind");
+
+    db.reopen().await;
+
+    assert_eq!(db.store.pending_interactions().await.expect("list"), vec![i]);
+    assert_eq!(commands(&db.store.outbox_for_session("S").await.expect("outbox")), vec![queued]);
+    assert_eq!(db.store.session_for_chat(&chat).await.expect("lookup").as_deref(), Some("S"));
+}
+
+async fn chat_binding_is_an_upsert(db: &mut TestDb) {
+    let store = &db.store;
+    let group = ChatKey::new("telegram", "-100", None);
+    let topic = ChatKey::new("telegram", "-100", Some("7"));
+    let channel = ChatKey::new("discord", "-100", None);
+    assert_eq!(store.session_for_chat(&group).await.expect("lookup"), None);
+
+    store.bind_chat(&group, "S1", T0).await.expect("bind");
+    store.bind_chat(&group, "S2", T0 + 1).await.expect("rebind");
+    store.bind_chat(&topic, "S2", T0 + 2).await.expect("bind");
+    store.bind_chat(&channel, "S3", T0 + 3).await.expect("bind");
+
+    assert_eq!(store.session_for_chat(&group).await.expect("lookup").as_deref(), Some("S2"));
+    assert_eq!(store.session_for_chat(&topic).await.expect("lookup").as_deref(), Some("S2"));
+    assert_eq!(store.session_for_chat(&channel).await.expect("lookup").as_deref(), Some("S3"));
+    assert!(store.chats_for_session("S1").await.expect("list").is_empty(), "the chat moved on");
+    assert_eq!(store.chats_for_session("S2").await.expect("list"), vec![group, topic]);
+}
+
+async fn requester_is_replaced(db: &mut TestDb) {
+    let store = &db.store;
+    assert_eq!(store.requester("S").await.expect("load"), None);
+    store.set_requester("S", &thao()).await.expect("set");
+    let mut lead = Actor::new("discord", "9", "Lead");
+    lead.role_ids = vec!["777".into()];
+    store.set_requester("S", &lead).await.expect("replace");
+    assert_eq!(store.requester("S").await.expect("load"), Some(lead));
+    assert_eq!(store.requester("T").await.expect("load"), None);
+}
+
+async fn message_refs_are_kept_in_order(db: &mut TestDb) {
+    let store = &db.store;
+    assert!(store.insert_interaction(&approval("S", "S_1", T0)).await.expect("insert"));
+    let shown = |platform: &str, chat: &str, thread: Option<&str>, message: &str| MessageRef {
+        interaction_id: "id-S_1".into(),
+        chat: ChatKey::new(platform, chat, thread),
+        message_id: message.into(),
+    };
+    let refs = [shown("telegram", "-100", Some("7"), "55"), shown("discord", "123", None, "999"), shown("telegram", "42", None, "56")];
+    for r in &refs {
+        store.add_message_ref(r).await.expect("add");
+    }
+    store.add_message_ref(&refs[0]).await.expect("adding twice is harmless");
+
+    assert_eq!(store.message_refs("id-S_1").await.expect("list"), refs.to_vec());
+    assert!(store.message_refs("id-other").await.expect("list").is_empty());
+
+    // Foreign keys are enforced: a message for an unknown interaction is refused.
+    let orphan = MessageRef { interaction_id: "id-other".into(), ..refs[1].clone() };
+    assert!(store.add_message_ref(&orphan).await.is_err());
+}
+
+async fn sessions_with_work_are_listed_once(db: &mut TestDb) {
+    let store = &db.store;
+    assert!(store.sessions_with_work().await.expect("list").is_empty());
+    // B: pending and queued; A: pending only; C: queued only; D: settled, nothing queued.
+    for (session, key) in [("B", "B_1"), ("B", "B_2"), ("A", "A_1")] {
+        assert!(store.insert_interaction(&approval(session, key, T0)).await.expect("insert"));
+    }
+    store.enqueue(&Command::Cancel { session_id: "B".into() }, T0).await.expect("enqueue");
+    store.enqueue(&Command::message("C", "hi", None), T0).await.expect("enqueue");
+    let mut done = approval("D", "D_1", T0);
+    assert!(store.insert_interaction(&done).await.expect("insert"));
+    assert!(done.expire(T0 + 1, true));
+    assert!(store.settle(&done, None, &AuditEntry::for_settled(&done, T0 + 1)).await.expect("settle"));
+
+    assert_eq!(store.sessions_with_work().await.expect("list"), ["A", "B", "C"]);
+}
+
+async fn audit_records_edits_and_latency(db: &mut TestDb) {
+    let store = &db.store;
+    let mut i = approval("S", "S_1", T0);
+    assert!(store.insert_interaction(&i).await.expect("insert"));
+    let reply = resolve_with_edit(&mut i, T0 + 3_500);
+    let entry = AuditEntry::for_settled(&i, T0 + 9_999);
+    assert!(store.settle(&i, Some(&approval_command(&i, reply)), &entry).await.expect("settle"));
+
+    let expected = AuditEntry {
+        at_ms: T0 + 3_500,
+        session_id: "S".into(),
+        approval_key: "S_1".into(),
+        interaction_id: "id-S_1".into(),
+        actor: Some(thao()),
+        outcome: "resolved".into(),
+        reply: Some(json!({"decisions": [
+            {"type": "approve"},
+            {"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "lead@example.com", "body": "done"}}}
+        ]})),
+        original_args: json!([{"symbol": "VNM", "quantity": 100}, {"to": "ops@example.com", "body": "done"}]),
+        edited_args: Some(json!([null, {"to": "lead@example.com", "body": "done"}])),
+        latency_ms: 3_500,
+    };
+    assert_eq!(entry, expected);
+    assert_eq!(store.audit_log("S_1").await.expect("audit"), vec![expected]);
+    assert!(store.audit_log("S_2").await.expect("audit").is_empty());
+}
+
+async fn audit_records_expiry_by_backend(db: &mut TestDb) {
+    let store = &db.store;
+    let mut i = question("S", "S_1", T0);
+    assert!(store.insert_interaction(&i).await.expect("insert"));
+    assert!(i.expire(T0 + 600_000, true));
+    assert!(store.settle(&i, None, &AuditEntry::for_settled(&i, T0 + 600_001)).await.expect("settle"));
+
+    let audit = store.audit_log("S_1").await.expect("audit");
+    let [entry] = audit.as_slice() else { panic!("one entry, got {audit:?}") };
+    assert_eq!(entry.outcome, "expired_by_backend");
+    assert_eq!((entry.actor.as_ref(), entry.reply.as_ref(), entry.edited_args.as_ref()), (None, None, None));
+    assert_eq!(entry.latency_ms, 600_000);
+    assert_eq!(entry.original_args[0]["questions"][0]["options"][1]["label"], "Cổ tức");
+}
+
+async fn corrupt_row_is_skipped(db: &mut TestDb) {
+    let store = &db.store;
+    assert!(store.insert_interaction(&approval("S", "S_1", T0)).await.expect("insert"));
+    let good = approval("S", "S_2", T0 + 1);
+    assert!(store.insert_interaction(&good).await.expect("insert"));
+
+    let raw = db.raw().await;
+    execute(&raw, "UPDATE interactions SET body = '{\"id\": \"id-S_1\", \"truncated' WHERE id = 'id-S_1'").await;
+    raw.close().await;
+
+    assert_eq!(store.pending_interactions().await.expect("list"), vec![good.clone()]);
+    assert_eq!(store.pending_in_session("S").await.expect("list"), vec![good]);
+    assert_eq!(store.sessions_with_work().await.expect("list"), ["S"], "the row itself still counts");
+    let err = store.interaction("id-S_1").await.expect_err("asked for exactly this row");
+    assert!(matches!(&err, StoreError::Corrupt { id, .. } if id == "id-S_1"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------
+// Opening, beyond the suite
+// ---------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn sqlite_file_is_created_in_wal_mode() {
+    let db = TestDb::sqlite().await;
+    let raw = db.raw().await;
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&raw).await.expect("pragma");
+    assert_eq!(mode, "wal", "WAL is stored in the file by the first connection");
+    raw.close().await;
+    db.finish().await;
+}
+
+#[tokio::test]
+async fn in_memory_sqlite_keeps_its_data() {
+    let store = Store::connect("sqlite::memory:").await.expect("open");
+    let i = approval("S", "S_1", T0);
+    assert!(store.insert_interaction(&i).await.expect("insert"));
+    // Enough queries to need a second connection if the pool would open one.
+    let (a, b) = tokio::join!(store.pending_interactions(), store.interaction("id-S_1"));
+    assert_eq!(a.expect("list"), vec![i.clone()]);
+    assert_eq!(b.expect("load"), Some(i));
+}
+
+#[tokio::test]
+async fn unsupported_url_names_only_the_scheme() {
+    let err = Store::connect("mysql://root:hunter2@db/hitl").await.expect_err("unsupported");
+    assert!(matches!(&err, StoreError::UnsupportedUrl { scheme } if scheme == "mysql"));
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+}
