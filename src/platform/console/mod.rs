@@ -18,7 +18,7 @@ use self::input::{Parsed, Step};
 use super::{Platform, PlatformError};
 use crate::backend::ToolGroupStatus;
 use crate::config::ConsoleSettings;
-use crate::engine::{ActError, ActOutcome, EngineHandle};
+use crate::engine::{ActOutcome, EngineHandle};
 use crate::interaction::{Actor, Draft, Interaction, RequestKind, UserAction};
 use crate::store::{ChatKey, MessageRef};
 
@@ -224,7 +224,7 @@ impl Platform for Console {
     }
 
     fn send_text<'a>(&'a self, _chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
-        Box::pin(self.print(&format!("agent: {text}")))
+        Box::pin(async move { self.print(&format!("agent: {text}")).await })
     }
 
     fn tool_status<'a>(&'a self, _chat: &'a ChatKey, status: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>> {
@@ -274,6 +274,6 @@ impl Platform for Console {
     }
 
     fn send_notice<'a>(&'a self, _chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
-        Box::pin(self.print(&format!("! {text}")))
+        Box::pin(async move { self.print(&format!("! {text}")).await })
     }
 }
