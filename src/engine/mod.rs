@@ -75,6 +75,7 @@ impl Engine {
     /// Runs until `shutdown` completes or every handle is dropped.
     pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
+        self.show_pending().await;
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
@@ -99,6 +100,19 @@ impl Engine {
         }
         self.connector.shutdown();
         tracing::info!("engine stopped");
+    }
+
+    /// After a restart, platforms re-render what still waits (a terminal has to print
+    /// it again; a chat message is edited in place).
+    async fn show_pending(&self) {
+        match self.store.pending_interactions().await {
+            Ok(pending) => {
+                for interaction in pending {
+                    self.refresh(&interaction).await;
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "cannot load pending interactions"),
+        }
     }
 
     async fn handle_request(&mut self, request: EngineRequest) {

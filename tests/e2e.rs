@@ -1,0 +1,369 @@
+//! End to end: reference agent ↔ bridge ↔ console, asserting the exact commands the
+//! agent received. Each test starts its own agent and bridge on fresh ports and a
+//! fresh SQLite file.
+
+mod support;
+
+use std::time::Duration;
+
+use hitl_bridge::engine::ActError;
+use hitl_bridge::interaction::{Actor, Refusal, UserAction};
+use hitl_bridge::protocol::Decision;
+use serde_json::json;
+use support::*;
+
+const Q1: &str = "Thảo muốn tập trung vào mục tiêu nào?";
+const Q2: &str = "Thời gian nắm giữ dự kiến?";
+
+/// Seed 000: two Vietnamese questions, a second ask, a final text that uses the answers.
+#[tokio::test]
+async fn seed_000_two_rounds_of_questions() {
+    let sim = start_sim(20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+
+    bridge.send("hỏi 2 lần").await;
+    bridge.expect("⚙ Chuẩn bị câu hỏi lần 1: write_todos ✓").await;
+    bridge.expect("[1/2] Mục tiêu chính").await;
+    bridge.send("1").await;
+    bridge.expect("[2/2] Kỳ hạn đầu tư").await;
+    bridge.send("3").await;
+    bridge.expect("Khác: type your answer").await;
+    bridge.send("Ngắn hạn").await;
+    bridge.expect("[1/1] Kênh báo cáo").await;
+    bridge.send("2").await;
+    bridge.expect("agent: Cảm ơn! Tổng kết: mục tiêu = Cổ tức bền vững (Recommended); kỳ hạn = Ngắn hạn; kênh = Telegram").await;
+
+    let s = session_id(&sim);
+    let commands = sim.commands();
+    assert_eq!(commands[0], json!({"type":"message","session_id":s,"content":[{"type":"text","text":"hỏi 2 lần"}],
+        "user":{"platform":"console","id":"console","name":"Thảo"}}));
+    let approvals = approvals(&sim);
+    assert_eq!(approvals.len(), 2);
+    // Exact text, so the key order (question order) is checked too.
+    assert_eq!(
+        serde_json::to_string(&approvals[0]).unwrap(),
+        serde_json::to_string(&json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+            "answers":{Q1:"Cổ tức bền vững (Recommended)",Q2:"Ngắn hạn"}})).unwrap()
+    );
+    assert_eq!(approvals[1], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),
+        "answers":{"Bạn muốn nhận báo cáo qua kênh nào?":"Telegram"}}));
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// Seed 002: approve sends exactly one approve decision.
+#[tokio::test]
+async fn seed_002_approve() {
+    let sim = start_sim(20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    bridge.send("trade").await;
+    bridge.expect(r#"args: {"symbol":"VNM","quantity":100,"side":"buy","price":82000}"#).await;
+    bridge.expect("execute_trade? [a]pprove").await;
+    bridge.send("a").await;
+    bridge.expect("decided by Thảo").await;
+    bridge.expect("agent: Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    let s = session_id(&sim);
+    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// Seed 002: reject with a reason.
+#[tokio::test]
+async fn seed_002_reject_with_reason() {
+    let sim = start_sim(20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    bridge.send("trade").await;
+    bridge.expect("execute_trade?").await;
+    bridge.send("r quá rủi ro").await;
+    bridge.expect("agent: Lệnh đã bị hủy. Lý do: quá rủi ro").await;
+    let s = session_id(&sim);
+    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"reject","message":"quá rủi ro"}]})]);
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// Seed 002: an edit with invalid JSON, then a non-object, is refused with a clear
+/// message and sends nothing; the valid edit changes what the agent reports.
+#[tokio::test]
+async fn seed_002_edit_invalid_then_valid() {
+    let sim = start_sim(20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    bridge.send("trade").await;
+    bridge.expect("execute_trade?").await;
+    bridge.send("e {quantity: 50").await;
+    bridge.expect("! invalid JSON").await;
+    bridge.send("e").await;
+    bridge.expect("new args for execute_trade as a JSON object").await;
+    bridge.send("[50]").await;
+    bridge.expect("! the args must be a JSON object, not an array").await;
+    assert!(approvals(&sim).is_empty(), "nothing is sent for a refused edit");
+    bridge.send(r#"e {"symbol":"VNM","quantity":50,"side":"buy","price":82000}"#).await;
+    bridge.expect("agent: Đã đặt lệnh: buy 50 VNM @ 82000").await;
+    let s = session_id(&sim);
+    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}]})]);
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// Two actions: one decision each, full length, in action order; a decision type the
+/// action does not allow is refused.
+#[tokio::test]
+async fn two_actions_in_one_request() {
+    let sim = start_sim(20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    bridge.send("two actions").await;
+    bridge.expect("│ 2. send_report — Email the daily P&L report").await;
+    bridge.expect("execute_trade?").await;
+    bridge.send("a").await;
+    bridge.expect("send_report? [a]pprove · [r]eject [reason] · [c]omment <text> >").await;
+    bridge.send("e {}").await;
+    bridge.expect("! edit is not allowed for send_report").await;
+    bridge.send("r").await;
+    bridge.expect("agent: execute_trade: approve; send_report: reject").await;
+    let s = session_id(&sim);
+    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"approve"},{"type":"reject"}]})]);
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// Nobody answers: the agent's approval_timeout ends it; a late click is refused.
+#[tokio::test]
+async fn unanswered_request_times_out_at_the_agent() {
+    let sim = start_sim(1).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    bridge.send("timeout").await;
+    bridge.expect("drop_table?").await;
+    let id = bridge.wait_pending().await.id;
+    bridge.expect("expired at").await;
+    bridge.expect("agent: Không ai trả lời trong 1 giây; thao tác đã bị hủy.").await;
+    let late = bridge.engine().act(&id, Actor::new("console", "console", "Thảo"), UserAction::Decide { action: 0, decision: Decision::Approve }).await;
+    assert!(matches!(late, Err(ActError::Refused(Refusal::Expired))), "{late:?}");
+    assert!(approvals(&sim).is_empty());
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// The bridge's own deadline: with the agent unreachable, the bridge expires the
+/// request at deadline + grace and sends reject decisions saying why, once the agent
+/// is back.
+#[tokio::test]
+async fn bridge_expires_and_rejects_when_the_agent_is_silent() {
+    let sim = start_sim(1).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings(&sim, &dir, &[("timeouts.grace_secs", "0")]);
+    s.backend.history_url = None;
+    let mut bridge = Bridge::start(&s).await;
+    bridge.send("timeout").await;
+    bridge.expect("drop_table?").await;
+    sim.set_down(true);
+    bridge.expect("(no decision in time); rejected automatically").await;
+    sim.set_down(false);
+    let got = wait_approvals(&sim, 1).await;
+    let s = session_id(&sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"reject","message":"timed out after 1 s without a human decision"}]})]);
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// The same question in shape A and in shape B renders and answers the same way.
+#[tokio::test]
+async fn same_question_in_both_shapes() {
+    let sim = start_sim(20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    bridge.send("shapes").await;
+    bridge.expect("[1/1] Môi trường").await;
+    bridge.expect("2) Production (Recommended) — Môi trường thật").await;
+    bridge.send("2").await;
+    bridge.expect("[1/1] Môi trường").await;
+    bridge.expect("2) Production (Recommended) — Môi trường thật").await;
+    bridge.send("1").await;
+    bridge.expect("agent: A: Production (Recommended); B: Staging").await;
+    let s = session_id(&sim);
+    let q = "Triển khai lên môi trường nào?";
+    assert_eq!(approvals(&sim), vec![
+        json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"answers":{q:"Production (Recommended)"}}),
+        json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),"answers":{q:"Staging"}}),
+    ]);
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// Multi-select with the input option: labels in option order, typed text in place of
+/// "Khác".
+#[tokio::test]
+async fn multi_select_with_other() {
+    let sim = start_sim(20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    bridge.send("multi").await;
+    bridge.expect("answer with numbers separated by commas, or type text for Khác").await;
+    bridge.send("4, 2,1").await;
+    bridge.expect("Khác: type your answer").await;
+    bridge.send("Năng lượng").await;
+    bridge.expect("agent: Bạn chọn: Ngân hàng, Thép (Steel), Năng lượng").await;
+    let s = session_id(&sim);
+    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Nhóm ngành quan tâm?":"Ngân hàng, Thép (Steel), Năng lượng"}})]);
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// A skipped question is answered "[No preference]".
+#[tokio::test]
+async fn skipped_question() {
+    let sim = start_sim(20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    bridge.send("multi").await;
+    bridge.expect("[1/1] Ngành").await;
+    bridge.send("s").await;
+    bridge.expect("agent: Bạn chọn: [No preference]").await;
+    let s = session_id(&sim);
+    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Nhóm ngành quan tâm?":"[No preference]"}})]);
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// Stop the bridge with a request pending, start it again on the same database: the
+/// request is shown again, and answering it sends exactly one command.
+#[tokio::test]
+async fn restart_with_a_pending_request() {
+    let sim = start_sim(20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let settings = settings(&sim, &dir, &[]);
+    let mut bridge = Bridge::start(&settings).await;
+    bridge.send("trade").await;
+    bridge.expect("execute_trade?").await;
+    bridge.stop().await;
+
+    let mut bridge = Bridge::start(&settings).await;
+    bridge.expect("execute_trade? [a]pprove").await;
+    bridge.send("a").await;
+    bridge.expect("agent: Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let s = session_id(&sim);
+    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// Partial answers survive a restart: the first question's answer is kept.
+#[tokio::test]
+async fn restart_keeps_partial_answers() {
+    let sim = start_sim(20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let settings = settings(&sim, &dir, &[]);
+    let mut bridge = Bridge::start(&settings).await;
+    bridge.send("hỏi 2 lần").await;
+    bridge.expect("[1/2] Mục tiêu chính").await;
+    bridge.send("2").await;
+    bridge.expect("[2/2] Kỳ hạn đầu tư").await;
+    bridge.stop().await;
+
+    let mut bridge = Bridge::start(&settings).await;
+    bridge.expect("[1/2] Mục tiêu chính").await;
+    let pending = bridge.wait_pending().await;
+    let hitl_bridge::interaction::Draft::Answers { answers } = &pending.draft else { panic!("a question") };
+    assert_eq!(answers[0].selected, vec![1], "the first answer was stored before the restart");
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// Binary, unparseable, oversized and unknown frames are skipped; the session goes on.
+#[tokio::test]
+async fn malformed_frames_are_skipped() {
+    let sim = start_sim(20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    bridge.send("malformed").await;
+    bridge.expect("agent: Vẫn chạy.").await;
+    bridge.send("trade").await;
+    bridge.expect("execute_trade?").await;
+    bridge.send("a").await;
+    bridge.expect("agent: Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    assert_eq!(approvals(&sim).len(), 1);
+    assert!(!bridge.transcript.iter().any(|l| l.contains("xxxxxxxx")), "the oversized frame was not shown");
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// The agent is down when the decision is made; once it is back the command arrives,
+/// exactly once.
+#[tokio::test]
+async fn agent_down_at_decision_time_gets_the_command_once() {
+    let sim = start_sim(20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    bridge.send("trade").await;
+    bridge.expect("execute_trade?").await;
+    sim.set_down(true);
+    bridge.send("a").await;
+    bridge.expect("decided by Thảo").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(approvals(&sim).is_empty(), "nothing can arrive while the agent is down");
+    sim.set_down(false);
+    bridge.expect("agent: Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(approvals(&sim).len(), 1, "{:?}", approvals(&sim));
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// Someone who is neither the requester nor an approver is refused; a second decision
+/// is refused with who decided; the agent gets one command.
+#[tokio::test]
+async fn unauthorized_and_second_click_change_nothing() {
+    let sim = start_sim(20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bridge = Bridge::start(&settings(&sim, &dir, &[("access.approvers", "[]")])).await;
+    bridge.send("trade").await;
+    bridge.expect("execute_trade?").await;
+    let id = bridge.wait_pending().await.id;
+    let approve = UserAction::Decide { action: 0, decision: Decision::Approve };
+    let mallory = bridge.engine().act(&id, Actor::new("console", "mallory", "Mallory"), approve.clone()).await;
+    assert!(matches!(mallory, Err(ActError::Refused(Refusal::NotAllowed))), "{mallory:?}");
+    assert_eq!(bridge.pending().await.len(), 1, "still pending");
+
+    bridge.send("r").await;
+    bridge.expect("decided by Thảo").await;
+    let again = bridge.engine().act(&id, Actor::new("console", "console", "Thảo"), approve).await;
+    assert!(matches!(&again, Err(ActError::Refused(Refusal::AlreadyDecided { by, .. })) if by == "Thảo"), "{again:?}");
+    bridge.expect("agent: Lệnh đã bị hủy.").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let s = session_id(&sim);
+    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"reject"}]})]);
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// A configured approver (not the requester) may decide.
+#[tokio::test]
+async fn configured_approver_may_decide() {
+    let sim = start_sim(20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings(&sim, &dir, &[]);
+    s.access.approvers = vec!["console:lead".into()];
+    let mut bridge = Bridge::start(&s).await;
+    bridge.send("trade").await;
+    bridge.expect("execute_trade?").await;
+    let id = bridge.wait_pending().await.id;
+    let lead = bridge.engine().act(&id, Actor::new("console", "lead", "Lead"), UserAction::Decide { action: 0, decision: Decision::Approve }).await;
+    assert!(lead.is_ok(), "{lead:?}");
+    bridge.expect("decided by Lead").await;
+    bridge.expect("agent: Đã đặt lệnh").await;
+    bridge.stop().await;
+    sim.shutdown().await;
+}

@@ -1,0 +1,143 @@
+//! Test harness: the reference agent and a real bridge (console platform) in one
+//! process, wired as in production, with the console's stdin/stdout replaced by
+//! in-memory pipes the test writes to and reads from.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use hitl_bridge::agent_sim::{self, SimHandle, SimOptions};
+use hitl_bridge::app::App;
+use hitl_bridge::config::Settings;
+use hitl_bridge::engine::EngineHandle;
+use hitl_bridge::interaction::Interaction;
+use hitl_bridge::store::Store;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+
+/// How long any single expectation may wait before the test fails.
+pub const WAIT: Duration = Duration::from_secs(15);
+
+pub async fn start_sim(timeout_secs: u64) -> SimHandle {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    agent_sim::spawn(listener, SimOptions { timeout_secs, token: None }).await.expect("sim")
+}
+
+/// Settings pointing at `sim`, with an SQLite store in `dir`, quick reconnects, and
+/// the console enabled. `extra` overrides keys.
+pub fn settings(sim: &SimHandle, dir: &tempfile::TempDir, extra: &[(&str, &str)]) -> Settings {
+    let url = format!("ws://{}/ws/{{session_id}}", sim.addr);
+    let history = format!("http://{}/sessions/{{session_id}}/history", sim.addr);
+    let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
+    let mut pairs: Vec<(&str, &str)> = vec![
+        ("backend.url", &url),
+        ("backend.history_url", &history),
+        ("backend.reconnect_max_secs", "1"),
+        ("store.url", &store),
+        ("console.enabled", "true"),
+        ("console.user_name", "Thảo"),
+    ];
+    pairs.extend_from_slice(extra);
+    Settings::from_pairs(&pairs).expect("settings")
+}
+
+/// A running bridge whose console the test types into and reads from.
+pub struct Bridge {
+    pub app: App,
+    pub store: Store,
+    input: DuplexStream,
+    output: Lines<BufReader<DuplexStream>>,
+    pub transcript: Vec<String>,
+}
+
+impl Bridge {
+    pub async fn start(settings: &Settings) -> Bridge {
+        let (input, console_in) = tokio::io::duplex(1 << 20);
+        let (console_out, output) = tokio::io::duplex(1 << 20);
+        let app = App::start(settings, Some((BufReader::new(console_in), console_out))).await.expect("bridge starts");
+        let store = Store::connect(&settings.store.url).await.expect("store");
+        Bridge { app, store, input, output: BufReader::new(output).lines(), transcript: Vec::new() }
+    }
+
+    pub fn engine(&self) -> &EngineHandle {
+        &self.app.engine
+    }
+
+    /// Types one line into the console.
+    pub async fn send(&mut self, line: &str) {
+        self.input.write_all(format!("{line}\n").as_bytes()).await.expect("console input");
+    }
+
+    /// Reads console output until a line contains `needle`; returns that line.
+    pub async fn expect(&mut self, needle: &str) -> String {
+        let found = tokio::time::timeout(WAIT, async {
+            while let Ok(Some(line)) = self.output.next_line().await {
+                self.transcript.push(line.clone());
+                if line.contains(needle) {
+                    return Some(line);
+                }
+            }
+            None
+        })
+        .await;
+        match found {
+            Ok(Some(line)) => line,
+            _ => panic!("console never printed {needle:?}; transcript:\n{}", self.transcript.join("\n")),
+        }
+    }
+
+    /// The pending interactions, oldest first.
+    pub async fn pending(&self) -> Vec<Interaction> {
+        self.store.pending_interactions().await.expect("pending")
+    }
+
+    /// Waits until an interaction is pending and returns it.
+    pub async fn wait_pending(&self) -> Interaction {
+        wait_until(|| async { self.pending().await.into_iter().next() }).await
+    }
+
+    pub async fn stop(self) {
+        self.app.stop().await;
+        self.store.close().await;
+    }
+}
+
+/// Polls `probe` until it yields something (or the test fails after [`WAIT`]).
+pub async fn wait_until<T, F, Fut>(mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        if let Some(found) = probe().await {
+            return found;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "condition not met within {WAIT:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The `approval` commands the agent received.
+pub fn approvals(sim: &SimHandle) -> Vec<Value> {
+    sim.commands().into_iter().filter(|c| c["type"] == "approval").collect()
+}
+
+/// Waits until the agent has received `n` approval commands, and returns them.
+pub async fn wait_approvals(sim: &SimHandle, n: usize) -> Vec<Value> {
+    wait_until(|| async {
+        let got = approvals(sim);
+        (got.len() >= n).then_some(got)
+    })
+    .await
+}
+
+/// The session id the bridge used for its first message.
+pub fn session_id(sim: &SimHandle) -> String {
+    sim.commands()
+        .iter()
+        .find(|c| c["type"] == "message")
+        .and_then(|c| c["session_id"].as_str())
+        .expect("a message command")
+        .to_owned()
+}
