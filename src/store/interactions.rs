@@ -2,13 +2,13 @@
 //! the columns the store filters on (session, approval key, status, times) copied out.
 //! Settling, the one multi-table write, lives here too: it must be a single transaction.
 
-use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::audit::{AuditEntry, insert_audit};
 use super::error::{Result, StoreError};
 use super::json::{self, skip_corrupt};
 use super::outbox::insert_command;
+use super::row::column;
 use super::Store;
 use crate::interaction::{Interaction, Status};
 use crate::protocol::Command;
@@ -138,9 +138,8 @@ impl Store {
 }
 
 fn decode_row(row: &AnyRow) -> Result<Interaction> {
-    let id: String = row.try_get("id").map_err(StoreError::query("read interaction id"))?;
-    let body: String = row.try_get("body").map_err(StoreError::query("read interaction body"))?;
-    json::decode(&body, "interaction", id)
+    let id: &str = column(row, "id")?;
+    json::decode(column(row, "body")?, "interaction", id)
 }
 
 fn decode_rows(rows: &[AnyRow]) -> Vec<Interaction> {
