@@ -129,6 +129,7 @@ impl Store {
             return Ok(false);
         }
         if let Some(command) = command {
+            // Queued at the settle time: the audit entry carries it.
             insert_command(&mut *tx, command, audit.at_ms).await?;
         }
         insert_audit(&mut *tx, audit).await?;
