@@ -2,12 +2,14 @@
 //! what was asked versus what was sent), appended inside [`Store::settle`]'s
 //! transaction and never changed afterwards.
 
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sqlx::any::AnyRow;
-use sqlx::{AnyExecutor, Row};
+use sqlx::AnyExecutor;
 
 use super::error::{Result, StoreError};
 use super::json::{self, skip_corrupt};
+use super::row::column;
 use super::Store;
 use crate::interaction::{Actor, Decider, Interaction, Status};
 use crate::protocol::{Decision, Reply};
@@ -137,21 +139,22 @@ pub(super) async fn insert_audit<'e>(executor: impl AnyExecutor<'e>, e: &AuditEn
 }
 
 fn decode_row(row: &AnyRow) -> Result<AuditEntry> {
-    let read = StoreError::query("read audit entry");
-    let id: i64 = row.try_get("id").map_err(read)?;
-    let text = |name: &str| row.try_get::<String, _>(name).map_err(StoreError::query("read audit entry"));
-    let text_opt = |name: &str| row.try_get::<Option<String>, _>(name).map_err(StoreError::query("read audit entry"));
-    let int = |name: &str| row.try_get::<i64, _>(name).map_err(StoreError::query("read audit entry"));
+    let id: i64 = column(row, "id")?;
     Ok(AuditEntry {
-        at_ms: int("at_ms")?,
-        session_id: text("session_id")?,
-        approval_key: text("approval_key")?,
-        interaction_id: text("interaction_id")?,
-        actor: json::decode_opt(text_opt("actor")?.as_deref(), "audit actor", id)?,
-        outcome: text("outcome")?,
-        reply: json::decode_opt(text_opt("reply")?.as_deref(), "audit reply", id)?,
-        original_args: json::decode(&text("original_args")?, "audit args", id)?,
-        edited_args: json::decode_opt(text_opt("edited_args")?.as_deref(), "audit edited args", id)?,
-        latency_ms: int("latency_ms")?,
+        at_ms: column(row, "at_ms")?,
+        session_id: column(row, "session_id")?,
+        approval_key: column(row, "approval_key")?,
+        interaction_id: column(row, "interaction_id")?,
+        actor: json_opt(row, "actor", id)?,
+        outcome: column(row, "outcome")?,
+        reply: json_opt(row, "reply", id)?,
+        original_args: json::decode(column(row, "original_args")?, "audit args", id)?,
+        edited_args: json_opt(row, "edited_args", id)?,
+        latency_ms: column(row, "latency_ms")?,
     })
+}
+
+/// A nullable JSON column of the audit row `id`.
+fn json_opt<T: DeserializeOwned>(row: &AnyRow, name: &'static str, id: i64) -> Result<Option<T>> {
+    json::decode_opt(column::<Option<&str>>(row, name)?, name, id)
 }

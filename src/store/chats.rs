@@ -3,11 +3,11 @@
 //! this only remembers them.
 
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::error::{Result, StoreError};
 use super::json;
+use super::row::column;
 use super::Store;
 use crate::interaction::Actor;
 
@@ -33,11 +33,10 @@ impl ChatKey {
 
     /// From the `platform`, `chat_id` and `thread_id` columns of a row.
     pub(super) fn from_row(row: &AnyRow) -> Result<Self> {
-        let column = |name| row.try_get::<String, _>(name).map_err(StoreError::query("read chat key"));
-        let thread = column("thread_id")?;
+        let thread: String = column(row, "thread_id")?;
         Ok(Self {
-            platform: column("platform")?,
-            chat_id: column("chat_id")?,
+            platform: column(row, "platform")?,
+            chat_id: column(row, "chat_id")?,
             thread_id: (!thread.is_empty()).then_some(thread),
         })
     }
@@ -72,7 +71,7 @@ impl Store {
             .fetch_optional(&self.pool)
             .await
             .map_err(StoreError::query("find the session of a chat"))?;
-        row.map(|r| r.try_get("session_id").map_err(StoreError::query("read session id"))).transpose()
+        row.map(|row| column(&row, "session_id")).transpose()
     }
 
     /// Every chat bound to the session, in the order they were bound (where to show
@@ -112,7 +111,6 @@ impl Store {
             .await
             .map_err(StoreError::query("load requester"))?;
         let Some(row) = row else { return Ok(None) };
-        let actor: String = row.try_get("actor").map_err(StoreError::query("read requester"))?;
-        Ok(json::skip_corrupt(json::decode(&actor, "requester of session", session_id)))
+        Ok(json::skip_corrupt(json::decode(column(&row, "actor")?, "requester of session", session_id)))
     }
 }

@@ -17,6 +17,8 @@ pub enum StoreError {
     /// A query failed; `what` names the store operation.
     #[error("{what}: {source}")]
     Query { what: &'static str, source: sqlx::Error },
+    #[error("reading column {column}: {source}")]
+    Column { column: &'static str, source: sqlx::Error },
     #[error("encoding {what} as JSON: {source}")]
     Encode { what: &'static str, source: serde_json::Error },
     /// A stored row that no longer deserializes (a bug or a hand edit).

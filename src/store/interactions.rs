@@ -2,13 +2,13 @@
 //! the columns the store filters on (session, approval key, status, times) copied out.
 //! Settling, the one multi-table write, lives here too: it must be a single transaction.
 
-use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::audit::{AuditEntry, insert_audit};
 use super::error::{Result, StoreError};
 use super::json::{self, skip_corrupt};
 use super::outbox::insert_command;
+use super::row::column;
 use super::Store;
 use crate::interaction::{Interaction, Status};
 use crate::protocol::Command;
@@ -129,6 +129,7 @@ impl Store {
             return Ok(false);
         }
         if let Some(command) = command {
+            // Queued at the settle time: the audit entry carries it.
             insert_command(&mut *tx, command, audit.at_ms).await?;
         }
         insert_audit(&mut *tx, audit).await?;
@@ -138,9 +139,8 @@ impl Store {
 }
 
 fn decode_row(row: &AnyRow) -> Result<Interaction> {
-    let id: String = row.try_get("id").map_err(StoreError::query("read interaction id"))?;
-    let body: String = row.try_get("body").map_err(StoreError::query("read interaction body"))?;
-    json::decode(&body, "interaction", id)
+    let id: &str = column(row, "id")?;
+    json::decode(column(row, "body")?, "interaction", id)
 }
 
 fn decode_rows(rows: &[AnyRow]) -> Vec<Interaction> {

@@ -1,11 +1,10 @@
 //! The `message_refs` table: which platform messages show an interaction, so the
 //! platform can edit them (outcome, keyboard removed) when it ends.
 
-use sqlx::Row;
-
 use super::chats::ChatKey;
 use super::error::{Result, StoreError};
 use super::Store;
+use super::row::column;
 
 /// A platform message that shows an interaction, so it can be edited when it ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +47,7 @@ impl Store {
                 Ok(MessageRef {
                     interaction_id: interaction_id.to_owned(),
                     chat: ChatKey::from_row(row)?,
-                    message_id: row.try_get("message_id").map_err(StoreError::query("read message id"))?,
+                    message_id: column(row, "message_id")?,
                 })
             })
             .collect()

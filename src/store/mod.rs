@@ -17,6 +17,7 @@ mod interactions;
 mod json;
 mod messages;
 mod outbox;
+mod row;
 
 use sqlx::AnyPool;
 
@@ -27,7 +28,15 @@ pub use error::{Result, StoreError};
 pub use messages::MessageRef;
 
 /// A handle to the database. Cheap to clone: clones share one connection pool.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Store {
     pool: AnyPool,
+}
+
+// By hand: the pool's own Debug shows its options, which must never risk showing a
+// database password in a log line.
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("connections", &self.pool.size()).field("closed", &self.pool.is_closed()).finish()
+    }
 }

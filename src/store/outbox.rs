@@ -3,11 +3,12 @@
 //! backend connector drains it; nothing here sends anything.
 
 use sqlx::any::AnyRow;
-use sqlx::{AnyExecutor, Row};
+use sqlx::AnyExecutor;
 
 use super::error::{Result, StoreError};
 use super::json::{self, skip_corrupt};
 use super::Store;
+use super::row::column;
 use crate::protocol::Command;
 
 impl Store {
@@ -63,7 +64,7 @@ impl Store {
         .await
         .map_err(StoreError::query("list sessions with work"))?;
         rows.iter()
-            .map(|row| row.try_get(0).map_err(StoreError::query("read session id")))
+            .map(|row| column(row, "session_id"))
             .collect()
     }
 }
@@ -85,11 +86,10 @@ pub(super) async fn insert_command<'e>(executor: impl AnyExecutor<'e>, command: 
     .fetch_one(executor)
     .await
     .map_err(StoreError::query("enqueue command"))?;
-    row.try_get("id").map_err(StoreError::query("read outbox id"))
+    column(&row, "id")
 }
 
 fn decode_row(row: &AnyRow) -> Result<(i64, Command)> {
-    let id: i64 = row.try_get("id").map_err(StoreError::query("read outbox id"))?;
-    let command: String = row.try_get("command").map_err(StoreError::query("read outbox command"))?;
-    Ok((id, json::decode(&command, "outbox command", id)?))
+    let id: i64 = column(row, "id")?;
+    Ok((id, json::decode(column(row, "command")?, "outbox command", id)?))
 }
