@@ -328,7 +328,7 @@ async fn agent_down_at_decision_time_gets_the_command_once() {
 async fn unauthorized_and_second_click_change_nothing() {
     let sim = start_sim(20).await;
     let dir = tempfile::tempdir().unwrap();
-    let mut bridge = Bridge::start(&settings(&sim, &dir, &[("access.approvers", "[]")])).await;
+    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
     bridge.send("trade").await;
     bridge.expect("execute_trade?").await;
     let id = bridge.wait_pending().await.id;

@@ -102,7 +102,11 @@ impl Console {
         };
         let parsed = match (step, &interaction.request.kind) {
             (Step::Action(i), _) => input::parse_action(i, line),
-            (Step::EditJson(i), _) => Parsed::Act(UserAction::EditArgs { action: i, json: line.to_owned() }),
+            // The JSON alone, or any decision typed in full (the person changed their mind).
+            (Step::EditJson(i), _) => match input::parse_action(i, line) {
+                Parsed::Act(action) => Parsed::Act(action),
+                _ => Parsed::Act(UserAction::EditArgs { action: i, json: line.to_owned() }),
+            },
             (Step::Question(i), RequestKind::Questions { questions, .. }) => match questions.get(i) {
                 Some(q) => input::parse_answer(i, q, line),
                 None => Parsed::Invalid("no such question".into()),
