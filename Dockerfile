@@ -1,0 +1,24 @@
+# Multi-stage build: compile with the full toolchain, ship a slim runtime image that
+# runs as a non-root user. SQLite is bundled into the binary; data lives in /app/data.
+FROM rust:1.95-slim-bookworm AS build
+WORKDIR /src
+COPY Cargo.toml Cargo.lock ./
+COPY src ./src
+COPY migrations ./migrations
+COPY config ./config
+RUN cargo build --release --locked --bin hitl-bridge
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin hitl \
+ && mkdir -p /app/data \
+ && chown hitl /app/data
+WORKDIR /app
+COPY --from=build /src/target/release/hitl-bridge /usr/local/bin/hitl-bridge
+COPY config ./config
+USER hitl
+VOLUME ["/app/data"]
+ENTRYPOINT ["hitl-bridge"]
+CMD ["run"]
