@@ -49,6 +49,9 @@ impl App {
             platforms.push(console.clone());
             console_input = Some((console, input));
         }
+        if platforms.is_empty() {
+            tracing::warn!("no platform is enabled: requests will wait for their deadline (enable console, telegram or discord)");
+        }
         let core = Engine::start(settings, store, platforms, requests).await?;
         let (stop, stopped) = oneshot::channel::<()>();
         let engine_task = tokio::spawn(core.run(async move {

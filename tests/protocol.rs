@@ -223,19 +223,20 @@ fn questions(args: Value) -> String {
 
 /// Parses one fixture the way the table says and summarizes the result.
 fn parse_fixture(path: &str, how: As) -> String {
+    fn typed<T: serde::de::DeserializeOwned>(path: &str, how: As, value: Value) -> T {
+        serde_json::from_value(value).unwrap_or_else(|e| panic!("{path} as {how:?}: {e}"))
+    }
     let value = fixture(path);
-    let typed = |e: serde_json::Error| panic!("{path} as {how:?}: {e}");
     match how {
-        As::Event => summarize_event(&serde_json::from_value(value).unwrap_or_else(typed)),
-        As::Command => match serde_json::from_value::<Command>(value).unwrap_or_else(typed) {
+        As::Event => summarize_event(&typed(path, how, value)),
+        As::Command => match typed::<Command>(path, how, value) {
             Command::Approval { session_id, approval_key, reply } => {
                 format!("approval {session_id} {approval_key}: {}", summarize_reply(&reply))
             }
             other => format!("{other:?}"),
         },
-        As::History => summarize_history(&serde_json::from_value(value).unwrap_or_else(typed)),
-        As::HistoryList => serde_json::from_value::<Vec<HistoryMessage>>(value)
-            .unwrap_or_else(typed)
+        As::History => summarize_history(&typed(path, how, value)),
+        As::HistoryList => typed::<Vec<HistoryMessage>>(path, how, value)
             .iter()
             .map(summarize_history)
             .collect::<Vec<_>>()
@@ -244,7 +245,7 @@ fn parse_fixture(path: &str, how: As) -> String {
         As::Question => questions(json!({ "questions": [value] })),
         As::QuestionOption => questions(json!({"questions":[{"question":"Q?","options":[value]}]})),
         As::QuestionOptions => questions(json!({"questions":[{"question":"Q?","options":value}]})),
-        As::Reply => summarize_reply(&serde_json::from_value(value).unwrap_or_else(typed)),
+        As::Reply => summarize_reply(&typed(path, how, value)),
     }
 }
 

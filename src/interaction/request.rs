@@ -158,17 +158,14 @@ fn config_for<'a>(configs: &'a [ReviewConfig], index: usize, name: &str) -> Opti
 fn allowed_decisions(config: Option<&ReviewConfig>) -> Vec<DecisionType> {
     match config.and_then(|c| c.allowed_decisions.as_ref()) {
         Some(names) => {
-            let mut allowed: Vec<DecisionType> = names
-                .iter()
-                .filter_map(|n| {
-                    let parsed = DecisionType::parse(n);
-                    if parsed.is_none() {
-                        tracing::debug!(decision = %n, "ignoring unknown decision type");
-                    }
-                    parsed
-                })
-                .collect();
-            allowed.dedup();
+            let mut allowed: Vec<DecisionType> = Vec::new();
+            for name in names {
+                match DecisionType::parse(name) {
+                    Some(d) if !allowed.contains(&d) => allowed.push(d),
+                    Some(_) => {}
+                    None => tracing::debug!(decision = %name, "ignoring unknown decision type"),
+                }
+            }
             allowed
         }
         None => DecisionType::DEFAULT_ALLOWED.to_vec(),

@@ -261,8 +261,12 @@ fn apply_decision(actions: &[super::Action], draft: &mut DecisionDraft, action: 
             draft.decisions[action] = Some(decision);
         }
         UserAction::EditArgs { action, json } => {
-            let decision = decisions::edit_decision(action_at(action)?, &json).map_err(Refusal::InvalidEdit)?;
-            check(action, &decision)?;
+            let target = action_at(action)?;
+            // Say "edit is not allowed" before complaining about the JSON.
+            if !decisions::is_allowed(target, DecisionType::Edit) {
+                return Err(Refusal::DecisionNotAllowed { action: target.name.clone(), decision: DecisionType::Edit });
+            }
+            let decision = decisions::edit_decision(target, &json).map_err(Refusal::InvalidEdit)?;
             draft.decisions[action] = Some(decision);
         }
         UserAction::Comment { action, text } => {
@@ -314,8 +318,10 @@ fn apply_answer(questions: &[super::Question], drafts: &mut [AnswerDraft], actio
         }
     }
     match action {
-        UserAction::Select { question, options } => {
+        UserAction::Select { question, mut options } => {
             let (q, d) = at(questions, drafts, question)?;
+            options.sort_unstable();
+            options.dedup();
             if options.iter().any(|&o| o >= q.options.len()) {
                 return Err(Refusal::OutOfRange("option"));
             }

@@ -28,7 +28,7 @@ pub fn interaction(i: &Interaction) -> String {
             out + "└"
         }
         RequestKind::Questions { questions, .. } => {
-            format!("┌ question {} · {} question(s) · {deadline}\n└", i.approval_key(), questions.len())
+            format!("┌ question {} · {} question(s) · {deadline}", i.approval_key(), questions.len())
         }
     }
 }
