@@ -11,7 +11,9 @@ use tokio::task::JoinHandle;
 use crate::config::Settings;
 use crate::engine::{Engine, EngineError, EngineHandle};
 use crate::platform::console::Console;
+use crate::platform::token::TokenSigner;
 use crate::platform::{Platform, PlatformError};
+use secrecy::ExposeSecret;
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +30,7 @@ pub struct App {
     stop: oneshot::Sender<()>,
     engine_task: JoinHandle<()>,
     console_task: Option<JoinHandle<Result<(), PlatformError>>>,
+    platforms: Vec<Arc<dyn Platform>>,
 }
 
 impl App {
@@ -41,6 +44,9 @@ impl App {
         let store = Store::connect(&settings.store.url)
             .await
             .map_err(|source| AppError::Store { url: settings.store.url.clone(), source })?;
+        let signer = token_signer(settings, &store)
+            .await
+            .map_err(|source| AppError::Store { url: settings.store.url.clone(), source })?;
         let (engine, requests) = EngineHandle::channel();
         let mut platforms: Vec<Arc<dyn Platform>> = Vec::new();
         let mut console_input = None;
@@ -52,13 +58,13 @@ impl App {
         if platforms.is_empty() {
             tracing::warn!("no platform is enabled: requests will wait for their deadline (enable console, telegram or discord)");
         }
-        let core = Engine::start(settings, store, platforms, requests).await?;
+        let core = Engine::start(settings, store, platforms.clone(), requests).await?;
         let (stop, stopped) = oneshot::channel::<()>();
         let engine_task = tokio::spawn(core.run(async move {
             let _ = stopped.await;
         }));
         let console_task = console_input.map(|(console, input)| tokio::spawn(console.run(input, engine.clone())));
-        Ok(App { engine, stop, engine_task, console_task })
+        Ok(App { engine, stop, engine_task, console_task, platforms })
     }
 
     /// Resolves when the console's input ends (EOF or `/quit`); never without a console.
@@ -76,10 +82,25 @@ impl App {
 
     /// Stops the engine and waits for it. What was not delivered stays in the outbox.
     pub async fn stop(self) {
+        for platform in &self.platforms {
+            platform.shutdown();
+        }
         if let Some(task) = &self.console_task {
             task.abort();
         }
         let _ = self.stop.send(());
         let _ = self.engine_task.await;
     }
+}
+
+/// The button-token signer: the configured secret, else one generated once and kept
+/// in the store.
+async fn token_signer(settings: &Settings, store: &Store) -> Result<TokenSigner, StoreError> {
+    if let Some(secret) = settings.tokens.secret.as_ref().filter(|s| !s.expose_secret().is_empty()) {
+        return Ok(TokenSigner::new(secret.expose_secret().as_bytes()));
+    }
+    let generated = store
+        .secret("callback_tokens", || format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple()))
+        .await?;
+    Ok(TokenSigner::new(generated.as_bytes()))
 }

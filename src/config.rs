@@ -25,6 +25,12 @@ pub struct Settings {
     pub console: ConsoleSettings,
     #[serde(default)]
     pub log: LogSettings,
+    #[serde(default)]
+    pub tokens: TokenSettings,
+    #[serde(default)]
+    pub telegram: TelegramSettings,
+    #[serde(default)]
+    pub discord: DiscordSettings,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -108,6 +114,100 @@ impl Default for LogSettings {
     }
 }
 
+/// The key that signs button tokens. When unset, the bridge generates one on first
+/// run and keeps it in the store, so tokens stay valid across restarts and replicas.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TokenSettings {
+    #[serde(serialize_with = "redact")]
+    pub secret: Option<SecretString>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelegramSettings {
+    pub enabled: bool,
+    /// From BotFather (env HITL_BRIDGE__TELEGRAM__TOKEN).
+    #[serde(serialize_with = "redact")]
+    pub token: Option<SecretString>,
+    /// Bot API base URL: a self-hosted Bot API server, or the tests' fake.
+    pub api_url: Option<String>,
+    pub mode: TelegramMode,
+    /// Public HTTPS URL Telegram posts updates to (webhook mode).
+    pub webhook_url: Option<String>,
+    /// Address the webhook server listens on.
+    pub webhook_listen: String,
+    /// Checked against `X-Telegram-Bot-Api-Secret-Token` on every webhook request.
+    #[serde(serialize_with = "redact")]
+    pub webhook_secret: Option<SecretString>,
+    /// In groups, answer every message instead of only those addressed to the bot.
+    pub respond_to_all: bool,
+    /// Locale for every chat (`en`, `vi`, `zh`); else per chat, else the user's language.
+    pub locale: Option<String>,
+    /// Per-chat locale: chat id → `en` | `vi` | `zh`.
+    pub chat_locales: std::collections::BTreeMap<String, String>,
+}
+
+impl Default for TelegramSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            token: None,
+            api_url: None,
+            mode: TelegramMode::Polling,
+            webhook_url: None,
+            webhook_listen: "0.0.0.0:8443".into(),
+            webhook_secret: None,
+            respond_to_all: false,
+            locale: None,
+            chat_locales: Default::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TelegramMode {
+    Polling,
+    Webhook,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DiscordSettings {
+    pub enabled: bool,
+    /// Bot token (env HITL_BRIDGE__DISCORD__TOKEN).
+    #[serde(serialize_with = "redact")]
+    pub token: Option<SecretString>,
+    /// REST base URL (and gateway lookup): the tests' fake, or a proxy.
+    pub api_url: Option<String>,
+    /// Channel ids whose every message goes to the agent (DMs and mentions always do).
+    pub channels: Vec<String>,
+    /// Open a thread for each new conversation.
+    pub thread_per_session: bool,
+    /// Application public key: enables the HTTP interactions endpoint.
+    pub public_key: Option<String>,
+    /// Address the interactions endpoint listens on.
+    pub interactions_listen: String,
+    /// Fixed locale (`en`, `vi`, `zh`); else the interaction's locale.
+    pub locale: Option<String>,
+}
+
+impl Default for DiscordSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            token: None,
+            api_url: None,
+            channels: Vec::new(),
+            thread_per_session: false,
+            public_key: None,
+            interactions_listen: "0.0.0.0:8080".into(),
+            locale: None,
+        }
+    }
+}
+
 fn default_reconnect_max() -> u64 {
     30
 }
@@ -159,6 +259,7 @@ impl Settings {
             .list_separator(",")
             .with_list_parse_key("access.approvers")
             .with_list_parse_key("access.approver_roles")
+            .with_list_parse_key("discord.channels")
     }
 
     fn from_config(config: config::Config) -> Result<Self, ConfigError> {
@@ -190,6 +291,22 @@ impl Settings {
         }
         if self.timeouts.approval_secs == 0 || self.timeouts.question_secs == 0 {
             return invalid("timeouts.approval_secs", "timeouts must be at least 1 second");
+        }
+        if self.telegram.enabled && self.telegram.token.as_ref().is_none_or(|t| t.expose_secret().is_empty()) {
+            return invalid("telegram.token", "is required when telegram.enabled = true (env HITL_BRIDGE__TELEGRAM__TOKEN)");
+        }
+        if self.telegram.enabled && self.telegram.mode == TelegramMode::Webhook && self.telegram.webhook_url.is_none() {
+            return invalid("telegram.webhook_url", "is required when telegram.mode = \"webhook\"");
+        }
+        if self.discord.enabled && self.discord.token.as_ref().is_none_or(|t| t.expose_secret().is_empty()) {
+            return invalid("discord.token", "is required when discord.enabled = true (env HITL_BRIDGE__DISCORD__TOKEN)");
+        }
+        for (key, locale) in [("telegram.locale", &self.telegram.locale), ("discord.locale", &self.discord.locale)] {
+            if let Some(l) = locale {
+                if crate::platform::locale::Locale::from_code(l).is_none() {
+                    return invalid(key, "must be en, vi or zh");
+                }
+            }
         }
         for approver in &self.access.approvers {
             if self.parse_approver(approver).is_none() {

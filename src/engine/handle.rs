@@ -4,7 +4,7 @@
 use tokio::sync::{mpsc, oneshot};
 
 use crate::interaction::{Actor, Interaction, Refusal, UserAction};
-use crate::store::{ChatKey, StoreError};
+use crate::store::{ChatKey, MessageRef, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -54,6 +54,7 @@ pub enum EngineRequest {
     Cancel { chat: ChatKey, actor: Actor, done: oneshot::Sender<Result<(), EngineError>> },
     Act { interaction_id: String, actor: Actor, action: UserAction, done: oneshot::Sender<Result<ActOutcome, ActError>> },
     Interaction { interaction_id: String, done: oneshot::Sender<Result<Option<Interaction>, EngineError>> },
+    PendingInChat { chat: ChatKey, done: oneshot::Sender<Result<Vec<(Interaction, Vec<MessageRef>)>, EngineError>> },
 }
 
 /// Cheap to clone; every platform holds one.
@@ -102,5 +103,10 @@ impl EngineHandle {
     pub async fn interaction(&self, interaction_id: &str) -> Result<Option<Interaction>, EngineError> {
         let interaction_id = interaction_id.to_owned();
         self.call(|done| EngineRequest::Interaction { interaction_id, done }).await.unwrap_or(Err(EngineError::Stopped))
+    }
+
+    /// Pending interactions shown in `chat`, with the messages that show them (`/pending`).
+    pub async fn pending_in_chat(&self, chat: ChatKey) -> Result<Vec<(Interaction, Vec<MessageRef>)>, EngineError> {
+        self.call(|done| EngineRequest::PendingInChat { chat, done }).await.unwrap_or(Err(EngineError::Stopped))
     }
 }

@@ -132,7 +132,20 @@ impl Engine {
             EngineRequest::Interaction { interaction_id, done } => {
                 let _ = done.send(self.store.interaction(&interaction_id).await.map_err(EngineError::from));
             }
+            EngineRequest::PendingInChat { chat, done } => {
+                let _ = done.send(self.pending_in_chat(&chat).await);
+            }
         }
+    }
+
+    async fn pending_in_chat(&self, chat: &ChatKey) -> Result<Vec<(Interaction, Vec<MessageRef>)>, EngineError> {
+        let mut out = Vec::new();
+        for interaction in self.store.pending_in_chat(chat).await? {
+            let messages = self.store.message_refs(&interaction.id).await?;
+            let here = messages.into_iter().filter(|m| m.chat == *chat).collect();
+            out.push((interaction, here));
+        }
+        Ok(out)
     }
 
     async fn session_for(&self, chat: &ChatKey) -> Result<String, EngineError> {

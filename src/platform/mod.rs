@@ -6,6 +6,8 @@
 //! click means is the core's job, not the platform's.
 
 pub mod console;
+pub mod locale;
+pub mod token;
 
 use futures_util::future::BoxFuture;
 
@@ -40,4 +42,7 @@ pub trait Platform: Send + Sync {
     /// A notice for a chat that is not agent output (an error from the backend, a
     /// request that could not be understood).
     fn send_notice<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>>;
+
+    /// Stops background tasks (polling, gateway, HTTP servers). Called once at shutdown.
+    fn shutdown(&self) {}
 }

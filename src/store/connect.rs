@@ -20,12 +20,20 @@ pub const DEFAULT_URL: &str = "sqlite://data/hitl-bridge.db";
 
 /// The schema, as `(version, description, SQLite SQL, PostgreSQL SQL)`. Append only:
 /// sqlx refuses to start when an applied migration's text has changed.
-const MIGRATIONS: &[(i64, &str, &str, &str)] = &[(
-    1,
-    "init",
-    include_str!("../../migrations/sqlite/0001_init.sql"),
-    include_str!("../../migrations/postgres/0001_init.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
+    (
+        1,
+        "init",
+        include_str!("../../migrations/sqlite/0001_init.sql"),
+        include_str!("../../migrations/postgres/0001_init.sql"),
+    ),
+    (
+        2,
+        "secrets",
+        include_str!("../../migrations/sqlite/0002_secrets.sql"),
+        include_str!("../../migrations/postgres/0002_secrets.sql"),
+    ),
+];
 
 /// How long a SQLite writer waits for another one before giving up.
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

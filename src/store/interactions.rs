@@ -9,6 +9,7 @@ use super::error::{Result, StoreError};
 use super::json::{self, skip_corrupt};
 use super::outbox::insert_command;
 use super::row::column;
+use super::chats::ChatKey;
 use super::Store;
 use crate::interaction::{Interaction, Status};
 use crate::protocol::Command;
@@ -87,6 +88,24 @@ impl Store {
 
     /// Stores a changed draft. Returns false if the interaction is no longer pending in
     /// the database (another replica settled it), so the caller re-reads it.
+    /// Pending interactions shown by a message in `chat`, oldest first (`/pending`).
+    pub async fn pending_in_chat(&self, chat: &ChatKey) -> Result<Vec<Interaction>> {
+        let rows = sqlx::query(
+            "SELECT DISTINCT i.id, i.body, i.created_at_ms FROM interactions i
+             JOIN message_refs m ON m.interaction_id = i.id
+             WHERE i.status = $1 AND m.platform = $2 AND m.chat_id = $3 AND m.thread_id = $4
+             ORDER BY i.created_at_ms, i.id",
+        )
+        .bind(pending())
+        .bind(chat.platform.as_str())
+        .bind(chat.chat_id.as_str())
+        .bind(chat.thread_column())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("list pending interactions of a chat"))?;
+        Ok(decode_rows(&rows))
+    }
+
     pub async fn save_draft(&self, i: &Interaction) -> Result<bool> {
         if !i.status.is_pending() {
             // Writing a settled body under a 'pending' status column would split the row.

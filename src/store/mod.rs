@@ -18,6 +18,7 @@ mod json;
 mod messages;
 mod outbox;
 mod row;
+mod secrets;
 
 use sqlx::AnyPool;
 

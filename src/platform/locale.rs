@@ -1,0 +1,260 @@
+//! Every string the bridge writes itself (buttons, notices, outcomes), in English,
+//! Vietnamese and Chinese. Agent text and question text are never translated.
+
+use crate::interaction::{Decider, Interaction, Refusal, Status};
+use crate::protocol::{Decision, Reply};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Locale {
+    #[default]
+    En,
+    Vi,
+    Zh,
+}
+
+impl Locale {
+    /// From a configured value or a platform's language code (`vi`, `zh-hans`, `en-US`…).
+    pub fn from_code(code: &str) -> Option<Locale> {
+        let lang = code.split(['-', '_']).next()?.to_ascii_lowercase();
+        match lang.as_str() {
+            "en" => Some(Locale::En),
+            "vi" => Some(Locale::Vi),
+            "zh" => Some(Locale::Zh),
+            _ => None,
+        }
+    }
+
+    /// The first of `candidates` that names a known locale, else English.
+    pub fn pick<'a>(candidates: impl IntoIterator<Item = Option<&'a str>>) -> Locale {
+        candidates.into_iter().flatten().find_map(Locale::from_code).unwrap_or_default()
+    }
+}
+
+/// A fixed string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Msg {
+    Approve,
+    Reject,
+    Edit,
+    Respond,
+    ApproveAll,
+    RejectAll,
+    Submit,
+    Skip,
+    Other,
+    Done,
+    Change,
+    Arguments,
+    Deadline,
+    Summary,
+    Skipped,
+    NotAnswered,
+    EditPrompt,
+    RespondPrompt,
+    TextPrompt,
+    Saved,
+    Sent,
+    UnknownButton,
+    ArgsAttached,
+    NewSession,
+    NoSession,
+    Cancelled,
+    Pending,
+    NoPending,
+    ChooseOptions,
+}
+
+pub fn text(locale: Locale, msg: Msg) -> &'static str {
+    use Locale::*;
+    use Msg::*;
+    match (msg, locale) {
+        (Approve, En) => "Approve",
+        (Approve, Vi) => "Duyệt",
+        (Approve, Zh) => "批准",
+        (Reject, En) => "Reject",
+        (Reject, Vi) => "Từ chối",
+        (Reject, Zh) => "拒绝",
+        (Edit, En) => "Edit",
+        (Edit, Vi) => "Sửa",
+        (Edit, Zh) => "编辑",
+        (Respond, En) => "Comment",
+        (Respond, Vi) => "Bình luận",
+        (Respond, Zh) => "评论",
+        (ApproveAll, En) => "Approve all",
+        (ApproveAll, Vi) => "Duyệt tất cả",
+        (ApproveAll, Zh) => "全部批准",
+        (RejectAll, En) => "Reject all",
+        (RejectAll, Vi) => "Từ chối tất cả",
+        (RejectAll, Zh) => "全部拒绝",
+        (Submit, En) => "Submit",
+        (Submit, Vi) => "Gửi",
+        (Submit, Zh) => "提交",
+        (Skip, En) => "Skip",
+        (Skip, Vi) => "Bỏ qua",
+        (Skip, Zh) => "跳过",
+        (Other, En) => "Other",
+        (Other, Vi) => "Khác",
+        (Other, Zh) => "其他",
+        (Done, En) => "Done",
+        (Done, Vi) => "Xong",
+        (Done, Zh) => "完成",
+        (Change, En) => "Change",
+        (Change, Vi) => "Thay đổi",
+        (Change, Zh) => "修改",
+        (Arguments, En) => "Arguments",
+        (Arguments, Vi) => "Tham số",
+        (Arguments, Zh) => "参数",
+        (Deadline, En) => "Answer by",
+        (Deadline, Vi) => "Hạn trả lời",
+        (Deadline, Zh) => "截止时间",
+        (Summary, En) => "Your answers",
+        (Summary, Vi) => "Câu trả lời của bạn",
+        (Summary, Zh) => "你的回答",
+        (Skipped, En) => "[No preference]",
+        (Skipped, Vi) => "[Không chọn]",
+        (Skipped, Zh) => "[无偏好]",
+        (NotAnswered, En) => "not answered yet",
+        (NotAnswered, Vi) => "chưa trả lời",
+        (NotAnswered, Zh) => "尚未回答",
+        (EditPrompt, En) => "Reply with the new arguments as a JSON object.",
+        (EditPrompt, Vi) => "Trả lời bằng tham số mới dạng đối tượng JSON.",
+        (EditPrompt, Zh) => "请用 JSON 对象回复新的参数。",
+        (RespondPrompt, En) => "Reply with your comment.",
+        (RespondPrompt, Vi) => "Trả lời bằng bình luận của bạn.",
+        (RespondPrompt, Zh) => "请回复你的评论。",
+        (TextPrompt, En) => "Reply with your answer.",
+        (TextPrompt, Vi) => "Trả lời bằng câu trả lời của bạn.",
+        (TextPrompt, Zh) => "请回复你的答案。",
+        (Saved, En) => "Saved",
+        (Saved, Vi) => "Đã lưu",
+        (Saved, Zh) => "已保存",
+        (Sent, En) => "Sent",
+        (Sent, Vi) => "Đã gửi",
+        (Sent, Zh) => "已发送",
+        (UnknownButton, En) => "This button is not valid (unknown, outdated or forged).",
+        (UnknownButton, Vi) => "Nút này không hợp lệ (không rõ, đã cũ hoặc giả mạo).",
+        (UnknownButton, Zh) => "此按钮无效（未知、过期或伪造）。",
+        (ArgsAttached, En) => "The arguments were too long to show; the full JSON is attached.",
+        (ArgsAttached, Vi) => "Tham số quá dài để hiển thị; JSON đầy đủ được đính kèm.",
+        (ArgsAttached, Zh) => "参数过长无法显示；完整 JSON 已作为附件发送。",
+        (NewSession, En) => "Started a new session.",
+        (NewSession, Vi) => "Đã bắt đầu phiên mới.",
+        (NewSession, Zh) => "已开始新会话。",
+        (NoSession, En) => "There is no session in this chat yet.",
+        (NoSession, Vi) => "Cuộc trò chuyện này chưa có phiên nào.",
+        (NoSession, Zh) => "此聊天还没有会话。",
+        (Cancelled, En) => "Cancelled.",
+        (Cancelled, Vi) => "Đã hủy.",
+        (Cancelled, Zh) => "已取消。",
+        (Pending, En) => "Waiting for a decision",
+        (Pending, Vi) => "Đang chờ quyết định",
+        (Pending, Zh) => "等待决定",
+        (NoPending, En) => "Nothing is waiting for a decision here.",
+        (NoPending, Vi) => "Không có gì đang chờ quyết định ở đây.",
+        (NoPending, Zh) => "这里没有等待决定的请求。",
+        (ChooseOptions, En) => "Choose…",
+        (ChooseOptions, Vi) => "Chọn…",
+        (ChooseOptions, Zh) => "请选择…",
+    }
+}
+
+/// `HH:MM UTC` for a unix-ms time (platforms with native timestamps use those).
+pub fn clock(ms: i64) -> String {
+    let secs = ms.div_euclid(1000).rem_euclid(86_400);
+    format!("{:02}:{:02} UTC", secs / 3600, secs / 60 % 60)
+}
+
+/// A refusal as a short notice (fits Telegram's 200-char callback answer).
+pub fn refusal(locale: Locale, refusal: &Refusal) -> String {
+    use Locale::*;
+    match (refusal, locale) {
+        (Refusal::NotAllowed, En) => "You are not allowed to answer this request.".into(),
+        (Refusal::NotAllowed, Vi) => "Bạn không được phép trả lời yêu cầu này.".into(),
+        (Refusal::NotAllowed, Zh) => "你无权回答此请求。".into(),
+        (Refusal::AlreadyDecided { by, at_ms }, En) => format!("Already decided by {by} at {}.", clock(*at_ms)),
+        (Refusal::AlreadyDecided { by, at_ms }, Vi) => format!("Đã được {by} quyết định lúc {}.", clock(*at_ms)),
+        (Refusal::AlreadyDecided { by, at_ms }, Zh) => format!("已由 {by} 于 {} 决定。", clock(*at_ms)),
+        (Refusal::Expired, En) => "This request has expired.".into(),
+        (Refusal::Expired, Vi) => "Yêu cầu này đã hết hạn.".into(),
+        (Refusal::Expired, Zh) => "此请求已过期。".into(),
+        (Refusal::Cancelled, En) => "This request was cancelled.".into(),
+        (Refusal::Cancelled, Vi) => "Yêu cầu này đã bị hủy.".into(),
+        (Refusal::Cancelled, Zh) => "此请求已取消。".into(),
+        (Refusal::InvalidEdit(e), En) => format!("Not accepted: {e}. Send a JSON object."),
+        (Refusal::InvalidEdit(e), Vi) => format!("Không hợp lệ: {e}. Hãy gửi một đối tượng JSON."),
+        (Refusal::InvalidEdit(e), Zh) => format!("无效：{e}。请发送一个 JSON 对象。"),
+        (Refusal::Incomplete { missing }, En) => format!("Decide every action first (missing: {}).", numbers(missing)),
+        (Refusal::Incomplete { missing }, Vi) => format!("Hãy quyết định mọi thao tác trước (còn thiếu: {}).", numbers(missing)),
+        (Refusal::Incomplete { missing }, Zh) => format!("请先对每个操作做出决定（缺少：{}）。", numbers(missing)),
+        // The rest come from a bug or a forged input; English detail is enough.
+        (other, _) => other.to_string(),
+    }
+}
+
+fn numbers(indexes: &[usize]) -> String {
+    indexes.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// The outcome line shown when an interaction ends: what, who, when.
+pub fn outcome(locale: Locale, interaction: &Interaction) -> String {
+    use Locale::*;
+    match (&interaction.status, locale) {
+        (Status::Pending, _) => text(locale, Msg::Pending).into(),
+        (Status::Resolved { by, at_ms }, _) => {
+            let what = reply_word(locale, interaction.reply.as_ref());
+            let who = match by {
+                Decider::Person(actor) => actor.name.clone(),
+                Decider::Elsewhere => match locale {
+                    En => "another client".into(),
+                    Vi => "một ứng dụng khác".into(),
+                    Zh => "其他客户端".into(),
+                },
+            };
+            match locale {
+                En => format!("{what} by {who} at {}", clock(*at_ms)),
+                Vi => format!("{what} bởi {who} lúc {}", clock(*at_ms)),
+                Zh => format!("{what}（{who}，{}）", clock(*at_ms)),
+            }
+        }
+        (Status::Expired { at_ms, .. }, En) => format!("⌛ Expired at {} with no decision", clock(*at_ms)),
+        (Status::Expired { at_ms, .. }, Vi) => format!("⌛ Hết hạn lúc {} mà không có quyết định", clock(*at_ms)),
+        (Status::Expired { at_ms, .. }, Zh) => format!("⌛ 已于 {} 过期，无人决定", clock(*at_ms)),
+        (Status::Cancelled { at_ms, reason }, En) => format!("✖ Cancelled at {} ({reason})", clock(*at_ms)),
+        (Status::Cancelled { at_ms, reason }, Vi) => format!("✖ Đã hủy lúc {} ({reason})", clock(*at_ms)),
+        (Status::Cancelled { at_ms, reason }, Zh) => format!("✖ 已于 {} 取消（{reason}）", clock(*at_ms)),
+    }
+}
+
+fn reply_word(locale: Locale, reply: Option<&Reply>) -> String {
+    let decision = |d: &Decision| match d {
+        Decision::Approve => format!("✅ {}", text(locale, Msg::Approve)),
+        Decision::Reject { .. } => format!("❌ {}", text(locale, Msg::Reject)),
+        Decision::Edit { .. } => format!("✏️ {}", text(locale, Msg::Edit)),
+        Decision::Respond { .. } => format!("💬 {}", text(locale, Msg::Respond)),
+    };
+    match reply {
+        Some(Reply::Decisions { decisions, .. }) => decisions.iter().map(decision).collect::<Vec<_>>().join(" · "),
+        Some(Reply::Answers { .. }) => format!("✅ {}", text(locale, Msg::Sent)),
+        None => "✅".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locale_falls_back_in_order() {
+        assert_eq!(Locale::pick([None, Some("vi-VN")]), Locale::Vi);
+        assert_eq!(Locale::pick([Some("zh-hans"), Some("vi")]), Locale::Zh);
+        assert_eq!(Locale::pick([Some("fr"), None]), Locale::En);
+    }
+
+    #[test]
+    fn refusals_name_who_decided() {
+        let r = Refusal::AlreadyDecided { by: "Thảo".into(), at_ms: (9 * 3600 + 5 * 60) * 1000 };
+        assert_eq!(refusal(Locale::En, &r), "Already decided by Thảo at 09:05 UTC.");
+        assert_eq!(refusal(Locale::Vi, &r), "Đã được Thảo quyết định lúc 09:05 UTC.");
+    }
+}
