@@ -55,6 +55,11 @@ impl App {
             platforms.push(console.clone());
             console_input = Some((console, input));
         }
+        // Chat platforms: each `start` spawns its own background tasks (polling, gateway,
+        // HTTP endpoints) and returns the platform for the engine.
+        // (telegram starts here)
+        // (discord starts here)
+        let _ = &signer;
         if platforms.is_empty() {
             tracing::warn!("no platform is enabled: requests will wait for their deadline (enable console, telegram or discord)");
         }
