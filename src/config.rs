@@ -277,10 +277,10 @@ impl Settings {
         if !url.contains("{session_id}") {
             return invalid("backend.url", "must contain {session_id}");
         }
-        if let Some(h) = &self.backend.history_url {
-            if !(h.starts_with("http://") || h.starts_with("https://")) {
-                return invalid("backend.history_url", "must start with http:// or https://");
-            }
+        if let Some(h) = &self.backend.history_url
+            && !(h.starts_with("http://") || h.starts_with("https://"))
+        {
+            return invalid("backend.history_url", "must start with http:// or https://");
         }
         if self.backend.reconnect_max_secs == 0 {
             return invalid("backend.reconnect_max_secs", "must be at least 1");
@@ -302,10 +302,10 @@ impl Settings {
             return invalid("discord.token", "is required when discord.enabled = true (env HITL_BRIDGE__DISCORD__TOKEN)");
         }
         for (key, locale) in [("telegram.locale", &self.telegram.locale), ("discord.locale", &self.discord.locale)] {
-            if let Some(l) = locale {
-                if crate::platform::locale::Locale::from_code(l).is_none() {
-                    return invalid(key, "must be en, vi or zh");
-                }
+            if let Some(l) = locale
+                && crate::platform::locale::Locale::from_code(l).is_none()
+            {
+                return invalid(key, "must be en, vi or zh");
             }
         }
         for approver in &self.access.approvers {
