@@ -7,7 +7,7 @@
 
 mod handle;
 
-pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest};
+pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, PendingShown};
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -138,7 +138,7 @@ impl Engine {
         }
     }
 
-    async fn pending_in_chat(&self, chat: &ChatKey) -> Result<Vec<(Interaction, Vec<MessageRef>)>, EngineError> {
+    async fn pending_in_chat(&self, chat: &ChatKey) -> Result<PendingShown, EngineError> {
         let mut out = Vec::new();
         for interaction in self.store.pending_in_chat(chat).await? {
             let messages = self.store.message_refs(&interaction.id).await?;
