@@ -1,0 +1,352 @@
+//! Pure rendering: an [`Interaction`] and a locale become the embed, components and
+//! optional attachment of its Discord message (DESIGN.md "Rendering rules").
+//!
+//! Nothing here does IO. Every string is cut to Discord's limits by characters, every
+//! `custom_id` is a signed token naming an index (never a label), and the row and
+//! option counts stay within what Discord accepts, paginating where they would not.
+//! When the interaction has ended, the outcome is shown and the components removed.
+
+use serde_json::Value;
+use serenity::all::{ButtonStyle, Colour, CreateActionRow, CreateButton, CreateEmbed, CreateEmbedFooter, CreateSelectMenu, CreateSelectMenuKind, CreateSelectMenuOption};
+
+use super::codes::Code;
+use super::text::{DMsg, dtext, truncate};
+use crate::interaction::{Action, Draft, FreeText, Interaction, Question, RequestKind, Status, answers};
+use crate::platform::locale::{self, Locale, Msg};
+use crate::platform::token::TokenSigner;
+use crate::protocol::{Decision, DecisionType};
+
+/// Discord's limits (DESIGN.md "Platform limits").
+pub mod limits {
+    pub const CUSTOM_ID: usize = 100;
+    pub const BUTTON_LABEL: usize = 80;
+    pub const ROWS: usize = 5;
+    pub const BUTTONS_PER_ROW: usize = 5;
+    pub const SELECT_OPTIONS: usize = 25;
+    pub const OPTION_TEXT: usize = 100;
+    pub const PLACEHOLDER: usize = 150;
+    pub const MODAL_TITLE: usize = 45;
+    pub const MODAL_INPUTS: usize = 5;
+    pub const INPUT_LABEL: usize = 45;
+    pub const INPUT_VALUE: usize = 4000;
+    pub const CONTENT: usize = 2000;
+    pub const EMBED_TITLE: usize = 256;
+    pub const EMBED_DESCRIPTION: usize = 4096;
+    pub const FIELD_NAME: usize = 256;
+    pub const FIELD_VALUE: usize = 1024;
+    pub const EMBED_TOTAL: usize = 6000;
+}
+
+/// Actions or questions shown per page: the fifth row holds the shared buttons.
+pub const PER_PAGE: usize = 4;
+/// Name of the attachment holding the full args when the embed had to cut them.
+pub const ARGS_FILE: &str = "args.json";
+/// Longest answer summary shown per question while pending.
+const ANSWER_FIELD: usize = 300;
+
+const BLURPLE: u32 = 0x5865F2;
+const GREEN: u32 = 0x57F287;
+const RED: u32 = 0xED4245;
+const GREY: u32 = 0x95A5A6;
+
+/// A rendered message.
+#[derive(Debug, Clone)]
+pub struct View {
+    pub embed: CreateEmbed,
+    pub components: Vec<CreateActionRow>,
+    /// `(file name, bytes)`: the full args when the embed shows them cut.
+    pub attachment: Option<(String, Vec<u8>)>,
+}
+
+/// How many pages the interaction's controls span.
+pub fn pages(interaction: &Interaction) -> usize {
+    let items = match &interaction.request.kind {
+        RequestKind::Approval { actions } if actions.len() == 1 => 1,
+        RequestKind::Approval { actions } => actions.len(),
+        RequestKind::Questions { questions, .. } => questions.len(),
+    };
+    items.div_ceil(PER_PAGE).max(1)
+}
+
+/// The message for `interaction`, its controls showing page `page` (clamped).
+pub fn view(interaction: &Interaction, locale: Locale, signer: &TokenSigner, page: usize) -> View {
+    let page = page.min(pages(interaction) - 1);
+    let ended = !interaction.status.is_pending();
+    let mut fields: Vec<(String, String)> = Vec::new();
+    if ended {
+        fields.push((dtext(locale, DMsg::Decision).into(), locale::outcome(locale, interaction)));
+    } else {
+        fields.push((locale::text(locale, Msg::Deadline).into(), format!("<t:{}:R>", interaction.deadline_ms.div_euclid(1000))));
+    }
+    let (title, body, attachment, components) = match &interaction.request.kind {
+        RequestKind::Approval { actions } => {
+            if let Draft::Decisions(draft) = &interaction.draft {
+                if actions.len() > 1 && !ended {
+                    for (i, decision) in draft.decisions.iter().enumerate().skip(page * PER_PAGE).take(PER_PAGE) {
+                        let name = format!("{}. {}", i + 1, actions[i].name);
+                        let value = decision.as_ref().map_or(locale::text(locale, Msg::NotAnswered).to_owned(), |d| decision_word(locale, d));
+                        fields.push((name, value));
+                    }
+                }
+            }
+            let (budget, _) = budgets(&fields);
+            let (body, cut) = approval_body(actions, budget);
+            let attachment = cut.then(|| full_args(actions));
+            let components = if ended { Vec::new() } else { approval_rows(interaction, actions, locale, signer, page) };
+            (dtext(locale, DMsg::ApprovalTitle), body, attachment, components)
+        }
+        RequestKind::Questions { questions, .. } => {
+            if let (Draft::Answers { answers: drafts }, false) = (&interaction.draft, ended) {
+                for (i, (q, d)) in questions.iter().zip(drafts).enumerate().skip(page * PER_PAGE).take(PER_PAGE) {
+                    let value = if d.is_answered() { answers::encode(q, d) } else { locale::text(locale, Msg::NotAnswered).into() };
+                    fields.push((format!("{}. {}", i + 1, q.header.as_deref().unwrap_or(&q.text)), truncate(&value, ANSWER_FIELD)));
+                }
+            }
+            let (budget, _) = budgets(&fields);
+            let body = question_body(questions, budget);
+            let components = if ended { Vec::new() } else { question_rows(interaction, questions, locale, signer, page) };
+            (dtext(locale, DMsg::QuestionTitle), body, None, components)
+        }
+    };
+    let mut embed = CreateEmbed::new()
+        .title(truncate(title, limits::EMBED_TITLE))
+        .description(body)
+        .colour(Colour::new(colour(interaction)));
+    for (name, value) in fields {
+        embed = embed.field(truncate(&name, limits::FIELD_NAME), truncate(&value, limits::FIELD_VALUE), false);
+    }
+    if attachment.is_some() {
+        embed = embed.footer(CreateEmbedFooter::new(locale::text(locale, Msg::ArgsAttached)));
+    }
+    View { embed, components, attachment }
+}
+
+/// The description budget left once the fields (as they will be cut), the title and
+/// a footer are counted, so the embed stays within its 6000-character total.
+fn budgets(fields: &[(String, String)]) -> (usize, usize) {
+    let used: usize = fields
+        .iter()
+        .map(|(n, v)| n.chars().count().min(limits::FIELD_NAME) + v.chars().count().min(limits::FIELD_VALUE))
+        .sum();
+    // Title and footer are at most this long in every locale.
+    let reserved = used + 40 + 100;
+    (limits::EMBED_DESCRIPTION.min(limits::EMBED_TOTAL.saturating_sub(reserved)), used)
+}
+
+fn colour(interaction: &Interaction) -> u32 {
+    match (&interaction.status, &interaction.reply) {
+        (Status::Pending, _) => BLURPLE,
+        (Status::Resolved { .. }, Some(crate::protocol::Reply::Decisions { decisions, .. }))
+            if decisions.iter().all(|d| matches!(d, Decision::Reject { .. })) =>
+        {
+            RED
+        }
+        (Status::Resolved { .. }, _) => GREEN,
+        _ => GREY,
+    }
+}
+
+fn decision_word(locale: Locale, d: &Decision) -> String {
+    match d {
+        Decision::Approve => format!("✅ {}", locale::text(locale, Msg::Approve)),
+        Decision::Reject { .. } => format!("❌ {}", locale::text(locale, Msg::Reject)),
+        Decision::Edit { .. } => format!("✏️ {}", locale::text(locale, Msg::Edit)),
+        Decision::Respond { .. } => format!("💬 {}", locale::text(locale, Msg::Respond)),
+    }
+}
+
+/// Tool, description and args as a JSON code block per action, within `budget`
+/// characters; true when some args had to be cut.
+fn approval_body(actions: &[Action], budget: usize) -> (String, bool) {
+    // Each action gets an equal share; the fence and heading overhead is counted.
+    let share = budget / actions.len().max(1);
+    let mut out = String::new();
+    let mut cut = false;
+    for (i, action) in actions.iter().enumerate() {
+        let mut head = if actions.len() > 1 { format!("**{}. {}**", i + 1, action.name) } else { format!("**{}**", action.name) };
+        if let Some(d) = &action.description {
+            head += "\n";
+            head += d;
+        }
+        let head = truncate(&head, share / 3);
+        let args = serde_json::to_string_pretty(&action.args).unwrap_or_else(|_| action.args.to_string());
+        let room = share.saturating_sub(head.chars().count() + "\n```json\n\n```\n".len());
+        if args.chars().count() > room {
+            cut = true;
+        }
+        out += &format!("{head}\n```json\n{}\n```\n", truncate(&args, room));
+    }
+    (truncate(out.trim_end(), budget), cut)
+}
+
+/// Every action's full args, pretty JSON: one object, or an array for several.
+fn full_args(actions: &[Action]) -> (String, Vec<u8>) {
+    let value = match actions {
+        [one] => one.args.clone(),
+        many => Value::Array(many.iter().map(|a| a.args.clone()).collect()),
+    };
+    let bytes = serde_json::to_vec_pretty(&value).unwrap_or_default();
+    (ARGS_FILE.to_owned(), bytes)
+}
+
+/// Each question with its header and options (descriptions included: a select menu
+/// shows them only when opened).
+fn question_body(questions: &[Question], budget: usize) -> String {
+    let share = budget / questions.len().max(1);
+    let mut out = String::new();
+    for (i, q) in questions.iter().enumerate() {
+        let mut part = match &q.header {
+            Some(h) => format!("**{}. {h}** · {}\n", i + 1, q.text),
+            None => format!("**{}.** {}\n", i + 1, q.text),
+        };
+        for (n, option) in q.options.iter().enumerate() {
+            part += &format!("{}. {}", n + 1, option.label);
+            if let Some(d) = &option.description {
+                part += &format!(" — {d}");
+            }
+            part += "\n";
+        }
+        out += &truncate(&part, share);
+        out += "\n";
+    }
+    truncate(out.trim_end(), budget)
+}
+
+fn sign(signer: &TokenSigner, interaction: &Interaction, code: Code) -> Option<String> {
+    match signer.sign(&interaction.id, &code.encode()) {
+        Ok(token) if token.chars().count() <= limits::CUSTOM_ID => Some(token),
+        Ok(_) | Err(_) => {
+            // Only an interaction id far longer than the engine's makes this happen.
+            tracing::error!(interaction = %interaction.id, ?code, "cannot make a custom_id; control left out");
+            None
+        }
+    }
+}
+
+fn button(signer: &TokenSigner, interaction: &Interaction, code: Code, label: &str, style: ButtonStyle) -> Option<CreateButton> {
+    Some(CreateButton::new(sign(signer, interaction, code)?).label(truncate(label, limits::BUTTON_LABEL)).style(style))
+}
+
+/// Previous/next buttons when there is more than one page.
+fn page_buttons(interaction: &Interaction, locale: Locale, signer: &TokenSigner, page: usize) -> Vec<CreateButton> {
+    let total = pages(interaction);
+    let mut out = Vec::new();
+    if page > 0 {
+        out.extend(button(signer, interaction, Code::Page(page - 1), dtext(locale, DMsg::Previous), ButtonStyle::Secondary));
+    }
+    if page + 1 < total {
+        out.extend(button(signer, interaction, Code::Page(page + 1), dtext(locale, DMsg::Next), ButtonStyle::Secondary));
+    }
+    out
+}
+
+fn decision_button(signer: &TokenSigner, interaction: &Interaction, locale: Locale, i: usize, d: DecisionType, prefix: &str, chosen: Option<&Decision>) -> Option<CreateButton> {
+    let (code, msg, style) = match d {
+        DecisionType::Approve => (Code::Approve(i), Msg::Approve, ButtonStyle::Success),
+        DecisionType::Reject => (Code::Reject(i), Msg::Reject, ButtonStyle::Danger),
+        DecisionType::Edit => (Code::Edit(i), Msg::Edit, ButtonStyle::Primary),
+        DecisionType::Respond => (Code::Respond(i), Msg::Respond, ButtonStyle::Secondary),
+    };
+    let mark = if chosen.is_some_and(|c| c.decision_type() == d) { "✓ " } else { "" };
+    button(signer, interaction, code, &format!("{mark}{prefix}{}", locale::text(locale, msg)), style)
+}
+
+fn approval_rows(interaction: &Interaction, actions: &[Action], locale: Locale, signer: &TokenSigner, page: usize) -> Vec<CreateActionRow> {
+    let chosen = |i: usize| match &interaction.draft {
+        Draft::Decisions(d) => d.decisions.get(i).and_then(Option::as_ref),
+        Draft::Answers { .. } => None,
+    };
+    if let [action] = actions {
+        let buttons: Vec<CreateButton> = action
+            .allowed
+            .iter()
+            .filter_map(|&d| decision_button(signer, interaction, locale, 0, d, "", None))
+            .collect();
+        return if buttons.is_empty() { Vec::new() } else { vec![CreateActionRow::Buttons(buttons)] };
+    }
+    let mut rows = Vec::new();
+    for (i, action) in actions.iter().enumerate().skip(page * PER_PAGE).take(PER_PAGE) {
+        let prefix = format!("{}. ", i + 1);
+        let buttons: Vec<CreateButton> = action
+            .allowed
+            .iter()
+            .take(limits::BUTTONS_PER_ROW)
+            .filter_map(|&d| decision_button(signer, interaction, locale, i, d, &prefix, chosen(i)))
+            .collect();
+        if !buttons.is_empty() {
+            rows.push(CreateActionRow::Buttons(buttons));
+        }
+    }
+    let mut last = Vec::new();
+    if actions.iter().all(|a| a.allowed.contains(&DecisionType::Approve)) {
+        last.extend(button(signer, interaction, Code::ApproveAll, locale::text(locale, Msg::ApproveAll), ButtonStyle::Success));
+    }
+    if actions.iter().all(|a| a.allowed.contains(&DecisionType::Reject)) {
+        last.extend(button(signer, interaction, Code::RejectAll, locale::text(locale, Msg::RejectAll), ButtonStyle::Danger));
+    }
+    last.extend(button(signer, interaction, Code::Submit, locale::text(locale, Msg::Submit), ButtonStyle::Primary));
+    last.extend(page_buttons(interaction, locale, signer, page));
+    rows.push(CreateActionRow::Buttons(last));
+    rows
+}
+
+fn question_rows(interaction: &Interaction, questions: &[Question], locale: Locale, signer: &TokenSigner, page: usize) -> Vec<CreateActionRow> {
+    let selected = |i: usize| match &interaction.draft {
+        Draft::Answers { answers } => answers.get(i).map(|a| a.selected.clone()).unwrap_or_default(),
+        Draft::Decisions(_) => Vec::new(),
+    };
+    let mut rows = Vec::new();
+    let mut any_free_text = false;
+    for (i, q) in questions.iter().enumerate().skip(page * PER_PAGE).take(PER_PAGE) {
+        any_free_text |= q.allows_free_text();
+        let chosen = selected(i);
+        // Discord takes at most 25 options; the rest stay readable in the embed.
+        let options: Vec<CreateSelectMenuOption> = q
+            .options
+            .iter()
+            .enumerate()
+            .take(limits::SELECT_OPTIONS)
+            .map(|(n, o)| {
+                let mut option = CreateSelectMenuOption::new(truncate(&o.label, limits::OPTION_TEXT), n.to_string())
+                    .default_selection(chosen.contains(&n));
+                if let Some(d) = o.description.as_deref().filter(|d| !d.is_empty()) {
+                    option = option.description(truncate(d, limits::OPTION_TEXT));
+                }
+                option
+            })
+            .collect();
+        let Some(custom_id) = sign(signer, interaction, Code::Select(i)) else { continue };
+        if options.is_empty() {
+            continue; // A select needs at least one option; free text still works via Other….
+        }
+        let count = options.len() as u8;
+        let placeholder = format!("{}. {}", i + 1, q.header.as_deref().unwrap_or(&q.text));
+        let mut select = CreateSelectMenu::new(custom_id, CreateSelectMenuKind::String { options })
+            .placeholder(truncate(&placeholder, limits::PLACEHOLDER));
+        if q.multi_select {
+            select = select.min_values(1).max_values(count);
+        }
+        rows.push(CreateActionRow::SelectMenu(select));
+    }
+    let mut last = Vec::new();
+    last.extend(button(signer, interaction, Code::Submit, locale::text(locale, Msg::Submit), ButtonStyle::Success));
+    if any_free_text {
+        last.extend(button(signer, interaction, Code::Other(page), dtext(locale, DMsg::OtherEllipsis), ButtonStyle::Primary));
+    }
+    last.extend(button(signer, interaction, Code::Skip, locale::text(locale, Msg::Skip), ButtonStyle::Secondary));
+    last.extend(page_buttons(interaction, locale, signer, page));
+    rows.push(CreateActionRow::Buttons(last));
+    rows
+}
+
+/// The label of question `q`'s free-text input in the Other… modal: the input
+/// option's own label when the backend named one, else the localized "Other".
+pub fn free_text_label(q: &Question, index: usize, locale: Locale) -> String {
+    let slot = match q.free_text {
+        FreeText::InputOption(_) => q.free_text_label().unwrap_or(locale::text(locale, Msg::Other)).to_owned(),
+        _ => locale::text(locale, Msg::Other).to_owned(),
+    };
+    // The slot's own name first, so a long question cannot push it out of the label.
+    let about = q.header.as_deref().unwrap_or(&q.text);
+    truncate(&format!("{slot} · {}. {about}", index + 1), limits::INPUT_LABEL)
+}
