@@ -155,6 +155,13 @@ fn decision_word(locale: Locale, d: &Decision) -> String {
     }
 }
 
+/// The allowed decisions of `action` in a fixed order, so buttons never move about.
+fn ordered(action: &Action) -> impl Iterator<Item = DecisionType> + '_ {
+    [DecisionType::Approve, DecisionType::Reject, DecisionType::Edit, DecisionType::Respond]
+        .into_iter()
+        .filter(|d| action.allowed.contains(d))
+}
+
 /// Tool, description and args as a JSON code block per action, within `budget`
 /// characters; true when some args had to be cut.
 fn approval_body(actions: &[Action], budget: usize) -> (String, bool) {
@@ -257,21 +264,16 @@ fn approval_rows(interaction: &Interaction, actions: &[Action], locale: Locale, 
         Draft::Answers { .. } => None,
     };
     if let [action] = actions {
-        let buttons: Vec<CreateButton> = action
-            .allowed
-            .iter()
-            .filter_map(|&d| decision_button(signer, interaction, locale, 0, d, "", None))
+        let buttons: Vec<CreateButton> = ordered(action)
+            .filter_map(|d| decision_button(signer, interaction, locale, 0, d, "", None))
             .collect();
         return if buttons.is_empty() { Vec::new() } else { vec![CreateActionRow::Buttons(buttons)] };
     }
     let mut rows = Vec::new();
     for (i, action) in actions.iter().enumerate().skip(page * PER_PAGE).take(PER_PAGE) {
         let prefix = format!("{}. ", i + 1);
-        let buttons: Vec<CreateButton> = action
-            .allowed
-            .iter()
-            .take(limits::BUTTONS_PER_ROW)
-            .filter_map(|&d| decision_button(signer, interaction, locale, i, d, &prefix, chosen(i)))
+        let buttons: Vec<CreateButton> = ordered(action)
+            .filter_map(|d| decision_button(signer, interaction, locale, i, d, &prefix, chosen(i)))
             .collect();
         if !buttons.is_empty() {
             rows.push(CreateActionRow::Buttons(buttons));
