@@ -12,7 +12,6 @@ use std::time::Duration;
 use fake_discord::*;
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
-use hitl_bridge::store::Store;
 use serde_json::{Value, json};
 use support::{approvals, session_id, start_sim, wait_approvals, wait_until};
 
@@ -196,6 +195,19 @@ fn mask_text(s: &str) -> String {
     masked
 }
 
+/// Object keys sorted, so maps serenity keeps in a HashMap snapshot the same every run.
+fn sorted(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().map(|(k, v)| (k, sorted(v))).collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
 /// The snapshot form of a recorded request: method, path with ids masked, body.
 fn shot(r: &Recorded) -> Value {
     let path: Vec<String> = r
@@ -203,7 +215,7 @@ fn shot(r: &Recorded) -> Value {
         .split('/')
         .map(|seg| if seg.len() > 10 && seg.chars().all(|c| c.is_ascii_digit()) || seg.starts_with("tok-") { "[id]".to_owned() } else { seg.to_owned() })
         .collect();
-    json!({"method": r.method, "path": path.join("/"), "body": mask(&r.body), "files": r.files.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()})
+    json!({"method": r.method, "path": path.join("/"), "body": sorted(mask(&r.body)), "files": r.files.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()})
 }
 
 /// Waits for the interaction callback answering the pushed interaction `n` (by order).
@@ -232,7 +244,7 @@ async fn wait_followups(fake: &FakeDiscord, n: usize) -> Vec<Recorded> {
 fn texts(fake: &FakeDiscord) -> Vec<String> {
     fake.requests()
         .iter()
-        .filter(|r| r.method == "POST" && r.path.ends_with("/messages") && !has_embed(&r.body))
+        .filter(|r| r.method == "POST" && r.path.ends_with("/messages") && r.status == 200 && !has_embed(&r.body))
         .filter_map(|r| r.body["content"].as_str().map(str::to_owned))
         .collect()
 }
@@ -267,5 +279,349 @@ async fn seed_002_approve() {
     let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
     insta::assert_json_snapshot!("seed_002_approved", shot(&done));
     wait_text(&rig.fake, "Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    rig.stop().await;
+}
+
+/// Seed 002: reject.
+#[tokio::test]
+async fn seed_002_reject() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "trade");
+    let (card, id) = rig.wait_card(0).await;
+    rig.click(&card, &id, "Reject", &thao(), &[]);
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"reject"}]})]);
+    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    assert_eq!(mask(&done.body["embeds"][0]["fields"]), json!([{"name":"Decision","value":"❌ Reject by Thảo at [hh:mm] UTC","inline":false}]));
+    wait_text(&rig.fake, "Lệnh đã bị hủy.").await;
+    rig.stop().await;
+}
+
+/// Seed 002: Edit opens a modal prefilled with the args; invalid JSON and a
+/// non-object get an ephemeral error and send nothing; the valid edit goes through.
+#[tokio::test]
+async fn seed_002_edit_via_modal() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "trade");
+    let (card, id) = rig.wait_card(0).await;
+    rig.click(&card, &id, "Edit", &thao(), &[]);
+    let opened = callbacks(&rig.fake, 1).await.remove(0);
+    insta::assert_json_snapshot!("seed_002_edit_modal", shot(&opened));
+    assert_eq!(opened.body["type"], 9, "the modal is the first response");
+    let modal_id = opened.body["data"]["custom_id"].as_str().expect("modal id").to_owned();
+
+    rig.push(modal_submit(&rig.fake, &modal_id, &[("args", "{quantity: 50")], &id, CHANNEL_ID, &thao()));
+    let notes = wait_followups(&rig.fake, 1).await;
+    assert_eq!(notes[0].body["flags"], 64, "ephemeral");
+    let text = notes[0].body["content"].as_str().unwrap_or_default().to_owned();
+    assert!(text.starts_with("Not accepted: invalid JSON"), "{text}");
+    rig.push(modal_submit(&rig.fake, &modal_id, &[("args", "[50]")], &id, CHANNEL_ID, &thao()));
+    let notes = wait_followups(&rig.fake, 2).await;
+    assert_eq!(notes[1].body["content"], "Not accepted: the args must be a JSON object, not an array. Send a JSON object.");
+    assert!(approvals(&rig.sim).is_empty(), "nothing is sent for a refused edit");
+
+    rig.push(modal_submit(&rig.fake, &modal_id, &[("args", r#"{"symbol":"VNM","quantity":50,"side":"buy","price":82000}"#)], &id, CHANNEL_ID, &thao()));
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}]})]);
+    let acks: Vec<Value> = callbacks(&rig.fake, 4).await.iter().map(|r| r.body["type"].clone()).collect();
+    assert_eq!(acks, vec![json!(9), json!(6), json!(6), json!(6)]);
+    wait_text(&rig.fake, "Đã đặt lệnh: buy 50 VNM @ 82000").await;
+    rig.stop().await;
+}
+
+/// Two actions: a row per action with only the allowed decisions, then Submit.
+#[tokio::test]
+async fn two_actions() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "two actions");
+    let (card, id) = rig.wait_card(0).await;
+    insta::assert_json_snapshot!("two_actions_card", shot(&card));
+    let labels: Vec<String> = components(&card.body).iter().filter_map(|c| c["label"].as_str().map(str::to_owned)).collect();
+    assert_eq!(labels, ["1. Approve", "1. Reject", "1. Edit", "2. Approve", "2. Reject", "Approve all", "Reject all", "Submit"]);
+    rig.click(&card, &id, "1. Approve", &thao(), &[]);
+    // The card is re-rendered with the choice marked before the next click.
+    wait_edit(&rig.fake, &id, |b| components(b).iter().any(|c| c["label"] == "✓ 1. Approve")).await;
+    rig.click(&card, &id, "2. Reject", &thao(), &[]);
+    wait_edit(&rig.fake, &id, |b| components(b).iter().any(|c| c["label"] == "✓ 2. Reject")).await;
+    assert!(approvals(&rig.sim).is_empty(), "nothing is sent before Submit");
+    rig.click(&card, &id, "Submit", &thao(), &[]);
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"approve"},{"type":"reject"}]})]);
+    wait_text(&rig.fake, "execute_trade: approve; send_report: reject").await;
+    rig.stop().await;
+}
+
+/// Seed 000: two rounds of questions answered with selects, the input option's
+/// free text through the Other… modal, and Submit.
+#[tokio::test]
+async fn seed_000_questions() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "hỏi 2 lần");
+    wait_text(&rig.fake, "Chuẩn bị câu hỏi lần 1").await;
+    let (card, id) = rig.wait_card(0).await;
+    insta::assert_json_snapshot!("seed_000_card", shot(&card));
+    rig.push(select(&rig.fake, &select_id(&card.body, 0), &["0"], &id, CHANNEL_ID, &thao()));
+    rig.push(select(&rig.fake, &select_id(&card.body, 1), &["2"], &id, CHANNEL_ID, &thao()));
+    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][2]["value"] == "Khác").await;
+    rig.click(&card, &id, "Other…", &thao(), &[]);
+    let opened = callbacks(&rig.fake, 3).await.remove(2);
+    insta::assert_json_snapshot!("seed_000_other_modal", shot(&opened));
+    let modal_id = opened.body["data"]["custom_id"].as_str().expect("modal id").to_owned();
+    rig.push(modal_submit(&rig.fake, &modal_id, &[("q1", "Ngắn hạn")], &id, CHANNEL_ID, &thao()));
+    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][2]["value"] == "Ngắn hạn").await;
+    let mark = rig.fake.requests().len();
+    rig.click(&card, &id, "Submit", &thao(), &[]);
+    let (second, id2) = rig.wait_card(mark).await;
+    rig.push(select(&rig.fake, &select_id(&second.body, 0), &["1"], &id2, CHANNEL_ID, &thao()));
+    wait_edit(&rig.fake, &id2, |b| b["embeds"][0]["fields"][1]["value"] == "Telegram").await;
+    rig.click(&second, &id2, "Submit", &thao(), &[]);
+    wait_text(&rig.fake, "Cảm ơn! Tổng kết: mục tiêu = Cổ tức bền vững (Recommended); kỳ hạn = Ngắn hạn; kênh = Telegram").await;
+
+    let s = session_id(&rig.sim);
+    let got = approvals(&rig.sim);
+    assert_eq!(
+        serde_json::to_string(&got[0]).expect("json"),
+        serde_json::to_string(&json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+            "answers":{"Thảo muốn tập trung vào mục tiêu nào?":"Cổ tức bền vững (Recommended)","Thời gian nắm giữ dự kiến?":"Ngắn hạn"}})).expect("json")
+    );
+    assert_eq!(got[1], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),
+        "answers":{"Bạn muốn nhận báo cáo qua kênh nào?":"Telegram"}}));
+    assert_eq!(got.len(), 2);
+    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    insta::assert_json_snapshot!("seed_000_answered", shot(&done));
+    rig.stop().await;
+}
+
+/// Multi-select: several options in one select, the input option's text via Other….
+#[tokio::test]
+async fn multi_select_with_other() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "multi");
+    let (card, id) = rig.wait_card(0).await;
+    let menu = components(&card.body).into_iter().find(|c| c["type"] == 3).expect("select");
+    assert_eq!((menu["min_values"].clone(), menu["max_values"].clone()), (json!(1), json!(4)));
+    rig.push(select(&rig.fake, &select_id(&card.body, 0), &["0", "1", "3"], &id, CHANNEL_ID, &thao()));
+    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][1]["value"] == "Ngân hàng, Thép (Steel), Khác").await;
+    rig.click(&card, &id, "Other…", &thao(), &[]);
+    let opened = callbacks(&rig.fake, 2).await.remove(1);
+    assert_eq!(opened.body["data"]["components"][0]["components"][0]["label"], "Khác · 1. Ngành");
+    let modal_id = opened.body["data"]["custom_id"].as_str().expect("modal id").to_owned();
+    rig.push(modal_submit(&rig.fake, &modal_id, &[("q0", "Năng lượng")], &id, CHANNEL_ID, &thao()));
+    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][1]["value"] == "Ngân hàng, Thép (Steel), Năng lượng").await;
+    rig.click(&card, &id, "Submit", &thao(), &[]);
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Nhóm ngành quan tâm?":"Ngân hàng, Thép (Steel), Năng lượng"}})]);
+    wait_text(&rig.fake, "Bạn chọn: Ngân hàng, Thép (Steel), Năng lượng").await;
+    rig.stop().await;
+}
+
+/// Skip answers every question with "[No preference]".
+#[tokio::test]
+async fn skip() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "multi");
+    let (card, id) = rig.wait_card(0).await;
+    rig.click(&card, &id, "Skip", &thao(), &[]);
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Nhóm ngành quan tâm?":"[No preference]"}})]);
+    wait_text(&rig.fake, "Bạn chọn: [No preference]").await;
+    rig.stop().await;
+}
+
+/// Nobody answers: the agent times the request out; the card shows it and loses its
+/// buttons; a late click gets an ephemeral notice and sends nothing.
+#[tokio::test]
+async fn expiry() {
+    let rig = Rig::start(1, &[]).await;
+    rig.say(&thao(), "timeout");
+    let (card, id) = rig.wait_card(0).await;
+    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    assert_eq!(mask(&done.body["embeds"][0]["fields"]), json!([{"name":"Decision","value":"⌛ Expired at [hh:mm] UTC with no decision","inline":false}]));
+    wait_text(&rig.fake, "Không ai trả lời trong 1 giây; thao tác đã bị hủy.").await;
+    rig.click(&card, &id, "Approve", &thao(), &[]);
+    let notes = wait_followups(&rig.fake, 1).await;
+    assert_eq!(notes[0].body["content"], "This request has expired.");
+    assert_eq!(notes[0].body["flags"], 64);
+    assert!(approvals(&rig.sim).is_empty());
+    rig.stop().await;
+}
+
+/// A stranger's click is refused privately and changes nothing; a member with an
+/// approver role may decide.
+#[tokio::test]
+async fn unauthorized_user_then_approver_role() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "trade");
+    let (card, id) = rig.wait_card(0).await;
+    let stranger = user(STRANGER, "Mallory");
+    rig.click(&card, &id, "Approve", &stranger, &[]);
+    let notes = wait_followups(&rig.fake, 1).await;
+    assert_eq!(shot(&notes[0]), json!({"method":"POST","path":"/api/v10/webhooks/[id]/[id]",
+        "body":{"content":"You are not allowed to answer this request.","embeds":[],"flags":64,"attachments":[]},"files":[]}));
+    assert!(approvals(&rig.sim).is_empty());
+    assert!(!rig.fake.requests().iter().any(|r| r.method == "PATCH"), "the card is untouched");
+    rig.click(&card, &id, "Approve", &user("500000000000000002", "Lead"), &[LEAD_ROLE]);
+    let got = wait_approvals(&rig.sim, 1).await;
+    assert_eq!(got[0]["decisions"], json!([{"type":"approve"}]));
+    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][0]["value"].as_str().is_some_and(|v| v.contains("by Lead"))).await;
+    rig.stop().await;
+}
+
+/// A double click sends one command; the second click hears who decided.
+#[tokio::test]
+async fn double_click() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "trade");
+    let (card, id) = rig.wait_card(0).await;
+    rig.click(&card, &id, "Approve", &thao(), &[]);
+    rig.click(&card, &id, "Approve", &thao(), &[]);
+    let notes = wait_followups(&rig.fake, 1).await;
+    assert!(mask(&notes[0].body["content"]) == json!("Already decided by Thảo at [hh:mm] UTC."), "{}", notes[0].body);
+    wait_text(&rig.fake, "Đã đặt lệnh").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(approvals(&rig.sim).len(), 1);
+    rig.stop().await;
+}
+
+/// A selection made before a restart is kept: the card is re-rendered with it after
+/// the restart, and clicks on the old message still work.
+#[tokio::test]
+async fn restart_keeps_partial_selections() {
+    let mut rig = Rig::start(30, &[]).await;
+    rig.say(&thao(), "hỏi 2 lần");
+    let (card, id) = rig.wait_card(0).await;
+    rig.push(select(&rig.fake, &select_id(&card.body, 0), &["1"], &id, CHANNEL_ID, &thao()));
+    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][1]["value"] == "Tăng trưởng dài hạn").await;
+
+    rig.restart().await;
+    // After the restart the card is re-rendered from the store with the selection.
+    let again = wait_edit(&rig.fake, &id, |_| true).await;
+    let first = &components(&again.body)[0];
+    assert_eq!(first["options"][1]["default"], true, "{first}");
+    rig.push(select(&rig.fake, &select_id(&card.body, 1), &["0"], &id, CHANNEL_ID, &thao()));
+    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][2]["value"] == "Trên 3 năm").await;
+    rig.click(&card, &id, "Submit", &thao(), &[]);
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got[0], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Thảo muốn tập trung vào mục tiêu nào?":"Tăng trưởng dài hạn","Thời gian nắm giữ dự kiến?":"Trên 3 năm"}}));
+    rig.stop().await;
+}
+
+/// A 429 is waited out and the message still arrives.
+#[tokio::test]
+async fn rate_limit_is_retried() {
+    let rig = Rig::start(20, &[]).await;
+    rig.fake.rate_limit_next(1);
+    rig.say(&thao(), "xin chào");
+    wait_text(&rig.fake, "Tôi đã nhận: xin chào.").await;
+    let statuses: Vec<u16> = rig.fake.requests().iter().filter(|r| r.path.ends_with("/messages")).map(|r| r.status).collect();
+    assert_eq!(statuses, vec![429, 200]);
+    rig.stop().await;
+}
+
+/// `/pending` lists what waits here with a link to its message; `/cancel` ends it.
+#[tokio::test]
+async fn slash_commands() {
+    let rig = Rig::start(20, &[]).await;
+    let commands = rig.fake.requests().into_iter().find(|r| r.method == "PUT").expect("registered");
+    insta::assert_json_snapshot!("slash_commands", shot(&commands));
+    rig.say(&thao(), "trade");
+    let (_, id) = rig.wait_card(0).await;
+    rig.push(command(&rig.fake, "pending", CHANNEL_ID, &thao()));
+    let reply = wait_until(|| async {
+        rig.fake.requests().into_iter().find(|r| r.method == "PATCH" && r.path.ends_with("/messages/@original"))
+    })
+    .await;
+    assert_eq!(mask(&reply.body["content"]), json!(format!(
+        "**Waiting for a decision**\n• execute_trade · <t:[unix]:R> · [open](https://discord.com/channels/{GUILD_ID}/{CHANNEL_ID}/{id})")));
+    let acks = callbacks(&rig.fake, 1).await;
+    assert_eq!(acks[0].body, json!({"type":5,"data":{"flags":64,"attachments":[]}}));
+    rig.push(command(&rig.fake, "cancel", CHANNEL_ID, &thao()));
+    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    assert_eq!(mask(&done.body["embeds"][0]["fields"][0]["value"]), json!("✖ Cancelled at [hh:mm] UTC (cancelled by Thảo)"));
+    assert_eq!(rig.sim.commands().last().map(|c| c["type"].clone()), Some(json!("cancel")));
+    rig.stop().await;
+}
+
+/// The fake refuses what Discord refuses, with Discord's error shape.
+#[tokio::test]
+async fn fake_rejects_what_discord_rejects() {
+    let fake = FakeDiscord::start().await;
+    let http = serenity::all::HttpBuilder::new("t").proxy(fake.api_url()).ratelimiter_disabled(true).build();
+    let long = serenity::all::CreateButton::new("x".repeat(101)).label("ok");
+    let message = serenity::all::CreateMessage::new().content("hi").components(vec![serenity::all::CreateActionRow::Buttons(vec![long])]);
+    let err = serenity::all::ChannelId::new(1).send_message(&http, message).await.expect_err("refused");
+    assert!(err.to_string().contains("Invalid Form Body"), "{err}");
+    let recorded = fake.requests().pop().expect("recorded");
+    assert_eq!(recorded.status, 400);
+    assert_eq!(recorded.response, Some(json!({"code":50035,"message":"Invalid Form Body","errors":{"components":{"0":{"components":{"0":{
+        "custom_id":{"_errors":[{"code":"BASE_TYPE_MAX_LENGTH","message":"Must be 100 or fewer in length."}]}}}}}}})));
+    let too_long = serenity::all::CreateMessage::new().content("ả".repeat(2001));
+    // serenity itself refuses this one before sending; Discord would too.
+    assert!(serenity::all::ChannelId::new(1).send_message(&http, too_long).await.is_err());
+    fake.shutdown().await;
+}
+
+/// The HTTP interactions endpoint: signatures are checked on every request (bad → 401),
+/// PING gets PONG, and a signed click is answered in the HTTP response and acted on.
+#[tokio::test]
+async fn signed_http_endpoint() {
+    use ed25519_dalek::{Signer, SigningKey};
+    let key = SigningKey::from_bytes(&[7u8; 32]);
+    let public: String = key.verifying_key().to_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+    let listen = format!("127.0.0.1:{port}");
+    let rig = Rig::start(20, &[("discord.public_key", &public), ("discord.interactions_listen", &listen)]).await;
+    let url = format!("http://{listen}/interactions");
+    let client = reqwest::Client::new();
+    let post = |body: String, signature: String| {
+        let request = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("x-signature-ed25519", signature)
+            .header("x-signature-timestamp", "1767225600")
+            .body(body);
+        async move { request.send().await.expect("endpoint answers") }
+    };
+    let sign = |body: &str| -> String {
+        key.sign(format!("1767225600{body}").as_bytes()).to_bytes().iter().map(|b| format!("{b:02x}")).collect()
+    };
+
+    let ping = json!({"id":"1","application_id":APP_ID,"type":1,"token":"t","version":1}).to_string();
+    let pong = post(ping.clone(), sign(&ping)).await;
+    assert_eq!(pong.status(), 200);
+    assert_eq!(pong.json::<Value>().await.expect("json"), json!({"type":1}));
+
+    // Signed for another body: refused before anything is parsed.
+    let forged = post(ping.clone(), sign("{}")).await;
+    assert_eq!(forged.status(), 401);
+    let unsigned = client.post(&url).body(ping.clone()).send().await.expect("endpoint answers");
+    assert_eq!(unsigned.status(), 401);
+
+    rig.say(&thao(), "trade");
+    let (card, id) = rig.wait_card(0).await;
+    let approve = button(&card.body, "Approve");
+    let body = click(&rig.fake, &approve, &id, CHANNEL_ID, &thao(), &[]).to_string();
+    let bad = post(body.clone(), sign(&ping)).await;
+    assert_eq!(bad.status(), 401);
+    assert!(approvals(&rig.sim).is_empty(), "a forged click changes nothing");
+    let answer = post(body.clone(), sign(&body)).await;
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.json::<Value>().await.expect("json"), json!({"type":6}));
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    assert!(!rig.fake.requests().iter().any(|r| r.path.ends_with("/callback")), "answered over HTTP, not via the callback route");
+    wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
     rig.stop().await;
 }

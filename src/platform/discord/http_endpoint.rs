@@ -85,7 +85,14 @@ async fn interaction(State(endpoint): State<Endpoint>, headers: HeaderMap, body:
         tokio::spawn(work);
     }
     let body = match serde_json::to_value(&handled.response) {
-        Ok(body) => body,
+        // serenity writes `"data": null` for PONG and deferred updates; Discord's own
+        // examples leave it out, so this does too.
+        Ok(mut body) => {
+            if let Some(map) = body.as_object_mut().filter(|m| m.get("data").is_some_and(serde_json::Value::is_null)) {
+                map.remove("data");
+            }
+            body
+        }
         Err(e) => {
             tracing::error!(error = %e, "cannot serialize an interaction response");
             return StatusCode::INTERNAL_SERVER_ERROR.into_response();
