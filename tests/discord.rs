@@ -625,3 +625,74 @@ async fn signed_http_endpoint() {
     wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
     rig.stop().await;
 }
+
+/// Routing: DMs and mentions reach the agent (the mention taken out); other
+/// channels are ignored. Long agent text is split to fit 2000 characters.
+#[tokio::test]
+async fn routing_dm_mention_and_long_text() {
+    let rig = Rig::start(20, &[]).await;
+    let other = "800000000000000099";
+    rig.fake.dispatch("MESSAGE_CREATE", guild_message(&rig.fake, other, &thao(), "not for the bot", false));
+    rig.fake.dispatch("MESSAGE_CREATE", guild_message(&rig.fake, other, &thao(), &format!("<@{BOT_ID}> xin chào"), true));
+    wait_text(&rig.fake, "Tôi đã nhận: xin chào.").await;
+    let dm_channel = "800000000000000042";
+    let long = "dài ".repeat(600);
+    rig.fake.dispatch("MESSAGE_CREATE", message(&rig.fake.snowflake(), dm_channel, &thao(), &long));
+    wait_until(|| async {
+        let sent: Vec<Recorded> = rig.fake.requests().into_iter().filter(|r| r.method == "POST" && r.path == format!("/api/v10/channels/{dm_channel}/messages")).collect();
+        (sent.len() >= 2).then_some(())
+    })
+    .await;
+    let messages: Vec<Value> = rig.sim.commands().into_iter().filter(|c| c["type"] == "message").collect();
+    let texts: Vec<&Value> = messages.iter().map(|c| &c["content"][0]["text"]).collect();
+    assert_eq!(texts, [&json!("xin chào"), &json!(long.trim())], "the unmentioned message was ignored");
+    assert_eq!(messages[0]["user"], json!({"platform":"discord","id":THAO,"name":"Thảo"}));
+    let sent: Vec<String> = rig
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == format!("/api/v10/channels/{dm_channel}/messages"))
+        .filter_map(|r| r.body["content"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(sent.len(), 2);
+    assert!(sent.iter().all(|t| t.chars().count() <= 2000));
+    assert!(sent[0].starts_with("Tôi đã nhận: dài dài") && sent[1].ends_with("multi, malformed."), "{sent:?}");
+    rig.stop().await;
+}
+
+/// With thread_per_session a message in the channel opens a thread; the agent's
+/// output and the requests go there, and replies in the thread stay in its session.
+#[tokio::test]
+async fn thread_per_session() {
+    let rig = Rig::start(20, &[("discord.thread_per_session", "true")]).await;
+    rig.say(&thao(), "trade");
+    let opened = rig.fake.wait_request(0, |r| r.path.ends_with("/threads")).await;
+    assert_eq!(opened.body["name"], "trade");
+    let thread = opened.response.as_ref().and_then(|t| t["id"].as_str()).expect("thread id").to_owned();
+    let (card, id) = rig.wait_card(0).await;
+    assert_eq!(card.path, format!("/api/v10/channels/{thread}/messages"));
+    rig.click(&card, &id, "Approve", &thao(), &[]);
+    wait_text(&rig.fake, "Đã đặt lệnh").await;
+    rig.fake.dispatch("MESSAGE_CREATE", guild_message(&rig.fake, &thread, &thao(), "xin chào", false));
+    wait_text(&rig.fake, "Tôi đã nhận: xin chào.").await;
+    let sessions: Vec<Value> = rig.sim.commands().iter().filter(|c| c["type"] == "message").map(|c| c["session_id"].clone()).collect();
+    assert_eq!(sessions.len(), 2);
+    assert_eq!(sessions[0], sessions[1], "the thread keeps its session");
+    let in_thread = rig.fake.requests().iter().filter(|r| r.path == format!("/api/v10/channels/{thread}/messages")).count();
+    assert_eq!(in_thread, 4, "text, card, final text, echo: all in the thread");
+    rig.stop().await;
+}
+
+/// A tool group's status line is one message, edited as its tools run.
+#[tokio::test]
+async fn tool_status_line_is_edited() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "hỏi 2 lần");
+    rig.wait_card(0).await;
+    let requests = rig.fake.requests();
+    let created = requests.iter().find(|r| r.body["content"].as_str().is_some_and(|c| c.starts_with("⚙ Chuẩn bị câu hỏi lần 1"))).expect("status line");
+    let id = created.response.as_ref().and_then(|m| m["id"].as_str()).expect("id");
+    let edits: Vec<&Value> = requests.iter().filter(|r| r.method == "PATCH" && r.path.ends_with(id)).map(|r| &r.body["content"]).collect();
+    assert_eq!(edits.last(), Some(&&json!("⚙ Chuẩn bị câu hỏi lần 1: write_todos ✓")));
+    rig.stop().await;
+}

@@ -27,7 +27,6 @@ pub fn commands() -> Vec<CreateCommand> {
                 .description(dtext(Locale::En, msg))
                 .description_localized("vi", dtext(Locale::Vi, msg))
                 .description_localized("zh-CN", dtext(Locale::Zh, msg))
-                .description_localized("zh-TW", dtext(Locale::Zh, msg))
         })
         .collect()
 }

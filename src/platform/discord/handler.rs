@@ -287,8 +287,13 @@ async fn command(shared: Arc<Shared>, c: CommandInteraction) -> Handled {
     let defer = CreateInteractionResponse::Defer(CreateInteractionResponseMessage::new().ephemeral(true));
     Handled::then(defer, async move {
         let reply = match name.as_str() {
-            "new" => match shared.engine.new_session(chat).await {
-                Ok(_) => locale::text(locale, Msg::NewSession).to_owned(),
+            "new" => match shared.engine.new_session(chat.clone()).await {
+                Ok(_) => {
+                    if let Ok(channel) = super::target(&chat) {
+                        shared.forget_statuses(channel.get());
+                    }
+                    locale::text(locale, Msg::NewSession).to_owned()
+                }
                 Err(e) => engine_error(locale, &e),
             },
             "cancel" => match shared.engine.cancel(chat, actor).await {

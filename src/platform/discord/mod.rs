@@ -67,6 +67,12 @@ impl Shared {
         Self::lock(&self.pages).insert(message, page);
     }
 
+    /// A new session in `channel` counts its tool groups from 1 again: forget the
+    /// old status lines so they are not edited by the new session's groups.
+    pub fn forget_statuses(&self, channel: u64) {
+        Self::lock(&self.statuses).retain(|(c, _), _| *c != channel);
+    }
+
     pub fn thread_parent(&self, thread: u64) -> Option<u64> {
         Self::lock(&self.threads).get(&thread).copied()
     }
