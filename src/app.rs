@@ -59,7 +59,7 @@ impl App {
         // HTTP endpoints) and returns the platform for the engine.
         // (telegram starts here)
         if settings.discord.enabled {
-            let discord = crate::platform::discord::start(&settings.discord, signer.clone(), engine.clone()).await;
+            let discord = crate::platform::discord::start(&settings.discord, settings.access_policy(), signer.clone(), engine.clone()).await;
             platforms.push(discord);
         }
         let _ = &signer;

@@ -467,6 +467,12 @@ async fn unauthorized_user_then_approver_role() {
     let notes = wait_followups(&rig.fake, 1).await;
     assert_eq!(shot(&notes[0]), json!({"method":"POST","path":"/api/v10/webhooks/[id]/[id]",
         "body":{"content":"You are not allowed to answer this request.","embeds":[],"flags":64,"attachments":[]},"files":[]}));
+    // Edit would open a modal: a stranger gets the refusal instead, in their language.
+    let mut edit = click(&rig.fake, &button(&card.body, "Edit"), &id, CHANNEL_ID, &stranger, &[]);
+    edit["locale"] = json!("vi");
+    rig.push(edit);
+    let refused = callbacks(&rig.fake, 2).await.remove(1);
+    assert_eq!(refused.body, json!({"type":4,"data":{"content":"Bạn không được phép trả lời yêu cầu này.","flags":64,"attachments":[]}}));
     assert!(approvals(&rig.sim).is_empty());
     assert!(!rig.fake.requests().iter().any(|r| r.method == "PATCH"), "the card is untouched");
     rig.click(&card, &id, "Approve", &user("500000000000000002", "Lead"), &[LEAD_ROLE]);

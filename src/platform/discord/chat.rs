@@ -25,24 +25,26 @@ pub fn strip_mention(content: &str, bot: UserId) -> String {
     content.replace(&format!("<@{id}>"), "").replace(&format!("<@!{id}>"), "").trim().to_owned()
 }
 
-/// The parent of `channel` if it is a thread (asked once, then remembered).
+/// The parent of `channel` if it is a thread, asked of Discord once per channel (the
+/// bridge runs without serenity's cache) and remembered.
 async fn thread_parent(shared: &Shared, channel: u64) -> Option<u64> {
-    if let Some(parent) = shared.thread_parent(channel) {
-        return Some(parent);
+    if let Some(known) = shared.looked_up(channel) {
+        return known;
     }
     let found = rest::retrying("get channel", || shared.http.get_channel(channel.into())).await;
-    match found {
+    let parent = match found {
         Ok(Channel::Guild(c)) if matches!(c.kind, ChannelType::PublicThread | ChannelType::PrivateThread | ChannelType::NewsThread) => {
-            let parent = c.parent_id?.get();
-            shared.remember_thread(channel, parent);
-            Some(parent)
+            c.parent_id.map(|p| p.get())
         }
         Ok(_) => None,
         Err(e) => {
+            // Not remembered: the next message asks again.
             tracing::warn!(error = %e, channel, "cannot look up a channel; treating it as a plain channel");
-            None
+            return None;
         }
-    }
+    };
+    shared.remember_lookup(channel, parent);
+    parent
 }
 
 /// Routes one gateway message. `bot` is the bridge's own user.
@@ -75,11 +77,14 @@ pub async fn on_message(shared: &Shared, message: &Message, bot: UserId) {
         } else {
             chat(channel, None)
         }
+    } else if let Some(parent) = shared.thread_parent(channel) {
+        // A thread this bridge opened for a session.
+        chat(parent, Some(channel))
     } else {
-        // Only threads and mentions are left to consider; a lookup is needed only for
-        // a channel that is neither configured nor a known thread.
+        // A thread someone else opened under a configured channel counts as part of
+        // it; anywhere else only a mention reaches the agent.
         match thread_parent(shared, channel).await {
-            Some(parent) if configured(parent) || mentioned || shared.thread_parent(channel).is_some() => chat(parent, Some(channel)),
+            Some(parent) if configured(parent) || mentioned => chat(parent, Some(channel)),
             _ if mentioned => chat(channel, None),
             _ => return,
         }

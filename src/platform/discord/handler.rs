@@ -159,6 +159,9 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
                 Ok(i) => i,
                 Err(notice) => return Handled::now(ephemeral(&notice)),
             };
+            if !shared.policy.may_answer(&actor(&c.user, c.member.as_ref()), interaction.requester.as_ref()) {
+                return Handled::now(ephemeral(&locale::refusal(locale, &Refusal::NotAllowed)));
+            }
             let form = match code {
                 Code::Edit(i) => modal::edit(&interaction, i, locale, &shared.signer),
                 Code::Respond(i) => modal::respond(&interaction, i, locale, &shared.signer),
@@ -269,10 +272,7 @@ fn command_chat(shared: &Shared, c: &CommandInteraction) -> ChatKey {
         .map(|p| p.get())
         .or_else(|| shared.thread_parent(channel));
     match parent {
-        Some(parent) => {
-            shared.remember_thread(channel, parent);
-            ChatKey { platform: PLATFORM.into(), chat_id: parent.to_string(), thread_id: Some(channel.to_string()) }
-        }
+        Some(parent) => ChatKey { platform: PLATFORM.into(), chat_id: parent.to_string(), thread_id: Some(channel.to_string()) },
         None => ChatKey { platform: PLATFORM.into(), chat_id: channel.to_string(), thread_id: None },
     }
 }

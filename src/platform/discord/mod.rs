@@ -28,7 +28,7 @@ use super::{Platform, PlatformError};
 use crate::backend::ToolGroupStatus;
 use crate::config::DiscordSettings;
 use crate::engine::EngineHandle;
-use crate::interaction::Interaction;
+use crate::interaction::{AccessPolicy, Interaction};
 use crate::platform::locale::Locale;
 use crate::platform::token::TokenSigner;
 use crate::store::{ChatKey, MessageRef};
@@ -41,12 +41,18 @@ pub struct Shared {
     pub engine: EngineHandle,
     pub signer: TokenSigner,
     pub settings: DiscordSettings,
+    /// Who may answer: only to refuse a stranger before opening a modal for them
+    /// (a modal cannot be refused later without them typing first). The engine
+    /// checks again on every action.
+    pub policy: AccessPolicy,
     /// Status line message per (channel, tool group).
     statuses: Mutex<HashMap<(u64, u64), MessageId>>,
     /// The page a message shows, when someone turned it. Lost on restart (page 0 then).
     pages: Mutex<HashMap<u64, usize>>,
-    /// Threads this bridge knows, with their parent channel.
+    /// Threads this bridge opened, with their parent channel.
     threads: Mutex<HashMap<u64, u64>>,
+    /// Channels looked up once: the parent when it is a thread, else `None`.
+    looked_up: Mutex<HashMap<u64, Option<u64>>>,
 }
 
 impl Shared {
@@ -80,6 +86,14 @@ impl Shared {
     pub fn remember_thread(&self, thread: u64, parent: u64) {
         Self::lock(&self.threads).insert(thread, parent);
     }
+
+    pub fn looked_up(&self, channel: u64) -> Option<Option<u64>> {
+        Self::lock(&self.looked_up).get(&channel).copied()
+    }
+
+    pub fn remember_lookup(&self, channel: u64, parent: Option<u64>) {
+        Self::lock(&self.looked_up).insert(channel, parent);
+    }
 }
 
 /// The channel a chat's messages go to: its thread when it has one.
@@ -106,7 +120,7 @@ pub struct Discord {
 /// Starts the gateway (and the HTTP interactions endpoint when a public key is
 /// configured) in the background. Problems (no token, a port in use) are logged: the
 /// rest of the bridge keeps running.
-pub async fn start(settings: &DiscordSettings, signer: TokenSigner, engine: EngineHandle) -> Arc<Discord> {
+pub async fn start(settings: &DiscordSettings, policy: AccessPolicy, signer: TokenSigner, engine: EngineHandle) -> Arc<Discord> {
     let token = settings.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
     if token.is_empty() {
         tracing::error!("discord.enabled is set but discord.token is empty; Discord cannot connect");
@@ -116,9 +130,11 @@ pub async fn start(settings: &DiscordSettings, signer: TokenSigner, engine: Engi
         engine,
         signer,
         settings: settings.clone(),
+        policy,
         statuses: Mutex::new(HashMap::new()),
         pages: Mutex::new(HashMap::new()),
         threads: Mutex::new(HashMap::new()),
+        looked_up: Mutex::new(HashMap::new()),
     });
     let discord = Arc::new(Discord { shared: shared.clone(), shard_manager: Mutex::new(None), endpoint: Mutex::new(None) });
     if settings.gateway && !token.is_empty() {
