@@ -119,3 +119,40 @@ pub fn actions(code: Code, data: &ModalInteractionData) -> Vec<UserAction> {
         _ => Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn submitted(inputs: &[(&str, &str)]) -> ModalInteractionData {
+        let rows: Vec<serde_json::Value> = inputs
+            .iter()
+            .map(|(id, value)| json!({"type":1,"components":[{"type":4,"custom_id":id,"value":value}]}))
+            .collect();
+        serde_json::from_value(json!({"custom_id":"x","components":rows})).expect("modal data")
+    }
+
+    #[test]
+    fn edit_passes_the_json_through_as_typed() {
+        let data = submitted(&[("args", "{\"a\": 1")]);
+        assert_eq!(actions(Code::EditModal(2), &data), vec![UserAction::EditArgs { action: 2, json: "{\"a\": 1".into() }]);
+        // An empty box is still an edit: the core says why it is refused.
+        assert_eq!(actions(Code::EditModal(0), &submitted(&[])), vec![UserAction::EditArgs { action: 0, json: String::new() }]);
+    }
+
+    #[test]
+    fn comment_and_other_skip_empty_and_unknown_inputs() {
+        assert_eq!(actions(Code::RespondModal(1), &submitted(&[("text", "  ")])), vec![]);
+        assert_eq!(actions(Code::RespondModal(1), &submitted(&[("text", "ok")])), vec![UserAction::Comment { action: 1, text: "ok".into() }]);
+        let data = submitted(&[("q0", "Năng lượng"), ("q1", ""), ("qx", "junk"), ("other", "junk"), ("q3", "Ngắn hạn")]);
+        assert_eq!(
+            actions(Code::OtherModal(0), &data),
+            vec![
+                UserAction::OtherText { question: 0, text: "Năng lượng".into() },
+                UserAction::OtherText { question: 3, text: "Ngắn hạn".into() },
+            ]
+        );
+        assert_eq!(actions(Code::Submit, &data), vec![], "only modal codes carry inputs");
+    }
+}

@@ -87,17 +87,15 @@ pub fn view(interaction: &Interaction, locale: Locale, signer: &TokenSigner, pag
     }
     let (title, body, attachment, components) = match &interaction.request.kind {
         RequestKind::Approval { actions } => {
-            if let Draft::Decisions(draft) = &interaction.draft {
-                if actions.len() > 1 && !ended {
-                    for (i, decision) in draft.decisions.iter().enumerate().skip(page * PER_PAGE).take(PER_PAGE) {
-                        let name = format!("{}. {}", i + 1, actions[i].name);
-                        let value = decision.as_ref().map_or(locale::text(locale, Msg::NotAnswered).to_owned(), |d| decision_word(locale, d));
-                        fields.push((name, value));
-                    }
+            // Several actions: what is decided so far, for the actions on this page.
+            if let (Draft::Decisions(draft), true) = (&interaction.draft, actions.len() > 1 && !ended) {
+                for (i, (action, decision)) in actions.iter().zip(&draft.decisions).enumerate().skip(page * PER_PAGE).take(PER_PAGE) {
+                    let name = format!("{}. {}", i + 1, action.name);
+                    let value = decision.as_ref().map_or(locale::text(locale, Msg::NotAnswered).to_owned(), |d| decision_word(locale, d));
+                    fields.push((name, value));
                 }
             }
-            let (budget, _) = budgets(&fields);
-            let (body, cut) = approval_body(actions, budget);
+            let (body, cut) = approval_body(actions, budget(&fields));
             let attachment = cut.then(|| full_args(actions));
             let components = if ended { Vec::new() } else { approval_rows(interaction, actions, locale, signer, page) };
             (dtext(locale, DMsg::ApprovalTitle), body, attachment, components)
@@ -109,8 +107,7 @@ pub fn view(interaction: &Interaction, locale: Locale, signer: &TokenSigner, pag
                     fields.push((format!("{}. {}", i + 1, q.header.as_deref().unwrap_or(&q.text)), truncate(&value, ANSWER_FIELD)));
                 }
             }
-            let (budget, _) = budgets(&fields);
-            let body = question_body(questions, budget);
+            let body = question_body(questions, budget(&fields));
             let components = if ended { Vec::new() } else { question_rows(interaction, questions, locale, signer, page) };
             (dtext(locale, DMsg::QuestionTitle), body, None, components)
         }
@@ -130,14 +127,14 @@ pub fn view(interaction: &Interaction, locale: Locale, signer: &TokenSigner, pag
 
 /// The description budget left once the fields (as they will be cut), the title and
 /// a footer are counted, so the embed stays within its 6000-character total.
-fn budgets(fields: &[(String, String)]) -> (usize, usize) {
+fn budget(fields: &[(String, String)]) -> usize {
     let used: usize = fields
         .iter()
         .map(|(n, v)| n.chars().count().min(limits::FIELD_NAME) + v.chars().count().min(limits::FIELD_VALUE))
         .sum();
     // Title and footer are at most this long in every locale.
     let reserved = used + 40 + 100;
-    (limits::EMBED_DESCRIPTION.min(limits::EMBED_TOTAL.saturating_sub(reserved)), used)
+    limits::EMBED_DESCRIPTION.min(limits::EMBED_TOTAL.saturating_sub(reserved))
 }
 
 fn colour(interaction: &Interaction) -> u32 {
