@@ -508,9 +508,10 @@ async fn restart_keeps_partial_selections() {
     rig.push(select(&rig.fake, &select_id(&card.body, 0), &["1"], &id, CHANNEL_ID, &thao()));
     wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][1]["value"] == "Tăng trưởng dài hạn").await;
 
+    let before = rig.fake.requests().len();
     rig.restart().await;
     // After the restart the card is re-rendered from the store with the selection.
-    let again = wait_edit(&rig.fake, &id, |_| true).await;
+    let again = rig.fake.wait_request(before, |r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{id}"))).await;
     let first = &components(&again.body)[0];
     assert_eq!(first["options"][1]["default"], true, "{first}");
     rig.push(select(&rig.fake, &select_id(&card.body, 1), &["0"], &id, CHANNEL_ID, &thao()));
@@ -700,5 +701,21 @@ async fn tool_status_line_is_edited() {
     let id = created.response.as_ref().and_then(|m| m["id"].as_str()).expect("id");
     let edits: Vec<&Value> = requests.iter().filter(|r| r.method == "PATCH" && r.path.ends_with(id)).map(|r| &r.body["content"]).collect();
     assert_eq!(edits.last(), Some(&&json!("⚙ Chuẩn bị câu hỏi lần 1: write_todos ✓")));
+    rig.stop().await;
+}
+
+/// A custom_id that does not verify (tampered, or signed with another secret) is
+/// refused privately before anything else happens.
+#[tokio::test]
+async fn forged_custom_id() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "trade");
+    let (card, id) = rig.wait_card(0).await;
+    let forged = button(&card.body, "Reject").replace(":rj.0:", ":ap.0:");
+    rig.push(click(&rig.fake, &forged, &id, CHANNEL_ID, &thao(), &[]));
+    let answer = callbacks(&rig.fake, 1).await.remove(0);
+    assert_eq!(answer.body, json!({"type":4,"data":{"content":"This button is not valid (unknown, outdated or forged).","flags":64,"attachments":[]}}));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(approvals(&rig.sim).is_empty());
     rig.stop().await;
 }
