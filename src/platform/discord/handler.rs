@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use serenity::all::{
-    ApplicationId, ChannelType, CommandInteraction, ComponentInteraction, ComponentInteractionDataKind, CreateInteractionResponse,
+    ChannelType, CommandInteraction, ComponentInteraction, ComponentInteractionDataKind, CreateInteractionResponse,
     CreateInteractionResponseFollowup, CreateInteractionResponseMessage, EditInteractionResponse, GuildId, Member, ModalInteraction, User,
 };
 use serenity::builder::Builder as _;
@@ -60,8 +60,9 @@ pub fn actor(user: &User, member: Option<&Member>) -> Actor {
     actor
 }
 
-/// Decides the response to `interaction`. `application_id` lets follow-ups go out
-/// even when the gateway has not said READY (the HTTP endpoint on its own).
+/// Decides the response to `interaction`. Also records its application id on the
+/// REST client: follow-ups are addressed by it, and a replica that only serves the
+/// HTTP endpoint never hears READY, where the gateway would set it.
 pub async fn handle(shared: Arc<Shared>, interaction: serenity::all::Interaction) -> Handled {
     use serenity::all::Interaction as I;
     let app = match &interaction {
@@ -71,7 +72,7 @@ pub async fn handle(shared: Arc<Shared>, interaction: serenity::all::Interaction
         _ => None,
     };
     if let Some(app) = app.filter(|a| shared.http.application_id() != Some(*a)) {
-        shared.http.set_application_id(ApplicationId::new(app.get()));
+        shared.http.set_application_id(app);
     }
     match interaction {
         I::Ping(_) => Handled::now(CreateInteractionResponse::Pong),

@@ -8,7 +8,7 @@ use crate::platform::locale::Locale;
 /// Strings only the Discord front end needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DMsg {
-    /// Placeholder-free title of the Other… modal and button.
+    /// The Other… button and the title of its modal.
     OtherEllipsis,
     /// Title prefix of the edit modal.
     EditTitle,
