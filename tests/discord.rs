@@ -34,6 +34,10 @@ struct Rig {
 
 impl Rig {
     async fn start(timeout_secs: u64, extra: &[(&str, &str)]) -> Rig {
+        Self::start_with(timeout_secs, extra, |_| {}).await
+    }
+
+    async fn start_with(timeout_secs: u64, extra: &[(&str, &str)], tweak: impl FnOnce(&mut Settings)) -> Rig {
         let sim = start_sim(timeout_secs).await;
         let fake = FakeDiscord::start().await;
         let dir = tempfile::tempdir().expect("tempdir");
@@ -49,6 +53,7 @@ impl Rig {
         let mut settings = support::settings(&sim, &dir, &pairs);
         settings.discord.channels = vec![CHANNEL_ID.into()];
         settings.access.approver_roles = vec![LEAD_ROLE.into()];
+        tweak(&mut settings);
         let mut rig = Rig { sim, fake, dir, settings, app: None };
         rig.boot(1).await;
         rig
@@ -717,5 +722,23 @@ async fn forged_custom_id() {
     assert_eq!(answer.body, json!({"type":4,"data":{"content":"This button is not valid (unknown, outdated or forged).","flags":64,"attachments":[]}}));
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(approvals(&rig.sim).is_empty());
+    rig.stop().await;
+}
+
+/// The bridge's own deadline: with the agent silent, the bridge expires the request,
+/// the card loses its buttons, and the reject decisions go out once the agent is back.
+#[tokio::test]
+async fn bridge_expiry_rejects_and_locks_the_card() {
+    let rig = Rig::start_with(1, &[("timeouts.grace_secs", "0")], |s| s.backend.history_url = None).await;
+    rig.say(&thao(), "timeout");
+    let (_, id) = rig.wait_card(0).await;
+    rig.sim.set_down(true);
+    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    assert_eq!(mask(&done.body["embeds"][0]["fields"]), json!([{"name":"Decision","value":"⌛ Expired at [hh:mm] UTC with no decision","inline":false}]));
+    rig.sim.set_down(false);
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"reject","message":"timed out after 1 s without a human decision"}]})]);
     rig.stop().await;
 }
