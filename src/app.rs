@@ -58,7 +58,10 @@ impl App {
         // Chat platforms: each `start` spawns its own background tasks (polling, gateway,
         // HTTP endpoints) and returns the platform for the engine.
         // (telegram starts here)
-        // (discord starts here)
+        if settings.discord.enabled {
+            let discord = crate::platform::discord::start(&settings.discord, settings.access_policy(), signer.clone(), engine.clone()).await;
+            platforms.push(discord);
+        }
         let _ = &signer;
         if platforms.is_empty() {
             tracing::warn!("no platform is enabled: requests will wait for their deadline (enable console, telegram or discord)");

@@ -191,6 +191,9 @@ pub struct DiscordSettings {
     pub interactions_listen: String,
     /// Fixed locale (`en`, `vi`, `zh`); else the interaction's locale.
     pub locale: Option<String>,
+    /// Connect the gateway (messages, slash commands, clicks). A replica that only
+    /// serves the HTTP interactions endpoint turns it off.
+    pub gateway: bool,
 }
 
 impl Default for DiscordSettings {
@@ -204,6 +207,7 @@ impl Default for DiscordSettings {
             public_key: None,
             interactions_listen: "0.0.0.0:8080".into(),
             locale: None,
+            gateway: true,
         }
     }
 }
