@@ -18,9 +18,7 @@ const Q2: &str = "Thời gian nắm giữ dự kiến?";
 /// Seed 000: two Vietnamese questions, a second ask, a final text that uses the answers.
 #[tokio::test]
 async fn seed_000_two_rounds_of_questions() {
-    let sim = start_sim(20).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    let Rig { sim, mut bridge, dir: _dir } = Rig::start(20, &[]).await;
 
     bridge.send("hỏi 2 lần").await;
     bridge.expect("⚙ Chuẩn bị câu hỏi lần 1: write_todos ✓").await;
@@ -48,16 +46,13 @@ async fn seed_000_two_rounds_of_questions() {
     );
     assert_eq!(approvals[1], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),
         "answers":{"Bạn muốn nhận báo cáo qua kênh nào?":"Telegram"}}));
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// Seed 002: approve sends exactly one approve decision.
 #[tokio::test]
 async fn seed_002_approve() {
-    let sim = start_sim(20).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    let Rig { sim, mut bridge, dir: _dir } = Rig::start(20, &[]).await;
     bridge.send("trade").await;
     bridge.expect(r#"args: {"symbol":"VNM","quantity":100,"side":"buy","price":82000}"#).await;
     bridge.expect("execute_trade? [a]pprove").await;
@@ -66,16 +61,13 @@ async fn seed_002_approve() {
     bridge.expect("agent: Đã đặt lệnh: buy 100 VNM @ 82000").await;
     let s = session_id(&sim);
     assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// Seed 002: reject with a reason.
 #[tokio::test]
 async fn seed_002_reject_with_reason() {
-    let sim = start_sim(20).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    let Rig { sim, mut bridge, dir: _dir } = Rig::start(20, &[]).await;
     bridge.send("trade").await;
     bridge.expect("execute_trade?").await;
     bridge.send("r quá rủi ro").await;
@@ -83,17 +75,14 @@ async fn seed_002_reject_with_reason() {
     let s = session_id(&sim);
     assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
         "decisions":[{"type":"reject","message":"quá rủi ro"}]})]);
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// Seed 002: an edit with invalid JSON, then a non-object, is refused with a clear
 /// message and sends nothing; the valid edit changes what the agent reports.
 #[tokio::test]
 async fn seed_002_edit_invalid_then_valid() {
-    let sim = start_sim(20).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    let Rig { sim, mut bridge, dir: _dir } = Rig::start(20, &[]).await;
     bridge.send("trade").await;
     bridge.expect("execute_trade?").await;
     bridge.send("e {quantity: 50").await;
@@ -108,17 +97,14 @@ async fn seed_002_edit_invalid_then_valid() {
     let s = session_id(&sim);
     assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
         "decisions":[{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}]})]);
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// Two actions: one decision each, full length, in action order; a decision type the
 /// action does not allow is refused.
 #[tokio::test]
 async fn two_actions_in_one_request() {
-    let sim = start_sim(20).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    let Rig { sim, mut bridge, dir: _dir } = Rig::start(20, &[]).await;
     bridge.send("two actions").await;
     bridge.expect("│ 2. send_report — Email the daily P&L report").await;
     bridge.expect("execute_trade?").await;
@@ -131,16 +117,13 @@ async fn two_actions_in_one_request() {
     let s = session_id(&sim);
     assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
         "decisions":[{"type":"approve"},{"type":"reject"}]})]);
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// Nobody answers: the agent's approval_timeout ends it; a late click is refused.
 #[tokio::test]
 async fn unanswered_request_times_out_at_the_agent() {
-    let sim = start_sim(1).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    let Rig { sim, mut bridge, dir: _dir } = Rig::start(1, &[]).await;
     bridge.send("timeout").await;
     bridge.expect("drop_table?").await;
     let id = bridge.wait_pending().await.id;
@@ -149,8 +132,7 @@ async fn unanswered_request_times_out_at_the_agent() {
     let late = bridge.engine().act(&id, Actor::new("console", "console", "Thảo"), UserAction::Decide { action: 0, decision: Decision::Approve }).await;
     assert!(matches!(late, Err(ActError::Refused(Refusal::Expired))), "{late:?}");
     assert!(approvals(&sim).is_empty());
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// The bridge's own deadline: with the agent unreachable, the bridge expires the
@@ -172,16 +154,13 @@ async fn bridge_expires_and_rejects_when_the_agent_is_silent() {
     let s = session_id(&sim);
     assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
         "decisions":[{"type":"reject","message":"timed out after 1 s without a human decision"}]})]);
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// The same question in shape A and in shape B renders and answers the same way.
 #[tokio::test]
 async fn same_question_in_both_shapes() {
-    let sim = start_sim(20).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    let Rig { sim, mut bridge, dir: _dir } = Rig::start(20, &[]).await;
     bridge.send("shapes").await;
     bridge.expect("[1/1] Môi trường").await;
     bridge.expect("2) Production (Recommended) — Môi trường thật").await;
@@ -196,17 +175,14 @@ async fn same_question_in_both_shapes() {
         json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"answers":{q:"Production (Recommended)"}}),
         json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),"answers":{q:"Staging"}}),
     ]);
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// Multi-select with the input option: labels in option order, typed text in place of
 /// "Khác".
 #[tokio::test]
 async fn multi_select_with_other() {
-    let sim = start_sim(20).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    let Rig { sim, mut bridge, dir: _dir } = Rig::start(20, &[]).await;
     bridge.send("multi").await;
     bridge.expect("answer with numbers separated by commas, or type text for Khác").await;
     bridge.send("4, 2,1").await;
@@ -216,16 +192,13 @@ async fn multi_select_with_other() {
     let s = session_id(&sim);
     assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
         "answers":{"Nhóm ngành quan tâm?":"Ngân hàng, Thép (Steel), Năng lượng"}})]);
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// A skipped question is answered "[No preference]".
 #[tokio::test]
 async fn skipped_question() {
-    let sim = start_sim(20).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    let Rig { sim, mut bridge, dir: _dir } = Rig::start(20, &[]).await;
     bridge.send("multi").await;
     bridge.expect("[1/1] Ngành").await;
     bridge.send("s").await;
@@ -233,8 +206,7 @@ async fn skipped_question() {
     let s = session_id(&sim);
     assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
         "answers":{"Nhóm ngành quan tâm?":"[No preference]"}})]);
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// Stop the bridge with a request pending, start it again on the same database: the
@@ -256,8 +228,7 @@ async fn restart_with_a_pending_request() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let s = session_id(&sim);
     assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// Partial answers survive a restart: the first question's answer is kept.
@@ -278,16 +249,13 @@ async fn restart_keeps_partial_answers() {
     let pending = bridge.wait_pending().await;
     let hitl_bridge::interaction::Draft::Answers { answers } = &pending.draft else { panic!("a question") };
     assert_eq!(answers[0].selected, vec![1], "the first answer was stored before the restart");
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// Binary, unparseable, oversized and unknown frames are skipped; the session goes on.
 #[tokio::test]
 async fn malformed_frames_are_skipped() {
-    let sim = start_sim(20).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    let Rig { sim, mut bridge, dir: _dir } = Rig::start(20, &[]).await;
     bridge.send("malformed").await;
     bridge.expect("agent: Vẫn chạy.").await;
     bridge.send("trade").await;
@@ -296,17 +264,14 @@ async fn malformed_frames_are_skipped() {
     bridge.expect("agent: Đã đặt lệnh: buy 100 VNM @ 82000").await;
     assert_eq!(approvals(&sim).len(), 1);
     assert!(!bridge.transcript.iter().any(|l| l.contains("xxxxxxxx")), "the oversized frame was not shown");
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// The agent is down when the decision is made; once it is back the command arrives,
 /// exactly once.
 #[tokio::test]
 async fn agent_down_at_decision_time_gets_the_command_once() {
-    let sim = start_sim(20).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    let Rig { sim, mut bridge, dir: _dir } = Rig::start(20, &[]).await;
     bridge.send("trade").await;
     bridge.expect("execute_trade?").await;
     sim.set_down(true);
@@ -318,17 +283,14 @@ async fn agent_down_at_decision_time_gets_the_command_once() {
     bridge.expect("agent: Đã đặt lệnh: buy 100 VNM @ 82000").await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(approvals(&sim).len(), 1, "{:?}", approvals(&sim));
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// Someone who is neither the requester nor an approver is refused; a second decision
 /// is refused with who decided; the agent gets one command.
 #[tokio::test]
 async fn unauthorized_and_second_click_change_nothing() {
-    let sim = start_sim(20).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut bridge = Bridge::start(&settings(&sim, &dir, &[])).await;
+    let Rig { sim, mut bridge, dir: _dir } = Rig::start(20, &[]).await;
     bridge.send("trade").await;
     bridge.expect("execute_trade?").await;
     let id = bridge.wait_pending().await.id;
@@ -345,8 +307,7 @@ async fn unauthorized_and_second_click_change_nothing() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let s = session_id(&sim);
     assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"reject"}]})]);
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// A configured approver (not the requester) may decide.
@@ -364,8 +325,7 @@ async fn configured_approver_may_decide() {
     assert!(lead.is_ok(), "{lead:?}");
     bridge.expect("decided by Lead").await;
     bridge.expect("agent: Đã đặt lệnh").await;
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// With `backend.token` set, the bridge authenticates; the agent refuses anyone else.
@@ -385,8 +345,7 @@ async fn bearer_token_is_sent() {
     bridge.send("trade").await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(sim.commands().len(), 1, "only the first bridge's message arrived: {:?}", sim.commands());
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }
 
 /// Answered by another client while the bridge was down: after the restart, history
@@ -420,6 +379,5 @@ async fn resolved_elsewhere_while_the_bridge_was_down() {
     assert!(bridge.pending().await.is_empty());
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(approvals(&sim), vec![approve], "the bridge sent nothing itself");
-    bridge.stop().await;
-    sim.shutdown().await;
+    stop(bridge, sim).await;
 }

@@ -141,3 +141,26 @@ pub fn session_id(sim: &SimHandle) -> String {
         .expect("a message command")
         .to_owned()
 }
+
+/// An agent and a bridge wired to it, on a fresh SQLite file.
+pub struct Rig {
+    pub sim: SimHandle,
+    pub bridge: Bridge,
+    /// Keeps the database directory alive for the test.
+    pub dir: tempfile::TempDir,
+}
+
+impl Rig {
+    pub async fn start(timeout_secs: u64, extra: &[(&str, &str)]) -> Rig {
+        let sim = start_sim(timeout_secs).await;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let bridge = Bridge::start(&settings(&sim, &dir, extra)).await;
+        Rig { sim, bridge, dir }
+    }
+}
+
+/// Stops the bridge, then the agent.
+pub async fn stop(bridge: Bridge, sim: SimHandle) {
+    bridge.stop().await;
+    sim.shutdown().await;
+}
