@@ -166,19 +166,23 @@ impl Interaction {
     }
 
     /// The one door for a person's action. On a refusal nothing has changed.
-    pub fn apply(&mut self, actor: &Actor, action: UserAction, policy: &AccessPolicy, now_ms: i64) -> Result<Applied, Refusal> {
+    /// Whether `actor` may act on this interaction now: who first (a stranger learns
+    /// nothing about its state), then whether it is still open.
+    pub fn may_act(&self, actor: &Actor, policy: &AccessPolicy, now_ms: i64) -> Result<(), Refusal> {
         if !policy.may_answer(actor, self.requester.as_ref()) {
             return Err(Refusal::NotAllowed);
         }
         match &self.status {
-            Status::Pending if now_ms >= self.deadline_ms => return Err(Refusal::Expired),
-            Status::Pending => {}
-            Status::Resolved { by, at_ms } => {
-                return Err(Refusal::AlreadyDecided { by: by.name().to_owned(), at_ms: *at_ms });
-            }
-            Status::Expired { .. } => return Err(Refusal::Expired),
-            Status::Cancelled { .. } => return Err(Refusal::Cancelled),
+            Status::Pending if now_ms >= self.deadline_ms => Err(Refusal::Expired),
+            Status::Pending => Ok(()),
+            Status::Resolved { by, at_ms } => Err(Refusal::AlreadyDecided { by: by.name().to_owned(), at_ms: *at_ms }),
+            Status::Expired { .. } => Err(Refusal::Expired),
+            Status::Cancelled { .. } => Err(Refusal::Cancelled),
         }
+    }
+
+    pub fn apply(&mut self, actor: &Actor, action: UserAction, policy: &AccessPolicy, now_ms: i64) -> Result<Applied, Refusal> {
+        self.may_act(actor, policy, now_ms)?;
         // Work on a copy so that a refusal half-way changes nothing.
         let mut draft = self.draft.clone();
         let reply = match (&self.request.kind, &mut draft) {

@@ -21,7 +21,7 @@ use super::codes::Code;
 use super::text::{DMsg, dtext, truncate};
 use super::{PLATFORM, Shared, modal, render, rest};
 use crate::engine::{ActError, EngineError};
-use crate::interaction::{Actor, Interaction, Refusal, RequestKind, Status, UserAction};
+use crate::interaction::{Actor, Interaction, Refusal, RequestKind, UserAction};
 use crate::platform::locale::{self, Locale, Msg};
 use crate::protocol::{Decision, DecisionType};
 use crate::store::ChatKey;
@@ -108,29 +108,18 @@ fn act_error(locale: Locale, e: &ActError) -> String {
     }
 }
 
-/// Why `interaction` takes no more input, as the core would say it.
-fn closed(interaction: &Interaction, now_ms: i64) -> Option<Refusal> {
-    match &interaction.status {
-        Status::Pending if now_ms >= interaction.deadline_ms => Some(Refusal::Expired),
-        Status::Pending => None,
-        Status::Resolved { by, at_ms } => Some(Refusal::AlreadyDecided { by: by.name().to_owned(), at_ms: *at_ms }),
-        Status::Expired { .. } => Some(Refusal::Expired),
-        Status::Cancelled { .. } => Some(Refusal::Cancelled),
-    }
-}
-
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// The stored interaction if it still takes input; else the notice to show.
-async fn open_interaction(shared: &Shared, id: &str, locale: Locale) -> Result<Interaction, String> {
+/// The stored interaction if `actor` may still act on it; else the notice to show.
+async fn open_interaction(shared: &Shared, id: &str, actor: &Actor, locale: Locale) -> Result<Interaction, String> {
     match shared.engine.interaction(id).await {
-        Ok(Some(interaction)) => match closed(&interaction, now_ms()) {
-            None => Ok(interaction),
-            Some(refusal) => Err(locale::refusal(locale, &refusal)),
+        Ok(Some(interaction)) => match interaction.may_act(actor, &shared.policy, now_ms()) {
+            Ok(()) => Ok(interaction),
+            Err(refusal) => Err(locale::refusal(locale, &refusal)),
         },
         Ok(None) => Err(locale::text(locale, Msg::UnknownButton).into()),
         Err(e) => {
@@ -156,13 +145,11 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
         Code::Edit(_) | Code::Respond(_) | Code::Other(_) => {
             // A modal must be the first response, so the interaction is loaded now; a
             // closed one gets its notice instead of a form nobody can submit.
-            let interaction = match open_interaction(&shared, &id, locale).await {
+            let clicker = actor(&c.user, c.member.as_ref());
+            let interaction = match open_interaction(&shared, &id, &clicker, locale).await {
                 Ok(i) => i,
                 Err(notice) => return Handled::now(ephemeral(&notice)),
             };
-            if !shared.policy.may_answer(&actor(&c.user, c.member.as_ref()), interaction.requester.as_ref()) {
-                return Handled::now(ephemeral(&locale::refusal(locale, &Refusal::NotAllowed)));
-            }
             let form = match code {
                 Code::Edit(i) => modal::edit(&interaction, i, locale, &shared.signer),
                 Code::Respond(i) => modal::respond(&interaction, i, locale, &shared.signer),
@@ -175,7 +162,7 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
             };
         }
         Code::Page(page) => {
-            let interaction = match open_interaction(&shared, &id, locale).await {
+            let interaction = match open_interaction(&shared, &id, &actor(&c.user, c.member.as_ref()), locale).await {
                 Ok(i) => i,
                 Err(notice) => return Handled::now(ephemeral(&notice)),
             };
