@@ -7,6 +7,7 @@
 
 pub mod console;
 pub mod locale;
+pub mod telegram;
 pub mod token;
 
 use futures_util::future::BoxFuture;
