@@ -1,0 +1,517 @@
+//! Telegram end to end: reference agent ↔ bridge ↔ the real teloxide client ↔ a fake
+//! Bot API (tests/support/fake_telegram.rs). Each test asserts the exact commands the
+//! agent received and snapshots the keyboards the bridge sent (ids and token tags
+//! masked). Render unit tests at the end check the limits without any IO.
+
+mod support;
+#[path = "support/fake_telegram.rs"]
+mod fake_telegram;
+
+use std::time::Duration;
+
+use fake_telegram::{FakeTelegram, User, callback_data};
+use hitl_bridge::agent_sim::SimHandle;
+use hitl_bridge::app::App;
+use hitl_bridge::config::Settings;
+use hitl_bridge::interaction::{Interaction, RequestBuilder, TimeoutDefaults};
+use hitl_bridge::platform::telegram::render::{render, step_for};
+use hitl_bridge::platform::locale::Locale;
+use hitl_bridge::platform::token::TokenSigner;
+use hitl_bridge::protocol::ActionRequest;
+use serde_json::{Value, json};
+use support::{approvals, session_id, start_sim, wait_approvals, wait_until};
+
+const Q1: &str = "Thảo muốn tập trung vào mục tiêu nào?";
+const Q2: &str = "Thời gian nắm giữ dự kiến?";
+
+fn thao() -> User {
+    User::new(1001, "Thảo", Some("vi"))
+}
+
+fn stranger() -> User {
+    User::new(2002, "Mallory", Some("en"))
+}
+
+/// Agent + fake Telegram + bridge, with Thảo's private chat registered.
+struct Harness {
+    sim: SimHandle,
+    fake: FakeTelegram,
+    dir: tempfile::TempDir,
+    settings: Settings,
+    app: Option<App>,
+    chat: i64,
+}
+
+impl Harness {
+    async fn start(sim_timeout: u64, extra: &[(&str, &str)]) -> Harness {
+        let sim = start_sim(sim_timeout).await;
+        let fake = FakeTelegram::start().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut pairs: Vec<(&str, &str)> = vec![
+            ("console.enabled", "false"),
+            ("telegram.enabled", "true"),
+            ("telegram.token", fake_telegram::TOKEN),
+            ("telegram.api_url", &fake.url),
+        ];
+        pairs.extend_from_slice(extra);
+        let settings = support::settings(&sim, &dir, &pairs);
+        let chat = fake.private_chat(&thao());
+        let mut h = Harness { sim, fake, dir, settings, app: None, chat };
+        h.start_bridge().await;
+        h
+    }
+
+    async fn start_bridge(&mut self) {
+        let app = App::start(&self.settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge starts");
+        self.app = Some(app);
+    }
+
+    async fn stop_bridge(&mut self) {
+        if let Some(app) = self.app.take() {
+            app.stop().await;
+        }
+    }
+
+    fn say(&self, text: &str) -> i64 {
+        self.fake.push_message(self.chat, &thao(), text, None, None)
+    }
+
+    /// Waits for a bot message in the chat whose text contains `needle`.
+    async fn message_with(&self, needle: &str) -> Value {
+        wait_until(|| async { self.fake.bot_messages(self.chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+    }
+
+    /// Waits until message `id` shows text containing `needle`; returns it.
+    async fn message_shows(&self, id: i64, needle: &str) -> Value {
+        wait_until(|| async { self.fake.message(self.chat, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+    }
+
+    /// Clicks the button whose label contains `label` on message `id`, as `user`, and
+    /// returns the answerCallbackQuery body.
+    async fn click(&self, id: i64, label: &str, user: &User) -> Value {
+        let message = self.fake.message(self.chat, id).expect("message exists");
+        let data = button(&message, label);
+        self.click_data(id, &data, user).await
+    }
+
+    async fn click_data(&self, id: i64, data: &str, user: &User) -> Value {
+        let query = self.fake.push_click(self.chat, user, id, data);
+        wait_until(|| async { self.fake.answer_to(&query) }).await
+    }
+
+    /// Replies to a ForceReply prompt (the latest bot message containing `needle`).
+    async fn reply_to_prompt(&self, needle: &str, text: &str) {
+        let prompt = self.message_with(needle).await;
+        let prompt_id = prompt["message_id"].as_i64().expect("id");
+        self.fake.push_message(self.chat, &thao(), text, None, Some(prompt_id));
+    }
+
+    async fn finish(mut self) {
+        self.stop_bridge().await;
+        let errors: Vec<_> = self.fake.errors().into_iter().filter(|(m, _)| m != "sendmessage" || true).collect();
+        // The fake refuses exactly what Telegram refuses; apart from the 429s a test
+        // asks for, the bridge must never send anything Telegram would reject.
+        let unexpected: Vec<_> = errors.iter().filter(|(_, e)| !e.starts_with("Too Many Requests")).collect();
+        assert!(unexpected.is_empty(), "Telegram would have refused: {unexpected:?}");
+        self.fake.shutdown();
+        self.sim.shutdown().await;
+        drop(self.dir);
+    }
+}
+
+/// The callback_data of the button whose label contains `label`.
+fn button(message: &Value, label: &str) -> String {
+    message["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .find(|b| b["text"].as_str().is_some_and(|t| t.contains(label)))
+        .and_then(|b| b["callback_data"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no button {label:?} in {}", message["reply_markup"]))
+}
+
+/// The keyboard with ids and tags masked: `1:[id]:<code>:[tag]`.
+fn masked_keyboard(message: &Value) -> Value {
+    let mut markup = message.get("reply_markup").cloned().unwrap_or(json!({"inline_keyboard": []}));
+    for row in markup["inline_keyboard"].as_array_mut().into_iter().flatten() {
+        for b in row.as_array_mut().into_iter().flatten() {
+            if let Some(data) = b["callback_data"].as_str() {
+                let parts: Vec<&str> = data.split(':').collect();
+                assert_eq!(parts.len(), 4, "token shape: {data}");
+                assert!(data.len() <= 64, "callback_data over 64 bytes: {data}");
+                b["callback_data"] = json!(format!("{}:[id]:{}:[tag]", parts[0], parts[2]));
+            }
+        }
+    }
+    markup
+}
+
+fn has_keyboard(message: &Value) -> bool {
+    message.get("reply_markup").is_some()
+}
+
+fn id_of(message: &Value) -> i64 {
+    message["message_id"].as_i64().expect("message id")
+}
+
+/// Seed 000: two questions in one wizard message (an option, then "Khác" typed),
+/// a summary, Submit; then a second request; the agent's answers exactly as seeded.
+#[tokio::test]
+async fn seed_000_question_wizard() {
+    let h = Harness::start(20, &[]).await;
+    h.say("hỏi 2 lần");
+    h.message_with("⚙ Chuẩn bị câu hỏi lần 1").await;
+    let q = h.message_with("[1/2] Mục tiêu chính").await;
+    insta::assert_json_snapshot!("seed000_question_1", masked_keyboard(&q));
+    assert!(q["text"].as_str().unwrap().contains("1. Cổ tức bền vững (Recommended) — <i>Tập trung cổ phiếu trả cổ tức đều</i>"));
+    let id = id_of(&q);
+
+    let answer = h.click(id, "Cổ tức bền vững", &thao()).await;
+    assert_eq!(answer["text"], "Đã lưu");
+    let step2 = h.message_shows(id, "[2/2] Kỳ hạn đầu tư").await;
+    insta::assert_json_snapshot!("seed000_question_2", masked_keyboard(&step2));
+    // "Khác" is the backend's input option: it asks for text instead of selecting.
+    h.click(id, "Khác", &thao()).await;
+    h.reply_to_prompt("Trả lời bằng câu trả lời của bạn", "Ngắn hạn").await;
+    let summary = h.message_shows(id, "Câu trả lời của bạn").await;
+    assert!(summary["text"].as_str().unwrap().contains("→ Ngắn hạn"), "{}", summary["text"]);
+    insta::assert_json_snapshot!("seed000_summary", masked_keyboard(&summary));
+    assert!(approvals(&h.sim).is_empty(), "nothing is sent before Submit");
+    let sent = h.click(id, "Gửi", &thao()).await;
+    assert_eq!(sent["text"], "Đã gửi");
+    let done = h.message_shows(id, "bởi Thảo").await;
+    assert!(!has_keyboard(&done), "the keyboard is removed when it ends");
+
+    let q3 = h.message_with("[1/1] Kênh báo cáo").await;
+    h.click(id_of(&q3), "Telegram", &thao()).await;
+    h.message_shows(id_of(&q3), "Câu trả lời của bạn").await;
+    h.click(id_of(&q3), "Gửi", &thao()).await;
+    h.message_with("Cảm ơn! Tổng kết: mục tiêu = Cổ tức bền vững (Recommended); kỳ hạn = Ngắn hạn; kênh = Telegram").await;
+
+    let s = session_id(&h.sim);
+    let commands = h.sim.commands();
+    assert_eq!(commands[0], json!({"type":"message","session_id":s,"content":[{"type":"text","text":"hỏi 2 lần"}],
+        "user":{"platform":"telegram","id":"1001","name":"Thảo"}}));
+    let got = approvals(&h.sim);
+    assert_eq!(got.len(), 2);
+    assert_eq!(
+        serde_json::to_string(&got[0]).unwrap(),
+        serde_json::to_string(&json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+            "answers":{Q1:"Cổ tức bền vững (Recommended)",Q2:"Ngắn hạn"}})).unwrap()
+    );
+    assert_eq!(got[1], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),
+        "answers":{"Bạn muốn nhận báo cáo qua kênh nào?":"Telegram"}}));
+    h.finish().await;
+}
+
+/// Seed 002, approve: one click sends exactly one approve decision; the message then
+/// shows who decided and loses its keyboard.
+#[tokio::test]
+async fn seed_002_approve() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    let text = m["text"].as_str().unwrap();
+    assert!(text.contains("<pre>{\n  \"symbol\": \"VNM\",\n  \"quantity\": 100,\n  \"side\": \"buy\",\n  \"price\": 82000\n}</pre>"), "{text}");
+    assert!(text.contains("⏰ Hạn trả lời: "), "{text}");
+    insta::assert_json_snapshot!("seed002_approval", masked_keyboard(&m));
+    let answer = h.click(id_of(&m), "Duyệt", &thao()).await;
+    assert_eq!(answer["text"], "Đã gửi");
+    let done = h.message_shows(id_of(&m), "✅ Duyệt bởi Thảo lúc").await;
+    assert!(!has_keyboard(&done));
+    h.message_with("Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    let s = session_id(&h.sim);
+    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn seed_002_reject() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    h.click(id_of(&m), "Từ chối", &thao()).await;
+    h.message_with("Lệnh đã bị hủy.").await;
+    let s = session_id(&h.sim);
+    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"reject"}]})]);
+    h.finish().await;
+}
+
+/// Edit: ForceReply; invalid JSON gets a clear error and a new prompt; a non-object
+/// too; the valid JSON is sent as `edited_action` with the original tool name.
+#[tokio::test]
+async fn seed_002_edit_invalid_then_valid() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    h.click(id_of(&m), "Sửa", &thao()).await;
+    let prompt = h.message_with("Trả lời bằng tham số mới dạng đối tượng JSON.").await;
+    let force = h.fake.calls("sendMessage").into_iter().find(|b| b["reply_markup"]["force_reply"] == json!(true)).expect("a ForceReply prompt");
+    assert_eq!(force["reply_markup"], json!({"force_reply": true, "input_field_placeholder": "Sửa", "selective": true}));
+    h.fake.push_message(h.chat, &thao(), "{quantity: 50", None, Some(id_of(&prompt)));
+    h.message_with("⚠️ Không hợp lệ: invalid JSON").await;
+    // A fresh prompt follows the error: reply to the newest one.
+    let prompts = wait_until(|| async {
+        let p: Vec<Value> = h.fake.bot_messages(h.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("dạng đối tượng JSON"))).collect();
+        (p.len() >= 2).then_some(p)
+    })
+    .await;
+    h.fake.push_message(h.chat, &thao(), "[50]", None, Some(id_of(prompts.last().unwrap())));
+    h.message_with("không phải an array").await.to_string();
+    assert!(approvals(&h.sim).is_empty(), "nothing is sent for a refused edit");
+    // The private-chat fallback: the next message answers the open prompt even
+    // without the reply attached.
+    h.say(r#"{"symbol":"VNM","quantity":50,"side":"buy","price":82000}"#);
+    h.message_with("Đã đặt lệnh: buy 50 VNM @ 82000").await;
+    let s = session_id(&h.sim);
+    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}]})]);
+    h.finish().await;
+}
+
+/// Two actions: a row per action plus Approve all / Reject all / Submit; Submit before
+/// every action is decided is refused; decisions go full length in action order.
+#[tokio::test]
+async fn two_actions() {
+    let h = Harness::start(20, &[]).await;
+    h.say("two actions");
+    let m = h.message_with("send_report").await;
+    insta::assert_json_snapshot!("two_actions", masked_keyboard(&m));
+    let id = id_of(&m);
+    let early = h.click(id, "Gửi", &thao()).await;
+    assert_eq!(early["text"], "Hãy quyết định mọi thao tác trước (còn thiếu: 1, 2).");
+    assert_eq!(h.click(id, "Duyệt #1", &thao()).await["text"], "Đã lưu");
+    h.message_shows(id, "→ ✅ Duyệt").await;
+    assert_eq!(h.click(id, "Từ chối #2", &thao()).await["text"], "Đã lưu");
+    let decided = h.message_shows(id, "→ ❌ Từ chối").await;
+    insta::assert_json_snapshot!("two_actions_decided", masked_keyboard(&decided));
+    assert_eq!(h.click(id, "Gửi", &thao()).await["text"], "Đã gửi");
+    h.message_with("execute_trade: approve; send_report: reject").await;
+    let s = session_id(&h.sim);
+    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"approve"},{"type":"reject"}]})]);
+    h.finish().await;
+}
+
+/// Multi-select: toggles ☐/☑, the input option "Khác" asks for text, Done, Submit;
+/// labels in option order with the typed text in place of "Khác".
+#[tokio::test]
+async fn multi_select_with_other() {
+    let h = Harness::start(20, &[]).await;
+    h.say("multi");
+    let m = h.message_with("[1/1] Ngành").await;
+    let id = id_of(&m);
+    h.click(id, "Bất động sản", &thao()).await;
+    h.message_shows(id, "→ Bất động sản").await;
+    h.click(id, "Ngân hàng", &thao()).await;
+    let toggled = h.message_shows(id, "→ Ngân hàng, Bất động sản").await;
+    insta::assert_json_snapshot!("multi_toggled", masked_keyboard(&toggled));
+    h.click(id, "Khác", &thao()).await;
+    h.reply_to_prompt("Trả lời bằng câu trả lời của bạn", "Công nghệ").await;
+    h.message_shows(id, "→ Ngân hàng, Bất động sản, Công nghệ").await;
+    h.click(id, "Xong", &thao()).await;
+    h.message_shows(id, "Câu trả lời của bạn").await;
+    h.click(id, "Gửi", &thao()).await;
+    h.message_with("Bạn chọn: Ngân hàng, Bất động sản, Công nghệ").await;
+    let s = session_id(&h.sim);
+    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Nhóm ngành quan tâm?":"Ngân hàng, Bất động sản, Công nghệ"}})]);
+    h.finish().await;
+}
+
+/// Skip sends "[No preference]"; the summary says so in the chat's language.
+#[tokio::test]
+async fn skip_sends_no_preference() {
+    let h = Harness::start(20, &[]).await;
+    h.say("shapes");
+    let m = h.message_with("[1/1] Môi trường").await;
+    h.click(id_of(&m), "Bỏ qua", &thao()).await;
+    let summary = h.message_shows(id_of(&m), "Câu trả lời của bạn").await;
+    assert!(summary["text"].as_str().unwrap().contains("→ [Không chọn]"), "{}", summary["text"]);
+    h.click(id_of(&m), "Gửi", &thao()).await;
+    let s = wait_approvals(&h.sim, 1).await;
+    let session = session_id(&h.sim);
+    assert_eq!(s[0], json!({"type":"approval","session_id":session,"approval_key":format!("{session}_1"),
+        "answers":{"Triển khai lên môi trường nào?":"[No preference]"}}));
+    h.finish().await;
+}
+
+/// Nobody answers: the agent's approval_timeout ends it; the message says so without
+/// a keyboard, and a late click gets a notice and sends nothing.
+#[tokio::test]
+async fn expiry_removes_the_keyboard_and_refuses_late_clicks() {
+    let h = Harness::start(1, &[]).await;
+    h.say("timeout");
+    let m = h.message_with("drop_table").await;
+    let data = button(&m, "Duyệt");
+    let expired = h.message_shows(id_of(&m), "⌛ Hết hạn lúc").await;
+    assert!(!has_keyboard(&expired));
+    h.message_with("Không ai trả lời trong 1 giây").await;
+    let late = h.click_data(id_of(&m), &data, &thao()).await;
+    assert_eq!(late["text"], "Yêu cầu này đã hết hạn.");
+    assert!(approvals(&h.sim).is_empty());
+    h.finish().await;
+}
+
+/// Someone who may not answer gets an alert and changes nothing.
+#[tokio::test]
+async fn unauthorized_click_gets_an_alert() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    let data = button(&m, "Duyệt");
+    let answer = h.click_data(id_of(&m), &data, &stranger()).await;
+    assert_eq!(answer, json!({"callback_query_id": answer["callback_query_id"], "text": "You are not allowed to answer this request.", "show_alert": true}));
+    // An Edit press by a stranger does not even open a prompt.
+    let edit = button(&m, "Sửa");
+    assert_eq!(h.click_data(id_of(&m), &edit, &stranger()).await["show_alert"], true);
+    assert!(h.fake.calls("sendMessage").iter().all(|b| b["reply_markup"].get("force_reply").is_none()));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(approvals(&h.sim).is_empty());
+    assert!(has_keyboard(&h.fake.message(h.chat, id_of(&m)).unwrap()));
+    h.click_data(id_of(&m), &data, &thao()).await;
+    let s = session_id(&h.sim);
+    assert_eq!(wait_approvals(&h.sim, 1).await, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    h.finish().await;
+}
+
+/// A second click (a double tap, or a click on a stale copy) gets "already decided"
+/// and never a second command.
+#[tokio::test]
+async fn double_click_sends_one_command() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    let approve = button(&m, "Duyệt");
+    let reject = button(&m, "Từ chối");
+    assert_eq!(h.click_data(id_of(&m), &approve, &thao()).await["text"], "Đã gửi");
+    let second = h.click_data(id_of(&m), &reject, &thao()).await;
+    let text = second["text"].as_str().unwrap();
+    assert!(text.starts_with("Đã được Thảo quyết định lúc "), "{text}");
+    h.message_with("Đã đặt lệnh").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(approvals(&h.sim).len(), 1);
+    h.finish().await;
+}
+
+/// A forged token (another code under the same tag), a token from another secret and
+/// garbage are all answered with a notice and change nothing.
+#[tokio::test]
+async fn forged_tokens_change_nothing() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    let reject = button(&m, "Từ chối");
+    let forged = reject.replacen(":r0:", ":a0:", 1);
+    let other_secret = TokenSigner::new(b"not the bridge's").sign(reject.split(':').nth(1).unwrap(), "a0").unwrap();
+    for data in [forged.as_str(), other_secret.as_str(), "garbage", "1:abc:a0:xxxxxxxxxxxx"] {
+        let answer = h.click_data(id_of(&m), data, &thao()).await;
+        assert_eq!(answer["text"], "Nút này không hợp lệ (không rõ, đã cũ hoặc giả mạo).", "{data}");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(approvals(&h.sim).is_empty());
+    assert!(has_keyboard(&h.fake.message(h.chat, id_of(&m)).unwrap()));
+    h.finish().await;
+}
+
+/// A question half answered, then the bridge restarts: the old message's buttons
+/// still work (tokens verify with the stored secret) and the step comes from the
+/// stored draft.
+#[tokio::test]
+async fn pending_question_answered_after_restart() {
+    let mut h = Harness::start(30, &[]).await;
+    h.say("hỏi 2 lần");
+    let q = h.message_with("[1/2] Mục tiêu chính").await;
+    let id = id_of(&q);
+    h.click(id, "Tăng trưởng dài hạn", &thao()).await;
+    let step2 = h.message_shows(id, "[2/2] Kỳ hạn đầu tư").await;
+    let option = button(&step2, "1-3 năm");
+    h.stop_bridge().await;
+    h.start_bridge().await;
+    let answer = h.click_data(id, &option, &thao()).await;
+    assert_eq!(answer["text"], "Đã lưu");
+    h.message_shows(id, "Câu trả lời của bạn").await;
+    h.click(id, "Gửi", &thao()).await;
+    let got = wait_approvals(&h.sim, 1).await;
+    let s = session_id(&h.sim);
+    assert_eq!(got[0], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{Q1:"Tăng trưởng dài hạn",Q2:"1-3 năm"}}));
+    h.finish().await;
+}
+
+/// 429 with retry_after: the bridge waits and resends; nothing is lost.
+#[tokio::test]
+async fn rate_limited_messages_are_retried() {
+    let h = Harness::start(20, &[]).await;
+    h.fake.throttle_next(2, 1);
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    assert!(has_keyboard(&m));
+    let refused: Vec<_> = h.fake.errors();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(refused.iter().all(|(_, e)| e == "Too Many Requests: retry after 1"));
+    h.finish().await;
+}
+
+// ---------------------------------------------------------------- render unit tests
+
+fn interaction(actions: Vec<ActionRequest>) -> Interaction {
+    let request = RequestBuilder::start("S_1", actions, vec![], Some(600)).finish(TimeoutDefaults::default()).expect("request");
+    Interaction::new("a1b2c3d4e5f6".into(), "S".into(), request, None, 0)
+}
+
+/// 25 options with long Vietnamese labels and descriptions: every callback_data fits
+/// in 64 bytes and the text in 4096 characters.
+#[test]
+fn twenty_five_long_vietnamese_options_fit() {
+    let options: Vec<Value> = (0..25)
+        .map(|i| json!({"label": format!("Lựa chọn số {i}: Cổ phiếu ngân hàng thương mại cổ phần nhà nước quy mô lớn"),
+            "description": "Mô tả rất dài về lựa chọn này, với nhiều dấu tiếng Việt: ẩm ướt, ổn định, hưởng lợi. ".repeat(3)}))
+        .collect();
+    let i = interaction(vec![ActionRequest {
+        name: "ask_user_question".into(),
+        args: json!({"questions":[{"question":"Bạn quan tâm đến những nhóm cổ phiếu nào trong danh mục đầu tư dài hạn?","header":"Danh mục","multiSelect":true,"options":options}]}),
+        description: None,
+        tool_use_id: None,
+    }]);
+    let signer = TokenSigner::new(b"secret");
+    let r = render(&i, step_for(&i, None), Locale::Vi, &signer);
+    let markup = serde_json::to_value(&r.keyboard).unwrap();
+    let data = callback_data(&markup);
+    assert_eq!(data.len(), 25 + 1 + 2, "25 options, Other, Skip and Done");
+    for d in &data {
+        assert!(!d.is_empty() && d.len() <= 64, "{d} is {} bytes", d.len());
+        assert!(signer.verify(d).is_ok());
+    }
+    assert!(r.text.chars().count() <= 4096, "{}", r.text.chars().count());
+    insta::assert_json_snapshot!("twenty_five_options", masked_keyboard(&json!({"reply_markup": markup})));
+}
+
+/// Args too long for one message are cut in the text and attached whole.
+#[test]
+fn long_args_are_cut_and_attached() {
+    let big: Vec<String> = (0..2000).map(|n| format!("row <{n}> & more")).collect();
+    let i = interaction(vec![ActionRequest { name: "bulk_insert".into(), args: json!({"rows": big}), description: Some("Insert <many> rows".into()), tool_use_id: None }]);
+    let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
+    assert!(r.text.chars().count() <= 4096);
+    assert!(r.text.contains("Insert &lt;many&gt; rows"));
+    assert!(r.text.contains("row &lt;0&gt; &amp; more"));
+    assert!(r.text.contains("The arguments were too long to show; the full JSON is attached."));
+    assert_eq!(r.full_args.len(), 1);
+    assert_eq!(r.full_args[0].0, "bulk_insert.json");
+    assert_eq!(serde_json::from_str::<Value>(&r.full_args[0].1).unwrap(), json!({"rows": big}));
+}
+
+/// The exact approval text, in English (also the example in docs/telegram.md).
+#[test]
+fn approval_text_in_english() {
+    let i = interaction(vec![ActionRequest {
+        name: "execute_trade".into(),
+        args: json!({"symbol":"VNM","quantity":100,"side":"buy","price":82000}),
+        description: Some("Buy VNM shares".into()),
+        tool_use_id: None,
+    }]);
+    let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
+    assert_eq!(r.text, "🔐 <b>Approval needed</b>\n\n<b>execute_trade</b>\nBuy VNM shares\nArguments:\n<pre>{\n  \"symbol\": \"VNM\",\n  \"quantity\": 100,\n  \"side\": \"buy\",\n  \"price\": 82000\n}</pre>\n⏰ Answer by: 00:10 UTC");
+}
