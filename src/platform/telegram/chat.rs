@@ -110,8 +110,22 @@ async fn to_agent(tg: &Telegram, chat: ChatKey, user: &User, text: &str, locale:
 /// fresh prompt, so the person can try again without pressing Edit.
 async fn answer_prompt(tg: &Telegram, chat: &ChatKey, user: &User, prompt: Prompt, typed: &str, locale: Locale) {
     let id = prompt.interaction_id.clone();
+    // After typed text a single-choice question is answered: show the next one. A
+    // multi-select question stays, so more options can still be ticked.
+    let multi = |question: usize| async move {
+        match tg.engine.interaction(&prompt.interaction_id).await {
+            Ok(Some(i)) => match &i.request.kind {
+                RequestKind::Questions { questions, .. } => questions.get(question).is_some_and(|q| q.multi_select),
+                RequestKind::Approval { .. } => false,
+            },
+            _ => false,
+        }
+    };
     let (action, next_step) = match prompt.kind {
-        PromptKind::Text { question } => (UserAction::OtherText { question, text: typed.to_owned() }, Some(question + 1)),
+        PromptKind::Text { question } => {
+            let step = if multi(question).await { question } else { question + 1 };
+            (UserAction::OtherText { question, text: typed.to_owned() }, Some(step))
+        }
         PromptKind::Edit { action } => (UserAction::EditArgs { action, json: typed.to_owned() }, None),
         PromptKind::Comment { action } => (UserAction::Comment { action, text: typed.to_owned() }, None),
     };

@@ -43,6 +43,7 @@ struct Origin {
 }
 
 pub async fn on_callback(tg: &Telegram, query: CallbackQuery) {
+    tracing::debug!(user = query.from.id.0, data = ?query.data, "callback query");
     let user_language = query.from.language_code.clone();
     let origin = query.message.as_ref().map(|m| Origin {
         chat: chat_key(m.chat().id, m.regular_message()),
@@ -50,8 +51,14 @@ pub async fn on_callback(tg: &Telegram, query: CallbackQuery) {
         message_id: m.id(),
     });
     let chat_id = origin.as_ref().map(|o| o.chat.chat_id.clone()).unwrap_or_default();
+    // Remembered before acting: the engine re-renders the message while it acts, and
+    // after a restart a click may be the first thing seen from this chat.
+    if let Some(code) = &user_language {
+        tg.wizard().remember_language(&chat_id, code);
+    }
     let locale = tg.locale(&chat_id, user_language.as_deref());
     let answer = click(tg, &query, origin.as_ref(), locale).await;
+    tracing::debug!(text = ?answer.text, alert = answer.alert, "answering a callback query");
     send::answer(&tg.bot, query.id.clone(), answer.text.as_deref(), answer.alert).await;
 }
 

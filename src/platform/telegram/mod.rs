@@ -151,13 +151,16 @@ impl Platform for Telegram {
             let line = text::escape(&text::cut(&status.line(), 4000));
             let existing = self.wizard().tool_line(&key);
             match existing {
-                Some(message_id) => {
+                // Telegram refuses an edit that changes nothing; skip it.
+                Some((_, shown)) if shown == line => {}
+                Some((message_id, _)) => {
                     let (chat_id, _) = send::target(chat)?;
                     send::edit(&self.bot, chat_id, MessageId(message_id), &line, render::empty()).await?;
+                    self.wizard().set_tool_line(key.clone(), message_id, line);
                 }
                 None => {
                     let id = send::html(&self.bot, chat, &line, None).await?;
-                    self.wizard().set_tool_line(key.clone(), id.0);
+                    self.wizard().set_tool_line(key.clone(), id.0, line);
                 }
             }
             // Group numbers restart with a new session: forget finished groups so a

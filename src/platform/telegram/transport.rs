@@ -78,6 +78,7 @@ async fn poll(tg: Arc<Telegram>) {
         }
         match retrying(request).await {
             Ok(batch) => {
+                tracing::debug!(updates = batch.len(), ?offset, "getUpdates");
                 backoff = Duration::from_millis(500);
                 for update in batch {
                     // Confirmed on the next getUpdates; an update is never fetched twice.

@@ -37,8 +37,9 @@ const MAX_PROMPTS: usize = 1000;
 pub struct Wizard {
     steps: HashMap<String, usize>,
     prompts: Vec<Prompt>,
-    /// (chat id, thread id, session-scoped group number) → status message id.
-    tool_lines: HashMap<(String, Option<String>, u64), i32>,
+    /// (chat id, thread id, session-scoped group number) → status message id and the
+    /// text it shows (an unchanged line is not edited again).
+    tool_lines: HashMap<(String, Option<String>, u64), (i32, String)>,
     languages: HashMap<String, String>,
 }
 
@@ -90,12 +91,12 @@ impl Wizard {
         self.prompts.iter().any(|p| p.chat_id == chat_id && p.message_id == message_id)
     }
 
-    pub fn tool_line(&self, key: &(String, Option<String>, u64)) -> Option<i32> {
-        self.tool_lines.get(key).copied()
+    pub fn tool_line(&self, key: &(String, Option<String>, u64)) -> Option<(i32, String)> {
+        self.tool_lines.get(key).cloned()
     }
 
-    pub fn set_tool_line(&mut self, key: (String, Option<String>, u64), message_id: i32) {
-        self.tool_lines.insert(key, message_id);
+    pub fn set_tool_line(&mut self, key: (String, Option<String>, u64), message_id: i32, text: String) {
+        self.tool_lines.insert(key, (message_id, text));
     }
 
     pub fn forget_tool_line(&mut self, key: &(String, Option<String>, u64)) {
