@@ -470,6 +470,70 @@ async fn rate_limited_messages_are_retried() {
     h.finish().await;
 }
 
+/// In a forum group: an unaddressed message is ignored (privacy-mode semantics), a
+/// mention reaches the agent without the @name, and the reply goes to the same topic.
+#[tokio::test]
+async fn group_topic_messages_need_addressing() {
+    let h = Harness::start(20, &[]).await;
+    let group = h.fake.group(-100_777, "Ops", true);
+    h.fake.push_message(group, &thao(), "trade", Some(7), None);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(h.sim.commands().is_empty(), "not addressed: ignored");
+    h.fake.push_message(group, &thao(), "@hitl_test_bot trade", Some(7), None);
+    let m = wait_until(|| async {
+        h.fake.bot_messages(group).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains("execute_trade")))
+    })
+    .await;
+    assert_eq!(m["message_thread_id"], 7, "answered in the topic");
+    let s = session_id(&h.sim);
+    assert_eq!(h.sim.commands()[0], json!({"type":"message","session_id":s,"content":[{"type":"text","text":"trade"}],
+        "user":{"platform":"telegram","id":"1001","name":"Thảo"}}));
+    // Another member of the group may not decide Thảo's request.
+    let data = button(&m, "Duyệt");
+    let query = h.fake.push_click(group, &stranger(), id_of(&m), &data);
+    let answer = wait_until(|| async { h.fake.answer_to(&query) }).await;
+    assert_eq!(answer["show_alert"], true);
+    let query = h.fake.push_click(group, &thao(), id_of(&m), &data);
+    wait_until(|| async { h.fake.answer_to(&query) }).await;
+    assert_eq!(wait_approvals(&h.sim, 1).await, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    h.finish().await;
+}
+
+/// Webhook mode: setWebhook with the secret; a POST without the secret header is
+/// refused, one with it reaches the agent.
+#[tokio::test]
+async fn webhook_checks_the_secret_header() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+        l.local_addr().expect("addr").port()
+    };
+    let listen = format!("127.0.0.1:{port}");
+    let url = format!("http://{listen}/telegram/hook");
+    let h = Harness::start(20, &[
+        ("telegram.mode", "webhook"),
+        ("telegram.webhook_url", &url),
+        ("telegram.webhook_listen", &listen),
+        ("telegram.webhook_secret", "s3cret-token"),
+    ])
+    .await;
+    let set = wait_until(|| async { h.fake.calls("setWebhook").into_iter().next() }).await;
+    assert_eq!(set, json!({"url": url, "allowed_updates": ["message", "callback_query"], "secret_token": "s3cret-token"}));
+    let client = reqwest::Client::new();
+    let mut update = h.fake.message_update(h.chat, &thao(), "xin chào", None, None);
+    update["update_id"] = json!(1);
+    let refused = client.post(&url).json(&update).send().await.expect("post");
+    assert_eq!(refused.status(), 401);
+    let wrong = client.post(&url).header("X-Telegram-Bot-Api-Secret-Token", "guess").json(&update).send().await.expect("post");
+    assert_eq!(wrong.status(), 401);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(h.sim.commands().is_empty());
+    let accepted = client.post(&url).header("X-Telegram-Bot-Api-Secret-Token", "s3cret-token").json(&update).send().await.expect("post");
+    assert_eq!(accepted.status(), 200);
+    h.message_with("Tôi đã nhận: xin chào").await;
+    assert!(h.fake.calls("getUpdates").is_empty(), "no polling in webhook mode");
+    h.finish().await;
+}
+
 // ---------------------------------------------------------------- render unit tests
 
 fn interaction(actions: Vec<ActionRequest>) -> Interaction {

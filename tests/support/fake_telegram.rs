@@ -142,27 +142,31 @@ impl FakeTelegram {
     /// A text message from `user` in `chat` (optionally in a forum topic, optionally a
     /// reply to `reply_to`); returns its message id.
     pub fn push_message(&self, chat: i64, user: &User, text: &str, thread: Option<i64>, reply_to: Option<i64>) -> i64 {
-        let message = {
-            let mut inner = self.inner();
-            let chat_json = inner.chats.get(&chat).cloned().expect("register the chat first");
-            let id = inner.next_message_id;
-            inner.next_message_id += 1;
-            let mut message = json!({"message_id": id, "date": 1_700_000_000, "chat": chat_json, "from": user.json(), "text": text});
-            if let Some(t) = thread {
-                message["message_thread_id"] = json!(t);
-                message["is_topic_message"] = json!(true);
-            }
-            if let Some(r) = reply_to {
-                if let Some(original) = inner.messages.get(&(chat, r)) {
-                    message["reply_to_message"] = original.clone();
-                }
-            }
-            inner.messages.insert((chat, id), message.clone());
-            message
-        };
-        let id = message["message_id"].as_i64().unwrap_or_default();
-        self.push_update(json!({"message": message}));
+        let update = self.message_update(chat, user, text, thread, reply_to);
+        let id = update["message"]["message_id"].as_i64().unwrap_or_default();
+        self.push_update(update);
         id
+    }
+
+    /// The update for a new message, remembered by the fake but not queued (for
+    /// posting to a webhook). Has no `update_id` yet.
+    pub fn message_update(&self, chat: i64, user: &User, text: &str, thread: Option<i64>, reply_to: Option<i64>) -> Value {
+        let mut inner = self.inner();
+        let chat_json = inner.chats.get(&chat).cloned().expect("register the chat first");
+        let id = inner.next_message_id;
+        inner.next_message_id += 1;
+        let mut message = json!({"message_id": id, "date": 1_700_000_000, "chat": chat_json, "from": user.json(), "text": text});
+        if let Some(t) = thread {
+            message["message_thread_id"] = json!(t);
+            message["is_topic_message"] = json!(true);
+        }
+        if let Some(r) = reply_to {
+            if let Some(original) = inner.messages.get(&(chat, r)) {
+                message["reply_to_message"] = original.clone();
+            }
+        }
+        inner.messages.insert((chat, id), message.clone());
+        json!({"message": message})
     }
 
     /// A button click on message `message_id` with this callback data; returns the
@@ -282,7 +286,7 @@ async fn handle(State(shared): State<Arc<Shared>>, Path((bot, method)): Path<(St
     } else if is_json {
         serde_json::from_slice(&body).unwrap_or_else(|_| json!({"unparseable": String::from_utf8_lossy(&body)}))
     } else {
-        json!({"multipart": String::from_utf8_lossy(&body)})
+        parse_multipart(&String::from_utf8_lossy(&body))
     };
     if bot != format!("bot{TOKEN}") {
         return Json(error(401, "Unauthorized"));
@@ -407,10 +411,31 @@ fn respond(inner: &mut Inner, method: &str, body: &Value) -> Value {
 }
 
 fn chat_id_of(body: &Value) -> Option<i64> {
-    body["chat_id"].as_i64().or_else(|| body["chat_id"].as_str().and_then(|s| s.parse().ok())).or_else(|| {
-        // Multipart: find the chat_id field in the raw body.
-        let raw = body["multipart"].as_str()?;
-        let at = raw.find("name=\"chat_id\"")?;
-        raw[at..].split("\r\n\r\n").nth(1)?.split("\r\n").next()?.trim().parse().ok()
-    })
+    body["chat_id"].as_i64().or_else(|| body["chat_id"].as_str().and_then(|s| s.parse().ok()))
+}
+
+/// A multipart/form-data body (teloxide sends files, and setWebhook, this way) as a
+/// JSON object: field → value (JSON-decoded when it is JSON), a file part → `{"filename",
+/// "content"}`.
+fn parse_multipart(raw: &str) -> Value {
+    let Some(boundary) = raw.lines().next().map(str::trim) else { return json!({}) };
+    let mut fields = serde_json::Map::new();
+    for part in raw.split(boundary) {
+        let Some((headers, content)) = part.split_once("\r\n\r\n") else { continue };
+        let content = content.strip_suffix("\r\n").unwrap_or(content);
+        let attr = |key: &str| {
+            let at = headers.find(&format!("{key}=\""))? + key.len() + 2;
+            headers[at..].split('"').next().map(str::to_owned)
+        };
+        let Some(name) = attr("name") else { continue };
+        let value = match attr("filename") {
+            Some(filename) => json!({"filename": filename, "content": content}),
+            None => match serde_json::from_str::<Value>(content) {
+                Ok(v) if v.is_array() || v.is_object() => v,
+                _ => json!(content),
+            },
+        };
+        fields.insert(name, value);
+    }
+    Value::Object(fields)
 }
