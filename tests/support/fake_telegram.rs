@@ -160,10 +160,8 @@ impl FakeTelegram {
             message["message_thread_id"] = json!(t);
             message["is_topic_message"] = json!(true);
         }
-        if let Some(r) = reply_to {
-            if let Some(original) = inner.messages.get(&(chat, r)) {
-                message["reply_to_message"] = original.clone();
-            }
+        if let Some(original) = reply_to.and_then(|r| inner.messages.get(&(chat, r))) {
+            message["reply_to_message"] = original.clone();
         }
         inner.messages.insert((chat, id), message.clone());
         json!({"message": message})
@@ -270,10 +268,8 @@ fn check_markup(markup: &Value) -> Result<(), Value> {
             }
         }
     }
-    if let Some(placeholder) = markup.get("input_field_placeholder").and_then(Value::as_str) {
-        if placeholder.chars().count() > 64 {
-            return Err(error(400, "Bad Request: input field placeholder is too long"));
-        }
+    if markup.get("input_field_placeholder").and_then(Value::as_str).is_some_and(|p| p.chars().count() > 64) {
+        return Err(error(400, "Bad Request: input field placeholder is too long"));
     }
     Ok(())
 }
@@ -352,10 +348,8 @@ fn respond(inner: &mut Inner, method: &str, body: &Value) -> Value {
             } else {
                 "[document]".to_owned()
             };
-            if let Some(markup) = body.get("reply_markup") {
-                if let Err(e) = check_markup(markup) {
-                    return e;
-                }
+            if let Some(Err(e)) = body.get("reply_markup").map(check_markup) {
+                return e;
             }
             let id = inner.next_message_id;
             inner.next_message_id += 1;

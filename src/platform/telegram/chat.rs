@@ -131,10 +131,8 @@ async fn answer_prompt(tg: &Telegram, chat: &ChatKey, user: &User, prompt: Promp
     };
     let previous = next_step.map(|s| tg.wizard().set_step(&id, s));
     let result = tg.engine.act(&id, actor_of(user), action).await;
-    if result.is_err() {
-        if let Some(previous) = previous {
-            tg.wizard().restore_step(&id, previous);
-        }
+    if let (Err(_), Some(previous)) = (&result, previous) {
+        tg.wizard().restore_step(&id, previous);
     }
     let problem = match result {
         Ok(ActOutcome::Updated(_) | ActOutcome::Resolved(_)) => return,

@@ -43,7 +43,7 @@ struct Origin {
 }
 
 pub async fn on_callback(tg: &Telegram, query: CallbackQuery) {
-    tracing::debug!(user = query.from.id.0, data = ?query.data, "callback query");
+    tracing::debug!(user = query.from.id.0, "callback query");
     let user_language = query.from.language_code.clone();
     let origin = query.message.as_ref().map(|m| Origin {
         chat: chat_key(m.chat().id, m.regular_message()),
@@ -173,12 +173,10 @@ fn refused(locale: Locale, refusal: &Refusal) -> Answer {
 /// set before the call because the engine re-renders the message while handling it,
 /// and put back if the action is refused.
 async fn act(tg: &Telegram, id: &str, actor: crate::interaction::Actor, action: UserAction, step: Option<usize>, locale: Locale) -> Answer {
-    let previous = step.map(|s| (tg.wizard().set_step(id, s), s));
+    let previous = step.map(|s| tg.wizard().set_step(id, s));
     let result = tg.engine.act(id, actor, action).await;
-    if result.is_err() {
-        if let Some((previous, _)) = previous {
-            tg.wizard().restore_step(id, previous);
-        }
+    if let (Err(_), Some(previous)) = (&result, previous) {
+        tg.wizard().restore_step(id, previous);
     }
     outcome_answer(result, locale)
 }

@@ -56,7 +56,7 @@ pub fn render(interaction: &Interaction, step: usize, locale: Locale, signer: &T
                 summary(interaction, questions, answers, locale, signer)
             }
         }
-        (RequestKind::Questions { questions, .. }, Draft::Answers { answers }) => ended_questions(interaction, questions, answers, locale),
+        (RequestKind::Questions { questions, .. }, Draft::Answers { .. }) => ended_questions(interaction, questions, locale),
         // The core builds the draft from the request kind, so this cannot happen; show
         // the outcome rather than panic on stored data.
         _ => Rendered { text: escape(&locale::outcome(locale, interaction)), keyboard: empty(), full_args: Vec::new() },
@@ -190,10 +190,8 @@ fn approval(
             let pretty = serde_json::to_string_pretty(&action.args).unwrap_or_else(|_| action.args.to_string());
             full_args.push((format!("{}.json", file_stem(&action.name)), pretty));
         }
-        if many {
-            if let Some(Some(d)) = decided.get(n) {
-                lines.push(format!("→ {}", escape(&decision_word(locale, d))));
-            }
+        if let (true, Some(Some(d))) = (many, decided.get(n)) {
+            lines.push(format!("→ {}", escape(&decision_word(locale, d))));
         }
         body.push(lines.join("\n"));
     }
@@ -241,11 +239,9 @@ fn file_stem(name: &str) -> String {
     if stem.is_empty() { "args".into() } else { stem }
 }
 
-fn question_title(questions: &[Question], step: usize, locale: Locale) -> String {
-    let q = &questions[step];
+fn question_title(q: &Question, step: usize, count: usize) -> String {
     let header = q.header.as_deref().map(|h| format!(" {}", escape(&cut(h, 100)))).unwrap_or_default();
-    let _ = locale;
-    format!("❓ <b>[{}/{}]{header}</b>", step + 1, questions.len())
+    format!("❓ <b>[{}/{count}]{header}</b>", step + 1)
 }
 
 /// The label of the free-text slot: the input option's own label, else "Other".
@@ -254,9 +250,9 @@ fn free_text_label(q: &Question, locale: Locale) -> String {
 }
 
 fn question_step(interaction: &Interaction, questions: &[Question], answers: &[AnswerDraft], step: usize, locale: Locale, signer: &TokenSigner) -> Rendered {
-    let q = &questions[step];
+    let Some(q) = questions.get(step) else { return summary(interaction, questions, answers, locale, signer) };
     let draft = answers.get(step).cloned().unwrap_or_default();
-    let mut head = vec![question_title(questions, step, locale), format!("<b>{}</b>", escape(&cut(&q.text, MAX_FIELD_CHARS)))];
+    let mut head = vec![question_title(q, step, questions.len()), format!("<b>{}</b>", escape(&cut(&q.text, MAX_FIELD_CHARS)))];
     if q.multi_select {
         head.push(format!("<i>{}</i>", escape(tg(locale, Tg::ChooseMany))));
     }
@@ -336,25 +332,18 @@ fn summary(interaction: &Interaction, questions: &[Question], answers: &[AnswerD
     Rendered { text: fit(&head, &body, &tail), keyboard: InlineKeyboardMarkup::new(vec![row]), full_args: Vec::new() }
 }
 
-fn ended_questions(interaction: &Interaction, questions: &[Question], answers: &[AnswerDraft], locale: Locale) -> Rendered {
+fn ended_questions(interaction: &Interaction, questions: &[Question], locale: Locale) -> Rendered {
     let head = vec![format!("❓ <b>{}</b>", escape(tg(locale, Tg::QuestionNeeded)))];
-    // What was sent (or received from elsewhere) wins over the local draft.
-    let sent = match &interaction.reply {
-        Some(Reply::Answers { answers }) => Some(answers),
-        _ => None,
+    // Only what was actually sent (or received from elsewhere) is shown: after an
+    // expiry or a cancel the local draft was never an answer.
+    let body: Vec<String> = match &interaction.reply {
+        Some(Reply::Answers { answers }) => questions
+            .iter()
+            .filter_map(|q| answers.get(&q.text).map(|a| (q, a)))
+            .map(|(q, a)| format!("\n<b>{}</b>\n→ {}", escape(&cut(&q.text, 500)), escape(&cut(a, 500))))
+            .collect(),
+        _ => Vec::new(),
     };
-    let body: Vec<String> = questions
-        .iter()
-        .zip(answers)
-        .filter_map(|(q, a)| {
-            let answer = match sent {
-                Some(sent) => sent.get(&q.text)?.to_owned(),
-                None => return None,
-            };
-            let _ = a;
-            Some(format!("\n<b>{}</b>\n→ {}", escape(&cut(&q.text, 500)), escape(&cut(&answer, 500))))
-        })
-        .collect();
     let tail = vec![String::new(), status_line(interaction, locale)];
     Rendered { text: fit(&head, &body, &tail), keyboard: empty(), full_args: Vec::new() }
 }
