@@ -171,8 +171,12 @@ fn id_of(message: &Value) -> i64 {
 async fn seed_000_question_wizard() {
     let h = Harness::start(20, &[]).await;
     h.say("hỏi 2 lần");
-    h.message_with("⚙ Chuẩn bị câu hỏi lần 1").await;
     let q = h.message_with("[1/2] Mục tiêu chính").await;
+    // One status line per tool group, created once and edited as its tools finish.
+    let status = h.message_with("⚙ Chuẩn bị câu hỏi lần 1").await;
+    assert_eq!(status["text"], "⚙ Chuẩn bị câu hỏi lần 1: write_todos ✓");
+    let group_sends = h.fake.calls("sendMessage").into_iter().filter(|b| b["text"].as_str().is_some_and(|t| t.contains("lần 1"))).count();
+    assert_eq!(group_sends, 1);
     insta::assert_json_snapshot!("seed000_question_1", masked_keyboard(&q));
     assert!(q["text"].as_str().unwrap().contains("1. Cổ tức bền vững (Recommended) — <i>Tập trung cổ phiếu trả cổ tức đều</i>"));
     let id = id_of(&q);
@@ -467,6 +471,62 @@ async fn rate_limited_messages_are_retried() {
     let refused: Vec<_> = h.fake.errors();
     assert_eq!(refused.len(), 2, "{refused:?}");
     assert!(refused.iter().all(|(_, e)| e == "Too Many Requests: retry after 1"));
+    h.finish().await;
+}
+
+/// Comment where `respond` is not allowed: the text goes with the decision as
+/// `user_edit_content`, and the action still waits for Approve or Reject.
+#[tokio::test]
+async fn comment_becomes_user_edit_content() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    h.click(id_of(&m), "Bình luận", &thao()).await;
+    h.reply_to_prompt("Trả lời bằng bình luận của bạn.", "mua ít thôi").await;
+    h.message_shows(id_of(&m), "💬 mua ít thôi").await;
+    assert!(approvals(&h.sim).is_empty());
+    h.click(id_of(&m), "Duyệt", &thao()).await;
+    h.message_with("Đã đặt lệnh: buy 100 VNM @ 82000 Ghi chú: mua ít thôi").await;
+    let s = session_id(&h.sim);
+    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"approve"}],"user_edit_content":"mua ít thôi"})]);
+    h.finish().await;
+}
+
+/// `/cancel` sends `cancel` and closes the open request; `/new` binds a new session.
+#[tokio::test]
+async fn cancel_and_new_commands() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    h.say("/cancel");
+    let cancelled = h.message_shows(id_of(&m), "✖ Đã hủy lúc").await;
+    assert!(cancelled["text"].as_str().unwrap().contains("(cancelled by Thảo)"), "{}", cancelled["text"]);
+    assert!(!has_keyboard(&cancelled));
+    h.message_with("Đã hủy.").await;
+    let first = session_id(&h.sim);
+    assert!(h.sim.commands().contains(&json!({"type":"cancel","session_id":first})));
+    h.say("/new@hitl_test_bot");
+    h.message_with("Đã bắt đầu phiên mới.").await;
+    h.say("xin chào");
+    h.message_with("Tôi đã nhận: xin chào").await;
+    let sessions: Vec<Value> = h.sim.commands().into_iter().filter(|c| c["type"] == "message").map(|c| c["session_id"].clone()).collect();
+    assert_eq!(sessions.len(), 2);
+    assert_ne!(sessions[0], sessions[1], "/new started another session");
+    assert!(approvals(&h.sim).is_empty());
+    h.finish().await;
+}
+
+/// A chat's configured locale wins over the person's Telegram language.
+#[tokio::test]
+async fn chat_locale_overrides_the_users_language() {
+    let h = Harness::start(20, &[("telegram.chat_locales.1001", "zh")]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    assert!(m["text"].as_str().unwrap().starts_with("🔐 <b>需要审批</b>"), "{}", m["text"]);
+    let labels: Vec<&str> = m["reply_markup"]["inline_keyboard"][0].as_array().unwrap().iter().filter_map(|b| b["text"].as_str()).collect();
+    assert_eq!(labels, ["✅ 批准", "❌ 拒绝", "✏️ 编辑", "💬 评论"]);
+    assert_eq!(h.click(id_of(&m), "批准", &thao()).await["text"], "已发送");
     h.finish().await;
 }
 

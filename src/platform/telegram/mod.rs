@@ -104,13 +104,14 @@ impl Telegram {
         self.tasks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The chat's locale: configured for this chat, else for all chats, else the
-    /// language of the person (or the one last seen in this chat), else English.
+    /// The chat's locale, in the order `TelegramSettings` documents: `locale` for every
+    /// chat, else this chat's `chat_locales` entry, else the language of the person (or
+    /// the one last seen in this chat), else English.
     fn locale(&self, chat_id: &str, user_language: Option<&str>) -> Locale {
         let remembered = if user_language.is_none() { self.wizard().language(chat_id) } else { None };
         Locale::pick([
-            self.settings.chat_locales.get(chat_id).map(String::as_str),
             self.settings.locale.as_deref(),
+            self.settings.chat_locales.get(chat_id).map(String::as_str),
             user_language.or(remembered.as_deref()),
         ])
     }
