@@ -594,6 +594,40 @@ async fn webhook_checks_the_secret_header() {
     h.finish().await;
 }
 
+/// Args too long for a message: the message shows them cut and the full JSON follows
+/// as a `.json` document (the platform driven directly, without an agent).
+#[tokio::test]
+async fn long_args_are_attached_as_a_json_document() {
+    use hitl_bridge::platform::Platform;
+    let fake = FakeTelegram::start().await;
+    let chat = fake.private_chat(&thao());
+    let settings = Settings::from_pairs(&[
+        ("console.enabled", "false"),
+        ("telegram.enabled", "true"),
+        ("telegram.token", fake_telegram::TOKEN),
+        ("telegram.api_url", &fake.url),
+    ])
+    .expect("settings");
+    let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
+    let telegram = hitl_bridge::platform::telegram::start(&settings, engine, TokenSigner::new(b"k")).expect("starts");
+    let rows: Vec<String> = (0..2000).map(|n| format!("row {n}")).collect();
+    let i = interaction(vec![ActionRequest { name: "bulk_insert".into(), args: json!({"rows": rows}), description: None, tool_use_id: None }]);
+    let key = hitl_bridge::store::ChatKey::new("telegram", &chat.to_string(), None);
+    let id = telegram.show_interaction(&key, &i).await.expect("shown").expect("a message id");
+    let shown = fake.message(chat, id.parse().expect("numeric id")).expect("message");
+    assert!(shown["text"].as_str().unwrap().contains("The arguments were too long to show; the full JSON is attached."));
+    let docs = fake.calls("sendDocument");
+    assert_eq!(docs.len(), 1);
+    assert_eq!(docs[0]["chat_id"], json!(chat.to_string()));
+    assert_eq!(docs[0]["caption"], "The arguments were too long to show; the full JSON is attached.");
+    assert_eq!(docs[0]["document"]["filename"], "bulk_insert.json");
+    let content: Value = serde_json::from_str(docs[0]["document"]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content, json!({"rows": rows}));
+    telegram.shutdown();
+    assert!(fake.errors().is_empty(), "{:?}", fake.errors());
+    fake.shutdown();
+}
+
 // ---------------------------------------------------------------- render unit tests
 
 fn interaction(actions: Vec<ActionRequest>) -> Interaction {

@@ -431,5 +431,15 @@ fn parse_multipart(raw: &str) -> Value {
         };
         fields.insert(name, value);
     }
+    // teloxide names a file `attach://<part>` and sends it as that part: inline it.
+    let refs: Vec<(String, String)> = fields
+        .iter()
+        .filter_map(|(k, v)| v.as_str().and_then(|s| s.strip_prefix("attach://")).map(|part| (k.clone(), part.to_owned())))
+        .collect();
+    for (field, part) in refs {
+        if let Some(file) = fields.remove(&part) {
+            fields.insert(field, file);
+        }
+    }
     Value::Object(fields)
 }

@@ -87,10 +87,6 @@ impl Wizard {
         Some(self.prompts.remove(pos))
     }
 
-    pub fn is_prompt_message(&self, chat_id: i64, message_id: i32) -> bool {
-        self.prompts.iter().any(|p| p.chat_id == chat_id && p.message_id == message_id)
-    }
-
     pub fn tool_line(&self, key: &(String, Option<String>, u64)) -> Option<(i32, String)> {
         self.tool_lines.get(key).cloned()
     }
