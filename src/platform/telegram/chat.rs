@@ -7,7 +7,7 @@
 use teloxide::types::{ChatId, ForceReply, Message, ReplyMarkup, User};
 
 use super::send;
-use super::text::{MAX_PLACEHOLDER_CHARS, Tg, cut, escape, tg as tg_text};
+use super::text::{MAX_PLACEHOLDER_CHARS, Tg, cut, escape, escape_cut, tg as tg_text};
 use super::wizard::{Prompt, PromptKind};
 use super::{PLATFORM, Telegram};
 use crate::engine::{ActError, ActOutcome, EngineError};
@@ -166,7 +166,7 @@ pub async fn ask_for_text(tg: &Telegram, chat: &ChatKey, user: &User, interactio
         (PromptKind::Text { question }, RequestKind::Questions { questions, .. }) => {
             let q = questions.get(question);
             let label = q.and_then(|q| q.free_text_label()).unwrap_or(text(locale, Msg::Other)).to_owned();
-            let body = format!("<b>{}</b>\n{}", escape(&cut(q.map_or("", |q| q.text.as_str()), 1000)), escape(text(locale, Msg::TextPrompt)));
+            let body = format!("<b>{}</b>\n{}", escape_cut(q.map_or("", |q| q.text.as_str()), 1000), escape(text(locale, Msg::TextPrompt)));
             (label, body)
         }
         (PromptKind::Edit { action }, _) => {
@@ -174,12 +174,12 @@ pub async fn ask_for_text(tg: &Telegram, chat: &ChatKey, user: &User, interactio
             let name = a.map_or("", |a| a.name.as_str());
             // The current args, ready to copy and change.
             let args = a.map(|a| serde_json::to_string_pretty(&a.args).unwrap_or_default()).unwrap_or_default();
-            let body = format!("<b>{}</b>\n{}\n<pre>{}</pre>", escape(&cut(name, 200)), escape(text(locale, Msg::EditPrompt)), escape(&cut(&args, 3000)));
+            let body = format!("<b>{}</b>\n{}\n<pre>{}</pre>", escape_cut(name, 200), escape(text(locale, Msg::EditPrompt)), escape_cut(&args, 3000));
             (text(locale, Msg::Edit).to_owned(), body)
         }
         (PromptKind::Comment { action }, _) => {
             let name = interaction.request.actions().get(action).map_or("", |a| a.name.as_str());
-            let body = format!("<b>{}</b>\n{}", escape(&cut(name, 200)), escape(text(locale, Msg::RespondPrompt)));
+            let body = format!("<b>{}</b>\n{}", escape_cut(name, 200), escape(text(locale, Msg::RespondPrompt)));
             (text(locale, Msg::Respond).to_owned(), body)
         }
         (PromptKind::Text { .. }, RequestKind::Approval { .. }) => return Ok(()),

@@ -128,7 +128,7 @@ impl Telegram {
     }
 
     async fn notice(&self, chat: &ChatKey, text: &str) -> Result<(), PlatformError> {
-        send::html(&self.bot, chat, &format!("⚠️ {}", text::escape(&text::cut(text, 4000))), None).await.map(|_| ())
+        send::html(&self.bot, chat, &text::escape_cut(&format!("⚠️ {text}"), text::MAX_TEXT_CHARS), None).await.map(|_| ())
     }
 }
 
@@ -149,7 +149,7 @@ impl Platform for Telegram {
     fn tool_status<'a>(&'a self, chat: &'a ChatKey, status: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
             let key = (chat.chat_id.clone(), chat.thread_id.clone(), status.group);
-            let line = text::escape(&text::cut(&status.line(), 4000));
+            let line = text::escape_cut(&status.line(), text::MAX_TEXT_CHARS);
             let existing = self.wizard().tool_line(&key);
             match existing {
                 // Telegram refuses an edit that changes nothing; skip it.

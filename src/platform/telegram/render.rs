@@ -9,7 +9,7 @@
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
 use super::callback::Code;
-use super::text::{MAX_TEXT_CHARS, Tg, cut, escape, tg};
+use super::text::{MAX_TEXT_CHARS, Tg, cut, escape, escape_cut, tg};
 use crate::interaction::answers::encode;
 use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question, RequestKind};
 use crate::platform::locale::{self, Locale, Msg, text};
@@ -118,22 +118,12 @@ fn fit(head: &[String], body: &[String], tail: &[String]) -> String {
     head.iter().chain(&kept).chain(tail).cloned().collect::<Vec<_>>().join("\n")
 }
 
-/// Pretty JSON escaped for `<pre>`, cut to at most `max` characters after escaping.
+/// Pretty JSON escaped for `<pre>`, at most `max` characters after escaping; true
+/// when it had to be cut.
 fn args_block(args: &serde_json::Value, max: usize) -> (String, bool) {
     let pretty = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
-    let mut out = String::new();
-    let mut len = 0;
-    for c in pretty.chars() {
-        let piece = escape(c.encode_utf8(&mut [0; 4]));
-        let n = piece.chars().count();
-        if len + n > max.saturating_sub(1) {
-            out.push('…');
-            return (out, true);
-        }
-        out.push_str(&piece);
-        len += n;
-    }
-    (out, false)
+    let was_cut = escape(&pretty).chars().count() > max;
+    (escape_cut(&pretty, max), was_cut)
 }
 
 fn decision_word(locale: Locale, decision: &Decision) -> String {
@@ -158,7 +148,7 @@ fn approval(
     let head = vec![format!("🔐 <b>{}</b>", escape(tg(locale, Tg::ApprovalNeeded)))];
     let mut tail = Vec::new();
     if let Some(note) = note {
-        tail.push(format!("💬 {}", escape(&cut(note, MAX_FIELD_CHARS))));
+        tail.push(format!("💬 {}", escape_cut(note, MAX_FIELD_CHARS)));
     }
     tail.push(status_line(interaction, locale));
 
@@ -166,12 +156,12 @@ fn approval(
     let mut fixed: Vec<Vec<String>> = Vec::new();
     for (n, action) in actions.iter().enumerate() {
         let mut lines = vec![if many {
-            format!("\n<b>{}. {}</b>", n + 1, escape(&cut(&action.name, 200)))
+            format!("\n<b>{}. {}</b>", n + 1, escape_cut(&action.name, 200))
         } else {
-            format!("\n<b>{}</b>", escape(&cut(&action.name, 200)))
+            format!("\n<b>{}</b>", escape_cut(&action.name, 200))
         }];
         if let Some(d) = &action.description {
-            lines.push(escape(&cut(d, MAX_FIELD_CHARS)));
+            lines.push(escape_cut(d, MAX_FIELD_CHARS));
         }
         lines.push(format!("{}:", escape(text(locale, Msg::Arguments))));
         fixed.push(lines);
@@ -240,7 +230,7 @@ fn file_stem(name: &str) -> String {
 }
 
 fn question_title(q: &Question, step: usize, count: usize) -> String {
-    let header = q.header.as_deref().map(|h| format!(" {}", escape(&cut(h, 100)))).unwrap_or_default();
+    let header = q.header.as_deref().map(|h| format!(" {}", escape_cut(h, 100))).unwrap_or_default();
     format!("❓ <b>[{}/{count}]{header}</b>", step + 1)
 }
 
@@ -252,7 +242,7 @@ fn free_text_label(q: &Question, locale: Locale) -> String {
 fn question_step(interaction: &Interaction, questions: &[Question], answers: &[AnswerDraft], step: usize, locale: Locale, signer: &TokenSigner) -> Rendered {
     let Some(q) = questions.get(step) else { return summary(interaction, questions, answers, locale, signer) };
     let draft = answers.get(step).cloned().unwrap_or_default();
-    let mut head = vec![question_title(q, step, questions.len()), format!("<b>{}</b>", escape(&cut(&q.text, MAX_FIELD_CHARS)))];
+    let mut head = vec![question_title(q, step, questions.len()), format!("<b>{}</b>", escape_cut(&q.text, MAX_FIELD_CHARS))];
     if q.multi_select {
         head.push(format!("<i>{}</i>", escape(tg(locale, Tg::ChooseMany))));
     }
@@ -262,16 +252,16 @@ fn question_step(interaction: &Interaction, questions: &[Question], answers: &[A
         .iter()
         .enumerate()
         .map(|(n, o)| {
-            let mut line = format!("{}. {}", n + 1, escape(&cut(&o.label, 300)));
+            let mut line = format!("{}. {}", n + 1, escape_cut(&o.label, 300));
             if let Some(d) = &o.description {
-                line += &format!(" — <i>{}</i>", escape(&cut(d, 300)));
+                line += &format!(" — <i>{}</i>", escape_cut(d, 300));
             }
             line
         })
         .collect();
     let mut tail = vec![String::new()];
     if draft.is_answered() {
-        tail.push(format!("→ {}", escape(&cut(&answer_text(q, &draft, locale), MAX_FIELD_CHARS))));
+        tail.push(format!("→ {}", escape_cut(&answer_text(q, &draft, locale), MAX_FIELD_CHARS)));
     }
     tail.push(status_line(interaction, locale));
 
@@ -319,7 +309,7 @@ fn summary(interaction: &Interaction, questions: &[Question], answers: &[AnswerD
     let body: Vec<String> = questions
         .iter()
         .zip(answers)
-        .map(|(q, a)| format!("\n<b>{}</b>\n→ {}", escape(&cut(&q.text, 500)), escape(&cut(&answer_text(q, a, locale), 500))))
+        .map(|(q, a)| format!("\n<b>{}</b>\n→ {}", escape_cut(&q.text, 500), escape_cut(&answer_text(q, a, locale), 500)))
         .collect();
     let tail = vec![String::new(), status_line(interaction, locale)];
     let row: Vec<InlineKeyboardButton> = [
@@ -340,7 +330,7 @@ fn ended_questions(interaction: &Interaction, questions: &[Question], locale: Lo
         Some(Reply::Answers { answers }) => questions
             .iter()
             .filter_map(|q| answers.get(&q.text).map(|a| (q, a)))
-            .map(|(q, a)| format!("\n<b>{}</b>\n→ {}", escape(&cut(&q.text, 500)), escape(&cut(a, 500))))
+            .map(|(q, a)| format!("\n<b>{}</b>\n→ {}", escape_cut(&q.text, 500), escape_cut(a, 500)))
             .collect(),
         _ => Vec::new(),
     };

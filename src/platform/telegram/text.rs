@@ -72,6 +72,29 @@ pub fn cut(text: &str, max: usize) -> String {
     out
 }
 
+/// `text` escaped for HTML and cut so that the *escaped* result has at most `max`
+/// characters (ending in `…` when cut). Escaping can make text five times longer
+/// (`&` → `&amp;`), so cutting before escaping is not enough to respect a limit.
+pub fn escape_cut(text: &str, max: usize) -> String {
+    let full = escape(text);
+    if full.chars().count() <= max {
+        return full;
+    }
+    let mut out = String::new();
+    let mut len = 0;
+    for c in text.chars() {
+        let piece = escape(c.encode_utf8(&mut [0; 4]));
+        let n = piece.chars().count();
+        if len + n > max.saturating_sub(1) {
+            break;
+        }
+        out.push_str(&piece);
+        len += n;
+    }
+    out.push('…');
+    out
+}
+
 /// Splits agent text into escaped HTML chunks of at most [`MAX_TEXT_CHARS`]
 /// characters each, preferring to break after a newline. Empty text gives no chunk
 /// (Telegram rejects empty messages).
@@ -133,6 +156,13 @@ mod tests {
         let long = "é".repeat(9000);
         let chunks = split_escaped(&long, MAX_TEXT_CHARS);
         assert_eq!(chunks.iter().map(|c| c.chars().count()).collect::<Vec<_>>(), [4096, 4096, 808]);
+    }
+
+    #[test]
+    fn escape_cut_counts_the_escaped_text() {
+        assert_eq!(escape_cut("a&b", 5), "a…", "an entity is never split");
+        assert_eq!(escape_cut("a&b", 7), "a&amp;b");
+        assert_eq!(escape_cut(&"&".repeat(1000), 100).chars().count(), 96, "19 whole entities and the mark");
     }
 
     #[test]
