@@ -157,6 +157,27 @@ fn masked_keyboard(message: &Value) -> Value {
     markup
 }
 
+/// The message text with its `HH:MM UTC` times masked.
+fn without_clock(message: &Value) -> String {
+    let text = message["text"].as_str().expect("text");
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(" UTC") {
+        let (before, after) = rest.split_at(at);
+        let cut = before.len().saturating_sub(5);
+        if before.is_char_boundary(cut) && before[cut..].chars().all(|c| c.is_ascii_digit() || c == ':') && before[cut..].len() == 5 {
+            out.push_str(&before[..cut]);
+            out.push_str("[HH:MM]");
+        } else {
+            out.push_str(before);
+        }
+        out.push_str(" UTC");
+        rest = &after[4..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn has_keyboard(message: &Value) -> bool {
     message.get("reply_markup").is_some()
 }
@@ -178,7 +199,13 @@ async fn seed_000_question_wizard() {
     let group_sends = h.fake.calls("sendMessage").into_iter().filter(|b| b["text"].as_str().is_some_and(|t| t.contains("lần 1"))).count();
     assert_eq!(group_sends, 1);
     insta::assert_json_snapshot!("seed000_question_1", masked_keyboard(&q));
-    assert!(q["text"].as_str().unwrap().contains("1. Cổ tức bền vững (Recommended) — <i>Tập trung cổ phiếu trả cổ tức đều</i>"));
+    assert_eq!(
+        without_clock(&q),
+        "❓ <b>[1/2] Mục tiêu chính</b>\n<b>Thảo muốn tập trung vào mục tiêu nào?</b>\n\n\
+         1. Cổ tức bền vững (Recommended) — <i>Tập trung cổ phiếu trả cổ tức đều</i>\n\
+         2. Tăng trưởng dài hạn — <i>Lợi nhuận từ giá tăng trưởng</i>\n\
+         3. Khác — <i>Nhập giá trị tùy chỉnh</i>\n\n⏰ Hạn trả lời: [HH:MM] UTC"
+    );
     let id = id_of(&q);
 
     let answer = h.click(id, "Cổ tức bền vững", &thao()).await;
@@ -189,12 +216,21 @@ async fn seed_000_question_wizard() {
     h.click(id, "Khác", &thao()).await;
     h.reply_to_prompt("Trả lời bằng câu trả lời của bạn", "Ngắn hạn").await;
     let summary = h.message_shows(id, "Câu trả lời của bạn").await;
-    assert!(summary["text"].as_str().unwrap().contains("→ Ngắn hạn"), "{}", summary["text"]);
+    assert_eq!(
+        without_clock(&summary),
+        "📝 <b>Câu trả lời của bạn</b>\n\n<b>Thảo muốn tập trung vào mục tiêu nào?</b>\n→ Cổ tức bền vững (Recommended)\n\
+         \n<b>Thời gian nắm giữ dự kiến?</b>\n→ Ngắn hạn\n\n⏰ Hạn trả lời: [HH:MM] UTC"
+    );
     insta::assert_json_snapshot!("seed000_summary", masked_keyboard(&summary));
     assert!(approvals(&h.sim).is_empty(), "nothing is sent before Submit");
     let sent = h.click(id, "Gửi", &thao()).await;
     assert_eq!(sent["text"], "Đã gửi");
     let done = h.message_shows(id, "bởi Thảo").await;
+    assert_eq!(
+        without_clock(&done),
+        "❓ <b>Câu hỏi</b>\n\n<b>Thảo muốn tập trung vào mục tiêu nào?</b>\n→ Cổ tức bền vững (Recommended)\n\
+         \n<b>Thời gian nắm giữ dự kiến?</b>\n→ Ngắn hạn\n\n<b>✅ Đã gửi bởi Thảo lúc [HH:MM] UTC</b>"
+    );
     assert!(!has_keyboard(&done), "the keyboard is removed when it ends");
 
     let q3 = h.message_with("[1/1] Kênh báo cáo").await;
@@ -233,6 +269,11 @@ async fn seed_002_approve() {
     let answer = h.click(id_of(&m), "Duyệt", &thao()).await;
     assert_eq!(answer["text"], "Đã gửi");
     let done = h.message_shows(id_of(&m), "✅ Duyệt bởi Thảo lúc").await;
+    assert_eq!(
+        without_clock(&done),
+        "🔐 <b>Cần phê duyệt</b>\n\n<b>execute_trade</b>\nTham số:\n<pre>{\n  \"symbol\": \"VNM\",\n  \"quantity\": 100,\n  \"side\": \"buy\",\n  \"price\": 82000\n}</pre>\n\
+         <b>✅ Duyệt bởi Thảo lúc [HH:MM] UTC</b>"
+    );
     assert!(!has_keyboard(&done));
     h.message_with("Đã đặt lệnh: buy 100 VNM @ 82000").await;
     let s = session_id(&h.sim);
@@ -365,6 +406,7 @@ async fn expiry_removes_the_keyboard_and_refuses_late_clicks() {
     let m = h.message_with("drop_table").await;
     let data = button(&m, "Duyệt");
     let expired = h.message_shows(id_of(&m), "⌛ Hết hạn lúc").await;
+    assert!(without_clock(&expired).ends_with("</pre>\n<b>⌛ Hết hạn lúc [HH:MM] UTC mà không có quyết định</b>"), "{}", expired["text"]);
     assert!(!has_keyboard(&expired));
     h.message_with("Không ai trả lời trong 1 giây").await;
     let late = h.click_data(id_of(&m), &data, &thao()).await;
