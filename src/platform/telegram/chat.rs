@@ -47,8 +47,8 @@ pub async fn on_message(tg: &Telegram, message: Message) {
     }
 
     let (me_id, me_name) = tg.me.get().cloned().unwrap_or_default();
-    if is_command {
-        let (command, rest) = typed[1..].split_once(char::is_whitespace).unwrap_or((&typed[1..], ""));
+    if let Some(command_line) = typed.strip_prefix('/') {
+        let (command, rest) = command_line.split_once(char::is_whitespace).unwrap_or((command_line, ""));
         let (command, target) = command.split_once('@').unwrap_or((command, ""));
         if !target.is_empty() && !target.eq_ignore_ascii_case(&me_name) {
             return; // a command for another bot in the group
@@ -73,7 +73,7 @@ pub async fn on_message(tg: &Telegram, message: Message) {
     }
 
     let mention = format!("@{me_name}");
-    let mentioned = !me_name.is_empty() && typed.to_lowercase().contains(&mention.to_lowercase());
+    let mentioned = !me_name.is_empty() && find_mention(typed, &mention).is_some();
     let replied_to_bot = message.reply_to_message().and_then(|m| m.from.as_ref()).is_some_and(|u| u.id.0 == me_id && me_id != 0);
     if !(private || tg.settings.respond_to_all || mentioned || replied_to_bot) {
         return;
@@ -85,18 +85,24 @@ pub async fn on_message(tg: &Telegram, message: Message) {
     to_agent(tg, chat, user, &cleaned, locale).await;
 }
 
-/// `text` without `@bot` (any case), spaces tidied.
+/// Where `@bot` is mentioned in `text`, ignoring ASCII case (usernames are ASCII) and
+/// not as the prefix of a longer name. Bytes of an ASCII needle never occur inside a
+/// multi-byte UTF-8 character, so the position is always a char boundary.
+fn find_mention(text: &str, mention: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let needle = mention.as_bytes();
+    (0..bytes.len().saturating_sub(needle.len()) + 1).find(|&at| {
+        bytes.get(at..at + needle.len()).is_some_and(|w| w.eq_ignore_ascii_case(needle))
+            && bytes.get(at + needle.len()).is_none_or(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+    })
+}
+
+/// `text` without the `@bot` mention, spaces tidied.
 fn strip_mention(text: &str, mention: &str) -> String {
-    let lower = text.to_lowercase();
-    let needle = mention.to_lowercase();
-    // Lowercasing can change byte lengths outside ASCII; the bot name is ASCII, so the
-    // match positions are valid in the original when the prefix lengths agree.
-    match lower.find(&needle) {
-        Some(at) if lower.len() == text.len() => {
-            format!("{} {}", &text[..at], &text[at + needle.len()..]).split_whitespace().collect::<Vec<_>>().join(" ")
-        }
-        _ => text.trim().to_owned(),
-    }
+    let Some(at) = find_mention(text, mention) else { return text.trim().to_owned() };
+    let before = text.get(..at).unwrap_or_default();
+    let after = text.get(at + mention.len()..).unwrap_or_default();
+    format!("{before} {after}").split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 async fn to_agent(tg: &Telegram, chat: ChatKey, user: &User, text: &str, locale: Locale) {
@@ -209,5 +215,13 @@ mod tests {
     fn mention_is_removed_in_any_case() {
         assert_eq!(strip_mention("@HitlBot trade  now", "@hitlbot"), "trade now");
         assert_eq!(strip_mention("hỏi 2 lần @hitlbot", "@hitlbot"), "hỏi 2 lần");
+        assert_eq!(strip_mention("ẞ İ @hitlbot x", "@hitlbot"), "ẞ İ x");
+    }
+
+    #[test]
+    fn a_longer_name_is_not_a_mention() {
+        assert_eq!(find_mention("@hitlbot_two hi", "@hitlbot"), None);
+        assert_eq!(find_mention("hi @hitlbot", "@hitlbot"), Some(3));
+        assert_eq!(find_mention("@hit", "@hitlbot"), None);
     }
 }
