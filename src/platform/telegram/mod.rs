@@ -6,6 +6,7 @@
 //! - [`clicks`]: callback queries → [`UserAction`](crate::interaction::UserAction)s
 //! - [`chat`]: messages: agent chat, commands, group addressing, ForceReply answers
 //! - [`wizard`]: in-memory step/prompt state (nothing that a restart must keep)
+//! - [`lanes`]: one ordered queue per chat for incoming updates
 //! - [`send`]: outgoing calls with 429 retries; [`transport`]: polling or webhook
 //! - [`text`]: Telegram-only strings and HTML escaping
 //!
@@ -15,6 +16,7 @@
 pub mod callback;
 mod chat;
 mod clicks;
+mod lanes;
 pub mod render;
 mod send;
 pub mod text;
@@ -57,6 +59,7 @@ pub struct Telegram {
     /// group message is addressed to it).
     me: OnceLock<(u64, String)>,
     wizard: Mutex<Wizard>,
+    lanes: lanes::Lanes,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -86,6 +89,7 @@ pub fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigner) -> 
         settings: tg.clone(),
         me: OnceLock::new(),
         wizard: Mutex::new(Wizard::default()),
+        lanes: lanes::Lanes::default(),
         tasks: Mutex::new(Vec::new()),
     });
     let task = transport::spawn(platform.clone());

@@ -1,8 +1,8 @@
 //! Where updates come from: long polling (`getUpdates`, the default) or a webhook
 //! served with axum (`telegram.mode = "webhook"`, for several replicas behind a load
 //! balancer; the `X-Telegram-Bot-Api-Secret-Token` header is checked on every call).
-//! Either way each update is handed to [`dispatch`], which runs it on its own task so
-//! one slow chat never holds up another.
+//! Either way each update is handed to [`dispatch`], which queues it on its chat's
+//! lane: in order within a chat, in parallel across chats.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +18,8 @@ use teloxide::types::{AllowedUpdate, Update, UpdateKind};
 use tokio::task::JoinHandle;
 
 use super::send::retrying;
-use super::{Telegram, chat, clicks};
+use super::Telegram;
+use super::lanes::{Job, Lanes};
 use crate::config::TelegramMode;
 
 /// Long-poll wait. Below teloxide's default HTTP timeout (17 s), or every poll would
@@ -100,15 +101,14 @@ async fn poll(tg: Arc<Telegram>) {
     }
 }
 
-/// Runs one update on its own task.
+/// Queues one update on its chat's lane (see [`super::lanes`]).
 pub fn dispatch(tg: &Arc<Telegram>, update: Update) {
-    let tg = tg.clone();
     match update.kind {
-        UpdateKind::Message(message) => {
-            tokio::spawn(async move { chat::on_message(&tg, message).await });
-        }
+        UpdateKind::Message(message) => Lanes::push(tg, message.chat.id.0, Job::Message(Box::new(message))),
         UpdateKind::CallbackQuery(query) => {
-            tokio::spawn(async move { clicks::on_callback(&tg, query).await });
+            // A click on an inline message has no chat; it still needs its answer.
+            let chat_id = query.message.as_ref().map_or(0, |m| m.chat().id.0);
+            Lanes::push(tg, chat_id, Job::Click(query));
         }
         UpdateKind::Error(value) => tracing::warn!(update = %value, "an update teloxide cannot read; skipped"),
         other => tracing::debug!(kind = ?std::mem::discriminant(&other), "ignoring an update kind"),
