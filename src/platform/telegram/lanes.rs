@@ -21,7 +21,7 @@ const IDLE: Duration = Duration::from_secs(300);
 /// Work for a chat's lane.
 pub enum Job {
     Message(Box<Message>),
-    Click(CallbackQuery),
+    Click(Box<CallbackQuery>),
 }
 
 #[derive(Default)]
@@ -57,7 +57,7 @@ async fn run(tg: Arc<Telegram>, chat_id: i64, mut rx: mpsc::UnboundedReceiver<Jo
     loop {
         match tokio::time::timeout(IDLE, rx.recv()).await {
             Ok(Some(Job::Message(message))) => chat::on_message(&tg, *message).await,
-            Ok(Some(Job::Click(query))) => clicks::on_callback(&tg, query).await,
+            Ok(Some(Job::Click(query))) => clicks::on_callback(&tg, *query).await,
             Ok(None) => return,
             Err(_) => {
                 // Remove the lane under the map lock, where senders also hold it: a job

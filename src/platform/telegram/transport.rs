@@ -108,7 +108,7 @@ pub fn dispatch(tg: &Arc<Telegram>, update: Update) {
         UpdateKind::CallbackQuery(query) => {
             // A click on an inline message has no chat; it still needs its answer.
             let chat_id = query.message.as_ref().map_or(0, |m| m.chat().id.0);
-            Lanes::push(tg, chat_id, Job::Click(query));
+            Lanes::push(tg, chat_id, Job::Click(Box::new(query)));
         }
         UpdateKind::Error(value) => tracing::warn!(update = %value, "an update teloxide cannot read; skipped"),
         other => tracing::debug!(kind = ?std::mem::discriminant(&other), "ignoring an update kind"),
