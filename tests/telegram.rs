@@ -47,6 +47,11 @@ struct Harness {
 
 impl Harness {
     async fn start(sim_timeout: u64, extra: &[(&str, &str)]) -> Harness {
+        Self::start_with(sim_timeout, extra, |_| {}).await
+    }
+
+    /// As [`Harness::start`], with a last change to the settings.
+    async fn start_with(sim_timeout: u64, extra: &[(&str, &str)], tweak: impl FnOnce(&mut Settings)) -> Harness {
         // Logs when RUST_LOG is set (e.g. RUST_LOG=hitl_bridge=debug); once per process.
         let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
         let sim = start_sim(sim_timeout).await;
@@ -59,7 +64,8 @@ impl Harness {
             ("telegram.api_url", &fake.url),
         ];
         pairs.extend_from_slice(extra);
-        let settings = support::settings(&sim, &dir, &pairs);
+        let mut settings = support::settings(&sim, &dir, &pairs);
+        tweak(&mut settings);
         let chat = fake.private_chat(&thao());
         let mut h = Harness { sim, fake, dir, settings, app: None, chat, allow_unmodified: false };
         h.start_bridge().await;
@@ -412,6 +418,24 @@ async fn expiry_removes_the_keyboard_and_refuses_late_clicks() {
     let late = h.click_data(id_of(&m), &data, &thao()).await;
     assert_eq!(late["text"], "Yêu cầu này đã hết hạn.");
     assert!(approvals(&h.sim).is_empty());
+    h.finish().await;
+}
+
+/// The bridge's own deadline: with the agent unreachable, the bridge expires the
+/// request, removes the keyboard, and sends reject decisions once the agent is back.
+#[tokio::test]
+async fn bridge_deadline_expires_and_rejects() {
+    let h = Harness::start_with(1, &[("timeouts.grace_secs", "0")], |s| s.backend.history_url = None).await;
+    h.say("timeout");
+    let m = h.message_with("drop_table").await;
+    h.sim.set_down(true);
+    let expired = h.message_shows(id_of(&m), "⌛ Hết hạn lúc").await;
+    assert!(!has_keyboard(&expired));
+    h.sim.set_down(false);
+    let got = wait_approvals(&h.sim, 1).await;
+    let s = session_id(&h.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"reject","message":"timed out after 1 s without a human decision"}]})]);
     h.finish().await;
 }
 
