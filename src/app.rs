@@ -63,7 +63,10 @@ impl App {
                 Err(e) => tracing::error!(error = %e, "telegram is enabled but cannot start"),
             }
         }
-        // (discord starts here)
+        if settings.discord.enabled {
+            let discord = crate::platform::discord::start(&settings.discord, settings.access_policy(), signer.clone(), engine.clone()).await;
+            platforms.push(discord);
+        }
         let _ = &signer;
         if platforms.is_empty() {
             tracing::warn!("no platform is enabled: requests will wait for their deadline (enable console, telegram or discord)");

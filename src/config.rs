@@ -191,6 +191,9 @@ pub struct DiscordSettings {
     pub interactions_listen: String,
     /// Fixed locale (`en`, `vi`, `zh`); else the interaction's locale.
     pub locale: Option<String>,
+    /// Connect the gateway (messages, slash commands, clicks). A replica that only
+    /// serves the HTTP interactions endpoint turns it off.
+    pub gateway: bool,
 }
 
 impl Default for DiscordSettings {
@@ -204,6 +207,7 @@ impl Default for DiscordSettings {
             public_key: None,
             interactions_listen: "0.0.0.0:8080".into(),
             locale: None,
+            gateway: true,
         }
     }
 }
@@ -277,10 +281,10 @@ impl Settings {
         if !url.contains("{session_id}") {
             return invalid("backend.url", "must contain {session_id}");
         }
-        if let Some(h) = &self.backend.history_url {
-            if !(h.starts_with("http://") || h.starts_with("https://")) {
-                return invalid("backend.history_url", "must start with http:// or https://");
-            }
+        if let Some(h) = &self.backend.history_url
+            && !(h.starts_with("http://") || h.starts_with("https://"))
+        {
+            return invalid("backend.history_url", "must start with http:// or https://");
         }
         if self.backend.reconnect_max_secs == 0 {
             return invalid("backend.reconnect_max_secs", "must be at least 1");
@@ -302,10 +306,10 @@ impl Settings {
             return invalid("discord.token", "is required when discord.enabled = true (env HITL_BRIDGE__DISCORD__TOKEN)");
         }
         for (key, locale) in [("telegram.locale", &self.telegram.locale), ("discord.locale", &self.discord.locale)] {
-            if let Some(l) = locale {
-                if crate::platform::locale::Locale::from_code(l).is_none() {
-                    return invalid(key, "must be en, vi or zh");
-                }
+            if let Some(l) = locale
+                && crate::platform::locale::Locale::from_code(l).is_none()
+            {
+                return invalid(key, "must be en, vi or zh");
             }
         }
         for approver in &self.access.approvers {

@@ -367,3 +367,59 @@ async fn configured_approver_may_decide() {
     bridge.stop().await;
     sim.shutdown().await;
 }
+
+/// With `backend.token` set, the bridge authenticates; the agent refuses anyone else.
+#[tokio::test]
+async fn bearer_token_is_sent() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let sim = hitl_bridge::agent_sim::spawn(listener, hitl_bridge::agent_sim::SimOptions { timeout_secs: 20, token: Some("s3cret".into()) }).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut bridge = Bridge::start(&settings(&sim, &dir, &[("backend.token", "s3cret")])).await;
+    bridge.send("trade").await;
+    bridge.expect("execute_trade?").await;
+    bridge.stop().await;
+
+    // Without the token the agent answers 401 and hears nothing from this bridge.
+    let other = tempfile::tempdir().unwrap();
+    let mut bridge = Bridge::start(&settings(&sim, &other, &[])).await;
+    bridge.send("trade").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(sim.commands().len(), 1, "only the first bridge's message arrived: {:?}", sim.commands());
+    bridge.stop().await;
+    sim.shutdown().await;
+}
+
+/// Answered by another client while the bridge was down: after the restart, history
+/// shows it resolved and the bridge marks it so, sending nothing.
+#[tokio::test]
+async fn resolved_elsewhere_while_the_bridge_was_down() {
+    use futures_util::{SinkExt, StreamExt};
+    let sim = start_sim(20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let settings = settings(&sim, &dir, &[]);
+    let mut bridge = Bridge::start(&settings).await;
+    bridge.send("trade").await;
+    bridge.expect("execute_trade?").await;
+    bridge.stop().await;
+
+    // Another client of the same session approves.
+    let s = session_id(&sim);
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws/{s}", sim.addr)).await.unwrap();
+    let approve = json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]});
+    ws.send(tokio_tungstenite::tungstenite::Message::Text(approve.to_string())).await.unwrap();
+    // Wait for the agent's final text, so the history is complete.
+    while let Some(Ok(frame)) = ws.next().await {
+        if frame.to_text().unwrap_or("").contains("message_stop") {
+            break;
+        }
+    }
+    drop(ws);
+
+    let mut bridge = Bridge::start(&settings).await;
+    bridge.expect("resolved elsewhere").await;
+    assert!(bridge.pending().await.is_empty());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(approvals(&sim), vec![approve], "the bridge sent nothing itself");
+    bridge.stop().await;
+    sim.shutdown().await;
+}

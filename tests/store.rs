@@ -122,6 +122,8 @@ suite!(
     audit_records_edits_and_latency,
     audit_records_expiry_by_backend,
     corrupt_row_is_skipped,
+    pending_in_chat_lists_what_a_chat_shows,
+    secrets_are_created_once,
 );
 
 // ---------------------------------------------------------------------------------
@@ -423,6 +425,35 @@ async fn message_refs_are_kept_in_order(db: &mut TestDb) {
     // Foreign keys are enforced: a message for an unknown interaction is refused.
     let orphan = MessageRef { interaction_id: "id-other".into(), ..refs[1].clone() };
     assert!(store.add_message_ref(&orphan).await.is_err());
+}
+
+async fn pending_in_chat_lists_what_a_chat_shows(db: &mut TestDb) {
+    let store = &db.store;
+    for (key, at) in [("S_1", T0), ("S_2", T0 + 1), ("S_3", T0 + 2)] {
+        assert!(store.insert_interaction(&approval("S", key, at)).await.expect("insert"));
+    }
+    let topic = ChatKey::new("telegram", "-100", Some("7"));
+    let main_chat = ChatKey::new("telegram", "-100", None);
+    let show = |id: &str, chat: &ChatKey, message: &str| MessageRef { interaction_id: id.into(), chat: chat.clone(), message_id: message.into() };
+    for r in [show("id-S_1", &topic, "1"), show("id-S_1", &topic, "2"), show("id-S_2", &main_chat, "3"), show("id-S_3", &topic, "4")] {
+        store.add_message_ref(&r).await.expect("add");
+    }
+    // S_3 ends: it is no longer pending anywhere.
+    let mut done = store.interaction("id-S_3").await.expect("load").expect("exists");
+    assert!(done.expire(T0 + 10, true));
+    assert!(store.settle(&done, None, &AuditEntry::for_settled(&done, T0 + 10)).await.expect("settle"));
+
+    assert_eq!(ids(&store.pending_in_chat(&topic).await.expect("list")), ["id-S_1"], "once, though shown twice");
+    assert_eq!(ids(&store.pending_in_chat(&main_chat).await.expect("list")), ["id-S_2"]);
+    assert!(store.pending_in_chat(&ChatKey::new("discord", "-100", None)).await.expect("list").is_empty());
+}
+
+async fn secrets_are_created_once(db: &mut TestDb) {
+    assert_eq!(db.store.secret("tokens", || "first".into()).await.expect("create"), "first");
+    assert_eq!(db.store.secret("tokens", || "second".into()).await.expect("load"), "first");
+    assert_eq!(db.store.secret("other", || "x".into()).await.expect("create"), "x");
+    db.reopen().await;
+    assert_eq!(db.store.secret("tokens", || "third".into()).await.expect("load"), "first", "kept across restarts");
 }
 
 async fn sessions_with_work_are_listed_once(db: &mut TestDb) {

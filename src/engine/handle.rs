@@ -47,6 +47,9 @@ pub enum ActOutcome {
     Resolved(Interaction),
 }
 
+/// Pending interactions with the messages that show them in one chat.
+pub type PendingShown = Vec<(Interaction, Vec<MessageRef>)>;
+
 #[derive(Debug)]
 pub enum EngineRequest {
     UserMessage { chat: ChatKey, actor: Actor, text: String, done: oneshot::Sender<Result<String, EngineError>> },
@@ -54,7 +57,7 @@ pub enum EngineRequest {
     Cancel { chat: ChatKey, actor: Actor, done: oneshot::Sender<Result<(), EngineError>> },
     Act { interaction_id: String, actor: Actor, action: UserAction, done: oneshot::Sender<Result<ActOutcome, ActError>> },
     Interaction { interaction_id: String, done: oneshot::Sender<Result<Option<Interaction>, EngineError>> },
-    PendingInChat { chat: ChatKey, done: oneshot::Sender<Result<Vec<(Interaction, Vec<MessageRef>)>, EngineError>> },
+    PendingInChat { chat: ChatKey, done: oneshot::Sender<Result<PendingShown, EngineError>> },
 }
 
 /// Cheap to clone; every platform holds one.
@@ -106,7 +109,7 @@ impl EngineHandle {
     }
 
     /// Pending interactions shown in `chat`, with the messages that show them (`/pending`).
-    pub async fn pending_in_chat(&self, chat: ChatKey) -> Result<Vec<(Interaction, Vec<MessageRef>)>, EngineError> {
+    pub async fn pending_in_chat(&self, chat: ChatKey) -> Result<PendingShown, EngineError> {
         self.call(|done| EngineRequest::PendingInChat { chat, done }).await.unwrap_or(Err(EngineError::Stopped))
     }
 }

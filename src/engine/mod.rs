@@ -7,7 +7,7 @@
 
 mod handle;
 
-pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest};
+pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, PendingShown};
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -138,7 +138,7 @@ impl Engine {
         }
     }
 
-    async fn pending_in_chat(&self, chat: &ChatKey) -> Result<Vec<(Interaction, Vec<MessageRef>)>, EngineError> {
+    async fn pending_in_chat(&self, chat: &ChatKey) -> Result<PendingShown, EngineError> {
         let mut out = Vec::new();
         for interaction in self.store.pending_in_chat(chat).await? {
             let messages = self.store.message_refs(&interaction.id).await?;
@@ -258,18 +258,18 @@ impl Engine {
             }
             SessionUpdate::Resolved { approval_key, reply } => {
                 let now = now_ms();
-                if let Some(mut interaction) = self.store.interaction_by_key(&session_id, &approval_key).await? {
-                    if interaction.resolve_elsewhere(reply, now) {
-                        self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await?;
-                    }
+                if let Some(mut interaction) = self.store.interaction_by_key(&session_id, &approval_key).await?
+                    && interaction.resolve_elsewhere(reply, now)
+                {
+                    self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await?;
                 }
             }
             SessionUpdate::TimedOut { approval_key } => {
                 let now = now_ms();
-                if let Some(mut interaction) = self.store.interaction_by_key(&session_id, &approval_key).await? {
-                    if interaction.expire(now, true) {
-                        self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await?;
-                    }
+                if let Some(mut interaction) = self.store.interaction_by_key(&session_id, &approval_key).await?
+                    && interaction.expire(now, true)
+                {
+                    self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await?;
                 }
             }
             SessionUpdate::TurnEnded => tracing::debug!(%session_id, "turn ended"),
@@ -320,11 +320,11 @@ impl Engine {
     async fn reconcile(&mut self, session_id: &str, resolved: &[HistoryResolution]) -> Result<(), EngineError> {
         let now = now_ms();
         for mut interaction in self.store.pending_in_session(session_id).await? {
-            if let Some(found) = resolved.iter().find(|r| r.matches(&interaction)) {
-                if interaction.resolve_elsewhere(found.reply.clone(), now) {
-                    tracing::info!(%session_id, approval_key = %interaction.approval_key(), "resolved while the bridge was away");
-                    self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await?;
-                }
+            if let Some(found) = resolved.iter().find(|r| r.matches(&interaction))
+                && interaction.resolve_elsewhere(found.reply.clone(), now)
+            {
+                tracing::info!(%session_id, approval_key = %interaction.approval_key(), "resolved while the bridge was away");
+                self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await?;
             }
         }
         Ok(())

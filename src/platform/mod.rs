@@ -6,6 +6,7 @@
 //! click means is the core's job, not the platform's.
 
 pub mod console;
+pub mod discord;
 pub mod locale;
 pub mod telegram;
 pub mod token;

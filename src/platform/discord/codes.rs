@@ -1,0 +1,101 @@
+//! What a component's `custom_id` means. The id itself is a signed token
+//! ([`TokenSigner`](crate::platform::token::TokenSigner)) whose action code is one of
+//! these: short, with indexes only, never labels or question text. Parsing is strict;
+//! a code that does not parse is treated like a forged token.
+
+/// One button, select or modal, as its code names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    Approve(usize),
+    Reject(usize),
+    /// Opens the edit modal for an action.
+    Edit(usize),
+    /// Opens the comment modal for an action.
+    Respond(usize),
+    ApproveAll,
+    RejectAll,
+    Submit,
+    /// The select menu of a question.
+    Select(usize),
+    /// Opens the Other… modal for the questions on a page.
+    Other(usize),
+    /// Skips every question and submits.
+    Skip,
+    /// Shows another page of actions or questions.
+    Page(usize),
+    /// The edit modal's submit.
+    EditModal(usize),
+    /// The comment modal's submit.
+    RespondModal(usize),
+    /// The Other… modal's submit, for a page.
+    OtherModal(usize),
+}
+
+impl Code {
+    pub fn encode(self) -> String {
+        match self {
+            Code::Approve(i) => format!("ap.{i}"),
+            Code::Reject(i) => format!("rj.{i}"),
+            Code::Edit(i) => format!("ed.{i}"),
+            Code::Respond(i) => format!("rs.{i}"),
+            Code::ApproveAll => "apa".into(),
+            Code::RejectAll => "rja".into(),
+            Code::Submit => "sub".into(),
+            Code::Select(q) => format!("sel.{q}"),
+            Code::Other(p) => format!("oth.{p}"),
+            Code::Skip => "skp".into(),
+            Code::Page(p) => format!("pg.{p}"),
+            Code::EditModal(i) => format!("med.{i}"),
+            Code::RespondModal(i) => format!("mrs.{i}"),
+            Code::OtherModal(p) => format!("mot.{p}"),
+        }
+    }
+
+    pub fn parse(code: &str) -> Option<Code> {
+        let (name, index) = match code.split_once('.') {
+            Some((name, index)) => (name, Some(index.parse::<usize>().ok()?)),
+            None => (code, None),
+        };
+        Some(match (name, index) {
+            ("ap", Some(i)) => Code::Approve(i),
+            ("rj", Some(i)) => Code::Reject(i),
+            ("ed", Some(i)) => Code::Edit(i),
+            ("rs", Some(i)) => Code::Respond(i),
+            ("apa", None) => Code::ApproveAll,
+            ("rja", None) => Code::RejectAll,
+            ("sub", None) => Code::Submit,
+            ("sel", Some(q)) => Code::Select(q),
+            ("oth", Some(p)) => Code::Other(p),
+            ("skp", None) => Code::Skip,
+            ("pg", Some(p)) => Code::Page(p),
+            ("med", Some(i)) => Code::EditModal(i),
+            ("mrs", Some(i)) => Code::RespondModal(i),
+            ("mot", Some(p)) => Code::OtherModal(p),
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_round_trips() {
+        let all = [
+            Code::Approve(0), Code::Reject(3), Code::Edit(1), Code::Respond(2), Code::ApproveAll,
+            Code::RejectAll, Code::Submit, Code::Select(3), Code::Other(1), Code::Skip, Code::Page(2),
+            Code::EditModal(0), Code::RespondModal(4), Code::OtherModal(0),
+        ];
+        for code in all {
+            assert_eq!(Code::parse(&code.encode()), Some(code), "{code:?}");
+        }
+    }
+
+    #[test]
+    fn junk_does_not_parse() {
+        for junk in ["", "ap", "ap.", "ap.x", "ap.-1", "sub.1", "zz.1", "pg.99999999999999999999999"] {
+            assert_eq!(Code::parse(junk), None, "{junk}");
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! One handler for every incoming interaction, whether it came over the gateway or
+//! the HTTP endpoint: it decides the immediate response (what Discord must get
+//! within 3 s) and the work that follows it.
+//!
+//! Clicks and modal submits are acknowledged with a deferred update first and acted
+//! on after, so a slow database never makes Discord show "interaction failed". Edit,
+//! Comment and Other… answer with their modal directly, because a modal can only be
+//! the first response. Refusals (not allowed, already decided, expired, bad JSON)
+//! come back as ephemeral follow-ups that only the clicker sees; nothing changes.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serenity::all::{
+    ChannelType, CommandInteraction, ComponentInteraction, ComponentInteractionDataKind, CreateInteractionResponse,
+    CreateInteractionResponseFollowup, CreateInteractionResponseMessage, EditInteractionResponse, GuildId, Member, ModalInteraction, User,
+};
+use serenity::builder::Builder as _;
+
+use super::codes::Code;
+use super::text::{DMsg, dtext, truncate};
+use super::{PLATFORM, Shared, modal, render, rest};
+use crate::engine::{ActError, EngineError};
+use crate::interaction::{Actor, Interaction, Refusal, RequestKind, Status, UserAction};
+use crate::platform::locale::{self, Locale, Msg};
+use crate::protocol::{Decision, DecisionType};
+use crate::store::ChatKey;
+
+/// What to answer at once, and what to do after the answer is out.
+pub struct Handled {
+    pub response: CreateInteractionResponse,
+    pub work: Option<BoxFuture<'static, ()>>,
+}
+
+impl Handled {
+    fn now(response: CreateInteractionResponse) -> Self {
+        Self { response, work: None }
+    }
+
+    fn then(response: CreateInteractionResponse, work: impl std::future::Future<Output = ()> + Send + 'static) -> Self {
+        Self { response, work: Some(Box::pin(work)) }
+    }
+}
+
+/// An ephemeral message as the first response.
+fn ephemeral(text: &str) -> CreateInteractionResponse {
+    CreateInteractionResponse::Message(
+        CreateInteractionResponseMessage::new().content(truncate(text, render::limits::CONTENT)).ephemeral(true),
+    )
+}
+
+/// The person behind an interaction: user id, display name, and roles in the guild.
+pub fn actor(user: &User, member: Option<&Member>) -> Actor {
+    let name = member
+        .and_then(|m| m.nick.clone())
+        .or_else(|| user.global_name.clone())
+        .unwrap_or_else(|| user.name.clone());
+    let mut actor = Actor::new(PLATFORM, &user.id.get().to_string(), &name);
+    actor.role_ids = member.map(|m| m.roles.iter().map(|r| r.get().to_string()).collect()).unwrap_or_default();
+    actor
+}
+
+/// Decides the response to `interaction`. Also records its application id on the
+/// REST client: follow-ups are addressed by it, and a replica that only serves the
+/// HTTP endpoint never hears READY, where the gateway would set it.
+pub async fn handle(shared: Arc<Shared>, interaction: serenity::all::Interaction) -> Handled {
+    use serenity::all::Interaction as I;
+    let app = match &interaction {
+        I::Component(c) => Some(c.application_id),
+        I::Modal(m) => Some(m.application_id),
+        I::Command(c) => Some(c.application_id),
+        _ => None,
+    };
+    if let Some(app) = app.filter(|a| shared.http.application_id() != Some(*a)) {
+        shared.http.set_application_id(app);
+    }
+    match interaction {
+        I::Ping(_) => Handled::now(CreateInteractionResponse::Pong),
+        I::Component(c) => component(shared, c).await,
+        I::Modal(m) => modal_submit(shared, m).await,
+        I::Command(c) => command(shared, c).await,
+        other => {
+            tracing::debug!(kind = ?other.kind(), "ignoring an interaction type the bridge does not use");
+            Handled::now(ephemeral(locale::text(shared.locale(None), Msg::UnknownButton)))
+        }
+    }
+}
+
+/// The interaction id and code a custom_id names, if its signature verifies.
+fn verify(shared: &Shared, custom_id: &str) -> Option<(String, Code)> {
+    let verified = shared
+        .signer
+        .verify(custom_id)
+        .map_err(|e| tracing::info!(error = %e, "refusing a component whose custom_id does not verify"))
+        .ok()?;
+    let code = Code::parse(&verified.code)?;
+    Some((verified.interaction_id, code))
+}
+
+fn act_error(locale: Locale, e: &ActError) -> String {
+    match e {
+        ActError::Refused(refusal) => locale::refusal(locale, refusal),
+        ActError::UnknownInteraction => locale::text(locale, Msg::UnknownButton).into(),
+        ActError::Internal(why) => {
+            tracing::error!(error = %why, "acting on a Discord click failed");
+            dtext(locale, DMsg::Internal).into()
+        }
+    }
+}
+
+/// Why `interaction` takes no more input, as the core would say it.
+fn closed(interaction: &Interaction, now_ms: i64) -> Option<Refusal> {
+    match &interaction.status {
+        Status::Pending if now_ms >= interaction.deadline_ms => Some(Refusal::Expired),
+        Status::Pending => None,
+        Status::Resolved { by, at_ms } => Some(Refusal::AlreadyDecided { by: by.name().to_owned(), at_ms: *at_ms }),
+        Status::Expired { .. } => Some(Refusal::Expired),
+        Status::Cancelled { .. } => Some(Refusal::Cancelled),
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The stored interaction if it still takes input; else the notice to show.
+async fn open_interaction(shared: &Shared, id: &str, locale: Locale) -> Result<Interaction, String> {
+    match shared.engine.interaction(id).await {
+        Ok(Some(interaction)) => match closed(&interaction, now_ms()) {
+            None => Ok(interaction),
+            Some(refusal) => Err(locale::refusal(locale, &refusal)),
+        },
+        Ok(None) => Err(locale::text(locale, Msg::UnknownButton).into()),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot load an interaction for a click");
+            Err(dtext(locale, DMsg::Internal).into())
+        }
+    }
+}
+
+/// What a click asks the engine to do.
+enum Plan {
+    Actions(Vec<UserAction>),
+    /// Skip every question, then submit: the count is only known once loaded.
+    SkipAll,
+}
+
+async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
+    let locale = shared.locale(Some(&c.locale));
+    let Some((id, code)) = verify(&shared, &c.data.custom_id) else {
+        return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton)));
+    };
+    let plan = match code {
+        Code::Edit(_) | Code::Respond(_) | Code::Other(_) => {
+            // A modal must be the first response, so the interaction is loaded now; a
+            // closed one gets its notice instead of a form nobody can submit.
+            let interaction = match open_interaction(&shared, &id, locale).await {
+                Ok(i) => i,
+                Err(notice) => return Handled::now(ephemeral(&notice)),
+            };
+            if !shared.policy.may_answer(&actor(&c.user, c.member.as_ref()), interaction.requester.as_ref()) {
+                return Handled::now(ephemeral(&locale::refusal(locale, &Refusal::NotAllowed)));
+            }
+            let form = match code {
+                Code::Edit(i) => modal::edit(&interaction, i, locale, &shared.signer),
+                Code::Respond(i) => modal::respond(&interaction, i, locale, &shared.signer),
+                Code::Other(page) => modal::other(&interaction, page, locale, &shared.signer),
+                _ => None,
+            };
+            return match form {
+                Some(form) => Handled::now(CreateInteractionResponse::Modal(form)),
+                None => Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton))),
+            };
+        }
+        Code::Page(page) => {
+            let interaction = match open_interaction(&shared, &id, locale).await {
+                Ok(i) => i,
+                Err(notice) => return Handled::now(ephemeral(&notice)),
+            };
+            shared.set_page(c.message.id.get(), page);
+            let view = render::view(&interaction, locale, &shared.signer, page);
+            let update = CreateInteractionResponseMessage::new().embed(view.embed).components(view.components);
+            return Handled::now(CreateInteractionResponse::UpdateMessage(update));
+        }
+        Code::Approve(action) => Plan::Actions(vec![UserAction::Decide { action, decision: Decision::Approve }]),
+        Code::Reject(action) => Plan::Actions(vec![UserAction::Decide { action, decision: Decision::Reject { message: None } }]),
+        Code::ApproveAll => Plan::Actions(vec![UserAction::DecideAll { decision: DecisionType::Approve }]),
+        Code::RejectAll => Plan::Actions(vec![UserAction::DecideAll { decision: DecisionType::Reject }]),
+        Code::Submit => Plan::Actions(vec![UserAction::Submit]),
+        Code::Skip => Plan::SkipAll,
+        Code::Select(question) => {
+            let ComponentInteractionDataKind::StringSelect { values } = &c.data.kind else {
+                return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton)));
+            };
+            let Ok(options) = values.iter().map(|v| v.parse::<usize>()).collect::<Result<Vec<_>, _>>() else {
+                tracing::info!(?values, "refusing select values that are not option indexes");
+                return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton)));
+            };
+            Plan::Actions(vec![UserAction::Select { question, options }])
+        }
+        Code::EditModal(_) | Code::RespondModal(_) | Code::OtherModal(_) => {
+            return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton)));
+        }
+    };
+    let actor = actor(&c.user, c.member.as_ref());
+    let token = c.token.clone();
+    Handled::then(CreateInteractionResponse::Acknowledge, async move {
+        let actions = match plan {
+            Plan::Actions(actions) => actions,
+            Plan::SkipAll => match shared.engine.interaction(&id).await {
+                Ok(Some(Interaction { request, .. })) => match request.kind {
+                    RequestKind::Questions { questions, .. } => (0..questions.len())
+                        .map(|question| UserAction::Skip { question })
+                        .chain([UserAction::Submit])
+                        .collect(),
+                    // Let the core say that approvals are not skipped.
+                    RequestKind::Approval { .. } => vec![UserAction::Skip { question: 0 }],
+                },
+                _ => vec![UserAction::Submit],
+            },
+        };
+        run(&shared, &id, actor, actions, &token, locale).await;
+    })
+}
+
+/// Sends `actions` to the engine in order; the first refusal stops the rest and is
+/// shown to the clicker alone.
+async fn run(shared: &Shared, id: &str, actor: Actor, actions: Vec<UserAction>, token: &str, locale: Locale) {
+    for action in actions {
+        if let Err(e) = shared.engine.act(id, actor.clone(), action).await {
+            followup(shared, token, &act_error(locale, &e)).await;
+            return;
+        }
+    }
+}
+
+/// An ephemeral follow-up to an acknowledged interaction.
+async fn followup(shared: &Shared, token: &str, text: &str) {
+    let message = CreateInteractionResponseFollowup::new().content(truncate(text, render::limits::CONTENT)).ephemeral(true);
+    let http = shared.http.clone();
+    if let Err(e) = rest::retrying("follow-up", || message.clone().execute(&*http, (None, token))).await {
+        tracing::error!(error = %e, "cannot send an ephemeral notice");
+    }
+}
+
+async fn modal_submit(shared: Arc<Shared>, m: ModalInteraction) -> Handled {
+    let locale = shared.locale(Some(&m.locale));
+    let Some((id, code)) = verify(&shared, &m.data.custom_id) else {
+        return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton)));
+    };
+    let actions = modal::actions(code, &m.data);
+    if actions.is_empty() {
+        return Handled::now(ephemeral(&locale::refusal(locale, &Refusal::EmptyText)));
+    }
+    let actor = actor(&m.user, m.member.as_ref());
+    let token = m.token.clone();
+    Handled::then(CreateInteractionResponse::Acknowledge, async move {
+        run(&shared, &id, actor, actions, &token, locale).await;
+    })
+}
+
+/// The chat a slash command was used in: a thread counts as its own chat under its
+/// parent channel.
+fn command_chat(shared: &Shared, c: &CommandInteraction) -> ChatKey {
+    let channel = c.channel_id.get();
+    let parent = c
+        .channel
+        .as_ref()
+        .filter(|ch| matches!(ch.kind, ChannelType::PublicThread | ChannelType::PrivateThread | ChannelType::NewsThread))
+        .and_then(|ch| ch.parent_id)
+        .map(|p| p.get())
+        .or_else(|| shared.thread_parent(channel));
+    match parent {
+        Some(parent) => ChatKey { platform: PLATFORM.into(), chat_id: parent.to_string(), thread_id: Some(channel.to_string()) },
+        None => ChatKey { platform: PLATFORM.into(), chat_id: channel.to_string(), thread_id: None },
+    }
+}
+
+async fn command(shared: Arc<Shared>, c: CommandInteraction) -> Handled {
+    let locale = shared.locale(Some(&c.locale));
+    let chat = command_chat(&shared, &c);
+    let actor = actor(&c.user, c.member.as_deref());
+    let name = c.data.name.clone();
+    let token = c.token.clone();
+    let guild = c.guild_id;
+    let defer = CreateInteractionResponse::Defer(CreateInteractionResponseMessage::new().ephemeral(true));
+    Handled::then(defer, async move {
+        let reply = match name.as_str() {
+            "new" => match shared.engine.new_session(chat.clone()).await {
+                Ok(_) => {
+                    if let Ok(channel) = super::target(&chat) {
+                        shared.forget_statuses(channel.get());
+                    }
+                    locale::text(locale, Msg::NewSession).to_owned()
+                }
+                Err(e) => engine_error(locale, &e),
+            },
+            "cancel" => match shared.engine.cancel(chat, actor).await {
+                Ok(()) => locale::text(locale, Msg::Cancelled).to_owned(),
+                Err(EngineError::NoSession) => locale::text(locale, Msg::NoSession).to_owned(),
+                Err(e) => engine_error(locale, &e),
+            },
+            "pending" => match shared.engine.pending_in_chat(chat).await {
+                Ok(pending) => pending_list(locale, guild, &pending),
+                Err(e) => engine_error(locale, &e),
+            },
+            _ => dtext(locale, DMsg::NotHere).to_owned(),
+        };
+        let edit = EditInteractionResponse::new().content(truncate(&reply, render::limits::CONTENT));
+        let http = shared.http.clone();
+        if let Err(e) = rest::retrying("command reply", || edit.clone().execute(&*http, &token)).await {
+            tracing::error!(error = %e, command = %name, "cannot answer a slash command");
+        }
+    })
+}
+
+fn engine_error(locale: Locale, e: &EngineError) -> String {
+    tracing::error!(error = %e, "a slash command failed");
+    dtext(locale, DMsg::Internal).to_owned()
+}
+
+/// `/pending`: one line per waiting request, with its deadline and a link to each
+/// message that shows it.
+pub fn pending_list(locale: Locale, guild: Option<GuildId>, pending: &[(Interaction, Vec<crate::store::MessageRef>)]) -> String {
+    if pending.is_empty() {
+        return locale::text(locale, Msg::NoPending).to_owned();
+    }
+    let guild = guild.map_or("@me".to_owned(), |g| g.get().to_string());
+    let mut out = format!("**{}**\n", locale::text(locale, Msg::Pending));
+    for (interaction, messages) in pending {
+        let what = match &interaction.request.kind {
+            RequestKind::Approval { actions } => actions.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", "),
+            RequestKind::Questions { questions, .. } => questions.first().map(|q| q.text.clone()).unwrap_or_default(),
+        };
+        let mut line = format!("• {} · <t:{}:R>", truncate(&what, 80), interaction.deadline_ms.div_euclid(1000));
+        for m in messages {
+            let channel = m.chat.thread_id.as_deref().unwrap_or(&m.chat.chat_id);
+            line += &format!(" · [{}](https://discord.com/channels/{guild}/{channel}/{})", dtext(locale, DMsg::OpenMessage), m.message_id);
+        }
+        out += &line;
+        out += "\n";
+    }
+    truncate(out.trim_end(), render::limits::CONTENT)
+}

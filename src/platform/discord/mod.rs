@@ -1,0 +1,253 @@
+//! Discord (serenity): requests as embeds with buttons, select menus and modals;
+//! chat through channels, DMs, mentions and slash commands.
+//!
+//! [`start`] builds the REST client, connects the gateway (messages, slash commands,
+//! component clicks) and, when `discord.public_key` is set, serves the HTTP
+//! interactions endpoint. Both ways in share one handler ([`handler`]). This file
+//! is the [`Platform`] the engine calls: sending text, status lines, and showing and
+//! refreshing interaction messages. What a click means is the core's call.
+
+pub mod chat;
+pub mod codes;
+pub mod gateway;
+pub mod handler;
+pub mod http_endpoint;
+pub mod modal;
+pub mod render;
+pub mod rest;
+pub mod text;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use secrecy::ExposeSecret;
+use serenity::all::{ChannelId, CreateAttachment, CreateMessage, EditMessage, Http, MessageId, ShardManager};
+
+use super::{Platform, PlatformError};
+use crate::backend::ToolGroupStatus;
+use crate::config::DiscordSettings;
+use crate::engine::EngineHandle;
+use crate::interaction::{AccessPolicy, Interaction};
+use crate::platform::locale::Locale;
+use crate::platform::token::TokenSigner;
+use crate::store::{ChatKey, MessageRef};
+
+pub const PLATFORM: &str = "discord";
+
+/// What the gateway handler, the HTTP endpoint and the platform share.
+pub struct Shared {
+    pub http: Arc<Http>,
+    pub engine: EngineHandle,
+    pub signer: TokenSigner,
+    pub settings: DiscordSettings,
+    /// Who may answer: only to refuse a stranger before opening a modal for them
+    /// (a modal cannot be refused later without them typing first). The engine
+    /// checks again on every action.
+    pub policy: AccessPolicy,
+    /// Status line message per (channel, tool group).
+    statuses: Mutex<HashMap<(u64, u64), MessageId>>,
+    /// The page a message shows, when someone turned it. Lost on restart (page 0 then).
+    pages: Mutex<HashMap<u64, usize>>,
+    /// Threads this bridge opened, with their parent channel.
+    threads: Mutex<HashMap<u64, u64>>,
+    /// Channels looked up once: the parent when it is a thread, else `None`.
+    looked_up: Mutex<HashMap<u64, Option<u64>>>,
+}
+
+impl Shared {
+    /// The configured locale, else the interaction's, else English.
+    pub fn locale(&self, interaction_locale: Option<&str>) -> Locale {
+        Locale::pick([self.settings.locale.as_deref(), interaction_locale])
+    }
+
+    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn page_of(&self, message: u64) -> usize {
+        Self::lock(&self.pages).get(&message).copied().unwrap_or(0)
+    }
+
+    pub fn set_page(&self, message: u64, page: usize) {
+        Self::lock(&self.pages).insert(message, page);
+    }
+
+    /// A new session in `channel` counts its tool groups from 1 again: forget the
+    /// old status lines so they are not edited by the new session's groups.
+    pub fn forget_statuses(&self, channel: u64) {
+        Self::lock(&self.statuses).retain(|(c, _), _| *c != channel);
+    }
+
+    pub fn thread_parent(&self, thread: u64) -> Option<u64> {
+        Self::lock(&self.threads).get(&thread).copied()
+    }
+
+    pub fn remember_thread(&self, thread: u64, parent: u64) {
+        Self::lock(&self.threads).insert(thread, parent);
+    }
+
+    pub fn looked_up(&self, channel: u64) -> Option<Option<u64>> {
+        Self::lock(&self.looked_up).get(&channel).copied()
+    }
+
+    pub fn remember_lookup(&self, channel: u64, parent: Option<u64>) {
+        Self::lock(&self.looked_up).insert(channel, parent);
+    }
+}
+
+/// The channel a chat's messages go to: its thread when it has one.
+pub fn target(chat: &ChatKey) -> Result<ChannelId, PlatformError> {
+    let id = chat.thread_id.as_deref().unwrap_or(&chat.chat_id);
+    id.parse::<u64>()
+        .ok()
+        .filter(|&n| n != 0)
+        .map(ChannelId::new)
+        .ok_or_else(|| send_error(format!("not a Discord channel id: {id:?}")))
+}
+
+pub fn send_error(message: impl Into<String>) -> PlatformError {
+    PlatformError::Send { platform: PLATFORM, message: message.into() }
+}
+
+/// The Discord platform.
+pub struct Discord {
+    shared: Arc<Shared>,
+    shard_manager: Mutex<Option<Arc<ShardManager>>>,
+    endpoint: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// Starts the gateway (and the HTTP interactions endpoint when a public key is
+/// configured) in the background. Problems (no token, a port in use) are logged: the
+/// rest of the bridge keeps running.
+pub async fn start(settings: &DiscordSettings, policy: AccessPolicy, signer: TokenSigner, engine: EngineHandle) -> Arc<Discord> {
+    let token = settings.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
+    if token.is_empty() {
+        tracing::error!("discord.enabled is set but discord.token is empty; Discord cannot connect");
+    }
+    let shared = Arc::new(Shared {
+        http: rest::client(settings, &token),
+        engine,
+        signer,
+        settings: settings.clone(),
+        policy,
+        statuses: Mutex::new(HashMap::new()),
+        pages: Mutex::new(HashMap::new()),
+        threads: Mutex::new(HashMap::new()),
+        looked_up: Mutex::new(HashMap::new()),
+    });
+    let discord = Arc::new(Discord { shared: shared.clone(), shard_manager: Mutex::new(None), endpoint: Mutex::new(None) });
+    if settings.gateway && !token.is_empty() {
+        match gateway::connect(shared.clone(), &token).await {
+            Ok(manager) => *Shared::lock(&discord.shard_manager) = Some(manager),
+            Err(e) => tracing::error!(error = %e, "cannot start the Discord gateway"),
+        }
+    }
+    if let Some(key) = settings.public_key.as_deref().filter(|k| !k.is_empty()) {
+        match http_endpoint::serve(shared.clone(), key, &settings.interactions_listen).await {
+            Ok(task) => *Shared::lock(&discord.endpoint) = Some(task),
+            Err(e) => tracing::error!(error = %e, listen = %settings.interactions_listen, "cannot start the Discord interactions endpoint"),
+        }
+    }
+    discord
+}
+
+impl Discord {
+    async fn send(&self, channel: ChannelId, message: CreateMessage) -> Result<MessageId, PlatformError> {
+        let http = &self.shared.http;
+        rest::retrying("send message", || channel.send_message(http, message.clone()))
+            .await
+            .map(|m| m.id)
+            .map_err(|e| send_error(format!("send to {channel}: {e}")))
+    }
+}
+
+impl Platform for Discord {
+    fn name(&self) -> &'static str {
+        PLATFORM
+    }
+
+    fn send_text<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async move {
+            let channel = target(chat)?;
+            for piece in text::split(text, render::limits::CONTENT) {
+                if piece.trim().is_empty() {
+                    continue; // Discord refuses empty messages.
+                }
+                self.send(channel, CreateMessage::new().content(piece)).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn tool_status<'a>(&'a self, chat: &'a ChatKey, status: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async move {
+            let channel = target(chat)?;
+            let line = text::truncate(&status.line(), render::limits::CONTENT);
+            let key = (channel.get(), status.group);
+            let existing = Shared::lock(&self.shared.statuses).get(&key).copied();
+            match existing {
+                Some(message) => {
+                    let http = &self.shared.http;
+                    let edit = EditMessage::new().content(line);
+                    rest::retrying("edit status", || channel.edit_message(http, message, edit.clone()))
+                        .await
+                        .map_err(|e| send_error(format!("edit status in {channel}: {e}")))?;
+                }
+                None => {
+                    let id = self.send(channel, CreateMessage::new().content(line)).await?;
+                    Shared::lock(&self.shared.statuses).insert(key, id);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn show_interaction<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
+        Box::pin(async move {
+            let channel = target(chat)?;
+            let view = render::view(interaction, self.shared.locale(None), &self.shared.signer, 0);
+            let mut message = CreateMessage::new().embed(view.embed).components(view.components);
+            if let Some((name, bytes)) = view.attachment {
+                message = message.add_file(CreateAttachment::bytes(bytes, name));
+            }
+            let id = self.send(channel, message).await?;
+            Ok(Some(id.get().to_string()))
+        })
+    }
+
+    fn refresh_interaction<'a>(&'a self, message: &'a MessageRef, interaction: &'a Interaction) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async move {
+            let channel = target(&message.chat)?;
+            let Some(id) = message.message_id.parse::<u64>().ok().filter(|&n| n != 0).map(MessageId::new) else {
+                return Err(send_error(format!("not a Discord message id: {:?}", message.message_id)));
+            };
+            let page = self.shared.page_of(id.get());
+            let view = render::view(interaction, self.shared.locale(None), &self.shared.signer, page);
+            // An empty component list is what removes the buttons once it has ended.
+            let edit = EditMessage::new().embed(view.embed).components(view.components);
+            let http = &self.shared.http;
+            rest::retrying("edit interaction", || channel.edit_message(http, id, edit.clone()))
+                .await
+                .map_err(|e| send_error(format!("edit {id} in {channel}: {e}")))?;
+            Ok(())
+        })
+    }
+
+    fn send_notice<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async move {
+            let channel = target(chat)?;
+            let content = text::truncate(&format!("⚠️ {text}"), render::limits::CONTENT);
+            self.send(channel, CreateMessage::new().content(content)).await.map(|_| ())
+        })
+    }
+
+    fn shutdown(&self) {
+        if let Some(manager) = Shared::lock(&self.shard_manager).take() {
+            tokio::spawn(async move { manager.shutdown_all().await });
+        }
+        if let Some(task) = Shared::lock(&self.endpoint).take() {
+            task.abort();
+        }
+    }
+}

@@ -1,0 +1,505 @@
+//! Pure rendering: an [`Interaction`] and a locale become the embed, components and
+//! optional attachment of its Discord message (DESIGN.md "Rendering rules").
+//!
+//! Nothing here does IO. Every string is cut to Discord's limits by characters, every
+//! `custom_id` is a signed token naming an index (never a label), and the row and
+//! option counts stay within what Discord accepts, paginating where they would not.
+//! When the interaction has ended, the outcome is shown and the components removed.
+
+use serde_json::Value;
+use serenity::all::{ButtonStyle, Colour, CreateActionRow, CreateButton, CreateEmbed, CreateEmbedFooter, CreateSelectMenu, CreateSelectMenuKind, CreateSelectMenuOption};
+
+use super::codes::Code;
+use super::text::{DMsg, dtext, truncate};
+use crate::interaction::{Action, Draft, FreeText, Interaction, Question, RequestKind, Status, answers};
+use crate::platform::locale::{self, Locale, Msg};
+use crate::platform::token::TokenSigner;
+use crate::protocol::{Decision, DecisionType};
+
+/// Discord's limits (DESIGN.md "Platform limits").
+pub mod limits {
+    pub const CUSTOM_ID: usize = 100;
+    pub const BUTTON_LABEL: usize = 80;
+    pub const ROWS: usize = 5;
+    pub const BUTTONS_PER_ROW: usize = 5;
+    pub const SELECT_OPTIONS: usize = 25;
+    pub const OPTION_TEXT: usize = 100;
+    pub const PLACEHOLDER: usize = 150;
+    pub const MODAL_TITLE: usize = 45;
+    pub const MODAL_INPUTS: usize = 5;
+    pub const INPUT_LABEL: usize = 45;
+    pub const INPUT_VALUE: usize = 4000;
+    pub const CONTENT: usize = 2000;
+    pub const EMBED_TITLE: usize = 256;
+    pub const EMBED_DESCRIPTION: usize = 4096;
+    pub const FIELD_NAME: usize = 256;
+    pub const FIELD_VALUE: usize = 1024;
+    pub const FIELDS: usize = 25;
+    pub const EMBED_TOTAL: usize = 6000;
+}
+
+/// Actions or questions shown per page: the fifth row holds the shared buttons.
+pub const PER_PAGE: usize = 4;
+/// Name of the attachment holding the full args when the embed had to cut them.
+pub const ARGS_FILE: &str = "args.json";
+/// Longest answer summary shown per question while pending.
+const ANSWER_FIELD: usize = 300;
+
+const BLURPLE: u32 = 0x5865F2;
+const GREEN: u32 = 0x57F287;
+const RED: u32 = 0xED4245;
+const GREY: u32 = 0x95A5A6;
+
+/// A rendered message.
+#[derive(Debug, Clone)]
+pub struct View {
+    pub embed: CreateEmbed,
+    pub components: Vec<CreateActionRow>,
+    /// `(file name, bytes)`: the full args when the embed shows them cut.
+    pub attachment: Option<(String, Vec<u8>)>,
+}
+
+/// How many pages the interaction's controls span.
+pub fn pages(interaction: &Interaction) -> usize {
+    let items = match &interaction.request.kind {
+        RequestKind::Approval { actions } if actions.len() == 1 => 1,
+        RequestKind::Approval { actions } => actions.len(),
+        RequestKind::Questions { questions, .. } => questions.len(),
+    };
+    items.div_ceil(PER_PAGE).max(1)
+}
+
+/// The message for `interaction`, its controls showing page `page` (clamped).
+pub fn view(interaction: &Interaction, locale: Locale, signer: &TokenSigner, page: usize) -> View {
+    let page = page.min(pages(interaction) - 1);
+    let ended = !interaction.status.is_pending();
+    let mut fields: Vec<(String, String)> = Vec::new();
+    if ended {
+        fields.push((dtext(locale, DMsg::Decision).into(), locale::outcome(locale, interaction)));
+        // What was answered stays readable once the selects are gone.
+        if let Some(crate::protocol::Reply::Answers { answers }) = &interaction.reply {
+            for (n, (question, answer)) in answers.0.iter().enumerate().take(limits::FIELDS - 1) {
+                fields.push((format!("{}. {question}", n + 1), truncate(answer, ANSWER_FIELD)));
+            }
+        }
+    } else {
+        fields.push((locale::text(locale, Msg::Deadline).into(), format!("<t:{}:R>", interaction.deadline_ms.div_euclid(1000))));
+    }
+    let (title, body, attachment, components) = match &interaction.request.kind {
+        RequestKind::Approval { actions } => {
+            // Several actions: what is decided so far, for the actions on this page.
+            if let (Draft::Decisions(draft), true) = (&interaction.draft, actions.len() > 1 && !ended) {
+                for (i, (action, decision)) in actions.iter().zip(&draft.decisions).enumerate().skip(page * PER_PAGE).take(PER_PAGE) {
+                    let name = format!("{}. {}", i + 1, action.name);
+                    let value = decision.as_ref().map_or(locale::text(locale, Msg::NotAnswered).to_owned(), |d| decision_word(locale, d));
+                    fields.push((name, value));
+                }
+            }
+            let (body, cut) = approval_body(actions, budget(&fields));
+            let attachment = cut.then(|| full_args(actions));
+            let components = if ended { Vec::new() } else { approval_rows(interaction, actions, locale, signer, page) };
+            (dtext(locale, DMsg::ApprovalTitle), body, attachment, components)
+        }
+        RequestKind::Questions { questions, .. } => {
+            if let (Draft::Answers { answers: drafts }, false) = (&interaction.draft, ended) {
+                for (i, (q, d)) in questions.iter().zip(drafts).enumerate().skip(page * PER_PAGE).take(PER_PAGE) {
+                    let value = if d.is_answered() { answers::encode(q, d) } else { locale::text(locale, Msg::NotAnswered).into() };
+                    fields.push((format!("{}. {}", i + 1, q.header.as_deref().unwrap_or(&q.text)), truncate(&value, ANSWER_FIELD)));
+                }
+            }
+            let body = question_body(questions, budget(&fields));
+            let components = if ended { Vec::new() } else { question_rows(interaction, questions, locale, signer, page) };
+            (dtext(locale, DMsg::QuestionTitle), body, None, components)
+        }
+    };
+    let mut embed = CreateEmbed::new()
+        .title(truncate(title, limits::EMBED_TITLE))
+        .description(body)
+        .colour(Colour::new(colour(interaction)));
+    for (name, value) in fields {
+        embed = embed.field(truncate(&name, limits::FIELD_NAME), truncate(&value, limits::FIELD_VALUE), false);
+    }
+    if attachment.is_some() {
+        embed = embed.footer(CreateEmbedFooter::new(locale::text(locale, Msg::ArgsAttached)));
+    }
+    View { embed, components, attachment }
+}
+
+/// The description budget left once the fields (as they will be cut), the title and
+/// a footer are counted, so the embed stays within its 6000-character total.
+fn budget(fields: &[(String, String)]) -> usize {
+    let used: usize = fields
+        .iter()
+        .map(|(n, v)| n.chars().count().min(limits::FIELD_NAME) + v.chars().count().min(limits::FIELD_VALUE))
+        .sum();
+    // Title and footer are at most this long in every locale.
+    let reserved = used + 40 + 100;
+    limits::EMBED_DESCRIPTION.min(limits::EMBED_TOTAL.saturating_sub(reserved))
+}
+
+fn colour(interaction: &Interaction) -> u32 {
+    match (&interaction.status, &interaction.reply) {
+        (Status::Pending, _) => BLURPLE,
+        (Status::Resolved { .. }, Some(crate::protocol::Reply::Decisions { decisions, .. }))
+            if decisions.iter().all(|d| matches!(d, Decision::Reject { .. })) =>
+        {
+            RED
+        }
+        (Status::Resolved { .. }, _) => GREEN,
+        _ => GREY,
+    }
+}
+
+fn decision_word(locale: Locale, d: &Decision) -> String {
+    match d {
+        Decision::Approve => format!("✅ {}", locale::text(locale, Msg::Approve)),
+        Decision::Reject { .. } => format!("❌ {}", locale::text(locale, Msg::Reject)),
+        Decision::Edit { .. } => format!("✏️ {}", locale::text(locale, Msg::Edit)),
+        Decision::Respond { .. } => format!("💬 {}", locale::text(locale, Msg::Respond)),
+    }
+}
+
+/// The allowed decisions of `action` in a fixed order, so buttons never move about.
+fn ordered(action: &Action) -> impl Iterator<Item = DecisionType> + '_ {
+    [DecisionType::Approve, DecisionType::Reject, DecisionType::Edit, DecisionType::Respond]
+        .into_iter()
+        .filter(|d| action.allowed.contains(d))
+}
+
+/// Tool, description and args as a JSON code block per action, within `budget`
+/// characters; true when some args had to be cut.
+fn approval_body(actions: &[Action], budget: usize) -> (String, bool) {
+    // Each action gets an equal share; the fence and heading overhead is counted.
+    let share = budget / actions.len().max(1);
+    let mut out = String::new();
+    let mut cut = false;
+    for (i, action) in actions.iter().enumerate() {
+        let mut head = if actions.len() > 1 { format!("**{}. {}**", i + 1, action.name) } else { format!("**{}**", action.name) };
+        if let Some(d) = &action.description {
+            head += "\n";
+            head += d;
+        }
+        let head = truncate(&head, share / 3);
+        let args = serde_json::to_string_pretty(&action.args).unwrap_or_else(|_| action.args.to_string());
+        let room = share.saturating_sub(head.chars().count() + "\n```json\n\n```\n".len());
+        if args.chars().count() > room {
+            cut = true;
+        }
+        out += &format!("{head}\n```json\n{}\n```\n", truncate(&args, room));
+    }
+    (truncate(out.trim_end(), budget), cut)
+}
+
+/// Every action's full args, pretty JSON: one object, or an array for several.
+fn full_args(actions: &[Action]) -> (String, Vec<u8>) {
+    let value = match actions {
+        [one] => one.args.clone(),
+        many => Value::Array(many.iter().map(|a| a.args.clone()).collect()),
+    };
+    let bytes = serde_json::to_vec_pretty(&value).unwrap_or_default();
+    (ARGS_FILE.to_owned(), bytes)
+}
+
+/// Each question with its header and options (descriptions included: a select menu
+/// shows them only when opened).
+fn question_body(questions: &[Question], budget: usize) -> String {
+    let share = budget / questions.len().max(1);
+    let mut out = String::new();
+    for (i, q) in questions.iter().enumerate() {
+        let mut part = match &q.header {
+            Some(h) => format!("**{}. {h}** · {}\n", i + 1, q.text),
+            None => format!("**{}.** {}\n", i + 1, q.text),
+        };
+        for (n, option) in q.options.iter().enumerate() {
+            part += &format!("{}. {}", n + 1, option.label);
+            if let Some(d) = &option.description {
+                part += &format!(" — {d}");
+            }
+            part += "\n";
+        }
+        out += &truncate(&part, share);
+        out += "\n";
+    }
+    truncate(out.trim_end(), budget)
+}
+
+fn sign(signer: &TokenSigner, interaction: &Interaction, code: Code) -> Option<String> {
+    match signer.sign(&interaction.id, &code.encode()) {
+        Ok(token) if token.chars().count() <= limits::CUSTOM_ID => Some(token),
+        Ok(_) | Err(_) => {
+            // Only an interaction id far longer than the engine's makes this happen.
+            tracing::error!(interaction = %interaction.id, ?code, "cannot make a custom_id; control left out");
+            None
+        }
+    }
+}
+
+fn button(signer: &TokenSigner, interaction: &Interaction, code: Code, label: &str, style: ButtonStyle) -> Option<CreateButton> {
+    Some(CreateButton::new(sign(signer, interaction, code)?).label(truncate(label, limits::BUTTON_LABEL)).style(style))
+}
+
+/// Previous/next buttons when there is more than one page.
+fn page_buttons(interaction: &Interaction, locale: Locale, signer: &TokenSigner, page: usize) -> Vec<CreateButton> {
+    let total = pages(interaction);
+    let mut out = Vec::new();
+    if page > 0 {
+        out.extend(button(signer, interaction, Code::Page(page - 1), dtext(locale, DMsg::Previous), ButtonStyle::Secondary));
+    }
+    if page + 1 < total {
+        out.extend(button(signer, interaction, Code::Page(page + 1), dtext(locale, DMsg::Next), ButtonStyle::Secondary));
+    }
+    out
+}
+
+fn decision_button(signer: &TokenSigner, interaction: &Interaction, locale: Locale, i: usize, d: DecisionType, prefix: &str, chosen: Option<&Decision>) -> Option<CreateButton> {
+    let (code, msg, style) = match d {
+        DecisionType::Approve => (Code::Approve(i), Msg::Approve, ButtonStyle::Success),
+        DecisionType::Reject => (Code::Reject(i), Msg::Reject, ButtonStyle::Danger),
+        DecisionType::Edit => (Code::Edit(i), Msg::Edit, ButtonStyle::Primary),
+        DecisionType::Respond => (Code::Respond(i), Msg::Respond, ButtonStyle::Secondary),
+    };
+    let mark = if chosen.is_some_and(|c| c.decision_type() == d) { "✓ " } else { "" };
+    button(signer, interaction, code, &format!("{mark}{prefix}{}", locale::text(locale, msg)), style)
+}
+
+fn approval_rows(interaction: &Interaction, actions: &[Action], locale: Locale, signer: &TokenSigner, page: usize) -> Vec<CreateActionRow> {
+    let chosen = |i: usize| match &interaction.draft {
+        Draft::Decisions(d) => d.decisions.get(i).and_then(Option::as_ref),
+        Draft::Answers { .. } => None,
+    };
+    if let [action] = actions {
+        let buttons: Vec<CreateButton> = ordered(action)
+            .filter_map(|d| decision_button(signer, interaction, locale, 0, d, "", None))
+            .collect();
+        return if buttons.is_empty() { Vec::new() } else { vec![CreateActionRow::Buttons(buttons)] };
+    }
+    let mut rows = Vec::new();
+    for (i, action) in actions.iter().enumerate().skip(page * PER_PAGE).take(PER_PAGE) {
+        let prefix = format!("{}. ", i + 1);
+        let buttons: Vec<CreateButton> = ordered(action)
+            .filter_map(|d| decision_button(signer, interaction, locale, i, d, &prefix, chosen(i)))
+            .collect();
+        if !buttons.is_empty() {
+            rows.push(CreateActionRow::Buttons(buttons));
+        }
+    }
+    let mut last = Vec::new();
+    if actions.iter().all(|a| a.allowed.contains(&DecisionType::Approve)) {
+        last.extend(button(signer, interaction, Code::ApproveAll, locale::text(locale, Msg::ApproveAll), ButtonStyle::Success));
+    }
+    if actions.iter().all(|a| a.allowed.contains(&DecisionType::Reject)) {
+        last.extend(button(signer, interaction, Code::RejectAll, locale::text(locale, Msg::RejectAll), ButtonStyle::Danger));
+    }
+    last.extend(button(signer, interaction, Code::Submit, locale::text(locale, Msg::Submit), ButtonStyle::Primary));
+    last.extend(page_buttons(interaction, locale, signer, page));
+    rows.push(CreateActionRow::Buttons(last));
+    rows
+}
+
+fn question_rows(interaction: &Interaction, questions: &[Question], locale: Locale, signer: &TokenSigner, page: usize) -> Vec<CreateActionRow> {
+    let selected = |i: usize| match &interaction.draft {
+        Draft::Answers { answers } => answers.get(i).map(|a| a.selected.clone()).unwrap_or_default(),
+        Draft::Decisions(_) => Vec::new(),
+    };
+    let mut rows = Vec::new();
+    let mut any_free_text = false;
+    for (i, q) in questions.iter().enumerate().skip(page * PER_PAGE).take(PER_PAGE) {
+        any_free_text |= q.allows_free_text();
+        let chosen = selected(i);
+        // Discord takes at most 25 options; the rest stay readable in the embed.
+        let options: Vec<CreateSelectMenuOption> = q
+            .options
+            .iter()
+            .enumerate()
+            .take(limits::SELECT_OPTIONS)
+            .map(|(n, o)| {
+                let mut option = CreateSelectMenuOption::new(truncate(&o.label, limits::OPTION_TEXT), n.to_string())
+                    .default_selection(chosen.contains(&n));
+                if let Some(d) = o.description.as_deref().filter(|d| !d.is_empty()) {
+                    option = option.description(truncate(d, limits::OPTION_TEXT));
+                }
+                option
+            })
+            .collect();
+        let Some(custom_id) = sign(signer, interaction, Code::Select(i)) else { continue };
+        if options.is_empty() {
+            continue; // A select needs at least one option; free text still works via Other….
+        }
+        let count = options.len() as u8;
+        let placeholder = format!("{}. {}", i + 1, q.header.as_deref().unwrap_or(&q.text));
+        let mut select = CreateSelectMenu::new(custom_id, CreateSelectMenuKind::String { options })
+            .placeholder(truncate(&placeholder, limits::PLACEHOLDER));
+        if q.multi_select {
+            select = select.min_values(1).max_values(count);
+        }
+        rows.push(CreateActionRow::SelectMenu(select));
+    }
+    let mut last = Vec::new();
+    last.extend(button(signer, interaction, Code::Submit, locale::text(locale, Msg::Submit), ButtonStyle::Success));
+    if any_free_text {
+        last.extend(button(signer, interaction, Code::Other(page), dtext(locale, DMsg::OtherEllipsis), ButtonStyle::Primary));
+    }
+    last.extend(button(signer, interaction, Code::Skip, locale::text(locale, Msg::Skip), ButtonStyle::Secondary));
+    last.extend(page_buttons(interaction, locale, signer, page));
+    rows.push(CreateActionRow::Buttons(last));
+    rows
+}
+
+/// The label of question `q`'s free-text input in the Other… modal: the input
+/// option's own label when the backend named one, else the localized "Other".
+pub fn free_text_label(q: &Question, index: usize, locale: Locale) -> String {
+    let slot = match q.free_text {
+        FreeText::InputOption(_) => q.free_text_label().unwrap_or(locale::text(locale, Msg::Other)).to_owned(),
+        _ => locale::text(locale, Msg::Other).to_owned(),
+    };
+    // The slot's own name first, so a long question cannot push it out of the label.
+    let about = q.header.as_deref().unwrap_or(&q.text);
+    truncate(&format!("{slot} · {}. {about}", index + 1), limits::INPUT_LABEL)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interaction::{Applied, RequestBuilder, TimeoutDefaults};
+    use crate::protocol::{ActionRequest, ReviewConfig};
+    use serde_json::json;
+
+    fn interaction(actions: Vec<ActionRequest>, configs: Vec<ReviewConfig>) -> Interaction {
+        let request = RequestBuilder::start("k_1", actions, configs, Some(300)).finish(TimeoutDefaults::default()).expect("request");
+        Interaction::new("a1b2c3d4e5f6".into(), "s".into(), request, None, 1_767_225_600_000)
+    }
+
+    fn action(name: &str, args: Value) -> ActionRequest {
+        ActionRequest { name: name.into(), args, description: Some("d".repeat(300)), tool_use_id: None }
+    }
+
+    fn json_of(view: &View) -> (Value, Value) {
+        (serde_json::to_value(&view.embed).expect("embed"), serde_json::to_value(&view.components).expect("rows"))
+    }
+
+    fn chars(v: &Value) -> usize {
+        v.as_str().map_or(0, |s| s.chars().count())
+    }
+
+    /// Every limit Discord enforces on a message, checked on a rendered view.
+    fn assert_within_limits(view: &View) {
+        let (embed, rows) = json_of(view);
+        assert!(chars(&embed["title"]) <= limits::EMBED_TITLE);
+        assert!(chars(&embed["description"]) <= limits::EMBED_DESCRIPTION, "{}", chars(&embed["description"]));
+        let fields = embed["fields"].as_array().cloned().unwrap_or_default();
+        assert!(fields.len() <= limits::FIELDS);
+        let total = chars(&embed["title"])
+            + chars(&embed["description"])
+            + chars(&embed["footer"]["text"])
+            + fields.iter().map(|f| chars(&f["name"]) + chars(&f["value"])).sum::<usize>();
+        assert!(total <= limits::EMBED_TOTAL, "embed total {total}");
+        let rows = rows.as_array().cloned().unwrap_or_default();
+        assert!(rows.len() <= limits::ROWS, "{} rows", rows.len());
+        for row in rows {
+            let items = row["components"].as_array().cloned().unwrap_or_default();
+            assert!(!items.is_empty() && items.len() <= limits::BUTTONS_PER_ROW);
+            for item in &items {
+                assert!((1..=limits::CUSTOM_ID).contains(&chars(&item["custom_id"])));
+                assert!(chars(&item["label"]) <= limits::BUTTON_LABEL);
+                if item["type"] == 3 {
+                    assert_eq!(items.len(), 1, "a select fills its row");
+                    let options = item["options"].as_array().cloned().unwrap_or_default();
+                    assert!((1..=limits::SELECT_OPTIONS).contains(&options.len()));
+                    assert!(item["max_values"].as_u64().unwrap_or(1) as usize <= options.len());
+                    for o in options {
+                        assert!((1..=limits::OPTION_TEXT).contains(&chars(&o["label"])));
+                        assert!(chars(&o["description"]) <= limits::OPTION_TEXT);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn many_actions_paginate_within_five_rows() {
+        let actions: Vec<ActionRequest> = (0..9).map(|i| action(&format!("tool_{i}"), json!({"n": i}))).collect();
+        let i = interaction(actions, vec![]);
+        assert_eq!(pages(&i), 3);
+        let signer = TokenSigner::new(b"k");
+        for page in 0..3 {
+            let view = view(&i, Locale::En, &signer, page);
+            assert_within_limits(&view);
+            let (_, rows) = json_of(&view);
+            let last: Vec<Value> = rows[rows.as_array().map_or(0, Vec::len) - 1]["components"].as_array().cloned().unwrap_or_default();
+            let labels: Vec<&str> = last.iter().filter_map(|b| b["label"].as_str()).collect();
+            let expected: &[&str] = match page {
+                0 => &["Approve all", "Reject all", "Submit", "Next ▶"],
+                1 => &["Approve all", "Reject all", "Submit", "◀ Previous", "Next ▶"],
+                _ => &["Approve all", "Reject all", "Submit", "◀ Previous"],
+            };
+            assert_eq!(labels, expected);
+        }
+        // Page 2 shows actions 9 only: one action row plus the shared row.
+        let (_, rows) = json_of(&view(&i, Locale::En, &signer, 2));
+        assert_eq!(rows.as_array().map(Vec::len), Some(2));
+        assert_eq!(rows[0]["components"][0]["label"], "9. Approve");
+    }
+
+    #[test]
+    fn long_args_are_cut_and_attached_whole() {
+        let big = json!({"rows": (0..2000).map(|n| format!("row-{n}")).collect::<Vec<_>>()});
+        let i = interaction(vec![action("import", big.clone())], vec![]);
+        let view = view(&i, Locale::Vi, &TokenSigner::new(b"k"), 0);
+        assert_within_limits(&view);
+        let (name, bytes) = view.attachment.clone().expect("attached");
+        assert_eq!(name, ARGS_FILE);
+        assert_eq!(serde_json::from_slice::<Value>(&bytes).expect("json"), big);
+        let (embed, _) = json_of(&view);
+        assert_eq!(embed["footer"]["text"], "Tham số quá dài để hiển thị; JSON đầy đủ được đính kèm.");
+        assert!(embed["description"].as_str().is_some_and(|d| d.contains("…") && d.ends_with("```")), "the code block stays closed");
+    }
+
+    #[test]
+    fn big_questions_stay_within_limits() {
+        let options: Vec<Value> = (0..30).map(|n| json!({"label": format!("{n} {}", "ô".repeat(120)), "description": "ữ".repeat(150)})).collect();
+        let questions: Vec<Value> = (0..6)
+            .map(|n| json!({"question": format!("{n} {}", "câu hỏi ".repeat(200)), "header": "h".repeat(300), "multiSelect": n % 2 == 0, "options": options}))
+            .collect();
+        let i = interaction(vec![ActionRequest { name: "ask_user_question".into(), args: json!({"questions": questions}), description: None, tool_use_id: None }], vec![]);
+        assert_eq!(pages(&i), 2);
+        let signer = TokenSigner::new(b"k");
+        for page in 0..2 {
+            assert_within_limits(&view(&i, Locale::Zh, &signer, page));
+        }
+        let (_, rows) = json_of(&view(&i, Locale::En, &signer, 0));
+        assert_eq!(rows[0]["components"][0]["max_values"], 25);
+        assert_eq!(rows[1]["components"][0].get("max_values"), None, "single select keeps Discord's default of 1");
+        let other = crate::platform::discord::modal::other(&i, 0, Locale::En, &signer).expect("modal");
+        let other = serde_json::to_value(&other).expect("modal");
+        let inputs = other["components"].as_array().cloned().unwrap_or_default();
+        assert_eq!(inputs.len(), 4);
+        assert!(inputs.iter().all(|r| chars(&r["components"][0]["label"]) <= limits::INPUT_LABEL));
+    }
+
+    #[test]
+    fn ended_interaction_has_no_components_and_shows_answers() {
+        let q = json!({"questions":[{"question":"Q?","options":[{"label":"A"},{"label":"B"}]}]});
+        let mut i = interaction(vec![ActionRequest { name: "ask_user_question".into(), args: q, description: None, tool_use_id: None }], vec![]);
+        let actor = crate::interaction::Actor::new("discord", "1", "Thảo");
+        let policy = crate::interaction::AccessPolicy { approver_users: vec![("discord".into(), "1".into())], approver_roles: vec![] };
+        i.apply(&actor, crate::interaction::UserAction::Select { question: 0, options: vec![1] }, &policy, 1_767_225_601_000).expect("select");
+        let applied = i.apply(&actor, crate::interaction::UserAction::Submit, &policy, 1_767_225_602_000).expect("submit");
+        assert!(matches!(applied, Applied::Resolved(_)));
+        let view = view(&i, Locale::En, &TokenSigner::new(b"k"), 0);
+        assert!(view.components.is_empty());
+        let (embed, _) = json_of(&view);
+        assert_eq!(embed["fields"], json!([
+            {"name":"Decision","value":"✅ Sent by Thảo at 00:00 UTC","inline":false},
+            {"name":"1. Q?","value":"B","inline":false}
+        ]));
+    }
+
+    #[test]
+    fn only_allowed_decisions_get_buttons_in_a_fixed_order() {
+        let config = ReviewConfig { action_name: None, allowed_decisions: Some(vec!["reject".into(), "approve".into(), "respond".into()]), timeout: None, require_approval: None };
+        let i = interaction(vec![action("send", json!({}))], vec![config]);
+        let (_, rows) = json_of(&view(&i, Locale::En, &TokenSigner::new(b"k"), 0));
+        let labels: Vec<&str> = rows[0]["components"].as_array().into_iter().flatten().filter_map(|b| b["label"].as_str()).collect();
+        assert_eq!(labels, ["Approve", "Reject", "Comment"]);
+    }
+}

@@ -1,0 +1,62 @@
+//! Outgoing REST calls and Discord's 429s.
+//!
+//! With the default client serenity's own rate limiter reads `retry_after` and waits.
+//! Behind `discord.api_url` (a proxy or the tests' fake) serenity only honours the
+//! proxy with its rate limiter off, so a 429 comes back to us: [`retrying`] waits
+//! and tries again, so that nothing the bridge sends is lost to a rate limit.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serenity::all::{Http, HttpBuilder};
+
+use crate::config::DiscordSettings;
+
+/// Attempts per call, the first included.
+const ATTEMPTS: u32 = 5;
+
+/// The REST client: straight to Discord with serenity's rate limiter, or to
+/// `api_url` without it (serenity ignores the proxy when its limiter is on).
+pub fn http(settings: &DiscordSettings, token: &str) -> Http {
+    let mut builder = HttpBuilder::new(token);
+    if let Some(url) = settings.api_url.as_deref().filter(|u| !u.is_empty()) {
+        builder = builder.proxy(url.trim_end_matches('/')).ratelimiter_disabled(true);
+    }
+    builder.build()
+}
+
+pub fn client(settings: &DiscordSettings, token: &str) -> Arc<Http> {
+    Arc::new(http(settings, token))
+}
+
+fn status(e: &serenity::Error) -> Option<u16> {
+    match e {
+        serenity::Error::Http(http) => http.status_code().map(|s| s.as_u16()),
+        _ => None,
+    }
+}
+
+/// Runs `call` until it succeeds, fails with something other than a 429, or has
+/// been tried [`ATTEMPTS`] times. Waits grow 0.5 s, 1 s, 2 s, 4 s: serenity drops the
+/// 429's body, so `retry_after` cannot be read here; a proxy is expected to hold
+/// requests back itself, and this only covers what slips through.
+pub async fn retrying<T, F, Fut>(what: &str, mut call: F) -> Result<T, serenity::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, serenity::Error>>,
+{
+    let mut wait = Duration::from_millis(500);
+    let mut attempt = 1;
+    loop {
+        match call().await {
+            Err(e) if status(&e) == Some(429) && attempt < ATTEMPTS => {
+                tracing::warn!(%what, attempt, wait_ms = wait.as_millis() as u64, "rate limited by Discord; retrying");
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}

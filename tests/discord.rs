@@ -1,0 +1,744 @@
+//! End to end through Discord: reference agent ↔ bridge ↔ the real serenity client ↔
+//! a fake Discord (REST + gateway). Messages and clicks are pushed into the fake's
+//! gateway exactly as Discord would send them; the tests assert the exact commands the
+//! agent received and snapshot the payloads the bridge sent to Discord.
+
+mod support;
+#[path = "support/fake_discord.rs"]
+mod fake_discord;
+
+use std::time::Duration;
+
+use fake_discord::*;
+use hitl_bridge::app::App;
+use hitl_bridge::config::Settings;
+use serde_json::{Value, json};
+use support::{approvals, session_id, start_sim, wait_approvals, wait_until};
+
+const THAO: &str = "500000000000000001";
+const STRANGER: &str = "500000000000000666";
+const LEAD_ROLE: &str = "600000000000000777";
+
+fn thao() -> Value {
+    user(THAO, "Thảo")
+}
+
+/// The agent, the fake Discord and a bridge wired to both.
+struct Rig {
+    sim: hitl_bridge::agent_sim::SimHandle,
+    fake: FakeDiscord,
+    dir: tempfile::TempDir,
+    settings: Settings,
+    app: Option<App>,
+}
+
+impl Rig {
+    async fn start(timeout_secs: u64, extra: &[(&str, &str)]) -> Rig {
+        Self::start_with(timeout_secs, extra, |_| {}).await
+    }
+
+    async fn start_with(timeout_secs: u64, extra: &[(&str, &str)], tweak: impl FnOnce(&mut Settings)) -> Rig {
+        let sim = start_sim(timeout_secs).await;
+        let fake = FakeDiscord::start().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let api = fake.api_url();
+        let mut pairs: Vec<(&str, &str)> = vec![
+            ("console.enabled", "false"),
+            ("discord.enabled", "true"),
+            ("discord.token", "fake-bot-token"),
+            ("discord.api_url", &api),
+            ("tokens.secret", "test-secret"),
+        ];
+        pairs.extend_from_slice(extra);
+        let mut settings = support::settings(&sim, &dir, &pairs);
+        settings.discord.channels = vec![CHANNEL_ID.into()];
+        settings.access.approver_roles = vec![LEAD_ROLE.into()];
+        tweak(&mut settings);
+        let mut rig = Rig { sim, fake, dir, settings, app: None };
+        rig.boot(1).await;
+        rig
+    }
+
+    /// Starts the bridge and waits until it has identified (the `n`-th time) and
+    /// registered its slash commands.
+    async fn boot(&mut self, n: u32) {
+        let registrations = |fake: &FakeDiscord| fake.requests().iter().filter(|r| r.method == "PUT" && r.path.ends_with("/commands")).count();
+        let before = registrations(&self.fake);
+        let app = App::start(&self.settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge starts");
+        self.app = Some(app);
+        self.fake.wait_identified(n).await;
+        let fake = &self.fake;
+        wait_until(|| async move { (registrations(fake) > before).then_some(()) }).await;
+    }
+
+    async fn restart(&mut self) {
+        if let Some(app) = self.app.take() {
+            app.stop().await;
+        }
+        let n = self.fake.identifies() + 1;
+        self.boot(n).await;
+    }
+
+    /// A chat message from `who` in the configured channel.
+    fn say(&self, who: &Value, text: &str) {
+        self.fake.dispatch("MESSAGE_CREATE", guild_message(&self.fake, CHANNEL_ID, who, text, false));
+    }
+
+    /// Waits for the next interaction message (a POST with an embed) after `skip`
+    /// requests; returns it with its message id.
+    async fn wait_card(&self, skip: usize) -> (Recorded, String) {
+        let card = self
+            .fake
+            .wait_request(skip, |r| r.method == "POST" && r.path.ends_with("/messages") && has_embed(&r.body))
+            .await;
+        let id = card.response.as_ref().and_then(|m| m["id"].as_str()).expect("message id").to_owned();
+        (card, id)
+    }
+
+    fn push(&self, interaction: Value) {
+        self.fake.dispatch("INTERACTION_CREATE", interaction);
+    }
+
+    /// Clicks the button whose label contains `label` on `card`.
+    fn click(&self, card: &Recorded, message_id: &str, label: &str, who: &Value, roles: &[&str]) {
+        let id = button(&card.body, label);
+        self.push(click(&self.fake, &id, message_id, CHANNEL_ID, who, roles));
+    }
+
+    async fn stop(mut self) {
+        if let Some(app) = self.app.take() {
+            app.stop().await;
+        }
+        self.sim.shutdown().await;
+        self.fake.shutdown().await;
+        drop(self.dir);
+    }
+}
+
+fn has_embed(body: &Value) -> bool {
+    body["embeds"].as_array().is_some_and(|e| !e.is_empty())
+}
+
+/// Every component of a message or modal body, flattened.
+fn components(body: &Value) -> Vec<Value> {
+    let rows = body["components"].as_array().cloned().unwrap_or_default();
+    rows.iter().flat_map(|r| r["components"].as_array().cloned().unwrap_or_default()).collect()
+}
+
+/// The custom_id of the button labelled `label` (exactly, or containing it).
+fn button(body: &Value, label: &str) -> String {
+    let all = components(body);
+    let found = all
+        .iter()
+        .find(|c| c["label"] == label)
+        .or_else(|| all.iter().find(|c| c["label"].as_str().is_some_and(|l| l.contains(label))));
+    found.and_then(|c| c["custom_id"].as_str()).unwrap_or_else(|| panic!("no button {label:?} in {body}")).to_owned()
+}
+
+/// The custom_id of the `n`-th select menu.
+fn select_id(body: &Value, n: usize) -> String {
+    components(body).iter().filter(|c| c["type"] == 3).nth(n).and_then(|c| c["custom_id"].as_str()).expect("select").to_owned()
+}
+
+/// Replaces what changes from run to run (ids, token tags, times) so payloads can be
+/// snapshotted: custom_ids keep their action code, `1:[id]:ap.0:[tag]`.
+fn mask(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let masked = match (k.as_str(), v) {
+                        ("custom_id", Value::String(s)) => Value::String(mask_token(s)),
+                        (_, other) => mask(other),
+                    };
+                    (k.clone(), masked)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(mask).collect()),
+        Value::String(s) => Value::String(mask_text(s)),
+        other => other.clone(),
+    }
+}
+
+fn mask_token(token: &str) -> String {
+    let parts: Vec<&str> = token.split(':').collect();
+    match parts.as_slice() {
+        [version, _, code, _] => format!("{version}:[id]:{code}:[tag]"),
+        _ => token.to_owned(),
+    }
+}
+
+/// `<t:1767225600:R>` → `<t:[unix]:R>`; `09:05 UTC` → `[hh:mm] UTC`.
+fn mask_text(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("<t:") {
+        out += &rest[..i + 3];
+        rest = &rest[i + 3..];
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        if digits > 0 {
+            out += "[unix]";
+        }
+        rest = &rest[digits..];
+    }
+    out += rest;
+    let chars: Vec<char> = out.chars().collect();
+    let mut masked = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let window: String = chars[i..(i + 9).min(chars.len())].iter().collect();
+        let b: Vec<char> = window.chars().collect();
+        if b.len() == 9 && b[0].is_ascii_digit() && b[1].is_ascii_digit() && b[2] == ':' && b[3].is_ascii_digit() && b[4].is_ascii_digit() && window.ends_with(" UTC") {
+            masked += "[hh:mm] UTC";
+            i += 9;
+        } else {
+            masked.push(chars[i]);
+            i += 1;
+        }
+    }
+    masked
+}
+
+/// Object keys sorted, so maps serenity keeps in a HashMap snapshot the same every run.
+fn sorted(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().map(|(k, v)| (k, sorted(v))).collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+/// The snapshot form of a recorded request: method, path with ids masked, body.
+fn shot(r: &Recorded) -> Value {
+    let path: Vec<String> = r
+        .path
+        .split('/')
+        .map(|seg| if seg.len() > 10 && seg.chars().all(|c| c.is_ascii_digit()) || seg.starts_with("tok-") { "[id]".to_owned() } else { seg.to_owned() })
+        .collect();
+    json!({"method": r.method, "path": path.join("/"), "body": sorted(mask(&r.body)), "files": r.files.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()})
+}
+
+/// Waits for the interaction callback answering the pushed interaction `n` (by order).
+async fn callbacks(fake: &FakeDiscord, n: usize) -> Vec<Recorded> {
+    wait_until(|| async {
+        let got: Vec<Recorded> = fake.requests().into_iter().filter(|r| r.path.ends_with("/callback")).collect();
+        (got.len() >= n).then_some(got)
+    })
+    .await
+}
+
+/// The ephemeral follow-ups sent so far.
+fn followups(fake: &FakeDiscord) -> Vec<Recorded> {
+    fake.requests().into_iter().filter(|r| r.method == "POST" && r.path.starts_with("/api/v10/webhooks/")).collect()
+}
+
+async fn wait_followups(fake: &FakeDiscord, n: usize) -> Vec<Recorded> {
+    wait_until(|| async {
+        let got = followups(fake);
+        (got.len() >= n).then_some(got)
+    })
+    .await
+}
+
+/// Agent text sent to the channel (not embeds), in order.
+fn texts(fake: &FakeDiscord) -> Vec<String> {
+    fake.requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/messages") && r.status == 200 && !has_embed(&r.body))
+        .filter_map(|r| r.body["content"].as_str().map(str::to_owned))
+        .collect()
+}
+
+async fn wait_text(fake: &FakeDiscord, needle: &str) {
+    wait_until(|| async { texts(fake).iter().any(|t| t.contains(needle)).then_some(()) }).await;
+}
+
+/// The last edit of message `id`.
+async fn wait_edit(fake: &FakeDiscord, id: &str, pred: impl Fn(&Value) -> bool) -> Recorded {
+    wait_until(|| async {
+        fake.requests().into_iter().rev().find(|r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{id}")) && pred(&r.body))
+    })
+    .await
+}
+
+// ---------------------------------------------------------------------------------
+
+/// Seed 002: approve; the card shows the args, the outcome replaces the buttons.
+#[tokio::test]
+async fn seed_002_approve() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "trade");
+    let (card, id) = rig.wait_card(0).await;
+    insta::assert_json_snapshot!("seed_002_card", shot(&card));
+    rig.click(&card, &id, "Approve", &thao(), &[]);
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    let ack = callbacks(&rig.fake, 1).await;
+    assert_eq!(ack[0].body, json!({"type":6,"data":null}), "a deferred update first");
+    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    insta::assert_json_snapshot!("seed_002_approved", shot(&done));
+    wait_text(&rig.fake, "Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    rig.stop().await;
+}
+
+/// Seed 002: reject.
+#[tokio::test]
+async fn seed_002_reject() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "trade");
+    let (card, id) = rig.wait_card(0).await;
+    rig.click(&card, &id, "Reject", &thao(), &[]);
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"reject"}]})]);
+    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    assert_eq!(mask(&done.body["embeds"][0]["fields"]), json!([{"name":"Decision","value":"❌ Reject by Thảo at [hh:mm] UTC","inline":false}]));
+    wait_text(&rig.fake, "Lệnh đã bị hủy.").await;
+    rig.stop().await;
+}
+
+/// Seed 002: Edit opens a modal prefilled with the args; invalid JSON and a
+/// non-object get an ephemeral error and send nothing; the valid edit goes through.
+#[tokio::test]
+async fn seed_002_edit_via_modal() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "trade");
+    let (card, id) = rig.wait_card(0).await;
+    rig.click(&card, &id, "Edit", &thao(), &[]);
+    let opened = callbacks(&rig.fake, 1).await.remove(0);
+    insta::assert_json_snapshot!("seed_002_edit_modal", shot(&opened));
+    assert_eq!(opened.body["type"], 9, "the modal is the first response");
+    let modal_id = opened.body["data"]["custom_id"].as_str().expect("modal id").to_owned();
+
+    rig.push(modal_submit(&rig.fake, &modal_id, &[("args", "{quantity: 50")], &id, CHANNEL_ID, &thao()));
+    let notes = wait_followups(&rig.fake, 1).await;
+    assert_eq!(notes[0].body["flags"], 64, "ephemeral");
+    let text = notes[0].body["content"].as_str().unwrap_or_default().to_owned();
+    assert!(text.starts_with("Not accepted: invalid JSON"), "{text}");
+    rig.push(modal_submit(&rig.fake, &modal_id, &[("args", "[50]")], &id, CHANNEL_ID, &thao()));
+    let notes = wait_followups(&rig.fake, 2).await;
+    assert_eq!(notes[1].body["content"], "Not accepted: the args must be a JSON object, not an array. Send a JSON object.");
+    assert!(approvals(&rig.sim).is_empty(), "nothing is sent for a refused edit");
+
+    rig.push(modal_submit(&rig.fake, &modal_id, &[("args", r#"{"symbol":"VNM","quantity":50,"side":"buy","price":82000}"#)], &id, CHANNEL_ID, &thao()));
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}]})]);
+    let acks: Vec<Value> = callbacks(&rig.fake, 4).await.iter().map(|r| r.body["type"].clone()).collect();
+    assert_eq!(acks, vec![json!(9), json!(6), json!(6), json!(6)]);
+    wait_text(&rig.fake, "Đã đặt lệnh: buy 50 VNM @ 82000").await;
+    rig.stop().await;
+}
+
+/// Two actions: a row per action with only the allowed decisions, then Submit.
+#[tokio::test]
+async fn two_actions() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "two actions");
+    let (card, id) = rig.wait_card(0).await;
+    insta::assert_json_snapshot!("two_actions_card", shot(&card));
+    let labels: Vec<String> = components(&card.body).iter().filter_map(|c| c["label"].as_str().map(str::to_owned)).collect();
+    assert_eq!(labels, ["1. Approve", "1. Reject", "1. Edit", "2. Approve", "2. Reject", "Approve all", "Reject all", "Submit"]);
+    rig.click(&card, &id, "1. Approve", &thao(), &[]);
+    // The card is re-rendered with the choice marked before the next click.
+    wait_edit(&rig.fake, &id, |b| components(b).iter().any(|c| c["label"] == "✓ 1. Approve")).await;
+    rig.click(&card, &id, "2. Reject", &thao(), &[]);
+    wait_edit(&rig.fake, &id, |b| components(b).iter().any(|c| c["label"] == "✓ 2. Reject")).await;
+    assert!(approvals(&rig.sim).is_empty(), "nothing is sent before Submit");
+    rig.click(&card, &id, "Submit", &thao(), &[]);
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"approve"},{"type":"reject"}]})]);
+    wait_text(&rig.fake, "execute_trade: approve; send_report: reject").await;
+    rig.stop().await;
+}
+
+/// Seed 000: two rounds of questions answered with selects, the input option's
+/// free text through the Other… modal, and Submit.
+#[tokio::test]
+async fn seed_000_questions() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "hỏi 2 lần");
+    wait_text(&rig.fake, "Chuẩn bị câu hỏi lần 1").await;
+    let (card, id) = rig.wait_card(0).await;
+    insta::assert_json_snapshot!("seed_000_card", shot(&card));
+    rig.push(select(&rig.fake, &select_id(&card.body, 0), &["0"], &id, CHANNEL_ID, &thao()));
+    rig.push(select(&rig.fake, &select_id(&card.body, 1), &["2"], &id, CHANNEL_ID, &thao()));
+    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][2]["value"] == "Khác").await;
+    rig.click(&card, &id, "Other…", &thao(), &[]);
+    let opened = callbacks(&rig.fake, 3).await.remove(2);
+    insta::assert_json_snapshot!("seed_000_other_modal", shot(&opened));
+    let modal_id = opened.body["data"]["custom_id"].as_str().expect("modal id").to_owned();
+    rig.push(modal_submit(&rig.fake, &modal_id, &[("q1", "Ngắn hạn")], &id, CHANNEL_ID, &thao()));
+    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][2]["value"] == "Ngắn hạn").await;
+    let mark = rig.fake.requests().len();
+    rig.click(&card, &id, "Submit", &thao(), &[]);
+    let (second, id2) = rig.wait_card(mark).await;
+    rig.push(select(&rig.fake, &select_id(&second.body, 0), &["1"], &id2, CHANNEL_ID, &thao()));
+    wait_edit(&rig.fake, &id2, |b| b["embeds"][0]["fields"][1]["value"] == "Telegram").await;
+    rig.click(&second, &id2, "Submit", &thao(), &[]);
+    wait_text(&rig.fake, "Cảm ơn! Tổng kết: mục tiêu = Cổ tức bền vững (Recommended); kỳ hạn = Ngắn hạn; kênh = Telegram").await;
+
+    let s = session_id(&rig.sim);
+    let got = approvals(&rig.sim);
+    assert_eq!(
+        serde_json::to_string(&got[0]).expect("json"),
+        serde_json::to_string(&json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+            "answers":{"Thảo muốn tập trung vào mục tiêu nào?":"Cổ tức bền vững (Recommended)","Thời gian nắm giữ dự kiến?":"Ngắn hạn"}})).expect("json")
+    );
+    assert_eq!(got[1], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),
+        "answers":{"Bạn muốn nhận báo cáo qua kênh nào?":"Telegram"}}));
+    assert_eq!(got.len(), 2);
+    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    insta::assert_json_snapshot!("seed_000_answered", shot(&done));
+    rig.stop().await;
+}
+
+/// Multi-select: several options in one select, the input option's text via Other….
+#[tokio::test]
+async fn multi_select_with_other() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "multi");
+    let (card, id) = rig.wait_card(0).await;
+    let menu = components(&card.body).into_iter().find(|c| c["type"] == 3).expect("select");
+    assert_eq!((menu["min_values"].clone(), menu["max_values"].clone()), (json!(1), json!(4)));
+    rig.push(select(&rig.fake, &select_id(&card.body, 0), &["0", "1", "3"], &id, CHANNEL_ID, &thao()));
+    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][1]["value"] == "Ngân hàng, Thép (Steel), Khác").await;
+    rig.click(&card, &id, "Other…", &thao(), &[]);
+    let opened = callbacks(&rig.fake, 2).await.remove(1);
+    assert_eq!(opened.body["data"]["components"][0]["components"][0]["label"], "Khác · 1. Ngành");
+    let modal_id = opened.body["data"]["custom_id"].as_str().expect("modal id").to_owned();
+    rig.push(modal_submit(&rig.fake, &modal_id, &[("q0", "Năng lượng")], &id, CHANNEL_ID, &thao()));
+    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][1]["value"] == "Ngân hàng, Thép (Steel), Năng lượng").await;
+    rig.click(&card, &id, "Submit", &thao(), &[]);
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Nhóm ngành quan tâm?":"Ngân hàng, Thép (Steel), Năng lượng"}})]);
+    wait_text(&rig.fake, "Bạn chọn: Ngân hàng, Thép (Steel), Năng lượng").await;
+    rig.stop().await;
+}
+
+/// Skip answers every question with "[No preference]".
+#[tokio::test]
+async fn skip() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "multi");
+    let (card, id) = rig.wait_card(0).await;
+    rig.click(&card, &id, "Skip", &thao(), &[]);
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Nhóm ngành quan tâm?":"[No preference]"}})]);
+    wait_text(&rig.fake, "Bạn chọn: [No preference]").await;
+    rig.stop().await;
+}
+
+/// Nobody answers: the agent times the request out; the card shows it and loses its
+/// buttons; a late click gets an ephemeral notice and sends nothing.
+#[tokio::test]
+async fn expiry() {
+    let rig = Rig::start(1, &[]).await;
+    rig.say(&thao(), "timeout");
+    let (card, id) = rig.wait_card(0).await;
+    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    assert_eq!(mask(&done.body["embeds"][0]["fields"]), json!([{"name":"Decision","value":"⌛ Expired at [hh:mm] UTC with no decision","inline":false}]));
+    wait_text(&rig.fake, "Không ai trả lời trong 1 giây; thao tác đã bị hủy.").await;
+    rig.click(&card, &id, "Approve", &thao(), &[]);
+    let notes = wait_followups(&rig.fake, 1).await;
+    assert_eq!(notes[0].body["content"], "This request has expired.");
+    assert_eq!(notes[0].body["flags"], 64);
+    assert!(approvals(&rig.sim).is_empty());
+    rig.stop().await;
+}
+
+/// A stranger's click is refused privately and changes nothing; a member with an
+/// approver role may decide.
+#[tokio::test]
+async fn unauthorized_user_then_approver_role() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "trade");
+    let (card, id) = rig.wait_card(0).await;
+    let stranger = user(STRANGER, "Mallory");
+    rig.click(&card, &id, "Approve", &stranger, &[]);
+    let notes = wait_followups(&rig.fake, 1).await;
+    assert_eq!(shot(&notes[0]), json!({"method":"POST","path":"/api/v10/webhooks/[id]/[id]",
+        "body":{"content":"You are not allowed to answer this request.","embeds":[],"flags":64,"attachments":[]},"files":[]}));
+    // Edit would open a modal: a stranger gets the refusal instead, in their language.
+    let mut edit = click(&rig.fake, &button(&card.body, "Edit"), &id, CHANNEL_ID, &stranger, &[]);
+    edit["locale"] = json!("vi");
+    rig.push(edit);
+    let refused = callbacks(&rig.fake, 2).await.remove(1);
+    assert_eq!(refused.body, json!({"type":4,"data":{"content":"Bạn không được phép trả lời yêu cầu này.","flags":64,"attachments":[]}}));
+    assert!(approvals(&rig.sim).is_empty());
+    assert!(!rig.fake.requests().iter().any(|r| r.method == "PATCH"), "the card is untouched");
+    rig.click(&card, &id, "Approve", &user("500000000000000002", "Lead"), &[LEAD_ROLE]);
+    let got = wait_approvals(&rig.sim, 1).await;
+    assert_eq!(got[0]["decisions"], json!([{"type":"approve"}]));
+    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][0]["value"].as_str().is_some_and(|v| v.contains("by Lead"))).await;
+    rig.stop().await;
+}
+
+/// A double click sends one command; the second click hears who decided.
+#[tokio::test]
+async fn double_click() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "trade");
+    let (card, id) = rig.wait_card(0).await;
+    rig.click(&card, &id, "Approve", &thao(), &[]);
+    rig.click(&card, &id, "Approve", &thao(), &[]);
+    let notes = wait_followups(&rig.fake, 1).await;
+    assert!(mask(&notes[0].body["content"]) == json!("Already decided by Thảo at [hh:mm] UTC."), "{}", notes[0].body);
+    wait_text(&rig.fake, "Đã đặt lệnh").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(approvals(&rig.sim).len(), 1);
+    rig.stop().await;
+}
+
+/// A selection made before a restart is kept: the card is re-rendered with it after
+/// the restart, and clicks on the old message still work.
+#[tokio::test]
+async fn restart_keeps_partial_selections() {
+    let mut rig = Rig::start(30, &[]).await;
+    rig.say(&thao(), "hỏi 2 lần");
+    let (card, id) = rig.wait_card(0).await;
+    rig.push(select(&rig.fake, &select_id(&card.body, 0), &["1"], &id, CHANNEL_ID, &thao()));
+    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][1]["value"] == "Tăng trưởng dài hạn").await;
+
+    let before = rig.fake.requests().len();
+    rig.restart().await;
+    // After the restart the card is re-rendered from the store with the selection.
+    let again = rig.fake.wait_request(before, |r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{id}"))).await;
+    let first = &components(&again.body)[0];
+    assert_eq!(first["options"][1]["default"], true, "{first}");
+    rig.push(select(&rig.fake, &select_id(&card.body, 1), &["0"], &id, CHANNEL_ID, &thao()));
+    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][2]["value"] == "Trên 3 năm").await;
+    rig.click(&card, &id, "Submit", &thao(), &[]);
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got[0], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Thảo muốn tập trung vào mục tiêu nào?":"Tăng trưởng dài hạn","Thời gian nắm giữ dự kiến?":"Trên 3 năm"}}));
+    rig.stop().await;
+}
+
+/// A 429 is waited out and the message still arrives.
+#[tokio::test]
+async fn rate_limit_is_retried() {
+    let rig = Rig::start(20, &[]).await;
+    rig.fake.rate_limit_next(1);
+    rig.say(&thao(), "xin chào");
+    wait_text(&rig.fake, "Tôi đã nhận: xin chào.").await;
+    let statuses: Vec<u16> = rig.fake.requests().iter().filter(|r| r.path.ends_with("/messages")).map(|r| r.status).collect();
+    assert_eq!(statuses, vec![429, 200]);
+    rig.stop().await;
+}
+
+/// `/pending` lists what waits here with a link to its message; `/cancel` ends it.
+#[tokio::test]
+async fn slash_commands() {
+    let rig = Rig::start(20, &[]).await;
+    let commands = rig.fake.requests().into_iter().find(|r| r.method == "PUT").expect("registered");
+    insta::assert_json_snapshot!("slash_commands", shot(&commands));
+    rig.say(&thao(), "trade");
+    let (_, id) = rig.wait_card(0).await;
+    rig.push(command(&rig.fake, "pending", CHANNEL_ID, &thao()));
+    let reply = wait_until(|| async {
+        rig.fake.requests().into_iter().find(|r| r.method == "PATCH" && r.path.ends_with("/messages/@original"))
+    })
+    .await;
+    assert_eq!(mask(&reply.body["content"]), json!(format!(
+        "**Waiting for a decision**\n• execute_trade · <t:[unix]:R> · [open](https://discord.com/channels/{GUILD_ID}/{CHANNEL_ID}/{id})")));
+    let acks = callbacks(&rig.fake, 1).await;
+    assert_eq!(acks[0].body, json!({"type":5,"data":{"flags":64,"attachments":[]}}));
+    rig.push(command(&rig.fake, "cancel", CHANNEL_ID, &thao()));
+    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    assert_eq!(mask(&done.body["embeds"][0]["fields"][0]["value"]), json!("✖ Cancelled at [hh:mm] UTC (cancelled by Thảo)"));
+    assert_eq!(rig.sim.commands().last().map(|c| c["type"].clone()), Some(json!("cancel")));
+    rig.stop().await;
+}
+
+/// The fake refuses what Discord refuses, with Discord's error shape.
+#[tokio::test]
+async fn fake_rejects_what_discord_rejects() {
+    let fake = FakeDiscord::start().await;
+    let http = serenity::all::HttpBuilder::new("t").proxy(fake.api_url()).ratelimiter_disabled(true).build();
+    let long = serenity::all::CreateButton::new("x".repeat(101)).label("ok");
+    let message = serenity::all::CreateMessage::new().content("hi").components(vec![serenity::all::CreateActionRow::Buttons(vec![long])]);
+    let err = serenity::all::ChannelId::new(1).send_message(&http, message).await.expect_err("refused");
+    assert!(err.to_string().contains("Invalid Form Body"), "{err}");
+    let recorded = fake.requests().pop().expect("recorded");
+    assert_eq!(recorded.status, 400);
+    assert_eq!(recorded.response, Some(json!({"code":50035,"message":"Invalid Form Body","errors":{"components":{"0":{"components":{"0":{
+        "custom_id":{"_errors":[{"code":"BASE_TYPE_MAX_LENGTH","message":"Must be 100 or fewer in length."}]}}}}}}})));
+    let too_long = serenity::all::CreateMessage::new().content("ả".repeat(2001));
+    // serenity itself refuses this one before sending; Discord would too.
+    assert!(serenity::all::ChannelId::new(1).send_message(&http, too_long).await.is_err());
+    fake.shutdown().await;
+}
+
+/// The HTTP interactions endpoint: signatures are checked on every request (bad → 401),
+/// PING gets PONG, and a signed click is answered in the HTTP response and acted on.
+#[tokio::test]
+async fn signed_http_endpoint() {
+    use ed25519_dalek::{Signer, SigningKey};
+    let key = SigningKey::from_bytes(&[7u8; 32]);
+    let public: String = key.verifying_key().to_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+    let listen = format!("127.0.0.1:{port}");
+    let rig = Rig::start(20, &[("discord.public_key", &public), ("discord.interactions_listen", &listen)]).await;
+    let url = format!("http://{listen}/interactions");
+    let client = reqwest::Client::new();
+    let post = |body: String, signature: String| {
+        let request = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("x-signature-ed25519", signature)
+            .header("x-signature-timestamp", "1767225600")
+            .body(body);
+        async move { request.send().await.expect("endpoint answers") }
+    };
+    let sign = |body: &str| -> String {
+        key.sign(format!("1767225600{body}").as_bytes()).to_bytes().iter().map(|b| format!("{b:02x}")).collect()
+    };
+
+    let ping = json!({"id":"1","application_id":APP_ID,"type":1,"token":"t","version":1}).to_string();
+    let pong = post(ping.clone(), sign(&ping)).await;
+    assert_eq!(pong.status(), 200);
+    assert_eq!(pong.json::<Value>().await.expect("json"), json!({"type":1}));
+
+    // Signed for another body: refused before anything is parsed.
+    let forged = post(ping.clone(), sign("{}")).await;
+    assert_eq!(forged.status(), 401);
+    let unsigned = client.post(&url).body(ping.clone()).send().await.expect("endpoint answers");
+    assert_eq!(unsigned.status(), 401);
+
+    rig.say(&thao(), "trade");
+    let (card, id) = rig.wait_card(0).await;
+    let approve = button(&card.body, "Approve");
+    let body = click(&rig.fake, &approve, &id, CHANNEL_ID, &thao(), &[]).to_string();
+    let bad = post(body.clone(), sign(&ping)).await;
+    assert_eq!(bad.status(), 401);
+    assert!(approvals(&rig.sim).is_empty(), "a forged click changes nothing");
+    let answer = post(body.clone(), sign(&body)).await;
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.json::<Value>().await.expect("json"), json!({"type":6}));
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    assert!(!rig.fake.requests().iter().any(|r| r.path.ends_with("/callback")), "answered over HTTP, not via the callback route");
+    wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    rig.stop().await;
+}
+
+/// Routing: DMs and mentions reach the agent (the mention taken out); other
+/// channels are ignored. Long agent text is split to fit 2000 characters.
+#[tokio::test]
+async fn routing_dm_mention_and_long_text() {
+    let rig = Rig::start(20, &[]).await;
+    let other = "800000000000000099";
+    rig.fake.dispatch("MESSAGE_CREATE", guild_message(&rig.fake, other, &thao(), "not for the bot", false));
+    rig.fake.dispatch("MESSAGE_CREATE", guild_message(&rig.fake, other, &thao(), &format!("<@{BOT_ID}> xin chào"), true));
+    wait_text(&rig.fake, "Tôi đã nhận: xin chào.").await;
+    let dm_channel = "800000000000000042";
+    let long = "dài ".repeat(600);
+    rig.fake.dispatch("MESSAGE_CREATE", message(&rig.fake.snowflake(), dm_channel, &thao(), &long));
+    wait_until(|| async {
+        let sent: Vec<Recorded> = rig.fake.requests().into_iter().filter(|r| r.method == "POST" && r.path == format!("/api/v10/channels/{dm_channel}/messages")).collect();
+        (sent.len() >= 2).then_some(())
+    })
+    .await;
+    let messages: Vec<Value> = rig.sim.commands().into_iter().filter(|c| c["type"] == "message").collect();
+    let texts: Vec<&Value> = messages.iter().map(|c| &c["content"][0]["text"]).collect();
+    assert_eq!(texts, [&json!("xin chào"), &json!(long.trim())], "the unmentioned message was ignored");
+    assert_eq!(messages[0]["user"], json!({"platform":"discord","id":THAO,"name":"Thảo"}));
+    let sent: Vec<String> = rig
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == format!("/api/v10/channels/{dm_channel}/messages"))
+        .filter_map(|r| r.body["content"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(sent.len(), 2);
+    assert!(sent.iter().all(|t| t.chars().count() <= 2000));
+    assert!(sent[0].starts_with("Tôi đã nhận: dài dài") && sent[1].ends_with("multi, malformed."), "{sent:?}");
+    rig.stop().await;
+}
+
+/// With thread_per_session a message in the channel opens a thread; the agent's
+/// output and the requests go there, and replies in the thread stay in its session.
+#[tokio::test]
+async fn thread_per_session() {
+    let rig = Rig::start(20, &[("discord.thread_per_session", "true")]).await;
+    rig.say(&thao(), "trade");
+    let opened = rig.fake.wait_request(0, |r| r.path.ends_with("/threads")).await;
+    assert_eq!(opened.body["name"], "trade");
+    let thread = opened.response.as_ref().and_then(|t| t["id"].as_str()).expect("thread id").to_owned();
+    let (card, id) = rig.wait_card(0).await;
+    assert_eq!(card.path, format!("/api/v10/channels/{thread}/messages"));
+    rig.click(&card, &id, "Approve", &thao(), &[]);
+    wait_text(&rig.fake, "Đã đặt lệnh").await;
+    rig.fake.dispatch("MESSAGE_CREATE", guild_message(&rig.fake, &thread, &thao(), "xin chào", false));
+    wait_text(&rig.fake, "Tôi đã nhận: xin chào.").await;
+    let sessions: Vec<Value> = rig.sim.commands().iter().filter(|c| c["type"] == "message").map(|c| c["session_id"].clone()).collect();
+    assert_eq!(sessions.len(), 2);
+    assert_eq!(sessions[0], sessions[1], "the thread keeps its session");
+    let in_thread = rig.fake.requests().iter().filter(|r| r.path == format!("/api/v10/channels/{thread}/messages")).count();
+    assert_eq!(in_thread, 4, "text, card, final text, echo: all in the thread");
+    rig.stop().await;
+}
+
+/// A tool group's status line is one message, edited as its tools run.
+#[tokio::test]
+async fn tool_status_line_is_edited() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "hỏi 2 lần");
+    rig.wait_card(0).await;
+    let requests = rig.fake.requests();
+    let created = requests.iter().find(|r| r.body["content"].as_str().is_some_and(|c| c.starts_with("⚙ Chuẩn bị câu hỏi lần 1"))).expect("status line");
+    let id = created.response.as_ref().and_then(|m| m["id"].as_str()).expect("id");
+    let edits: Vec<&Value> = requests.iter().filter(|r| r.method == "PATCH" && r.path.ends_with(id)).map(|r| &r.body["content"]).collect();
+    assert_eq!(edits.last(), Some(&&json!("⚙ Chuẩn bị câu hỏi lần 1: write_todos ✓")));
+    rig.stop().await;
+}
+
+/// A custom_id that does not verify (tampered, or signed with another secret) is
+/// refused privately before anything else happens.
+#[tokio::test]
+async fn forged_custom_id() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "trade");
+    let (card, id) = rig.wait_card(0).await;
+    let forged = button(&card.body, "Reject").replace(":rj.0:", ":ap.0:");
+    rig.push(click(&rig.fake, &forged, &id, CHANNEL_ID, &thao(), &[]));
+    let answer = callbacks(&rig.fake, 1).await.remove(0);
+    assert_eq!(answer.body, json!({"type":4,"data":{"content":"This button is not valid (unknown, outdated or forged).","flags":64,"attachments":[]}}));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(approvals(&rig.sim).is_empty());
+    rig.stop().await;
+}
+
+/// The bridge's own deadline: with the agent silent, the bridge expires the request,
+/// the card loses its buttons, and the reject decisions go out once the agent is back.
+#[tokio::test]
+async fn bridge_expiry_rejects_and_locks_the_card() {
+    let rig = Rig::start_with(1, &[("timeouts.grace_secs", "0")], |s| s.backend.history_url = None).await;
+    rig.say(&thao(), "timeout");
+    let (_, id) = rig.wait_card(0).await;
+    rig.sim.set_down(true);
+    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    assert_eq!(mask(&done.body["embeds"][0]["fields"]), json!([{"name":"Decision","value":"⌛ Expired at [hh:mm] UTC with no decision","inline":false}]));
+    rig.sim.set_down(false);
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"reject","message":"timed out after 1 s without a human decision"}]})]);
+    rig.stop().await;
+}
