@@ -583,6 +583,24 @@ async fn cancel_and_new_commands() {
     h.finish().await;
 }
 
+/// `/pending` answers each waiting request with a reply to its message; once decided,
+/// nothing is waiting.
+#[tokio::test]
+async fn pending_command_points_at_waiting_requests() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    h.say("/pending");
+    let pointer = h.message_with("⏳ Đang chờ quyết định: execute_trade").await;
+    assert_eq!(pointer["reply_to_message"]["message_id"], m["message_id"]);
+    assert_eq!(without_clock(&pointer), "⏳ Đang chờ quyết định: execute_trade · ⏰ [HH:MM] UTC");
+    h.click(id_of(&m), "Duyệt", &thao()).await;
+    h.message_with("Đã đặt lệnh").await;
+    h.say("/pending");
+    h.message_with("Không có gì đang chờ quyết định ở đây.").await;
+    h.finish().await;
+}
+
 /// A chat's configured locale wins over the person's Telegram language.
 #[tokio::test]
 async fn chat_locale_overrides_the_users_language() {

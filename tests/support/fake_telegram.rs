@@ -6,7 +6,7 @@
 //!
 //! It rejects what Telegram rejects, with Telegram's error JSON, so a rendering bug
 //! fails a test: callback_data outside 1–64 bytes, empty or over-4096-character text,
-//! an unknown chat or message, an edit that changes nothing. It can also answer the
+//! an unknown chat or message (to edit or to reply to), an edit that changes nothing. It can also answer the
 //! next calls with 429 and `retry_after`.
 
 #![allow(dead_code)]
@@ -351,9 +351,20 @@ fn respond(inner: &mut Inner, method: &str, body: &Value) -> Value {
             if let Some(Err(e)) = body.get("reply_markup").map(check_markup) {
                 return e;
             }
+            let replied = match body["reply_parameters"]["message_id"].as_i64() {
+                Some(to) => match inner.messages.get(&(chat_id, to)) {
+                    Some(original) => Some(original.clone()),
+                    None if body["reply_parameters"]["allow_sending_without_reply"] == json!(true) => None,
+                    None => return error(400, "Bad Request: message to be replied not found"),
+                },
+                None => None,
+            };
             let id = inner.next_message_id;
             inner.next_message_id += 1;
             let mut message = json!({"message_id": id, "date": 1_700_000_000, "chat": chat, "from": bot_user, "text": text});
+            if let Some(original) = replied {
+                message["reply_to_message"] = original;
+            }
             if let Some(thread) = body.get("message_thread_id") {
                 message["message_thread_id"] = thread.clone();
                 message["is_topic_message"] = json!(true);

@@ -1,5 +1,5 @@
 //! Incoming messages: a ForceReply answer (Other text, Edit JSON, a comment), a
-//! command (`/new`, `/cancel`, `/start`, `/help`), or a message for the agent. In
+//! command (`/new`, `/cancel`, `/pending`, `/start`, `/help`), or a message for the agent. In
 //! groups only messages addressed to the bot count (a command, an @mention, a reply
 //! to the bot) unless `telegram.respond_to_all` is set; this is also why the bot
 //! works with BotFather's privacy mode on.
@@ -18,6 +18,9 @@ use crate::store::ChatKey;
 
 /// The chat key of a message: the chat, plus the forum topic when it is in one.
 /// Reply threads in ordinary groups are not topics and share the chat's session.
+/// `/pending` lists at most this many requests.
+const MAX_PENDING_LISTED: usize = 5;
+
 pub fn chat_key(chat_id: ChatId, message: Option<&Message>) -> ChatKey {
     let thread = message.filter(|m| m.is_topic_message).and_then(|m| m.thread_id).map(|t| t.0.0.to_string());
     ChatKey { platform: PLATFORM.into(), chat_id: chat_id.0.to_string(), thread_id: thread }
@@ -61,6 +64,7 @@ pub async fn on_message(tg: &Telegram, message: Message) {
                 Err(e) => Err(e),
             },
             "start" | "help" => Ok(tg_text(locale, Tg::Help)),
+            "pending" => return pending(tg, &chat, locale).await,
             // Any other command is a message for the agent, without the slash syntax.
             _ => return to_agent(tg, chat, user, format!("/{command} {rest}").trim(), locale).await,
         };
@@ -103,6 +107,38 @@ fn strip_mention(text: &str, mention: &str) -> String {
     let before = text.get(..at).unwrap_or_default();
     let after = text.get(at + mention.len()..).unwrap_or_default();
     format!("{before} {after}").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `/pending`: each request still waiting here, as a reply to the message that shows
+/// it (tapping the quote jumps there), with its deadline.
+async fn pending(tg: &Telegram, chat: &ChatKey, locale: Locale) {
+    let waiting = match tg.engine.pending_in_chat(chat.clone()).await {
+        Ok(waiting) => waiting,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot list pending requests");
+            log_failure(send::html(&tg.bot, chat, &escape(tg_text(locale, Tg::CommandFailed)), None).await.map(|_| ()));
+            return;
+        }
+    };
+    if waiting.is_empty() {
+        log_failure(send::html(&tg.bot, chat, &escape(text(locale, Msg::NoPending)), None).await.map(|_| ()));
+        return;
+    }
+    // A handful is enough to find them; each is a message, and chats are rate limited.
+    for (interaction, messages) in waiting.iter().take(MAX_PENDING_LISTED) {
+        let what = match &interaction.request.kind {
+            RequestKind::Approval { actions } => actions.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", "),
+            RequestKind::Questions { questions, .. } => questions.first().map(|q| q.text.clone()).unwrap_or_default(),
+        };
+        let line = format!(
+            "⏳ {}: {} · ⏰ {}",
+            escape(text(locale, Msg::Pending)),
+            escape_cut(&what, 300),
+            locale::clock(interaction.deadline_ms)
+        );
+        let reply_to = messages.first().and_then(|m| m.message_id.parse::<i32>().ok()).map(teloxide::types::MessageId);
+        log_failure(send::html_reply(&tg.bot, chat, &line, None, reply_to).await.map(|_| ()));
+    }
 }
 
 async fn to_agent(tg: &Telegram, chat: ChatKey, user: &User, text: &str, locale: Locale) {

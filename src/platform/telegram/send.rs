@@ -10,7 +10,8 @@ use teloxide::payloads::{AnswerCallbackQuerySetters, EditMessageTextSetters, Sen
 use teloxide::prelude::Requester;
 use teloxide::requests::{Output, Request};
 use teloxide::types::{
-    CallbackQueryId, ChatId, InlineKeyboardMarkup, InputFile, LinkPreviewOptions, MessageId, ParseMode, ReplyMarkup, ThreadId,
+    CallbackQueryId, ChatId, InlineKeyboardMarkup, InputFile, LinkPreviewOptions, MessageId, ParseMode, ReplyMarkup, ReplyParameters,
+    ThreadId,
 };
 
 use super::TgBot;
@@ -65,8 +66,16 @@ fn no_preview() -> LinkPreviewOptions {
 
 /// One HTML message; returns its id.
 pub async fn html(bot: &TgBot, chat: &ChatKey, text: &str, markup: Option<ReplyMarkup>) -> Result<MessageId, PlatformError> {
+    html_reply(bot, chat, text, markup, None).await
+}
+
+/// One HTML message, optionally quoting `reply_to` (sent anyway if that one is gone).
+pub async fn html_reply(bot: &TgBot, chat: &ChatKey, text: &str, markup: Option<ReplyMarkup>, reply_to: Option<MessageId>) -> Result<MessageId, PlatformError> {
     let (chat_id, thread) = target(chat)?;
     let mut request = bot.send_message(chat_id, text).parse_mode(ParseMode::Html).link_preview_options(no_preview());
+    if let Some(reply_to) = reply_to {
+        request = request.reply_parameters(ReplyParameters::new(reply_to).allow_sending_without_reply());
+    }
     if let Some(thread) = thread {
         request = request.message_thread_id(thread);
     }
