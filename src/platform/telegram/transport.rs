@@ -134,8 +134,9 @@ async fn webhook(tg: Arc<Telegram>) -> Result<(), WebhookError> {
         .await
         .map_err(|source| WebhookError::Listen { addr: tg.settings.webhook_listen.clone(), source })?;
     let mut request = tg.bot.set_webhook(url).allowed_updates(updates());
-    if let Some(secret) = &tg.settings.webhook_secret {
-        request = request.secret_token(secret.expose_secret().to_owned());
+    match &tg.settings.webhook_secret {
+        Some(secret) => request = request.secret_token(secret.expose_secret().to_owned()),
+        None => tracing::warn!("telegram.webhook_secret is not set: anyone who finds the webhook URL can post updates"),
     }
     // Every replica sets the same URL; setting it again is harmless.
     retrying(request).await.map_err(WebhookError::SetWebhook)?;
