@@ -134,7 +134,7 @@ async fn webhook(tg: Arc<Telegram>) -> Result<(), WebhookError> {
         .await
         .map_err(|source| WebhookError::Listen { addr: tg.settings.webhook_listen.clone(), source })?;
     let mut request = tg.bot.set_webhook(url).allowed_updates(updates());
-    match &tg.settings.webhook_secret {
+    match webhook_secret(&tg) {
         Some(secret) => request = request.secret_token(secret.expose_secret().to_owned()),
         None => tracing::warn!("telegram.webhook_secret is not set: anyone who finds the webhook URL can post updates"),
     }
@@ -146,7 +146,7 @@ async fn webhook(tg: Arc<Telegram>) -> Result<(), WebhookError> {
 }
 
 async fn receive(State(tg): State<Arc<Telegram>>, headers: HeaderMap, body: axum::body::Bytes) -> StatusCode {
-    if let Some(secret) = &tg.settings.webhook_secret {
+    if let Some(secret) = webhook_secret(&tg) {
         let given = headers.get(SECRET_HEADER).map(|v| v.as_bytes()).unwrap_or_default();
         if !constant_time_eq(given, secret.expose_secret().as_bytes()) {
             tracing::warn!("webhook call without the right secret token; refused");
@@ -159,6 +159,11 @@ async fn receive(State(tg): State<Arc<Telegram>>, headers: HeaderMap, body: axum
         Err(e) => tracing::warn!(error = %e, "unreadable webhook update; skipped"),
     }
     StatusCode::OK
+}
+
+/// The configured secret; an empty value counts as none (Telegram refuses it anyway).
+fn webhook_secret(tg: &Telegram) -> Option<&secrecy::SecretString> {
+    tg.settings.webhook_secret.as_ref().filter(|s| !s.expose_secret().is_empty())
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
