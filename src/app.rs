@@ -57,7 +57,12 @@ impl App {
         }
         // Chat platforms: each `start` spawns its own background tasks (polling, gateway,
         // HTTP endpoints) and returns the platform for the engine.
-        // (telegram starts here)
+        if settings.telegram.enabled {
+            match crate::platform::telegram::start(settings, engine.clone(), signer.clone()) {
+                Ok(telegram) => platforms.push(telegram),
+                Err(e) => tracing::error!(error = %e, "telegram is enabled but cannot start"),
+            }
+        }
         if settings.discord.enabled {
             let discord = crate::platform::discord::start(&settings.discord, settings.access_policy(), signer.clone(), engine.clone()).await;
             platforms.push(discord);

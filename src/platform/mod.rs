@@ -8,6 +8,7 @@
 pub mod console;
 pub mod discord;
 pub mod locale;
+pub mod telegram;
 pub mod token;
 
 use futures_util::future::BoxFuture;

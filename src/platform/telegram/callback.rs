@@ -1,0 +1,111 @@
+//! Button action codes: the `code` part of a callback token (DESIGN.md "Callback
+//! tokens"). A code names what a button does by indexes only, never by labels or
+//! question text, so every token stays far under Telegram's 64-byte limit whatever
+//! the labels are. Parsing is strict: anything unexpected is `None`, and the click is
+//! answered with a notice.
+
+use crate::protocol::DecisionType;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// Approve / Reject one action (`a0`, `r0`).
+    Decide { action: usize, decision: DecisionType },
+    /// Ask for new args as JSON (`e0`).
+    Edit { action: usize },
+    /// Ask for a comment (`c0`).
+    Comment { action: usize },
+    /// Approve all / Reject all (`A`, `R`).
+    All(DecisionType),
+    /// Submit the draft (`S`).
+    Submit,
+    /// An option of a question (`o1.3`): select, toggle, or ask for its text.
+    Option { question: usize, option: usize },
+    /// The bridge's own "Other" (`t1`).
+    Other { question: usize },
+    /// Skip (`k1`).
+    Skip { question: usize },
+    /// Done with a multi-select question (`d1`).
+    Done { question: usize },
+    /// Show question n, or the summary when n is the question count (`g0`: Change).
+    Goto { step: usize },
+}
+
+impl Code {
+    pub fn encode(&self) -> String {
+        match *self {
+            Code::Decide { action, decision: DecisionType::Approve } => format!("a{action}"),
+            Code::Decide { action, .. } => format!("r{action}"),
+            Code::Edit { action } => format!("e{action}"),
+            Code::Comment { action } => format!("c{action}"),
+            Code::All(DecisionType::Approve) => "A".into(),
+            Code::All(_) => "R".into(),
+            Code::Submit => "S".into(),
+            Code::Option { question, option } => format!("o{question}.{option}"),
+            Code::Other { question } => format!("t{question}"),
+            Code::Skip { question } => format!("k{question}"),
+            Code::Done { question } => format!("d{question}"),
+            Code::Goto { step } => format!("g{step}"),
+        }
+    }
+
+    pub fn parse(code: &str) -> Option<Code> {
+        let mut chars = code.chars();
+        let head = chars.next()?;
+        let rest = chars.as_str();
+        // Indexes are plain decimal: no sign, no leading '+', bounded length.
+        let index = |s: &str| -> Option<usize> {
+            (!s.is_empty() && s.len() <= 4 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
+        };
+        Some(match head {
+            'a' => Code::Decide { action: index(rest)?, decision: DecisionType::Approve },
+            'r' => Code::Decide { action: index(rest)?, decision: DecisionType::Reject },
+            'e' => Code::Edit { action: index(rest)? },
+            'c' => Code::Comment { action: index(rest)? },
+            'A' if rest.is_empty() => Code::All(DecisionType::Approve),
+            'R' if rest.is_empty() => Code::All(DecisionType::Reject),
+            'S' if rest.is_empty() => Code::Submit,
+            'o' => {
+                let (q, o) = rest.split_once('.')?;
+                Code::Option { question: index(q)?, option: index(o)? }
+            }
+            't' => Code::Other { question: index(rest)? },
+            'k' => Code::Skip { question: index(rest)? },
+            'd' => Code::Done { question: index(rest)? },
+            'g' => Code::Goto { step: index(rest)? },
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_round_trips() {
+        let codes = [
+            Code::Decide { action: 0, decision: DecisionType::Approve },
+            Code::Decide { action: 12, decision: DecisionType::Reject },
+            Code::Edit { action: 1 },
+            Code::Comment { action: 2 },
+            Code::All(DecisionType::Approve),
+            Code::All(DecisionType::Reject),
+            Code::Submit,
+            Code::Option { question: 3, option: 24 },
+            Code::Other { question: 0 },
+            Code::Skip { question: 1 },
+            Code::Done { question: 2 },
+            Code::Goto { step: 4 },
+        ];
+        for code in codes {
+            assert_eq!(Code::parse(&code.encode()), Some(code), "{}", code.encode());
+        }
+    }
+
+    #[test]
+    fn junk_is_refused() {
+        for junk in ["", "x1", "a", "a-1", "a+1", "o1", "o1.", "o.1", "S1", "a99999", "g1.2"] {
+            assert_eq!(Code::parse(junk), None, "{junk:?}");
+        }
+    }
+}

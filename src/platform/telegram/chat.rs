@@ -1,0 +1,263 @@
+//! Incoming messages: a ForceReply answer (Other text, Edit JSON, a comment), a
+//! command (`/new`, `/cancel`, `/pending`, `/start`, `/help`), or a message for the agent. In
+//! groups only messages addressed to the bot count (a command, an @mention, a reply
+//! to the bot) unless `telegram.respond_to_all` is set; this is also why the bot
+//! works with BotFather's privacy mode on.
+
+use teloxide::types::{ChatId, ForceReply, Message, ReplyMarkup, User};
+
+use super::send;
+use super::text::{MAX_PLACEHOLDER_CHARS, Tg, cut, escape, escape_cut, tg as tg_text};
+use super::wizard::{Prompt, PromptKind};
+use super::{PLATFORM, Telegram};
+use crate::engine::{ActError, ActOutcome, EngineError};
+use crate::interaction::{Actor, Interaction, Refusal, RequestKind, UserAction};
+use crate::platform::PlatformError;
+use crate::platform::locale::{self, Locale, Msg, text};
+use crate::store::ChatKey;
+
+/// The chat key of a message: the chat, plus the forum topic when it is in one.
+/// Reply threads in ordinary groups are not topics and share the chat's session.
+/// `/pending` lists at most this many requests.
+const MAX_PENDING_LISTED: usize = 5;
+
+pub fn chat_key(chat_id: ChatId, message: Option<&Message>) -> ChatKey {
+    let thread = message.filter(|m| m.is_topic_message).and_then(|m| m.thread_id).map(|t| t.0.0.to_string());
+    ChatKey { platform: PLATFORM.into(), chat_id: chat_id.0.to_string(), thread_id: thread }
+}
+
+pub fn actor_of(user: &User) -> Actor {
+    Actor::new(PLATFORM, &user.id.0.to_string(), &user.full_name())
+}
+
+pub async fn on_message(tg: &Telegram, message: Message) {
+    let Some(user) = message.from.as_ref().filter(|u| !u.is_bot) else { return };
+    let Some(typed) = message.text() else { return };
+    let chat = chat_key(message.chat.id, Some(&message));
+    if let Some(code) = &user.language_code {
+        tg.wizard().remember_language(&chat.chat_id, code);
+    }
+    let locale = tg.locale(&chat.chat_id, user.language_code.as_deref());
+    let private = message.chat.is_private();
+    let reply_to = message.reply_to_message().map(|m| m.id.0);
+    let is_command = typed.starts_with('/');
+
+    // Typed text for an open prompt: the reply to it, or in a private chat simply the
+    // person's next message (phones do not always keep the reply attached).
+    let prompt = tg.wizard().take_prompt(message.chat.id.0, user.id.0, reply_to, private && !is_command);
+    if let Some(prompt) = prompt {
+        return answer_prompt(tg, &chat, user, prompt, typed, locale).await;
+    }
+
+    let (me_id, me_name) = tg.me.get().cloned().unwrap_or_default();
+    if let Some(command_line) = typed.strip_prefix('/') {
+        let (command, rest) = command_line.split_once(char::is_whitespace).unwrap_or((command_line, ""));
+        let (command, target) = command.split_once('@').unwrap_or((command, ""));
+        if !target.is_empty() && !target.eq_ignore_ascii_case(&me_name) {
+            return; // a command for another bot in the group
+        }
+        let done = match command.to_ascii_lowercase().as_str() {
+            "new" => tg.engine.new_session(chat.clone()).await.map(|_| text(locale, Msg::NewSession)),
+            "cancel" => match tg.engine.cancel(chat.clone(), actor_of(user)).await {
+                Ok(()) => Ok(text(locale, Msg::Cancelled)),
+                Err(EngineError::NoSession) => Ok(text(locale, Msg::NoSession)),
+                Err(e) => Err(e),
+            },
+            "start" | "help" => Ok(tg_text(locale, Tg::Help)),
+            "pending" => return pending(tg, &chat, locale).await,
+            // Any other command is a message for the agent, without the slash syntax.
+            _ => return to_agent(tg, chat, user, format!("/{command} {rest}").trim(), locale).await,
+        };
+        let reply = done.unwrap_or_else(|e| {
+            tracing::error!(error = %e, "a chat command failed");
+            tg_text(locale, Tg::CommandFailed)
+        });
+        log_failure(send::html(&tg.bot, &chat, &escape(reply), None).await.map(|_| ()));
+        return;
+    }
+
+    let mention = format!("@{me_name}");
+    let mentioned = !me_name.is_empty() && find_mention(typed, &mention).is_some();
+    let replied_to_bot = message.reply_to_message().and_then(|m| m.from.as_ref()).is_some_and(|u| u.id.0 == me_id && me_id != 0);
+    if !(private || tg.settings.respond_to_all || mentioned || replied_to_bot) {
+        return;
+    }
+    let cleaned = if mentioned { strip_mention(typed, &mention) } else { typed.trim().to_owned() };
+    if cleaned.is_empty() {
+        return;
+    }
+    to_agent(tg, chat, user, &cleaned, locale).await;
+}
+
+/// Where `@bot` is mentioned in `text`, ignoring ASCII case (usernames are ASCII) and
+/// not as the prefix of a longer name. Bytes of an ASCII needle never occur inside a
+/// multi-byte UTF-8 character, so the position is always a char boundary.
+fn find_mention(text: &str, mention: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let needle = mention.as_bytes();
+    (0..bytes.len().saturating_sub(needle.len()) + 1).find(|&at| {
+        bytes.get(at..at + needle.len()).is_some_and(|w| w.eq_ignore_ascii_case(needle))
+            && bytes.get(at + needle.len()).is_none_or(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+    })
+}
+
+/// `text` without the `@bot` mention, spaces tidied.
+fn strip_mention(text: &str, mention: &str) -> String {
+    let Some(at) = find_mention(text, mention) else { return text.trim().to_owned() };
+    let before = text.get(..at).unwrap_or_default();
+    let after = text.get(at + mention.len()..).unwrap_or_default();
+    format!("{before} {after}").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `/pending`: each request still waiting here, as a reply to the message that shows
+/// it (tapping the quote jumps there), with its deadline.
+async fn pending(tg: &Telegram, chat: &ChatKey, locale: Locale) {
+    let waiting = match tg.engine.pending_in_chat(chat.clone()).await {
+        Ok(waiting) => waiting,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot list pending requests");
+            log_failure(send::html(&tg.bot, chat, &escape(tg_text(locale, Tg::CommandFailed)), None).await.map(|_| ()));
+            return;
+        }
+    };
+    if waiting.is_empty() {
+        log_failure(send::html(&tg.bot, chat, &escape(text(locale, Msg::NoPending)), None).await.map(|_| ()));
+        return;
+    }
+    // A handful is enough to find them; each is a message, and chats are rate limited.
+    for (interaction, messages) in waiting.iter().take(MAX_PENDING_LISTED) {
+        let what = match &interaction.request.kind {
+            RequestKind::Approval { actions } => actions.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", "),
+            RequestKind::Questions { questions, .. } => questions.first().map(|q| q.text.clone()).unwrap_or_default(),
+        };
+        let line = format!(
+            "⏳ {}: {} · ⏰ {}",
+            escape(text(locale, Msg::Pending)),
+            escape_cut(&what, 300),
+            locale::clock(interaction.deadline_ms)
+        );
+        let reply_to = messages.first().and_then(|m| m.message_id.parse::<i32>().ok()).map(teloxide::types::MessageId);
+        log_failure(send::html_reply(&tg.bot, chat, &line, None, reply_to).await.map(|_| ()));
+    }
+}
+
+async fn to_agent(tg: &Telegram, chat: ChatKey, user: &User, text: &str, locale: Locale) {
+    if let Err(e) = tg.engine.user_message(chat.clone(), actor_of(user), text.to_owned()).await {
+        tracing::error!(error = %e, "cannot pass a message to the agent");
+        log_failure(send::html(&tg.bot, &chat, &escape(tg_text(locale, Tg::CommandFailed)), None).await.map(|_| ()));
+    }
+}
+
+/// Typed text for a prompt goes to the engine; a refused edit gets the reason and a
+/// fresh prompt, so the person can try again without pressing Edit.
+async fn answer_prompt(tg: &Telegram, chat: &ChatKey, user: &User, prompt: Prompt, typed: &str, locale: Locale) {
+    let id = prompt.interaction_id.clone();
+    // After typed text a single-choice question is answered: show the next one. A
+    // multi-select question stays, so more options can still be ticked.
+    let multi = |question: usize| async move {
+        match tg.engine.interaction(&prompt.interaction_id).await {
+            Ok(Some(i)) => match &i.request.kind {
+                RequestKind::Questions { questions, .. } => questions.get(question).is_some_and(|q| q.multi_select),
+                RequestKind::Approval { .. } => false,
+            },
+            _ => false,
+        }
+    };
+    let (action, next_step) = match prompt.kind {
+        PromptKind::Text { question } => {
+            let step = if multi(question).await { question } else { question + 1 };
+            (UserAction::OtherText { question, text: typed.to_owned() }, Some(step))
+        }
+        PromptKind::Edit { action } => (UserAction::EditArgs { action, json: typed.to_owned() }, None),
+        PromptKind::Comment { action } => (UserAction::Comment { action, text: typed.to_owned() }, None),
+    };
+    let previous = next_step.map(|s| tg.wizard().set_step(&id, s));
+    let result = tg.engine.act(&id, actor_of(user), action).await;
+    if let (Err(_), Some(previous)) = (&result, previous) {
+        tg.wizard().restore_step(&id, previous);
+    }
+    let problem = match result {
+        Ok(ActOutcome::Updated(_) | ActOutcome::Resolved(_)) => return,
+        Err(ActError::Refused(refusal)) => refusal,
+        Err(ActError::UnknownInteraction) => {
+            log_failure(send::html(&tg.bot, chat, &escape(tg_text(locale, Tg::InvalidPrompt)), None).await.map(|_| ()));
+            return;
+        }
+        Err(ActError::Internal(e)) => {
+            tracing::error!(error = %e, "a typed answer failed inside the bridge");
+            log_failure(send::html(&tg.bot, chat, &escape(tg_text(locale, Tg::CommandFailed)), None).await.map(|_| ()));
+            return;
+        }
+    };
+    log_failure(send::html(&tg.bot, chat, &format!("⚠️ {}", escape(&locale::refusal(locale, &problem))), None).await.map(|_| ()));
+    // Ask again when trying again can help: bad JSON, empty or too long text.
+    if matches!(problem, Refusal::InvalidEdit(_) | Refusal::EmptyText | Refusal::TextTooLong) {
+        match tg.engine.interaction(&id).await {
+            Ok(Some(interaction)) if interaction.status.is_pending() => {
+                log_failure(ask_for_text(tg, chat, user, &interaction, prompt.kind, locale).await);
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "cannot reload an interaction to prompt again"),
+        }
+    }
+}
+
+/// Sends a ForceReply prompt asking `user` for text, and remembers it.
+pub async fn ask_for_text(tg: &Telegram, chat: &ChatKey, user: &User, interaction: &Interaction, kind: PromptKind, locale: Locale) -> Result<(), PlatformError> {
+    let (label, body) = match (kind, &interaction.request.kind) {
+        (PromptKind::Text { question }, RequestKind::Questions { questions, .. }) => {
+            let q = questions.get(question);
+            let label = q.and_then(|q| q.free_text_label()).unwrap_or(text(locale, Msg::Other)).to_owned();
+            let body = format!("<b>{}</b>\n{}", escape_cut(q.map_or("", |q| q.text.as_str()), 1000), escape(text(locale, Msg::TextPrompt)));
+            (label, body)
+        }
+        (PromptKind::Edit { action }, _) => {
+            let a = interaction.request.actions().get(action);
+            let name = a.map_or("", |a| a.name.as_str());
+            // The current args, ready to copy and change.
+            let args = a.map(|a| serde_json::to_string_pretty(&a.args).unwrap_or_default()).unwrap_or_default();
+            let body = format!("<b>{}</b>\n{}\n<pre>{}</pre>", escape_cut(name, 200), escape(text(locale, Msg::EditPrompt)), escape_cut(&args, 3000));
+            (text(locale, Msg::Edit).to_owned(), body)
+        }
+        (PromptKind::Comment { action }, _) => {
+            let name = interaction.request.actions().get(action).map_or("", |a| a.name.as_str());
+            let body = format!("<b>{}</b>\n{}", escape_cut(name, 200), escape(text(locale, Msg::RespondPrompt)));
+            (text(locale, Msg::Respond).to_owned(), body)
+        }
+        (PromptKind::Text { .. }, RequestKind::Approval { .. }) => return Ok(()),
+    };
+    // In a group, name the person: with `selective`, ForceReply then opens the reply
+    // box for them only.
+    let private = chat.chat_id.parse::<i64>().is_ok_and(|id| id > 0);
+    let mention = if private { String::new() } else { format!("<a href=\"tg://user?id={}\">{}</a> ", user.id.0, escape(&user.full_name())) };
+    let markup = ReplyMarkup::ForceReply(ForceReply::new().selective().input_field_placeholder(cut(&label, MAX_PLACEHOLDER_CHARS)));
+    let message_id = send::html(&tg.bot, chat, &format!("{mention}{body}"), Some(markup)).await?;
+    let chat_id = chat.chat_id.parse::<i64>().map_err(send::fail)?;
+    tg.wizard().add_prompt(Prompt { chat_id, message_id: message_id.0, user_id: user.id.0, interaction_id: interaction.id.clone(), kind });
+    Ok(())
+}
+
+fn log_failure(result: Result<(), PlatformError>) {
+    if let Err(e) = result {
+        tracing::warn!(error = %e, "cannot send a chat reply");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mention_is_removed_in_any_case() {
+        assert_eq!(strip_mention("@HitlBot trade  now", "@hitlbot"), "trade now");
+        assert_eq!(strip_mention("hỏi 2 lần @hitlbot", "@hitlbot"), "hỏi 2 lần");
+        assert_eq!(strip_mention("ẞ İ @hitlbot x", "@hitlbot"), "ẞ İ x");
+    }
+
+    #[test]
+    fn a_longer_name_is_not_a_mention() {
+        assert_eq!(find_mention("@hitlbot_two hi", "@hitlbot"), None);
+        assert_eq!(find_mention("hi @hitlbot", "@hitlbot"), Some(3));
+        assert_eq!(find_mention("@hit", "@hitlbot"), None);
+    }
+}

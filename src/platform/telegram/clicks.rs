@@ -1,0 +1,227 @@
+//! Callback queries: verify the token, find the interaction, turn the button into a
+//! [`UserAction`] for the engine (or into a navigation step or a ForceReply prompt),
+//! and answer the query. Every query gets exactly one answer, whatever happens:
+//! [`on_callback`] computes the answer first and sends it last.
+
+use teloxide::types::{CallbackQuery, ChatId, MessageId};
+
+use super::callback::Code;
+use super::chat::{actor_of, ask_for_text, chat_key};
+use super::send;
+use super::text::{Tg, tg as tg_text};
+use super::wizard::PromptKind;
+use super::Telegram;
+use crate::engine::{ActError, ActOutcome, now_ms};
+use crate::interaction::{FreeText, Interaction, Refusal, RequestKind, Status, UserAction};
+use crate::platform::locale::{self, Locale, Msg, text};
+use crate::protocol::{Decision, DecisionType};
+use crate::store::ChatKey;
+
+/// How a callback query is answered: a toast, or an alert the person must dismiss.
+struct Answer {
+    text: Option<String>,
+    alert: bool,
+}
+
+impl Answer {
+    fn none() -> Self {
+        Answer { text: None, alert: false }
+    }
+    fn toast(text: impl Into<String>) -> Self {
+        Answer { text: Some(text.into()), alert: false }
+    }
+    fn alert(text: impl Into<String>) -> Self {
+        Answer { text: Some(text.into()), alert: true }
+    }
+}
+
+/// Where the clicked button is.
+struct Origin {
+    chat: ChatKey,
+    chat_id: ChatId,
+    message_id: MessageId,
+}
+
+pub async fn on_callback(tg: &Telegram, query: CallbackQuery) {
+    tracing::debug!(user = query.from.id.0, "callback query");
+    let user_language = query.from.language_code.clone();
+    let origin = query.message.as_ref().map(|m| Origin {
+        chat: chat_key(m.chat().id, m.regular_message()),
+        chat_id: m.chat().id,
+        message_id: m.id(),
+    });
+    let chat_id = origin.as_ref().map(|o| o.chat.chat_id.clone()).unwrap_or_default();
+    // Remembered before acting: the engine re-renders the message while it acts, and
+    // after a restart a click may be the first thing seen from this chat.
+    if let Some(code) = &user_language {
+        tg.wizard().remember_language(&chat_id, code);
+    }
+    let locale = tg.locale(&chat_id, user_language.as_deref());
+    let answer = click(tg, &query, origin.as_ref(), locale).await;
+    tracing::debug!(text = ?answer.text, alert = answer.alert, "answering a callback query");
+    send::answer(&tg.bot, query.id.clone(), answer.text.as_deref(), answer.alert).await;
+}
+
+async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, locale: Locale) -> Answer {
+    let unknown = || Answer::toast(text(locale, Msg::UnknownButton));
+    let Some(data) = query.data.as_deref() else { return unknown() };
+    let verified = match tg.signer.verify(data) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!(user = query.from.id.0, error = %e, "refusing a callback token");
+            return unknown();
+        }
+    };
+    let Some(code) = Code::parse(&verified.code) else {
+        tracing::warn!(code = %verified.code, "a signed token with an unknown code");
+        return unknown();
+    };
+    let interaction = match tg.engine.interaction(&verified.interaction_id).await {
+        Ok(Some(i)) => i,
+        Ok(None) => return unknown(),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot load an interaction for a click");
+            return Answer::toast(tg_text(locale, Tg::CommandFailed));
+        }
+    };
+    let actor = actor_of(&query.from);
+    // Checked here too (the engine checks again) because navigation and prompts do not
+    // reach the engine, and a stranger must not even open a prompt.
+    if let Some(refusal) = precheck(tg, &interaction, &actor) {
+        return refused(locale, &refusal);
+    }
+    let id = interaction.id.as_str();
+    match code {
+        Code::Decide { action, decision } => {
+            let decision = match decision {
+                DecisionType::Approve => Decision::Approve,
+                _ => Decision::Reject { message: None },
+            };
+            act(tg, id, actor, UserAction::Decide { action, decision }, None, locale).await
+        }
+        Code::All(decision) => act(tg, id, actor, UserAction::DecideAll { decision }, None, locale).await,
+        Code::Submit => act(tg, id, actor, UserAction::Submit, None, locale).await,
+        Code::Edit { action } => {
+            let Some(a) = interaction.request.actions().get(action) else { return refused(locale, &Refusal::OutOfRange("action")) };
+            if !a.allowed.contains(&DecisionType::Edit) {
+                return refused(locale, &Refusal::DecisionNotAllowed { action: a.name.clone(), decision: DecisionType::Edit });
+            }
+            prompt(tg, origin, &query.from, &interaction, PromptKind::Edit { action }, locale).await
+        }
+        Code::Comment { action } => {
+            if interaction.request.actions().get(action).is_none() || interaction.request.is_question() {
+                return refused(locale, &Refusal::OutOfRange("action"));
+            }
+            prompt(tg, origin, &query.from, &interaction, PromptKind::Comment { action }, locale).await
+        }
+        Code::Option { question, option } => {
+            let (RequestKind::Questions { questions, .. }, crate::interaction::Draft::Answers { answers }) = (&interaction.request.kind, &interaction.draft) else {
+                return refused(locale, &Refusal::WrongKind { expected: "decisions", got: "answers" });
+            };
+            let Some(q) = questions.get(question) else { return refused(locale, &Refusal::OutOfRange("question")) };
+            let Some(o) = q.options.get(option) else { return refused(locale, &Refusal::OutOfRange("option")) };
+            let selected = answers.get(question).is_some_and(|a| a.selected.contains(&option));
+            if o.input && !(q.multi_select && selected) {
+                // The backend's own free-text option: its answer is typed.
+                return prompt(tg, origin, &query.from, &interaction, PromptKind::Text { question }, locale).await;
+            }
+            if q.multi_select {
+                act(tg, id, actor, UserAction::Toggle { question, option }, Some(question), locale).await
+            } else {
+                act(tg, id, actor, UserAction::Select { question, options: vec![option] }, Some(question + 1), locale).await
+            }
+        }
+        Code::Other { question } => {
+            let allowed = match &interaction.request.kind {
+                RequestKind::Questions { questions, .. } => questions.get(question).map(|q| q.free_text != FreeText::Disabled),
+                RequestKind::Approval { .. } => None,
+            };
+            match allowed {
+                Some(true) => prompt(tg, origin, &query.from, &interaction, PromptKind::Text { question }, locale).await,
+                Some(false) => refused(locale, &Refusal::NoFreeText),
+                None => refused(locale, &Refusal::OutOfRange("question")),
+            }
+        }
+        Code::Skip { question } => act(tg, id, actor, UserAction::Skip { question }, Some(question + 1), locale).await,
+        Code::Done { question } => navigate(tg, origin, &interaction, question + 1, locale).await,
+        Code::Goto { step } => navigate(tg, origin, &interaction, step, locale).await,
+    }
+}
+
+/// Why `actor` may not act on `interaction` now, judged from the stored state.
+fn precheck(tg: &Telegram, interaction: &Interaction, actor: &crate::interaction::Actor) -> Option<Refusal> {
+    if !tg.policy.may_answer(actor, interaction.requester.as_ref()) {
+        return Some(Refusal::NotAllowed);
+    }
+    match &interaction.status {
+        Status::Pending if now_ms() >= interaction.deadline_ms => Some(Refusal::Expired),
+        Status::Pending => None,
+        Status::Resolved { by, at_ms } => Some(Refusal::AlreadyDecided { by: by.name().to_owned(), at_ms: *at_ms }),
+        Status::Expired { .. } => Some(Refusal::Expired),
+        Status::Cancelled { .. } => Some(Refusal::Cancelled),
+    }
+}
+
+fn refused(locale: Locale, refusal: &Refusal) -> Answer {
+    let text = locale::refusal(locale, refusal);
+    // An alert for strangers: a toast is easy to miss, and they should know why
+    // nothing happened.
+    if matches!(refusal, Refusal::NotAllowed) { Answer::alert(text) } else { Answer::toast(text) }
+}
+
+/// Sends one action to the engine. `step` is the wizard step to show afterwards; it is
+/// set before the call because the engine re-renders the message while handling it,
+/// and put back if the action is refused.
+async fn act(tg: &Telegram, id: &str, actor: crate::interaction::Actor, action: UserAction, step: Option<usize>, locale: Locale) -> Answer {
+    let previous = step.map(|s| tg.wizard().set_step(id, s));
+    let result = tg.engine.act(id, actor, action).await;
+    if let (Err(_), Some(previous)) = (&result, previous) {
+        tg.wizard().restore_step(id, previous);
+    }
+    outcome_answer(result, locale)
+}
+
+fn outcome_answer(result: Result<ActOutcome, ActError>, locale: Locale) -> Answer {
+    match result {
+        Ok(ActOutcome::Updated(_)) => Answer::toast(text(locale, Msg::Saved)),
+        Ok(ActOutcome::Resolved(_)) => Answer::toast(text(locale, Msg::Sent)),
+        Err(ActError::Refused(refusal)) => refused(locale, &refusal),
+        Err(ActError::UnknownInteraction) => Answer::toast(text(locale, Msg::UnknownButton)),
+        Err(ActError::Internal(e)) => {
+            tracing::error!(error = %e, "an action failed inside the bridge");
+            Answer::toast(tg_text(locale, Tg::CommandFailed))
+        }
+    }
+}
+
+/// Shows another wizard step in the clicked message.
+async fn navigate(tg: &Telegram, origin: Option<&Origin>, interaction: &Interaction, step: usize, locale: Locale) -> Answer {
+    let count = match &interaction.request.kind {
+        RequestKind::Questions { questions, .. } => questions.len(),
+        RequestKind::Approval { .. } => return refused(locale, &Refusal::OutOfRange("question")),
+    };
+    if step > count {
+        return refused(locale, &Refusal::OutOfRange("question"));
+    }
+    tg.wizard().set_step(&interaction.id, step);
+    let Some(origin) = origin else { return Answer::none() };
+    match tg.redraw(origin.chat_id, origin.message_id, interaction, locale).await {
+        Ok(()) => Answer::none(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot show the next step");
+            Answer::toast(tg_text(locale, Tg::CommandFailed))
+        }
+    }
+}
+
+async fn prompt(tg: &Telegram, origin: Option<&Origin>, user: &teloxide::types::User, interaction: &Interaction, kind: PromptKind, locale: Locale) -> Answer {
+    // A button on an inline message has no chat to ask in; our messages are never inline.
+    let Some(origin) = origin else { return Answer::toast(text(locale, Msg::UnknownButton)) };
+    match ask_for_text(tg, &origin.chat, user, interaction, kind, locale).await {
+        Ok(()) => Answer::none(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot send a prompt");
+            Answer::toast(tg_text(locale, Tg::CommandFailed))
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! Telegram: inline-keyboard approvals and question wizards over the Bot API
+//! (teloxide). This file is the [`Platform`] the engine calls; the other files each
+//! own one job:
+//! - [`render`]: Interaction → HTML text + inline keyboard (pure, snapshot-tested)
+//! - [`callback`]: button action codes inside callback tokens
+//! - [`clicks`]: callback queries → [`UserAction`](crate::interaction::UserAction)s
+//! - [`chat`]: messages: agent chat, commands, group addressing, ForceReply answers
+//! - [`wizard`]: in-memory step/prompt state (nothing that a restart must keep)
+//! - [`lanes`]: one ordered queue per chat for incoming updates
+//! - [`send`]: outgoing calls with 429 retries; [`transport`]: polling or webhook
+//! - [`text`]: Telegram-only strings and HTML escaping
+//!
+//! What a click or reply means is always the core's call, through
+//! [`EngineHandle::act`]; this module never decides or stores an answer itself.
+
+pub mod callback;
+mod chat;
+mod clicks;
+mod lanes;
+pub mod render;
+mod send;
+pub mod text;
+mod transport;
+pub mod wizard;
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use futures_util::future::BoxFuture;
+use secrecy::ExposeSecret;
+use teloxide::adaptors::Throttle;
+use teloxide::adaptors::throttle::Limits;
+use teloxide::types::{ChatId, MessageId, ReplyMarkup};
+use teloxide::Bot;
+use tokio::task::JoinHandle;
+
+use self::render::{render, step_for};
+use self::wizard::Wizard;
+use super::locale::{self, Locale, Msg};
+use super::token::TokenSigner;
+use super::{Platform, PlatformError};
+use crate::backend::ToolGroupStatus;
+use crate::config::{Settings, TelegramSettings};
+use crate::engine::EngineHandle;
+use crate::interaction::{AccessPolicy, Interaction};
+use crate::store::{ChatKey, MessageRef};
+
+pub const PLATFORM: &str = "telegram";
+
+/// The Bot API client: teloxide's `Bot` behind its rate limiter.
+pub type TgBot = Throttle<Bot>;
+
+pub struct Telegram {
+    bot: TgBot,
+    engine: EngineHandle,
+    signer: TokenSigner,
+    policy: AccessPolicy,
+    settings: TelegramSettings,
+    /// The bot's own user id and @username, from getMe (needed to tell whether a
+    /// group message is addressed to it).
+    me: OnceLock<(u64, String)>,
+    wizard: Mutex<Wizard>,
+    lanes: lanes::Lanes,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("telegram.enabled is set but telegram.token is empty")]
+    NoToken,
+    #[error("telegram.api_url is not a URL: {0}")]
+    ApiUrl(String),
+}
+
+/// Starts the Telegram front end (polling or webhook in the background) and returns
+/// the platform for the engine.
+pub fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigner) -> Result<Arc<Telegram>, StartError> {
+    let tg = &settings.telegram;
+    let token = tg.token.as_ref().map(|t| t.expose_secret().to_owned()).filter(|t| !t.is_empty()).ok_or(StartError::NoToken)?;
+    let mut bot = Bot::new(token);
+    if let Some(url) = tg.api_url.as_deref().filter(|u| !u.is_empty()) {
+        let url = reqwest::Url::parse(url).map_err(|e| StartError::ApiUrl(e.to_string()))?;
+        bot = bot.set_api_url(url);
+    }
+    let platform = Arc::new(Telegram {
+        bot: Throttle::new_spawn(bot, Limits::default()),
+        engine,
+        signer,
+        policy: settings.access_policy(),
+        settings: tg.clone(),
+        me: OnceLock::new(),
+        wizard: Mutex::new(Wizard::default()),
+        lanes: lanes::Lanes::default(),
+        tasks: Mutex::new(Vec::new()),
+    });
+    let task = transport::spawn(platform.clone());
+    platform.tasks().push(task);
+    Ok(platform)
+}
+
+impl Telegram {
+    fn wizard(&self) -> std::sync::MutexGuard<'_, Wizard> {
+        // The state is plain maps; a panic elsewhere cannot leave it half-written in a
+        // way that matters, so a poisoned lock is still usable.
+        self.wizard.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn tasks(&self) -> std::sync::MutexGuard<'_, Vec<JoinHandle<()>>> {
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The chat's locale, in the order `TelegramSettings` documents: `locale` for every
+    /// chat, else this chat's `chat_locales` entry, else the language of the person (or
+    /// the one last seen in this chat), else English.
+    fn locale(&self, chat_id: &str, user_language: Option<&str>) -> Locale {
+        let remembered = if user_language.is_none() { self.wizard().language(chat_id) } else { None };
+        Locale::pick([
+            self.settings.locale.as_deref(),
+            self.settings.chat_locales.get(chat_id).map(String::as_str),
+            user_language.or(remembered.as_deref()),
+        ])
+    }
+
+    fn rendered(&self, interaction: &Interaction, locale: Locale) -> render::Rendered {
+        let step = step_for(interaction, self.wizard().step(&interaction.id));
+        render(interaction, step, locale, &self.signer)
+    }
+
+    /// Re-renders one message showing `interaction` (after a navigation click).
+    async fn redraw(&self, chat_id: ChatId, message_id: MessageId, interaction: &Interaction, locale: Locale) -> Result<(), PlatformError> {
+        let r = self.rendered(interaction, locale);
+        send::edit(&self.bot, chat_id, message_id, &r.text, r.keyboard).await
+    }
+
+    async fn notice(&self, chat: &ChatKey, text: &str) -> Result<(), PlatformError> {
+        send::html(&self.bot, chat, &text::escape_cut(&format!("⚠️ {text}"), text::MAX_TEXT_CHARS), None).await.map(|_| ())
+    }
+}
+
+impl Platform for Telegram {
+    fn name(&self) -> &'static str {
+        PLATFORM
+    }
+
+    fn send_text<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async move {
+            for chunk in text::split_escaped(text, text::MAX_TEXT_CHARS) {
+                send::html(&self.bot, chat, &chunk, None).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn tool_status<'a>(&'a self, chat: &'a ChatKey, status: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async move {
+            let key = (chat.chat_id.clone(), chat.thread_id.clone(), status.group);
+            let line = text::escape_cut(&status.line(), text::MAX_TEXT_CHARS);
+            let existing = self.wizard().tool_line(&key);
+            match existing {
+                // Telegram refuses an edit that changes nothing; skip it.
+                Some((_, shown)) if shown == line => {}
+                Some((message_id, _)) => {
+                    let (chat_id, _) = send::target(chat)?;
+                    send::edit(&self.bot, chat_id, MessageId(message_id), &line, render::empty()).await?;
+                    self.wizard().set_tool_line(key.clone(), message_id, line);
+                }
+                None => {
+                    let id = send::html(&self.bot, chat, &line, None).await?;
+                    self.wizard().set_tool_line(key.clone(), id.0, line);
+                }
+            }
+            // Group numbers restart with a new session: forget finished groups so a
+            // later group with the same number gets its own line.
+            if status.finished {
+                self.wizard().forget_tool_line(&key);
+            }
+            Ok(())
+        })
+    }
+
+    fn show_interaction<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
+        Box::pin(async move {
+            let locale = self.locale(&chat.chat_id, None);
+            let r = self.rendered(interaction, locale);
+            let id = send::html(&self.bot, chat, &r.text, Some(ReplyMarkup::InlineKeyboard(r.keyboard))).await?;
+            for (name, json) in r.full_args {
+                // The request is already shown; a missing attachment is logged, not fatal.
+                if let Err(e) = send::document(&self.bot, chat, &name, json, locale::text(locale, Msg::ArgsAttached)).await {
+                    tracing::warn!(error = %e, interaction = %interaction.id, "cannot attach the full args");
+                }
+            }
+            Ok(Some(id.0.to_string()))
+        })
+    }
+
+    fn refresh_interaction<'a>(&'a self, message: &'a MessageRef, interaction: &'a Interaction) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async move {
+            let (chat_id, _) = send::target(&message.chat)?;
+            let message_id = message
+                .message_id
+                .parse::<i32>()
+                .map_err(|_| send::fail(format!("not a Telegram message id: {}", message.message_id)))?;
+            let locale = self.locale(&message.chat.chat_id, None);
+            let r = self.rendered(interaction, locale);
+            if !interaction.status.is_pending() {
+                self.wizard().forget(&interaction.id);
+            }
+            send::edit(&self.bot, chat_id, MessageId(message_id), &r.text, r.keyboard).await
+        })
+    }
+
+    fn send_notice<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async move { self.notice(chat, text).await })
+    }
+
+    fn shutdown(&self) {
+        for task in self.tasks().drain(..) {
+            task.abort();
+        }
+    }
+}

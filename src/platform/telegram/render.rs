@@ -1,0 +1,339 @@
+//! Pure rendering: (Interaction, wizard step, locale, signer) → the HTML text and the
+//! inline keyboard of its message. No IO, no clock: the same inputs always give the
+//! same payload, which is what the snapshot tests rely on.
+//!
+//! Limits enforced here (DESIGN.md "Platform limits"): text ≤ 4096 characters (long
+//! args are cut, and the caller attaches the full JSON), every callback_data ≤ 64
+//! bytes (codes are indexes only; see [`super::callback`]).
+
+use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
+
+use super::callback::Code;
+use super::text::{MAX_TEXT_CHARS, Tg, cut, escape, escape_cut, tg};
+use crate::interaction::answers::encode;
+use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question, RequestKind};
+use crate::platform::locale::{self, Locale, Msg, text};
+use crate::platform::token::TokenSigner;
+use crate::protocol::{Decision, DecisionType, Reply};
+
+/// Longest label on a button; Telegram shows about this much on a phone anyway.
+const MAX_BUTTON_CHARS: usize = 60;
+/// Longest single free-text field (description, question, header) in a message.
+const MAX_FIELD_CHARS: usize = 1000;
+
+/// One message: HTML text and its keyboard (empty once the interaction ended).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub text: String,
+    pub keyboard: InlineKeyboardMarkup,
+    /// Set when some action's args were cut: `(file name, full pretty JSON)`.
+    pub full_args: Vec<(String, String)>,
+}
+
+/// Which wizard step to show: the remembered one if still valid, else the first
+/// question not answered yet, else the summary (step == question count). After a
+/// restart nothing is remembered and the stored draft decides.
+pub fn step_for(interaction: &Interaction, remembered: Option<usize>) -> usize {
+    let (RequestKind::Questions { questions, .. }, Draft::Answers { answers }) = (&interaction.request.kind, &interaction.draft) else {
+        return 0;
+    };
+    match remembered {
+        Some(step) if step <= questions.len() => step,
+        _ => answers.iter().position(|a| !a.is_answered()).unwrap_or(questions.len()),
+    }
+}
+
+pub fn render(interaction: &Interaction, step: usize, locale: Locale, signer: &TokenSigner) -> Rendered {
+    let pending = interaction.status.is_pending();
+    let mut out = match (&interaction.request.kind, &interaction.draft) {
+        (RequestKind::Approval { actions }, Draft::Decisions(draft)) => {
+            approval(interaction, actions, &draft.decisions, draft.user_edit_content.as_deref(), locale, signer)
+        }
+        (RequestKind::Questions { questions, .. }, Draft::Answers { answers }) if pending => {
+            if step < questions.len() {
+                question_step(interaction, questions, answers, step, locale, signer)
+            } else {
+                summary(interaction, questions, answers, locale, signer)
+            }
+        }
+        (RequestKind::Questions { questions, .. }, Draft::Answers { .. }) => ended_questions(interaction, questions, locale),
+        // The core builds the draft from the request kind, so this cannot happen; show
+        // the outcome rather than panic on stored data.
+        _ => Rendered { text: escape(&locale::outcome(locale, interaction)), keyboard: empty(), full_args: Vec::new() },
+    };
+    if !pending {
+        out.keyboard = empty();
+    }
+    out
+}
+
+/// An empty inline keyboard: sent on the final edit so the buttons disappear.
+pub fn empty() -> InlineKeyboardMarkup {
+    InlineKeyboardMarkup::new(Vec::<Vec<InlineKeyboardButton>>::new())
+}
+
+fn button(signer: &TokenSigner, interaction: &Interaction, code: Code, label: &str) -> Option<InlineKeyboardButton> {
+    match signer.sign(&interaction.id, &code.encode()) {
+        Ok(token) => Some(InlineKeyboardButton::callback(cut(label, MAX_BUTTON_CHARS), token)),
+        Err(e) => {
+            // Only a bug (a code over MAX_CODE_BYTES) gets here: leave the button out
+            // rather than send data Telegram would reject.
+            tracing::error!(interaction = %interaction.id, code = %code.encode(), error = %e, "cannot sign a button");
+            None
+        }
+    }
+}
+
+fn deadline_line(interaction: &Interaction, locale: Locale) -> String {
+    format!("⏰ {}: {}", text(locale, Msg::Deadline), locale::clock(interaction.deadline_ms))
+}
+
+/// The last lines: the deadline while pending, the outcome after.
+fn status_line(interaction: &Interaction, locale: Locale) -> String {
+    if interaction.status.is_pending() {
+        deadline_line(interaction, locale)
+    } else {
+        format!("<b>{}</b>", escape(&locale::outcome(locale, interaction)))
+    }
+}
+
+/// Joins `head`, as many `body` segments as fit, and `tail` within Telegram's limit;
+/// a `…` line marks dropped segments. Each segment is already escaped HTML with its
+/// tags closed, so dropping whole segments never breaks the markup.
+fn fit(head: &[String], body: &[String], tail: &[String]) -> String {
+    let len = |parts: &[String]| parts.iter().map(|p| p.chars().count() + 1).sum::<usize>();
+    let budget = MAX_TEXT_CHARS.saturating_sub(len(head) + len(tail) + 2);
+    let mut used = 0;
+    let mut kept: Vec<String> = Vec::new();
+    for (i, segment) in body.iter().enumerate() {
+        let n = segment.chars().count() + 1;
+        if used + n > budget {
+            tracing::debug!(dropped = body.len() - i, "message too long: dropping segments");
+            kept.push("…".into());
+            break;
+        }
+        used += n;
+        kept.push(segment.clone());
+    }
+    head.iter().chain(&kept).chain(tail).cloned().collect::<Vec<_>>().join("\n")
+}
+
+/// Pretty JSON escaped for `<pre>`, at most `max` characters after escaping; true
+/// when it had to be cut.
+fn args_block(args: &serde_json::Value, max: usize) -> (String, bool) {
+    let pretty = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
+    let was_cut = escape(&pretty).chars().count() > max;
+    (escape_cut(&pretty, max), was_cut)
+}
+
+fn decision_word(locale: Locale, decision: &Decision) -> String {
+    match decision {
+        Decision::Approve => format!("✅ {}", text(locale, Msg::Approve)),
+        Decision::Reject { message: None } => format!("❌ {}", text(locale, Msg::Reject)),
+        Decision::Reject { message: Some(m) } => format!("❌ {}: {}", text(locale, Msg::Reject), cut(m, 200)),
+        Decision::Edit { .. } => format!("✏️ {}", text(locale, Msg::Edit)),
+        Decision::Respond { message } => format!("💬 {}: {}", text(locale, Msg::Respond), cut(message, 200)),
+    }
+}
+
+fn approval(
+    interaction: &Interaction,
+    actions: &[crate::interaction::Action],
+    decided: &[Option<Decision>],
+    note: Option<&str>,
+    locale: Locale,
+    signer: &TokenSigner,
+) -> Rendered {
+    let many = actions.len() > 1;
+    let head = vec![format!("🔐 <b>{}</b>", escape(tg(locale, Tg::ApprovalNeeded)))];
+    let mut tail = Vec::new();
+    if let Some(note) = note {
+        tail.push(format!("💬 {}", escape_cut(note, MAX_FIELD_CHARS)));
+    }
+    tail.push(status_line(interaction, locale));
+
+    // Everything but the args first, so the args get whatever room is left.
+    let mut fixed: Vec<Vec<String>> = Vec::new();
+    for (n, action) in actions.iter().enumerate() {
+        let mut lines = vec![if many {
+            format!("\n<b>{}. {}</b>", n + 1, escape_cut(&action.name, 200))
+        } else {
+            format!("\n<b>{}</b>", escape_cut(&action.name, 200))
+        }];
+        if let Some(d) = &action.description {
+            lines.push(escape_cut(d, MAX_FIELD_CHARS));
+        }
+        lines.push(format!("{}:", escape(text(locale, Msg::Arguments))));
+        fixed.push(lines);
+    }
+    let fixed_len: usize = head.iter().chain(fixed.iter().flatten()).chain(&tail).map(|l| l.chars().count() + 1).sum();
+    // Per action: the decision line (≤ ~220) and the <pre></pre> tags.
+    let reserve = actions.len() * 240 + 16;
+    let per_action = MAX_TEXT_CHARS.saturating_sub(fixed_len + reserve) / actions.len().max(1);
+
+    let mut body = Vec::new();
+    let mut full_args = Vec::new();
+    for (n, (action, mut lines)) in actions.iter().zip(fixed).enumerate() {
+        let (args, was_cut) = args_block(&action.args, per_action);
+        lines.push(format!("<pre>{args}</pre>"));
+        if was_cut {
+            let pretty = serde_json::to_string_pretty(&action.args).unwrap_or_else(|_| action.args.to_string());
+            full_args.push((format!("{}.json", file_stem(&action.name)), pretty));
+        }
+        if let (true, Some(Some(d))) = (many, decided.get(n)) {
+            lines.push(format!("→ {}", escape(&decision_word(locale, d))));
+        }
+        body.push(lines.join("\n"));
+    }
+    if !full_args.is_empty() {
+        body.push(format!("<i>{}</i>", escape(text(locale, Msg::ArgsAttached))));
+    }
+
+    let mut rows: Vec<Vec<InlineKeyboardButton>> = Vec::new();
+    for (n, action) in actions.iter().enumerate() {
+        let chosen = decided.get(n).and_then(Option::as_ref).map(Decision::decision_type);
+        let suffix = if many { format!(" #{}", n + 1) } else { String::new() };
+        let mark = |d: DecisionType| if chosen == Some(d) { "• " } else { "" };
+        let mut row = Vec::new();
+        for (decision, emoji, msg, code) in [
+            (DecisionType::Approve, "✅", Msg::Approve, Code::Decide { action: n, decision: DecisionType::Approve }),
+            (DecisionType::Reject, "❌", Msg::Reject, Code::Decide { action: n, decision: DecisionType::Reject }),
+            (DecisionType::Edit, "✏️", Msg::Edit, Code::Edit { action: n }),
+        ] {
+            if action.allowed.contains(&decision) {
+                row.extend(button(signer, interaction, code, &format!("{}{emoji} {}{suffix}", mark(decision), text(locale, msg))));
+            }
+        }
+        // A comment is always possible: a `respond` decision where allowed, else a note
+        // for the whole request (`user_edit_content`, seed 002).
+        row.extend(button(signer, interaction, Code::Comment { action: n }, &format!("{}💬 {}{suffix}", mark(DecisionType::Respond), text(locale, Msg::Respond))));
+        rows.push(row);
+    }
+    if many {
+        let mut row = Vec::new();
+        if actions.iter().all(|a| a.allowed.contains(&DecisionType::Approve)) {
+            row.extend(button(signer, interaction, Code::All(DecisionType::Approve), &format!("✅ {}", text(locale, Msg::ApproveAll))));
+        }
+        if actions.iter().all(|a| a.allowed.contains(&DecisionType::Reject)) {
+            row.extend(button(signer, interaction, Code::All(DecisionType::Reject), &format!("❌ {}", text(locale, Msg::RejectAll))));
+        }
+        row.extend(button(signer, interaction, Code::Submit, &format!("📨 {}", text(locale, Msg::Submit))));
+        rows.push(row);
+    }
+    Rendered { text: fit(&head, &body, &tail), keyboard: InlineKeyboardMarkup::new(rows), full_args }
+}
+
+/// A file name from a tool name: letters, digits, `-` and `_` only.
+fn file_stem(name: &str) -> String {
+    let stem: String = name.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').take(60).collect();
+    if stem.is_empty() { "args".into() } else { stem }
+}
+
+fn question_title(q: &Question, step: usize, count: usize) -> String {
+    let header = q.header.as_deref().map(|h| format!(" {}", escape_cut(h, 100))).unwrap_or_default();
+    format!("❓ <b>[{}/{count}]{header}</b>", step + 1)
+}
+
+/// The label of the free-text slot: the input option's own label, else "Other".
+fn free_text_label(q: &Question, locale: Locale) -> String {
+    q.free_text_label().map(str::to_owned).unwrap_or_else(|| text(locale, Msg::Other).to_owned())
+}
+
+fn question_step(interaction: &Interaction, questions: &[Question], answers: &[AnswerDraft], step: usize, locale: Locale, signer: &TokenSigner) -> Rendered {
+    let Some(q) = questions.get(step) else { return summary(interaction, questions, answers, locale, signer) };
+    let draft = answers.get(step).cloned().unwrap_or_default();
+    let mut head = vec![question_title(q, step, questions.len()), format!("<b>{}</b>", escape_cut(&q.text, MAX_FIELD_CHARS))];
+    if q.multi_select {
+        head.push(format!("<i>{}</i>", escape(tg(locale, Tg::ChooseMany))));
+    }
+    head.push(String::new());
+    let body: Vec<String> = q
+        .options
+        .iter()
+        .enumerate()
+        .map(|(n, o)| {
+            let mut line = format!("{}. {}", n + 1, escape_cut(&o.label, 300));
+            if let Some(d) = &o.description {
+                line += &format!(" — <i>{}</i>", escape_cut(d, 300));
+            }
+            line
+        })
+        .collect();
+    let mut tail = vec![String::new()];
+    if draft.is_answered() {
+        tail.push(format!("→ {}", escape_cut(&answer_text(q, &draft, locale), MAX_FIELD_CHARS)));
+    }
+    tail.push(status_line(interaction, locale));
+
+    let mut rows: Vec<Vec<InlineKeyboardButton>> = Vec::new();
+    for (n, o) in q.options.iter().enumerate() {
+        let selected = draft.selected.contains(&n);
+        let mark = match (q.multi_select, selected) {
+            (true, true) => "☑ ",
+            (true, false) => "☐ ",
+            (false, true) => "✓ ",
+            (false, false) => "",
+        };
+        let pen = if o.input { " ✏️" } else { "" };
+        rows.extend(button(signer, interaction, Code::Option { question: step, option: n }, &format!("{mark}{}{pen}", o.label)).map(|b| vec![b]));
+    }
+    if q.free_text == FreeText::Other {
+        let mark = if draft.text.is_some() { if q.multi_select { "☑ " } else { "✓ " } } else { "" };
+        rows.extend(button(signer, interaction, Code::Other { question: step }, &format!("{mark}{} ✏️", free_text_label(q, locale))).map(|b| vec![b]));
+    }
+    let mut last = Vec::new();
+    if step > 0 {
+        last.extend(button(signer, interaction, Code::Goto { step: step - 1 }, "‹"));
+    }
+    last.extend(button(signer, interaction, Code::Skip { question: step }, &format!("⏭ {}", text(locale, Msg::Skip))));
+    if q.multi_select {
+        last.extend(button(signer, interaction, Code::Done { question: step }, &format!("✔ {}", text(locale, Msg::Done))));
+    }
+    rows.push(last);
+    Rendered { text: fit(&head, &body, &tail), keyboard: InlineKeyboardMarkup::new(rows), full_args: Vec::new() }
+}
+
+/// What a draft will send, in words: skipped is shown localized, the rest as encoded.
+fn answer_text(q: &Question, draft: &AnswerDraft, locale: Locale) -> String {
+    if draft.skipped {
+        return text(locale, Msg::Skipped).to_owned();
+    }
+    if !draft.is_answered() {
+        return text(locale, Msg::NotAnswered).to_owned();
+    }
+    encode(q, draft)
+}
+
+fn summary(interaction: &Interaction, questions: &[Question], answers: &[AnswerDraft], locale: Locale, signer: &TokenSigner) -> Rendered {
+    let head = vec![format!("📝 <b>{}</b>", escape(text(locale, Msg::Summary)))];
+    let body: Vec<String> = questions
+        .iter()
+        .zip(answers)
+        .map(|(q, a)| format!("\n<b>{}</b>\n→ {}", escape_cut(&q.text, 500), escape_cut(&answer_text(q, a, locale), 500)))
+        .collect();
+    let tail = vec![String::new(), status_line(interaction, locale)];
+    let row: Vec<InlineKeyboardButton> = [
+        button(signer, interaction, Code::Submit, &format!("📨 {}", text(locale, Msg::Submit))),
+        button(signer, interaction, Code::Goto { step: 0 }, &format!("✏️ {}", text(locale, Msg::Change))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    Rendered { text: fit(&head, &body, &tail), keyboard: InlineKeyboardMarkup::new(vec![row]), full_args: Vec::new() }
+}
+
+fn ended_questions(interaction: &Interaction, questions: &[Question], locale: Locale) -> Rendered {
+    let head = vec![format!("❓ <b>{}</b>", escape(tg(locale, Tg::QuestionNeeded)))];
+    // Only what was actually sent (or received from elsewhere) is shown: after an
+    // expiry or a cancel the local draft was never an answer.
+    let body: Vec<String> = match &interaction.reply {
+        Some(Reply::Answers { answers }) => questions
+            .iter()
+            .filter_map(|q| answers.get(&q.text).map(|a| (q, a)))
+            .map(|(q, a)| format!("\n<b>{}</b>\n→ {}", escape_cut(&q.text, 500), escape_cut(a, 500)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let tail = vec![String::new(), status_line(interaction, locale)];
+    Rendered { text: fit(&head, &body, &tail), keyboard: empty(), full_args: Vec::new() }
+}

@@ -1,0 +1,775 @@
+//! Telegram end to end: reference agent ↔ bridge ↔ the real teloxide client ↔ a fake
+//! Bot API (tests/support/fake_telegram.rs). Each test asserts the exact commands the
+//! agent received and snapshots the keyboards the bridge sent (ids and token tags
+//! masked). Render unit tests at the end check the limits without any IO.
+
+mod support;
+#[path = "support/fake_telegram.rs"]
+mod fake_telegram;
+
+use std::time::Duration;
+
+use fake_telegram::{FakeTelegram, User, callback_data};
+use hitl_bridge::agent_sim::SimHandle;
+use hitl_bridge::app::App;
+use hitl_bridge::config::Settings;
+use hitl_bridge::interaction::{Interaction, RequestBuilder, TimeoutDefaults};
+use hitl_bridge::platform::telegram::render::{render, step_for};
+use hitl_bridge::platform::locale::Locale;
+use hitl_bridge::platform::token::TokenSigner;
+use hitl_bridge::protocol::ActionRequest;
+use serde_json::{Value, json};
+use support::{approvals, session_id, start_sim, wait_approvals, wait_until};
+
+const Q1: &str = "Thảo muốn tập trung vào mục tiêu nào?";
+const Q2: &str = "Thời gian nắm giữ dự kiến?";
+
+fn thao() -> User {
+    User::new(1001, "Thảo", Some("vi"))
+}
+
+fn stranger() -> User {
+    User::new(2002, "Mallory", Some("en"))
+}
+
+/// Agent + fake Telegram + bridge, with Thảo's private chat registered.
+struct Harness {
+    sim: SimHandle,
+    fake: FakeTelegram,
+    dir: tempfile::TempDir,
+    settings: Settings,
+    app: Option<App>,
+    chat: i64,
+    /// After a restart the bridge re-renders pending messages without knowing what
+    /// they show; Telegram answers "message is not modified", which it treats as done.
+    allow_unmodified: bool,
+}
+
+impl Harness {
+    async fn start(sim_timeout: u64, extra: &[(&str, &str)]) -> Harness {
+        Self::start_with(sim_timeout, extra, |_| {}).await
+    }
+
+    /// As [`Harness::start`], with a last change to the settings.
+    async fn start_with(sim_timeout: u64, extra: &[(&str, &str)], tweak: impl FnOnce(&mut Settings)) -> Harness {
+        // Logs when RUST_LOG is set (e.g. RUST_LOG=hitl_bridge=debug); once per process.
+        let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
+        let sim = start_sim(sim_timeout).await;
+        let fake = FakeTelegram::start().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut pairs: Vec<(&str, &str)> = vec![
+            ("console.enabled", "false"),
+            ("telegram.enabled", "true"),
+            ("telegram.token", fake_telegram::TOKEN),
+            ("telegram.api_url", &fake.url),
+        ];
+        pairs.extend_from_slice(extra);
+        let mut settings = support::settings(&sim, &dir, &pairs);
+        tweak(&mut settings);
+        let chat = fake.private_chat(&thao());
+        let mut h = Harness { sim, fake, dir, settings, app: None, chat, allow_unmodified: false };
+        h.start_bridge().await;
+        h
+    }
+
+    async fn start_bridge(&mut self) {
+        let app = App::start(&self.settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge starts");
+        self.app = Some(app);
+    }
+
+    async fn stop_bridge(&mut self) {
+        if let Some(app) = self.app.take() {
+            app.stop().await;
+        }
+    }
+
+    fn say(&self, text: &str) -> i64 {
+        self.fake.push_message(self.chat, &thao(), text, None, None)
+    }
+
+    /// Waits for a bot message in the chat whose text contains `needle`.
+    async fn message_with(&self, needle: &str) -> Value {
+        wait_until(|| async { self.fake.bot_messages(self.chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+    }
+
+    /// Waits until message `id` shows text containing `needle`; returns it.
+    async fn message_shows(&self, id: i64, needle: &str) -> Value {
+        wait_until(|| async { self.fake.message(self.chat, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+    }
+
+    /// Clicks the button whose label contains `label` on message `id`, as `user`, and
+    /// returns the answerCallbackQuery body.
+    async fn click(&self, id: i64, label: &str, user: &User) -> Value {
+        let message = self.fake.message(self.chat, id).expect("message exists");
+        let data = button(&message, label);
+        self.click_data(id, &data, user).await
+    }
+
+    async fn click_data(&self, id: i64, data: &str, user: &User) -> Value {
+        let query = self.fake.push_click(self.chat, user, id, data);
+        wait_until(|| async { self.fake.answer_to(&query) }).await
+    }
+
+    /// Replies to a ForceReply prompt (the latest bot message containing `needle`).
+    async fn reply_to_prompt(&self, needle: &str, text: &str) {
+        let prompt = self.message_with(needle).await;
+        let prompt_id = prompt["message_id"].as_i64().expect("id");
+        self.fake.push_message(self.chat, &thao(), text, None, Some(prompt_id));
+    }
+
+    async fn finish(mut self) {
+        self.stop_bridge().await;
+        // The fake refuses exactly what Telegram refuses; apart from the 429s a test
+        // asks for, the bridge must never send anything Telegram would reject.
+        let unexpected: Vec<_> = self
+            .fake
+            .errors()
+            .into_iter()
+            .filter(|(_, e)| !e.starts_with("Too Many Requests"))
+            .filter(|(_, e)| !(self.allow_unmodified && e.starts_with("Bad Request: message is not modified")))
+            .collect();
+        assert!(unexpected.is_empty(), "Telegram would have refused: {unexpected:?}");
+        self.fake.shutdown();
+        self.sim.shutdown().await;
+        drop(self.dir);
+    }
+}
+
+/// The callback_data of the button whose label contains `label`.
+fn button(message: &Value, label: &str) -> String {
+    message["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .find(|b| b["text"].as_str().is_some_and(|t| t.contains(label)))
+        .and_then(|b| b["callback_data"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no button {label:?} in {}", message["reply_markup"]))
+}
+
+/// The keyboard with ids and tags masked: `1:[id]:<code>:[tag]`.
+fn masked_keyboard(message: &Value) -> Value {
+    let mut markup = message.get("reply_markup").cloned().unwrap_or(json!({"inline_keyboard": []}));
+    for row in markup["inline_keyboard"].as_array_mut().into_iter().flatten() {
+        for b in row.as_array_mut().into_iter().flatten() {
+            if let Some(data) = b["callback_data"].as_str() {
+                let parts: Vec<&str> = data.split(':').collect();
+                assert_eq!(parts.len(), 4, "token shape: {data}");
+                assert!(data.len() <= 64, "callback_data over 64 bytes: {data}");
+                b["callback_data"] = json!(format!("{}:[id]:{}:[tag]", parts[0], parts[2]));
+            }
+        }
+    }
+    markup
+}
+
+/// The message text with its `HH:MM UTC` times masked.
+fn without_clock(message: &Value) -> String {
+    let text = message["text"].as_str().expect("text");
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(" UTC") {
+        let (before, after) = rest.split_at(at);
+        let cut = before.len().saturating_sub(5);
+        if before.is_char_boundary(cut) && before[cut..].chars().all(|c| c.is_ascii_digit() || c == ':') && before[cut..].len() == 5 {
+            out.push_str(&before[..cut]);
+            out.push_str("[HH:MM]");
+        } else {
+            out.push_str(before);
+        }
+        out.push_str(" UTC");
+        rest = &after[4..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn has_keyboard(message: &Value) -> bool {
+    message.get("reply_markup").is_some()
+}
+
+fn id_of(message: &Value) -> i64 {
+    message["message_id"].as_i64().expect("message id")
+}
+
+/// Seed 000: two questions in one wizard message (an option, then "Khác" typed),
+/// a summary, Submit; then a second request; the agent's answers exactly as seeded.
+#[tokio::test]
+async fn seed_000_question_wizard() {
+    let h = Harness::start(20, &[]).await;
+    h.say("hỏi 2 lần");
+    let q = h.message_with("[1/2] Mục tiêu chính").await;
+    // One status line per tool group, created once and edited as its tools finish.
+    let status = h.message_with("⚙ Chuẩn bị câu hỏi lần 1").await;
+    assert_eq!(status["text"], "⚙ Chuẩn bị câu hỏi lần 1: write_todos ✓");
+    let group_sends = h.fake.calls("sendMessage").into_iter().filter(|b| b["text"].as_str().is_some_and(|t| t.contains("lần 1"))).count();
+    assert_eq!(group_sends, 1);
+    insta::assert_json_snapshot!("seed000_question_1", masked_keyboard(&q));
+    assert_eq!(
+        without_clock(&q),
+        "❓ <b>[1/2] Mục tiêu chính</b>\n<b>Thảo muốn tập trung vào mục tiêu nào?</b>\n\n\
+         1. Cổ tức bền vững (Recommended) — <i>Tập trung cổ phiếu trả cổ tức đều</i>\n\
+         2. Tăng trưởng dài hạn — <i>Lợi nhuận từ giá tăng trưởng</i>\n\
+         3. Khác — <i>Nhập giá trị tùy chỉnh</i>\n\n⏰ Hạn trả lời: [HH:MM] UTC"
+    );
+    let id = id_of(&q);
+
+    let answer = h.click(id, "Cổ tức bền vững", &thao()).await;
+    assert_eq!(answer["text"], "Đã lưu");
+    let step2 = h.message_shows(id, "[2/2] Kỳ hạn đầu tư").await;
+    insta::assert_json_snapshot!("seed000_question_2", masked_keyboard(&step2));
+    // "Khác" is the backend's input option: it asks for text instead of selecting.
+    h.click(id, "Khác", &thao()).await;
+    h.reply_to_prompt("Trả lời bằng câu trả lời của bạn", "Ngắn hạn").await;
+    let summary = h.message_shows(id, "Câu trả lời của bạn").await;
+    assert_eq!(
+        without_clock(&summary),
+        "📝 <b>Câu trả lời của bạn</b>\n\n<b>Thảo muốn tập trung vào mục tiêu nào?</b>\n→ Cổ tức bền vững (Recommended)\n\
+         \n<b>Thời gian nắm giữ dự kiến?</b>\n→ Ngắn hạn\n\n⏰ Hạn trả lời: [HH:MM] UTC"
+    );
+    insta::assert_json_snapshot!("seed000_summary", masked_keyboard(&summary));
+    assert!(approvals(&h.sim).is_empty(), "nothing is sent before Submit");
+    let sent = h.click(id, "Gửi", &thao()).await;
+    assert_eq!(sent["text"], "Đã gửi");
+    let done = h.message_shows(id, "bởi Thảo").await;
+    assert_eq!(
+        without_clock(&done),
+        "❓ <b>Câu hỏi</b>\n\n<b>Thảo muốn tập trung vào mục tiêu nào?</b>\n→ Cổ tức bền vững (Recommended)\n\
+         \n<b>Thời gian nắm giữ dự kiến?</b>\n→ Ngắn hạn\n\n<b>✅ Đã gửi bởi Thảo lúc [HH:MM] UTC</b>"
+    );
+    assert!(!has_keyboard(&done), "the keyboard is removed when it ends");
+
+    let q3 = h.message_with("[1/1] Kênh báo cáo").await;
+    h.click(id_of(&q3), "Telegram", &thao()).await;
+    h.message_shows(id_of(&q3), "Câu trả lời của bạn").await;
+    h.click(id_of(&q3), "Gửi", &thao()).await;
+    h.message_with("Cảm ơn! Tổng kết: mục tiêu = Cổ tức bền vững (Recommended); kỳ hạn = Ngắn hạn; kênh = Telegram").await;
+
+    let s = session_id(&h.sim);
+    let commands = h.sim.commands();
+    assert_eq!(commands[0], json!({"type":"message","session_id":s,"content":[{"type":"text","text":"hỏi 2 lần"}],
+        "user":{"platform":"telegram","id":"1001","name":"Thảo"}}));
+    let got = approvals(&h.sim);
+    assert_eq!(got.len(), 2);
+    assert_eq!(
+        serde_json::to_string(&got[0]).unwrap(),
+        serde_json::to_string(&json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+            "answers":{Q1:"Cổ tức bền vững (Recommended)",Q2:"Ngắn hạn"}})).unwrap()
+    );
+    assert_eq!(got[1], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),
+        "answers":{"Bạn muốn nhận báo cáo qua kênh nào?":"Telegram"}}));
+    h.finish().await;
+}
+
+/// Seed 002, approve: one click sends exactly one approve decision; the message then
+/// shows who decided and loses its keyboard.
+#[tokio::test]
+async fn seed_002_approve() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    let text = m["text"].as_str().unwrap();
+    assert!(text.contains("<pre>{\n  \"symbol\": \"VNM\",\n  \"quantity\": 100,\n  \"side\": \"buy\",\n  \"price\": 82000\n}</pre>"), "{text}");
+    assert!(text.contains("⏰ Hạn trả lời: "), "{text}");
+    insta::assert_json_snapshot!("seed002_approval", masked_keyboard(&m));
+    let answer = h.click(id_of(&m), "Duyệt", &thao()).await;
+    assert_eq!(answer["text"], "Đã gửi");
+    let done = h.message_shows(id_of(&m), "✅ Duyệt bởi Thảo lúc").await;
+    assert_eq!(
+        without_clock(&done),
+        "🔐 <b>Cần phê duyệt</b>\n\n<b>execute_trade</b>\nTham số:\n<pre>{\n  \"symbol\": \"VNM\",\n  \"quantity\": 100,\n  \"side\": \"buy\",\n  \"price\": 82000\n}</pre>\n\
+         <b>✅ Duyệt bởi Thảo lúc [HH:MM] UTC</b>"
+    );
+    assert!(!has_keyboard(&done));
+    h.message_with("Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    let s = session_id(&h.sim);
+    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn seed_002_reject() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    h.click(id_of(&m), "Từ chối", &thao()).await;
+    h.message_with("Lệnh đã bị hủy.").await;
+    let s = session_id(&h.sim);
+    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"reject"}]})]);
+    h.finish().await;
+}
+
+/// Edit: ForceReply; invalid JSON gets a clear error and a new prompt; a non-object
+/// too; the valid JSON is sent as `edited_action` with the original tool name.
+#[tokio::test]
+async fn seed_002_edit_invalid_then_valid() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    h.click(id_of(&m), "Sửa", &thao()).await;
+    let prompt = h.message_with("Trả lời bằng tham số mới dạng đối tượng JSON.").await;
+    let force = h.fake.calls("sendMessage").into_iter().find(|b| b["reply_markup"]["force_reply"] == json!(true)).expect("a ForceReply prompt");
+    assert_eq!(force["reply_markup"], json!({"force_reply": true, "input_field_placeholder": "Sửa", "selective": true}));
+    h.fake.push_message(h.chat, &thao(), "{quantity: 50", None, Some(id_of(&prompt)));
+    h.message_with("⚠️ Không hợp lệ: invalid JSON").await;
+    // A fresh prompt follows the error: reply to the newest one.
+    let prompts = wait_until(|| async {
+        let p: Vec<Value> = h.fake.bot_messages(h.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("dạng đối tượng JSON"))).collect();
+        (p.len() >= 2).then_some(p)
+    })
+    .await;
+    h.fake.push_message(h.chat, &thao(), "[50]", None, Some(id_of(prompts.last().unwrap())));
+    h.message_with("⚠️ Không hợp lệ: the args must be a JSON object, not an array. Hãy gửi một đối tượng JSON.").await;
+    wait_until(|| async {
+        let prompts = h.fake.bot_messages(h.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("dạng đối tượng JSON"))).count();
+        (prompts == 3).then_some(())
+    })
+    .await;
+    assert!(approvals(&h.sim).is_empty(), "nothing is sent for a refused edit");
+    // The private-chat fallback: the next message answers the open prompt even
+    // without the reply attached.
+    h.say(r#"{"symbol":"VNM","quantity":50,"side":"buy","price":82000}"#);
+    h.message_with("Đã đặt lệnh: buy 50 VNM @ 82000").await;
+    let s = session_id(&h.sim);
+    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}]})]);
+    h.finish().await;
+}
+
+/// Two actions: a row per action plus Approve all / Reject all / Submit; Submit before
+/// every action is decided is refused; decisions go full length in action order.
+#[tokio::test]
+async fn two_actions() {
+    let h = Harness::start(20, &[]).await;
+    h.say("two actions");
+    let m = h.message_with("send_report").await;
+    insta::assert_json_snapshot!("two_actions", masked_keyboard(&m));
+    let id = id_of(&m);
+    let early = h.click(id, "Gửi", &thao()).await;
+    assert_eq!(early["text"], "Hãy quyết định mọi thao tác trước (còn thiếu: 1, 2).");
+    assert_eq!(h.click(id, "Duyệt #1", &thao()).await["text"], "Đã lưu");
+    h.message_shows(id, "→ ✅ Duyệt").await;
+    assert_eq!(h.click(id, "Từ chối #2", &thao()).await["text"], "Đã lưu");
+    let decided = h.message_shows(id, "→ ❌ Từ chối").await;
+    insta::assert_json_snapshot!("two_actions_decided", masked_keyboard(&decided));
+    assert_eq!(h.click(id, "Gửi", &thao()).await["text"], "Đã gửi");
+    h.message_with("execute_trade: approve; send_report: reject").await;
+    let s = session_id(&h.sim);
+    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"approve"},{"type":"reject"}]})]);
+    h.finish().await;
+}
+
+/// Multi-select: toggles ☐/☑, the input option "Khác" asks for text, Done, Submit;
+/// labels in option order with the typed text in place of "Khác".
+#[tokio::test]
+async fn multi_select_with_other() {
+    let h = Harness::start(20, &[]).await;
+    h.say("multi");
+    let m = h.message_with("[1/1] Ngành").await;
+    let id = id_of(&m);
+    h.click(id, "Bất động sản", &thao()).await;
+    h.message_shows(id, "→ Bất động sản").await;
+    h.click(id, "Ngân hàng", &thao()).await;
+    let toggled = h.message_shows(id, "→ Ngân hàng, Bất động sản").await;
+    insta::assert_json_snapshot!("multi_toggled", masked_keyboard(&toggled));
+    h.click(id, "Khác", &thao()).await;
+    h.reply_to_prompt("Trả lời bằng câu trả lời của bạn", "Công nghệ").await;
+    h.message_shows(id, "→ Ngân hàng, Bất động sản, Công nghệ").await;
+    h.click(id, "Xong", &thao()).await;
+    h.message_shows(id, "Câu trả lời của bạn").await;
+    h.click(id, "Gửi", &thao()).await;
+    h.message_with("Bạn chọn: Ngân hàng, Bất động sản, Công nghệ").await;
+    let s = session_id(&h.sim);
+    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Nhóm ngành quan tâm?":"Ngân hàng, Bất động sản, Công nghệ"}})]);
+    h.finish().await;
+}
+
+/// Skip sends "[No preference]"; the summary says so in the chat's language.
+#[tokio::test]
+async fn skip_sends_no_preference() {
+    let h = Harness::start(20, &[]).await;
+    h.say("shapes");
+    let m = h.message_with("[1/1] Môi trường").await;
+    h.click(id_of(&m), "Bỏ qua", &thao()).await;
+    let summary = h.message_shows(id_of(&m), "Câu trả lời của bạn").await;
+    assert!(summary["text"].as_str().unwrap().contains("→ [Không chọn]"), "{}", summary["text"]);
+    h.click(id_of(&m), "Gửi", &thao()).await;
+    let s = wait_approvals(&h.sim, 1).await;
+    let session = session_id(&h.sim);
+    assert_eq!(s[0], json!({"type":"approval","session_id":session,"approval_key":format!("{session}_1"),
+        "answers":{"Triển khai lên môi trường nào?":"[No preference]"}}));
+    h.finish().await;
+}
+
+/// Nobody answers: the agent's approval_timeout ends it; the message says so without
+/// a keyboard, and a late click gets a notice and sends nothing.
+#[tokio::test]
+async fn expiry_removes_the_keyboard_and_refuses_late_clicks() {
+    let h = Harness::start(1, &[]).await;
+    h.say("timeout");
+    let m = h.message_with("drop_table").await;
+    let data = button(&m, "Duyệt");
+    let expired = h.message_shows(id_of(&m), "⌛ Hết hạn lúc").await;
+    assert!(without_clock(&expired).ends_with("</pre>\n<b>⌛ Hết hạn lúc [HH:MM] UTC mà không có quyết định</b>"), "{}", expired["text"]);
+    assert!(!has_keyboard(&expired));
+    h.message_with("Không ai trả lời trong 1 giây").await;
+    let late = h.click_data(id_of(&m), &data, &thao()).await;
+    assert_eq!(late["text"], "Yêu cầu này đã hết hạn.");
+    assert!(approvals(&h.sim).is_empty());
+    h.finish().await;
+}
+
+/// The bridge's own deadline: with the agent unreachable, the bridge expires the
+/// request, removes the keyboard, and sends reject decisions once the agent is back.
+#[tokio::test]
+async fn bridge_deadline_expires_and_rejects() {
+    let h = Harness::start_with(1, &[("timeouts.grace_secs", "0")], |s| s.backend.history_url = None).await;
+    h.say("timeout");
+    let m = h.message_with("drop_table").await;
+    h.sim.set_down(true);
+    let expired = h.message_shows(id_of(&m), "⌛ Hết hạn lúc").await;
+    assert!(!has_keyboard(&expired));
+    h.sim.set_down(false);
+    let got = wait_approvals(&h.sim, 1).await;
+    let s = session_id(&h.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"reject","message":"timed out after 1 s without a human decision"}]})]);
+    h.finish().await;
+}
+
+/// Someone who may not answer gets an alert and changes nothing.
+#[tokio::test]
+async fn unauthorized_click_gets_an_alert() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    let data = button(&m, "Duyệt");
+    let answer = h.click_data(id_of(&m), &data, &stranger()).await;
+    assert_eq!(answer, json!({"callback_query_id": answer["callback_query_id"], "text": "You are not allowed to answer this request.", "show_alert": true}));
+    // An Edit press by a stranger does not even open a prompt.
+    let edit = button(&m, "Sửa");
+    assert_eq!(h.click_data(id_of(&m), &edit, &stranger()).await["show_alert"], true);
+    assert!(h.fake.calls("sendMessage").iter().all(|b| b["reply_markup"].get("force_reply").is_none()));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(approvals(&h.sim).is_empty());
+    assert!(has_keyboard(&h.fake.message(h.chat, id_of(&m)).unwrap()));
+    h.click_data(id_of(&m), &data, &thao()).await;
+    let s = session_id(&h.sim);
+    assert_eq!(wait_approvals(&h.sim, 1).await, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    h.finish().await;
+}
+
+/// A second click (a double tap, or a click on a stale copy) gets "already decided"
+/// and never a second command.
+#[tokio::test]
+async fn double_click_sends_one_command() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    let approve = button(&m, "Duyệt");
+    let reject = button(&m, "Từ chối");
+    assert_eq!(h.click_data(id_of(&m), &approve, &thao()).await["text"], "Đã gửi");
+    let second = h.click_data(id_of(&m), &reject, &thao()).await;
+    let text = second["text"].as_str().unwrap();
+    assert!(text.starts_with("Đã được Thảo quyết định lúc "), "{text}");
+    h.message_with("Đã đặt lệnh").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(approvals(&h.sim).len(), 1);
+    h.finish().await;
+}
+
+/// A forged token (another code under the same tag), a token from another secret and
+/// garbage are all answered with a notice and change nothing.
+#[tokio::test]
+async fn forged_tokens_change_nothing() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    let reject = button(&m, "Từ chối");
+    let forged = reject.replacen(":r0:", ":a0:", 1);
+    let other_secret = TokenSigner::new(b"not the bridge's").sign(reject.split(':').nth(1).unwrap(), "a0").unwrap();
+    for data in [forged.as_str(), other_secret.as_str(), "garbage", "1:abc:a0:xxxxxxxxxxxx"] {
+        let answer = h.click_data(id_of(&m), data, &thao()).await;
+        assert_eq!(answer["text"], "Nút này không hợp lệ (không rõ, đã cũ hoặc giả mạo).", "{data}");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(approvals(&h.sim).is_empty());
+    assert!(has_keyboard(&h.fake.message(h.chat, id_of(&m)).unwrap()));
+    h.finish().await;
+}
+
+/// A question half answered, then the bridge restarts: the old message's buttons
+/// still work (tokens verify with the stored secret) and the step comes from the
+/// stored draft.
+#[tokio::test]
+async fn pending_question_answered_after_restart() {
+    let mut h = Harness::start(30, &[]).await;
+    h.say("hỏi 2 lần");
+    let q = h.message_with("[1/2] Mục tiêu chính").await;
+    let id = id_of(&q);
+    h.click(id, "Tăng trưởng dài hạn", &thao()).await;
+    let step2 = h.message_shows(id, "[2/2] Kỳ hạn đầu tư").await;
+    let option = button(&step2, "1-3 năm");
+    h.stop_bridge().await;
+    h.allow_unmodified = true;
+    h.start_bridge().await;
+    let answer = h.click_data(id, &option, &thao()).await;
+    assert_eq!(answer["text"], "Đã lưu");
+    h.message_shows(id, "Câu trả lời của bạn").await;
+    h.click(id, "Gửi", &thao()).await;
+    let got = wait_approvals(&h.sim, 1).await;
+    let s = session_id(&h.sim);
+    assert_eq!(got[0], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{Q1:"Tăng trưởng dài hạn",Q2:"1-3 năm"}}));
+    h.finish().await;
+}
+
+/// 429 with retry_after: the bridge waits and resends; nothing is lost.
+#[tokio::test]
+async fn rate_limited_messages_are_retried() {
+    let h = Harness::start(20, &[]).await;
+    h.fake.throttle_next(2, 1);
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    assert!(has_keyboard(&m));
+    let refused: Vec<_> = h.fake.errors();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(refused.iter().all(|(_, e)| e == "Too Many Requests: retry after 1"));
+    h.finish().await;
+}
+
+/// Comment where `respond` is not allowed: the text goes with the decision as
+/// `user_edit_content`, and the action still waits for Approve or Reject.
+#[tokio::test]
+async fn comment_becomes_user_edit_content() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    h.click(id_of(&m), "Bình luận", &thao()).await;
+    h.reply_to_prompt("Trả lời bằng bình luận của bạn.", "mua ít thôi").await;
+    h.message_shows(id_of(&m), "💬 mua ít thôi").await;
+    assert!(approvals(&h.sim).is_empty());
+    h.click(id_of(&m), "Duyệt", &thao()).await;
+    h.message_with("Đã đặt lệnh: buy 100 VNM @ 82000 Ghi chú: mua ít thôi").await;
+    let s = session_id(&h.sim);
+    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"approve"}],"user_edit_content":"mua ít thôi"})]);
+    h.finish().await;
+}
+
+/// `/cancel` sends `cancel` and closes the open request; `/new` binds a new session.
+#[tokio::test]
+async fn cancel_and_new_commands() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    h.say("/cancel");
+    let cancelled = h.message_shows(id_of(&m), "✖ Đã hủy lúc").await;
+    assert!(cancelled["text"].as_str().unwrap().contains("(cancelled by Thảo)"), "{}", cancelled["text"]);
+    assert!(!has_keyboard(&cancelled));
+    h.message_with("Đã hủy.").await;
+    let first = session_id(&h.sim);
+    assert!(h.sim.commands().contains(&json!({"type":"cancel","session_id":first})));
+    h.say("/new@hitl_test_bot");
+    h.message_with("Đã bắt đầu phiên mới.").await;
+    h.say("xin chào");
+    h.message_with("Tôi đã nhận: xin chào").await;
+    let sessions: Vec<Value> = h.sim.commands().into_iter().filter(|c| c["type"] == "message").map(|c| c["session_id"].clone()).collect();
+    assert_eq!(sessions.len(), 2);
+    assert_ne!(sessions[0], sessions[1], "/new started another session");
+    assert!(approvals(&h.sim).is_empty());
+    h.finish().await;
+}
+
+/// `/pending` answers each waiting request with a reply to its message; once decided,
+/// nothing is waiting.
+#[tokio::test]
+async fn pending_command_points_at_waiting_requests() {
+    let h = Harness::start(20, &[]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    h.say("/pending");
+    let pointer = h.message_with("⏳ Đang chờ quyết định: execute_trade").await;
+    assert_eq!(pointer["reply_to_message"]["message_id"], m["message_id"]);
+    assert_eq!(without_clock(&pointer), "⏳ Đang chờ quyết định: execute_trade · ⏰ [HH:MM] UTC");
+    h.click(id_of(&m), "Duyệt", &thao()).await;
+    h.message_with("Đã đặt lệnh").await;
+    h.say("/pending");
+    h.message_with("Không có gì đang chờ quyết định ở đây.").await;
+    h.finish().await;
+}
+
+/// A chat's configured locale wins over the person's Telegram language.
+#[tokio::test]
+async fn chat_locale_overrides_the_users_language() {
+    let h = Harness::start(20, &[("telegram.chat_locales.1001", "zh")]).await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    assert!(m["text"].as_str().unwrap().starts_with("🔐 <b>需要审批</b>"), "{}", m["text"]);
+    let labels: Vec<&str> = m["reply_markup"]["inline_keyboard"][0].as_array().unwrap().iter().filter_map(|b| b["text"].as_str()).collect();
+    assert_eq!(labels, ["✅ 批准", "❌ 拒绝", "✏️ 编辑", "💬 评论"]);
+    assert_eq!(h.click(id_of(&m), "批准", &thao()).await["text"], "已发送");
+    h.finish().await;
+}
+
+/// In a forum group: an unaddressed message is ignored (privacy-mode semantics), a
+/// mention reaches the agent without the @name, and the reply goes to the same topic.
+#[tokio::test]
+async fn group_topic_messages_need_addressing() {
+    let h = Harness::start(20, &[]).await;
+    let group = h.fake.group(-100_777, "Ops", true);
+    h.fake.push_message(group, &thao(), "trade", Some(7), None);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(h.sim.commands().is_empty(), "not addressed: ignored");
+    h.fake.push_message(group, &thao(), "@hitl_test_bot trade", Some(7), None);
+    let m = wait_until(|| async {
+        h.fake.bot_messages(group).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains("execute_trade")))
+    })
+    .await;
+    assert_eq!(m["message_thread_id"], 7, "answered in the topic");
+    let s = session_id(&h.sim);
+    assert_eq!(h.sim.commands()[0], json!({"type":"message","session_id":s,"content":[{"type":"text","text":"trade"}],
+        "user":{"platform":"telegram","id":"1001","name":"Thảo"}}));
+    // Another member of the group may not decide Thảo's request.
+    let data = button(&m, "Duyệt");
+    let query = h.fake.push_click(group, &stranger(), id_of(&m), &data);
+    let answer = wait_until(|| async { h.fake.answer_to(&query) }).await;
+    assert_eq!(answer["show_alert"], true);
+    let query = h.fake.push_click(group, &thao(), id_of(&m), &data);
+    wait_until(|| async { h.fake.answer_to(&query) }).await;
+    assert_eq!(wait_approvals(&h.sim, 1).await, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    h.finish().await;
+}
+
+/// Webhook mode: setWebhook with the secret; a POST without the secret header is
+/// refused, one with it reaches the agent.
+#[tokio::test]
+async fn webhook_checks_the_secret_header() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+        l.local_addr().expect("addr").port()
+    };
+    let listen = format!("127.0.0.1:{port}");
+    let url = format!("http://{listen}/telegram/hook");
+    let h = Harness::start(20, &[
+        ("telegram.mode", "webhook"),
+        ("telegram.webhook_url", &url),
+        ("telegram.webhook_listen", &listen),
+        ("telegram.webhook_secret", "s3cret-token"),
+    ])
+    .await;
+    let set = wait_until(|| async { h.fake.calls("setWebhook").into_iter().next() }).await;
+    assert_eq!(set, json!({"url": url, "allowed_updates": ["message", "callback_query"], "secret_token": "s3cret-token"}));
+    let client = reqwest::Client::new();
+    let mut update = h.fake.message_update(h.chat, &thao(), "xin chào", None, None);
+    update["update_id"] = json!(1);
+    let refused = client.post(&url).json(&update).send().await.expect("post");
+    assert_eq!(refused.status(), 401);
+    let wrong = client.post(&url).header("X-Telegram-Bot-Api-Secret-Token", "guess").json(&update).send().await.expect("post");
+    assert_eq!(wrong.status(), 401);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(h.sim.commands().is_empty());
+    let accepted = client.post(&url).header("X-Telegram-Bot-Api-Secret-Token", "s3cret-token").json(&update).send().await.expect("post");
+    assert_eq!(accepted.status(), 200);
+    h.message_with("Tôi đã nhận: xin chào").await;
+    assert!(h.fake.calls("getUpdates").is_empty(), "no polling in webhook mode");
+    h.finish().await;
+}
+
+/// Args too long for a message: the message shows them cut and the full JSON follows
+/// as a `.json` document (the platform driven directly, without an agent).
+#[tokio::test]
+async fn long_args_are_attached_as_a_json_document() {
+    use hitl_bridge::platform::Platform;
+    let fake = FakeTelegram::start().await;
+    let chat = fake.private_chat(&thao());
+    let settings = Settings::from_pairs(&[
+        ("console.enabled", "false"),
+        ("telegram.enabled", "true"),
+        ("telegram.token", fake_telegram::TOKEN),
+        ("telegram.api_url", &fake.url),
+    ])
+    .expect("settings");
+    let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
+    let telegram = hitl_bridge::platform::telegram::start(&settings, engine, TokenSigner::new(b"k")).expect("starts");
+    let rows: Vec<String> = (0..2000).map(|n| format!("row {n}")).collect();
+    let i = interaction(vec![ActionRequest { name: "bulk_insert".into(), args: json!({"rows": rows}), description: None, tool_use_id: None }]);
+    let key = hitl_bridge::store::ChatKey::new("telegram", &chat.to_string(), None);
+    let id = telegram.show_interaction(&key, &i).await.expect("shown").expect("a message id");
+    let shown = fake.message(chat, id.parse().expect("numeric id")).expect("message");
+    assert!(shown["text"].as_str().unwrap().contains("The arguments were too long to show; the full JSON is attached."));
+    let docs = fake.calls("sendDocument");
+    assert_eq!(docs.len(), 1);
+    assert_eq!(docs[0]["chat_id"], json!(chat.to_string()));
+    assert_eq!(docs[0]["caption"], "The arguments were too long to show; the full JSON is attached.");
+    assert_eq!(docs[0]["document"]["filename"], "bulk_insert.json");
+    let content: Value = serde_json::from_str(docs[0]["document"]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content, json!({"rows": rows}));
+    telegram.shutdown();
+    assert!(fake.errors().is_empty(), "{:?}", fake.errors());
+    fake.shutdown();
+}
+
+// ---------------------------------------------------------------- render unit tests
+
+fn interaction(actions: Vec<ActionRequest>) -> Interaction {
+    let request = RequestBuilder::start("S_1", actions, vec![], Some(600)).finish(TimeoutDefaults::default()).expect("request");
+    Interaction::new("a1b2c3d4e5f6".into(), "S".into(), request, None, 0)
+}
+
+/// 25 options with long Vietnamese labels and descriptions: every callback_data fits
+/// in 64 bytes and the text in 4096 characters.
+#[test]
+fn twenty_five_long_vietnamese_options_fit() {
+    let options: Vec<Value> = (0..25)
+        .map(|i| json!({"label": format!("Lựa chọn số {i}: Cổ phiếu ngân hàng thương mại cổ phần nhà nước quy mô lớn"),
+            "description": "Mô tả rất dài về lựa chọn này, với nhiều dấu tiếng Việt: ẩm ướt, ổn định, hưởng lợi. ".repeat(3)}))
+        .collect();
+    let i = interaction(vec![ActionRequest {
+        name: "ask_user_question".into(),
+        args: json!({"questions":[{"question":"Bạn quan tâm đến những nhóm cổ phiếu nào trong danh mục đầu tư dài hạn?","header":"Danh mục","multiSelect":true,"options":options}]}),
+        description: None,
+        tool_use_id: None,
+    }]);
+    let signer = TokenSigner::new(b"secret");
+    let r = render(&i, step_for(&i, None), Locale::Vi, &signer);
+    let markup = serde_json::to_value(&r.keyboard).unwrap();
+    let data = callback_data(&markup);
+    assert_eq!(data.len(), 25 + 1 + 2, "25 options, Other, Skip and Done");
+    for d in &data {
+        assert!(!d.is_empty() && d.len() <= 64, "{d} is {} bytes", d.len());
+        assert!(signer.verify(d).is_ok());
+    }
+    assert!(r.text.chars().count() <= 4096, "{}", r.text.chars().count());
+    insta::assert_json_snapshot!("twenty_five_options", masked_keyboard(&json!({"reply_markup": markup})));
+}
+
+/// Args too long for one message are cut in the text and attached whole.
+#[test]
+fn long_args_are_cut_and_attached() {
+    let big: Vec<String> = (0..2000).map(|n| format!("row <{n}> & more")).collect();
+    let i = interaction(vec![ActionRequest { name: "bulk_insert".into(), args: json!({"rows": big}), description: Some("Insert <many> rows".into()), tool_use_id: None }]);
+    let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
+    assert!(r.text.chars().count() <= 4096);
+    assert!(r.text.contains("Insert &lt;many&gt; rows"));
+    assert!(r.text.contains("row &lt;0&gt; &amp; more"));
+    assert!(r.text.contains("The arguments were too long to show; the full JSON is attached."));
+    assert_eq!(r.full_args.len(), 1);
+    assert_eq!(r.full_args[0].0, "bulk_insert.json");
+    assert_eq!(serde_json::from_str::<Value>(&r.full_args[0].1).unwrap(), json!({"rows": big}));
+}
+
+/// The exact approval text, in English (also the example in docs/telegram.md).
+#[test]
+fn approval_text_in_english() {
+    let i = interaction(vec![ActionRequest {
+        name: "execute_trade".into(),
+        args: json!({"symbol":"VNM","quantity":100,"side":"buy","price":82000}),
+        description: Some("Buy VNM shares".into()),
+        tool_use_id: None,
+    }]);
+    let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
+    assert_eq!(r.text, "🔐 <b>Approval needed</b>\n\n<b>execute_trade</b>\nBuy VNM shares\nArguments:\n<pre>{\n  \"symbol\": \"VNM\",\n  \"quantity\": 100,\n  \"side\": \"buy\",\n  \"price\": 82000\n}</pre>\n⏰ Answer by: 00:10 UTC");
+}
