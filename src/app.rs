@@ -20,6 +20,8 @@ use crate::store::{Store, StoreError};
 pub enum AppError {
     #[error("cannot open the store at {url}: {source}")]
     Store { url: String, source: StoreError },
+    #[error("cannot start {platform}: {reason}")]
+    Platform { platform: &'static str, reason: String },
     #[error("cannot start the engine: {0}")]
     Engine(#[from] EngineError),
 }
@@ -57,17 +59,19 @@ impl App {
         }
         // Chat platforms: each `start` spawns its own background tasks (polling, gateway,
         // HTTP endpoints) and returns the platform for the engine.
+        // A platform that is enabled but cannot start stops the bridge with a clear
+        // error, rather than running without it.
         if settings.telegram.enabled {
-            match crate::platform::telegram::start(settings, engine.clone(), signer.clone()) {
-                Ok(telegram) => platforms.push(telegram),
-                Err(e) => tracing::error!(error = %e, "telegram is enabled but cannot start"),
-            }
+            let telegram = crate::platform::telegram::start(settings, engine.clone(), signer.clone())
+                .map_err(|e| AppError::Platform { platform: "telegram", reason: e.to_string() })?;
+            platforms.push(telegram);
         }
         if settings.discord.enabled {
-            let discord = crate::platform::discord::start(&settings.discord, settings.access_policy(), signer.clone(), engine.clone()).await;
+            let discord = crate::platform::discord::start(&settings.discord, settings.access_policy(), signer.clone(), engine.clone())
+                .await
+                .map_err(|e| AppError::Platform { platform: "discord", reason: e.to_string() })?;
             platforms.push(discord);
         }
-        let _ = &signer;
         if platforms.is_empty() {
             tracing::warn!("no platform is enabled: requests will wait for their deadline (enable console, telegram or discord)");
         }

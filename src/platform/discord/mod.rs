@@ -120,7 +120,7 @@ pub struct Discord {
 /// Starts the gateway (and the HTTP interactions endpoint when a public key is
 /// configured) in the background. Problems (no token, a port in use) are logged: the
 /// rest of the bridge keeps running.
-pub async fn start(settings: &DiscordSettings, policy: AccessPolicy, signer: TokenSigner, engine: EngineHandle) -> Arc<Discord> {
+pub async fn start(settings: &DiscordSettings, policy: AccessPolicy, signer: TokenSigner, engine: EngineHandle) -> Result<Arc<Discord>, PlatformError> {
     let token = settings.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
     if token.is_empty() {
         tracing::error!("discord.enabled is set but discord.token is empty; Discord cannot connect");
@@ -138,18 +138,18 @@ pub async fn start(settings: &DiscordSettings, policy: AccessPolicy, signer: Tok
     });
     let discord = Arc::new(Discord { shared: shared.clone(), shard_manager: Mutex::new(None), endpoint: Mutex::new(None) });
     if settings.gateway && !token.is_empty() {
-        match gateway::connect(shared.clone(), &token).await {
-            Ok(manager) => *Shared::lock(&discord.shard_manager) = Some(manager),
-            Err(e) => tracing::error!(error = %e, "cannot start the Discord gateway"),
-        }
+        let manager = gateway::connect(shared.clone(), &token)
+            .await
+            .map_err(|e| send_error(format!("cannot start the gateway: {e}")))?;
+        *Shared::lock(&discord.shard_manager) = Some(manager);
     }
     if let Some(key) = settings.public_key.as_deref().filter(|k| !k.is_empty()) {
-        match http_endpoint::serve(shared.clone(), key, &settings.interactions_listen).await {
-            Ok(task) => *Shared::lock(&discord.endpoint) = Some(task),
-            Err(e) => tracing::error!(error = %e, listen = %settings.interactions_listen, "cannot start the Discord interactions endpoint"),
-        }
+        let task = http_endpoint::serve(shared.clone(), key, &settings.interactions_listen)
+            .await
+            .map_err(|e| send_error(format!("cannot serve the interactions endpoint on {}: {e}", settings.interactions_listen)))?;
+        *Shared::lock(&discord.endpoint) = Some(task);
     }
-    discord
+    Ok(discord)
 }
 
 impl Discord {
