@@ -12,7 +12,7 @@ use super::text::{Tg, tg as tg_text};
 use super::wizard::PromptKind;
 use super::Telegram;
 use crate::engine::{ActError, ActOutcome, now_ms};
-use crate::interaction::{FreeText, Interaction, Refusal, RequestKind, Status, UserAction};
+use crate::interaction::{FreeText, Interaction, Refusal, RequestKind, UserAction};
 use crate::platform::locale::{self, Locale, Msg, text};
 use crate::protocol::{Decision, DecisionType};
 use crate::store::ChatKey;
@@ -150,16 +150,7 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
 
 /// Why `actor` may not act on `interaction` now, judged from the stored state.
 fn precheck(tg: &Telegram, interaction: &Interaction, actor: &crate::interaction::Actor) -> Option<Refusal> {
-    if !tg.policy.may_answer(actor, interaction.requester.as_ref()) {
-        return Some(Refusal::NotAllowed);
-    }
-    match &interaction.status {
-        Status::Pending if now_ms() >= interaction.deadline_ms => Some(Refusal::Expired),
-        Status::Pending => None,
-        Status::Resolved { by, at_ms } => Some(Refusal::AlreadyDecided { by: by.name().to_owned(), at_ms: *at_ms }),
-        Status::Expired { .. } => Some(Refusal::Expired),
-        Status::Cancelled { .. } => Some(Refusal::Cancelled),
-    }
+    interaction.may_act(actor, &tg.policy, now_ms()).err()
 }
 
 fn refused(locale: Locale, refusal: &Refusal) -> Answer {
