@@ -6,6 +6,7 @@
 //! replica; across replicas the store's conditional settle decides who was first.
 
 mod handle;
+mod lanes;
 
 pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, PendingShown};
 
@@ -21,8 +22,9 @@ use crate::backend::{SessionUpdate, ToolGroupStatus};
 use crate::config::{OnExpiry, Settings};
 use crate::interaction::{AccessPolicy, Actor, Applied, Interaction, Request, UserAction};
 use crate::platform::Platform;
+use self::lanes::{Job, Lanes};
 use crate::protocol::{Command, Reply, UserInfo};
-use crate::store::{AuditEntry, ChatKey, MessageRef, Store};
+use crate::store::{AuditEntry, ChatKey, Store};
 
 /// How often deadlines are checked.
 const TICK: Duration = Duration::from_millis(500);
@@ -34,7 +36,7 @@ pub fn now_ms() -> i64 {
 pub struct Engine {
     store: Store,
     connector: StreamConnector,
-    platforms: HashMap<&'static str, Arc<dyn Platform>>,
+    lanes: Lanes,
     policy: AccessPolicy,
     grace_ms: i64,
     on_expiry: OnExpiry,
@@ -60,9 +62,9 @@ impl Engine {
             connector.deliver(&session);
         }
         Ok(Self {
-            store,
             connector,
-            platforms: platforms.into_iter().map(|p| (p.name(), p)).collect(),
+            lanes: Lanes::new(store.clone(), platforms),
+            store,
             policy: settings.access_policy(),
             grace_ms: settings.timeouts.grace_secs as i64 * 1000,
             on_expiry: settings.timeouts.on_expiry,
@@ -104,7 +106,7 @@ impl Engine {
 
     /// After a restart, platforms re-render what still waits (a terminal has to print
     /// it again; a chat message is edited in place).
-    async fn show_pending(&self) {
+    async fn show_pending(&mut self) {
         match self.store.pending_interactions().await {
             Ok(pending) => {
                 for interaction in pending {
@@ -133,19 +135,16 @@ impl Engine {
                 let _ = done.send(self.store.interaction(&interaction_id).await.map_err(EngineError::from));
             }
             EngineRequest::PendingInChat { chat, done } => {
-                let _ = done.send(self.pending_in_chat(&chat).await);
+                // Answered after the chat's queued messages are out, so a request shown
+                // a moment ago is listed; the engine does not wait for it.
+                let reached = self.lanes.barrier(&chat);
+                let store = self.store.clone();
+                tokio::spawn(async move {
+                    let _ = reached.await;
+                    let _ = done.send(pending_in_chat(&store, &chat).await);
+                });
             }
         }
-    }
-
-    async fn pending_in_chat(&self, chat: &ChatKey) -> Result<PendingShown, EngineError> {
-        let mut out = Vec::new();
-        for interaction in self.store.pending_in_chat(chat).await? {
-            let messages = self.store.message_refs(&interaction.id).await?;
-            let here = messages.into_iter().filter(|m| m.chat == *chat).collect();
-            out.push((interaction, here));
-        }
-        Ok(out)
     }
 
     async fn session_for(&self, chat: &ChatKey) -> Result<String, EngineError> {
@@ -245,9 +244,7 @@ impl Engine {
         match update {
             SessionUpdate::Text { text, .. } => {
                 for chat in self.store.chats_for_session(&session_id).await? {
-                    if let Some(p) = self.platform(&chat) {
-                        log_failure(p.send_text(&chat, &text).await);
-                    }
+                    self.lanes.push(&chat, Job::Text(text.clone()));
                 }
             }
             SessionUpdate::ToolGroup(status) => self.tool_status(&session_id, &status).await?,
@@ -281,11 +278,9 @@ impl Engine {
         Ok(())
     }
 
-    async fn tool_status(&self, session_id: &str, status: &ToolGroupStatus) -> Result<(), EngineError> {
+    async fn tool_status(&mut self, session_id: &str, status: &ToolGroupStatus) -> Result<(), EngineError> {
         for chat in self.store.chats_for_session(session_id).await? {
-            if let Some(p) = self.platform(&chat) {
-                log_failure(p.tool_status(&chat, status).await);
-            }
+            self.lanes.push(&chat, Job::ToolStatus(status.clone()));
         }
         Ok(())
     }
@@ -304,15 +299,7 @@ impl Engine {
             tracing::warn!(%session_id, approval_key = %interaction.approval_key(), "no chat is bound to this session; the request waits for its deadline");
         }
         for chat in chats {
-            let Some(p) = self.platform(&chat) else { continue };
-            match p.show_interaction(&chat, &interaction).await {
-                Ok(Some(message_id)) => {
-                    let message = MessageRef { interaction_id: interaction.id.clone(), chat, message_id };
-                    self.store.add_message_ref(&message).await?;
-                }
-                Ok(None) => {}
-                Err(e) => tracing::error!(error = %e, "cannot show an interaction"),
-            }
+            self.lanes.push(&chat, Job::Show(interaction.clone()));
         }
         Ok(())
     }
@@ -357,34 +344,30 @@ impl Engine {
         Ok(())
     }
 
-    /// Re-renders every message that shows `interaction`.
-    async fn refresh(&self, interaction: &Interaction) {
-        let messages = match self.store.message_refs(&interaction.id).await {
-            Ok(messages) => messages,
-            Err(e) => return tracing::error!(error = %e, "cannot load message references"),
+    /// Re-renders every message that shows `interaction`, in each chat's lane: the
+    /// chats bound to its session (a `Show` may still be queued there) and any other
+    /// chat that shows it.
+    async fn refresh(&mut self, interaction: &Interaction) {
+        let mut chats = match self.store.chats_for_session(&interaction.session_id).await {
+            Ok(chats) => chats,
+            Err(e) => return tracing::error!(error = %e, "cannot load the chats of a session"),
         };
-        for message in messages {
-            if let Some(p) = self.platform(&message.chat) {
-                log_failure(p.refresh_interaction(&message, interaction).await);
-            }
+        match self.store.message_refs(&interaction.id).await {
+            Ok(messages) => chats.extend(messages.into_iter().map(|m| m.chat)),
+            Err(e) => tracing::error!(error = %e, "cannot load message references"),
+        }
+        chats.sort_by(|a, b| (&a.platform, &a.chat_id, &a.thread_id).cmp(&(&b.platform, &b.chat_id, &b.thread_id)));
+        chats.dedup();
+        for chat in chats {
+            self.lanes.push(&chat, Job::Refresh(interaction.clone()));
         }
     }
 
-    async fn notice(&self, session_id: &str, text: &str) -> Result<(), EngineError> {
+    async fn notice(&mut self, session_id: &str, text: &str) -> Result<(), EngineError> {
         for chat in self.store.chats_for_session(session_id).await? {
-            if let Some(p) = self.platform(&chat) {
-                log_failure(p.send_notice(&chat, text).await);
-            }
+            self.lanes.push(&chat, Job::Notice(text.to_owned()));
         }
         Ok(())
-    }
-
-    fn platform(&self, chat: &ChatKey) -> Option<&Arc<dyn Platform>> {
-        let found = self.platforms.get(chat.platform.as_str());
-        if found.is_none() {
-            tracing::warn!(platform = %chat.platform, "a chat is bound to a platform that is not enabled");
-        }
-        found
     }
 }
 
@@ -396,8 +379,13 @@ fn approval_command(interaction: &Interaction, reply: Reply) -> Command {
     }
 }
 
-fn log_failure(result: Result<(), crate::platform::PlatformError>) {
-    if let Err(e) = result {
-        tracing::error!(error = %e, "platform call failed");
+/// Pending interactions shown in `chat`, with the messages there that show them.
+async fn pending_in_chat(store: &Store, chat: &ChatKey) -> Result<PendingShown, EngineError> {
+    let mut out = Vec::new();
+    for interaction in store.pending_in_chat(chat).await? {
+        let messages = store.message_refs(&interaction.id).await?;
+        let here = messages.into_iter().filter(|m| m.chat == *chat).collect();
+        out.push((interaction, here));
     }
+    Ok(out)
 }
