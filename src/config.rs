@@ -43,6 +43,10 @@ pub struct BackendSettings {
     pub history_url: Option<String>,
     #[serde(default = "default_reconnect_max")]
     pub reconnect_max_secs: u64,
+    /// With several replicas on one database, one holds each session's connection under
+    /// a lease renewed every third of this; another takes over when it lapses.
+    #[serde(default = "default_lease")]
+    pub lease_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -216,6 +220,10 @@ fn default_reconnect_max() -> u64 {
     30
 }
 
+fn default_lease() -> u64 {
+    15
+}
+
 fn redact<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> Result<S::Ok, S::Error> {
     match secret {
         Some(s) if !s.expose_secret().is_empty() => serializer.serialize_str("[redacted]"),
@@ -285,6 +293,9 @@ impl Settings {
             && !(h.starts_with("http://") || h.starts_with("https://"))
         {
             return invalid("backend.history_url", "must start with http:// or https://");
+        }
+        if self.backend.lease_secs < 3 {
+            return invalid("backend.lease_secs", "must be at least 3");
         }
         if self.backend.reconnect_max_secs == 0 {
             return invalid("backend.reconnect_max_secs", "must be at least 1");

@@ -9,6 +9,7 @@
 pub mod agent_sim;
 pub mod app;
 pub mod backend;
+pub mod clock;
 pub mod config;
 pub mod engine;
 pub mod interaction;

@@ -381,3 +381,45 @@ async fn resolved_elsewhere_while_the_bridge_was_down() {
     assert_eq!(approvals(&sim), vec![approve], "the bridge sent nothing itself");
     stop(bridge, sim).await;
 }
+
+/// Two replicas on one database: the session is connected by one of them only; a
+/// decision that reaches the other replica (as behind a load balancer) gets to the
+/// agent once, through the holder's connection; after the holder stops, the other
+/// replica takes the session over.
+#[tokio::test]
+async fn two_replicas_share_sessions_through_leases() {
+    let Rig { sim, mut bridge, dir } = Rig::start(20, &[("backend.lease_secs", "3")]).await;
+    let second = settings(&sim, &dir, &[("backend.lease_secs", "3"), ("console.enabled", "false")]);
+    let replica = hitl_bridge::app::App::start(&second, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.unwrap();
+    let thao = Actor::new("console", "console", "Thảo");
+
+    bridge.send("trade").await;
+    bridge.expect("execute_trade?").await;
+    let id = bridge.wait_pending().await.id;
+    let decided = replica.engine.act(&id, thao.clone(), UserAction::Decide { action: 0, decision: Decision::Approve }).await;
+    assert!(matches!(decided, Ok(hitl_bridge::engine::ActOutcome::Resolved(_))), "{decided:?}");
+    bridge.expect("agent: Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let s = session_id(&sim);
+    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    assert_eq!(
+        bridge.transcript.iter().filter(|l| l.starts_with("agent: Đã đặt lệnh")).count(),
+        1,
+        "the agent's text was received and shown once"
+    );
+
+    // The first replica stops (and gives up its lease); the second carries on.
+    bridge.stop().await;
+    let chat = hitl_bridge::platform::console::Console::chat();
+    replica.engine.user_message(chat, thao.clone(), "trade".into()).await.unwrap();
+    let pending = wait_until(|| async {
+        let store = hitl_bridge::store::Store::connect(&second.store.url).await.ok()?;
+        store.pending_interactions().await.ok()?.into_iter().next()
+    })
+    .await;
+    replica.engine.act(&pending.id, thao, UserAction::Decide { action: 0, decision: Decision::Reject { message: None } }).await.unwrap();
+    let got = wait_approvals(&sim, 2).await;
+    assert_eq!(got[1], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),"decisions":[{"type":"reject"}]}));
+    replica.stop().await;
+    sim.shutdown().await;
+}

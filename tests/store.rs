@@ -124,6 +124,7 @@ suite!(
     corrupt_row_is_skipped,
     pending_in_chat_lists_what_a_chat_shows,
     secrets_are_created_once,
+    a_session_lease_has_one_holder,
 );
 
 // ---------------------------------------------------------------------------------
@@ -454,6 +455,21 @@ async fn secrets_are_created_once(db: &mut TestDb) {
     assert_eq!(db.store.secret("other", || "x".into()).await.expect("create"), "x");
     db.reopen().await;
     assert_eq!(db.store.secret("tokens", || "third".into()).await.expect("load"), "first", "kept across restarts");
+}
+
+async fn a_session_lease_has_one_holder(db: &mut TestDb) {
+    let store = &db.store;
+    assert!(store.try_lease("S", "replica-a", T0, 10_000).await.expect("take"));
+    assert!(!store.try_lease("S", "replica-b", T0 + 5_000, 10_000).await.expect("refused"), "a live lease is kept");
+    assert!(store.try_lease("S", "replica-a", T0 + 5_000, 10_000).await.expect("renew"), "the holder renews");
+    assert!(!store.try_lease("S", "replica-b", T0 + 14_000, 10_000).await.expect("refused"), "renewed until T0+15s");
+    assert!(store.try_lease("S", "replica-b", T0 + 15_001, 10_000).await.expect("take over"), "a lapsed lease is taken");
+    assert!(!store.try_lease("S", "replica-a", T0 + 15_002, 10_000).await.expect("refused"));
+    store.release_lease("S", "replica-a").await.expect("release by a non-holder is a no-op");
+    assert!(!store.try_lease("S", "replica-a", T0 + 15_003, 10_000).await.expect("still b's"));
+    store.release_lease("S", "replica-b").await.expect("release");
+    assert!(store.try_lease("S", "replica-a", T0 + 15_004, 10_000).await.expect("free again"));
+    assert!(store.try_lease("T", "replica-b", T0, 10_000).await.expect("another session"));
 }
 
 async fn sessions_with_work_are_listed_once(db: &mut TestDb) {

@@ -6,6 +6,10 @@
 //! exponential backoff, reconciles from history on every connect, and delivers the
 //! durable outbox in order, deleting a command only once it was written to the
 //! socket. It never decides anything: updates go to the engine.
+//!
+//! With several replicas on one database, a session is connected only by the replica
+//! holding its lease (see the store's `session_leases`); that replica also picks up
+//! commands other replicas put in the outbox, by polling it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,6 +28,7 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 use super::assembler::Assembler;
 use super::history::{self, HistoryResolution};
 use super::SessionUpdate;
+use crate::clock::now_ms;
 use crate::config::BackendSettings;
 use crate::interaction::TimeoutDefaults;
 use crate::protocol::{BackendEvent, Command, HistoryMessage};
@@ -31,6 +36,9 @@ use crate::store::Store;
 
 /// Frames larger than this are skipped (PROTOCOL.md §1).
 pub const MAX_FRAME_BYTES: usize = 1024 * 1024;
+
+/// How often a connected session looks for commands other replicas queued.
+const OUTBOX_POLL: Duration = Duration::from_secs(1);
 
 /// An update for the engine, tagged with its session.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,6 +57,8 @@ enum LinkError {
     Url(String),
     #[error("the engine stopped")]
     EngineGone,
+    #[error("another replica took the session's lease")]
+    LeaseLost,
 }
 
 /// Handle to all session connections. Cheap to clone.
@@ -58,6 +68,8 @@ pub struct StreamConnector {
 }
 
 struct Inner {
+    /// This replica's name in session leases.
+    owner: String,
     settings: BackendSettings,
     defaults: TimeoutDefaults,
     store: Store,
@@ -83,7 +95,8 @@ struct Signals {
 impl StreamConnector {
     pub fn new(settings: BackendSettings, defaults: TimeoutDefaults, store: Store, updates: mpsc::Sender<BackendInput>) -> Self {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap_or_default();
-        Self { inner: Arc::new(Inner { settings, defaults, store, http, updates, sessions: Mutex::new(HashMap::new()) }) }
+        let owner = uuid::Uuid::new_v4().simple().to_string();
+        Self { inner: Arc::new(Inner { owner, settings, defaults, store, http, updates, sessions: Mutex::new(HashMap::new()) }) }
     }
 
     /// Makes sure `session_id` has a connection task and tells it to deliver its outbox.
@@ -98,12 +111,31 @@ impl StreamConnector {
         link.signals.wake.notify_one();
     }
 
-    /// Stops every session task (graceful shutdown; the outbox keeps what was not sent).
-    pub fn shutdown(&self) {
-        let mut sessions = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        for (_, link) in sessions.drain() {
-            link.task.abort();
+    /// Stops every session task and gives up their leases (graceful shutdown; the
+    /// outbox keeps what was not sent).
+    pub async fn shutdown(&self) {
+        let stopped: Vec<String> = {
+            let mut sessions = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            sessions.drain().map(|(session, link)| {
+                link.task.abort();
+                session
+            }).collect()
+        };
+        for session in stopped {
+            if let Err(e) = self.inner.store.release_lease(&session, &self.inner.owner).await {
+                tracing::warn!(session_id = %session, error = %e, "cannot release a session lease; it will lapse");
+            }
         }
+    }
+}
+
+impl Inner {
+    fn lease_period(&self) -> Duration {
+        Duration::from_secs(self.settings.lease_secs.max(3))
+    }
+
+    fn lease_ms(&self) -> i64 {
+        self.lease_period().as_millis() as i64
     }
 }
 
@@ -129,6 +161,19 @@ async fn run_session(inner: Arc<Inner>, session_id: String, signals: Arc<Signals
             }
             Err(e) => tracing::warn!(%session_id, error = %e, "cannot read the outbox; retrying"),
         }
+        match inner.store.try_lease(&session_id, &inner.owner, now_ms(), inner.lease_ms()).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::debug!(%session_id, "another replica holds this session");
+                tokio::time::sleep(inner.lease_period() / 2).await;
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!(%session_id, error = %e, "cannot take the session lease; retrying");
+                tokio::time::sleep(backoff).await;
+                continue;
+            }
+        }
         match connect(&inner, &session_id).await {
             Ok(ws) => {
                 backoff = Duration::from_secs(1);
@@ -137,6 +182,10 @@ async fn run_session(inner: Arc<Inner>, session_id: String, signals: Arc<Signals
                     Ok(()) => tracing::info!(%session_id, "backend closed the connection"),
                     Err(LinkError::EngineGone) => return,
                     Err(e) => tracing::warn!(%session_id, error = %e, "backend connection lost"),
+                }
+                if let Ok(false) = has_work(&inner, &session_id, &signals).await {
+                    // Idle: let any replica take the session when work comes.
+                    let _ = inner.store.release_lease(&session_id, &inner.owner).await;
                 }
             }
             Err(e) => {
@@ -176,8 +225,19 @@ async fn pump(inner: &Inner, session_id: &str, signals: &Signals, assembler: &mu
     let (mut sink, mut stream) = ws.split();
     reconcile(inner, session_id).await?;
     flush_outbox(inner, session_id, signals, &mut sink).await?;
+    let mut renew = tokio::time::interval(inner.lease_period() / 3);
+    renew.tick().await; // the first tick is immediate; the lease was just taken
+    let mut poll = tokio::time::interval(OUTBOX_POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
+            _ = renew.tick() => {
+                if !inner.store.try_lease(session_id, &inner.owner, now_ms(), inner.lease_ms()).await? {
+                    return Err(LinkError::LeaseLost);
+                }
+            }
+            // Commands queued by another replica (clicks that reached it) wake no one here.
+            _ = poll.tick() => flush_outbox(inner, session_id, signals, &mut sink).await?,
             frame = stream.next() => match frame {
                 Some(Ok(Message::Text(text))) => {
                     for update in decode(assembler, &text) {

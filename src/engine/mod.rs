@@ -8,11 +8,12 @@
 mod handle;
 mod lanes;
 
+pub use crate::clock::now_ms;
 pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, PendingShown};
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 
@@ -29,9 +30,10 @@ use crate::store::{AuditEntry, ChatKey, Store};
 /// How often deadlines are checked.
 const TICK: Duration = Duration::from_millis(500);
 
-pub fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
-}
+/// How often the store is re-read for work other replicas left: requests they showed
+/// (whose deadlines this replica must also watch) and sessions whose lease lapsed.
+const RESCAN: Duration = Duration::from_secs(10);
+
 
 pub struct Engine {
     store: Store,
@@ -80,6 +82,8 @@ impl Engine {
         self.show_pending().await;
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut rescan = tokio::time::interval(RESCAN);
+        rescan.tick().await; // the first tick is immediate; start already did this
         loop {
             tokio::select! {
                 request = self.requests.recv() => match request {
@@ -97,11 +101,28 @@ impl Engine {
                         tracing::error!(error = %e, "deadline check failed");
                     }
                 }
+                _ = rescan.tick() => {
+                    if let Err(e) = self.rescan().await {
+                        tracing::error!(error = %e, "rescanning the store failed");
+                    }
+                }
                 _ = &mut shutdown => break,
             }
         }
-        self.connector.shutdown();
+        self.connector.shutdown().await;
         tracing::info!("engine stopped");
+    }
+
+    /// Picks up what other replicas started: deadlines to watch, sessions to connect
+    /// (the connector only connects those whose lease it can take).
+    async fn rescan(&mut self) -> Result<(), EngineError> {
+        for interaction in self.store.pending_interactions().await? {
+            self.deadlines.entry(interaction.id).or_insert(interaction.deadline_ms);
+        }
+        for session in self.store.sessions_with_work().await? {
+            self.connector.deliver(&session);
+        }
+        Ok(())
     }
 
     /// After a restart, platforms re-render what still waits (a terminal has to print

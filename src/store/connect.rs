@@ -33,6 +33,12 @@ const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0002_secrets.sql"),
         include_str!("../../migrations/postgres/0002_secrets.sql"),
     ),
+    (
+        3,
+        "session leases",
+        include_str!("../../migrations/sqlite/0003_session_leases.sql"),
+        include_str!("../../migrations/postgres/0003_session_leases.sql"),
+    ),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.

@@ -15,6 +15,7 @@ mod connect;
 mod error;
 mod interactions;
 mod json;
+mod leases;
 mod messages;
 mod outbox;
 mod row;
