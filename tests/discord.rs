@@ -742,3 +742,26 @@ async fn bridge_expiry_rejects_and_locks_the_card() {
         "decisions":[{"type":"reject","message":"timed out after 1 s without a human decision"}]})]);
     rig.stop().await;
 }
+
+/// Comment opens a modal where the review allows `respond`; its text is sent as a
+/// respond decision.
+#[tokio::test]
+async fn comment_via_modal_is_a_respond_decision() {
+    let rig = Rig::start(20, &[]).await;
+    rig.say(&thao(), "migration");
+    let (card, id) = rig.wait_card(0).await;
+    let labels: Vec<String> = components(&card.body).iter().filter_map(|c| c["label"].as_str().map(str::to_owned)).collect();
+    assert_eq!(labels, ["Approve", "Reject", "Comment"], "only the allowed decisions");
+    rig.click(&card, &id, "Comment", &thao(), &[]);
+    let opened = callbacks(&rig.fake, 1).await.remove(0);
+    assert_eq!(opened.body["type"], 9, "the modal is the first response");
+    let modal_id = opened.body["data"]["custom_id"].as_str().expect("modal id").to_owned();
+    let input_id = opened.body["data"]["components"][0]["components"][0]["custom_id"].as_str().expect("input id").to_owned();
+    rig.push(modal_submit(&rig.fake, &modal_id, &[(input_id.as_str(), "chạy lúc 2 giờ sáng")], &id, CHANNEL_ID, &thao()));
+    let got = wait_approvals(&rig.sim, 1).await;
+    let s = session_id(&rig.sim);
+    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"respond","message":"chạy lúc 2 giờ sáng"}]})]);
+    wait_text(&rig.fake, "run_migration: respond (chạy lúc 2 giờ sáng)").await;
+    rig.stop().await;
+}

@@ -423,3 +423,18 @@ async fn two_replicas_share_sessions_through_leases() {
     replica.stop().await;
     sim.shutdown().await;
 }
+
+/// Where the review allows `respond`, a comment is sent as a respond decision.
+#[tokio::test]
+async fn comment_becomes_a_respond_decision_where_allowed() {
+    let Rig { sim, mut bridge, dir: _dir } = Rig::start(20, &[]).await;
+    bridge.send("migration").await;
+    bridge.expect("│ 1. run_migration — Add an index on orders(created_at)").await;
+    bridge.expect("run_migration? [a]pprove · [r]eject [reason] · [c]omment <text> >").await;
+    bridge.send("c chạy lúc 2 giờ sáng").await;
+    bridge.expect("agent: run_migration: respond (chạy lúc 2 giờ sáng)").await;
+    let s = session_id(&sim);
+    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"respond","message":"chạy lúc 2 giờ sáng"}]})]);
+    stop(bridge, sim).await;
+}

@@ -110,6 +110,25 @@ pub(super) async fn timeout(turn: &Turn) {
 }
 
 /// `{name}: {decision type}` per action, joined with "; ", plus the user's note.
+/// (h) A migration whose review allows `respond`: the reviewer may answer in words.
+pub(super) async fn migration(turn: &Turn) {
+    let request = Request {
+        shape: Shape::A { message_id: None },
+        actions: vec![json!({"name": "run_migration", "args": {"name": "2026_11_add_orders_index"},
+            "description": "Add an index on orders(created_at)"})],
+        review_configs: vec![json!({"action_name": "run_migration", "allowed_decisions": ["approve", "reject", "respond"], "timeout": 300})],
+        expires_after: None,
+    };
+    let Some(reply) = turn.ask(request).await else { return };
+    let text = match &reply {
+        Reply::Decisions { decisions, .. } if decisions.first().and_then(|d| d.get("type")).and_then(Value::as_str) == Some("respond") => {
+            format!("run_migration: respond ({})", plain(decisions[0].get("message")))
+        }
+        _ => report(&["run_migration"], &reply),
+    };
+    turn.text(&text, true);
+}
+
 fn report(names: &[&str], reply: &Reply) -> String {
     let Reply::Decisions {
         decisions,

@@ -12,6 +12,7 @@
 //! | d | `timeout`, `hết giờ` | shape A `{S}_1`: drop_table {table:"users"}, timeout = `timeout_secs`; no valid reply in time → approval_timeout, final `Không ai trả lời trong {N} giây; thao tác đã bị hủy.`; answered → approval_result, final `drop_table: {type}` (+ Ghi chú) |
 //! | e | `shapes`, `hai dạng` | the question "Triển khai lên môi trường nào?" as shape A `{S}_1` (timeout 600 in review_configs), approval_result, then as shape B `{S}_2`, approval_result; final `A: {answer1}; B: {answer2}` |
 //! | f | `multi`, `nhiều` | shape B `{S}_1`, multiSelect "Nhóm ngành quan tâm?"; approval_result; final `Bạn chọn: {answer}` |
+//! | h | `migration`, `di chuyển` | shape A `{S}_1`: run_migration {name:"2026_11_add_orders_index"} with a description, allowed approve/reject/respond, timeout 300; approval_result; final `run_migration: respond ({message})` or `run_migration: {type}` |
 //! | g | `malformed`, `rác` | a binary frame, text `{not json`, a 1.1 MiB text_delta (index 0, no start), `{"type":"mystery_event"}`, then text `Vẫn chạy.` (index 1, not final) |
 //! | – | anything else | text `Tôi đã nhận: {text}. Từ khóa: hỏi 2 lần, trade, two actions, timeout, shapes, multi, malformed.` (not final) |
 //!
@@ -37,18 +38,20 @@ pub(crate) enum Scenario {
     Timeout,
     Shapes,
     Multi,
+    Migration,
     Malformed,
     Echo,
 }
 
 /// Keyword rows in match order; keywords are lowercase.
-const KEYWORDS: [(Scenario, &[&str]); 7] = [
+const KEYWORDS: [(Scenario, &[&str]); 8] = [
     (Scenario::AskTwice, &["hỏi 2 lần", "ask twice"]),
     (Scenario::Trade, &["trade", "giao dịch"]),
     (Scenario::TwoActions, &["two actions", "hai lệnh"]),
     (Scenario::Timeout, &["timeout", "hết giờ"]),
     (Scenario::Shapes, &["shapes", "hai dạng"]),
     (Scenario::Multi, &["multi", "nhiều"]),
+    (Scenario::Migration, &["migration", "di chuyển"]),
     (Scenario::Malformed, &["malformed", "rác"]),
 ];
 
@@ -69,6 +72,7 @@ pub(crate) async fn run(turn: Turn, text: String) {
         Scenario::Timeout => approvals::timeout(&turn).await,
         Scenario::Shapes => questions::shapes(&turn).await,
         Scenario::Multi => questions::multi(&turn).await,
+        Scenario::Migration => approvals::migration(&turn).await,
         Scenario::Malformed => misc::malformed(&turn),
         Scenario::Echo => misc::echo(&turn, &text),
     }
