@@ -6,6 +6,9 @@ COPY Cargo.toml Cargo.lock ./
 COPY src ./src
 COPY migrations ./migrations
 COPY config ./config
+# Declared in Cargo.toml, so the manifest needs them even though only the binary is built.
+COPY benches ./benches
+COPY tests/fixtures ./tests/fixtures
 RUN cargo build --release --locked --bin hitl-bridge
 
 FROM debian:bookworm-slim
