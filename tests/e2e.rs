@@ -307,6 +307,11 @@ async fn unauthorized_and_second_click_change_nothing() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let s = session_id(&sim);
     assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"reject"}]})]);
+    // The audit log has who tried what, then who decided.
+    let audit = bridge.store.audit_log(&format!("{s}_1")).await.unwrap();
+    let lines: Vec<(String, Option<String>)> = audit.iter().map(|e| (e.outcome.clone(), e.actor.as_ref().map(|a| a.name.clone()))).collect();
+    assert_eq!(lines, vec![("refused".into(), Some("Mallory".into())), ("resolved".into(), Some("Thảo".into()))]);
+    assert_eq!(audit[0].reply, Some(json!({"attempted":{"op":"decide","action":0,"decision":{"type":"approve"}},"reason":"you are not allowed to answer this request"})));
     stop(bridge, sim).await;
 }
 

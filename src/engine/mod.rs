@@ -21,7 +21,7 @@ use crate::backend::history::HistoryResolution;
 use crate::backend::stream::{BackendInput, StreamConnector};
 use crate::backend::{SessionUpdate, ToolGroupStatus};
 use crate::config::{OnExpiry, Settings};
-use crate::interaction::{AccessPolicy, Actor, Applied, Interaction, Request, UserAction};
+use crate::interaction::{AccessPolicy, Actor, Applied, Interaction, Refusal, Request, UserAction};
 use crate::platform::Platform;
 use self::lanes::{Job, Lanes};
 use crate::protocol::{Command, Reply, UserInfo};
@@ -209,10 +209,20 @@ impl Engine {
     async fn act(&mut self, interaction_id: &str, actor: &Actor, action: UserAction) -> Result<ActOutcome, ActError> {
         let mut interaction = self.store.interaction(interaction_id).await?.ok_or(ActError::UnknownInteraction)?;
         let now = now_ms();
-        let applied = interaction.apply(actor, action.clone(), &self.policy, now).map_err(|refusal| {
-            tracing::info!(interaction = %interaction_id, user = %actor.user_id, %refusal, "action refused");
-            ActError::Refused(refusal)
-        })?;
+        let applied = match interaction.apply(actor, action.clone(), &self.policy, now) {
+            Ok(applied) => applied,
+            Err(refusal) => {
+                tracing::info!(interaction = %interaction_id, user = %actor.user_id, %refusal, "action refused");
+                if refusal == Refusal::NotAllowed {
+                    // Someone who may not answer tried: ops want to know who and what.
+                    let entry = AuditEntry::for_refused(&interaction, actor, &action, &refusal.to_string(), now);
+                    if let Err(e) = self.store.append_audit(&entry).await {
+                        tracing::error!(error = %e, "cannot audit a refused attempt");
+                    }
+                }
+                return Err(ActError::Refused(refusal));
+            }
+        };
         match applied {
             Applied::Updated => {
                 if !self.store.save_draft(&interaction).await? {

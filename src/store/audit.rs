@@ -11,7 +11,7 @@ use super::error::{Result, StoreError};
 use super::json::{self, skip_corrupt};
 use super::row::column;
 use super::Store;
-use crate::interaction::{Actor, Decider, Interaction, Status};
+use crate::interaction::{Actor, Decider, Interaction, Status, UserAction};
 use crate::protocol::{Decision, Reply};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -57,6 +57,33 @@ impl AuditEntry {
             edited_args: i.reply.as_ref().and_then(edited_args),
             latency_ms: at_ms.saturating_sub(i.created_at_ms),
         }
+    }
+}
+
+impl AuditEntry {
+    /// The entry for a refused attempt by someone who may not answer (outcome
+    /// `refused`): who tried what, and when. `reply` holds the attempted action and the
+    /// reason instead of a reply.
+    pub fn for_refused(i: &Interaction, actor: &Actor, attempted: &UserAction, why: &str, now_ms: i64) -> AuditEntry {
+        AuditEntry {
+            at_ms: now_ms,
+            session_id: i.session_id.clone(),
+            approval_key: i.approval_key().to_owned(),
+            interaction_id: i.id.clone(),
+            actor: Some(actor.clone()),
+            outcome: "refused".to_owned(),
+            reply: Some(serde_json::json!({ "attempted": attempted, "reason": why })),
+            original_args: Value::Array(i.request.actions().iter().map(|a| a.args.clone()).collect()),
+            edited_args: None,
+            latency_ms: now_ms.saturating_sub(i.created_at_ms),
+        }
+    }
+}
+
+impl Store {
+    /// Appends one entry on its own (settling writes its entry inside `settle`).
+    pub async fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
+        insert_audit(&self.pool, entry).await
     }
 }
 
