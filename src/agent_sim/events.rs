@@ -25,24 +25,20 @@ pub(crate) fn text_block(index: u64, text: &str, is_final: bool) -> Vec<Value> {
     if is_final {
         content_block["is_final"] = json!(true);
     }
-    let mut events = vec![block_start(index, content_block)];
-    for part in halves(text) {
-        events.push(block_delta(
-            index,
-            json!({"type": "text_delta", "text": part}),
-        ));
-    }
-    events.push(block_stop(index));
-    events
+    streamed_block(index, content_block, "text_delta", "text", text)
 }
 
 pub(crate) fn thinking_block(index: u64, thinking: &str) -> Vec<Value> {
-    let mut events = vec![block_start(index, json!({"type": "thinking"}))];
-    for part in halves(thinking) {
-        events.push(block_delta(
-            index,
-            json!({"type": "thinking_delta", "thinking": part}),
-        ));
+    streamed_block(index, json!({"type": "thinking"}), "thinking_delta", "thinking", thinking)
+}
+
+/// start, two `{type: delta_type, field: half}` deltas, stop.
+fn streamed_block(index: u64, content_block: Value, delta_type: &str, field: &str, body: &str) -> Vec<Value> {
+    let mut events = vec![block_start(index, content_block)];
+    for part in halves(body) {
+        let mut delta = json!({"type": delta_type});
+        delta[field] = json!(part);
+        events.push(block_delta(index, delta));
     }
     events.push(block_stop(index));
     events

@@ -20,6 +20,7 @@ use serenity::builder::Builder as _;
 use super::codes::Code;
 use super::text::{DMsg, dtext, truncate};
 use super::{PLATFORM, Shared, modal, render, rest};
+use crate::clock::now_ms;
 use crate::engine::{ActError, EngineError};
 use crate::interaction::{Actor, Interaction, Refusal, RequestKind, UserAction};
 use crate::platform::locale::{self, Locale, Msg};
@@ -106,12 +107,6 @@ fn act_error(locale: Locale, e: &ActError) -> String {
             dtext(locale, DMsg::Internal).into()
         }
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// The stored interaction if `actor` may still act on it; else the notice to show.
