@@ -1,15 +1,23 @@
-//! Assembles a running bridge from settings: store, platforms, engine, and (when
-//! enabled) the console's input loop. `main` and the end-to-end tests both start the
-//! bridge through here, so the tests run exactly what users run.
+//! Assembles a running bridge from settings: store, platforms, backend connectors,
+//! engine, the HTTP listener, and (when enabled) the console's input loop. `main` and
+//! the end-to-end tests both start the bridge through here, so the tests run exactly
+//! what users run.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::backend::http_api::HttpApi;
+use crate::backend::lease::Lease;
+use crate::backend::session::{SessionConnector, SessionOptions};
+use crate::backend::stream::StreamTransport;
+use crate::backend::{Connector, Connectors};
 use crate::config::Settings;
 use crate::engine::{Engine, EngineError, EngineHandle};
+use crate::server::Readiness;
 use crate::platform::console::Console;
 use crate::platform::token::TokenSigner;
 use crate::platform::{Platform, PlatformError};
@@ -24,6 +32,8 @@ pub enum AppError {
     Platform { platform: &'static str, reason: String },
     #[error("cannot start the engine: {0}")]
     Engine(#[from] EngineError),
+    #[error("cannot listen on http.listen = {listen}: {source}")]
+    Listen { listen: String, source: std::io::Error },
 }
 
 /// A running bridge.
@@ -33,6 +43,7 @@ pub struct App {
     engine_task: JoinHandle<()>,
     console_task: Option<JoinHandle<Result<(), PlatformError>>>,
     platforms: Vec<Arc<dyn Platform>>,
+    http: Option<(SocketAddr, JoinHandle<()>)>,
 }
 
 impl App {
@@ -75,13 +86,46 @@ impl App {
         if platforms.is_empty() {
             tracing::warn!("no platform is enabled: requests will wait for their deadline (enable console, telegram or discord)");
         }
-        let core = Engine::start(settings, store, platforms.clone(), requests).await?;
+
+        // Backends: the inbound HTTP API serves `api:` sessions; the stream protocol
+        // serves every chat session.
+        let names: Vec<&'static str> = platforms.iter().map(|p| p.name()).collect();
+        let http_api = HttpApi::start(&settings.http, settings.timeouts.defaults(), names, store.clone(), engine.clone());
+        let (backend_tx, backend_rx) = tokio::sync::mpsc::channel(1024);
+        let stream = SessionConnector::new(
+            StreamTransport::new(settings.backend.clone(), settings.timeouts.defaults()),
+            SessionOptions {
+                history_url: settings.backend.history_url.clone(),
+                reconnect_max: std::time::Duration::from_secs(settings.backend.reconnect_max_secs.max(1)),
+            },
+            Lease::new(store.clone(), settings.backend.lease_secs),
+            store.clone(),
+            backend_tx,
+        );
+        let connectors = Connectors::new(vec![http_api.clone() as Arc<dyn Connector>, Arc::new(stream)]);
+
+        let readiness = Readiness::new(store.clone());
+        let http = if settings.http.enabled {
+            let served = crate::server::serve(&settings.http.listen, readiness.clone(), http_api.router())
+                .await
+                .map_err(|source| AppError::Listen { listen: settings.http.listen.clone(), source })?;
+            Some(served)
+        } else {
+            None
+        };
+        let core = Engine::start(settings, store, platforms.clone(), connectors, backend_rx, requests).await?;
         let (stop, stopped) = oneshot::channel::<()>();
         let engine_task = tokio::spawn(core.run(async move {
             let _ = stopped.await;
         }));
         let console_task = console_input.map(|(console, input)| tokio::spawn(console.run(input, engine.clone())));
-        Ok(App { engine, stop, engine_task, console_task, platforms })
+        readiness.platforms_started();
+        Ok(App { engine, stop, engine_task, console_task, platforms, http })
+    }
+
+    /// The address the HTTP listener is bound to (`http.listen`; port 0 picks one).
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http.as_ref().map(|(addr, _)| *addr)
     }
 
     /// Resolves when the console's input ends (EOF or `/quit`); never without a console.
@@ -103,6 +147,9 @@ impl App {
             platform.shutdown();
         }
         if let Some(task) = &self.console_task {
+            task.abort();
+        }
+        if let Some((_, task)) = &self.http {
             task.abort();
         }
         let _ = self.stop.send(());

@@ -31,6 +31,95 @@ pub struct Settings {
     pub telegram: TelegramSettings,
     #[serde(default)]
     pub discord: DiscordSettings,
+    #[serde(default)]
+    pub http: HttpSettings,
+    #[serde(default)]
+    pub routing: RoutingSettings,
+}
+
+/// The bridge's HTTP listener: `/healthz`, `/readyz`, and the inbound API (`/v1/*`,
+/// PROTOCOL.md §8), which is on when at least one API token is configured.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpSettings {
+    pub enabled: bool,
+    pub listen: String,
+    /// `"name:secret"` entries. The name is what the audit log records as the agent;
+    /// the secret is the bearer token and the key that signs its callbacks.
+    #[serde(serialize_with = "redact_tokens")]
+    pub api_tokens: Vec<String>,
+    /// How long one callback POST may take.
+    pub callback_timeout_secs: u64,
+    /// Callback retries back off from 1 s, doubling up to this.
+    pub callback_max_backoff_secs: u64,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            listen: "127.0.0.1:8790".into(),
+            api_tokens: Vec::new(),
+            callback_timeout_secs: 10,
+            callback_max_backoff_secs: 300,
+        }
+    }
+}
+
+/// One named API token.
+#[derive(Debug, Clone)]
+pub struct ApiToken {
+    pub name: String,
+    pub secret: SecretString,
+}
+
+impl HttpSettings {
+    /// The parsed tokens; entries that do not parse were refused by `validate`.
+    pub fn tokens(&self) -> Vec<ApiToken> {
+        self.api_tokens.iter().filter_map(|t| parse_token(t)).collect()
+    }
+}
+
+fn parse_token(entry: &str) -> Option<ApiToken> {
+    let (name, secret) = entry.split_once(':')?;
+    (!name.trim().is_empty() && !secret.is_empty())
+        .then(|| ApiToken { name: name.trim().to_owned(), secret: SecretString::from(secret.to_owned()) })
+}
+
+fn redact_tokens<S: Serializer>(tokens: &[String], serializer: S) -> Result<S::Ok, S::Error> {
+    let names: Vec<String> = tokens
+        .iter()
+        .map(|t| match t.split_once(':') {
+            Some((name, _)) => format!("{name}:[redacted]"),
+            None => "[redacted]".to_owned(),
+        })
+        .collect();
+    names.serialize(serializer)
+}
+
+/// Where a chat turn's requests are shown besides the chat that started it
+/// (OpenClaw's `target = dm | channel | both`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RoutingSettings {
+    pub target: RouteTarget,
+    /// Chats for `channel` and `both`: `"telegram:CHAT[/TOPIC]"`, `"discord:CHANNEL"`,
+    /// `"discord:user:USER"` (a DM), `"telegram:user:USER"`, or `"console"`.
+    pub channels: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteTarget {
+    /// Only the chat that started the turn.
+    #[default]
+    Origin,
+    /// Also each configured approver's DM.
+    Dm,
+    /// Also every chat in `routing.channels`.
+    Channel,
+    /// Both.
+    Both,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -272,6 +361,8 @@ impl Settings {
             .with_list_parse_key("access.approvers")
             .with_list_parse_key("access.approver_roles")
             .with_list_parse_key("discord.channels")
+            .with_list_parse_key("http.api_tokens")
+            .with_list_parse_key("routing.channels")
     }
 
     fn from_config(config: config::Config) -> Result<Self, ConfigError> {
@@ -328,6 +419,22 @@ impl Settings {
                 return invalid("access.approvers", &format!("`{approver}` is not of the form platform:user_id"));
             }
         }
+        let mut names = std::collections::BTreeSet::new();
+        for token in &self.http.api_tokens {
+            match parse_token(token) {
+                Some(t) if names.insert(t.name.clone()) => {}
+                Some(t) => return invalid("http.api_tokens", &format!("the name `{}` is used twice", t.name)),
+                None => return invalid("http.api_tokens", "each entry must be \"name:secret\" with both parts non-empty"),
+            }
+        }
+        if self.http.enabled && self.http.listen.parse::<std::net::SocketAddr>().is_err() {
+            return invalid("http.listen", "must be an address like 127.0.0.1:8790");
+        }
+        for channel in &self.routing.channels {
+            if crate::engine::routing::parse_chat(channel).is_none() {
+                return invalid("routing.channels", &format!("`{channel}` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, console)"));
+            }
+        }
         Ok(())
     }
 
@@ -381,6 +488,29 @@ mod tests {
         assert!(err.is_err());
         let err = Settings::from_pairs(&[("backend.colour", "blue")]).unwrap_err();
         assert!(err.to_string().contains("colour"), "{err}");
+    }
+
+    #[test]
+    fn api_tokens_are_named_and_redacted() {
+        let mut s = Settings::from_pairs(&[]).unwrap();
+        s.http.api_tokens = vec!["ci:s3cret".into(), "cron:other".into()];
+        s.validate().unwrap();
+        let tokens = s.http.tokens();
+        assert_eq!(tokens.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["ci", "cron"]);
+        assert_eq!(tokens[0].secret.expose_secret(), "s3cret");
+        let printed = s.redacted_json();
+        assert!(!printed.contains("s3cret") && printed.contains("ci:[redacted]"), "{printed}");
+        for bad in [vec!["nocolon"], vec![":secret"], vec!["a:1", "a:2"]] {
+            s.http.api_tokens = bad.into_iter().map(String::from).collect();
+            let err = s.validate().unwrap_err();
+            assert!(err.to_string().contains("http.api_tokens"), "{err}");
+        }
+        s.http.api_tokens.clear();
+        s.routing.channels = vec!["irc:#ops".into()];
+        let err = s.validate().unwrap_err();
+        assert!(err.to_string().contains("routing.channels"), "{err}");
+        s.routing.channels = vec!["telegram:-1001/7".into(), "discord:user:80".into(), "console".into()];
+        s.validate().unwrap();
     }
 
     #[test]

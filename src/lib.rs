@@ -1,10 +1,25 @@
 //! hitl-bridge: answer an AI agent's questions and approve its tool calls from chat.
 //!
-//! The flow runs one way: a backend connector ([`backend`]) turns the agent's stream
-//! into events, the pure core ([`interaction`]) merges and tracks requests, the store
-//! ([`store`]) makes every step durable, and platforms ([`platform`]) render requests
-//! and turn clicks into actions. The engine ([`engine`]) wires them together.
-//! [`agent_sim`] is a reference agent backend for the demo and the tests.
+//! The flow runs one way: a backend connector ([`backend`]) turns the agent's wire
+//! format into events, the pure core ([`interaction`]) merges and tracks requests, the
+//! store ([`store`]) makes every step durable, and platforms ([`platform`]) render
+//! requests and turn clicks into actions. The engine ([`engine`]) wires them together.
+//!
+//! Layout:
+//! - [`backend`]: the [`backend::Connector`] trait (the mirror of
+//!   [`platform::Platform`]) and its implementations:
+//!   - [`backend::stream`], the WebSocket stream protocol, on the shared session
+//!     machinery of [`backend::session`] (leases, reconnects, outbox, history);
+//!   - [`backend::http_api`], agents that push requests over HTTP (PROTOCOL.md §8).
+//! - [`interaction`]: the pure core (merging, questions, answers, decisions, who may
+//!   answer, the state machine).
+//! - [`store`]: SQLite or PostgreSQL; interactions, outbox, callbacks, audit.
+//! - [`engine`]: the one task that applies actions, settles, routes requests to chats
+//!   ([`engine::routing`]) and runs deadlines; platform calls go through per-chat lanes.
+//! - [`platform`]: console, Telegram, Discord.
+//! - [`server`]: the HTTP listener (`/healthz`, `/readyz`, `/v1`).
+//! - [`app`]: assembles all of it from [`config`]; `main` is the CLI.
+//! - [`agent_sim`]: a reference agent backend for the demo and the tests.
 
 pub mod agent_sim;
 pub mod app;
@@ -15,4 +30,5 @@ pub mod engine;
 pub mod interaction;
 pub mod platform;
 pub mod protocol;
+pub mod server;
 pub mod store;

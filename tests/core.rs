@@ -58,7 +58,7 @@ fn report() -> Action {
 }
 
 fn approval_request(actions: Vec<Action>, timeout_secs: u64) -> Request {
-    Request { approval_key: "abc-123_1".into(), kind: RequestKind::Approval { actions }, timeout_secs }
+    Request { approval_key: "abc-123_1".into(), kind: RequestKind::Approval { actions }, timeout_secs, context: None }
 }
 
 /// Seed 000's two questions, merged from its fixture delta.

@@ -463,6 +463,7 @@ fn trade_request(timeout_secs: u64) -> Request {
             }],
         },
         timeout_secs,
+        context: None,
     }
 }
 

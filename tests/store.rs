@@ -511,6 +511,7 @@ async fn audit_records_edits_and_latency(db: &mut TestDb) {
         original_args: json!([{"symbol": "VNM", "quantity": 100}, {"to": "ops@example.com", "body": "done"}]),
         edited_args: Some(json!([null, {"to": "lead@example.com", "body": "done"}])),
         latency_ms: 3_500,
+        agent: None,
     };
     assert_eq!(entry, expected);
     assert_eq!(store.audit_log("S_1").await.expect("audit"), vec![expected]);

@@ -2,11 +2,53 @@
 //! backend already considers resolved, and whether one of them is a given
 //! interaction. Matching is by `approval_key` when the backend includes it, else by
 //! the requested actions (history may add fields to the args, e.g. `answers`).
+//!
+//! [`reconcile`] runs after every (re)connect: it reads the history, drops queued
+//! replies the backend already has, and reports the rest to the engine.
 
 use serde_json::Value;
 
+use super::SessionUpdate;
 use crate::interaction::Interaction;
-use crate::protocol::{ActionRequest, HistoryBlock, HistoryMessage, Reply};
+use crate::protocol::{ActionRequest, Command, HistoryBlock, HistoryMessage, Reply};
+use crate::store::{Store, StoreError};
+
+/// Reads `template` (with `{session_id}` replaced) and returns what the engine should
+/// learn, if anything. Approval commands the backend already has are dropped from
+/// the outbox first, so they are not sent twice. A history that cannot be read is
+/// logged and skipped: the connection goes on without it.
+pub async fn reconcile(store: &Store, http: &reqwest::Client, template: &str, session_id: &str) -> Result<Option<SessionUpdate>, StoreError> {
+    let url = template.replace("{session_id}", session_id);
+    let messages: Vec<HistoryMessage> = match fetch(http, &url).await {
+        Ok(messages) => messages,
+        Err(e) => {
+            tracing::warn!(%session_id, %url, error = %e, "cannot read history; continuing without it");
+            return Ok(None);
+        }
+    };
+    let resolved = resolved_requests(messages);
+    if resolved.is_empty() {
+        return Ok(None);
+    }
+    drop_answered_commands(store, session_id, &resolved).await?;
+    Ok(Some(SessionUpdate::ResolvedInHistory(resolved)))
+}
+
+async fn fetch(http: &reqwest::Client, url: &str) -> Result<Vec<HistoryMessage>, reqwest::Error> {
+    http.get(url).send().await?.error_for_status()?.json().await
+}
+
+async fn drop_answered_commands(store: &Store, session_id: &str, resolved: &[HistoryResolution]) -> Result<(), StoreError> {
+    for (_, command) in store.outbox_for_session(session_id).await? {
+        let Command::Approval { approval_key, .. } = &command else { continue };
+        let Some(interaction) = store.interaction_by_key(session_id, approval_key).await? else { continue };
+        if resolved.iter().any(|r| r.matches(&interaction)) {
+            let dropped = store.drop_outbox_for_key(session_id, approval_key).await?;
+            tracing::info!(%session_id, %approval_key, dropped, "history shows the backend has this decision; not re-sending");
+        }
+    }
+    Ok(())
+}
 
 /// A request the history marks `isResolved`.
 #[derive(Debug, Clone, PartialEq)]

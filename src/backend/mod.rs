@@ -1,13 +1,37 @@
 //! Backend connectors: each turns one backend's wire format into [`SessionUpdate`]s
-//! and delivers the bridge's commands. The first is the stream protocol over
-//! WebSocket ([`stream`]); [`assembler`] is its pure half.
+//! and delivers the bridge's commands. The engine sees them only through the
+//! [`Connector`] trait (the mirror of [`crate::platform::Platform`]), so a new backend
+//! is one module and touches neither the engine nor the core.
+//!
+//! Layout:
+//! - [`connector`]: the trait and the router that picks a session's connector.
+//! - [`session`]: what every connection-based backend shares: one supervised task per
+//!   session, reconnects with backoff, and the replica lease ([`lease`]), the durable
+//!   outbox ([`outbox`]) and reconciliation from history ([`history`]).
+//! - [`stream`]: the stream protocol over WebSocket, a [`session::Transport`]; its pure
+//!   half is [`assembler`].
+//! - [`http_api`]: agents that push requests over HTTP (PROTOCOL.md §8).
 
 pub mod assembler;
+pub mod connector;
 pub mod history;
+pub mod http_api;
+pub mod lease;
+pub mod outbox;
+pub mod session;
 pub mod stream;
+
+pub use connector::{Connector, Connectors};
 
 use crate::interaction::Request;
 use crate::protocol::Reply;
+
+/// An update for the engine, tagged with its session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendInput {
+    pub session_id: String,
+    pub update: SessionUpdate,
+}
 
 /// What a backend said, after assembly, for the engine.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,7 +4,7 @@
 use tokio::sync::{mpsc, oneshot};
 
 use crate::interaction::{Actor, Interaction, Refusal, UserAction};
-use crate::store::{ChatKey, MessageRef, StoreError};
+use crate::store::{ApiRequest, ChatKey, MessageRef, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -47,6 +47,16 @@ pub enum ActOutcome {
     Resolved(Interaction),
 }
 
+/// What became of a pushed request.
+#[derive(Debug, Clone)]
+pub enum PushOutcome {
+    /// Stored and being shown.
+    Created(Interaction),
+    /// The approval key was taken; nothing changed. The stored request is returned so
+    /// the caller can tell a retry (same body) from a conflict.
+    Existing(ApiRequest),
+}
+
 /// Pending interactions with the messages that show them in one chat.
 pub type PendingShown = Vec<(Interaction, Vec<MessageRef>)>;
 
@@ -57,6 +67,8 @@ pub enum EngineRequest {
     Cancel { chat: ChatKey, actor: Actor, done: oneshot::Sender<Result<(), EngineError>> },
     Act { interaction_id: String, actor: Actor, action: UserAction, done: oneshot::Sender<Result<ActOutcome, ActError>> },
     Interaction { interaction_id: String, done: oneshot::Sender<Result<Option<Interaction>, EngineError>> },
+    Push { request: Box<ApiRequest>, interaction: Box<Interaction>, done: oneshot::Sender<Result<PushOutcome, EngineError>> },
+    CancelInteraction { interaction_id: String, reason: String, done: oneshot::Sender<Result<Option<Interaction>, EngineError>> },
     PendingInChat { chat: ChatKey, done: oneshot::Sender<Result<PendingShown, EngineError>> },
 }
 
@@ -106,6 +118,18 @@ impl EngineHandle {
     pub async fn interaction(&self, interaction_id: &str) -> Result<Option<Interaction>, EngineError> {
         let interaction_id = interaction_id.to_owned();
         self.call(|done| EngineRequest::Interaction { interaction_id, done }).await.unwrap_or(Err(EngineError::Stopped))
+    }
+
+    /// Stores and shows a request pushed over the HTTP API.
+    pub async fn push(&self, request: ApiRequest, interaction: Interaction) -> Result<PushOutcome, EngineError> {
+        let (request, interaction) = (Box::new(request), Box::new(interaction));
+        self.call(|done| EngineRequest::Push { request, interaction, done }).await.unwrap_or(Err(EngineError::Stopped))
+    }
+
+    /// Cancels one interaction; returns it as it is afterwards (`None` if unknown).
+    pub async fn cancel_interaction(&self, interaction_id: &str, reason: String) -> Result<Option<Interaction>, EngineError> {
+        let interaction_id = interaction_id.to_owned();
+        self.call(|done| EngineRequest::CancelInteraction { interaction_id, reason, done }).await.unwrap_or(Err(EngineError::Stopped))
     }
 
     /// Pending interactions shown in `chat`, with the messages that show them (`/pending`).

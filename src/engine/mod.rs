@@ -7,9 +7,10 @@
 
 mod handle;
 mod lanes;
+pub mod routing;
 
 pub use crate::clock::now_ms;
-pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, PendingShown};
+pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, PendingShown, PushOutcome};
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,14 +19,13 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::backend::history::HistoryResolution;
-use crate::backend::stream::{BackendInput, StreamConnector};
-use crate::backend::{SessionUpdate, ToolGroupStatus};
+use crate::backend::{BackendInput, Connectors, SessionUpdate, ToolGroupStatus};
 use crate::config::{OnExpiry, Settings};
-use crate::interaction::{AccessPolicy, Actor, Applied, Interaction, Refusal, Request, UserAction};
+use crate::interaction::{AccessPolicy, Actor, Applied, Interaction, Origin, Refusal, Request, UserAction};
 use crate::platform::Platform;
 use self::lanes::{Job, Lanes};
 use crate::protocol::{Command, Reply, UserInfo};
-use crate::store::{AuditEntry, ChatKey, Store};
+use crate::store::{ApiRequest, AuditEntry, ChatKey, Store};
 
 /// How often deadlines are checked.
 const TICK: Duration = Duration::from_millis(500);
@@ -37,9 +37,11 @@ const RESCAN: Duration = Duration::from_secs(10);
 
 pub struct Engine {
     store: Store,
-    connector: StreamConnector,
+    connectors: Connectors,
     lanes: Lanes,
     policy: AccessPolicy,
+    /// Where chat turns' requests are also shown (`routing.target`).
+    extra_chats: Vec<ChatKey>,
     grace_ms: i64,
     on_expiry: OnExpiry,
     /// Pending interaction id → deadline, loaded at start and kept in step.
@@ -51,23 +53,26 @@ pub struct Engine {
 impl Engine {
     /// Builds the engine and reconnects every session that still has work (pending
     /// interactions or undelivered commands), so a restart picks up where it stopped.
+    /// `backend` carries the connectors' updates.
     pub async fn start(
         settings: &Settings,
         store: Store,
         platforms: Vec<Arc<dyn Platform>>,
+        connectors: Connectors,
+        backend: mpsc::Receiver<BackendInput>,
         requests: mpsc::Receiver<EngineRequest>,
     ) -> Result<Self, EngineError> {
-        let (backend_tx, backend) = mpsc::channel(1024);
-        let connector = StreamConnector::new(settings.backend.clone(), settings.timeouts.defaults(), store.clone(), backend_tx);
         let deadlines = store.pending_interactions().await?.into_iter().map(|i| (i.id, i.deadline_ms)).collect();
         for session in store.sessions_with_work().await? {
-            connector.deliver(&session);
+            connectors.deliver(&session);
         }
+        let policy = settings.access_policy();
         Ok(Self {
-            connector,
+            connectors,
             lanes: Lanes::new(store.clone(), platforms),
             store,
-            policy: settings.access_policy(),
+            extra_chats: routing::extra_chats(&settings.routing, &policy),
+            policy,
             grace_ms: settings.timeouts.grace_secs as i64 * 1000,
             on_expiry: settings.timeouts.on_expiry,
             deadlines,
@@ -109,7 +114,7 @@ impl Engine {
                 _ = &mut shutdown => break,
             }
         }
-        self.connector.shutdown().await;
+        self.connectors.shutdown().await;
         tracing::info!("engine stopped");
     }
 
@@ -120,7 +125,7 @@ impl Engine {
             self.deadlines.entry(interaction.id).or_insert(interaction.deadline_ms);
         }
         for session in self.store.sessions_with_work().await? {
-            self.connector.deliver(&session);
+            self.connectors.deliver(&session);
         }
         Ok(())
     }
@@ -151,6 +156,12 @@ impl Engine {
             }
             EngineRequest::Act { interaction_id, actor, action, done } => {
                 let _ = done.send(self.act(&interaction_id, &actor, action).await);
+            }
+            EngineRequest::Push { request, interaction, done } => {
+                let _ = done.send(self.push(*request, *interaction).await);
+            }
+            EngineRequest::CancelInteraction { interaction_id, reason, done } => {
+                let _ = done.send(self.cancel_interaction(&interaction_id, &reason).await);
             }
             EngineRequest::Interaction { interaction_id, done } => {
                 let _ = done.send(self.store.interaction(&interaction_id).await.map_err(EngineError::from));
@@ -187,14 +198,40 @@ impl Engine {
         self.store.set_requester(&session, actor).await?;
         let user = UserInfo { platform: actor.platform.clone(), id: actor.user_id.clone(), name: actor.name.clone() };
         self.store.enqueue(&Command::message(&session, text, Some(user)), now_ms()).await?;
-        self.connector.deliver(&session);
+        self.connectors.deliver(&session);
         Ok(session)
+    }
+
+    /// A request pushed over the HTTP API: stored with its interaction in one
+    /// transaction, then shown on its targets. An existing key changes nothing.
+    async fn push(&mut self, request: ApiRequest, interaction: Interaction) -> Result<PushOutcome, EngineError> {
+        if let Some(existing) = self.store.create_api_request(&request, &interaction).await? {
+            return Ok(PushOutcome::Existing(existing));
+        }
+        tracing::info!(approval_key = %interaction.approval_key(), agent = %request.agent, targets = request.targets.len(), "request pushed");
+        self.deadlines.insert(interaction.id.clone(), interaction.deadline_ms);
+        for chat in &request.targets {
+            self.lanes.push(chat, Job::Show(interaction.clone()));
+        }
+        Ok(PushOutcome::Created(interaction))
+    }
+
+    /// Cancels one interaction (an agent's DELETE). Returns it as it is afterwards;
+    /// one that had already ended is returned unchanged.
+    async fn cancel_interaction(&mut self, interaction_id: &str, reason: &str) -> Result<Option<Interaction>, EngineError> {
+        let Some(mut interaction) = self.store.interaction(interaction_id).await? else { return Ok(None) };
+        let now = now_ms();
+        if interaction.cancel(now, reason) && !self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await? {
+            // Another replica settled it first: report what it stored.
+            return Ok(self.store.interaction(interaction_id).await?);
+        }
+        Ok(Some(interaction))
     }
 
     async fn cancel(&mut self, chat: &ChatKey, actor: &Actor) -> Result<(), EngineError> {
         let Some(session) = self.store.session_for_chat(chat).await? else { return Err(EngineError::NoSession) };
         self.store.enqueue(&Command::Cancel { session_id: session.clone() }, now_ms()).await?;
-        self.connector.deliver(&session);
+        self.connectors.deliver(&session);
         let now = now_ms();
         for mut interaction in self.store.pending_in_session(&session).await? {
             if interaction.cancel(now, &format!("cancelled by {}", actor.name)) {
@@ -232,9 +269,9 @@ impl Engine {
                 Ok(ActOutcome::Updated(interaction))
             }
             Applied::Resolved(reply) => {
-                let command = approval_command(&interaction, reply);
+                let command = self.command_for(&interaction, reply);
                 let audit = AuditEntry::for_settled(&interaction, now);
-                if !self.settle(&interaction, Some(&command), &audit).await? {
+                if !self.settle(&interaction, command.as_ref(), &audit).await? {
                     return Err(self.lost_race(interaction_id, actor, action, now).await);
                 }
                 tracing::info!(approval_key = %interaction.approval_key(), session_id = %interaction.session_id, by = %actor.name, "decided");
@@ -264,10 +301,17 @@ impl Engine {
         }
         self.deadlines.remove(&interaction.id);
         if command.is_some() {
-            self.connector.deliver(&interaction.session_id);
+            self.connectors.deliver(&interaction.session_id);
         }
+        self.connectors.settled(interaction);
         self.refresh(interaction).await;
         Ok(true)
+    }
+
+    /// The `approval` command carrying `reply`, when the session's connector takes
+    /// commands (the HTTP API's agents read the reply themselves).
+    fn command_for(&self, interaction: &Interaction, reply: Reply) -> Option<Command> {
+        self.connectors.takes_commands(&interaction.session_id).then(|| approval_command(interaction, reply))
     }
 
     async fn handle_backend(&mut self, input: BackendInput) -> Result<(), EngineError> {
@@ -325,7 +369,9 @@ impl Engine {
             return Ok(());
         }
         self.deadlines.insert(interaction.id.clone(), interaction.deadline_ms);
-        let chats = self.store.chats_for_session(session_id).await?;
+        let mut chats = self.store.chats_for_session(session_id).await?;
+        chats.extend(self.extra_chats.iter().cloned());
+        let chats = routing::dedup(chats);
         if chats.is_empty() {
             tracing::warn!(%session_id, approval_key = %interaction.approval_key(), "no chat is bound to this session; the request waits for its deadline");
         }
@@ -362,13 +408,12 @@ impl Engine {
             if !interaction.expire(now, false) {
                 continue;
             }
-            let command = match self.on_expiry {
-                OnExpiry::Reject => interaction.expiry_reply().map(|reply| approval_command(&interaction, reply)),
+            let reply = match self.on_expiry {
+                OnExpiry::Reject => interaction.expiry_reply(),
                 OnExpiry::Leave => None,
             };
-            if let Some(Command::Approval { reply, .. }) = &command {
-                interaction.reply = Some(reply.clone());
-            }
+            interaction.reply = reply.clone();
+            let command = reply.and_then(|reply| self.command_for(&interaction, reply));
             tracing::info!(approval_key = %interaction.approval_key(), session_id = %interaction.session_id, "expired by the bridge");
             self.settle(&interaction, command.as_ref(), &AuditEntry::for_settled(&interaction, now)).await?;
         }
@@ -386,6 +431,15 @@ impl Engine {
         match self.store.message_refs(&interaction.id).await {
             Ok(messages) => chats.extend(messages.into_iter().map(|m| m.chat)),
             Err(e) => tracing::error!(error = %e, "cannot load message references"),
+        }
+        // Where a `Show` may still be queued: routed chats, or a pushed request's targets.
+        match &interaction.origin {
+            Origin::Chat => chats.extend(self.extra_chats.iter().cloned()),
+            Origin::Pushed { .. } => match self.store.api_request(interaction.approval_key()).await {
+                Ok(Some(request)) => chats.extend(request.targets),
+                Ok(None) => {}
+                Err(e) => tracing::error!(error = %e, "cannot load a pushed request's targets"),
+            },
         }
         chats.sort_by(|a, b| (&a.platform, &a.chat_id, &a.thread_id).cmp(&(&b.platform, &b.chat_id, &b.thread_id)));
         chats.dedup();

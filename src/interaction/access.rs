@@ -1,6 +1,8 @@
-//! Who may answer an interaction: the user whose message started the turn, plus
-//! approvers configured by platform user id or by Discord role id. Everyone else is
-//! refused.
+//! Who may answer an interaction. For a chat turn: the user whose message started
+//! it, plus approvers configured by platform user id or by Discord role id. For a
+//! request an agent pushed over the HTTP API ([`Origin::Pushed`]): the approvers it
+//! named; else the configured approvers; else, when none are configured, anyone who
+//! can see it in a target chat. Everyone else is refused.
 
 use serde::{Deserialize, Serialize};
 
@@ -40,7 +42,57 @@ pub struct AccessPolicy {
     pub approver_roles: Vec<String>,
 }
 
+/// Where an interaction came from, which decides who may answer it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "from", rename_all = "snake_case")]
+pub enum Origin {
+    /// A chat turn: its requester and the configured approvers.
+    #[default]
+    Chat,
+    /// Pushed over the HTTP API by `agent` (the API token's name).
+    Pushed {
+        agent: String,
+        /// Approvers the request named; `None` defers to the configuration.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approvers: Option<Approvers>,
+    },
+}
+
+/// Approvers named by one request: `(platform, user id)` pairs and Discord role ids.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approvers {
+    pub users: Vec<(String, String)>,
+    pub roles: Vec<String>,
+}
+
+impl Origin {
+    /// Whether `actor` may answer: see the module doc for the rules.
+    pub fn allows(&self, actor: &Actor, requester: Option<&Actor>, configured: &AccessPolicy) -> bool {
+        match self {
+            Origin::Chat => configured.may_answer(actor, requester),
+            Origin::Pushed { approvers: Some(named), .. } => {
+                AccessPolicy { approver_users: named.users.clone(), approver_roles: named.roles.clone() }.may_answer(actor, None)
+            }
+            Origin::Pushed { approvers: None, .. } if configured.is_empty() => true,
+            Origin::Pushed { approvers: None, .. } => configured.may_answer(actor, None),
+        }
+    }
+
+    /// The pushing agent's name, for the audit log.
+    pub fn agent(&self) -> Option<&str> {
+        match self {
+            Origin::Chat => None,
+            Origin::Pushed { agent, .. } => Some(agent),
+        }
+    }
+}
+
 impl AccessPolicy {
+    /// No approver configured at all.
+    pub fn is_empty(&self) -> bool {
+        self.approver_users.is_empty() && self.approver_roles.is_empty()
+    }
+
     /// Whether `actor` may answer an interaction started by `requester`.
     pub fn may_answer(&self, actor: &Actor, requester: Option<&Actor>) -> bool {
         requester.is_some_and(|r| r.is_same_person(actor))
@@ -83,6 +135,30 @@ mod tests {
         let mut lead = Actor::new("discord", "9", "Lead");
         lead.role_ids = vec!["555".into(), "777".into()];
         assert!(policy().may_answer(&lead, Some(&requester)));
+    }
+
+    #[test]
+    fn pushed_requests_follow_named_then_configured_approvers_then_anyone() {
+        let stranger = Actor::new("telegram", "13", "Stranger");
+        let ops = Actor::new("telegram", "42", "Ops");
+        let none = AccessPolicy::default();
+        let pushed = |approvers| Origin::Pushed { agent: "ci".into(), approvers };
+        // No approvers named, none configured: whoever sees it may answer.
+        assert!(pushed(None).allows(&stranger, None, &none));
+        // Configured approvers apply when the request names none.
+        assert!(!pushed(None).allows(&stranger, None, &policy()));
+        assert!(pushed(None).allows(&ops, None, &policy()));
+        // Named approvers replace the configured ones.
+        let named = Approvers { users: vec![("telegram".into(), "13".into())], roles: vec![] };
+        assert!(pushed(Some(named.clone())).allows(&stranger, None, &policy()));
+        assert!(!pushed(Some(named)).allows(&ops, None, &policy()));
+        let by_role = Approvers { users: vec![], roles: vec!["900".into()] };
+        let mut dba = Actor::new("discord", "5", "Dba");
+        dba.role_ids = vec!["900".into()];
+        assert!(pushed(Some(by_role.clone())).allows(&dba, None, &none));
+        assert!(!pushed(Some(by_role)).allows(&stranger, None, &none));
+        // A chat turn never opens to everyone.
+        assert!(!Origin::Chat.allows(&stranger, None, &none));
     }
 
     #[test]

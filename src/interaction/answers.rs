@@ -83,8 +83,16 @@ impl AnswerDraft {
 
 /// The answer string the backend receives for `question`.
 pub fn encode(question: &Question, draft: &AnswerDraft) -> String {
+    let labels = selected_labels(question, draft);
+    if labels.is_empty() { NO_PREFERENCE.to_owned() } else { labels.join(", ") }
+}
+
+/// The chosen labels in option order, typed text in place of the input option's label
+/// (the bridge's own "Other" text last); empty when skipped or unanswered. This is
+/// Agno's `selected_options` (seed 004), and [`encode`] joins it.
+pub fn selected_labels(question: &Question, draft: &AnswerDraft) -> Vec<String> {
     if draft.skipped || !draft.is_answered() {
-        return NO_PREFERENCE.to_owned();
+        return Vec::new();
     }
     let typed = draft.text.as_deref();
     let mut parts: Vec<&str> = draft
@@ -102,10 +110,7 @@ pub fn encode(question: &Question, draft: &AnswerDraft) -> String {
     if !question.multi_select {
         parts.truncate(1);
     }
-    if parts.is_empty() {
-        return NO_PREFERENCE.to_owned();
-    }
-    parts.join(", ")
+    parts.into_iter().map(str::to_owned).collect()
 }
 
 #[cfg(test)]

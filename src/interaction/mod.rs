@@ -12,8 +12,8 @@ pub mod question;
 pub mod request;
 pub mod state;
 
-pub use access::{AccessPolicy, Actor};
-pub use answers::{AnswerDraft, NO_PREFERENCE};
+pub use access::{AccessPolicy, Actor, Approvers, Origin};
+pub use answers::{AnswerDraft, NO_PREFERENCE, selected_labels};
 pub use decisions::DecisionDraft;
 pub use question::{FreeText, Question, QuestionError, QuestionOption};
 pub use request::{Action, Request, RequestBuilder, RequestError, RequestKind, TimeoutDefaults};

@@ -50,6 +50,9 @@ pub struct Request {
     pub approval_key: String,
     pub kind: RequestKind,
     pub timeout_secs: u64,
+    /// Context shown above the request (the HTTP API's `text`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 impl Request {
@@ -143,7 +146,7 @@ impl RequestBuilder {
             .timeout_seconds
             .or_else(|| self.review_configs.iter().filter_map(|c| c.timeout).min())
             .unwrap_or(default_secs);
-        Ok(Request { approval_key: self.approval_key, kind, timeout_secs })
+        Ok(Request { approval_key: self.approval_key, kind, timeout_secs, context: None })
     }
 }
 

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::access::{AccessPolicy, Actor};
+use super::access::{AccessPolicy, Actor, Origin};
 use super::answers::{self, AnswerDraft, MAX_TEXT_CHARS};
 use super::decisions::{self, DecisionDraft, EditError};
 use super::request::{Request, RequestKind};
@@ -143,6 +143,9 @@ pub struct Interaction {
     pub deadline_ms: i64,
     /// Whose message started the turn; may answer besides the configured approvers.
     pub requester: Option<Actor>,
+    /// A chat turn or a pushed request; decides who may answer.
+    #[serde(default)]
+    pub origin: Origin,
     pub draft: Draft,
     pub status: Status,
     /// What was sent (or received from elsewhere) when it resolved.
@@ -158,7 +161,7 @@ impl Interaction {
             }
         };
         let deadline_ms = now_ms.saturating_add((request.timeout_secs as i64).saturating_mul(1000));
-        Self { id, session_id, request, created_at_ms: now_ms, deadline_ms, requester, draft, status: Status::Pending, reply: None }
+        Self { id, session_id, request, created_at_ms: now_ms, deadline_ms, requester, origin: Origin::Chat, draft, status: Status::Pending, reply: None }
     }
 
     pub fn approval_key(&self) -> &str {
@@ -169,7 +172,7 @@ impl Interaction {
     /// Whether `actor` may act on this interaction now: who first (a stranger learns
     /// nothing about its state), then whether it is still open.
     pub fn may_act(&self, actor: &Actor, policy: &AccessPolicy, now_ms: i64) -> Result<(), Refusal> {
-        if !policy.may_answer(actor, self.requester.as_ref()) {
+        if !self.origin.allows(actor, self.requester.as_ref(), policy) {
             return Err(Refusal::NotAllowed);
         }
         match &self.status {

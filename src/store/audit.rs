@@ -35,6 +35,8 @@ pub struct AuditEntry {
     pub edited_args: Option<Value>,
     /// From creation to settling.
     pub latency_ms: i64,
+    /// The agent (HTTP API token name) that pushed the request; `None` for chat turns.
+    pub agent: Option<String>,
 }
 
 impl AuditEntry {
@@ -56,6 +58,7 @@ impl AuditEntry {
             original_args: Value::Array(i.request.actions().iter().map(|a| a.args.clone()).collect()),
             edited_args: i.reply.as_ref().and_then(edited_args),
             latency_ms: at_ms.saturating_sub(i.created_at_ms),
+            agent: i.origin.agent().map(str::to_owned),
         }
     }
 }
@@ -76,6 +79,7 @@ impl AuditEntry {
             original_args: Value::Array(i.request.actions().iter().map(|a| a.args.clone()).collect()),
             edited_args: None,
             latency_ms: now_ms.saturating_sub(i.created_at_ms),
+            agent: i.origin.agent().map(str::to_owned),
         }
     }
 }
@@ -130,7 +134,7 @@ impl Store {
     pub async fn audit_log(&self, approval_key: &str) -> Result<Vec<AuditEntry>> {
         let rows = sqlx::query(
             "SELECT id, at_ms, session_id, approval_key, interaction_id, actor, outcome, reply,
-                    original_args, edited_args, latency_ms
+                    original_args, edited_args, latency_ms, agent
              FROM audit_log WHERE approval_key = $1 ORDER BY id",
         )
         .bind(approval_key)
@@ -146,8 +150,8 @@ impl Store {
 pub(super) async fn insert_audit<'e>(executor: impl AnyExecutor<'e>, e: &AuditEntry) -> Result<()> {
     sqlx::query(
         "INSERT INTO audit_log (at_ms, session_id, approval_key, interaction_id, actor, outcome, reply,
-                                original_args, edited_args, latency_ms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                                original_args, edited_args, latency_ms, agent)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
     .bind(e.at_ms)
     .bind(e.session_id.as_str())
@@ -159,6 +163,7 @@ pub(super) async fn insert_audit<'e>(executor: impl AnyExecutor<'e>, e: &AuditEn
     .bind(json::encode(&e.original_args, "audit args")?)
     .bind(json::encode_opt(e.edited_args.as_ref(), "audit edited args")?)
     .bind(e.latency_ms)
+    .bind(e.agent.as_deref())
     .execute(executor)
     .await
     .map_err(StoreError::query("append audit entry"))?;
@@ -178,6 +183,7 @@ fn decode_row(row: &AnyRow) -> Result<AuditEntry> {
         original_args: json::decode(column(row, "original_args")?, "audit args", id)?,
         edited_args: json_opt(row, "edited_args", id)?,
         latency_ms: column(row, "latency_ms")?,
+        agent: column(row, "agent")?,
     })
 }
 

@@ -39,6 +39,12 @@ const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0003_session_leases.sql"),
         include_str!("../../migrations/postgres/0003_session_leases.sql"),
     ),
+    (
+        4,
+        "http api",
+        include_str!("../../migrations/sqlite/0004_http_api.sql"),
+        include_str!("../../migrations/postgres/0004_http_api.sql"),
+    ),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.
@@ -159,6 +165,11 @@ fn sqlite_session_settings(conn: &mut AnyConnection, _: PoolConnectionMetadata) 
 
 
 impl Store {
+    /// Whether the database answers a trivial query (`/readyz`).
+    pub async fn ping(&self) -> bool {
+        sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
+    }
+
     /// Closes the pool and waits for its connections to finish (graceful shutdown).
     /// Clones of this Store can no longer query afterwards.
     pub async fn close(&self) {

@@ -2,6 +2,7 @@
 //! the columns the store filters on (session, approval key, status, times) copied out.
 //! Settling, the one multi-table write, lives here too: it must be a single transaction.
 
+use sqlx::AnyExecutor;
 use sqlx::any::AnyRow;
 
 use super::audit::{AuditEntry, insert_audit};
@@ -23,23 +24,7 @@ impl Store {
     /// Stores a new interaction. Returns false, changing nothing, if one with the same
     /// `(session_id, approval_key)` exists: a replayed request is not a new one.
     pub async fn insert_interaction(&self, i: &Interaction) -> Result<bool> {
-        let body = json::encode(i, "interaction")?;
-        let done = sqlx::query(
-            "INSERT INTO interactions (id, session_id, approval_key, status, deadline_ms, created_at_ms, body)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)
-             ON CONFLICT (session_id, approval_key) DO NOTHING",
-        )
-        .bind(i.id.as_str())
-        .bind(i.session_id.as_str())
-        .bind(i.approval_key())
-        .bind(i.status.name())
-        .bind(i.deadline_ms)
-        .bind(i.created_at_ms)
-        .bind(body)
-        .execute(&self.pool)
-        .await
-        .map_err(StoreError::query("insert interaction"))?;
-        Ok(done.rows_affected() > 0)
+        insert_interaction(&self.pool, i).await
     }
 
     /// One interaction by its short id. An unreadable row is an error here (the caller
@@ -155,6 +140,27 @@ impl Store {
         tx.commit().await.map_err(StoreError::query("commit settle"))?;
         Ok(true)
     }
+}
+
+/// Inserts on any executor, so a push can store its interaction in its transaction.
+pub(super) async fn insert_interaction<'e>(executor: impl AnyExecutor<'e>, i: &Interaction) -> Result<bool> {
+    let body = json::encode(i, "interaction")?;
+    let done = sqlx::query(
+        "INSERT INTO interactions (id, session_id, approval_key, status, deadline_ms, created_at_ms, body)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (session_id, approval_key) DO NOTHING",
+    )
+    .bind(i.id.as_str())
+    .bind(i.session_id.as_str())
+    .bind(i.approval_key())
+    .bind(i.status.name())
+    .bind(i.deadline_ms)
+    .bind(i.created_at_ms)
+    .bind(body)
+    .execute(executor)
+    .await
+    .map_err(StoreError::query("insert interaction"))?;
+    Ok(done.rows_affected() > 0)
 }
 
 fn decode_row(row: &AnyRow) -> Result<Interaction> {

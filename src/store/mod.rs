@@ -1,7 +1,7 @@
 //! The store: everything the bridge must not forget across a restart. Interactions
 //! with their drafts, the platform messages showing them, chat ↔ session bindings,
-//! who started each session's turn, the outbox of commands for the backend, and the
-//! audit log.
+//! who started each session's turn, the outbox of commands for the backend, requests
+//! pushed over the HTTP API with the callbacks owed for them, and the audit log.
 //!
 //! One code path serves SQLite (embedded default) and PostgreSQL (several replicas)
 //! through sqlx's Any driver. The store makes no decisions: the core
@@ -9,6 +9,7 @@
 //! replicas race, the store's conditional updates make the first decision win.
 //! Each file owns one table (or a close pair); [`connect`] owns opening and migrating.
 
+mod api_requests;
 mod audit;
 mod chats;
 mod connect;
@@ -23,6 +24,7 @@ mod secrets;
 
 use sqlx::AnyPool;
 
+pub use api_requests::{ApiRequest, DueCallback};
 pub use audit::AuditEntry;
 pub use chats::ChatKey;
 pub use connect::DEFAULT_URL;

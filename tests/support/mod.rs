@@ -36,6 +36,8 @@ pub fn settings(sim: &SimHandle, dir: &tempfile::TempDir, extra: &[(&str, &str)]
         ("store.url", &store),
         ("console.enabled", "true"),
         ("console.user_name", "Thảo"),
+        // Any free port: tests run in parallel.
+        ("http.listen", "127.0.0.1:0"),
     ];
     pairs.extend_from_slice(extra);
     Settings::from_pairs(&pairs).expect("settings")

@@ -1,0 +1,330 @@
+//! The body of `POST /v1/requests` (PROTOCOL.md §8) and its validation into the
+//! core's [`Request`], the chats it is shown in, and who may answer it.
+//!
+//! Every request shape the seeds use is accepted: `actions` + `review_configs`
+//! (seed 002), `action_requests` (seed 000 shape B), `questions` with `multiSelect` or
+//! `multi_select` and `input` options (seeds 000, 001, 004), and `question` +
+//! `choices` + `allow_freeform` (seed 003). They go through the same merging as the
+//! stream protocol ([`RequestBuilder`]), so a pushed request means exactly what the
+//! same request streamed would mean. Errors name the offending field.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
+
+use super::error::ApiError;
+use crate::engine::routing::dm_chat;
+use crate::interaction::{Approvers, Request, RequestBuilder, RequestError, TimeoutDefaults};
+use crate::platform::console::Console;
+use crate::protocol::{ActionRequest, ReviewConfig};
+use crate::store::ChatKey;
+
+/// The longest timeout a request may ask for: 30 days.
+pub const MAX_TIMEOUT_SECS: u64 = 30 * 24 * 3600;
+
+/// A request for a human decision or answer.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+pub struct PushBody {
+    /// Your key for this request; generated when absent. Pushing the same body under
+    /// the same key again is safe (200 with the current state); another body is 409.
+    pub approval_key: Option<String>,
+    /// Optional grouping, shown and audited.
+    pub session_id: Option<String>,
+    /// Where to show it; at least one.
+    #[serde(default)]
+    pub targets: Vec<Target>,
+    /// `"platform:user_id"` entries; when absent, the configured approvers decide,
+    /// and with none configured anyone who sees the request may answer.
+    pub approvers: Option<Vec<String>>,
+    /// Discord role ids whose members may answer.
+    pub approver_roles: Option<Vec<String>>,
+    /// Context shown above the request.
+    pub text: Option<String>,
+    pub timeout_seconds: Option<u64>,
+    /// POSTed the request's state, signed, once it is no longer pending.
+    pub callback_url: Option<String>,
+    /// Tool calls to approve (seed 002, LangChain HumanInTheLoopMiddleware).
+    pub actions: Option<Vec<ApiAction>>,
+    /// The same, under seed 000's name.
+    pub action_requests: Option<Vec<ApiAction>>,
+    /// With `actions` or `action_requests`: what each may be decided.
+    pub review_configs: Option<Vec<ApiReviewConfig>>,
+    /// 1–4 structured questions (seeds 000, 001, 004).
+    pub questions: Option<Vec<ApiQuestion>>,
+    /// One question with plain choices (seed 003).
+    pub question: Option<String>,
+    pub choices: Option<Vec<String>>,
+    /// With `question`: whether typed text is accepted (default true).
+    pub allow_freeform: Option<bool>,
+}
+
+/// A chat, channel or person to show the request to.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
+pub struct Target {
+    /// `telegram`, `discord` or `console`.
+    pub platform: String,
+    /// Telegram chat id (groups are negative).
+    pub chat_id: Option<String>,
+    /// Telegram forum topic, or Discord thread.
+    pub thread_id: Option<String>,
+    /// Discord channel id.
+    pub channel_id: Option<String>,
+    /// A person: their DM (Discord) or private chat (Telegram).
+    pub user_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+pub struct ApiAction {
+    pub name: String,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub args: Value,
+    pub description: Option<String>,
+    pub tool_use_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
+pub struct ApiReviewConfig {
+    pub action_name: Option<String>,
+    /// Any of `approve`, `edit`, `reject`, `respond`; default the first three.
+    pub allowed_decisions: Option<Vec<String>>,
+    /// Seconds; the smallest applies when `timeout_seconds` is absent.
+    pub timeout: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+pub struct ApiQuestion {
+    /// The exact text: the key of its answer.
+    pub question: String,
+    pub header: Option<String>,
+    #[serde(rename = "multiSelect")]
+    pub multi_select_camel: Option<bool>,
+    pub multi_select: Option<bool>,
+    #[serde(default)]
+    pub options: Vec<ApiOption>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+pub struct ApiOption {
+    pub label: String,
+    pub description: Option<String>,
+    /// The free-text option: typed text replaces its label in the answer.
+    pub input: Option<bool>,
+}
+
+/// A validated push.
+#[derive(Debug, Clone)]
+pub struct Validated {
+    pub request: Request,
+    pub targets: Vec<ChatKey>,
+    pub approvers: Option<Approvers>,
+}
+
+/// Validates `body` against the platforms that are enabled. The approval key must
+/// already be filled in.
+pub fn validate(body: &PushBody, approval_key: &str, enabled: &[&str], defaults: TimeoutDefaults) -> Result<Validated, ApiError> {
+    let targets = targets(&body.targets, enabled)?;
+    let approvers = approvers(body)?;
+    if let Some(secs) = body.timeout_seconds
+        && !(1..=MAX_TIMEOUT_SECS).contains(&secs)
+    {
+        return Err(ApiError::invalid("invalid_timeout", format!("must be between 1 and {MAX_TIMEOUT_SECS} seconds"), "timeout_seconds"));
+    }
+    if let Some(url) = &body.callback_url
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        return Err(ApiError::invalid("invalid_callback_url", "must be an http:// or https:// URL", "callback_url"));
+    }
+    let (actions, configs) = shape(body)?;
+    let mut request = RequestBuilder::start(approval_key, actions, configs, body.timeout_seconds)
+        .finish(defaults)
+        .map_err(|e| match e {
+            RequestError::NoActions(_) => ApiError::invalid("empty_actions", "at least one action is required", shape_field(body)),
+            RequestError::Questions { source, .. } => ApiError::invalid("invalid_question", source.to_string(), shape_field(body)),
+        })?;
+    request.context = body.text.clone().filter(|t| !t.trim().is_empty());
+    Ok(Validated { request, targets, approvers })
+}
+
+/// The name of the shape the body uses, for error fields.
+fn shape_field(body: &PushBody) -> &'static str {
+    if body.questions.is_some() {
+        "questions"
+    } else if body.question.is_some() {
+        "question"
+    } else if body.action_requests.is_some() {
+        "action_requests"
+    } else {
+        "actions"
+    }
+}
+
+/// Exactly one shape, as the actions and review configs the merger takes.
+fn shape(body: &PushBody) -> Result<(Vec<ActionRequest>, Vec<ReviewConfig>), ApiError> {
+    let present: Vec<&str> = [
+        ("actions", body.actions.is_some()),
+        ("action_requests", body.action_requests.is_some()),
+        ("questions", body.questions.is_some()),
+        ("question", body.question.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, here)| here.then_some(name))
+    .collect();
+    match present.as_slice() {
+        [] => return Err(ApiError::invalid("missing_shape", "give one of actions, action_requests, questions, or question + choices", "actions")),
+        [_] => {}
+        [_, second, ..] => {
+            return Err(ApiError::invalid("conflicting_shapes", format!("give exactly one request shape, not {}", present.join(" and ")), *second));
+        }
+    }
+    if body.review_configs.is_some() && (body.questions.is_some() || body.question.is_some()) {
+        return Err(ApiError::invalid("conflicting_shapes", "review_configs go with actions or action_requests", "review_configs"));
+    }
+    if body.choices.is_some() && body.question.is_none() {
+        return Err(ApiError::invalid("conflicting_shapes", "choices go with question", "choices"));
+    }
+    if let Some(actions) = body.actions.as_ref().or(body.action_requests.as_ref()) {
+        let field = shape_field(body);
+        for (i, action) in actions.iter().enumerate() {
+            if action.name.trim().is_empty() {
+                return Err(ApiError::invalid("invalid_field", "an action needs a name", format!("{field}[{i}].name")));
+            }
+            if !(action.args.is_object() || action.args.is_null()) {
+                return Err(ApiError::invalid("invalid_field", "args must be a JSON object", format!("{field}[{i}].args")));
+            }
+        }
+        let configs = body.review_configs.iter().flatten().map(review_config).collect();
+        return Ok((actions.iter().map(action_request).collect(), configs));
+    }
+    if let Some(questions) = &body.questions {
+        if questions.is_empty() {
+            return Err(ApiError::invalid("empty_questions", "at least one question is required", "questions"));
+        }
+        for (i, q) in questions.iter().enumerate() {
+            if q.question.trim().is_empty() {
+                return Err(ApiError::invalid("invalid_question", "the question text is empty", format!("questions[{i}].question")));
+            }
+            if q.options.is_empty() {
+                return Err(ApiError::invalid("empty_options", "a question needs at least one option", format!("questions[{i}].options")));
+            }
+            if let Some(j) = q.options.iter().position(|o| o.label.trim().is_empty()) {
+                return Err(ApiError::invalid("invalid_question", "an option label is empty", format!("questions[{i}].options[{j}].label")));
+            }
+        }
+        let args = json!({ "questions": questions.iter().map(question_json).collect::<Vec<_>>() });
+        return Ok((vec![ActionRequest { name: "ask_user_question".into(), args, description: None, tool_use_id: None }], Vec::new()));
+    }
+    let question = body.question.as_deref().unwrap_or_default();
+    if question.trim().is_empty() {
+        return Err(ApiError::invalid("invalid_question", "the question text is empty", "question"));
+    }
+    let allow_freeform = body.allow_freeform.unwrap_or(true);
+    let choices = body.choices.clone().unwrap_or_default();
+    if choices.is_empty() && !allow_freeform {
+        return Err(ApiError::invalid("empty_options", "no choices and allow_freeform is false: nothing could be answered", "choices"));
+    }
+    if let Some(j) = choices.iter().position(|c| c.trim().is_empty()) {
+        return Err(ApiError::invalid("invalid_question", "a choice is empty", format!("choices[{j}]")));
+    }
+    let args = json!({ "question": question, "choices": choices, "allow_freeform": allow_freeform });
+    Ok((vec![ActionRequest { name: "ask_user".into(), args, description: None, tool_use_id: None }], Vec::new()))
+}
+
+fn action_request(a: &ApiAction) -> ActionRequest {
+    ActionRequest { name: a.name.clone(), args: a.args.clone(), description: a.description.clone(), tool_use_id: a.tool_use_id.clone() }
+}
+
+fn review_config(c: &ApiReviewConfig) -> ReviewConfig {
+    ReviewConfig { action_name: c.action_name.clone(), allowed_decisions: c.allowed_decisions.clone(), timeout: c.timeout, require_approval: None }
+}
+
+/// A question back in the seeds' JSON, for the one question parser the core has.
+fn question_json(q: &ApiQuestion) -> Value {
+    let mut out = Map::new();
+    out.insert("question".into(), json!(q.question));
+    if let Some(header) = &q.header {
+        out.insert("header".into(), json!(header));
+    }
+    out.insert("multiSelect".into(), json!(q.multi_select_camel.or(q.multi_select).unwrap_or(false)));
+    let options: Vec<Value> = q
+        .options
+        .iter()
+        .map(|o| json!({ "label": o.label, "description": o.description, "input": o.input.unwrap_or(false) }))
+        .collect();
+    out.insert("options".into(), Value::Array(options));
+    Value::Object(out)
+}
+
+fn targets(targets: &[Target], enabled: &[&str]) -> Result<Vec<ChatKey>, ApiError> {
+    if targets.is_empty() {
+        return Err(ApiError::invalid("no_targets", "at least one target is required", "targets"));
+    }
+    let mut chats = Vec::new();
+    for (i, t) in targets.iter().enumerate() {
+        let field = |name: &str| format!("targets[{i}].{name}");
+        if !["telegram", "discord", "console"].contains(&t.platform.as_str()) {
+            return Err(ApiError::invalid("unknown_platform", format!("unknown platform `{}` (telegram, discord or console)", t.platform), field("platform")));
+        }
+        if !enabled.contains(&t.platform.as_str()) {
+            return Err(ApiError::invalid("platform_not_enabled", format!("{} is not enabled on this bridge", t.platform), field("platform")));
+        }
+        let chat = target_chat(t).map_err(|(name, message)| ApiError::invalid("invalid_target", message, field(name)))?;
+        if !chats.contains(&chat) {
+            chats.push(chat);
+        }
+    }
+    Ok(chats)
+}
+
+/// The chat a target names; on error, the field at fault and why.
+fn target_chat(t: &Target) -> Result<ChatKey, (&'static str, String)> {
+    let id = |name: &'static str, value: &Option<String>, signed: bool| -> Result<Option<String>, (&'static str, String)> {
+        match value.as_deref() {
+            None => Ok(None),
+            Some(v) if is_id(v, signed) => Ok(Some(v.to_owned())),
+            Some(v) => Err((name, format!("`{v}` is not a numeric id"))),
+        }
+    };
+    match t.platform.as_str() {
+        "console" => Ok(Console::chat()),
+        "telegram" => match (id("chat_id", &t.chat_id, true)?, id("user_id", &t.user_id, false)?) {
+            (Some(chat), None) => Ok(ChatKey::new("telegram", &chat, id("thread_id", &t.thread_id, false)?.as_deref())),
+            (None, Some(user)) => dm_chat("telegram", &user).ok_or(("user_id", "no private chat".into())),
+            _ => Err(("chat_id", "a Telegram target needs chat_id or user_id (one of them)".into())),
+        },
+        _ => match (id("channel_id", &t.channel_id, false)?, id("user_id", &t.user_id, false)?) {
+            (Some(channel), None) => Ok(ChatKey::new("discord", &channel, id("thread_id", &t.thread_id, false)?.as_deref())),
+            (None, Some(user)) => dm_chat("discord", &user).ok_or(("user_id", "no DM".into())),
+            _ => Err(("channel_id", "a Discord target needs channel_id or user_id (one of them)".into())),
+        },
+    }
+}
+
+fn is_id(value: &str, signed: bool) -> bool {
+    let digits = if signed { value.strip_prefix('-').unwrap_or(value) } else { value };
+    !digits.is_empty() && digits.len() <= 20 && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn approvers(body: &PushBody) -> Result<Option<Approvers>, ApiError> {
+    if body.approvers.is_none() && body.approver_roles.is_none() {
+        return Ok(None);
+    }
+    let mut users = Vec::new();
+    for (i, entry) in body.approvers.iter().flatten().enumerate() {
+        let parsed = entry
+            .split_once(':')
+            .filter(|(platform, id)| ["telegram", "discord", "console"].contains(platform) && !id.is_empty());
+        match parsed {
+            Some((platform, id)) => users.push((platform.to_owned(), id.to_owned())),
+            None => return Err(ApiError::invalid("invalid_approver", format!("`{entry}` is not platform:user_id"), format!("approvers[{i}]"))),
+        }
+    }
+    let roles = body.approver_roles.clone().unwrap_or_default();
+    if let Some(i) = roles.iter().position(|r| !is_id(r, false)) {
+        return Err(ApiError::invalid("invalid_approver", "a role id is numeric", format!("approver_roles[{i}]")));
+    }
+    if users.is_empty() && roles.is_empty() {
+        return Err(ApiError::invalid("invalid_approver", "approvers is empty: nobody could answer", "approvers"));
+    }
+    Ok(Some(Approvers { users, roles }))
+}

@@ -1,0 +1,165 @@
+//! The inbound HTTP API (PROTOCOL.md §8): agents that are not chatting through the
+//! bridge (a cron job, a CI pipeline, a LangGraph node, any script) push a request to
+//! chats, channels or people and get the answer back by `GET` (long-poll) or by a
+//! signed callback.
+//!
+//! It is a [`Connector`] like the stream protocol: its sessions are `api:<session>`,
+//! it takes no outbox commands (the agent reads the reply from the stored
+//! interaction), and it learns of every settle so long-polls return at once and
+//! callbacks go out. Requests enter through the [`EngineHandle`], so they get the same
+//! core, store and guarantees as streamed ones.
+//!
+//! - [`body`]: the request body and its validation.
+//! - [`view`]: the state an agent sees.
+//! - [`routes`]: the handlers. [`auth`]: named tokens. [`error`]: error bodies.
+//! - [`callbacks`]: durable, signed, retried callbacks from the store's outbox.
+
+pub mod auth;
+pub mod body;
+pub mod callbacks;
+pub mod error;
+pub mod routes;
+pub mod view;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::HeaderMap;
+use axum::routing::get;
+use futures_util::future::BoxFuture;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use utoipa::OpenApi;
+
+use self::auth::Tokens;
+use self::error::ApiError;
+use super::Connector;
+use crate::config::HttpSettings;
+use crate::engine::EngineHandle;
+use crate::interaction::{Interaction, TimeoutDefaults};
+use crate::store::{ApiRequest, Store};
+
+/// Sessions of pushed requests start with this.
+pub const SESSION_PREFIX: &str = "api:";
+
+pub struct HttpApi {
+    store: Store,
+    engine: EngineHandle,
+    tokens: Tokens,
+    defaults: TimeoutDefaults,
+    /// Platforms a target may name.
+    platforms: Vec<&'static str>,
+    /// Notified whenever one of its interactions settles (long-polls wait on it).
+    changed: Notify,
+    wake_callbacks: Arc<Notify>,
+    deliverer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl HttpApi {
+    /// Starts the callback deliverer. `platforms` are the enabled platforms' names.
+    pub fn start(settings: &HttpSettings, defaults: TimeoutDefaults, platforms: Vec<&'static str>, store: Store, engine: EngineHandle) -> Arc<Self> {
+        let tokens = Tokens::new(settings.tokens());
+        let wake_callbacks = Arc::new(Notify::new());
+        let deliverer = callbacks::Deliverer {
+            store: store.clone(),
+            tokens: tokens.clone(),
+            http: reqwest::Client::new(),
+            wake: wake_callbacks.clone(),
+            timeout: Duration::from_secs(settings.callback_timeout_secs.max(1)),
+            max_backoff: Duration::from_secs(settings.callback_max_backoff_secs.max(1)),
+        };
+        let task = (!tokens.is_empty()).then(|| tokio::spawn(deliverer.run()));
+        Arc::new(Self { store, engine, tokens, defaults, platforms, changed: Notify::new(), wake_callbacks, deliverer: Mutex::new(task) })
+    }
+
+    /// Whether `/v1` is served: at least one token is configured.
+    pub fn enabled(&self) -> bool {
+        !self.tokens.is_empty()
+    }
+
+    /// The `/v1` routes (empty when no token is configured).
+    pub fn router(self: &Arc<Self>) -> Router {
+        if !self.enabled() {
+            return Router::new();
+        }
+        Router::new()
+            .route("/v1/requests", get(routes::list).post(routes::create))
+            .route("/v1/requests/{approval_key}", get(routes::get_one).delete(routes::cancel))
+            .route("/v1/openapi.json", get(openapi_json))
+            .with_state(self.clone())
+    }
+
+    fn authenticate(&self, headers: &HeaderMap) -> Result<String, ApiError> {
+        self.tokens.agent(headers).ok_or_else(ApiError::unauthorized)
+    }
+
+    /// The caller's own request under `key`; another agent's is reported as unknown.
+    async fn own_request(&self, agent: &str, key: &str) -> Result<ApiRequest, ApiError> {
+        match self.store.api_request(key).await? {
+            Some(request) if request.agent == agent => Ok(request),
+            _ => Err(ApiError::not_found(key)),
+        }
+    }
+
+    async fn state_of(&self, request: &ApiRequest) -> Result<view::RequestState, ApiError> {
+        let interaction = self
+            .store
+            .interaction(&request.interaction_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found(&request.approval_key))?;
+        Ok(view::state(request, &interaction))
+    }
+}
+
+impl Connector for HttpApi {
+    fn name(&self) -> &'static str {
+        "http_api"
+    }
+
+    fn serves(&self, session_id: &str) -> bool {
+        session_id.starts_with(SESSION_PREFIX)
+    }
+
+    fn takes_commands(&self) -> bool {
+        false
+    }
+
+    fn deliver(&self, _session_id: &str) {}
+
+    fn settled(&self, _interaction: &Interaction) {
+        self.changed.notify_waiters();
+        self.wake_callbacks.notify_one();
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        if let Some(task) = self.deliverer.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            task.abort();
+        }
+        Box::pin(async {})
+    }
+}
+
+/// The OpenAPI 3.1 document, generated from the handlers and their types.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "hitl-bridge inbound API", description = "Push approval requests and questions to Discord, Telegram or a terminal; get the human's answer back (PROTOCOL.md §8)."),
+    paths(routes::create, routes::get_one, routes::cancel, routes::list),
+    modifiers(&BearerAuth)
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("bearer", SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()));
+    }
+}
+
+async fn openapi_json() -> axum::response::Response {
+    use axum::response::IntoResponse;
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], ApiDoc::openapi().to_pretty_json().unwrap_or_default()).into_response()
+}

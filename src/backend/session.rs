@@ -1,0 +1,284 @@
+//! What every connection-based backend shares, whatever its wire format: one
+//! supervised task per session that connects while the session has work (an open
+//! turn, pending interactions, or commands in the outbox), holds the replica
+//! [`Lease`] while connected, reconnects with capped exponential backoff, reconciles
+//! from history on every connect, delivers the outbox in order, and relays the
+//! backend's updates to the engine.
+//!
+//! A backend plugs in as a [`Transport`]: how to open a session's [`Link`], how to write
+//! one command to it and how to read the next updates from it. Everything else lives
+//! here, once. [`SessionConnector`] is the resulting [`Connector`].
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tokio::sync::{Notify, mpsc};
+use tokio::task::JoinHandle;
+use tracing::Instrument;
+
+use super::lease::Lease;
+use super::{BackendInput, Connector, SessionUpdate, history, outbox};
+use crate::protocol::Command;
+use crate::store::{Store, StoreError};
+
+/// How often a connected session looks for commands other replicas queued (clicks
+/// that reached another replica wake no one here).
+const OUTBOX_POLL: Duration = Duration::from_secs(1);
+
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    #[error("{0}")]
+    Transport(String),
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("the engine stopped")]
+    EngineGone,
+    #[error("another replica took the session's lease")]
+    LeaseLost,
+}
+
+impl LinkError {
+    pub fn transport(e: impl std::fmt::Display) -> Self {
+        LinkError::Transport(e.to_string())
+    }
+}
+
+/// How a backend's sessions are reached.
+pub trait Transport: Send + Sync + 'static {
+    /// Per-session state kept across reconnects (e.g. the stream assembler, whose
+    /// tool-group counter must not restart).
+    type State: Send + 'static;
+    type Link: Link<State = Self::State>;
+
+    /// A short name for logs.
+    fn name(&self) -> &'static str;
+
+    fn new_state(&self) -> Self::State;
+
+    /// Opens one connection for `session_id`.
+    fn connect(&self, session_id: &str) -> impl Future<Output = Result<Self::Link, LinkError>> + Send;
+}
+
+/// One open connection to a backend session.
+pub trait Link: Send {
+    type State;
+
+    /// Writes one command.
+    fn send(&mut self, command: &Command) -> impl Future<Output = Result<(), LinkError>> + Send;
+
+    /// Waits for the next updates; `None` when the backend closed the connection.
+    /// Must be cancel-safe: it is raced against timers and outbox wake-ups.
+    fn recv(&mut self, state: &mut Self::State) -> impl Future<Output = Option<Result<Vec<SessionUpdate>, LinkError>>> + Send;
+}
+
+/// Settings shared by every session task.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// GET endpoint in seed 000 history format, `{session_id}` replaced.
+    pub history_url: Option<String>,
+    pub reconnect_max: Duration,
+}
+
+/// A [`Connector`] for any [`Transport`]: serves every session not claimed by a more
+/// specific connector.
+pub struct SessionConnector<T: Transport> {
+    inner: Arc<Inner<T>>,
+}
+
+struct Inner<T: Transport> {
+    transport: T,
+    options: SessionOptions,
+    lease: Lease,
+    store: Store,
+    http: reqwest::Client,
+    updates: mpsc::Sender<BackendInput>,
+    sessions: Mutex<HashMap<String, SessionTask>>,
+}
+
+struct SessionTask {
+    signals: Arc<Signals>,
+    task: JoinHandle<()>,
+}
+
+/// What the engine tells a session task.
+#[derive(Default)]
+struct Signals {
+    /// New commands are in the outbox.
+    wake: Notify,
+    /// A `message` was sent and no end of turn has come back yet.
+    turn_open: AtomicBool,
+}
+
+impl<T: Transport> SessionConnector<T> {
+    pub fn new(transport: T, options: SessionOptions, lease: Lease, store: Store, updates: mpsc::Sender<BackendInput>) -> Self {
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap_or_default();
+        Self { inner: Arc::new(Inner { transport, options, lease, store, http, updates, sessions: Mutex::new(HashMap::new()) }) }
+    }
+}
+
+impl<T: Transport> Connector for SessionConnector<T> {
+    fn name(&self) -> &'static str {
+        self.inner.transport.name()
+    }
+
+    fn serves(&self, _session_id: &str) -> bool {
+        true
+    }
+
+    /// Makes sure `session_id` has a task and tells it to deliver its outbox.
+    fn deliver(&self, session_id: &str) {
+        let mut sessions = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = sessions.entry(session_id.to_owned()).or_insert_with(|| {
+            let signals = Arc::new(Signals::default());
+            let span = tracing::info_span!("session", session_id = %session_id);
+            let task = tokio::spawn(run(self.inner.clone(), session_id.to_owned(), signals.clone()).instrument(span));
+            SessionTask { signals, task }
+        });
+        entry.signals.wake.notify_one();
+    }
+
+    /// Stops every session task and gives up their leases; the outbox keeps what was
+    /// not sent.
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let stopped: Vec<String> = {
+                let mut sessions = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner());
+                sessions
+                    .drain()
+                    .map(|(session, task)| {
+                        task.task.abort();
+                        session
+                    })
+                    .collect()
+            };
+            for session in stopped {
+                self.inner.lease.release(&session).await;
+            }
+        })
+    }
+}
+
+impl<T: Transport> Drop for Inner<T> {
+    fn drop(&mut self) {
+        let sessions = self.sessions.get_mut().unwrap_or_else(|p| p.into_inner());
+        for (_, task) in sessions.drain() {
+            task.task.abort();
+        }
+    }
+}
+
+async fn run<T: Transport>(inner: Arc<Inner<T>>, session_id: String, signals: Arc<Signals>) {
+    let mut backoff = Duration::from_secs(1);
+    let mut state = inner.transport.new_state();
+    loop {
+        match has_work(&inner, &session_id, &signals).await {
+            Ok(true) => {}
+            Ok(false) => {
+                signals.wake.notified().await;
+                continue;
+            }
+            Err(e) => tracing::warn!(%session_id, error = %e, "cannot read the outbox; retrying"),
+        }
+        match inner.lease.take(&session_id).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::debug!(%session_id, "another replica holds this session");
+                tokio::time::sleep(inner.lease.period() / 2).await;
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!(%session_id, error = %e, "cannot take the session lease; retrying");
+                tokio::time::sleep(backoff).await;
+                continue;
+            }
+        }
+        match inner.transport.connect(&session_id).await {
+            Ok(link) => {
+                backoff = Duration::from_secs(1);
+                tracing::info!(%session_id, backend = inner.transport.name(), "connected to backend");
+                match pump(&inner, &session_id, &signals, &mut state, link).await {
+                    Ok(()) => tracing::info!(%session_id, "backend closed the connection"),
+                    Err(LinkError::EngineGone) => return,
+                    Err(e) => tracing::warn!(%session_id, error = %e, "backend connection lost"),
+                }
+                if let Ok(false) = has_work(&inner, &session_id, &signals).await {
+                    // Idle: let any replica take the session when work comes.
+                    inner.lease.release(&session_id).await;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(%session_id, error = %e, retry_in = ?backoff, "cannot connect to backend");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(inner.options.reconnect_max);
+            }
+        }
+    }
+}
+
+/// Whether the session should be connected: an open turn, pending interactions, or
+/// commands waiting.
+async fn has_work<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals) -> Result<bool, LinkError> {
+    Ok(signals.turn_open.load(Ordering::Acquire)
+        || outbox::has_commands(&inner.store, session_id).await?
+        || !inner.store.pending_in_session(session_id).await?.is_empty())
+}
+
+/// Runs one connection: reconcile, deliver the outbox, then relay updates until the
+/// backend closes. Outbox deliveries are triggered by `wake` and by a slow poll.
+async fn pump<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals, state: &mut T::State, mut link: T::Link) -> Result<(), LinkError> {
+    if let Some(template) = &inner.options.history_url
+        && let Some(update) = history::reconcile(&inner.store, &inner.http, template, session_id).await?
+    {
+        send_update(inner, session_id, update).await?;
+    }
+    flush(inner, session_id, signals, &mut link).await?;
+    let mut renew = tokio::time::interval(inner.lease.renew_every());
+    renew.tick().await; // the first tick is immediate; the lease was just taken
+    let mut poll = tokio::time::interval(OUTBOX_POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = renew.tick() => {
+                if !inner.lease.take(session_id).await? {
+                    return Err(LinkError::LeaseLost);
+                }
+            }
+            _ = poll.tick() => flush(inner, session_id, signals, &mut link).await?,
+            _ = signals.wake.notified() => flush(inner, session_id, signals, &mut link).await?,
+            received = link.recv(state) => match received {
+                Some(Ok(updates)) => {
+                    for update in updates {
+                        if matches!(update, SessionUpdate::TurnEnded | SessionUpdate::TurnFailed { .. }) {
+                            signals.turn_open.store(false, Ordering::Release);
+                        }
+                        send_update(inner, session_id, update).await?;
+                    }
+                }
+                Some(Err(e)) => return Err(e),
+                None => return Ok(()),
+            },
+        }
+    }
+}
+
+/// Delivers the outbox, noting an open turn when a `message` goes out.
+async fn flush<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals, link: &mut T::Link) -> Result<(), LinkError> {
+    outbox::flush(&inner.store, session_id, link, |command| {
+        if matches!(command, Command::Message { .. }) {
+            signals.turn_open.store(true, Ordering::Release);
+        }
+    })
+    .await
+}
+
+async fn send_update<T: Transport>(inner: &Inner<T>, session_id: &str, update: SessionUpdate) -> Result<(), LinkError> {
+    inner
+        .updates
+        .send(BackendInput { session_id: session_id.to_owned(), update })
+        .await
+        .map_err(|_| LinkError::EngineGone)
+}

@@ -1,0 +1,208 @@
+//! The HTTP API's tables: `api_requests` (one row per pushed request: who pushed it,
+//! the hash of its body for idempotency, where it is shown) and `callback_outbox`
+//! (callbacks owed to agents, removed only once delivered).
+//!
+//! A pushed request and its interaction are written in one transaction, so a request
+//! is either fully known or not at all.
+
+use sqlx::any::AnyRow;
+
+use super::chats::ChatKey;
+use super::error::{Result, StoreError};
+use super::interactions::insert_interaction;
+use super::json;
+use super::row::column;
+use super::Store;
+use crate::interaction::{Interaction, Status};
+
+/// One request pushed over the HTTP API.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiRequest {
+    pub approval_key: String,
+    pub interaction_id: String,
+    /// The internal session (`api:` + the client's `session_id`, else the key).
+    pub session_id: String,
+    /// The `session_id` the client sent, if any.
+    pub client_session: Option<String>,
+    /// The API token's name.
+    pub agent: String,
+    /// SHA-256 of the request body as sent, hex.
+    pub body_hash: String,
+    pub targets: Vec<ChatKey>,
+    pub callback_url: Option<String>,
+    pub created_at_ms: i64,
+}
+
+/// A callback whose request has ended and whose next attempt is due.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DueCallback {
+    pub approval_key: String,
+    pub interaction_id: String,
+    pub url: String,
+    pub agent: String,
+    pub attempts: i64,
+    pub next_attempt_ms: i64,
+}
+
+impl Store {
+    /// Stores a pushed request with its interaction (and its callback, when it has a
+    /// URL) in one transaction. Returns the existing row, changing nothing, when the
+    /// approval key is taken.
+    pub async fn create_api_request(&self, row: &ApiRequest, interaction: &Interaction) -> Result<Option<ApiRequest>> {
+        let mut tx = self.pool.begin().await.map_err(StoreError::query("begin push"))?;
+        let done = sqlx::query(
+            "INSERT INTO api_requests (approval_key, interaction_id, session_id, client_session, agent, body_hash,
+                                       targets, callback_url, created_at_ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+             ON CONFLICT (approval_key) DO NOTHING",
+        )
+        .bind(row.approval_key.as_str())
+        .bind(row.interaction_id.as_str())
+        .bind(row.session_id.as_str())
+        .bind(row.client_session.as_deref())
+        .bind(row.agent.as_str())
+        .bind(row.body_hash.as_str())
+        .bind(json::encode(&row.targets, "request targets")?)
+        .bind(row.callback_url.as_deref())
+        .bind(row.created_at_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(StoreError::query("insert api request"))?;
+        if done.rows_affected() == 0 {
+            tx.rollback().await.map_err(StoreError::query("roll back push"))?;
+            return self.api_request(&row.approval_key).await;
+        }
+        if !insert_interaction(&mut *tx, interaction).await? {
+            // The key is new to the API but its (session, key) interaction exists: a
+            // conflict, reported as the key being taken.
+            tx.rollback().await.map_err(StoreError::query("roll back push"))?;
+            return Err(StoreError::WrongState { op: "push", id: row.approval_key.clone(), reason: "an interaction with this key exists" });
+        }
+        if let Some(url) = &row.callback_url {
+            sqlx::query(
+                "INSERT INTO callback_outbox (approval_key, interaction_id, url, agent, attempts, next_attempt_ms)
+                 VALUES ($1, $2, $3, $4, 0, 0)",
+            )
+            .bind(row.approval_key.as_str())
+            .bind(row.interaction_id.as_str())
+            .bind(url.as_str())
+            .bind(row.agent.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(StoreError::query("queue callback"))?;
+        }
+        tx.commit().await.map_err(StoreError::query("commit push"))?;
+        Ok(None)
+    }
+
+    pub async fn api_request(&self, approval_key: &str) -> Result<Option<ApiRequest>> {
+        let row = sqlx::query(
+            "SELECT approval_key, interaction_id, session_id, client_session, agent, body_hash, targets, callback_url,
+                    created_at_ms
+             FROM api_requests WHERE approval_key = $1",
+        )
+            .bind(approval_key)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(StoreError::query("load api request"))?;
+        row.as_ref().map(decode_row).transpose()
+    }
+
+    /// `agent`'s requests that are still pending, oldest first.
+    pub async fn pending_api_requests(&self, agent: &str) -> Result<Vec<ApiRequest>> {
+        let rows = sqlx::query(
+            "SELECT a.approval_key, a.interaction_id, a.session_id, a.client_session, a.agent, a.body_hash, a.targets,
+                    a.callback_url, a.created_at_ms
+             FROM api_requests a JOIN interactions i ON i.id = a.interaction_id
+             WHERE a.agent = $1 AND i.status = $2 ORDER BY a.created_at_ms, a.approval_key",
+        )
+        .bind(agent)
+        .bind(Status::Pending.name())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("list pending api requests"))?;
+        Ok(rows.iter().map(decode_row).filter_map(json::skip_corrupt).collect())
+    }
+
+    /// Callbacks whose request has ended and whose next attempt is at or before `now_ms`.
+    pub async fn due_callbacks(&self, now_ms: i64, limit: i64) -> Result<Vec<DueCallback>> {
+        let rows = sqlx::query(
+            "SELECT c.approval_key, c.interaction_id, c.url, c.agent, c.attempts, c.next_attempt_ms
+             FROM callback_outbox c JOIN interactions i ON i.id = c.interaction_id
+             WHERE i.status <> $1 AND c.next_attempt_ms <= $2
+             ORDER BY c.next_attempt_ms, c.approval_key LIMIT $3",
+        )
+        .bind(Status::Pending.name())
+        .bind(now_ms)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("list due callbacks"))?;
+        rows.iter()
+            .map(|row| {
+                Ok(DueCallback {
+                    approval_key: column(row, "approval_key")?,
+                    interaction_id: column(row, "interaction_id")?,
+                    url: column(row, "url")?,
+                    agent: column(row, "agent")?,
+                    attempts: column(row, "attempts")?,
+                    next_attempt_ms: column(row, "next_attempt_ms")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Claims a due callback until `until_ms` (so no other replica posts it meanwhile)
+    /// and counts the attempt. False when someone else claimed it first.
+    pub async fn claim_callback(&self, due: &DueCallback, until_ms: i64) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE callback_outbox SET next_attempt_ms = $1, attempts = attempts + 1
+             WHERE approval_key = $2 AND next_attempt_ms = $3 AND attempts = $4",
+        )
+        .bind(until_ms)
+        .bind(due.approval_key.as_str())
+        .bind(due.next_attempt_ms)
+        .bind(due.attempts)
+        .execute(&self.pool)
+        .await
+        .map_err(StoreError::query("claim callback"))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// The agent answered 2xx: the callback is done.
+    pub async fn callback_delivered(&self, approval_key: &str) -> Result<()> {
+        sqlx::query("DELETE FROM callback_outbox WHERE approval_key = $1")
+            .bind(approval_key)
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("remove delivered callback"))?;
+        Ok(())
+    }
+
+    /// The attempt failed: try again at `next_attempt_ms`.
+    pub async fn retry_callback_at(&self, approval_key: &str, next_attempt_ms: i64) -> Result<()> {
+        sqlx::query("UPDATE callback_outbox SET next_attempt_ms = $1 WHERE approval_key = $2")
+            .bind(next_attempt_ms)
+            .bind(approval_key)
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("reschedule callback"))?;
+        Ok(())
+    }
+}
+
+fn decode_row(row: &AnyRow) -> Result<ApiRequest> {
+    let approval_key: String = column(row, "approval_key")?;
+    let targets = json::decode(column(row, "targets")?, "request targets", &approval_key)?;
+    Ok(ApiRequest {
+        interaction_id: column(row, "interaction_id")?,
+        session_id: column(row, "session_id")?,
+        client_session: column(row, "client_session")?,
+        agent: column(row, "agent")?,
+        body_hash: column(row, "body_hash")?,
+        targets,
+        callback_url: column(row, "callback_url")?,
+        created_at_ms: column(row, "created_at_ms")?,
+        approval_key,
+    })
+}
