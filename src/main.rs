@@ -30,6 +30,9 @@ enum Command {
         /// Seconds before the "timeout" scenario gives up.
         #[arg(long, default_value_t = 20)]
         timeout_secs: u64,
+        /// Where the demo serves the HTTP API (token `demo-token`).
+        #[arg(long, default_value = "127.0.0.1:8790")]
+        http_listen: String,
     },
     /// Run the reference agent backend alone.
     AgentSim {
@@ -70,29 +73,36 @@ async fn main() -> anyhow::Result<()> {
             agent_sim::serve(listener, SimOptions { timeout_secs, token }).await?;
             Ok(())
         }
-        Command::Demo { timeout_secs } => demo(timeout_secs).await,
+        Command::Demo { timeout_secs, http_listen } => demo(timeout_secs, http_listen).await,
     }
 }
 
-async fn demo(timeout_secs: u64) -> anyhow::Result<()> {
+/// The demo's API token: the demo listens on loopback only.
+const DEMO_TOKEN: &str = "demo-token";
+
+async fn demo(timeout_secs: u64, http_listen: String) -> anyhow::Result<()> {
     // Quiet by default: the terminal is the demo's user interface.
     init_logging("warn");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let sim = agent_sim::spawn(listener, SimOptions { timeout_secs, token: None }).await?;
     let url = format!("ws://{}/ws/{{session_id}}", sim.addr);
     let history = format!("http://{}/sessions/{{session_id}}/history", sim.addr);
-    let settings = Settings::from_pairs(&[
+    let mut settings = Settings::from_pairs(&[
         ("backend.url", &url),
         ("backend.history_url", &history),
         ("store.url", "sqlite://data/demo.db"),
         ("console.enabled", "true"),
+        ("http.listen", &http_listen),
     ])?;
+    settings.http.api_tokens = vec![format!("demo:{DEMO_TOKEN}")];
     println!(
         "hitl-bridge demo: a reference agent at {} and this terminal as the chat.\n\
          Type a message for the agent. Keywords pick a scenario:\n  \
          \"hỏi 2 lần\" (two rounds of questions), \"trade\" (approve / edit / reject a trade),\n  \
          \"two actions\", \"timeout\" (nobody answers, {timeout_secs} s), \"shapes\", \"multi\" (multi-select + Other).\n\
-         /new starts a new session, /cancel cancels the turn, /quit or Ctrl-D exits.",
+         /new starts a new session, /cancel cancels the turn, /quit or Ctrl-D exits.\n\
+         Agents can push requests here too: POST http://{http_listen}/v1/requests with\n  \
+         Authorization: Bearer {DEMO_TOKEN} and \"targets\":[{{\"platform\":\"console\"}}] (see the README).",
         sim.addr
     );
     let result = run_until_stopped(&settings).await;
@@ -105,10 +115,27 @@ async fn run_until_stopped(settings: &Settings) -> anyhow::Result<()> {
     let mut app = App::start(settings, console).await?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; stopping"),
+        _ = terminated() => tracing::info!("SIGTERM; stopping"),
         _ = app.console_closed() => tracing::info!("console input ended; stopping"),
     }
     app.stop().await;
     Ok(())
+}
+
+/// Resolves on SIGTERM (what `docker stop` and Kubernetes send): a normal stop, not
+/// a crash. Never resolves where there is no such signal.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+                return;
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot listen for SIGTERM"),
+        }
+    }
+    std::future::pending::<()>().await
 }
 
 fn init_logging(default_filter: &str) {

@@ -14,6 +14,7 @@
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -58,6 +59,8 @@ struct Shared {
     rate_limited: AtomicU32,
     ready: AtomicBool,
     identifies: AtomicU32,
+    /// Recipient user id → its DM channel id.
+    dms: Mutex<HashMap<String, String>>,
 }
 
 pub struct FakeDiscord {
@@ -79,12 +82,18 @@ impl FakeDiscord {
             rate_limited: AtomicU32::new(0),
             ready: AtomicBool::new(false),
             identifies: AtomicU32::new(0),
+            dms: Mutex::new(HashMap::new()),
         });
         let app = Router::new().route("/gateway", get(gateway)).fallback(rest).with_state(shared.clone());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
         FakeDiscord { shared, task }
+    }
+
+    /// The DM channel the fake opened for `user`, if any.
+    pub fn dm_channel(&self, user: &str) -> Option<String> {
+        self.shared.dms.lock().unwrap().get(user).cloned()
     }
 
     /// What `discord.api_url` should be.
@@ -358,6 +367,12 @@ fn respond(shared: &Shared, method: &Method, path: &str, body: &Value) -> (Statu
         ("PUT", ["applications", _, "commands"]) => (StatusCode::OK, Some(json!([]))),
         ("POST", ["channels", parent, "messages", _, "threads"]) => {
             (StatusCode::CREATED, Some(json!({"id": next(), "type": 11, "guild_id": GUILD_ID, "parent_id": parent, "name": body["name"]})))
+        }
+        ("POST", ["users", "@me", "channels"]) => {
+            // A DM channel per recipient, the same one every time (as Discord does).
+            let recipient = body["recipient_id"].as_str().map(str::to_owned).or_else(|| body["recipient_id"].as_u64().map(|n| n.to_string())).unwrap_or_default();
+            let id = shared.dms.lock().unwrap().entry(recipient.clone()).or_insert_with(next).clone();
+            (StatusCode::OK, Some(json!({"id": id, "type": 1, "last_message_id": null, "recipients": [user(&recipient, "dm")]})))
         }
         ("GET", ["channels", channel]) => {
             (StatusCode::OK, Some(json!({"id": channel, "type": 0, "guild_id": GUILD_ID, "name": "general"})))

@@ -44,6 +44,7 @@ hours, push the request with a ``callback_url`` and use LangGraph's ``interrupt(
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -57,7 +58,7 @@ from hitl_bridge_client import (
 )
 
 try:  # The LangGraph part is optional: the approval logic below works without it.
-    from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
     from langchain_core.tools import InjectedToolCallId, tool
     from langgraph.graph import END, START, MessagesState, StateGraph
     from langgraph.prebuilt import ToolNode, tools_condition
@@ -147,7 +148,10 @@ def call_with_approval(
     what, detail = outcome(approval, name, args)
     if what == "run":
         assert isinstance(detail, dict)
-        return run(**detail)
+        try:
+            return run(**detail)
+        except TypeError as e:  # edited arguments that do not fit the function
+            return f"The edited arguments do not fit {name} ({e}); it was not run."
     assert isinstance(detail, str)
     return detail
 
@@ -184,7 +188,7 @@ if HAVE_LANGGRAPH:
 
     TOOLS = [run_migration]
 
-    def scripted_model(state: MessagesState) -> dict[str, list[AnyMessage]]:
+    def scripted_model(state: MessagesState) -> dict[str, Any]:
         """A stand-in for an LLM: call run_migration once, then report the result."""
         last = state["messages"][-1]
         if isinstance(last, ToolMessage):
@@ -192,20 +196,20 @@ if HAVE_LANGGRAPH:
         call = {
             "name": "run_migration",
             "args": {"database": "orders", "migration": "0042_add_index"},
-            "id": f"call_{len(state['messages'])}",
+            "id": f"call_{uuid.uuid4().hex[:12]}",
             "type": "tool_call",
         }
         return {"messages": [AIMessage(content="", tool_calls=[call])]}
 
-    def model_node() -> Callable[[MessagesState], dict[str, list[AnyMessage]]]:
+    def model_node() -> Any:  # a node function: MessagesState in, an update out
         name = os.environ.get("HITL_EXAMPLE_MODEL")
         if not name:
             return scripted_model
-        from langchain.chat_models import init_chat_model  # needs `pip install langchain`
+        from langchain.chat_models import init_chat_model  # type: ignore[import-not-found, unused-ignore]
 
-        model = init_chat_model(name).bind_tools(TOOLS)
+        model = init_chat_model(name).bind_tools(TOOLS)  # needs `pip install langchain`
 
-        def call_model(state: MessagesState) -> dict[str, list[AnyMessage]]:
+        def call_model(state: MessagesState) -> dict[str, Any]:
             return {"messages": [model.invoke(state["messages"])]}
 
         return call_model

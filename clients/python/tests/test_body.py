@@ -133,7 +133,7 @@ def test_questions_body_keeps_both_multiselect_spellings_and_string_options() ->
                 "multiSelect": True,
                 "options": [{"label": "Ngân hàng"}, {"label": "Khác", "description": "Nhập", "input": True}],
             },
-            {"question": "Which env?", "multi_select": False, "options": ["staging", "prod"]},  # type: ignore[list-item]
+            {"question": "Which env?", "multi_select": False, "options": ["staging", "prod"]},
         ],
         CommonFields(targets=[Target.console()], timeout_seconds=120),
     )

@@ -120,7 +120,7 @@ def test_ask_two_questions(bridge: BridgeProcess, client: HitlClient) -> None:
         (r"^\[2/2\] Checks$", None),
         (r"^answer with numbers separated by commas", "1,3"),
     ):
-        answers = client.ask(questions, targets=CONSOLE, approval_key=key, wait_timeout=30)  # type: ignore[arg-type]
+        answers = client.ask(questions, targets=CONSOLE, approval_key=key, wait_timeout=30)
     assert answers.answers == {
         "Which environment?": "production (Recommended)",
         "Which checks should run?": "lint, e2e",

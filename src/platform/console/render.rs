@@ -13,9 +13,10 @@ pub fn clock(ms: i64) -> String {
 /// The block printed when an interaction arrives.
 pub fn interaction(i: &Interaction) -> String {
     let deadline = format!("answer by {} ({} s)", clock(i.deadline_ms), i.request.timeout_secs);
+    let context = i.request.context.as_deref().map(|c| format!("\n│ {c}")).unwrap_or_default();
     match &i.request.kind {
         RequestKind::Approval { actions } => {
-            let mut out = format!("┌ approval {} · {} action(s) · {deadline}\n", i.approval_key(), actions.len());
+            let mut out = format!("┌ approval {} · {} action(s) · {deadline}{context}\n", i.approval_key(), actions.len());
             for (n, action) in actions.iter().enumerate() {
                 out += &format!("│ {}. {}", n + 1, action.name);
                 if let Some(d) = &action.description {
@@ -28,7 +29,7 @@ pub fn interaction(i: &Interaction) -> String {
             out + "└"
         }
         RequestKind::Questions { questions, .. } => {
-            format!("┌ question {} · {} question(s) · {deadline}", i.approval_key(), questions.len())
+            format!("┌ question {} · {} question(s) · {deadline}{context}", i.approval_key(), questions.len())
         }
     }
 }

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 use secrecy::ExposeSecret;
-use serenity::all::{ChannelId, CreateAttachment, CreateMessage, EditMessage, Http, MessageId, ShardManager};
+use serenity::all::{ChannelId, CreateAttachment, CreateMessage, EditMessage, Http, MessageId, ShardManager, UserId};
 
 use super::{Platform, PlatformError};
 use crate::backend::ToolGroupStatus;
@@ -53,6 +53,8 @@ pub struct Shared {
     threads: Mutex<HashMap<u64, u64>>,
     /// Channels looked up once: the parent when it is a thread, else `None`.
     looked_up: Mutex<HashMap<u64, Option<u64>>>,
+    /// A user's DM channel, opened once per user (routing to approvers' DMs).
+    dms: Mutex<HashMap<u64, ChannelId>>,
 }
 
 impl Shared {
@@ -96,7 +98,9 @@ impl Shared {
     }
 }
 
-/// The channel a chat's messages go to: its thread when it has one.
+/// The channel a chat's messages go to: its thread when it has one. A DM target
+/// (`user:<id>`, see [`crate::engine::routing`]) is not a channel yet: use
+/// [`Discord::channel`].
 pub fn target(chat: &ChatKey) -> Result<ChannelId, PlatformError> {
     let id = chat.thread_id.as_deref().unwrap_or(&chat.chat_id);
     id.parse::<u64>()
@@ -135,6 +139,7 @@ pub async fn start(settings: &DiscordSettings, policy: AccessPolicy, signer: Tok
         pages: Mutex::new(HashMap::new()),
         threads: Mutex::new(HashMap::new()),
         looked_up: Mutex::new(HashMap::new()),
+        dms: Mutex::new(HashMap::new()),
     });
     let discord = Arc::new(Discord { shared: shared.clone(), shard_manager: Mutex::new(None), endpoint: Mutex::new(None) });
     if settings.gateway && !token.is_empty() {
@@ -153,6 +158,21 @@ pub async fn start(settings: &DiscordSettings, policy: AccessPolicy, signer: Tok
 }
 
 impl Discord {
+    /// The channel for `chat`, opening the DM channel of a `user:<id>` target once.
+    async fn channel(&self, chat: &ChatKey) -> Result<ChannelId, PlatformError> {
+        let Some(user) = chat.chat_id.strip_prefix(crate::engine::routing::DISCORD_DM_PREFIX) else { return target(chat) };
+        let user = user.parse::<u64>().ok().filter(|&n| n != 0).ok_or_else(|| send_error(format!("not a Discord user id: {user:?}")))?;
+        if let Some(channel) = Shared::lock(&self.shared.dms).get(&user).copied() {
+            return Ok(channel);
+        }
+        let http = &self.shared.http;
+        let dm = rest::retrying("open a DM", || UserId::new(user).create_dm_channel(http))
+            .await
+            .map_err(|e| send_error(format!("cannot open a DM with {user}: {e}")))?;
+        Shared::lock(&self.shared.dms).insert(user, dm.id);
+        Ok(dm.id)
+    }
+
     async fn send(&self, channel: ChannelId, message: CreateMessage) -> Result<MessageId, PlatformError> {
         let http = &self.shared.http;
         rest::retrying("send message", || channel.send_message(http, message.clone()))
@@ -169,7 +189,7 @@ impl Platform for Discord {
 
     fn send_text<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
-            let channel = target(chat)?;
+            let channel = self.channel(chat).await?;
             for piece in text::split(text, render::limits::CONTENT) {
                 if piece.trim().is_empty() {
                     continue; // Discord refuses empty messages.
@@ -182,7 +202,7 @@ impl Platform for Discord {
 
     fn tool_status<'a>(&'a self, chat: &'a ChatKey, status: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
-            let channel = target(chat)?;
+            let channel = self.channel(chat).await?;
             let line = text::truncate(&status.line(), render::limits::CONTENT);
             let key = (channel.get(), status.group);
             let existing = Shared::lock(&self.shared.statuses).get(&key).copied();
@@ -205,7 +225,7 @@ impl Platform for Discord {
 
     fn show_interaction<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
         Box::pin(async move {
-            let channel = target(chat)?;
+            let channel = self.channel(chat).await?;
             let view = render::view(interaction, self.shared.locale(None), &self.shared.signer, 0);
             let mut message = CreateMessage::new().embed(view.embed).components(view.components);
             if let Some((name, bytes)) = view.attachment {
@@ -218,7 +238,7 @@ impl Platform for Discord {
 
     fn refresh_interaction<'a>(&'a self, message: &'a MessageRef, interaction: &'a Interaction) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
-            let channel = target(&message.chat)?;
+            let channel = self.channel(&message.chat).await?;
             let Some(id) = message.message_id.parse::<u64>().ok().filter(|&n| n != 0).map(MessageId::new) else {
                 return Err(send_error(format!("not a Discord message id: {:?}", message.message_id)));
             };
@@ -236,7 +256,7 @@ impl Platform for Discord {
 
     fn send_notice<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
-            let channel = target(chat)?;
+            let channel = self.channel(chat).await?;
             let content = text::truncate(&format!("⚠️ {text}"), render::limits::CONTENT);
             self.send(channel, CreateMessage::new().content(content)).await.map(|_| ())
         })

@@ -74,6 +74,10 @@ pub fn view(interaction: &Interaction, locale: Locale, signer: &TokenSigner, pag
     let page = page.min(pages(interaction) - 1);
     let ended = !interaction.status.is_pending();
     let mut fields: Vec<(String, String)> = Vec::new();
+    if let Some(context) = &interaction.request.context {
+        // The pushing agent's context, first, so it reads as the request's headline.
+        fields.push(("📝".into(), truncate(context, limits::FIELD_VALUE)));
+    }
     if ended {
         fields.push((dtext(locale, DMsg::Decision).into(), locale::outcome(locale, interaction)));
         // What was answered stays readable once the selects are gone.

@@ -145,7 +145,8 @@ fn approval(
     signer: &TokenSigner,
 ) -> Rendered {
     let many = actions.len() > 1;
-    let head = vec![format!("🔐 <b>{}</b>", escape(tg(locale, Tg::ApprovalNeeded)))];
+    let mut head = vec![format!("🔐 <b>{}</b>", escape(tg(locale, Tg::ApprovalNeeded)))];
+    head.extend(context_line(interaction));
     let mut tail = Vec::new();
     if let Some(note) = note {
         tail.push(format!("💬 {}", escape_cut(note, MAX_FIELD_CHARS)));
@@ -239,10 +240,16 @@ fn free_text_label(q: &Question, locale: Locale) -> String {
     q.free_text_label().map(str::to_owned).unwrap_or_else(|| text(locale, Msg::Other).to_owned())
 }
 
+/// The pushing agent's context (`text`), in italics, when it gave one.
+fn context_line(interaction: &Interaction) -> Option<String> {
+    interaction.request.context.as_deref().map(|c| format!("<i>{}</i>", escape_cut(c, MAX_FIELD_CHARS)))
+}
+
 fn question_step(interaction: &Interaction, questions: &[Question], answers: &[AnswerDraft], step: usize, locale: Locale, signer: &TokenSigner) -> Rendered {
     let Some(q) = questions.get(step) else { return summary(interaction, questions, answers, locale, signer) };
     let draft = answers.get(step).cloned().unwrap_or_default();
-    let mut head = vec![question_title(q, step, questions.len()), format!("<b>{}</b>", escape_cut(&q.text, MAX_FIELD_CHARS))];
+    let mut head: Vec<String> = context_line(interaction).into_iter().collect();
+    head.extend([question_title(q, step, questions.len()), format!("<b>{}</b>", escape_cut(&q.text, MAX_FIELD_CHARS))]);
     if q.multi_select {
         head.push(format!("<i>{}</i>", escape(tg(locale, Tg::ChooseMany))));
     }
@@ -323,7 +330,8 @@ fn summary(interaction: &Interaction, questions: &[Question], answers: &[AnswerD
 }
 
 fn ended_questions(interaction: &Interaction, questions: &[Question], locale: Locale) -> Rendered {
-    let head = vec![format!("❓ <b>{}</b>", escape(tg(locale, Tg::QuestionNeeded)))];
+    let mut head = vec![format!("❓ <b>{}</b>", escape(tg(locale, Tg::QuestionNeeded)))];
+    head.extend(context_line(interaction));
     // Only what was actually sent (or received from elsewhere) is shown: after an
     // expiry or a cancel the local draft was never an answer.
     let body: Vec<String> = match &interaction.reply {
