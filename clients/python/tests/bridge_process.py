@@ -72,7 +72,9 @@ class Console:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise AssertionError(f"the console printed no line matching {pattern!r} in {timeout} s; last lines:\n" + self.tail())
+                raise AssertionError(
+                    f"the console printed no line matching {pattern!r} in {timeout} s; last lines:\n" + self.tail()
+                )
             try:
                 line = self._lines.get(timeout=remaining)
             except queue.Empty:

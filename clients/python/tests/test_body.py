@@ -36,6 +36,16 @@ def test_targets_wire_form() -> None:
         "user_id": "80351110224678912",
     }
     assert Target.console().to_dict() == {"platform": "console"}
+    assert Target.discord_channel(11, thread_id=12).to_dict() == {
+        "platform": "discord",
+        "channel_id": "11",
+        "thread_id": "12",
+    }
+
+
+def test_dict_targets_get_string_ids() -> None:
+    body = CommonFields(targets=[{"platform": "telegram", "chat_id": -100123, "thread_id": 7}]).to_dict()
+    assert body["targets"] == [{"platform": "telegram", "chat_id": "-100123", "thread_id": "7"}]
 
 
 def test_common_fields_all_set() -> None:
@@ -174,7 +184,9 @@ def _capture() -> tuple[HitlClient, list[dict[str, Any]]]:
     def handler(request: httpx.Request) -> httpx.Response:
         if request.method == "POST":
             sent.append(json.loads(request.content))
-            return httpx.Response(201, json={"approval_key": "k", "status": "pending", "expires_at": "2030-01-01T00:00:00Z"})
+            return httpx.Response(
+                201, json={"approval_key": "k", "status": "pending", "expires_at": "2030-01-01T00:00:00Z"}
+            )
         return httpx.Response(200, json={"approval_key": "k", "status": "resolved", "reply": {"answers": {}}})
 
     return HitlClient("http://bridge", "t", transport=httpx.MockTransport(handler)), sent

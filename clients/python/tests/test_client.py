@@ -91,7 +91,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
 
 
 def test_env_defaults(clean_env: pytest.MonkeyPatch) -> None:
-    clean_env.setenv("HITL_BRIDGE_URL", "http://10.0.0.9:9999/")
+    clean_env.setenv("HITL_BRIDGE_URL", "http://bridge.test:9999/")
     clean_env.setenv("HITL_BRIDGE_TOKEN", "from-env")
     seen: list[httpx.Request] = []
 
@@ -100,9 +100,9 @@ def test_env_defaults(clean_env: pytest.MonkeyPatch) -> None:
         return ok({"requests": []})
 
     with HitlClient(transport=httpx.MockTransport(handler)) as client:
-        assert client.base_url == "http://10.0.0.9:9999"
+        assert client.base_url == "http://bridge.test:9999"
         assert client.pending() == []
-    assert str(seen[0].url) == "http://10.0.0.9:9999/v1/requests?status=pending"
+    assert str(seen[0].url) == "http://bridge.test:9999/v1/requests?status=pending"
     assert seen[0].headers["authorization"] == "Bearer from-env"
 
 

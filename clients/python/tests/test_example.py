@@ -68,7 +68,10 @@ ARGS = {"database": "orders", "migration": "0042_add_index", "dry_run": False}
             ),
             "would apply migration 0042_add_index to orders_staging",
         ),
-        (decided({"type": "reject", "message": "not in business hours"}), "Ops rejected run_migration: not in business hours"),
+        (
+            decided({"type": "reject", "message": "not in business hours"}),
+            "Ops rejected run_migration: not in business hours",
+        ),
         (decided({"type": "respond", "message": "use 0043"}), "Ops did not approve run_migration and said: use 0043"),
         (
             decided({"type": "edit", "edited_action": {"name": "run_migration", "args": {"table": "x"}}}),

@@ -9,7 +9,7 @@ from hitl_bridge_client import sign, verify_signature
 
 SECRET = "ci-secret"
 TS = "1767225600"
-BODY = '{"approval_key":"deploy-42_1","status":"resolved","reply":{"decisions":[{"type":"approve"}]}}'.encode()
+BODY = '{"approval_key":"deploy-42_1","status":"resolved","decided_by":{"name":"Thảo"}}'.encode()
 NOW = 1767225600.0
 
 

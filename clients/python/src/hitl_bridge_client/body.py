@@ -18,7 +18,7 @@ __all__ = [
     "target_dict",
 ]
 
-SHAPE_KEYS = ("actions", "action_requests", "questions", "question")
+_ID_KEYS = frozenset({"chat_id", "thread_id", "channel_id", "user_id"})
 
 
 def target_dict(target: TargetLike) -> dict[str, Any]:
@@ -28,7 +28,11 @@ def target_dict(target: TargetLike) -> dict[str, Any]:
     if isinstance(target, Mapping):
         if "platform" not in target:
             raise ValueError(f"a target needs a platform: {dict(target)!r}")
-        return dict(target)
+        # Ids travel as strings (a Telegram group id is a negative number).
+        return {
+            k: str(v) if k in _ID_KEYS and isinstance(v, int) and not isinstance(v, bool) else v
+            for k, v in target.items()
+        }
     raise TypeError(f"a target is a Target or a dict, not {type(target).__name__}")
 
 
@@ -151,7 +155,9 @@ def _option(option: Any) -> Any:
     return {"label": option} if isinstance(option, str) else dict(option) if isinstance(option, Mapping) else option
 
 
-def choices_body(question: str, choices: Sequence[str], common: CommonFields, allow_freeform: bool = True) -> dict[str, Any]:
+def choices_body(
+    question: str, choices: Sequence[str], common: CommonFields, allow_freeform: bool = True
+) -> dict[str, Any]:
     """One question with string choices (seed 003): ``question``, ``choices``,
     ``allow_freeform`` (typed text offered besides the choices)."""
     if isinstance(choices, (str, bytes)):

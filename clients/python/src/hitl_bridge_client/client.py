@@ -111,7 +111,7 @@ class _Config:
         data = cls.json(response)
         items = data.get("requests") if isinstance(data, Mapping) else None
         if not isinstance(items, list):
-            raise HitlApiError(response.status_code, "invalid_response", "expected {\"requests\": [...]}", body=data)
+            raise HitlApiError(response.status_code, "invalid_response", 'expected {"requests": [...]}', body=data)
         return [RequestState.from_json(item) for item in items]
 
     def retryable(self, error: Exception, failures: int) -> bool:

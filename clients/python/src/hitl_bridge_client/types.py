@@ -113,11 +113,13 @@ class Action(_ActionBase, total=False):
 
 
 class ReviewConfig(TypedDict, total=False):
-    """What may be decided about an action. Matched by ``action_name``, else by position."""
+    """What may be decided about an action, matched by ``action_name``, else by
+    position. ``allowed_decisions`` defaults to approve, edit and reject; ``respond``
+    (a comment instead of a decision) only where listed. ``timeout`` (seconds): the
+    smallest applies when the request has no ``timeout_seconds``."""
 
     action_name: str
     allowed_decisions: list[Literal["approve", "edit", "reject", "respond"]]
-    require_approval: bool
     timeout: int
 
 

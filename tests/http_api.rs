@@ -1,0 +1,635 @@
+//! The inbound HTTP API end to end (PROTOCOL.md §8): requests pushed with reqwest to a
+//! real bridge, shown through the real teloxide and serenity clients on the fake
+//! Telegram and fake Discord, clicked there, and read back by `GET` and by the signed
+//! callback, whose exact JSON and signature are checked.
+
+mod support;
+#[path = "support/fake_discord.rs"]
+mod fake_discord;
+#[path = "support/fake_telegram.rs"]
+mod fake_telegram;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use fake_discord::{CHANNEL_ID, FakeDiscord};
+use fake_telegram::{FakeTelegram, User};
+use hitl_bridge::app::App;
+use hitl_bridge::config::Settings;
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use support::wait_until;
+
+const SECRET: &str = "ci-secret";
+const OPS: i64 = -100_777;
+
+fn ana() -> User {
+    User::new(3003, "Ana", Some("en"))
+}
+
+fn mallory() -> User {
+    User::new(6666, "Mallory", Some("en"))
+}
+
+/// A bridge with Telegram and Discord on fakes and the API on a free port.
+struct Api {
+    tg: FakeTelegram,
+    dc: FakeDiscord,
+    app: Option<App>,
+    settings: Settings,
+    base: String,
+    http: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+impl Api {
+    async fn start(tweak: impl FnOnce(&mut Settings)) -> Api {
+        let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
+        let tg = FakeTelegram::start().await;
+        let dc = FakeDiscord::start().await;
+        tg.group(OPS, "ops", false);
+        tg.private_chat(&ana());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
+        let dc_url = dc.api_url();
+        let mut settings = Settings::from_pairs(&[
+            ("store.url", &store),
+            ("http.listen", "127.0.0.1:0"),
+            ("telegram.enabled", "true"),
+            ("telegram.token", fake_telegram::TOKEN),
+            ("telegram.api_url", &tg.url),
+            ("discord.enabled", "true"),
+            ("discord.token", "fake-bot-token"),
+            ("discord.api_url", &dc_url),
+            ("timeouts.grace_secs", "0"),
+        ])
+        .expect("settings");
+        settings.http.api_tokens = vec![format!("ci:{SECRET}"), "other:other-secret".into()];
+        tweak(&mut settings);
+        let mut api = Api { tg, dc, app: None, settings, base: String::new(), http: reqwest::Client::new(), _dir: dir };
+        api.boot().await;
+        api
+    }
+
+    async fn boot(&mut self) {
+        let app = App::start(&self.settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge starts");
+        self.base = format!("http://{}", app.http_addr().expect("http listener"));
+        self.app = Some(app);
+    }
+
+    async fn restart(&mut self) {
+        if let Some(app) = self.app.take() {
+            app.stop().await;
+        }
+        self.boot().await;
+    }
+
+    async fn send(&self, method: reqwest::Method, path: &str, token: Option<&str>, body: Option<Vec<u8>>) -> (StatusCode, Value) {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.header("content-type", "application/json").body(body);
+        }
+        let response = request.send().await.expect("request");
+        let status = StatusCode::from_u16(response.status().as_u16()).expect("status");
+        let text = response.text().await.expect("body");
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    async fn push(&self, body: &Value) -> (StatusCode, Value) {
+        self.send(reqwest::Method::POST, "/v1/requests", Some(SECRET), Some(body.to_string().into_bytes())).await
+    }
+
+    async fn get(&self, key: &str) -> Value {
+        let (status, body) = self.send(reqwest::Method::GET, &format!("/v1/requests/{key}"), Some(SECRET), None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body
+    }
+
+    /// Waits until the request is no longer pending (long-poll) and returns its state.
+    async fn decided(&self, key: &str) -> Value {
+        wait_until(|| async {
+            let (_, body) = self.send(reqwest::Method::GET, &format!("/v1/requests/{key}?wait=5"), Some(SECRET), None).await;
+            (body["status"] != "pending").then_some(body)
+        })
+        .await
+    }
+
+    async fn delete(&self, key: &str) -> (StatusCode, Value) {
+        self.send(reqwest::Method::DELETE, &format!("/v1/requests/{key}"), Some(SECRET), None).await
+    }
+
+    /// The bot's message in `chat` whose text contains `needle`.
+    async fn tg_message(&self, chat: i64, needle: &str) -> Value {
+        wait_until(|| async { self.tg.bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+    }
+
+    /// Waits until message `id` in `chat` shows `needle`.
+    async fn tg_shows(&self, chat: i64, id: i64, needle: &str) -> Value {
+        wait_until(|| async { self.tg.message(chat, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+    }
+
+    /// Clicks the button labelled `label` on message `id`; returns the toast.
+    async fn tg_click(&self, chat: i64, id: i64, label: &str, user: &User) -> Value {
+        let message = self.tg.message(chat, id).expect("message");
+        let data = tg_button(&message, label);
+        let query = self.tg.push_click(chat, user, id, &data);
+        wait_until(|| async { self.tg.answer_to(&query) }).await
+    }
+
+    async fn stop(mut self) {
+        if let Some(app) = self.app.take() {
+            app.stop().await;
+        }
+        self.tg.shutdown();
+        self.dc.shutdown().await;
+    }
+}
+
+fn tg_button(message: &Value, label: &str) -> String {
+    message["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .find(|b| b["text"].as_str().is_some_and(|t| t.contains(label)))
+        .and_then(|b| b["callback_data"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no button {label:?} in {}", message["reply_markup"]))
+}
+
+fn id_of(message: &Value) -> i64 {
+    message["message_id"].as_i64().expect("message id")
+}
+
+fn has_keyboard(message: &Value) -> bool {
+    message["reply_markup"]["inline_keyboard"].as_array().is_some_and(|rows| !rows.is_empty())
+}
+
+fn ops_target() -> Value {
+    json!({"platform": "telegram", "chat_id": OPS.to_string()})
+}
+
+/// An HTTP server standing in for the agent's callback endpoint: records every POST
+/// and answers with the scripted statuses, then 204.
+struct Receiver {
+    url: String,
+    hits: Arc<Mutex<Vec<(HeaderMap, String)>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Receiver {
+    async fn start(script: &[u16]) -> Receiver {
+        let hits: Arc<Mutex<Vec<(HeaderMap, String)>>> = Arc::default();
+        let script = Arc::new(Mutex::new(script.iter().copied().collect::<VecDeque<u16>>()));
+        let (h, s) = (hits.clone(), script.clone());
+        let app = axum::Router::new().route(
+            "/hook",
+            post(move |headers: HeaderMap, body: String| {
+                let (h, s) = (h.clone(), s.clone());
+                async move {
+                    h.lock().unwrap().push((headers, body));
+                    StatusCode::from_u16(s.lock().unwrap().pop_front().unwrap_or(204)).unwrap()
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Receiver { url, hits, task }
+    }
+
+    fn hits(&self) -> Vec<(HeaderMap, String)> {
+        self.hits.lock().unwrap().clone()
+    }
+
+    async fn wait_hits(&self, n: usize) -> Vec<(HeaderMap, String)> {
+        wait_until(|| async {
+            let hits = self.hits();
+            (hits.len() >= n).then_some(hits)
+        })
+        .await
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Checks `X-Hitl-Signature` independently of the bridge's code; returns the body.
+fn verified(headers: &HeaderMap, body: &str, secret: &str) -> Value {
+    let timestamp = headers["x-hitl-timestamp"].to_str().unwrap();
+    let age = hitl_bridge::clock::now_ms() / 1000 - timestamp.parse::<i64>().expect("unix seconds");
+    assert!((0..120).contains(&age), "timestamp is now-ish: {timestamp}");
+    let mut mac = <Hmac<Sha256>>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(format!("{timestamp}.{body}").as_bytes());
+    let expected = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+    assert_eq!(headers["x-hitl-signature"].to_str().unwrap(), expected, "signature over \"<timestamp>.<body>\"");
+    assert_eq!(headers["content-type"], "application/json");
+    serde_json::from_str(body).expect("callback body is JSON")
+}
+
+/// Seed 002 (`actions` + `review_configs`) to a Telegram group, approved there: GET and
+/// the callback carry exactly `{"decisions":[{"type":"approve"}]}`, signed; the audit
+/// log names the agent.
+#[tokio::test]
+async fn seed_002_actions_approved_on_telegram_with_a_signed_callback() {
+    let api = Api::start(|_| {}).await;
+    let hook = Receiver::start(&[]).await;
+    let body = json!({
+        "approval_key": "trade-1", "session_id": "desk-7", "targets": [ops_target()],
+        "text": "Nightly rebalance.", "timeout_seconds": 300, "callback_url": hook.url,
+        "actions": [{"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 100}, "description": "Buy VNM"}],
+        "review_configs": [{"action_name": "execute_trade", "allowed_decisions": ["approve", "reject"]}]
+    });
+    let (status, created) = api.push(&body).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(created["approval_key"], "trade-1");
+    assert_eq!(created["status"], "pending");
+    assert!(created["expires_at"].as_str().is_some_and(|t| t.ends_with('Z') && t.contains('T')), "{created}");
+
+    let card = api.tg_message(OPS, "execute_trade").await;
+    let text = card["text"].as_str().unwrap();
+    assert!(text.contains("<i>Nightly rebalance.</i>") && text.contains("Buy VNM"), "{text}");
+    let labels: Vec<&str> = card["reply_markup"]["inline_keyboard"][0].as_array().unwrap().iter().filter_map(|b| b["text"].as_str()).collect();
+    assert_eq!(labels, ["✅ Approve", "❌ Reject", "💬 Comment"], "the allowed decisions (edit is not), and a comment");
+    let toast = api.tg_click(OPS, id_of(&card), "Approve", &ana()).await;
+    assert_eq!(toast["text"], "Sent");
+
+    let state = api.decided("trade-1").await;
+    assert_eq!(state["status"], "resolved");
+    assert_eq!(state["session_id"], "desk-7");
+    assert_eq!(state["reply"], json!({"decisions": [{"type": "approve"}]}));
+    assert_eq!(state["decided_by"], json!({"platform": "telegram", "id": "3003", "name": "Ana"}));
+    assert!(state["decided_at"].as_str().is_some_and(|t| t.ends_with('Z')));
+
+    let hits = hook.wait_hits(1).await;
+    let (headers, sent) = &hits[0];
+    assert_eq!(verified(headers, sent, SECRET), state, "the callback is the same JSON as GET");
+    let done = api.tg_shows(OPS, id_of(&card), "Ana").await;
+    assert!(!has_keyboard(&done), "the keyboard is removed");
+
+    let store = hitl_bridge::store::Store::connect(&api.settings.store.url).await.unwrap();
+    let audit = store.audit_log("trade-1").await.unwrap();
+    assert_eq!(audit.len(), 1);
+    assert_eq!((audit[0].outcome.as_str(), audit[0].agent.as_deref()), ("resolved", Some("ci")));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(hook.hits().len(), 1, "delivered once");
+    api.stop().await;
+}
+
+/// Seed 000 shape B (`action_requests`, default decisions) rejected on Telegram.
+#[tokio::test]
+async fn seed_000_action_requests_rejected() {
+    let api = Api::start(|_| {}).await;
+    let body = json!({"approval_key": "mig-1", "targets": [ops_target()],
+        "action_requests": [{"name": "run_migration", "args": {"db": "orders"}}, {"name": "notify", "args": {}}]});
+    assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    let card = api.tg_message(OPS, "run_migration").await;
+    api.tg_click(OPS, id_of(&card), "Reject all", &ana()).await;
+    let state = api.decided("mig-1").await;
+    assert_eq!(state["reply"], json!({"decisions": [{"type": "reject"}, {"type": "reject"}]}), "full length, action order");
+    api.stop().await;
+}
+
+/// Questions (seeds 000/001/004): `multiSelect` and `multi_select`, an `input` option
+/// typed in, a skipped question. Answers and `selected_options` exactly.
+#[tokio::test]
+async fn questions_answered_on_telegram_with_selected_options() {
+    let api = Api::start(|_| {}).await;
+    let hook = Receiver::start(&[]).await;
+    let body = json!({"approval_key": "q-1", "targets": [ops_target()], "callback_url": hook.url,
+        "questions": [
+            {"question": "Which regions?", "header": "Regions", "multiSelect": true,
+             "options": [{"label": "EU"}, {"label": "US"}, {"label": "Other region", "input": true}]},
+            {"question": "Window?", "header": "Window", "multi_select": false,
+             "options": [{"label": "Tonight (Recommended)"}, {"label": "Weekend"}]},
+            {"question": "Notify whom?", "options": [{"label": "Nobody"}]}
+        ]});
+    assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    let card = api.tg_message(OPS, "[1/3] Regions").await;
+    let id = id_of(&card);
+    api.tg_click(OPS, id, "US", &ana()).await;
+    api.tg_shows(OPS, id, "→ US").await;
+    api.tg_click(OPS, id, "EU", &ana()).await;
+    api.tg_shows(OPS, id, "→ EU, US").await;
+    api.tg_click(OPS, id, "Other region", &ana()).await;
+    let prompt = api.tg_message(OPS, "Reply with your answer").await;
+    api.tg.push_message(OPS, &ana(), "APAC", None, Some(id_of(&prompt)));
+    api.tg_shows(OPS, id, "→ EU, US, APAC").await;
+    api.tg_click(OPS, id, "Done", &ana()).await;
+    api.tg_shows(OPS, id, "[2/3] Window").await;
+    api.tg_click(OPS, id, "Tonight", &ana()).await;
+    api.tg_shows(OPS, id, "[3/3]").await;
+    api.tg_click(OPS, id, "Skip", &ana()).await;
+    api.tg_shows(OPS, id, "Your answers").await;
+    api.tg_click(OPS, id, "Submit", &ana()).await;
+
+    let state = api.decided("q-1").await;
+    let expected = json!({
+        "answers": {"Which regions?": "EU, US, APAC", "Window?": "Tonight (Recommended)", "Notify whom?": "[No preference]"},
+        "selected_options": [["EU", "US", "APAC"], ["Tonight (Recommended)"], []]
+    });
+    assert_eq!(state["reply"], expected);
+    // Exact text: the answers keep question order.
+    assert_eq!(
+        serde_json::to_string(&state["reply"]["answers"]).unwrap(),
+        r#"{"Which regions?":"EU, US, APAC","Window?":"Tonight (Recommended)","Notify whom?":"[No preference]"}"#
+    );
+    let hits = hook.wait_hits(1).await;
+    assert_eq!(verified(&hits[0].0, &hits[0].1, SECRET)["reply"], expected);
+    api.stop().await;
+}
+
+/// Seed 003 (`question` + `choices` + `allow_freeform`) in a Discord channel: a
+/// choice picked from the select menu, then Submit.
+#[tokio::test]
+async fn seed_003_question_with_choices_on_discord() {
+    let api = Api::start(|_| {}).await;
+    api.dc.wait_identified(1).await;
+    let body = json!({"approval_key": "db-1", "targets": [{"platform": "discord", "channel_id": CHANNEL_ID}],
+        "question": "Which DB?", "choices": ["Postgres", "SQLite"], "allow_freeform": false});
+    assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    let card = api.dc.wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
+    let message_id = card.response.as_ref().and_then(|m| m["id"].as_str()).unwrap().to_owned();
+    let rows = card.body["components"].as_array().unwrap();
+    let select = rows.iter().flat_map(|r| r["components"].as_array().unwrap()).find(|c| c["type"] == 3).expect("a select");
+    let labels: Vec<&str> = select["options"].as_array().unwrap().iter().filter_map(|o| o["label"].as_str()).collect();
+    assert_eq!(labels, ["Postgres", "SQLite"], "no Other: allow_freeform is false");
+    let who = fake_discord::user("500000000000000001", "Lan");
+    api.dc.dispatch("INTERACTION_CREATE", fake_discord::select(&api.dc, select["custom_id"].as_str().unwrap(), &["0"], &message_id, CHANNEL_ID, &who));
+    let submit = rows.iter().flat_map(|r| r["components"].as_array().unwrap()).find(|c| c["label"] == "Submit").expect("Submit");
+    // The selection is stored (and the card re-rendered) before Submit is pressed.
+    api.dc.wait_request(0, |r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{message_id}"))).await;
+    assert_eq!(api.get("db-1").await["status"], "pending");
+    api.dc.dispatch("INTERACTION_CREATE", fake_discord::click(&api.dc, submit["custom_id"].as_str().unwrap(), &message_id, CHANNEL_ID, &who, &[]));
+    let state = api.decided("db-1").await;
+    assert_eq!(state["reply"], json!({"answers": {"Which DB?": "Postgres"}, "selected_options": [["Postgres"]]}));
+    assert_eq!(state["decided_by"], json!({"platform": "discord", "id": "500000000000000001", "name": "Lan"}));
+    api.stop().await;
+}
+
+/// One request on Telegram and Discord: a click in Discord wins and locks the
+/// Telegram copy, which shows who decided; a later Telegram click changes nothing.
+#[tokio::test]
+async fn two_targets_a_click_in_one_locks_the_other() {
+    let api = Api::start(|_| {}).await;
+    api.dc.wait_identified(1).await;
+    let body = json!({"approval_key": "both-1", "targets": [ops_target(), {"platform": "discord", "channel_id": CHANNEL_ID}],
+        "actions": [{"name": "restart_api", "args": {"region": "eu"}}]});
+    assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    let tg_card = api.tg_message(OPS, "restart_api").await;
+    let card = api.dc.wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
+    let message_id = card.response.as_ref().and_then(|m| m["id"].as_str()).unwrap().to_owned();
+    let approve = card.body["components"][0]["components"].as_array().unwrap().iter().find(|c| c["label"] == "Approve").unwrap()["custom_id"].as_str().unwrap().to_owned();
+    let lan = fake_discord::user("500000000000000001", "Lan");
+    api.dc.dispatch("INTERACTION_CREATE", fake_discord::click(&api.dc, &approve, &message_id, CHANNEL_ID, &lan, &[]));
+    let state = api.decided("both-1").await;
+    assert_eq!(state["decided_by"]["platform"], "discord");
+    let locked = api.tg_shows(OPS, id_of(&tg_card), "Lan").await;
+    assert!(!has_keyboard(&locked), "the other copy is locked");
+    // The Discord copy is edited too: no components left.
+    let edit = api.dc.wait_request(0, |r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{message_id}"))).await;
+    assert_eq!(edit.body["components"], json!([]));
+    // A stale button (pressed before the edit reached the person) is refused.
+    let query = api.tg.push_click(OPS, &ana(), id_of(&tg_card), &tg_button(&tg_card, "Approve"));
+    let toast = wait_until(|| async { api.tg.answer_to(&query) }).await;
+    assert!(toast["text"].as_str().is_some_and(|t| t.contains("Already decided by Lan")), "{toast}");
+    assert_eq!(api.get("both-1").await, state, "nothing changed");
+    api.stop().await;
+}
+
+/// Idempotency by approval_key and every error code; nothing refused is stored or
+/// shown.
+#[tokio::test]
+async fn idempotency_and_every_error_code() {
+    let api = Api::start(|s| s.discord.enabled = false).await;
+    let body = json!({"approval_key": "k-1", "targets": [ops_target()], "actions": [{"name": "deploy", "args": {"v": "2.3"}}]});
+    assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    // The same body again (keys reordered, other whitespace): 200 with the current state.
+    let reordered = br#"{ "actions": [{"args": {"v": "2.3"}, "name": "deploy"}], "targets": [{"chat_id": "-100777", "platform": "telegram"}], "approval_key": "k-1" }"#;
+    let (status, again) = api.send(reqwest::Method::POST, "/v1/requests", Some(SECRET), Some(reordered.to_vec())).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again, api.get("k-1").await);
+    // Another body under the same key: 409.
+    let mut other = body.clone();
+    other["actions"][0]["args"]["v"] = json!("9.9");
+    let (status, err) = api.push(&other).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("conflict")));
+    // Another agent pushing the same body under the same key: also 409, and it cannot read it.
+    let (status, _) = api.send(reqwest::Method::POST, "/v1/requests", Some("other-secret"), Some(body.to_string().into_bytes())).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, err) = api.send(reqwest::Method::GET, "/v1/requests/k-1", Some("other-secret"), None).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
+
+    let cases: Vec<(Value, StatusCode, &str, Option<&str>)> = vec![
+        (json!({"targets": [ops_target()]}), StatusCode::UNPROCESSABLE_ENTITY, "missing_shape", Some("actions")),
+        (json!({"targets": [ops_target()], "actions": [{"name": "a"}], "question": "Q?"}), StatusCode::UNPROCESSABLE_ENTITY, "conflicting_shapes", Some("question")),
+        (json!({"targets": [ops_target()], "actions": []}), StatusCode::UNPROCESSABLE_ENTITY, "empty_actions", Some("actions")),
+        (json!({"targets": [ops_target()], "questions": [{"question": "Q?", "options": []}]}), StatusCode::UNPROCESSABLE_ENTITY, "empty_options", Some("questions[0].options")),
+        (json!({"targets": [ops_target()], "questions": []}), StatusCode::UNPROCESSABLE_ENTITY, "empty_questions", Some("questions")),
+        (json!({"targets": [ops_target()], "question": "Q?", "choices": [], "allow_freeform": false}), StatusCode::UNPROCESSABLE_ENTITY, "empty_options", Some("choices")),
+        (json!({"targets": [{"platform": "slack", "chat_id": "1"}], "actions": [{"name": "a"}]}), StatusCode::UNPROCESSABLE_ENTITY, "unknown_platform", Some("targets[0].platform")),
+        (json!({"targets": [{"platform": "discord", "channel_id": "1"}], "actions": [{"name": "a"}]}), StatusCode::UNPROCESSABLE_ENTITY, "platform_not_enabled", Some("targets[0].platform")),
+        (json!({"targets": [], "actions": [{"name": "a"}]}), StatusCode::UNPROCESSABLE_ENTITY, "no_targets", Some("targets")),
+        (json!({"targets": [{"platform": "telegram", "chat_id": "ops"}], "actions": [{"name": "a"}]}), StatusCode::UNPROCESSABLE_ENTITY, "invalid_target", Some("targets[0].chat_id")),
+        (json!({"targets": [ops_target()], "actions": [{"name": "a"}], "approvers": ["ana"]}), StatusCode::UNPROCESSABLE_ENTITY, "invalid_approver", Some("approvers[0]")),
+        (json!({"targets": [ops_target()], "actions": [{"name": "a"}], "timeout_seconds": 0}), StatusCode::UNPROCESSABLE_ENTITY, "invalid_timeout", Some("timeout_seconds")),
+        (json!({"targets": [ops_target()], "actions": [{"name": "a"}], "callback_url": "ftp://x"}), StatusCode::UNPROCESSABLE_ENTITY, "invalid_callback_url", Some("callback_url")),
+        (json!({"targets": [ops_target()], "actions": [{"name": "a", "args": [1]}]}), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", Some("actions[0].args")),
+        (json!({"targets": [ops_target()], "actions": [{"name": "a"}], "timeout_seconds": "soon"}), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", Some("timeout_seconds")),
+    ];
+    for (body, status, code, field) in cases {
+        let (got, err) = api.push(&body).await;
+        assert_eq!((got, err["error"]["code"].as_str(), err["error"]["field"].as_str()), (status, Some(code), field), "{body} → {err}");
+        assert!(err["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+    let post = |token: Option<&'static str>, bytes: Vec<u8>| api.send(reqwest::Method::POST, "/v1/requests", token, Some(bytes));
+    let (status, err) = post(Some(SECRET), b"{\"targets\": [".to_vec()).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_json")));
+    let (status, err) = post(None, body.to_string().into_bytes()).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("unauthorized")));
+    let (status, _) = post(Some("wrong"), body.to_string().into_bytes()).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let huge = json!({"targets": [ops_target()], "actions": [{"name": "a", "args": {"blob": "x".repeat(1 << 20)}}]}).to_string().into_bytes();
+    let (status, err) = post(Some(SECRET), huge).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (StatusCode::PAYLOAD_TOO_LARGE, Some("payload_too_large")));
+    let (status, err) = api.send(reqwest::Method::GET, "/v1/requests/nope", Some(SECRET), None).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
+    let (status, err) = api.send(reqwest::Method::GET, "/v1/requests/k-1?wait=61", Some(SECRET), None).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_query")));
+    let (status, err) = api.send(reqwest::Method::GET, "/v1/requests?status=done", Some(SECRET), None).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_query")));
+
+    // Only the one good request exists and was shown.
+    let (_, list) = api.send(reqwest::Method::GET, "/v1/requests?status=pending", Some(SECRET), None).await;
+    let keys: Vec<&str> = list["requests"].as_array().unwrap().iter().filter_map(|r| r["approval_key"].as_str()).collect();
+    assert_eq!(keys, ["k-1"]);
+    let (_, theirs) = api.send(reqwest::Method::GET, "/v1/requests?status=pending", Some("other-secret"), None).await;
+    assert_eq!(theirs, json!({"requests": []}), "the caller's requests only");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(api.tg.calls("sendMessage").len(), 1, "refused requests are never shown");
+    api.stop().await;
+}
+
+/// The deadline: status `expired`, reject decisions saying it timed out, the message
+/// shows it. DELETE: `cancelled` on every copy, and a second DELETE is 409.
+#[tokio::test]
+async fn expiry_and_cancel() {
+    let api = Api::start(|_| {}).await;
+    let hook = Receiver::start(&[]).await;
+    let body = json!({"approval_key": "exp-1", "targets": [ops_target()], "timeout_seconds": 1, "callback_url": hook.url,
+        "actions": [{"name": "a", "args": {}}, {"name": "b", "args": {}}]});
+    assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    let card = api.tg_message(OPS, "<b>1. a</b>").await;
+    let state = api.decided("exp-1").await;
+    assert_eq!(state["status"], "expired");
+    let reject = json!({"type": "reject", "message": "timed out after 1 s without a human decision"});
+    assert_eq!(state["reply"], json!({"decisions": [reject, reject]}));
+    assert!(state.get("decided_by").is_none());
+    let shown = api.tg_shows(OPS, id_of(&card), "xpired").await;
+    assert!(!has_keyboard(&shown));
+    let hits = hook.wait_hits(1).await;
+    assert_eq!(verified(&hits[0].0, &hits[0].1, SECRET)["status"], "expired");
+
+    let body = json!({"approval_key": "can-1", "targets": [ops_target(), {"platform": "discord", "channel_id": CHANNEL_ID}], "callback_url": hook.url,
+        "question": "Proceed?", "choices": ["Yes", "No"]});
+    assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    let card = api.tg_message(OPS, "Proceed?").await;
+    let (status, cancelled) = api.delete("can-1").await;
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    assert_eq!(cancelled["status"], "cancelled");
+    assert!(cancelled.get("reply").is_none());
+    let shown = api.tg_shows(OPS, id_of(&card), "ancelled").await;
+    assert!(!has_keyboard(&shown));
+    let (status, err) = api.delete("can-1").await;
+    assert_eq!((status, err["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("not_pending")));
+    let hits = hook.wait_hits(2).await;
+    assert_eq!(verified(&hits[1].0, &hits[1].1, SECRET), cancelled);
+    api.stop().await;
+}
+
+/// Approvers named by the request: a stranger's click is refused with an alert and
+/// changes nothing; the named approver's click decides.
+#[tokio::test]
+async fn unauthorized_click_changes_nothing() {
+    let api = Api::start(|_| {}).await;
+    let body = json!({"approval_key": "auth-1", "targets": [ops_target()], "approvers": ["telegram:3003"],
+        "actions": [{"name": "drop_table", "args": {"table": "users"}}]});
+    assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    let card = api.tg_message(OPS, "drop_table").await;
+    let toast = api.tg_click(OPS, id_of(&card), "Approve", &mallory()).await;
+    assert_eq!(toast["show_alert"], true, "{toast}");
+    assert_eq!(api.get("auth-1").await["status"], "pending");
+    assert!(has_keyboard(&api.tg.message(OPS, id_of(&card)).unwrap()));
+    api.tg_click(OPS, id_of(&card), "Reject", &ana()).await;
+    let state = api.decided("auth-1").await;
+    assert_eq!(state["reply"], json!({"decisions": [{"type": "reject"}]}));
+    api.stop().await;
+}
+
+/// A callback receiver that answers 503 twice, then 204, gets it three times and
+/// then never again: delivered exactly once. It survives a restart of the bridge
+/// while pending.
+#[tokio::test]
+async fn callback_retried_until_2xx_then_never_again_across_a_restart() {
+    let mut api = Api::start(|_| {}).await;
+    let hook = Receiver::start(&[503, 503]).await;
+    let body = json!({"approval_key": "cb-1", "targets": [ops_target()], "callback_url": hook.url,
+        "actions": [{"name": "ship", "args": {}}]});
+    assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    api.tg_message(OPS, "ship").await;
+    // Pending across a restart: the same message is still clickable afterwards.
+    api.restart().await;
+    let card = api.tg_message(OPS, "ship").await;
+    api.tg_click(OPS, id_of(&card), "Approve", &ana()).await;
+    let state = api.decided("cb-1").await;
+    let hits = hook.wait_hits(3).await;
+    for (headers, body) in &hits {
+        assert_eq!(verified(headers, body, SECRET), state, "every attempt carries the same state");
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(hook.hits().len(), 3, "no attempt after the 2xx");
+    api.stop().await;
+}
+
+/// `GET ?wait=N` returns as soon as the request is decided.
+#[tokio::test]
+async fn long_poll_returns_on_the_decision() {
+    let api = Api::start(|_| {}).await;
+    let body = json!({"approval_key": "lp-1", "targets": [ops_target()], "actions": [{"name": "go", "args": {}}]});
+    assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    let card = api.tg_message(OPS, "go").await;
+    let poll = api.send(reqwest::Method::GET, "/v1/requests/lp-1?wait=30", Some(SECRET), None);
+    let click = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        api.tg_click(OPS, id_of(&card), "Approve", &ana()).await
+    };
+    let started = std::time::Instant::now();
+    let ((status, state), _) = tokio::join!(poll, click);
+    assert_eq!((status, state["status"].as_str()), (StatusCode::OK, Some("resolved")));
+    assert!(started.elapsed() < Duration::from_secs(25), "it did not wait out the 30 s");
+    api.stop().await;
+}
+
+/// Health, readiness and the generated OpenAPI 3.1 document.
+#[tokio::test]
+async fn health_readiness_and_openapi() {
+    let api = Api::start(|_| {}).await;
+    let (status, body) = api.send(reqwest::Method::GET, "/healthz", None, None).await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"status": "ok"})));
+    let (status, body) = api.send(reqwest::Method::GET, "/readyz", None, None).await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"status": "ready", "store": true, "platforms": true})));
+    let (status, doc) = api.send(reqwest::Method::GET, "/v1/openapi.json", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
+    assert_eq!(paths, ["/v1/requests", "/v1/requests/{approval_key}"]);
+    for method in ["get", "post"] {
+        assert!(doc["paths"]["/v1/requests"][method].is_object(), "{method}");
+    }
+    for method in ["get", "delete"] {
+        assert!(doc["paths"]["/v1/requests/{approval_key}"][method].is_object(), "{method}");
+    }
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for name in ["PushBody", "Target", "ApiQuestion", "RequestState", "ErrorBody"] {
+        assert!(schemas.contains_key(name), "schema {name}");
+    }
+    assert!(schemas["ApiQuestion"]["properties"]["multiSelect"].is_object());
+    api.stop().await;
+}
+
+/// A chat turn routed to the approvers' DMs (`routing.target = "dm"`): the request
+/// shows in the origin chat and in the approver's private chat; the approver's click
+/// there reaches the agent.
+#[tokio::test]
+async fn chat_turn_routed_to_an_approvers_dm() {
+    let sim = support::start_sim(20).await;
+    let url = format!("ws://{}/ws/{{session_id}}", sim.addr);
+    let api = Api::start(|s| {
+        s.backend.url = url;
+        s.discord.enabled = false;
+        s.access.approvers = vec!["telegram:3003".into()];
+        s.routing.target = hitl_bridge::config::RouteTarget::Dm;
+    })
+    .await;
+    let requester = User::new(1001, "Thao", Some("en"));
+    let origin = api.tg.private_chat(&requester);
+    api.tg.push_message(origin, &requester, "trade", None, None);
+    api.tg_message(origin, "execute_trade").await;
+    let dm = api.tg_message(3003, "execute_trade").await;
+    api.tg_click(3003, id_of(&dm), "Approve", &ana()).await;
+    let got = support::wait_approvals(&sim, 1).await;
+    assert_eq!(got[0]["decisions"], json!([{"type": "approve"}]));
+    api.stop().await;
+    sim.shutdown().await;
+}
