@@ -53,3 +53,95 @@ fn missing_config_file_is_named() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("absent.toml"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// The real binary: a request pushed over HTTP to the console is pending across a
+/// SIGTERM (a normal stop, exit 0) and a new start; answered after the restart, the
+/// agent reads the decision with GET.
+#[test]
+fn pushed_request_survives_sigterm_and_restart() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let base = format!("http://127.0.0.1:{port}");
+    let start = || {
+        let mut child = hitl_bridge()
+            .args(["run"])
+            .env("HITL_BRIDGE__STORE__URL", format!("sqlite://{}", dir.path().join("bridge.db").display()))
+            .env("HITL_BRIDGE__CONSOLE__ENABLED", "true")
+            .env("HITL_BRIDGE__CONSOLE__USER_NAME", "Ops")
+            .env("HITL_BRIDGE__HTTP__LISTEN", format!("127.0.0.1:{port}"))
+            .env("HITL_BRIDGE__HTTP__API_TOKENS", "ci:s3cret")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn");
+        let (tx, lines) = mpsc::channel::<String>();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        (child, lines)
+    };
+    let expect = |lines: &mpsc::Receiver<String>, needle: &str| loop {
+        match lines.recv_timeout(Duration::from_secs(20)) {
+            Ok(line) if line.contains(needle) => return line,
+            Ok(_) => {}
+            Err(e) => panic!("the console never printed {needle:?}: {e}"),
+        }
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let http = reqwest::Client::new();
+    let call = |method: reqwest::Method, path: &str, body: Option<serde_json::Value>| {
+        let mut request = http.request(method, format!("{base}{path}")).bearer_auth("s3cret");
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        rt.block_on(async { request.send().await?.json::<serde_json::Value>().await })
+    };
+    let wait_healthy = || {
+        for _ in 0..200 {
+            if rt.block_on(http.get(format!("{base}/healthz")).send()).is_ok_and(|r| r.status().is_success()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the bridge never answered /healthz");
+    };
+
+    let (mut first, lines) = start();
+    wait_healthy();
+    let created = call(reqwest::Method::POST, "/v1/requests", Some(serde_json::json!({
+        "approval_key": "deploy-42_1", "targets": [{"platform": "console"}], "text": "Nightly deploy of api v2.3 is ready.",
+        "actions": [{"name": "deploy", "args": {"version": "2.3"}}]
+    })))
+    .unwrap();
+    assert_eq!(created["status"], "pending", "{created}");
+    expect(&lines, "Nightly deploy of api v2.3 is ready.");
+    expect(&lines, "deploy? [a]pprove");
+
+    let kill = Command::new("kill").args(["-TERM", &first.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let status = first.wait().unwrap();
+    assert!(status.success(), "SIGTERM is a normal stop: {status}");
+
+    let (mut second, lines) = start();
+    wait_healthy();
+    expect(&lines, "deploy? [a]pprove");
+    assert_eq!(call(reqwest::Method::GET, "/v1/requests/deploy-42_1", None).unwrap()["status"], "pending");
+    writeln!(second.stdin.as_mut().unwrap(), "a").unwrap();
+    let state = call(reqwest::Method::GET, "/v1/requests/deploy-42_1?wait=10", None).unwrap();
+    assert_eq!(state["status"], "resolved", "{state}");
+    assert_eq!(state["reply"], serde_json::json!({"decisions": [{"type": "approve"}]}));
+    assert_eq!(state["decided_by"], serde_json::json!({"platform": "console", "id": "console", "name": "Ops"}));
+    drop(second.stdin.take());
+    let status = second.wait().unwrap();
+    assert!(status.success(), "the end of the console's input stops it cleanly: {status}");
+}
