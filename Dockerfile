@@ -22,6 +22,9 @@ WORKDIR /app
 COPY --from=build /src/target/release/hitl-bridge /usr/local/bin/hitl-bridge
 COPY config ./config
 USER hitl
+# The HTTP listener (/healthz, /readyz, /v1): reachable from outside the container.
+ENV HITL_BRIDGE__HTTP__LISTEN=0.0.0.0:8790
+EXPOSE 8790
 VOLUME ["/app/data"]
 ENTRYPOINT ["hitl-bridge"]
 CMD ["run"]

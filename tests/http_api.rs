@@ -600,6 +600,10 @@ async fn health_readiness_and_openapi() {
     for method in ["get", "delete"] {
         assert!(doc["paths"]["/v1/requests/{approval_key}"][method].is_object(), "{method}");
     }
+    let list_params = &doc["paths"]["/v1/requests"]["get"]["parameters"];
+    assert_eq!((list_params[0]["name"].as_str(), list_params[0]["in"].as_str()), (Some("status"), Some("query")));
+    let wait = doc["paths"]["/v1/requests/{approval_key}"]["get"]["parameters"].as_array().unwrap().iter().find(|p| p["name"] == "wait").cloned().unwrap();
+    assert_eq!((wait["in"].as_str(), wait["required"].as_bool()), (Some("query"), Some(false)));
     let schemas = doc["components"]["schemas"].as_object().unwrap();
     for name in ["PushBody", "Target", "ApiQuestion", "RequestState", "ErrorBody"] {
         assert!(schemas.contains_key(name), "schema {name}");

@@ -95,6 +95,7 @@ pub async fn create(State(api): Api, headers: HeaderMap, body: Result<Bytes, Byt
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct WaitQuery {
     /// Long-poll: wait up to this many seconds (≤ 60) for the request to leave `pending`.
     pub wait: Option<u64>,
@@ -159,6 +160,7 @@ pub async fn cancel(State(api): Api, headers: HeaderMap, Path(key): Path<String>
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Only `pending` is supported.
     pub status: Option<String>,
