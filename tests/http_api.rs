@@ -138,7 +138,7 @@ impl Api {
     /// Clicks the button labelled `label` on message `id`; returns the toast.
     async fn tg_click(&self, chat: i64, id: i64, label: &str, user: &User) -> Value {
         let message = self.tg.message(chat, id).expect("message");
-        let data = tg_button(&message, label);
+        let data = fake_telegram::button(&message, label);
         let query = self.tg.push_click(chat, user, id, &data);
         wait_until(|| async { self.tg.answer_to(&query) }).await
     }
@@ -150,17 +150,6 @@ impl Api {
         self.tg.shutdown();
         self.dc.shutdown().await;
     }
-}
-
-fn tg_button(message: &Value, label: &str) -> String {
-    message["reply_markup"]["inline_keyboard"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-        .find(|b| b["text"].as_str().is_some_and(|t| t.contains(label)))
-        .and_then(|b| b["callback_data"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| panic!("no button {label:?} in {}", message["reply_markup"]))
 }
 
 fn id_of(message: &Value) -> i64 {
@@ -401,7 +390,7 @@ async fn two_targets_a_click_in_one_locks_the_other() {
     let edit = api.dc.wait_request(0, |r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{message_id}"))).await;
     assert_eq!(edit.body["components"], json!([]));
     // A stale button (pressed before the edit reached the person) is refused.
-    let query = api.tg.push_click(OPS, &ana(), id_of(&tg_card), &tg_button(&tg_card, "Approve"));
+    let query = api.tg.push_click(OPS, &ana(), id_of(&tg_card), &fake_telegram::button(&tg_card, "Approve"));
     let toast = wait_until(|| async { api.tg.answer_to(&query) }).await;
     assert!(toast["text"].as_str().is_some_and(|t| t.contains("Already decided by Lan")), "{toast}");
     assert_eq!(api.get("both-1").await, state, "nothing changed");

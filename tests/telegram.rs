@@ -9,7 +9,7 @@ mod fake_telegram;
 
 use std::time::Duration;
 
-use fake_telegram::{FakeTelegram, User, callback_data};
+use fake_telegram::{FakeTelegram, User, button, callback_data};
 use hitl_bridge::agent_sim::SimHandle;
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
@@ -136,17 +136,6 @@ impl Harness {
 }
 
 /// The callback_data of the button whose label contains `label`.
-fn button(message: &Value, label: &str) -> String {
-    message["reply_markup"]["inline_keyboard"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-        .find(|b| b["text"].as_str().is_some_and(|t| t.contains(label)))
-        .and_then(|b| b["callback_data"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| panic!("no button {label:?} in {}", message["reply_markup"]))
-}
-
 /// The keyboard with ids and tags masked: `1:[id]:<code>:[tag]`.
 fn masked_keyboard(message: &Value) -> Value {
     let mut markup = message.get("reply_markup").cloned().unwrap_or(json!({"inline_keyboard": []}));

@@ -232,6 +232,18 @@ impl FakeTelegram {
     }
 }
 
+/// The callback_data of the button whose label contains `label` on a message.
+pub fn button(message: &Value, label: &str) -> String {
+    message["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .find(|b| b["text"].as_str().is_some_and(|t| t.contains(label)))
+        .and_then(|b| b["callback_data"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no button {label:?} in {}", message["reply_markup"]))
+}
+
 /// callback_data of every button in an inline keyboard.
 pub fn callback_data(markup: &Value) -> Vec<String> {
     markup["inline_keyboard"]
