@@ -7,7 +7,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, AsyncWrite};
-use tokio::sync::oneshot;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt as _;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::backend::http_api::HttpApi;
@@ -36,14 +40,34 @@ pub enum AppError {
     Listen { listen: String, source: std::io::Error },
 }
 
+/// How the engine's task ended.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineEnd {
+    /// Its loop returned: after [`App::stop`], or (unexpectedly) when nothing could
+    /// send it requests any more.
+    #[error("the engine returned")]
+    Returned,
+    /// It panicked (a bug); the panic message.
+    #[error("the engine panicked: {0}")]
+    Panicked(String),
+    /// Its task was cancelled before it could say how it ended.
+    #[error("the engine's task was cancelled")]
+    Cancelled,
+}
+
 /// A running bridge.
 pub struct App {
     pub engine: EngineHandle,
     stop: oneshot::Sender<()>,
     engine_task: JoinHandle<()>,
+    /// Set once by the engine's task as it ends, however it ends.
+    engine_end: watch::Receiver<Option<EngineEnd>>,
     console_task: Option<JoinHandle<Result<(), PlatformError>>>,
     platforms: Vec<Arc<dyn Platform>>,
     http: Option<(SocketAddr, JoinHandle<()>)>,
+    store: Store,
+    /// Prunes finished rows past `store.retention_days`, hourly.
+    retention: JoinHandle<()>,
 }
 
 impl App {
@@ -73,12 +97,13 @@ impl App {
         // A platform that is enabled but cannot start stops the bridge with a clear
         // error, rather than running without it.
         if settings.telegram.enabled {
-            let telegram = crate::platform::telegram::start(settings, engine.clone(), signer.clone())
+            let telegram = crate::platform::telegram::start(settings, engine.clone(), signer.clone(), store.clone())
+                .await
                 .map_err(|e| AppError::Platform { platform: "telegram", reason: e.to_string() })?;
             platforms.push(telegram);
         }
         if settings.discord.enabled {
-            let discord = crate::platform::discord::start(&settings.discord, settings.access_policy(), signer.clone(), engine.clone())
+            let discord = crate::platform::discord::start(&settings.discord, settings.access_policy(), signer.clone(), engine.clone(), store.clone())
                 .await
                 .map_err(|e| AppError::Platform { platform: "discord", reason: e.to_string() })?;
             platforms.push(discord);
@@ -97,6 +122,7 @@ impl App {
             SessionOptions {
                 history_url: settings.backend.history_url.clone(),
                 reconnect_max: std::time::Duration::from_secs(settings.backend.reconnect_max_secs.max(1)),
+                idle_close: std::time::Duration::from_secs(settings.backend.idle_close_secs.max(1)),
             },
             Lease::new(store.clone(), settings.backend.lease_secs),
             store.clone(),
@@ -113,14 +139,19 @@ impl App {
         } else {
             None
         };
-        let core = Engine::start(settings, store, platforms.clone(), connectors, backend_rx, requests).await?;
+        let core = Engine::start(settings, store.clone(), platforms.clone(), connectors, backend_rx, requests).await?;
+        let retention = tokio::spawn(crate::store::retention::keep_pruning(store.clone(), settings.store.retention_days));
         let (stop, stopped) = oneshot::channel::<()>();
-        let engine_task = tokio::spawn(core.run(async move {
-            let _ = stopped.await;
-        }));
+        let (ended, engine_end) = watch::channel(None);
+        let engine_task = tokio::spawn(report_end(
+            core.run(async move {
+                let _ = stopped.await;
+            }),
+            ended,
+        ));
         let console_task = console_input.map(|(console, input)| tokio::spawn(console.run(input, engine.clone())));
         readiness.platforms_started();
-        Ok(App { engine, stop, engine_task, console_task, platforms, http })
+        Ok(App { engine, stop, engine_task, engine_end, console_task, platforms, http, store, retention })
     }
 
     /// The address the HTTP listener is bound to (`http.listen`; port 0 picks one).
@@ -141,7 +172,23 @@ impl App {
         self.console_task = None;
     }
 
-    /// Stops the engine and waits for it. What was not delivered stays in the outbox.
+    /// Resolves when the engine's task ends, with how it ended. Before [`App::stop`]
+    /// any end is unexpected (a panic, most likely): the platforms would only answer
+    /// "shutting down" from then on, so `main` exits non-zero and lets the supervisor
+    /// restart the bridge. Borrows nothing, so it can be awaited beside
+    /// [`App::console_closed`].
+    pub fn engine_stopped(&self) -> impl Future<Output = EngineEnd> + Send + 'static {
+        let mut end = self.engine_end.clone();
+        async move {
+            // An error means the task is gone without a word: it was cancelled.
+            let result = end.wait_for(Option::is_some).await.map(|seen| seen.clone());
+            result.ok().flatten().unwrap_or(EngineEnd::Cancelled)
+        }
+    }
+
+    /// Stops gracefully (SIGTERM, SIGINT): platforms stop taking input, the engine
+    /// finishes the chat lanes (bounded) and releases its leases and claims, then the
+    /// store is closed. What was not delivered stays in the outbox for the next start.
     pub async fn stop(self) {
         for platform in &self.platforms {
             platform.shutdown();
@@ -152,9 +199,29 @@ impl App {
         if let Some((_, task)) = &self.http {
             task.abort();
         }
+        self.retention.abort();
         let _ = self.stop.send(());
         let _ = self.engine_task.await;
+        self.store.close().await;
     }
+}
+
+/// Runs the engine's loop and publishes how it ended, a panic included (the panic is
+/// caught here so it can be reported; the default hook has already printed it).
+async fn report_end(run: impl Future<Output = ()>, ended: watch::Sender<Option<EngineEnd>>) {
+    let end = match AssertUnwindSafe(run).catch_unwind().await {
+        Ok(()) => EngineEnd::Returned,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".to_owned());
+            tracing::error!(panic = %message, "the engine panicked");
+            EngineEnd::Panicked(message)
+        }
+    };
+    ended.send_replace(Some(end));
 }
 
 /// The button-token signer: the configured secret, else one generated once and kept
@@ -167,4 +234,73 @@ async fn token_signer(settings: &Settings, store: &Store) -> Result<TokenSigner,
         .secret("callback_tokens", || format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple()))
         .await?;
     Ok(TokenSigner::new(generated.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    type NoConsole = Option<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>;
+
+    async fn app(dir: &tempfile::TempDir) -> App {
+        let store = format!("sqlite://{}/bridge.db", dir.path().display());
+        let settings = Settings::from_pairs(&[
+            ("store.url", &store),
+            ("http.enabled", "false"),
+            ("console.enabled", "false"),
+            ("backend.url", "ws://127.0.0.1:9/ws/{session_id}"),
+        ])
+        .expect("settings");
+        App::start(&settings, NoConsole::None).await.expect("app starts")
+    }
+
+    #[tokio::test]
+    async fn a_running_engine_is_not_reported_and_a_stopped_one_returned() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let app = app(&dir).await;
+        let ended = app.engine_stopped();
+        tokio::pin!(ended);
+        assert!(tokio::time::timeout(Duration::from_millis(200), &mut ended).await.is_err(), "the engine is running");
+        app.stop().await;
+        assert_eq!(ended.await, EngineEnd::Returned);
+    }
+
+    /// The engine's task dying under the App (here: cancelled) is reported, and
+    /// stopping afterwards still works.
+    #[tokio::test]
+    async fn an_engine_that_dies_is_reported() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let app = app(&dir).await;
+        app.engine_task.abort();
+        let end = tokio::time::timeout(Duration::from_secs(5), app.engine_stopped()).await.expect("reported");
+        assert_eq!(end, EngineEnd::Cancelled);
+        // Every waiter hears it, late ones too.
+        assert_eq!(app.engine_stopped().await, EngineEnd::Cancelled);
+        tokio::time::timeout(Duration::from_secs(5), app.stop()).await.expect("stop does not hang");
+    }
+
+    /// What the engine's task runs under: a panic is caught and reported with its
+    /// message, a normal return as such.
+    #[tokio::test]
+    async fn a_panic_in_the_engine_loop_is_reported_with_its_message() {
+        let (tx, mut rx) = watch::channel(None);
+        let task = tokio::spawn(report_end(
+            async {
+                tokio::task::yield_now().await;
+                panic!("index out of bounds: the len is 0 but the index is 3");
+            },
+            tx,
+        ));
+        task.await.expect("the panic does not escape the task");
+        let end = rx.wait_for(Option::is_some).await.expect("reported").clone();
+        assert_eq!(end, Some(EngineEnd::Panicked("index out of bounds: the len is 0 but the index is 3".into())));
+
+        let (tx, rx) = watch::channel(None);
+        report_end(async {}, tx).await;
+        assert_eq!(*rx.borrow(), Some(EngineEnd::Returned));
+        let formatted = format!("{}", EngineEnd::Panicked(format!("boom {}", 1)));
+        assert_eq!(formatted, "the engine panicked: boom 1");
+    }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::interaction::{AccessPolicy, TimeoutDefaults};
+use crate::interaction::{AccessPolicy, Allowlist, TimeoutDefaults};
 
 /// The environment prefix: `HITL_BRIDGE__BACKEND__URL` sets `backend.url`.
 pub const ENV_PREFIX: &str = "HITL_BRIDGE";
@@ -136,12 +136,32 @@ pub struct BackendSettings {
     /// a lease renewed every third of this; another takes over when it lapses.
     #[serde(default = "default_lease")]
     pub lease_secs: u64,
+    /// A WebSocket ping goes out this often (and right after every command, whose
+    /// pong proves the backend read it).
+    #[serde(default = "default_ping")]
+    pub ping_secs: u64,
+    /// A connection with no frame at all (not even a pong) for this long is half-open:
+    /// it is dropped and reconnected, and unproven commands are sent again.
+    #[serde(default = "default_read_timeout")]
+    pub read_timeout_secs: u64,
+    /// A session with nothing to do (no open turn, nothing pending, nothing queued)
+    /// closes its connection after this long.
+    #[serde(default = "default_idle_close")]
+    pub idle_close_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoreSettings {
     pub url: String,
+    /// Settled requests, their callbacks' leftovers and audit entries older than this
+    /// many days are pruned (hourly); 0 keeps everything.
+    #[serde(default = "default_retention_days")]
+    pub retention_days: u64,
+}
+
+fn default_retention_days() -> u64 {
+    30
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -173,12 +193,46 @@ pub enum OnExpiry {
     Leave,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+/// Who may answer and who may talk; see `config/default.toml` and
+/// [`crate::interaction::admission`].
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AccessSettings {
     /// `platform:user_id`.
     pub approvers: Vec<String>,
     pub approver_roles: Vec<String>,
+    /// Who may talk to the agent: `platform:user_id`.
+    pub users: Vec<String>,
+    /// Chats where everyone may talk: `telegram:CHAT_ID`, `discord:CHANNEL_ID`,
+    /// `discord:guild:GUILD_ID`.
+    pub chats: Vec<String>,
+    /// Discord role ids whose members may talk.
+    pub roles: Vec<String>,
+    /// Strangers get a code an admin approves (`hitl-bridge pair CODE`, `/pair CODE`).
+    pub pairing: bool,
+    /// How long a pairing code stays valid.
+    pub pairing_code_secs: u64,
+    /// Chats where `/pair CODE` works: `telegram:CHAT_ID`, `discord:CHANNEL_ID`.
+    pub admin_chats: Vec<String>,
+    /// False: the requester may not decide their own turn's tool calls while
+    /// approvers are configured (four eyes).
+    pub self_approval: bool,
+}
+
+impl Default for AccessSettings {
+    fn default() -> Self {
+        Self {
+            approvers: Vec::new(),
+            approver_roles: Vec::new(),
+            users: Vec::new(),
+            chats: Vec::new(),
+            roles: Vec::new(),
+            pairing: false,
+            pairing_code_secs: 3600,
+            admin_chats: Vec::new(),
+            self_approval: true,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -287,6 +341,9 @@ pub struct DiscordSettings {
     /// Connect the gateway (messages, slash commands, clicks). A replica that only
     /// serves the HTTP interactions endpoint turns it off.
     pub gateway: bool,
+    /// The guild whose roles count for clicks and messages in DMs (a DM carries no
+    /// member roles): the bridge looks the member up there.
+    pub guild_id: Option<String>,
 }
 
 impl Default for DiscordSettings {
@@ -301,6 +358,7 @@ impl Default for DiscordSettings {
             interactions_listen: "0.0.0.0:8080".into(),
             locale: None,
             gateway: true,
+            guild_id: None,
         }
     }
 }
@@ -311,6 +369,18 @@ fn default_reconnect_max() -> u64 {
 
 fn default_lease() -> u64 {
     15
+}
+
+fn default_ping() -> u64 {
+    10
+}
+
+fn default_read_timeout() -> u64 {
+    30
+}
+
+fn default_idle_close() -> u64 {
+    60
 }
 
 fn redact<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> Result<S::Ok, S::Error> {
@@ -360,6 +430,10 @@ impl Settings {
             .list_separator(",")
             .with_list_parse_key("access.approvers")
             .with_list_parse_key("access.approver_roles")
+            .with_list_parse_key("access.users")
+            .with_list_parse_key("access.chats")
+            .with_list_parse_key("access.roles")
+            .with_list_parse_key("access.admin_chats")
             .with_list_parse_key("discord.channels")
             .with_list_parse_key("http.api_tokens")
             .with_list_parse_key("routing.channels")
@@ -419,6 +493,23 @@ impl Settings {
                 return invalid("access.approvers", &format!("`{approver}` is not of the form platform:user_id"));
             }
         }
+        for user in &self.access.users {
+            if self.parse_approver(user).is_none() {
+                return invalid("access.users", &format!("`{user}` is not of the form platform:user_id"));
+            }
+        }
+        if let Err(entry) = Allowlist::parse_chats(&self.access.chats) {
+            return invalid("access.chats", &format!("`{entry}` is not telegram:CHAT_ID, discord:CHANNEL_ID or discord:guild:GUILD_ID"));
+        }
+        if let Err(entry) = Allowlist::parse_chats(&self.access.admin_chats) {
+            return invalid("access.admin_chats", &format!("`{entry}` is not telegram:CHAT_ID or discord:CHANNEL_ID"));
+        }
+        if self.access.pairing_code_secs < 60 {
+            return invalid("access.pairing_code_secs", "must be at least 60");
+        }
+        if self.discord.guild_id.as_deref().is_some_and(|g| g.is_empty() || !g.bytes().all(|b| b.is_ascii_digit())) {
+            return invalid("discord.guild_id", "must be a guild id (digits)");
+        }
         let mut names = std::collections::BTreeSet::new();
         for token in &self.http.api_tokens {
             match parse_token(token) {
@@ -448,7 +539,26 @@ impl Settings {
         AccessPolicy {
             approver_users: self.access.approvers.iter().filter_map(|a| self.parse_approver(a)).collect(),
             approver_roles: self.access.approver_roles.clone(),
+            four_eyes: !self.access.self_approval,
         }
+    }
+
+    /// Who may talk to the agent (entries that do not parse were refused by `validate`).
+    pub fn allowlist(&self) -> Allowlist {
+        let (chats, guilds) = Allowlist::parse_chats(&self.access.chats).unwrap_or_default();
+        Allowlist {
+            users: self.access.users.iter().filter_map(|u| self.parse_approver(u)).collect(),
+            chats,
+            guilds,
+            roles: self.access.roles.clone(),
+            approvers: self.access_policy(),
+            pairing: self.access.pairing,
+        }
+    }
+
+    /// Chats where `/pair CODE` is accepted, as `(platform, chat id)`.
+    pub fn admin_chats(&self) -> Vec<(String, String)> {
+        Allowlist::parse_chats(&self.access.admin_chats).map(|(chats, _)| chats).unwrap_or_default()
     }
 
     /// The effective configuration as pretty JSON, secrets redacted.
@@ -465,6 +575,7 @@ mod tests {
     fn defaults_load_and_validate() {
         let s = Settings::from_pairs(&[]).unwrap();
         assert_eq!(s.store.url, "sqlite://data/hitl-bridge.db");
+        assert_eq!(s.store.retention_days, 30);
         assert_eq!(s.timeouts.on_expiry, OnExpiry::Reject);
         assert_eq!(s.timeouts.grace_secs, 10);
     }
@@ -521,5 +632,34 @@ mod tests {
         let p = s.access_policy();
         assert_eq!(p.approver_users, vec![("telegram".to_string(), "42".to_string())]);
         assert_eq!(p.approver_roles, vec!["777".to_string()]);
+        assert!(!p.four_eyes, "self approval is allowed by default");
+        s.access.self_approval = false;
+        assert!(s.access_policy().four_eyes);
+    }
+
+    #[test]
+    fn access_keys_are_checked_and_become_the_allowlist() {
+        let mut s = Settings::from_pairs(&[]).unwrap();
+        assert!(!s.access.pairing && s.access.self_approval && s.access.pairing_code_secs == 3600);
+        s.access.users = vec!["telegram:1".into()];
+        s.access.chats = vec!["telegram:-100123".into(), "discord:guild:700".into()];
+        s.access.roles = vec!["900".into()];
+        s.access.admin_chats = vec!["telegram:-100999".into()];
+        s.validate().unwrap();
+        let l = s.allowlist();
+        assert_eq!(l.users, vec![("telegram".to_string(), "1".to_string())]);
+        assert_eq!(l.chats, vec![("telegram".to_string(), "-100123".to_string())]);
+        assert_eq!(l.guilds, vec!["700".to_string()]);
+        assert_eq!(s.admin_chats(), vec![("telegram".to_string(), "-100999".to_string())]);
+        for (key, bad) in [("access.users", "nobody"), ("access.chats", "irc:#ops"), ("access.admin_chats", "telegram:x")] {
+            let mut t = s.clone();
+            match key {
+                "access.users" => t.access.users = vec![bad.into()],
+                "access.chats" => t.access.chats = vec![bad.into()],
+                _ => t.access.admin_chats = vec![bad.into()],
+            }
+            let err = t.validate().unwrap_err();
+            assert!(err.to_string().contains(key) && err.to_string().contains(bad), "{err}");
+        }
     }
 }

@@ -18,6 +18,7 @@
 //!   ([`engine::routing`]) and runs deadlines; platform calls go through per-chat lanes.
 //! - [`platform`]: console, Telegram, Discord.
 //! - [`server`]: the HTTP listener (`/healthz`, `/readyz`, `/v1`).
+//! - [`pairing`]: approving pairing codes (CLI and admin chats).
 //! - [`app`]: assembles all of it from [`config`]; `main` is the CLI.
 //! - [`agent_sim`]: a reference agent backend for the demo and the tests.
 
@@ -28,6 +29,7 @@ pub mod clock;
 pub mod config;
 pub mod engine;
 pub mod interaction;
+pub mod pairing;
 pub mod platform;
 pub mod protocol;
 pub mod server;

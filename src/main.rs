@@ -1,4 +1,4 @@
-//! The `hitl-bridge` command: `run`, `demo`, `agent-sim` and `check-config`.
+//! The `hitl-bridge` command: `run`, `demo`, `agent-sim`, `check-config` and `pair`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use hitl_bridge::agent_sim::{self, SimOptions};
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
+use hitl_bridge::pairing::{self, PairCommand};
 use tokio::io::BufReader;
 
 #[derive(Parser)]
@@ -50,6 +51,20 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Approve a pairing code (access.pairing), list paired users, or revoke one.
+    Pair {
+        /// The code the person was shown.
+        #[arg(required_unless_present_any = ["list", "revoke"], conflicts_with_all = ["list", "revoke"])]
+        code: Option<String>,
+        /// List paired users.
+        #[arg(long, conflicts_with = "revoke")]
+        list: bool,
+        /// Un-pair a user, as platform:user_id.
+        #[arg(long, value_name = "PLATFORM:USER_ID")]
+        revoke: Option<String>,
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
 #[tokio::main]
@@ -74,6 +89,17 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Demo { timeout_secs, http_listen } => demo(timeout_secs, http_listen).await,
+        Command::Pair { code, list, revoke, config } => {
+            let settings = Settings::load(config.as_deref())?;
+            let command = match (code, revoke) {
+                (Some(code), _) => PairCommand::Approve(code),
+                (None, Some(user)) => PairCommand::Revoke(user),
+                (None, None) if list => PairCommand::List,
+                (None, None) => anyhow::bail!("give a code, --list or --revoke"),
+            };
+            println!("{}", pairing::run_cli(&settings, &command).await?);
+            Ok(())
+        }
     }
 }
 
@@ -113,10 +139,18 @@ async fn demo(timeout_secs: u64, http_listen: String) -> anyhow::Result<()> {
 async fn run_until_stopped(settings: &Settings) -> anyhow::Result<()> {
     let console = settings.console.enabled.then(|| (BufReader::new(tokio::io::stdin()), tokio::io::stdout()));
     let mut app = App::start(settings, console).await?;
+    let engine_stopped = app.engine_stopped();
     tokio::select! {
         _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; stopping"),
         _ = terminated() => tracing::info!("SIGTERM; stopping"),
         _ = app.console_closed() => tracing::info!("console input ended; stopping"),
+        end = engine_stopped => {
+            // Without the engine every click would be answered "shutting down": exit
+            // non-zero instead, so the supervisor restarts the bridge.
+            tracing::error!(%end, "the engine stopped unexpectedly; exiting");
+            app.stop().await;
+            anyhow::bail!("{end}; exiting so the bridge can be restarted");
+        }
     }
     app.stop().await;
     Ok(())

@@ -145,3 +145,45 @@ fn pushed_request_survives_sigterm_and_restart() {
     let status = second.wait().unwrap();
     assert!(status.success(), "the end of the console's input stops it cleanly: {status}");
 }
+
+/// `hitl-bridge pair`: an unknown code fails with a clear message and a non-zero exit;
+/// a code a stranger was given pairs them and says who; `--list` shows them and
+/// `--revoke` un-pairs them.
+#[test]
+fn pair_approves_lists_and_revokes() {
+    use hitl_bridge::interaction::Actor;
+    use hitl_bridge::store::{ChatKey, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let store_url = format!("sqlite://{}", dir.path().join("bridge.db").display());
+    let config = dir.path().join("bridge.toml");
+    std::fs::write(&config, format!("[backend]\nurl = \"ws://127.0.0.1:1/ws/{{session_id}}\"\n\n[store]\nurl = \"{store_url}\"\n")).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let code = runtime.block_on(async {
+        let store = Store::connect(&store_url).await.unwrap();
+        let mallory = Actor::new("telegram", "2002", "Mallory");
+        let chat = ChatKey::new("telegram", "2002", None);
+        let now = hitl_bridge::clock::now_ms();
+        let code = store.pairing_code(&mallory, &chat, "en", now, 3_600_000, || "ABCD2345".into()).await.unwrap();
+        store.close().await;
+        code.code
+    });
+    let pair = |args: &[&str]| hitl_bridge().arg("pair").args(args).arg("--config").arg(&config).output().unwrap();
+
+    let out = pair(&["WXYZ2345"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no pairing code WXYZ2345 is waiting"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let out = pair(&[&code.to_lowercase()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "paired Mallory (telegram:2002); they may now talk to the agent\n");
+
+    let out = pair(&["--list"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("telegram:2002\tMallory\tpaired by cli at "), "{}", String::from_utf8_lossy(&out.stdout));
+
+    assert!(pair(&["--revoke", "telegram:2002"]).status.success());
+    let out = pair(&["--revoke", "telegram:2002"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("telegram:2002 is not paired"));
+    assert_eq!(String::from_utf8_lossy(&pair(&["--list"]).stdout), "nobody is paired\n");
+}

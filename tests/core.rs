@@ -36,7 +36,7 @@ fn stranger() -> Actor {
 }
 
 fn policy() -> AccessPolicy {
-    AccessPolicy { approver_users: vec![("telegram".into(), "42".into())], approver_roles: vec![] }
+    AccessPolicy { approver_users: vec![("telegram".into(), "42".into())], approver_roles: vec![], four_eyes: false }
 }
 
 fn action(name: &str, allowed: &[DecisionType]) -> Action {
@@ -193,6 +193,35 @@ fn without_requester_only_approvers_answer() {
     let mut i = Interaction::new("i1".into(), "abc-123".into(), approval_request(vec![trade()], 300), None, T0);
     assert_refused(&mut i, decide(0, Decision::Approve), Refusal::NotAllowed);
     assert_eq!(apply(&mut i, &ops(), decide(0, Decision::Approve)), Ok(decided(vec![Decision::Approve])));
+}
+
+/// Four eyes (`access.self_approval = false`): the requester's Approve, Edit, Comment,
+/// Reject all are refused and change nothing; another approver decides; the requester
+/// still answers the agent's questions.
+#[test]
+fn four_eyes_refuses_the_requesters_own_tool_calls() {
+    let strict = AccessPolicy { four_eyes: true, ..policy() };
+    let mut i = approvals(vec![trade()]);
+    for action in [
+        decide(0, Decision::Approve),
+        UserAction::EditArgs { action: 0, json: r#"{"quantity":1}"#.into() },
+        UserAction::Comment { action: 0, text: "ok".into() },
+        UserAction::DecideAll { decision: DecisionType::Approve },
+    ] {
+        let before = i.clone();
+        assert_eq!(i.apply(&thao(), action, &strict, SOON), Err(Refusal::SelfApproval));
+        assert_eq!(i, before, "a refusal changed the interaction");
+    }
+    assert_eq!(i.may_act(&thao(), &strict, SOON), Err(Refusal::SelfApproval));
+    // A stranger is still told "not allowed", not "four eyes".
+    assert_eq!(i.apply(&stranger(), decide(0, Decision::Approve), &strict, SOON), Err(Refusal::NotAllowed));
+    assert_eq!(i.apply(&ops(), decide(0, Decision::Approve), &strict, SOON), Ok(decided(vec![Decision::Approve])));
+
+    let mut q = questions();
+    assert_eq!(q.apply(&thao(), UserAction::Skip { question: 0 }, &strict, SOON), Ok(Applied::Updated));
+    // Without the option the requester decides as before.
+    let mut own = approvals(vec![trade()]);
+    assert_eq!(apply(&mut own, &thao(), decide(0, Decision::Approve)), Ok(decided(vec![Decision::Approve])));
 }
 
 /// `respond` is refused where the review config does not allow it.

@@ -53,6 +53,8 @@ impl Rig {
         let mut settings = support::settings(&sim, &dir, &pairs);
         settings.discord.channels = vec![CHANNEL_ID.into()];
         settings.access.approver_roles = vec![LEAD_ROLE.into()];
+        // Thảo may talk to the agent; the stranger may not.
+        settings.access.users = vec![format!("discord:{THAO}")];
         tweak(&mut settings);
         let mut rig = Rig { sim, fake, dir, settings, app: None };
         rig.boot(1).await;
@@ -588,7 +590,7 @@ async fn fake_rejects_what_discord_rejects() {
 /// PING gets PONG, and a signed click is answered in the HTTP response and acted on.
 #[tokio::test]
 async fn signed_http_endpoint() {
-    use ed25519_dalek::{Signer, SigningKey};
+    use ed25519_dalek::SigningKey;
     let key = SigningKey::from_bytes(&[7u8; 32]);
     let public: String = key.verifying_key().to_bytes().iter().map(|b| format!("{b:02x}")).collect();
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
@@ -596,18 +598,18 @@ async fn signed_http_endpoint() {
     let rig = Rig::start(20, &[("discord.public_key", &public), ("discord.interactions_listen", &listen)]).await;
     let url = format!("http://{listen}/interactions");
     let client = reqwest::Client::new();
+    // Signed now: the endpoint refuses timestamps more than 5 minutes off.
+    let now = unix_now().to_string();
     let post = |body: String, signature: String| {
         let request = client
             .post(&url)
             .header("content-type", "application/json")
             .header("x-signature-ed25519", signature)
-            .header("x-signature-timestamp", "1767225600")
+            .header("x-signature-timestamp", now.as_str())
             .body(body);
         async move { request.send().await.expect("endpoint answers") }
     };
-    let sign = |body: &str| -> String {
-        key.sign(format!("1767225600{body}").as_bytes()).to_bytes().iter().map(|b| format!("{b:02x}")).collect()
-    };
+    let sign = |body: &str| -> String { sign_hex(&key, &now, body) };
 
     let ping = json!({"id":"1","application_id":APP_ID,"type":1,"token":"t","version":1}).to_string();
     let pong = post(ping.clone(), sign(&ping)).await;
@@ -636,6 +638,170 @@ async fn signed_http_endpoint() {
     assert!(!rig.fake.requests().iter().any(|r| r.path.ends_with("/callback")), "answered over HTTP, not via the callback route");
     wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
     rig.stop().await;
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock after 1970").as_secs() as i64
+}
+
+/// The hex Ed25519 signature Discord sends: over the timestamp followed by the body.
+fn sign_hex(key: &ed25519_dalek::SigningKey, timestamp: &str, body: &str) -> String {
+    use ed25519_dalek::Signer;
+    key.sign(format!("{timestamp}{body}").as_bytes()).to_bytes().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Replay protection and size bounds on the interactions endpoint: a correctly signed
+/// request whose timestamp is over 5 minutes old (or ahead) gets 401 and does nothing;
+/// a body over 1 MiB gets 413, signed or not. Within the window it still works.
+#[tokio::test]
+async fn http_endpoint_refuses_replays_and_huge_bodies() {
+    let key = ed25519_dalek::SigningKey::from_bytes(&[9u8; 32]);
+    let public: String = key.verifying_key().to_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+    let listen = format!("127.0.0.1:{port}");
+    let rig = Rig::start(20, &[("discord.public_key", &public), ("discord.interactions_listen", &listen)]).await;
+    let url = format!("http://{listen}/interactions");
+    let client = reqwest::Client::new();
+    let post = |body: String, timestamp: String| {
+        let signature = sign_hex(&key, &timestamp, &body);
+        let request = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("x-signature-ed25519", signature)
+            .header("x-signature-timestamp", timestamp)
+            .body(body);
+        async move { request.send().await.expect("endpoint answers") }
+    };
+
+    rig.say(&thao(), "trade");
+    let (card, id) = rig.wait_card(0).await;
+    let approve = button(&card.body, "Approve");
+    let body = click(&rig.fake, &approve, &id, CHANNEL_ID, &thao(), &[]).to_string();
+    let now = unix_now();
+    for (timestamp, why) in [
+        (now - 301, "signed 5 min 1 s ago"),
+        (now - 24 * 3600, "signed yesterday"),
+        (now + 301, "signed 5 min 1 s ahead"),
+    ] {
+        let old = post(body.clone(), timestamp.to_string()).await;
+        assert_eq!(old.status(), 401, "{why}");
+        assert_eq!(old.text().await.expect("text"), "stale request timestamp", "{why}");
+    }
+    let not_a_number = post(body.clone(), "yesterday".into()).await;
+    assert_eq!(not_a_number.status(), 401);
+
+    // 1 MiB + 1 byte, validly signed and fresh: refused for its size alone.
+    let huge = format!("{{\"pad\":\"{}\"}}", "x".repeat(1024 * 1024 - 10 + 1));
+    assert_eq!(huge.len(), 1024 * 1024 + 1);
+    assert_eq!(post(huge, now.to_string()).await.status(), 413);
+    // Exactly 1 MiB is read (and refused only because it is not an interaction).
+    let at_limit = format!("{{\"pad\":\"{}\"}}", "x".repeat(1024 * 1024 - 10));
+    assert_eq!(post(at_limit, now.to_string()).await.status(), 400);
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(approvals(&rig.sim).is_empty(), "a replayed click changes nothing");
+
+    // Within the window (4 minutes old) the same click is taken.
+    let fresh = post(body.clone(), (now - 240).to_string()).await;
+    assert_eq!(fresh.status(), 200);
+    assert_eq!(wait_approvals(&rig.sim, 1).await.len(), 1);
+    rig.stop().await;
+}
+
+/// Settings for a bridge on `fake` that is started by hand (to watch it fail).
+fn settings_on(sim: &hitl_bridge::agent_sim::SimHandle, fake: &FakeDiscord, dir: &tempfile::TempDir, extra: &[(&str, &str)]) -> Settings {
+    let api = fake.api_url();
+    let mut pairs: Vec<(&str, &str)> = vec![
+        ("console.enabled", "false"),
+        ("discord.enabled", "true"),
+        ("discord.token", "fake-bot-token"),
+        ("discord.api_url", &api),
+        ("tokens.secret", "test-secret"),
+    ];
+    pairs.extend_from_slice(extra);
+    support::settings(sim, dir, &pairs)
+}
+
+async fn start_error(settings: &Settings) -> String {
+    match App::start(settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await {
+        Ok(app) => {
+            app.stop().await;
+            panic!("the bridge started")
+        }
+        Err(e) => e.to_string(),
+    }
+}
+
+/// A token Discord refuses (401) stops the bridge at start, with a message naming
+/// discord.token, after one check and before any gateway connection.
+#[tokio::test]
+async fn a_refused_token_fails_startup() {
+    let sim = start_sim(20).await;
+    let fake = FakeDiscord::start().await;
+    fake.require_token("the-real-token");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let message = start_error(&settings_on(&sim, &fake, &dir, &[])).await;
+    assert_eq!(
+        message,
+        "cannot start discord: discord: discord.token was refused by Discord (HTTP 401 on GET /users/@me): \
+         set the bot token from the Developer Portal (env HITL_BRIDGE__DISCORD__TOKEN)"
+    );
+    let requests: Vec<String> = fake.requests().iter().map(|r| format!("{} {} {}", r.method, r.path, r.status)).collect();
+    assert_eq!(requests, vec!["GET /api/v10/users/@me 401"], "a refused token is not retried and nothing else is tried");
+    assert_eq!(fake.identifies(), 0);
+
+    // The right token starts.
+    fake.require_token("fake-bot-token");
+    let app = App::start(&settings_on(&sim, &fake, &dir, &[]), None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>)
+        .await
+        .expect("the accepted token starts");
+    assert_eq!(fake.identifies(), 1, "start returns once the gateway is READY");
+    app.stop().await;
+    sim.shutdown().await;
+    fake.shutdown().await;
+}
+
+/// A gateway Discord closes before READY (here 4014: the bot's privileged intents are
+/// not enabled) stops the bridge at start instead of leaving it deaf.
+#[tokio::test]
+async fn a_gateway_closed_before_ready_fails_startup() {
+    let sim = start_sim(20).await;
+    let fake = FakeDiscord::start().await;
+    fake.refuse_identify(4014);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let message = tokio::time::timeout(Duration::from_secs(20), start_error(&settings_on(&sim, &fake, &dir, &[])))
+        .await
+        .expect("fails without waiting for READY");
+    assert_eq!(
+        message,
+        "cannot start discord: discord: cannot start the gateway: Disallowed gateway intents were provided: \
+         enable the Message Content intent for the bot in the Discord Developer Portal (Bot → Privileged Gateway Intents)"
+    );
+    assert_eq!(fake.identifies(), 0);
+    sim.shutdown().await;
+    fake.shutdown().await;
+}
+
+/// The interactions endpoint's port taken by something else stops the bridge at start,
+/// naming discord.interactions_listen.
+#[tokio::test]
+async fn interactions_port_taken_fails_startup() {
+    let sim = start_sim(20).await;
+    let fake = FakeDiscord::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let listen = taken.local_addr().expect("addr").to_string();
+    let key = ed25519_dalek::SigningKey::from_bytes(&[3u8; 32]);
+    let public: String = key.verifying_key().to_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    let settings = settings_on(&sim, &fake, &dir, &[("discord.public_key", &public), ("discord.interactions_listen", &listen), ("discord.gateway", "false")]);
+    let message = start_error(&settings).await;
+    assert!(
+        message.starts_with(&format!("cannot start discord: discord: cannot serve the interactions endpoint (discord.interactions_listen = {listen}): cannot listen: ")),
+        "{message}"
+    );
+    drop(taken);
+    sim.shutdown().await;
+    fake.shutdown().await;
 }
 
 /// Routing: DMs and mentions reach the agent (the mention taken out); other
@@ -726,7 +892,8 @@ async fn forged_custom_id() {
 }
 
 /// The bridge's own deadline: with the agent silent, the bridge expires the request,
-/// the card loses its buttons, and the reject decisions go out once the agent is back.
+/// the card loses its buttons and says the reject has not reached the agent; the
+/// reject goes out once the agent is back, and the card then drops that line.
 #[tokio::test]
 async fn bridge_expiry_rejects_and_locks_the_card() {
     let rig = Rig::start_with(1, &[("timeouts.grace_secs", "0")], |s| s.backend.history_url = None).await;
@@ -734,12 +901,23 @@ async fn bridge_expiry_rejects_and_locks_the_card() {
     let (_, id) = rig.wait_card(0).await;
     rig.sim.set_down(true);
     let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
-    assert_eq!(mask(&done.body["embeds"][0]["fields"]), json!([{"name":"Decision","value":"⌛ Expired at [hh:mm] UTC with no decision","inline":false}]));
+    assert_eq!(
+        mask(&done.body["embeds"][0]["fields"]),
+        json!([{"name":"Decision","value":"⌛ Expired at [hh:mm] UTC with no decision · ⏳ saved, not yet delivered to the agent","inline":false}])
+    );
     rig.sim.set_down(false);
     let got = wait_approvals(&rig.sim, 1).await;
     let s = session_id(&rig.sim);
     assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
         "decisions":[{"type":"reject","message":"timed out after 1 s without a human decision"}]})]);
+    // The agent had timed the request out itself while down: depending on which it
+    // read first, the card ends as plainly expired or says the reject came too late.
+    let settled = wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][0]["value"].as_str().is_some_and(|v| !v.contains("not yet delivered"))).await;
+    let line = mask(&settled.body["embeds"][0]["fields"])[0]["value"].as_str().unwrap().to_owned();
+    assert!(
+        ["", " · ⚠\u{fe0f} the agent timed out before this reached it"].iter().any(|tail| line == format!("⌛ Expired at [hh:mm] UTC with no decision{tail}")),
+        "{line}"
+    );
     rig.stop().await;
 }
 
@@ -763,5 +941,197 @@ async fn comment_via_modal_is_a_respond_decision() {
     assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
         "decisions":[{"type":"respond","message":"chạy lúc 2 giờ sáng"}]})]);
     wait_text(&rig.fake, "run_migration: respond (chạy lúc 2 giờ sáng)").await;
+    rig.stop().await;
+}
+
+// ---------------------------------------------------------------------------------
+// Who may talk and approve (access.*)
+// ---------------------------------------------------------------------------------
+
+/// The `message` commands the agent received, as `(user id, text)`.
+fn agent_messages(rig: &Rig) -> Vec<(String, String)> {
+    rig.sim
+        .commands()
+        .into_iter()
+        .filter(|c| c["type"] == "message")
+        .map(|c| (c["user"]["id"].as_str().unwrap_or_default().to_owned(), c["content"][0]["text"].as_str().unwrap_or_default().to_owned()))
+        .collect()
+}
+
+/// Replies the bridge posted in `channel` (messages that reference another one).
+fn replies_in(fake: &FakeDiscord, channel: &str) -> Vec<Recorded> {
+    fake.requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path == format!("/api/v10/channels/{channel}/messages") && r.body.get("message_reference").is_some())
+        .collect()
+}
+
+/// A slash command with a string option.
+fn command_with(fake: &FakeDiscord, name: &str, channel: &str, who: &Value, option: (&str, &str)) -> Value {
+    let mut c = command(fake, name, channel, who);
+    c["data"]["options"] = json!([{"name": option.0, "type": 3, "value": option.1}]);
+    c
+}
+
+/// What the bridge answered a deferred slash command with (the edit of @original).
+async fn command_answers(fake: &FakeDiscord, n: usize) -> Vec<String> {
+    wait_until(|| async {
+        let got: Vec<String> = fake
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "PATCH" && r.path.ends_with("/messages/@original"))
+            .filter_map(|r| r.body["content"].as_str().map(str::to_owned))
+            .collect();
+        (got.len() >= n).then_some(got)
+    })
+    .await
+}
+
+/// A stranger's channel message, DM and slash command are refused and audited, and
+/// nothing reaches the agent; the allowlisted user's message does.
+#[tokio::test]
+async fn strangers_are_refused_and_reach_nothing() {
+    let rig = Rig::start(20, &[]).await;
+    let stranger = user(STRANGER, "Mallory");
+    rig.say(&stranger, "trade");
+    let refusal = wait_until(|| async { replies_in(&rig.fake, CHANNEL_ID).into_iter().next() }).await;
+    assert_eq!(refusal.body["content"], "⛔ You are not allowed to talk to this agent. Ask an admin to add you.");
+    assert!(refusal.body["message_reference"]["message_id"].is_string(), "{}", refusal.body);
+    let dm = "800000000000000043";
+    rig.fake.dispatch("MESSAGE_CREATE", message(&rig.fake.snowflake(), dm, &stranger, "hello"));
+    wait_until(|| async { replies_in(&rig.fake, dm).into_iter().next() }).await;
+    rig.push(command(&rig.fake, "new", CHANNEL_ID, &stranger));
+    assert_eq!(command_answers(&rig.fake, 1).await, ["⛔ You are not allowed to talk to this agent. Ask an admin to add you."]);
+    // No thread, no session, nothing for the agent; then Thảo's message goes through.
+    rig.say(&thao(), "xin chào");
+    wait_until(|| async { (!agent_messages(&rig).is_empty()).then_some(()) }).await;
+    assert_eq!(agent_messages(&rig), vec![(THAO.to_owned(), "xin chào".to_owned())]);
+    let store = hitl_bridge::store::Store::connect(&rig.settings.store.url).await.unwrap();
+    let refused: Vec<(String, Value)> =
+        store.refused_attempts(0).await.unwrap().into_iter().map(|e| (e.actor.unwrap().user_id, e.reply.unwrap())).collect();
+    assert_eq!(refused.len(), 3, "{refused:?}");
+    assert!(refused.iter().all(|(who, _)| who == STRANGER));
+    assert_eq!((refused[0].1["attempted"].clone(), refused[0].1["chat"]["chat_id"].clone()), (json!("message"), json!(CHANNEL_ID)));
+    assert_eq!((refused[1].1["attempted"].clone(), refused[1].1["chat"]["chat_id"].clone()), (json!("message"), json!(dm)));
+    assert_eq!((refused[2].1["attempted"].clone(), refused[2].1["text"].clone()), (json!("command"), json!("/new")));
+    store.close().await;
+    rig.stop().await;
+}
+
+/// A whole guild, or a role, opens the door: `discord:guild:ID` admits anyone writing
+/// in its channels, `access.roles` a member with the role.
+#[tokio::test]
+async fn guild_and_role_allowlists_admit() {
+    let rig = Rig::start_with(20, &[], |s| {
+        s.access.users.clear();
+        s.access.roles = vec!["600000000000000555".into()];
+    })
+    .await;
+    let mut with_role = guild_message(&rig.fake, CHANNEL_ID, &user(STRANGER, "Mallory"), "with role", false);
+    with_role["member"]["roles"] = json!(["600000000000000555"]);
+    rig.fake.dispatch("MESSAGE_CREATE", with_role);
+    wait_until(|| async { (!agent_messages(&rig).is_empty()).then_some(()) }).await;
+    rig.say(&thao(), "no role");
+    wait_until(|| async { replies_in(&rig.fake, CHANNEL_ID).into_iter().next() }).await;
+    assert_eq!(agent_messages(&rig), vec![(STRANGER.to_owned(), "with role".to_owned())]);
+    rig.stop().await;
+
+    let rig = Rig::start_with(20, &[], |s| {
+        s.access.users.clear();
+        s.access.chats = vec![format!("discord:guild:{GUILD_ID}")];
+    })
+    .await;
+    rig.say(&user(STRANGER, "Mallory"), "in the guild");
+    wait_until(|| async { (!agent_messages(&rig).is_empty()).then_some(()) }).await;
+    assert_eq!(agent_messages(&rig), vec![(STRANGER.to_owned(), "in the guild".to_owned())]);
+    rig.stop().await;
+}
+
+/// Pairing on Discord: a stranger's DM gets a code; `/pair` in a channel that is not
+/// an admin chat is refused; in the admin channel it pairs them, the admin sees a
+/// confirmation, the user is told in their DM, and their next DM reaches the agent.
+#[tokio::test]
+async fn pairing_with_the_pair_command() {
+    const ADMINS: &str = "800000000000000777";
+    let rig = Rig::start_with(20, &[], |s| {
+        s.access.pairing = true;
+        s.access.admin_chats = vec![format!("discord:{ADMINS}")];
+    })
+    .await;
+    let stranger = user(STRANGER, "Mallory");
+    let dm = "800000000000000044";
+    rig.fake.dispatch("MESSAGE_CREATE", message(&rig.fake.snowflake(), dm, &stranger, "hello"));
+    let notice = wait_until(|| async { replies_in(&rig.fake, dm).into_iter().next() }).await;
+    let text = notice.body["content"].as_str().unwrap().to_owned();
+    let at = text.find("code is ").expect("a code") + "code is ".len();
+    let code = text[at..at + 8].to_owned();
+    rig.push(command_with(&rig.fake, "pair", CHANNEL_ID, &thao(), ("code", &code)));
+    assert_eq!(command_answers(&rig.fake, 1).await[0], "⛔ /pair only works in an admin chat (access.admin_chats).");
+    rig.push(command_with(&rig.fake, "pair", ADMINS, &user("500000000000000002", "Lead"), ("code", &code)));
+    assert_eq!(command_answers(&rig.fake, 2).await[1], format!("✅ Paired Mallory (discord:{STRANGER}): they may now talk to the agent."));
+    wait_until(|| async {
+        rig.fake.requests().into_iter().find(|r| r.path == format!("/api/v10/channels/{dm}/messages") && r.body["content"].as_str().is_some_and(|c| c.contains("you may now talk")))
+    })
+    .await;
+    assert!(agent_messages(&rig).is_empty());
+    rig.fake.dispatch("MESSAGE_CREATE", message(&rig.fake.snowflake(), dm, &stranger, "trade"));
+    wait_until(|| async { (!agent_messages(&rig).is_empty()).then_some(()) }).await;
+    assert_eq!(agent_messages(&rig), vec![(STRANGER.to_owned(), "trade".to_owned())]);
+    rig.stop().await;
+}
+
+/// Approver roles work in DMs: a click there carries no roles, so the bridge looks the
+/// member up in `discord.guild_id`. A member with the approver role decides; a member
+/// without it and a non-member are refused and change nothing.
+#[tokio::test]
+async fn approver_role_counts_in_a_dm_click() {
+    const LEAD: &str = "500000000000000002";
+    const NO_ROLE: &str = "500000000000000003";
+    let rig = Rig::start_with(20, &[], |s| {
+        s.discord.guild_id = Some(GUILD_ID.into());
+        s.routing.target = hitl_bridge::config::RouteTarget::Channel;
+        s.routing.channels = vec![format!("discord:user:{LEAD}")];
+    })
+    .await;
+    rig.fake.add_member(&user(LEAD, "Lead"), &[LEAD_ROLE]);
+    rig.fake.add_member(&user(NO_ROLE, "Dev"), &["600000000000000001"]);
+    rig.say(&thao(), "trade");
+    let card = rig.fake.wait_request(0, |r| r.method == "POST" && has_embed(&r.body) && !r.path.contains(CHANNEL_ID)).await;
+    let dm = rig.fake.dm_channel(LEAD).expect("the lead's DM was opened");
+    assert_eq!(card.path, format!("/api/v10/channels/{dm}/messages"));
+    let id = card.response.as_ref().and_then(|m| m["id"].as_str()).unwrap().to_owned();
+    let approve = button(&card.body, "Approve");
+    for (n, who) in [(1, user(STRANGER, "Mallory")), (2, user(NO_ROLE, "Dev"))] {
+        rig.push(dm_click(&rig.fake, &approve, &id, &dm, &who));
+        let notes = wait_followups(&rig.fake, n).await;
+        assert_eq!(notes[n - 1].body["content"], "You are not allowed to answer this request.");
+    }
+    assert!(approvals(&rig.sim).is_empty());
+    rig.push(dm_click(&rig.fake, &approve, &id, &dm, &user(LEAD, "Lead")));
+    let got = wait_approvals(&rig.sim, 1).await;
+    assert_eq!(got[0]["decisions"], json!([{"type":"approve"}]));
+    let lookups: Vec<String> = rig.fake.requests().into_iter().filter(|r| r.method == "GET" && r.path.contains("/members/")).map(|r| r.path).collect();
+    assert_eq!(lookups, [STRANGER, NO_ROLE, LEAD].map(|u| format!("/api/v10/guilds/{GUILD_ID}/members/{u}")));
+    rig.stop().await;
+}
+
+/// Without `discord.guild_id` a DM click has no roles: the approver role does not count.
+#[tokio::test]
+async fn without_a_guild_a_dm_click_has_no_roles() {
+    const LEAD: &str = "500000000000000002";
+    let rig = Rig::start_with(20, &[], |s| {
+        s.routing.target = hitl_bridge::config::RouteTarget::Channel;
+        s.routing.channels = vec![format!("discord:user:{LEAD}")];
+    })
+    .await;
+    rig.fake.add_member(&user(LEAD, "Lead"), &[LEAD_ROLE]);
+    rig.say(&thao(), "trade");
+    let card = rig.fake.wait_request(0, |r| r.method == "POST" && has_embed(&r.body) && !r.path.contains(CHANNEL_ID)).await;
+    let dm = rig.fake.dm_channel(LEAD).expect("the lead's DM was opened");
+    let id = card.response.as_ref().and_then(|m| m["id"].as_str()).unwrap().to_owned();
+    rig.push(dm_click(&rig.fake, &button(&card.body, "Approve"), &id, &dm, &user(LEAD, "Lead")));
+    assert_eq!(wait_followups(&rig.fake, 1).await[0].body["content"], "You are not allowed to answer this request.");
+    assert!(approvals(&rig.sim).is_empty());
+    assert!(!rig.fake.requests().iter().any(|r| r.path.contains("/members/")));
     rig.stop().await;
 }

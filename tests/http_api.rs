@@ -252,7 +252,7 @@ async fn seed_002_actions_approved_on_telegram_with_a_signed_callback() {
     let labels: Vec<&str> = card["reply_markup"]["inline_keyboard"][0].as_array().unwrap().iter().filter_map(|b| b["text"].as_str()).collect();
     assert_eq!(labels, ["✅ Approve", "❌ Reject", "💬 Comment"], "the allowed decisions (edit is not), and a comment");
     let toast = api.tg_click(OPS, id_of(&card), "Approve", &ana()).await;
-    assert_eq!(toast["text"], "Sent");
+    assert_eq!(toast["text"], "Decision saved");
 
     let state = api.decided("trade-1").await;
     assert_eq!(state["status"], "resolved");
@@ -612,6 +612,8 @@ async fn chat_turn_routed_to_an_approvers_dm() {
         s.backend.url = url;
         s.discord.enabled = false;
         s.access.approvers = vec!["telegram:3003".into()];
+        // The requester may talk to the agent.
+        s.access.users = vec!["telegram:1001".into()];
         s.routing.target = hitl_bridge::config::RouteTarget::Dm;
     })
     .await;

@@ -8,76 +8,52 @@ use hitl_bridge::interaction::{AccessPolicy, Actor, Applied, Draft, Interaction,
 use hitl_bridge::protocol::{ActionRequest, Command, Decision, Reply};
 use hitl_bridge::store::{AuditEntry, ChatKey, MessageRef, Store, StoreError};
 use serde_json::{Value, json};
-use sqlx::any::AnyPoolOptions;
-use sqlx::{AnyPool, AssertSqlSafe};
 
-const POSTGRES_ENV: &str = "HITL_BRIDGE_TEST_POSTGRES_URL";
+#[path = "support/test_db.rs"]
+mod test_db;
+
+use test_db::{TestDatabase, execute};
 
 // ---------------------------------------------------------------------------------
 // Databases
 // ---------------------------------------------------------------------------------
 
-/// A store on a database of its own, and what to clean up afterwards.
+/// A store on a database of its own.
 struct TestDb {
-    url: String,
+    db: TestDatabase,
     store: Store,
-    cleanup: Cleanup,
-}
-
-enum Cleanup {
-    /// Removed when dropped.
-    Dir(#[allow(dead_code)] tempfile::TempDir),
-    Schema { admin: AnyPool, name: String },
 }
 
 impl TestDb {
     async fn sqlite() -> TestDb {
-        let dir = tempfile::tempdir().expect("temp dir");
-        // A directory that does not exist yet: connect must create it.
-        let url = format!("sqlite://{}/data/hitl-bridge.db", dir.path().display());
-        let store = Store::connect(&url).await.expect("open SQLite store");
-        TestDb { url, store, cleanup: Cleanup::Dir(dir) }
+        TestDb::on(TestDatabase::sqlite()).await
     }
 
     /// `None` (after saying why) when no PostgreSQL is configured.
     async fn postgres() -> Option<TestDb> {
-        let Ok(base) = std::env::var(POSTGRES_ENV) else {
-            eprintln!("skipping postgres: {POSTGRES_ENV} unset");
-            return None;
-        };
-        sqlx::any::install_default_drivers();
-        let admin = AnyPoolOptions::new().max_connections(1).connect(&base).await.expect("connect to PostgreSQL");
-        // A schema per test, so tests running in parallel never see each other's rows.
-        let name = format!("t_{}", uuid::Uuid::new_v4().simple());
-        execute(&admin, &format!("CREATE SCHEMA {name}")).await;
-        let separator = if base.contains('?') { '&' } else { '?' };
-        let url = format!("{base}{separator}options=-c%20search_path%3D{name}");
-        let store = Store::connect(&url).await.expect("open PostgreSQL store");
-        Some(TestDb { url, store, cleanup: Cleanup::Schema { admin, name } })
+        Some(TestDb::on(TestDatabase::postgres().await?).await)
+    }
+
+    async fn on(db: TestDatabase) -> TestDb {
+        let store = db.store().await;
+        TestDb { db, store }
     }
 
     /// Closes the store and opens a new one on the same database, like a restart.
     async fn reopen(&mut self) {
         self.store.close().await;
-        self.store = Store::connect(&self.url).await.expect("reopen store");
+        self.store = self.db.store().await;
     }
 
     /// A raw connection, to do what the store never would (corrupt a row).
-    async fn raw(&self) -> AnyPool {
-        AnyPoolOptions::new().max_connections(1).connect(&self.url).await.expect("raw connection")
+    async fn raw(&self) -> sqlx::AnyPool {
+        self.db.raw().await
     }
 
     async fn finish(self) {
         self.store.close().await;
-        if let Cleanup::Schema { admin, name } = self.cleanup {
-            execute(&admin, &format!("DROP SCHEMA {name} CASCADE")).await;
-            admin.close().await;
-        }
+        self.db.finish().await;
     }
-}
-
-async fn execute(pool: &AnyPool, sql: &str) {
-    sqlx::query(AssertSqlSafe(sql.to_owned())).execute(pool).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
 /// Runs each listed test on SQLite and on PostgreSQL.
@@ -125,6 +101,8 @@ suite!(
     pending_in_chat_lists_what_a_chat_shows,
     secrets_are_created_once,
     a_session_lease_has_one_holder,
+    pairing_codes_are_reused_expire_and_pair_once,
+    refused_talk_is_audited_with_where_and_what,
 );
 
 // ---------------------------------------------------------------------------------
@@ -305,7 +283,7 @@ async fn settle_is_first_wins(db: &mut TestDb) {
 
 async fn concurrent_settles_have_one_winner(db: &mut TestDb) {
     // A second replica on the same database.
-    let replica = Store::connect(&db.url).await.expect("second store");
+    let replica = db.db.store().await;
     let created = approval("S", "S_1", T0);
     assert!(db.store.insert_interaction(&created).await.expect("insert"));
 
@@ -580,4 +558,61 @@ async fn unsupported_url_names_only_the_scheme() {
     let err = Store::connect("mysql://root:hunter2@db/hitl").await.expect_err("unsupported");
     assert!(matches!(&err, StoreError::UnsupportedUrl { scheme } if scheme == "mysql"));
     assert!(!err.to_string().contains("hunter2"), "{err}");
+}
+
+/// A stranger asking twice sees the same code; a code expires; approving pairs the
+/// user once (the code is used up), the notice is claimed once, and revoking works.
+async fn pairing_codes_are_reused_expire_and_pair_once(db: &mut TestDb) {
+    use hitl_bridge::store::PairError;
+    let store = &db.store;
+    let mallory = Actor::new("telegram", "2002", "Mallory");
+    let chat = ChatKey::new("telegram", "2002", None);
+    let mut draws = ["AAAAAAAA", "BBBBBBBB", "CCCCCCCC"].into_iter().map(String::from);
+    let hour = 3_600_000;
+    let first = store.pairing_code(&mallory, &chat, "vi", T0, hour, || draws.next().unwrap()).await.unwrap();
+    assert_eq!(first.code, "AAAAAAAA");
+    assert_eq!(first.expires_at_ms, T0 + hour);
+    let again = store.pairing_code(&mallory, &chat, "vi", T0 + 1_000, hour, || draws.next().unwrap()).await.unwrap();
+    assert_eq!(again, first, "asking again while valid shows the same code");
+    assert!(matches!(store.approve_pairing("AAAAAAAA", "cli", T0 + hour, false).await, Err(PairError::Expired(_))));
+    assert!(!store.is_paired(&mallory).await.unwrap());
+    // After expiry a new code is drawn; an unknown code changes nothing.
+    let fresh = store.pairing_code(&mallory, &chat, "vi", T0 + hour, hour, || draws.next().unwrap()).await.unwrap();
+    assert_eq!(fresh.code, "BBBBBBBB");
+    assert!(matches!(store.approve_pairing("ZZZZZZZZ", "cli", T0 + hour, false).await, Err(PairError::Unknown(_))));
+    let paired = store.approve_pairing("BBBBBBBB", "telegram:3003", T0 + hour + 5, false).await.unwrap();
+    assert_eq!((paired.platform.as_str(), paired.user_id.as_str(), paired.user_name.as_str()), ("telegram", "2002", "Mallory"));
+    assert_eq!((paired.chat.clone(), paired.locale.as_str(), paired.paired_by.as_str()), (chat.clone(), "vi", "telegram:3003"));
+    assert!(store.is_paired(&mallory).await.unwrap());
+    assert!(!store.is_paired(&Actor::new("discord", "2002", "Mallory")).await.unwrap(), "pairing is per platform");
+    assert!(matches!(store.approve_pairing("BBBBBBBB", "cli", T0 + hour + 6, false).await, Err(PairError::Unknown(_))), "a code is used once");
+    // Told once, whichever replica asks first.
+    let told = store.claim_unnotified_pairings(T0 + hour + 7).await.unwrap();
+    assert_eq!(told.len(), 1);
+    assert!(store.claim_unnotified_pairings(T0 + hour + 8).await.unwrap().is_empty());
+    db.reopen().await;
+    let store = &db.store;
+    assert_eq!(store.paired_users().await.unwrap().len(), 1, "pairing survives a restart");
+    assert!(store.revoke_pairing("telegram", "2002").await.unwrap());
+    assert!(!store.revoke_pairing("telegram", "2002").await.unwrap());
+    assert!(!store.is_paired(&mallory).await.unwrap());
+}
+
+/// A refused attempt to talk is audited: who, where, what (truncated text).
+async fn refused_talk_is_audited_with_where_and_what(db: &mut TestDb) {
+    let store = &db.store;
+    let mallory = Actor::new("discord", "666", "Mallory");
+    let chat = ChatKey::new("discord", "800", Some("801"));
+    let long = "x".repeat(500);
+    let entry = AuditEntry::for_refused_talk(&mallory, &chat, "message", &long, None, T0);
+    store.append_audit(&entry).await.unwrap();
+    let found = store.refused_attempts(T0).await.unwrap();
+    assert_eq!(found, vec![entry]);
+    let reply = found[0].reply.as_ref().unwrap();
+    assert_eq!(reply["attempted"], "message");
+    assert_eq!(reply["chat"], json!({"platform": "discord", "chat_id": "800", "thread_id": "801"}));
+    assert_eq!(reply["text"].as_str().unwrap().len(), 200);
+    assert_eq!(found[0].outcome, "refused");
+    assert_eq!(found[0].actor.as_ref().unwrap().user_id, "666");
+    assert!(store.refused_attempts(T0 + 1).await.unwrap().is_empty());
 }

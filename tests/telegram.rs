@@ -65,6 +65,8 @@ impl Harness {
         ];
         pairs.extend_from_slice(extra);
         let mut settings = support::settings(&sim, &dir, &pairs);
+        // Thảo may talk to the agent; the stranger may not.
+        settings.access.users = vec![format!("telegram:{}", thao().id)];
         tweak(&mut settings);
         let chat = fake.private_chat(&thao());
         let mut h = Harness { sim, fake, dir, settings, app: None, chat, allow_unmodified: false };
@@ -219,7 +221,7 @@ async fn seed_000_question_wizard() {
     insta::assert_json_snapshot!("seed000_summary", masked_keyboard(&summary));
     assert!(approvals(&h.sim).is_empty(), "nothing is sent before Submit");
     let sent = h.click(id, "Gửi", &thao()).await;
-    assert_eq!(sent["text"], "Đã gửi");
+    assert_eq!(sent["text"], "Đã lưu quyết định");
     let done = h.message_shows(id, "bởi Thảo").await;
     assert_eq!(
         without_clock(&done),
@@ -262,7 +264,7 @@ async fn seed_002_approve() {
     assert!(text.contains("⏰ Hạn trả lời: "), "{text}");
     insta::assert_json_snapshot!("seed002_approval", masked_keyboard(&m));
     let answer = h.click(id_of(&m), "Duyệt", &thao()).await;
-    assert_eq!(answer["text"], "Đã gửi");
+    assert_eq!(answer["text"], "Đã lưu quyết định");
     let done = h.message_shows(id_of(&m), "✅ Duyệt bởi Thảo lúc").await;
     assert_eq!(
         without_clock(&done),
@@ -341,7 +343,7 @@ async fn two_actions() {
     assert_eq!(h.click(id, "Từ chối #2", &thao()).await["text"], "Đã lưu");
     let decided = h.message_shows(id, "→ ❌ Từ chối").await;
     insta::assert_json_snapshot!("two_actions_decided", masked_keyboard(&decided));
-    assert_eq!(h.click(id, "Gửi", &thao()).await["text"], "Đã gửi");
+    assert_eq!(h.click(id, "Gửi", &thao()).await["text"], "Đã lưu quyết định");
     h.message_with("execute_trade: approve; send_report: reject").await;
     let s = session_id(&h.sim);
     assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
@@ -459,7 +461,7 @@ async fn double_click_sends_one_command() {
     let m = h.message_with("execute_trade").await;
     let approve = button(&m, "Duyệt");
     let reject = button(&m, "Từ chối");
-    assert_eq!(h.click_data(id_of(&m), &approve, &thao()).await["text"], "Đã gửi");
+    assert_eq!(h.click_data(id_of(&m), &approve, &thao()).await["text"], "Đã lưu quyết định");
     let second = h.click_data(id_of(&m), &reject, &thao()).await;
     let text = second["text"].as_str().unwrap();
     assert!(text.starts_with("Đã được Thảo quyết định lúc "), "{text}");
@@ -599,7 +601,7 @@ async fn chat_locale_overrides_the_users_language() {
     assert!(m["text"].as_str().unwrap().starts_with("🔐 <b>需要审批</b>"), "{}", m["text"]);
     let labels: Vec<&str> = m["reply_markup"]["inline_keyboard"][0].as_array().unwrap().iter().filter_map(|b| b["text"].as_str()).collect();
     assert_eq!(labels, ["✅ 批准", "❌ 拒绝", "✏️ 编辑", "💬 评论"]);
-    assert_eq!(h.click(id_of(&m), "批准", &thao()).await["text"], "已发送");
+    assert_eq!(h.click(id_of(&m), "批准", &thao()).await["text"], "决定已保存");
     h.finish().await;
 }
 
@@ -682,7 +684,8 @@ async fn long_args_are_attached_as_a_json_document() {
     ])
     .expect("settings");
     let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
-    let telegram = hitl_bridge::platform::telegram::start(&settings, engine, TokenSigner::new(b"k")).expect("starts");
+    let store = hitl_bridge::store::Store::connect("sqlite::memory:").await.expect("store");
+    let telegram = hitl_bridge::platform::telegram::start(&settings, engine, TokenSigner::new(b"k"), store).await.expect("starts");
     let rows: Vec<String> = (0..2000).map(|n| format!("row {n}")).collect();
     let i = interaction(vec![ActionRequest { name: "bulk_insert".into(), args: json!({"rows": rows}), description: None, tool_use_id: None }]);
     let key = hitl_bridge::store::ChatKey::new("telegram", &chat.to_string(), None);
@@ -761,4 +764,162 @@ fn approval_text_in_english() {
     }]);
     let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
     assert_eq!(r.text, "🔐 <b>Approval needed</b>\n\n<b>execute_trade</b>\nBuy VNM shares\nArguments:\n<pre>{\n  \"symbol\": \"VNM\",\n  \"quantity\": 100,\n  \"side\": \"buy\",\n  \"price\": 82000\n}</pre>\n⏰ Answer by: 00:10 UTC");
+}
+
+// ---------------------------------------------------------------------------------
+// Who may talk and approve (access.*)
+// ---------------------------------------------------------------------------------
+
+/// The `message` commands the agent received, as `(user id, text)`.
+fn agent_messages(sim: &SimHandle) -> Vec<(String, String)> {
+    sim.commands()
+        .into_iter()
+        .filter(|c| c["type"] == "message")
+        .map(|c| (c["user"]["id"].as_str().unwrap_or_default().to_owned(), c["content"][0]["text"].as_str().unwrap_or_default().to_owned()))
+        .collect()
+}
+
+/// Waits for a bot message in `chat` whose text contains `needle`.
+async fn bot_says(h: &Harness, chat: i64, needle: &str) -> Value {
+    wait_until(|| async { h.fake.bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+}
+
+/// The 8-character code in a pairing notice ("… pairing code is ABCD2345 …").
+fn pairing_code_in(message: &Value) -> String {
+    let text = message["text"].as_str().expect("text");
+    let at = text.find("code is ").expect("a code in the notice") + "code is ".len();
+    text[at..at + 8].to_owned()
+}
+
+/// A stranger's message and commands are refused in their language and audited, and
+/// nothing reaches the agent; the allowlisted user's message does.
+#[tokio::test]
+async fn strangers_are_refused_and_audited_and_reach_nothing() {
+    let h = Harness::start(20, &[]).await;
+    let mallory = h.fake.private_chat(&stranger());
+    h.fake.push_message(mallory, &stranger(), "trade", None, None);
+    let refusal = bot_says(&h, mallory, "not allowed to talk").await;
+    assert_eq!(refusal["text"], "⛔ You are not allowed to talk to this agent. Ask an admin to add you.");
+    // /start and /help answer with the same refusal, never silently; /new changes nothing.
+    for command in ["/start", "/new", "/pending"] {
+        h.fake.push_message(mallory, &stranger(), command, None, None);
+    }
+    wait_until(|| async { (h.fake.bot_messages(mallory).len() == 4).then_some(()) }).await;
+    assert!(h.fake.bot_messages(mallory).iter().all(|m| m["text"] == refusal["text"]), "{:?}", h.fake.bot_messages(mallory));
+    // Another language, another refusal text.
+    let minh = User::new(2003, "Minh", Some("vi"));
+    let minh_chat = h.fake.private_chat(&minh);
+    h.fake.push_message(minh_chat, &minh, "giao dịch", None, None);
+    bot_says(&h, minh_chat, "Bạn không được phép trò chuyện với tác tử này").await;
+
+    // Thảo is on the allowlist: her message is the only one the agent ever got.
+    h.say("xin chào");
+    wait_until(|| async { (!agent_messages(&h.sim).is_empty()).then_some(()) }).await;
+    assert_eq!(agent_messages(&h.sim), vec![("1001".to_owned(), "xin chào".to_owned())]);
+
+    let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
+    let refused = store.refused_attempts(0).await.unwrap();
+    let seen: Vec<(String, String, String)> = refused
+        .iter()
+        .map(|e| {
+            let reply = e.reply.as_ref().unwrap();
+            (e.actor.as_ref().unwrap().user_id.clone(), reply["attempted"].as_str().unwrap().to_owned(), reply["text"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    let row = |user: &str, attempted: &str, text: &str| (user.to_owned(), attempted.to_owned(), text.to_owned());
+    assert_eq!(
+        seen,
+        vec![row("2002", "message", "trade"), row("2002", "command", "/start"), row("2002", "command", "/new"), row("2002", "command", "/pending"), row("2003", "message", "giao dịch")]
+    );
+    assert_eq!(refused[0].reply.as_ref().unwrap()["chat"]["chat_id"], json!(mallory.to_string()));
+    store.close().await;
+    h.finish().await;
+}
+
+/// Pairing: a stranger gets a code (the same one when asking again), the library
+/// function behind `hitl-bridge pair` approves it, the user is told, and their next
+/// message reaches the agent. The code cannot be used twice.
+#[tokio::test]
+async fn pairing_code_approved_from_the_cli_lets_the_stranger_talk() {
+    let h = Harness::start_with(20, &[], |s| s.access.pairing = true).await;
+    let mallory = h.fake.private_chat(&stranger());
+    h.fake.push_message(mallory, &stranger(), "hello", None, None);
+    let notice = bot_says(&h, mallory, "pairing code is").await;
+    let code = pairing_code_in(&notice);
+    assert!(code.bytes().all(|b| hitl_bridge::interaction::admission::CODE_ALPHABET.contains(&b)), "{code}");
+    h.fake.push_message(mallory, &stranger(), "hello again", None, None);
+    wait_until(|| async { (h.fake.bot_messages(mallory).len() == 2).then_some(()) }).await;
+    assert_eq!(pairing_code_in(&h.fake.bot_messages(mallory)[1]), code, "the same code while it is valid");
+    assert!(agent_messages(&h.sim).is_empty());
+
+    use hitl_bridge::pairing::{PairCommand, run_cli};
+    let printed = run_cli(&h.settings, &PairCommand::Approve(code.to_lowercase())).await.unwrap();
+    assert_eq!(printed, "paired Mallory (telegram:2002); they may now talk to the agent");
+    let again = run_cli(&h.settings, &PairCommand::Approve(code.clone())).await.unwrap_err();
+    assert!(again.to_string().contains(&format!("no pairing code {code}")), "{again}");
+    // The running bridge tells them (it rescans the store every few seconds).
+    bot_says(&h, mallory, "you may now talk to the agent").await;
+    h.fake.push_message(mallory, &stranger(), "trade", None, None);
+    wait_until(|| async { (!agent_messages(&h.sim).is_empty()).then_some(()) }).await;
+    assert_eq!(agent_messages(&h.sim), vec![("2002".to_owned(), "trade".to_owned())]);
+    let listed = run_cli(&h.settings, &PairCommand::List).await.unwrap();
+    assert!(listed.starts_with("telegram:2002\tMallory\tpaired by cli at "), "{listed}");
+    h.finish().await;
+}
+
+/// `/pair CODE` works in an admin chat and is refused anywhere else (the code stays
+/// unused); the admin gets a confirmation and the paired user a notice.
+#[tokio::test]
+async fn pair_command_only_in_admin_chats() {
+    const ADMINS: i64 = -100999;
+    let h = Harness::start_with(20, &[], |s| {
+        s.access.pairing = true;
+        s.access.admin_chats = vec![format!("telegram:{ADMINS}")];
+    })
+    .await;
+    let mallory = h.fake.private_chat(&stranger());
+    h.fake.push_message(mallory, &stranger(), "hello", None, None);
+    let code = pairing_code_in(&bot_says(&h, mallory, "pairing code is").await);
+    // Thảo may talk, but her private chat is not an admin chat.
+    h.say(&format!("/pair {code}"));
+    h.message_with("⛔ /pair chỉ dùng được trong nhóm quản trị (access.admin_chats).").await;
+    let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
+    assert!(store.paired_users().await.unwrap().is_empty());
+    let ops = User::new(3003, "Ops", Some("en"));
+    h.fake.group(ADMINS, "admins", false);
+    h.fake.push_message(ADMINS, &ops, "/pair nope", None, None);
+    bot_says(&h, ADMINS, "No pairing code nope is waiting").await;
+    h.fake.push_message(ADMINS, &ops, &format!("/pair@hitl_test_bot {code}"), None, None);
+    bot_says(&h, ADMINS, "✅ Paired Mallory (telegram:2002): they may now talk to the agent.").await;
+    bot_says(&h, mallory, "✅ An admin approved your pairing code: you may now talk to the agent.").await;
+    assert_eq!(store.paired_users().await.unwrap()[0].paired_by, "telegram:3003");
+    h.fake.push_message(mallory, &stranger(), "trade", None, None);
+    wait_until(|| async { (!agent_messages(&h.sim).is_empty()).then_some(()) }).await;
+    assert_eq!(agent_messages(&h.sim), vec![("2002".to_owned(), "trade".to_owned())]);
+    store.close().await;
+    h.finish().await;
+}
+
+/// Four eyes: with `access.self_approval = false` the requester's Approve is refused
+/// with an alert and changes nothing; a configured approver's Approve decides.
+#[tokio::test]
+async fn four_eyes_refuses_the_requesters_approve() {
+    let h = Harness::start_with(20, &[], |s| {
+        s.access.self_approval = false;
+        s.access.approvers = vec!["telegram:3003".into()];
+    })
+    .await;
+    h.say("trade");
+    let m = h.message_with("execute_trade").await;
+    let answer = h.click(id_of(&m), "Duyệt", &thao()).await;
+    assert_eq!(answer["show_alert"], true);
+    assert_eq!(answer["text"], "Bạn đã khởi tạo lượt này: một người duyệt khác phải quyết định các lệnh công cụ của nó (bốn mắt).");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(approvals(&h.sim).is_empty(), "the requester's click sent nothing");
+    let ops = User::new(3003, "Ops", Some("en"));
+    let answer = h.click(id_of(&m), "Duyệt", &ops).await;
+    assert_ne!(answer["show_alert"], true, "{answer}");
+    let got = wait_approvals(&h.sim, 1).await;
+    assert_eq!(got[0]["decisions"], json!([{"type": "approve"}]));
+    h.finish().await;
 }

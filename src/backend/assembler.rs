@@ -2,6 +2,11 @@
 //! blocks are collected until their stop, approval requests are merged across start
 //! and deltas (PROTOCOL.md §4), tool work is folded into group status lines, and
 //! thinking is dropped. Pure: no IO, so every rule is unit-tested.
+//!
+//! Bounded: a text block keeps at most [`MAX_TEXT_BYTES`] (the rest is counted and
+//! replaced by a "… [truncated N bytes]" marker) and at most [`MAX_OPEN_BLOCKS`] blocks
+//! are open at once, so a runaway agent can neither grow the bridge's memory nor
+//! flood a chat.
 
 use std::collections::HashMap;
 
@@ -9,10 +14,20 @@ use super::{SessionUpdate, ToolGroupStatus, ToolRun, ToolState};
 use crate::interaction::{RequestBuilder, TimeoutDefaults};
 use crate::protocol::{Answers, BackendEvent, ContentBlock, Decision, Delta, Reply};
 
+/// The most a text block keeps, in bytes. Chats split long text into several
+/// messages; past this the agent is running away, not talking.
+pub const MAX_TEXT_BYTES: usize = 64 * 1024;
+
+/// The most blocks open (started, not stopped) at once. Real turns have a handful;
+/// a backend that keeps starting blocks without stopping them gets the extra ones
+/// ignored instead of held forever.
+pub const MAX_OPEN_BLOCKS: usize = 256;
+
 /// A block between its start and stop.
 #[derive(Debug)]
 enum OpenBlock {
-    Text { text: String, is_final: bool },
+    /// `dropped` counts the bytes beyond [`MAX_TEXT_BYTES`] that were not kept.
+    Text { text: String, is_final: bool, dropped: usize },
     Request(RequestBuilder),
     Result { approval_key: String, decisions: Option<Vec<Decision>>, answers: Option<Answers> },
     Timeout { approval_key: String },
@@ -66,8 +81,16 @@ impl Assembler {
 
     fn start(&mut self, index: u64, block: ContentBlock) -> Vec<SessionUpdate> {
         let mut out = Vec::new();
+        if self.open.len() >= MAX_OPEN_BLOCKS && !self.open.contains_key(&index) {
+            tracing::warn!(index, open = self.open.len(), "too many unfinished blocks; ignoring a new one");
+            return out;
+        }
         let open = match block {
-            ContentBlock::Text { text, is_final } => OpenBlock::Text { text, is_final },
+            ContentBlock::Text { text, is_final } => {
+                let (mut kept, mut dropped) = (String::new(), 0);
+                append_capped(&mut kept, &mut dropped, &text);
+                OpenBlock::Text { text: kept, is_final, dropped }
+            }
             ContentBlock::ApprovalRequest { approval_key, mut actions, action_requests, review_configs, timeout_seconds } => {
                 actions.extend(action_requests);
                 OpenBlock::Request(RequestBuilder::start(&approval_key, actions, review_configs, timeout_seconds))
@@ -108,7 +131,7 @@ impl Assembler {
 
     fn delta(&mut self, index: u64, delta: Delta) {
         match self.open.get_mut(&index) {
-            Some(OpenBlock::Text { text, .. }) => text.push_str(delta.text.as_deref().unwrap_or("")),
+            Some(OpenBlock::Text { text, dropped, .. }) => append_capped(text, dropped, delta.text.as_deref().unwrap_or("")),
             Some(OpenBlock::Request(builder)) => builder.apply_delta(delta),
             Some(OpenBlock::Result { decisions, answers, .. }) => {
                 if delta.decisions.is_some() {
@@ -129,7 +152,13 @@ impl Assembler {
             return Vec::new();
         };
         let update = match block {
-            OpenBlock::Text { text, is_final } if !text.is_empty() => SessionUpdate::Text { text, is_final },
+            OpenBlock::Text { mut text, is_final, dropped } if !text.is_empty() => {
+                if dropped > 0 {
+                    tracing::warn!(index, dropped, "a text block exceeded {MAX_TEXT_BYTES} bytes; truncated");
+                    text.push_str(&format!("… [truncated {dropped} bytes]"));
+                }
+                SessionUpdate::Text { text, is_final }
+            }
             OpenBlock::Text { .. } | OpenBlock::Ignored => return Vec::new(),
             OpenBlock::Request(builder) => {
                 let approval_key = builder.approval_key().to_owned();
@@ -173,6 +202,23 @@ impl Assembler {
     }
 }
 
+/// Appends `more` to `text` up to [`MAX_TEXT_BYTES`] (cut on a character boundary),
+/// counting what did not fit in `dropped`.
+fn append_capped(text: &mut String, dropped: &mut usize, more: &str) {
+    // Once something was dropped nothing more is kept, so the text never has a gap.
+    let room = if *dropped > 0 { 0 } else { MAX_TEXT_BYTES.saturating_sub(text.len()) };
+    if more.len() > room {
+        let mut cut = room.min(more.len());
+        while !more.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.push_str(&more[..cut]);
+        *dropped += more.len() - cut;
+    } else {
+        text.push_str(more);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +240,61 @@ mod tests {
         assert!(out.is_empty());
         let out = feed(&mut a, &[json!({"type":"content_block_stop","index":0})]);
         assert_eq!(out, vec![SessionUpdate::Text { text: "Xin chào".into(), is_final: true }]);
+    }
+
+    #[test]
+    fn a_runaway_text_block_is_capped_with_a_marker() {
+        let mut a = Assembler::default();
+        let chunk = "ă".repeat(10_000); // 20 000 bytes, two per character
+        let mut events = vec![json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Start "}})];
+        for _ in 0..10 {
+            events.push(json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":chunk}}));
+        }
+        events.push(json!({"type":"content_block_stop","index":0}));
+        let out = feed(&mut a, &events);
+        let [SessionUpdate::Text { text, .. }] = out.as_slice() else { panic!("{out:?}") };
+        let total = "Start ".len() + 10 * chunk.len();
+        // 65 536 - 6 = 65 530 bytes of "ă" fit: 32 765 characters, none split.
+        let kept = "Start ".len() + 65_530;
+        let expected = format!("Start {}… [truncated {} bytes]", "ă".repeat(32_765), total - kept);
+        assert_eq!(text, &expected);
+        assert!(text.len() < MAX_TEXT_BYTES + 64);
+
+        // The next block starts from nothing again, and a short one is untouched.
+        let out = feed(&mut a, &[
+            json!({"type":"content_block_start","index":1,"content_block":{"type":"text"}}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ok"}}),
+            json!({"type":"content_block_stop","index":1}),
+        ]);
+        assert_eq!(out, vec![SessionUpdate::Text { text: "ok".into(), is_final: false }]);
+    }
+
+    #[test]
+    fn a_huge_start_text_is_capped_on_a_character_boundary() {
+        let mut a = Assembler::default();
+        // Two bytes of "xy" put the cap in the middle of a 3-byte character.
+        let text = format!("xy{}", "漢".repeat(30_000));
+        let out = feed(&mut a, &[
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":text}}),
+            json!({"type":"content_block_stop","index":0}),
+        ]);
+        let [SessionUpdate::Text { text: got, .. }] = out.as_slice() else { panic!("{out:?}") };
+        // 65 534 bytes remain after "xy": 21 844 whole characters (65 532 bytes) fit.
+        assert_eq!(got, &format!("xy{}… [truncated {} bytes]", "漢".repeat(21_844), 3 * (30_000 - 21_844)));
+    }
+
+    #[test]
+    fn blocks_left_open_are_bounded() {
+        let mut a = Assembler::default();
+        for index in 0..(MAX_OPEN_BLOCKS as u64 + 10) {
+            feed(&mut a, &[json!({"type":"content_block_start","index":index,"content_block":{"type":"text","text":"t"}})]);
+        }
+        assert_eq!(a.open.len(), MAX_OPEN_BLOCKS);
+        // An open one still completes; one past the bound was never kept.
+        let first = feed(&mut a, &[json!({"type":"content_block_stop","index":0})]);
+        assert_eq!(first, vec![SessionUpdate::Text { text: "t".into(), is_final: false }]);
+        let ignored = feed(&mut a, &[json!({"type":"content_block_stop","index":MAX_OPEN_BLOCKS as u64 + 5})]);
+        assert!(ignored.is_empty());
     }
 
     #[test]

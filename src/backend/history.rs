@@ -14,40 +14,49 @@ use crate::protocol::{ActionRequest, Command, HistoryBlock, HistoryMessage, Repl
 use crate::store::{Store, StoreError};
 
 /// Reads `template` (with `{session_id}` replaced) and returns what the engine should
-/// learn, if anything. Approval commands the backend already has are dropped from
-/// the outbox first, so they are not sent twice. A history that cannot be read is
-/// logged and skipped: the connection goes on without it.
-pub async fn reconcile(store: &Store, http: &reqwest::Client, template: &str, session_id: &str) -> Result<Option<SessionUpdate>, StoreError> {
+/// learn: the resolved requests, and a `Delivered` for each queued reply the backend
+/// already has. Those replies are dropped from the outbox first, so they are not sent
+/// twice. A history that cannot be read is logged and skipped: the connection goes
+/// on without it, and every unproven command is sent again.
+pub async fn reconcile(store: &Store, http: &reqwest::Client, template: &str, session_id: &str) -> Result<Vec<SessionUpdate>, StoreError> {
     let url = template.replace("{session_id}", session_id);
     let messages: Vec<HistoryMessage> = match fetch(http, &url).await {
         Ok(messages) => messages,
         Err(e) => {
             tracing::warn!(%session_id, %url, error = %e, "cannot read history; continuing without it");
-            return Ok(None);
+            return Ok(Vec::new());
         }
     };
     let resolved = resolved_requests(messages);
     if resolved.is_empty() {
-        return Ok(None);
+        return Ok(Vec::new());
     }
-    drop_answered_commands(store, session_id, &resolved).await?;
-    Ok(Some(SessionUpdate::ResolvedInHistory(resolved)))
+    let delivered = drop_answered_commands(store, session_id, &resolved).await?;
+    let mut updates = vec![SessionUpdate::ResolvedInHistory(resolved)];
+    updates.extend(delivered.into_iter().map(|approval_key| SessionUpdate::Delivered { approval_key }));
+    Ok(updates)
 }
 
 async fn fetch(http: &reqwest::Client, url: &str) -> Result<Vec<HistoryMessage>, reqwest::Error> {
     http.get(url).send().await?.error_for_status()?.json().await
 }
 
-async fn drop_answered_commands(store: &Store, session_id: &str, resolved: &[HistoryResolution]) -> Result<(), StoreError> {
+/// Returns the approval keys whose queued replies were dropped.
+async fn drop_answered_commands(store: &Store, session_id: &str, resolved: &[HistoryResolution]) -> Result<Vec<String>, StoreError> {
+    let mut delivered = Vec::new();
+    let session = store.interactions_in_session(session_id).await?;
     for (_, command) in store.outbox_for_session(session_id).await? {
-        let Command::Approval { approval_key, .. } = &command else { continue };
-        let Some(interaction) = store.interaction_by_key(session_id, approval_key).await? else { continue };
-        if resolved.iter().any(|r| r.matches(&interaction)) {
-            let dropped = store.drop_outbox_for_key(session_id, approval_key).await?;
+        let Command::Approval { approval_key, .. } = command else { continue };
+        let Some(interaction) = session.iter().find(|i| i.approval_key() == approval_key) else { continue };
+        if resolution_for(resolved, interaction, &session).is_some() {
+            let dropped = store.drop_outbox_for_key(session_id, &approval_key).await?;
             tracing::info!(%session_id, %approval_key, dropped, "history shows the backend has this decision; not re-sending");
+            if dropped > 0 {
+                delivered.push(approval_key);
+            }
         }
     }
-    Ok(())
+    Ok(delivered)
 }
 
 /// A request the history marks `isResolved`.
@@ -76,7 +85,21 @@ pub fn resolved_requests(messages: Vec<HistoryMessage>) -> Vec<HistoryResolution
         .collect()
 }
 
+/// The resolution in `resolved` that settles `interaction`, if any. By `approval_key`
+/// when the history carries one. By the requested actions only when no other request
+/// of the session (`session`, every status, including `interaction`) asked the same:
+/// an agent that asks again after a reject would otherwise have its new request taken
+/// for the old, answered one.
+pub fn resolution_for<'a>(resolved: &'a [HistoryResolution], interaction: &Interaction, session: &[Interaction]) -> Option<&'a HistoryResolution> {
+    resolved.iter().find(|r| match &r.approval_key {
+        Some(key) => key == interaction.approval_key(),
+        None => r.matches(interaction) && session.iter().filter(|other| r.matches(other)).count() == 1,
+    })
+}
+
 impl HistoryResolution {
+    /// By `approval_key` when present, else by the requested actions. Callers decide
+    /// with [`resolution_for`], which refuses an ambiguous match by actions.
     pub fn matches(&self, interaction: &Interaction) -> bool {
         if let Some(key) = &self.approval_key {
             return key == interaction.approval_key();
@@ -129,6 +152,25 @@ mod tests {
         assert_eq!(resolved.len(), 2);
         resolved[0].approval_key = Some("session-id_1".into());
         assert!(resolved[0].matches(&seed_interaction()));
+    }
+
+    #[test]
+    fn a_request_asked_again_is_never_matched_by_args_alone() {
+        let first = seed_interaction();
+        let mut again = seed_interaction();
+        again.id = "i2".into();
+        again.request.approval_key = "session-id_2".into();
+        let args = first.request.actions()[0].args.clone();
+        let action = ActionRequest { name: "ask_user_question".into(), args, description: None, tool_use_id: None };
+        let by_args = HistoryResolution { approval_key: None, action_requests: vec![action], reply: None };
+        let resolved = [by_args];
+        assert!(resolution_for(&resolved, &first, std::slice::from_ref(&first)).is_some(), "unique: matched by args");
+        let session = [first.clone(), again.clone()];
+        assert!(resolution_for(&resolved, &again, &session).is_none(), "asked again: args alone do not decide");
+        assert!(resolution_for(&resolved, &first, &session).is_none());
+        let by_key = [HistoryResolution { approval_key: Some("session-id_2".into()), ..resolved[0].clone() }];
+        assert!(resolution_for(&by_key, &again, &session).is_some(), "the key decides");
+        assert!(resolution_for(&by_key, &first, &session).is_none());
     }
 
     #[test]

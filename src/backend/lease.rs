@@ -23,6 +23,11 @@ impl Lease {
         Self { store, owner, period: Duration::from_secs(lease_secs.max(3)) }
     }
 
+    /// This replica's name in the lease table.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
     /// How long a lease lasts without renewal.
     pub fn period(&self) -> Duration {
         self.period

@@ -52,6 +52,10 @@ pub enum SessionUpdate {
     TurnFailed { message: String },
     /// History (after a reconnect) shows these requests resolved.
     ResolvedInHistory(Vec<history::HistoryResolution>),
+    /// The backend has proven it holds the bridge's reply for this request (it answered
+    /// a ping sent after the reply, said `approval_result`, or history shows it). Made
+    /// by the session task, never read from the wire.
+    Delivered { approval_key: String },
 }
 
 /// One collapsible group of tool work.

@@ -2,12 +2,13 @@
 //! supervised task per session that connects while the session has work (an open
 //! turn, pending interactions, or commands in the outbox), holds the replica
 //! [`Lease`] while connected, reconnects with capped exponential backoff, reconciles
-//! from history on every connect, delivers the outbox in order, and relays the
-//! backend's updates to the engine.
+//! from history on every connect, delivers the outbox in order and at least once,
+//! closes the connection when idle, and relays the backend's updates to the engine.
 //!
 //! A backend plugs in as a [`Transport`]: how to open a session's [`Link`], how to write
-//! one command to it and how to read the next updates from it. Everything else lives
-//! here, once. [`SessionConnector`] is the resulting [`Connector`].
+//! one command to it and how to read the next updates from it, including whether they
+//! prove the backend read what was written. Everything else lives here, once.
+//! [`SessionConnector`] is the resulting [`Connector`].
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -21,6 +22,7 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use super::lease::Lease;
+use super::outbox::InFlight;
 use super::{BackendInput, Connector, SessionUpdate, history, outbox};
 use crate::protocol::Command;
 use crate::store::{Store, StoreError};
@@ -71,8 +73,29 @@ pub trait Link: Send {
     fn send(&mut self, command: &Command) -> impl Future<Output = Result<(), LinkError>> + Send;
 
     /// Waits for the next updates; `None` when the backend closed the connection.
-    /// Must be cancel-safe: it is raced against timers and outbox wake-ups.
-    fn recv(&mut self, state: &mut Self::State) -> impl Future<Output = Option<Result<Vec<SessionUpdate>, LinkError>>> + Send;
+    /// Must be cancel-safe: it is raced against timers and outbox wake-ups. A link
+    /// that can tell a half-open connection (no ping answered in time) returns an error.
+    fn recv(&mut self, state: &mut Self::State) -> impl Future<Output = Option<Result<Received, LinkError>>> + Send;
+}
+
+/// What one [`Link::recv`] brought.
+#[derive(Debug, Default, PartialEq)]
+pub struct Received {
+    pub updates: Vec<SessionUpdate>,
+    /// The backend has read the first `n` commands written on this link (e.g. it
+    /// answered a ping sent after the `n`th). Only proven commands leave the outbox.
+    pub proves_first: Option<u64>,
+}
+
+impl Received {
+    pub fn updates(updates: Vec<SessionUpdate>) -> Self {
+        Self { updates, proves_first: None }
+    }
+
+    /// Proof that the first `written` commands of the link were read.
+    pub fn proof(written: u64) -> Self {
+        Self { updates: Vec::new(), proves_first: Some(written) }
+    }
 }
 
 /// Settings shared by every session task.
@@ -81,6 +104,9 @@ pub struct SessionOptions {
     /// GET endpoint in seed 000 history format, `{session_id}` replaced.
     pub history_url: Option<String>,
     pub reconnect_max: Duration,
+    /// An idle session (no open turn, nothing pending, nothing queued, nothing in
+    /// flight) closes its connection after this long.
+    pub idle_close: Duration,
 }
 
 /// A [`Connector`] for any [`Transport`]: serves every session not claimed by a more
@@ -187,7 +213,8 @@ async fn run<T: Transport>(inner: Arc<Inner<T>>, session_id: String, signals: Ar
             Ok(true) => {}
             Ok(false) => {
                 tracing::debug!(%session_id, "another replica holds this session");
-                tokio::time::sleep(inner.lease.period() / 2).await;
+                // Often enough to take over soon after the holder's lease lapses.
+                tokio::time::sleep(inner.lease.renew_every() / 2).await;
                 continue;
             }
             Err(e) => {
@@ -228,18 +255,21 @@ async fn has_work<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Si
 }
 
 /// Runs one connection: reconcile, deliver the outbox, then relay updates until the
-/// backend closes. Outbox deliveries are triggered by `wake` and by a slow poll.
+/// backend closes, the link fails, or the session has been idle for
+/// `options.idle_close`. Outbox deliveries are triggered by `wake` and by a slow poll.
 async fn pump<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals, state: &mut T::State, mut link: T::Link) -> Result<(), LinkError> {
-    if let Some(template) = &inner.options.history_url
-        && let Some(update) = history::reconcile(&inner.store, &inner.http, template, session_id).await?
-    {
-        send_update(inner, session_id, update).await?;
+    if let Some(template) = &inner.options.history_url {
+        for update in history::reconcile(&inner.store, &inner.http, template, session_id).await? {
+            send_update(inner, session_id, update).await?;
+        }
     }
-    flush(inner, session_id, signals, &mut link).await?;
+    let mut in_flight = InFlight::default();
+    flush(inner, session_id, signals, &mut link, &mut in_flight).await?;
     let mut renew = tokio::time::interval(inner.lease.renew_every());
     renew.tick().await; // the first tick is immediate; the lease was just taken
     let mut poll = tokio::time::interval(OUTBOX_POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut idle_since: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             _ = renew.tick() => {
@@ -247,17 +277,21 @@ async fn pump<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signal
                     return Err(LinkError::LeaseLost);
                 }
             }
-            _ = poll.tick() => flush(inner, session_id, signals, &mut link).await?,
-            _ = signals.wake.notified() => flush(inner, session_id, signals, &mut link).await?,
-            received = link.recv(state) => match received {
-                Some(Ok(updates)) => {
-                    for update in updates {
-                        if matches!(update, SessionUpdate::TurnEnded | SessionUpdate::TurnFailed { .. }) {
-                            signals.turn_open.store(false, Ordering::Release);
-                        }
-                        send_update(inner, session_id, update).await?;
+            _ = poll.tick() => {
+                flush(inner, session_id, signals, &mut link, &mut in_flight).await?;
+                if in_flight.is_empty() && !has_work(inner, session_id, signals).await? {
+                    let since = *idle_since.get_or_insert_with(tokio::time::Instant::now);
+                    if since.elapsed() >= inner.options.idle_close {
+                        tracing::info!(%session_id, "idle; closing the backend connection");
+                        return Ok(());
                     }
+                } else {
+                    idle_since = None;
                 }
+            }
+            _ = signals.wake.notified() => flush(inner, session_id, signals, &mut link, &mut in_flight).await?,
+            received = link.recv(state) => match received {
+                Some(Ok(received)) => relay(inner, session_id, signals, received, &mut in_flight).await?,
                 Some(Err(e)) => return Err(e),
                 None => return Ok(()),
             },
@@ -265,9 +299,38 @@ async fn pump<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signal
     }
 }
 
+/// Confirms what the backend proved it read, then hands the updates to the engine.
+async fn relay<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals, received: Received, in_flight: &mut InFlight) -> Result<(), LinkError> {
+    if let Some(written) = received.proves_first {
+        for approval_key in outbox::confirm_first(&inner.store, session_id, in_flight, written).await? {
+            send_update(inner, session_id, SessionUpdate::Delivered { approval_key }).await?;
+        }
+    }
+    for update in received.updates {
+        match &update {
+            SessionUpdate::TurnEnded | SessionUpdate::TurnFailed { .. } => signals.turn_open.store(false, Ordering::Release),
+            // The backend has an outcome for the request: a reply still held for it is
+            // delivered (approval_result) or too late (approval_timeout); either way it
+            // is not sent (again).
+            SessionUpdate::Resolved { approval_key, .. } => {
+                let held_ours = outbox::confirm_key(&inner.store, session_id, approval_key, in_flight).await?;
+                if held_ours {
+                    send_update(inner, session_id, SessionUpdate::Delivered { approval_key: approval_key.clone() }).await?;
+                }
+            }
+            SessionUpdate::TimedOut { approval_key } => {
+                outbox::confirm_key(&inner.store, session_id, approval_key, in_flight).await?;
+            }
+            _ => {}
+        }
+        send_update(inner, session_id, update).await?;
+    }
+    Ok(())
+}
+
 /// Delivers the outbox, noting an open turn when a `message` goes out.
-async fn flush<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals, link: &mut T::Link) -> Result<(), LinkError> {
-    outbox::flush(&inner.store, session_id, link, |command| {
+async fn flush<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals, link: &mut T::Link, in_flight: &mut InFlight) -> Result<(), LinkError> {
+    outbox::flush(&inner.store, &inner.lease, session_id, link, in_flight, |command| {
         if matches!(command, Command::Message { .. }) {
             signals.turn_open.store(true, Ordering::Release);
         }

@@ -1,11 +1,19 @@
 //! The stream-protocol transport (PROTOCOL.md §1–§3): one WebSocket per agent session,
 //! opened by the bridge, one JSON object per text frame in both directions.
 //!
-//! This file owns only the wire: the URL and bearer token, framing, and skipping bad
-//! frames. Turning events into updates is the pure [`Assembler`]'s job; leases,
-//! reconnects, the outbox and history live in [`super::session`].
+//! This file owns only the wire: the URL and bearer token, framing, skipping bad
+//! frames, and liveness. A ping goes out right after every command and every
+//! `backend.ping_secs`; its payload is the number of commands written so far, so its
+//! pong proves the backend read that many (TCP keeps order), even when more were
+//! written meanwhile. A connection
+//! with no frame for `backend.read_timeout_secs` is half-open and is dropped.
+//! Turning events into updates is the pure [`Assembler`]'s job; leases, reconnects,
+//! the outbox and history live in [`super::session`].
+
+use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
+use tokio::time::Instant;
 use secrecy::ExposeSecret;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -13,7 +21,7 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 
 use super::SessionUpdate;
 use super::assembler::Assembler;
-use super::session::{Link, LinkError, Transport};
+use super::session::{Link, LinkError, Received, Transport};
 use crate::config::BackendSettings;
 use crate::interaction::TimeoutDefaults;
 use crate::protocol::{BackendEvent, Command};
@@ -38,6 +46,40 @@ type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<t
 /// One open WebSocket.
 pub struct StreamLink {
     ws: Ws,
+    /// Commands written so far; the payload of every ping.
+    written: u64,
+    ping_every: Duration,
+    read_timeout: Duration,
+    next_ping: Instant,
+    last_frame: Instant,
+}
+
+impl StreamLink {
+    fn new(ws: Ws, settings: &BackendSettings) -> Self {
+        let ping_every = Duration::from_secs(settings.ping_secs.max(1));
+        let now = Instant::now();
+        Self {
+            ws,
+            written: 0,
+            ping_every,
+            read_timeout: Duration::from_secs(settings.read_timeout_secs.max(1)),
+            next_ping: now + ping_every,
+            last_frame: now,
+        }
+    }
+
+    async fn ping(&mut self) -> Result<(), LinkError> {
+        self.next_ping = Instant::now() + self.ping_every;
+        let payload = self.written.to_be_bytes().to_vec();
+        self.ws.send(Message::Ping(payload)).await.map_err(LinkError::transport)
+    }
+
+    /// How many writes a pong proves: the count its ping carried (never more than
+    /// were written, whatever the backend echoes).
+    fn proven_by(&self, payload: &[u8]) -> Option<u64> {
+        let count = u64::from_be_bytes(payload.try_into().ok()?);
+        Some(count.min(self.written))
+    }
 }
 
 impl Transport for StreamTransport {
@@ -61,7 +103,7 @@ impl Transport for StreamTransport {
             request.headers_mut().insert("authorization", value);
         }
         let (ws, _response) = tokio_tungstenite::connect_async(request).await.map_err(LinkError::transport)?;
-        Ok(StreamLink { ws })
+        Ok(StreamLink::new(ws, &self.settings))
     }
 }
 
@@ -70,17 +112,42 @@ impl Link for StreamLink {
 
     async fn send(&mut self, command: &Command) -> Result<(), LinkError> {
         let frame = serde_json::to_string(command).map_err(LinkError::transport)?;
-        self.ws.send(Message::Text(frame)).await.map_err(LinkError::transport)
+        self.ws.send(Message::Text(frame)).await.map_err(LinkError::transport)?;
+        self.written += 1;
+        // Its pong is the proof that the backend read this command.
+        self.ping().await
     }
 
-    async fn recv(&mut self, assembler: &mut Assembler) -> Option<Result<Vec<SessionUpdate>, LinkError>> {
+    async fn recv(&mut self, assembler: &mut Assembler) -> Option<Result<Received, LinkError>> {
         loop {
-            match self.ws.next().await? {
-                Ok(Message::Text(text)) => return Some(Ok(decode(assembler, &text))),
-                Ok(Message::Binary(bytes)) => tracing::warn!(bytes = bytes.len(), "skipping a binary frame"),
-                Ok(Message::Close(_)) => return None,
-                Ok(_) => {} // ping/pong are answered by tungstenite
-                Err(e) => return Some(Err(LinkError::transport(e))),
+            // Cancel-safe: `next` loses nothing when dropped, and the ping schedule
+            // lives in `self`, not in this future.
+            tokio::select! {
+                frame = self.ws.next() => {
+                    self.last_frame = Instant::now();
+                    match frame? {
+                        Ok(Message::Text(text)) => return Some(Ok(Received::updates(decode(assembler, &text)))),
+                        Ok(Message::Pong(payload)) => match self.proven_by(&payload) {
+                            Some(written) => return Some(Ok(Received::proof(written))),
+                            None => tracing::debug!(bytes = payload.len(), "ignoring a pong that answers no ping of ours"),
+                        },
+                        Ok(Message::Binary(bytes)) => tracing::warn!(bytes = bytes.len(), "skipping a binary frame"),
+                        Ok(Message::Close(_)) => return None,
+                        Ok(_) => {} // pings are answered by tungstenite
+                        Err(e) => return Some(Err(LinkError::transport(e))),
+                    }
+                }
+                _ = tokio::time::sleep_until(self.next_ping) => {
+                    if self.last_frame.elapsed() >= self.read_timeout {
+                        return Some(Err(LinkError::Transport(format!(
+                            "no frame from the backend in {} s (not even a pong): the connection is half-open",
+                            self.read_timeout.as_secs()
+                        ))));
+                    }
+                    if let Err(e) = self.ping().await {
+                        return Some(Err(e));
+                    }
+                }
             }
         }
     }

@@ -3,8 +3,10 @@
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::gate::{PairRefusal, Stranger};
 use crate::interaction::{Actor, Interaction, Refusal, UserAction};
-use crate::store::{ApiRequest, ChatKey, MessageRef, StoreError};
+use crate::platform::locale::Locale;
+use crate::store::{ApiRequest, ChatKey, MessageRef, PairedUser, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -14,6 +16,9 @@ pub enum EngineError {
     NoSession,
     #[error("the bridge is shutting down")]
     Stopped,
+    /// The person may not talk to the agent (see [`crate::interaction::admission`]).
+    #[error("you are not allowed to talk to this agent")]
+    NotAdmitted(Stranger),
 }
 
 /// Why an action on an interaction changed nothing.
@@ -63,6 +68,8 @@ pub type PendingShown = Vec<(Interaction, Vec<MessageRef>)>;
 #[derive(Debug)]
 pub enum EngineRequest {
     UserMessage { chat: ChatKey, actor: Actor, text: String, done: oneshot::Sender<Result<String, EngineError>> },
+    Admit { chat: ChatKey, actor: Actor, attempted: &'static str, text: String, locale: Locale, done: oneshot::Sender<Result<(), EngineError>> },
+    Pair { chat: ChatKey, actor: Actor, code: String, done: oneshot::Sender<Result<PairedUser, PairRefusal>> },
     NewSession { chat: ChatKey, done: oneshot::Sender<Result<String, EngineError>> },
     Cancel { chat: ChatKey, actor: Actor, done: oneshot::Sender<Result<(), EngineError>> },
     Act { interaction_id: String, actor: Actor, action: UserAction, done: oneshot::Sender<Result<ActOutcome, ActError>> },
@@ -94,6 +101,23 @@ impl EngineHandle {
     /// A chat message for the agent; returns the session it went to.
     pub async fn user_message(&self, chat: ChatKey, actor: Actor, text: String) -> Result<String, EngineError> {
         self.call(|done| EngineRequest::UserMessage { chat, actor, text, done }).await.unwrap_or(Err(EngineError::Stopped))
+    }
+
+    /// Whether `actor` may talk in `chat` (a message, or a chat command such as `/new`):
+    /// `Err(EngineError::NotAdmitted)` says why not, with a pairing code when pairing
+    /// is on. The refusal is audited. `locale` is the language the platform answers
+    /// them in. [`EngineHandle::user_message`] checks again itself.
+    pub async fn admit(&self, chat: ChatKey, actor: Actor, attempted: &'static str, text: &str, locale: Locale) -> Result<(), EngineError> {
+        let text = text.to_owned();
+        self.call(|done| EngineRequest::Admit { chat, actor, attempted, text, locale, done }).await.unwrap_or(Err(EngineError::Stopped))
+    }
+
+    /// `/pair CODE` from an admin chat.
+    pub async fn pair(&self, chat: ChatKey, actor: Actor, code: &str) -> Result<PairedUser, PairRefusal> {
+        let code = code.to_owned();
+        self.call(|done| EngineRequest::Pair { chat, actor, code, done })
+            .await
+            .unwrap_or(Err(PairRefusal::Stopped))
     }
 
     /// Binds the chat to a fresh session (`/new`).

@@ -4,11 +4,16 @@
 //! Discord retrying a 429) would otherwise hold up every other session. Each chat gets
 //! a task that performs its jobs in the order the engine queued them, so within a chat
 //! a request is always shown before its outcome, and text stays in order.
+//!
+//! A lane ends after a quiet spell, so a chat seen once costs nothing afterwards; at
+//! shutdown every lane finishes what it holds, within a bounded wait.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
 
 use crate::backend::ToolGroupStatus;
 use crate::interaction::Interaction;
@@ -30,10 +35,18 @@ pub enum Job {
     Barrier(oneshot::Sender<()>),
 }
 
+/// How long a lane waits for more work before it ends.
+const IDLE: Duration = Duration::from_secs(120);
+
+struct Lane {
+    jobs: mpsc::UnboundedSender<Job>,
+    task: JoinHandle<()>,
+}
+
 pub struct Lanes {
     store: Store,
     platforms: HashMap<&'static str, Arc<dyn Platform>>,
-    lanes: HashMap<ChatKey, mpsc::UnboundedSender<Job>>,
+    lanes: HashMap<ChatKey, Lane>,
 }
 
 impl Lanes {
@@ -41,23 +54,40 @@ impl Lanes {
         Self { store, platforms: platforms.into_iter().map(|p| (p.name(), p)).collect(), lanes: HashMap::new() }
     }
 
-    /// Queues `job` for `chat`; a chat on a platform that is not enabled is logged and
-    /// skipped.
-    pub fn push(&mut self, chat: &ChatKey, job: Job) {
-        let lane = match self.lanes.get(chat) {
-            Some(lane) if !lane.is_closed() => lane,
-            _ => {
-                let Some(platform) = self.platforms.get(chat.platform.as_str()).cloned() else {
-                    tracing::warn!(platform = %chat.platform, "a chat is bound to a platform that is not enabled");
-                    return;
-                };
-                let (tx, rx) = mpsc::unbounded_channel();
-                tokio::spawn(run(self.store.clone(), platform, chat.clone(), rx));
-                self.lanes.entry(chat.clone()).insert_entry(tx).into_mut()
-            }
+    /// Queues `job` for `chat`. False when the chat is on a platform that is not
+    /// enabled (logged; the job is dropped).
+    pub fn push(&mut self, chat: &ChatKey, job: Job) -> bool {
+        let job = match self.lanes.get(chat) {
+            Some(lane) => match lane.jobs.send(job) {
+                Ok(()) => return true,
+                // The lane ended after a quiet spell: start a new one with the job.
+                Err(mpsc::error::SendError(job)) => job,
+            },
+            None => job,
         };
-        if lane.send(job).is_err() {
-            tracing::error!(chat = %chat.chat_id, "a chat lane stopped; a platform update is lost");
+        let Some(platform) = self.platforms.get(chat.platform.as_str()).cloned() else {
+            tracing::warn!(platform = %chat.platform, "a chat is bound to a platform that is not enabled");
+            return false;
+        };
+        // Forget lanes that ended, so the map holds only live chats.
+        self.lanes.retain(|_, lane| !lane.jobs.is_closed());
+        let (jobs, rx) = mpsc::unbounded_channel();
+        // Cannot fail: the receiver is alive right here.
+        let _ = jobs.send(job);
+        let task = tokio::spawn(run(self.store.clone(), platform, chat.clone(), rx));
+        self.lanes.insert(chat.clone(), Lane { jobs, task });
+        true
+    }
+
+    /// Lets every lane finish the jobs it holds, waiting at most `limit` in all; what
+    /// is left after that is logged and dropped (a request not shown yet is still in
+    /// `pending_shows` and is shown after the restart).
+    pub async fn drain(&mut self, limit: Duration) {
+        let tasks: Vec<JoinHandle<()>> = self.lanes.drain().map(|(_, lane)| lane.task).collect();
+        let waiting = tasks.len();
+        let all = futures_util::future::join_all(tasks);
+        if tokio::time::timeout(limit, all).await.is_err() {
+            tracing::warn!(lanes = waiting, ?limit, "chat lanes did not finish in time; the rest is dropped");
         }
     }
 }
@@ -66,41 +96,71 @@ impl Lanes {
     /// Resolves once the jobs queued so far for `chat` are done.
     pub fn barrier(&mut self, chat: &ChatKey) -> oneshot::Receiver<()> {
         let (reached, wait) = oneshot::channel();
+        // A chat on no enabled platform has nothing queued: the barrier resolves at
+        // once, because its sender is dropped.
         self.push(chat, Job::Barrier(reached));
         wait
     }
 }
 
-/// Performs one chat's jobs in order until the engine drops its lanes.
+/// Performs one chat's jobs in order until the engine drops its lanes or the chat has
+/// been quiet for [`IDLE`].
 async fn run(store: Store, platform: Arc<dyn Platform>, chat: ChatKey, mut jobs: mpsc::UnboundedReceiver<Job>) {
-    while let Some(job) = jobs.recv().await {
-        let result = match &job {
-            Job::Text(text) => platform.send_text(&chat, text).await,
-            Job::ToolStatus(status) => platform.tool_status(&chat, status).await,
-            Job::Notice(text) => platform.send_notice(&chat, text).await,
-            Job::Show(interaction) => show(&store, platform.as_ref(), &chat, interaction).await,
-            Job::Refresh(interaction) => refresh(&store, platform.as_ref(), &chat, interaction).await,
-            Job::Barrier(_) => Ok(()),
+    loop {
+        let job = match tokio::time::timeout(IDLE, jobs.recv()).await {
+            Ok(Some(job)) => job,
+            Ok(None) => return,
+            Err(_) => {
+                // Refuse new jobs first (the engine then starts a new lane), then do
+                // whatever slipped in before that.
+                jobs.close();
+                while let Ok(job) = jobs.try_recv() {
+                    perform(&store, platform.as_ref(), &chat, job).await;
+                }
+                return;
+            }
         };
-        if let Job::Barrier(reached) = job {
-            let _ = reached.send(());
-            continue;
-        }
-        if let Err(e) = result {
-            tracing::error!(platform = platform.name(), chat = %chat.chat_id, error = %e, "platform call failed");
-        }
+        perform(&store, platform.as_ref(), &chat, job).await;
     }
 }
 
+async fn perform(store: &Store, platform: &dyn Platform, chat: &ChatKey, job: Job) {
+    let result = match job {
+        Job::Text(text) => platform.send_text(chat, &text).await,
+        Job::ToolStatus(status) => platform.tool_status(chat, &status).await,
+        Job::Notice(text) => platform.send_notice(chat, &text).await,
+        Job::Show(interaction) => show(store, platform, chat, &interaction).await,
+        Job::Refresh(interaction) => refresh(store, platform, chat, &interaction).await,
+        Job::Barrier(reached) => {
+            let _ = reached.send(());
+            Ok(())
+        }
+    };
+    if let Err(e) = result {
+        tracing::error!(platform = platform.name(), chat = %chat.chat_id, error = %e, "platform call failed");
+    }
+}
+
+/// Shows the interaction and settles its `pending_shows` row: removed with the new
+/// message's reference, or kept with a backoff when the platform refused, so the
+/// engine tries again until it is shown or ends.
 async fn show(store: &Store, platform: &dyn Platform, chat: &ChatKey, interaction: &Interaction) -> Result<(), PlatformError> {
-    if let Some(message_id) = platform.show_interaction(chat, interaction).await? {
-        let message = MessageRef { interaction_id: interaction.id.clone(), chat: chat.clone(), message_id };
-        if let Err(e) = store.add_message_ref(&message).await {
-            // The message is out but cannot be edited later; say so loudly.
-            tracing::error!(error = %e, interaction = %interaction.id, "cannot remember the message showing an interaction");
+    match platform.show_interaction(chat, interaction).await {
+        Ok(message_id) => {
+            let message = message_id.map(|message_id| MessageRef { interaction_id: interaction.id.clone(), chat: chat.clone(), message_id });
+            if let Err(e) = store.shown(&interaction.id, chat, message.as_ref()).await {
+                // The message is out but cannot be edited later; say so loudly.
+                tracing::error!(error = %e, interaction = %interaction.id, "cannot remember the message showing an interaction");
+            }
+            Ok(())
+        }
+        Err(e) => {
+            if let Err(store_error) = store.show_failed(&interaction.id, chat, crate::clock::now_ms(), &e.to_string()).await {
+                tracing::error!(error = %store_error, interaction = %interaction.id, "cannot record a failed show; it is retried after the claim lapses");
+            }
+            Err(e)
         }
     }
-    Ok(())
 }
 
 /// Reads the message references when the job runs, not when it was queued, so a

@@ -5,11 +5,13 @@
 //! update, a timer tick), so two inputs never race on the same interaction inside a
 //! replica; across replicas the store's conditional settle decides who was first.
 
+mod gate;
 mod handle;
 mod lanes;
 pub mod routing;
 
 pub use crate::clock::now_ms;
+pub use gate::{PairRefusal, Stranger, paired_notice};
 pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, PendingShown, PushOutcome};
 
 use std::collections::HashMap;
@@ -18,17 +20,33 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::backend::history::HistoryResolution;
+use crate::backend::history::{self, HistoryResolution};
 use crate::backend::{BackendInput, Connectors, SessionUpdate, ToolGroupStatus};
 use crate::config::{OnExpiry, Settings};
-use crate::interaction::{AccessPolicy, Actor, Applied, Interaction, Origin, Refusal, Request, UserAction};
+use crate::interaction::{AccessPolicy, Actor, Allowlist, Applied, Delivery, Interaction, Origin, Refusal, Request, UserAction};
 use crate::platform::Platform;
 use self::lanes::{Job, Lanes};
 use crate::protocol::{Command, Reply, UserInfo};
-use crate::store::{ApiRequest, AuditEntry, ChatKey, Store};
+use crate::store::{ApiRequest, AuditEntry, ChatKey, ShowClaim, Store};
 
 /// How often deadlines are checked.
 const TICK: Duration = Duration::from_millis(500);
+
+/// A settled interaction whose reply the backend has not proven it read yet is
+/// re-rendered as "saved, not yet delivered" after this long. Usually the proof comes
+/// first and the message is edited once, straight to its final state.
+const DELIVERY_GRACE_MS: i64 = 1000;
+
+/// How often requests that still have to be shown (a failed send, a restart) are
+/// claimed and shown again.
+const SHOW_RETRY: Duration = Duration::from_secs(2);
+
+/// How long this replica's claim on a request it is showing lasts without renewal
+/// (renewed every [`RESCAN`]; given up at shutdown).
+const SHOW_CLAIM_MS: i64 = 30_000;
+
+/// How long a stopping engine waits for the chat lanes to finish their jobs.
+const LANE_DRAIN: Duration = Duration::from_secs(5);
 
 /// How often the store is re-read for work other replicas left: requests they showed
 /// (whose deadlines this replica must also watch) and sessions whose lease lapsed.
@@ -40,12 +58,22 @@ pub struct Engine {
     connectors: Connectors,
     lanes: Lanes,
     policy: AccessPolicy,
+    /// Who may talk to the agent ([`gate`]).
+    allowlist: Allowlist,
+    /// `(platform, chat id)` where `/pair CODE` is accepted.
+    admin_chats: Vec<(String, String)>,
+    pairing_ttl_ms: i64,
     /// Where chat turns' requests are also shown (`routing.target`).
     extra_chats: Vec<ChatKey>,
     grace_ms: i64,
     on_expiry: OnExpiry,
     /// Pending interaction id → deadline, loaded at start and kept in step.
     deadlines: HashMap<String, i64>,
+    /// Settled interactions whose reply is queued and not yet proven delivered: when
+    /// to show them as "not yet delivered" unless the proof arrives first.
+    undelivered: HashMap<String, (i64, Interaction)>,
+    /// This replica's name on the `pending_shows` rows it is sending.
+    show_owner: String,
     requests: mpsc::Receiver<EngineRequest>,
     backend: mpsc::Receiver<BackendInput>,
 }
@@ -67,7 +95,11 @@ impl Engine {
             connectors.deliver(&session);
         }
         let policy = settings.access_policy();
+        gate::warn_if_closed(settings);
         Ok(Self {
+            allowlist: settings.allowlist(),
+            admin_chats: settings.admin_chats(),
+            pairing_ttl_ms: settings.access.pairing_code_secs.saturating_mul(1000) as i64,
             connectors,
             lanes: Lanes::new(store.clone(), platforms),
             store,
@@ -76,6 +108,8 @@ impl Engine {
             grace_ms: settings.timeouts.grace_secs as i64 * 1000,
             on_expiry: settings.timeouts.on_expiry,
             deadlines,
+            undelivered: HashMap::new(),
+            show_owner: uuid::Uuid::new_v4().simple().to_string(),
             requests,
             backend,
         })
@@ -89,6 +123,9 @@ impl Engine {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut rescan = tokio::time::interval(RESCAN);
         rescan.tick().await; // the first tick is immediate; start already did this
+        // The first tick is immediate: after a restart, what was never shown is shown.
+        let mut show_retry = tokio::time::interval(SHOW_RETRY);
+        show_retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             tokio::select! {
                 request = self.requests.recv() => match request {
@@ -105,14 +142,26 @@ impl Engine {
                     if let Err(e) = self.expire_due(now_ms()).await {
                         tracing::error!(error = %e, "deadline check failed");
                     }
+                    self.show_undelivered(now_ms()).await;
                 }
                 _ = rescan.tick() => {
                     if let Err(e) = self.rescan().await {
                         tracing::error!(error = %e, "rescanning the store failed");
                     }
                 }
+                _ = show_retry.tick() => {
+                    if let Err(e) = self.show_due(now_ms()).await {
+                        tracing::error!(error = %e, "cannot claim requests waiting to be shown");
+                    }
+                }
                 _ = &mut shutdown => break,
             }
+        }
+        // Graceful stop: finish what the chats hold, give up claims and leases so a
+        // restarted or other replica carries on at once.
+        self.lanes.drain(LANE_DRAIN).await;
+        if let Err(e) = self.store.release_show_claims(&self.show_owner).await {
+            tracing::warn!(error = %e, "cannot release show claims; they lapse in {} s", SHOW_CLAIM_MS / 1000);
         }
         self.connectors.shutdown().await;
         tracing::info!("engine stopped");
@@ -121,11 +170,34 @@ impl Engine {
     /// Picks up what other replicas started: deadlines to watch, sessions to connect
     /// (the connector only connects those whose lease it can take).
     async fn rescan(&mut self) -> Result<(), EngineError> {
+        let now = now_ms();
+        self.store.renew_show_claims(&self.show_claim(now), now).await?;
         for interaction in self.store.pending_interactions().await? {
             self.deadlines.entry(interaction.id).or_insert(interaction.deadline_ms);
         }
         for session in self.store.sessions_with_work().await? {
             self.connectors.deliver(&session);
+        }
+        self.notify_pairings().await
+    }
+
+    /// A claim on `pending_shows` rows for this replica, from `now`.
+    fn show_claim(&self, now: i64) -> ShowClaim {
+        ShowClaim { owner: self.show_owner.clone(), until_ms: now + SHOW_CLAIM_MS }
+    }
+
+    /// Shows again what still has to appear somewhere: failed sends whose backoff is
+    /// over, and, after a restart, what was never shown.
+    async fn show_due(&mut self, now: i64) -> Result<(), EngineError> {
+        for due in self.store.claim_due_shows(&self.show_claim(now), now).await? {
+            let Some(interaction) = self.store.interaction(&due.interaction_id).await?.filter(|i| i.status.is_pending()) else {
+                self.store.drop_show(&due.interaction_id, &due.chat).await?;
+                continue;
+            };
+            tracing::info!(approval_key = %interaction.approval_key(), platform = %due.chat.platform, chat = %due.chat.chat_id, attempts = due.attempts, "showing a request again");
+            if !self.lanes.push(&due.chat, Job::Show(interaction)) {
+                self.store.drop_show(&due.interaction_id, &due.chat).await?;
+            }
         }
         Ok(())
     }
@@ -147,6 +219,12 @@ impl Engine {
         match request {
             EngineRequest::UserMessage { chat, actor, text, done } => {
                 let _ = done.send(self.user_message(&chat, &actor, &text).await);
+            }
+            EngineRequest::Admit { chat, actor, attempted, text, locale, done } => {
+                let _ = done.send(self.gate(&chat, &actor, attempted, &text, locale).await);
+            }
+            EngineRequest::Pair { chat, actor, code, done } => {
+                let _ = done.send(self.pair_in_chat(&chat, &actor, &code).await);
             }
             EngineRequest::NewSession { chat, done } => {
                 let _ = done.send(self.new_session(&chat).await);
@@ -194,6 +272,9 @@ impl Engine {
     }
 
     async fn user_message(&self, chat: &ChatKey, actor: &Actor, text: &str) -> Result<String, EngineError> {
+        // Platforms ask first (`admit`, in the person's language); this is the check no
+        // platform can skip.
+        self.gate(chat, actor, "message", text, Default::default()).await?;
         let session = self.session_for(chat).await?;
         self.store.set_requester(&session, actor).await?;
         let user = UserInfo { platform: actor.platform.clone(), id: actor.user_id.clone(), name: actor.name.clone() };
@@ -205,13 +286,15 @@ impl Engine {
     /// A request pushed over the HTTP API: stored with its interaction in one
     /// transaction, then shown on its targets. An existing key changes nothing.
     async fn push(&mut self, request: ApiRequest, interaction: Interaction) -> Result<PushOutcome, EngineError> {
-        if let Some(existing) = self.store.create_api_request(&request, &interaction).await? {
+        if let Some(existing) = self.store.create_api_request(&request, &interaction, &self.show_claim(now_ms())).await? {
             return Ok(PushOutcome::Existing(existing));
         }
         tracing::info!(approval_key = %interaction.approval_key(), agent = %request.agent, targets = request.targets.len(), "request pushed");
         self.deadlines.insert(interaction.id.clone(), interaction.deadline_ms);
         for chat in &request.targets {
-            self.lanes.push(chat, Job::Show(interaction.clone()));
+            if !self.lanes.push(chat, Job::Show(interaction.clone())) {
+                self.store.drop_show(&interaction.id, chat).await?;
+            }
         }
         Ok(PushOutcome::Created(interaction))
     }
@@ -250,7 +333,7 @@ impl Engine {
             Ok(applied) => applied,
             Err(refusal) => {
                 tracing::info!(interaction = %interaction_id, user = %actor.user_id, %refusal, "action refused");
-                if refusal == Refusal::NotAllowed {
+                if matches!(refusal, Refusal::NotAllowed | Refusal::SelfApproval) {
                     // Someone who may not answer tried: ops want to know who and what.
                     let entry = AuditEntry::for_refused(&interaction, actor, &action, &refusal.to_string(), now);
                     if let Err(e) = self.store.append_audit(&entry).await {
@@ -295,17 +378,52 @@ impl Engine {
 
     /// Persists a settled interaction with its command and audit entry, then delivers
     /// and re-renders. False when it was already settled (nothing changed).
+    ///
+    /// With a command, the re-render waits for the backend's proof of delivery (or
+    /// [`DELIVERY_GRACE_MS`], after which it shows "saved, not yet delivered").
     async fn settle(&mut self, interaction: &Interaction, command: Option<&Command>, audit: &AuditEntry) -> Result<bool, EngineError> {
-        if !self.store.settle(interaction, command, audit).await? {
+        let mut interaction = interaction.clone();
+        if command.is_some() {
+            interaction.delivery = Delivery::Queued;
+        }
+        if !self.store.settle(&interaction, command, audit).await? {
             return Ok(false);
         }
         self.deadlines.remove(&interaction.id);
+        self.connectors.settled(&interaction);
         if command.is_some() {
             self.connectors.deliver(&interaction.session_id);
+            self.undelivered.insert(interaction.id.clone(), (now_ms() + DELIVERY_GRACE_MS, interaction));
+        } else {
+            self.refresh(&interaction).await;
         }
-        self.connectors.settled(interaction);
-        self.refresh(interaction).await;
         Ok(true)
+    }
+
+    /// Shows as "not yet delivered" what waited longer than the grace for its proof.
+    async fn show_undelivered(&mut self, now: i64) {
+        let due: Vec<String> = self.undelivered.iter().filter(|(_, (at, _))| now >= *at).map(|(id, _)| id.clone()).collect();
+        for id in due {
+            if let Some((_, interaction)) = self.undelivered.remove(&id) {
+                tracing::info!(approval_key = %interaction.approval_key(), session_id = %interaction.session_id, "decision saved; the backend has not confirmed it yet");
+                self.refresh(&interaction).await;
+            }
+        }
+    }
+
+    /// The backend proved it has the reply (`Delivered`) or timed the request out
+    /// before it did (`TooLate`): store that and re-render.
+    async fn delivery_changed(&mut self, session_id: &str, approval_key: &str, delivery: Delivery) -> Result<(), EngineError> {
+        let Some(mut interaction) = self.store.interaction_by_key(session_id, approval_key).await? else { return Ok(()) };
+        if interaction.delivery != Delivery::Queued {
+            return Ok(());
+        }
+        interaction.delivery = delivery;
+        self.store.save_delivery(&interaction).await?;
+        self.undelivered.remove(&interaction.id);
+        tracing::info!(%approval_key, %session_id, ?delivery, "delivery settled");
+        self.refresh(&interaction).await;
+        Ok(())
     }
 
     /// The `approval` command carrying `reply`, when the session's connector takes
@@ -338,11 +456,16 @@ impl Engine {
             }
             SessionUpdate::TimedOut { approval_key } => {
                 let now = now_ms();
-                if let Some(mut interaction) = self.store.interaction_by_key(&session_id, &approval_key).await?
-                    && interaction.expire(now, true)
-                {
-                    self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await?;
+                if let Some(mut interaction) = self.store.interaction_by_key(&session_id, &approval_key).await? {
+                    if interaction.expire(now, true) {
+                        self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await?;
+                    } else {
+                        self.delivery_changed(&session_id, &approval_key, Delivery::TooLate { at_ms: now }).await?;
+                    }
                 }
+            }
+            SessionUpdate::Delivered { approval_key } => {
+                self.delivery_changed(&session_id, &approval_key, Delivery::Delivered { at_ms: now_ms() }).await?;
             }
             SessionUpdate::TurnEnded => tracing::debug!(%session_id, "turn ended"),
             SessionUpdate::TurnFailed { message } => {
@@ -363,28 +486,34 @@ impl Engine {
     async fn new_interaction(&mut self, session_id: &str, request: Request) -> Result<(), EngineError> {
         let id = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
         let requester = self.store.requester(session_id).await?;
-        let interaction = Interaction::new(id, session_id.to_owned(), request, requester, now_ms());
-        if !self.store.insert_interaction(&interaction).await? {
+        let now = now_ms();
+        let interaction = Interaction::new(id, session_id.to_owned(), request, requester, now);
+        let mut chats = self.store.chats_for_session(session_id).await?;
+        chats.extend(self.extra_chats.iter().cloned());
+        let chats = routing::dedup(chats);
+        // Stored with the chats it must appear in: shown now, or retried until it is.
+        if !self.store.insert_interaction_to_show(&interaction, &chats, &self.show_claim(now), now).await? {
             tracing::debug!(%session_id, approval_key = %interaction.approval_key(), "request already known; ignoring the replay");
             return Ok(());
         }
         self.deadlines.insert(interaction.id.clone(), interaction.deadline_ms);
-        let mut chats = self.store.chats_for_session(session_id).await?;
-        chats.extend(self.extra_chats.iter().cloned());
-        let chats = routing::dedup(chats);
         if chats.is_empty() {
             tracing::warn!(%session_id, approval_key = %interaction.approval_key(), "no chat is bound to this session; the request waits for its deadline");
         }
         for chat in chats {
-            self.lanes.push(&chat, Job::Show(interaction.clone()));
+            if !self.lanes.push(&chat, Job::Show(interaction.clone())) {
+                self.store.drop_show(&interaction.id, &chat).await?;
+            }
         }
         Ok(())
     }
 
     async fn reconcile(&mut self, session_id: &str, resolved: &[HistoryResolution]) -> Result<(), EngineError> {
         let now = now_ms();
-        for mut interaction in self.store.pending_in_session(session_id).await? {
-            if let Some(found) = resolved.iter().find(|r| r.matches(&interaction))
+        let session = self.store.interactions_in_session(session_id).await?;
+        for interaction in session.iter().filter(|i| i.status.is_pending()) {
+            let mut interaction = interaction.clone();
+            if let Some(found) = history::resolution_for(resolved, &interaction, &session)
                 && interaction.resolve_elsewhere(found.reply.clone(), now)
             {
                 tracing::info!(%session_id, approval_key = %interaction.approval_key(), "resolved while the bridge was away");

@@ -84,6 +84,7 @@ mod tests {
         let approvers = AccessPolicy {
             approver_users: vec![("telegram".into(), "42".into()), ("discord".into(), "77".into()), ("console".into(), "c".into())],
             approver_roles: vec![],
+            four_eyes: false,
         };
         let channels = vec!["telegram:-100/3".to_owned(), "telegram:42".to_owned()];
         let routing = |target| RoutingSettings { target, channels: channels.clone() };

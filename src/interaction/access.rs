@@ -3,6 +3,11 @@
 //! request an agent pushed over the HTTP API ([`Origin::Pushed`]): the approvers it
 //! named; else the configured approvers; else, when none are configured, anyone who
 //! can see it in a target chat. Everyone else is refused.
+//!
+//! Four eyes (`access.self_approval = false`): when approvers are configured, the
+//! requester of a chat turn may no longer decide its tool calls (questions stay theirs
+//! to answer); see [`AccessPolicy::refuses_self_approval`]. Who may *talk* to the agent
+//! at all is [`super::admission`]'s call.
 
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +21,9 @@ pub struct Actor {
     /// Discord role ids of the member, empty elsewhere.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub role_ids: Vec<String>,
+    /// The Discord guild the roles (and the message) belong to, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guild_id: Option<String>,
 }
 
 impl Actor {
@@ -25,6 +33,7 @@ impl Actor {
             user_id: user_id.into(),
             name: name.into(),
             role_ids: Vec::new(),
+            guild_id: None,
         }
     }
 
@@ -40,6 +49,9 @@ pub struct AccessPolicy {
     pub approver_users: Vec<(String, String)>,
     /// Discord role ids.
     pub approver_roles: Vec<String>,
+    /// `access.self_approval = false`: the requester may not decide their own turn's
+    /// tool calls while someone else is configured to.
+    pub four_eyes: bool,
 }
 
 /// Where an interaction came from, which decides who may answer it.
@@ -71,7 +83,8 @@ impl Origin {
         match self {
             Origin::Chat => configured.may_answer(actor, requester),
             Origin::Pushed { approvers: Some(named), .. } => {
-                AccessPolicy { approver_users: named.users.clone(), approver_roles: named.roles.clone() }.may_answer(actor, None)
+                AccessPolicy { approver_users: named.users.clone(), approver_roles: named.roles.clone(), four_eyes: false }
+                    .may_answer(actor, None)
             }
             Origin::Pushed { approvers: None, .. } if configured.is_empty() => true,
             Origin::Pushed { approvers: None, .. } => configured.may_answer(actor, None),
@@ -93,14 +106,22 @@ impl AccessPolicy {
         self.approver_users.is_empty() && self.approver_roles.is_empty()
     }
 
+    /// Whether `actor` is a configured approver (by user id or Discord role).
+    pub fn is_approver(&self, actor: &Actor) -> bool {
+        self.approver_users.iter().any(|(platform, id)| *platform == actor.platform && *id == actor.user_id)
+            || actor.role_ids.iter().any(|role| self.approver_roles.contains(role))
+    }
+
+    /// Four eyes: whether `actor`, having started the turn (`requester`), must leave
+    /// its tool calls to someone else. Only when the option is on and approvers exist
+    /// (otherwise nobody could ever decide).
+    pub fn refuses_self_approval(&self, actor: &Actor, requester: Option<&Actor>) -> bool {
+        self.four_eyes && !self.is_empty() && requester.is_some_and(|r| r.is_same_person(actor))
+    }
+
     /// Whether `actor` may answer an interaction started by `requester`.
     pub fn may_answer(&self, actor: &Actor, requester: Option<&Actor>) -> bool {
-        requester.is_some_and(|r| r.is_same_person(actor))
-            || self
-                .approver_users
-                .iter()
-                .any(|(platform, id)| *platform == actor.platform && *id == actor.user_id)
-            || actor.role_ids.iter().any(|role| self.approver_roles.contains(role))
+        requester.is_some_and(|r| r.is_same_person(actor)) || self.is_approver(actor)
     }
 }
 
@@ -112,6 +133,7 @@ mod tests {
         AccessPolicy {
             approver_users: vec![("telegram".into(), "42".into())],
             approver_roles: vec!["777".into()],
+            four_eyes: false,
         }
     }
 
@@ -159,6 +181,24 @@ mod tests {
         assert!(!pushed(Some(by_role)).allows(&stranger, None, &none));
         // A chat turn never opens to everyone.
         assert!(!Origin::Chat.allows(&stranger, None, &none));
+    }
+
+    #[test]
+    fn four_eyes_needs_the_option_approvers_and_the_requester() {
+        let thao = Actor::new("telegram", "1", "Thảo");
+        let ops = Actor::new("telegram", "42", "Ops");
+        let strict = AccessPolicy { four_eyes: true, ..policy() };
+        assert!(strict.refuses_self_approval(&thao, Some(&thao)));
+        // Another approver, or a request with no requester, is not self-approval.
+        assert!(!strict.refuses_self_approval(&ops, Some(&thao)));
+        assert!(!strict.refuses_self_approval(&thao, None));
+        // Off, or no approvers configured (nobody else could decide): allowed.
+        assert!(!policy().refuses_self_approval(&thao, Some(&thao)));
+        let alone = AccessPolicy { four_eyes: true, ..AccessPolicy::default() };
+        assert!(!alone.refuses_self_approval(&thao, Some(&thao)));
+        // Even a requester who is a configured approver themselves.
+        let ops_asked = AccessPolicy { four_eyes: true, ..policy() };
+        assert!(ops_asked.refuses_self_approval(&ops, Some(&ops)));
     }
 
     #[test]

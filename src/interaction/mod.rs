@@ -6,6 +6,7 @@
 //! shapes, answer encoding, who may answer, first decision wins) lives here.
 
 pub mod access;
+pub mod admission;
 pub mod answers;
 pub mod decisions;
 pub mod question;
@@ -13,8 +14,9 @@ pub mod request;
 pub mod state;
 
 pub use access::{AccessPolicy, Actor, Approvers, Origin};
+pub use admission::{Allowlist, Verdict};
 pub use answers::{AnswerDraft, NO_PREFERENCE, selected_labels};
 pub use decisions::DecisionDraft;
 pub use question::{FreeText, Question, QuestionError, QuestionOption};
 pub use request::{Action, Request, RequestBuilder, RequestError, RequestKind, TimeoutDefaults};
-pub use state::{Applied, Decider, Draft, Interaction, Refusal, Status, UserAction};
+pub use state::{Applied, Decider, Delivery, Draft, Interaction, Refusal, Status, UserAction};

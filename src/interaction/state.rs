@@ -93,6 +93,9 @@ pub enum Draft {
 pub enum Refusal {
     #[error("you are not allowed to answer this request")]
     NotAllowed,
+    /// Four eyes: the requester may not decide their own turn's tool calls.
+    #[error("you started this turn; another approver must decide its tool calls")]
+    SelfApproval,
     #[error("already decided by {by}")]
     AlreadyDecided { by: String, at_ms: i64 },
     #[error("this request has expired")]
@@ -150,6 +153,31 @@ pub struct Interaction {
     pub status: Status,
     /// What was sent (or received from elsewhere) when it resolved.
     pub reply: Option<Reply>,
+    /// Whether `reply` has reached the backend, when the bridge sends it.
+    #[serde(default, skip_serializing_if = "Delivery::is_none")]
+    pub delivery: Delivery,
+}
+
+/// Where the bridge's reply to the backend is. Shown to people, so a decision that
+/// could not reach the agent yet never reads as done.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Delivery {
+    /// Nothing to deliver (no reply, or the agent reads it itself over the HTTP API).
+    #[default]
+    None,
+    /// Saved in the outbox; the backend has not proven it read it yet.
+    Queued,
+    /// The backend proved it has the reply.
+    Delivered { at_ms: i64 },
+    /// The backend timed the request out before the reply reached it.
+    TooLate { at_ms: i64 },
+}
+
+impl Delivery {
+    pub fn is_none(&self) -> bool {
+        matches!(self, Delivery::None)
+    }
 }
 
 impl Interaction {
@@ -161,7 +189,7 @@ impl Interaction {
             }
         };
         let deadline_ms = now_ms.saturating_add((request.timeout_secs as i64).saturating_mul(1000));
-        Self { id, session_id, request, created_at_ms: now_ms, deadline_ms, requester, origin: Origin::Chat, draft, status: Status::Pending, reply: None }
+        Self { id, session_id, request, created_at_ms: now_ms, deadline_ms, requester, origin: Origin::Chat, draft, status: Status::Pending, reply: None, delivery: Delivery::None }
     }
 
     pub fn approval_key(&self) -> &str {
@@ -174,6 +202,13 @@ impl Interaction {
     pub fn may_act(&self, actor: &Actor, policy: &AccessPolicy, now_ms: i64) -> Result<(), Refusal> {
         if !self.origin.allows(actor, self.requester.as_ref(), policy) {
             return Err(Refusal::NotAllowed);
+        }
+        // Four eyes covers tool calls only: the requester still answers questions.
+        if matches!(self.origin, Origin::Chat)
+            && matches!(self.request.kind, RequestKind::Approval { .. })
+            && policy.refuses_self_approval(actor, self.requester.as_ref())
+        {
+            return Err(Refusal::SelfApproval);
         }
         match &self.status {
             Status::Pending if now_ms >= self.deadline_ms => Err(Refusal::Expired),

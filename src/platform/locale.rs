@@ -1,7 +1,7 @@
 //! Every string the bridge writes itself (buttons, notices, outcomes), in English,
 //! Vietnamese and Chinese. Agent text and question text are never translated.
 
-use crate::interaction::{Decider, Interaction, Refusal, Status};
+use crate::interaction::{Decider, Delivery, Interaction, Refusal, Status};
 use crate::protocol::{Decision, Reply};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -22,6 +22,15 @@ impl Locale {
             "vi" => Some(Locale::Vi),
             "zh" => Some(Locale::Zh),
             _ => None,
+        }
+    }
+
+    /// The code stored and configured for this locale.
+    pub fn code(self) -> &'static str {
+        match self {
+            Locale::En => "en",
+            Locale::Vi => "vi",
+            Locale::Zh => "zh",
         }
     }
 
@@ -55,6 +64,8 @@ pub enum Msg {
     TextPrompt,
     Saved,
     Sent,
+    /// The toast for a final click: stored durably; delivery follows.
+    DecisionSaved,
     UnknownButton,
     ArgsAttached,
     NewSession,
@@ -129,6 +140,9 @@ pub fn text(locale: Locale, msg: Msg) -> &'static str {
         (Saved, En) => "Saved",
         (Saved, Vi) => "Đã lưu",
         (Saved, Zh) => "已保存",
+        (DecisionSaved, En) => "Decision saved",
+        (DecisionSaved, Vi) => "Đã lưu quyết định",
+        (DecisionSaved, Zh) => "决定已保存",
         (Sent, En) => "Sent",
         (Sent, Vi) => "Đã gửi",
         (Sent, Zh) => "已发送",
@@ -172,6 +186,9 @@ pub fn refusal(locale: Locale, refusal: &Refusal) -> String {
         (Refusal::NotAllowed, En) => "You are not allowed to answer this request.".into(),
         (Refusal::NotAllowed, Vi) => "Bạn không được phép trả lời yêu cầu này.".into(),
         (Refusal::NotAllowed, Zh) => "你无权回答此请求。".into(),
+        (Refusal::SelfApproval, En) => "You started this turn: another approver must decide its tool calls (four eyes).".into(),
+        (Refusal::SelfApproval, Vi) => "Bạn đã khởi tạo lượt này: một người duyệt khác phải quyết định các lệnh công cụ của nó (bốn mắt).".into(),
+        (Refusal::SelfApproval, Zh) => "此轮由你发起：须由另一位审批人决定其工具调用（四眼原则）。".into(),
         (Refusal::AlreadyDecided { by, at_ms }, En) => format!("Already decided by {by} at {}.", clock(*at_ms)),
         (Refusal::AlreadyDecided { by, at_ms }, Vi) => format!("Đã được {by} quyết định lúc {}.", clock(*at_ms)),
         (Refusal::AlreadyDecided { by, at_ms }, Zh) => format!("已由 {by} 于 {} 决定。", clock(*at_ms)),
@@ -192,12 +209,94 @@ pub fn refusal(locale: Locale, refusal: &Refusal) -> String {
     }
 }
 
+/// What the bridge says about who may talk to the agent, and about pairing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccessMsg<'a> {
+    /// A stranger, pairing off.
+    NotAllowed,
+    /// A stranger, pairing on: their code and until when it is valid.
+    PairingCode { code: &'a str, expires_at_ms: i64 },
+    /// To the newly paired user.
+    YouArePaired,
+    /// To the admin who paired someone: their name and `platform:user_id`.
+    Paired { name: &'a str, who: &'a str },
+    PairNotAdminChat,
+    PairUsage,
+    PairUnknown { code: &'a str },
+    PairExpired { code: &'a str },
+}
+
+pub fn access_text(locale: Locale, msg: &AccessMsg<'_>) -> String {
+    use AccessMsg::*;
+    use Locale::*;
+    match (msg, locale) {
+        (NotAllowed, En) => "⛔ You are not allowed to talk to this agent. Ask an admin to add you.".into(),
+        (NotAllowed, Vi) => "⛔ Bạn không được phép trò chuyện với tác tử này. Hãy nhờ quản trị viên thêm bạn.".into(),
+        (NotAllowed, Zh) => "⛔ 你无权与此智能体对话。请联系管理员添加你。".into(),
+        (PairingCode { code, expires_at_ms }, En) => format!(
+            "⛔ You are not allowed to talk to this agent yet. Your pairing code is {code} (valid until {}).              Ask an admin to approve it: `hitl-bridge pair {code}`, or /pair {code} in the admin chat.",
+            clock(*expires_at_ms)
+        ),
+        (PairingCode { code, expires_at_ms }, Vi) => format!(
+            "⛔ Bạn chưa được phép trò chuyện với tác tử này. Mã ghép nối của bạn là {code} (hiệu lực đến {}).              Hãy nhờ quản trị viên duyệt: `hitl-bridge pair {code}`, hoặc /pair {code} trong nhóm quản trị.",
+            clock(*expires_at_ms)
+        ),
+        (PairingCode { code, expires_at_ms }, Zh) => format!(
+            "⛔ 你暂时无权与此智能体对话。你的配对码是 {code}（有效期至 {}）。             请管理员批准：`hitl-bridge pair {code}`，或在管理聊天中发送 /pair {code}。",
+            clock(*expires_at_ms)
+        ),
+        (YouArePaired, En) => "✅ An admin approved your pairing code: you may now talk to the agent.".into(),
+        (YouArePaired, Vi) => "✅ Quản trị viên đã duyệt mã ghép nối: giờ bạn có thể trò chuyện với tác tử.".into(),
+        (YouArePaired, Zh) => "✅ 管理员已批准你的配对码：你现在可以与智能体对话了。".into(),
+        (Paired { name, who }, En) => format!("✅ Paired {name} ({who}): they may now talk to the agent."),
+        (Paired { name, who }, Vi) => format!("✅ Đã ghép nối {name} ({who}): giờ họ có thể trò chuyện với tác tử."),
+        (Paired { name, who }, Zh) => format!("✅ 已配对 {name}（{who}）：对方现在可以与智能体对话。"),
+        (PairNotAdminChat, En) => "⛔ /pair only works in an admin chat (access.admin_chats).".into(),
+        (PairNotAdminChat, Vi) => "⛔ /pair chỉ dùng được trong nhóm quản trị (access.admin_chats).".into(),
+        (PairNotAdminChat, Zh) => "⛔ /pair 只能在管理聊天中使用（access.admin_chats）。".into(),
+        (PairUsage, En) => "Usage: /pair CODE".into(),
+        (PairUsage, Vi) => "Cách dùng: /pair MÃ".into(),
+        (PairUsage, Zh) => "用法：/pair 配对码".into(),
+        (PairUnknown { code }, En) => format!("No pairing code {code} is waiting. Check it, or ask the person to send a message again."),
+        (PairUnknown { code }, Vi) => format!("Không có mã ghép nối {code} nào đang chờ. Hãy kiểm tra lại, hoặc nhờ người đó nhắn lại."),
+        (PairUnknown { code }, Zh) => format!("没有等待中的配对码 {code}。请检查，或让对方重新发送消息。"),
+        (PairExpired { code }, En) => format!("Pairing code {code} has expired; ask the person to send a message for a new one."),
+        (PairExpired { code }, Vi) => format!("Mã ghép nối {code} đã hết hạn; hãy nhờ người đó nhắn lại để nhận mã mới."),
+        (PairExpired { code }, Zh) => format!("配对码 {code} 已过期；请让对方重新发送消息以获取新码。"),
+    }
+}
+
 fn numbers(indexes: &[usize]) -> String {
     indexes.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(", ")
 }
 
 /// The outcome line shown when an interaction ends: what, who, when.
+/// The status line of an interaction, with where its reply is when it is not with
+/// the agent yet.
 pub fn outcome(locale: Locale, interaction: &Interaction) -> String {
+    let status = status(locale, interaction);
+    match delivery(locale, interaction.delivery) {
+        Some(delivery) => format!("{status} · {delivery}"),
+        None => status,
+    }
+}
+
+/// Said only while the reply is not known to be with the agent: the message is edited
+/// again once it is.
+fn delivery(locale: Locale, delivery: Delivery) -> Option<String> {
+    use Locale::*;
+    Some(match (delivery, locale) {
+        (Delivery::None | Delivery::Delivered { .. }, _) => return None,
+        (Delivery::Queued, En) => "⏳ saved, not yet delivered to the agent".into(),
+        (Delivery::Queued, Vi) => "⏳ đã lưu, chưa gửi tới agent".into(),
+        (Delivery::Queued, Zh) => "⏳ 已保存，尚未送达智能体".into(),
+        (Delivery::TooLate { .. }, En) => "⚠️ the agent timed out before this reached it".into(),
+        (Delivery::TooLate { .. }, Vi) => "⚠️ agent đã hết thời gian chờ trước khi nhận được".into(),
+        (Delivery::TooLate { .. }, Zh) => "⚠️ 送达前智能体已超时".into(),
+    })
+}
+
+fn status(locale: Locale, interaction: &Interaction) -> String {
     use Locale::*;
     match (&interaction.status, locale) {
         (Status::Pending, _) => text(locale, Msg::Pending).into(),

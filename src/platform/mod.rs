@@ -5,6 +5,7 @@
 //! touches the core. Rendering must respect the platform's limits; deciding what a
 //! click means is the core's job, not the platform's.
 
+pub mod bounded;
 pub mod console;
 pub mod discord;
 pub mod locale;

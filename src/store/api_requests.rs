@@ -8,6 +8,7 @@
 use sqlx::any::AnyRow;
 
 use super::chats::ChatKey;
+use super::shows::{ShowClaim, insert_shows};
 use super::error::{Result, StoreError};
 use super::interactions::insert_interaction;
 use super::json;
@@ -48,7 +49,7 @@ impl Store {
     /// Stores a pushed request with its interaction (and its callback, when it has a
     /// URL) in one transaction. Returns the existing row, changing nothing, when the
     /// approval key is taken.
-    pub async fn create_api_request(&self, row: &ApiRequest, interaction: &Interaction) -> Result<Option<ApiRequest>> {
+    pub async fn create_api_request(&self, row: &ApiRequest, interaction: &Interaction, claim: &ShowClaim) -> Result<Option<ApiRequest>> {
         let mut tx = self.pool.begin().await.map_err(StoreError::query("begin push"))?;
         let done = sqlx::query(
             "INSERT INTO api_requests (approval_key, interaction_id, session_id, client_session, agent, body_hash,
@@ -78,6 +79,7 @@ impl Store {
             tx.rollback().await.map_err(StoreError::query("roll back push"))?;
             return Err(StoreError::WrongState { op: "push", id: row.approval_key.clone(), reason: "an interaction with this key exists" });
         }
+        insert_shows(&mut tx, &interaction.id, &row.targets, claim, row.created_at_ms).await?;
         if let Some(url) = &row.callback_url {
             sqlx::query(
                 "INSERT INTO callback_outbox (approval_key, interaction_id, url, agent, attempts, next_attempt_ms)

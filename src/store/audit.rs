@@ -84,7 +84,46 @@ impl AuditEntry {
     }
 }
 
+impl AuditEntry {
+    /// The entry for someone not allowed to talk to the agent (outcome `refused`, no
+    /// request): who, where (`chat`), what they attempted (`message`, `command`,
+    /// `pair`) and a prefix of what they wrote. `session_id` is the chat's session
+    /// when it has one.
+    pub fn for_refused_talk(actor: &Actor, chat: &super::ChatKey, attempted: &str, text: &str, session_id: Option<&str>, now_ms: i64) -> AuditEntry {
+        /// Enough to see what was tried, without keeping whole pasted documents.
+        const MAX_TEXT_CHARS: usize = 200;
+        let text: String = text.chars().take(MAX_TEXT_CHARS).collect();
+        AuditEntry {
+            at_ms: now_ms,
+            session_id: session_id.unwrap_or_default().to_owned(),
+            approval_key: String::new(),
+            interaction_id: String::new(),
+            actor: Some(actor.clone()),
+            outcome: "refused".to_owned(),
+            reply: Some(serde_json::json!({ "attempted": attempted, "text": text, "chat": chat, "reason": "not allowed to talk to the agent" })),
+            original_args: Value::Array(Vec::new()),
+            edited_args: None,
+            latency_ms: 0,
+            agent: None,
+        }
+    }
+}
+
 impl Store {
+    /// Refused attempts (to answer or to talk) since `since_ms`, oldest first.
+    pub async fn refused_attempts(&self, since_ms: i64) -> Result<Vec<AuditEntry>> {
+        let rows = sqlx::query(
+            "SELECT id, at_ms, session_id, approval_key, interaction_id, actor, outcome, reply,
+                    original_args, edited_args, latency_ms, agent
+             FROM audit_log WHERE outcome = 'refused' AND at_ms >= $1 ORDER BY id",
+        )
+        .bind(since_ms)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("read refused attempts"))?;
+        Ok(rows.iter().map(decode_row).filter_map(skip_corrupt).collect())
+    }
+
     /// Appends one entry on its own (settling writes its entry inside `settle`).
     pub async fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
         insert_audit(&self.pool, entry).await

@@ -45,6 +45,24 @@ const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0004_http_api.sql"),
         include_str!("../../migrations/postgres/0004_http_api.sql"),
     ),
+    (
+        5,
+        "access",
+        include_str!("../../migrations/sqlite/0005_access.sql"),
+        include_str!("../../migrations/postgres/0005_access.sql"),
+    ),
+    (
+        6,
+        "ui state",
+        include_str!("../../migrations/sqlite/0006_ui_state.sql"),
+        include_str!("../../migrations/postgres/0006_ui_state.sql"),
+    ),
+    (
+        8,
+        "pending shows",
+        include_str!("../../migrations/sqlite/0008_pending_shows.sql"),
+        include_str!("../../migrations/postgres/0008_pending_shows.sql"),
+    ),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.

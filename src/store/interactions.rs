@@ -11,6 +11,7 @@ use super::json::{self, skip_corrupt};
 use super::outbox::insert_command;
 use super::row::column;
 use super::chats::ChatKey;
+use super::shows::{ShowClaim, drop_shows, insert_shows};
 use super::Store;
 use crate::interaction::{Interaction, Status};
 use crate::protocol::Command;
@@ -29,6 +30,20 @@ impl Store {
 
     /// One interaction by its short id. An unreadable row is an error here (the caller
     /// asked for exactly this one), unlike in listings where it is skipped.
+    /// Inserts a new interaction with the chats it must be shown in, claimed by the
+    /// caller (who shows it now), in one transaction: a crash cannot leave a request
+    /// that nobody will ever show. False (nothing written) for a replay.
+    pub async fn insert_interaction_to_show(&self, i: &Interaction, chats: &[ChatKey], claim: &ShowClaim, now_ms: i64) -> Result<bool> {
+        let mut tx = self.pool.begin().await.map_err(StoreError::query("begin insert"))?;
+        if !insert_interaction(&mut *tx, i).await? {
+            tx.rollback().await.map_err(StoreError::query("roll back insert"))?;
+            return Ok(false);
+        }
+        insert_shows(&mut tx, &i.id, chats, claim, now_ms).await?;
+        tx.commit().await.map_err(StoreError::query("commit insert"))?;
+        Ok(true)
+    }
+
     pub async fn interaction(&self, id: &str) -> Result<Option<Interaction>> {
         let row = sqlx::query("SELECT id, body FROM interactions WHERE id = $1")
             .bind(id)
@@ -71,8 +86,31 @@ impl Store {
         Ok(decode_rows(&rows))
     }
 
-    /// Stores a changed draft. Returns false if the interaction is no longer pending in
-    /// the database (another replica settled it), so the caller re-reads it.
+    /// Every interaction of the session, whatever its status, oldest first (history
+    /// matching must see requests asked again).
+    pub async fn interactions_in_session(&self, session_id: &str) -> Result<Vec<Interaction>> {
+        let rows = sqlx::query("SELECT id, body FROM interactions WHERE session_id = $1 ORDER BY created_at_ms, id")
+            .bind(session_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StoreError::query("list interactions of a session"))?;
+        Ok(decode_rows(&rows))
+    }
+
+    /// Stores the body of a settled interaction whose delivery state changed. Its
+    /// status column is not touched: a settled interaction stays settled.
+    pub async fn save_delivery(&self, i: &Interaction) -> Result<()> {
+        let body = json::encode(i, "interaction")?;
+        sqlx::query("UPDATE interactions SET body = $1 WHERE id = $2 AND status = $3")
+            .bind(body)
+            .bind(i.id.as_str())
+            .bind(i.status.name())
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("save delivery state"))?;
+        Ok(())
+    }
+
     /// Pending interactions shown by a message in `chat`, oldest first (`/pending`).
     pub async fn pending_in_chat(&self, chat: &ChatKey) -> Result<Vec<Interaction>> {
         let rows = sqlx::query(
@@ -137,6 +175,7 @@ impl Store {
             insert_command(&mut *tx, command, audit.at_ms).await?;
         }
         insert_audit(&mut *tx, audit).await?;
+        drop_shows(&mut tx, &i.id).await?;
         tx.commit().await.map_err(StoreError::query("commit settle"))?;
         Ok(true)
     }

@@ -17,20 +17,7 @@ pub struct MessageRef {
 impl Store {
     /// Remembers a message. Adding the same one twice is harmless (a retried send).
     pub async fn add_message_ref(&self, r: &MessageRef) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO message_refs (interaction_id, platform, chat_id, thread_id, message_id)
-             VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (interaction_id, platform, chat_id, thread_id, message_id) DO NOTHING",
-        )
-        .bind(r.interaction_id.as_str())
-        .bind(r.chat.platform.as_str())
-        .bind(r.chat.chat_id.as_str())
-        .bind(r.chat.thread_column())
-        .bind(r.message_id.as_str())
-        .execute(&self.pool)
-        .await
-        .map_err(StoreError::query("add message ref"))?;
-        Ok(())
+        insert_message_ref(&self.pool, r).await
     }
 
     /// The interaction's messages, in the order they were sent.
@@ -52,4 +39,22 @@ impl Store {
             })
             .collect()
     }
+}
+
+/// Inserts on any executor, so a show can record its message in its transaction.
+pub(super) async fn insert_message_ref<'e>(executor: impl sqlx::AnyExecutor<'e>, r: &MessageRef) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO message_refs (interaction_id, platform, chat_id, thread_id, message_id)
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (interaction_id, platform, chat_id, thread_id, message_id) DO NOTHING",
+    )
+    .bind(r.interaction_id.as_str())
+    .bind(r.chat.platform.as_str())
+    .bind(r.chat.chat_id.as_str())
+    .bind(r.chat.thread_column())
+    .bind(r.message_id.as_str())
+    .execute(executor)
+    .await
+    .map_err(StoreError::query("add message ref"))?;
+    Ok(())
 }

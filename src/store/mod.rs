@@ -1,7 +1,8 @@
 //! The store: everything the bridge must not forget across a restart. Interactions
 //! with their drafts, the platform messages showing them, chat ↔ session bindings,
 //! who started each session's turn, the outbox of commands for the backend, requests
-//! pushed over the HTTP API with the callbacks owed for them, and the audit log.
+//! pushed over the HTTP API with the callbacks owed for them, pairing codes and paired
+//! users, and the audit log.
 //!
 //! One code path serves SQLite (embedded default) and PostgreSQL (several replicas)
 //! through sqlx's Any driver. The store makes no decisions: the core
@@ -19,8 +20,12 @@ mod json;
 mod leases;
 mod messages;
 mod outbox;
+mod pairing;
+pub mod retention;
 mod row;
 mod secrets;
+mod shows;
+mod ui_state;
 
 use sqlx::AnyPool;
 
@@ -30,6 +35,10 @@ pub use chats::ChatKey;
 pub use connect::DEFAULT_URL;
 pub use error::{Result, StoreError};
 pub use messages::MessageRef;
+pub use pairing::{PairError, PairedUser, PairingCode};
+pub use shows::{PendingShow, ShowClaim};
+pub use ui_state::UiState;
+pub use retention::Pruned;
 
 /// A handle to the database. Cheap to clone: clones share one connection pool.
 #[derive(Clone)]

@@ -27,7 +27,26 @@ impl Store {
         Ok(rows.iter().map(decode_row).filter_map(skip_corrupt).collect())
     }
 
-    /// After the command was sent.
+    /// The session's queued commands, oldest first, but only while `owner` holds the
+    /// session's lease at `now_ms`: a replica whose lease lapsed (a long pause, a lost
+    /// database connection) reads nothing, so two replicas never send the same rows.
+    pub async fn outbox_if_leased(&self, session_id: &str, owner: &str, now_ms: i64) -> Result<Vec<(i64, Command)>> {
+        let rows = sqlx::query(
+            "SELECT o.id, o.command FROM outbox o
+             JOIN session_leases l ON l.session_id = o.session_id
+             WHERE o.session_id = $1 AND l.owner = $2 AND l.until_ms >= $3
+             ORDER BY o.id",
+        )
+        .bind(session_id)
+        .bind(owner)
+        .bind(now_ms)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("list outbox under lease"))?;
+        Ok(rows.iter().map(decode_row).filter_map(skip_corrupt).collect())
+    }
+
+    /// Once the backend proved it read the command.
     pub async fn remove_outbox(&self, id: i64) -> Result<()> {
         sqlx::query("DELETE FROM outbox WHERE id = $1")
             .bind(id)

@@ -11,6 +11,10 @@
 //!   the test that caused it.
 //! - [`FakeDiscord::rate_limit_next`] answers the next requests with 429 and
 //!   `retry_after`, as Discord does.
+//! - `GET /guilds/{GUILD_ID}/members/{user}` answers for members added with
+//!   [`FakeDiscord::add_member`], else 404 Unknown Member (code 10007), as Discord does.
+//! - [`FakeDiscord::require_token`] makes it answer 401 to any other bot token, as
+//!   Discord does to a wrong one.
 
 #![allow(dead_code)]
 
@@ -61,6 +65,12 @@ struct Shared {
     identifies: AtomicU32,
     /// Recipient user id → its DM channel id.
     dms: Mutex<HashMap<String, String>>,
+    /// Members of the test guild: user id → (user JSON, role ids).
+    members: Mutex<HashMap<String, (Value, Vec<String>)>>,
+    /// When set, the only bot token accepted.
+    token: Mutex<Option<String>>,
+    /// When set, IDENTIFY is answered by closing the gateway with this code.
+    refuse_identify: Mutex<Option<u16>>,
 }
 
 pub struct FakeDiscord {
@@ -83,6 +93,9 @@ impl FakeDiscord {
             ready: AtomicBool::new(false),
             identifies: AtomicU32::new(0),
             dms: Mutex::new(HashMap::new()),
+            members: Mutex::new(HashMap::new()),
+            token: Mutex::new(None),
+            refuse_identify: Mutex::new(None),
         });
         let app = Router::new().route("/gateway", get(gateway)).fallback(rest).with_state(shared.clone());
         let task = tokio::spawn(async move {
@@ -94,6 +107,12 @@ impl FakeDiscord {
     /// The DM channel the fake opened for `user`, if any.
     pub fn dm_channel(&self, user: &str) -> Option<String> {
         self.shared.dms.lock().unwrap().get(user).cloned()
+    }
+
+    /// Makes `user` a member of the test guild with `roles`.
+    pub fn add_member(&self, user: &Value, roles: &[&str]) {
+        let id = user["id"].as_str().expect("user id").to_owned();
+        self.shared.members.lock().unwrap().insert(id, (user.clone(), roles.iter().map(|r| r.to_string()).collect()));
     }
 
     /// What `discord.api_url` should be.
@@ -118,6 +137,17 @@ impl FakeDiscord {
     /// Answers the next `n` REST requests with 429.
     pub fn rate_limit_next(&self, n: u32) {
         self.shared.rate_limited.store(n, Ordering::SeqCst);
+    }
+
+    /// Accepts only `token` from now on: other tokens get 401, as from Discord.
+    pub fn require_token(&self, token: &str) {
+        *self.shared.token.lock().unwrap() = Some(token.to_owned());
+    }
+
+    /// Closes the gateway with `code` on IDENTIFY from now on, e.g. 4014 (disallowed
+    /// intents: MESSAGE_CONTENT not enabled in the Developer Portal) or 4004 (bad token).
+    pub fn refuse_identify(&self, code: u16) {
+        *self.shared.refuse_identify.lock().unwrap() = Some(code);
     }
 
     /// A fresh snowflake.
@@ -212,6 +242,19 @@ pub fn click(fake: &FakeDiscord, custom_id: &str, message_id: &str, channel: &st
     i
 }
 
+/// A button click in a DM: no guild, no member (so no roles), only the user.
+pub fn dm_click(fake: &FakeDiscord, custom_id: &str, message_id: &str, channel: &str, who: &Value) -> Value {
+    let mut i = click(fake, custom_id, message_id, channel, who, &[]);
+    let object = i.as_object_mut().expect("interaction object");
+    object.remove("guild_id");
+    object.remove("member");
+    object.insert("user".into(), who.clone());
+    object.insert("channel".into(), json!({"id": channel, "type": 1}));
+    object.insert("context".into(), json!(1));
+    object.insert("authorizing_integration_owners".into(), json!({"1": BOT_ID}));
+    i
+}
+
 /// A string select choosing `values`.
 pub fn select(fake: &FakeDiscord, custom_id: &str, values: &[&str], message_id: &str, channel: &str, who: &Value) -> Value {
     let mut i = interaction_base(fake, 3, channel, who, &[], "vi");
@@ -264,6 +307,12 @@ async fn session(mut socket: WebSocket, shared: Arc<Shared>) {
                         if socket.send(WsMessage::Text(ack.to_string().into())).await.is_err() { return }
                     }
                     Some(2) => {
+                        let refusal = *shared.refuse_identify.lock().unwrap();
+                        if let Some(code) = refusal {
+                            let frame = axum::extract::ws::CloseFrame { code, reason: "Disallowed intent(s).".into() };
+                            let _ = socket.send(WsMessage::Close(Some(frame))).await;
+                            return;
+                        }
                         events = Some(shared.events.subscribe());
                         let seq = shared.seq.fetch_add(1, Ordering::SeqCst);
                         let ready = json!({"op":0,"t":"READY","s":seq,"d":{
@@ -333,7 +382,14 @@ async fn rest(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, heade
     } else {
         (serde_json::from_slice(&body).unwrap_or(Value::Null), Vec::new())
     };
-    let (status, answer) = respond(&shared, &method, &path, &body);
+    let expected = shared.token.lock().unwrap().as_ref().map(|t| format!("Bot {t}"));
+    let authorization = headers.get("authorization").and_then(|v| v.to_str().ok());
+    let (status, answer) = match expected {
+        Some(expected) if authorization != Some(expected.as_str()) => {
+            (StatusCode::UNAUTHORIZED, Some(json!({"message":"401: Unauthorized","code":0})))
+        }
+        _ => respond(&shared, &method, &path, &body),
+    };
     let record = Recorded { method: method.to_string(), path: path.clone(), body, files, status: status.as_u16(), response: answer.clone() };
     shared.requests.lock().unwrap().push(record);
     match answer {
@@ -374,6 +430,14 @@ fn respond(shared: &Shared, method: &Method, path: &str, body: &Value) -> (Statu
             let id = shared.dms.lock().unwrap().entry(recipient.clone()).or_insert_with(next).clone();
             (StatusCode::OK, Some(json!({"id": id, "type": 1, "last_message_id": null, "recipients": [user(&recipient, "dm")]})))
         }
+        ("GET", ["guilds", guild, "members", member_id]) => match shared.members.lock().unwrap().get(*member_id) {
+            Some((who, roles)) if *guild == GUILD_ID => {
+                let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
+                (StatusCode::OK, Some(member(who, &roles)))
+            }
+            _ => (StatusCode::NOT_FOUND, Some(json!({"code":10007,"message":"Unknown Member"}))),
+        },
+        ("GET", ["users", "@me"]) => (StatusCode::OK, Some(bot)),
         ("GET", ["channels", channel]) => {
             (StatusCode::OK, Some(json!({"id": channel, "type": 0, "guild_id": GUILD_ID, "name": "general"})))
         }

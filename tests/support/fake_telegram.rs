@@ -5,9 +5,14 @@
 //! until a later `offset` confirms them, as on Telegram), and records every request.
 //!
 //! It rejects what Telegram rejects, with Telegram's error JSON, so a rendering bug
-//! fails a test: callback_data outside 1–64 bytes, empty or over-4096-character text,
+//! fails a test: callback_data outside 1–64 bytes, an inline keyboard of more than 100
+//! buttons or a row of more than 8, empty or over-4096-character text,
 //! an unknown chat or message (to edit or to reply to), an edit that changes nothing. It can also answer the
 //! next calls with 429 and `retry_after`.
+//!
+//! Webhook mode: [`FakeTelegram::deliver`] posts an update to a webhook URL the way
+//! Telegram does (secret header; resent until answered 200), so tests can deliver
+//! updates to several replicas.
 
 #![allow(dead_code)]
 
@@ -68,6 +73,8 @@ struct Inner {
     chats: HashMap<i64, Value>,
     /// (chat id, message id) → the message as last sent or edited.
     messages: HashMap<(i64, i64), Value>,
+    /// The `offset` of every getUpdates call, as it arrived (before any long poll).
+    offsets: Vec<Option<i64>>,
     /// The next this-many send/edit calls are answered with 429.
     throttle: usize,
     retry_after: u64,
@@ -182,11 +189,58 @@ impl FakeTelegram {
         query_id
     }
 
+    /// The update for a click (not queued; for [`FakeTelegram::deliver`]). Returns the
+    /// callback query id and the update.
+    pub fn click_update(&self, chat: i64, user: &User, message_id: i64, data: &str) -> (String, Value) {
+        let mut inner = self.inner();
+        let id = format!("cq-{}", inner.next_callback_id);
+        inner.next_callback_id += 1;
+        let message = inner.messages.get(&(chat, message_id)).cloned().expect("click on a message the fake knows");
+        let update = json!({"callback_query": {"id": id, "from": user.json(), "message": message, "chat_instance": "ci-1", "data": data}});
+        (id, update)
+    }
+
+    /// Delivers `update` to a webhook as Telegram does: numbered, with the secret
+    /// header, and posted again (after a short pause) until the webhook answers 200 or
+    /// `give_up` passes. Returns the update id and how many posts it took.
+    pub async fn deliver(&self, url: &str, secret: &str, mut update: Value, give_up: Duration) -> (i64, usize) {
+        let id = {
+            let mut inner = self.inner();
+            let id = inner.next_update_id;
+            inner.next_update_id += 1;
+            id
+        };
+        update["update_id"] = json!(id);
+        let client = reqwest::Client::new();
+        let deadline = tokio::time::Instant::now() + give_up;
+        let mut posts = 0;
+        loop {
+            posts += 1;
+            let sent = client
+                .post(url)
+                .header("X-Telegram-Bot-Api-Secret-Token", secret)
+                .json(&update)
+                .timeout(Duration::from_secs(60))
+                .send()
+                .await;
+            match sent {
+                Ok(r) if r.status().is_success() => return (id, posts),
+                _ if tokio::time::Instant::now() >= deadline => panic!("webhook {url} never accepted update {id} ({posts} posts)"),
+                _ => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+    }
+
     /// Answers the next `n` send/edit calls with 429 and `retry_after`.
     pub fn throttle_next(&self, n: usize, retry_after: u64) {
         let mut inner = self.inner();
         inner.throttle = n;
         inner.retry_after = retry_after;
+    }
+
+    /// The `offset` of each getUpdates call so far, in arrival order.
+    pub fn offsets(&self) -> Vec<Option<i64>> {
+        self.inner().offsets.clone()
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -266,7 +320,16 @@ fn check_text(text: Option<&str>) -> Result<(), Value> {
     Ok(())
 }
 
+/// Telegram's inline keyboard limits.
+pub const MAX_BUTTONS: usize = 100;
+pub const MAX_BUTTONS_PER_ROW: usize = 8;
+
 fn check_markup(markup: &Value) -> Result<(), Value> {
+    let rows = markup["inline_keyboard"].as_array().cloned().unwrap_or_default();
+    let buttons: usize = rows.iter().map(|r| r.as_array().map_or(0, Vec::len)).sum();
+    if buttons > MAX_BUTTONS || rows.iter().any(|r| r.as_array().map_or(0, Vec::len) > MAX_BUTTONS_PER_ROW) {
+        return Err(error(400, "Bad Request: reply markup is too long"));
+    }
     for row in markup["inline_keyboard"].as_array().into_iter().flatten() {
         for button in row.as_array().into_iter().flatten() {
             if button["text"].as_str().is_none_or(str::is_empty) {
@@ -314,6 +377,7 @@ async fn handle(State(shared): State<Arc<Shared>>, Path((bot, method)): Path<(St
 
 async fn get_updates(shared: &Shared, body: &Value) -> Value {
     let offset = body["offset"].as_i64();
+    shared.inner.lock().unwrap_or_else(|p| p.into_inner()).offsets.push(offset);
     let timeout = body["timeout"].as_u64().unwrap_or(0).min(30);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
     loop {

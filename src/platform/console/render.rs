@@ -1,7 +1,7 @@
 //! Plain-text rendering of interactions for the terminal. Pure functions of the
 //! interaction and the time, so the exact output is easy to test.
 
-use crate::interaction::{Decider, FreeText, Interaction, Question, RequestKind, Status};
+use crate::interaction::{Decider, Delivery, FreeText, Interaction, Question, RequestKind, Status};
 use crate::protocol::{Decision, DecisionType, Reply};
 
 /// `HH:MM:SS UTC` for a unix-ms time.
@@ -88,8 +88,18 @@ pub fn text_prompt(q: &Question) -> String {
     format!("{}: type your answer >", q.free_text_label().unwrap_or("Other"))
 }
 
-/// The line printed when an interaction ends.
+/// The line printed when an interaction ends, and again when its reply reaches the
+/// agent after a delay (the first line said it was not delivered yet).
 pub fn outcome(i: &Interaction) -> String {
+    let status = status(i);
+    match i.delivery {
+        Delivery::Queued => format!("{status} (saved, not yet delivered to the agent)"),
+        Delivery::TooLate { .. } => format!("{status} (the agent timed out before this reached it)"),
+        Delivery::None | Delivery::Delivered { .. } => status,
+    }
+}
+
+fn status(i: &Interaction) -> String {
     let key = i.approval_key();
     match &i.status {
         Status::Pending => format!("… {key} pending"),

@@ -5,11 +5,17 @@
 //! ignored. A chat is a channel, or a thread under its parent channel. With
 //! `discord.thread_per_session` a top-level message in a configured channel opens a
 //! thread and a fresh session for it, so each conversation stays in its own thread.
+//!
+//! Before anything reaches the agent (or a thread is opened) the engine's admission
+//! decides whether the author may talk; a stranger gets the refusal, or their pairing
+//! code, as a reply to their message.
 
-use serenity::all::{Channel, ChannelType, CreateThread, Message, UserId};
+use serenity::all::{Channel, ChannelType, CreateMessage, CreateThread, Message, UserId};
 
-use super::text::truncate;
-use super::{PLATFORM, Shared, handler, rest};
+use super::text::{DMsg, dtext, truncate};
+use super::{PLATFORM, Shared, members, render, rest};
+use crate::engine::EngineError;
+use crate::interaction::Actor;
 use crate::store::ChatKey;
 
 /// Discord's limit on a thread name.
@@ -59,46 +65,74 @@ pub async fn on_message(shared: &Shared, message: &Message, bot: UserId) {
     if text.is_empty() {
         return;
     }
-    let key = if message.guild_id.is_none() {
-        chat(channel, None)
+    // Where the message belongs; a new thread is opened only once the author is admitted.
+    let (key, open_new_thread) = if message.guild_id.is_none() {
+        (chat(channel, None), false)
     } else if configured(channel) {
-        if shared.settings.thread_per_session {
-            match open_thread(shared, message, &text).await {
-                Some(thread) => {
-                    let key = chat(channel, Some(thread));
-                    if let Err(e) = shared.engine.new_session(key.clone()).await {
-                        tracing::error!(error = %e, "cannot start a session for a new thread");
-                        return;
-                    }
-                    key
-                }
-                None => chat(channel, None),
-            }
-        } else {
-            chat(channel, None)
-        }
+        (chat(channel, None), shared.settings.thread_per_session)
     } else if let Some(parent) = shared.thread_parent(channel) {
         // A thread this bridge opened for a session.
-        chat(parent, Some(channel))
+        (chat(parent, Some(channel)), false)
     } else {
         // A thread someone else opened under a configured channel counts as part of
         // it; anywhere else only a mention reaches the agent.
         match thread_parent(shared, channel).await {
-            Some(parent) if configured(parent) || mentioned => chat(parent, Some(channel)),
-            _ if mentioned => chat(channel, None),
+            Some(parent) if configured(parent) || mentioned => (chat(parent, Some(channel)), false),
+            _ if mentioned => (chat(channel, None), false),
             _ => return,
         }
     };
-    // The requester: who may answer what this message starts (roles as in the guild).
-    let mut actor = handler::actor(&message.author, None);
+    // The requester: who may answer what this message starts (roles as in the guild,
+    // or looked up in `discord.guild_id` for a DM).
+    let mut actor = members::person(shared, &message.author, None, message.guild_id).await;
     if let Some(member) = message.member.as_deref() {
         if let Some(nick) = &member.nick {
             actor.name = nick.clone();
         }
         actor.role_ids = member.roles.iter().map(|r| r.get().to_string()).collect();
     }
-    if let Err(e) = shared.engine.user_message(key, actor, text).await {
-        tracing::error!(error = %e, "cannot pass a Discord message to the agent");
+    let locale = shared.locale(None);
+    match shared.engine.admit(key.clone(), actor.clone(), "message", &text, locale).await {
+        Ok(()) => {}
+        Err(EngineError::NotAdmitted(stranger)) => return reply(shared, message, &stranger.notice(locale)).await,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot check who may talk");
+            return reply(shared, message, dtext(locale, DMsg::Internal)).await;
+        }
+    }
+    let key = if open_new_thread {
+        match open_thread(shared, message, &text).await {
+            Some(thread) => {
+                let key = chat(channel, Some(thread));
+                if let Err(e) = shared.engine.new_session(key.clone()).await {
+                    tracing::error!(error = %e, "cannot start a session for a new thread");
+                    return;
+                }
+                key
+            }
+            None => key,
+        }
+    } else {
+        key
+    };
+    to_agent(shared, message, key, actor, text).await;
+}
+
+/// A message for the agent from someone admitted (the engine checks again).
+async fn to_agent(shared: &Shared, message: &Message, key: ChatKey, actor: Actor, text: String) {
+    match shared.engine.user_message(key, actor, text).await {
+        Ok(_) => {}
+        Err(EngineError::NotAdmitted(stranger)) => reply(shared, message, &stranger.notice(shared.locale(None))).await,
+        Err(e) => tracing::error!(error = %e, "cannot pass a Discord message to the agent"),
+    }
+}
+
+/// Answers `message` in its channel, as a reply to it.
+async fn reply(shared: &Shared, message: &Message, text: &str) {
+    let answer = CreateMessage::new().content(truncate(text, render::limits::CONTENT)).reference_message(message);
+    let http = &shared.http;
+    if let Err(e) = rest::retrying("reply", || message.channel_id.send_message(http, answer.clone())).await {
+        tracing::warn!(error = %e, "cannot answer a Discord message");
     }
 }
 

@@ -52,8 +52,10 @@ impl Code {
     }
 
     pub fn parse(code: &str) -> Option<Code> {
+        // Indexes are plain decimal: no sign (`usize::from_str` takes a '+'), bounded.
+        let index = |s: &str| (!s.is_empty() && s.len() <= 4 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<usize>().ok()).flatten();
         let (name, index) = match code.split_once('.') {
-            Some((name, index)) => (name, Some(index.parse::<usize>().ok()?)),
+            Some((name, i)) => (name, Some(index(i)?)),
             None => (code, None),
         };
         Some(match (name, index) {
@@ -94,7 +96,7 @@ mod tests {
 
     #[test]
     fn junk_does_not_parse() {
-        for junk in ["", "ap", "ap.", "ap.x", "ap.-1", "sub.1", "zz.1", "pg.99999999999999999999999"] {
+        for junk in ["", "ap", "ap.", "ap.x", "ap.-1", "ap.+1", "ap. 1", "ap.12345", "sub.1", "zz.1", "pg.99999999999999999999999"] {
             assert_eq!(Code::parse(junk), None, "{junk}");
         }
     }

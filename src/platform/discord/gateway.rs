@@ -2,9 +2,10 @@
 //! messages go to [`chat`](super::chat), interactions to [`handler`](super::handler)
 //! whose first response is posted at once and whose work runs after.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
-use serenity::all::{Command, Context, CreateCommand, EventHandler, GatewayIntents, Interaction, Message, Ready, ShardManager, UserId};
+use serenity::all::{Command, CommandOptionType, Context, CreateCommand, CreateCommandOption, EventHandler, GatewayIntents, Interaction, Message, Ready, ShardManager, UserId};
 use serenity::builder::Builder as _;
 
 use super::text::{DMsg, dtext};
@@ -18,28 +19,46 @@ pub fn intents() -> GatewayIntents {
     GatewayIntents::GUILDS | GatewayIntents::GUILD_MESSAGES | GatewayIntents::DIRECT_MESSAGES | GatewayIntents::MESSAGE_CONTENT
 }
 
-/// `/new`, `/cancel`, `/pending`, described in the three languages.
+/// `/new`, `/cancel`, `/pending` and `/pair CODE`, described in the three languages.
 pub fn commands() -> Vec<CreateCommand> {
-    [("new", DMsg::NewDescription), ("cancel", DMsg::CancelDescription), ("pending", DMsg::PendingDescription)]
+    let names = [("new", DMsg::NewDescription), ("cancel", DMsg::CancelDescription), ("pending", DMsg::PendingDescription), ("pair", DMsg::PairDescription)];
+    names
         .into_iter()
         .map(|(name, msg)| {
-            CreateCommand::new(name)
+            let command = CreateCommand::new(name)
                 .description(dtext(Locale::En, msg))
                 .description_localized("vi", dtext(Locale::Vi, msg))
-                .description_localized("zh-CN", dtext(Locale::Zh, msg))
+                .description_localized("zh-CN", dtext(Locale::Zh, msg));
+            if name == "pair" { command.add_option(pair_code()) } else { command }
         })
         .collect()
 }
 
+/// `/pair`'s one required option.
+fn pair_code() -> CreateCommandOption {
+    CreateCommandOption::new(CommandOptionType::String, "code", dtext(Locale::En, DMsg::PairCodeDescription))
+        .description_localized("vi", dtext(Locale::Vi, DMsg::PairCodeDescription))
+        .description_localized("zh-CN", dtext(Locale::Zh, DMsg::PairCodeDescription))
+        .required(true)
+}
+/// How long [`connect`] waits for the first READY before carrying on regardless
+/// (the gateway keeps trying in the background).
+const READY_WAIT: Duration = Duration::from_secs(30);
+
 struct Handler {
     shared: Arc<Shared>,
     bot: OnceLock<UserId>,
+    /// Told once, at the first READY.
+    first_ready: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
 }
 
 #[serenity::async_trait]
 impl EventHandler for Handler {
     async fn ready(&self, _ctx: Context, ready: Ready) {
         let _ = self.bot.set(ready.user.id);
+        if let Some(first) = self.first_ready.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = first.send(());
+        }
         self.shared.http.set_application_id(ready.application.id);
         tracing::info!(user = %ready.user.name, "Discord gateway ready");
         let http = self.shared.http.clone();
@@ -78,18 +97,44 @@ impl EventHandler for Handler {
     }
 }
 
-/// Connects the gateway in the background; returns its shard manager for shutdown.
+/// Connects the gateway and waits for its first READY (at most [`READY_WAIT`]);
+/// returns its shard manager for shutdown. A gateway that gives up before READY
+/// (Discord closed it: a refused token, intents not enabled in the Developer Portal)
+/// is an error, so the bridge does not run deaf.
 pub async fn connect(shared: Arc<Shared>, token: &str) -> Result<Arc<ShardManager>, serenity::Error> {
     // The client gets its own REST client (serenity wraps it); both point at the same
     // place, and the gateway URL comes from GET /gateway on it.
     let http = rest::http(&shared.settings, token);
-    let handler = Handler { shared, bot: OnceLock::new() };
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    let handler = Handler { shared, bot: OnceLock::new(), first_ready: Mutex::new(Some(ready_tx)) };
     let mut client = serenity::client::ClientBuilder::new_with_http(http, intents()).event_handler(handler).await?;
     let manager = client.shard_manager.clone();
+    let (ended_tx, ended_rx) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
-        if let Err(e) = client.start().await {
+        let result = client.start().await;
+        if let Err(e) = &result {
             tracing::error!(error = %e, "the Discord gateway stopped");
         }
+        let _ = ended_tx.send(result);
     });
-    Ok(manager)
+    tokio::select! {
+        Ok(()) = ready_rx => Ok(manager),
+        Ok(ended) = ended_rx => Err(ended.err().unwrap_or(serenity::Error::Other("the gateway closed before READY"))),
+        () = tokio::time::sleep(READY_WAIT) => {
+            tracing::warn!(wait_s = READY_WAIT.as_secs(), "the Discord gateway is not READY yet; carrying on while it keeps trying");
+            Ok(manager)
+        }
+    }
+}
+
+/// A gateway error as the operator needs to read it: what to change where.
+pub fn explain(e: &serenity::Error) -> String {
+    use serenity::gateway::GatewayError;
+    match e {
+        serenity::Error::Gateway(GatewayError::DisallowedGatewayIntents) => format!(
+            "{e}: enable the Message Content intent for the bot in the Discord Developer Portal (Bot → Privileged Gateway Intents)"
+        ),
+        serenity::Error::Gateway(GatewayError::InvalidAuthentication) => format!("{e}: discord.token was refused"),
+        _ => e.to_string(),
+    }
 }

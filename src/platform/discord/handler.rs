@@ -19,9 +19,9 @@ use serenity::builder::Builder as _;
 
 use super::codes::Code;
 use super::text::{DMsg, dtext, truncate};
-use super::{PLATFORM, Shared, modal, render, rest};
+use super::{PLATFORM, Shared, members, modal, render, rest};
 use crate::clock::now_ms;
-use crate::engine::{ActError, EngineError};
+use crate::engine::{ActError, EngineError, paired_notice};
 use crate::interaction::{Actor, Interaction, Refusal, RequestKind, UserAction};
 use crate::platform::locale::{self, Locale, Msg};
 use crate::protocol::{Decision, DecisionType};
@@ -140,7 +140,7 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
         Code::Edit(_) | Code::Respond(_) | Code::Other(_) => {
             // A modal must be the first response, so the interaction is loaded now; a
             // closed one gets its notice instead of a form nobody can submit.
-            let clicker = actor(&c.user, c.member.as_ref());
+            let clicker = members::person(&shared, &c.user, c.member.as_ref(), c.guild_id).await;
             let interaction = match open_interaction(&shared, &id, &clicker, locale).await {
                 Ok(i) => i,
                 Err(notice) => return Handled::now(ephemeral(&notice)),
@@ -157,11 +157,12 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
             };
         }
         Code::Page(page) => {
-            let interaction = match open_interaction(&shared, &id, &actor(&c.user, c.member.as_ref()), locale).await {
+            let clicker = members::person(&shared, &c.user, c.member.as_ref(), c.guild_id).await;
+            let interaction = match open_interaction(&shared, &id, &clicker, locale).await {
                 Ok(i) => i,
                 Err(notice) => return Handled::now(ephemeral(&notice)),
             };
-            shared.set_page(c.message.id.get(), page);
+            shared.set_page(&interaction, c.message.id.get(), page).await;
             let view = render::view(&interaction, locale, &shared.signer, page);
             let update = CreateInteractionResponseMessage::new().embed(view.embed).components(view.components);
             return Handled::now(CreateInteractionResponse::UpdateMessage(update));
@@ -186,9 +187,10 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
             return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton)));
         }
     };
-    let actor = actor(&c.user, c.member.as_ref());
     let token = c.token.clone();
     Handled::then(CreateInteractionResponse::Acknowledge, async move {
+        // After the acknowledgement: a DM's role lookup may take a moment.
+        let actor = members::person(&shared, &c.user, c.member.as_ref(), c.guild_id).await;
         let actions = match plan {
             Plan::Actions(actions) => actions,
             Plan::SkipAll => match shared.engine.interaction(&id).await {
@@ -236,9 +238,9 @@ async fn modal_submit(shared: Arc<Shared>, m: ModalInteraction) -> Handled {
     if actions.is_empty() {
         return Handled::now(ephemeral(&locale::refusal(locale, &Refusal::EmptyText)));
     }
-    let actor = actor(&m.user, m.member.as_ref());
     let token = m.token.clone();
     Handled::then(CreateInteractionResponse::Acknowledge, async move {
+        let actor = members::person(&shared, &m.user, m.member.as_ref(), m.guild_id).await;
         run(&shared, &id, actor, actions, &token, locale).await;
     })
 }
@@ -263,39 +265,57 @@ fn command_chat(shared: &Shared, c: &CommandInteraction) -> ChatKey {
 async fn command(shared: Arc<Shared>, c: CommandInteraction) -> Handled {
     let locale = shared.locale(Some(&c.locale));
     let chat = command_chat(&shared, &c);
-    let actor = actor(&c.user, c.member.as_deref());
     let name = c.data.name.clone();
     let token = c.token.clone();
     let guild = c.guild_id;
     let defer = CreateInteractionResponse::Defer(CreateInteractionResponseMessage::new().ephemeral(true));
     Handled::then(defer, async move {
-        let reply = match name.as_str() {
-            "new" => match shared.engine.new_session(chat.clone()).await {
-                Ok(_) => {
-                    if let Ok(channel) = super::target(&chat) {
-                        shared.forget_statuses(channel.get());
-                    }
-                    locale::text(locale, Msg::NewSession).to_owned()
-                }
-                Err(e) => engine_error(locale, &e),
-            },
-            "cancel" => match shared.engine.cancel(chat, actor).await {
-                Ok(()) => locale::text(locale, Msg::Cancelled).to_owned(),
-                Err(EngineError::NoSession) => locale::text(locale, Msg::NoSession).to_owned(),
-                Err(e) => engine_error(locale, &e),
-            },
-            "pending" => match shared.engine.pending_in_chat(chat).await {
-                Ok(pending) => pending_list(locale, guild, &pending),
-                Err(e) => engine_error(locale, &e),
-            },
-            _ => dtext(locale, DMsg::NotHere).to_owned(),
-        };
+        let actor = members::person(&shared, &c.user, c.member.as_deref(), guild).await;
+        let reply = command_reply(&shared, &c, &name, chat, actor, guild, locale).await;
         let edit = EditInteractionResponse::new().content(truncate(&reply, render::limits::CONTENT));
         let http = shared.http.clone();
         if let Err(e) = rest::retrying("command reply", || edit.clone().execute(&*http, &token)).await {
             tracing::error!(error = %e, command = %name, "cannot answer a slash command");
         }
     })
+}
+
+/// What a slash command answers. `/pair` is for admin chats, whoever may talk; the
+/// others steer a session and need admission (a stranger gets the refusal or code).
+async fn command_reply(shared: &Shared, c: &CommandInteraction, name: &str, chat: ChatKey, actor: Actor, guild: Option<GuildId>, locale: Locale) -> String {
+    if name == "pair" {
+        let code = c.data.options.iter().find(|o| o.name == "code").and_then(|o| o.value.as_str()).unwrap_or_default();
+        return match shared.engine.pair(chat, actor, code).await {
+            Ok(paired) => paired_notice(locale, &paired),
+            Err(refusal) => refusal.notice(locale).unwrap_or_else(|| dtext(locale, DMsg::Internal).to_owned()),
+        };
+    }
+    match shared.engine.admit(chat.clone(), actor.clone(), "command", &format!("/{name}"), locale).await {
+        Ok(()) => {}
+        Err(EngineError::NotAdmitted(stranger)) => return stranger.notice(locale),
+        Err(e) => return engine_error(locale, &e),
+    }
+    match name {
+        "new" => match shared.engine.new_session(chat.clone()).await {
+            Ok(_) => {
+                if let Ok(channel) = super::target(&chat) {
+                    shared.forget_statuses(channel.get());
+                }
+                locale::text(locale, Msg::NewSession).to_owned()
+            }
+            Err(e) => engine_error(locale, &e),
+        },
+        "cancel" => match shared.engine.cancel(chat, actor).await {
+            Ok(()) => locale::text(locale, Msg::Cancelled).to_owned(),
+            Err(EngineError::NoSession) => locale::text(locale, Msg::NoSession).to_owned(),
+            Err(e) => engine_error(locale, &e),
+        },
+        "pending" => match shared.engine.pending_in_chat(chat).await {
+            Ok(pending) => pending_list(locale, guild, &pending),
+            Err(e) => engine_error(locale, &e),
+        },
+        _ => dtext(locale, DMsg::NotHere).to_owned(),
+    }
 }
 
 fn engine_error(locale: Locale, e: &EngineError) -> String {

@@ -6,13 +6,16 @@
 //! `X-Signature-Timestamp` + body) is checked with serenity's [`Verifier`] before the
 //! body is even parsed; a bad or missing signature gets 401, as Discord requires
 //! (it probes with bad signatures when the URL is saved). PING is answered with PONG.
+//! A signed request is only good for [`MAX_CLOCK_SKEW_SECS`] either side of its
+//! `X-Signature-Timestamp`, so a captured click cannot be replayed later (401), and a
+//! body over [`MAX_BODY_BYTES`] is refused with 413 before it is read whole.
 //! The response to an interaction is the HTTP response itself; the work after it
 //! runs in the background.
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -20,6 +23,12 @@ use axum::{Json, Router};
 use serenity::interactions_endpoint::Verifier;
 
 use super::{Shared, handler};
+
+/// The largest interaction body accepted. Real ones are a few KiB.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// How far a request's signed timestamp may be from this clock, in seconds.
+pub const MAX_CLOCK_SKEW_SECS: i64 = 5 * 60;
 
 #[derive(Clone)]
 struct Endpoint {
@@ -38,7 +47,12 @@ pub enum EndpointError {
 /// The router, for serving here or mounting elsewhere.
 fn router(shared: Arc<Shared>, verifier: Verifier) -> Router {
     let state = Endpoint { shared, verifier: Arc::new(verifier) };
-    Router::new().route("/", post(interaction)).route("/interactions", post(interaction)).with_state(state)
+    Router::new()
+        .route("/", post(interaction))
+        .route("/interactions", post(interaction))
+        // Answers 413 from the Content-Length, or as soon as a streamed body passes it.
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
 }
 
 fn parse_key(public_key: &str) -> Result<Verifier, EndpointError> {
@@ -64,11 +78,21 @@ pub async fn serve(shared: Arc<Shared>, public_key: &str, listen: &str) -> Resul
     }))
 }
 
+/// Whether `timestamp` (unix seconds, as Discord sends it) is within
+/// [`MAX_CLOCK_SKEW_SECS`] of `now_secs`. Anything that is not a number is not.
+fn is_fresh(timestamp: &str, now_secs: i64) -> bool {
+    timestamp.parse::<i64>().is_ok_and(|t| t.checked_sub(now_secs).is_some_and(|d| d.unsigned_abs() <= MAX_CLOCK_SKEW_SECS.unsigned_abs()))
+}
+
 async fn interaction(State(endpoint): State<Endpoint>, headers: HeaderMap, body: Bytes) -> Response {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let (Some(signature), Some(timestamp)) = (header("x-signature-ed25519"), header("x-signature-timestamp")) else {
         return (StatusCode::UNAUTHORIZED, "missing signature").into_response();
     };
+    if !is_fresh(timestamp, crate::clock::now_ms() / 1000) {
+        tracing::info!(timestamp, "refusing an interaction signed too long ago (or in the future): a replay?");
+        return (StatusCode::UNAUTHORIZED, "stale request timestamp").into_response();
+    }
     if endpoint.verifier.verify(signature, timestamp, &body).is_err() {
         tracing::info!("refusing an interaction whose signature does not verify");
         return (StatusCode::UNAUTHORIZED, "invalid request signature").into_response();
@@ -99,4 +123,22 @@ async fn interaction(State(endpoint): State<Endpoint>, headers: HeaderMap, body:
         }
     };
     Json(body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn freshness_is_five_minutes_either_way() {
+        let now = 1_767_225_600;
+        assert!(is_fresh("1767225600", now));
+        assert!(is_fresh(&(now - 300).to_string(), now));
+        assert!(is_fresh(&(now + 300).to_string(), now));
+        assert!(!is_fresh(&(now - 301).to_string(), now));
+        assert!(!is_fresh(&(now + 301).to_string(), now));
+        for junk in ["", "abc", "1767225600.5", "-9223372036854775808", "99999999999999999999"] {
+            assert!(!is_fresh(junk, now), "{junk:?}");
+        }
+    }
 }

@@ -6,18 +6,23 @@
 //! interactions endpoint. Both ways in share one handler ([`handler`]). This file
 //! is the [`Platform`] the engine calls: sending text, status lines, and showing and
 //! refreshing interaction messages. What a click means is the core's call.
+//!
+//! The page a message shows lives in the store, so a page turned on one replica is
+//! still shown when another re-renders the message. The rest of [`Shared`] is caches
+//! (status lines, threads, channel lookups, DM channels), bounded in size.
 
 pub mod chat;
 pub mod codes;
 pub mod gateway;
 pub mod handler;
 pub mod http_endpoint;
+pub mod members;
+pub mod login;
 pub mod modal;
 pub mod render;
 pub mod rest;
 pub mod text;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
@@ -31,7 +36,15 @@ use crate::engine::EngineHandle;
 use crate::interaction::{AccessPolicy, Interaction};
 use crate::platform::locale::Locale;
 use crate::platform::token::TokenSigner;
-use crate::store::{ChatKey, MessageRef};
+use crate::clock::now_ms;
+use crate::platform::bounded::BoundedMap;
+use crate::store::{ChatKey, MessageRef, Store};
+
+/// Entries each cache keeps at most.
+const CACHE_CAP: usize = 10_000;
+const PAGE_KIND: &str = "discord.page";
+/// A stored page outlives the interaction's deadline by this much.
+const PAGE_GRACE_MS: i64 = 60_000;
 
 pub const PLATFORM: &str = "discord";
 
@@ -45,16 +58,19 @@ pub struct Shared {
     /// (a modal cannot be refused later without them typing first). The engine
     /// checks again on every action.
     pub policy: AccessPolicy,
-    /// Status line message per (channel, tool group).
-    statuses: Mutex<HashMap<(u64, u64), MessageId>>,
-    /// The page a message shows, when someone turned it. Lost on restart (page 0 then).
-    pages: Mutex<HashMap<u64, usize>>,
-    /// Threads this bridge opened, with their parent channel.
-    threads: Mutex<HashMap<u64, u64>>,
+    /// Where the page each message shows is kept (shared by replicas).
+    store: Store,
+    /// Status line message per (channel, tool group); removed when the group finishes.
+    statuses: Mutex<BoundedMap<(u64, u64), MessageId>>,
+    /// Threads this bridge opened, with their parent channel (a forgotten one is looked
+    /// up again).
+    threads: Mutex<BoundedMap<u64, u64>>,
     /// Channels looked up once: the parent when it is a thread, else `None`.
-    looked_up: Mutex<HashMap<u64, Option<u64>>>,
+    looked_up: Mutex<BoundedMap<u64, Option<u64>>>,
     /// A user's DM channel, opened once per user (routing to approvers' DMs).
-    dms: Mutex<HashMap<u64, ChannelId>>,
+    dms: Mutex<BoundedMap<u64, ChannelId>>,
+    /// Roles of members looked up for DMs (`discord.guild_id`).
+    members: members::MemberCache,
 }
 
 impl Shared {
@@ -67,12 +83,25 @@ impl Shared {
         m.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn page_of(&self, message: u64) -> usize {
-        Self::lock(&self.pages).get(&message).copied().unwrap_or(0)
+    /// The page `message` shows: the one last turned to on any replica, else 0.
+    pub async fn page_of(&self, message: u64) -> usize {
+        match self.store.ui_state(PAGE_KIND, &message.to_string(), now_ms()).await {
+            Ok(found) => found.and_then(|s| s.value.parse().ok()).unwrap_or(0),
+            Err(e) => {
+                tracing::warn!(error = %e, message, "cannot read a message's page; showing the first");
+                0
+            }
+        }
     }
 
-    pub fn set_page(&self, message: u64, page: usize) {
-        Self::lock(&self.pages).insert(message, page);
+    /// Remembers the page `message` (showing `interaction`) was turned to, until the
+    /// interaction's deadline has passed.
+    pub async fn set_page(&self, interaction: &Interaction, message: u64, page: usize) {
+        let now = now_ms();
+        let expires = interaction.deadline_ms.max(now).saturating_add(PAGE_GRACE_MS);
+        if let Err(e) = self.store.put_ui_state(PAGE_KIND, &message.to_string(), &interaction.id, &page.to_string(), now, expires).await {
+            tracing::warn!(error = %e, message, "cannot store a message's page; a re-render shows the first");
+        }
     }
 
     /// A new session in `channel` counts its tool groups from 1 again: forget the
@@ -121,13 +150,14 @@ pub struct Discord {
     endpoint: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
-/// Starts the gateway (and the HTTP interactions endpoint when a public key is
-/// configured) in the background. Problems (no token, a port in use) are logged: the
-/// rest of the bridge keeps running.
-pub async fn start(settings: &DiscordSettings, policy: AccessPolicy, signer: TokenSigner, engine: EngineHandle) -> Result<Arc<Discord>, PlatformError> {
+/// Checks the token, then starts the gateway (and the HTTP interactions endpoint when
+/// a public key is configured) in the background. A token Discord refuses, a gateway
+/// that closes before READY or an endpoint port that cannot be bound is an error:
+/// the bridge must not run with a Discord that cannot work.
+pub async fn start(settings: &DiscordSettings, policy: AccessPolicy, signer: TokenSigner, engine: EngineHandle, store: Store) -> Result<Arc<Discord>, PlatformError> {
     let token = settings.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
     if token.is_empty() {
-        tracing::error!("discord.enabled is set but discord.token is empty; Discord cannot connect");
+        return Err(send_error("discord.enabled is set but discord.token is empty (env HITL_BRIDGE__DISCORD__TOKEN)"));
     }
     let shared = Arc::new(Shared {
         http: rest::client(settings, &token),
@@ -135,24 +165,33 @@ pub async fn start(settings: &DiscordSettings, policy: AccessPolicy, signer: Tok
         signer,
         settings: settings.clone(),
         policy,
-        statuses: Mutex::new(HashMap::new()),
-        pages: Mutex::new(HashMap::new()),
-        threads: Mutex::new(HashMap::new()),
-        looked_up: Mutex::new(HashMap::new()),
-        dms: Mutex::new(HashMap::new()),
+        store,
+        statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
+        threads: Mutex::new(BoundedMap::new(CACHE_CAP)),
+        looked_up: Mutex::new(BoundedMap::new(CACHE_CAP)),
+        dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
+        members: members::MemberCache::default(),
     });
+    let me = login::check_token(&shared.http).await.map_err(|e| send_error(e.to_string()))?;
+    tracing::info!(bot = %me.name, "discord.token accepted");
     let discord = Arc::new(Discord { shared: shared.clone(), shard_manager: Mutex::new(None), endpoint: Mutex::new(None) });
     if settings.gateway && !token.is_empty() {
         let manager = gateway::connect(shared.clone(), &token)
             .await
-            .map_err(|e| send_error(format!("cannot start the gateway: {e}")))?;
+            .map_err(|e| send_error(format!("cannot start the gateway: {}", gateway::explain(&e))))?;
         *Shared::lock(&discord.shard_manager) = Some(manager);
     }
     if let Some(key) = settings.public_key.as_deref().filter(|k| !k.is_empty()) {
-        let task = http_endpoint::serve(shared.clone(), key, &settings.interactions_listen)
-            .await
-            .map_err(|e| send_error(format!("cannot serve the interactions endpoint on {}: {e}", settings.interactions_listen)))?;
-        *Shared::lock(&discord.endpoint) = Some(task);
+        match http_endpoint::serve(shared.clone(), key, &settings.interactions_listen).await {
+            Ok(task) => *Shared::lock(&discord.endpoint) = Some(task),
+            Err(e) => {
+                discord.shutdown(); // the gateway, if it was started
+                return Err(send_error(format!(
+                    "cannot serve the interactions endpoint (discord.interactions_listen = {}): {e}",
+                    settings.interactions_listen
+                )));
+            }
+        }
     }
     Ok(discord)
 }
@@ -219,6 +258,10 @@ impl Platform for Discord {
                     Shared::lock(&self.shared.statuses).insert(key, id);
                 }
             }
+            // A finished group's line is never edited again.
+            if status.finished {
+                Shared::lock(&self.shared.statuses).remove(&key);
+            }
             Ok(())
         })
     }
@@ -242,7 +285,13 @@ impl Platform for Discord {
             let Some(id) = message.message_id.parse::<u64>().ok().filter(|&n| n != 0).map(MessageId::new) else {
                 return Err(send_error(format!("not a Discord message id: {:?}", message.message_id)));
             };
-            let page = self.shared.page_of(id.get());
+            let page = self.shared.page_of(id.get()).await;
+            if !interaction.status.is_pending() {
+                // Ended: no page will be turned again.
+                if let Err(e) = self.shared.store.forget_ui_state(&interaction.id).await {
+                    tracing::warn!(error = %e, "cannot forget ui state; it expires on its own");
+                }
+            }
             let view = render::view(interaction, self.shared.locale(None), &self.shared.signer, page);
             // An empty component list is what removes the buttons once it has ended.
             let edit = EditMessage::new().embed(view.embed).components(view.components);

@@ -485,7 +485,7 @@ mod tests {
         let q = json!({"questions":[{"question":"Q?","options":[{"label":"A"},{"label":"B"}]}]});
         let mut i = interaction(vec![ActionRequest { name: "ask_user_question".into(), args: q, description: None, tool_use_id: None }], vec![]);
         let actor = crate::interaction::Actor::new("discord", "1", "Thảo");
-        let policy = crate::interaction::AccessPolicy { approver_users: vec![("discord".into(), "1".into())], approver_roles: vec![] };
+        let policy = crate::interaction::AccessPolicy { approver_users: vec![("discord".into(), "1".into())], approver_roles: vec![], four_eyes: false };
         i.apply(&actor, crate::interaction::UserAction::Select { question: 0, options: vec![1] }, &policy, 1_767_225_601_000).expect("select");
         let applied = i.apply(&actor, crate::interaction::UserAction::Submit, &policy, 1_767_225_602_000).expect("submit");
         assert!(matches!(applied, Applied::Resolved(_)));

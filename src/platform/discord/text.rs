@@ -35,6 +35,9 @@ pub enum DMsg {
     NewDescription,
     CancelDescription,
     PendingDescription,
+    /// `/pair`: the command and its `code` option.
+    PairDescription,
+    PairCodeDescription,
 }
 
 pub fn dtext(locale: Locale, msg: DMsg) -> &'static str {
@@ -86,6 +89,12 @@ pub fn dtext(locale: Locale, msg: DMsg) -> &'static str {
         (PendingDescription, En) => "List the requests waiting for a decision here",
         (PendingDescription, Vi) => "Liệt kê các yêu cầu đang chờ quyết định ở đây",
         (PendingDescription, Zh) => "列出此处等待决定的请求",
+        (PairDescription, En) => "Approve a pairing code (admin chats only)",
+        (PairDescription, Vi) => "Duyệt một mã ghép nối (chỉ trong kênh quản trị)",
+        (PairDescription, Zh) => "批准配对码（仅限管理频道）",
+        (PairCodeDescription, En) => "The code the person was given",
+        (PairCodeDescription, Vi) => "Mã mà người đó nhận được",
+        (PairCodeDescription, Zh) => "对方收到的配对码",
     }
 }
 

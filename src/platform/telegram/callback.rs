@@ -28,6 +28,9 @@ pub enum Code {
     Done { question: usize },
     /// Show question n, or the summary when n is the question count (`g0`: Change).
     Goto { step: usize },
+    /// Show another page of a long list of buttons on wizard step `step` (`p2.1`): the
+    /// options of a question, or the actions of an approval (step 0).
+    Page { step: usize, page: usize },
 }
 
 impl Code {
@@ -45,6 +48,7 @@ impl Code {
             Code::Skip { question } => format!("k{question}"),
             Code::Done { question } => format!("d{question}"),
             Code::Goto { step } => format!("g{step}"),
+            Code::Page { step, page } => format!("p{step}.{page}"),
         }
     }
 
@@ -72,6 +76,10 @@ impl Code {
             'k' => Code::Skip { question: index(rest)? },
             'd' => Code::Done { question: index(rest)? },
             'g' => Code::Goto { step: index(rest)? },
+            'p' => {
+                let (s, p) = rest.split_once('.')?;
+                Code::Page { step: index(s)?, page: index(p)? }
+            }
             _ => return None,
         })
     }
@@ -96,6 +104,7 @@ mod tests {
             Code::Skip { question: 1 },
             Code::Done { question: 2 },
             Code::Goto { step: 4 },
+            Code::Page { step: 1, page: 14 },
         ];
         for code in codes {
             assert_eq!(Code::parse(&code.encode()), Some(code), "{}", code.encode());
@@ -104,7 +113,7 @@ mod tests {
 
     #[test]
     fn junk_is_refused() {
-        for junk in ["", "x1", "a", "a-1", "a+1", "o1", "o1.", "o.1", "S1", "a99999", "g1.2"] {
+        for junk in ["", "x1", "a", "a-1", "a+1", "o1", "o1.", "o.1", "S1", "a99999", "g1.2", "p1", "p.1", "p1.x"] {
             assert_eq!(Code::parse(junk), None, "{junk:?}");
         }
     }

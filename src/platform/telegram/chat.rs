@@ -1,5 +1,7 @@
 //! Incoming messages: a ForceReply answer (Other text, Edit JSON, a comment), a
-//! command (`/new`, `/cancel`, `/pending`, `/start`, `/help`), or a message for the agent. In
+//! command (`/new`, `/cancel`, `/pending`, `/start`, `/help`, `/pair`), or a message
+//! for the agent. Commands and messages pass the engine's admission first: a stranger
+//! gets the refusal (or pairing code) as a reply, and nothing reaches the agent. In
 //! groups only messages addressed to the bot count (a command, an @mention, a reply
 //! to the bot) unless `telegram.respond_to_all` is set; this is also why the bot
 //! works with BotFather's privacy mode on.
@@ -8,9 +10,9 @@ use teloxide::types::{ChatId, ForceReply, Message, ReplyMarkup, User};
 
 use super::send;
 use super::text::{MAX_PLACEHOLDER_CHARS, Tg, cut, escape, escape_cut, tg as tg_text};
-use super::wizard::{Prompt, PromptKind};
+use super::wizard::{Prompt, PromptKind, View};
 use super::{PLATFORM, Telegram};
-use crate::engine::{ActError, ActOutcome, EngineError};
+use crate::engine::{ActError, ActOutcome, EngineError, paired_notice};
 use crate::interaction::{Actor, Interaction, Refusal, RequestKind, UserAction};
 use crate::platform::PlatformError;
 use crate::platform::locale::{self, Locale, Msg, text};
@@ -35,7 +37,7 @@ pub async fn on_message(tg: &Telegram, message: Message) {
     let Some(typed) = message.text() else { return };
     let chat = chat_key(message.chat.id, Some(&message));
     if let Some(code) = &user.language_code {
-        tg.wizard().remember_language(&chat.chat_id, code);
+        tg.caches().remember_language(&chat.chat_id, code);
     }
     let locale = tg.locale(&chat.chat_id, user.language_code.as_deref());
     let private = message.chat.is_private();
@@ -44,9 +46,17 @@ pub async fn on_message(tg: &Telegram, message: Message) {
 
     // Typed text for an open prompt: the reply to it, or in a private chat simply the
     // person's next message (phones do not always keep the reply attached).
-    let prompt = tg.wizard().take_prompt(message.chat.id.0, user.id.0, reply_to, private && !is_command);
-    if let Some(prompt) = prompt {
-        return answer_prompt(tg, &chat, user, prompt, typed, locale).await;
+    // Looked up in the store: the prompt may have been sent by another replica.
+    match tg.wizard.take_prompt(message.chat.id.0, user.id.0, reply_to, private && !is_command).await {
+        Ok(Some(prompt)) => return answer_prompt(tg, &chat, user, prompt, typed, locale).await,
+        Ok(None) => {}
+        Err(e) => {
+            // Not knowing whether this text answers a prompt, passing it to the agent
+            // could start a turn with someone's edit JSON: ask them to send it again.
+            tracing::error!(error = %e, "cannot look up a prompt");
+            log_failure(send::html(&tg.bot, &chat, &escape(tg_text(locale, Tg::CommandFailed)), None).await.map(|_| ()));
+            return;
+        }
     }
 
     let (me_id, me_name) = tg.me.get().cloned().unwrap_or_default();
@@ -56,7 +66,16 @@ pub async fn on_message(tg: &Telegram, message: Message) {
         if !target.is_empty() && !target.eq_ignore_ascii_case(&me_name) {
             return; // a command for another bot in the group
         }
-        let done = match command.to_ascii_lowercase().as_str() {
+        let command = command.to_ascii_lowercase();
+        // `/pair` is the admin chat's business, whoever may talk; everything else
+        // (even /start and /help, which then explain the refusal) needs admission.
+        if command == "pair" {
+            return pair(tg, &chat, user, rest, locale).await;
+        }
+        if !admitted(tg, &chat, user, "command", typed, locale, message.id).await {
+            return;
+        }
+        let done = match command.as_str() {
             "new" => tg.engine.new_session(chat.clone()).await.map(|_| text(locale, Msg::NewSession)),
             "cancel" => match tg.engine.cancel(chat.clone(), actor_of(user)).await {
                 Ok(()) => Ok(text(locale, Msg::Cancelled)),
@@ -86,7 +105,36 @@ pub async fn on_message(tg: &Telegram, message: Message) {
     if cleaned.is_empty() {
         return;
     }
+    if !admitted(tg, &chat, user, "message", &cleaned, locale, message.id).await {
+        return;
+    }
     to_agent(tg, chat, user, &cleaned, locale).await;
+}
+
+/// Asks the engine whether `user` may talk here; a stranger gets the refusal (with a
+/// pairing code when pairing is on) as a reply to their message.
+async fn admitted(tg: &Telegram, chat: &ChatKey, user: &User, attempted: &'static str, typed: &str, locale: Locale, message: teloxide::types::MessageId) -> bool {
+    match tg.engine.admit(chat.clone(), actor_of(user), attempted, typed, locale).await {
+        Ok(()) => true,
+        Err(EngineError::NotAdmitted(stranger)) => {
+            log_failure(send::html_reply(&tg.bot, chat, &escape(&stranger.notice(locale)), None, Some(message)).await.map(|_| ()));
+            false
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot check who may talk");
+            log_failure(send::html(&tg.bot, chat, &escape(tg_text(locale, Tg::CommandFailed)), None).await.map(|_| ()));
+            false
+        }
+    }
+}
+
+/// `/pair CODE`: approves a pairing code, in an admin chat only.
+async fn pair(tg: &Telegram, chat: &ChatKey, user: &User, code: &str, locale: Locale) {
+    let reply = match tg.engine.pair(chat.clone(), actor_of(user), code).await {
+        Ok(paired) => paired_notice(locale, &paired),
+        Err(refusal) => refusal.notice(locale).unwrap_or_else(|| tg_text(locale, Tg::CommandFailed).to_owned()),
+    };
+    log_failure(send::html(&tg.bot, chat, &escape(&reply), None).await.map(|_| ()));
 }
 
 /// Where `@bot` is mentioned in `text`, ignoring ASCII case (usernames are ASCII) and
@@ -141,40 +189,56 @@ async fn pending(tg: &Telegram, chat: &ChatKey, locale: Locale) {
     }
 }
 
+/// A message for the agent, from someone already admitted (the engine checks again).
 async fn to_agent(tg: &Telegram, chat: ChatKey, user: &User, text: &str, locale: Locale) {
-    if let Err(e) = tg.engine.user_message(chat.clone(), actor_of(user), text.to_owned()).await {
-        tracing::error!(error = %e, "cannot pass a message to the agent");
-        log_failure(send::html(&tg.bot, &chat, &escape(tg_text(locale, Tg::CommandFailed)), None).await.map(|_| ()));
-    }
+    let notice = match tg.engine.user_message(chat.clone(), actor_of(user), text.to_owned()).await {
+        Ok(_) => return,
+        Err(EngineError::NotAdmitted(stranger)) => stranger.notice(locale),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot pass a message to the agent");
+            tg_text(locale, Tg::CommandFailed).to_owned()
+        }
+    };
+    log_failure(send::html(&tg.bot, &chat, &escape(&notice), None).await.map(|_| ()));
 }
 
 /// Typed text for a prompt goes to the engine; a refused edit gets the reason and a
 /// fresh prompt, so the person can try again without pressing Edit.
 async fn answer_prompt(tg: &Telegram, chat: &ChatKey, user: &User, prompt: Prompt, typed: &str, locale: Locale) {
     let id = prompt.interaction_id.clone();
+    let loaded = match tg.engine.interaction(&id).await {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot load the interaction a prompt belongs to");
+            log_failure(send::html(&tg.bot, chat, &escape(tg_text(locale, Tg::CommandFailed)), None).await.map(|_| ()));
+            return;
+        }
+    };
     // After typed text a single-choice question is answered: show the next one. A
     // multi-select question stays, so more options can still be ticked.
-    let multi = |question: usize| async move {
-        match tg.engine.interaction(&prompt.interaction_id).await {
-            Ok(Some(i)) => match &i.request.kind {
-                RequestKind::Questions { questions, .. } => questions.get(question).is_some_and(|q| q.multi_select),
-                RequestKind::Approval { .. } => false,
-            },
-            _ => false,
-        }
+    let multi = |question: usize| match loaded.as_ref().map(|i| &i.request.kind) {
+        Some(RequestKind::Questions { questions, .. }) => questions.get(question).is_some_and(|q| q.multi_select),
+        _ => false,
     };
     let (action, next_step) = match prompt.kind {
         PromptKind::Text { question } => {
-            let step = if multi(question).await { question } else { question + 1 };
+            let step = if multi(question) { question } else { question + 1 };
             (UserAction::OtherText { question, text: typed.to_owned() }, Some(step))
         }
         PromptKind::Edit { action } => (UserAction::EditArgs { action, json: typed.to_owned() }, None),
         PromptKind::Comment { action } => (UserAction::Comment { action, text: typed.to_owned() }, None),
     };
-    let previous = next_step.map(|s| tg.wizard().set_step(&id, s));
+    // Set before acting: the engine re-renders the message while it acts.
+    let mut previous = None;
+    if let (Some(step), Some(interaction)) = (next_step, loaded.as_ref()) {
+        match tg.wizard.set_view(interaction, View { step, page: 0 }).await {
+            Ok(p) => previous = Some(p),
+            Err(e) => tracing::warn!(error = %e, "cannot store the wizard step; the draft decides it"),
+        }
+    }
     let result = tg.engine.act(&id, actor_of(user), action).await;
-    if let (Err(_), Some(previous)) = (&result, previous) {
-        tg.wizard().restore_step(&id, previous);
+    if let (Err(_), Some(previous), Some(interaction)) = (&result, previous, loaded.as_ref()) {
+        tg.wizard.restore_view(interaction, previous).await;
     }
     let problem = match result {
         Ok(ActOutcome::Updated(_) | ActOutcome::Resolved(_)) => return,
@@ -233,8 +297,8 @@ pub async fn ask_for_text(tg: &Telegram, chat: &ChatKey, user: &User, interactio
     let markup = ReplyMarkup::ForceReply(ForceReply::new().selective().input_field_placeholder(cut(&label, MAX_PLACEHOLDER_CHARS)));
     let message_id = send::html(&tg.bot, chat, &format!("{mention}{body}"), Some(markup)).await?;
     let chat_id = chat.chat_id.parse::<i64>().map_err(send::fail)?;
-    tg.wizard().add_prompt(Prompt { chat_id, message_id: message_id.0, user_id: user.id.0, interaction_id: interaction.id.clone(), kind });
-    Ok(())
+    let prompt = Prompt { chat_id, message_id: message_id.0, user_id: user.id.0, interaction_id: interaction.id.clone(), kind };
+    tg.wizard.add_prompt(&prompt, interaction).await.map_err(send::fail)
 }
 
 fn log_failure(result: Result<(), PlatformError>) {

@@ -9,7 +9,8 @@ use super::callback::Code;
 use super::chat::{actor_of, ask_for_text, chat_key};
 use super::send;
 use super::text::{Tg, tg as tg_text};
-use super::wizard::PromptKind;
+use super::render::{OPTIONS_PER_PAGE, pages};
+use super::wizard::{PromptKind, View};
 use super::Telegram;
 use crate::engine::{ActError, ActOutcome, now_ms};
 use crate::interaction::{FreeText, Interaction, Refusal, RequestKind, UserAction};
@@ -54,7 +55,7 @@ pub async fn on_callback(tg: &Telegram, query: CallbackQuery) {
     // Remembered before acting: the engine re-renders the message while it acts, and
     // after a restart a click may be the first thing seen from this chat.
     if let Some(code) = &user_language {
-        tg.wizard().remember_language(&chat_id, code);
+        tg.caches().remember_language(&chat_id, code);
     }
     let locale = tg.locale(&chat_id, user_language.as_deref());
     let answer = click(tg, &query, origin.as_ref(), locale).await;
@@ -90,17 +91,17 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
     if let Some(refusal) = precheck(tg, &interaction, &actor) {
         return refused(locale, &refusal);
     }
-    let id = interaction.id.as_str();
+    let i = &interaction;
     match code {
         Code::Decide { action, decision } => {
             let decision = match decision {
                 DecisionType::Approve => Decision::Approve,
                 _ => Decision::Reject { message: None },
             };
-            act(tg, id, actor, UserAction::Decide { action, decision }, None, locale).await
+            act(tg, i, actor, UserAction::Decide { action, decision }, None, locale).await
         }
-        Code::All(decision) => act(tg, id, actor, UserAction::DecideAll { decision }, None, locale).await,
-        Code::Submit => act(tg, id, actor, UserAction::Submit, None, locale).await,
+        Code::All(decision) => act(tg, i, actor, UserAction::DecideAll { decision }, None, locale).await,
+        Code::Submit => act(tg, i, actor, UserAction::Submit, None, locale).await,
         Code::Edit { action } => {
             let Some(a) = interaction.request.actions().get(action) else { return refused(locale, &Refusal::OutOfRange("action")) };
             if !a.allowed.contains(&DecisionType::Edit) {
@@ -126,9 +127,11 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
                 return prompt(tg, origin, &query.from, &interaction, PromptKind::Text { question }, locale).await;
             }
             if q.multi_select {
-                act(tg, id, actor, UserAction::Toggle { question, option }, Some(question), locale).await
+                // The question stays, on the page the option is on.
+                let view = View { step: question, page: option / OPTIONS_PER_PAGE };
+                act(tg, i, actor, UserAction::Toggle { question, option }, Some(view), locale).await
             } else {
-                act(tg, id, actor, UserAction::Select { question, options: vec![option] }, Some(question + 1), locale).await
+                act(tg, i, actor, UserAction::Select { question, options: vec![option] }, Some(View { step: question + 1, page: 0 }), locale).await
             }
         }
         Code::Other { question } => {
@@ -142,9 +145,10 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
                 None => refused(locale, &Refusal::OutOfRange("question")),
             }
         }
-        Code::Skip { question } => act(tg, id, actor, UserAction::Skip { question }, Some(question + 1), locale).await,
-        Code::Done { question } => navigate(tg, origin, &interaction, question + 1, locale).await,
-        Code::Goto { step } => navigate(tg, origin, &interaction, step, locale).await,
+        Code::Skip { question } => act(tg, i, actor, UserAction::Skip { question }, Some(View { step: question + 1, page: 0 }), locale).await,
+        Code::Done { question } => navigate(tg, origin, &interaction, View { step: question + 1, page: 0 }, locale).await,
+        Code::Goto { step } => navigate(tg, origin, &interaction, View { step, page: 0 }, locale).await,
+        Code::Page { step, page } => navigate(tg, origin, &interaction, View { step, page }, locale).await,
     }
 }
 
@@ -157,17 +161,24 @@ fn refused(locale: Locale, refusal: &Refusal) -> Answer {
     let text = locale::refusal(locale, refusal);
     // An alert for strangers: a toast is easy to miss, and they should know why
     // nothing happened.
-    if matches!(refusal, Refusal::NotAllowed) { Answer::alert(text) } else { Answer::toast(text) }
+    if matches!(refusal, Refusal::NotAllowed | Refusal::SelfApproval) { Answer::alert(text) } else { Answer::toast(text) }
 }
 
-/// Sends one action to the engine. `step` is the wizard step to show afterwards; it is
-/// set before the call because the engine re-renders the message while handling it,
-/// and put back if the action is refused.
-async fn act(tg: &Telegram, id: &str, actor: crate::interaction::Actor, action: UserAction, step: Option<usize>, locale: Locale) -> Answer {
-    let previous = step.map(|s| tg.wizard().set_step(id, s));
-    let result = tg.engine.act(id, actor, action).await;
+/// Sends one action to the engine. `view` is the wizard view to show afterwards; it is
+/// stored before the call because the engine re-renders the message while handling it
+/// (on whichever replica holds the session), and put back if the action is refused.
+async fn act(tg: &Telegram, interaction: &Interaction, actor: crate::interaction::Actor, action: UserAction, view: Option<View>, locale: Locale) -> Answer {
+    let mut previous = None;
+    if let Some(view) = view {
+        match tg.wizard.set_view(interaction, view).await {
+            Ok(p) => previous = Some(p),
+            // The draft then decides the step: still a valid view.
+            Err(e) => tracing::warn!(error = %e, "cannot store the wizard view"),
+        }
+    }
+    let result = tg.engine.act(&interaction.id, actor, action).await;
     if let (Err(_), Some(previous)) = (&result, previous) {
-        tg.wizard().restore_step(id, previous);
+        tg.wizard.restore_view(interaction, previous).await;
     }
     outcome_answer(result, locale)
 }
@@ -175,7 +186,7 @@ async fn act(tg: &Telegram, id: &str, actor: crate::interaction::Actor, action: 
 fn outcome_answer(result: Result<ActOutcome, ActError>, locale: Locale) -> Answer {
     match result {
         Ok(ActOutcome::Updated(_)) => Answer::toast(text(locale, Msg::Saved)),
-        Ok(ActOutcome::Resolved(_)) => Answer::toast(text(locale, Msg::Sent)),
+        Ok(ActOutcome::Resolved(_)) => Answer::toast(text(locale, Msg::DecisionSaved)),
         Err(ActError::Refused(refusal)) => refused(locale, &refusal),
         Err(ActError::UnknownInteraction) => Answer::toast(text(locale, Msg::UnknownButton)),
         Err(ActError::Internal(e)) => {
@@ -185,16 +196,20 @@ fn outcome_answer(result: Result<ActOutcome, ActError>, locale: Locale) -> Answe
     }
 }
 
-/// Shows another wizard step in the clicked message.
-async fn navigate(tg: &Telegram, origin: Option<&Origin>, interaction: &Interaction, step: usize, locale: Locale) -> Answer {
+/// Shows another wizard step, or another page of one, in the clicked message.
+async fn navigate(tg: &Telegram, origin: Option<&Origin>, interaction: &Interaction, view: View, locale: Locale) -> Answer {
     let count = match &interaction.request.kind {
         RequestKind::Questions { questions, .. } => questions.len(),
-        RequestKind::Approval { .. } => return refused(locale, &Refusal::OutOfRange("question")),
+        // An approval has one step; only its pages turn.
+        RequestKind::Approval { .. } => 0,
     };
-    if step > count {
+    if view.step > count || view.page >= pages(interaction, view.step) {
         return refused(locale, &Refusal::OutOfRange("question"));
     }
-    tg.wizard().set_step(&interaction.id, step);
+    if let Err(e) = tg.wizard.set_view(interaction, view).await {
+        tracing::warn!(error = %e, "cannot store the wizard view");
+        return Answer::toast(tg_text(locale, Tg::CommandFailed));
+    }
     let Some(origin) = origin else { return Answer::none() };
     match tg.redraw(origin.chat_id, origin.message_id, interaction, locale).await {
         Ok(()) => Answer::none(),

@@ -4,7 +4,11 @@
 //! message, could reach the engine in the wrong order.
 //!
 //! A lane is a task with a queue; it ends after a quiet spell so idle chats cost
-//! nothing.
+//! nothing (the map holds only lanes with a live task).
+//!
+//! Each job carries a [`Done`] signal, fired once the update was handled (its effects
+//! are in the store, its replies sent): the transport confirms an update to Telegram
+//! only then, so a crash before that point makes Telegram deliver it again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,15 +17,20 @@ use std::time::Duration;
 use teloxide::types::{CallbackQuery, Message};
 use tokio::sync::mpsc;
 
+use tokio::sync::oneshot;
+
 use super::{Telegram, chat, clicks};
+
+/// Fired (by being dropped) when a job's handling has finished, however it ended.
+pub type Done = oneshot::Sender<()>;
 
 /// How long a lane waits for more work before it ends.
 const IDLE: Duration = Duration::from_secs(300);
 
 /// Work for a chat's lane.
 pub enum Job {
-    Message(Box<Message>),
-    Click(Box<CallbackQuery>),
+    Message(Box<Message>, Done),
+    Click(Box<CallbackQuery>, Done),
 }
 
 #[derive(Default)]
@@ -56,8 +65,9 @@ impl Lanes {
 async fn run(tg: Arc<Telegram>, chat_id: i64, mut rx: mpsc::UnboundedReceiver<Job>) {
     loop {
         match tokio::time::timeout(IDLE, rx.recv()).await {
-            Ok(Some(Job::Message(message))) => chat::on_message(&tg, *message).await,
-            Ok(Some(Job::Click(query))) => clicks::on_callback(&tg, *query).await,
+            // `done` is dropped after the handler returns: that is the signal.
+            Ok(Some(Job::Message(message, _done))) => chat::on_message(&tg, *message).await,
+            Ok(Some(Job::Click(query, _done))) => clicks::on_callback(&tg, *query).await,
             Ok(None) => return,
             Err(_) => {
                 // Remove the lane under the map lock, where senders also hold it: a job

@@ -5,7 +5,8 @@
 //! - [`callback`]: button action codes inside callback tokens
 //! - [`clicks`]: callback queries → [`UserAction`](crate::interaction::UserAction)s
 //! - [`chat`]: messages: agent chat, commands, group addressing, ForceReply answers
-//! - [`wizard`]: in-memory step/prompt state (nothing that a restart must keep)
+//! - [`wizard`]: wizard views and ForceReply prompts (in the store, so any replica
+//!   can handle the next update) and bounded rendering caches
 //! - [`lanes`]: one ordered queue per chat for incoming updates
 //! - [`send`]: outgoing calls with 429 retries; [`transport`]: polling or webhook
 //! - [`text`]: Telegram-only strings and HTML escaping
@@ -33,8 +34,8 @@ use teloxide::types::{ChatId, MessageId, ReplyMarkup};
 use teloxide::Bot;
 use tokio::task::JoinHandle;
 
-use self::render::{render, step_for};
-use self::wizard::Wizard;
+use self::render::{render_page, step_for};
+use self::wizard::{Caches, View, Wizard};
 use super::locale::{self, Locale, Msg};
 use super::token::TokenSigner;
 use super::{Platform, PlatformError};
@@ -42,7 +43,7 @@ use crate::backend::ToolGroupStatus;
 use crate::config::{Settings, TelegramSettings};
 use crate::engine::EngineHandle;
 use crate::interaction::{AccessPolicy, Interaction};
-use crate::store::{ChatKey, MessageRef};
+use crate::store::{ChatKey, MessageRef, Store};
 
 pub const PLATFORM: &str = "telegram";
 
@@ -58,7 +59,8 @@ pub struct Telegram {
     /// The bot's own user id and @username, from getMe (needed to tell whether a
     /// group message is addressed to it).
     me: OnceLock<(u64, String)>,
-    wizard: Mutex<Wizard>,
+    wizard: Wizard,
+    caches: Mutex<Caches>,
     lanes: lanes::Lanes,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -69,11 +71,19 @@ pub enum StartError {
     NoToken,
     #[error("telegram.api_url is not a URL: {0}")]
     ApiUrl(String),
+    #[error("Telegram refused telegram.token ({0}); check the token BotFather gave you")]
+    BadToken(String),
+    #[error("cannot reach Telegram at telegram.api_url for {secs} s (getMe: {error})")]
+    Unreachable { secs: u64, error: String },
+    #[error("telegram.mode = \"webhook\": {0}")]
+    Webhook(String),
 }
 
-/// Starts the Telegram front end (polling or webhook in the background) and returns
-/// the platform for the engine.
-pub fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigner) -> Result<Arc<Telegram>, StartError> {
+/// Starts the Telegram front end and returns the platform for the engine. The bot is
+/// identified (getMe) and, in webhook mode, the listener bound and the webhook set
+/// before this returns, so a bad token or a taken port stops the bridge with an error
+/// instead of retrying in the background forever; updates then flow in the background.
+pub async fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigner, store: Store) -> Result<Arc<Telegram>, StartError> {
     let tg = &settings.telegram;
     let token = tg.token.as_ref().map(|t| t.expose_secret().to_owned()).filter(|t| !t.is_empty()).ok_or(StartError::NoToken)?;
     let mut bot = Bot::new(token);
@@ -88,20 +98,21 @@ pub fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigner) -> 
         policy: settings.access_policy(),
         settings: tg.clone(),
         me: OnceLock::new(),
-        wizard: Mutex::new(Wizard::default()),
+        wizard: Wizard::new(store),
+        caches: Mutex::new(Caches::default()),
         lanes: lanes::Lanes::default(),
         tasks: Mutex::new(Vec::new()),
     });
-    let task = transport::spawn(platform.clone());
+    let task = transport::start(platform.clone()).await?;
     platform.tasks().push(task);
     Ok(platform)
 }
 
 impl Telegram {
-    fn wizard(&self) -> std::sync::MutexGuard<'_, Wizard> {
-        // The state is plain maps; a panic elsewhere cannot leave it half-written in a
-        // way that matters, so a poisoned lock is still usable.
-        self.wizard.lock().unwrap_or_else(|p| p.into_inner())
+    fn caches(&self) -> std::sync::MutexGuard<'_, Caches> {
+        // The caches are plain maps; a panic elsewhere cannot leave them half-written in
+        // a way that matters, so a poisoned lock is still usable.
+        self.caches.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn tasks(&self) -> std::sync::MutexGuard<'_, Vec<JoinHandle<()>>> {
@@ -112,7 +123,7 @@ impl Telegram {
     /// chat, else this chat's `chat_locales` entry, else the language of the person (or
     /// the one last seen in this chat), else English.
     fn locale(&self, chat_id: &str, user_language: Option<&str>) -> Locale {
-        let remembered = if user_language.is_none() { self.wizard().language(chat_id) } else { None };
+        let remembered = if user_language.is_none() { self.caches().language(chat_id) } else { None };
         Locale::pick([
             self.settings.locale.as_deref(),
             self.settings.chat_locales.get(chat_id).map(String::as_str),
@@ -120,14 +131,17 @@ impl Telegram {
         ])
     }
 
-    fn rendered(&self, interaction: &Interaction, locale: Locale) -> render::Rendered {
-        let step = step_for(interaction, self.wizard().step(&interaction.id));
-        render(interaction, step, locale, &self.signer)
+    async fn rendered(&self, interaction: &Interaction, locale: Locale) -> render::Rendered {
+        let view = self.wizard.view(&interaction.id).await;
+        let step = step_for(interaction, view.map(|v| v.step));
+        // A page belongs to the step it was turned on.
+        let page = view.filter(|v| v.step == step).map_or(0, |v| v.page);
+        render_page(interaction, View { step, page }, locale, &self.signer)
     }
 
     /// Re-renders one message showing `interaction` (after a navigation click).
     async fn redraw(&self, chat_id: ChatId, message_id: MessageId, interaction: &Interaction, locale: Locale) -> Result<(), PlatformError> {
-        let r = self.rendered(interaction, locale);
+        let r = self.rendered(interaction, locale).await;
         send::edit(&self.bot, chat_id, message_id, &r.text, r.keyboard).await
     }
 
@@ -154,24 +168,24 @@ impl Platform for Telegram {
         Box::pin(async move {
             let key = (chat.chat_id.clone(), chat.thread_id.clone(), status.group);
             let line = text::escape_cut(&status.line(), text::MAX_TEXT_CHARS);
-            let existing = self.wizard().tool_line(&key);
+            let existing = self.caches().tool_line(&key);
             match existing {
                 // Telegram refuses an edit that changes nothing; skip it.
                 Some((_, shown)) if shown == line => {}
                 Some((message_id, _)) => {
                     let (chat_id, _) = send::target(chat)?;
                     send::edit(&self.bot, chat_id, MessageId(message_id), &line, render::empty()).await?;
-                    self.wizard().set_tool_line(key.clone(), message_id, line);
+                    self.caches().set_tool_line(key.clone(), message_id, line);
                 }
                 None => {
                     let id = send::html(&self.bot, chat, &line, None).await?;
-                    self.wizard().set_tool_line(key.clone(), id.0, line);
+                    self.caches().set_tool_line(key.clone(), id.0, line);
                 }
             }
             // Group numbers restart with a new session: forget finished groups so a
             // later group with the same number gets its own line.
             if status.finished {
-                self.wizard().forget_tool_line(&key);
+                self.caches().forget_tool_line(&key);
             }
             Ok(())
         })
@@ -180,7 +194,7 @@ impl Platform for Telegram {
     fn show_interaction<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
         Box::pin(async move {
             let locale = self.locale(&chat.chat_id, None);
-            let r = self.rendered(interaction, locale);
+            let r = self.rendered(interaction, locale).await;
             let id = send::html(&self.bot, chat, &r.text, Some(ReplyMarkup::InlineKeyboard(r.keyboard))).await?;
             for (name, json) in r.full_args {
                 // The request is already shown; a missing attachment is logged, not fatal.
@@ -200,9 +214,9 @@ impl Platform for Telegram {
                 .parse::<i32>()
                 .map_err(|_| send::fail(format!("not a Telegram message id: {}", message.message_id)))?;
             let locale = self.locale(&message.chat.chat_id, None);
-            let r = self.rendered(interaction, locale);
+            let r = self.rendered(interaction, locale).await;
             if !interaction.status.is_pending() {
-                self.wizard().forget(&interaction.id);
+                self.wizard.forget(&interaction.id).await;
             }
             send::edit(&self.bot, chat_id, MessageId(message_id), &r.text, r.keyboard).await
         })

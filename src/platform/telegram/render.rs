@@ -4,11 +4,14 @@
 //!
 //! Limits enforced here (DESIGN.md "Platform limits"): text ≤ 4096 characters (long
 //! args are cut, and the caller attaches the full JSON), every callback_data ≤ 64
-//! bytes (codes are indexes only; see [`super::callback`]).
+//! bytes (codes are indexes only; see [`super::callback`]), at most 100 buttons per
+//! keyboard and 8 per row: long option lists and many actions are shown a page at a
+//! time ([`OPTIONS_PER_PAGE`], [`ACTIONS_PER_PAGE`]) with ◀ ▶ buttons.
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
 use super::callback::Code;
+use super::wizard::View;
 use super::text::{MAX_TEXT_CHARS, Tg, cut, escape, escape_cut, tg};
 use crate::interaction::answers::encode;
 use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question, RequestKind};
@@ -20,6 +23,14 @@ use crate::protocol::{Decision, DecisionType, Reply};
 const MAX_BUTTON_CHARS: usize = 60;
 /// Longest single free-text field (description, question, header) in a message.
 const MAX_FIELD_CHARS: usize = 1000;
+/// Telegram's limits on an inline keyboard.
+pub const MAX_BUTTONS: usize = 100;
+pub const MAX_BUTTONS_PER_ROW: usize = 8;
+/// Options shown per page of a question (as many as a Discord select takes): with
+/// Other and the navigation row that is at most 31 buttons.
+pub const OPTIONS_PER_PAGE: usize = 25;
+/// Actions shown per page of an approval: 4 buttons each, plus two short rows.
+pub const ACTIONS_PER_PAGE: usize = 10;
 
 /// One message: HTML text and its keyboard (empty once the interaction ended).
 #[derive(Debug, Clone, PartialEq)]
@@ -43,15 +54,32 @@ pub fn step_for(interaction: &Interaction, remembered: Option<usize>) -> usize {
     }
 }
 
+/// How many pages of buttons wizard step `step` has (1 when it needs no paging).
+pub fn pages(interaction: &Interaction, step: usize) -> usize {
+    let items = match &interaction.request.kind {
+        RequestKind::Approval { actions } => actions.len().div_ceil(ACTIONS_PER_PAGE),
+        RequestKind::Questions { questions, .. } => questions.get(step).map_or(1, |q| q.options.len().div_ceil(OPTIONS_PER_PAGE)),
+    };
+    items.max(1)
+}
+
+/// The message with the first page of step `step`'s buttons.
 pub fn render(interaction: &Interaction, step: usize, locale: Locale, signer: &TokenSigner) -> Rendered {
+    render_page(interaction, View { step, page: 0 }, locale, signer)
+}
+
+/// The message showing `view` (its page clamped to the pages there are).
+pub fn render_page(interaction: &Interaction, view: View, locale: Locale, signer: &TokenSigner) -> Rendered {
+    let step = view.step;
+    let page = view.page.min(pages(interaction, step) - 1);
     let pending = interaction.status.is_pending();
     let mut out = match (&interaction.request.kind, &interaction.draft) {
         (RequestKind::Approval { actions }, Draft::Decisions(draft)) => {
-            approval(interaction, actions, &draft.decisions, draft.user_edit_content.as_deref(), locale, signer)
+            approval(interaction, actions, &draft.decisions, draft.user_edit_content.as_deref(), page, locale, signer)
         }
         (RequestKind::Questions { questions, .. }, Draft::Answers { answers }) if pending => {
             if step < questions.len() {
-                question_step(interaction, questions, answers, step, locale, signer)
+                question_step(interaction, questions, answers, step, page, locale, signer)
             } else {
                 summary(interaction, questions, answers, locale, signer)
             }
@@ -82,6 +110,19 @@ fn button(signer: &TokenSigner, interaction: &Interaction, code: Code, label: &s
             None
         }
     }
+}
+
+/// ◀ ▶ buttons to the neighbouring pages of step `step`, when there are several.
+fn page_buttons(signer: &TokenSigner, interaction: &Interaction, step: usize, page: usize) -> Vec<InlineKeyboardButton> {
+    let total = pages(interaction, step);
+    let mut out = Vec::new();
+    if page > 0 {
+        out.extend(button(signer, interaction, Code::Page { step, page: page - 1 }, &format!("◀ {page}/{total}")));
+    }
+    if page + 1 < total {
+        out.extend(button(signer, interaction, Code::Page { step, page: page + 1 }, &format!("{}/{total} ▶", page + 2)));
+    }
+    out
 }
 
 fn deadline_line(interaction: &Interaction, locale: Locale) -> String {
@@ -141,6 +182,7 @@ fn approval(
     actions: &[crate::interaction::Action],
     decided: &[Option<Decision>],
     note: Option<&str>,
+    page: usize,
     locale: Locale,
     signer: &TokenSigner,
 ) -> Rendered {
@@ -191,7 +233,7 @@ fn approval(
     }
 
     let mut rows: Vec<Vec<InlineKeyboardButton>> = Vec::new();
-    for (n, action) in actions.iter().enumerate() {
+    for (n, action) in actions.iter().enumerate().skip(page * ACTIONS_PER_PAGE).take(ACTIONS_PER_PAGE) {
         let chosen = decided.get(n).and_then(Option::as_ref).map(Decision::decision_type);
         let suffix = if many { format!(" #{}", n + 1) } else { String::new() };
         let mark = |d: DecisionType| if chosen == Some(d) { "• " } else { "" };
@@ -221,6 +263,10 @@ fn approval(
         row.extend(button(signer, interaction, Code::Submit, &format!("📨 {}", text(locale, Msg::Submit))));
         rows.push(row);
     }
+    let nav = page_buttons(signer, interaction, 0, page);
+    if !nav.is_empty() {
+        rows.push(nav);
+    }
     Rendered { text: fit(&head, &body, &tail), keyboard: InlineKeyboardMarkup::new(rows), full_args }
 }
 
@@ -245,7 +291,7 @@ fn context_line(interaction: &Interaction) -> Option<String> {
     interaction.request.context.as_deref().map(|c| format!("<i>{}</i>", escape_cut(c, MAX_FIELD_CHARS)))
 }
 
-fn question_step(interaction: &Interaction, questions: &[Question], answers: &[AnswerDraft], step: usize, locale: Locale, signer: &TokenSigner) -> Rendered {
+fn question_step(interaction: &Interaction, questions: &[Question], answers: &[AnswerDraft], step: usize, page: usize, locale: Locale, signer: &TokenSigner) -> Rendered {
     let Some(q) = questions.get(step) else { return summary(interaction, questions, answers, locale, signer) };
     let draft = answers.get(step).cloned().unwrap_or_default();
     let mut head: Vec<String> = context_line(interaction).into_iter().collect();
@@ -253,11 +299,14 @@ fn question_step(interaction: &Interaction, questions: &[Question], answers: &[A
     if q.multi_select {
         head.push(format!("<i>{}</i>", escape(tg(locale, Tg::ChooseMany))));
     }
+    let total = pages(interaction, step);
+    if total > 1 {
+        head.push(format!("<i>{}/{total}</i>", page + 1));
+    }
     head.push(String::new());
-    let body: Vec<String> = q
-        .options
-        .iter()
-        .enumerate()
+    // Only this page's options: their lines are what its buttons answer.
+    let on_page = || q.options.iter().enumerate().skip(page * OPTIONS_PER_PAGE).take(OPTIONS_PER_PAGE);
+    let body: Vec<String> = on_page()
         .map(|(n, o)| {
             let mut line = format!("{}. {}", n + 1, escape_cut(&o.label, 300));
             if let Some(d) = &o.description {
@@ -273,7 +322,7 @@ fn question_step(interaction: &Interaction, questions: &[Question], answers: &[A
     tail.push(status_line(interaction, locale));
 
     let mut rows: Vec<Vec<InlineKeyboardButton>> = Vec::new();
-    for (n, o) in q.options.iter().enumerate() {
+    for (n, o) in on_page() {
         let selected = draft.selected.contains(&n);
         let mark = match (q.multi_select, selected) {
             (true, true) => "☑ ",
@@ -292,6 +341,7 @@ fn question_step(interaction: &Interaction, questions: &[Question], answers: &[A
     if step > 0 {
         last.extend(button(signer, interaction, Code::Goto { step: step - 1 }, "‹"));
     }
+    last.extend(page_buttons(signer, interaction, step, page));
     last.extend(button(signer, interaction, Code::Skip { question: step }, &format!("⏭ {}", text(locale, Msg::Skip))));
     if q.multi_select {
         last.extend(button(signer, interaction, Code::Done { question: step }, &format!("✔ {}", text(locale, Msg::Done))));

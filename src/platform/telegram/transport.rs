@@ -3,6 +3,17 @@
 //! balancer; the `X-Telegram-Bot-Api-Secret-Token` header is checked on every call).
 //! Either way each update is handed to [`dispatch`], which queues it on its chat's
 //! lane: in order within a chat, in parallel across chats.
+//!
+//! An update is confirmed to Telegram only once it was handled: polling asks for the
+//! next batch (whose `offset` confirms the last) after the lanes finished the current
+//! one, and the webhook answers 200 after the update's lane finished it. A crash in
+//! between makes Telegram deliver the update again. Both waits are bounded
+//! ([`HANDLING_BOUND`]) so a stuck engine cannot stall every chat: past the bound the
+//! update is confirmed anyway and a warning logged.
+//!
+//! [`start`] runs before the bridge is up: getMe (a refused token is fatal at once,
+//! an unreachable API after [`START_RETRY`]) and, for a webhook, binding the listener
+//! and setWebhook. Only then do updates flow in the background.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,10 +26,11 @@ use teloxide::RequestError;
 use teloxide::payloads::{GetUpdatesSetters, SetWebhookSetters};
 use teloxide::prelude::Requester;
 use teloxide::types::{AllowedUpdate, Update, UpdateKind};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::send::retrying;
-use super::Telegram;
+use super::{StartError, Telegram};
 use super::lanes::{Job, Lanes};
 use crate::config::TelegramMode;
 
@@ -27,17 +39,26 @@ use crate::config::TelegramMode;
 const POLL_SECS: u32 = 10;
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
+/// How long an update's handling is waited for before it is confirmed anyway. Below
+/// Telegram's webhook timeout (about 60 s), after which it would resend the update
+/// while it is still being handled.
+pub const HANDLING_BOUND: Duration = Duration::from_secs(50);
+/// How long start-up keeps trying to reach an unreachable Bot API.
+pub const START_RETRY: Duration = Duration::from_secs(30);
 
-pub fn spawn(tg: Arc<Telegram>) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        identify(&tg).await;
-        match tg.settings.mode {
-            TelegramMode::Polling => poll(tg).await,
-            TelegramMode::Webhook => {
-                if let Err(e) = webhook(tg).await {
+/// Identifies the bot and prepares the transport; returns the task that then receives
+/// updates. Errors here stop the bridge.
+pub async fn start(tg: Arc<Telegram>) -> Result<JoinHandle<()>, StartError> {
+    identify(&tg).await?;
+    Ok(match tg.settings.mode {
+        TelegramMode::Polling => tokio::spawn(poll(tg)),
+        TelegramMode::Webhook => {
+            let (listener, app) = webhook(tg).await.map_err(|e| StartError::Webhook(e.to_string()))?;
+            tokio::spawn(async move {
+                if let Err(e) = axum::serve(listener, app).await {
                     tracing::error!(error = %e, "the Telegram webhook server stopped");
                 }
-            }
+            })
         }
     })
 }
@@ -46,22 +67,31 @@ fn updates() -> Vec<AllowedUpdate> {
     vec![AllowedUpdate::Message, AllowedUpdate::CallbackQuery]
 }
 
-/// getMe until it works: the bot's name is needed to recognise mentions in groups.
-async fn identify(tg: &Telegram) {
+/// getMe: the bot's name is needed to recognise mentions in groups, and it proves the
+/// token. A token Telegram refuses (401, or 404 for a malformed one: teloxide reads
+/// both as `InvalidToken`) is fatal at once;
+/// anything else (network, 5xx) is retried for [`START_RETRY`], then fatal.
+async fn identify(tg: &Telegram) -> Result<(), StartError> {
+    let started = tokio::time::Instant::now();
     let mut backoff = Duration::from_millis(500);
     loop {
-        match retrying(tg.bot.get_me()).await {
+        let error = match retrying(tg.bot.get_me()).await {
             Ok(me) => {
                 tracing::info!(username = %me.username(), "telegram bot identified");
                 let _ = tg.me.set((me.user.id.0, me.username().to_owned()));
-                return;
+                return Ok(());
             }
-            Err(e) => {
-                tracing::error!(error = %e, "telegram getMe failed (check telegram.token and telegram.api_url); retrying");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+            Err(RequestError::Api(e @ teloxide::ApiError::InvalidToken)) => {
+                return Err(StartError::BadToken(e.to_string()));
             }
+            Err(e) => e,
+        };
+        if started.elapsed() + backoff > START_RETRY {
+            return Err(StartError::Unreachable { secs: START_RETRY.as_secs(), error: error.to_string() });
         }
+        tracing::warn!(error = %error, retry_in = ?backoff, "telegram getMe failed (check telegram.api_url); retrying");
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
     }
 }
 
@@ -81,11 +111,19 @@ async fn poll(tg: Arc<Telegram>) {
             Ok(batch) => {
                 tracing::debug!(updates = batch.len(), ?offset, "getUpdates");
                 backoff = Duration::from_millis(500);
+                let mut handled = Vec::with_capacity(batch.len());
+                let mut next = offset;
                 for update in batch {
-                    // Confirmed on the next getUpdates; an update is never fetched twice.
-                    offset = Some(i32::try_from(update.id.0).unwrap_or(i32::MAX).saturating_add(1));
-                    dispatch(&tg, update);
+                    next = Some(i32::try_from(update.id.0).unwrap_or(i32::MAX).saturating_add(1));
+                    handled.extend(dispatch(&tg, update));
                 }
+                // The next getUpdates confirms this batch: ask only once it is handled,
+                // so a crash meanwhile gets the same updates again.
+                let waited = tokio::time::timeout(HANDLING_BOUND, futures_util::future::join_all(handled)).await;
+                if waited.is_err() {
+                    tracing::warn!(bound = ?HANDLING_BOUND, "updates still being handled; confirming them to Telegram anyway");
+                }
+                offset = next;
             }
             Err(RequestError::Api(e)) => {
                 tracing::error!(error = %e, "getUpdates refused");
@@ -101,18 +139,27 @@ async fn poll(tg: Arc<Telegram>) {
     }
 }
 
-/// Queues one update on its chat's lane (see [`super::lanes`]).
-pub fn dispatch(tg: &Arc<Telegram>, update: Update) {
+/// Queues one update on its chat's lane (see [`super::lanes`]). Returns what resolves
+/// once it was handled; `None` for an update there is nothing to do for.
+pub fn dispatch(tg: &Arc<Telegram>, update: Update) -> Option<oneshot::Receiver<()>> {
+    let (done, handled) = oneshot::channel();
     match update.kind {
-        UpdateKind::Message(message) => Lanes::push(tg, message.chat.id.0, Job::Message(Box::new(message))),
+        UpdateKind::Message(message) => Lanes::push(tg, message.chat.id.0, Job::Message(Box::new(message), done)),
         UpdateKind::CallbackQuery(query) => {
             // A click on an inline message has no chat; it still needs its answer.
             let chat_id = query.message.as_ref().map_or(0, |m| m.chat().id.0);
-            Lanes::push(tg, chat_id, Job::Click(Box::new(query)));
+            Lanes::push(tg, chat_id, Job::Click(Box::new(query), done));
         }
-        UpdateKind::Error(value) => tracing::warn!(update = %value, "an update teloxide cannot read; skipped"),
-        other => tracing::debug!(kind = ?std::mem::discriminant(&other), "ignoring an update kind"),
+        UpdateKind::Error(value) => {
+            tracing::warn!(update = %value, "an update teloxide cannot read; skipped");
+            return None;
+        }
+        other => {
+            tracing::debug!(kind = ?std::mem::discriminant(&other), "ignoring an update kind");
+            return None;
+        }
     }
+    Some(handled)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -123,11 +170,11 @@ enum WebhookError {
     Listen { addr: String, source: std::io::Error },
     #[error("setWebhook failed: {0}")]
     SetWebhook(RequestError),
-    #[error("server: {0}")]
-    Serve(std::io::Error),
 }
 
-async fn webhook(tg: Arc<Telegram>) -> Result<(), WebhookError> {
+/// Binds the webhook listener and registers the URL with Telegram; returns what to
+/// serve.
+async fn webhook(tg: Arc<Telegram>) -> Result<(tokio::net::TcpListener, axum::Router), WebhookError> {
     let url = tg.settings.webhook_url.as_deref().and_then(|u| reqwest::Url::parse(u).ok()).ok_or(WebhookError::Url)?;
     let path = if url.path().is_empty() { "/".to_owned() } else { url.path().to_owned() };
     let listener = tokio::net::TcpListener::bind(&tg.settings.webhook_listen)
@@ -142,7 +189,7 @@ async fn webhook(tg: Arc<Telegram>) -> Result<(), WebhookError> {
     retrying(request).await.map_err(WebhookError::SetWebhook)?;
     tracing::info!(listen = %tg.settings.webhook_listen, %path, "telegram webhook ready");
     let app = axum::Router::new().route(&path, post(receive)).with_state(tg);
-    axum::serve(listener, app).await.map_err(WebhookError::Serve)
+    Ok((listener, app))
 }
 
 async fn receive(State(tg): State<Arc<Telegram>>, headers: HeaderMap, body: axum::body::Bytes) -> StatusCode {
@@ -153,10 +200,20 @@ async fn receive(State(tg): State<Arc<Telegram>>, headers: HeaderMap, body: axum
             return StatusCode::UNAUTHORIZED;
         }
     }
-    match serde_json::from_slice::<Update>(&body) {
+    let handled = match serde_json::from_slice::<Update>(&body) {
         Ok(update) => dispatch(&tg, update),
         // 200 anyway: Telegram would resend an update we can never read.
-        Err(e) => tracing::warn!(error = %e, "unreadable webhook update; skipped"),
+        Err(e) => {
+            tracing::warn!(error = %e, "unreadable webhook update; skipped");
+            None
+        }
+    };
+    // 200 only once handled: until then Telegram keeps the update and resends it if
+    // this replica dies. Past the bound, 200 anyway before Telegram gives up on us.
+    if let Some(handled) = handled
+        && tokio::time::timeout(HANDLING_BOUND, handled).await.is_err()
+    {
+        tracing::warn!(bound = ?HANDLING_BOUND, "a webhook update is still being handled; confirming it to Telegram anyway");
     }
     StatusCode::OK
 }

@@ -1,16 +1,25 @@
-//! What the Telegram front end keeps in memory only: which wizard step each question
-//! message shows, the ForceReply prompts waiting for typed text, the status message of
-//! each tool group, and the language each chat was last seen in.
+//! What the Telegram front end remembers between updates.
 //!
-//! None of it is needed for correctness after a restart: answers and decisions are
-//! stored by the engine as they happen, the step is derived again from the stored
-//! draft ([`super::render::step_for`]), and a lost prompt only means the person
-//! presses the button again.
+//! In the store ([`crate::store::Store::put_ui_state`]), so that any replica behind a
+//! load balancer can handle the next update: the view each question message shows
+//! (wizard step and page of a long option list) and the ForceReply prompts waiting for
+//! typed text (Other text, Edit JSON, a comment). Both belong to their interaction and
+//! are removed when it ends; both expire with it.
+//!
+//! In memory, bounded ([`Caches`]): what only makes rendering nicer, the status message
+//! of each tool group and the language each chat was last seen in. Losing them costs a
+//! new status message or an English reply, never an answer.
 
-use std::collections::HashMap;
+use serde::{Deserialize, Serialize};
+
+use crate::clock::now_ms;
+use crate::interaction::Interaction;
+use crate::platform::bounded::BoundedMap;
+use crate::store::{Store, StoreError};
 
 /// What typed text answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PromptKind {
     /// Free text for a question ("Other" or the input option).
     Text { question: usize },
@@ -21,7 +30,7 @@ pub enum PromptKind {
 }
 
 /// A ForceReply message waiting for one person's reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Prompt {
     pub chat_id: i64,
     pub message_id: i32,
@@ -30,108 +39,151 @@ pub struct Prompt {
     pub kind: PromptKind,
 }
 
-/// Prompts kept at most; the oldest go first (a forgotten prompt costs one click).
-const MAX_PROMPTS: usize = 1000;
+/// What a question message shows: a wizard step (a question, or the summary when it is
+/// the question count) and, for a long option list, which page of its buttons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct View {
+    pub step: usize,
+    #[serde(default)]
+    pub page: usize,
+}
 
-#[derive(Debug, Default)]
+const VIEW_KIND: &str = "telegram.view";
+const PROMPT_KIND: &str = "telegram.prompt";
+/// Kept this long after the interaction's deadline (a late click still renders right
+/// until the expiry timer ends it).
+const GRACE_MS: i64 = 60_000;
+/// A prompt nobody answered stops catching a private chat's messages after this long,
+/// even when the interaction waits longer: the person has moved on.
+const PROMPT_TTL_MS: i64 = 6 * 3600 * 1000;
+
+fn expiry(interaction: &Interaction) -> i64 {
+    interaction.deadline_ms.max(now_ms()).saturating_add(GRACE_MS)
+}
+
+fn prompt_key(chat_id: i64, user_id: u64) -> String {
+    format!("{chat_id}:{user_id}")
+}
+
+/// Steps and prompts, in the store.
+#[derive(Clone)]
 pub struct Wizard {
-    steps: HashMap<String, usize>,
-    prompts: Vec<Prompt>,
-    /// (chat id, thread id, session-scoped group number) → status message id and the
-    /// text it shows (an unchanged line is not edited again).
-    tool_lines: HashMap<(String, Option<String>, u64), (i32, String)>,
-    languages: HashMap<String, String>,
+    store: Store,
 }
 
 impl Wizard {
-    pub fn step(&self, interaction_id: &str) -> Option<usize> {
-        self.steps.get(interaction_id).copied()
+    pub fn new(store: Store) -> Self {
+        Self { store }
     }
 
-    /// Sets the step; returns the previous one so a refused action can restore it.
-    pub fn set_step(&mut self, interaction_id: &str, step: usize) -> Option<usize> {
-        self.steps.insert(interaction_id.to_owned(), step)
+    /// The remembered view of an interaction. A store error is logged and reads as
+    /// none: the view is then derived from the stored draft, which is always valid.
+    pub async fn view(&self, interaction_id: &str) -> Option<View> {
+        match self.store.ui_state(VIEW_KIND, interaction_id, now_ms()).await {
+            Ok(found) => found.and_then(|s| serde_json::from_str(&s.value).ok()),
+            Err(e) => {
+                tracing::warn!(error = %e, interaction = %interaction_id, "cannot read the wizard view");
+                None
+            }
+        }
     }
 
-    pub fn restore_step(&mut self, interaction_id: &str, previous: Option<usize>) {
-        match previous {
-            Some(step) => self.steps.insert(interaction_id.to_owned(), step),
-            None => self.steps.remove(interaction_id),
+    /// Sets the view; returns the previous one so a refused action can restore it.
+    pub async fn set_view(&self, interaction: &Interaction, view: View) -> Result<Option<View>, StoreError> {
+        let previous = self.view(&interaction.id).await;
+        let value = serde_json::to_string(&view).unwrap_or_default();
+        self.store.put_ui_state(VIEW_KIND, &interaction.id, &interaction.id, &value, now_ms(), expiry(interaction)).await?;
+        Ok(previous)
+    }
+
+    pub async fn restore_view(&self, interaction: &Interaction, previous: Option<View>) {
+        let done = match previous {
+            Some(view) => self.set_view(interaction, view).await.map(|_| ()),
+            None => self.store.delete_ui_state(VIEW_KIND, &interaction.id).await,
         };
+        if let Err(e) = done {
+            tracing::warn!(error = %e, interaction = %interaction.id, "cannot restore the wizard view");
+        }
     }
 
     /// Forgets everything about an interaction that ended.
-    pub fn forget(&mut self, interaction_id: &str) {
-        self.steps.remove(interaction_id);
-        self.prompts.retain(|p| p.interaction_id != interaction_id);
+    pub async fn forget(&self, interaction_id: &str) {
+        if let Err(e) = self.store.forget_ui_state(interaction_id).await {
+            tracing::warn!(error = %e, interaction = %interaction_id, "cannot forget ui state; it expires on its own");
+        }
     }
 
     /// A new prompt replaces an older one from the same person in the same chat: only
     /// the latest question asked of someone is waiting for their text.
-    pub fn add_prompt(&mut self, prompt: Prompt) {
-        self.prompts.retain(|p| !(p.chat_id == prompt.chat_id && p.user_id == prompt.user_id));
-        if self.prompts.len() >= MAX_PROMPTS {
-            self.prompts.remove(0);
-        }
-        self.prompts.push(prompt);
+    pub async fn add_prompt(&self, prompt: &Prompt, interaction: &Interaction) -> Result<(), StoreError> {
+        let now = now_ms();
+        let expires = expiry(interaction).min(now.saturating_add(PROMPT_TTL_MS));
+        let value = serde_json::to_string(prompt).unwrap_or_default();
+        self.store
+            .put_ui_state(PROMPT_KIND, &prompt_key(prompt.chat_id, prompt.user_id), &prompt.interaction_id, &value, now, expires)
+            .await
     }
 
     /// The prompt a message answers: the one it replies to, else (when `fallback`) the
-    /// person's open prompt in that chat. Removes it.
-    pub fn take_prompt(&mut self, chat_id: i64, user_id: u64, reply_to: Option<i32>, fallback: bool) -> Option<Prompt> {
-        let pos = self
-            .prompts
-            .iter()
-            .position(|p| p.chat_id == chat_id && p.user_id == user_id && Some(p.message_id) == reply_to)
-            .or_else(|| fallback.then(|| self.prompts.iter().position(|p| p.chat_id == chat_id && p.user_id == user_id)).flatten())?;
-        Some(self.prompts.remove(pos))
+    /// person's open prompt in that chat. Removes it; when two replicas see the same
+    /// reply, one of them gets it.
+    pub async fn take_prompt(&self, chat_id: i64, user_id: u64, reply_to: Option<i32>, fallback: bool) -> Result<Option<Prompt>, StoreError> {
+        let key = prompt_key(chat_id, user_id);
+        let Some(stored) = self.store.ui_state(PROMPT_KIND, &key, now_ms()).await? else { return Ok(None) };
+        let Ok(prompt) = serde_json::from_str::<Prompt>(&stored.value) else {
+            tracing::warn!(%key, "an unreadable stored prompt; dropped");
+            self.store.delete_ui_state(PROMPT_KIND, &key).await?;
+            return Ok(None);
+        };
+        if !(fallback || reply_to == Some(prompt.message_id)) {
+            return Ok(None);
+        }
+        Ok(self.store.take_ui_state(PROMPT_KIND, &key, &stored.value).await?.then_some(prompt))
     }
+}
 
-    pub fn tool_line(&self, key: &(String, Option<String>, u64)) -> Option<(i32, String)> {
+/// Tool status lines kept at most (one per running tool group).
+const MAX_TOOL_LINES: usize = 10_000;
+/// Chats whose language is remembered at most.
+const MAX_LANGUAGES: usize = 10_000;
+
+type ToolLineKey = (String, Option<String>, u64);
+
+/// Rendering caches, in memory and bounded.
+pub struct Caches {
+    /// (chat id, thread id, session-scoped group number) → status message id and the
+    /// text it shows (an unchanged line is not edited again). Removed when the group
+    /// finishes.
+    tool_lines: BoundedMap<ToolLineKey, (i32, String)>,
+    languages: BoundedMap<String, String>,
+}
+
+impl Default for Caches {
+    fn default() -> Self {
+        Self { tool_lines: BoundedMap::new(MAX_TOOL_LINES), languages: BoundedMap::new(MAX_LANGUAGES) }
+    }
+}
+
+impl Caches {
+    pub fn tool_line(&self, key: &ToolLineKey) -> Option<(i32, String)> {
         self.tool_lines.get(key).cloned()
     }
 
-    pub fn set_tool_line(&mut self, key: (String, Option<String>, u64), message_id: i32, text: String) {
+    pub fn set_tool_line(&mut self, key: ToolLineKey, message_id: i32, text: String) {
         self.tool_lines.insert(key, (message_id, text));
     }
 
-    pub fn forget_tool_line(&mut self, key: &(String, Option<String>, u64)) {
+    pub fn forget_tool_line(&mut self, key: &ToolLineKey) {
         self.tool_lines.remove(key);
     }
 
     pub fn remember_language(&mut self, chat_id: &str, code: &str) {
-        self.languages.insert(chat_id.to_owned(), code.to_owned());
+        if self.languages.get(&chat_id.to_owned()).map(String::as_str) != Some(code) {
+            self.languages.insert(chat_id.to_owned(), code.to_owned());
+        }
     }
 
     pub fn language(&self, chat_id: &str) -> Option<String> {
-        self.languages.get(chat_id).cloned()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn prompt(message_id: i32, user_id: u64) -> Prompt {
-        Prompt { chat_id: 1, message_id, user_id, interaction_id: "i".into(), kind: PromptKind::Edit { action: 0 } }
-    }
-
-    #[test]
-    fn reply_matches_its_prompt_and_fallback_is_per_person() {
-        let mut w = Wizard::default();
-        w.add_prompt(prompt(10, 7));
-        assert_eq!(w.take_prompt(1, 8, Some(10), true), None, "someone else's prompt");
-        assert_eq!(w.take_prompt(1, 7, None, false), None, "no reply, no fallback");
-        assert_eq!(w.take_prompt(1, 7, None, true), Some(prompt(10, 7)));
-        assert_eq!(w.take_prompt(1, 7, Some(10), true), None, "taken once");
-    }
-
-    #[test]
-    fn a_new_prompt_replaces_the_persons_older_one() {
-        let mut w = Wizard::default();
-        w.add_prompt(prompt(10, 7));
-        w.add_prompt(prompt(11, 7));
-        assert_eq!(w.take_prompt(1, 7, Some(10), false), None);
-        assert_eq!(w.take_prompt(1, 7, Some(11), false), Some(prompt(11, 7)));
+        self.languages.get(&chat_id.to_owned()).cloned()
     }
 }

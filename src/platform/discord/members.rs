@@ -1,0 +1,86 @@
+//! Who someone is on Discord, with their roles even where Discord leaves them out.
+//!
+//! A click or a message in a guild carries the member and its roles. In a DM it
+//! carries only the user, so `approver_roles` and `access.roles` would never match
+//! there: with `discord.guild_id` set, the member is looked up in that guild
+//! (`GET /guilds/{guild}/members/{user}`) and their roles used. Lookups are cached for
+//! [`TTL`], so a burst of clicks costs one request, and a role taken away stops
+//! counting within that time. A user who is not in the guild has no roles.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serenity::all::{GuildId, Member, User, UserId};
+
+use super::{Shared, handler, rest};
+use crate::interaction::Actor;
+
+/// How long a looked-up member's roles are trusted.
+pub const TTL: Duration = Duration::from_secs(60);
+
+/// At most this many members are remembered; the oldest half goes when it is full.
+const MAX_CACHED: usize = 10_000;
+
+/// Roles looked up per user: `(when, role ids)`.
+#[derive(Default)]
+pub struct MemberCache {
+    roles: Mutex<HashMap<u64, (Instant, Vec<String>)>>,
+}
+
+impl MemberCache {
+    fn get(&self, user: u64) -> Option<Vec<String>> {
+        let cached = self.roles.lock().unwrap_or_else(|p| p.into_inner());
+        cached.get(&user).filter(|(at, _)| at.elapsed() < TTL).map(|(_, roles)| roles.clone())
+    }
+
+    fn put(&self, user: u64, roles: Vec<String>) {
+        let mut cached = self.roles.lock().unwrap_or_else(|p| p.into_inner());
+        if cached.len() >= MAX_CACHED {
+            cached.retain(|_, (at, _)| at.elapsed() < TTL);
+        }
+        if cached.len() >= MAX_CACHED {
+            cached.clear();
+        }
+        cached.insert(user, (Instant::now(), roles));
+    }
+}
+
+/// The person behind a click, command or message: `member` and `guild` as Discord
+/// sent them; without a member (a DM) the roles come from `discord.guild_id`.
+pub async fn person(shared: &Shared, user: &User, member: Option<&Member>, guild: Option<GuildId>) -> Actor {
+    let mut actor = handler::actor(user, member);
+    actor.guild_id = guild.map(|g| g.get().to_string());
+    if member.is_none() && guild.is_none() {
+        actor.role_ids = dm_roles(shared, user.id).await;
+    }
+    actor
+}
+
+/// The user's roles in the configured guild; none when no guild is configured, they
+/// are not a member, or Discord cannot be asked right now (refusing is the safe side).
+async fn dm_roles(shared: &Shared, user: UserId) -> Vec<String> {
+    let Some(guild) = shared.settings.guild_id.as_deref().and_then(|g| g.parse::<u64>().ok()).filter(|&g| g != 0) else {
+        return Vec::new();
+    };
+    if let Some(roles) = shared.members.get(user.get()) {
+        return roles;
+    }
+    let http = &shared.http;
+    match rest::retrying("get member", || http.get_member(GuildId::new(guild), user)).await {
+        Ok(member) => {
+            let roles: Vec<String> = member.roles.iter().map(|r| r.get().to_string()).collect();
+            shared.members.put(user.get(), roles.clone());
+            roles
+        }
+        Err(serenity::Error::Http(e)) if e.status_code().is_some_and(|s| s.as_u16() == 404) => {
+            // Not a member (Discord's 10007 Unknown Member): no roles, and remembered.
+            shared.members.put(user.get(), Vec::new());
+            Vec::new()
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, user = user.get(), guild, "cannot look up a member's roles; treating them as having none");
+            Vec::new()
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! The `pending_shows` table: requests that still have to appear in a chat. A row is
+//! written with its interaction (same transaction) and removed together with the
+//! `message_refs` row of the message that shows it, so a request whose send failed
+//! (a 429 storm, a 5xx, the network) or that was never sent before a crash is shown
+//! later, by whichever replica claims it, and never twice.
+
+use sqlx::AnyConnection;
+use sqlx::any::AnyRow;
+
+use super::error::{Result, StoreError};
+use super::row::column;
+use super::{ChatKey, MessageRef, Store};
+
+/// The longest wait between two attempts to show a request.
+pub const MAX_SHOW_BACKOFF_MS: i64 = 60_000;
+
+/// 1 s after the first failure, doubling, capped.
+fn show_backoff_ms(failures_before: i64) -> i64 {
+    1000i64.saturating_mul(1 << failures_before.clamp(0, 16)).min(MAX_SHOW_BACKOFF_MS)
+}
+
+/// A replica's claim on the rows it is sending now.
+#[derive(Debug, Clone)]
+pub struct ShowClaim {
+    pub owner: String,
+    pub until_ms: i64,
+}
+
+/// One request to show in one chat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingShow {
+    pub interaction_id: String,
+    pub chat: ChatKey,
+    pub attempts: i64,
+}
+
+impl PendingShow {
+    fn from_row(row: &AnyRow) -> Result<Self> {
+        Ok(Self { interaction_id: column(row, "interaction_id")?, chat: ChatKey::from_row(row)?, attempts: column(row, "attempts")? })
+    }
+}
+
+impl Store {
+    /// Claims for `claim.owner` the rows due at `now_ms` that no live claim holds. (An
+    /// interaction's rows are deleted when it settles.)
+    pub async fn claim_due_shows(&self, claim: &ShowClaim, now_ms: i64) -> Result<Vec<PendingShow>> {
+        let rows = sqlx::query(
+            "UPDATE pending_shows SET claimed_by = $1, claimed_until_ms = $2
+             WHERE next_at_ms <= $3 AND claimed_until_ms < $3
+             RETURNING interaction_id, platform, chat_id, thread_id, attempts",
+        )
+        .bind(claim.owner.as_str())
+        .bind(claim.until_ms)
+        .bind(now_ms)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("claim due shows"))?;
+        rows.iter().map(PendingShow::from_row).collect()
+    }
+
+    /// Extends the claims `claim.owner` holds (rows still queued in its chat lanes).
+    pub async fn renew_show_claims(&self, claim: &ShowClaim, now_ms: i64) -> Result<()> {
+        sqlx::query("UPDATE pending_shows SET claimed_until_ms = $1 WHERE claimed_by = $2 AND claimed_until_ms >= $3")
+            .bind(claim.until_ms)
+            .bind(claim.owner.as_str())
+            .bind(now_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("renew show claims"))?;
+        Ok(())
+    }
+
+    /// Gives every claim of `owner` up (shutdown): another replica, or this one after a
+    /// restart, shows those requests at once.
+    pub async fn release_show_claims(&self, owner: &str) -> Result<()> {
+        sqlx::query("UPDATE pending_shows SET claimed_until_ms = 0 WHERE claimed_by = $1")
+            .bind(owner)
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("release show claims"))?;
+        Ok(())
+    }
+
+    /// The request is shown in `chat`: remembers the message (when the platform has
+    /// one to edit later) and removes the row, in one transaction.
+    pub async fn shown(&self, interaction_id: &str, chat: &ChatKey, message: Option<&MessageRef>) -> Result<()> {
+        let mut tx = self.pool.begin().await.map_err(StoreError::query("begin shown"))?;
+        if let Some(message) = message {
+            super::messages::insert_message_ref(&mut *tx, message).await?;
+        }
+        sqlx::query("DELETE FROM pending_shows WHERE interaction_id = $1 AND platform = $2 AND chat_id = $3 AND thread_id = $4")
+            .bind(interaction_id)
+            .bind(chat.platform.as_str())
+            .bind(chat.chat_id.as_str())
+            .bind(chat.thread_column())
+            .execute(&mut *tx)
+            .await
+            .map_err(StoreError::query("remove a pending show"))?;
+        tx.commit().await.map_err(StoreError::query("commit shown"))?;
+        Ok(())
+    }
+
+    /// The send failed: any replica tries again after a backoff that doubles from 1 s
+    /// to [`MAX_SHOW_BACKOFF_MS`] with each attempt.
+    pub async fn show_failed(&self, interaction_id: &str, chat: &ChatKey, now_ms: i64, error: &str) -> Result<()> {
+        let attempts: i64 = sqlx::query(
+            "SELECT attempts FROM pending_shows WHERE interaction_id = $1 AND platform = $2 AND chat_id = $3 AND thread_id = $4",
+        )
+        .bind(interaction_id)
+        .bind(chat.platform.as_str())
+        .bind(chat.chat_id.as_str())
+        .bind(chat.thread_column())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(StoreError::query("read a pending show"))?
+        .map(|row| column(&row, "attempts"))
+        .transpose()?
+        .unwrap_or(0);
+        sqlx::query(
+            "UPDATE pending_shows SET attempts = $1, next_at_ms = $2, claimed_until_ms = 0, last_error = $3
+             WHERE interaction_id = $4 AND platform = $5 AND chat_id = $6 AND thread_id = $7",
+        )
+        .bind(attempts + 1)
+        .bind(now_ms + show_backoff_ms(attempts))
+        .bind(error)
+        .bind(interaction_id)
+        .bind(chat.platform.as_str())
+        .bind(chat.chat_id.as_str())
+        .bind(chat.thread_column())
+        .execute(&self.pool)
+        .await
+        .map_err(StoreError::query("record a failed show"))?;
+        Ok(())
+    }
+
+    /// Forgets a show that can never happen here (its platform is not enabled).
+    pub async fn drop_show(&self, interaction_id: &str, chat: &ChatKey) -> Result<()> {
+        self.shown(interaction_id, chat, None).await
+    }
+
+    /// The rows still waiting, for tests and `pending`-style listings.
+    pub async fn pending_shows(&self) -> Result<Vec<PendingShow>> {
+        let rows = sqlx::query("SELECT interaction_id, platform, chat_id, thread_id, attempts FROM pending_shows ORDER BY interaction_id")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StoreError::query("list pending shows"))?;
+        rows.iter().map(PendingShow::from_row).collect()
+    }
+}
+
+/// Forgets where a settled interaction still had to be shown, inside its settle
+/// transaction: an ended request is never shown late.
+pub(super) async fn drop_shows(conn: &mut AnyConnection, interaction_id: &str) -> Result<()> {
+    sqlx::query("DELETE FROM pending_shows WHERE interaction_id = $1")
+        .bind(interaction_id)
+        .execute(&mut *conn)
+        .await
+        .map_err(StoreError::query("drop the shows of a settled interaction"))?;
+    Ok(())
+}
+
+/// Queues `interaction_id` for every chat in `chats`, claimed by `claim` (the caller
+/// shows them now), on any executor so it joins the interaction's transaction.
+pub(super) async fn insert_shows(conn: &mut AnyConnection, interaction_id: &str, chats: &[ChatKey], claim: &ShowClaim, now_ms: i64) -> Result<()> {
+    for chat in chats {
+        sqlx::query(
+            "INSERT INTO pending_shows (interaction_id, platform, chat_id, thread_id, attempts, next_at_ms, claimed_by, claimed_until_ms)
+             VALUES ($1, $2, $3, $4, 0, $5, $6, $7)
+             ON CONFLICT (interaction_id, platform, chat_id, thread_id) DO NOTHING",
+        )
+        .bind(interaction_id)
+        .bind(chat.platform.as_str())
+        .bind(chat.chat_id.as_str())
+        .bind(chat.thread_column())
+        .bind(now_ms)
+        .bind(claim.owner.as_str())
+        .bind(claim.until_ms)
+        .execute(&mut *conn)
+        .await
+        .map_err(StoreError::query("queue a show"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! A database of its own for one test: a SQLite file in a temp dir, or a fresh
+//! PostgreSQL schema (dropped by [`TestDatabase::finish`]) so tests running in
+//! parallel never see each other's rows. Shared by the store, retention, UI-state and
+//! two-replica suites; each includes it with `#[path]`.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use hitl_bridge::store::Store;
+use sqlx::any::AnyPoolOptions;
+use sqlx::{AnyPool, AssertSqlSafe};
+
+/// The PostgreSQL the suites use when set (CI sets it), e.g.
+/// `postgres://postgres@127.0.0.1:5432/test`.
+pub const POSTGRES_ENV: &str = "HITL_BRIDGE_TEST_POSTGRES_URL";
+
+pub struct TestDatabase {
+    pub url: String,
+    /// Removed when dropped.
+    _dir: Option<tempfile::TempDir>,
+    /// The admin connection and the schema to drop.
+    schema: Option<(AnyPool, String)>,
+}
+
+impl TestDatabase {
+    /// A SQLite file in a directory that does not exist yet: connect must create it.
+    pub fn sqlite() -> TestDatabase {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}/data/hitl-bridge.db", dir.path().display());
+        TestDatabase { url, _dir: Some(dir), schema: None }
+    }
+
+    /// A fresh schema on the PostgreSQL named by [`POSTGRES_ENV`]; `None`, after saying
+    /// so, when it is unset.
+    pub async fn postgres() -> Option<TestDatabase> {
+        let Ok(base) = std::env::var(POSTGRES_ENV) else {
+            eprintln!("skipping postgres: {POSTGRES_ENV} unset");
+            return None;
+        };
+        Some(TestDatabase::schema_on(&base).await.expect("connect to PostgreSQL"))
+    }
+
+    /// A fresh schema on the PostgreSQL at `base`.
+    pub async fn schema_on(base: &str) -> Result<TestDatabase, sqlx::Error> {
+        sqlx::any::install_default_drivers();
+        let admin = AnyPoolOptions::new().max_connections(1).acquire_timeout(Duration::from_secs(5)).connect(base).await?;
+        let name = format!("t_{}", uuid::Uuid::new_v4().simple());
+        execute(&admin, &format!("CREATE SCHEMA {name}")).await;
+        let separator = if base.contains('?') { '&' } else { '?' };
+        let url = format!("{base}{separator}options=-c%20search_path%3D{name}");
+        Ok(TestDatabase { url, _dir: None, schema: Some((admin, name)) })
+    }
+
+    /// A store on this database: call twice for two replicas.
+    pub async fn store(&self) -> Store {
+        Store::connect(&self.url).await.expect("open store")
+    }
+
+    /// A raw connection, to do or see what the store never would.
+    pub async fn raw(&self) -> AnyPool {
+        AnyPoolOptions::new().max_connections(1).connect(&self.url).await.expect("raw connection")
+    }
+
+    /// Drops the PostgreSQL schema; the SQLite directory goes with `self`.
+    pub async fn finish(self) {
+        if let Some((admin, name)) = self.schema {
+            execute(&admin, &format!("DROP SCHEMA {name} CASCADE")).await;
+            admin.close().await;
+        }
+    }
+}
+
+pub async fn execute(pool: &AnyPool, sql: &str) {
+    sqlx::query(AssertSqlSafe(sql.to_owned())).execute(pool).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+}

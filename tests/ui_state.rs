@@ -1,0 +1,116 @@
+//! The store's `ui_state` table and the Telegram wizard state built on it, on SQLite
+//! (a temp file) and on PostgreSQL (a fresh schema per test, when
+//! `HITL_BRIDGE_TEST_POSTGRES_URL` is set, as in tests/store.rs). Two `Store`s on one
+//! database stand for two replicas.
+
+use hitl_bridge::interaction::{Interaction, RequestBuilder, TimeoutDefaults};
+use hitl_bridge::platform::telegram::wizard::{Prompt, PromptKind, View, Wizard};
+use hitl_bridge::protocol::ActionRequest;
+use hitl_bridge::store::UiState;
+use serde_json::json;
+
+#[path = "support/test_db.rs"]
+mod test_db;
+
+use test_db::TestDatabase as Db;
+
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test] async fn $name() { let db = super::Db::sqlite(); super::$name(&db).await; db.finish().await; })*
+        }
+        mod postgres {
+            $(#[tokio::test] async fn $name() { let Some(db) = super::Db::postgres().await else { return }; super::$name(&db).await; db.finish().await; })*
+        }
+    };
+}
+
+on_both!(entries_expire_replace_and_are_taken_once, interaction_end_forgets_its_entries, prompts_are_shared_by_replicas, views_are_shared_and_restored);
+
+fn now() -> i64 {
+    hitl_bridge::clock::now_ms()
+}
+
+async fn entries_expire_replace_and_are_taken_once(db: &Db) {
+    let (a, b) = (db.store().await, db.store().await);
+    let t = now();
+    a.put_ui_state("k", "x", "i1", "one", t, t + 60_000).await.unwrap();
+    assert_eq!(b.ui_state("k", "x", t).await.unwrap(), Some(UiState { interaction_id: "i1".into(), value: "one".into() }));
+    assert_eq!(b.ui_state("other", "x", t).await.unwrap(), None, "kinds do not mix");
+    // The latest write wins.
+    b.put_ui_state("k", "x", "i1", "two", t, t + 60_000).await.unwrap();
+    assert_eq!(a.ui_state("k", "x", t).await.unwrap().unwrap().value, "two");
+    // Taking needs the value still there: of two replicas racing, one wins.
+    assert!(!a.take_ui_state("k", "x", "one").await.unwrap(), "a stale value is not taken");
+    assert!(a.take_ui_state("k", "x", "two").await.unwrap());
+    assert!(!b.take_ui_state("k", "x", "two").await.unwrap(), "taken once");
+    // An expired entry reads as none and is deleted by the next write.
+    a.put_ui_state("k", "old", "i2", "v", t - 10_000, t - 1).await.unwrap();
+    assert_eq!(a.ui_state("k", "old", t).await.unwrap(), None);
+    assert_eq!(a.count_ui_state("i2").await.unwrap(), 1);
+    a.put_ui_state("k", "new", "i3", "v", t, t + 1).await.unwrap();
+    assert_eq!(a.count_ui_state("i2").await.unwrap(), 0, "pruned on write");
+}
+
+async fn interaction_end_forgets_its_entries(db: &Db) {
+    let s = db.store().await;
+    let t = now();
+    s.put_ui_state("a", "1", "gone", "v", t, t + 60_000).await.unwrap();
+    s.put_ui_state("b", "2", "gone", "v", t, t + 60_000).await.unwrap();
+    s.put_ui_state("a", "3", "kept", "v", t, t + 60_000).await.unwrap();
+    s.forget_ui_state("gone").await.unwrap();
+    assert_eq!(s.count_ui_state("gone").await.unwrap(), 0);
+    assert_eq!(s.count_ui_state("kept").await.unwrap(), 1);
+    s.delete_ui_state("a", "3").await.unwrap();
+    assert_eq!(s.ui_state("a", "3", t).await.unwrap(), None);
+}
+
+fn interaction(id: &str) -> Interaction {
+    let actions = vec![ActionRequest { name: "execute_trade".into(), args: json!({"symbol": "VNM"}), description: None, tool_use_id: None }];
+    let request = RequestBuilder::start("S_1", actions, vec![], Some(600)).finish(TimeoutDefaults::default()).expect("request");
+    Interaction::new(id.into(), "S".into(), request, None, now())
+}
+
+fn prompt(message_id: i32, user_id: u64, interaction_id: &str) -> Prompt {
+    Prompt { chat_id: -100, message_id, user_id, interaction_id: interaction_id.into(), kind: PromptKind::Edit { action: 0 } }
+}
+
+/// A prompt sent by replica A is found by replica B: by reply, or (private chat) as
+/// the person's next message; per person; the newest replaces the older; taken once.
+async fn prompts_are_shared_by_replicas(db: &Db) {
+    let i = interaction("aaaaaaaaaaaa");
+    let (a, b) = (Wizard::new(db.store().await), Wizard::new(db.store().await));
+    a.add_prompt(&prompt(10, 7, &i.id), &i).await.unwrap();
+    assert_eq!(b.take_prompt(-100, 8, Some(10), true).await.unwrap(), None, "someone else's prompt");
+    assert_eq!(b.take_prompt(-100, 7, Some(99), false).await.unwrap(), None, "a reply to another message");
+    assert_eq!(b.take_prompt(-100, 7, None, false).await.unwrap(), None, "no reply, no fallback");
+    assert_eq!(b.take_prompt(-100, 7, Some(10), false).await.unwrap(), Some(prompt(10, 7, &i.id)));
+    assert_eq!(a.take_prompt(-100, 7, Some(10), true).await.unwrap(), None, "taken once");
+
+    a.add_prompt(&prompt(11, 7, &i.id), &i).await.unwrap();
+    b.add_prompt(&prompt(12, 7, &i.id), &i).await.unwrap();
+    assert_eq!(a.take_prompt(-100, 7, Some(11), false).await.unwrap(), None, "replaced by the newer prompt");
+    assert_eq!(a.take_prompt(-100, 7, None, true).await.unwrap(), Some(prompt(12, 7, &i.id)), "fallback finds the newest");
+
+    // The interaction ends: its prompts go.
+    b.add_prompt(&prompt(13, 7, &i.id), &i).await.unwrap();
+    a.forget(&i.id).await;
+    assert_eq!(b.take_prompt(-100, 7, Some(13), true).await.unwrap(), None);
+}
+
+/// The wizard view set on one replica is read on the other; a refused action puts
+/// the previous one back (or none).
+async fn views_are_shared_and_restored(db: &Db) {
+    let i = interaction("bbbbbbbbbbbb");
+    let (a, b) = (Wizard::new(db.store().await), Wizard::new(db.store().await));
+    assert_eq!(b.view(&i.id).await, None);
+    assert_eq!(a.set_view(&i, View { step: 1, page: 0 }).await.unwrap(), None);
+    assert_eq!(b.view(&i.id).await, Some(View { step: 1, page: 0 }));
+    let previous = b.set_view(&i, View { step: 0, page: 3 }).await.unwrap();
+    assert_eq!(previous, Some(View { step: 1, page: 0 }));
+    assert_eq!(a.view(&i.id).await, Some(View { step: 0, page: 3 }));
+    a.restore_view(&i, previous).await;
+    assert_eq!(b.view(&i.id).await, Some(View { step: 1, page: 0 }));
+    a.restore_view(&i, None).await;
+    assert_eq!(b.view(&i.id).await, None);
+}
