@@ -19,7 +19,7 @@ use crate::backend::lease::Lease;
 use crate::backend::session::{SessionConnector, SessionOptions};
 use crate::backend::stream::StreamTransport;
 use crate::backend::{Connector, Connectors};
-use crate::config::Settings;
+use crate::config::{BackendKind, Settings};
 use crate::engine::{Engine, EngineError, EngineHandle};
 use crate::server::Readiness;
 use crate::platform::console::Console;
@@ -112,23 +112,13 @@ impl App {
             tracing::warn!("no platform is enabled: requests will wait for their deadline (enable console, telegram or discord)");
         }
 
-        // Backends: the inbound HTTP API serves `api:` sessions; the stream protocol
-        // serves every chat session.
+        // Backends: the inbound HTTP API serves `api:` sessions; the configured
+        // backend (`backend.kind`) serves every chat session.
         let names: Vec<&'static str> = platforms.iter().map(|p| p.name()).collect();
         let http_api = HttpApi::start(&settings.http, settings.timeouts.defaults(), names, store.clone(), engine.clone());
         let (backend_tx, backend_rx) = tokio::sync::mpsc::channel(1024);
-        let stream = SessionConnector::new(
-            StreamTransport::new(settings.backend.clone(), settings.timeouts.defaults()),
-            SessionOptions {
-                history_url: settings.backend.history_url.clone(),
-                reconnect_max: std::time::Duration::from_secs(settings.backend.reconnect_max_secs.max(1)),
-                idle_close: std::time::Duration::from_secs(settings.backend.idle_close_secs.max(1)),
-            },
-            Lease::new(store.clone(), settings.backend.lease_secs),
-            store.clone(),
-            backend_tx,
-        );
-        let connectors = Connectors::new(vec![http_api.clone() as Arc<dyn Connector>, Arc::new(stream)]);
+        let chat_backend = chat_connector(settings, &store, backend_tx);
+        let connectors = Connectors::new(vec![http_api.clone() as Arc<dyn Connector>, chat_backend]);
 
         let readiness = Readiness::new(store.clone());
         let http = if settings.http.enabled {
@@ -302,5 +292,23 @@ mod tests {
         assert_eq!(*rx.borrow(), Some(EngineEnd::Returned));
         let formatted = format!("{}", EngineEnd::Panicked(format!("boom {}", 1)));
         assert_eq!(formatted, "the engine panicked: boom 1");
+    }
+}
+
+/// The connector for chat sessions: the session machinery (leases, outbox, reconnects)
+/// around the transport `backend.kind` names.
+fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc::Sender<crate::backend::BackendInput>) -> Arc<dyn Connector> {
+    let backend = &settings.backend;
+    let options = SessionOptions {
+        history_url: backend.history_url.clone(),
+        reconnect_max: std::time::Duration::from_secs(backend.reconnect_max_secs.max(1)),
+        idle_close: std::time::Duration::from_secs(backend.idle_close_secs.max(1)),
+    };
+    let lease = Lease::new(store.clone(), backend.lease_secs);
+    let defaults = settings.timeouts.defaults();
+    match backend.kind {
+        BackendKind::Stream => {
+            Arc::new(SessionConnector::new(StreamTransport::new(backend.clone(), defaults), options, lease, store.clone(), updates))
+        }
     }
 }

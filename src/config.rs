@@ -122,9 +122,23 @@ pub enum RouteTarget {
     Both,
 }
 
+/// Which agent backend serves chat sessions (`backend.kind`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendKind {
+    /// The bridge's own stream protocol over WebSocket at `backend.url` (PROTOCOL.md).
+    #[default]
+    Stream,
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BackendSettings {
+    /// Which backend serves chat sessions; each kind but `stream` has its own section.
+    #[serde(default)]
+    pub kind: BackendKind,
+    /// The stream protocol's WebSocket URL, `{session_id}` replaced (kind `stream`).
+    #[serde(default)]
     pub url: String,
     #[serde(default, serialize_with = "redact")]
     pub token: Option<SecretString>,
@@ -448,11 +462,13 @@ impl Settings {
     fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |key, reason: &str| Err(ConfigError::Invalid { key, reason: reason.into() });
         let url = &self.backend.url;
-        if !(url.starts_with("ws://") || url.starts_with("wss://")) {
-            return invalid("backend.url", "must start with ws:// or wss://");
-        }
-        if !url.contains("{session_id}") {
-            return invalid("backend.url", "must contain {session_id}");
+        if self.backend.kind == BackendKind::Stream {
+            if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+                return invalid("backend.url", "must start with ws:// or wss://");
+            }
+            if !url.contains("{session_id}") {
+                return invalid("backend.url", "must contain {session_id}");
+            }
         }
         if let Some(h) = &self.backend.history_url
             && !(h.starts_with("http://") || h.starts_with("https://"))

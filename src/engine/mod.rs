@@ -42,8 +42,10 @@ const DELIVERY_GRACE_MS: i64 = 1000;
 const SHOW_RETRY: Duration = Duration::from_secs(2);
 
 /// How long this replica's claim on a request it is showing lasts without renewal
-/// (renewed every [`RESCAN`]; given up at shutdown).
-const SHOW_CLAIM_MS: i64 = 30_000;
+/// (renewed every [`SHOW_RETRY`]; given up at shutdown). Short, because a replica
+/// killed between sending a request and recording its message holds the claim until
+/// it lapses: only then is the request shown again.
+const SHOW_CLAIM_MS: i64 = 8_000;
 
 /// How long a stopping engine waits for the chat lanes to finish their jobs.
 const LANE_DRAIN: Duration = Duration::from_secs(5);
@@ -170,8 +172,6 @@ impl Engine {
     /// Picks up what other replicas started: deadlines to watch, sessions to connect
     /// (the connector only connects those whose lease it can take).
     async fn rescan(&mut self) -> Result<(), EngineError> {
-        let now = now_ms();
-        self.store.renew_show_claims(&self.show_claim(now), now).await?;
         for interaction in self.store.pending_interactions().await? {
             self.deadlines.entry(interaction.id).or_insert(interaction.deadline_ms);
         }
@@ -189,6 +189,7 @@ impl Engine {
     /// Shows again what still has to appear somewhere: failed sends whose backoff is
     /// over, and, after a restart, what was never shown.
     async fn show_due(&mut self, now: i64) -> Result<(), EngineError> {
+        self.store.renew_show_claims(&self.show_claim(now), now).await?;
         for due in self.store.claim_due_shows(&self.show_claim(now), now).await? {
             let Some(interaction) = self.store.interaction(&due.interaction_id).await?.filter(|i| i.status.is_pending()) else {
                 self.store.drop_show(&due.interaction_id, &due.chat).await?;
