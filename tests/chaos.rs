@@ -305,6 +305,13 @@ fn sigkill_right_after_a_click_loses_nothing_and_sends_nothing_twice() {
         let pending = rt.block_on(store.pending_interactions()).unwrap();
         assert_eq!(pending.len(), 1, "round {round}: {pending:?}");
         let key = pending[0].approval_key().to_owned();
+        // The click is the subject, not the message: a kill before the agent proved it
+        // read "trade" re-sends it, which (at least once) starts a second turn.
+        let session = pending[0].session_id.clone();
+        rt.block_on(wait_until(|| async {
+            let queued = store.outbox_for_session(&session).await.unwrap();
+            (!queued.iter().any(|(_, c)| matches!(c, hitl_bridge::protocol::Command::Message { .. }))).then_some(())
+        }));
         rt.block_on(store.close());
         bridge.type_line("a");
         std::thread::sleep(Duration::from_millis(round * 10));
