@@ -5,6 +5,8 @@ ANTHROPIC_BASE_URL. Standard library only; one process serves a whole test binar
 
     python fake_anthropic.py            # prints "LISTENING <port>" once bound
 
+It exits when its stdin closes, so it never outlives the test binary that started it.
+
 Endpoints:
 - POST /script {"key": K, "turns": [TURN, ...]} registers a script. A conversation
   follows script K when one of its user messages contains the text K. TURN is a list
@@ -19,6 +21,7 @@ Endpoints:
 """
 
 import json
+import os
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -163,8 +166,11 @@ def main():
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     print(f"LISTENING {server.server_address[1]}", flush=True)
-    server.serve_forever()
+    # The test binary holds our stdin: its end (however it ends) is ours.
+    sys.stdin.read()
+    os._exit(0)
 
 
 if __name__ == "__main__":
