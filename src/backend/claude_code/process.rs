@@ -17,6 +17,7 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command as Process};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use super::groups::ToolGroups;
 use super::lines::Lines;
@@ -87,7 +88,7 @@ impl ClaudeCodeLink {
         };
         tracing::info!(pid = ?child.id(), %program, work_dir = %work_dir.display(), "started Claude Code");
         let stderr_tail = Arc::new(Mutex::new(String::new()));
-        let stderr_task = tokio::spawn(log_stderr(stderr, stderr_tail.clone()));
+        let stderr_task = tokio::spawn(log_stderr(stderr, stderr_tail.clone()).in_current_span());
         let mut link = ClaudeCodeLink {
             child: Some(child),
             stdin: Some(stdin),
@@ -253,13 +254,25 @@ impl Link for ClaudeCodeLink {
 
 impl Drop for ClaudeCodeLink {
     /// Closes stdin so the CLI saves the conversation and exits by itself; kills it
-    /// if it has not after [`EXIT_GRACE`].
+    /// if it has not after [`EXIT_GRACE`]. A turn still running is interrupted
+    /// first: left alone, the CLI would answer its open permission requests with an
+    /// error and ask the model again, for a reply nobody would see.
     fn drop(&mut self) {
-        drop(self.stdin.take());
+        let stdin = self.stdin.take();
+        // What is left of a line already begun must be finished before anything else.
+        let mut last = std::mem::take(&mut self.out);
+        if self.turn_open || self.translator.is_waiting() {
+            last.extend_from_slice(wire::line(&wire::interrupt("bridge_interrupt_close")).as_bytes());
+        }
         let Some(mut child) = self.child.take() else { return };
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 runtime.spawn(async move {
+                    if let Some(mut stdin) = stdin
+                        && !last.is_empty()
+                    {
+                        let _ = tokio::time::timeout(EXIT_GRACE, stdin.write_all(&last)).await;
+                    }
                     if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_err() {
                         tracing::warn!(pid = ?child.id(), "Claude Code did not exit after its stdin closed; killing it");
                         let _ = child.kill().await;

@@ -81,6 +81,11 @@ impl Translator {
         }
     }
 
+    /// Whether a permission request waits for a person.
+    pub fn is_waiting(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     /// One frame read from the CLI's stdout.
     pub fn frame(&mut self, frame: &Value, groups: &mut ToolGroups) -> Inbound {
         let mut inbound = Inbound::default();
