@@ -149,6 +149,21 @@ mod tests {
         assert_eq!(bad(|s| s.max_turns = Some(0)), "claude_code.max_turns");
     }
 
+    /// The example config parses, passes validation, and shows every key.
+    #[test]
+    fn the_example_config_documents_every_key() {
+        let example = include_str!("../../../config/claude_code.toml");
+        let config = config::Config::builder().add_source(config::File::from_str(example, config::FileFormat::Toml)).build().unwrap();
+        let settings: ClaudeCodeSettings = config.get("claude_code").unwrap();
+        assert_eq!(settings.validate(), Ok(()));
+        assert_eq!(config.get_string("backend.kind").unwrap(), "claude_code");
+        let keys = serde_json::to_value(ClaudeCodeSettings::default()).unwrap();
+        for key in keys.as_object().unwrap().keys() {
+            let shown = example.lines().any(|l| l.trim_start_matches("# ").starts_with(&format!("{key} =")));
+            assert!(shown, "config/claude_code.toml does not show `{key}`");
+        }
+    }
+
     #[test]
     fn env_values_are_split_once_and_redacted_when_printed() {
         let s = ClaudeCodeSettings { env: vec!["ANTHROPIC_API_KEY=sk-a=b".into()], ..Default::default() };
