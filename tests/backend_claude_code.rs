@@ -386,6 +386,9 @@ async fn the_conversation_survives_a_process_restart() {
     let requests = model_requests(h.model, &second).await;
     let history = requests[0]["messages"].to_string();
     assert!(history.contains(&format!("{first}: hello")) && history.contains("First answer."), "the resumed conversation: {history}");
+    // The resumed process does not replay the old turn into the chat.
+    let shown = h.fake.bot_messages(h.chat).into_iter().filter(|m| m["text"] == "First answer.").count();
+    assert_eq!(shown, 1);
     h.finish().await;
 }
 
