@@ -310,5 +310,9 @@ fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc
         BackendKind::Stream => {
             Arc::new(SessionConnector::new(StreamTransport::new(backend.clone(), defaults), options, lease, store.clone(), updates))
         }
+        BackendKind::ClaudeCode => {
+            let transport = crate::backend::claude_code::ClaudeCodeTransport::new(settings.claude_code.clone(), defaults);
+            Arc::new(SessionConnector::new(transport, options, lease, store.clone(), updates))
+        }
     }
 }

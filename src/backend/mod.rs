@@ -11,8 +11,10 @@
 //! - [`stream`]: the stream protocol over WebSocket, a [`session::Transport`]; its pure
 //!   half is [`assembler`].
 //! - [`http_api`]: agents that push requests over HTTP (PROTOCOL.md §8).
+//! - [`claude_code`]: Claude Code (the CLI of `claude-agent-sdk`) over stdio, a [`session::Transport`].
 
 pub mod assembler;
+pub mod claude_code;
 pub mod connector;
 pub mod history;
 pub mod http_api;

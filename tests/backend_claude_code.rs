@@ -1,0 +1,448 @@
+//! Claude Code end to end: fake Telegram ↔ the bridge ↔ the real Claude Code CLI
+//! (bundled by `claude-agent-sdk`, installed by `tests/backends/install.sh
+//! claude_code`) ↔ a scripted Anthropic Messages API (`tests/backends/claude_code/
+//! fake_anthropic.py`, one per test binary). Every test asserts what the model saw
+//! next: the `tool_result` Claude Code built from the bridge's control response (the
+//! tool's output with the approved or edited input, the deny message, the answers).
+
+#[path = "support/backends.rs"]
+mod backends;
+#[path = "support/fake_telegram.rs"]
+mod fake_telegram;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use fake_telegram::{FakeTelegram, User, button};
+use hitl_bridge::app::App;
+use hitl_bridge::config::Settings;
+use serde_json::{Value, json};
+
+/// How long one expectation may wait: a CLI start and a few model round trips.
+const WAIT: Duration = Duration::from_secs(30);
+
+fn thao() -> User {
+    User::new(1001, "Thảo", Some("en"))
+}
+
+/// The scripted model, started once for the whole test binary.
+struct FakeModel {
+    url: String,
+    // Held so the server lives as long as the binary; it exits when stdin closes.
+    _process: Mutex<(Child, ChildStdin)>,
+}
+
+fn fake_model(venv: &Path) -> &'static FakeModel {
+    static MODEL: OnceLock<FakeModel> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        let script = backends::spec_dir("claude_code").join("fake_anthropic.py");
+        let mut child = std::process::Command::new(venv.join("bin/python"))
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the fake Anthropic API");
+        let stdin = child.stdin.take().expect("stdin");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("fake API port");
+        let port = first.trim().strip_prefix("LISTENING ").expect("LISTENING <port>").to_owned();
+        FakeModel { url: format!("http://127.0.0.1:{port}"), _process: Mutex::new((child, stdin)) }
+    })
+}
+
+/// The bundled CLI inside the venv's claude_agent_sdk package.
+fn bundled_cli(venv: &Path) -> PathBuf {
+    let lib = venv.join("lib");
+    let python = std::fs::read_dir(&lib).expect("venv lib").filter_map(Result::ok).find(|e| e.file_name().to_string_lossy().starts_with("python")).expect("lib/python3.x");
+    let cli = python.path().join("site-packages/claude_agent_sdk/_bundled/claude");
+    assert!(cli.exists(), "no bundled CLI at {}", cli.display());
+    cli
+}
+
+/// One conversation's script: `key` in a chat message selects it.
+async fn script(model: &FakeModel, key: &str, turns: Value) {
+    let response = reqwest::Client::new().post(format!("{}/script", model.url)).json(&json!({"key": key, "turns": turns})).send().await.expect("script");
+    assert!(response.status().is_success());
+}
+
+/// Every request the model got for script `key`.
+async fn model_requests(model: &FakeModel, key: &str) -> Vec<Value> {
+    reqwest::Client::new().get(format!("{}/requests?key={key}", model.url)).send().await.expect("requests").json().await.expect("json")
+}
+
+/// The `tool_result` block for `tool_use_id` in the latest request that has one.
+async fn tool_result(model: &FakeModel, key: &str, tool_use_id: &str) -> Value {
+    wait_until(|| async {
+        let requests = model_requests(model, key).await;
+        requests.iter().rev().find_map(|r| {
+            r["messages"].as_array()?.iter().flat_map(|m| m["content"].as_array().cloned().unwrap_or_default()).find(|b| b["type"] == "tool_result" && b["tool_use_id"] == tool_use_id)
+        })
+    })
+    .await
+}
+
+/// The text of a tool_result (a string, or text blocks).
+fn result_text(block: &Value) -> String {
+    match &block["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(""),
+        other => other.to_string(),
+    }
+}
+
+fn unique(name: &str) -> String {
+    format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
+}
+
+async fn wait_until<T, F, Fut>(mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        if let Some(found) = probe().await {
+            return found;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "condition not met within {WAIT:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Claude Code + fake model + fake Telegram + the bridge, with Thảo's private chat.
+struct Harness {
+    model: &'static FakeModel,
+    fake: FakeTelegram,
+    dir: tempfile::TempDir,
+    settings: Settings,
+    app: Option<App>,
+    chat: i64,
+    /// After a restart the bridge re-renders pending messages without knowing what
+    /// they show; Telegram answers "message is not modified", which it treats as done.
+    allow_unmodified: bool,
+}
+
+impl Harness {
+    /// `None` (the test skips) when Claude Code is not installed.
+    async fn start(extra: &[(&str, &str)]) -> Option<Harness> {
+        let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
+        let venv = backends::installed("claude_code")?;
+        let model = fake_model(&venv);
+        let fake = FakeTelegram::start().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
+        let mut pairs: Vec<(&str, &str)> = vec![
+            ("backend.kind", "claude_code"),
+            ("backend.reconnect_max_secs", "1"),
+            ("store.url", &store),
+            ("console.enabled", "false"),
+            ("http.listen", "127.0.0.1:0"),
+            ("telegram.enabled", "true"),
+            ("telegram.token", fake_telegram::TOKEN),
+            ("telegram.api_url", &fake.url),
+        ];
+        pairs.extend_from_slice(extra);
+        let mut settings = Settings::from_pairs(&pairs).expect("settings");
+        settings.access.users = vec![format!("telegram:{}", thao().id)];
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).expect("home");
+        let cc = &mut settings.claude_code;
+        cc.cli_path = bundled_cli(&venv).display().to_string();
+        cc.work_dir = dir.path().join("work").display().to_string();
+        cc.env = vec![
+            format!("ANTHROPIC_BASE_URL={}", model.url),
+            "ANTHROPIC_API_KEY=dummy".into(),
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1".into(),
+            "DISABLE_TELEMETRY=1".into(),
+            "DISABLE_AUTOUPDATER=1".into(),
+            format!("HOME={}", home.display()),
+        ];
+        let chat = fake.private_chat(&thao());
+        let mut h = Harness { model, fake, dir, settings, app: None, chat, allow_unmodified: false };
+        h.start_bridge().await;
+        Some(h)
+    }
+
+    async fn start_bridge(&mut self) {
+        let app = App::start(&self.settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge starts");
+        self.app = Some(app);
+    }
+
+    /// Stops the bridge (its Claude Code processes end with it) and starts it again.
+    async fn restart_bridge(&mut self) {
+        if let Some(app) = self.app.take() {
+            app.stop().await;
+        }
+        wait_until(|| async { processes_in(&self.work_dir()).is_empty().then_some(()) }).await;
+        self.allow_unmodified = true;
+        self.start_bridge().await;
+    }
+
+    fn work_dir(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+
+    fn say(&self, text: &str) {
+        self.fake.push_message(self.chat, &thao(), text, None, None);
+    }
+
+    /// Waits for a bot message whose text contains `needle`.
+    async fn message_with(&self, needle: &str) -> Value {
+        wait_until(|| async { self.fake.bot_messages(self.chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+    }
+
+    async fn message_shows(&self, id: i64, needle: &str) -> Value {
+        wait_until(|| async { self.fake.message(self.chat, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+    }
+
+    async fn click(&self, id: i64, label: &str) -> Value {
+        let message = self.fake.message(self.chat, id).expect("message exists");
+        let data = button(&message, label);
+        let query = self.fake.push_click(self.chat, &thao(), id, &data);
+        wait_until(|| async { self.fake.answer_to(&query) }).await
+    }
+
+    /// Answers the newest ForceReply prompt containing `needle`.
+    async fn reply_to_prompt(&self, needle: &str, text: &str) {
+        let prompt = self.message_with(needle).await;
+        self.fake.push_message(self.chat, &thao(), text, None, Some(id_of(&prompt)));
+    }
+
+    async fn finish(mut self) {
+        if let Some(app) = self.app.take() {
+            app.stop().await;
+        }
+        let refused: Vec<_> = self
+            .fake
+            .errors()
+            .into_iter()
+            .filter(|(_, e)| !(self.allow_unmodified && e.starts_with("Bad Request: message is not modified")))
+            .collect();
+        assert!(refused.is_empty(), "Telegram would have refused: {refused:?}");
+        self.fake.shutdown();
+    }
+}
+
+fn id_of(message: &Value) -> i64 {
+    message["message_id"].as_i64().expect("message id")
+}
+
+/// PIDs of the Claude Code processes running in `dir`.
+fn processes_in(dir: &Path) -> Vec<u32> {
+    let Ok(dir) = dir.canonicalize() else { return Vec::new() };
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir))
+        .collect()
+}
+
+fn bash(id: &str, command: &str, description: &str) -> Value {
+    json!({"tool_use": {"id": id, "name": "Bash", "input": {"command": command, "description": description}}})
+}
+
+/// Approve: the CLI runs the tool with its own input (`allow` + `updatedInput` =
+/// the input), and the model sees its output; the chat shows Claude's text, the
+/// request with its arguments, the decision, and the final answer.
+#[tokio::test]
+async fn approve_runs_the_tool_and_the_model_sees_its_output() {
+    let Some(h) = Harness::start(&[]).await else { return };
+    let key = unique("approve");
+    let id = format!("toolu_{}", key.replace('-', "_"));
+    script(h.model, &key, json!([
+        [{"text": "I will write the file."}, bash(&id, "echo approved > out.txt && cat out.txt", "Write out.txt")],
+        [{"text": "Done: the file says approved."}],
+    ]))
+    .await;
+    h.say(&format!("{key}: write the file"));
+    h.message_with("I will write the file.").await;
+    let request = h.message_with("cat out.txt").await;
+    let text = request["text"].as_str().unwrap();
+    assert!(text.contains("echo approved &gt; out.txt &amp;&amp; cat out.txt"), "{text}");
+    assert!(text.contains("Write out.txt"), "the description is shown: {text}");
+    assert_eq!(h.click(id_of(&request), "Approve").await["text"], "Decision saved");
+    h.message_shows(id_of(&request), "✅ Approve").await;
+    h.message_with("Done: the file says approved.").await;
+    let result = tool_result(h.model, &key, &id).await;
+    assert_eq!(result_text(&result), "approved");
+    assert_ne!(result["is_error"], true, "{result}");
+    assert_eq!(std::fs::read_to_string(h.work_dir().join("out.txt")).unwrap(), "approved\n");
+    h.finish().await;
+}
+
+/// Edit: the JSON typed in the chat is the `updatedInput` the tool runs with.
+#[tokio::test]
+async fn edit_runs_the_tool_with_the_edited_input() {
+    let Some(h) = Harness::start(&[]).await else { return };
+    let key = unique("edit");
+    let id = format!("toolu_{}", key.replace('-', "_"));
+    script(h.model, &key, json!([
+        [bash(&id, "echo original > out.txt && cat out.txt", "Write out.txt")],
+        [{"text": "Edited run finished."}],
+    ]))
+    .await;
+    h.say(&format!("{key}: write it"));
+    let request = h.message_with("echo original").await;
+    h.click(id_of(&request), "Edit").await;
+    h.reply_to_prompt("Reply with the new arguments as a JSON object.", r#"{"command":"echo edited > out.txt && cat out.txt","description":"Write the edited file"}"#).await;
+    h.message_with("Edited run finished.").await;
+    let result = tool_result(h.model, &key, &id).await;
+    assert_eq!(result_text(&result), "edited");
+    assert_eq!(std::fs::read_to_string(h.work_dir().join("out.txt")).unwrap(), "edited\n");
+    h.finish().await;
+}
+
+/// Reject denies with the configured message; a comment denies with the person's own
+/// words. Neither tool runs, and the model sees each message as an error result.
+#[tokio::test]
+async fn reject_and_comment_deny_with_a_message() {
+    let Some(h) = Harness::start(&[("claude_code.deny_message", "Not now, says the bridge.")]).await else { return };
+    let key = unique("deny");
+    let (first, second) = (format!("toolu_{}_a", key.replace('-', "_")), format!("toolu_{}_b", key.replace('-', "_")));
+    script(h.model, &key, json!([
+        [bash(&first, "echo one > one.txt", "First write")],
+        [bash(&second, "echo two > two.txt", "Second write")],
+        [{"text": "Understood, nothing was written."}],
+    ]))
+    .await;
+    h.say(&format!("{key}: write two files"));
+    let request = h.message_with("First write").await;
+    h.click(id_of(&request), "Reject").await;
+    let result = tool_result(h.model, &key, &first).await;
+    assert_eq!(result_text(&result), "Not now, says the bridge.");
+    assert_eq!(result["is_error"], true);
+
+    let request = h.message_with("Second write").await;
+    h.click(id_of(&request), "Comment").await;
+    h.reply_to_prompt("Reply with your comment.", "Use the staging bucket instead.").await;
+    h.message_with("Understood, nothing was written.").await;
+    let result = tool_result(h.model, &key, &second).await;
+    assert_eq!(result_text(&result), "Use the staging bucket instead.");
+    assert_eq!(result["is_error"], true);
+    assert!(!h.work_dir().join("one.txt").exists() && !h.work_dir().join("two.txt").exists());
+    h.finish().await;
+}
+
+/// AskUserQuestion: Claude's questions are the bridge's own shape; a multi-select and
+/// a typed "Other" answer go back as `updatedInput.answers`, which Claude Code turns
+/// into the tool result the model reads.
+#[tokio::test]
+async fn ask_user_question_multi_select_and_free_text_answers() {
+    let Some(h) = Harness::start(&[]).await else { return };
+    let key = unique("ask");
+    let id = format!("toolu_{}", key.replace('-', "_"));
+    let questions = json!({"questions": [
+        {"question": "Which colours?", "header": "Colours", "multiSelect": true, "options": [
+            {"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cold"}, {"label": "Green", "description": "calm"}]},
+        {"question": "Which size?", "header": "Size", "multiSelect": false, "options": [
+            {"label": "Small", "description": "S"}, {"label": "Large", "description": "L"}]},
+    ]});
+    script(h.model, &key, json!([
+        [{"tool_use": {"id": id, "name": "AskUserQuestion", "input": questions}}],
+        [{"text": "Thanks for choosing."}],
+    ]))
+    .await;
+    h.say(&format!("{key}: ask me"));
+    let m = h.message_with("Which colours?").await;
+    let id_q = id_of(&m);
+    h.click(id_q, "Red").await;
+    h.message_shows(id_q, "→ Red").await;
+    h.click(id_q, "Green").await;
+    h.message_shows(id_q, "→ Red, Green").await;
+    h.click(id_q, "Done").await;
+    h.message_shows(id_q, "Which size?").await;
+    h.click(id_q, "Other").await;
+    h.reply_to_prompt("Reply with your answer", "Medium").await;
+    h.message_shows(id_q, "Your answers").await;
+    h.click(id_q, "Submit").await;
+    h.message_with("Thanks for choosing.").await;
+    // Claude Code words the result around the answers (the wording changes with
+    // the answers, e.g. typed text); the answers are what the bridge sent.
+    let result = result_text(&tool_result(h.model, &key, &id).await);
+    assert!(result.contains(r#""Which colours?"="Red, Green", "Which size?"="Medium""#), "{result}");
+    h.finish().await;
+}
+
+/// An idle session's process is closed; the next message starts a new one that
+/// resumes the same Claude conversation (`--resume`), so the model sees the first
+/// exchange again.
+#[tokio::test]
+async fn the_conversation_survives_a_process_restart() {
+    let Some(h) = Harness::start(&[("backend.idle_close_secs", "1")]).await else { return };
+    let (first, second) = (unique("first"), unique("second"));
+    script(h.model, &first, json!([[{"text": "First answer."}]])).await;
+    script(h.model, &second, json!([[{"text": "Second answer."}]])).await;
+    h.say(&format!("{first}: hello"));
+    h.message_with("First answer.").await;
+    assert!(!processes_in(&h.work_dir()).is_empty(), "Claude Code runs in the work dir");
+    wait_until(|| async { processes_in(&h.work_dir()).is_empty().then_some(()) }).await;
+    h.say(&format!("{second}: again"));
+    h.message_with("Second answer.").await;
+    let requests = model_requests(h.model, &second).await;
+    let history = requests[0]["messages"].to_string();
+    assert!(history.contains(&format!("{first}: hello")) && history.contains("First answer."), "the resumed conversation: {history}");
+    // The resumed process does not replay the old turn into the chat.
+    let shown = h.fake.bot_messages(h.chat).into_iter().filter(|m| m["text"] == "First answer.").count();
+    assert_eq!(shown, 1);
+    h.finish().await;
+}
+
+/// /cancel interrupts the turn: Claude Code withdraws its permission request, the
+/// request shows cancelled, the tool never runs, and the interrupted turn's end is not
+/// reported as an error. The next message continues the same conversation.
+#[tokio::test]
+async fn cancel_interrupts_the_turn_without_an_error() {
+    let Some(h) = Harness::start(&[]).await else { return };
+    let (key, next) = (unique("cancel"), unique("after-cancel"));
+    let id = format!("toolu_{}", key.replace('-', "_"));
+    script(h.model, &key, json!([[bash(&id, "echo never > never.txt", "Never written")]])).await;
+    script(h.model, &next, json!([[{"text": "Back after the cancel."}]])).await;
+    h.say(&format!("{key}: start"));
+    let request = h.message_with("Never written").await;
+    h.say("/cancel");
+    h.message_shows(id_of(&request), "✖ Cancelled").await;
+    h.say(&format!("{next}: go on"));
+    h.message_with("Back after the cancel.").await;
+    let history = model_requests(h.model, &next).await[0]["messages"].to_string();
+    assert!(history.contains(&id), "the cancelled tool call is in the continued conversation: {history}");
+    assert!(!h.work_dir().join("never.txt").exists());
+    let errors: Vec<Value> = h.fake.bot_messages(h.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("reported an error"))).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    h.finish().await;
+}
+
+/// A bridge restart ends the process that asked: the request stays in the chat, the
+/// new process resumes the conversation (its `--session-id` is refused as in use, so
+/// `--resume` follows), and a late click is shown as not reaching the agent instead
+/// of running the tool.
+#[tokio::test]
+async fn a_reply_after_a_bridge_restart_is_too_late_and_the_conversation_goes_on() {
+    let Some(mut h) = Harness::start(&[]).await else { return };
+    let (key, next) = (unique("restart"), unique("after-restart"));
+    let id = format!("toolu_{}", key.replace('-', "_"));
+    script(h.model, &key, json!([[bash(&id, "echo late > late.txt", "Late write")]])).await;
+    script(h.model, &next, json!([[{"text": "Resumed after the restart."}]])).await;
+    h.say(&format!("{key}: start"));
+    let request = h.message_with("Late write").await;
+    h.restart_bridge().await;
+    // The pending request keeps the session connected: a new process starts.
+    wait_until(|| async { (!processes_in(&h.work_dir()).is_empty()).then_some(()) }).await;
+    h.click(id_of(&request), "Approve").await;
+    h.message_shows(id_of(&request), "the agent timed out before this reached it").await;
+    h.say(&format!("{next}: go on"));
+    h.message_with("Resumed after the restart.").await;
+    let history = model_requests(h.model, &next).await[0]["messages"].to_string();
+    assert!(history.contains(&format!("{key}: start")) && history.contains(&id), "the resumed conversation: {history}");
+    assert!(!h.work_dir().join("late.txt").exists(), "the tool never ran");
+    // The model was asked once for the first message: it was proven read before the
+    // restart (the ping after it was answered), so the new process did not get it
+    // again, and the old one was interrupted on its way out instead of answering its
+    // open permission request with an error and asking the model again.
+    assert_eq!(model_requests(h.model, &key).await.len(), 1);
+    h.finish().await;
+}
