@@ -18,6 +18,7 @@ use crate::backend::http_api::HttpApi;
 use crate::backend::lease::Lease;
 use crate::backend::session::{SessionConnector, SessionOptions};
 use crate::backend::stream::StreamTransport;
+use crate::backend::agno::AgnoTransport;
 use crate::backend::{Connector, Connectors};
 use crate::config::{BackendKind, Settings};
 use crate::engine::{Engine, EngineError, EngineHandle};
@@ -309,6 +310,9 @@ fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc
     match backend.kind {
         BackendKind::Stream => {
             Arc::new(SessionConnector::new(StreamTransport::new(backend.clone(), defaults), options, lease, store.clone(), updates))
+        }
+        BackendKind::Agno => {
+            Arc::new(SessionConnector::new(AgnoTransport::new(settings.agno.clone(), defaults), options, lease, store.clone(), updates))
         }
     }
 }

@@ -35,6 +35,8 @@ pub struct Settings {
     pub http: HttpSettings,
     #[serde(default)]
     pub routing: RoutingSettings,
+    #[serde(default)]
+    pub agno: crate::backend::agno::AgnoSettings,
 }
 
 /// The bridge's HTTP listener: `/healthz`, `/readyz`, and the inbound API (`/v1/*`,
@@ -129,6 +131,8 @@ pub enum BackendKind {
     /// The bridge's own stream protocol over WebSocket at `backend.url` (PROTOCOL.md).
     #[default]
     Stream,
+    /// Agno AgentOS over its HTTP API, section `[agno]` (docs/backends/agno.md).
+    Agno,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -469,6 +473,11 @@ impl Settings {
             if !url.contains("{session_id}") {
                 return invalid("backend.url", "must contain {session_id}");
             }
+        }
+        if self.backend.kind == BackendKind::Agno
+            && let Err((key, reason)) = self.agno.check()
+        {
+            return invalid(key, reason);
         }
         if let Some(h) = &self.backend.history_url
             && !(h.starts_with("http://") || h.starts_with("https://"))

@@ -11,7 +11,9 @@
 //! - [`stream`]: the stream protocol over WebSocket, a [`session::Transport`]; its pure
 //!   half is [`assembler`].
 //! - [`http_api`]: agents that push requests over HTTP (PROTOCOL.md §8).
+//! - [`agno`]: Agno AgentOS over its HTTP API, a [`session::Transport`].
 
+pub mod agno;
 pub mod assembler;
 pub mod connector;
 pub mod history;
