@@ -3,7 +3,10 @@
 //! In: the run's `tools` (AgentOS's `ToolExecution` JSON, from `RunPaused` or from
 //! `GET /agents/{id}/runs/{run_id}`) become at most two bridge requests, its
 //! [`PausePart`]s: every tool with `requires_confirmation` waiting for `confirmed`
-//! becomes one approval (one action per tool call, approve or reject), and every
+//! becomes one approval (one action per tool call: approve → `confirmed: true`;
+//! reject → `confirmed: false`; respond (the bridge's comment) → `confirmed: false`
+//! with the text as `confirmation_note`, which the model reads as the tool's
+//! result), and every
 //! `ask_user` call with a `user_feedback_schema` becomes one question request (seed 004).
 //! Tools the bridge cannot answer (`user_input_schema` fields, external execution)
 //! are reported, not dropped.
@@ -116,8 +119,9 @@ pub fn pause_updates(run_id: &str, tools: &[Value], defaults: TimeoutDefaults) -
                 PartKind::Feedback => (ASK_USER.to_owned(), json!({ "questions": bridge_questions(tool) })),
             };
             actions.push(ActionRequest { name: action_name, args, description: None, tool_use_id: call_id(tool).map(str::to_owned) });
-            // Agno takes a yes or a no (with an optional note) per tool call.
-            configs.push(ReviewConfig { allowed_decisions: Some(vec!["approve".into(), "reject".into()]), ..ReviewConfig::default() });
+            // Agno takes a yes or a no per tool call; the no may carry a note, which
+            // the model reads as the tool's result: that is a `respond`.
+            configs.push(ReviewConfig { allowed_decisions: Some(vec!["approve".into(), "reject".into(), "respond".into()]), ..ReviewConfig::default() });
         }
         let update = match RequestBuilder::start(&part.approval_key, actions, configs, None).finish(defaults) {
             Ok(request) => SessionUpdate::Request(request),
@@ -175,17 +179,17 @@ pub enum ReplyError {
 /// Writes `reply` for `part` into `tools` (the paused run's tools, sent back whole).
 pub fn apply_reply(tools: &mut [Value], part: &PausePart, reply: &Reply) -> Result<(), ReplyError> {
     match (part.kind, reply) {
-        (PartKind::Confirm, Reply::Decisions { decisions, .. }) => {
+        (PartKind::Confirm, Reply::Decisions { decisions, user_edit_content }) => {
             if decisions.len() != part.tool_call_ids.len() {
                 return Err(ReplyError::DecisionCount { expected: part.tool_call_ids.len(), got: decisions.len() });
             }
             for (id, decision) in part.tool_call_ids.iter().zip(decisions) {
                 let tool = find_mut(tools, id)?;
                 let (confirmed, note) = match decision {
+                    // Agno has no note for a yes; a comment given with it is dropped.
                     Decision::Approve => (true, None),
-                    Decision::Reject { message } => (false, message.clone()),
-                    // Not offered (allowed decisions are approve and reject); a reply
-                    // is the reason the tool did not run, as a rejection note.
+                    // A plain no takes the request's comment, if any, as its note.
+                    Decision::Reject { message } => (false, message.clone().or_else(|| user_edit_content.clone())),
                     Decision::Respond { message } => (false, Some(message.clone())),
                     Decision::Edit { .. } => return Err(ReplyError::EditNotSupported),
                 };
@@ -357,7 +361,7 @@ mod tests {
         assert_eq!(actions[1].name, "deploy");
         assert_eq!(actions[1].args, json!({"target": "b"}));
         assert_eq!(actions[1].tool_use_id.as_deref(), Some("c3"));
-        assert_eq!(actions[0].allowed, vec![DecisionType::Approve, DecisionType::Reject]);
+        assert_eq!(actions[0].allowed, vec![DecisionType::Approve, DecisionType::Reject, DecisionType::Respond]);
         assert_eq!(approval.timeout_secs, 300);
         let RequestKind::Questions { questions, .. } = &questions.kind else { panic!("questions") };
         assert_eq!(questions.len(), 2);
@@ -389,6 +393,15 @@ mod tests {
         assert_eq!((&tools[1]["confirmed"], &tools[1]["confirmation_note"]), (&json!(false), &json!("b is frozen")));
         // Nothing else changed: AgentOS matches the tools back by tool_call_id.
         assert_eq!(tools[1]["tool_args"], json!({"target": "b"}));
+
+        let mut tools = vec![confirm_tool("c1", "a"), confirm_tool("c3", "b")];
+        let reply = Reply::Decisions {
+            decisions: vec![Decision::Respond { message: "use staging".into() }, Decision::Reject { message: None }],
+            user_edit_content: Some("not today".into()),
+        };
+        apply_reply(&mut tools, &part, &reply).unwrap();
+        assert_eq!((&tools[0]["confirmed"], &tools[0]["confirmation_note"]), (&json!(false), &json!("use staging")));
+        assert_eq!(tools[1]["confirmation_note"], json!("not today"), "a plain reject takes the comment");
 
         let short = Reply::Decisions { decisions: vec![Decision::Approve], user_edit_content: None };
         assert_eq!(apply_reply(&mut tools, &part, &short), Err(ReplyError::DecisionCount { expected: 2, got: 1 }));

@@ -8,11 +8,14 @@ The agent has the two kinds of HITL tools the bridge answers:
 - `UserFeedbackTools().ask_user`: structured questions (seed 004); the chosen labels
   come back to the model as "User feedback received: [...]".
 
-Run: python agent_os.py  (env AGENT_OS_PORT, FAKE_OPENAI_PORT, AGENT_OS_DB).
+Run: python agent_os.py  (env AGENT_OS_PORT, FAKE_OPENAI_PORT, AGENT_OS_DB). With
+AGENT_OS_EXIT_ON_STDIN_EOF=1 it exits when its stdin closes, i.e. when the test
+process that started it is gone, however it ended.
 """
 
 import os
 import sys
+import threading
 
 os.environ.setdefault("AGNO_TELEMETRY", "false")
 
@@ -61,5 +64,12 @@ def fake_openai_port():
     return {"port": FAKE_OPENAI_PORT}
 
 
+def exit_when_stdin_closes():
+    sys.stdin.read()
+    os._exit(0)
+
+
 if __name__ == "__main__":
+    if os.environ.get("AGENT_OS_EXIT_ON_STDIN_EOF") == "1":
+        threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
     uvicorn.run(app, host="127.0.0.1", port=AGENT_OS_PORT, log_level="warning")
