@@ -256,7 +256,9 @@ async fn approve_runs_the_tool_and_the_model_sees_its_result() {
     assert!(m["text"].as_str().unwrap().contains(&target), "the args are shown: {}", m["text"]);
     let (interaction, session, run_id) = h.pending().await;
     assert!(interaction.approval_key().starts_with(&format!("{run_id}:call_")), "{}", interaction.approval_key());
-    assert_eq!(h.os.run(&session, &run_id).await["status"], "PAUSED");
+    let paused = h.os.run(&session, &run_id).await;
+    assert_eq!(paused["status"], "PAUSED");
+    assert_eq!(paused["user_id"], "telegram:4242", "the run knows who asked");
 
     h.click(id_of(&m), "Approve").await;
     h.message_with(&format!("model saw: deployed to {target}")).await;
@@ -387,6 +389,33 @@ async fn an_answer_agentos_cannot_take_is_reported_in_the_chat() {
     assert!(deleted.status().is_success(), "{}", deleted.status());
     h.click(id_of(&m), "Approve").await;
     h.message_with(&format!("AgentOS no longer has run {run_id}")).await;
+    assert_eq!(h.os.model_requests(&target).await.len(), 1, "the model was not called again");
+    h.finish(false).await;
+}
+
+/// `/cancel` while a run waits: the request closes in the chat and AgentOS is told
+/// to cancel the session's open run. AgentOS keeps a paused run `PAUSED` and records
+/// the cancellation: continuing it afterwards (here, by hand) is cancelled at once.
+#[tokio::test]
+async fn cancel_cancels_the_waiting_run() {
+    let Some(os) = agent_os() else { return };
+    let h = Harness::start(os).await;
+    let target = unique("cancel");
+    h.say(&format!("deploy {target}"));
+    let m = h.message_with("deploy").await;
+    let (_, session, run_id) = h.pending().await;
+    h.say("/cancel");
+    h.message_shows(id_of(&m), "Cancelled").await;
+    // The cancel command leaves the outbox once AgentOS answered it.
+    wait_until(|| async { h.store.outbox_for_session(&session).await.expect("outbox").is_empty().then_some(()) }).await;
+    let run = h.os.run(&session, &run_id).await;
+    assert_eq!(run["status"], "PAUSED");
+    let mut tools = run["tools"].clone();
+    tools[0]["confirmed"] = json!(true);
+    let form = [("tools", tools.to_string()), ("session_id", session.clone()), ("stream", "true".into())];
+    let url = format!("{}/agents/ops/runs/{run_id}/continue", os.url);
+    let body = reqwest::Client::new().post(url).form(&form).send().await.expect("continue").text().await.expect("body");
+    assert!(body.contains("event: RunCancelled") && !body.contains("ToolCallStarted"), "{body}");
     assert_eq!(h.os.model_requests(&target).await.len(), 1, "the model was not called again");
     h.finish(false).await;
 }
