@@ -54,3 +54,32 @@ impl AgnoSettings {
         self.url.trim_end_matches('/')
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{ConfigError, Settings};
+
+    fn invalid_key(pairs: &[(&str, &str)]) -> Option<&'static str> {
+        match Settings::from_pairs(pairs) {
+            Err(ConfigError::Invalid { key, .. }) => Some(key),
+            Err(other) => panic!("{other}"),
+            Ok(_) => None,
+        }
+    }
+
+    #[test]
+    fn the_agno_section_is_checked_only_for_its_kind() {
+        assert_eq!(invalid_key(&[("backend.kind", "agno")]), Some("agno.agent_id"));
+        assert_eq!(invalid_key(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("agno.url", "ws://x")]), Some("agno.url"));
+        assert_eq!(invalid_key(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("agno.request_timeout_secs", "0")]), Some("agno.request_timeout_secs"));
+        assert_eq!(invalid_key(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("backend.url", "")]), None, "backend.url is the stream kind's");
+        assert_eq!(invalid_key(&[("agno.agent_id", "")]), None, "not read for the stream kind");
+    }
+
+    #[test]
+    fn the_token_is_redacted() {
+        let s = Settings::from_pairs(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("agno.token", "agno-s3cret")]).unwrap();
+        assert!(!s.redacted_json().contains("agno-s3cret"));
+        assert_eq!(s.agno.base(), "http://127.0.0.1:7777");
+    }
+}
