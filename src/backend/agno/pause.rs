@@ -212,8 +212,9 @@ pub fn apply_reply(tools: &mut [Value], part: &PausePart, reply: &Reply) -> Resu
             }
             Ok(())
         }
-        // Questions dismissed (a reject, e.g. the bridge's expiry rule): answered,
-        // nothing selected, so the run goes on and the model hears no choice was made.
+        // Decisions for questions (the engine sends none today; expiry rejects
+        // approvals only): answered with nothing selected, so the run goes on and
+        // the model hears no choice was made.
         (PartKind::Feedback, Reply::Decisions { .. }) => {
             for id in &part.tool_call_ids {
                 let tool = find_mut(tools, id)?;
