@@ -18,6 +18,7 @@ use crate::backend::http_api::HttpApi;
 use crate::backend::lease::Lease;
 use crate::backend::session::{SessionConnector, SessionOptions};
 use crate::backend::stream::StreamTransport;
+use crate::backend::agno::AgnoTransport;
 use crate::backend::{Connector, Connectors};
 use crate::config::{BackendKind, Settings};
 use crate::engine::{Engine, EngineError, EngineHandle};
@@ -313,6 +314,9 @@ fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc
         BackendKind::ClaudeCode => {
             let transport = crate::backend::claude_code::ClaudeCodeTransport::new(settings.claude_code.clone(), defaults);
             Arc::new(SessionConnector::new(transport, options, lease, store.clone(), updates))
+        }
+        BackendKind::Agno => {
+            Arc::new(SessionConnector::new(AgnoTransport::new(settings.agno.clone(), defaults), options, lease, store.clone(), updates))
         }
     }
 }

@@ -37,6 +37,8 @@ pub struct Settings {
     pub routing: RoutingSettings,
     #[serde(default)]
     pub claude_code: crate::backend::claude_code::ClaudeCodeSettings,
+    #[serde(default)]
+    pub agno: crate::backend::agno::AgnoSettings,
 }
 
 /// The bridge's HTTP listener: `/healthz`, `/readyz`, and the inbound API (`/v1/*`,
@@ -133,6 +135,8 @@ pub enum BackendKind {
     Stream,
     /// Claude Code, one CLI process per session (`[claude_code]`).
     ClaudeCode,
+    /// Agno AgentOS over its HTTP API, section `[agno]` (docs/backends/agno.md).
+    Agno,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -478,6 +482,11 @@ impl Settings {
             && let Err((key, reason)) = self.claude_code.validate()
         {
             return Err(ConfigError::Invalid { key, reason });
+        }
+        if self.backend.kind == BackendKind::Agno
+            && let Err((key, reason)) = self.agno.check()
+        {
+            return invalid(key, reason);
         }
         if let Some(h) = &self.backend.history_url
             && !(h.starts_with("http://") || h.starts_with("https://"))

@@ -12,7 +12,9 @@
 //!   half is [`assembler`].
 //! - [`http_api`]: agents that push requests over HTTP (PROTOCOL.md §8).
 //! - [`claude_code`]: Claude Code (the CLI of `claude-agent-sdk`) over stdio, a [`session::Transport`].
+//! - [`agno`]: Agno AgentOS over its HTTP API, a [`session::Transport`].
 
+pub mod agno;
 pub mod assembler;
 pub mod claude_code;
 pub mod connector;

@@ -1,0 +1,377 @@
+//! Agno AgentOS as the chat backend (`backend.kind = "agno"`): a bridge session is
+//! an AgentOS session of one agent (`agno.agent_id`), with the same id.
+//!
+//! - A chat message is `POST /agents/{id}/runs` (form: `message`, `session_id`,
+//!   `user_id`, `stream=true`, `background=true`); its SSE events are read by
+//!   [`events::RunEvents`] into texts, tool status lines and, at `RunPaused`, requests.
+//! - A reply is `POST /agents/{id}/runs/{run_id}/continue` with `tools`, the paused
+//!   run's tools with the answers written in ([`pause`]). The tools are read from
+//!   AgentOS itself (`GET /agents/{id}/runs/{run_id}`) right before, which makes a
+//!   reply survive a bridge restart and keeps a resent reply from running the agent
+//!   twice: AgentOS continues a run that is no longer paused as a fresh fork, so a
+//!   reply for a run that is no longer `PAUSED` was already delivered and is not sent.
+//! - `background=true` keeps a run going when its event stream is dropped (idle
+//!   close, restart); every new link lists the session's `PAUSED` runs and replays
+//!   their requests (the engine ignores the ones it knows).
+//! - Proof of delivery is the 2xx of the call. A 4xx is AgentOS refusing the command
+//!   for good: proven too (sending it again cannot help) and shown in the chat as a
+//!   failed turn. A 5xx or a network error drops the link; the outbox resends.
+//!
+//! The pure halves: [`sse`] (bytes → records), [`events`] (records → updates),
+//! [`pause`] (paused tools ↔ requests and replies).
+
+pub mod events;
+pub mod pause;
+pub mod settings;
+pub mod sse;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream::{BoxStream, SelectAll};
+use secrecy::ExposeSecret;
+use serde_json::Value;
+
+use self::events::{RunEvents, TERMINAL_EVENTS};
+use self::pause::PausePart;
+use self::sse::{SseEvent, SseParser};
+use super::SessionUpdate;
+use super::session::{Link, LinkError, Received, Transport};
+use crate::interaction::TimeoutDefaults;
+use crate::protocol::{Command, Reply};
+pub use settings::AgnoSettings;
+
+/// The most of an error body quoted in the chat.
+const MAX_DETAIL_CHARS: usize = 300;
+
+/// Connects bridge sessions to AgentOS sessions.
+pub struct AgnoTransport {
+    settings: AgnoSettings,
+    defaults: TimeoutDefaults,
+    http: reqwest::Client,
+}
+
+impl AgnoTransport {
+    pub fn new(settings: AgnoSettings, defaults: TimeoutDefaults) -> Self {
+        // No overall timeout: event streams last as long as the run. Calls that are
+        // not streams set their own.
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(settings.request_timeout_secs.max(1)))
+            .build()
+            .unwrap_or_default();
+        Self { settings, defaults, http }
+    }
+}
+
+impl Transport for AgnoTransport {
+    type State = RunEvents;
+    type Link = AgnoLink;
+
+    fn name(&self) -> &'static str {
+        "agno"
+    }
+
+    fn new_state(&self) -> RunEvents {
+        RunEvents::new(self.defaults)
+    }
+
+    async fn connect(&self, session_id: &str) -> Result<AgnoLink, LinkError> {
+        let api = Api {
+            http: self.http.clone(),
+            settings: self.settings.clone(),
+            session_id: session_id.to_owned(),
+        };
+        // Reaches AgentOS (a failure is retried with backoff) and replays what waits.
+        let mut queued = Vec::new();
+        for run in api.paused_runs().await? {
+            let run_id = run.get("run_id").and_then(Value::as_str).unwrap_or_default();
+            let tools = run.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+            if !run_id.is_empty() {
+                queued.extend(pause::pause_updates(run_id, tools, self.defaults));
+            }
+        }
+        Ok(AgnoLink { api, streams: SelectAll::new(), queued, written: 0, reported: 0, held: HashMap::new(), broken: None })
+    }
+}
+
+/// AgentOS's HTTP API for one session.
+struct Api {
+    http: reqwest::Client,
+    settings: AgnoSettings,
+    session_id: String,
+}
+
+/// How AgentOS answered a call that starts a run or continues one.
+enum Started {
+    Stream(reqwest::Response),
+    /// A 4xx: AgentOS will not do it, however often it is asked.
+    Refused(String),
+}
+
+impl Api {
+    fn agent_url(&self, path: &str) -> String {
+        format!("{}/agents/{}{path}", self.settings.base(), self.settings.agent_id)
+    }
+
+    fn authorized(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.settings.token {
+            Some(token) => request.bearer_auth(token.expose_secret()),
+            None => request,
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(self.settings.request_timeout_secs.max(1))
+    }
+
+    /// GET returning JSON; `None` on 404.
+    async fn get(&self, path: &str, query: &[(&str, &str)]) -> Result<Option<Value>, LinkError> {
+        let request = self.http.get(self.agent_url(path)).query(query).timeout(self.timeout());
+        let response = self.authorized(request).send().await.map_err(LinkError::transport)?;
+        let status = response.status();
+        if status == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !status.is_success() {
+            return Err(LinkError::Transport(format!("GET {path}: {}", describe(response).await)));
+        }
+        response.json().await.map(Some).map_err(LinkError::transport)
+    }
+
+    /// The session's runs that wait for a person (none when the session is new).
+    async fn paused_runs(&self) -> Result<Vec<Value>, LinkError> {
+        let runs = self.get("/runs", &[("session_id", &self.session_id), ("status", "PAUSED")]).await?;
+        Ok(runs.and_then(|r| r.as_array().cloned()).unwrap_or_default())
+    }
+
+    async fn runs(&self) -> Result<Vec<Value>, LinkError> {
+        let runs = self.get("/runs", &[("session_id", &self.session_id)]).await?;
+        Ok(runs.and_then(|r| r.as_array().cloned()).unwrap_or_default())
+    }
+
+    async fn run(&self, run_id: &str) -> Result<Option<Value>, LinkError> {
+        self.get(&format!("/runs/{run_id}"), &[("session_id", &self.session_id)]).await
+    }
+
+    /// POSTs a form whose answer is an event stream.
+    async fn stream(&self, path: &str, mut form: Vec<(&str, String)>) -> Result<Started, LinkError> {
+        form.extend([("session_id", self.session_id.clone()), ("stream", "true".into()), ("background", "true".into())]);
+        let request = self.http.post(self.agent_url(path)).form(&form);
+        let response = self.authorized(request).send().await.map_err(LinkError::transport)?;
+        let status = response.status();
+        if status.is_success() {
+            Ok(Started::Stream(response))
+        } else if status.is_client_error() {
+            Ok(Started::Refused(describe(response).await))
+        } else {
+            Err(LinkError::Transport(format!("POST {path}: {}", describe(response).await)))
+        }
+    }
+
+    async fn cancel(&self, run_id: &str) -> Result<(), LinkError> {
+        let request = self.http.post(self.agent_url(&format!("/runs/{run_id}/cancel"))).timeout(self.timeout());
+        let response = self.authorized(request).send().await.map_err(LinkError::transport)?;
+        if !response.status().is_success() {
+            let answer = describe(response).await;
+            tracing::warn!(%run_id, %answer, "AgentOS did not cancel the run");
+        }
+        Ok(())
+    }
+}
+
+/// `"<status>: <detail>"` from an error response (FastAPI's `{"detail": …}` or text).
+async fn describe(response: reqwest::Response) -> String {
+    let status = response.status();
+    let body = response.text().await.unwrap_or_default();
+    let detail = serde_json::from_str::<Value>(&body)
+        .ok()
+        .and_then(|v| v.get("detail").map(|d| d.as_str().map_or_else(|| d.to_string(), str::to_owned)))
+        .unwrap_or(body);
+    let detail: String = detail.chars().take(MAX_DETAIL_CHARS).collect();
+    format!("{status}: {detail}")
+}
+
+/// What one run's event stream yields.
+enum StreamItem {
+    Events(Vec<SseEvent>),
+    /// The stream ended; `finished` when it carried a terminal event.
+    Ended { finished: bool },
+    Failed(String),
+}
+
+fn event_stream(response: reqwest::Response) -> BoxStream<'static, StreamItem> {
+    let start = Some((response, SseParser::default(), false));
+    futures_util::stream::unfold(start, |state| async move {
+        let (mut response, mut parser, mut finished) = state?;
+        match response.chunk().await {
+            Ok(Some(bytes)) => {
+                let events = parser.push(&bytes);
+                finished |= events.iter().any(|e| TERMINAL_EVENTS.contains(&e.event.as_str()));
+                Some((StreamItem::Events(events), Some((response, parser, finished))))
+            }
+            Ok(None) => Some((StreamItem::Ended { finished }, None)),
+            Err(e) => Some((StreamItem::Failed(e.to_string()), None)),
+        }
+    })
+    .boxed()
+}
+
+/// A reply waiting for the other part of its pause (questions and confirmations in
+/// one pause are two requests, answered by one continue).
+struct Held {
+    /// Its 1-based place among the commands written on this link.
+    position: u64,
+    part: PausePart,
+    reply: Reply,
+}
+
+/// One session's view of AgentOS: the event streams of the calls it made.
+pub struct AgnoLink {
+    api: Api,
+    streams: SelectAll<BoxStream<'static, StreamItem>>,
+    /// Updates to hand out before reading streams (replayed requests, refusals).
+    queued: Vec<SessionUpdate>,
+    written: u64,
+    /// The proof last handed out.
+    reported: u64,
+    /// Replies per run id, until the run's every part has one.
+    held: HashMap<String, Vec<Held>>,
+    /// An event stream broke: after the queued updates, the link fails.
+    broken: Option<String>,
+}
+
+impl AgnoLink {
+    /// Commands AgentOS has: all written, but not past a held reply.
+    fn provable(&self) -> u64 {
+        self.held.values().flatten().map(|h| h.position - 1).min().unwrap_or(self.written)
+    }
+
+    fn refused(&mut self, message: String) {
+        tracing::warn!(session_id = %self.api.session_id, %message, "AgentOS refused a command");
+        self.queued.push(SessionUpdate::TurnFailed { message });
+    }
+
+    async fn start(&mut self, path: &str, form: Vec<(&str, String)>, what: &str) -> Result<(), LinkError> {
+        match self.api.stream(path, form).await? {
+            Started::Stream(response) => self.streams.push(event_stream(response)),
+            Started::Refused(detail) => self.refused(format!("AgentOS refused {what}: {detail}")),
+        }
+        Ok(())
+    }
+
+    async fn message(&mut self, text: String, user_id: Option<String>) -> Result<(), LinkError> {
+        let mut form = vec![("message", text)];
+        form.extend(user_id.map(|u| ("user_id", u)));
+        self.start("/runs", form, "the message").await
+    }
+
+    async fn reply(&mut self, approval_key: &str, reply: &Reply) -> Result<(), LinkError> {
+        let session_id = self.api.session_id.clone();
+        let Some(run_id) = pause::run_id_of(approval_key).map(str::to_owned) else {
+            tracing::warn!(%session_id, %approval_key, "a reply whose key names no Agno run; dropping it");
+            return Ok(());
+        };
+        let Some(run) = self.api.run(&run_id).await? else {
+            self.refused(format!("AgentOS no longer has run {run_id}; the answer was not delivered"));
+            return Ok(());
+        };
+        if run.get("status").and_then(Value::as_str) != Some("PAUSED") {
+            // Continued already (by this reply on an earlier link, or elsewhere).
+            tracing::info!(%session_id, %approval_key, status = ?run.get("status"), "the run is no longer paused; not continuing it again");
+            self.held.remove(&run_id);
+            return Ok(());
+        }
+        let tools = run.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
+        let paused = pause::pause_of(&run_id, &tools);
+        let Some(part) = paused.parts.iter().find(|p| p.approval_key == approval_key).cloned() else {
+            tracing::info!(%session_id, %approval_key, "the run no longer waits for these tool calls; not continuing it");
+            return Ok(());
+        };
+        let held = self.held.entry(run_id.clone()).or_default();
+        held.retain(|h| h.part.approval_key != approval_key);
+        held.push(Held { position: self.written, part, reply: reply.clone() });
+        if !paused.parts.iter().all(|p| held.iter().any(|h| h.part.approval_key == p.approval_key)) {
+            tracing::debug!(%session_id, %approval_key, "holding the reply until the rest of the pause is answered");
+            return Ok(());
+        }
+        let replies: Vec<(PausePart, Reply)> = self.held.remove(&run_id).unwrap_or_default().into_iter().map(|h| (h.part, h.reply)).collect();
+        let tools = match pause::continue_tools(&tools, &replies) {
+            Ok(tools) => tools,
+            Err(e) => {
+                self.refused(format!("the answer cannot be given to Agno: {e}"));
+                return Ok(());
+            }
+        };
+        let tools = serde_json::to_string(&tools).map_err(LinkError::transport)?;
+        self.start(&format!("/runs/{run_id}/continue"), vec![("tools", tools)], "to continue the run").await
+    }
+
+    async fn cancel(&mut self) -> Result<(), LinkError> {
+        self.held.clear();
+        for run in self.api.runs().await? {
+            let status = run.get("status").and_then(Value::as_str).unwrap_or_default();
+            if let Some(run_id) = run.get("run_id").and_then(Value::as_str)
+                && ["PENDING", "RUNNING", "PAUSED"].contains(&status)
+            {
+                self.api.cancel(run_id).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Link for AgnoLink {
+    type State = RunEvents;
+
+    async fn send(&mut self, command: &Command) -> Result<(), LinkError> {
+        self.written += 1;
+        match command {
+            Command::Message { content, user, .. } => {
+                let text = content.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join("\n");
+                self.message(text, user.as_ref().map(|u| format!("{}:{}", u.platform, u.id))).await
+            }
+            Command::Approval { approval_key, reply, .. } => self.reply(approval_key, reply).await,
+            Command::Cancel { .. } => self.cancel().await,
+        }
+    }
+
+    async fn recv(&mut self, events: &mut RunEvents) -> Option<Result<Received, LinkError>> {
+        loop {
+            let proof = self.provable();
+            if !self.queued.is_empty() || proof > self.reported {
+                let proves_first = (proof > self.reported).then_some(proof);
+                self.reported = self.reported.max(proof);
+                return Some(Ok(Received { updates: std::mem::take(&mut self.queued), proves_first }));
+            }
+            if let Some(reason) = self.broken.take() {
+                return Some(Err(LinkError::Transport(reason)));
+            }
+            if self.streams.is_empty() {
+                // Nothing to read until the next command; the session decides when
+                // to close an idle link.
+                std::future::pending::<()>().await;
+            }
+            // Cancel-safe: each stream keeps its read in progress inside itself.
+            let Some(item) = self.streams.next().await else { continue };
+            match item {
+                StreamItem::Events(records) => {
+                    for record in records {
+                        match serde_json::from_str::<Value>(&record.data) {
+                            Ok(data) => self.queued.extend(events.push(&record.event, &data)),
+                            Err(e) => tracing::warn!(event = %record.event, error = %e, "skipping an AgentOS event that is not JSON"),
+                        }
+                    }
+                }
+                StreamItem::Ended { finished: true } => {}
+                StreamItem::Ended { finished: false } => {
+                    self.queued.push(SessionUpdate::TurnFailed { message: "AgentOS ended the run's event stream before the run finished".into() });
+                }
+                StreamItem::Failed(e) => {
+                    self.queued.push(SessionUpdate::TurnFailed { message: format!("lost the run's event stream ({e}); the run goes on in AgentOS") });
+                    self.broken = Some(format!("an AgentOS event stream broke: {e}"));
+                }
+            }
+        }
+    }
+}
