@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use crate::backend::http_api::HttpApi;
 use crate::backend::lease::Lease;
 use crate::backend::session::{SessionConnector, SessionOptions};
+use crate::backend::kimi::KimiTransport;
 use crate::backend::stream::StreamTransport;
 use crate::backend::{Connector, Connectors};
 use crate::config::{BackendKind, Settings};
@@ -309,6 +310,10 @@ fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc
     match backend.kind {
         BackendKind::Stream => {
             Arc::new(SessionConnector::new(StreamTransport::new(backend.clone(), defaults), options, lease, store.clone(), updates))
+        }
+        BackendKind::Kimi => {
+            let transport = KimiTransport::new(settings.kimi.clone().unwrap_or_default(), defaults);
+            Arc::new(SessionConnector::new(transport, options, lease, store.clone(), updates))
         }
     }
 }

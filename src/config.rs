@@ -35,6 +35,9 @@ pub struct Settings {
     pub http: HttpSettings,
     #[serde(default)]
     pub routing: RoutingSettings,
+    /// `backend.kind = "kimi"`: how `kimi --wire` is started (defaults when absent).
+    #[serde(default)]
+    pub kimi: Option<crate::backend::kimi::KimiSettings>,
 }
 
 /// The bridge's HTTP listener: `/healthz`, `/readyz`, and the inbound API (`/v1/*`,
@@ -129,6 +132,8 @@ pub enum BackendKind {
     /// The bridge's own stream protocol over WebSocket at `backend.url` (PROTOCOL.md).
     #[default]
     Stream,
+    /// Kimi CLI's wire mode: one `kimi --wire` process per session (section `[kimi]`).
+    Kimi,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -462,6 +467,11 @@ impl Settings {
     fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |key, reason: &str| Err(ConfigError::Invalid { key, reason: reason.into() });
         let url = &self.backend.url;
+        if self.backend.kind == BackendKind::Kimi
+            && let Some((key, reason)) = self.kimi.clone().unwrap_or_default().problem()
+        {
+            return invalid(key, reason);
+        }
         if self.backend.kind == BackendKind::Stream {
             if !(url.starts_with("ws://") || url.starts_with("wss://")) {
                 return invalid("backend.url", "must start with ws:// or wss://");
