@@ -51,6 +51,11 @@ struct Harness {
 impl Harness {
     /// `None` (the test skips) when kimi is not installed.
     async fn start(scripts: &[String]) -> Option<Harness> {
+        Self::start_with(scripts, &[]).await
+    }
+
+    /// As [`Harness::start`], with more settings.
+    async fn start_with(scripts: &[String], extra: &[(&str, &str)]) -> Option<Harness> {
         let venv = backends::installed("kimi")?;
         let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
         let dir = tempfile::tempdir().expect("tempdir");
@@ -61,7 +66,7 @@ impl Harness {
         let h = Harness { dir, fake: FakeTelegram::start().await, app: None, chat: 0 };
         h.script(scripts);
         let store = format!("sqlite://{}", h.dir.path().join("bridge.db").display());
-        let mut settings = Settings::from_pairs(&[
+        let mut pairs = vec![
             ("backend.kind", "kimi"),
             ("backend.reconnect_max_secs", "1"),
             ("store.url", &store),
@@ -70,8 +75,9 @@ impl Harness {
             ("telegram.token", fake_telegram::TOKEN),
             ("telegram.api_url", &h.fake.url),
             ("http.listen", "127.0.0.1:0"),
-        ])
-        .expect("settings");
+        ];
+        pairs.extend_from_slice(extra);
+        let mut settings = Settings::from_pairs(&pairs).expect("settings");
         settings.access.users = vec![format!("telegram:{}", lan().id)];
         let path = |p: &str| h.dir.path().join(p).display().to_string();
         settings.kimi = Some(KimiSettings {
@@ -330,5 +336,23 @@ async fn killed_mid_turn_is_restarted_by_the_next_message() {
     // The same kimi session (`--session`): both turns are in its record.
     let turns: Vec<Value> = kimi_records(&h.home(), "TurnBegin").into_iter().map(|t| t["user_input"].clone()).collect();
     assert_eq!(turns, [json!("start"), json!("are you there?")]);
+    h.finish().await;
+}
+
+/// Kimi waits for an answer without limit; at the question's deadline the bridge
+/// dismisses it (`{"answers":{}}`) and the message shows it expired.
+#[tokio::test]
+async fn an_unanswered_question_is_dismissed_at_its_deadline() {
+    let ask = json!({"questions":[{"question":"Deploy now?","options":[{"label":"Yes"},{"label":"No"}]}]});
+    let Some(h) = Harness::start_with(&[tool_call("tc-1", "AskUserQuestion", ask), text("Not deploying then.")], &[("timeouts.question_secs", "2")]).await else {
+        return;
+    };
+    h.say("deploy?");
+    let q = h.message_with("Deploy now?").await;
+    let dismissed = h.tool_result("tc-1").await;
+    assert_eq!(dismissed["return_value"]["message"], "User dismissed the question without answering.");
+    h.message_with("Not deploying then.").await;
+    let ended = h.message_shows(id_of(&q), "Expired").await;
+    assert!(ended.get("reply_markup").is_none(), "{ended}");
     h.finish().await;
 }

@@ -8,6 +8,10 @@
 //! - Proof of reading: a `ping` (a method kimi does not know) follows every command;
 //!   kimi reads its stdin in order and answers it at once, so its error reply proves
 //!   the commands before it were read.
+//! - Kimi waits for a person without limit. An approval nobody decides is rejected by
+//!   the engine at its deadline (like every backend's); a question nobody answers is
+//!   dismissed here at its deadline (`{"answers":{}}`, what kimi's own client sends
+//!   for Escape) and ends as timed out, so kimi's turn does not hang.
 //! - The process exiting ends the link: its stdout closes, the open requests end as
 //!   timed out, and the chat is told when a turn or a request was open. The session
 //!   machinery starts a new process when there is work again (the next message);
@@ -26,6 +30,8 @@ pub mod wire;
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 pub use settings::KimiSettings;
 
 use self::process::KimiProcess;
@@ -35,7 +41,7 @@ use self::wire::{Incoming, OurId};
 use super::SessionUpdate;
 use super::session::{Link, LinkError, Received, Transport};
 use crate::interaction::TimeoutDefaults;
-use crate::protocol::Command;
+use crate::protocol::{Answers, Command, Reply};
 
 /// Starts `kimi --wire` for each session.
 pub struct KimiTransport {
@@ -114,6 +120,8 @@ pub struct KimiLink {
     /// Steered texts by request number: sent again as a prompt if the turn ended first.
     steers: HashMap<u64, String>,
     open: OpenRequests,
+    /// When each open question is dismissed if nobody answered it.
+    question_deadlines: Vec<(Instant, String)>,
     /// Updates made while writing (replies no process can take), handed out by `recv`.
     queued: VecDeque<SessionUpdate>,
     /// Stdout closed: the process is gone, its end not yet reported.
@@ -130,6 +138,7 @@ impl KimiLink {
             turn: None,
             steers: HashMap::new(),
             open: OpenRequests::default(),
+            question_deadlines: Vec::new(),
             queued: VecDeque::new(),
             closed: false,
             ended: false,
@@ -145,6 +154,23 @@ impl KimiLink {
         let n = self.next_request();
         self.turn = Some(n);
         self.process.write(wire::prompt(n, text));
+    }
+
+    /// Dismisses the open questions whose deadline passed, as kimi's own client does
+    /// for Escape; they end as timed out.
+    fn dismiss_due_questions(&mut self) -> Vec<SessionUpdate> {
+        let now = Instant::now();
+        let (due, later): (Vec<_>, Vec<_>) = self.question_deadlines.drain(..).partition(|(at, _)| *at <= now);
+        self.question_deadlines = later;
+        let mut out = Vec::new();
+        for (_, approval_key) in due {
+            if let Some(result) = self.open.reply(&approval_key, &Reply::Answers { answers: Answers::default() }) {
+                tracing::info!(%approval_key, "nobody answered kimi's question in time; dismissing it");
+                self.process.write(wire::result(&approval_key, result));
+                out.push(SessionUpdate::TimedOut { approval_key });
+            }
+        }
+        out
     }
 
     /// One line of kimi's stdout.
@@ -170,6 +196,14 @@ impl KimiLink {
                 let handled = translator.request(&id, &kind, &payload);
                 if let Some(awaits) = handled.awaits {
                     self.open.insert(&id, awaits);
+                }
+                for update in &handled.updates {
+                    if let SessionUpdate::Request(request) = update
+                        && request.is_question()
+                    {
+                        let at = Instant::now() + Duration::from_secs(request.timeout_secs);
+                        self.question_deadlines.push((at, request.approval_key.clone()));
+                    }
                 }
                 if let Some(reply) = handled.reply {
                     self.process.write(reply);
@@ -270,16 +304,26 @@ impl Link for KimiLink {
                 }
                 return Some(Ok(Received::updates(updates)));
             }
-            // Cancel-safe: a partial line stays in the process reader.
-            match self.process.next_line().await {
-                Ok(Some(line)) => {
-                    let received = self.line(translator, &line);
-                    if received != Received::default() {
-                        return Some(Ok(received));
+            let next_deadline = self.question_deadlines.iter().map(|(at, _)| *at).min();
+            // Cancel-safe: a partial line stays in the process reader, and the deadlines
+            // change only once the sleep is over.
+            tokio::select! {
+                line = self.process.next_line() => match line {
+                    Ok(Some(line)) => {
+                        let received = self.line(translator, &line);
+                        if received != Received::default() {
+                            return Some(Ok(received));
+                        }
+                    }
+                    Ok(None) => self.closed = true,
+                    Err(e) => return Some(Err(LinkError::transport(format!("cannot read kimi's output: {e}")))),
+                },
+                _ = tokio::time::sleep_until(next_deadline.unwrap_or_else(Instant::now)), if next_deadline.is_some() => {
+                    let dismissed = self.dismiss_due_questions();
+                    if !dismissed.is_empty() {
+                        return Some(Ok(Received::updates(dismissed)));
                     }
                 }
-                Ok(None) => self.closed = true,
-                Err(e) => return Some(Err(LinkError::transport(format!("cannot read kimi's output: {e}")))),
             }
         }
     }

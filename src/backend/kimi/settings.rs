@@ -86,6 +86,20 @@ mod tests {
     }
 
     #[test]
+    fn the_example_config_loads() {
+        use crate::config::{BackendKind, Settings};
+        // Every key known (sections deny unknown keys); the Telegram token comes from the
+        // environment in real use.
+        let settings: Settings = config::Config::builder()
+            .add_source(config::File::with_name("config/kimi.toml"))
+            .build()
+            .and_then(|c| c.try_deserialize())
+            .expect("config/kimi.toml");
+        assert_eq!(settings.backend.kind, BackendKind::Kimi);
+        assert_eq!(settings.kimi, Some(KimiSettings::default()), "the example shows the defaults");
+    }
+
+    #[test]
     fn bad_keys_are_named() {
         let bad = |change: fn(&mut KimiSettings)| {
             let mut s = KimiSettings::default();
