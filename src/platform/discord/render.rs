@@ -507,5 +507,10 @@ mod tests {
         let (_, rows) = json_of(&view(&i, Locale::En, &TokenSigner::new(b"k"), 0));
         let labels: Vec<&str> = rows[0]["components"].as_array().into_iter().flatten().filter_map(|b| b["label"].as_str()).collect();
         assert_eq!(labels, ["Approve", "Reject", "Comment"]);
+        let kimi = ReviewConfig { allowed_decisions: Some(vec!["approve_for_session".into(), "approve".into(), "reject".into()]), ..ReviewConfig::default() };
+        let i = interaction(vec![action("Shell", json!({}))], vec![kimi]);
+        let (_, rows) = json_of(&view(&i, Locale::En, &TokenSigner::new(b"k"), 0));
+        let labels: Vec<&str> = rows[0]["components"].as_array().into_iter().flatten().filter_map(|b| b["label"].as_str()).collect();
+        assert_eq!(labels, ["Approve", "Approve for session", "Reject"]);
     }
 }
