@@ -356,3 +356,27 @@ async fn an_unanswered_question_is_dismissed_at_its_deadline() {
     assert!(ended.get("reply_markup").is_none(), "{ended}");
     h.finish().await;
 }
+
+/// `/cancel` while kimi waits for an approval: kimi cancels the turn (the request
+/// ends as cancelled), and the next message is a new turn, not a steer into the old.
+#[tokio::test]
+async fn cancel_ends_kimis_turn() {
+    let Some(h) = Harness::start(&[shell("tc-1", "echo later"), text("A fresh turn.")]).await else {
+        return;
+    };
+    h.say("start");
+    let approval = h.message_with("Run command `echo later`").await;
+    h.say("/cancel");
+    let ended = h.message_shows(id_of(&approval), "Cancelled").await;
+    assert!(ended.get("reply_markup").is_none(), "{ended}");
+    // Kimi ended the turn without running the command.
+    wait_until(|| async { (!kimi_records(&h.home(), "TurnEnd").is_empty()).then_some(()) }).await;
+    assert!(kimi_records(&h.home(), "ToolResult").is_empty());
+    // The tool status line shows the command did not run.
+    h.message_with("⚙ tools: Shell ✗").await;
+    h.say("again");
+    h.message_with("A fresh turn.").await;
+    let turns: Vec<Value> = kimi_records(&h.home(), "TurnBegin").into_iter().map(|t| t["user_input"].clone()).collect();
+    assert_eq!(turns, [json!("start"), json!("again")]);
+    h.finish().await;
+}

@@ -285,11 +285,15 @@ impl Translator {
         vec![SessionUpdate::Text { text, is_final }]
     }
 
-    /// A step ended: its text is shown and its tool group closed.
+    /// A step ended: its text is shown and its tool group closed. A tool still running
+    /// then never will (kimi records every result before the next step): failed.
     fn end_step(&mut self, is_final: bool) -> Vec<SessionUpdate> {
         let mut out = self.flush_text(is_final);
         if let Some(mut group) = self.group.take() {
             group.finished = true;
+            for tool in group.tools.iter_mut().filter(|t| t.state == ToolState::Running) {
+                tool.state = ToolState::Failed;
+            }
             out.push(SessionUpdate::ToolGroup(group));
         }
         out
@@ -550,5 +554,8 @@ mod tests {
         ]);
         // Idle, nothing open: nothing to tell.
         assert!(t.process_lost("exit code 0", false, Vec::new()).is_empty());
+        t.event("ToolCall", &tool_call());
+        let out = t.process_lost("exit code 1", true, Vec::new());
+        assert!(matches!(&out[0], SessionUpdate::ToolGroup(g) if g.finished && g.line() == "⚙ tools: Shell ✗"), "{out:?}");
     }
 }
