@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use crate::backend::http_api::HttpApi;
 use crate::backend::lease::Lease;
 use crate::backend::session::{SessionConnector, SessionOptions};
+use crate::backend::kimi::KimiTransport;
 use crate::backend::stream::StreamTransport;
 use crate::backend::agno::AgnoTransport;
 use crate::backend::{Connector, Connectors};
@@ -317,6 +318,10 @@ fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc
         }
         BackendKind::Agno => {
             Arc::new(SessionConnector::new(AgnoTransport::new(settings.agno.clone(), defaults), options, lease, store.clone(), updates))
+        }
+        BackendKind::Kimi => {
+            let transport = KimiTransport::new(settings.kimi.clone(), defaults);
+            Arc::new(SessionConnector::new(transport, options, lease, store.clone(), updates))
         }
     }
 }

@@ -39,6 +39,8 @@ pub struct Settings {
     pub claude_code: crate::backend::claude_code::ClaudeCodeSettings,
     #[serde(default)]
     pub agno: crate::backend::agno::AgnoSettings,
+    #[serde(default)]
+    pub kimi: crate::backend::kimi::KimiSettings,
 }
 
 /// The bridge's HTTP listener: `/healthz`, `/readyz`, and the inbound API (`/v1/*`,
@@ -137,6 +139,8 @@ pub enum BackendKind {
     ClaudeCode,
     /// Agno AgentOS over its HTTP API, section `[agno]` (docs/backends/agno.md).
     Agno,
+    /// Kimi CLI's wire mode: one `kimi --wire` process per session (section `[kimi]`).
+    Kimi,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -470,6 +474,11 @@ impl Settings {
     fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |key, reason: &str| Err(ConfigError::Invalid { key, reason: reason.into() });
         let url = &self.backend.url;
+        if self.backend.kind == BackendKind::Kimi
+            && let Some((key, reason)) = self.kimi.problem()
+        {
+            return invalid(key, reason);
+        }
         if self.backend.kind == BackendKind::Stream {
             if !(url.starts_with("ws://") || url.starts_with("wss://")) {
                 return invalid("backend.url", "must start with ws:// or wss://");

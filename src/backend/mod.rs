@@ -13,6 +13,7 @@
 //! - [`http_api`]: agents that push requests over HTTP (PROTOCOL.md §8).
 //! - [`claude_code`]: Claude Code (the CLI of `claude-agent-sdk`) over stdio, a [`session::Transport`].
 //! - [`agno`]: Agno AgentOS over its HTTP API, a [`session::Transport`].
+//! - [`kimi`]: Kimi CLI's wire mode, one `kimi --wire` process per session (seed 001).
 
 pub mod agno;
 pub mod assembler;
@@ -20,6 +21,7 @@ pub mod claude_code;
 pub mod connector;
 pub mod history;
 pub mod http_api;
+pub mod kimi;
 pub mod lease;
 pub mod outbox;
 pub mod session;

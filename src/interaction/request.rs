@@ -233,10 +233,10 @@ mod tests {
         assert_eq!(r.actions()[1].allowed, vec![Approve, Reject]);
         // "c" falls to defaults: there is no 2nd config.
         assert_eq!(r.actions()[2].allowed, vec![Approve, Edit, Reject]);
-        let r = RequestBuilder::start("k", vec![action("x"), action("y")], vec![config(Some("q"), None, None), config(None, Some(&["approve", "respond", "approve_for_session"]), None)], None)
+        let r = RequestBuilder::start("k", vec![action("x"), action("y")], vec![config(Some("q"), None, None), config(None, Some(&["approve", "respond", "approve_always", "approve_for_session"]), None)], None)
             .finish(TimeoutDefaults::default())
             .unwrap();
-        assert_eq!(r.actions()[1].allowed, vec![Approve, Respond], "unknown types are dropped");
+        assert_eq!(r.actions()[1].allowed, vec![Approve, Respond, ApproveForSession], "unknown types are dropped");
     }
 
     #[test]

@@ -44,6 +44,8 @@ impl Locale {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Msg {
     Approve,
+    /// Kimi CLI's "approve for this session".
+    ApproveForSession,
     Reject,
     Edit,
     Respond,
@@ -83,6 +85,9 @@ pub fn text(locale: Locale, msg: Msg) -> &'static str {
         (Approve, En) => "Approve",
         (Approve, Vi) => "Duyệt",
         (Approve, Zh) => "批准",
+        (ApproveForSession, En) => "Approve for session",
+        (ApproveForSession, Vi) => "Duyệt cả phiên",
+        (ApproveForSession, Zh) => "本会话内批准",
         (Reject, En) => "Reject",
         (Reject, Vi) => "Từ chối",
         (Reject, Zh) => "拒绝",
@@ -328,6 +333,7 @@ fn status(locale: Locale, interaction: &Interaction) -> String {
 fn reply_word(locale: Locale, reply: Option<&Reply>) -> String {
     let decision = |d: &Decision| match d {
         Decision::Approve => format!("✅ {}", text(locale, Msg::Approve)),
+        Decision::ApproveForSession => format!("🔓 {}", text(locale, Msg::ApproveForSession)),
         Decision::Reject { .. } => format!("❌ {}", text(locale, Msg::Reject)),
         Decision::Edit { .. } => format!("✏️ {}", text(locale, Msg::Edit)),
         Decision::Respond { .. } => format!("💬 {}", text(locale, Msg::Respond)),

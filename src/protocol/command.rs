@@ -90,6 +90,10 @@ pub enum DecisionType {
     Edit,
     Reject,
     Respond,
+    /// Approve, and let the backend approve the same kind of action by itself for the
+    /// rest of the session (Kimi CLI's `approve_for_session`). Offered only where a
+    /// review config allows it.
+    ApproveForSession,
 }
 
 impl DecisionType {
@@ -102,6 +106,7 @@ impl DecisionType {
             "edit" => Some(Self::Edit),
             "reject" => Some(Self::Reject),
             "respond" => Some(Self::Respond),
+            "approve_for_session" => Some(Self::ApproveForSession),
             _ => None,
         }
     }
@@ -112,6 +117,7 @@ impl DecisionType {
             Self::Edit => "edit",
             Self::Reject => "reject",
             Self::Respond => "respond",
+            Self::ApproveForSession => "approve_for_session",
         }
     }
 }
@@ -131,6 +137,7 @@ pub enum Decision {
     Respond {
         message: String,
     },
+    ApproveForSession,
 }
 
 impl Decision {
@@ -140,6 +147,7 @@ impl Decision {
             Decision::Reject { .. } => DecisionType::Reject,
             Decision::Edit { .. } => DecisionType::Edit,
             Decision::Respond { .. } => DecisionType::Respond,
+            Decision::ApproveForSession => DecisionType::ApproveForSession,
         }
     }
 }

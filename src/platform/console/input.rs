@@ -33,6 +33,7 @@ pub fn parse_action(index: usize, line: &str) -> Parsed {
     let decide = |decision| Parsed::Act(UserAction::Decide { action: index, decision });
     match word.to_lowercase().as_str() {
         "a" | "approve" => decide(Decision::Approve),
+        "s" | "session" => decide(Decision::ApproveForSession),
         "r" | "reject" => decide(Decision::Reject { message: (!rest.is_empty()).then(|| rest.to_owned()) }),
         "e" | "edit" if rest.is_empty() => Parsed::Ask(Step::EditJson(index)),
         "e" | "edit" => Parsed::Act(UserAction::EditArgs { action: index, json: rest.to_owned() }),

@@ -41,6 +41,7 @@ pub fn action_prompt(i: &Interaction, index: usize) -> String {
     for allowed in &action.allowed {
         choices.push(match allowed {
             DecisionType::Approve => "[a]pprove",
+            DecisionType::ApproveForSession => "[s]ession (approve for the session)",
             DecisionType::Reject => "[r]eject [reason]",
             DecisionType::Edit => "[e]dit [json]",
             DecisionType::Respond => "[c]omment <text>",
@@ -138,6 +139,7 @@ fn reply_suffix(reply: Option<&Reply>) -> String {
 fn decision_text(d: &Decision) -> String {
     match d {
         Decision::Approve => "approve".into(),
+        Decision::ApproveForSession => "approve for session".into(),
         Decision::Reject { message: None } => "reject".into(),
         Decision::Reject { message: Some(m) } => format!("reject ({m})"),
         Decision::Edit { edited_action } => format!("edit {}", serde_json::Value::Object(edited_action.args.clone())),

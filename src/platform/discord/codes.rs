@@ -7,6 +7,8 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
     Approve(usize),
+    /// Approve, and let the backend approve the same action for the rest of the session.
+    ApproveForSession(usize),
     Reject(usize),
     /// Opens the edit modal for an action.
     Edit(usize),
@@ -35,6 +37,7 @@ impl Code {
     pub fn encode(self) -> String {
         match self {
             Code::Approve(i) => format!("ap.{i}"),
+            Code::ApproveForSession(i) => format!("as.{i}"),
             Code::Reject(i) => format!("rj.{i}"),
             Code::Edit(i) => format!("ed.{i}"),
             Code::Respond(i) => format!("rs.{i}"),
@@ -60,6 +63,7 @@ impl Code {
         };
         Some(match (name, index) {
             ("ap", Some(i)) => Code::Approve(i),
+            ("as", Some(i)) => Code::ApproveForSession(i),
             ("rj", Some(i)) => Code::Reject(i),
             ("ed", Some(i)) => Code::Edit(i),
             ("rs", Some(i)) => Code::Respond(i),
@@ -85,7 +89,7 @@ mod tests {
     #[test]
     fn every_code_round_trips() {
         let all = [
-            Code::Approve(0), Code::Reject(3), Code::Edit(1), Code::Respond(2), Code::ApproveAll,
+            Code::Approve(0), Code::ApproveForSession(5), Code::Reject(3), Code::Edit(1), Code::Respond(2), Code::ApproveAll,
             Code::RejectAll, Code::Submit, Code::Select(3), Code::Other(1), Code::Skip, Code::Page(2),
             Code::EditModal(0), Code::RespondModal(4), Code::OtherModal(0),
         ];

@@ -168,6 +168,7 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
             return Handled::now(CreateInteractionResponse::UpdateMessage(update));
         }
         Code::Approve(action) => Plan::Actions(vec![UserAction::Decide { action, decision: Decision::Approve }]),
+        Code::ApproveForSession(action) => Plan::Actions(vec![UserAction::Decide { action, decision: Decision::ApproveForSession }]),
         Code::Reject(action) => Plan::Actions(vec![UserAction::Decide { action, decision: Decision::Reject { message: None } }]),
         Code::ApproveAll => Plan::Actions(vec![UserAction::DecideAll { decision: DecisionType::Approve }]),
         Code::RejectAll => Plan::Actions(vec![UserAction::DecideAll { decision: DecisionType::Reject }]),

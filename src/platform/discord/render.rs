@@ -157,6 +157,7 @@ fn colour(interaction: &Interaction) -> u32 {
 fn decision_word(locale: Locale, d: &Decision) -> String {
     match d {
         Decision::Approve => format!("✅ {}", locale::text(locale, Msg::Approve)),
+        Decision::ApproveForSession => format!("🔓 {}", locale::text(locale, Msg::ApproveForSession)),
         Decision::Reject { .. } => format!("❌ {}", locale::text(locale, Msg::Reject)),
         Decision::Edit { .. } => format!("✏️ {}", locale::text(locale, Msg::Edit)),
         Decision::Respond { .. } => format!("💬 {}", locale::text(locale, Msg::Respond)),
@@ -165,7 +166,7 @@ fn decision_word(locale: Locale, d: &Decision) -> String {
 
 /// The allowed decisions of `action` in a fixed order, so buttons never move about.
 fn ordered(action: &Action) -> impl Iterator<Item = DecisionType> + '_ {
-    [DecisionType::Approve, DecisionType::Reject, DecisionType::Edit, DecisionType::Respond]
+    [DecisionType::Approve, DecisionType::ApproveForSession, DecisionType::Reject, DecisionType::Edit, DecisionType::Respond]
         .into_iter()
         .filter(|d| action.allowed.contains(d))
 }
@@ -258,6 +259,7 @@ fn page_buttons(interaction: &Interaction, locale: Locale, signer: &TokenSigner,
 fn decision_button(signer: &TokenSigner, interaction: &Interaction, locale: Locale, i: usize, d: DecisionType, prefix: &str, chosen: Option<&Decision>) -> Option<CreateButton> {
     let (code, msg, style) = match d {
         DecisionType::Approve => (Code::Approve(i), Msg::Approve, ButtonStyle::Success),
+        DecisionType::ApproveForSession => (Code::ApproveForSession(i), Msg::ApproveForSession, ButtonStyle::Success),
         DecisionType::Reject => (Code::Reject(i), Msg::Reject, ButtonStyle::Danger),
         DecisionType::Edit => (Code::Edit(i), Msg::Edit, ButtonStyle::Primary),
         DecisionType::Respond => (Code::Respond(i), Msg::Respond, ButtonStyle::Secondary),
@@ -505,5 +507,10 @@ mod tests {
         let (_, rows) = json_of(&view(&i, Locale::En, &TokenSigner::new(b"k"), 0));
         let labels: Vec<&str> = rows[0]["components"].as_array().into_iter().flatten().filter_map(|b| b["label"].as_str()).collect();
         assert_eq!(labels, ["Approve", "Reject", "Comment"]);
+        let kimi = ReviewConfig { allowed_decisions: Some(vec!["approve_for_session".into(), "approve".into(), "reject".into()]), ..ReviewConfig::default() };
+        let i = interaction(vec![action("Shell", json!({}))], vec![kimi]);
+        let (_, rows) = json_of(&view(&i, Locale::En, &TokenSigner::new(b"k"), 0));
+        let labels: Vec<&str> = rows[0]["components"].as_array().into_iter().flatten().filter_map(|b| b["label"].as_str()).collect();
+        assert_eq!(labels, ["Approve", "Approve for session", "Reject"]);
     }
 }

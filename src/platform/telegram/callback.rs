@@ -8,7 +8,7 @@ use crate::protocol::DecisionType;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
-    /// Approve / Reject one action (`a0`, `r0`).
+    /// Approve / Reject / Approve for the session one action (`a0`, `r0`, `s0`).
     Decide { action: usize, decision: DecisionType },
     /// Ask for new args as JSON (`e0`).
     Edit { action: usize },
@@ -37,6 +37,7 @@ impl Code {
     pub fn encode(&self) -> String {
         match *self {
             Code::Decide { action, decision: DecisionType::Approve } => format!("a{action}"),
+            Code::Decide { action, decision: DecisionType::ApproveForSession } => format!("s{action}"),
             Code::Decide { action, .. } => format!("r{action}"),
             Code::Edit { action } => format!("e{action}"),
             Code::Comment { action } => format!("c{action}"),
@@ -63,6 +64,7 @@ impl Code {
         Some(match head {
             'a' => Code::Decide { action: index(rest)?, decision: DecisionType::Approve },
             'r' => Code::Decide { action: index(rest)?, decision: DecisionType::Reject },
+            's' => Code::Decide { action: index(rest)?, decision: DecisionType::ApproveForSession },
             'e' => Code::Edit { action: index(rest)? },
             'c' => Code::Comment { action: index(rest)? },
             'A' if rest.is_empty() => Code::All(DecisionType::Approve),
@@ -94,6 +96,7 @@ mod tests {
         let codes = [
             Code::Decide { action: 0, decision: DecisionType::Approve },
             Code::Decide { action: 12, decision: DecisionType::Reject },
+            Code::Decide { action: 3, decision: DecisionType::ApproveForSession },
             Code::Edit { action: 1 },
             Code::Comment { action: 2 },
             Code::All(DecisionType::Approve),

@@ -96,6 +96,7 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
         Code::Decide { action, decision } => {
             let decision = match decision {
                 DecisionType::Approve => Decision::Approve,
+                DecisionType::ApproveForSession => Decision::ApproveForSession,
                 _ => Decision::Reject { message: None },
             };
             act(tg, i, actor, UserAction::Decide { action, decision }, None, locale).await

@@ -170,6 +170,7 @@ fn args_block(args: &serde_json::Value, max: usize) -> (String, bool) {
 fn decision_word(locale: Locale, decision: &Decision) -> String {
     match decision {
         Decision::Approve => format!("✅ {}", text(locale, Msg::Approve)),
+        Decision::ApproveForSession => format!("🔓 {}", text(locale, Msg::ApproveForSession)),
         Decision::Reject { message: None } => format!("❌ {}", text(locale, Msg::Reject)),
         Decision::Reject { message: Some(m) } => format!("❌ {}: {}", text(locale, Msg::Reject), cut(m, 200)),
         Decision::Edit { .. } => format!("✏️ {}", text(locale, Msg::Edit)),
@@ -240,6 +241,7 @@ fn approval(
         let mut row = Vec::new();
         for (decision, emoji, msg, code) in [
             (DecisionType::Approve, "✅", Msg::Approve, Code::Decide { action: n, decision: DecisionType::Approve }),
+            (DecisionType::ApproveForSession, "🔓", Msg::ApproveForSession, Code::Decide { action: n, decision: DecisionType::ApproveForSession }),
             (DecisionType::Reject, "❌", Msg::Reject, Code::Decide { action: n, decision: DecisionType::Reject }),
             (DecisionType::Edit, "✏️", Msg::Edit, Code::Edit { action: n }),
         ] {

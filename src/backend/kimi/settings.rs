@@ -1,0 +1,114 @@
+//! The `[kimi]` config section (`backend.kind = "kimi"`): how the bridge starts
+//! `kimi --wire` for a session. Documented key by key in `config/kimi.toml`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize, Serializer};
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct KimiSettings {
+    /// The kimi executable: a path, or a name looked up in `PATH`.
+    pub command: String,
+    /// `--work-dir`, and the process's current directory: where the agent works.
+    pub work_dir: String,
+    /// `--config-file`: kimi's own config (providers, models). Unset: kimi's default,
+    /// `~/.kimi/config.toml`.
+    pub config_file: Option<String>,
+    /// `--model`. Unset: the config's `default_model`.
+    pub model: Option<String>,
+    /// More arguments, appended as given (e.g. `["--thinking"]`).
+    pub args: Vec<String>,
+    /// Environment variables set for the process on top of the bridge's own (e.g.
+    /// `HOME`, a provider's API key). Printed redacted.
+    #[serde(serialize_with = "redact_values")]
+    pub env: BTreeMap<String, String>,
+    /// Start kimi with `--session hitl-<bridge session id>`, so a restarted process
+    /// (after a crash, an idle close or a bridge restart) continues the conversation.
+    pub resume_sessions: bool,
+    /// Offer kimi's "approve for session" (approve this kind of action for the rest of
+    /// the session) beside approve and reject.
+    pub approve_for_session: bool,
+    /// How long kimi may take to start and answer `initialize`.
+    pub start_timeout_secs: u64,
+}
+
+impl Default for KimiSettings {
+    fn default() -> Self {
+        Self {
+            command: "kimi".into(),
+            work_dir: ".".into(),
+            config_file: None,
+            model: None,
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            resume_sessions: true,
+            approve_for_session: true,
+            start_timeout_secs: 60,
+        }
+    }
+}
+
+impl KimiSettings {
+    /// The first key that is wrong, and why.
+    pub fn problem(&self) -> Option<(&'static str, &'static str)> {
+        if self.command.trim().is_empty() {
+            return Some(("kimi.command", "must name the kimi executable"));
+        }
+        if self.work_dir.trim().is_empty() {
+            return Some(("kimi.work_dir", "must be a directory"));
+        }
+        if self.start_timeout_secs == 0 {
+            return Some(("kimi.start_timeout_secs", "must be at least 1"));
+        }
+        if self.env.keys().any(|k| k.is_empty() || k.contains('=')) {
+            return Some(("kimi.env", "names must be non-empty and contain no '='"));
+        }
+        None
+    }
+}
+
+fn redact_values<S: Serializer>(env: &BTreeMap<String, String>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(env.keys().map(|k| (k, "[redacted]")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_env_values_are_not_printed() {
+        let mut s = KimiSettings::default();
+        assert_eq!(s.problem(), None);
+        s.env.insert("MOONSHOT_API_KEY".into(), "sk-secret".into());
+        let printed = serde_json::to_string(&s).unwrap();
+        assert!(printed.contains("MOONSHOT_API_KEY") && !printed.contains("sk-secret"));
+    }
+
+    #[test]
+    fn the_example_config_loads() {
+        use crate::config::{BackendKind, Settings};
+        // Every key known (sections deny unknown keys); the Telegram token comes from the
+        // environment in real use.
+        let settings: Settings = config::Config::builder()
+            .add_source(config::File::with_name("config/kimi.toml"))
+            .build()
+            .and_then(|c| c.try_deserialize())
+            .expect("config/kimi.toml");
+        assert_eq!(settings.backend.kind, BackendKind::Kimi);
+        assert_eq!(settings.kimi, Some(KimiSettings::default()), "the example shows the defaults");
+    }
+
+    #[test]
+    fn bad_keys_are_named() {
+        let bad = |change: fn(&mut KimiSettings)| {
+            let mut s = KimiSettings::default();
+            change(&mut s);
+            s.problem().map(|(key, _)| key)
+        };
+        assert_eq!(bad(|s| s.command = " ".into()), Some("kimi.command"));
+        assert_eq!(bad(|s| s.work_dir = String::new()), Some("kimi.work_dir"));
+        assert_eq!(bad(|s| s.start_timeout_secs = 0), Some("kimi.start_timeout_secs"));
+        assert_eq!(bad(|s| drop(s.env.insert("A=B".into(), "x".into()))), Some("kimi.env"));
+    }
+}

@@ -1,0 +1,382 @@
+//! Kimi CLI end to end: the real `kimi --wire` (kimi-cli from PyPI, installed by
+//! `tests/backends/install.sh kimi`) with its scripted model, the bridge, and the
+//! real teloxide client against the fake Telegram. A chat message starts a kimi turn;
+//! its approvals and questions are clicked; what kimi received is read back from
+//! kimi itself: the tool results it recorded in its session's `wire.jsonl` (kimi
+//! writes there what the tool returned after our response: the rejection with the
+//! feedback, the answers JSON, the command's output).
+//!
+//! Without the install the tests say so and pass; under CI=true they fail.
+
+mod support;
+#[path = "support/backends.rs"]
+mod backends;
+#[path = "support/fake_telegram.rs"]
+mod fake_telegram;
+
+use std::path::{Path, PathBuf};
+
+use fake_telegram::{FakeTelegram, User, button};
+use hitl_bridge::app::App;
+use hitl_bridge::backend::kimi::KimiSettings;
+use hitl_bridge::config::Settings;
+use serde_json::{Value, json};
+use support::wait_until;
+
+fn lan() -> User {
+    User::new(1001, "Lan", Some("en"))
+}
+
+/// One scripted model turn that calls a tool.
+fn tool_call(id: &str, name: &str, arguments: Value) -> String {
+    format!("tool_call: {}", json!({"id":id,"name":name,"arguments":arguments.to_string()}))
+}
+
+fn shell(id: &str, command: &str) -> String {
+    tool_call(id, "Shell", json!({"command":command}))
+}
+
+fn text(t: &str) -> String {
+    format!("text: {t}")
+}
+
+/// A kimi home, work dir, config and script, and a bridge with the fake Telegram.
+struct Harness {
+    dir: tempfile::TempDir,
+    fake: FakeTelegram,
+    app: Option<App>,
+    chat: i64,
+}
+
+impl Harness {
+    /// `None` (the test skips) when kimi is not installed.
+    async fn start(scripts: &[String]) -> Option<Harness> {
+        Self::start_with(scripts, &[]).await
+    }
+
+    /// As [`Harness::start`], with more settings.
+    async fn start_with(scripts: &[String], extra: &[(&str, &str)]) -> Option<Harness> {
+        let venv = backends::installed("kimi")?;
+        let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
+        let dir = tempfile::tempdir().expect("tempdir");
+        for sub in ["home", "work"] {
+            std::fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
+        }
+        std::fs::copy(backends::spec_dir("kimi").join("config.toml"), dir.path().join("config.toml")).expect("kimi config");
+        let h = Harness { dir, fake: FakeTelegram::start().await, app: None, chat: 0 };
+        h.script(scripts);
+        let store = format!("sqlite://{}", h.dir.path().join("bridge.db").display());
+        let mut pairs = vec![
+            ("backend.kind", "kimi"),
+            ("backend.reconnect_max_secs", "1"),
+            ("store.url", &store),
+            ("console.enabled", "false"),
+            ("telegram.enabled", "true"),
+            ("telegram.token", fake_telegram::TOKEN),
+            ("telegram.api_url", &h.fake.url),
+            ("http.listen", "127.0.0.1:0"),
+        ];
+        pairs.extend_from_slice(extra);
+        let mut settings = Settings::from_pairs(&pairs).expect("settings");
+        settings.access.users = vec![format!("telegram:{}", lan().id)];
+        let path = |p: &str| h.dir.path().join(p).display().to_string();
+        settings.kimi = KimiSettings {
+            command: venv.join("bin/kimi").display().to_string(),
+            work_dir: path("work"),
+            config_file: Some(path("config.toml")),
+            env: [("HOME".to_owned(), path("home")), ("KIMI_SCRIPTED_ECHO_SCRIPTS".to_owned(), path("scripts.json"))].into(),
+            ..KimiSettings::default()
+        };
+        let mut h = h;
+        h.chat = h.fake.private_chat(&lan());
+        h.app = Some(App::start(&settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge starts"));
+        Some(h)
+    }
+
+    /// The scripted model's turns for the next kimi process (read when it starts).
+    fn script(&self, scripts: &[String]) {
+        std::fs::write(self.dir.path().join("scripts.json"), serde_json::to_string(scripts).unwrap()).expect("scripts");
+    }
+
+    fn say(&self, text: &str) {
+        self.fake.push_message(self.chat, &lan(), text, None, None);
+    }
+
+    /// The bot message whose text contains `needle` (waits for it).
+    async fn message_with(&self, needle: &str) -> Value {
+        wait_until(|| async { self.fake.bot_messages(self.chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+    }
+
+    async fn message_shows(&self, id: i64, needle: &str) -> Value {
+        wait_until(|| async { self.fake.message(self.chat, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+    }
+
+    /// Clicks the first button whose label contains `label`; returns the toast.
+    async fn click(&self, id: i64, label: &str) -> Value {
+        let message = self.fake.message(self.chat, id).expect("message exists");
+        let query = self.fake.push_click(self.chat, &lan(), id, &button(&message, label));
+        wait_until(|| async { self.fake.answer_to(&query) }).await
+    }
+
+    async fn reply_to_prompt(&self, needle: &str, text: &str) {
+        let prompt = self.message_with(needle).await;
+        self.fake.push_message(self.chat, &lan(), text, None, prompt["message_id"].as_i64());
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    /// The `ToolResult` kimi recorded for tool call `id` (waits for it).
+    async fn tool_result(&self, id: &str) -> Value {
+        wait_until(|| async { kimi_records(&self.home(), "ToolResult").into_iter().find(|r| r["tool_call_id"] == id) }).await
+    }
+
+    /// The pids of this test's kimi processes: the bridge starts them in the test's
+    /// work dir (their command line is no help: kimi renames itself "Kimi Code").
+    fn kimi_pids(&self) -> Vec<u32> {
+        let work = std::fs::canonicalize(self.dir.path().join("work")).expect("work dir");
+        let mut pids = Vec::new();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+            if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == work) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
+    async fn finish(mut self) {
+        if let Some(app) = self.app.take() {
+            app.stop().await;
+        }
+        let refused = self.fake.errors();
+        assert!(refused.is_empty(), "Telegram would have refused: {refused:?}");
+        // Stopping the bridge kills its kimi processes.
+        wait_until(|| async { self.kimi_pids().is_empty().then_some(()) }).await;
+        self.fake.shutdown();
+    }
+}
+
+/// Every payload of `kind` in the wire.jsonl files of kimi's sessions under `home`.
+fn kimi_records(home: &Path, kind: &str) -> Vec<Value> {
+    let mut files = Vec::new();
+    let mut dirs = vec![home.join(".kimi/sessions")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.file_name().is_some_and(|n| n == "wire.jsonl") {
+                files.push(path);
+            }
+        }
+    }
+    files
+        .iter()
+        .flat_map(|f| std::fs::read_to_string(f).unwrap_or_default().lines().map(str::to_owned).collect::<Vec<_>>())
+        .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
+        .filter(|record| record["message"]["type"] == kind)
+        .map(|record| record["message"]["payload"].clone())
+        .collect()
+}
+
+fn id_of(message: &Value) -> i64 {
+    message["message_id"].as_i64().expect("message id")
+}
+
+fn labels(message: &Value) -> Vec<String> {
+    message["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .filter_map(|b| b["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Approve, then approve for the session: kimi runs both commands and then a third of
+/// the same kind without asking again; the agent's text reaches the chat.
+#[tokio::test]
+async fn approve_and_approve_for_session() {
+    let Some(h) = Harness::start(&[
+        format!("{}\n{}", text("Let me check."), shell("tc-1", "echo one")),
+        shell("tc-2", "echo two"),
+        shell("tc-3", "echo three"),
+        text("All three ran."),
+    ])
+    .await
+    else {
+        return;
+    };
+    h.say("run the checks");
+    h.message_with("Let me check.").await;
+    let first = h.message_with("Run command `echo one`").await;
+    assert_eq!(labels(&first), ["✅ Approve", "🔓 Approve for session", "❌ Reject", "💬 Comment"]);
+    assert!(first["text"].as_str().unwrap().contains("\"command\": \"echo one\""), "{}", first["text"]);
+    h.click(id_of(&first), "Approve").await;
+    h.message_shows(id_of(&first), "✅ Approve by Lan").await;
+    assert!(h.tool_result("tc-1").await["return_value"]["output"].as_str().unwrap().contains("one"));
+
+    let second = h.message_with("Run command `echo two`").await;
+    h.click(id_of(&second), "Approve for session").await;
+    h.message_shows(id_of(&second), "🔓 Approve for session by Lan").await;
+    h.message_with("All three ran.").await;
+    for (id, out) in [("tc-2", "two"), ("tc-3", "three")] {
+        let result = h.tool_result(id).await;
+        assert_eq!(result["return_value"]["is_error"], false, "{result}");
+        assert!(result["return_value"]["output"].as_str().unwrap().contains(out), "{result}");
+    }
+    // The third command ran on the session approval: kimi asked no one.
+    let asked = h.fake.bot_messages(h.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("Run command"))).count();
+    assert_eq!(asked, 2);
+    h.finish().await;
+}
+
+/// A comment is a reject with feedback, and kimi's turn goes on; a plain reject makes
+/// kimi stop and wait.
+#[tokio::test]
+async fn reject_with_feedback_and_without() {
+    let Some(h) = Harness::start(&[shell("tc-1", "rm -rf build"), shell("tc-2", "rm -rf dist"), text("never said")]).await else {
+        return;
+    };
+    h.say("clean up");
+    let first = h.message_with("Run command `rm -rf build`").await;
+    h.click(id_of(&first), "Comment").await;
+    h.reply_to_prompt("Reply with your comment.", "use git clean instead").await;
+    h.message_shows(id_of(&first), "by Lan").await;
+    let rejected = h.tool_result("tc-1").await;
+    assert_eq!(rejected["return_value"]["is_error"], true);
+    assert_eq!(rejected["return_value"]["message"], "The tool call is rejected by the user. User feedback: use git clean instead");
+
+    let second = h.message_with("Run command `rm -rf dist`").await;
+    h.click(id_of(&second), "Reject").await;
+    h.message_shows(id_of(&second), "❌ Reject by Lan").await;
+    let rejected = h.tool_result("tc-2").await;
+    assert_eq!(
+        rejected["return_value"]["message"],
+        "The tool call is rejected by the user. Stop what you are doing and wait for the user to tell you how to proceed."
+    );
+    // Kimi ended the turn: the next scripted step never ran.
+    wait_until(|| async { (!kimi_records(&h.home(), "TurnEnd").is_empty()).then_some(()) }).await;
+    assert!(h.fake.bot_messages(h.chat).iter().all(|m| !m["text"].as_str().unwrap_or("").contains("never said")));
+    h.finish().await;
+}
+
+/// Seed 001: a multi-select question and a single one in one request, answered in
+/// the wizard (`{"Q":"A, B"}`); then a question skipped, which is kimi's "dismissed"
+/// (`{"answers":{}}`).
+#[tokio::test]
+async fn questions_multi_select_and_dismissed() {
+    let questions = json!({"questions":[
+        {"question":"Which colors?","header":"Colors","options":[{"label":"Red"},{"label":"Green","description":"like grass"},{"label":"Blue"}],"multi_select":true},
+        {"question":"Where?","options":[{"label":"Here"},{"label":"There"}],"multi_select":false}]});
+    let Some(h) = Harness::start(&[
+        tool_call("tc-1", "AskUserQuestion", questions),
+        tool_call("tc-2", "AskUserQuestion", json!({"questions":[{"question":"Deploy now?","options":[{"label":"Yes"},{"label":"No"}]}]})),
+        text("Thanks."),
+    ])
+    .await
+    else {
+        return;
+    };
+    h.say("ask me");
+    let q = h.message_with("[1/2] Colors").await;
+    assert!(q["text"].as_str().unwrap().contains("Choose one or more, then press Done."), "{}", q["text"]);
+    let id = id_of(&q);
+    h.click(id, "Red").await;
+    h.message_shows(id, "→ Red").await;
+    h.click(id, "Blue").await;
+    h.message_shows(id, "→ Red, Blue").await;
+    h.click(id, "Done").await;
+    h.message_shows(id, "[2/2]").await;
+    h.click(id, "There").await;
+    h.message_shows(id, "Your answers").await;
+    h.click(id, "Submit").await;
+    let answered = h.tool_result("tc-1").await;
+    assert_eq!(answered["return_value"]["output"], r#"{"answers": {"Which colors?": "Red, Blue", "Where?": "There"}}"#);
+
+    let q2 = h.message_with("Deploy now?").await;
+    h.click(id_of(&q2), "Skip").await;
+    h.message_shows(id_of(&q2), "Your answers").await;
+    h.click(id_of(&q2), "Submit").await;
+    let dismissed = h.tool_result("tc-2").await;
+    assert_eq!(dismissed["return_value"]["message"], "User dismissed the question without answering.");
+    assert!(dismissed["return_value"]["output"].as_str().unwrap().starts_with(r#"{"answers": {}, "note": "#), "{dismissed}");
+    h.message_with("Thanks.").await;
+    h.finish().await;
+}
+
+/// Kimi killed while it waits for an approval: the chat is told, the approval ends
+/// (its buttons go), and the next message starts a new kimi that continues the same
+/// kimi session.
+#[tokio::test]
+async fn killed_mid_turn_is_restarted_by_the_next_message() {
+    let Some(h) = Harness::start(&[shell("tc-1", "echo slow")]).await else {
+        return;
+    };
+    h.say("start");
+    let approval = h.message_with("Run command `echo slow`").await;
+    let pids = h.kimi_pids();
+    assert_eq!(pids.len(), 1, "one kimi per session");
+    // The next process reads a new script.
+    h.script(&[text("I am back.")]);
+    let killed = std::process::Command::new("kill").args(["-KILL", &pids[0].to_string()]).status().expect("kill");
+    assert!(killed.success());
+
+    h.message_with("The agent reported an error: kimi stopped unexpectedly (killed by signal 9); its open request can no longer be answered. Your next message starts it again.").await;
+    let ended = wait_until(|| async { h.fake.message(h.chat, id_of(&approval)).filter(|m| m.get("reply_markup").is_none()) }).await;
+    assert!(ended["text"].as_str().unwrap().contains("Expired"), "{}", ended["text"]);
+
+    h.say("are you there?");
+    h.message_with("I am back.").await;
+    let now = h.kimi_pids();
+    assert_eq!(now.len(), 1);
+    assert_ne!(now, pids, "a new process");
+    // The same kimi session (`--session`): both turns are in its record.
+    let turns: Vec<Value> = kimi_records(&h.home(), "TurnBegin").into_iter().map(|t| t["user_input"].clone()).collect();
+    assert_eq!(turns, [json!("start"), json!("are you there?")]);
+    h.finish().await;
+}
+
+/// Kimi waits for an answer without limit; at the question's deadline the bridge
+/// dismisses it (`{"answers":{}}`) and the message shows it expired.
+#[tokio::test]
+async fn an_unanswered_question_is_dismissed_at_its_deadline() {
+    let ask = json!({"questions":[{"question":"Deploy now?","options":[{"label":"Yes"},{"label":"No"}]}]});
+    let Some(h) = Harness::start_with(&[tool_call("tc-1", "AskUserQuestion", ask), text("Not deploying then.")], &[("timeouts.question_secs", "2")]).await else {
+        return;
+    };
+    h.say("deploy?");
+    let q = h.message_with("Deploy now?").await;
+    let dismissed = h.tool_result("tc-1").await;
+    assert_eq!(dismissed["return_value"]["message"], "User dismissed the question without answering.");
+    h.message_with("Not deploying then.").await;
+    let ended = h.message_shows(id_of(&q), "Expired").await;
+    assert!(ended.get("reply_markup").is_none(), "{ended}");
+    h.finish().await;
+}
+
+/// `/cancel` while kimi waits for an approval: kimi cancels the turn (the request
+/// ends as cancelled), and the next message is a new turn, not a steer into the old.
+#[tokio::test]
+async fn cancel_ends_kimis_turn() {
+    let Some(h) = Harness::start(&[shell("tc-1", "echo later"), text("A fresh turn.")]).await else {
+        return;
+    };
+    h.say("start");
+    let approval = h.message_with("Run command `echo later`").await;
+    h.say("/cancel");
+    let ended = h.message_shows(id_of(&approval), "Cancelled").await;
+    assert!(ended.get("reply_markup").is_none(), "{ended}");
+    // Kimi ended the turn without running the command.
+    wait_until(|| async { (!kimi_records(&h.home(), "TurnEnd").is_empty()).then_some(()) }).await;
+    assert!(kimi_records(&h.home(), "ToolResult").is_empty());
+    // The tool status line shows the command did not run.
+    h.message_with("⚙ tools: Shell ✗").await;
+    h.say("again");
+    h.message_with("A fresh turn.").await;
+    let turns: Vec<Value> = kimi_records(&h.home(), "TurnBegin").into_iter().map(|t| t["user_input"].clone()).collect();
+    assert_eq!(turns, [json!("start"), json!("again")]);
+    h.finish().await;
+}
