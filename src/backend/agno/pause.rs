@@ -187,7 +187,9 @@ pub fn apply_reply(tools: &mut [Value], part: &PausePart, reply: &Reply) -> Resu
                 let tool = find_mut(tools, id)?;
                 let (confirmed, note) = match decision {
                     // Agno has no note for a yes; a comment given with it is dropped.
-                    Decision::Approve => (true, None),
+                    // (Approve-for-session is never offered here; the core accepts
+                    // only offered decisions, so it would mean a plain yes.)
+                    Decision::Approve | Decision::ApproveForSession => (true, None),
                     // A plain no takes the request's comment, if any, as its note.
                     Decision::Reject { message } => (false, message.clone().or_else(|| user_edit_content.clone())),
                     Decision::Respond { message } => (false, Some(message.clone())),

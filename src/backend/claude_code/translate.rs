@@ -158,7 +158,9 @@ impl Translator {
                     tracing::warn!(count = decisions.len(), "a Claude Code request has one action; using the first decision");
                 }
                 match decisions.first() {
-                    Some(Decision::Approve) => wire::allow(pending.input.clone()),
+                    // Approve-for-session is never offered here (the core accepts only
+                    // offered decisions); it would mean a plain allow.
+                    Some(Decision::Approve | Decision::ApproveForSession) => wire::allow(pending.input.clone()),
                     Some(Decision::Edit { edited_action }) => wire::allow(Value::Object(edited_action.args.clone())),
                     Some(Decision::Respond { message }) => wire::deny(message),
                     Some(Decision::Reject { message }) => {

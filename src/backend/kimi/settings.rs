@@ -96,7 +96,7 @@ mod tests {
             .and_then(|c| c.try_deserialize())
             .expect("config/kimi.toml");
         assert_eq!(settings.backend.kind, BackendKind::Kimi);
-        assert_eq!(settings.kimi, Some(KimiSettings::default()), "the example shows the defaults");
+        assert_eq!(settings.kimi, KimiSettings::default(), "the example shows the defaults");
     }
 
     #[test]
