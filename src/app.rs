@@ -310,5 +310,12 @@ fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc
         BackendKind::Stream => {
             Arc::new(SessionConnector::new(StreamTransport::new(backend.clone(), defaults), options, lease, store.clone(), updates))
         }
+        BackendKind::Langgraph => Arc::new(SessionConnector::new(
+            crate::backend::langgraph::LangGraphTransport::new(settings.langgraph.clone(), defaults),
+            options,
+            lease,
+            store.clone(),
+            updates,
+        )),
     }
 }

@@ -35,6 +35,9 @@ pub struct Settings {
     pub http: HttpSettings,
     #[serde(default)]
     pub routing: RoutingSettings,
+    /// `backend.kind = "langgraph"`: the LangGraph server.
+    #[serde(default)]
+    pub langgraph: crate::backend::langgraph::LangGraphSettings,
 }
 
 /// The bridge's HTTP listener: `/healthz`, `/readyz`, and the inbound API (`/v1/*`,
@@ -129,6 +132,8 @@ pub enum BackendKind {
     /// The bridge's own stream protocol over WebSocket at `backend.url` (PROTOCOL.md).
     #[default]
     Stream,
+    /// A LangGraph server's threads and runs (`[langgraph]`).
+    Langgraph,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -469,6 +474,11 @@ impl Settings {
             if !url.contains("{session_id}") {
                 return invalid("backend.url", "must contain {session_id}");
             }
+        }
+        if self.backend.kind == BackendKind::Langgraph
+            && let Some((key, reason)) = self.langgraph.problem()
+        {
+            return invalid(key, reason);
         }
         if let Some(h) = &self.backend.history_url
             && !(h.starts_with("http://") || h.starts_with("https://"))

@@ -11,11 +11,13 @@
 //! - [`stream`]: the stream protocol over WebSocket, a [`session::Transport`]; its pure
 //!   half is [`assembler`].
 //! - [`http_api`]: agents that push requests over HTTP (PROTOCOL.md §8).
+//! - [`langgraph`]: a LangGraph server's threads, runs and interrupts.
 
 pub mod assembler;
 pub mod connector;
 pub mod history;
 pub mod http_api;
+pub mod langgraph;
 pub mod lease;
 pub mod outbox;
 pub mod session;
