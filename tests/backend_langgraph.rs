@@ -380,3 +380,20 @@ impl Harness {
         wait_until(|| async { self.fake.message(self.chat, id).filter(|m| text_of(m).contains(needle)) }).await
     }
 }
+
+/// The example config loads as is; a bad `[langgraph]` key is named; the stream
+/// kind's `backend.url` is not required.
+#[test]
+fn the_example_config_loads_and_bad_keys_are_named() {
+    let settings = Settings::load(Some(&backends::repo().join("config/langgraph.toml"))).expect("config/langgraph.toml loads");
+    assert_eq!(settings.backend.kind, hitl_bridge::config::BackendKind::Langgraph);
+    assert_eq!((settings.langgraph.url.as_str(), settings.langgraph.assistant_id.as_str()), ("http://127.0.0.1:2024", "agent"));
+    assert_eq!(settings.langgraph.question_tool, "ask_user_question");
+    Settings::from_pairs(&[("backend.kind", "langgraph"), ("backend.url", "")]).expect("no stream url needed");
+    for (key, value) in [("langgraph.url", "ws://127.0.0.1:2024"), ("langgraph.assistant_id", " "), ("langgraph.request_timeout_secs", "0")] {
+        let err = Settings::from_pairs(&[("backend.kind", "langgraph"), (key, value)]).expect_err(key).to_string();
+        assert!(err.contains(key), "{err}");
+    }
+    let err = Settings::from_pairs(&[("backend.kind", "langgraph"), ("langgraph.colour", "blue")]).expect_err("unknown key").to_string();
+    assert!(err.contains("colour"), "{err}");
+}
