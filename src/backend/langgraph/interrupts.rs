@@ -229,7 +229,7 @@ fn answers_decision(action: &ActionRequest, allowed: &[DecisionType], answers: &
     let answers_json = serde_json::to_value(answers).map_err(|e| e.to_string())?;
     if allowed.contains(&DecisionType::Respond) {
         let message = serde_json::to_string(&answers_json).map_err(|e| e.to_string())?;
-        return Ok(serde_json::to_value(Decision::Respond { message }).map_err(|e| e.to_string())?);
+        return serde_json::to_value(Decision::Respond { message }).map_err(|e| e.to_string());
     }
     if allowed.contains(&DecisionType::Edit) {
         let mut args: Map<String, Value> = action.args.as_object().cloned().unwrap_or_default();
