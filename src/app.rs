@@ -323,5 +323,12 @@ fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc
             let transport = KimiTransport::new(settings.kimi.clone(), defaults);
             Arc::new(SessionConnector::new(transport, options, lease, store.clone(), updates))
         }
+        BackendKind::Langgraph => Arc::new(SessionConnector::new(
+            crate::backend::langgraph::LangGraphTransport::new(settings.langgraph.clone(), defaults),
+            options,
+            lease,
+            store.clone(),
+            updates,
+        )),
     }
 }

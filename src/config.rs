@@ -41,6 +41,9 @@ pub struct Settings {
     pub agno: crate::backend::agno::AgnoSettings,
     #[serde(default)]
     pub kimi: crate::backend::kimi::KimiSettings,
+    /// `backend.kind = "langgraph"`: the LangGraph server.
+    #[serde(default)]
+    pub langgraph: crate::backend::langgraph::LangGraphSettings,
 }
 
 /// The bridge's HTTP listener: `/healthz`, `/readyz`, and the inbound API (`/v1/*`,
@@ -141,6 +144,8 @@ pub enum BackendKind {
     Agno,
     /// Kimi CLI's wire mode: one `kimi --wire` process per session (section `[kimi]`).
     Kimi,
+    /// A LangGraph server's threads and runs (`[langgraph]`).
+    Langgraph,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -474,11 +479,6 @@ impl Settings {
     fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |key, reason: &str| Err(ConfigError::Invalid { key, reason: reason.into() });
         let url = &self.backend.url;
-        if self.backend.kind == BackendKind::Kimi
-            && let Some((key, reason)) = self.kimi.problem()
-        {
-            return invalid(key, reason);
-        }
         if self.backend.kind == BackendKind::Stream {
             if !(url.starts_with("ws://") || url.starts_with("wss://")) {
                 return invalid("backend.url", "must start with ws:// or wss://");
@@ -487,15 +487,16 @@ impl Settings {
                 return invalid("backend.url", "must contain {session_id}");
             }
         }
-        if self.backend.kind == BackendKind::ClaudeCode
-            && let Err((key, reason)) = self.claude_code.validate()
-        {
+        // A backend's own section is checked only when that backend is selected.
+        let backend_problem: Option<(&'static str, String)> = match self.backend.kind {
+            BackendKind::Stream => None,
+            BackendKind::Langgraph => self.langgraph.problem().map(|(key, reason)| (key, reason.to_owned())),
+            BackendKind::Kimi => self.kimi.problem().map(|(key, reason)| (key, reason.to_owned())),
+            BackendKind::Agno => self.agno.problem().map(|(key, reason)| (key, reason.to_owned())),
+            BackendKind::ClaudeCode => self.claude_code.validate().err(),
+        };
+        if let Some((key, reason)) = backend_problem {
             return Err(ConfigError::Invalid { key, reason });
-        }
-        if self.backend.kind == BackendKind::Agno
-            && let Err((key, reason)) = self.agno.check()
-        {
-            return invalid(key, reason);
         }
         if let Some(h) = &self.backend.history_url
             && !(h.starts_with("http://") || h.starts_with("https://"))

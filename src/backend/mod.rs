@@ -14,6 +14,7 @@
 //! - [`claude_code`]: Claude Code (the CLI of `claude-agent-sdk`) over stdio, a [`session::Transport`].
 //! - [`agno`]: Agno AgentOS over its HTTP API, a [`session::Transport`].
 //! - [`kimi`]: Kimi CLI's wire mode, one `kimi --wire` process per session (seed 001).
+//! - [`langgraph`]: a LangGraph server's threads, runs and interrupts.
 
 pub mod agno;
 pub mod assembler;
@@ -22,6 +23,7 @@ pub mod connector;
 pub mod history;
 pub mod http_api;
 pub mod kimi;
+pub mod langgraph;
 pub mod lease;
 pub mod outbox;
 pub mod session;

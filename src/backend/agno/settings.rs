@@ -36,17 +36,17 @@ fn redact<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> Result
 
 impl AgnoSettings {
     /// The first bad key and why, for `Settings::validate`.
-    pub fn check(&self) -> Result<(), (&'static str, &'static str)> {
+    pub fn problem(&self) -> Option<(&'static str, &'static str)> {
         if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
-            return Err(("agno.url", "must start with http:// or https://"));
+            return Some(("agno.url", "must start with http:// or https://"));
         }
         if self.agent_id.trim().is_empty() || self.agent_id.contains('/') {
-            return Err(("agno.agent_id", "must be an agent id (non-empty, no '/')"));
+            return Some(("agno.agent_id", "must be an agent id (non-empty, no '/')"));
         }
         if self.request_timeout_secs == 0 {
-            return Err(("agno.request_timeout_secs", "must be at least 1"));
+            return Some(("agno.request_timeout_secs", "must be at least 1"));
         }
-        Ok(())
+        None
     }
 
     /// `url` without a trailing slash.

@@ -1,0 +1,399 @@
+//! LangGraph end to end: a real `langgraph dev` server running a `create_agent` graph
+//! with LangChain's `HumanInTheLoopMiddleware` and a scripted model
+//! (tests/backends/langgraph/agent.py) ↔ the bridge (`backend.kind = "langgraph"`) ↔
+//! the real teloxide client ↔ a fake Bot API. Each test chats, clicks, and then reads
+//! the thread back from the server to assert what the graph received and did.
+//!
+//! One server per test binary (started on first use on a free port, stopped when the
+//! binary exits: its wrapper, serve.py, watches our pipe). Without the backend
+//! installed (tests/backends/install.sh langgraph) the tests say so and pass, except
+//! under CI=true, where they fail.
+
+mod support;
+#[path = "support/backends.rs"]
+mod backends;
+#[path = "support/fake_telegram.rs"]
+mod fake_telegram;
+
+use std::process::{Child, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use fake_telegram::{FakeTelegram, User};
+use hitl_bridge::app::App;
+use hitl_bridge::config::Settings;
+use hitl_bridge::store::{ChatKey, Store};
+use serde_json::{Value, json};
+use support::wait_until;
+
+/// The server, once started: its base URL (`None`: not installed, the tests skip).
+static SERVER: tokio::sync::OnceCell<Option<String>> = tokio::sync::OnceCell::const_new();
+/// Its wrapper process; kept so its stdin stays open while the binary runs.
+static SERVER_PROCESS: Mutex<Option<Child>> = Mutex::new(None);
+
+const Q1: &str = "Thảo muốn tập trung vào mục tiêu nào?";
+const Q2: &str = "Nhóm ngành quan tâm?";
+
+async fn server() -> Option<String> {
+    SERVER
+        .get_or_init(|| async {
+            let venv = backends::installed("langgraph")?;
+            let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+            let workdir = tempfile::tempdir().expect("tempdir").keep();
+            // The server's chatter goes to a file, named in any failure below.
+            let log_path = venv.with_file_name("server.log");
+            let log = std::fs::File::create(&log_path).expect("server log");
+            let child = std::process::Command::new(venv.join("bin/python"))
+                .arg(backends::spec_dir("langgraph").join("serve.py"))
+                .arg(port.to_string())
+                .arg(&workdir)
+                .stdin(Stdio::piped())
+                .stdout(log.try_clone().expect("log"))
+                .stderr(log)
+                .spawn()
+                .expect("start langgraph dev");
+            eprintln!("langgraph dev on port {port}; its log: {}", log_path.display());
+            *SERVER_PROCESS.lock().unwrap() = Some(child);
+            let base = format!("http://127.0.0.1:{port}");
+            let client = reqwest::Client::new();
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+            loop {
+                if client.get(format!("{base}/ok")).send().await.is_ok_and(|r| r.status().is_success()) {
+                    break;
+                }
+                let exited = SERVER_PROCESS.lock().unwrap().as_mut().and_then(|c| c.try_wait().ok().flatten());
+                assert!(exited.is_none(), "langgraph dev exited at start-up ({exited:?}); see {}", log_path.display());
+                assert!(tokio::time::Instant::now() < deadline, "langgraph dev did not start within 90 s; see {}", log_path.display());
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Some(base)
+        })
+        .await
+        .clone()
+}
+
+fn ann() -> User {
+    User::new(3003, "Ann", Some("en"))
+}
+
+/// A bridge on one graph of the shared server, with Ann's private chat.
+struct Harness {
+    base: String,
+    settings: Settings,
+    fake: FakeTelegram,
+    app: Option<App>,
+    store: Store,
+    chat: i64,
+    _dir: tempfile::TempDir,
+}
+
+impl Harness {
+    /// `None` when the backend is not installed (the test then skips).
+    async fn start(assistant_id: &str) -> Option<Harness> {
+        let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
+        let base = server().await?;
+        let fake = FakeTelegram::start().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store_url = format!("sqlite://{}", dir.path().join("bridge.db").display());
+        let mut settings = Settings::from_pairs(&[
+            ("backend.kind", "langgraph"),
+            ("backend.reconnect_max_secs", "1"),
+            ("langgraph.url", &base),
+            ("langgraph.assistant_id", assistant_id),
+            ("store.url", &store_url),
+            ("console.enabled", "false"),
+            ("http.listen", "127.0.0.1:0"),
+            ("telegram.enabled", "true"),
+            ("telegram.token", fake_telegram::TOKEN),
+            ("telegram.api_url", &fake.url),
+        ])
+        .expect("settings");
+        settings.access.users = vec![format!("telegram:{}", ann().id)];
+        let chat = fake.private_chat(&ann());
+        let app = App::start(&settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge starts");
+        let store = Store::connect(&store_url).await.expect("store");
+        Some(Harness { base, settings, fake, app: Some(app), store, chat, _dir: dir })
+    }
+
+    /// Stops the bridge and starts it again on the same store.
+    async fn restart_bridge(&mut self) {
+        if let Some(app) = self.app.take() {
+            app.stop().await;
+        }
+        let app = App::start(&self.settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge restarts");
+        self.app = Some(app);
+    }
+
+    fn say(&self, text: &str) {
+        self.fake.push_message(self.chat, &ann(), text, None, None);
+    }
+
+    /// Waits for a bot message containing `needle`; fails with the chat's transcript.
+    async fn message_with(&self, needle: &str) -> Value {
+        let deadline = tokio::time::Instant::now() + support::WAIT;
+        loop {
+            let messages = self.fake.bot_messages(self.chat);
+            if let Some(found) = messages.iter().find(|m| text_of(m).contains(needle)) {
+                return found.clone();
+            }
+            if tokio::time::Instant::now() > deadline {
+                let transcript: Vec<&str> = messages.iter().map(text_of).collect();
+                panic!("no message with {needle:?}; the chat shows:\n{}", transcript.join("\n---\n"));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits for a request (a message with buttons) containing `needle`.
+    async fn request_with(&self, needle: &str) -> i64 {
+        let m = wait_until(|| async {
+            self.fake.bot_messages(self.chat).into_iter().find(|m| text_of(m).contains(needle) && m["reply_markup"]["inline_keyboard"].is_array())
+        })
+        .await;
+        m["message_id"].as_i64().expect("message id")
+    }
+
+    async fn click(&self, id: i64, label: &str) -> Value {
+        let message = self.fake.message(self.chat, id).expect("message exists");
+        let data = fake_telegram::button(&message, label);
+        let query = self.fake.push_click(self.chat, &ann(), id, &data);
+        wait_until(|| async { self.fake.answer_to(&query) }).await
+    }
+
+    /// Replies to the newest prompt containing `needle`.
+    async fn reply_to_prompt(&self, needle: &str, text: &str) {
+        let prompt = self.message_with(needle).await;
+        self.fake.push_message(self.chat, &ann(), text, None, prompt["message_id"].as_i64());
+    }
+
+    /// The LangGraph thread of this chat's session.
+    async fn thread_id(&self) -> String {
+        let chat = ChatKey::new("telegram", &self.chat.to_string(), None);
+        let session = wait_until(|| async { self.store.session_for_chat(&chat).await.ok().flatten() }).await;
+        hitl_bridge::backend::langgraph::ids::thread_id(&session)
+    }
+
+    /// The thread's state as the server has it.
+    async fn state(&self) -> Value {
+        let url = format!("{}/threads/{}/state", self.base, self.thread_id().await);
+        reqwest::get(url).await.expect("state").json().await.expect("state JSON")
+    }
+
+    /// The thread's tool messages once there are `n`: (name, status, content).
+    async fn tool_messages(&self, n: usize) -> Vec<(String, String, String)> {
+        wait_until(|| async {
+            let state = self.state().await;
+            let tools: Vec<_> = state["values"]["messages"]
+                .as_array()?
+                .iter()
+                .filter(|m| m["type"] == "tool")
+                .map(|m| (m["name"].as_str().unwrap_or("").to_owned(), m["status"].as_str().unwrap_or("").to_owned(), m["content"].as_str().unwrap_or("").to_owned()))
+                .collect();
+            (tools.len() >= n).then_some(tools)
+        })
+        .await
+    }
+
+    async fn finish(mut self) {
+        if let Some(app) = self.app.take() {
+            app.stop().await;
+        }
+        self.store.close().await;
+        self.fake.shutdown();
+    }
+}
+
+fn text_of(message: &Value) -> &str {
+    message["text"].as_str().unwrap_or_default()
+}
+
+const EDIT_NOTICE: &str = "Note: a human reviewer replaced this tool call before it ran.";
+
+/// Batched: a message starts a run, its interrupt becomes approval buttons, Edit sends
+/// the typed args; the thread shows the tool ran with them and the model's answer
+/// reaches the chat.
+#[tokio::test]
+async fn batched_edit_runs_the_tool_with_the_edited_args() {
+    let Some(h) = Harness::start("agent").await else { return };
+    h.say("trade please");
+    let id = h.request_with("execute_trade").await;
+    let request = h.fake.message(h.chat, id).unwrap();
+    assert!(text_of(&request).contains("\"quantity\": 100"), "{}", text_of(&request));
+    h.click(id, "Edit").await;
+    h.reply_to_prompt("Reply with the new arguments as a JSON object.", r#"{"symbol":"VNM","quantity":50}"#).await;
+    h.message_with("done. execute_trade=success").await;
+
+    let tools = h.tool_messages(1).await;
+    assert_eq!(tools.len(), 1, "{tools:?}");
+    let (name, status, content) = &tools[0];
+    assert_eq!((name.as_str(), status.as_str()), ("execute_trade", "success"));
+    assert!(content.starts_with(EDIT_NOTICE), "{content}");
+    assert!(content.contains(r#"Executed instead: execute_trade with arguments {"symbol": "VNM", "quantity": 50}"#), "{content}");
+    assert!(content.ends_with("bought 50 VNM"), "{content}");
+    let state = h.state().await;
+    assert_eq!(state["interrupts"], json!([]), "nothing left waiting");
+    h.finish().await;
+}
+
+/// Batched, two actions in one interrupt: one decision each, in order (approve, and
+/// `respond` for the report, which then does not run).
+#[tokio::test]
+async fn batched_two_actions_approve_and_respond() {
+    let Some(h) = Harness::start("agent").await else { return };
+    h.say("two things");
+    let id = h.request_with("send_report").await;
+    h.click(id, "Approve #1").await;
+    h.click(id, "Comment #2").await;
+    h.reply_to_prompt("Reply with your comment.", "already sent by hand").await;
+    h.message_shows(id, "Comment").await;
+    h.click(id, "Submit").await;
+    h.message_with("execute_trade=success: bought 100 VNM").await;
+
+    let tools = h.tool_messages(2).await;
+    let expected = [
+        ("send_report".to_owned(), "success".to_owned(), "already sent by hand".to_owned()),
+        ("execute_trade".to_owned(), "success".to_owned(), "bought 100 VNM".to_owned()),
+    ];
+    // The middleware answers the responded call at once; the approved one runs after.
+    assert_eq!(tools, expected);
+    h.finish().await;
+}
+
+/// The question tool: its interrupt becomes the question wizard (single then multi
+/// select); the answers go back as a `respond` decision whose message is the answers
+/// JSON, which the graph hands the model as the tool's result.
+#[tokio::test]
+async fn questions_are_answered_with_a_respond_decision() {
+    let Some(h) = Harness::start("agent").await else { return };
+    h.say("ask me");
+    let id = h.request_with(Q1).await;
+    h.click(id, "Cổ tức bền vững").await;
+    h.message_shows(id, Q2).await;
+    h.click(id, "Ngân hàng").await;
+    h.message_shows(id, "→ Ngân hàng").await;
+    h.click(id, "Bán lẻ").await;
+    h.message_shows(id, "→ Ngân hàng, Bán lẻ").await;
+    h.click(id, "Done").await;
+    h.message_shows(id, "Your answers").await;
+    h.click(id, "Submit").await;
+    h.message_with("done. ask_user_question=success").await;
+
+    let tools = h.tool_messages(1).await;
+    let (name, status, content) = &tools[0];
+    assert_eq!((name.as_str(), status.as_str()), ("ask_user_question", "success"));
+    // Exact text: question order kept.
+    assert_eq!(content, &json!({Q1: "Cổ tức bền vững (Recommended)", Q2: "Ngân hàng, Bán lẻ"}).to_string());
+    h.finish().await;
+}
+
+/// per_call: one interrupt per tool call, each its own request; each decision resumes
+/// its interrupt alone, and the other stays waiting under the same key.
+#[tokio::test]
+async fn per_call_interrupts_are_decided_one_by_one() {
+    let Some(h) = Harness::start("agent_per_call").await else { return };
+    h.say("two things");
+    let trade = h.request_with("execute_trade").await;
+    let report = h.request_with("send_report").await;
+    assert_ne!(trade, report);
+    h.click(trade, "Reject").await;
+    // The trade is answered; the report still waits, with the same interrupt id.
+    let tools = h.tool_messages(1).await;
+    assert_eq!(tools[0].0, "execute_trade");
+    assert_eq!(tools[0].1, "error");
+    assert!(tools[0].2.starts_with("User rejected the tool call for `execute_trade` with id call_trade."), "{}", tools[0].2);
+    let state = h.state().await;
+    let waiting = state["interrupts"].as_array().expect("interrupts");
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert_eq!(waiting[0]["value"]["name"], "send_report");
+    assert_eq!(h.fake.bot_messages(h.chat).iter().filter(|m| text_of(m).contains("<b>send_report</b>")).count(), 1, "raised again, shown once");
+
+    h.click(report, "Approve").await;
+    h.message_with("send_report=success: report sent").await;
+    let tools = h.tool_messages(2).await;
+    assert_eq!((tools[1].0.as_str(), tools[1].1.as_str(), tools[1].2.as_str()), ("send_report", "success", "report sent to ops@example.com"));
+    assert_eq!(h.state().await["interrupts"], json!([]));
+    h.finish().await;
+}
+
+/// A resume the server refuses (per_call checks an edit against the tool's argument
+/// types) is reported in the chat; the tool did not run.
+#[tokio::test]
+async fn a_refused_resume_is_reported_in_the_chat() {
+    let Some(h) = Harness::start("agent_per_call").await else { return };
+    h.say("trade");
+    let id = h.request_with("execute_trade").await;
+    h.click(id, "Edit").await;
+    h.reply_to_prompt("Reply with the new arguments as a JSON object.", r#"{"symbol":"VNM","quantity":"fifty"}"#).await;
+    let failure = h.message_with("The agent reported an error: ValidationError").await;
+    assert!(text_of(&failure).contains("quantity"), "{}", text_of(&failure));
+    let state = h.state().await;
+    let ran = state["values"]["messages"].as_array().unwrap().iter().any(|m| m["type"] == "tool");
+    assert!(!ran, "the refused edit did not run the tool");
+    h.finish().await;
+}
+
+/// A resume for a thread the server no longer has gets an HTTP refusal: reported in
+/// the chat, sent once.
+#[tokio::test]
+async fn an_http_refusal_is_reported_and_not_resent() {
+    let Some(h) = Harness::start("agent").await else { return };
+    h.say("trade");
+    let id = h.request_with("execute_trade").await;
+    let thread = h.thread_id().await;
+    // Once the run is over (its stream closed), so the connection stays as it is.
+    wait_until(|| async {
+        let thread: Value = reqwest::get(format!("{}/threads/{thread}", h.base)).await.ok()?.json().await.ok()?;
+        (thread["status"] == "interrupted").then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let deleted = reqwest::Client::new().delete(format!("{}/threads/{thread}", h.base)).send().await.expect("delete");
+    assert!(deleted.status().is_success());
+    h.click(id, "Approve").await;
+    let failure = h.message_with("LangGraph refused the decision for request").await;
+    assert!(text_of(&failure).contains("HTTP 404"), "{}", text_of(&failure));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let failures = h.fake.bot_messages(h.chat).iter().filter(|m| text_of(m).contains("LangGraph refused")).count();
+    assert_eq!(failures, 1, "the refused decision is not sent again");
+    h.finish().await;
+}
+
+/// A bridge restart between the request and the click: the new connection reads the
+/// waiting interrupt from the thread's state, so the click still resumes it.
+#[tokio::test]
+async fn a_restarted_bridge_resumes_what_the_thread_still_waits_for() {
+    let Some(mut h) = Harness::start("agent").await else { return };
+    h.say("trade");
+    let id = h.request_with("execute_trade").await;
+    h.restart_bridge().await;
+    h.click(id, "Approve").await;
+    h.message_with("done. execute_trade=success: bought 100 VNM").await;
+    let tools = h.tool_messages(1).await;
+    assert_eq!(tools, vec![("execute_trade".to_owned(), "success".to_owned(), "bought 100 VNM".to_owned())]);
+    assert_eq!(h.fake.bot_messages(h.chat).iter().filter(|m| text_of(m).contains("<b>execute_trade</b>")).count(), 1, "shown once across the restart");
+    h.finish().await;
+}
+
+impl Harness {
+    /// Waits until message `id` shows `needle`.
+    async fn message_shows(&self, id: i64, needle: &str) -> Value {
+        wait_until(|| async { self.fake.message(self.chat, id).filter(|m| text_of(m).contains(needle)) }).await
+    }
+}
+
+/// The example config loads as is; a bad `[langgraph]` key is named; the stream
+/// kind's `backend.url` is not required.
+#[test]
+fn the_example_config_loads_and_bad_keys_are_named() {
+    let settings = Settings::load(Some(&backends::repo().join("config/langgraph.toml"))).expect("config/langgraph.toml loads");
+    assert_eq!(settings.backend.kind, hitl_bridge::config::BackendKind::Langgraph);
+    assert_eq!((settings.langgraph.url.as_str(), settings.langgraph.assistant_id.as_str()), ("http://127.0.0.1:2024", "agent"));
+    assert_eq!(settings.langgraph.question_tool, "ask_user_question");
+    Settings::from_pairs(&[("backend.kind", "langgraph"), ("backend.url", "")]).expect("no stream url needed");
+    for (key, value) in [("langgraph.url", "ws://127.0.0.1:2024"), ("langgraph.assistant_id", " "), ("langgraph.request_timeout_secs", "0")] {
+        let err = Settings::from_pairs(&[("backend.kind", "langgraph"), (key, value)]).expect_err(key).to_string();
+        assert!(err.contains(key), "{err}");
+    }
+    let err = Settings::from_pairs(&[("backend.kind", "langgraph"), ("langgraph.colour", "blue")]).expect_err("unknown key").to_string();
+    assert!(err.contains("colour"), "{err}");
+}
