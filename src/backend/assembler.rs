@@ -26,8 +26,7 @@ pub const MAX_OPEN_BLOCKS: usize = 256;
 /// A block between its start and stop.
 #[derive(Debug)]
 enum OpenBlock {
-    /// `dropped` counts the bytes beyond [`MAX_TEXT_BYTES`] that were not kept.
-    Text { text: String, is_final: bool, dropped: usize },
+    Text { text: CappedText, is_final: bool },
     Request(RequestBuilder),
     Result { approval_key: String, decisions: Option<Vec<Decision>>, answers: Option<Answers> },
     Timeout { approval_key: String },
@@ -87,9 +86,9 @@ impl Assembler {
         }
         let open = match block {
             ContentBlock::Text { text, is_final } => {
-                let (mut kept, mut dropped) = (String::new(), 0);
-                append_capped(&mut kept, &mut dropped, &text);
-                OpenBlock::Text { text: kept, is_final, dropped }
+                let mut kept = CappedText::default();
+                kept.push(&text);
+                OpenBlock::Text { text: kept, is_final }
             }
             ContentBlock::ApprovalRequest { approval_key, mut actions, action_requests, review_configs, timeout_seconds } => {
                 actions.extend(action_requests);
@@ -131,7 +130,7 @@ impl Assembler {
 
     fn delta(&mut self, index: u64, delta: Delta) {
         match self.open.get_mut(&index) {
-            Some(OpenBlock::Text { text, dropped, .. }) => append_capped(text, dropped, delta.text.as_deref().unwrap_or("")),
+            Some(OpenBlock::Text { text, .. }) => text.push(delta.text.as_deref().unwrap_or("")),
             Some(OpenBlock::Request(builder)) => builder.apply_delta(delta),
             Some(OpenBlock::Result { decisions, answers, .. }) => {
                 if delta.decisions.is_some() {
@@ -152,13 +151,7 @@ impl Assembler {
             return Vec::new();
         };
         let update = match block {
-            OpenBlock::Text { mut text, is_final, dropped } if !text.is_empty() => {
-                if dropped > 0 {
-                    tracing::warn!(index, dropped, "a text block exceeded {MAX_TEXT_BYTES} bytes; truncated");
-                    text.push_str(&format!("… [truncated {dropped} bytes]"));
-                }
-                SessionUpdate::Text { text, is_final }
-            }
+            OpenBlock::Text { mut text, is_final } if !text.is_empty() => SessionUpdate::Text { text: text.take(), is_final },
             OpenBlock::Text { .. } | OpenBlock::Ignored => return Vec::new(),
             OpenBlock::Request(builder) => {
                 let approval_key = builder.approval_key().to_owned();
@@ -202,20 +195,46 @@ impl Assembler {
     }
 }
 
-/// Appends `more` to `text` up to [`MAX_TEXT_BYTES`] (cut on a character boundary),
-/// counting what did not fit in `dropped`.
-fn append_capped(text: &mut String, dropped: &mut usize, more: &str) {
-    // Once something was dropped nothing more is kept, so the text never has a gap.
-    let room = if *dropped > 0 { 0 } else { MAX_TEXT_BYTES.saturating_sub(text.len()) };
-    if more.len() > room {
-        let mut cut = room.min(more.len());
-        while !more.is_char_boundary(cut) {
-            cut -= 1;
+/// Text arriving in pieces, kept up to [`MAX_TEXT_BYTES`] (cut on a character
+/// boundary). What did not fit is counted and reported by a "… [truncated N bytes]"
+/// marker. Every connector that collects streamed text uses it, so a runaway stream
+/// never grows the bridge's memory.
+#[derive(Debug, Default)]
+pub struct CappedText {
+    text: String,
+    /// Bytes beyond [`MAX_TEXT_BYTES`] that were not kept.
+    dropped: usize,
+}
+
+impl CappedText {
+    pub fn push(&mut self, more: &str) {
+        // Once something was dropped nothing more is kept, so the text never has a gap.
+        let room = if self.dropped > 0 { 0 } else { MAX_TEXT_BYTES.saturating_sub(self.text.len()) };
+        if more.len() > room {
+            let mut cut = room.min(more.len());
+            while !more.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            self.text.push_str(&more[..cut]);
+            self.dropped += more.len() - cut;
+        } else {
+            self.text.push_str(more);
         }
-        text.push_str(&more[..cut]);
-        *dropped += more.len() - cut;
-    } else {
-        text.push_str(more);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty() && self.dropped == 0
+    }
+
+    /// The text so far, with the marker when something was dropped; starts over.
+    pub fn take(&mut self) -> String {
+        let mut text = std::mem::take(&mut self.text);
+        let dropped = std::mem::take(&mut self.dropped);
+        if dropped > 0 {
+            tracing::warn!(dropped, "a text exceeded {MAX_TEXT_BYTES} bytes; truncated");
+            text.push_str(&format!("… [truncated {dropped} bytes]"));
+        }
+        text
     }
 }
 

@@ -11,10 +11,12 @@
 //! - [`stream`]: the stream protocol over WebSocket, a [`session::Transport`]; its pure
 //!   half is [`assembler`].
 //! - [`http_api`]: agents that push requests over HTTP (PROTOCOL.md §8).
-//! - [`claude_code`]: Claude Code (the CLI of `claude-agent-sdk`) over stdio, a [`session::Transport`].
-//! - [`agno`]: Agno AgentOS over its HTTP API, a [`session::Transport`].
-//! - [`kimi`]: Kimi CLI's wire mode, one `kimi --wire` process per session (seed 001).
-//! - [`langgraph`]: a LangGraph server's threads, runs and interrupts.
+//! - Real agent backends, each a [`session::Transport`] (docs/backends/):
+//!   [`langgraph`] (a LangGraph server's threads, runs and interrupts), [`kimi`] (Kimi
+//!   CLI's wire mode, one `kimi --wire` process per session, seed 001), [`agno`] (Agno
+//!   AgentOS over its HTTP API, seed 004) and [`claude_code`] (the CLI of
+//!   `claude-agent-sdk` over stdio). [`sse`] is the Server-Sent Events parser the HTTP
+//!   ones share.
 
 pub mod agno;
 pub mod assembler;
@@ -27,6 +29,7 @@ pub mod langgraph;
 pub mod lease;
 pub mod outbox;
 pub mod session;
+pub mod sse;
 pub mod stream;
 
 pub use connector::{Connector, Connectors};

@@ -14,7 +14,7 @@
 use serde_json::Value;
 
 use super::pause;
-use crate::backend::assembler::MAX_TEXT_BYTES;
+use crate::backend::assembler::CappedText;
 use crate::backend::{SessionUpdate, ToolGroupStatus, ToolRun, ToolState};
 use crate::interaction::TimeoutDefaults;
 
@@ -24,9 +24,7 @@ pub const TERMINAL_EVENTS: [&str; 4] = ["RunCompleted", "RunPaused", "RunError",
 #[derive(Debug, Default)]
 pub struct RunEvents {
     defaults: TimeoutDefaults,
-    text: String,
-    /// Bytes of text beyond [`MAX_TEXT_BYTES`] that were not kept.
-    dropped: usize,
+    text: CappedText,
     /// This run (segment) streamed content, so `RunCompleted.content` repeats it.
     streamed: bool,
     group: Option<ToolGroupStatus>,
@@ -46,7 +44,7 @@ impl RunEvents {
             "RunContent" => {
                 if let Some(content) = content_text(data) {
                     self.streamed = true;
-                    self.append(&content);
+                    self.text.push(&content);
                 }
             }
             "ToolCallStarted" => {
@@ -82,7 +80,7 @@ impl RunEvents {
                 if !self.streamed
                     && let Some(content) = content_text(data)
                 {
-                    self.append(&content);
+                    self.text.push(&content);
                 }
                 out.extend(self.flush(true));
                 out.extend(self.close_group());
@@ -106,27 +104,8 @@ impl RunEvents {
         out
     }
 
-    fn append(&mut self, more: &str) {
-        let room = if self.dropped > 0 { 0 } else { MAX_TEXT_BYTES.saturating_sub(self.text.len()) };
-        if more.len() <= room {
-            self.text.push_str(more);
-            return;
-        }
-        let mut cut = room;
-        while !more.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        self.text.push_str(&more[..cut]);
-        self.dropped += more.len() - cut;
-    }
-
     fn flush(&mut self, is_final: bool) -> Option<SessionUpdate> {
-        let mut text = std::mem::take(&mut self.text);
-        let dropped = std::mem::take(&mut self.dropped);
-        if dropped > 0 {
-            tracing::warn!(dropped, "a text exceeded {MAX_TEXT_BYTES} bytes; truncated");
-            text.push_str(&format!("… [truncated {dropped} bytes]"));
-        }
+        let text = self.text.take();
         (!text.trim().is_empty()).then_some(SessionUpdate::Text { text, is_final })
     }
 
@@ -163,6 +142,7 @@ fn content_text(data: &Value) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use crate::backend::assembler::MAX_TEXT_BYTES;
     use super::*;
     use crate::interaction::RequestKind;
     use serde_json::json;

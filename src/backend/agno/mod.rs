@@ -17,13 +17,12 @@
 //!   for good: proven too (sending it again cannot help) and shown in the chat as a
 //!   failed turn. A 5xx or a network error drops the link; the outbox resends.
 //!
-//! The pure halves: [`sse`] (bytes → records), [`events`] (records → updates),
+//! The pure halves: [`super::sse`] (bytes → records), [`events`] (records → updates),
 //! [`pause`] (paused tools ↔ requests and replies).
 
 pub mod events;
 pub mod pause;
 pub mod settings;
-pub mod sse;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -35,7 +34,7 @@ use serde_json::Value;
 
 use self::events::{RunEvents, TERMINAL_EVENTS};
 use self::pause::PausePart;
-use self::sse::{SseEvent, SseParser};
+use super::sse::{SseEvent, SseParser};
 use super::SessionUpdate;
 use super::session::{Link, LinkError, Received, Transport};
 use crate::interaction::TimeoutDefaults;

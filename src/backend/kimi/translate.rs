@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use super::super::assembler::MAX_TEXT_BYTES;
+use super::super::assembler::{CappedText, MAX_TEXT_BYTES};
 use super::super::{SessionUpdate, ToolGroupStatus, ToolRun, ToolState};
 use super::requests::Awaits;
 use super::wire::{self, RpcError};
@@ -53,8 +53,7 @@ pub struct Handled {
 pub struct Translator {
     defaults: TimeoutDefaults,
     approve_for_session: bool,
-    text: String,
-    text_dropped: usize,
+    text: CappedText,
     group: Option<ToolGroupStatus>,
     groups_seen: u64,
     tool_calls: HashMap<String, ToolCallSeen>,
@@ -72,7 +71,7 @@ impl Translator {
         match kind {
             "ContentPart" => {
                 match payload.get("type").and_then(Value::as_str) {
-                    Some("text") => self.append_text(payload.get("text").and_then(Value::as_str).unwrap_or("")),
+                    Some("text") => self.text.push(payload.get("text").and_then(Value::as_str).unwrap_or("")),
                     Some(other) => tracing::debug!(part = other, "not showing a content part"),
                     None => tracing::debug!("a content part without a type"),
                 }
@@ -258,29 +257,10 @@ impl Translator {
         Ok(request)
     }
 
-    fn append_text(&mut self, more: &str) {
-        let room = if self.text_dropped > 0 { 0 } else { MAX_TEXT_BYTES.saturating_sub(self.text.len()) };
-        if more.len() <= room {
-            self.text.push_str(more);
-            return;
-        }
-        let mut cut = room;
-        while !more.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        self.text.push_str(&more[..cut]);
-        self.text_dropped += more.len() - cut;
-    }
-
     fn flush_text(&mut self, is_final: bool) -> Vec<SessionUpdate> {
-        let mut text = std::mem::take(&mut self.text);
-        let dropped = std::mem::take(&mut self.text_dropped);
+        let text = self.text.take();
         if text.trim().is_empty() {
             return Vec::new();
-        }
-        if dropped > 0 {
-            tracing::warn!(dropped, "kimi's text exceeded {MAX_TEXT_BYTES} bytes in one step; truncated");
-            text.push_str(&format!("… [truncated {dropped} bytes]"));
         }
         vec![SessionUpdate::Text { text, is_final }]
     }

@@ -24,7 +24,6 @@
 pub mod ids;
 pub mod interrupts;
 pub mod run;
-pub mod sse;
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
@@ -41,7 +40,7 @@ use crate::interaction::TimeoutDefaults;
 use crate::protocol::Command;
 use interrupts::{PendingInterrupt, read_interrupt};
 use run::RunTranslator;
-use sse::SseParser;
+use super::sse::SseParser;
 
 /// `[langgraph]`: where the server is and which graph serves chat sessions.
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use serde_json::Value;
 
 use super::interrupts::{PendingInterrupt, read_interrupt};
-use super::sse::SseEvent;
+use crate::backend::sse::SseEvent;
 use crate::backend::{SessionUpdate, ToolGroupStatus, ToolRun, ToolState};
 use crate::interaction::TimeoutDefaults;
 

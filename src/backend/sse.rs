@@ -7,6 +7,8 @@
 
 /// The most one event may hold. LangGraph `updates` carry whole state slices, so this
 /// is generous; past it the server is misbehaving.
+///
+/// Shared by the connectors whose backends stream over SSE (LangGraph, Agno).
 pub const MAX_EVENT_BYTES: usize = 8 * 1024 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +66,8 @@ impl SseParser {
             let event = self.event.take();
             let skipped = std::mem::replace(&mut self.skipping, false);
             self.held = 0;
-            if skipped || (data.is_empty() && event.is_none()) {
+            // As the SSE spec says: a record without `data:` is not dispatched.
+            if skipped || data.is_empty() {
                 return None;
             }
             return Some(SseEvent { event: event.unwrap_or_else(|| "message".into()), data: data.join("\n") });
