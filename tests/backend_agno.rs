@@ -12,6 +12,10 @@ mod support;
 mod backends;
 #[path = "support/fake_telegram.rs"]
 mod fake_telegram;
+#[path = "support/telegram_chat.rs"]
+mod telegram_chat;
+
+use telegram_chat::TelegramChat;
 
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
@@ -190,23 +194,25 @@ impl Harness {
         self.app = Some(app);
     }
 
+    /// Anh's chat with the bot.
+    fn person(&self) -> TelegramChat<'_> {
+        TelegramChat { fake: &self.fake, chat: self.chat, user: anh() }
+    }
+
     fn say(&self, text: &str) {
-        self.fake.push_message(self.chat, &anh(), text, None, None);
+        self.person().say(text)
     }
 
     async fn message_with(&self, needle: &str) -> Value {
-        wait_until(|| async { self.fake.bot_messages(self.chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+        self.person().message_with(needle).await
     }
 
     async fn message_shows(&self, id: i64, needle: &str) -> Value {
-        wait_until(|| async { self.fake.message(self.chat, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+        self.person().message_shows(id, needle).await
     }
 
     async fn click(&self, id: i64, label: &str) -> Value {
-        let message = self.fake.message(self.chat, id).expect("message exists");
-        let data = fake_telegram::button(&message, label);
-        let query = self.fake.push_click(self.chat, &anh(), id, &data);
-        wait_until(|| async { self.fake.answer_to(&query) }).await
+        self.person().click(id, label).await
     }
 
     async fn reply_to_prompt(&self, needle: &str, text: &str) {

@@ -5,24 +5,26 @@
 //! next: the `tool_result` Claude Code built from the bridge's control response (the
 //! tool's output with the approved or edited input, the deny message, the answers).
 
+mod support;
 #[path = "support/backends.rs"]
 mod backends;
 #[path = "support/fake_telegram.rs"]
 mod fake_telegram;
+#[path = "support/telegram_chat.rs"]
+mod telegram_chat;
+
+use telegram_chat::TelegramChat;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::{Mutex, OnceLock};
-use std::time::Duration;
 
-use fake_telegram::{FakeTelegram, User, button};
+use fake_telegram::{FakeTelegram, User};
+use support::wait_until;
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
 use serde_json::{Value, json};
-
-/// How long one expectation may wait: a CLI start and a few model round trips.
-const WAIT: Duration = Duration::from_secs(30);
 
 fn thao() -> User {
     User::new(1001, "Thảo", Some("en"))
@@ -97,20 +99,6 @@ fn unique(name: &str) -> String {
     format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
 }
 
-async fn wait_until<T, F, Fut>(mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some(found) = probe().await {
-            return found;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "condition not met within {WAIT:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 /// Claude Code + fake model + fake Telegram + the bridge, with Thảo's private chat.
 struct Harness {
@@ -185,24 +173,26 @@ impl Harness {
         self.dir.path().join("work")
     }
 
+    /// Thao's chat with the bot.
+    fn person(&self) -> TelegramChat<'_> {
+        TelegramChat { fake: &self.fake, chat: self.chat, user: thao() }
+    }
+
     fn say(&self, text: &str) {
-        self.fake.push_message(self.chat, &thao(), text, None, None);
+        self.person().say(text)
     }
 
     /// Waits for a bot message whose text contains `needle`.
     async fn message_with(&self, needle: &str) -> Value {
-        wait_until(|| async { self.fake.bot_messages(self.chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+        self.person().message_with(needle).await
     }
 
     async fn message_shows(&self, id: i64, needle: &str) -> Value {
-        wait_until(|| async { self.fake.message(self.chat, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+        self.person().message_shows(id, needle).await
     }
 
     async fn click(&self, id: i64, label: &str) -> Value {
-        let message = self.fake.message(self.chat, id).expect("message exists");
-        let data = button(&message, label);
-        let query = self.fake.push_click(self.chat, &thao(), id, &data);
-        wait_until(|| async { self.fake.answer_to(&query) }).await
+        self.person().click(id, label).await
     }
 
     /// Answers the newest ForceReply prompt containing `needle`.

@@ -13,10 +13,14 @@ mod support;
 mod backends;
 #[path = "support/fake_telegram.rs"]
 mod fake_telegram;
+#[path = "support/telegram_chat.rs"]
+mod telegram_chat;
+
+use telegram_chat::TelegramChat;
 
 use std::path::{Path, PathBuf};
 
-use fake_telegram::{FakeTelegram, User, button};
+use fake_telegram::{FakeTelegram, User};
 use hitl_bridge::app::App;
 use hitl_bridge::backend::kimi::KimiSettings;
 use hitl_bridge::config::Settings;
@@ -98,24 +102,27 @@ impl Harness {
         std::fs::write(self.dir.path().join("scripts.json"), serde_json::to_string(scripts).unwrap()).expect("scripts");
     }
 
+    /// Lan's chat with the bot.
+    fn person(&self) -> TelegramChat<'_> {
+        TelegramChat { fake: &self.fake, chat: self.chat, user: lan() }
+    }
+
     fn say(&self, text: &str) {
-        self.fake.push_message(self.chat, &lan(), text, None, None);
+        self.person().say(text)
     }
 
     /// The bot message whose text contains `needle` (waits for it).
     async fn message_with(&self, needle: &str) -> Value {
-        wait_until(|| async { self.fake.bot_messages(self.chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+        self.person().message_with(needle).await
     }
 
     async fn message_shows(&self, id: i64, needle: &str) -> Value {
-        wait_until(|| async { self.fake.message(self.chat, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+        self.person().message_shows(id, needle).await
     }
 
     /// Clicks the first button whose label contains `label`; returns the toast.
     async fn click(&self, id: i64, label: &str) -> Value {
-        let message = self.fake.message(self.chat, id).expect("message exists");
-        let query = self.fake.push_click(self.chat, &lan(), id, &button(&message, label));
-        wait_until(|| async { self.fake.answer_to(&query) }).await
+        self.person().click(id, label).await
     }
 
     async fn reply_to_prompt(&self, needle: &str, text: &str) {

@@ -14,6 +14,10 @@ mod support;
 mod backends;
 #[path = "support/fake_telegram.rs"]
 mod fake_telegram;
+#[path = "support/telegram_chat.rs"]
+mod telegram_chat;
+
+use telegram_chat::{TelegramChat, text_of};
 
 use std::process::{Child, Stdio};
 use std::sync::Mutex;
@@ -124,24 +128,18 @@ impl Harness {
         self.app = Some(app);
     }
 
+    /// Ann's chat with the bot.
+    fn person(&self) -> TelegramChat<'_> {
+        TelegramChat { fake: &self.fake, chat: self.chat, user: ann() }
+    }
+
     fn say(&self, text: &str) {
-        self.fake.push_message(self.chat, &ann(), text, None, None);
+        self.person().say(text)
     }
 
     /// Waits for a bot message containing `needle`; fails with the chat's transcript.
     async fn message_with(&self, needle: &str) -> Value {
-        let deadline = tokio::time::Instant::now() + support::WAIT;
-        loop {
-            let messages = self.fake.bot_messages(self.chat);
-            if let Some(found) = messages.iter().find(|m| text_of(m).contains(needle)) {
-                return found.clone();
-            }
-            if tokio::time::Instant::now() > deadline {
-                let transcript: Vec<&str> = messages.iter().map(text_of).collect();
-                panic!("no message with {needle:?}; the chat shows:\n{}", transcript.join("\n---\n"));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        self.person().message_with(needle).await
     }
 
     /// Waits for a request (a message with buttons) containing `needle`.
@@ -154,10 +152,7 @@ impl Harness {
     }
 
     async fn click(&self, id: i64, label: &str) -> Value {
-        let message = self.fake.message(self.chat, id).expect("message exists");
-        let data = fake_telegram::button(&message, label);
-        let query = self.fake.push_click(self.chat, &ann(), id, &data);
-        wait_until(|| async { self.fake.answer_to(&query) }).await
+        self.person().click(id, label).await
     }
 
     /// Replies to the newest prompt containing `needle`.
@@ -203,9 +198,6 @@ impl Harness {
     }
 }
 
-fn text_of(message: &Value) -> &str {
-    message["text"].as_str().unwrap_or_default()
-}
 
 const EDIT_NOTICE: &str = "Note: a human reviewer replaced this tool call before it ran.";
 
@@ -377,7 +369,7 @@ async fn a_restarted_bridge_resumes_what_the_thread_still_waits_for() {
 impl Harness {
     /// Waits until message `id` shows `needle`.
     async fn message_shows(&self, id: i64, needle: &str) -> Value {
-        wait_until(|| async { self.fake.message(self.chat, id).filter(|m| text_of(m).contains(needle)) }).await
+        self.person().message_shows(id, needle).await
     }
 }
 
