@@ -15,8 +15,8 @@
 //!   [`langgraph`] (a LangGraph server's threads, runs and interrupts), [`kimi`] (Kimi
 //!   CLI's wire mode, one `kimi --wire` process per session, seed 001), [`agno`] (Agno
 //!   AgentOS over its HTTP API, seed 004) and [`claude_code`] (the CLI of
-//!   `claude-agent-sdk` over stdio). [`sse`] is the Server-Sent Events parser the HTTP
-//!   ones share.
+//!   `claude-agent-sdk` over stdio). They share [`sse`] (the Server-Sent Events parser
+//!   of the HTTP ones) and [`tool_groups`] (tool calls as one status line per group).
 
 pub mod agno;
 pub mod assembler;
@@ -31,6 +31,7 @@ pub mod outbox;
 pub mod session;
 pub mod sse;
 pub mod stream;
+pub mod tool_groups;
 
 pub use connector::{Connector, Connectors};
 

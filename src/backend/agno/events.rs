@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use super::pause;
 use crate::backend::assembler::CappedText;
-use crate::backend::{SessionUpdate, ToolGroupStatus, ToolRun, ToolState};
+use crate::backend::SessionUpdate;
+use crate::backend::tool_groups::ToolGroups;
 use crate::interaction::TimeoutDefaults;
 
 /// Event names that end a run's stream.
@@ -27,8 +28,7 @@ pub struct RunEvents {
     text: CappedText,
     /// This run (segment) streamed content, so `RunCompleted.content` repeats it.
     streamed: bool,
-    group: Option<ToolGroupStatus>,
-    groups_seen: u64,
+    groups: ToolGroups,
 }
 
 impl RunEvents {
@@ -52,21 +52,17 @@ impl RunEvents {
                 let tool = data.get("tool").unwrap_or(&Value::Null);
                 let id = str_of(tool, "tool_call_id").unwrap_or_default().to_owned();
                 let name = str_of(tool, "tool_name").unwrap_or("tool").to_owned();
-                out.push(self.tool_update(|g| g.tools.push(ToolRun { id, name, state: ToolState::Running })));
+                out.push(self.groups.started(&id, &name));
             }
             "ToolCallCompleted" | "ToolCallError" => {
                 let tool = data.get("tool").unwrap_or(&Value::Null);
                 let failed = event == "ToolCallError" || tool.get("tool_call_error").and_then(Value::as_bool) == Some(true);
                 let id = str_of(tool, "tool_call_id").unwrap_or_default().to_owned();
-                out.push(self.tool_update(|g| {
-                    if let Some(run) = g.tools.iter_mut().find(|t| t.id == id) {
-                        run.state = if failed { ToolState::Failed } else { ToolState::Done };
-                    }
-                }));
+                out.extend(self.groups.finished(&id, failed));
             }
             "RunPaused" => {
                 out.extend(self.flush(false));
-                out.extend(self.close_group());
+                out.extend(self.groups.close());
                 let run_id = str_of(data, "run_id").unwrap_or_default();
                 let tools = data.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
                 if run_id.is_empty() {
@@ -83,12 +79,12 @@ impl RunEvents {
                     self.text.push(&content);
                 }
                 out.extend(self.flush(true));
-                out.extend(self.close_group());
+                out.extend(self.groups.close());
                 out.push(SessionUpdate::TurnEnded);
             }
             "RunError" | "RunCancelled" => {
                 out.extend(self.flush(false));
-                out.extend(self.close_group());
+                out.extend(self.groups.close());
                 let message = if event == "RunError" {
                     str_of(data, "content").filter(|c| !c.is_empty()).unwrap_or("the run failed").to_owned()
                 } else {
@@ -107,22 +103,6 @@ impl RunEvents {
     fn flush(&mut self, is_final: bool) -> Option<SessionUpdate> {
         let text = self.text.take();
         (!text.trim().is_empty()).then_some(SessionUpdate::Text { text, is_final })
-    }
-
-    fn tool_update(&mut self, change: impl FnOnce(&mut ToolGroupStatus)) -> SessionUpdate {
-        let group = self.group.get_or_insert_with(|| {
-            self.groups_seen += 1;
-            ToolGroupStatus { group: self.groups_seen, summary: None, tools: Vec::new(), finished: false }
-        });
-        change(group);
-        SessionUpdate::ToolGroup(group.clone())
-    }
-
-    fn close_group(&mut self) -> Option<SessionUpdate> {
-        self.group.take().map(|mut group| {
-            group.finished = true;
-            SessionUpdate::ToolGroup(group)
-        })
     }
 }
 

@@ -17,7 +17,6 @@
 //! `--resume`. The CLI refuses `--session-id` for a conversation that exists and
 //! `--resume` for one that does not, so a refusal simply tries the other.
 
-pub mod groups;
 pub mod lines;
 pub mod process;
 pub mod settings;
@@ -31,7 +30,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use self::groups::ToolGroups;
+use crate::backend::tool_groups::ToolGroups;
 use self::process::{ClaudeCodeLink, StartError};
 use self::translate::Translator;
 use super::session::{LinkError, Transport};

@@ -19,7 +19,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command as Process};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
-use super::groups::ToolGroups;
+use crate::backend::tool_groups::ToolGroups;
 use super::lines::Lines;
 use super::translate::Translator;
 use super::wire;

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::groups::ToolGroups;
+use crate::backend::tool_groups::ToolGroups;
 use super::wire;
 use crate::backend::SessionUpdate;
 use crate::interaction::{RequestBuilder, TimeoutDefaults};

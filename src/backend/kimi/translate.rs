@@ -18,7 +18,8 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::super::assembler::{CappedText, MAX_TEXT_BYTES};
-use super::super::{SessionUpdate, ToolGroupStatus, ToolRun, ToolState};
+use super::super::SessionUpdate;
+use super::super::tool_groups::ToolGroups;
 use super::requests::Awaits;
 use super::wire::{self, RpcError};
 use crate::interaction::{Action, Request, RequestBuilder, RequestKind, TimeoutDefaults};
@@ -54,8 +55,7 @@ pub struct Translator {
     defaults: TimeoutDefaults,
     approve_for_session: bool,
     text: CappedText,
-    group: Option<ToolGroupStatus>,
-    groups_seen: u64,
+    groups: ToolGroups,
     tool_calls: HashMap<String, ToolCallSeen>,
     last_tool_call: Option<String>,
 }
@@ -88,7 +88,7 @@ impl Translator {
                     self.tool_calls.insert(id.clone(), ToolCallSeen { name: name.clone(), arguments });
                 }
                 self.last_tool_call = Some(id.clone());
-                out.push(self.tool_update(|g| g.tools.push(ToolRun { id, name, state: ToolState::Running })));
+                out.push(self.groups.started(&id, &name));
                 out
             }
             "ToolCallPart" => {
@@ -103,10 +103,7 @@ impl Translator {
             "ToolResult" => {
                 let id = str_at(payload, "tool_call_id").to_owned();
                 let failed = payload.pointer("/return_value/is_error").and_then(Value::as_bool).unwrap_or(false);
-                let Some(group) = self.group.as_mut() else { return Vec::new() };
-                let Some(tool) = group.tools.iter_mut().find(|t| t.id == id) else { return Vec::new() };
-                tool.state = if failed { ToolState::Failed } else { ToolState::Done };
-                vec![SessionUpdate::ToolGroup(group.clone())]
+                self.groups.finished(&id, failed).into_iter().collect()
             }
             "ApprovalResponse" => {
                 let approval_key = str_at(payload, "request_id").to_owned();
@@ -269,23 +266,8 @@ impl Translator {
     /// then never will (kimi records every result before the next step): failed.
     fn end_step(&mut self, is_final: bool) -> Vec<SessionUpdate> {
         let mut out = self.flush_text(is_final);
-        if let Some(mut group) = self.group.take() {
-            group.finished = true;
-            for tool in group.tools.iter_mut().filter(|t| t.state == ToolState::Running) {
-                tool.state = ToolState::Failed;
-            }
-            out.push(SessionUpdate::ToolGroup(group));
-        }
+        out.extend(self.groups.close_abandoning_running());
         out
-    }
-
-    fn tool_update(&mut self, change: impl FnOnce(&mut ToolGroupStatus)) -> SessionUpdate {
-        let group = self.group.get_or_insert_with(|| {
-            self.groups_seen += 1;
-            ToolGroupStatus { group: self.groups_seen, summary: None, tools: Vec::new(), finished: false }
-        });
-        change(group);
-        SessionUpdate::ToolGroup(group.clone())
     }
 }
 

@@ -17,7 +17,8 @@ use serde_json::Value;
 
 use super::interrupts::{PendingInterrupt, read_interrupt};
 use crate::backend::sse::SseEvent;
-use crate::backend::{SessionUpdate, ToolGroupStatus, ToolRun, ToolState};
+use crate::backend::SessionUpdate;
+use crate::backend::tool_groups::ToolGroups;
 use crate::interaction::TimeoutDefaults;
 
 /// How many AI message ids are remembered to show each message once.
@@ -38,14 +39,13 @@ pub struct Translated {
 pub struct RunTranslator {
     question_tool: String,
     defaults: TimeoutDefaults,
-    group: Option<ToolGroupStatus>,
-    groups_seen: u64,
+    groups: ToolGroups,
     seen_messages: VecDeque<String>,
 }
 
 impl RunTranslator {
     pub fn new(question_tool: &str, defaults: TimeoutDefaults) -> Self {
-        Self { question_tool: question_tool.to_owned(), defaults, group: None, groups_seen: 0, seen_messages: VecDeque::new() }
+        Self { question_tool: question_tool.to_owned(), defaults, groups: ToolGroups::default(), seen_messages: VecDeque::new() }
     }
 
     /// Feeds one SSE event of a run's stream.
@@ -66,7 +66,7 @@ impl RunTranslator {
                 Err(e) => tracing::warn!(error = %e, "skipping an updates event that is not JSON"),
             },
             "error" => {
-                out.updates.extend(self.close_group());
+                out.updates.extend(self.groups.close());
                 out.updates.push(SessionUpdate::TurnFailed { message: error_message(&event.data) });
                 out.failed = true;
             }
@@ -77,7 +77,7 @@ impl RunTranslator {
 
     /// The run's stream ended; `failed` when it already reported its error.
     pub fn run_ended(&mut self, failed: bool) -> Vec<SessionUpdate> {
-        let mut out = self.close_group();
+        let mut out: Vec<SessionUpdate> = self.groups.close().into_iter().collect();
         if !failed {
             out.push(SessionUpdate::TurnEnded);
         }
@@ -133,45 +133,27 @@ impl RunTranslator {
         let text = message_text(message.get("content"));
         if !text.is_empty() {
             if calls.is_empty() {
-                out.extend(self.close_group());
+                out.extend(self.groups.close());
             }
             out.push(SessionUpdate::Text { text, is_final: calls.is_empty() });
         }
         if calls.is_empty() {
             return;
         }
-        let group = self.group.get_or_insert_with(|| {
-            self.groups_seen += 1;
-            ToolGroupStatus { group: self.groups_seen, summary: None, tools: Vec::new(), finished: false }
-        });
+        // One status update for the message, however many calls it makes.
+        let mut status = None;
         for call in calls {
-            let id = call.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
-            let name = call.get("name").and_then(Value::as_str).unwrap_or("tool").to_owned();
-            if !group.tools.iter().any(|t| t.id == id) {
-                group.tools.push(ToolRun { id, name, state: ToolState::Running });
-            }
+            let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+            let name = call.get("name").and_then(Value::as_str).unwrap_or("tool");
+            status = Some(self.groups.started(id, name));
         }
-        out.push(SessionUpdate::ToolGroup(group.clone()));
+        out.extend(status);
     }
 
     fn tool_message(&mut self, message: &Value, out: &mut Vec<SessionUpdate>) {
-        let Some(group) = self.group.as_mut() else { return };
         let id = message.get("tool_call_id").and_then(Value::as_str).unwrap_or_default();
         let failed = message.get("status").and_then(Value::as_str) == Some("error");
-        if let Some(tool) = group.tools.iter_mut().find(|t| t.id == id) {
-            tool.state = if failed { ToolState::Failed } else { ToolState::Done };
-            out.push(SessionUpdate::ToolGroup(group.clone()));
-        }
-    }
-
-    fn close_group(&mut self) -> Vec<SessionUpdate> {
-        match self.group.take() {
-            Some(mut group) => {
-                group.finished = true;
-                vec![SessionUpdate::ToolGroup(group)]
-            }
-            None => Vec::new(),
-        }
+        out.extend(self.groups.finished(id, failed));
     }
 }
 
@@ -212,6 +194,7 @@ fn error_message(data: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::ToolState;
     use serde_json::json;
 
     fn updates(data: Value) -> SseEvent {

@@ -1,8 +1,9 @@
-//! The tool work of a Claude Code turn as one evolving status line per group: a group
-//! opens at the first tool call the model makes, each `tool_result` marks its tool
-//! done or failed, and the group closes at the end of the turn or before a question
-//! (seed 000 shows questions outside groups). Kept per session across process
-//! restarts, so group numbers never repeat within a chat.
+//! A turn's tool work as one evolving status line per group, for the connectors whose
+//! backends report tool calls one by one (LangGraph, Kimi, Agno, Claude Code): a group
+//! opens at the first tool call, each result marks its tool done or failed, and the
+//! connector closes the group when the model talks again, at a request (seed 000 shows
+//! requests outside groups) or at the end of the turn. Kept per session, so group
+//! numbers never repeat within a chat.
 
 use crate::backend::{SessionUpdate, ToolGroupStatus, ToolRun, ToolState};
 
@@ -40,6 +41,15 @@ impl ToolGroups {
         group.finished = true;
         Some(SessionUpdate::ToolGroup(group))
     }
+
+    /// Closes the open group for good: a tool still running then never reports, so it
+    /// is shown failed.
+    pub fn close_abandoning_running(&mut self) -> Option<SessionUpdate> {
+        for tool in self.open.iter_mut().flat_map(|g| g.tools.iter_mut()).filter(|t| t.state == ToolState::Running) {
+            tool.state = ToolState::Failed;
+        }
+        self.close()
+    }
 }
 
 #[cfg(test)]
@@ -64,5 +74,14 @@ mod tests {
         assert!(matches!(groups.close(), Some(SessionUpdate::ToolGroup(g)) if g.finished));
         assert!(groups.close().is_none());
         assert_eq!(line(Some(groups.started("t3", "Read"))), "2⚙ tools: Read …");
+    }
+
+    #[test]
+    fn closing_for_good_fails_what_still_runs() {
+        let mut groups = ToolGroups::default();
+        groups.started("t1", "Bash");
+        groups.started("t2", "Read");
+        groups.finished("t2", false);
+        assert_eq!(line(groups.close_abandoning_running()), "1⚙ tools: Bash ✗, Read ✓");
     }
 }
