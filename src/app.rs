@@ -228,6 +228,42 @@ async fn token_signer(settings: &Settings, store: &Store) -> Result<TokenSigner,
     Ok(TokenSigner::new(generated.as_bytes()))
 }
 
+/// The connector for chat sessions: the session machinery (leases, outbox, reconnects)
+/// around the transport `backend.kind` names.
+fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc::Sender<crate::backend::BackendInput>) -> Arc<dyn Connector> {
+    let backend = &settings.backend;
+    let options = SessionOptions {
+        history_url: backend.history_url.clone(),
+        reconnect_max: std::time::Duration::from_secs(backend.reconnect_max_secs.max(1)),
+        idle_close: std::time::Duration::from_secs(backend.idle_close_secs.max(1)),
+    };
+    let lease = Lease::new(store.clone(), backend.lease_secs);
+    let defaults = settings.timeouts.defaults();
+    match backend.kind {
+        BackendKind::Stream => {
+            Arc::new(SessionConnector::new(StreamTransport::new(backend.clone(), defaults), options, lease, store.clone(), updates))
+        }
+        BackendKind::ClaudeCode => {
+            let transport = crate::backend::claude_code::ClaudeCodeTransport::new(settings.claude_code.clone(), defaults);
+            Arc::new(SessionConnector::new(transport, options, lease, store.clone(), updates))
+        }
+        BackendKind::Agno => {
+            Arc::new(SessionConnector::new(AgnoTransport::new(settings.agno.clone(), defaults), options, lease, store.clone(), updates))
+        }
+        BackendKind::Kimi => {
+            let transport = KimiTransport::new(settings.kimi.clone(), defaults);
+            Arc::new(SessionConnector::new(transport, options, lease, store.clone(), updates))
+        }
+        BackendKind::Langgraph => Arc::new(SessionConnector::new(
+            crate::backend::langgraph::LangGraphTransport::new(settings.langgraph.clone(), defaults),
+            options,
+            lease,
+            store.clone(),
+            updates,
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -297,38 +333,3 @@ mod tests {
     }
 }
 
-/// The connector for chat sessions: the session machinery (leases, outbox, reconnects)
-/// around the transport `backend.kind` names.
-fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc::Sender<crate::backend::BackendInput>) -> Arc<dyn Connector> {
-    let backend = &settings.backend;
-    let options = SessionOptions {
-        history_url: backend.history_url.clone(),
-        reconnect_max: std::time::Duration::from_secs(backend.reconnect_max_secs.max(1)),
-        idle_close: std::time::Duration::from_secs(backend.idle_close_secs.max(1)),
-    };
-    let lease = Lease::new(store.clone(), backend.lease_secs);
-    let defaults = settings.timeouts.defaults();
-    match backend.kind {
-        BackendKind::Stream => {
-            Arc::new(SessionConnector::new(StreamTransport::new(backend.clone(), defaults), options, lease, store.clone(), updates))
-        }
-        BackendKind::ClaudeCode => {
-            let transport = crate::backend::claude_code::ClaudeCodeTransport::new(settings.claude_code.clone(), defaults);
-            Arc::new(SessionConnector::new(transport, options, lease, store.clone(), updates))
-        }
-        BackendKind::Agno => {
-            Arc::new(SessionConnector::new(AgnoTransport::new(settings.agno.clone(), defaults), options, lease, store.clone(), updates))
-        }
-        BackendKind::Kimi => {
-            let transport = KimiTransport::new(settings.kimi.clone(), defaults);
-            Arc::new(SessionConnector::new(transport, options, lease, store.clone(), updates))
-        }
-        BackendKind::Langgraph => Arc::new(SessionConnector::new(
-            crate::backend::langgraph::LangGraphTransport::new(settings.langgraph.clone(), defaults),
-            options,
-            lease,
-            store.clone(),
-            updates,
-        )),
-    }
-}

@@ -55,8 +55,8 @@ pub enum ActOutcome {
 /// What became of a pushed request.
 #[derive(Debug, Clone)]
 pub enum PushOutcome {
-    /// Stored and being shown.
-    Created(Interaction),
+    /// Stored and being shown (boxed: an interaction is far larger than the other case).
+    Created(Box<Interaction>),
     /// The approval key was taken; nothing changed. The stored request is returned so
     /// the caller can tell a retry (same body) from a conflict.
     Existing(ApiRequest),

@@ -297,7 +297,7 @@ impl Engine {
                 self.store.drop_show(&interaction.id, chat).await?;
             }
         }
-        Ok(PushOutcome::Created(interaction))
+        Ok(PushOutcome::Created(Box::new(interaction)))
     }
 
     /// Cancels one interaction (an agent's DELETE). Returns it as it is afterwards;
