@@ -232,13 +232,14 @@ async fn token_signer(settings: &Settings, store: &Store) -> Result<TokenSigner,
 /// around the transport `backend.kind` names.
 fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc::Sender<crate::backend::BackendInput>) -> Arc<dyn Connector> {
     let backend = &settings.backend;
+    let defaults = settings.timeouts.defaults();
     let options = SessionOptions {
         history_url: backend.history_url.clone(),
+        defaults,
         reconnect_max: std::time::Duration::from_secs(backend.reconnect_max_secs.max(1)),
         idle_close: std::time::Duration::from_secs(backend.idle_close_secs.max(1)),
     };
     let lease = Lease::new(store.clone(), backend.lease_secs);
-    let defaults = settings.timeouts.defaults();
     match backend.kind {
         BackendKind::Stream => {
             Arc::new(SessionConnector::new(StreamTransport::new(backend.clone(), defaults), options, lease, store.clone(), updates))

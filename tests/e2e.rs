@@ -443,3 +443,66 @@ async fn comment_becomes_a_respond_decision_where_allowed() {
         "decisions":[{"type":"respond","message":"chạy lúc 2 giờ sáng"}]})]);
     stop(bridge, sim).await;
 }
+
+/// The agent asked, but the request was lost with the bridge (it died between the frame
+/// and storing it): after the reconnect, history shows the request still waiting with its
+/// key and review configs, the bridge shows it, and the decision reaches the agent under
+/// that key.
+#[tokio::test]
+async fn a_request_lost_in_flight_is_recovered_from_history() {
+    use futures_util::StreamExt;
+    use std::sync::{Arc, Mutex};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    // The agent's WebSocket: records every command, sends nothing (the frame was lost).
+    let ws = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let ws_addr = ws.local_addr().unwrap();
+    let received: Arc<Mutex<Vec<serde_json::Value>>> = Arc::default();
+    let log = received.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = ws.accept().await {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let Ok(mut socket) = tokio_tungstenite::accept_async(stream).await else { return };
+                while let Some(Ok(frame)) = socket.next().await {
+                    if let Ok(command) = serde_json::from_str(frame.to_text().unwrap_or_default()) {
+                        log.lock().unwrap().push(command);
+                    }
+                }
+            });
+        }
+    });
+    // Its history: the request still waiting.
+    let history = json!([{"role":"assistant","display_type":"content","content":[{"type":"approval_request",
+        "approval_key":"lost_1","isResolved":false,
+        "actionRequests":[{"name":"execute_trade","args":{"symbol":"VNM","quantity":100}}],
+        "reviewConfigs":[{"action_name":"execute_trade","allowed_decisions":["approve","reject"]}]}]}])
+    .to_string();
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http_addr = http.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = http.accept().await {
+            let body = history.clone();
+            tokio::spawn(async move {
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request).await;
+                let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                let _ = stream.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+
+    let sim = start_sim(60).await; // unused; `settings` wants one
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("ws://{ws_addr}/ws/{{session_id}}");
+    let history_url = format!("http://{http_addr}/sessions/{{session_id}}/history");
+    let mut bridge = Bridge::start(&settings(&sim, &dir, &[("backend.url", &url), ("backend.history_url", &history_url)])).await;
+    bridge.send("are you there?").await;
+    bridge.expect("execute_trade? [a]pprove").await;
+    let shown = bridge.wait_pending().await;
+    assert_eq!(shown.approval_key(), "lost_1");
+    bridge.send("a").await;
+    let approval = wait_until(|| async { received.lock().unwrap().iter().find(|c| c["type"] == "approval").cloned() }).await;
+    assert_eq!(approval, json!({"type":"approval","session_id":shown.session_id,"approval_key":"lost_1","decisions":[{"type":"approve"}]}));
+    stop(bridge, sim).await;
+}

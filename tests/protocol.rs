@@ -301,7 +301,7 @@ fn every_fixture_parses_into_its_type() {
 #[test]
 fn history_message_carries_the_submitted_answers() {
     let message: HistoryMessage = serde_json::from_value(fixture("seed000/09_history_resolved_question_message.json")).unwrap();
-    let [HistoryBlock::ApprovalRequest { approval_key, is_resolved, action_requests, submitted_answers, submitted_decisions }] =
+    let [HistoryBlock::ApprovalRequest { approval_key, is_resolved, action_requests, submitted_answers, submitted_decisions, .. }] =
         message.content.as_slice()
     else {
         panic!("{message:?}")

@@ -1,6 +1,7 @@
 //! The JSON shapes of history entries (seed 000 format, `GET /sessions/{id}/history`):
 //! user messages, assistant texts and approval requests, plus marking a request resolved.
-//! `approval_key` on a request entry is this simulator's extension; the seed lacks it.
+//! `approval_key` and `reviewConfigs` on a request entry are this simulator's extensions;
+//! the seed lacks them.
 
 use serde_json::{Value, json};
 
@@ -18,7 +19,7 @@ pub(crate) fn assistant_text(text: &str, is_final: bool) -> Value {
     json!({"role": "assistant", "content": [block], "display_type": "content"})
 }
 
-pub(crate) fn approval_request(key: &str, actions: &[Value]) -> Value {
+pub(crate) fn approval_request(key: &str, actions: &[Value], review_configs: &[Value]) -> Value {
     json!({
         "role": "assistant",
         "content": [{
@@ -26,6 +27,7 @@ pub(crate) fn approval_request(key: &str, actions: &[Value]) -> Value {
             "approval_key": key,
             "isResolved": false,
             "actionRequests": actions,
+            "reviewConfigs": review_configs,
         }],
         "display_type": "content",
     })

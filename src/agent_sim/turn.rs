@@ -114,7 +114,7 @@ impl Turn {
             let key = format!("{}_{}", self.session_id, s.last_key);
             let history_pos = s.history.len();
             s.history
-                .push(history::approval_request(&key, &request.actions));
+                .push(history::approval_request(&key, &request.actions, &request.review_configs));
             s.pending.insert(
                 key.clone(),
                 Pending {

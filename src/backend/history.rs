@@ -4,12 +4,15 @@
 //! the requested actions (history may add fields to the args, e.g. `answers`).
 //!
 //! [`reconcile`] runs after every (re)connect: it reads the history, drops queued
-//! replies the backend already has, and reports the rest to the engine.
+//! replies the backend already has, and reports the rest to the engine. A request the
+//! history shows still waiting, with its `approval_key`, is reported too: the bridge
+//! may have died between the backend sending it and storing it, and the engine shows
+//! it unless it already knows the key.
 
 use serde_json::Value;
 
 use super::SessionUpdate;
-use crate::interaction::Interaction;
+use crate::interaction::{Interaction, Request, RequestBuilder, TimeoutDefaults};
 use crate::protocol::{ActionRequest, Command, HistoryBlock, HistoryMessage, Reply};
 use crate::store::{Store, StoreError};
 
@@ -18,7 +21,13 @@ use crate::store::{Store, StoreError};
 /// already has. Those replies are dropped from the outbox first, so they are not sent
 /// twice. A history that cannot be read is logged and skipped: the connection goes
 /// on without it, and every unproven command is sent again.
-pub async fn reconcile(store: &Store, http: &reqwest::Client, template: &str, session_id: &str) -> Result<Vec<SessionUpdate>, StoreError> {
+pub async fn reconcile(
+    store: &Store,
+    http: &reqwest::Client,
+    template: &str,
+    session_id: &str,
+    defaults: TimeoutDefaults,
+) -> Result<Vec<SessionUpdate>, StoreError> {
     let url = template.replace("{session_id}", session_id);
     let messages: Vec<HistoryMessage> = match fetch(http, &url).await {
         Ok(messages) => messages,
@@ -27,13 +36,13 @@ pub async fn reconcile(store: &Store, http: &reqwest::Client, template: &str, se
             return Ok(Vec::new());
         }
     };
+    let mut updates: Vec<SessionUpdate> = waiting_requests(&messages, defaults).into_iter().map(SessionUpdate::Request).collect();
     let resolved = resolved_requests(messages);
-    if resolved.is_empty() {
-        return Ok(Vec::new());
+    if !resolved.is_empty() {
+        let delivered = drop_answered_commands(store, session_id, &resolved).await?;
+        updates.push(SessionUpdate::ResolvedInHistory(resolved));
+        updates.extend(delivered.into_iter().map(|approval_key| SessionUpdate::Delivered { approval_key }));
     }
-    let delivered = drop_answered_commands(store, session_id, &resolved).await?;
-    let mut updates = vec![SessionUpdate::ResolvedInHistory(resolved)];
-    updates.extend(delivered.into_iter().map(|approval_key| SessionUpdate::Delivered { approval_key }));
     Ok(updates)
 }
 
@@ -59,6 +68,26 @@ async fn drop_answered_commands(store: &Store, session_id: &str, resolved: &[His
     Ok(delivered)
 }
 
+/// Requests the history shows still waiting, as requests to show. Only those with an
+/// `approval_key`: without it a reply could not name the request. Their deadline starts
+/// now (history does not say when they were asked); without `reviewConfigs` every
+/// action allows approve, edit and reject.
+pub fn waiting_requests(messages: &[HistoryMessage], defaults: TimeoutDefaults) -> Vec<Request> {
+    messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|block| match block {
+            HistoryBlock::ApprovalRequest { approval_key: Some(key), is_resolved: false, action_requests, review_configs, .. } => {
+                RequestBuilder::start(key, action_requests.clone(), review_configs.clone(), None)
+                    .finish(defaults)
+                    .inspect_err(|e| tracing::warn!(approval_key = %key, error = %e, "history shows a waiting request the bridge cannot show"))
+                    .ok()
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// A request the history marks `isResolved`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistoryResolution {
@@ -72,7 +101,7 @@ pub fn resolved_requests(messages: Vec<HistoryMessage>) -> Vec<HistoryResolution
         .into_iter()
         .flat_map(|m| m.content)
         .filter_map(|block| match block {
-            HistoryBlock::ApprovalRequest { approval_key, is_resolved: true, action_requests, submitted_answers, submitted_decisions } => {
+            HistoryBlock::ApprovalRequest { approval_key, is_resolved: true, action_requests, submitted_answers, submitted_decisions, .. } => {
                 let reply = match (submitted_decisions, submitted_answers) {
                     (Some(decisions), _) => Some(Reply::Decisions { decisions, user_edit_content: None }),
                     (None, Some(answers)) => Some(Reply::Answers { answers }),
@@ -123,7 +152,6 @@ fn args_contained(ours: &Value, theirs: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::interaction::{RequestBuilder, TimeoutDefaults};
     use crate::protocol::Delta;
 
     fn seed_interaction() -> Interaction {
@@ -132,6 +160,27 @@ mod tests {
         let mut b = RequestBuilder::start("session-id_1", vec![], vec![], None);
         b.apply_delta(Delta { ..delta });
         Interaction::new("i1".into(), "session-id".into(), b.finish(TimeoutDefaults::default()).unwrap(), None, 0)
+    }
+
+    #[test]
+    fn a_waiting_request_with_its_key_is_recovered_and_others_are_not() {
+        let messages: Vec<HistoryMessage> = serde_json::from_value(serde_json::json!([
+            {"role":"assistant","content":[{"type":"approval_request","approval_key":"s_1","isResolved":false,
+                "actionRequests":[{"name":"execute_trade","args":{"symbol":"VNM"}}],
+                "reviewConfigs":[{"action_name":"execute_trade","allowed_decisions":["approve","reject"]}]}]},
+            {"role":"assistant","content":[{"type":"approval_request","isResolved":false,
+                "actionRequests":[{"name":"no_key","args":{}}]}]},
+            {"role":"assistant","content":[{"type":"approval_request","approval_key":"s_2","isResolved":true,
+                "actionRequests":[{"name":"done","args":{}}]}]},
+            {"role":"assistant","content":[{"type":"approval_request","approval_key":"s_3","isResolved":false,"actionRequests":[]}]}
+        ]))
+        .unwrap();
+        let waiting = waiting_requests(&messages, TimeoutDefaults::default());
+        assert_eq!(waiting.len(), 1, "{waiting:?}");
+        assert_eq!(waiting[0].approval_key, "s_1");
+        let action = &waiting[0].actions()[0];
+        assert_eq!((action.name.as_str(), &action.args), ("execute_trade", &serde_json::json!({"symbol":"VNM"})));
+        assert_eq!(action.allowed, vec![crate::protocol::DecisionType::Approve, crate::protocol::DecisionType::Reject]);
     }
 
     #[test]

@@ -103,6 +103,8 @@ impl Received {
 pub struct SessionOptions {
     /// GET endpoint in seed 000 history format, `{session_id}` replaced.
     pub history_url: Option<String>,
+    /// Deadlines for requests recovered from history (see [`history::reconcile`]).
+    pub defaults: crate::interaction::TimeoutDefaults,
     pub reconnect_max: Duration,
     /// An idle session (no open turn, nothing pending, nothing queued, nothing in
     /// flight) closes its connection after this long.
@@ -259,7 +261,7 @@ async fn has_work<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Si
 /// `options.idle_close`. Outbox deliveries are triggered by `wake` and by a slow poll.
 async fn pump<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals, state: &mut T::State, mut link: T::Link) -> Result<(), LinkError> {
     if let Some(template) = &inner.options.history_url {
-        for update in history::reconcile(&inner.store, &inner.http, template, session_id).await? {
+        for update in history::reconcile(&inner.store, &inner.http, template, session_id, inner.options.defaults).await? {
             send_update(inner, session_id, update).await?;
         }
     }

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use super::command::{Answers, Decision};
-use super::event::ActionRequest;
+use super::event::{ActionRequest, ReviewConfig};
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct HistoryMessage {
@@ -26,6 +26,10 @@ pub enum HistoryBlock {
         is_resolved: bool,
         #[serde(default, rename = "actionRequests")]
         action_requests: Vec<ActionRequest>,
+        /// Not in the seed format either: with `approval_key`, it lets the bridge show a
+        /// request it never received (the stream's `review_configs` objects).
+        #[serde(default, rename = "reviewConfigs")]
+        review_configs: Vec<ReviewConfig>,
         #[serde(default, rename = "submittedAnswers")]
         submitted_answers: Option<Answers>,
         #[serde(default, rename = "submittedDecisions")]
