@@ -427,7 +427,10 @@ impl Link for LangGraphLink {
                 // Nothing streams until the next command; `send` fills `ready`.
                 std::future::pending::<()>().await;
             }
-            let updates = match self.runs.next().await? {
+            // `None`: every run stream has ended. The link stays open (the thread is
+            // still there); closing it would reconnect and re-read the thread for nothing.
+            let Some(chunk) = self.runs.next().await else { continue };
+            let updates = match chunk {
                 RunChunk::Bytes(n, bytes) => self.chunk(n, &bytes, translator),
                 RunChunk::End(n) => {
                     let failed = self.streams.remove(&n).is_some_and(|s| s.failed);
