@@ -181,7 +181,7 @@ impl Harness {
         .expect("settings");
         settings.access.users = vec![format!("telegram:{}", anh().id)];
         let chat = fake.private_chat(&anh());
-        let app = App::start(&settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge starts");
+        let app = support::start_headless(&settings).await;
         let store = Store::connect(&store_url).await.expect("store");
         Harness { os, fake, settings, app: Some(app), store, chat, _dir: dir }
     }
@@ -190,35 +190,13 @@ impl Harness {
         if let Some(app) = self.app.take() {
             app.stop().await;
         }
-        let app = App::start(&self.settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge restarts");
+        let app = support::start_headless(&self.settings).await;
         self.app = Some(app);
     }
 
     /// Anh's chat with the bot.
     fn person(&self) -> TelegramChat<'_> {
         TelegramChat { fake: &self.fake, chat: self.chat, user: anh() }
-    }
-
-    fn say(&self, text: &str) {
-        self.person().say(text)
-    }
-
-    async fn message_with(&self, needle: &str) -> Value {
-        self.person().message_with(needle).await
-    }
-
-    async fn message_shows(&self, id: i64, needle: &str) -> Value {
-        self.person().message_shows(id, needle).await
-    }
-
-    async fn click(&self, id: i64, label: &str) -> Value {
-        self.person().click(id, label).await
-    }
-
-    async fn reply_to_prompt(&self, needle: &str, text: &str) {
-        let prompt = self.message_with(needle).await;
-        let prompt_id = prompt["message_id"].as_i64().expect("id");
-        self.fake.push_message(self.chat, &anh(), text, None, Some(prompt_id));
     }
 
     /// The one pending interaction: its session (= the AgentOS session) and run id.
@@ -257,8 +235,8 @@ async fn approve_runs_the_tool_and_the_model_sees_its_result() {
     let Some(os) = agent_os() else { return };
     let h = Harness::start(os).await;
     let target = unique("prod");
-    h.say(&format!("please deploy {target}"));
-    let m = h.message_with("deploy").await;
+    h.person().say(&format!("please deploy {target}"));
+    let m = h.person().message_with("deploy").await;
     assert!(m["text"].as_str().unwrap().contains(&target), "the args are shown: {}", m["text"]);
     let (interaction, session, run_id) = h.pending().await;
     assert!(interaction.approval_key().starts_with(&format!("{run_id}:call_")), "{}", interaction.approval_key());
@@ -266,8 +244,8 @@ async fn approve_runs_the_tool_and_the_model_sees_its_result() {
     assert_eq!(paused["status"], "PAUSED");
     assert_eq!(paused["user_id"], "telegram:4242", "the run knows who asked");
 
-    h.click(id_of(&m), "Approve").await;
-    h.message_with(&format!("model saw: deployed to {target}")).await;
+    h.person().click(id_of(&m), "Approve").await;
+    h.person().message_with(&format!("model saw: deployed to {target}")).await;
     let run = h.os.run_with_status(&session, &run_id, "COMPLETED").await;
     assert_eq!(run["tools"][0]["confirmed"], json!(true));
     assert_eq!(run["tools"][0]["result"], json!(format!("deployed to {target}")));
@@ -275,7 +253,7 @@ async fn approve_runs_the_tool_and_the_model_sees_its_result() {
     assert_eq!(seen, vec![json!({"tool_call_id": run["tools"][0]["tool_call_id"], "content": format!("deployed to {target}")})]);
     // The continue was sent once: one call before the pause, one after.
     assert_eq!(h.os.model_requests(&target).await.len(), 2);
-    let done = h.message_shows(id_of(&m), "✅ Approve by Anh").await;
+    let done = h.person().message_shows(id_of(&m), "✅ Approve by Anh").await;
     assert!(done.get("reply_markup").is_none(), "the buttons are gone: {done}");
     h.finish(false).await;
 }
@@ -286,13 +264,13 @@ async fn comment_rejects_with_a_note_the_model_reads() {
     let Some(os) = agent_os() else { return };
     let h = Harness::start(os).await;
     let target = unique("db");
-    h.say(&format!("deploy {target}"));
-    let m = h.message_with("deploy").await;
+    h.person().say(&format!("deploy {target}"));
+    let m = h.person().message_with("deploy").await;
     let (_, session, run_id) = h.pending().await;
-    h.click(id_of(&m), "Comment").await;
+    h.person().click(id_of(&m), "Comment").await;
     let note = format!("not on friday, {target}");
-    h.reply_to_prompt("Reply with your comment", &note).await;
-    h.message_with(&format!("model saw: {note}")).await;
+    h.person().reply_to_prompt("Reply with your comment", &note).await;
+    h.person().message_with(&format!("model saw: {note}")).await;
     let run = h.os.run_with_status(&session, &run_id, "COMPLETED").await;
     assert_eq!(run["tools"][0]["confirmed"], json!(false));
     assert_eq!(run["tools"][0]["confirmation_note"], json!(note));
@@ -307,16 +285,16 @@ async fn two_tool_calls_get_one_decision_each() {
     let Some(os) = agent_os() else { return };
     let h = Harness::start(os).await;
     let (a, b) = (unique("a"), unique("b"));
-    h.say(&format!("deploy {a} and {b}"));
-    let m = h.message_with(&b).await;
+    h.person().say(&format!("deploy {a} and {b}"));
+    let m = h.person().message_with(&b).await;
     let (_, session, run_id) = h.pending().await;
     let id = id_of(&m);
-    h.click(id, "Approve #1").await;
-    h.message_shows(id, "→ ✅").await;
-    h.click(id, "Reject #2").await;
-    h.message_shows(id, "→ ❌").await;
-    h.click(id, "Submit").await;
-    h.message_with(&format!("model saw: deployed to {a} | Function call was rejected by the user")).await;
+    h.person().click(id, "Approve #1").await;
+    h.person().message_shows(id, "→ ✅").await;
+    h.person().click(id, "Reject #2").await;
+    h.person().message_shows(id, "→ ❌").await;
+    h.person().click(id, "Submit").await;
+    h.person().message_with(&format!("model saw: deployed to {a} | Function call was rejected by the user")).await;
     let run = h.os.run_with_status(&session, &run_id, "COMPLETED").await;
     let tools: Vec<_> = run["tools"].as_array().unwrap().iter().map(|t| (t["tool_args"]["target"].clone(), t["confirmed"].clone())).collect();
     assert_eq!(tools, vec![(json!(a), json!(true)), (json!(b), json!(false))]);
@@ -331,25 +309,25 @@ async fn user_feedback_questions_reach_ask_user_as_selected_options() {
     let Some(os) = agent_os() else { return };
     let h = Harness::start(os).await;
     let word = unique("trip");
-    h.say(&format!("plan a {word}"));
-    let q = h.message_with("[1/2]").await;
+    h.person().say(&format!("plan a {word}"));
+    let q = h.person().message_with("[1/2]").await;
     let id = id_of(&q);
     assert!(q["text"].as_str().unwrap().contains("Which activities do you want?"), "{}", q["text"]);
     let (_, session, run_id) = h.pending().await;
-    h.click(id, "Hiking").await;
-    h.message_shows(id, "→ Hiking").await;
-    h.click(id, "Museums, galleries").await;
-    h.message_shows(id, "→ Hiking, Museums, galleries").await;
-    h.click(id, "Other").await;
-    h.reply_to_prompt("Reply with your answer", "Cooking class").await;
-    h.message_shows(id, "→ Hiking, Museums, galleries, Cooking class").await;
-    h.click(id, "Done").await;
-    h.message_shows(id, "[2/2]").await;
-    h.click(id, "Low").await;
-    h.message_shows(id, "Your answers").await;
-    h.click(id, "Submit").await;
+    h.person().click(id, "Hiking").await;
+    h.person().message_shows(id, "→ Hiking").await;
+    h.person().click(id, "Museums, galleries").await;
+    h.person().message_shows(id, "→ Hiking, Museums, galleries").await;
+    h.person().click(id, "Other").await;
+    h.person().reply_to_prompt("Reply with your answer", "Cooking class").await;
+    h.person().message_shows(id, "→ Hiking, Museums, galleries, Cooking class").await;
+    h.person().click(id, "Done").await;
+    h.person().message_shows(id, "[2/2]").await;
+    h.person().click(id, "Low").await;
+    h.person().message_shows(id, "Your answers").await;
+    h.person().click(id, "Submit").await;
 
-    h.message_with("model saw: User feedback received").await;
+    h.person().message_with("model saw: User feedback received").await;
     let run = h.os.run_with_status(&session, &run_id, "COMPLETED").await;
     let schema = &run["tools"][0]["user_feedback_schema"];
     assert_eq!(schema[0]["selected_options"], json!(["Hiking", "Museums, galleries", "Cooking class"]));
@@ -369,12 +347,12 @@ async fn a_paused_run_is_answered_after_a_bridge_restart() {
     let Some(os) = agent_os() else { return };
     let mut h = Harness::start(os).await;
     let target = unique("edge");
-    h.say(&format!("deploy {target}"));
-    let m = h.message_with("deploy").await;
+    h.person().say(&format!("deploy {target}"));
+    let m = h.person().message_with("deploy").await;
     let (_, session, run_id) = h.pending().await;
     h.restart_bridge().await;
-    h.click(id_of(&m), "Approve").await;
-    h.message_with(&format!("model saw: deployed to {target}")).await;
+    h.person().click(id_of(&m), "Approve").await;
+    h.person().message_with(&format!("model saw: deployed to {target}")).await;
     let run = h.os.run_with_status(&session, &run_id, "COMPLETED").await;
     assert_eq!(run["tools"][0]["confirmed"], json!(true));
     assert_eq!(h.os.model_requests(&target).await.len(), 2, "continued exactly once");
@@ -388,13 +366,13 @@ async fn an_answer_agentos_cannot_take_is_reported_in_the_chat() {
     let Some(os) = agent_os() else { return };
     let h = Harness::start(os).await;
     let target = unique("gone");
-    h.say(&format!("deploy {target}"));
-    let m = h.message_with("deploy").await;
+    h.person().say(&format!("deploy {target}"));
+    let m = h.person().message_with("deploy").await;
     let (_, session, run_id) = h.pending().await;
     let deleted = reqwest::Client::new().delete(format!("{}/sessions/{session}", os.url)).send().await.expect("DELETE");
     assert!(deleted.status().is_success(), "{}", deleted.status());
-    h.click(id_of(&m), "Approve").await;
-    h.message_with(&format!("AgentOS no longer has run {run_id}")).await;
+    h.person().click(id_of(&m), "Approve").await;
+    h.person().message_with(&format!("AgentOS no longer has run {run_id}")).await;
     assert_eq!(h.os.model_requests(&target).await.len(), 1, "the model was not called again");
     h.finish(false).await;
 }
@@ -407,11 +385,11 @@ async fn cancel_cancels_the_waiting_run() {
     let Some(os) = agent_os() else { return };
     let h = Harness::start(os).await;
     let target = unique("cancel");
-    h.say(&format!("deploy {target}"));
-    let m = h.message_with("deploy").await;
+    h.person().say(&format!("deploy {target}"));
+    let m = h.person().message_with("deploy").await;
     let (_, session, run_id) = h.pending().await;
-    h.say("/cancel");
-    h.message_shows(id_of(&m), "Cancelled").await;
+    h.person().say("/cancel");
+    h.person().message_shows(id_of(&m), "Cancelled").await;
     // The cancel command leaves the outbox once AgentOS answered it.
     wait_until(|| async { h.store.outbox_for_session(&session).await.expect("outbox").is_empty().then_some(()) }).await;
     let run = h.os.run(&session, &run_id).await;

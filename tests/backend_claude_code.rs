@@ -155,7 +155,7 @@ impl Harness {
     }
 
     async fn start_bridge(&mut self) {
-        let app = App::start(&self.settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge starts");
+        let app = support::start_headless(&self.settings).await;
         self.app = Some(app);
     }
 
@@ -176,29 +176,6 @@ impl Harness {
     /// Thao's chat with the bot.
     fn person(&self) -> TelegramChat<'_> {
         TelegramChat { fake: &self.fake, chat: self.chat, user: thao() }
-    }
-
-    fn say(&self, text: &str) {
-        self.person().say(text)
-    }
-
-    /// Waits for a bot message whose text contains `needle`.
-    async fn message_with(&self, needle: &str) -> Value {
-        self.person().message_with(needle).await
-    }
-
-    async fn message_shows(&self, id: i64, needle: &str) -> Value {
-        self.person().message_shows(id, needle).await
-    }
-
-    async fn click(&self, id: i64, label: &str) -> Value {
-        self.person().click(id, label).await
-    }
-
-    /// Answers the newest ForceReply prompt containing `needle`.
-    async fn reply_to_prompt(&self, needle: &str, text: &str) {
-        let prompt = self.message_with(needle).await;
-        self.fake.push_message(self.chat, &thao(), text, None, Some(id_of(&prompt)));
     }
 
     async fn finish(mut self) {
@@ -249,15 +226,15 @@ async fn approve_runs_the_tool_and_the_model_sees_its_output() {
         [{"text": "Done: the file says approved."}],
     ]))
     .await;
-    h.say(&format!("{key}: write the file"));
-    h.message_with("I will write the file.").await;
-    let request = h.message_with("cat out.txt").await;
+    h.person().say(&format!("{key}: write the file"));
+    h.person().message_with("I will write the file.").await;
+    let request = h.person().message_with("cat out.txt").await;
     let text = request["text"].as_str().unwrap();
     assert!(text.contains("echo approved &gt; out.txt &amp;&amp; cat out.txt"), "{text}");
     assert!(text.contains("Write out.txt"), "the description is shown: {text}");
-    assert_eq!(h.click(id_of(&request), "Approve").await["text"], "Decision saved");
-    h.message_shows(id_of(&request), "✅ Approve").await;
-    h.message_with("Done: the file says approved.").await;
+    assert_eq!(h.person().click(id_of(&request), "Approve").await["text"], "Decision saved");
+    h.person().message_shows(id_of(&request), "✅ Approve").await;
+    h.person().message_with("Done: the file says approved.").await;
     let result = tool_result(h.model, &key, &id).await;
     assert_eq!(result_text(&result), "approved");
     assert_ne!(result["is_error"], true, "{result}");
@@ -276,11 +253,11 @@ async fn edit_runs_the_tool_with_the_edited_input() {
         [{"text": "Edited run finished."}],
     ]))
     .await;
-    h.say(&format!("{key}: write it"));
-    let request = h.message_with("echo original").await;
-    h.click(id_of(&request), "Edit").await;
-    h.reply_to_prompt("Reply with the new arguments as a JSON object.", r#"{"command":"echo edited > out.txt && cat out.txt","description":"Write the edited file"}"#).await;
-    h.message_with("Edited run finished.").await;
+    h.person().say(&format!("{key}: write it"));
+    let request = h.person().message_with("echo original").await;
+    h.person().click(id_of(&request), "Edit").await;
+    h.person().reply_to_prompt("Reply with the new arguments as a JSON object.", r#"{"command":"echo edited > out.txt && cat out.txt","description":"Write the edited file"}"#).await;
+    h.person().message_with("Edited run finished.").await;
     let result = tool_result(h.model, &key, &id).await;
     assert_eq!(result_text(&result), "edited");
     assert_eq!(std::fs::read_to_string(h.work_dir().join("out.txt")).unwrap(), "edited\n");
@@ -300,17 +277,17 @@ async fn reject_and_comment_deny_with_a_message() {
         [{"text": "Understood, nothing was written."}],
     ]))
     .await;
-    h.say(&format!("{key}: write two files"));
-    let request = h.message_with("First write").await;
-    h.click(id_of(&request), "Reject").await;
+    h.person().say(&format!("{key}: write two files"));
+    let request = h.person().message_with("First write").await;
+    h.person().click(id_of(&request), "Reject").await;
     let result = tool_result(h.model, &key, &first).await;
     assert_eq!(result_text(&result), "Not now, says the bridge.");
     assert_eq!(result["is_error"], true);
 
-    let request = h.message_with("Second write").await;
-    h.click(id_of(&request), "Comment").await;
-    h.reply_to_prompt("Reply with your comment.", "Use the staging bucket instead.").await;
-    h.message_with("Understood, nothing was written.").await;
+    let request = h.person().message_with("Second write").await;
+    h.person().click(id_of(&request), "Comment").await;
+    h.person().reply_to_prompt("Reply with your comment.", "Use the staging bucket instead.").await;
+    h.person().message_with("Understood, nothing was written.").await;
     let result = tool_result(h.model, &key, &second).await;
     assert_eq!(result_text(&result), "Use the staging bucket instead.");
     assert_eq!(result["is_error"], true);
@@ -337,20 +314,20 @@ async fn ask_user_question_multi_select_and_free_text_answers() {
         [{"text": "Thanks for choosing."}],
     ]))
     .await;
-    h.say(&format!("{key}: ask me"));
-    let m = h.message_with("Which colours?").await;
+    h.person().say(&format!("{key}: ask me"));
+    let m = h.person().message_with("Which colours?").await;
     let id_q = id_of(&m);
-    h.click(id_q, "Red").await;
-    h.message_shows(id_q, "→ Red").await;
-    h.click(id_q, "Green").await;
-    h.message_shows(id_q, "→ Red, Green").await;
-    h.click(id_q, "Done").await;
-    h.message_shows(id_q, "Which size?").await;
-    h.click(id_q, "Other").await;
-    h.reply_to_prompt("Reply with your answer", "Medium").await;
-    h.message_shows(id_q, "Your answers").await;
-    h.click(id_q, "Submit").await;
-    h.message_with("Thanks for choosing.").await;
+    h.person().click(id_q, "Red").await;
+    h.person().message_shows(id_q, "→ Red").await;
+    h.person().click(id_q, "Green").await;
+    h.person().message_shows(id_q, "→ Red, Green").await;
+    h.person().click(id_q, "Done").await;
+    h.person().message_shows(id_q, "Which size?").await;
+    h.person().click(id_q, "Other").await;
+    h.person().reply_to_prompt("Reply with your answer", "Medium").await;
+    h.person().message_shows(id_q, "Your answers").await;
+    h.person().click(id_q, "Submit").await;
+    h.person().message_with("Thanks for choosing.").await;
     // Claude Code words the result around the answers (the wording changes with
     // the answers, e.g. typed text); the answers are what the bridge sent.
     let result = result_text(&tool_result(h.model, &key, &id).await);
@@ -367,12 +344,12 @@ async fn the_conversation_survives_a_process_restart() {
     let (first, second) = (unique("first"), unique("second"));
     script(h.model, &first, json!([[{"text": "First answer."}]])).await;
     script(h.model, &second, json!([[{"text": "Second answer."}]])).await;
-    h.say(&format!("{first}: hello"));
-    h.message_with("First answer.").await;
+    h.person().say(&format!("{first}: hello"));
+    h.person().message_with("First answer.").await;
     assert!(!processes_in(&h.work_dir()).is_empty(), "Claude Code runs in the work dir");
     wait_until(|| async { processes_in(&h.work_dir()).is_empty().then_some(()) }).await;
-    h.say(&format!("{second}: again"));
-    h.message_with("Second answer.").await;
+    h.person().say(&format!("{second}: again"));
+    h.person().message_with("Second answer.").await;
     let requests = model_requests(h.model, &second).await;
     let history = requests[0]["messages"].to_string();
     assert!(history.contains(&format!("{first}: hello")) && history.contains("First answer."), "the resumed conversation: {history}");
@@ -392,12 +369,12 @@ async fn cancel_interrupts_the_turn_without_an_error() {
     let id = format!("toolu_{}", key.replace('-', "_"));
     script(h.model, &key, json!([[bash(&id, "echo never > never.txt", "Never written")]])).await;
     script(h.model, &next, json!([[{"text": "Back after the cancel."}]])).await;
-    h.say(&format!("{key}: start"));
-    let request = h.message_with("Never written").await;
-    h.say("/cancel");
-    h.message_shows(id_of(&request), "✖ Cancelled").await;
-    h.say(&format!("{next}: go on"));
-    h.message_with("Back after the cancel.").await;
+    h.person().say(&format!("{key}: start"));
+    let request = h.person().message_with("Never written").await;
+    h.person().say("/cancel");
+    h.person().message_shows(id_of(&request), "✖ Cancelled").await;
+    h.person().say(&format!("{next}: go on"));
+    h.person().message_with("Back after the cancel.").await;
     let history = model_requests(h.model, &next).await[0]["messages"].to_string();
     assert!(history.contains(&id), "the cancelled tool call is in the continued conversation: {history}");
     assert!(!h.work_dir().join("never.txt").exists());
@@ -417,15 +394,15 @@ async fn a_reply_after_a_bridge_restart_is_too_late_and_the_conversation_goes_on
     let id = format!("toolu_{}", key.replace('-', "_"));
     script(h.model, &key, json!([[bash(&id, "echo late > late.txt", "Late write")]])).await;
     script(h.model, &next, json!([[{"text": "Resumed after the restart."}]])).await;
-    h.say(&format!("{key}: start"));
-    let request = h.message_with("Late write").await;
+    h.person().say(&format!("{key}: start"));
+    let request = h.person().message_with("Late write").await;
     h.restart_bridge().await;
     // The pending request keeps the session connected: a new process starts.
     wait_until(|| async { (!processes_in(&h.work_dir()).is_empty()).then_some(()) }).await;
-    h.click(id_of(&request), "Approve").await;
-    h.message_shows(id_of(&request), "the agent timed out before this reached it").await;
-    h.say(&format!("{next}: go on"));
-    h.message_with("Resumed after the restart.").await;
+    h.person().click(id_of(&request), "Approve").await;
+    h.person().message_shows(id_of(&request), "the agent timed out before this reached it").await;
+    h.person().say(&format!("{next}: go on"));
+    h.person().message_with("Resumed after the restart.").await;
     let history = model_requests(h.model, &next).await[0]["messages"].to_string();
     assert!(history.contains(&format!("{key}: start")) && history.contains(&id), "the resumed conversation: {history}");
     assert!(!h.work_dir().join("late.txt").exists(), "the tool never ran");

@@ -93,7 +93,7 @@ impl Harness {
         };
         let mut h = h;
         h.chat = h.fake.private_chat(&lan());
-        h.app = Some(App::start(&settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge starts"));
+        h.app = Some(support::start_headless(&settings).await);
         Some(h)
     }
 
@@ -105,29 +105,6 @@ impl Harness {
     /// Lan's chat with the bot.
     fn person(&self) -> TelegramChat<'_> {
         TelegramChat { fake: &self.fake, chat: self.chat, user: lan() }
-    }
-
-    fn say(&self, text: &str) {
-        self.person().say(text)
-    }
-
-    /// The bot message whose text contains `needle` (waits for it).
-    async fn message_with(&self, needle: &str) -> Value {
-        self.person().message_with(needle).await
-    }
-
-    async fn message_shows(&self, id: i64, needle: &str) -> Value {
-        self.person().message_shows(id, needle).await
-    }
-
-    /// Clicks the first button whose label contains `label`; returns the toast.
-    async fn click(&self, id: i64, label: &str) -> Value {
-        self.person().click(id, label).await
-    }
-
-    async fn reply_to_prompt(&self, needle: &str, text: &str) {
-        let prompt = self.message_with(needle).await;
-        self.fake.push_message(self.chat, &lan(), text, None, prompt["message_id"].as_i64());
     }
 
     fn home(&self) -> PathBuf {
@@ -216,19 +193,19 @@ async fn approve_and_approve_for_session() {
     else {
         return;
     };
-    h.say("run the checks");
-    h.message_with("Let me check.").await;
-    let first = h.message_with("Run command `echo one`").await;
+    h.person().say("run the checks");
+    h.person().message_with("Let me check.").await;
+    let first = h.person().message_with("Run command `echo one`").await;
     assert_eq!(labels(&first), ["✅ Approve", "🔓 Approve for session", "❌ Reject", "💬 Comment"]);
     assert!(first["text"].as_str().unwrap().contains("\"command\": \"echo one\""), "{}", first["text"]);
-    h.click(id_of(&first), "Approve").await;
-    h.message_shows(id_of(&first), "✅ Approve by Lan").await;
+    h.person().click(id_of(&first), "Approve").await;
+    h.person().message_shows(id_of(&first), "✅ Approve by Lan").await;
     assert!(h.tool_result("tc-1").await["return_value"]["output"].as_str().unwrap().contains("one"));
 
-    let second = h.message_with("Run command `echo two`").await;
-    h.click(id_of(&second), "Approve for session").await;
-    h.message_shows(id_of(&second), "🔓 Approve for session by Lan").await;
-    h.message_with("All three ran.").await;
+    let second = h.person().message_with("Run command `echo two`").await;
+    h.person().click(id_of(&second), "Approve for session").await;
+    h.person().message_shows(id_of(&second), "🔓 Approve for session by Lan").await;
+    h.person().message_with("All three ran.").await;
     for (id, out) in [("tc-2", "two"), ("tc-3", "three")] {
         let result = h.tool_result(id).await;
         assert_eq!(result["return_value"]["is_error"], false, "{result}");
@@ -247,18 +224,18 @@ async fn reject_with_feedback_and_without() {
     let Some(h) = Harness::start(&[shell("tc-1", "rm -rf build"), shell("tc-2", "rm -rf dist"), text("never said")]).await else {
         return;
     };
-    h.say("clean up");
-    let first = h.message_with("Run command `rm -rf build`").await;
-    h.click(id_of(&first), "Comment").await;
-    h.reply_to_prompt("Reply with your comment.", "use git clean instead").await;
-    h.message_shows(id_of(&first), "by Lan").await;
+    h.person().say("clean up");
+    let first = h.person().message_with("Run command `rm -rf build`").await;
+    h.person().click(id_of(&first), "Comment").await;
+    h.person().reply_to_prompt("Reply with your comment.", "use git clean instead").await;
+    h.person().message_shows(id_of(&first), "by Lan").await;
     let rejected = h.tool_result("tc-1").await;
     assert_eq!(rejected["return_value"]["is_error"], true);
     assert_eq!(rejected["return_value"]["message"], "The tool call is rejected by the user. User feedback: use git clean instead");
 
-    let second = h.message_with("Run command `rm -rf dist`").await;
-    h.click(id_of(&second), "Reject").await;
-    h.message_shows(id_of(&second), "❌ Reject by Lan").await;
+    let second = h.person().message_with("Run command `rm -rf dist`").await;
+    h.person().click(id_of(&second), "Reject").await;
+    h.person().message_shows(id_of(&second), "❌ Reject by Lan").await;
     let rejected = h.tool_result("tc-2").await;
     assert_eq!(
         rejected["return_value"]["message"],
@@ -287,30 +264,30 @@ async fn questions_multi_select_and_dismissed() {
     else {
         return;
     };
-    h.say("ask me");
-    let q = h.message_with("[1/2] Colors").await;
+    h.person().say("ask me");
+    let q = h.person().message_with("[1/2] Colors").await;
     assert!(q["text"].as_str().unwrap().contains("Choose one or more, then press Done."), "{}", q["text"]);
     let id = id_of(&q);
-    h.click(id, "Red").await;
-    h.message_shows(id, "→ Red").await;
-    h.click(id, "Blue").await;
-    h.message_shows(id, "→ Red, Blue").await;
-    h.click(id, "Done").await;
-    h.message_shows(id, "[2/2]").await;
-    h.click(id, "There").await;
-    h.message_shows(id, "Your answers").await;
-    h.click(id, "Submit").await;
+    h.person().click(id, "Red").await;
+    h.person().message_shows(id, "→ Red").await;
+    h.person().click(id, "Blue").await;
+    h.person().message_shows(id, "→ Red, Blue").await;
+    h.person().click(id, "Done").await;
+    h.person().message_shows(id, "[2/2]").await;
+    h.person().click(id, "There").await;
+    h.person().message_shows(id, "Your answers").await;
+    h.person().click(id, "Submit").await;
     let answered = h.tool_result("tc-1").await;
     assert_eq!(answered["return_value"]["output"], r#"{"answers": {"Which colors?": "Red, Blue", "Where?": "There"}}"#);
 
-    let q2 = h.message_with("Deploy now?").await;
-    h.click(id_of(&q2), "Skip").await;
-    h.message_shows(id_of(&q2), "Your answers").await;
-    h.click(id_of(&q2), "Submit").await;
+    let q2 = h.person().message_with("Deploy now?").await;
+    h.person().click(id_of(&q2), "Skip").await;
+    h.person().message_shows(id_of(&q2), "Your answers").await;
+    h.person().click(id_of(&q2), "Submit").await;
     let dismissed = h.tool_result("tc-2").await;
     assert_eq!(dismissed["return_value"]["message"], "User dismissed the question without answering.");
     assert!(dismissed["return_value"]["output"].as_str().unwrap().starts_with(r#"{"answers": {}, "note": "#), "{dismissed}");
-    h.message_with("Thanks.").await;
+    h.person().message_with("Thanks.").await;
     h.finish().await;
 }
 
@@ -322,8 +299,8 @@ async fn killed_mid_turn_is_restarted_by_the_next_message() {
     let Some(h) = Harness::start(&[shell("tc-1", "echo slow")]).await else {
         return;
     };
-    h.say("start");
-    let approval = h.message_with("Run command `echo slow`").await;
+    h.person().say("start");
+    let approval = h.person().message_with("Run command `echo slow`").await;
     let pids = h.kimi_pids();
     assert_eq!(pids.len(), 1, "one kimi per session");
     // The next process reads a new script.
@@ -331,12 +308,12 @@ async fn killed_mid_turn_is_restarted_by_the_next_message() {
     let killed = std::process::Command::new("kill").args(["-KILL", &pids[0].to_string()]).status().expect("kill");
     assert!(killed.success());
 
-    h.message_with("The agent reported an error: kimi stopped unexpectedly (killed by signal 9); its open request can no longer be answered. Your next message starts it again.").await;
+    h.person().message_with("The agent reported an error: kimi stopped unexpectedly (killed by signal 9); its open request can no longer be answered. Your next message starts it again.").await;
     let ended = wait_until(|| async { h.fake.message(h.chat, id_of(&approval)).filter(|m| m.get("reply_markup").is_none()) }).await;
     assert!(ended["text"].as_str().unwrap().contains("Expired"), "{}", ended["text"]);
 
-    h.say("are you there?");
-    h.message_with("I am back.").await;
+    h.person().say("are you there?");
+    h.person().message_with("I am back.").await;
     let now = h.kimi_pids();
     assert_eq!(now.len(), 1);
     assert_ne!(now, pids, "a new process");
@@ -354,12 +331,12 @@ async fn an_unanswered_question_is_dismissed_at_its_deadline() {
     let Some(h) = Harness::start_with(&[tool_call("tc-1", "AskUserQuestion", ask), text("Not deploying then.")], &[("timeouts.question_secs", "2")]).await else {
         return;
     };
-    h.say("deploy?");
-    let q = h.message_with("Deploy now?").await;
+    h.person().say("deploy?");
+    let q = h.person().message_with("Deploy now?").await;
     let dismissed = h.tool_result("tc-1").await;
     assert_eq!(dismissed["return_value"]["message"], "User dismissed the question without answering.");
-    h.message_with("Not deploying then.").await;
-    let ended = h.message_shows(id_of(&q), "Expired").await;
+    h.person().message_with("Not deploying then.").await;
+    let ended = h.person().message_shows(id_of(&q), "Expired").await;
     assert!(ended.get("reply_markup").is_none(), "{ended}");
     h.finish().await;
 }
@@ -371,18 +348,18 @@ async fn cancel_ends_kimis_turn() {
     let Some(h) = Harness::start(&[shell("tc-1", "echo later"), text("A fresh turn.")]).await else {
         return;
     };
-    h.say("start");
-    let approval = h.message_with("Run command `echo later`").await;
-    h.say("/cancel");
-    let ended = h.message_shows(id_of(&approval), "Cancelled").await;
+    h.person().say("start");
+    let approval = h.person().message_with("Run command `echo later`").await;
+    h.person().say("/cancel");
+    let ended = h.person().message_shows(id_of(&approval), "Cancelled").await;
     assert!(ended.get("reply_markup").is_none(), "{ended}");
     // Kimi ended the turn without running the command.
     wait_until(|| async { (!kimi_records(&h.home(), "TurnEnd").is_empty()).then_some(()) }).await;
     assert!(kimi_records(&h.home(), "ToolResult").is_empty());
     // The tool status line shows the command did not run.
-    h.message_with("⚙ tools: Shell ✗").await;
-    h.say("again");
-    h.message_with("A fresh turn.").await;
+    h.person().message_with("⚙ tools: Shell ✗").await;
+    h.person().say("again");
+    h.person().message_with("A fresh turn.").await;
     let turns: Vec<Value> = kimi_records(&h.home(), "TurnBegin").into_iter().map(|t| t["user_input"].clone()).collect();
     assert_eq!(turns, [json!("start"), json!("again")]);
     h.finish().await;

@@ -114,7 +114,7 @@ impl Harness {
         .expect("settings");
         settings.access.users = vec![format!("telegram:{}", ann().id)];
         let chat = fake.private_chat(&ann());
-        let app = App::start(&settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge starts");
+        let app = support::start_headless(&settings).await;
         let store = Store::connect(&store_url).await.expect("store");
         Some(Harness { base, settings, fake, app: Some(app), store, chat, _dir: dir })
     }
@@ -124,22 +124,13 @@ impl Harness {
         if let Some(app) = self.app.take() {
             app.stop().await;
         }
-        let app = App::start(&self.settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge restarts");
+        let app = support::start_headless(&self.settings).await;
         self.app = Some(app);
     }
 
     /// Ann's chat with the bot.
     fn person(&self) -> TelegramChat<'_> {
         TelegramChat { fake: &self.fake, chat: self.chat, user: ann() }
-    }
-
-    fn say(&self, text: &str) {
-        self.person().say(text)
-    }
-
-    /// Waits for a bot message containing `needle`; fails with the chat's transcript.
-    async fn message_with(&self, needle: &str) -> Value {
-        self.person().message_with(needle).await
     }
 
     /// Waits for a request (a message with buttons) containing `needle`.
@@ -149,16 +140,6 @@ impl Harness {
         })
         .await;
         m["message_id"].as_i64().expect("message id")
-    }
-
-    async fn click(&self, id: i64, label: &str) -> Value {
-        self.person().click(id, label).await
-    }
-
-    /// Replies to the newest prompt containing `needle`.
-    async fn reply_to_prompt(&self, needle: &str, text: &str) {
-        let prompt = self.message_with(needle).await;
-        self.fake.push_message(self.chat, &ann(), text, None, prompt["message_id"].as_i64());
     }
 
     /// The LangGraph thread of this chat's session.
@@ -207,13 +188,13 @@ const EDIT_NOTICE: &str = "Note: a human reviewer replaced this tool call before
 #[tokio::test]
 async fn batched_edit_runs_the_tool_with_the_edited_args() {
     let Some(h) = Harness::start("agent").await else { return };
-    h.say("trade please");
+    h.person().say("trade please");
     let id = h.request_with("execute_trade").await;
     let request = h.fake.message(h.chat, id).unwrap();
     assert!(text_of(&request).contains("\"quantity\": 100"), "{}", text_of(&request));
-    h.click(id, "Edit").await;
-    h.reply_to_prompt("Reply with the new arguments as a JSON object.", r#"{"symbol":"VNM","quantity":50}"#).await;
-    h.message_with("done. execute_trade=success").await;
+    h.person().click(id, "Edit").await;
+    h.person().reply_to_prompt("Reply with the new arguments as a JSON object.", r#"{"symbol":"VNM","quantity":50}"#).await;
+    h.person().message_with("done. execute_trade=success").await;
 
     let tools = h.tool_messages(1).await;
     assert_eq!(tools.len(), 1, "{tools:?}");
@@ -232,14 +213,14 @@ async fn batched_edit_runs_the_tool_with_the_edited_args() {
 #[tokio::test]
 async fn batched_two_actions_approve_and_respond() {
     let Some(h) = Harness::start("agent").await else { return };
-    h.say("two things");
+    h.person().say("two things");
     let id = h.request_with("send_report").await;
-    h.click(id, "Approve #1").await;
-    h.click(id, "Comment #2").await;
-    h.reply_to_prompt("Reply with your comment.", "already sent by hand").await;
-    h.message_shows(id, "Comment").await;
-    h.click(id, "Submit").await;
-    h.message_with("execute_trade=success: bought 100 VNM").await;
+    h.person().click(id, "Approve #1").await;
+    h.person().click(id, "Comment #2").await;
+    h.person().reply_to_prompt("Reply with your comment.", "already sent by hand").await;
+    h.person().message_shows(id, "Comment").await;
+    h.person().click(id, "Submit").await;
+    h.person().message_with("execute_trade=success: bought 100 VNM").await;
 
     let tools = h.tool_messages(2).await;
     let expected = [
@@ -257,18 +238,18 @@ async fn batched_two_actions_approve_and_respond() {
 #[tokio::test]
 async fn questions_are_answered_with_a_respond_decision() {
     let Some(h) = Harness::start("agent").await else { return };
-    h.say("ask me");
+    h.person().say("ask me");
     let id = h.request_with(Q1).await;
-    h.click(id, "Cổ tức bền vững").await;
-    h.message_shows(id, Q2).await;
-    h.click(id, "Ngân hàng").await;
-    h.message_shows(id, "→ Ngân hàng").await;
-    h.click(id, "Bán lẻ").await;
-    h.message_shows(id, "→ Ngân hàng, Bán lẻ").await;
-    h.click(id, "Done").await;
-    h.message_shows(id, "Your answers").await;
-    h.click(id, "Submit").await;
-    h.message_with("done. ask_user_question=success").await;
+    h.person().click(id, "Cổ tức bền vững").await;
+    h.person().message_shows(id, Q2).await;
+    h.person().click(id, "Ngân hàng").await;
+    h.person().message_shows(id, "→ Ngân hàng").await;
+    h.person().click(id, "Bán lẻ").await;
+    h.person().message_shows(id, "→ Ngân hàng, Bán lẻ").await;
+    h.person().click(id, "Done").await;
+    h.person().message_shows(id, "Your answers").await;
+    h.person().click(id, "Submit").await;
+    h.person().message_with("done. ask_user_question=success").await;
 
     let tools = h.tool_messages(1).await;
     let (name, status, content) = &tools[0];
@@ -283,11 +264,11 @@ async fn questions_are_answered_with_a_respond_decision() {
 #[tokio::test]
 async fn per_call_interrupts_are_decided_one_by_one() {
     let Some(h) = Harness::start("agent_per_call").await else { return };
-    h.say("two things");
+    h.person().say("two things");
     let trade = h.request_with("execute_trade").await;
     let report = h.request_with("send_report").await;
     assert_ne!(trade, report);
-    h.click(trade, "Reject").await;
+    h.person().click(trade, "Reject").await;
     // The trade is answered; the report still waits, with the same interrupt id.
     let tools = h.tool_messages(1).await;
     assert_eq!(tools[0].0, "execute_trade");
@@ -299,8 +280,8 @@ async fn per_call_interrupts_are_decided_one_by_one() {
     assert_eq!(waiting[0]["value"]["name"], "send_report");
     assert_eq!(h.fake.bot_messages(h.chat).iter().filter(|m| text_of(m).contains("<b>send_report</b>")).count(), 1, "raised again, shown once");
 
-    h.click(report, "Approve").await;
-    h.message_with("send_report=success: report sent").await;
+    h.person().click(report, "Approve").await;
+    h.person().message_with("send_report=success: report sent").await;
     let tools = h.tool_messages(2).await;
     assert_eq!((tools[1].0.as_str(), tools[1].1.as_str(), tools[1].2.as_str()), ("send_report", "success", "report sent to ops@example.com"));
     assert_eq!(h.state().await["interrupts"], json!([]));
@@ -312,11 +293,11 @@ async fn per_call_interrupts_are_decided_one_by_one() {
 #[tokio::test]
 async fn a_refused_resume_is_reported_in_the_chat() {
     let Some(h) = Harness::start("agent_per_call").await else { return };
-    h.say("trade");
+    h.person().say("trade");
     let id = h.request_with("execute_trade").await;
-    h.click(id, "Edit").await;
-    h.reply_to_prompt("Reply with the new arguments as a JSON object.", r#"{"symbol":"VNM","quantity":"fifty"}"#).await;
-    let failure = h.message_with("The agent reported an error: ValidationError").await;
+    h.person().click(id, "Edit").await;
+    h.person().reply_to_prompt("Reply with the new arguments as a JSON object.", r#"{"symbol":"VNM","quantity":"fifty"}"#).await;
+    let failure = h.person().message_with("The agent reported an error: ValidationError").await;
     assert!(text_of(&failure).contains("quantity"), "{}", text_of(&failure));
     let state = h.state().await;
     let ran = state["values"]["messages"].as_array().unwrap().iter().any(|m| m["type"] == "tool");
@@ -329,7 +310,7 @@ async fn a_refused_resume_is_reported_in_the_chat() {
 #[tokio::test]
 async fn an_http_refusal_is_reported_and_not_resent() {
     let Some(h) = Harness::start("agent").await else { return };
-    h.say("trade");
+    h.person().say("trade");
     let id = h.request_with("execute_trade").await;
     let thread = h.thread_id().await;
     // Once the run is over (its stream closed), so the connection stays as it is.
@@ -341,8 +322,8 @@ async fn an_http_refusal_is_reported_and_not_resent() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let deleted = reqwest::Client::new().delete(format!("{}/threads/{thread}", h.base)).send().await.expect("delete");
     assert!(deleted.status().is_success());
-    h.click(id, "Approve").await;
-    let failure = h.message_with("LangGraph refused the decision for request").await;
+    h.person().click(id, "Approve").await;
+    let failure = h.person().message_with("LangGraph refused the decision for request").await;
     assert!(text_of(&failure).contains("HTTP 404"), "{}", text_of(&failure));
     tokio::time::sleep(Duration::from_secs(2)).await;
     let failures = h.fake.bot_messages(h.chat).iter().filter(|m| text_of(m).contains("LangGraph refused")).count();
@@ -355,11 +336,11 @@ async fn an_http_refusal_is_reported_and_not_resent() {
 #[tokio::test]
 async fn a_restarted_bridge_resumes_what_the_thread_still_waits_for() {
     let Some(mut h) = Harness::start("agent").await else { return };
-    h.say("trade");
+    h.person().say("trade");
     let id = h.request_with("execute_trade").await;
     h.restart_bridge().await;
-    h.click(id, "Approve").await;
-    h.message_with("done. execute_trade=success: bought 100 VNM").await;
+    h.person().click(id, "Approve").await;
+    h.person().message_with("done. execute_trade=success: bought 100 VNM").await;
     let tools = h.tool_messages(1).await;
     assert_eq!(tools, vec![("execute_trade".to_owned(), "success".to_owned(), "bought 100 VNM".to_owned())]);
     assert_eq!(h.fake.bot_messages(h.chat).iter().filter(|m| text_of(m).contains("<b>execute_trade</b>")).count(), 1, "shown once across the restart");
@@ -367,10 +348,6 @@ async fn a_restarted_bridge_resumes_what_the_thread_still_waits_for() {
 }
 
 impl Harness {
-    /// Waits until message `id` shows `needle`.
-    async fn message_shows(&self, id: i64, needle: &str) -> Value {
-        self.person().message_shows(id, needle).await
-    }
 }
 
 /// The example config loads as is; a bad `[langgraph]` key is named; the stream

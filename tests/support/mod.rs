@@ -105,6 +105,12 @@ impl Bridge {
     }
 }
 
+/// The bridge of `settings` without a console (chat platforms only), as the platform and
+/// backend tests run it.
+pub async fn start_headless(settings: &Settings) -> App {
+    App::start(settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("the bridge starts")
+}
+
 /// Polls `probe` until it yields something (or the test fails after [`WAIT`]).
 pub async fn wait_until<T, F, Fut>(mut probe: F) -> T
 where

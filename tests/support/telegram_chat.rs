@@ -1,6 +1,6 @@
 //! One person's chat with the bot on the fake Telegram, as the backend connector tests
 //! drive it: say something, wait for a message or an edit, click a button and get its
-//! toast. Include next to `support` and `fake_telegram`:
+//! toast, answer a prompt. Include next to `support` and `fake_telegram`:
 //! `#[path = "support/telegram_chat.rs"] mod telegram_chat;`.
 
 use std::time::Duration;
@@ -41,6 +41,12 @@ impl TelegramChat<'_> {
     /// Waits until message `id` (edited in place) shows `needle`.
     pub async fn message_shows(&self, id: i64, needle: &str) -> Value {
         wait_until(|| async { self.fake.message(self.chat, id).filter(|m| text_of(m).contains(needle)) }).await
+    }
+
+    /// Answers the newest ForceReply prompt containing `needle` with `text`.
+    pub async fn reply_to_prompt(&self, needle: &str, text: &str) {
+        let prompt = self.message_with(needle).await;
+        self.fake.push_message(self.chat, &self.user, text, None, prompt["message_id"].as_i64());
     }
 
     /// Clicks the first button of message `id` whose label contains `label`; returns
