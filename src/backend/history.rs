@@ -36,10 +36,16 @@ pub async fn reconcile(
             return Ok(Vec::new());
         }
     };
-    let mut updates: Vec<SessionUpdate> = waiting_requests(&messages, defaults).into_iter().map(SessionUpdate::Request).collect();
+    let session = store.interactions_in_session(session_id).await?;
+    // Only requests this bridge never stored; the engine would ignore the others anyway.
+    let mut updates: Vec<SessionUpdate> = waiting_requests(&messages, defaults)
+        .into_iter()
+        .filter(|request| !session.iter().any(|known| known.approval_key() == request.approval_key))
+        .map(SessionUpdate::Request)
+        .collect();
     let resolved = resolved_requests(messages);
     if !resolved.is_empty() {
-        let delivered = drop_answered_commands(store, session_id, &resolved).await?;
+        let delivered = drop_answered_commands(store, session_id, &session, &resolved).await?;
         updates.push(SessionUpdate::ResolvedInHistory(resolved));
         updates.extend(delivered.into_iter().map(|approval_key| SessionUpdate::Delivered { approval_key }));
     }
@@ -51,13 +57,12 @@ async fn fetch(http: &reqwest::Client, url: &str) -> Result<Vec<HistoryMessage>,
 }
 
 /// Returns the approval keys whose queued replies were dropped.
-async fn drop_answered_commands(store: &Store, session_id: &str, resolved: &[HistoryResolution]) -> Result<Vec<String>, StoreError> {
+async fn drop_answered_commands(store: &Store, session_id: &str, session: &[Interaction], resolved: &[HistoryResolution]) -> Result<Vec<String>, StoreError> {
     let mut delivered = Vec::new();
-    let session = store.interactions_in_session(session_id).await?;
     for (_, command) in store.outbox_for_session(session_id).await? {
         let Command::Approval { approval_key, .. } = command else { continue };
         let Some(interaction) = session.iter().find(|i| i.approval_key() == approval_key) else { continue };
-        if resolution_for(resolved, interaction, &session).is_some() {
+        if resolution_for(resolved, interaction, session).is_some() {
             let dropped = store.drop_outbox_for_key(session_id, &approval_key).await?;
             tracing::info!(%session_id, %approval_key, dropped, "history shows the backend has this decision; not re-sending");
             if dropped > 0 {
