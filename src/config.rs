@@ -284,12 +284,23 @@ impl Default for ConsoleSettings {
 #[serde(deny_unknown_fields, default)]
 pub struct LogSettings {
     pub filter: String,
+    /// `pretty` (for people) or `json` (one object per line, for log pipelines).
+    pub format: LogFormat,
 }
 
 impl Default for LogSettings {
     fn default() -> Self {
-        Self { filter: "info".into() }
+        Self { filter: "info".into(), format: LogFormat::Pretty }
     }
+}
+
+/// How log lines are written ([`crate::logging`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    #[default]
+    Pretty,
+    Json,
 }
 
 /// The key that signs button tokens. When unset, the bridge generates one on first

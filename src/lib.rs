@@ -19,6 +19,7 @@
 //! - [`platform`]: console, Telegram, Discord.
 //! - [`server`]: the HTTP listener (`/healthz`, `/readyz`, `/v1`).
 //! - [`pairing`]: approving pairing codes (CLI and admin chats).
+//! - [`logging`]: the log format (pretty or JSON lines) and the per-interaction span.
 //! - [`app`]: assembles all of it from [`config`]; `main` is the CLI.
 //! - [`agent_sim`]: a reference agent backend for the demo and the tests.
 
@@ -29,6 +30,7 @@ pub mod clock;
 pub mod config;
 pub mod engine;
 pub mod interaction;
+pub mod logging;
 pub mod pairing;
 pub mod platform;
 pub mod protocol;

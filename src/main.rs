@@ -78,7 +78,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Run { config } => {
             let settings = Settings::load(config.as_deref())?;
-            init_logging(&settings.log.filter);
+            hitl_bridge::logging::init(&settings.log);
             run_until_stopped(&settings).await
         }
         Command::AgentSim { listen, timeout_secs, token } => {
@@ -172,8 +172,7 @@ async fn terminated() {
     std::future::pending::<()>().await
 }
 
+/// Pretty logs with `default_filter` (`RUST_LOG` wins), for the commands without a config.
 fn init_logging(default_filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    hitl_bridge::logging::init(&hitl_bridge::config::LogSettings { filter: default_filter.into(), ..Default::default() });
 }
