@@ -9,12 +9,13 @@ repository and writes to a temporary directory; it never starts a container or a
 cluster.
 
 Each check prints `ok` or `FAIL` with the reason; the last line is
-`deploy checks: N passed, M failed` and the exit status is 1 when anything failed.
+`deploy: N passed, M failed` and the exit status is 1 when anything failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import re
@@ -105,7 +106,7 @@ class Report:
         print(f"skip {name}: {why}")
 
     def summary(self) -> str:
-        line = f"deploy checks: {self.passed} passed, {self.failed} failed"
+        line = f"deploy: {self.passed} passed, {self.failed} failed"
         return line + (f", {self.skipped} skipped" if self.skipped else "")
 
 
@@ -297,17 +298,20 @@ def chart_checks(report: Report, binary: Path, tmp: Path) -> None:
     )
 
     problems = []
-    for label, values in (
-        ("SQLite", {"replicaCount": 2}),
-        ("a SQLite url", {"replicaCount": 2, "secrets": {"storeUrl": "sqlite://data/x.db"}}),
+    polling = copy.deepcopy(SCALED_VALUES)
+    del polling["env"]["HITL_BRIDGE__TELEGRAM__MODE"]
+    for label, values, reason in (
+        ("SQLite", {"replicaCount": 2}, "needs a PostgreSQL store"),
+        ("a SQLite url", {"replicaCount": 2, "secrets": {"storeUrl": "sqlite://data/x.db"}}, "needs a PostgreSQL store"),
+        ("Telegram polling", polling, "one poller per bot token"),
     ):
         try:
             render(CHART, values)
             problems.append(f"replicaCount 2 with {label} rendered; it must fail")
         except Exception as e:  # the SDK raises HelmRenderError with the template's message
-            if "needs a PostgreSQL store" not in str(e):
+            if reason not in str(e):
                 problems.append(f"replicaCount 2 with {label} failed for another reason: {e}")
-    report.check("chart: refuses several replicas on SQLite", problems)
+    report.check("chart: refuses several replicas on SQLite or with Telegram polling", problems)
 
     # The probe check above must catch a wrong path: break a copy of the chart.
     broken = tmp / "broken-chart"

@@ -55,8 +55,13 @@ Stops the render when replicaCount > 1 would run on SQLite.
 {{- if and (not .Values.existingSecret) (not (or (hasPrefix "postgres://" $url) (hasPrefix "postgresql://" $url))) }}
 {{- fail "replicaCount > 1 needs a PostgreSQL store: set secrets.storeUrl to postgres://… (or existingSecret with HITL_BRIDGE__STORE__URL)" }}
 {{- end }}
-{{- if and .Values.persistence.enabled }}
+{{- if .Values.persistence.enabled }}
 {{- fail "replicaCount > 1 with persistence.enabled: the SQLite volume is for one replica; use PostgreSQL and turn persistence off" }}
+{{- end }}
+{{- $telegram := get .Values.env "HITL_BRIDGE__TELEGRAM__ENABLED" | toString }}
+{{- $mode := get .Values.env "HITL_BRIDGE__TELEGRAM__MODE" | toString }}
+{{- if and (eq $telegram "true") (ne $mode "webhook") }}
+{{- fail "replicaCount > 1 with Telegram polling: Telegram allows one poller per bot token; set env.HITL_BRIDGE__TELEGRAM__MODE=webhook and telegramWebhook.enabled" }}
 {{- end }}
 {{- end }}
 {{- end }}
