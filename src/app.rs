@@ -82,10 +82,10 @@ impl App {
     {
         let store = Store::connect(&settings.store.url)
             .await
-            .map_err(|source| AppError::Store { url: settings.store.url.clone(), source })?;
+            .map_err(|source| AppError::Store { url: crate::config::url_without_password(&settings.store.url), source })?;
         let signer = token_signer(settings, &store)
             .await
-            .map_err(|source| AppError::Store { url: settings.store.url.clone(), source })?;
+            .map_err(|source| AppError::Store { url: crate::config::url_without_password(&settings.store.url), source })?;
         let (engine, requests) = EngineHandle::channel();
         let mut platforms: Vec<Arc<dyn Platform>> = Vec::new();
         let mut console_input = None;
