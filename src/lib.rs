@@ -17,7 +17,8 @@
 //! - [`engine`]: the one task that applies actions, settles, routes requests to chats
 //!   ([`engine::routing`]) and runs deadlines; platform calls go through per-chat lanes.
 //! - [`platform`]: console, Telegram, Discord.
-//! - [`server`]: the HTTP listener (`/healthz`, `/readyz`, `/v1`).
+//! - [`server`]: the HTTP listener (`/healthz`, `/readyz`, `/metrics`, `/v1`).
+//! - [`metrics`]: the Prometheus registry `/metrics` renders.
 //! - [`pairing`]: approving pairing codes (CLI and admin chats).
 //! - [`app`]: assembles all of it from [`config`]; `main` is the CLI.
 //! - [`agent_sim`]: a reference agent backend for the demo and the tests.
@@ -29,6 +30,7 @@ pub mod clock;
 pub mod config;
 pub mod engine;
 pub mod interaction;
+pub mod metrics;
 pub mod pairing;
 pub mod platform;
 pub mod protocol;
