@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use futures_util::future::BoxFuture;
 use secrecy::ExposeSecret;
 use teloxide::adaptors::Throttle;
-use teloxide::adaptors::throttle::Limits;
+use teloxide::adaptors::throttle::{Limits, Settings as ThrottleSettings};
 use teloxide::types::{ChatId, MessageId, ReplyMarkup};
 use teloxide::Bot;
 use tokio::task::JoinHandle;
@@ -94,7 +94,9 @@ pub async fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigne
         bot = bot.set_api_url(url);
     }
     let platform = Arc::new(Telegram {
-        bot: TgBot::new(Throttle::new_spawn(bot, Limits::default()), metrics.clone()),
+        // The limiter paces sends but leaves 429s to `send::retrying`, which waits them
+        // out for every call alike and counts them (its own retry would hide them).
+        bot: TgBot::new(Throttle::spawn_with_settings(bot, ThrottleSettings::default().limits(Limits::default()).no_retry()), metrics.clone()),
         engine,
         signer,
         policy: settings.access_policy(),

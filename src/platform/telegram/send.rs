@@ -1,7 +1,7 @@
 //! Outgoing Bot API calls, each retried after a 429 for as long as Telegram asks
 //! (`retry_after`): a message is delayed, never dropped. Sends also go through
-//! teloxide's `Throttle` (per-chat and global rate limits); edits and callback
-//! answers are not throttled by it, so the retry here is what protects them.
+//! teloxide's `Throttle` (per-chat and global rate limits, its own retry off); edits
+//! and callback answers are not throttled by it. The retry here protects them all.
 //! Every failed attempt is counted in `platform_errors_total` ([`TgBot`] carries the
 //! bridge's [`Metrics`]).
 
