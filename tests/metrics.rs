@@ -10,6 +10,9 @@ mod fake_telegram;
 #[allow(dead_code)]
 #[path = "support/telegram_chat.rs"]
 mod telegram_chat;
+#[allow(dead_code)]
+#[path = "support/fake_discord.rs"]
+mod fake_discord;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -220,6 +223,48 @@ async fn metric_families_after_a_known_sequence() {
 
     app.stop().await;
     fake.shutdown();
+    sim.shutdown().await;
+}
+
+/// Discord's 429s are counted as well (each answer, the retried one included), under
+/// their own platform label; its other error kinds exist at zero from the start.
+#[tokio::test]
+async fn discord_rate_limits_are_counted() {
+    use fake_discord::{CHANNEL_ID, FakeDiscord, guild_message, user};
+    let sim = start_sim(20).await;
+    let fake = FakeDiscord::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let api = fake.api_url();
+    let mut settings = support::settings(
+        &sim,
+        &dir,
+        &[("console.enabled", "false"), ("discord.enabled", "true"), ("discord.token", "fake-bot-token"), ("discord.api_url", &api)],
+    );
+    settings.discord.channels = vec![CHANNEL_ID.into()];
+    let thao = user("500000000000000001", "Thảo");
+    settings.access.users = vec!["discord:500000000000000001".into()];
+    let app = start_headless(&settings).await;
+    let addr = app.http_addr().expect("the HTTP listener is on");
+    fake.wait_identified(1).await;
+    // Slash commands are registered once the gateway is ready: let that call pass first.
+    fake.wait_request(0, |r| r.method == "PUT" && r.path.ends_with("/commands")).await;
+
+    let seen = fake.requests().len();
+    fake.rate_limit_next(1);
+    fake.dispatch("MESSAGE_CREATE", guild_message(&fake, CHANNEL_ID, &thao, "xin chào", false));
+    fake.wait_request(seen, |r| r.path.ends_with("/messages") && r.status == 200).await;
+
+    let scraped = scrape(addr).await;
+    let discord: BTreeMap<&str, &str> = scraped
+        .samples
+        .iter()
+        .filter_map(|(series, value)| series.strip_prefix("hitl_bridge_platform_errors_total{platform=\"discord\",kind=\"").map(|k| (k, value.as_str())))
+        .collect();
+    assert_eq!(discord, BTreeMap::from([("client\"}", "0"), ("network\"}", "0"), ("rate_limited\"}", "1"), ("server\"}", "0")]));
+    assert!(!scraped.samples.keys().any(|s| s.contains("platform=\"telegram\"")), "telegram is not enabled");
+
+    app.stop().await;
+    fake.shutdown().await;
     sim.shutdown().await;
 }
 

@@ -82,3 +82,20 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The status-carrying errors are checked end to end against the fake Discord
+    /// (tests/metrics.rs); serenity does not let them be built here.
+    #[test]
+    fn errors_without_a_status_map_to_metric_kinds() {
+        let io = serenity::Error::Io(std::io::Error::other("connection reset"));
+        assert_eq!(error_kind(&io), PlatformErrorKind::Network);
+        let unreadable = serde_json::from_str::<serde_json::Value>("<html>").expect_err("not JSON");
+        assert_eq!(error_kind(&serenity::Error::Json(unreadable)), PlatformErrorKind::Server);
+        assert_eq!(error_kind(&serenity::Error::Http(HttpError::InvalidScheme)), PlatformErrorKind::Client);
+        assert_eq!(error_kind(&serenity::Error::Other("refused before sending")), PlatformErrorKind::Client);
+    }
+}

@@ -169,3 +169,27 @@ pub async fn document(bot: &TgBot, chat: &ChatKey, name: &str, content: String, 
     }
     retrying(bot, request).await.map(|_| ()).map_err(fail)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use teloxide::types::Seconds;
+
+    use super::*;
+
+    #[test]
+    fn bot_api_errors_map_to_metric_kinds() {
+        let kind = |e: RequestError| error_kind(&e);
+        assert_eq!(kind(RequestError::RetryAfter(Seconds::from_seconds(3))), Some(PlatformErrorKind::RateLimited));
+        assert_eq!(kind(RequestError::Api(ApiError::Unknown("Internal Server Error".into()))), Some(PlatformErrorKind::Server));
+        assert_eq!(kind(RequestError::Api(ApiError::Unknown("Bad Gateway".into()))), Some(PlatformErrorKind::Server));
+        let html = serde_json::from_str::<serde_json::Value>("<html>502</html>").expect_err("not JSON");
+        assert_eq!(kind(RequestError::InvalidJson { source: Arc::new(html), raw: "<html>502</html>".into() }), Some(PlatformErrorKind::Server));
+        assert_eq!(kind(RequestError::Api(ApiError::BotBlocked)), Some(PlatformErrorKind::Client));
+        assert_eq!(kind(RequestError::Api(ApiError::Unknown("Bad Request: chat not found".into()))), Some(PlatformErrorKind::Client));
+        assert_eq!(kind(RequestError::Io(Arc::new(std::io::Error::other("reset")))), Some(PlatformErrorKind::Network));
+        // An edit that changes nothing is success to the bridge, not an error.
+        assert_eq!(kind(RequestError::Api(ApiError::MessageNotModified)), None);
+    }
+}
