@@ -62,8 +62,7 @@ const REASONS: [&str; 16] = [
 ];
 
 /// Every `kind` of a platform error.
-const ERROR_KINDS: [PlatformErrorKind; 4] =
-    [PlatformErrorKind::RateLimited, PlatformErrorKind::Server, PlatformErrorKind::Client, PlatformErrorKind::Network];
+const ERROR_KINDS: [PlatformErrorKind; 4] = [PlatformErrorKind::RateLimited, PlatformErrorKind::Server, PlatformErrorKind::Client, PlatformErrorKind::Network];
 
 /// The `reason` of someone refused at the door to the agent ([`crate::engine`]'s gate):
 /// not allowed to talk, and not paired.
@@ -357,11 +356,7 @@ mod tests {
     use crate::interaction::{Actor, Decider, Request};
 
     fn interaction(question: bool, created_at_ms: i64) -> Interaction {
-        let kind = if question {
-            RequestKind::Questions { questions: Vec::new(), actions: Vec::new() }
-        } else {
-            RequestKind::Approval { actions: Vec::new() }
-        };
+        let kind = if question { RequestKind::Questions { questions: Vec::new(), actions: Vec::new() } } else { RequestKind::Approval { actions: Vec::new() } };
         let request = Request { approval_key: "k".into(), kind, timeout_secs: 60, context: None };
         Interaction::new("id".into(), "s".into(), request, None, created_at_ms)
     }

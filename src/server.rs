@@ -123,7 +123,8 @@ pub enum ProbeError {
 /// 2xx answer, else why not.
 pub async fn probe(url: &str) -> Result<String, ProbeError> {
     let parsed = reqwest::Url::parse(url).map_err(|e| ProbeError::Url { url: url.to_owned(), reason: e.to_string() })?;
-    let client = reqwest::Client::builder().timeout(PROBE_TIMEOUT).build().map_err(|e| ProbeError::Unreachable { url: url.to_owned(), reason: one_line(&e) })?;
+    let client =
+        reqwest::Client::builder().timeout(PROBE_TIMEOUT).build().map_err(|e| ProbeError::Unreachable { url: url.to_owned(), reason: one_line(&e) })?;
     let response = client.get(parsed).send().await.map_err(|e| ProbeError::Unreachable { url: url.to_owned(), reason: one_line(&e) })?;
     let status = response.status();
     // A body that cannot be read still leaves the status to judge by.

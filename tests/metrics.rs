@@ -2,7 +2,8 @@
 //! real Telegram client on the fake Bot API, and a known sequence (two 429s, a
 //! stranger's refused click, one approval resolved, one expired, a stranger's refused
 //! message). Then every sample `/metrics` shows is compared with the exact list
-//! expected, labels and values, histogram series included.
+//! expected, labels and values, histogram series included. A Discord 429 on the fake
+//! Discord is counted under its own label.
 
 mod support;
 #[path = "support/fake_telegram.rs"]
@@ -10,7 +11,6 @@ mod fake_telegram;
 #[allow(dead_code)]
 #[path = "support/telegram_chat.rs"]
 mod telegram_chat;
-#[allow(dead_code)]
 #[path = "support/fake_discord.rs"]
 mod fake_discord;
 
