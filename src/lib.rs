@@ -17,7 +17,8 @@
 //! - [`engine`]: the one task that applies actions, settles, routes requests to chats
 //!   ([`engine::routing`]) and runs deadlines; platform calls go through per-chat lanes.
 //! - [`platform`]: console, Telegram, Discord.
-//! - [`server`]: the HTTP listener (`/healthz`, `/readyz`, `/v1`).
+//! - [`server`]: the HTTP listener (`/healthz`, `/readyz`, `/metrics`, `/v1`).
+//! - [`metrics`]: the Prometheus registry `/metrics` renders.
 //! - [`pairing`]: approving pairing codes (CLI and admin chats).
 //! - [`logging`]: the log format (pretty or JSON lines) and the per-interaction span.
 //! - [`app`]: assembles all of it from [`config`]; `main` is the CLI.
@@ -31,6 +32,7 @@ pub mod config;
 pub mod engine;
 pub mod interaction;
 pub mod logging;
+pub mod metrics;
 pub mod pairing;
 pub mod platform;
 pub mod protocol;

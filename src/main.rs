@@ -65,6 +65,12 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Ask a running bridge whether it is ready (the container's HEALTHCHECK): exit 0
+    /// when /readyz answers 2xx, else 1 with the reason.
+    Health {
+        #[arg(long, default_value = hitl_bridge::server::DEFAULT_PROBE_URL)]
+        url: String,
+    },
 }
 
 #[tokio::main]
@@ -100,6 +106,16 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", pairing::run_cli(&settings, &command).await?);
             Ok(())
         }
+        Command::Health { url } => match hitl_bridge::server::probe(&url).await {
+            Ok(answer) => {
+                println!("healthy: {answer}");
+                Ok(())
+            }
+            Err(e) => {
+                eprintln!("unhealthy: {e}");
+                std::process::exit(1);
+            }
+        },
     }
 }
 

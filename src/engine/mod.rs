@@ -78,6 +78,8 @@ pub struct Engine {
     show_owner: String,
     requests: mpsc::Receiver<EngineRequest>,
     backend: mpsc::Receiver<BackendInput>,
+    /// Where settled requests and refusals are counted ([`Engine::with_metrics`]).
+    metrics: crate::metrics::Metrics,
 }
 
 impl Engine {
@@ -114,7 +116,14 @@ impl Engine {
             show_owner: uuid::Uuid::new_v4().simple().to_string(),
             requests,
             backend,
+            metrics: crate::metrics::Metrics::default(),
         })
+    }
+
+    /// Counts into `metrics` (the bridge's registry) instead of a registry of its own.
+    pub fn with_metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Runs until `shutdown` completes or every handle is dropped.
@@ -234,7 +243,11 @@ impl Engine {
                 let _ = done.send(self.cancel(&chat, &actor).await);
             }
             EngineRequest::Act { interaction_id, actor, action, done } => {
-                let _ = done.send(self.act(&interaction_id, &actor, action).await);
+                let acted = self.act(&interaction_id, &actor, action).await;
+                if let Err(ActError::Refused(refusal)) = &acted {
+                    self.metrics.refused(refusal);
+                }
+                let _ = done.send(acted);
             }
             EngineRequest::Push { request, interaction, done } => {
                 let _ = done.send(self.push(*request, *interaction).await);
@@ -391,6 +404,7 @@ impl Engine {
             return Ok(false);
         }
         self.deadlines.remove(&interaction.id);
+        self.metrics.settled(&interaction);
         self.connectors.settled(&interaction);
         if command.is_some() {
             self.connectors.deliver(&interaction.session_id);

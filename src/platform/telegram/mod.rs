@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use futures_util::future::BoxFuture;
 use secrecy::ExposeSecret;
 use teloxide::adaptors::Throttle;
-use teloxide::adaptors::throttle::Limits;
+use teloxide::adaptors::throttle::{Limits, Settings as ThrottleSettings};
 use teloxide::types::{ChatId, MessageId, ReplyMarkup};
 use teloxide::Bot;
 use tokio::task::JoinHandle;
@@ -43,12 +43,12 @@ use crate::backend::ToolGroupStatus;
 use crate::config::{Settings, TelegramSettings};
 use crate::engine::EngineHandle;
 use crate::interaction::{AccessPolicy, Interaction};
+use crate::metrics::Metrics;
 use crate::store::{ChatKey, MessageRef, Store};
 
 pub const PLATFORM: &str = "telegram";
 
-/// The Bot API client: teloxide's `Bot` behind its rate limiter.
-pub type TgBot = Throttle<Bot>;
+pub use self::send::TgBot;
 
 pub struct Telegram {
     bot: TgBot,
@@ -63,6 +63,8 @@ pub struct Telegram {
     caches: Mutex<Caches>,
     lanes: lanes::Lanes,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Counts refusals decided here, before the engine ([`clicks`]).
+    metrics: Metrics,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -83,7 +85,7 @@ pub enum StartError {
 /// identified (getMe) and, in webhook mode, the listener bound and the webhook set
 /// before this returns, so a bad token or a taken port stops the bridge with an error
 /// instead of retrying in the background forever; updates then flow in the background.
-pub async fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigner, store: Store) -> Result<Arc<Telegram>, StartError> {
+pub async fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigner, store: Store, metrics: Metrics) -> Result<Arc<Telegram>, StartError> {
     let tg = &settings.telegram;
     let token = tg.token.as_ref().map(|t| t.expose_secret().to_owned()).filter(|t| !t.is_empty()).ok_or(StartError::NoToken)?;
     let mut bot = Bot::new(token);
@@ -92,7 +94,9 @@ pub async fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigne
         bot = bot.set_api_url(url);
     }
     let platform = Arc::new(Telegram {
-        bot: Throttle::new_spawn(bot, Limits::default()),
+        // The limiter paces sends but leaves 429s to `send::retrying`, which waits them
+        // out for every call alike and counts them (its own retry would hide them).
+        bot: TgBot::new(Throttle::spawn_with_settings(bot, ThrottleSettings::default().limits(Limits::default()).no_retry()), metrics.clone()),
         engine,
         signer,
         policy: settings.access_policy(),
@@ -102,7 +106,9 @@ pub async fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigne
         caches: Mutex::new(Caches::default()),
         lanes: lanes::Lanes::default(),
         tasks: Mutex::new(Vec::new()),
+        metrics,
     });
+    platform.metrics.platform_started(PLATFORM);
     let task = transport::start(platform.clone()).await?;
     platform.tasks().push(task);
     Ok(platform)

@@ -1,11 +1,15 @@
 //! Outgoing Bot API calls, each retried after a 429 for as long as Telegram asks
 //! (`retry_after`): a message is delayed, never dropped. Sends also go through
-//! teloxide's `Throttle` (per-chat and global rate limits); edits and callback
-//! answers are not throttled by it, so the retry here is what protects them.
+//! teloxide's `Throttle` (per-chat and global rate limits, its own retry off); edits
+//! and callback answers are not throttled by it. The retry here protects them all.
+//! Every failed attempt is counted in `platform_errors_total` ([`TgBot`] carries the
+//! bridge's [`Metrics`]).
 
+use std::ops::Deref;
 use std::time::Duration;
 
-use teloxide::RequestError;
+use teloxide::adaptors::Throttle;
+use teloxide::{ApiError, Bot, RequestError};
 use teloxide::payloads::{AnswerCallbackQuerySetters, EditMessageTextSetters, SendDocumentSetters, SendMessageSetters};
 use teloxide::prelude::Requester;
 use teloxide::requests::{Output, Request};
@@ -14,22 +18,67 @@ use teloxide::types::{
     ThreadId,
 };
 
-use super::TgBot;
+use crate::metrics::{Metrics, PlatformErrorKind};
 use crate::platform::PlatformError;
 use crate::store::ChatKey;
+
+/// The Bot API client: teloxide's `Bot` behind its rate limiter, with the metrics its
+/// failures are counted in. Derefs to the client, so requests are built on it directly.
+pub struct TgBot {
+    api: Throttle<Bot>,
+    metrics: Metrics,
+}
+
+impl TgBot {
+    pub fn new(api: Throttle<Bot>, metrics: Metrics) -> Self {
+        Self { api, metrics }
+    }
+}
+
+impl Deref for TgBot {
+    type Target = Throttle<Bot>;
+
+    fn deref(&self) -> &Throttle<Bot> {
+        &self.api
+    }
+}
+
+/// What kind of failure a Bot API error is. teloxide keeps no HTTP status, so it is
+/// read from the variant: Telegram's own 5xx come back as API errors named after the
+/// status, and a body that is not the Bot API's JSON is what a failing server or proxy
+/// sends. `None` for "message is not modified", which callers treat as success.
+fn error_kind(e: &RequestError) -> Option<PlatformErrorKind> {
+    Some(match e {
+        RequestError::RetryAfter(_) => PlatformErrorKind::RateLimited,
+        RequestError::Network(_) | RequestError::Io(_) => PlatformErrorKind::Network,
+        RequestError::InvalidJson { .. } => PlatformErrorKind::Server,
+        RequestError::Api(ApiError::MessageNotModified) => return None,
+        RequestError::Api(ApiError::Unknown(description)) if is_server_error(description) => PlatformErrorKind::Server,
+        RequestError::Api(_) | RequestError::MigrateToChatId(_) => PlatformErrorKind::Client,
+    })
+}
+
+/// Telegram describes its 5xx answers by the status's reason phrase.
+fn is_server_error(description: &str) -> bool {
+    ["Internal Server Error", "Bad Gateway", "Service Unavailable", "Gateway Timeout"].iter().any(|p| description.starts_with(p))
+}
 
 /// Gives up after this many 429s in a row for one call: Telegram asking to wait that
 /// often means something else is wrong, and the caller logs it.
 const MAX_RETRIES: usize = 20;
 
-/// Sends `request`, waiting out every `RetryAfter`.
-pub async fn retrying<R>(request: R) -> Result<Output<R>, RequestError>
+/// Sends `request` (built on `bot`), waiting out every `RetryAfter`.
+pub async fn retrying<R>(bot: &TgBot, request: R) -> Result<Output<R>, RequestError>
 where
     R: Request<Err = RequestError>,
 {
     let mut attempts = 0;
     loop {
-        match request.send_ref().await {
+        let result = request.send_ref().await;
+        if let Some(kind) = result.as_ref().err().and_then(error_kind) {
+            bot.metrics.platform_error(super::PLATFORM, kind);
+        }
+        match result {
             Err(RequestError::RetryAfter(after)) if attempts < MAX_RETRIES => {
                 attempts += 1;
                 tracing::warn!(seconds = after.seconds(), "telegram asked to slow down; retrying");
@@ -82,7 +131,7 @@ pub async fn html_reply(bot: &TgBot, chat: &ChatKey, text: &str, markup: Option<
     if let Some(markup) = markup {
         request = request.reply_markup(markup);
     }
-    retrying(request).await.map(|m| m.id).map_err(fail)
+    retrying(bot, request).await.map(|m| m.id).map_err(fail)
 }
 
 /// Replaces a message's text and keyboard. "message is not modified" is success: the
@@ -93,9 +142,9 @@ pub async fn edit(bot: &TgBot, chat_id: ChatId, message_id: MessageId, text: &st
         .parse_mode(ParseMode::Html)
         .link_preview_options(no_preview())
         .reply_markup(keyboard);
-    match retrying(request).await {
+    match retrying(bot, request).await {
         Ok(_) => Ok(()),
-        Err(RequestError::Api(teloxide::ApiError::MessageNotModified)) => Ok(()),
+        Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
         Err(e) => Err(fail(e)),
     }
 }
@@ -106,7 +155,7 @@ pub async fn answer(bot: &TgBot, id: CallbackQueryId, text: Option<&str>, alert:
     if let Some(text) = text {
         request = request.text(super::text::cut(text, super::text::MAX_ALERT_CHARS)).show_alert(alert);
     }
-    if let Err(e) = retrying(request).await {
+    if let Err(e) = retrying(bot, request).await {
         tracing::warn!(error = %e, "cannot answer a callback query");
     }
 }
@@ -118,5 +167,29 @@ pub async fn document(bot: &TgBot, chat: &ChatKey, name: &str, content: String, 
     if let Some(thread) = thread {
         request = request.message_thread_id(thread);
     }
-    retrying(request).await.map(|_| ()).map_err(fail)
+    retrying(bot, request).await.map(|_| ()).map_err(fail)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use teloxide::types::Seconds;
+
+    use super::*;
+
+    #[test]
+    fn bot_api_errors_map_to_metric_kinds() {
+        let kind = |e: RequestError| error_kind(&e);
+        assert_eq!(kind(RequestError::RetryAfter(Seconds::from_seconds(3))), Some(PlatformErrorKind::RateLimited));
+        assert_eq!(kind(RequestError::Api(ApiError::Unknown("Internal Server Error".into()))), Some(PlatformErrorKind::Server));
+        assert_eq!(kind(RequestError::Api(ApiError::Unknown("Bad Gateway".into()))), Some(PlatformErrorKind::Server));
+        let html = serde_json::from_str::<serde_json::Value>("<html>502</html>").expect_err("not JSON");
+        assert_eq!(kind(RequestError::InvalidJson { source: Arc::new(html), raw: "<html>502</html>".into() }), Some(PlatformErrorKind::Server));
+        assert_eq!(kind(RequestError::Api(ApiError::BotBlocked)), Some(PlatformErrorKind::Client));
+        assert_eq!(kind(RequestError::Api(ApiError::Unknown("Bad Request: chat not found".into()))), Some(PlatformErrorKind::Client));
+        assert_eq!(kind(RequestError::Io(Arc::new(std::io::Error::other("reset")))), Some(PlatformErrorKind::Network));
+        // An edit that changes nothing is success to the bridge, not an error.
+        assert_eq!(kind(RequestError::Api(ApiError::MessageNotModified)), None);
+    }
 }
