@@ -19,9 +19,11 @@
 //! - [`platform`]: console, Telegram, Discord.
 //! - [`server`]: the HTTP listener (`/healthz`, `/readyz`, `/v1`).
 //! - [`pairing`]: approving pairing codes (CLI and admin chats).
+//! - [`admin`]: the operator's commands on the store (`pending`, `cancel`, `audit export`).
 //! - [`app`]: assembles all of it from [`config`]; `main` is the CLI.
 //! - [`agent_sim`]: a reference agent backend for the demo and the tests.
 
+pub mod admin;
 pub mod agent_sim;
 pub mod app;
 pub mod backend;
