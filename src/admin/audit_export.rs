@@ -173,7 +173,7 @@ pub fn csv_fields(record: &Record) -> Result<[String; 17], AdminError> {
 /// Where records go, in their format.
 enum Sink<'a> {
     Jsonl(&'a mut dyn Write),
-    Csv(csv::Writer<&'a mut dyn Write>),
+    Csv(Box<csv::Writer<&'a mut dyn Write>>),
 }
 
 impl<'a> Sink<'a> {
@@ -183,7 +183,7 @@ impl<'a> Sink<'a> {
             Format::Csv => {
                 let mut csv = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(out);
                 csv.write_record(CSV_HEADER)?;
-                Sink::Csv(csv)
+                Sink::Csv(Box::new(csv))
             }
         })
     }
