@@ -30,8 +30,10 @@ pub enum CancelOutcome {
     AlreadySettled(Interaction),
 }
 
-/// The operator as the audit log names them: platform `cli`, their login name.
+/// The operator as the audit log names them: platform `cli`, their login name
+/// (`operator` when it is blank, e.g. `USER` set but empty in a container).
 pub fn operator(name: &str) -> Actor {
+    let name = Some(name.trim()).filter(|n| !n.is_empty()).unwrap_or("operator");
     Actor::new("cli", name, name)
 }
 
@@ -142,6 +144,12 @@ mod tests {
         let actions = vec![ActionRequest { name: name.into(), args, description: None, tool_use_id: None }];
         let request = RequestBuilder::start(key, actions, vec![], None).finish(TimeoutDefaults::default()).expect("request");
         Interaction::new(format!("{session}-{key}"), session.into(), request, None, created)
+    }
+
+    #[test]
+    fn the_operator_always_has_a_name() {
+        assert_eq!(operator(" alice "), Actor::new("cli", "alice", "alice"));
+        assert_eq!(operator(""), Actor::new("cli", "operator", "operator"));
     }
 
     #[test]
