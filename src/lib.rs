@@ -21,9 +21,11 @@
 //! - [`metrics`]: the Prometheus registry `/metrics` renders.
 //! - [`pairing`]: approving pairing codes (CLI and admin chats).
 //! - [`logging`]: the log format (pretty or JSON lines) and the per-interaction span.
+//! - [`admin`]: the operator's commands on the store (`pending`, `cancel`, `audit export`).
 //! - [`app`]: assembles all of it from [`config`]; `main` is the CLI.
 //! - [`agent_sim`]: a reference agent backend for the demo and the tests.
 
+pub mod admin;
 pub mod agent_sim;
 pub mod app;
 pub mod backend;

@@ -8,6 +8,7 @@
 mod gate;
 mod handle;
 mod lanes;
+mod outside;
 pub mod routing;
 
 pub use crate::clock::now_ms;
@@ -187,6 +188,7 @@ impl Engine {
         for session in self.store.sessions_with_work().await? {
             self.connectors.deliver(&session);
         }
+        self.show_outside_settles().await?;
         self.notify_pairings().await
     }
 
