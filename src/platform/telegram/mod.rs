@@ -9,6 +9,7 @@
 //!   can handle the next update) and bounded rendering caches
 //! - [`lanes`]: one ordered queue per chat for incoming updates
 //! - [`send`]: outgoing calls with 429 retries; [`transport`]: polling or webhook
+//! - [`limits`]: Telegram's rate limits, waited for only when a quota says so
 //! - [`text`]: Telegram-only strings and HTML escaping
 //!
 //! What a click or reply means is always the core's call, through
@@ -18,6 +19,7 @@ pub mod callback;
 mod chat;
 mod clicks;
 mod lanes;
+mod limits;
 pub mod render;
 mod send;
 pub mod text;
@@ -28,8 +30,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use futures_util::future::BoxFuture;
 use secrecy::ExposeSecret;
-use teloxide::adaptors::Throttle;
-use teloxide::adaptors::throttle::{Limits, Settings as ThrottleSettings};
 use teloxide::types::{ChatId, MessageId, ReplyMarkup};
 use teloxide::Bot;
 use tokio::task::JoinHandle;
@@ -48,7 +48,23 @@ use crate::store::{ChatKey, MessageRef, Store};
 
 pub const PLATFORM: &str = "telegram";
 
-pub use self::send::TgBot;
+/// The Bot API client: teloxide's plain `Bot`, the rate limits [`send`] applies to the
+/// calls that count against them, and the metrics its failures are counted in. The
+/// calls outside the limits (getMe, getUpdates, webhooks) use the `Bot` directly,
+/// through `Deref`.
+pub struct TgBot {
+    bot: Bot,
+    limiter: limits::Limiter,
+    metrics: Metrics,
+}
+
+impl std::ops::Deref for TgBot {
+    type Target = Bot;
+
+    fn deref(&self) -> &Bot {
+        &self.bot
+    }
+}
 
 pub struct Telegram {
     bot: TgBot,
@@ -94,9 +110,8 @@ pub async fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigne
         bot = bot.set_api_url(url);
     }
     let platform = Arc::new(Telegram {
-        // The limiter paces sends but leaves 429s to `send::retrying`, which waits them
-        // out for every call alike and counts them (its own retry would hide them).
-        bot: TgBot::new(Throttle::spawn_with_settings(bot, ThrottleSettings::default().limits(Limits::default()).no_retry()), metrics.clone()),
+        // The limiter paces sends; 429s are waited out and counted by `send`.
+        bot: TgBot { bot, limiter: limits::Limiter::new(tg.rate_limits), metrics: metrics.clone() },
         engine,
         signer,
         policy: settings.access_policy(),
