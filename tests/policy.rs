@@ -453,7 +453,7 @@ fn remember_is_offered_only_where_the_policy_allows_it() {
     let session_only = remembering(&["session"], "same");
     let mut i = in_session("s1", &session_only, shell("ls"));
     refused(&mut i, &requester(), UserAction::Remember { scope: RememberScope::Always }, Refusal::RememberNotOffered { scope: RememberScope::Always });
-    assert_eq!(Refusal::RememberNotOffered { scope: RememberScope::Always }.to_string(), "\"approve always\" is not offered for this request");
+    assert_eq!(Refusal::RememberNotOffered { scope: RememberScope::Always }.to_string(), "\"always approve\" is not offered for this request");
     // Never for several actions, or where approve is not allowed.
     let pair = Interaction::new("p".into(), "s1".into(), request(vec![shell("a"), shell("b")]), None, T0).with_policy(Some(session_only.clone()));
     assert!(pair.remember_offered().is_empty());

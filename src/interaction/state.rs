@@ -134,7 +134,7 @@ pub enum Refusal {
     /// Quorum: one person votes once.
     #[error("you have already voted on this request")]
     AlreadyVoted { at_ms: i64 },
-    #[error("\"approve {}\" is not offered for this request", match .scope { RememberScope::Session => "for this session", RememberScope::Always => "always" })]
+    #[error("\"{}\" is not offered for this request", match .scope { RememberScope::Session => "approve for this session", RememberScope::Always => "always approve" })]
     RememberNotOffered { scope: RememberScope },
 }
 

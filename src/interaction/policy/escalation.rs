@@ -153,7 +153,7 @@ mod tests {
 
     #[test]
     fn step_json_is_flat_and_tagged() {
-        let json = serde_json::to_value(&steps()).unwrap();
+        let json = serde_json::to_value(steps()).unwrap();
         assert_eq!(
             json,
             serde_json::json!([
