@@ -7,7 +7,7 @@ use std::path::Path;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::interaction::{AccessPolicy, Allowlist, TimeoutDefaults};
+use crate::interaction::{AccessPolicy, Allowlist, PolicyRule, PolicySpec, TimeoutDefaults};
 
 /// The environment prefix: `HITL_BRIDGE__BACKEND__URL` sets `backend.url`.
 pub const ENV_PREFIX: &str = "HITL_BRIDGE";
@@ -44,6 +44,10 @@ pub struct Settings {
     /// `backend.kind = "langgraph"`: the LangGraph server.
     #[serde(default)]
     pub langgraph: crate::backend::langgraph::LangGraphSettings,
+    /// Decision policies (`[[policies]]`), first match wins: see config/default.toml
+    /// and [`crate::interaction::policy`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<PolicySpec>,
 }
 
 /// The bridge's HTTP listener: `/healthz`, `/readyz`, and the inbound API (`/v1/*`,
@@ -460,6 +464,9 @@ pub enum ConfigError {
     Load(#[from] config::ConfigError),
     #[error("configuration key `{key}`: {reason}")]
     Invalid { key: &'static str, reason: String },
+    /// A `[[policies]]` entry; the error names the key (`policies[0].quorum`).
+    #[error("configuration key {0}")]
+    Policy(#[from] crate::interaction::policy::PolicyError),
 }
 
 impl Settings {
@@ -603,6 +610,7 @@ impl Settings {
                 return invalid("routing.channels", &format!("`{channel}` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, console)"));
             }
         }
+        self.try_policies()?;
         Ok(())
     }
 
@@ -610,6 +618,25 @@ impl Settings {
         let (platform, id) = entry.split_once(':')?;
         let known = ["telegram", "discord", "console"].contains(&platform);
         (known && !id.is_empty()).then(|| (platform.to_owned(), id.to_owned()))
+    }
+
+    /// The `[[policies]]` entries, validated, in file order (entries that do not
+    /// validate were refused by `validate`).
+    pub fn policies(&self) -> Vec<PolicyRule> {
+        self.try_policies().unwrap_or_default()
+    }
+
+    fn try_policies(&self) -> Result<Vec<PolicyRule>, ConfigError> {
+        let is_target = |t: &str| crate::engine::routing::parse_chat(t).is_some();
+        let is_backend = |b: &str| {
+            use serde::de::value::{Error, StrDeserializer};
+            b == "http" || BackendKind::deserialize(StrDeserializer::<Error>::new(b)).is_ok()
+        };
+        let mut rules = Vec::with_capacity(self.policies.len());
+        for (i, spec) in self.policies.iter().enumerate() {
+            rules.push(spec.to_rule(i, &is_target, &is_backend)?);
+        }
+        Ok(rules)
     }
 
     pub fn access_policy(&self) -> AccessPolicy {
@@ -716,6 +743,86 @@ mod tests {
         assert!(err.to_string().contains("routing.channels"), "{err}");
         s.routing.channels = vec!["telegram:-1001/7".into(), "discord:user:80".into(), "console".into()];
         s.validate().unwrap();
+    }
+
+    /// The commented `[[policies]]` examples of config/default.toml, uncommented: each
+    /// runs from its `# [[policies]]` line to the next bare `#`.
+    fn policy_examples() -> String {
+        let mut out = String::new();
+        let mut inside = false;
+        for line in include_str!("../config/default.toml").lines() {
+            inside = (inside || line == "# [[policies]]") && line != "#";
+            if inside {
+                out.push_str(line.strip_prefix("# ").unwrap_or(line));
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    fn with_policies(toml: &str) -> Result<Settings, ConfigError> {
+        let config = config::Config::builder()
+            .add_source(config::File::from_str(include_str!("../config/default.toml"), config::FileFormat::Toml))
+            .add_source(config::File::from_str(toml, config::FileFormat::Toml))
+            .build()?;
+        Settings::from_config(config)
+    }
+
+    #[test]
+    fn the_documented_policy_examples_parse_to_what_they_say() {
+        use crate::interaction::policy::{EscalationStep, Fallback, FallbackDecision, Matcher, Mention, Policy, RememberArgs, RememberScope, StepAction};
+        let examples = policy_examples();
+        assert_eq!(examples.matches("[[policies]]").count(), 2, "{examples}");
+        let s = with_policies(&examples).unwrap();
+        let rules = s.policies();
+        assert_eq!(rules.len(), 2);
+        // "run_migration needs 2 of the DBA role, remind after 5 min, escalate to
+        // #oncall after 15, reject after 30".
+        assert_eq!(rules[0].matcher, Matcher { tools: vec!["run_migration".into()], ..Matcher::default() });
+        assert_eq!(
+            rules[0].policy,
+            Policy {
+                name: "migrations".into(),
+                approvers: vec![],
+                approver_roles: vec!["1200000000000000000".into()],
+                quorum: 2,
+                remember: vec![],
+                remember_args: RememberArgs::Same,
+                escalation: vec![
+                    EscalationStep { after_secs: 300, action: StepAction::Remind { mention: Mention::Role { role_id: "1200000000000000000".into() } } },
+                    EscalationStep { after_secs: 900, action: StepAction::ShowIn { target: "discord:1300000000000000000".into() } },
+                ],
+                fallback: Some(Fallback { after_secs: 1800, decision: FallbackDecision::Reject }),
+            }
+        );
+        assert_eq!(rules[1].matcher.tools, ["read_*", "list_*"]);
+        assert_eq!(rules[1].policy.name, "policies[1]");
+        assert_eq!(rules[1].policy.remember, [RememberScope::Session]);
+        assert_eq!(rules[1].policy.quorum, 1);
+        // Printed back by check-config.
+        assert!(s.redacted_json().contains("\"run_migration\""));
+        // The shipped file itself has no policy.
+        assert!(Settings::from_pairs(&[]).unwrap().policies().is_empty());
+    }
+
+    #[test]
+    fn bad_policies_are_refused_naming_the_key() {
+        for (toml, expected) in [
+            ("[[policies]]\ntools = [\"t\"]\nquorum = 0", "`policies[0].quorum`: must be between 1 and 50, not 0"),
+            ("[[policies]]\ntools = [\"a\"]\n[[policies]]\ntools = [\"t\"]\nbackends = [\"ftp\"]", "`policies[1].backends[0]`: `ftp` is not a backend kind"),
+            ("[[policies]]\ntools = [\"t\"]\nescalation = [{ after = \"5m\", show_in = \"irc:#ops\" }]", "`policies[0].escalation[0].show_in`: `irc:#ops` is not platform:chat"),
+            ("[[policies]]\ntools = [\"t\"]\nescalation = [{ after = \"15m\", remind = \"approvers\" }, { after = \"5m\", fallback = \"reject\" }]", "`policies[0].escalation[1].after`: must come after"),
+            ("[[policies]]\nquorum = 2", "`policies[0].tools`: must list at least one"),
+        ] {
+            let err = with_policies(toml).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("configuration key {expected}")), "{toml}: {err}");
+        }
+        let err = with_policies("[[policies]]\ntools = [\"t\"]\nquorom = 2").unwrap_err().to_string();
+        assert!(err.contains("quorom"), "{err}");
+        for backend in ["stream", "claude_code", "agno", "kimi", "langgraph", "http"] {
+            with_policies(&format!("[[policies]]\ntools = [\"t\"]\nbackends = [\"{backend}\"]")).unwrap();
+        }
+        with_policies("[[policies]]\ntools = [\"t\"]\nescalation = [{ after = 60, show_in = \"telegram:-1001/7\" }]").unwrap();
     }
 
     #[test]

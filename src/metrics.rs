@@ -42,7 +42,7 @@ const OUTCOMES: [&str; 3] = ["resolved", "expired", "cancelled"];
 
 /// Every `reason` label: one per [`Refusal`] variant ([`refusal_reason`]), then the
 /// refusals of people talking to the agent.
-const REASONS: [&str; 16] = [
+const REASONS: [&str; 18] = [
     "not_allowed",
     "self_approval",
     "already_decided",
@@ -57,6 +57,8 @@ const REASONS: [&str; 16] = [
     "empty_text",
     "text_too_long",
     "single_choice",
+    "already_voted",
+    "remember_not_offered",
     REASON_STRANGER,
     REASON_NOT_ADMIN_CHAT,
 ];
@@ -145,6 +147,8 @@ pub fn refusal_reason(refusal: &Refusal) -> &'static str {
         Refusal::EmptyText => "empty_text",
         Refusal::TextTooLong => "text_too_long",
         Refusal::SingleChoice => "single_choice",
+        Refusal::AlreadyVoted { .. } => "already_voted",
+        Refusal::RememberNotOffered { .. } => "remember_not_offered",
     }
 }
 
@@ -497,6 +501,8 @@ mod tests {
             Refusal::EmptyText,
             Refusal::TextTooLong,
             Refusal::SingleChoice,
+            Refusal::AlreadyVoted { at_ms: 0 },
+            Refusal::RememberNotOffered { scope: crate::interaction::RememberScope::Always },
         ];
         let reasons: Vec<&str> = all.iter().map(refusal_reason).collect();
         assert_eq!(reasons, REASONS[..all.len()]);

@@ -35,7 +35,7 @@ fn mallory() -> User {
 const BUCKETS: [&str; 15] =
     ["1.0", "5.0", "10.0", "30.0", "60.0", "120.0", "300.0", "600.0", "1800.0", "3600.0", "7200.0", "14400.0", "43200.0", "86400.0", "+Inf"];
 
-const REASONS: [&str; 16] = [
+const REASONS: [&str; 18] = [
     "not_allowed",
     "self_approval",
     "already_decided",
@@ -50,6 +50,8 @@ const REASONS: [&str; 16] = [
     "empty_text",
     "text_too_long",
     "single_choice",
+    "already_voted",
+    "remember_not_offered",
     "stranger",
     "not_admin_chat",
 ];

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::policy::Vote;
 use super::request::Action;
 use crate::protocol::{Decision, DecisionType, EditedAction};
 
@@ -13,11 +14,15 @@ pub struct DecisionDraft {
     pub decisions: Vec<Option<Decision>>,
     /// A free-text comment for the whole request (seed 002 `user_edit_content`).
     pub user_edit_content: Option<String>,
+    /// Under a quorum policy: who voted for what ([`super::policy::quorum`]). Absent in
+    /// rows stored before policies existed, and whenever nobody voted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub votes: Vec<Vote>,
 }
 
 impl DecisionDraft {
     pub fn new(actions: usize) -> Self {
-        Self { decisions: vec![None; actions], user_edit_content: None }
+        Self { decisions: vec![None; actions], user_edit_content: None, votes: Vec::new() }
     }
 
     /// Indexes of the actions still undecided.

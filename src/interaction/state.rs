@@ -4,12 +4,20 @@
 //! when. [`Interaction::apply`] is the one door through which a person changes an
 //! interaction, and it checks, in order: who is acting, whether it is still open,
 //! and whether the action makes sense for this request.
+//!
+//! An approval may carry a decision [`Policy`] (chosen by the engine when it arrived,
+//! see [`super::policy`]): its approvers replace the usual ones, a quorum turns
+//! decisions into votes, "approve for this session" / "always approve" may be offered,
+//! and a fallback may end it. Without a policy everything here behaves as it always has.
 
 use serde::{Deserialize, Serialize};
 
 use super::access::{AccessPolicy, Actor, Origin};
 use super::answers::{self, AnswerDraft, MAX_TEXT_CHARS};
 use super::decisions::{self, DecisionDraft, EditError};
+use super::policy::escalation::{self, DueStep};
+use super::policy::quorum::{self, Cast, QuorumProgress, Vote};
+use super::policy::{Fallback, FallbackDecision, Policy, PolicySettlement, RememberArgs, RememberChoice, RememberScope, RememberedRule};
 use super::request::{Request, RequestKind};
 use crate::protocol::{Answers, Decision, DecisionType, Reply};
 
@@ -34,6 +42,9 @@ pub enum UserAction {
     Skip { question: usize },
     /// Send what has been chosen.
     Submit,
+    /// Approve the one action and remember it ("Approve for this session", "Always
+    /// approve"), where the policy offers it: [`Interaction::remember_offered`].
+    Remember { scope: RememberScope },
 }
 
 /// Who settled an interaction.
@@ -120,6 +131,11 @@ pub enum Refusal {
     TextTooLong,
     #[error("this question takes a single choice")]
     SingleChoice,
+    /// Quorum: one person votes once.
+    #[error("you have already voted on this request")]
+    AlreadyVoted { at_ms: i64 },
+    #[error("\"{}\" is not offered for this request", match .scope { RememberScope::Session => "approve for this session", RememberScope::Always => "always approve" })]
+    RememberNotOffered { scope: RememberScope },
 }
 
 fn missing_list(missing: &[usize]) -> String {
@@ -156,6 +172,22 @@ pub struct Interaction {
     /// Whether `reply` has reached the backend, when the bridge sends it.
     #[serde(default, skip_serializing_if = "Delivery::is_none")]
     pub delivery: Delivery,
+    /// The decision policy chosen when it arrived ([`Interaction::with_policy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Policy>,
+    /// How many of the policy's escalation steps have been performed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub escalations_done: usize,
+    /// Set when it was approved "for this session" or "always".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remembered: Option<RememberChoice>,
+    /// Set when the policy settled it (a remembered rule, a fallback), not a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_by_policy: Option<PolicySettlement>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Where the bridge's reply to the backend is. Shown to people, so a decision that
@@ -189,7 +221,42 @@ impl Interaction {
             }
         };
         let deadline_ms = now_ms.saturating_add((request.timeout_secs as i64).saturating_mul(1000));
-        Self { id, session_id, request, created_at_ms: now_ms, deadline_ms, requester, origin: Origin::Chat, draft, status: Status::Pending, reply: None, delivery: Delivery::None }
+        Self {
+            id,
+            session_id,
+            request,
+            created_at_ms: now_ms,
+            deadline_ms,
+            requester,
+            origin: Origin::Chat,
+            draft,
+            status: Status::Pending,
+            reply: None,
+            delivery: Delivery::None,
+            policy: None,
+            escalations_done: 0,
+            remembered: None,
+            settled_by_policy: None,
+        }
+    }
+
+    /// Puts the request under `policy` (from [`super::policy::select`]). Questions take
+    /// none. With a fallback, the fallback's moment becomes the deadline, longer or
+    /// shorter than the request's own timeout: the operator's policy says when it ends.
+    pub fn with_policy(mut self, policy: Option<Policy>) -> Self {
+        if self.request.is_question() {
+            return self;
+        }
+        if let Some(fallback) = policy.as_ref().and_then(|p| p.fallback) {
+            self.deadline_ms = self.created_at_ms.saturating_add((fallback.after_secs as i64).saturating_mul(1000));
+        }
+        self.policy = policy;
+        self
+    }
+
+    /// Distinct votes needed (1 when there is no quorum).
+    fn quorum(&self) -> u32 {
+        self.policy.as_ref().map_or(1, |p| p.quorum.max(1))
     }
 
     pub fn approval_key(&self) -> &str {
@@ -200,13 +267,19 @@ impl Interaction {
     /// Whether `actor` may act on this interaction now: who first (a stranger learns
     /// nothing about its state), then whether it is still open.
     pub fn may_act(&self, actor: &Actor, policy: &AccessPolicy, now_ms: i64) -> Result<(), Refusal> {
-        if !self.origin.allows(actor, self.requester.as_ref(), policy) {
+        // A decision policy naming approvers replaces every other rule of who decides.
+        let named = self.policy.as_ref().and_then(|p| p.access(policy));
+        let allowed = match &named {
+            Some(named) => named.is_approver(actor),
+            None => self.origin.allows(actor, self.requester.as_ref(), policy),
+        };
+        if !allowed {
             return Err(Refusal::NotAllowed);
         }
         // Four eyes covers tool calls only: the requester still answers questions.
         if matches!(self.origin, Origin::Chat)
             && matches!(self.request.kind, RequestKind::Approval { .. })
-            && policy.refuses_self_approval(actor, self.requester.as_ref())
+            && named.as_ref().unwrap_or(policy).refuses_self_approval(actor, self.requester.as_ref())
         {
             return Err(Refusal::SelfApproval);
         }
@@ -223,8 +296,19 @@ impl Interaction {
         self.may_act(actor, policy, now_ms)?;
         // Work on a copy so that a refusal half-way changes nothing.
         let mut draft = self.draft.clone();
+        let mut remembered = None;
+        let quorum = self.quorum();
         let reply = match (&self.request.kind, &mut draft) {
-            (RequestKind::Approval { actions }, Draft::Decisions(d)) => apply_decision(actions, d, action)?,
+            (RequestKind::Approval { actions }, Draft::Decisions(d)) => match action {
+                UserAction::Remember { scope } => {
+                    let choice = self.remember_choice(scope)?;
+                    remembered = Some(choice);
+                    let decision = if choice.native { Decision::ApproveForSession } else { Decision::Approve };
+                    apply_decision(actions, d, UserAction::Decide { action: 0, decision })?
+                }
+                action if quorum > 1 => vote(actions, d, actor, action, quorum, now_ms)?,
+                action => apply_decision(actions, d, action)?,
+            },
             (RequestKind::Questions { questions, .. }, Draft::Answers { answers }) => {
                 apply_answer(questions, answers, action)?
             }
@@ -236,9 +320,138 @@ impl Interaction {
             Some(reply) => {
                 self.status = Status::Resolved { by: Decider::Person(actor.clone()), at_ms: now_ms };
                 self.reply = Some(reply.clone());
+                self.remembered = remembered;
                 Ok(Applied::Resolved(reply))
             }
         }
+    }
+
+    /// Which "approve and remember" choices to offer beside "Approve once": the
+    /// policy's `remember`, for a single-action approval that allows `approve` (never
+    /// under a quorum: validation keeps the two apart).
+    pub fn remember_offered(&self) -> Vec<RememberScope> {
+        let (Some(policy), RequestKind::Approval { actions }) = (&self.policy, &self.request.kind) else { return Vec::new() };
+        match actions.as_slice() {
+            [action] if policy.quorum <= 1 && decisions::is_allowed(action, DecisionType::Approve) => policy.remember.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// How `scope` is remembered here: natively by the backend (Kimi's
+    /// `approve_for_session`, same meaning as `remember_args = "any"`), else by the bridge.
+    fn remember_choice(&self, scope: RememberScope) -> Result<RememberChoice, Refusal> {
+        if !self.remember_offered().contains(&scope) {
+            return Err(Refusal::RememberNotOffered { scope });
+        }
+        let native = scope == RememberScope::Session
+            && self.policy.as_ref().is_some_and(|p| p.remember_args == RememberArgs::Any)
+            && self.request.actions().first().is_some_and(|a| decisions::is_allowed(a, DecisionType::ApproveForSession));
+        Ok(RememberChoice { scope, native })
+    }
+
+    /// The rule to store after an approval "for this session" / "always" that the
+    /// bridge remembers itself (`None` otherwise, and when the backend remembers it).
+    /// `backend`: the backend kind, `http` for pushed requests.
+    pub fn rule_to_save(&self, backend: &str) -> Option<RememberedRule> {
+        let choice = self.remembered.filter(|c| !c.native)?;
+        let policy = self.policy.as_ref()?;
+        let Status::Resolved { by: Decider::Person(actor), at_ms } = &self.status else { return None };
+        let [action] = self.request.actions() else { return None };
+        Some(RememberedRule {
+            id: self.id.clone(),
+            scope: choice.scope,
+            tool: action.name.clone(),
+            args: (policy.remember_args == RememberArgs::Same).then(|| action.args.clone()),
+            session_id: (choice.scope == RememberScope::Session).then(|| self.session_id.clone()),
+            backend: backend.to_owned(),
+            set_by: actor.clone(),
+            set_at_ms: *at_ms,
+            policy: policy.name.clone(),
+        })
+    }
+
+    /// Approved at once by a remembered rule (found with
+    /// [`super::policy::rule_answers`]): the reply to send, or `None` if it is not a
+    /// pending single-action approval. Shown as decided by the person who set the rule;
+    /// [`Interaction::settled_by_policy`] says it was their rule, not a click.
+    pub fn resolve_by_rule(&mut self, rule: &RememberedRule, now_ms: i64) -> Option<Reply> {
+        let (Status::Pending, Draft::Decisions(draft)) = (&self.status, &mut self.draft) else { return None };
+        if draft.decisions.len() != 1 || self.request.is_question() {
+            return None;
+        }
+        draft.decisions[0] = Some(Decision::Approve);
+        let reply = decisions_reply(draft);
+        self.status = Status::Resolved { by: Decider::Person(rule.set_by.clone()), at_ms: now_ms };
+        self.reply = Some(reply.clone());
+        self.settled_by_policy = Some(PolicySettlement::Rule {
+            rule_id: rule.id.clone(),
+            scope: rule.scope,
+            set_by: rule.set_by.clone(),
+            set_at_ms: rule.set_at_ms,
+        });
+        Some(reply)
+    }
+
+    /// The votes so far, for "2 of 3 approvals: Lan ✔, Minh ✔"; `None` without a quorum.
+    pub fn quorum_progress(&self) -> Option<QuorumProgress> {
+        let needed = self.quorum();
+        match &self.draft {
+            Draft::Decisions(d) if needed > 1 => Some(quorum::progress(&d.votes, needed)),
+            _ => None,
+        }
+    }
+
+    /// The policy's fallback, if it has one (its moment is the deadline).
+    pub fn policy_fallback(&self) -> Option<Fallback> {
+        self.policy.as_ref().and_then(|p| p.fallback)
+    }
+
+    /// At the deadline, ends a pending approval as the policy's fallback says: status
+    /// expired, `reply` the decisions to send (none for `leave`). Use it instead of
+    /// `timeouts.on_expiry` when [`Interaction::policy_fallback`] is set. False if it
+    /// is not pending, has no fallback, or the fallback's moment has not come.
+    pub fn apply_fallback(&mut self, now_ms: i64) -> bool {
+        let Some(fallback) = self.policy_fallback() else { return false };
+        let RequestKind::Approval { actions } = &self.request.kind else { return false };
+        let due = self.created_at_ms.saturating_add((fallback.after_secs as i64).saturating_mul(1000));
+        if !self.status.is_pending() || now_ms < due {
+            return false;
+        }
+        let name = self.policy.as_ref().map_or("", |p| p.name.as_str());
+        let decision = match fallback.decision {
+            FallbackDecision::Approve => Some(Decision::Approve),
+            FallbackDecision::Reject => Some(Decision::Reject {
+                message: Some(format!("no human decision after {} s: rejected by policy {name}", fallback.after_secs)),
+            }),
+            FallbackDecision::Leave => None,
+        };
+        self.reply = decision.map(|d| Reply::Decisions { decisions: vec![d; actions.len()], user_edit_content: None });
+        self.status = Status::Expired { at_ms: now_ms, by_backend: false };
+        self.settled_by_policy = Some(PolicySettlement::Fallback { decision: fallback.decision, after_secs: fallback.after_secs });
+        true
+    }
+
+    /// Escalation steps due at `now_ms` and not yet performed, oldest first; perform
+    /// each, then [`Interaction::mark_escalated`] it. Empty unless pending.
+    pub fn due_escalations(&self, now_ms: i64) -> Vec<DueStep<'_>> {
+        match (&self.policy, self.status.is_pending()) {
+            (Some(p), true) => escalation::due_steps(&p.escalation, self.created_at_ms, self.deadline_ms, self.escalations_done, now_ms),
+            _ => Vec::new(),
+        }
+    }
+
+    /// When the next escalation step is due (the engine's durable timer); `None` when
+    /// none is left before the deadline, or it is no longer pending.
+    pub fn next_escalation_at(&self) -> Option<i64> {
+        match (&self.policy, self.status.is_pending()) {
+            (Some(p), true) => escalation::next_due_at(&p.escalation, self.created_at_ms, self.deadline_ms, self.escalations_done),
+            _ => None,
+        }
+    }
+
+    /// Records that step `index` (and every step before it) was performed.
+    pub fn mark_escalated(&mut self, index: usize) {
+        self.escalations_done = self.escalations_done.max(index.saturating_add(1));
     }
 
     /// Resolved by another client (`approval_result`, or history). False if it was
@@ -343,6 +556,38 @@ fn apply_decision(actions: &[super::Action], draft: &mut DecisionDraft, action: 
         _ => return Err(Refusal::WrongKind { expected: "decisions", got: "answers" }),
     }
     Ok((single && draft.complete().is_some()).then(|| decisions_reply(draft)))
+}
+
+/// Under a quorum: an action that would decide instead becomes a vote
+/// ([`super::policy::quorum`]); one that only edits the shared draft (one action of
+/// several, a comment) changes it as usual. `Some` once the outcome is final.
+fn vote(actions: &[super::Action], draft: &mut DecisionDraft, actor: &Actor, action: UserAction, needed: u32, now_ms: i64) -> Result<Option<Reply>, Refusal> {
+    if let Some(earlier) = quorum::earlier_vote(&draft.votes, actor) {
+        return Err(Refusal::AlreadyVoted { at_ms: earlier.at_ms });
+    }
+    // Kimi's "approve for session" would let one person decide later calls alone.
+    if let UserAction::Decide { action: i, decision: Decision::ApproveForSession } = &action {
+        let name = actions.get(*i).ok_or(Refusal::OutOfRange("action"))?.name.clone();
+        return Err(Refusal::DecisionNotAllowed { action: name, decision: DecisionType::ApproveForSession });
+    }
+    // Try the action on a copy: what would have been the reply is this person's vote.
+    let mut scratch = draft.clone();
+    match apply_decision(actions, &mut scratch, action)? {
+        None => {
+            *draft = scratch;
+            Ok(None)
+        }
+        Some(Reply::Decisions { decisions, .. }) => {
+            match quorum::cast(&mut draft.votes, Vote { voter: actor.clone(), at_ms: now_ms, decisions }, needed) {
+                Cast::Counted => Ok(None),
+                Cast::Final(decisions) => {
+                    draft.decisions = decisions.iter().cloned().map(Some).collect();
+                    Ok(Some(decisions_reply(draft)))
+                }
+            }
+        }
+        Some(answers) => Ok(Some(answers)),
+    }
 }
 
 fn decisions_reply(draft: &DecisionDraft) -> Reply {
