@@ -16,6 +16,8 @@ mod handle;
 mod lanes;
 pub mod routing;
 mod shards;
+#[cfg(test)]
+mod tests;
 
 pub use crate::clock::now_ms;
 pub use gate::{PairRefusal, Stranger, paired_notice};
