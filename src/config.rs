@@ -324,6 +324,9 @@ pub struct TelegramSettings {
     pub locale: Option<String>,
     /// Per-chat locale: chat id → `en` | `vi` | `zh`.
     pub chat_locales: std::collections::BTreeMap<String, String>,
+    /// Keep to Telegram's rate limits (30 msg/s, 1/s per chat, 20/min per group);
+    /// off only against a fake Bot API (benchmarks). 429s are waited out either way.
+    pub rate_limits: bool,
 }
 
 impl Default for TelegramSettings {
@@ -339,6 +342,7 @@ impl Default for TelegramSettings {
             respond_to_all: false,
             locale: None,
             chat_locales: Default::default(),
+            rate_limits: true,
         }
     }
 }

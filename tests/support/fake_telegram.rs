@@ -41,6 +41,8 @@ pub struct Recorded {
     pub body: Value,
     /// `None` when it succeeded, else Telegram's error description.
     pub error: Option<String>,
+    /// When the request arrived (for the load benchmark's latencies).
+    pub at: std::time::Instant,
 }
 
 #[derive(Debug, Clone)]
@@ -75,6 +77,8 @@ struct Inner {
     messages: HashMap<(i64, i64), Value>,
     /// The `offset` of every getUpdates call, as it arrived (before any long poll).
     offsets: Vec<Option<i64>>,
+    /// Each update as first handed out by getUpdates, and when.
+    delivered: Vec<(Value, std::time::Instant)>,
     /// The next this-many send/edit calls are answered with 429.
     throttle: usize,
     retry_after: u64,
@@ -247,6 +251,16 @@ impl FakeTelegram {
         self.inner().requests.clone()
     }
 
+    /// How many requests arrived so far (cheap, unlike [`FakeTelegram::requests`]).
+    pub fn request_count(&self) -> usize {
+        self.inner().requests.len()
+    }
+
+    /// Every update getUpdates handed out, with when it first did, in that order.
+    pub fn deliveries(&self) -> Vec<(Value, std::time::Instant)> {
+        self.inner().delivered.clone()
+    }
+
     /// Successful calls of `method` (any case), bodies only.
     pub fn calls(&self, method: &str) -> Vec<Value> {
         let method = method.to_lowercase();
@@ -350,6 +364,7 @@ fn check_markup(markup: &Value) -> Result<(), Value> {
 }
 
 async fn handle(State(shared): State<Arc<Shared>>, Path((bot, method)): Path<(String, String)>, headers: HeaderMap, body: Bytes) -> Json<Value> {
+    let at = std::time::Instant::now();
     let method = method.to_lowercase();
     let is_json = headers.get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json"));
     let body: Value = if body.is_empty() {
@@ -369,7 +384,7 @@ async fn handle(State(shared): State<Arc<Shared>>, Path((bot, method)): Path<(St
         let mut inner = shared.inner.lock().unwrap_or_else(|p| p.into_inner());
         let response = respond(&mut inner, &method, &body);
         let error = (response["ok"] == json!(false)).then(|| response["description"].as_str().unwrap_or_default().to_owned());
-        inner.requests.push(Recorded { method, body, error });
+        inner.requests.push(Recorded { method, body, error, at });
         response
     };
     Json(response)
@@ -390,7 +405,12 @@ async fn get_updates(shared: &Shared, body: &Value) -> Value {
             }
             if !inner.updates.is_empty() || tokio::time::Instant::now() >= deadline {
                 let batch: Vec<Value> = inner.updates.iter().cloned().collect();
-                inner.requests.push(Recorded { method: "getupdates".into(), body: body.clone(), error: None });
+                let now = std::time::Instant::now();
+                let first_seen = inner.delivered.last().and_then(|(u, _)| u["update_id"].as_i64()).unwrap_or(0);
+                let fresh: Vec<(Value, std::time::Instant)> =
+                    batch.iter().filter(|u| u["update_id"].as_i64().unwrap_or(0) > first_seen).map(|u| (u.clone(), now)).collect();
+                inner.delivered.extend(fresh);
+                inner.requests.push(Recorded { method: "getupdates".into(), body: body.clone(), error: None, at: now });
                 return ok(json!(batch));
             }
         }

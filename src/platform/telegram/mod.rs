@@ -9,6 +9,7 @@
 //!   can handle the next update) and bounded rendering caches
 //! - [`lanes`]: one ordered queue per chat for incoming updates
 //! - [`send`]: outgoing calls with 429 retries; [`transport`]: polling or webhook
+//! - [`limits`]: Telegram's rate limits, waited for only when a quota says so
 //! - [`text`]: Telegram-only strings and HTML escaping
 //!
 //! What a click or reply means is always the core's call, through
@@ -18,6 +19,7 @@ pub mod callback;
 mod chat;
 mod clicks;
 mod lanes;
+mod limits;
 pub mod render;
 mod send;
 pub mod text;
@@ -28,8 +30,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use futures_util::future::BoxFuture;
 use secrecy::ExposeSecret;
-use teloxide::adaptors::Throttle;
-use teloxide::adaptors::throttle::Limits;
 use teloxide::types::{ChatId, MessageId, ReplyMarkup};
 use teloxide::Bot;
 use tokio::task::JoinHandle;
@@ -47,8 +47,21 @@ use crate::store::{ChatKey, MessageRef, Store};
 
 pub const PLATFORM: &str = "telegram";
 
-/// The Bot API client: teloxide's `Bot` behind its rate limiter.
-pub type TgBot = Throttle<Bot>;
+/// The Bot API client: teloxide's plain `Bot` and the rate limits [`send`] applies to
+/// the calls that count against them. The calls that do not (getMe, getUpdates,
+/// webhooks) use the `Bot` directly, through `Deref`.
+pub struct TgBot {
+    bot: Bot,
+    limiter: limits::Limiter,
+}
+
+impl std::ops::Deref for TgBot {
+    type Target = Bot;
+
+    fn deref(&self) -> &Bot {
+        &self.bot
+    }
+}
 
 pub struct Telegram {
     bot: TgBot,
@@ -92,7 +105,7 @@ pub async fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigne
         bot = bot.set_api_url(url);
     }
     let platform = Arc::new(Telegram {
-        bot: Throttle::new_spawn(bot, Limits::default()),
+        bot: TgBot { bot, limiter: limits::Limiter::new(tg.rate_limits) },
         engine,
         signer,
         policy: settings.access_policy(),

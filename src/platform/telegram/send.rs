@@ -1,7 +1,9 @@
 //! Outgoing Bot API calls, each retried after a 429 for as long as Telegram asks
-//! (`retry_after`): a message is delayed, never dropped. Sends also go through
-//! teloxide's `Throttle` (per-chat and global rate limits); edits and callback
-//! answers are not throttled by it, so the retry here is what protects them.
+//! (`retry_after`): a message is delayed, never dropped. New messages first pass the
+//! rate limits ([`super::limits`]: per chat, per group, overall) and go out at once
+//! when under them; edits and callback answers are not counted against them. A 429
+//! pauses the chat it was about (every chat, for a call that names none), so the
+//! other sends to it wait the same `retry_after` instead of each earning its own 429.
 
 use std::time::Duration;
 
@@ -15,6 +17,7 @@ use teloxide::types::{
 };
 
 use super::TgBot;
+use super::limits::Scope;
 use crate::platform::PlatformError;
 use crate::store::ChatKey;
 
@@ -22,8 +25,42 @@ use crate::store::ChatKey;
 /// often means something else is wrong, and the caller logs it.
 const MAX_RETRIES: usize = 20;
 
-/// Sends `request`, waiting out every `RetryAfter`.
+/// Shortest wait after a 429, whatever `retry_after` says.
+const MIN_RETRY_WAIT: Duration = Duration::from_millis(100);
+
+/// What a call counts against: a new message in a chat, a change to one, or no chat.
+#[derive(Debug, Clone, Copy)]
+enum Call {
+    Send(ChatId),
+    Edit(ChatId),
+    Chatless,
+}
+
+/// Sends `request` (a call outside the rate limits: getMe, getUpdates, webhooks),
+/// waiting out every `RetryAfter`.
 pub async fn retrying<R>(request: R) -> Result<Output<R>, RequestError>
+where
+    R: Request<Err = RequestError>,
+{
+    with_retries(request, None).await
+}
+
+/// Sends `request` once the rate limits allow `call`, retrying as [`retrying`] does;
+/// a 429 pauses the chat (or, for a chatless call, the bot) before the retry.
+async fn limited<R>(bot: &TgBot, call: Call, request: R) -> Result<Output<R>, RequestError>
+where
+    R: Request<Err = RequestError>,
+{
+    // A new message is charged to the quotas once; its retries only wait out pauses.
+    match call {
+        Call::Send(chat) => bot.limiter.before_send(chat.0).await,
+        Call::Edit(chat) => bot.limiter.before_edit(chat.0).await,
+        Call::Chatless => bot.limiter.before_any().await,
+    }
+    with_retries(request, Some((bot, call))).await
+}
+
+async fn with_retries<R>(request: R, limits: Option<(&TgBot, Call)>) -> Result<Output<R>, RequestError>
 where
     R: Request<Err = RequestError>,
 {
@@ -32,8 +69,23 @@ where
         match request.send_ref().await {
             Err(RequestError::RetryAfter(after)) if attempts < MAX_RETRIES => {
                 attempts += 1;
-                tracing::warn!(seconds = after.seconds(), "telegram asked to slow down; retrying");
-                tokio::time::sleep(after.duration().max(Duration::from_millis(100))).await;
+                let wait = after.duration().max(MIN_RETRY_WAIT);
+                tracing::warn!(seconds = after.seconds(), call = ?limits.map(|(_, c)| c), "telegram asked to slow down; retrying");
+                let Some((bot, call)) = limits else {
+                    tokio::time::sleep(wait).await;
+                    continue;
+                };
+                let scope = match call {
+                    Call::Send(chat) | Call::Edit(chat) => Scope::Chat(chat.0),
+                    Call::Chatless => Scope::All,
+                };
+                bot.limiter.pause(scope, wait);
+                tokio::time::sleep(wait).await;
+                // Another 429 meanwhile may have paused it for longer.
+                match call {
+                    Call::Send(chat) | Call::Edit(chat) => bot.limiter.before_edit(chat.0).await,
+                    Call::Chatless => bot.limiter.before_any().await,
+                }
             }
             // A network hiccup: one quick retry, then report.
             Err(RequestError::Network(e)) if attempts == 0 => {
@@ -82,7 +134,7 @@ pub async fn html_reply(bot: &TgBot, chat: &ChatKey, text: &str, markup: Option<
     if let Some(markup) = markup {
         request = request.reply_markup(markup);
     }
-    retrying(request).await.map(|m| m.id).map_err(fail)
+    limited(bot, Call::Send(chat_id), request).await.map(|m| m.id).map_err(fail)
 }
 
 /// Replaces a message's text and keyboard. "message is not modified" is success: the
@@ -93,7 +145,7 @@ pub async fn edit(bot: &TgBot, chat_id: ChatId, message_id: MessageId, text: &st
         .parse_mode(ParseMode::Html)
         .link_preview_options(no_preview())
         .reply_markup(keyboard);
-    match retrying(request).await {
+    match limited(bot, Call::Edit(chat_id), request).await {
         Ok(_) => Ok(()),
         Err(RequestError::Api(teloxide::ApiError::MessageNotModified)) => Ok(()),
         Err(e) => Err(fail(e)),
@@ -106,7 +158,7 @@ pub async fn answer(bot: &TgBot, id: CallbackQueryId, text: Option<&str>, alert:
     if let Some(text) = text {
         request = request.text(super::text::cut(text, super::text::MAX_ALERT_CHARS)).show_alert(alert);
     }
-    if let Err(e) = retrying(request).await {
+    if let Err(e) = limited(bot, Call::Chatless, request).await {
         tracing::warn!(error = %e, "cannot answer a callback query");
     }
 }
@@ -118,5 +170,5 @@ pub async fn document(bot: &TgBot, chat: &ChatKey, name: &str, content: String, 
     if let Some(thread) = thread {
         request = request.message_thread_id(thread);
     }
-    retrying(request).await.map(|_| ()).map_err(fail)
+    limited(bot, Call::Send(chat_id), request).await.map(|_| ()).map_err(fail)
 }

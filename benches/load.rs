@@ -1,0 +1,650 @@
+//! Load benchmark: the real bridge (`App::start`, or the release binary as a child for
+//! memory and restart) against the fake Telegram Bot API of `tests/support` and a
+//! minimal fake agent on a loopback WebSocket that timestamps what it sends and reads.
+//! Figures are printed, never asserted (timing belongs here, not in tests); see
+//! docs/performance.md for what each one means and the figures on the reference machine.
+//!
+//! `cargo bench --bench load`
+//!
+//! Environment: `LOAD_SESSIONS` (default 1000), `LOAD_PENDING` (default 10000),
+//! `LOAD_CLICKS` (simultaneous clicks, default 200), `LOAD_DECISIONS` (store decisions
+//! per run, default 2000), `HITL_BRIDGE_TEST_POSTGRES_URL` (PostgreSQL for the durable
+//! decisions figure; skipped with a line when unset), `LOAD_SKIP` (comma-separated
+//! phases to skip: `limits`, `store`, `pending`).
+
+#[path = "../tests/support/fake_telegram.rs"]
+mod fake_telegram;
+#[path = "../tests/support/mod.rs"]
+mod support;
+#[path = "../tests/support/test_db.rs"]
+mod test_db;
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::response::Response;
+use fake_telegram::{FakeTelegram, User, button};
+use futures_util::{SinkExt, StreamExt};
+use hitl_bridge::app::App;
+use hitl_bridge::config::Settings;
+use hitl_bridge::interaction::{AccessPolicy, Actor, Interaction, RequestBuilder, TimeoutDefaults, UserAction};
+use hitl_bridge::protocol::{BackendEvent, ContentBlock};
+use hitl_bridge::store::{AuditEntry, Store};
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc};
+
+/// Telegram user (and private chat) ids of the sessions start here.
+const FIRST_USER: i64 = 100_000;
+/// How long any one wait in the benchmark may take before it gives up.
+const PATIENCE: Duration = Duration::from_secs(180);
+
+fn env_usize(name: &str, default: usize) -> usize {
+    match std::env::var(name) {
+        Ok(v) => v.parse().unwrap_or_else(|_| panic!("{name}={v} is not a number")),
+        Err(_) => default,
+    }
+}
+
+fn skipped(phase: &str) -> bool {
+    std::env::var("LOAD_SKIP").is_ok_and(|s| s.split(',').any(|p| p.trim() == phase))
+}
+
+// ---------------------------------------------------------------------------------
+// Figures
+
+/// Latency samples, printed as p50 / p99 / max.
+struct Samples(Vec<Duration>);
+
+impl Samples {
+    fn at(&self, p: f64) -> Duration {
+        let mut sorted = self.0.clone();
+        sorted.sort();
+        sorted.get(((sorted.len().max(1) - 1) as f64 * p).round() as usize).copied().unwrap_or_default()
+    }
+
+    fn line(&self, what: &str) {
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        println!(
+            "  {what:<58} n={:<6} p50 {:>9.2} ms  p99 {:>9.2} ms  max {:>9.2} ms",
+            self.0.len(),
+            ms(self.at(0.5)),
+            ms(self.at(0.99)),
+            ms(self.at(1.0))
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The fake agent: one WebSocket per session, as PROTOCOL.md §1.
+
+#[derive(Default)]
+struct AgentState {
+    /// session id → frames to write to its socket.
+    outboxes: HashMap<String, mpsc::UnboundedSender<String>>,
+    /// Telegram user id → its session id, from the `message` command.
+    sessions: HashMap<String, String>,
+    /// approval_key → when its `approval` command was read.
+    approvals: HashMap<String, Instant>,
+}
+
+#[derive(Default)]
+struct Agent {
+    state: Mutex<AgentState>,
+    changed: Notify,
+}
+
+impl Agent {
+    fn state(&self) -> std::sync::MutexGuard<'_, AgentState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn start() -> (Arc<Agent>, String) {
+        let agent = Arc::new(Agent::default());
+        let app = axum::Router::new().route("/ws/{session_id}", axum::routing::get(upgrade)).with_state(agent.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind agent");
+        let url = format!("ws://{}/ws/{{session_id}}", listener.local_addr().expect("addr"));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        (agent, url)
+    }
+
+    /// Sends a one-action approval request to `session`; returns when it was written
+    /// to the socket's queue (the writer task sends it at once).
+    fn request(&self, session: &str, index: u64, key: &str) -> Instant {
+        let start = json!({"type": "content_block_start", "index": index, "content_block": {
+            "type": "approval_request", "approval_key": key,
+            "actions": [{"name": "deploy", "args": {"ticket": key}, "tool_use_id": format!("toolu_{key}")}],
+            "review_configs": [{"action_name": "deploy", "allowed_decisions": ["approve", "reject"], "timeout": 3600}]}});
+        let stop = json!({"type": "content_block_stop", "index": index});
+        let state = self.state();
+        let outbox = state.outboxes.get(session).expect("the session is connected");
+        let at = Instant::now();
+        for frame in [start, stop] {
+            outbox.send(frame.to_string()).expect("the session's writer runs");
+        }
+        at
+    }
+
+    async fn wait(&self, what: &str, mut done: impl FnMut(&AgentState) -> bool) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let changed = self.changed.notified();
+            if done(&self.state()) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "gave up waiting for {what}");
+            let _ = tokio::time::timeout(Duration::from_millis(200), changed).await;
+        }
+    }
+}
+
+async fn upgrade(State(agent): State<Arc<Agent>>, Path(session): Path<String>, ws: WebSocketUpgrade) -> Response {
+    ws.on_upgrade(move |socket| connection(agent, session, socket))
+}
+
+async fn connection(agent: Arc<Agent>, session: String, socket: WebSocket) {
+    let (mut sink, mut stream) = socket.split();
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    agent.state().outboxes.insert(session.clone(), tx);
+    let writer = tokio::spawn(async move {
+        while let Some(frame) = rx.recv().await {
+            if sink.send(Message::text(frame)).await.is_err() {
+                return;
+            }
+        }
+    });
+    while let Some(Ok(message)) = stream.next().await {
+        let Message::Text(text) = message else { continue };
+        let read_at = Instant::now();
+        let Ok(command) = serde_json::from_str::<Value>(text.as_str()) else { continue };
+        {
+            let mut state = agent.state();
+            match command["type"].as_str() {
+                Some("message") => {
+                    let user = command["user"]["id"].as_str().unwrap_or_default().to_owned();
+                    state.sessions.insert(user, session.clone());
+                }
+                Some("approval") => {
+                    let key = command["approval_key"].as_str().unwrap_or_default().to_owned();
+                    state.approvals.entry(key).or_insert(read_at);
+                }
+                _ => {}
+            }
+        }
+        agent.changed.notify_waiters();
+    }
+    writer.abort();
+}
+
+// ---------------------------------------------------------------------------------
+// The bridge in this process, wired to the fakes.
+
+struct Rig {
+    tg: FakeTelegram,
+    agent: Arc<Agent>,
+    app: App,
+    users: Vec<User>,
+    /// Telegram user id → session id.
+    sessions: HashMap<i64, String>,
+    _dir: tempfile::TempDir,
+}
+
+impl Rig {
+    /// A bridge with `n` Telegram users, each of whom has said hello, so each has a
+    /// session with a live WebSocket to the agent.
+    async fn start(n: usize, rate_limits: bool) -> Rig {
+        let tg = FakeTelegram::start().await;
+        let (agent, agent_url) = Agent::start().await;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
+        let limits = rate_limits.to_string();
+        let mut settings = Settings::from_pairs(&[
+            ("backend.url", &agent_url),
+            ("store.url", &store),
+            ("http.enabled", "false"),
+            ("telegram.enabled", "true"),
+            ("telegram.token", fake_telegram::TOKEN),
+            ("telegram.api_url", &tg.url),
+            ("telegram.rate_limits", &limits),
+            ("log.filter", "warn"),
+        ])
+        .expect("settings");
+        let users: Vec<User> = (0..n as i64).map(|k| User::new(FIRST_USER + k, &format!("U{k}"), Some("en"))).collect();
+        settings.access.users = users.iter().map(|u| format!("telegram:{}", u.id)).collect();
+        let app = support::start_headless(&settings).await;
+        for user in &users {
+            tg.private_chat(user);
+            tg.push_message(user.id, user, "hello", None, None);
+        }
+        agent.wait("every session's first message", |s| s.sessions.len() >= n).await;
+        let sessions = agent.state().sessions.iter().map(|(u, s)| (u.parse().expect("user id"), s.clone())).collect();
+        Rig { tg, agent, app, users, sessions, _dir: dir }
+    }
+
+    /// Keyboards the fake received so far: (chat, approval key) → when.
+    fn keyboards(&self) -> HashMap<(i64, String), Instant> {
+        self.tg
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "sendmessage" && r.error.is_none() && r.body.get("reply_markup").is_some())
+            .filter_map(|r| {
+                let chat = r.body["chat_id"].as_i64()?;
+                let text = r.body["text"].as_str()?;
+                let key = ROUNDS.iter().map(|round| format!("k{round}-{chat}")).find(|key| mentions(text, key))?;
+                Some(((chat, key), r.at))
+            })
+            .collect()
+    }
+
+    async fn wait_keyboards(&self, n: usize) -> HashMap<(i64, String), Instant> {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let shown = self.keyboards();
+            if shown.len() >= n {
+                return shown;
+            }
+            assert!(Instant::now() < deadline, "only {} of {n} keyboards shown", shown.len());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Sends request `key_of(user)` to the users' sessions, `pace` apart (all at once
+    /// when zero); returns event → keyboard latencies once every one is shown.
+    async fn show(&self, users: &[User], index: u64, pace: Duration, key_of: impl Fn(&User) -> String) -> (Samples, Duration) {
+        let before = self.keyboards().len();
+        let started = Instant::now();
+        let mut sent = Vec::with_capacity(users.len());
+        let mut next = tokio::time::Instant::now();
+        for user in users {
+            let key = key_of(user);
+            let at = self.agent.request(&self.sessions[&user.id], index, &key);
+            sent.push(((user.id, key), at));
+            if !pace.is_zero() {
+                next += pace;
+                tokio::time::sleep_until(next).await;
+            }
+        }
+        let shown = self.wait_keyboards(before + users.len()).await;
+        let drained = started.elapsed();
+        (Samples(sent.iter().map(|(k, at)| shown[k].saturating_duration_since(*at)).collect()), drained)
+    }
+
+    /// Clicks Approve on the keyboard of `key_of(user)` for each user, `pace` apart;
+    /// returns (delivery → command, push → command) latencies.
+    async fn click(&self, users: &[User], pace: Duration, key_of: impl Fn(&User) -> String) -> (Samples, Samples, Duration) {
+        // Find each keyboard's message first, so the clicks themselves go out quickly.
+        let mut targets = Vec::with_capacity(users.len());
+        for user in users {
+            let key = key_of(user);
+            let message = self
+                .tg
+                .bot_messages(user.id)
+                .into_iter()
+                .find(|m| m["text"].as_str().is_some_and(|t| mentions(t, &key)) && m.get("reply_markup").is_some())
+                .expect("the keyboard is shown");
+            targets.push((user, key, message["message_id"].as_i64().expect("id"), button(&message, "Approve")));
+        }
+        let started = Instant::now();
+        let mut pushed = HashMap::new();
+        let mut next = tokio::time::Instant::now();
+        for (user, key, message_id, data) in &targets {
+            let query = self.tg.push_click(user.id, user, *message_id, data);
+            pushed.insert(query, (key.clone(), Instant::now()));
+            if !pace.is_zero() {
+                next += pace;
+                tokio::time::sleep_until(next).await;
+            }
+        }
+        let keys: Vec<String> = targets.iter().map(|t| t.1.clone()).collect();
+        self.agent.wait("the approval commands", |s| keys.iter().all(|k| s.approvals.contains_key(k))).await;
+        let drained = started.elapsed();
+        let approvals = self.agent.state().approvals.clone();
+        let delivered: HashMap<String, Instant> = self
+            .tg
+            .deliveries()
+            .into_iter()
+            .filter_map(|(u, at)| Some((u["callback_query"]["id"].as_str()?.to_owned(), at)))
+            .collect();
+        let mut from_delivery = Vec::new();
+        let mut from_push = Vec::new();
+        for (query, (key, pushed_at)) in &pushed {
+            let command = approvals[key];
+            from_push.push(command.saturating_duration_since(*pushed_at));
+            if let Some(at) = delivered.get(query) {
+                from_delivery.push(command.saturating_duration_since(*at));
+            }
+        }
+        (Samples(from_delivery), Samples(from_push), drained)
+    }
+
+    async fn stop(self) {
+        self.app.stop().await;
+        self.tg.shutdown();
+    }
+}
+
+/// The request rounds of the latency runs: each session gets one request per round.
+const ROUNDS: [&str; 2] = ["a", "b"];
+
+/// Whether `text` mentions `key` as a whole (`p1` is not in `p10`).
+fn mentions(text: &str, key: &str) -> bool {
+    text.match_indices(key).any(|(at, _)| !text[at + key.len()..].starts_with(|c: char| c.is_ascii_alphanumeric()))
+}
+
+fn key(round: &str) -> impl Fn(&User) -> String {
+    let round = round.to_owned();
+    move |u: &User| format!("k{round}-{}", u.id)
+}
+
+/// Rate limits off: event → keyboard and click → command, paced and all at once.
+async fn latency(n: usize, clicks: usize) {
+    println!("\n## {n} sessions, Telegram rate limits off (telegram.rate_limits = false)");
+    let started = Instant::now();
+    let rig = Rig::start(n, false).await;
+    println!("  {n} sessions started (message → WebSocket → agent) in {:.2} s", started.elapsed().as_secs_f64());
+    let pace = Duration::from_millis(5);
+    let (shown, drained) = rig.show(&rig.users, 0, pace, key("a")).await;
+    shown.line(&format!("event → sendMessage, one every {} ms", pace.as_millis()));
+    println!("    ({n} shown in {:.2} s)", drained.as_secs_f64());
+    let (shown, drained) = rig.show(&rig.users, 1, Duration::ZERO, key("b")).await;
+    shown.line(&format!("event → sendMessage, {n} at once"));
+    println!("    ({n} shown in {:.2} s: {:.0} requests/s)", drained.as_secs_f64(), n as f64 / drained.as_secs_f64());
+
+    let (delivered, pushed, drained) = rig.click(&rig.users, pace, key("a")).await;
+    delivered.line(&format!("click delivered → approval command, one every {} ms", pace.as_millis()));
+    pushed.line("  same, from the click queued on the fake");
+    println!("    ({n} decided in {:.2} s)", drained.as_secs_f64());
+    let burst = &rig.users[..clicks.min(n)];
+    let (delivered, pushed, drained) = rig.click(burst, Duration::ZERO, key("b")).await;
+    delivered.line(&format!("click delivered → approval command, {} at once", burst.len()));
+    pushed.line("  same, from the click queued on the fake");
+    println!("    ({} decided in {:.2} s: {:.0} decisions/s end to end)", burst.len(), drained.as_secs_f64(), burst.len() as f64 / drained.as_secs_f64());
+    let rest = &rig.users[burst.len()..];
+    if !rest.is_empty() {
+        let (delivered, pushed, drained) = rig.click(rest, Duration::ZERO, key("b")).await;
+        delivered.line(&format!("click delivered → approval command, {} at once", rest.len()));
+        pushed.line("  same, from the click queued on the fake");
+        println!("    ({} decided in {:.2} s: {:.0} decisions/s end to end)", rest.len(), drained.as_secs_f64(), rest.len() as f64 / drained.as_secs_f64());
+    }
+    rig.stop().await;
+}
+
+/// Rate limits on: under the limits a keyboard still goes at once; a burst drains at
+/// Telegram's 30 messages/s.
+async fn with_limits(n: usize) {
+    println!("\n## {n} sessions, Telegram rate limits on (the default)");
+    let rig = Rig::start(n, true).await;
+    let under = &rig.users[..n.min(200)];
+    let pace = Duration::from_millis(50);
+    let (shown, drained) = rig.show(under, 0, pace, key("a")).await;
+    shown.line(&format!("event → sendMessage, one every {} ms (20/s, under 30/s)", pace.as_millis()));
+    println!("    ({} shown in {:.2} s)", under.len(), drained.as_secs_f64());
+    let (shown, drained) = rig.show(&rig.users, 1, Duration::ZERO, key("b")).await;
+    shown.line(&format!("event → sendMessage, {n} at once (paced to 30/s)"));
+    println!("    ({n} shown in {:.2} s: {:.1} messages/s)", drained.as_secs_f64(), n as f64 / drained.as_secs_f64());
+    rig.stop().await;
+}
+
+// ---------------------------------------------------------------------------------
+// Durable decisions: the store alone, as the engine uses it.
+
+const SEED_START: &str = include_str!("../tests/fixtures/seed000/01_stream_approval_request_start.json");
+const SEED_DELTA: &str = include_str!("../tests/fixtures/seed000/02_stream_approval_request_delta_questions.json");
+
+fn seed_interaction(id: String) -> Interaction {
+    let BackendEvent::ContentBlockStart { content_block: ContentBlock::ApprovalRequest { approval_key, actions, review_configs, timeout_seconds, .. }, .. } =
+        BackendEvent::parse(SEED_START).expect("fixture")
+    else {
+        unreachable!("the fixture is an approval_request start")
+    };
+    let BackendEvent::ContentBlockDelta { delta, .. } = BackendEvent::parse(SEED_DELTA).expect("fixture") else { unreachable!() };
+    let mut builder = RequestBuilder::start(&format!("{approval_key}-{id}"), actions, review_configs, timeout_seconds);
+    builder.apply_delta(delta);
+    let request = builder.finish(TimeoutDefaults::default()).expect("valid");
+    Interaction::new(id, "session".into(), request, Some(Actor::new("console", "u", "U")), 0)
+}
+
+fn answer(i: &mut Interaction) {
+    let who = Actor::new("console", "u", "U");
+    let policy = AccessPolicy::default();
+    i.apply(&who, UserAction::Select { question: 0, options: vec![0] }, &policy, 1).expect("select");
+    i.apply(&who, UserAction::OtherText { question: 1, text: "Ngắn hạn".into() }, &policy, 1).expect("text");
+    i.apply(&who, UserAction::Submit, &policy, 1).expect("submit");
+}
+
+/// Decisions made durable (settle + audit in one transaction) per second, by
+/// `tasks` tasks at once.
+async fn decisions(store: &Store, n: usize, tasks: usize, tag: &str) -> f64 {
+    let mut pending = Vec::with_capacity(n);
+    for k in 0..n {
+        let i = seed_interaction(format!("{tag}-{k:08}"));
+        store.insert_interaction(&i).await.expect("insert");
+        pending.push(i);
+    }
+    let queue = Arc::new(Mutex::new(pending));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..tasks)
+        .map(|_| {
+            let queue = queue.clone();
+            let store = store.clone();
+            tokio::spawn(async move {
+                loop {
+                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop();
+                    let Some(mut i) = next else { return };
+                    answer(&mut i);
+                    let audit = AuditEntry::for_settled(&i, 1);
+                    assert!(store.settle(&i, None, &audit).await.expect("settle"));
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.await.expect("worker");
+    }
+    n as f64 / started.elapsed().as_secs_f64()
+}
+
+async fn durable(n: usize) {
+    println!("\n## Durable decisions (Store::settle: interaction + audit in one transaction)");
+    let sqlite = test_db::TestDatabase::sqlite();
+    let store = sqlite.store().await;
+    for tasks in [1, 16] {
+        let rate = decisions(&store, n, tasks, &format!("s{tasks}")).await;
+        println!("  SQLite (WAL), {tasks:>2} at once: {rate:>8.0} decisions/s ({n} decisions)");
+    }
+    store.close().await;
+    match test_db::TestDatabase::postgres().await {
+        Some(pg) => {
+            let store = pg.store().await;
+            for tasks in [1, 16] {
+                let rate = decisions(&store, n, tasks, &format!("p{tasks}")).await;
+                println!("  PostgreSQL,   {tasks:>2} at once: {rate:>8.0} decisions/s ({n} decisions)");
+            }
+            store.close().await;
+            pg.finish().await;
+        }
+        None => println!("  PostgreSQL: skipped ({} unset)", test_db::POSTGRES_ENV),
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Pending interactions in the release binary: memory, and a restart.
+
+const SECRET: &str = "bench-secret";
+/// Chats the pending requests are spread over.
+const PENDING_CHATS: i64 = 100;
+const CLICKER: i64 = 900_001;
+
+struct Child {
+    process: std::process::Child,
+    base: String,
+}
+
+impl Child {
+    /// The release binary with the repository's config/default.toml and `env`
+    /// overriding keys (HITL_BRIDGE__SECTION__KEY), as an operator would run it.
+    fn spawn(env: &[(String, String)], port: u16) -> Child {
+        let process = std::process::Command::new(env!("CARGO_BIN_EXE_hitl-bridge"))
+            .args(["run", "--config", concat!(env!("CARGO_MANIFEST_DIR"), "/config/default.toml")])
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the bridge binary");
+        Child { process, base: format!("http://127.0.0.1:{port}") }
+    }
+
+    /// (VmHWM, VmRSS) in MiB, from /proc.
+    fn memory(&self) -> (f64, f64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.process.id())).unwrap_or_default();
+        let field = |name: &str| {
+            status.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<f64>().ok()).unwrap_or(0.0) / 1024.0
+        };
+        (field("VmHWM:"), field("VmRSS:"))
+    }
+
+    async fn ready(&self, http: &reqwest::Client) {
+        let deadline = Instant::now() + PATIENCE;
+        while !http.get(format!("{}/readyz", self.base)).send().await.is_ok_and(|r| r.status().is_success()) {
+            assert!(Instant::now() < deadline, "the bridge never became ready");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn kill(mut self) {
+        // SIGKILL: a restart after a crash, the case that matters.
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+async fn pending(n: usize) {
+    println!("\n## {n} pending interactions in the release binary (a child process)");
+    let tg = FakeTelegram::start().await;
+    for c in 0..PENDING_CHATS {
+        tg.group(-(1_000_000 + c), &format!("ops{c}"), false);
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+        probe.local_addr().expect("addr").port()
+    };
+    let db = dir.path().join("bridge.db");
+    let env: Vec<(String, String)> = [
+        ("STORE__URL", format!("sqlite://{}", db.display())),
+        ("HTTP__LISTEN", format!("127.0.0.1:{port}")),
+        ("HTTP__API_TOKENS", format!("bench:{SECRET}")),
+        ("TELEGRAM__ENABLED", "true".into()),
+        ("TELEGRAM__TOKEN", fake_telegram::TOKEN.into()),
+        ("TELEGRAM__API_URL", tg.url.clone()),
+        ("TELEGRAM__RATE_LIMITS", "false".into()),
+        ("ACCESS__USERS", format!("telegram:{CLICKER}")),
+        ("LOG__FILTER", "warn".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (format!("HITL_BRIDGE__{k}"), v))
+    .collect();
+    let http = reqwest::Client::new();
+    let child = Child::spawn(&env, port);
+    child.ready(&http).await;
+    let (idle, _) = child.memory();
+    println!("  started, idle: peak RSS {idle:.1} MiB");
+
+    let started = Instant::now();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let pushers: Vec<_> = (0..32)
+        .map(|_| {
+            let (http, base, next) = (http.clone(), child.base.clone(), next.clone());
+            tokio::spawn(async move {
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if k >= n {
+                        return;
+                    }
+                    let chat = -(1_000_000 + (k as i64 % PENDING_CHATS));
+                    let body = json!({"approval_key": format!("p{k}"), "timeout_seconds": 3600,
+                        "targets": [{"platform": "telegram", "chat_id": chat.to_string()}],
+                        "actions": [{"name": "deploy", "args": {"ticket": format!("p{k}")}}]});
+                    let r = http.post(format!("{base}/v1/requests")).bearer_auth(SECRET).json(&body).send().await.expect("push");
+                    assert!(r.status().is_success(), "push {k}: {}", r.status());
+                }
+            })
+        })
+        .collect();
+    for p in pushers {
+        p.await.expect("pusher");
+    }
+    let deadline = Instant::now() + PATIENCE;
+    while tg.calls("sendMessage").len() < n {
+        assert!(Instant::now() < deadline, "not every request was shown");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let elapsed = started.elapsed();
+    let (peak, now) = child.memory();
+    println!("  {n} pushed over the HTTP API and shown in {:.2} s ({:.0}/s)", elapsed.as_secs_f64(), n as f64 / elapsed.as_secs_f64());
+    println!("  with {n} pending: peak RSS (VmHWM) {peak:.1} MiB, RSS now {now:.1} MiB");
+
+    // Restart after a crash, with clicks on 20 of them already waiting at Telegram.
+    child.kill();
+    let clicker = User::new(CLICKER, "Clicker", Some("en"));
+    let mut queries = Vec::new();
+    for k in (0..n).step_by((n / 20).max(1)) {
+        let chat = -(1_000_000 + (k as i64 % PENDING_CHATS));
+        let key = format!("p{k}");
+        let message = tg.bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| mentions(t, &key))).expect("shown");
+        let data = button(&message, "Approve");
+        queries.push((tg.push_click(chat, &clicker, message["message_id"].as_i64().expect("id"), &data), key));
+    }
+    let started = Instant::now();
+    let child = Child::spawn(&env, port);
+    child.ready(&http).await;
+    let ready = started.elapsed();
+    let deadline = Instant::now() + PATIENCE;
+    while !queries.iter().all(|(q, _)| tg.answer_to(q).is_some()) {
+        assert!(Instant::now() < deadline, "the clicks after the restart were never answered");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let clicked = started.elapsed();
+    let mut resolved = 0;
+    for (_, key) in &queries {
+        let state: Value = http.get(format!("{}/v1/requests/{key}", child.base)).bearer_auth(SECRET).send().await.expect("get").json().await.expect("json");
+        if state["status"] == "resolved" {
+            resolved += 1;
+        }
+    }
+    let store = Store::connect(&format!("sqlite://{}", db.display())).await.expect("store");
+    let still = store.pending_interactions().await.expect("pending").len();
+    store.close().await;
+    println!("  restart (SIGKILL, start again): /readyz in {:.2} s; {} clicks queued meanwhile answered in {:.2} s", ready.as_secs_f64(), queries.len(), clicked.as_secs_f64());
+    println!("    {resolved}/{} clicked requests resolved; {still} still pending (expected {})", queries.len(), n - queries.len());
+    let (peak, _) = child.memory();
+    println!("    peak RSS after the restart: {peak:.1} MiB");
+    child.kill();
+    tg.shutdown();
+}
+
+#[tokio::main]
+async fn main() {
+    let sessions = env_usize("LOAD_SESSIONS", 1000);
+    let pending_n = env_usize("LOAD_PENDING", 10_000);
+    let clicks = env_usize("LOAD_CLICKS", 200);
+    let decisions_n = env_usize("LOAD_DECISIONS", 2000);
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!("# hitl-bridge load benchmark ({cores} cores; release build; figures, not asserts)");
+    latency(sessions, clicks).await;
+    if !skipped("limits") {
+        with_limits(sessions).await;
+    }
+    if !skipped("store") {
+        durable(decisions_n).await;
+    }
+    if !skipped("pending") {
+        pending(pending_n).await;
+    }
+}
