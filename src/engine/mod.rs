@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::JoinHandle;
+use tokio::task::JoinSet;
 
 use crate::backend::history::{self, HistoryResolution};
 use crate::backend::{BackendInput, Connectors, SessionUpdate, ToolGroupStatus};
@@ -176,11 +176,22 @@ impl Engine {
         tokio::pin!(shutdown);
         self.shared.show_pending().await;
         let (stop, stopping) = watch::channel(false);
-        let mut tasks: Vec<JoinHandle<()>> =
-            self.workers.drain(..).map(|(shard, inputs)| tokio::spawn(shard.run(inputs, stopping.clone()))).collect();
-        tasks.push(tokio::spawn(housekeeping(self.shared.clone(), self.shards.clone(), stopping)));
+        let mut tasks = JoinSet::new();
+        for (shard, inputs) in self.workers.drain(..) {
+            tasks.spawn(shard.run(inputs, stopping.clone()));
+        }
+        tasks.spawn(housekeeping(self.shared.clone(), self.shards.clone(), stopping));
         loop {
             tokio::select! {
+                // A shard or housekeeping only ends early by panicking: that is the
+                // engine panicking, reported as such (the process exits non-zero).
+                Some(ended) = tasks.join_next() => match ended {
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    _ => {
+                        tracing::error!("an engine task ended before the engine; stopping");
+                        break;
+                    }
+                },
                 request = self.requests.recv() => match request {
                     Some(request) => self.route(request).await,
                     None => break,
@@ -196,8 +207,8 @@ impl Engine {
         // they hold; claims and leases are given up so a restarted or other replica
         // carries on at once.
         let _ = stop.send(true);
-        for task in tasks {
-            if let Err(e) = task.await {
+        while let Some(ended) = tasks.join_next().await {
+            if let Err(e) = ended {
                 tracing::error!(error = %e, "an engine task failed");
             }
         }

@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use futures_util::future::BoxFuture;
 use serde_json::json;
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 use super::*;
 use crate::backend::Connector;
@@ -74,6 +75,8 @@ impl Platform for Recorder {
 #[derive(Default)]
 struct Agent {
     stall: Mutex<Option<(String, std::sync::mpsc::Receiver<()>)>>,
+    /// Panics in `settled`: a bug on a shard's decision path.
+    panics: bool,
 }
 
 impl Connector for Agent {
@@ -88,6 +91,7 @@ impl Connector for Agent {
     fn deliver(&self, _: &str) {}
 
     fn settled(&self, interaction: &Interaction) {
+        assert!(!self.panics, "a connector bug");
         let mut stall = self.stall.lock().unwrap();
         if stall.as_ref().is_some_and(|(session, _)| *session == interaction.session_id)
             && let Some((_, release)) = stall.take()
@@ -307,3 +311,20 @@ async fn a_stop_drains_the_chat_lanes_and_releases_claims() {
     let due = store.claim_due_shows(&other, now_ms()).await.unwrap();
     assert_eq!(due, vec![PendingShow { interaction_id: "claimed00001".into(), chat: chat(1), attempts: 0 }]);
 }
+
+/// A panic on a shard (here in the connector, on the decision path) is the engine's
+/// panic: `run` panics with it, so the app reports it and the process exits non-zero,
+/// instead of one shard silently answering nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_on_a_shard_is_the_engines_panic() {
+    let platform = Arc::new(Recorder::default());
+    let engine = start(platform.clone(), Arc::new(Agent { panics: true, ..Agent::default() }), 1, &[]).await;
+    engine.send("s0", SessionUpdate::Request(request("trade_0", 600))).await;
+    wait_until("the request to be shown", async || platform.shown().len() == 1).await;
+    let decided = engine.handle.act(&platform.shown()[0].id, requester(0), approve()).await;
+    assert!(matches!(decided, Err(ActError::Internal(_))), "{decided:?}");
+    let ended = tokio::time::timeout(WAIT, engine.task).await.expect("the engine ends");
+    let panic = ended.expect_err("the engine panicked").into_panic();
+    assert_eq!(panic.downcast_ref::<&str>(), Some(&"a connector bug"));
+}
+
