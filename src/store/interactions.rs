@@ -97,13 +97,7 @@ impl Store {
     /// status column is not touched: a settled interaction stays settled.
     pub async fn save_delivery(&self, i: &Interaction) -> Result<()> {
         let body = json::encode(i, "interaction")?;
-        sqlx::query("UPDATE interactions SET body = $1 WHERE id = $2 AND status = $3")
-            .bind(body)
-            .bind(i.id.as_str())
-            .bind(i.status.name())
-            .execute(&self.pool)
-            .await
-            .map_err(StoreError::query("save delivery state"))?;
+        self.write(SaveBody { id: i.id.clone(), status: i.status.name(), body, what: "save delivery state" }).await?;
         Ok(())
     }
 
@@ -131,14 +125,7 @@ impl Store {
             return Err(StoreError::WrongState { op: "save the draft of", id: i.id.clone(), reason: "it is settled; use settle" });
         }
         let body = json::encode(i, "interaction")?;
-        let done = sqlx::query("UPDATE interactions SET body = $1 WHERE id = $2 AND status = $3")
-            .bind(body)
-            .bind(i.id.as_str())
-            .bind(pending())
-            .execute(&self.pool)
-            .await
-            .map_err(StoreError::query("save draft"))?;
-        Ok(done.rows_affected() > 0)
+        self.write(SaveBody { id: i.id.clone(), status: pending(), body, what: "save draft" }).await
     }
 
     /// Records that `i` has ended (its status is no longer pending): in one
@@ -174,6 +161,30 @@ impl Write for InsertToShow {
             }
             insert_shows(conn, &self.interaction.id, &self.chats, &self.claim, self.now_ms).await?;
             Ok(true)
+        })
+    }
+}
+
+/// A new body for an interaction whose status column is `status`, which it keeps:
+/// nothing when the status changed meanwhile.
+struct SaveBody {
+    id: String,
+    status: &'static str,
+    body: String,
+    what: &'static str,
+}
+
+impl Write for SaveBody {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let done = sqlx::query("UPDATE interactions SET body = $1 WHERE id = $2 AND status = $3")
+                .bind(self.body.as_str())
+                .bind(self.id.as_str())
+                .bind(self.status)
+                .execute(conn)
+                .await
+                .map_err(StoreError::query(self.what))?;
+            Ok(done.rows_affected() > 0)
         })
     }
 }
