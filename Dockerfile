@@ -22,9 +22,13 @@ WORKDIR /app
 COPY --from=build /src/target/release/hitl-bridge /usr/local/bin/hitl-bridge
 COPY config ./config
 USER hitl
-# The HTTP listener (/healthz, /readyz, /v1): reachable from outside the container.
+# The HTTP listener (/healthz, /readyz, /metrics, /v1): reachable from outside the container.
 ENV HITL_BRIDGE__HTTP__LISTEN=0.0.0.0:8790
 EXPOSE 8790
+# Ready = the store answers and every platform started (no curl here: the binary asks
+# /readyz itself). The start period covers a slow Telegram or Discord login at start.
+# With another port in http.listen, use: hitl-bridge health --url http://127.0.0.1:PORT/readyz
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 CMD ["hitl-bridge", "health"]
 VOLUME ["/app/data"]
 ENTRYPOINT ["hitl-bridge"]
 CMD ["run"]

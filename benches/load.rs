@@ -241,15 +241,20 @@ impl Rig {
             .collect()
     }
 
-    async fn wait_keyboards(&self, n: usize) -> HashMap<(i64, String), Instant> {
+    /// Waits until `n` keyboards were shown. Reading every recorded request is costly
+    /// and would compete with the bridge for the CPU, so it is done only once at least
+    /// `requests` requests have arrived.
+    async fn wait_keyboards(&self, n: usize, requests: usize) -> HashMap<(i64, String), Instant> {
         let deadline = Instant::now() + PATIENCE;
         loop {
-            let shown = self.keyboards();
-            if shown.len() >= n {
-                return shown;
+            if self.tg.request_count() >= requests {
+                let shown = self.keyboards();
+                if shown.len() >= n {
+                    return shown;
+                }
             }
-            assert!(Instant::now() < deadline, "only {} of {n} keyboards shown", shown.len());
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert!(Instant::now() < deadline, "only {} of {n} keyboards shown", self.keyboards().len());
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
@@ -257,6 +262,7 @@ impl Rig {
     /// when zero); returns event → keyboard latencies once every one is shown.
     async fn show(&self, users: &[User], index: u64, pace: Duration, key_of: impl Fn(&User) -> String) -> (Samples, Duration) {
         let before = self.keyboards().len();
+        let requests = self.tg.request_count() + users.len();
         let started = Instant::now();
         let mut sent = Vec::with_capacity(users.len());
         let mut next = tokio::time::Instant::now();
@@ -269,7 +275,7 @@ impl Rig {
                 tokio::time::sleep_until(next).await;
             }
         }
-        let shown = self.wait_keyboards(before + users.len()).await;
+        let shown = self.wait_keyboards(before + users.len(), requests).await;
         let drained = started.elapsed();
         (Samples(sent.iter().map(|(k, at)| shown[k].saturating_duration_since(*at)).collect()), drained)
     }
@@ -601,6 +607,7 @@ async fn pending(n: usize) {
         let data = button(&message, "Approve");
         queries.push((tg.push_click(chat, &clicker, message["message_id"].as_i64().expect("id"), &data), key));
     }
+    let calls_before = tg.request_count();
     let started = Instant::now();
     let child = Child::spawn(&env, port);
     child.ready(&http).await;
@@ -611,6 +618,10 @@ async fn pending(n: usize) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let clicked = started.elapsed();
+    let mut calls: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in &tg.requests()[calls_before..] {
+        *calls.entry(r.method.clone()).or_default() += 1;
+    }
     let mut resolved = 0;
     for (_, key) in &queries {
         let state: Value = http.get(format!("{}/v1/requests/{key}", child.base)).bearer_auth(SECRET).send().await.expect("get").json().await.expect("json");
@@ -623,6 +634,7 @@ async fn pending(n: usize) {
     store.close().await;
     println!("  restart (SIGKILL, start again): /readyz in {:.2} s; {} clicks queued meanwhile answered in {:.2} s", ready.as_secs_f64(), queries.len(), clicked.as_secs_f64());
     println!("    {resolved}/{} clicked requests resolved; {still} still pending (expected {})", queries.len(), n - queries.len());
+    println!("    Telegram calls from the restart until the last click was answered: {calls:?}");
     let (peak, _) = child.memory();
     println!("    peak RSS after the restart: {peak:.1} MiB");
     child.kill();

@@ -23,6 +23,7 @@ use crate::backend::agno::AgnoTransport;
 use crate::backend::{Connector, Connectors};
 use crate::config::{BackendKind, Settings};
 use crate::engine::{Engine, EngineError, EngineHandle};
+use crate::metrics::Metrics;
 use crate::server::Readiness;
 use crate::platform::console::Console;
 use crate::platform::token::TokenSigner;
@@ -82,11 +83,13 @@ impl App {
     {
         let store = Store::connect(&settings.store.url)
             .await
-            .map_err(|source| AppError::Store { url: settings.store.url.clone(), source })?;
+            .map_err(|source| AppError::Store { url: crate::config::url_without_password(&settings.store.url), source })?;
         let signer = token_signer(settings, &store)
             .await
-            .map_err(|source| AppError::Store { url: settings.store.url.clone(), source })?;
+            .map_err(|source| AppError::Store { url: crate::config::url_without_password(&settings.store.url), source })?;
         let (engine, requests) = EngineHandle::channel();
+        // This bridge's own registry: figures of other bridges in the process never mix in.
+        let metrics = Metrics::new();
         let mut platforms: Vec<Arc<dyn Platform>> = Vec::new();
         let mut console_input = None;
         if let (true, Some((input, output))) = (settings.console.enabled, console) {
@@ -99,13 +102,13 @@ impl App {
         // A platform that is enabled but cannot start stops the bridge with a clear
         // error, rather than running without it.
         if settings.telegram.enabled {
-            let telegram = crate::platform::telegram::start(settings, engine.clone(), signer.clone(), store.clone())
+            let telegram = crate::platform::telegram::start(settings, engine.clone(), signer.clone(), store.clone(), metrics.clone())
                 .await
                 .map_err(|e| AppError::Platform { platform: "telegram", reason: e.to_string() })?;
             platforms.push(telegram);
         }
         if settings.discord.enabled {
-            let discord = crate::platform::discord::start(&settings.discord, settings.access_policy(), signer.clone(), engine.clone(), store.clone())
+            let discord = crate::platform::discord::start(&settings.discord, settings.access_policy(), signer.clone(), engine.clone(), store.clone(), metrics.clone())
                 .await
                 .map_err(|e| AppError::Platform { platform: "discord", reason: e.to_string() })?;
             platforms.push(discord);
@@ -119,19 +122,19 @@ impl App {
         let names: Vec<&'static str> = platforms.iter().map(|p| p.name()).collect();
         let http_api = HttpApi::start(&settings.http, settings.timeouts.defaults(), names, store.clone(), engine.clone());
         let (backend_tx, backend_rx) = tokio::sync::mpsc::channel(1024);
-        let chat_backend = chat_connector(settings, &store, backend_tx);
+        let chat_backend = chat_connector(settings, &store, backend_tx, &metrics);
         let connectors = Connectors::new(vec![http_api.clone() as Arc<dyn Connector>, chat_backend]);
 
         let readiness = Readiness::new(store.clone());
         let http = if settings.http.enabled {
-            let served = crate::server::serve(&settings.http.listen, readiness.clone(), http_api.router())
+            let served = crate::server::serve(&settings.http.listen, readiness.clone(), metrics.clone(), http_api.router())
                 .await
                 .map_err(|source| AppError::Listen { listen: settings.http.listen.clone(), source })?;
             Some(served)
         } else {
             None
         };
-        let core = Engine::start(settings, store.clone(), platforms.clone(), connectors, backend_rx, requests).await?;
+        let core = Engine::start(settings, store.clone(), platforms.clone(), connectors, backend_rx, requests).await?.with_metrics(metrics);
         let retention = tokio::spawn(crate::store::retention::keep_pruning(store.clone(), settings.store.retention_days));
         let (stop, stopped) = oneshot::channel::<()>();
         let (ended, engine_end) = watch::channel(None);
@@ -230,7 +233,7 @@ async fn token_signer(settings: &Settings, store: &Store) -> Result<TokenSigner,
 
 /// The connector for chat sessions: the session machinery (leases, outbox, reconnects)
 /// around the transport `backend.kind` names.
-fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc::Sender<crate::backend::BackendInput>) -> Arc<dyn Connector> {
+fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc::Sender<crate::backend::BackendInput>, metrics: &Metrics) -> Arc<dyn Connector> {
     let backend = &settings.backend;
     let defaults = settings.timeouts.defaults();
     let options = SessionOptions {
@@ -238,6 +241,7 @@ fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc
         defaults,
         reconnect_max: std::time::Duration::from_secs(backend.reconnect_max_secs.max(1)),
         idle_close: std::time::Duration::from_secs(backend.idle_close_secs.max(1)),
+        metrics: metrics.clone(),
     };
     let lease = Lease::new(store.clone(), backend.lease_secs);
     match backend.kind {

@@ -184,6 +184,7 @@ pub struct BackendSettings {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoreSettings {
+    #[serde(serialize_with = "redact_url_password")]
     pub url: String,
     /// Settled requests, their callbacks' leftovers and audit entries older than this
     /// many days are pruned (hourly); 0 keeps everything.
@@ -284,12 +285,23 @@ impl Default for ConsoleSettings {
 #[serde(deny_unknown_fields, default)]
 pub struct LogSettings {
     pub filter: String,
+    /// `pretty` (for people) or `json` (one object per line, for log pipelines).
+    pub format: LogFormat,
 }
 
 impl Default for LogSettings {
     fn default() -> Self {
-        Self { filter: "info".into() }
+        Self { filter: "info".into(), format: LogFormat::Pretty }
     }
+}
+
+/// How log lines are written ([`crate::logging`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    #[default]
+    Pretty,
+    Json,
 }
 
 /// The key that signs button tokens. When unset, the bridge generates one on first
@@ -416,6 +428,23 @@ fn default_read_timeout() -> u64 {
 
 fn default_idle_close() -> u64 {
     60
+}
+
+fn redact_url_password<S: Serializer>(url: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&url_without_password(url))
+}
+
+/// `url` with the password of its user info (`postgres://user:secret@host/db`) replaced
+/// by `[redacted]`, for printing and error messages.
+pub fn url_without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let Some((user_info, host)) = authority.rsplit_once('@') else { return url.to_owned() };
+    match user_info.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:[redacted]@{host}{path}"),
+        None => url.to_owned(),
+    }
 }
 
 fn redact<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> Result<S::Ok, S::Error> {
@@ -626,6 +655,23 @@ mod tests {
         assert_eq!(s.store.retention_days, 30);
         assert_eq!(s.timeouts.on_expiry, OnExpiry::Reject);
         assert_eq!(s.timeouts.grace_secs, 10);
+    }
+
+    #[test]
+    fn a_store_password_is_never_printed() {
+        for (url, shown) in [
+            ("postgres://bridge:pa:ss@db:5432/hitl?sslmode=require", "postgres://bridge:[redacted]@db:5432/hitl?sslmode=require"),
+            ("postgres://bridge:p%40ss@db/hitl", "postgres://bridge:[redacted]@db/hitl"),
+            ("postgres://bridge@db/hitl", "postgres://bridge@db/hitl"),
+            ("sqlite://data/hitl-bridge.db", "sqlite://data/hitl-bridge.db"),
+            ("sqlite://data/a@b.db", "sqlite://data/a@b.db"),
+            ("not a url", "not a url"),
+        ] {
+            assert_eq!(url_without_password(url), shown);
+        }
+        let s = Settings::from_pairs(&[("store.url", "postgres://bridge:hunter2@db/hitl")]).unwrap();
+        assert!(!s.redacted_json().contains("hunter2"));
+        assert!(s.redacted_json().contains("postgres://bridge:[redacted]@db/hitl"));
     }
 
     #[test]

@@ -17,11 +17,15 @@
 //! - [`engine`]: the one task that applies actions, settles, routes requests to chats
 //!   ([`engine::routing`]) and runs deadlines; platform calls go through per-chat lanes.
 //! - [`platform`]: console, Telegram, Discord.
-//! - [`server`]: the HTTP listener (`/healthz`, `/readyz`, `/v1`).
+//! - [`server`]: the HTTP listener (`/healthz`, `/readyz`, `/metrics`, `/v1`).
+//! - [`metrics`]: the Prometheus registry `/metrics` renders.
 //! - [`pairing`]: approving pairing codes (CLI and admin chats).
+//! - [`logging`]: the log format (pretty or JSON lines) and the per-interaction span.
+//! - [`admin`]: the operator's commands on the store (`pending`, `cancel`, `audit export`).
 //! - [`app`]: assembles all of it from [`config`]; `main` is the CLI.
 //! - [`agent_sim`]: a reference agent backend for the demo and the tests.
 
+pub mod admin;
 pub mod agent_sim;
 pub mod app;
 pub mod backend;
@@ -29,6 +33,8 @@ pub mod clock;
 pub mod config;
 pub mod engine;
 pub mod interaction;
+pub mod logging;
+pub mod metrics;
 pub mod pairing;
 pub mod platform;
 pub mod protocol;

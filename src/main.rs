@@ -1,10 +1,12 @@
-//! The `hitl-bridge` command: `run`, `demo`, `agent-sim`, `check-config` and `pair`.
+//! The `hitl-bridge` command: `run`, `demo`, `agent-sim`, `check-config`, `pair`, and
+//! the admin commands `pending`, `cancel` and `audit export`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use hitl_bridge::admin::{self, AdminCommand, audit_export};
 use hitl_bridge::agent_sim::{self, SimOptions};
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
@@ -65,6 +67,54 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Ask a running bridge whether it is ready (the container's HEALTHCHECK): exit 0
+    /// when /readyz answers 2xx, else 1 with the reason.
+    Health {
+        #[arg(long, default_value = hitl_bridge::server::DEFAULT_PROBE_URL)]
+        url: String,
+    },
+    /// List pending requests: key, session, where shown, kind, age, deadline.
+    Pending {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Cancel a pending request. A chat turn's approval is rejected with the reason;
+    /// running bridges update its messages within 10 s.
+    Cancel {
+        /// The request's approval key.
+        key: String,
+        /// The session, when the key is pending in several.
+        #[arg(long)]
+        session: Option<String>,
+        /// Shown in the chats and sent to the agent.
+        #[arg(long)]
+        reason: Option<String>,
+        /// Who is cancelling, for the audit log.
+        #[arg(long, env = "USER", default_value = "operator")]
+        by: String,
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// The audit log.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Print audit entries, oldest first: who, what, when, args, decision, latency, refusals.
+    Export {
+        /// Only entries at or after this RFC 3339 time, e.g. 2025-06-01T00:00:00Z.
+        #[arg(long, value_parser = audit_export::parse_since)]
+        since: Option<i64>,
+        /// `jsonl` (one JSON object per line) or `csv`.
+        #[arg(long, default_value = "jsonl", value_parser = audit_export::parse_format)]
+        format: audit_export::Format,
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
 #[tokio::main]
@@ -78,7 +128,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Run { config } => {
             let settings = Settings::load(config.as_deref())?;
-            init_logging(&settings.log.filter);
+            hitl_bridge::logging::init(&settings.log);
             run_until_stopped(&settings).await
         }
         Command::AgentSim { listen, timeout_secs, token } => {
@@ -100,7 +150,29 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", pairing::run_cli(&settings, &command).await?);
             Ok(())
         }
+        Command::Health { url } => match hitl_bridge::server::probe(&url).await {
+            Ok(answer) => {
+                println!("healthy: {answer}");
+                Ok(())
+            }
+            Err(e) => {
+                eprintln!("unhealthy: {e}");
+                std::process::exit(1);
+            }
+        },
+        Command::Pending { config } => run_admin(config, AdminCommand::Pending).await,
+        Command::Cancel { key, session, reason, by, config } => run_admin(config, AdminCommand::Cancel { key, session, reason, by }).await,
+        Command::Audit { command: AuditCommand::Export { since, format, config } } => {
+            run_admin(config, AdminCommand::AuditExport { since_ms: since, format }).await
+        }
     }
+}
+
+async fn run_admin(config: Option<PathBuf>, command: AdminCommand) -> anyhow::Result<()> {
+    let settings = Settings::load(config.as_deref())?;
+    let mut out = std::io::BufWriter::new(std::io::stdout());
+    admin::run_cli(&settings, &command, &mut out).await?;
+    Ok(())
 }
 
 /// The demo's API token: the demo listens on loopback only.
@@ -172,8 +244,7 @@ async fn terminated() {
     std::future::pending::<()>().await
 }
 
+/// Pretty logs with `default_filter` (`RUST_LOG` wins), for the commands without a config.
 fn init_logging(default_filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    hitl_bridge::logging::init(&hitl_bridge::config::LogSettings { filter: default_filter.into(), ..Default::default() });
 }

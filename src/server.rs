@@ -1,25 +1,39 @@
 //! The bridge's own HTTP listener (`http.listen`): `/healthz` (the process is alive),
-//! `/readyz` (the store answers and every enabled platform has started), and whatever
-//! routes the parts mount on it (the inbound API's `/v1`). Bodies over 1 MiB are
-//! refused with 413 before any handler reads them.
+//! `/readyz` (the store answers and every enabled platform has started), `/metrics`
+//! (Prometheus, see [`crate::metrics`]), and whatever routes the parts mount on it (the
+//! inbound API's `/v1`). Bodies over 1 MiB are refused with 413 before any handler
+//! reads them. [`probe`] is the other side: `hitl-bridge health` (the container's
+//! `HEALTHCHECK`) asking `/readyz`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use axum::Json;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
 use tokio::task::JoinHandle;
 
+use crate::metrics::{self, Metrics, StoreFigures};
 use crate::store::Store;
 
 /// The largest request body accepted (PROTOCOL.md §8).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// What `hitl-bridge health` asks by default: `/readyz` on the default `http.listen`.
+pub const DEFAULT_PROBE_URL: &str = "http://127.0.0.1:8790/readyz";
+
+/// How long [`probe`] waits for an answer (Docker's own timeout should be longer).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(4);
+
+/// How much of an unhealthy answer's body [`ProbeError`] repeats.
+const PROBE_BODY_CHARS: usize = 200;
 
 /// What `/readyz` checks.
 pub struct Readiness {
@@ -38,13 +52,23 @@ impl Readiness {
     }
 }
 
-/// Binds `listen` and serves health plus `routes` until the task is aborted.
-pub async fn serve(listen: &str, readiness: Arc<Readiness>, routes: Router) -> std::io::Result<(SocketAddr, JoinHandle<()>)> {
+/// What `/metrics` reads: the bridge's registry, and the store for the gauges every
+/// replica reads alike.
+#[derive(Clone)]
+struct Scrape {
+    store: Store,
+    metrics: Metrics,
+}
+
+/// Binds `listen` and serves health, metrics and `routes` until the task is aborted.
+pub async fn serve(listen: &str, readiness: Arc<Readiness>, metrics: Metrics, routes: Router) -> std::io::Result<(SocketAddr, JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
+    let scrape = Scrape { store: readiness.store.clone(), metrics };
     let app = Router::new()
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/readyz", get(readyz).with_state(readiness))
+        .route("/metrics", get(metrics_page).with_state(scrape))
         .merge(routes)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
     let task = tokio::spawn(async move {
@@ -62,4 +86,65 @@ async fn readyz(State(readiness): State<Arc<Readiness>>) -> (StatusCode, Json<se
     let status = if store && platforms { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     let word = if status == StatusCode::OK { "ready" } else { "not_ready" };
     (status, Json(json!({"status": word, "store": store, "platforms": platforms})))
+}
+
+/// The registry in the OpenMetrics text format, with the store's gauges read now. A
+/// store that does not answer fails the scrape (503) rather than serve stale gauges;
+/// Prometheus then records the target as down, which is what an alert should see.
+async fn metrics_page(State(scrape): State<Scrape>) -> Response {
+    match StoreFigures::read(&scrape.store).await {
+        Ok(figures) => scrape.metrics.set_store_figures(&figures),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the store for /metrics");
+            return (StatusCode::SERVICE_UNAVAILABLE, format!("the store did not answer: {e}\n")).into_response();
+        }
+    }
+    match scrape.metrics.render() {
+        Ok(text) => ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot render /metrics");
+            (StatusCode::INTERNAL_SERVER_ERROR, "cannot render the metrics\n").into_response()
+        }
+    }
+}
+
+/// Why [`probe`] found the bridge unhealthy; one line each.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("{url} is not a URL: {reason}")]
+    Url { url: String, reason: String },
+    #[error("no answer from {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    #[error("{url} answered HTTP {status}: {body}")]
+    Status { url: String, status: u16, body: String },
+}
+
+/// Asks `url` (normally [`DEFAULT_PROBE_URL`]) once: `Ok` with a short description on a
+/// 2xx answer, else why not.
+pub async fn probe(url: &str) -> Result<String, ProbeError> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| ProbeError::Url { url: url.to_owned(), reason: e.to_string() })?;
+    let client =
+        reqwest::Client::builder().timeout(PROBE_TIMEOUT).build().map_err(|e| ProbeError::Unreachable { url: url.to_owned(), reason: one_line(&e) })?;
+    let response = client.get(parsed).send().await.map_err(|e| ProbeError::Unreachable { url: url.to_owned(), reason: one_line(&e) })?;
+    let status = response.status();
+    // A body that cannot be read still leaves the status to judge by.
+    let body = response.text().await.unwrap_or_default();
+    let body: String = body.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(PROBE_BODY_CHARS).collect();
+    if status.is_success() {
+        Ok(format!("{url} answered HTTP {}: {body}", status.as_u16()))
+    } else {
+        Err(ProbeError::Status { url: url.to_owned(), status: status.as_u16(), body })
+    }
+}
+
+/// An error with its causes on one line (reqwest's own message hides the cause).
+fn one_line(e: &dyn std::error::Error) -> String {
+    let mut line = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        line.push_str(": ");
+        line.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -490,6 +490,9 @@ async fn audit_records_edits_and_latency(db: &mut TestDb) {
         edited_args: Some(json!([null, {"to": "lead@example.com", "body": "done"}])),
         latency_ms: 3_500,
         agent: None,
+        kind: Some("approval".into()),
+        tools: Some(vec!["execute_trade".into(), "send_email".into()]),
+        reason: None,
     };
     assert_eq!(entry, expected);
     assert_eq!(store.audit_log("S_1").await.expect("audit"), vec![expected]);

@@ -109,6 +109,8 @@ pub struct SessionOptions {
     /// An idle session (no open turn, nothing pending, nothing queued, nothing in
     /// flight) closes its connection after this long.
     pub idle_close: Duration,
+    /// Where live connections are counted (`backend_sessions_connected`).
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// A [`Connector`] for any [`Transport`]: serves every session not claimed by a more
@@ -229,11 +231,13 @@ async fn run<T: Transport>(inner: Arc<Inner<T>>, session_id: String, signals: Ar
             Ok(link) => {
                 backoff = Duration::from_secs(1);
                 tracing::info!(%session_id, backend = inner.transport.name(), "connected to backend");
+                let connected = inner.options.metrics.session_connected();
                 match pump(&inner, &session_id, &signals, &mut state, link).await {
                     Ok(()) => tracing::info!(%session_id, "backend closed the connection"),
                     Err(LinkError::EngineGone) => return,
                     Err(e) => tracing::warn!(%session_id, error = %e, "backend connection lost"),
                 }
+                drop(connected);
                 if let Ok(false) = has_work(&inner, &session_id, &signals).await {
                     // Idle: let any replica take the session when work comes.
                     inner.lease.release(&session_id).await;

@@ -80,6 +80,7 @@ impl Shared {
         };
         let now = now_ms();
         tracing::info!(platform = %chat.platform, chat = %chat.chat_id, user = %actor.user_id, attempted, "refused: not allowed to talk to the agent");
+        self.metrics.refused_because(crate::metrics::REASON_STRANGER);
         let session = self.store.session_for_chat(chat).await?;
         let entry = AuditEntry::for_refused_talk(actor, chat, attempted, text, session.as_deref(), now);
         if let Err(e) = self.store.append_audit(&entry).await {
@@ -100,6 +101,7 @@ impl Shared {
         let admin = self.admin_chats.iter().any(|(p, id)| *p == chat.platform && *id == chat.chat_id);
         if !admin {
             tracing::info!(platform = %chat.platform, chat = %chat.chat_id, user = %actor.user_id, "refused /pair outside the admin chats");
+            self.metrics.refused_because(crate::metrics::REASON_NOT_ADMIN_CHAT);
             let entry = AuditEntry::for_refused_talk(actor, chat, "pair", code, None, now_ms());
             if let Err(e) = self.store.append_audit(&entry).await {
                 tracing::error!(error = %e, "cannot audit a refused /pair");

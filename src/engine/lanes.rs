@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+use tracing::Instrument as _;
 
 use crate::backend::ToolGroupStatus;
 use crate::interaction::Interaction;
@@ -135,7 +136,17 @@ async fn run(store: Store, platform: Arc<dyn Platform>, chat: ChatKey, mut jobs:
     }
 }
 
+/// Performs one job; a job about an interaction runs in its span, so the platform's
+/// lines (a refused send, a retry) carry its `approval_key`.
 async fn perform(store: &Store, platform: &dyn Platform, chat: &ChatKey, job: Job) {
+    let span = match &job {
+        Job::Show(interaction) | Job::Refresh(interaction) => crate::logging::interaction_span(interaction),
+        _ => tracing::Span::none(),
+    };
+    perform_job(store, platform, chat, job).instrument(span).await;
+}
+
+async fn perform_job(store: &Store, platform: &dyn Platform, chat: &ChatKey, job: Job) {
     let result = match job {
         Job::Text(text) => platform.send_text(chat, &text).await,
         Job::ToolStatus(status) => platform.tool_status(chat, &status).await,

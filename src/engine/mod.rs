@@ -14,6 +14,7 @@
 mod gate;
 mod handle;
 mod lanes;
+mod outside;
 pub mod routing;
 mod shards;
 #[cfg(test)]
@@ -91,13 +92,16 @@ struct Shared {
     show_owner: String,
     /// The session of each pending interaction, to route clicks.
     routes: Routes,
+    /// Where settled requests and refusals are counted ([`Engine::with_metrics`]).
+    metrics: crate::metrics::Metrics,
 }
 
 pub struct Engine {
-    shared: Arc<Shared>,
+    shared: Shared,
     shards: Shards,
-    /// One per shard, with its receiver; spawned by [`Engine::run`].
-    workers: Vec<(Shard, mpsc::Receiver<Input>)>,
+    /// Per shard: its receiver and the deadlines it starts with; [`Engine::run`]
+    /// starts the shard tasks.
+    workers: Vec<(mpsc::Receiver<Input>, HashMap<String, i64>)>,
     requests: mpsc::Receiver<EngineRequest>,
     backend: mpsc::Receiver<BackendInput>,
 }
@@ -141,7 +145,7 @@ impl Engine {
         }
         let policy = settings.access_policy();
         gate::warn_if_closed(settings);
-        let shared = Arc::new(Shared {
+        let shared = Shared {
             allowlist: settings.allowlist(),
             admin_chats: settings.admin_chats(),
             pairing_ttl_ms: settings.access.pairing_code_secs.saturating_mul(1000) as i64,
@@ -154,33 +158,37 @@ impl Engine {
             on_expiry: settings.timeouts.on_expiry,
             show_owner: uuid::Uuid::new_v4().simple().to_string(),
             routes: Routes::default(),
-        });
+            metrics: crate::metrics::Metrics::default(),
+        };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (shards, receivers) = Shards::new(cores * SHARDS_PER_CORE);
-        let mut workers: Vec<(Shard, mpsc::Receiver<Input>)> = receivers
-            .into_iter()
-            .map(|rx| {
-                let shard = Shard { shared: shared.clone(), shards: shards.clone(), deadlines: HashMap::new(), undelivered: HashMap::new() };
-                (shard, rx)
-            })
-            .collect();
+        let mut workers: Vec<(mpsc::Receiver<Input>, HashMap<String, i64>)> = receivers.into_iter().map(|rx| (rx, HashMap::new())).collect();
         for interaction in pending {
             shared.routes.insert(&interaction.id, &interaction.session_id);
-            workers[shards.of_session(&interaction.session_id)].0.deadlines.insert(interaction.id, interaction.deadline_ms);
+            workers[shards.of_session(&interaction.session_id)].1.insert(interaction.id, interaction.deadline_ms);
         }
         Ok(Self { shared, shards, workers, requests, backend })
     }
 
+    /// Counts into `metrics` (the bridge's registry) instead of a registry of its own.
+    pub fn with_metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
+        self.shared.metrics = metrics;
+        self
+    }
+
     /// Runs until `shutdown` completes or every handle is dropped.
-    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) {
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
-        self.shared.show_pending().await;
+        let Engine { shared, shards, workers, mut requests, mut backend } = self;
+        let shared = Arc::new(shared);
+        shared.show_pending().await;
         let (stop, stopping) = watch::channel(false);
         let mut tasks = JoinSet::new();
-        for (shard, inputs) in self.workers.drain(..) {
+        for (inputs, deadlines) in workers {
+            let shard = Shard { shared: shared.clone(), shards: shards.clone(), deadlines, undelivered: HashMap::new() };
             tasks.spawn(shard.run(inputs, stopping.clone()));
         }
-        tasks.spawn(housekeeping(self.shared.clone(), self.shards.clone(), stopping));
+        tasks.spawn(housekeeping(shared.clone(), shards.clone(), stopping));
         loop {
             tokio::select! {
                 // A shard or housekeeping only ends early by panicking: that is the
@@ -192,13 +200,12 @@ impl Engine {
                         break;
                     }
                 },
-                request = self.requests.recv() => match request {
-                    Some(request) => self.route(request).await,
+                request = requests.recv() => match request {
+                    Some(request) => route(&shared, &shards, request).await,
                     None => break,
                 },
-                Some(input) = self.backend.recv() => {
-                    let shard = self.shards.of_session(&input.session_id);
-                    self.shards.send(shard, Input::Backend(input)).await;
+                Some(input) = backend.recv() => {
+                    shards.send(shards.of_session(&input.session_id), Input::Backend(input)).await;
                 }
                 _ = &mut shutdown => break,
             }
@@ -212,51 +219,51 @@ impl Engine {
                 tracing::error!(error = %e, "an engine task failed");
             }
         }
-        self.shared.lanes.drain(LANE_DRAIN).await;
-        if let Err(e) = self.shared.store.release_show_claims(&self.shared.show_owner).await {
+        shared.lanes.drain(LANE_DRAIN).await;
+        if let Err(e) = shared.store.release_show_claims(&shared.show_owner).await {
             tracing::warn!(error = %e, "cannot release show claims; they lapse in {} s", SHOW_CLAIM_MS / 1000);
         }
-        self.shared.connectors.shutdown().await;
+        shared.connectors.shutdown().await;
         tracing::info!("engine stopped");
     }
+}
 
-    /// Sends a platform's request to the shard that handles it. A request naming an
-    /// interaction this replica does not know yet is looked up in the store off the
-    /// router, so a slow read holds back nobody else.
-    async fn route(&self, request: EngineRequest) {
-        let interaction_id = match &request {
-            EngineRequest::UserMessage { chat, .. }
-            | EngineRequest::Admit { chat, .. }
-            | EngineRequest::Pair { chat, .. }
-            | EngineRequest::NewSession { chat, .. }
-            | EngineRequest::Cancel { chat, .. }
-            | EngineRequest::PendingInChat { chat, .. } => {
-                self.shards.send(self.shards.of_chat(chat), Input::Request(request)).await;
-                return;
-            }
-            EngineRequest::Push { interaction, .. } => {
-                self.shards.send(self.shards.of_session(&interaction.session_id), Input::Request(request)).await;
-                return;
-            }
-            EngineRequest::Act { interaction_id, .. }
-            | EngineRequest::Interaction { interaction_id, .. }
-            | EngineRequest::CancelInteraction { interaction_id, .. } => interaction_id.clone(),
-        };
-        if let Some(session) = self.shared.routes.session_of(&interaction_id) {
-            self.shards.send(self.shards.of_session(&session), Input::Request(request)).await;
+/// Sends a platform's request to the shard that handles it. A request naming an
+/// interaction this replica does not know yet is looked up in the store off the
+/// router, so a slow read holds back nobody else.
+async fn route(shared: &Arc<Shared>, shards: &Shards, request: EngineRequest) {
+    let interaction_id = match &request {
+        EngineRequest::UserMessage { chat, .. }
+        | EngineRequest::Admit { chat, .. }
+        | EngineRequest::Pair { chat, .. }
+        | EngineRequest::NewSession { chat, .. }
+        | EngineRequest::Cancel { chat, .. }
+        | EngineRequest::PendingInChat { chat, .. } => {
+            shards.send(shards.of_chat(chat), Input::Request(request)).await;
             return;
         }
-        let (shared, shards) = (self.shared.clone(), self.shards.clone());
-        tokio::spawn(async move {
-            // Unknown or unreadable: any shard answers the same (it reads the store
-            // again and says what it finds), so the id's own hash picks one.
-            let shard = match shared.store.interaction(&interaction_id).await {
-                Ok(Some(interaction)) => shards.of_session(&interaction.session_id),
-                _ => shards.of_session(&interaction_id),
-            };
-            shards.send(shard, Input::Request(request)).await;
-        });
+        EngineRequest::Push { interaction, .. } => {
+            shards.send(shards.of_session(&interaction.session_id), Input::Request(request)).await;
+            return;
+        }
+        EngineRequest::Act { interaction_id, .. }
+        | EngineRequest::Interaction { interaction_id, .. }
+        | EngineRequest::CancelInteraction { interaction_id, .. } => interaction_id.clone(),
+    };
+    if let Some(session) = shared.routes.session_of(&interaction_id) {
+        shards.send(shards.of_session(&session), Input::Request(request)).await;
+        return;
     }
+    let (shared, shards) = (shared.clone(), shards.clone());
+    tokio::spawn(async move {
+        // Unknown or unreadable: any shard answers the same (it reads the store
+        // again and says what it finds), so the id's own hash picks one.
+        let shard = match shared.store.interaction(&interaction_id).await {
+            Ok(Some(interaction)) => shards.of_session(&interaction.session_id),
+            _ => shards.of_session(&interaction_id),
+        };
+        shards.send(shard, Input::Request(request)).await;
+    });
 }
 
 /// The store-wide timers: every [`RESCAN`], work other replicas left; every
@@ -368,7 +375,11 @@ impl Shard {
             }
             EngineRequest::Cancel { chat, actor, done } => self.cancel(&chat, &actor, done).await,
             EngineRequest::Act { interaction_id, actor, action, done } => {
-                let _ = done.send(self.act(&interaction_id, &actor, action).await);
+                let acted = self.act(&interaction_id, &actor, action).await;
+                if let Err(ActError::Refused(refusal)) = &acted {
+                    self.metrics.refused(refusal);
+                }
+                let _ = done.send(acted);
             }
             EngineRequest::Push { request, interaction, done } => {
                 let _ = done.send(self.push(*request, *interaction).await);
@@ -546,6 +557,7 @@ impl Shard {
         }
         self.deadlines.remove(&interaction.id);
         self.routes.remove(&interaction.id);
+        self.metrics.settled(&interaction);
         self.connectors.settled(&interaction);
         if command.is_some() {
             self.connectors.deliver(&interaction.session_id);
@@ -735,6 +747,7 @@ impl Shared {
         for session in self.store.sessions_with_work().await? {
             self.connectors.deliver(&session);
         }
+        self.show_outside_settles().await?;
         self.notify_pairings().await
     }
 

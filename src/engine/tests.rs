@@ -112,7 +112,8 @@ struct Running {
     handle: EngineHandle,
     backend: mpsc::Sender<BackendInput>,
     store: Store,
-    shared: Arc<Shared>,
+    /// This replica's name on the show claims it takes.
+    show_owner: String,
     shards: Shards,
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
@@ -136,12 +137,12 @@ async fn start(platform: Arc<Recorder>, agent: Arc<Agent>, sessions: usize, extr
     let (backend, backend_rx) = mpsc::channel(1024);
     let connectors = Connectors::new(vec![agent as Arc<dyn crate::backend::Connector>]);
     let engine = Engine::start(&settings, store.clone(), vec![platform as Arc<dyn Platform>], connectors, backend_rx, requests).await.unwrap();
-    let (shared, shards) = (engine.shared.clone(), engine.shards.clone());
+    let (show_owner, shards) = (engine.shared.show_owner.clone(), engine.shards.clone());
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(engine.run(async move {
         let _ = stopped.await;
     }));
-    Running { handle, backend, store, shared, shards, stop, task, _dir: dir }
+    Running { handle, backend, store, show_owner, shards, stop, task, _dir: dir }
 }
 
 /// Who started session `s`'s turn, and so may answer its requests.
@@ -262,8 +263,8 @@ async fn a_session_stuck_in_a_slow_call_does_not_hold_back_another_sessions_deci
     engine.stop().await;
 }
 
-/// A request with a 1 s deadline and no grace, handed to its shard three times (at
-/// start and by two rescans): the bridge expires it once, with one reject command
+/// A request with a 1 s deadline and no grace, handed to its shard three times (when
+/// it arrives, and twice as a rescan would): the bridge expires it once, with one reject command
 /// for the agent and one audit entry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_seen_by_several_timers_expires_once() {
@@ -271,8 +272,12 @@ async fn a_deadline_seen_by_several_timers_expires_once() {
     let engine = start(platform.clone(), Arc::new(Agent::default()), 1, &[("timeouts.grace_secs", "0")]).await;
     engine.send("s0", SessionUpdate::Request(request("trade_0", 1))).await;
     wait_until("the request to be shown", async || platform.shown().len() == 1).await;
-    engine.shared.rescan(&engine.shards).await.unwrap();
-    engine.shared.rescan(&engine.shards).await.unwrap();
+    // What a rescan hands over for a pending request it finds, twice.
+    let pending = engine.store.interaction_by_key("s0", "trade_0").await.unwrap().expect("stored");
+    for _ in 0..2 {
+        let watch = Input::Watch(vec![(pending.id.clone(), pending.deadline_ms)]);
+        assert!(engine.shards.send(engine.shards.of_session("s0"), watch).await);
+    }
     let store = engine.store.clone();
     wait_until("the expiry", async || store.pending_interactions().await.unwrap().is_empty()).await;
     // Several more ticks, in which a second timer would fire.
@@ -296,7 +301,7 @@ async fn a_stop_drains_the_chat_lanes_and_releases_claims() {
     let engine = start(platform.clone(), Arc::new(Agent::default()), 2, &[]).await;
     let now = now_ms();
     let claimed = Interaction::new("claimed00001".into(), "s1".into(), request("claimed", 600), None, now);
-    assert!(engine.store.insert_interaction_to_show(&claimed, &[chat(1)], &engine.shared.show_claim(now), now).await.unwrap());
+    assert!(engine.store.insert_interaction_to_show(&claimed, &[chat(1)], &ShowClaim { owner: engine.show_owner.clone(), until_ms: now + SHOW_CLAIM_MS }, now).await.unwrap());
     for k in 0..3 {
         engine.send("s0", SessionUpdate::Request(request(&format!("trade_{k}"), 600))).await;
     }

@@ -37,6 +37,14 @@ pub struct AuditEntry {
     pub latency_ms: i64,
     /// The agent (HTTP API token name) that pushed the request; `None` for chat turns.
     pub agent: Option<String>,
+    /// `approval` or `question`; `None` when no request was involved (a refused
+    /// message) or for entries written before kinds were kept.
+    pub kind: Option<String>,
+    /// The requested actions' names, in order; `None` for entries written before
+    /// tool names were kept (the export then reads them from the interaction).
+    pub tools: Option<Vec<String>>,
+    /// Why it was cancelled or refused.
+    pub reason: Option<String>,
 }
 
 impl AuditEntry {
@@ -44,6 +52,7 @@ impl AuditEntry {
     /// status; `now_ms` stands in only if the interaction is (wrongly) still pending.
     pub fn for_settled(i: &Interaction, now_ms: i64) -> AuditEntry {
         let at_ms = settled_at(&i.status).unwrap_or(now_ms);
+        let (kind, tools) = kind_and_tools(i);
         AuditEntry {
             at_ms,
             session_id: i.session_id.clone(),
@@ -59,6 +68,12 @@ impl AuditEntry {
             edited_args: i.reply.as_ref().and_then(edited_args),
             latency_ms: at_ms.saturating_sub(i.created_at_ms),
             agent: i.origin.agent().map(str::to_owned),
+            kind: Some(kind.to_owned()),
+            tools: Some(tools),
+            reason: match &i.status {
+                Status::Cancelled { reason, .. } => Some(reason.clone()),
+                _ => None,
+            },
         }
     }
 }
@@ -68,6 +83,7 @@ impl AuditEntry {
     /// `refused`): who tried what, and when. `reply` holds the attempted action and the
     /// reason instead of a reply.
     pub fn for_refused(i: &Interaction, actor: &Actor, attempted: &UserAction, why: &str, now_ms: i64) -> AuditEntry {
+        let (kind, tools) = kind_and_tools(i);
         AuditEntry {
             at_ms: now_ms,
             session_id: i.session_id.clone(),
@@ -80,6 +96,9 @@ impl AuditEntry {
             edited_args: None,
             latency_ms: now_ms.saturating_sub(i.created_at_ms),
             agent: i.origin.agent().map(str::to_owned),
+            kind: Some(kind.to_owned()),
+            tools: Some(tools),
+            reason: Some(why.to_owned()),
         }
     }
 }
@@ -92,6 +111,7 @@ impl AuditEntry {
     pub fn for_refused_talk(actor: &Actor, chat: &super::ChatKey, attempted: &str, text: &str, session_id: Option<&str>, now_ms: i64) -> AuditEntry {
         /// Enough to see what was tried, without keeping whole pasted documents.
         const MAX_TEXT_CHARS: usize = 200;
+        const REASON: &str = "not allowed to talk to the agent";
         let text: String = text.chars().take(MAX_TEXT_CHARS).collect();
         AuditEntry {
             at_ms: now_ms,
@@ -100,11 +120,14 @@ impl AuditEntry {
             interaction_id: String::new(),
             actor: Some(actor.clone()),
             outcome: "refused".to_owned(),
-            reply: Some(serde_json::json!({ "attempted": attempted, "text": text, "chat": chat, "reason": "not allowed to talk to the agent" })),
+            reply: Some(serde_json::json!({ "attempted": attempted, "text": text, "chat": chat, "reason": REASON })),
             original_args: Value::Array(Vec::new()),
             edited_args: None,
             latency_ms: 0,
             agent: None,
+            kind: None,
+            tools: Some(Vec::new()),
+            reason: Some(REASON.to_owned()),
         }
     }
 }
@@ -114,7 +137,7 @@ impl Store {
     pub async fn refused_attempts(&self, since_ms: i64) -> Result<Vec<AuditEntry>> {
         let rows = sqlx::query(
             "SELECT id, at_ms, session_id, approval_key, interaction_id, actor, outcome, reply,
-                    original_args, edited_args, latency_ms, agent
+                    original_args, edited_args, latency_ms, agent, kind, tools, reason
              FROM audit_log WHERE outcome = 'refused' AND at_ms >= $1 ORDER BY id",
         )
         .bind(since_ms)
@@ -128,6 +151,13 @@ impl Store {
     pub async fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
         insert_audit(&self.pool, entry).await
     }
+}
+
+/// What an entry records about its request: the kind (`question` or `approval`) and
+/// the requested actions' names, in order.
+pub fn kind_and_tools(i: &Interaction) -> (&'static str, Vec<String>) {
+    let kind = if i.request.is_question() { "question" } else { "approval" };
+    (kind, i.request.actions().iter().map(|a| a.name.clone()).collect())
 }
 
 fn settled_at(status: &Status) -> Option<i64> {
@@ -173,7 +203,7 @@ impl Store {
     pub async fn audit_log(&self, approval_key: &str) -> Result<Vec<AuditEntry>> {
         let rows = sqlx::query(
             "SELECT id, at_ms, session_id, approval_key, interaction_id, actor, outcome, reply,
-                    original_args, edited_args, latency_ms, agent
+                    original_args, edited_args, latency_ms, agent, kind, tools, reason
              FROM audit_log WHERE approval_key = $1 ORDER BY id",
         )
         .bind(approval_key)
@@ -189,8 +219,8 @@ impl Store {
 pub(super) async fn insert_audit<'e>(executor: impl AnyExecutor<'e>, e: &AuditEntry) -> Result<()> {
     sqlx::query(
         "INSERT INTO audit_log (at_ms, session_id, approval_key, interaction_id, actor, outcome, reply,
-                                original_args, edited_args, latency_ms, agent)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                                original_args, edited_args, latency_ms, agent, kind, tools, reason)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
     )
     .bind(e.at_ms)
     .bind(e.session_id.as_str())
@@ -203,13 +233,16 @@ pub(super) async fn insert_audit<'e>(executor: impl AnyExecutor<'e>, e: &AuditEn
     .bind(json::encode_opt(e.edited_args.as_ref(), "audit edited args")?)
     .bind(e.latency_ms)
     .bind(e.agent.as_deref())
+    .bind(e.kind.as_deref())
+    .bind(json::encode_opt(e.tools.as_ref(), "audit tools")?)
+    .bind(e.reason.as_deref())
     .execute(executor)
     .await
     .map_err(StoreError::query("append audit entry"))?;
     Ok(())
 }
 
-fn decode_row(row: &AnyRow) -> Result<AuditEntry> {
+pub(super) fn decode_row(row: &AnyRow) -> Result<AuditEntry> {
     let id: i64 = column(row, "id")?;
     Ok(AuditEntry {
         at_ms: column(row, "at_ms")?,
@@ -223,6 +256,9 @@ fn decode_row(row: &AnyRow) -> Result<AuditEntry> {
         edited_args: json_opt(row, "edited_args", id)?,
         latency_ms: column(row, "latency_ms")?,
         agent: column(row, "agent")?,
+        kind: column(row, "kind")?,
+        tools: json_opt(row, "tools", id)?,
+        reason: column(row, "reason")?,
     })
 }
 

@@ -64,6 +64,12 @@ const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0008_pending_shows.sql"),
         include_str!("../../migrations/postgres/0008_pending_shows.sql"),
     ),
+    (
+        9,
+        "admin commands",
+        include_str!("../../migrations/sqlite/0009_admin.sql"),
+        include_str!("../../migrations/postgres/0009_admin.sql"),
+    ),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.

@@ -2,7 +2,7 @@
 //! with their drafts, the platform messages showing them, chat ↔ session bindings,
 //! who started each session's turn, the outbox of commands for the backend, requests
 //! pushed over the HTTP API with the callbacks owed for them, pairing codes and paired
-//! users, and the audit log.
+//! users, the audit log, and what the admin commands need ([`admin`]).
 //!
 //! One code path serves SQLite (embedded default) and PostgreSQL (several replicas)
 //! through sqlx's Any driver. The store makes no decisions: the core
@@ -10,6 +10,7 @@
 //! replicas race, the store's conditional updates make the first decision win.
 //! Each file owns one table (or a close pair); [`connect`] owns opening and migrating.
 
+mod admin;
 mod api_requests;
 mod audit;
 mod chats;
@@ -30,8 +31,9 @@ mod ui_state;
 
 use sqlx::AnyPool;
 
+pub use admin::{AuditCursor, AuditPage, AuditRow};
 pub use api_requests::{ApiRequest, DueCallback};
-pub use audit::AuditEntry;
+pub use audit::{AuditEntry, kind_and_tools};
 pub use chats::ChatKey;
 pub use connect::DEFAULT_URL;
 pub use error::{Result, StoreError};

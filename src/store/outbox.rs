@@ -68,6 +68,15 @@ impl Store {
         Ok(done.rows_affected())
     }
 
+    /// How many commands wait in the outbox, all sessions together (`/metrics`).
+    pub async fn outbox_depth(&self) -> Result<i64> {
+        let row = sqlx::query("SELECT COUNT(*) AS depth FROM outbox")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(StoreError::query("count the outbox"))?;
+        column(&row, "depth")
+    }
+
     /// Sessions that need a backend connection: pending interactions or unsent
     /// commands. Sorted, no duplicates.
     pub async fn sessions_with_work(&self) -> Result<Vec<String>> {

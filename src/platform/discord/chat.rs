@@ -37,7 +37,7 @@ async fn thread_parent(shared: &Shared, channel: u64) -> Option<u64> {
     if let Some(known) = shared.looked_up(channel) {
         return known;
     }
-    let found = rest::retrying("get channel", || shared.http.get_channel(channel.into())).await;
+    let found = rest::retrying(&shared.metrics, "get channel", || shared.http.get_channel(channel.into())).await;
     let parent = match found {
         Ok(Channel::Guild(c)) if matches!(c.kind, ChannelType::PublicThread | ChannelType::PrivateThread | ChannelType::NewsThread) => {
             c.parent_id.map(|p| p.get())
@@ -131,7 +131,7 @@ async fn to_agent(shared: &Shared, message: &Message, key: ChatKey, actor: Actor
 async fn reply(shared: &Shared, message: &Message, text: &str) {
     let answer = CreateMessage::new().content(truncate(text, render::limits::CONTENT)).reference_message(message);
     let http = &shared.http;
-    if let Err(e) = rest::retrying("reply", || message.channel_id.send_message(http, answer.clone())).await {
+    if let Err(e) = rest::retrying(&shared.metrics, "reply", || message.channel_id.send_message(http, answer.clone())).await {
         tracing::warn!(error = %e, "cannot answer a Discord message");
     }
 }
@@ -141,7 +141,7 @@ async fn open_thread(shared: &Shared, message: &Message, text: &str) -> Option<u
     let name = truncate(text.lines().next().unwrap_or(text), THREAD_NAME);
     let builder = CreateThread::new(name);
     let http = &shared.http;
-    match rest::retrying("create thread", || message.channel_id.create_thread_from_message(http, message.id, builder.clone())).await {
+    match rest::retrying(&shared.metrics, "create thread", || message.channel_id.create_thread_from_message(http, message.id, builder.clone())).await {
         Ok(thread) => {
             shared.remember_thread(thread.id.get(), message.channel_id.get());
             Some(thread.id.get())

@@ -62,7 +62,7 @@ impl EventHandler for Handler {
         self.shared.http.set_application_id(ready.application.id);
         tracing::info!(user = %ready.user.name, "Discord gateway ready");
         let http = self.shared.http.clone();
-        match rest::retrying("register commands", || Command::set_global_commands(&*http, commands())).await {
+        match rest::retrying(&self.shared.metrics, "register commands", || Command::set_global_commands(&*http, commands())).await {
             Ok(_) => tracing::info!("slash commands registered"),
             Err(e) => tracing::error!(error = %e, "cannot register slash commands"),
         }
@@ -86,7 +86,7 @@ impl EventHandler for Handler {
         let handled = handler::handle(self.shared.clone(), interaction).await;
         let http = self.shared.http.clone();
         // The 3-second window: the response goes out before any work starts.
-        match rest::retrying("interaction response", || handled.response.clone().execute(&*http, (id, &token))).await {
+        match rest::retrying(&self.shared.metrics, "interaction response", || handled.response.clone().execute(&*http, (id, &token))).await {
             Ok(()) => {
                 if let Some(work) = handled.work {
                     work.await;

@@ -114,7 +114,11 @@ async fn open_interaction(shared: &Shared, id: &str, actor: &Actor, locale: Loca
     match shared.engine.interaction(id).await {
         Ok(Some(interaction)) => match interaction.may_act(actor, &shared.policy, now_ms()) {
             Ok(()) => Ok(interaction),
-            Err(refusal) => Err(locale::refusal(locale, &refusal)),
+            Err(refusal) => {
+                // Refused before the engine, which then never hears of the click.
+                shared.metrics.refused(&refusal);
+                Err(locale::refusal(locale, &refusal))
+            }
         },
         Ok(None) => Err(locale::text(locale, Msg::UnknownButton).into()),
         Err(e) => {
@@ -225,7 +229,7 @@ async fn run(shared: &Shared, id: &str, actor: Actor, actions: Vec<UserAction>, 
 async fn followup(shared: &Shared, token: &str, text: &str) {
     let message = CreateInteractionResponseFollowup::new().content(truncate(text, render::limits::CONTENT)).ephemeral(true);
     let http = shared.http.clone();
-    if let Err(e) = rest::retrying("follow-up", || message.clone().execute(&*http, (None, token))).await {
+    if let Err(e) = rest::retrying(&shared.metrics, "follow-up", || message.clone().execute(&*http, (None, token))).await {
         tracing::error!(error = %e, "cannot send an ephemeral notice");
     }
 }
@@ -237,6 +241,7 @@ async fn modal_submit(shared: Arc<Shared>, m: ModalInteraction) -> Handled {
     };
     let actions = modal::actions(code, &m.data);
     if actions.is_empty() {
+        shared.metrics.refused(&Refusal::EmptyText);
         return Handled::now(ephemeral(&locale::refusal(locale, &Refusal::EmptyText)));
     }
     let token = m.token.clone();
@@ -275,7 +280,7 @@ async fn command(shared: Arc<Shared>, c: CommandInteraction) -> Handled {
         let reply = command_reply(&shared, &c, &name, chat, actor, guild, locale).await;
         let edit = EditInteractionResponse::new().content(truncate(&reply, render::limits::CONTENT));
         let http = shared.http.clone();
-        if let Err(e) = rest::retrying("command reply", || edit.clone().execute(&*http, &token)).await {
+        if let Err(e) = rest::retrying(&shared.metrics, "command reply", || edit.clone().execute(&*http, &token)).await {
             tracing::error!(error = %e, command = %name, "cannot answer a slash command");
         }
     })

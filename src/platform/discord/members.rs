@@ -67,7 +67,7 @@ async fn dm_roles(shared: &Shared, user: UserId) -> Vec<String> {
         return roles;
     }
     let http = &shared.http;
-    match rest::retrying("get member", || http.get_member(GuildId::new(guild), user)).await {
+    match rest::retrying(&shared.metrics, "get member", || http.get_member(GuildId::new(guild), user)).await {
         Ok(member) => {
             let roles: Vec<String> = member.roles.iter().map(|r| r.get().to_string()).collect();
             shared.members.put(user.get(), roles.clone());

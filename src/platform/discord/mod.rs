@@ -34,6 +34,7 @@ use crate::backend::ToolGroupStatus;
 use crate::config::DiscordSettings;
 use crate::engine::EngineHandle;
 use crate::interaction::{AccessPolicy, Interaction};
+use crate::metrics::Metrics;
 use crate::platform::locale::Locale;
 use crate::platform::token::TokenSigner;
 use crate::clock::now_ms;
@@ -71,6 +72,8 @@ pub struct Shared {
     dms: Mutex<BoundedMap<u64, ChannelId>>,
     /// Roles of members looked up for DMs (`discord.guild_id`).
     members: members::MemberCache,
+    /// Where failed REST calls and refusals decided here are counted.
+    pub metrics: Metrics,
 }
 
 impl Shared {
@@ -154,7 +157,7 @@ pub struct Discord {
 /// a public key is configured) in the background. A token Discord refuses, a gateway
 /// that closes before READY or an endpoint port that cannot be bound is an error:
 /// the bridge must not run with a Discord that cannot work.
-pub async fn start(settings: &DiscordSettings, policy: AccessPolicy, signer: TokenSigner, engine: EngineHandle, store: Store) -> Result<Arc<Discord>, PlatformError> {
+pub async fn start(settings: &DiscordSettings, policy: AccessPolicy, signer: TokenSigner, engine: EngineHandle, store: Store, metrics: Metrics) -> Result<Arc<Discord>, PlatformError> {
     let token = settings.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
     if token.is_empty() {
         return Err(send_error("discord.enabled is set but discord.token is empty (env HITL_BRIDGE__DISCORD__TOKEN)"));
@@ -171,7 +174,9 @@ pub async fn start(settings: &DiscordSettings, policy: AccessPolicy, signer: Tok
         looked_up: Mutex::new(BoundedMap::new(CACHE_CAP)),
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
         members: members::MemberCache::default(),
+        metrics,
     });
+    shared.metrics.platform_started(PLATFORM);
     let me = login::check_token(&shared.http).await.map_err(|e| send_error(e.to_string()))?;
     tracing::info!(bot = %me.name, "discord.token accepted");
     let discord = Arc::new(Discord { shared: shared.clone(), shard_manager: Mutex::new(None), endpoint: Mutex::new(None) });
@@ -205,7 +210,7 @@ impl Discord {
             return Ok(channel);
         }
         let http = &self.shared.http;
-        let dm = rest::retrying("open a DM", || UserId::new(user).create_dm_channel(http))
+        let dm = rest::retrying(&self.shared.metrics, "open a DM", || UserId::new(user).create_dm_channel(http))
             .await
             .map_err(|e| send_error(format!("cannot open a DM with {user}: {e}")))?;
         Shared::lock(&self.shared.dms).insert(user, dm.id);
@@ -214,7 +219,7 @@ impl Discord {
 
     async fn send(&self, channel: ChannelId, message: CreateMessage) -> Result<MessageId, PlatformError> {
         let http = &self.shared.http;
-        rest::retrying("send message", || channel.send_message(http, message.clone()))
+        rest::retrying(&self.shared.metrics, "send message", || channel.send_message(http, message.clone()))
             .await
             .map(|m| m.id)
             .map_err(|e| send_error(format!("send to {channel}: {e}")))
@@ -249,7 +254,7 @@ impl Platform for Discord {
                 Some(message) => {
                     let http = &self.shared.http;
                     let edit = EditMessage::new().content(line);
-                    rest::retrying("edit status", || channel.edit_message(http, message, edit.clone()))
+                    rest::retrying(&self.shared.metrics, "edit status", || channel.edit_message(http, message, edit.clone()))
                         .await
                         .map_err(|e| send_error(format!("edit status in {channel}: {e}")))?;
                 }
@@ -296,7 +301,7 @@ impl Platform for Discord {
             // An empty component list is what removes the buttons once it has ended.
             let edit = EditMessage::new().embed(view.embed).components(view.components);
             let http = &self.shared.http;
-            rest::retrying("edit interaction", || channel.edit_message(http, id, edit.clone()))
+            rest::retrying(&self.shared.metrics, "edit interaction", || channel.edit_message(http, id, edit.clone()))
                 .await
                 .map_err(|e| send_error(format!("edit {id} in {channel}: {e}")))?;
             Ok(())

@@ -89,7 +89,7 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
     // Checked here too (the engine checks again) because navigation and prompts do not
     // reach the engine, and a stranger must not even open a prompt.
     if let Some(refusal) = precheck(tg, &interaction, &actor) {
-        return refused(locale, &refusal);
+        return refused_here(tg, locale, &refusal);
     }
     let i = &interaction;
     match code {
@@ -104,24 +104,24 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
         Code::All(decision) => act(tg, i, actor, UserAction::DecideAll { decision }, None, locale).await,
         Code::Submit => act(tg, i, actor, UserAction::Submit, None, locale).await,
         Code::Edit { action } => {
-            let Some(a) = interaction.request.actions().get(action) else { return refused(locale, &Refusal::OutOfRange("action")) };
+            let Some(a) = interaction.request.actions().get(action) else { return refused_here(tg, locale, &Refusal::OutOfRange("action")) };
             if !a.allowed.contains(&DecisionType::Edit) {
-                return refused(locale, &Refusal::DecisionNotAllowed { action: a.name.clone(), decision: DecisionType::Edit });
+                return refused_here(tg, locale, &Refusal::DecisionNotAllowed { action: a.name.clone(), decision: DecisionType::Edit });
             }
             prompt(tg, origin, &query.from, &interaction, PromptKind::Edit { action }, locale).await
         }
         Code::Comment { action } => {
             if interaction.request.actions().get(action).is_none() || interaction.request.is_question() {
-                return refused(locale, &Refusal::OutOfRange("action"));
+                return refused_here(tg, locale, &Refusal::OutOfRange("action"));
             }
             prompt(tg, origin, &query.from, &interaction, PromptKind::Comment { action }, locale).await
         }
         Code::Option { question, option } => {
             let (RequestKind::Questions { questions, .. }, crate::interaction::Draft::Answers { answers }) = (&interaction.request.kind, &interaction.draft) else {
-                return refused(locale, &Refusal::WrongKind { expected: "decisions", got: "answers" });
+                return refused_here(tg, locale, &Refusal::WrongKind { expected: "decisions", got: "answers" });
             };
-            let Some(q) = questions.get(question) else { return refused(locale, &Refusal::OutOfRange("question")) };
-            let Some(o) = q.options.get(option) else { return refused(locale, &Refusal::OutOfRange("option")) };
+            let Some(q) = questions.get(question) else { return refused_here(tg, locale, &Refusal::OutOfRange("question")) };
+            let Some(o) = q.options.get(option) else { return refused_here(tg, locale, &Refusal::OutOfRange("option")) };
             let selected = answers.get(question).is_some_and(|a| a.selected.contains(&option));
             if o.input && !(q.multi_select && selected) {
                 // The backend's own free-text option: its answer is typed.
@@ -142,8 +142,8 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
             };
             match allowed {
                 Some(true) => prompt(tg, origin, &query.from, &interaction, PromptKind::Text { question }, locale).await,
-                Some(false) => refused(locale, &Refusal::NoFreeText),
-                None => refused(locale, &Refusal::OutOfRange("question")),
+                Some(false) => refused_here(tg, locale, &Refusal::NoFreeText),
+                None => refused_here(tg, locale, &Refusal::OutOfRange("question")),
             }
         }
         Code::Skip { question } => act(tg, i, actor, UserAction::Skip { question }, Some(View { step: question + 1, page: 0 }), locale).await,
@@ -156,6 +156,13 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
 /// Why `actor` may not act on `interaction` now, judged from the stored state.
 fn precheck(tg: &Telegram, interaction: &Interaction, actor: &crate::interaction::Actor) -> Option<Refusal> {
     interaction.may_act(actor, &tg.policy, now_ms()).err()
+}
+
+/// A refusal decided here, before (or instead of) the engine, which then never hears
+/// of the click: counted here. What the engine refuses it counts itself.
+fn refused_here(tg: &Telegram, locale: Locale, refusal: &Refusal) -> Answer {
+    tg.metrics.refused(refusal);
+    refused(locale, refusal)
 }
 
 fn refused(locale: Locale, refusal: &Refusal) -> Answer {
@@ -205,7 +212,7 @@ async fn navigate(tg: &Telegram, origin: Option<&Origin>, interaction: &Interact
         RequestKind::Approval { .. } => 0,
     };
     if view.step > count || view.page >= pages(interaction, view.step) {
-        return refused(locale, &Refusal::OutOfRange("question"));
+        return refused_here(tg, locale, &Refusal::OutOfRange("question"));
     }
     if let Err(e) = tg.wizard.set_view(interaction, view).await {
         tracing::warn!(error = %e, "cannot store the wizard view");

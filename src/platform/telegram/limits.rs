@@ -99,10 +99,18 @@ impl<C: Clock> Limits<C> {
 
     /// How much longer `chat` is paused by a 429 (its own or everyone's), if at all.
     pub fn paused(&self, chat: i64) -> Option<Duration> {
-        let now = self.clock.now();
         let pauses = self.pauses();
-        let until = [pauses.all, pauses.chats.get(&chat).copied()].into_iter().flatten().max()?;
-        (until > now).then(|| until.duration_since(now).into())
+        self.left([pauses.all, pauses.chats.get(&chat).copied()].into_iter().flatten().max())
+    }
+
+    /// How much longer every chat is paused (a 429 on a call that named none), if at all.
+    pub fn paused_all(&self) -> Option<Duration> {
+        self.left(self.pauses().all)
+    }
+
+    fn left(&self, until: Option<C::Instant>) -> Option<Duration> {
+        let now = self.clock.now();
+        until.filter(|u| *u > now).map(|u| u.duration_since(now).into())
     }
 
     /// Telegram answered 429 with `retry_after`: nothing goes to `scope` before then.
@@ -198,7 +206,10 @@ impl Limiter {
 
     /// Waits out a pause of every chat (for calls that name no chat).
     pub async fn before_any(&self) {
-        self.before_edit(0).await;
+        let Some(limits) = &self.limits else { return };
+        while let Some(wait) = limits.paused_all() {
+            tokio::time::sleep(wait).await;
+        }
     }
 
     pub fn pause(&self, scope: Scope, retry_after: Duration) {
@@ -326,6 +337,7 @@ mod tests {
         assert_eq!(admit(&l, 42), Err(Duration::from_secs(5)));
         assert_eq!(l.paused(42), Some(Duration::from_secs(5)));
         assert_eq!(admit(&l, 43), Ok(()));
+        assert_eq!(l.paused_all(), None, "a chat's 429 pauses only that chat");
         // A shorter retry_after does not cut the pause short.
         l.pause(Scope::Chat(42), Duration::from_secs(1));
         clock.advance(Duration::from_secs(2));
@@ -339,6 +351,7 @@ mod tests {
     fn a_429_for_everyone_pauses_every_chat() {
         let (l, clock) = limits();
         l.pause(Scope::All, Duration::from_secs(2));
+        assert_eq!(l.paused_all(), Some(Duration::from_secs(2)));
         assert_eq!(admit(&l, 1), Err(Duration::from_secs(2)));
         assert_eq!(admit(&l, -1005), Err(Duration::from_secs(2)));
         // A chat's own longer pause outlasts the global one.
@@ -346,6 +359,7 @@ mod tests {
         clock.advance(Duration::from_secs(2));
         assert_eq!(admit(&l, 2), Ok(()));
         assert_eq!(admit(&l, 1), Err(Duration::from_secs(5)));
+        assert_eq!(l.paused_all(), None);
     }
 
     #[test]

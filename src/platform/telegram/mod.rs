@@ -43,16 +43,19 @@ use crate::backend::ToolGroupStatus;
 use crate::config::{Settings, TelegramSettings};
 use crate::engine::EngineHandle;
 use crate::interaction::{AccessPolicy, Interaction};
+use crate::metrics::Metrics;
 use crate::store::{ChatKey, MessageRef, Store};
 
 pub const PLATFORM: &str = "telegram";
 
-/// The Bot API client: teloxide's plain `Bot` and the rate limits [`send`] applies to
-/// the calls that count against them. The calls that do not (getMe, getUpdates,
-/// webhooks) use the `Bot` directly, through `Deref`.
+/// The Bot API client: teloxide's plain `Bot`, the rate limits [`send`] applies to the
+/// calls that count against them, and the metrics its failures are counted in. The
+/// calls outside the limits (getMe, getUpdates, webhooks) use the `Bot` directly,
+/// through `Deref`.
 pub struct TgBot {
     bot: Bot,
     limiter: limits::Limiter,
+    metrics: Metrics,
 }
 
 impl std::ops::Deref for TgBot {
@@ -76,6 +79,8 @@ pub struct Telegram {
     caches: Mutex<Caches>,
     lanes: lanes::Lanes,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Counts refusals decided here, before the engine ([`clicks`]).
+    metrics: Metrics,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -96,7 +101,7 @@ pub enum StartError {
 /// identified (getMe) and, in webhook mode, the listener bound and the webhook set
 /// before this returns, so a bad token or a taken port stops the bridge with an error
 /// instead of retrying in the background forever; updates then flow in the background.
-pub async fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigner, store: Store) -> Result<Arc<Telegram>, StartError> {
+pub async fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigner, store: Store, metrics: Metrics) -> Result<Arc<Telegram>, StartError> {
     let tg = &settings.telegram;
     let token = tg.token.as_ref().map(|t| t.expose_secret().to_owned()).filter(|t| !t.is_empty()).ok_or(StartError::NoToken)?;
     let mut bot = Bot::new(token);
@@ -105,7 +110,8 @@ pub async fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigne
         bot = bot.set_api_url(url);
     }
     let platform = Arc::new(Telegram {
-        bot: TgBot { bot, limiter: limits::Limiter::new(tg.rate_limits) },
+        // The limiter paces sends; 429s are waited out and counted by `send`.
+        bot: TgBot { bot, limiter: limits::Limiter::new(tg.rate_limits), metrics: metrics.clone() },
         engine,
         signer,
         policy: settings.access_policy(),
@@ -115,7 +121,9 @@ pub async fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigne
         caches: Mutex::new(Caches::default()),
         lanes: lanes::Lanes::default(),
         tasks: Mutex::new(Vec::new()),
+        metrics,
     });
+    platform.metrics.platform_started(PLATFORM);
     let task = transport::start(platform.clone()).await?;
     platform.tasks().push(task);
     Ok(platform)

@@ -4,10 +4,12 @@
 //! when under them; edits and callback answers are not counted against them. A 429
 //! pauses the chat it was about (every chat, for a call that names none), so the
 //! other sends to it wait the same `retry_after` instead of each earning its own 429.
+//! Every failed attempt is counted in `platform_errors_total` ([`TgBot`] carries the
+//! bridge's [`Metrics`](crate::metrics::Metrics)).
 
 use std::time::Duration;
 
-use teloxide::RequestError;
+use teloxide::{ApiError, RequestError};
 use teloxide::payloads::{AnswerCallbackQuerySetters, EditMessageTextSetters, SendDocumentSetters, SendMessageSetters};
 use teloxide::prelude::Requester;
 use teloxide::requests::{Output, Request};
@@ -18,8 +20,29 @@ use teloxide::types::{
 
 use super::TgBot;
 use super::limits::Scope;
+use crate::metrics::PlatformErrorKind;
 use crate::platform::PlatformError;
 use crate::store::ChatKey;
+
+/// What kind of failure a Bot API error is. teloxide keeps no HTTP status, so it is
+/// read from the variant: Telegram's own 5xx come back as API errors named after the
+/// status, and a body that is not the Bot API's JSON is what a failing server or proxy
+/// sends. `None` for "message is not modified", which callers treat as success.
+fn error_kind(e: &RequestError) -> Option<PlatformErrorKind> {
+    Some(match e {
+        RequestError::RetryAfter(_) => PlatformErrorKind::RateLimited,
+        RequestError::Network(_) | RequestError::Io(_) => PlatformErrorKind::Network,
+        RequestError::InvalidJson { .. } => PlatformErrorKind::Server,
+        RequestError::Api(ApiError::MessageNotModified) => return None,
+        RequestError::Api(ApiError::Unknown(description)) if is_server_error(description) => PlatformErrorKind::Server,
+        RequestError::Api(_) | RequestError::MigrateToChatId(_) => PlatformErrorKind::Client,
+    })
+}
+
+/// Telegram describes its 5xx answers by the status's reason phrase.
+fn is_server_error(description: &str) -> bool {
+    ["Internal Server Error", "Bad Gateway", "Service Unavailable", "Gateway Timeout"].iter().any(|p| description.starts_with(p))
+}
 
 /// Gives up after this many 429s in a row for one call: Telegram asking to wait that
 /// often means something else is wrong, and the caller logs it.
@@ -38,11 +61,11 @@ enum Call {
 
 /// Sends `request` (a call outside the rate limits: getMe, getUpdates, webhooks),
 /// waiting out every `RetryAfter`.
-pub async fn retrying<R>(request: R) -> Result<Output<R>, RequestError>
+pub async fn retrying<R>(bot: &TgBot, request: R) -> Result<Output<R>, RequestError>
 where
     R: Request<Err = RequestError>,
 {
-    with_retries(request, None).await
+    with_retries(bot, request, None).await
 }
 
 /// Sends `request` once the rate limits allow `call`, retrying as [`retrying`] does;
@@ -57,21 +80,25 @@ where
         Call::Edit(chat) => bot.limiter.before_edit(chat.0).await,
         Call::Chatless => bot.limiter.before_any().await,
     }
-    with_retries(request, Some((bot, call))).await
+    with_retries(bot, request, Some(call)).await
 }
 
-async fn with_retries<R>(request: R, limits: Option<(&TgBot, Call)>) -> Result<Output<R>, RequestError>
+async fn with_retries<R>(bot: &TgBot, request: R, limited: Option<Call>) -> Result<Output<R>, RequestError>
 where
     R: Request<Err = RequestError>,
 {
     let mut attempts = 0;
     loop {
-        match request.send_ref().await {
+        let result = request.send_ref().await;
+        if let Some(kind) = result.as_ref().err().and_then(error_kind) {
+            bot.metrics.platform_error(super::PLATFORM, kind);
+        }
+        match result {
             Err(RequestError::RetryAfter(after)) if attempts < MAX_RETRIES => {
                 attempts += 1;
                 let wait = after.duration().max(MIN_RETRY_WAIT);
-                tracing::warn!(seconds = after.seconds(), call = ?limits.map(|(_, c)| c), "telegram asked to slow down; retrying");
-                let Some((bot, call)) = limits else {
+                tracing::warn!(seconds = after.seconds(), call = ?limited, "telegram asked to slow down; retrying");
+                let Some(call) = limited else {
                     tokio::time::sleep(wait).await;
                     continue;
                 };
@@ -147,7 +174,7 @@ pub async fn edit(bot: &TgBot, chat_id: ChatId, message_id: MessageId, text: &st
         .reply_markup(keyboard);
     match limited(bot, Call::Edit(chat_id), request).await {
         Ok(_) => Ok(()),
-        Err(RequestError::Api(teloxide::ApiError::MessageNotModified)) => Ok(()),
+        Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
         Err(e) => Err(fail(e)),
     }
 }
@@ -171,4 +198,28 @@ pub async fn document(bot: &TgBot, chat: &ChatKey, name: &str, content: String, 
         request = request.message_thread_id(thread);
     }
     limited(bot, Call::Send(chat_id), request).await.map(|_| ()).map_err(fail)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use teloxide::types::Seconds;
+
+    use super::*;
+
+    #[test]
+    fn bot_api_errors_map_to_metric_kinds() {
+        let kind = |e: RequestError| error_kind(&e);
+        assert_eq!(kind(RequestError::RetryAfter(Seconds::from_seconds(3))), Some(PlatformErrorKind::RateLimited));
+        assert_eq!(kind(RequestError::Api(ApiError::Unknown("Internal Server Error".into()))), Some(PlatformErrorKind::Server));
+        assert_eq!(kind(RequestError::Api(ApiError::Unknown("Bad Gateway".into()))), Some(PlatformErrorKind::Server));
+        let html = serde_json::from_str::<serde_json::Value>("<html>502</html>").expect_err("not JSON");
+        assert_eq!(kind(RequestError::InvalidJson { source: Arc::new(html), raw: "<html>502</html>".into() }), Some(PlatformErrorKind::Server));
+        assert_eq!(kind(RequestError::Api(ApiError::BotBlocked)), Some(PlatformErrorKind::Client));
+        assert_eq!(kind(RequestError::Api(ApiError::Unknown("Bad Request: chat not found".into()))), Some(PlatformErrorKind::Client));
+        assert_eq!(kind(RequestError::Io(Arc::new(std::io::Error::other("reset")))), Some(PlatformErrorKind::Network));
+        // An edit that changes nothing is success to the bridge, not an error.
+        assert_eq!(kind(RequestError::Api(ApiError::MessageNotModified)), None);
+    }
 }

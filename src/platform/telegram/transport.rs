@@ -75,7 +75,7 @@ async fn identify(tg: &Telegram) -> Result<(), StartError> {
     let started = tokio::time::Instant::now();
     let mut backoff = Duration::from_millis(500);
     loop {
-        let error = match retrying(tg.bot.get_me()).await {
+        let error = match retrying(&tg.bot, tg.bot.get_me()).await {
             Ok(me) => {
                 tracing::info!(username = %me.username(), "telegram bot identified");
                 let _ = tg.me.set((me.user.id.0, me.username().to_owned()));
@@ -97,7 +97,7 @@ async fn identify(tg: &Telegram) -> Result<(), StartError> {
 
 async fn poll(tg: Arc<Telegram>) {
     // Polling does not work while a webhook is set (Telegram answers 409).
-    if let Err(e) = retrying(tg.bot.delete_webhook()).await {
+    if let Err(e) = retrying(&tg.bot, tg.bot.delete_webhook()).await {
         tracing::warn!(error = %e, "cannot delete a previous webhook");
     }
     let mut offset: Option<i32> = None;
@@ -107,7 +107,7 @@ async fn poll(tg: Arc<Telegram>) {
         if let Some(offset) = offset {
             request = request.offset(offset);
         }
-        match retrying(request).await {
+        match retrying(&tg.bot, request).await {
             Ok(batch) => {
                 tracing::debug!(updates = batch.len(), ?offset, "getUpdates");
                 backoff = Duration::from_millis(500);
@@ -186,7 +186,7 @@ async fn webhook(tg: Arc<Telegram>) -> Result<(tokio::net::TcpListener, axum::Ro
         None => tracing::warn!("telegram.webhook_secret is not set: anyone who finds the webhook URL can post updates"),
     }
     // Every replica sets the same URL; setting it again is harmless.
-    retrying(request).await.map_err(WebhookError::SetWebhook)?;
+    retrying(&tg.bot, request).await.map_err(WebhookError::SetWebhook)?;
     tracing::info!(listen = %tg.settings.webhook_listen, %path, "telegram webhook ready");
     let app = axum::Router::new().route(&path, post(receive)).with_state(tg);
     Ok((listener, app))

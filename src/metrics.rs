@@ -1,0 +1,522 @@
+//! The bridge's Prometheus metrics, served as `/metrics` on `http.listen`
+//! ([`crate::server`]). It owns one registry per running bridge (never a process-wide
+//! recorder: tests run several bridges in one process, and their figures must not mix)
+//! and the metric families in it, and names what can be recorded after what happened:
+//! [`Metrics::settled`], [`Metrics::refused`], [`Metrics::platform_error`],
+//! [`Metrics::session_connected`].
+//!
+//! Two sorts of figures live here. Counters and the histogram are what this replica did
+//! since it started. The pending and outbox gauges are the store's truth, shared by
+//! every replica and surviving restarts: they are read from the store on every scrape
+//! ([`StoreFigures`]), never counted in memory. This module decides nothing and changes
+//! nothing in the bridge; a new family is one more field and one `register` call in
+//! [`Families::new`].
+
+use std::sync::Arc;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::interaction::{Interaction, Refusal, RequestKind, Status};
+use crate::store::{Store, StoreError};
+
+/// What `/metrics` answers with: OpenMetrics text, the format Prometheus asks for
+/// first in its default `Accept` header (it also reads it when it asks for 0.0.4).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The prefix of every family name.
+const PREFIX: &str = "hitl_bridge";
+
+/// Bucket bounds of `decision_seconds`: people answer in seconds to a day.
+const DECISION_BUCKETS: [f64; 14] = [1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 14400.0, 43200.0, 86400.0];
+
+/// The `kind` label of an interaction.
+const KINDS: [&str; 2] = ["approval", "question"];
+
+/// The `outcome` label of a settled interaction.
+const OUTCOMES: [&str; 3] = ["resolved", "expired", "cancelled"];
+
+/// Every `reason` label: one per [`Refusal`] variant ([`refusal_reason`]), then the
+/// refusals of people talking to the agent.
+const REASONS: [&str; 16] = [
+    "not_allowed",
+    "self_approval",
+    "already_decided",
+    "expired",
+    "cancelled",
+    "decision_not_allowed",
+    "invalid_edit",
+    "out_of_range",
+    "incomplete",
+    "wrong_kind",
+    "no_free_text",
+    "empty_text",
+    "text_too_long",
+    "single_choice",
+    REASON_STRANGER,
+    REASON_NOT_ADMIN_CHAT,
+];
+
+/// Every `kind` of a platform error.
+const ERROR_KINDS: [PlatformErrorKind; 4] = [PlatformErrorKind::RateLimited, PlatformErrorKind::Server, PlatformErrorKind::Client, PlatformErrorKind::Network];
+
+/// The `reason` of someone refused at the door to the agent ([`crate::engine`]'s gate):
+/// not allowed to talk, and not paired.
+pub const REASON_STRANGER: &str = "stranger";
+
+/// The `reason` of a `/pair CODE` sent outside `access.admin_chats`.
+pub const REASON_NOT_ADMIN_CHAT: &str = "not_admin_chat";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SettledLabels {
+    kind: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PlatformErrorLabels {
+    platform: &'static str,
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+/// How a call to a chat platform's API failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlatformErrorKind {
+    /// 429: the platform asked the bridge to slow down.
+    RateLimited,
+    /// 5xx, or an answer that could not be read.
+    Server,
+    /// Any other 4xx: the platform refused what was sent.
+    Client,
+    /// No answer: connection refused or reset, a timeout, DNS.
+    Network,
+}
+
+impl PlatformErrorKind {
+    /// The kind an HTTP error status means; `None` for a status that is no error.
+    pub fn from_status(status: u16) -> Option<Self> {
+        match status {
+            429 => Some(Self::RateLimited),
+            500..=599 => Some(Self::Server),
+            400..=499 => Some(Self::Client),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::RateLimited => "rate_limited",
+            Self::Server => "server",
+            Self::Client => "client",
+            Self::Network => "network",
+        }
+    }
+}
+
+/// The `reason` label of a refused action: stable snake_case, one per [`Refusal`]
+/// variant (the refusal's text is for people and may change).
+pub fn refusal_reason(refusal: &Refusal) -> &'static str {
+    match refusal {
+        Refusal::NotAllowed => "not_allowed",
+        Refusal::SelfApproval => "self_approval",
+        Refusal::AlreadyDecided { .. } => "already_decided",
+        Refusal::Expired => "expired",
+        Refusal::Cancelled => "cancelled",
+        Refusal::DecisionNotAllowed { .. } => "decision_not_allowed",
+        Refusal::InvalidEdit(_) => "invalid_edit",
+        Refusal::OutOfRange(_) => "out_of_range",
+        Refusal::Incomplete { .. } => "incomplete",
+        Refusal::WrongKind { .. } => "wrong_kind",
+        Refusal::NoFreeText => "no_free_text",
+        Refusal::EmptyText => "empty_text",
+        Refusal::TextTooLong => "text_too_long",
+        Refusal::SingleChoice => "single_choice",
+    }
+}
+
+/// The `kind` label of an interaction.
+fn kind_of(interaction: &Interaction) -> &'static str {
+    match interaction.request.kind {
+        RequestKind::Approval { .. } => KINDS[0],
+        RequestKind::Questions { .. } => KINDS[1],
+    }
+}
+
+/// The `outcome` label of a settled interaction and when it settled; `None` while it
+/// is pending.
+fn outcome_of(status: &Status) -> Option<(&'static str, i64)> {
+    match status {
+        Status::Pending => None,
+        Status::Resolved { at_ms, .. } => Some((OUTCOMES[0], *at_ms)),
+        Status::Expired { at_ms, .. } => Some((OUTCOMES[1], *at_ms)),
+        Status::Cancelled { at_ms, .. } => Some((OUTCOMES[2], *at_ms)),
+    }
+}
+
+fn decision_histogram() -> Histogram {
+    Histogram::new(DECISION_BUCKETS)
+}
+
+/// The registry and its families.
+struct Families {
+    registry: Registry,
+    pending: Family<KindLabel, Gauge>,
+    interactions: Family<SettledLabels, Counter>,
+    decision_seconds: Family<KindLabel, Histogram, fn() -> Histogram>,
+    outbox_depth: Gauge,
+    sessions_connected: Gauge,
+    platform_errors: Family<PlatformErrorLabels, Counter>,
+    refusals: Family<ReasonLabel, Counter>,
+}
+
+impl Families {
+    fn new() -> Self {
+        let mut registry = Registry::with_prefix(PREFIX);
+        let pending = Family::<KindLabel, Gauge>::default();
+        registry.register(
+            "interactions_pending",
+            "Requests waiting for an answer, by kind; read from the store on each scrape, so every replica reports the same figure",
+            pending.clone(),
+        );
+        let interactions = Family::<SettledLabels, Counter>::default();
+        registry.register("interactions", "Requests this replica settled, by kind and outcome (resolved, expired, cancelled)", interactions.clone());
+        let decision_seconds = Family::<KindLabel, Histogram, fn() -> Histogram>::new_with_constructor(decision_histogram as fn() -> Histogram);
+        registry.register_with_unit(
+            "decision",
+            "Time from storing and showing a request to its decision, for the requests this replica resolved, by kind",
+            Unit::Seconds,
+            decision_seconds.clone(),
+        );
+        let outbox_depth = Gauge::default();
+        registry.register(
+            "outbox_depth",
+            "Commands saved for the backend and not yet confirmed delivered, all sessions; read from the store on each scrape",
+            outbox_depth.clone(),
+        );
+        let sessions_connected = Gauge::default();
+        registry.register("backend_sessions_connected", "Backend sessions this replica holds a live connection to", sessions_connected.clone());
+        let platform_errors = Family::<PlatformErrorLabels, Counter>::default();
+        registry.register(
+            "platform_errors",
+            "Failed chat platform API calls on this replica, by platform and kind (rate_limited, server, client, network); each retried attempt counts",
+            platform_errors.clone(),
+        );
+        let refusals = Family::<ReasonLabel, Counter>::default();
+        registry.register("refusals", "Clicks, answers and messages this replica refused, by reason", refusals.clone());
+
+        // Every series from the start (platforms' once they start): a series that
+        // appears only with its first event hides that event from rate() and increase().
+        for reason in REASONS {
+            let _ = refusals.get_or_create(&ReasonLabel { reason });
+        }
+        for kind in KINDS {
+            pending.get_or_create(&KindLabel { kind }).set(0);
+            let _ = decision_seconds.get_or_create(&KindLabel { kind });
+            for outcome in OUTCOMES {
+                let _ = interactions.get_or_create(&SettledLabels { kind, outcome });
+            }
+        }
+        Self { registry, pending, interactions, decision_seconds, outbox_depth, sessions_connected, platform_errors, refusals }
+    }
+}
+
+/// One bridge's metrics. Cheap to clone: clones share the registry.
+#[derive(Clone)]
+pub struct Metrics {
+    families: Arc<Families>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        Self { families: Arc::new(Families::new()) }
+    }
+
+    /// An interaction was settled (the store accepted it). A pending one is ignored.
+    /// Resolved ones also record how long the decision took, from `created_at_ms` (when
+    /// the request was stored and first shown).
+    pub fn settled(&self, interaction: &Interaction) {
+        let Some((outcome, at_ms)) = outcome_of(&interaction.status) else { return };
+        let kind = kind_of(interaction);
+        self.families.interactions.get_or_create(&SettledLabels { kind, outcome }).inc();
+        if outcome == OUTCOMES[0] {
+            // A clock stepping back between the two instants must not record a negative.
+            let seconds = (at_ms.saturating_sub(interaction.created_at_ms)).max(0) as f64 / 1000.0;
+            self.families.decision_seconds.get_or_create(&KindLabel { kind }).observe(seconds);
+        }
+    }
+
+    /// A person's action was refused.
+    pub fn refused(&self, refusal: &Refusal) {
+        self.refused_because(refusal_reason(refusal));
+    }
+
+    /// Something else was refused: [`REASON_STRANGER`], [`REASON_NOT_ADMIN_CHAT`].
+    pub fn refused_because(&self, reason: &'static str) {
+        self.families.refusals.get_or_create(&ReasonLabel { reason }).inc();
+    }
+
+    /// `platform` has started: its error series exist from now on, at zero.
+    pub fn platform_started(&self, platform: &'static str) {
+        for kind in ERROR_KINDS {
+            let _ = self.families.platform_errors.get_or_create(&PlatformErrorLabels { platform, kind: kind.as_str() });
+        }
+    }
+
+    /// A call to `platform`'s API failed.
+    pub fn platform_error(&self, platform: &'static str, kind: PlatformErrorKind) {
+        self.families.platform_errors.get_or_create(&PlatformErrorLabels { platform, kind: kind.as_str() }).inc();
+    }
+
+    /// A backend session's connection is up; counted until the guard is dropped (the
+    /// connection ended, or its task was aborted).
+    #[must_use = "the session counts as connected only while the guard lives"]
+    pub fn session_connected(&self) -> Connected {
+        self.families.sessions_connected.inc();
+        Connected { metrics: self.clone() }
+    }
+
+    /// Sets the gauges read from the store.
+    pub fn set_store_figures(&self, figures: &StoreFigures) {
+        let f = &self.families;
+        f.pending.get_or_create(&KindLabel { kind: KINDS[0] }).set(figures.pending_approvals);
+        f.pending.get_or_create(&KindLabel { kind: KINDS[1] }).set(figures.pending_questions);
+        f.outbox_depth.set(figures.outbox_depth);
+    }
+
+    /// Every family in the OpenMetrics text format ([`CONTENT_TYPE`]).
+    pub fn render(&self) -> Result<String, std::fmt::Error> {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.families.registry)?;
+        Ok(out)
+    }
+}
+
+/// Keeps one backend session counted as connected; see [`Metrics::session_connected`].
+pub struct Connected {
+    metrics: Metrics,
+}
+
+impl Drop for Connected {
+    fn drop(&mut self) {
+        self.metrics.families.sessions_connected.dec();
+    }
+}
+
+/// The figures every replica reads alike from the store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreFigures {
+    pub pending_approvals: i64,
+    pub pending_questions: i64,
+    pub outbox_depth: i64,
+}
+
+impl StoreFigures {
+    /// Reads them (for a scrape).
+    pub async fn read(store: &Store) -> Result<Self, StoreError> {
+        let mut figures = StoreFigures { outbox_depth: store.outbox_depth().await?, ..Default::default() };
+        for interaction in store.pending_interactions().await? {
+            match interaction.request.kind {
+                RequestKind::Approval { .. } => figures.pending_approvals += 1,
+                RequestKind::Questions { .. } => figures.pending_questions += 1,
+            }
+        }
+        Ok(figures)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interaction::{Actor, Decider, Request};
+
+    fn interaction(question: bool, created_at_ms: i64) -> Interaction {
+        let kind = if question { RequestKind::Questions { questions: Vec::new(), actions: Vec::new() } } else { RequestKind::Approval { actions: Vec::new() } };
+        let request = Request { approval_key: "k".into(), kind, timeout_secs: 60, context: None };
+        Interaction::new("id".into(), "s".into(), request, None, created_at_ms)
+    }
+
+    /// The sample lines, sorted: series come out of a family in no set order.
+    fn samples(text: &str) -> Vec<String> {
+        let mut lines: Vec<String> = text.lines().filter(|l| !l.starts_with('#')).map(str::to_owned).collect();
+        lines.sort();
+        lines
+    }
+
+    fn bucket_lines(kind: &str, observed: &[f64]) -> Vec<String> {
+        let sum = observed.iter().fold(0.0, |a, b| a + b);
+        let mut lines = vec![
+            format!("hitl_bridge_decision_seconds_sum{{kind=\"{kind}\"}} {sum:?}"),
+            format!("hitl_bridge_decision_seconds_count{{kind=\"{kind}\"}} {}", observed.len()),
+        ];
+        for bound in DECISION_BUCKETS {
+            let n = observed.iter().filter(|v| **v <= bound).count();
+            lines.push(format!("hitl_bridge_decision_seconds_bucket{{le=\"{bound:?}\",kind=\"{kind}\"}} {n}"));
+        }
+        lines.push(format!("hitl_bridge_decision_seconds_bucket{{le=\"+Inf\",kind=\"{kind}\"}} {}", observed.len()));
+        lines
+    }
+
+    /// Every sample line a registry renders, given the values that differ from zero.
+    fn expected(nonzero: &[(&str, &str)], approvals: &[f64], questions: &[f64], platforms: &[&str]) -> Vec<String> {
+        let mut lines = Vec::new();
+        for kind in KINDS {
+            lines.push(format!("hitl_bridge_interactions_pending{{kind=\"{kind}\"}} 0"));
+            for outcome in OUTCOMES {
+                lines.push(format!("hitl_bridge_interactions_total{{kind=\"{kind}\",outcome=\"{outcome}\"}} 0"));
+            }
+        }
+        lines.extend(bucket_lines("approval", approvals));
+        lines.extend(bucket_lines("question", questions));
+        lines.push("hitl_bridge_outbox_depth 0".into());
+        lines.push("hitl_bridge_backend_sessions_connected 0".into());
+        for platform in platforms {
+            for kind in ERROR_KINDS {
+                lines.push(format!("hitl_bridge_platform_errors_total{{platform=\"{platform}\",kind=\"{}\"}} 0", kind.as_str()));
+            }
+        }
+        for reason in REASONS {
+            lines.push(format!("hitl_bridge_refusals_total{{reason=\"{reason}\"}} 0"));
+        }
+        for (series, value) in nonzero {
+            let line = lines.iter_mut().find(|l| l.rsplit_once(' ').is_some_and(|(s, _)| s == *series));
+            let line = line.unwrap_or_else(|| panic!("no series {series}"));
+            *line = format!("{series} {value}");
+        }
+        lines.sort();
+        lines
+    }
+
+    #[test]
+    fn a_fresh_registry_renders_every_family_with_zeroed_series() {
+        let text = Metrics::new().render().expect("renders");
+        let described: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE") || l.starts_with("# UNIT")).collect();
+        assert_eq!(
+            described,
+            [
+                "# TYPE hitl_bridge_interactions_pending gauge",
+                "# TYPE hitl_bridge_interactions counter",
+                "# TYPE hitl_bridge_decision_seconds histogram",
+                "# UNIT hitl_bridge_decision_seconds seconds",
+                "# TYPE hitl_bridge_outbox_depth gauge",
+                "# TYPE hitl_bridge_backend_sessions_connected gauge",
+                "# TYPE hitl_bridge_refusals counter",
+            ],
+            "{text}"
+        );
+        assert!(text.contains("# HELP hitl_bridge_interactions_pending Requests waiting for an answer, by kind; read from the store on each scrape"));
+        assert_eq!(samples(&text), expected(&[], &[], &[], &[]));
+        assert_eq!(text.lines().last(), Some("# EOF"));
+    }
+
+    #[test]
+    fn events_render_with_their_labels_and_values() {
+        let metrics = Metrics::new();
+        metrics.platform_started("telegram");
+        let mut resolved = interaction(false, 10_000);
+        resolved.status = Status::Resolved { by: Decider::Person(Actor::new("telegram", "1", "Ana")), at_ms: 17_500 };
+        metrics.settled(&resolved);
+        let mut expired = interaction(true, 0);
+        expired.status = Status::Expired { at_ms: 60_000, by_backend: false };
+        metrics.settled(&expired);
+        metrics.settled(&interaction(true, 0)); // pending: nothing
+        metrics.refused(&Refusal::NotAllowed);
+        metrics.refused(&Refusal::AlreadyDecided { by: "Ana".into(), at_ms: 1 });
+        metrics.refused(&Refusal::NotAllowed);
+        metrics.refused_because(REASON_STRANGER);
+        metrics.platform_error("telegram", PlatformErrorKind::RateLimited);
+        metrics.platform_error("telegram", PlatformErrorKind::RateLimited);
+        metrics.set_store_figures(&StoreFigures { pending_approvals: 3, pending_questions: 1, outbox_depth: 2 });
+        let first = metrics.session_connected();
+        let second = metrics.session_connected();
+        drop(first);
+
+        let text = metrics.render().expect("renders");
+        let nonzero = [
+            ("hitl_bridge_interactions_pending{kind=\"approval\"}", "3"),
+            ("hitl_bridge_interactions_pending{kind=\"question\"}", "1"),
+            ("hitl_bridge_interactions_total{kind=\"approval\",outcome=\"resolved\"}", "1"),
+            ("hitl_bridge_interactions_total{kind=\"question\",outcome=\"expired\"}", "1"),
+            ("hitl_bridge_outbox_depth", "2"),
+            ("hitl_bridge_backend_sessions_connected", "1"),
+            ("hitl_bridge_platform_errors_total{platform=\"telegram\",kind=\"rate_limited\"}", "2"),
+            ("hitl_bridge_refusals_total{reason=\"not_allowed\"}", "2"),
+            ("hitl_bridge_refusals_total{reason=\"already_decided\"}", "1"),
+            ("hitl_bridge_refusals_total{reason=\"stranger\"}", "1"),
+        ];
+        // 7.5 s: past the 5 s bucket, inside the 10 s one.
+        assert_eq!(samples(&text), expected(&nonzero, &[7.5], &[], &["telegram"]));
+        assert!(text.contains("hitl_bridge_decision_seconds_bucket{le=\"5.0\",kind=\"approval\"} 0\n"));
+        assert!(text.contains("hitl_bridge_decision_seconds_bucket{le=\"10.0\",kind=\"approval\"} 1\n"));
+        drop(second);
+        let text = metrics.render().expect("renders");
+        assert!(text.lines().any(|l| l == "hitl_bridge_backend_sessions_connected 0"), "{text}");
+    }
+
+    #[test]
+    fn every_refusal_has_a_listed_reason() {
+        use crate::interaction::decisions::EditError;
+        use crate::protocol::DecisionType;
+        let all = [
+            Refusal::NotAllowed,
+            Refusal::SelfApproval,
+            Refusal::AlreadyDecided { by: "x".into(), at_ms: 0 },
+            Refusal::Expired,
+            Refusal::Cancelled,
+            Refusal::DecisionNotAllowed { action: "a".into(), decision: DecisionType::Edit },
+            Refusal::InvalidEdit(EditError::NotAnObject("array")),
+            Refusal::OutOfRange("option"),
+            Refusal::Incomplete { missing: vec![1] },
+            Refusal::WrongKind { expected: "answers", got: "decisions" },
+            Refusal::NoFreeText,
+            Refusal::EmptyText,
+            Refusal::TextTooLong,
+            Refusal::SingleChoice,
+        ];
+        let reasons: Vec<&str> = all.iter().map(refusal_reason).collect();
+        assert_eq!(reasons, REASONS[..all.len()]);
+    }
+
+    #[test]
+    fn statuses_map_to_error_kinds() {
+        assert_eq!(PlatformErrorKind::from_status(429), Some(PlatformErrorKind::RateLimited));
+        assert_eq!(PlatformErrorKind::from_status(502), Some(PlatformErrorKind::Server));
+        assert_eq!(PlatformErrorKind::from_status(403), Some(PlatformErrorKind::Client));
+        assert_eq!(PlatformErrorKind::from_status(200), None);
+        assert_eq!(PlatformErrorKind::from_status(304), None);
+    }
+
+    #[test]
+    fn two_bridges_in_one_process_keep_their_own_figures() {
+        let a = Metrics::new();
+        let b = Metrics::new();
+        a.refused(&Refusal::Expired);
+        assert!(b.render().expect("renders").contains("hitl_bridge_refusals_total{reason=\"expired\"} 0\n"));
+        assert!(a.render().expect("renders").contains("hitl_bridge_refusals_total{reason=\"expired\"} 1\n"));
+    }
+}
