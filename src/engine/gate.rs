@@ -1,11 +1,11 @@
 //! The engine's door for people who talk to the agent: every chat message, and every
-//! chat command that steers a session, passes [`Engine::gate`] first, whichever
+//! chat command that steers a session, passes [`Shared::gate`] first, whichever
 //! platform it came from. The rule itself is pure ([`crate::interaction::admission`]);
 //! this adds what needs the store: paired users, pairing codes, the audit entry for a
 //! refusal, and telling a newly paired user they may talk.
 
 use super::lanes::Job;
-use super::{Engine, EngineError, now_ms};
+use super::{EngineError, Shared, now_ms};
 use crate::config::Settings;
 use crate::interaction::admission::{self, Verdict};
 use crate::interaction::Actor;
@@ -65,7 +65,7 @@ impl PairRefusal {
     }
 }
 
-impl Engine {
+impl Shared {
     /// Whether `actor` may talk in `chat`. A stranger's attempt is audited (what, who,
     /// where) and, with pairing on, gets a code (the same one while it is valid).
     /// `attempted` is `message` or `command`; `text` what they wrote; `locale` the
@@ -97,7 +97,7 @@ impl Engine {
 
     /// `/pair CODE` sent by `actor` in `chat`: approved only in an admin chat. The
     /// paired user is told at once, in the chat where they asked.
-    pub(super) async fn pair_in_chat(&mut self, chat: &ChatKey, actor: &Actor, code: &str) -> Result<PairedUser, PairRefusal> {
+    pub(super) async fn pair_in_chat(&self, chat: &ChatKey, actor: &Actor, code: &str) -> Result<PairedUser, PairRefusal> {
         let admin = self.admin_chats.iter().any(|(p, id)| *p == chat.platform && *id == chat.chat_id);
         if !admin {
             tracing::info!(platform = %chat.platform, chat = %chat.chat_id, user = %actor.user_id, "refused /pair outside the admin chats");
@@ -117,14 +117,14 @@ impl Engine {
 
     /// Tells users paired elsewhere (`hitl-bridge pair` from a shell, another replica's
     /// admin chat) that they may talk; each is claimed once across replicas.
-    pub(super) async fn notify_pairings(&mut self) -> Result<(), EngineError> {
+    pub(super) async fn notify_pairings(&self) -> Result<(), EngineError> {
         for user in self.store.claim_unnotified_pairings(now_ms()).await? {
             self.tell_paired(&user);
         }
         Ok(())
     }
 
-    fn tell_paired(&mut self, user: &PairedUser) {
+    fn tell_paired(&self, user: &PairedUser) {
         let locale = Locale::from_code(&user.locale).unwrap_or_default();
         self.lanes.push(&user.chat, Job::Text(locale::access_text(locale, &AccessMsg::YouArePaired)));
     }

@@ -7,9 +7,13 @@
 //!
 //! A lane ends after a quiet spell, so a chat seen once costs nothing afterwards; at
 //! shutdown every lane finishes what it holds, within a bounded wait.
+//!
+//! Every engine shard pushes here (a chat can show requests of several sessions), so
+//! [`Lanes`] is shared: its map sits behind a lock held only to find or start a lane,
+//! never across a platform call.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
@@ -47,18 +51,25 @@ struct Lane {
 pub struct Lanes {
     store: Store,
     platforms: HashMap<&'static str, Arc<dyn Platform>>,
-    lanes: HashMap<ChatKey, Lane>,
+    lanes: Mutex<HashMap<ChatKey, Lane>>,
 }
 
 impl Lanes {
     pub fn new(store: Store, platforms: Vec<Arc<dyn Platform>>) -> Self {
-        Self { store, platforms: platforms.into_iter().map(|p| (p.name(), p)).collect(), lanes: HashMap::new() }
+        Self { store, platforms: platforms.into_iter().map(|p| (p.name(), p)).collect(), lanes: Mutex::new(HashMap::new()) }
+    }
+
+    /// The live lanes. A panic while the lock was held cannot leave the map half
+    /// changed (each change is one insert or retain), so a poisoned lock is used as is.
+    fn lanes(&self) -> MutexGuard<'_, HashMap<ChatKey, Lane>> {
+        self.lanes.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Queues `job` for `chat`. False when the chat is on a platform that is not
     /// enabled (logged; the job is dropped).
-    pub fn push(&mut self, chat: &ChatKey, job: Job) -> bool {
-        let job = match self.lanes.get(chat) {
+    pub fn push(&self, chat: &ChatKey, job: Job) -> bool {
+        let mut lanes = self.lanes();
+        let job = match lanes.get(chat) {
             Some(lane) => match lane.jobs.send(job) {
                 Ok(()) => return true,
                 // The lane ended after a quiet spell: start a new one with the job.
@@ -71,20 +82,20 @@ impl Lanes {
             return false;
         };
         // Forget lanes that ended, so the map holds only live chats.
-        self.lanes.retain(|_, lane| !lane.jobs.is_closed());
+        lanes.retain(|_, lane| !lane.jobs.is_closed());
         let (jobs, rx) = mpsc::unbounded_channel();
         // Cannot fail: the receiver is alive right here.
         let _ = jobs.send(job);
         let task = tokio::spawn(run(self.store.clone(), platform, chat.clone(), rx));
-        self.lanes.insert(chat.clone(), Lane { jobs, task });
+        lanes.insert(chat.clone(), Lane { jobs, task });
         true
     }
 
     /// Lets every lane finish the jobs it holds, waiting at most `limit` in all; what
     /// is left after that is logged and dropped (a request not shown yet is still in
     /// `pending_shows` and is shown after the restart).
-    pub async fn drain(&mut self, limit: Duration) {
-        let tasks: Vec<JoinHandle<()>> = self.lanes.drain().map(|(_, lane)| lane.task).collect();
+    pub async fn drain(&self, limit: Duration) {
+        let tasks: Vec<JoinHandle<()>> = self.lanes().drain().map(|(_, lane)| lane.task).collect();
         let waiting = tasks.len();
         let all = futures_util::future::join_all(tasks);
         if tokio::time::timeout(limit, all).await.is_err() {
@@ -95,7 +106,7 @@ impl Lanes {
 
 impl Lanes {
     /// Resolves once the jobs queued so far for `chat` are done.
-    pub fn barrier(&mut self, chat: &ChatKey) -> oneshot::Receiver<()> {
+    pub fn barrier(&self, chat: &ChatKey) -> oneshot::Receiver<()> {
         let (reached, wait) = oneshot::channel();
         // A chat on no enabled platform has nothing queued: the barrier resolves at
         // once, because its sender is dropped.

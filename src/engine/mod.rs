@@ -1,25 +1,36 @@
 //! The engine wires connectors, the core, the store and the platforms together. It is
 //! deliberately thin: it loads, asks the core, persists, delivers and re-renders.
 //!
-//! One task owns it and handles one input at a time (a person's action, a backend
-//! update, a timer tick), so two inputs never race on the same interaction inside a
-//! replica; across replicas the store's conditional settle decides who was first.
+//! It runs as a set of shards ([`shards`]): each session belongs to one shard task,
+//! which handles that session's inputs (a person's action, a backend update, a
+//! deadline) one at a time and in order, so two inputs never race on the same
+//! interaction inside a replica, while other sessions' inputs run on other shards in
+//! parallel. A router task only forwards inputs to shards, and a housekeeping task
+//! runs the store-wide timers (rescan, show retry) by sending each shard its share.
+//! No platform call is made on the decision path: replies and message edits go to
+//! the chat lanes ([`lanes`]) once the decision is durable. Across replicas the
+//! store's conditional settle decides who was first.
 
 mod gate;
 mod handle;
 mod lanes;
 mod outside;
 pub mod routing;
+mod shards;
+#[cfg(test)]
+mod tests;
 
 pub use crate::clock::now_ms;
 pub use gate::{PairRefusal, Stranger, paired_notice};
 pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, PendingShown, PushOutcome};
 
 use std::collections::HashMap;
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinSet;
 
 use crate::backend::history::{self, HistoryResolution};
 use crate::backend::{BackendInput, Connectors, SessionUpdate, ToolGroupStatus};
@@ -27,8 +38,9 @@ use crate::config::{OnExpiry, Settings};
 use crate::interaction::{AccessPolicy, Actor, Allowlist, Applied, Delivery, Interaction, Origin, Refusal, Request, UserAction};
 use crate::platform::Platform;
 use self::lanes::{Job, Lanes};
+use self::shards::{Input, Routes, Shards};
 use crate::protocol::{Command, Reply, UserInfo};
-use crate::store::{ApiRequest, AuditEntry, ChatKey, ShowClaim, Store};
+use crate::store::{ApiRequest, AuditEntry, ChatKey, PendingShow, ShowClaim, Store};
 
 /// How often deadlines are checked.
 const TICK: Duration = Duration::from_millis(500);
@@ -55,8 +67,14 @@ const LANE_DRAIN: Duration = Duration::from_secs(5);
 /// (whose deadlines this replica must also watch) and sessions whose lease lapsed.
 const RESCAN: Duration = Duration::from_secs(10);
 
+/// Shards per core. A shard waits on the store most of the time (a decision is a
+/// durable commit), so several per core keep the cores busy and let concurrent
+/// decisions share a commit, while a session stuck on a slow call holds back only the
+/// few sessions that share its shard.
+const SHARDS_PER_CORE: usize = 16;
 
-pub struct Engine {
+/// What every shard shares: configuration, the store, the connectors, the chat lanes.
+struct Shared {
     store: Store,
     connectors: Connectors,
     lanes: Lanes,
@@ -70,17 +88,43 @@ pub struct Engine {
     extra_chats: Vec<ChatKey>,
     grace_ms: i64,
     on_expiry: OnExpiry,
+    /// This replica's name on the `pending_shows` rows it is sending.
+    show_owner: String,
+    /// The session of each pending interaction, to route clicks.
+    routes: Routes,
+    /// Where settled requests and refusals are counted ([`Engine::with_metrics`]).
+    metrics: crate::metrics::Metrics,
+}
+
+pub struct Engine {
+    shared: Shared,
+    shards: Shards,
+    /// Per shard: its receiver and the deadlines it starts with; [`Engine::run`]
+    /// starts the shard tasks.
+    workers: Vec<(mpsc::Receiver<Input>, HashMap<String, i64>)>,
+    requests: mpsc::Receiver<EngineRequest>,
+    backend: mpsc::Receiver<BackendInput>,
+}
+
+/// One shard: the sessions that hash to it, with their deadlines and the decisions
+/// waiting for proof of delivery. Only this shard's task touches them.
+struct Shard {
+    shared: Arc<Shared>,
+    shards: Shards,
     /// Pending interaction id → deadline, loaded at start and kept in step.
     deadlines: HashMap<String, i64>,
     /// Settled interactions whose reply is queued and not yet proven delivered: when
     /// to show them as "not yet delivered" unless the proof arrives first.
     undelivered: HashMap<String, (i64, Interaction)>,
-    /// This replica's name on the `pending_shows` rows it is sending.
-    show_owner: String,
-    requests: mpsc::Receiver<EngineRequest>,
-    backend: mpsc::Receiver<BackendInput>,
-    /// Where settled requests and refusals are counted ([`Engine::with_metrics`]).
-    metrics: crate::metrics::Metrics,
+}
+
+/// A shard reads the shared configuration and handles as its own fields.
+impl Deref for Shard {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
 }
 
 impl Engine {
@@ -95,13 +139,13 @@ impl Engine {
         backend: mpsc::Receiver<BackendInput>,
         requests: mpsc::Receiver<EngineRequest>,
     ) -> Result<Self, EngineError> {
-        let deadlines = store.pending_interactions().await?.into_iter().map(|i| (i.id, i.deadline_ms)).collect();
+        let pending = store.pending_interactions().await?;
         for session in store.sessions_with_work().await? {
             connectors.deliver(&session);
         }
         let policy = settings.access_policy();
         gate::warn_if_closed(settings);
-        Ok(Self {
+        let shared = Shared {
             allowlist: settings.allowlist(),
             admin_chats: settings.admin_chats(),
             pairing_ttl_ms: settings.access.pairing_code_secs.saturating_mul(1000) as i64,
@@ -112,119 +156,207 @@ impl Engine {
             policy,
             grace_ms: settings.timeouts.grace_secs as i64 * 1000,
             on_expiry: settings.timeouts.on_expiry,
-            deadlines,
-            undelivered: HashMap::new(),
             show_owner: uuid::Uuid::new_v4().simple().to_string(),
-            requests,
-            backend,
+            routes: Routes::default(),
             metrics: crate::metrics::Metrics::default(),
-        })
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (shards, receivers) = Shards::new(cores * SHARDS_PER_CORE);
+        let mut workers: Vec<(mpsc::Receiver<Input>, HashMap<String, i64>)> = receivers.into_iter().map(|rx| (rx, HashMap::new())).collect();
+        for interaction in pending {
+            shared.routes.insert(&interaction.id, &interaction.session_id);
+            workers[shards.of_session(&interaction.session_id)].1.insert(interaction.id, interaction.deadline_ms);
+        }
+        Ok(Self { shared, shards, workers, requests, backend })
     }
 
     /// Counts into `metrics` (the bridge's registry) instead of a registry of its own.
     pub fn with_metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
-        self.metrics = metrics;
+        self.shared.metrics = metrics;
         self
     }
 
     /// Runs until `shutdown` completes or every handle is dropped.
-    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) {
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
-        self.show_pending().await;
-        let mut tick = tokio::time::interval(TICK);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        let mut rescan = tokio::time::interval(RESCAN);
-        rescan.tick().await; // the first tick is immediate; start already did this
-        // The first tick is immediate: after a restart, what was never shown is shown.
-        let mut show_retry = tokio::time::interval(SHOW_RETRY);
-        show_retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let Engine { shared, shards, workers, mut requests, mut backend } = self;
+        let shared = Arc::new(shared);
+        shared.show_pending().await;
+        let (stop, stopping) = watch::channel(false);
+        let mut tasks = JoinSet::new();
+        for (inputs, deadlines) in workers {
+            let shard = Shard { shared: shared.clone(), shards: shards.clone(), deadlines, undelivered: HashMap::new() };
+            tasks.spawn(shard.run(inputs, stopping.clone()));
+        }
+        tasks.spawn(housekeeping(shared.clone(), shards.clone(), stopping));
         loop {
             tokio::select! {
-                request = self.requests.recv() => match request {
-                    Some(request) => self.handle_request(request).await,
+                // A shard or housekeeping only ends early by panicking: that is the
+                // engine panicking, reported as such (the process exits non-zero).
+                Some(ended) = tasks.join_next() => match ended {
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    _ => {
+                        tracing::error!("an engine task ended before the engine; stopping");
+                        break;
+                    }
+                },
+                request = requests.recv() => match request {
+                    Some(request) => route(&shared, &shards, request).await,
                     None => break,
                 },
-                Some(input) = self.backend.recv() => {
-                    let session_id = input.session_id.clone();
-                    if let Err(e) = self.handle_backend(input).await {
-                        tracing::error!(%session_id, error = %e, "cannot handle a backend update");
-                    }
+                Some(input) = backend.recv() => {
+                    shards.send(shards.of_session(&input.session_id), Input::Backend(input)).await;
                 }
+                _ = &mut shutdown => break,
+            }
+        }
+        // Graceful stop: the shards finish what they were given, then the chats what
+        // they hold; claims and leases are given up so a restarted or other replica
+        // carries on at once.
+        let _ = stop.send(true);
+        while let Some(ended) = tasks.join_next().await {
+            if let Err(e) = ended {
+                tracing::error!(error = %e, "an engine task failed");
+            }
+        }
+        shared.lanes.drain(LANE_DRAIN).await;
+        if let Err(e) = shared.store.release_show_claims(&shared.show_owner).await {
+            tracing::warn!(error = %e, "cannot release show claims; they lapse in {} s", SHOW_CLAIM_MS / 1000);
+        }
+        shared.connectors.shutdown().await;
+        tracing::info!("engine stopped");
+    }
+}
+
+/// Sends a platform's request to the shard that handles it. A request naming an
+/// interaction this replica does not know yet is looked up in the store off the
+/// router, so a slow read holds back nobody else.
+async fn route(shared: &Arc<Shared>, shards: &Shards, request: EngineRequest) {
+    let interaction_id = match &request {
+        EngineRequest::UserMessage { chat, .. }
+        | EngineRequest::Admit { chat, .. }
+        | EngineRequest::Pair { chat, .. }
+        | EngineRequest::NewSession { chat, .. }
+        | EngineRequest::Cancel { chat, .. }
+        | EngineRequest::PendingInChat { chat, .. } => {
+            shards.send(shards.of_chat(chat), Input::Request(request)).await;
+            return;
+        }
+        EngineRequest::Push { interaction, .. } => {
+            shards.send(shards.of_session(&interaction.session_id), Input::Request(request)).await;
+            return;
+        }
+        EngineRequest::Act { interaction_id, .. }
+        | EngineRequest::Interaction { interaction_id, .. }
+        | EngineRequest::CancelInteraction { interaction_id, .. } => interaction_id.clone(),
+    };
+    if let Some(session) = shared.routes.session_of(&interaction_id) {
+        shards.send(shards.of_session(&session), Input::Request(request)).await;
+        return;
+    }
+    let (shared, shards) = (shared.clone(), shards.clone());
+    tokio::spawn(async move {
+        // Unknown or unreadable: any shard answers the same (it reads the store
+        // again and says what it finds), so the id's own hash picks one.
+        let shard = match shared.store.interaction(&interaction_id).await {
+            Ok(Some(interaction)) => shards.of_session(&interaction.session_id),
+            _ => shards.of_session(&interaction_id),
+        };
+        shards.send(shard, Input::Request(request)).await;
+    });
+}
+
+/// The store-wide timers: every [`RESCAN`], work other replicas left; every
+/// [`SHOW_RETRY`], requests due to be shown again. Each interaction found is handed
+/// to its session's shard, so its deadline is watched, and it is shown, by that shard
+/// only.
+async fn housekeeping(shared: Arc<Shared>, shards: Shards, mut stopping: watch::Receiver<bool>) {
+    let mut rescan = tokio::time::interval(RESCAN);
+    rescan.tick().await; // the first tick is immediate; start already did this
+    // The first tick is immediate: after a restart, what was never shown is shown.
+    let mut show_retry = tokio::time::interval(SHOW_RETRY);
+    show_retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            _ = rescan.tick() => {
+                if let Err(e) = shared.rescan(&shards).await {
+                    tracing::error!(error = %e, "rescanning the store failed");
+                }
+            }
+            _ = show_retry.tick() => {
+                if let Err(e) = shared.show_due(&shards, now_ms()).await {
+                    tracing::error!(error = %e, "cannot claim requests waiting to be shown");
+                }
+            }
+            _ = stopping.changed() => return,
+        }
+    }
+}
+
+impl Shard {
+    /// Handles this shard's inputs in order, and its deadlines, until the engine
+    /// stops; what was queued by then is still handled.
+    async fn run(mut self, mut inputs: mpsc::Receiver<Input>, mut stopping: watch::Receiver<bool>) {
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tokio::select! {
+                input = inputs.recv() => match input {
+                    Some(input) => self.handle(input).await,
+                    None => return,
+                },
                 _ = tick.tick() => {
                     if let Err(e) = self.expire_due(now_ms()).await {
                         tracing::error!(error = %e, "deadline check failed");
                     }
                     self.show_undelivered(now_ms()).await;
                 }
-                _ = rescan.tick() => {
-                    if let Err(e) = self.rescan().await {
-                        tracing::error!(error = %e, "rescanning the store failed");
-                    }
-                }
-                _ = show_retry.tick() => {
-                    if let Err(e) = self.show_due(now_ms()).await {
-                        tracing::error!(error = %e, "cannot claim requests waiting to be shown");
-                    }
-                }
-                _ = &mut shutdown => break,
+                _ = stopping.changed() => break,
             }
         }
-        // Graceful stop: finish what the chats hold, give up claims and leases so a
-        // restarted or other replica carries on at once.
-        self.lanes.drain(LANE_DRAIN).await;
-        if let Err(e) = self.store.release_show_claims(&self.show_owner).await {
-            tracing::warn!(error = %e, "cannot release show claims; they lapse in {} s", SHOW_CLAIM_MS / 1000);
+        inputs.close();
+        while let Some(input) = inputs.recv().await {
+            self.handle(input).await;
         }
-        self.connectors.shutdown().await;
-        tracing::info!("engine stopped");
     }
 
-    /// Picks up what other replicas started: deadlines to watch, sessions to connect
-    /// (the connector only connects those whose lease it can take).
-    async fn rescan(&mut self) -> Result<(), EngineError> {
-        for interaction in self.store.pending_interactions().await? {
-            self.deadlines.entry(interaction.id).or_insert(interaction.deadline_ms);
-        }
-        for session in self.store.sessions_with_work().await? {
-            self.connectors.deliver(&session);
-        }
-        self.show_outside_settles().await?;
-        self.notify_pairings().await
-    }
-
-    /// A claim on `pending_shows` rows for this replica, from `now`.
-    fn show_claim(&self, now: i64) -> ShowClaim {
-        ShowClaim { owner: self.show_owner.clone(), until_ms: now + SHOW_CLAIM_MS }
-    }
-
-    /// Shows again what still has to appear somewhere: failed sends whose backoff is
-    /// over, and, after a restart, what was never shown.
-    async fn show_due(&mut self, now: i64) -> Result<(), EngineError> {
-        self.store.renew_show_claims(&self.show_claim(now), now).await?;
-        for due in self.store.claim_due_shows(&self.show_claim(now), now).await? {
-            let Some(interaction) = self.store.interaction(&due.interaction_id).await?.filter(|i| i.status.is_pending()) else {
-                self.store.drop_show(&due.interaction_id, &due.chat).await?;
-                continue;
-            };
-            tracing::info!(approval_key = %interaction.approval_key(), platform = %due.chat.platform, chat = %due.chat.chat_id, attempts = due.attempts, "showing a request again");
-            if !self.lanes.push(&due.chat, Job::Show(interaction)) {
-                self.store.drop_show(&due.interaction_id, &due.chat).await?;
+    async fn handle(&mut self, input: Input) {
+        match input {
+            Input::Request(request) => self.handle_request(request).await,
+            Input::Backend(input) => {
+                let session_id = input.session_id.clone();
+                if let Err(e) = self.handle_backend(input).await {
+                    tracing::error!(%session_id, error = %e, "cannot handle a backend update");
+                }
             }
+            Input::CancelSession { session_id, actor, done } => {
+                let _ = done.send(self.cancel_session(&session_id, &actor).await);
+            }
+            Input::Watch(pending) => {
+                for (id, deadline) in pending {
+                    self.deadlines.entry(id).or_insert(deadline);
+                }
+            }
+            Input::Reshow(due) => {
+                if let Err(e) = self.reshow(due).await {
+                    tracing::error!(error = %e, "cannot show a request again");
+                }
+            }
+        }
+    }
+
+    /// A request due to be shown again, handed over by [`housekeeping`]: shown if it
+    /// still waits (read here, in its shard, so it cannot overtake its own settle).
+    async fn reshow(&mut self, due: PendingShow) -> Result<(), EngineError> {
+        let Some(interaction) = self.store.interaction(&due.interaction_id).await?.filter(|i| i.status.is_pending()) else {
+            self.store.drop_show(&due.interaction_id, &due.chat).await?;
+            return Ok(());
+        };
+        tracing::info!(approval_key = %interaction.approval_key(), platform = %due.chat.platform, chat = %due.chat.chat_id, attempts = due.attempts, "showing a request again");
+        if !self.lanes.push(&due.chat, Job::Show(interaction)) {
+            self.store.drop_show(&due.interaction_id, &due.chat).await?;
         }
         Ok(())
-    }
-
-    /// After a restart, platforms re-render what still waits (a terminal has to print
-    /// it again; a chat message is edited in place).
-    async fn show_pending(&mut self) {
-        match self.store.pending_interactions().await {
-            Ok(pending) => {
-                for interaction in pending {
-                    self.refresh(&interaction).await;
-                }
-            }
-            Err(e) => tracing::error!(error = %e, "cannot load pending interactions"),
-        }
     }
 
     async fn handle_request(&mut self, request: EngineRequest) {
@@ -241,9 +373,7 @@ impl Engine {
             EngineRequest::NewSession { chat, done } => {
                 let _ = done.send(self.new_session(&chat).await);
             }
-            EngineRequest::Cancel { chat, actor, done } => {
-                let _ = done.send(self.cancel(&chat, &actor).await);
-            }
+            EngineRequest::Cancel { chat, actor, done } => self.cancel(&chat, &actor, done).await,
             EngineRequest::Act { interaction_id, actor, action, done } => {
                 let acted = self.act(&interaction_id, &actor, action).await;
                 if let Err(ActError::Refused(refusal)) = &acted {
@@ -306,6 +436,7 @@ impl Engine {
             return Ok(PushOutcome::Existing(existing));
         }
         tracing::info!(approval_key = %interaction.approval_key(), agent = %request.agent, targets = request.targets.len(), "request pushed");
+        self.routes.insert(&interaction.id, &interaction.session_id);
         self.deadlines.insert(interaction.id.clone(), interaction.deadline_ms);
         for chat in &request.targets {
             if !self.lanes.push(chat, Job::Show(interaction.clone())) {
@@ -327,12 +458,31 @@ impl Engine {
         Ok(Some(interaction))
     }
 
-    async fn cancel(&mut self, chat: &ChatKey, actor: &Actor) -> Result<(), EngineError> {
-        let Some(session) = self.store.session_for_chat(chat).await? else { return Err(EngineError::NoSession) };
-        self.store.enqueue(&Command::Cancel { session_id: session.clone() }, now_ms()).await?;
-        self.connectors.deliver(&session);
+    /// `/cancel` in `chat`: the `cancel` command is queued here, in the chat's shard;
+    /// the session's shard settles its pending interactions and answers `done`.
+    async fn cancel(&mut self, chat: &ChatKey, actor: &Actor, done: oneshot::Sender<Result<(), EngineError>>) {
+        let session_id = match self.store.session_for_chat(chat).await {
+            Ok(Some(session)) => session,
+            Ok(None) => return drop(done.send(Err(EngineError::NoSession))),
+            Err(e) => return drop(done.send(Err(e.into()))),
+        };
+        if let Err(e) = self.store.enqueue(&Command::Cancel { session_id: session_id.clone() }, now_ms()).await {
+            return drop(done.send(Err(e.into())));
+        }
+        self.connectors.deliver(&session_id);
+        // Sent from a task: the session's shard may be this one, whose queue this
+        // shard must not wait on.
+        let (shards, actor) = (self.shards.clone(), actor.clone());
+        tokio::spawn(async move {
+            let shard = shards.of_session(&session_id);
+            shards.send(shard, Input::CancelSession { session_id, actor, done }).await;
+        });
+    }
+
+    /// Cancels the session's pending interactions on behalf of `actor` (`/cancel`).
+    async fn cancel_session(&mut self, session_id: &str, actor: &Actor) -> Result<(), EngineError> {
         let now = now_ms();
-        for mut interaction in self.store.pending_in_session(&session).await? {
+        for mut interaction in self.store.pending_in_session(session_id).await? {
             if interaction.cancel(now, &format!("cancelled by {}", actor.name)) {
                 let mut audit = AuditEntry::for_settled(&interaction, now);
                 audit.actor = Some(actor.clone());
@@ -406,6 +556,7 @@ impl Engine {
             return Ok(false);
         }
         self.deadlines.remove(&interaction.id);
+        self.routes.remove(&interaction.id);
         self.metrics.settled(&interaction);
         self.connectors.settled(&interaction);
         if command.is_some() {
@@ -513,6 +664,7 @@ impl Engine {
             tracing::debug!(%session_id, approval_key = %interaction.approval_key(), "request already known; ignoring the replay");
             return Ok(());
         }
+        self.routes.insert(&interaction.id, &interaction.session_id);
         self.deadlines.insert(interaction.id.clone(), interaction.deadline_ms);
         if chats.is_empty() {
             tracing::warn!(%session_id, approval_key = %interaction.approval_key(), "no chat is bound to this session; the request waits for its deadline");
@@ -550,8 +702,13 @@ impl Engine {
             .collect();
         for id in due {
             self.deadlines.remove(&id);
-            let Some(mut interaction) = self.store.interaction(&id).await? else { continue };
+            let Some(mut interaction) = self.store.interaction(&id).await? else {
+                self.routes.remove(&id);
+                continue;
+            };
             if !interaction.expire(now, false) {
+                // Settled elsewhere (another replica): nothing left to route here.
+                self.routes.remove(&id);
                 continue;
             }
             let reply = match self.on_expiry {
@@ -566,10 +723,77 @@ impl Engine {
         Ok(())
     }
 
+    async fn notice(&mut self, session_id: &str, text: &str) -> Result<(), EngineError> {
+        for chat in self.store.chats_for_session(session_id).await? {
+            self.lanes.push(&chat, Job::Notice(text.to_owned()));
+        }
+        Ok(())
+    }
+}
+
+impl Shared {
+    /// Picks up what other replicas started: deadlines to watch (each handed to its
+    /// session's shard), sessions to connect (the connector only connects those whose
+    /// lease it can take).
+    async fn rescan(&self, shards: &Shards) -> Result<(), EngineError> {
+        let mut watch: Vec<Vec<(String, i64)>> = vec![Vec::new(); shards.count()];
+        for interaction in self.store.pending_interactions().await? {
+            self.routes.insert(&interaction.id, &interaction.session_id);
+            watch[shards.of_session(&interaction.session_id)].push((interaction.id, interaction.deadline_ms));
+        }
+        for (shard, pending) in watch.into_iter().enumerate().filter(|(_, pending)| !pending.is_empty()) {
+            shards.send(shard, Input::Watch(pending)).await;
+        }
+        for session in self.store.sessions_with_work().await? {
+            self.connectors.deliver(&session);
+        }
+        self.show_outside_settles().await?;
+        self.notify_pairings().await
+    }
+
+    /// A claim on `pending_shows` rows for this replica, from `now`.
+    fn show_claim(&self, now: i64) -> ShowClaim {
+        ShowClaim { owner: self.show_owner.clone(), until_ms: now + SHOW_CLAIM_MS }
+    }
+
+    /// Shows again what still has to appear somewhere: failed sends whose backoff is
+    /// over, and, after a restart, what was never shown. Each is shown by the shard
+    /// of its session ([`Shard::reshow`]).
+    async fn show_due(&self, shards: &Shards, now: i64) -> Result<(), EngineError> {
+        self.store.renew_show_claims(&self.show_claim(now), now).await?;
+        for due in self.store.claim_due_shows(&self.show_claim(now), now).await? {
+            let session = match self.routes.session_of(&due.interaction_id) {
+                Some(session) => session,
+                None => match self.store.interaction(&due.interaction_id).await? {
+                    Some(interaction) => interaction.session_id,
+                    None => {
+                        self.store.drop_show(&due.interaction_id, &due.chat).await?;
+                        continue;
+                    }
+                },
+            };
+            shards.send(shards.of_session(&session), Input::Reshow(due)).await;
+        }
+        Ok(())
+    }
+
+    /// After a restart, platforms re-render what still waits (a terminal has to print
+    /// it again; a chat message is edited in place).
+    async fn show_pending(&self) {
+        match self.store.pending_interactions().await {
+            Ok(pending) => {
+                for interaction in pending {
+                    self.refresh(&interaction).await;
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "cannot load pending interactions"),
+        }
+    }
+
     /// Re-renders every message that shows `interaction`, in each chat's lane: the
     /// chats bound to its session (a `Show` may still be queued there) and any other
     /// chat that shows it.
-    async fn refresh(&mut self, interaction: &Interaction) {
+    async fn refresh(&self, interaction: &Interaction) {
         let mut chats = match self.store.chats_for_session(&interaction.session_id).await {
             Ok(chats) => chats,
             Err(e) => return tracing::error!(error = %e, "cannot load the chats of a session"),
@@ -592,13 +816,6 @@ impl Engine {
         for chat in chats {
             self.lanes.push(&chat, Job::Refresh(interaction.clone()));
         }
-    }
-
-    async fn notice(&mut self, session_id: &str, text: &str) -> Result<(), EngineError> {
-        for chat in self.store.chats_for_session(session_id).await? {
-            self.lanes.push(&chat, Job::Notice(text.to_owned()));
-        }
-        Ok(())
     }
 }
 

@@ -5,10 +5,10 @@
 //! pushed request's waiters and callback see the new status) and update every message
 //! that shows the interaction. Nothing here changes an interaction.
 
-use super::{Engine, EngineError};
+use super::{EngineError, Shared};
 
-impl Engine {
-    pub(super) async fn show_outside_settles(&mut self) -> Result<(), EngineError> {
+impl Shared {
+    pub(super) async fn show_outside_settles(&self) -> Result<(), EngineError> {
         for id in self.store.claim_outside_settles().await? {
             // Pruned since: nothing left to show.
             let Some(interaction) = self.store.interaction(&id).await? else { continue };

@@ -14,6 +14,7 @@ use sqlx::{AnyConnection, AnyPool, SqlSafeStr, Sqlite};
 
 use super::Store;
 use super::error::{Result, StoreError};
+use super::group_commit::GroupCommit;
 
 /// Where the store lives when the config names no database.
 pub const DEFAULT_URL: &str = "sqlite://data/hitl-bridge.db";
@@ -136,7 +137,8 @@ impl Store {
         };
         let pool: AnyPool = options.connect(url).await.map_err(connect_error)?;
         backend.migrator().run(&pool).await?;
-        Ok(Store { pool })
+        let group = (backend == Backend::Sqlite).then(|| GroupCommit::start(pool.clone()));
+        Ok(Store { pool, group })
     }
 }
 

@@ -1,12 +1,15 @@
 //! The `interactions` table: each [`Interaction`] stored whole as JSON in `body`, with
 //! the columns the store filters on (session, approval key, status, times) copied out.
-//! Settling, the one multi-table write, lives here too: it must be a single transaction.
+//! Settling, the one multi-table write, lives here too: it must be a single transaction
+//! (on SQLite shared with other writes by [`super::group_commit`]).
 
-use sqlx::AnyExecutor;
+use futures_util::future::BoxFuture;
 use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, AnyExecutor};
 
 use super::audit::{AuditEntry, insert_audit};
 use super::error::{Result, StoreError};
+use super::group_commit::Write;
 use super::json::{self, skip_corrupt};
 use super::outbox::insert_command;
 use super::row::column;
@@ -34,14 +37,7 @@ impl Store {
     /// caller (who shows it now), in one transaction: a crash cannot leave a request
     /// that nobody will ever show. False (nothing written) for a replay.
     pub async fn insert_interaction_to_show(&self, i: &Interaction, chats: &[ChatKey], claim: &ShowClaim, now_ms: i64) -> Result<bool> {
-        let mut tx = self.pool.begin().await.map_err(StoreError::query("begin insert"))?;
-        if !insert_interaction(&mut *tx, i).await? {
-            tx.rollback().await.map_err(StoreError::query("roll back insert"))?;
-            return Ok(false);
-        }
-        insert_shows(&mut tx, &i.id, chats, claim, now_ms).await?;
-        tx.commit().await.map_err(StoreError::query("commit insert"))?;
-        Ok(true)
+        self.write(InsertToShow { interaction: i.clone(), chats: chats.to_vec(), claim: claim.clone(), now_ms }).await
     }
 
     pub async fn interaction(&self, id: &str) -> Result<Option<Interaction>> {
@@ -101,13 +97,7 @@ impl Store {
     /// status column is not touched: a settled interaction stays settled.
     pub async fn save_delivery(&self, i: &Interaction) -> Result<()> {
         let body = json::encode(i, "interaction")?;
-        sqlx::query("UPDATE interactions SET body = $1 WHERE id = $2 AND status = $3")
-            .bind(body)
-            .bind(i.id.as_str())
-            .bind(i.status.name())
-            .execute(&self.pool)
-            .await
-            .map_err(StoreError::query("save delivery state"))?;
+        self.write(SaveBody { id: i.id.clone(), status: i.status.name(), body, what: "save delivery state" }).await?;
         Ok(())
     }
 
@@ -135,14 +125,7 @@ impl Store {
             return Err(StoreError::WrongState { op: "save the draft of", id: i.id.clone(), reason: "it is settled; use settle" });
         }
         let body = json::encode(i, "interaction")?;
-        let done = sqlx::query("UPDATE interactions SET body = $1 WHERE id = $2 AND status = $3")
-            .bind(body)
-            .bind(i.id.as_str())
-            .bind(pending())
-            .execute(&self.pool)
-            .await
-            .map_err(StoreError::query("save draft"))?;
-        Ok(done.rows_affected() > 0)
+        self.write(SaveBody { id: i.id.clone(), status: pending(), body, what: "save draft" }).await
     }
 
     /// Records that `i` has ended (its status is no longer pending): in one
@@ -157,27 +140,86 @@ impl Store {
             return Err(StoreError::WrongState { op: "settle", id: i.id.clone(), reason: "it is still pending" });
         }
         let body = json::encode(i, "interaction")?;
-        let mut tx = self.pool.begin().await.map_err(StoreError::query("begin settle"))?;
-        let done = sqlx::query("UPDATE interactions SET status = $1, body = $2 WHERE id = $3 AND status = $4")
-            .bind(i.status.name())
-            .bind(body)
-            .bind(i.id.as_str())
-            .bind(pending())
-            .execute(&mut *tx)
-            .await
-            .map_err(StoreError::query("settle interaction"))?;
-        if done.rows_affected() == 0 {
-            tx.rollback().await.map_err(StoreError::query("roll back settle"))?;
-            return Ok(false);
-        }
-        if let Some(command) = command {
-            // Queued at the settle time: the audit entry carries it.
-            insert_command(&mut *tx, command, audit.at_ms).await?;
-        }
-        insert_audit(&mut *tx, audit).await?;
-        drop_shows(&mut tx, &i.id).await?;
-        tx.commit().await.map_err(StoreError::query("commit settle"))?;
-        Ok(true)
+        let settle = Settle { id: i.id.clone(), status: i.status.name(), body, command: command.cloned(), audit: audit.clone() };
+        self.write(settle).await
+    }
+}
+
+/// A new interaction with the chats it must be shown in: nothing when it is a replay.
+struct InsertToShow {
+    interaction: Interaction,
+    chats: Vec<ChatKey>,
+    claim: ShowClaim,
+    now_ms: i64,
+}
+
+impl Write for InsertToShow {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            if !insert_interaction(&mut *conn, &self.interaction).await? {
+                return Ok(false);
+            }
+            insert_shows(conn, &self.interaction.id, &self.chats, &self.claim, self.now_ms).await?;
+            Ok(true)
+        })
+    }
+}
+
+/// A new body for an interaction whose status column is `status`, which it keeps:
+/// nothing when the status changed meanwhile.
+struct SaveBody {
+    id: String,
+    status: &'static str,
+    body: String,
+    what: &'static str,
+}
+
+impl Write for SaveBody {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let done = sqlx::query("UPDATE interactions SET body = $1 WHERE id = $2 AND status = $3")
+                .bind(self.body.as_str())
+                .bind(self.id.as_str())
+                .bind(self.status)
+                .execute(conn)
+                .await
+                .map_err(StoreError::query(self.what))?;
+            Ok(done.rows_affected() > 0)
+        })
+    }
+}
+
+/// A settle: nothing when the interaction is no longer pending in the database.
+struct Settle {
+    id: String,
+    status: &'static str,
+    body: String,
+    command: Option<Command>,
+    audit: AuditEntry,
+}
+
+impl Write for Settle {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let done = sqlx::query("UPDATE interactions SET status = $1, body = $2 WHERE id = $3 AND status = $4")
+                .bind(self.status)
+                .bind(self.body.as_str())
+                .bind(self.id.as_str())
+                .bind(pending())
+                .execute(&mut *conn)
+                .await
+                .map_err(StoreError::query("settle interaction"))?;
+            if done.rows_affected() == 0 {
+                return Ok(false);
+            }
+            if let Some(command) = &self.command {
+                // Queued at the settle time: the audit entry carries it.
+                insert_command(&mut *conn, command, self.audit.at_ms).await?;
+            }
+            insert_audit(&mut *conn, &self.audit).await?;
+            drop_shows(conn, &self.id).await?;
+            Ok(true)
+        })
     }
 }
 

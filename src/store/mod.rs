@@ -16,6 +16,7 @@ mod audit;
 mod chats;
 mod connect;
 mod error;
+mod group_commit;
 mod interactions;
 mod json;
 mod leases;
@@ -46,6 +47,19 @@ pub use retention::Pruned;
 #[derive(Clone)]
 pub struct Store {
     pool: AnyPool,
+    /// SQLite only: the hot writes share commits ([`group_commit`]).
+    group: Option<group_commit::GroupCommit>,
+}
+
+impl Store {
+    /// Runs `write` in a transaction: grouped with concurrent ones on SQLite, alone on
+    /// PostgreSQL. False (nothing written) when the write had nothing to do.
+    async fn write(&self, write: impl group_commit::Write) -> Result<bool> {
+        match &self.group {
+            Some(group) => group.write(write).await,
+            None => group_commit::alone(&self.pool, &write).await,
+        }
+    }
 }
 
 // By hand: the pool's own Debug shows its options, which must never risk showing a

@@ -2,10 +2,12 @@
 //! removed after, so a crash or a dropped connection never loses a decision. The
 //! backend connector drains it; nothing here sends anything.
 
+use futures_util::future::BoxFuture;
 use sqlx::any::AnyRow;
-use sqlx::AnyExecutor;
+use sqlx::{AnyConnection, AnyExecutor};
 
 use super::error::{Result, StoreError};
+use super::group_commit::Write;
 use super::json::{self, skip_corrupt};
 use super::Store;
 use super::row::column;
@@ -47,12 +49,9 @@ impl Store {
     }
 
     /// Once the backend proved it read the command.
+    /// One per decision: grouped with concurrent writes on SQLite.
     pub async fn remove_outbox(&self, id: i64) -> Result<()> {
-        sqlx::query("DELETE FROM outbox WHERE id = $1")
-            .bind(id)
-            .execute(&self.pool)
-            .await
-            .map_err(StoreError::query("remove outbox entry"))?;
+        self.write(RemoveOutbox(id)).await?;
         Ok(())
     }
 
@@ -121,3 +120,20 @@ fn decode_row(row: &AnyRow) -> Result<(i64, Command)> {
     let id: i64 = column(row, "id")?;
     Ok((id, json::decode(column(row, "command")?, "outbox command", id)?))
 }
+
+/// Removes one delivered command.
+struct RemoveOutbox(i64);
+
+impl Write for RemoveOutbox {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let done = sqlx::query("DELETE FROM outbox WHERE id = $1")
+                .bind(self.0)
+                .execute(conn)
+                .await
+                .map_err(StoreError::query("remove outbox entry"))?;
+            Ok(done.rows_affected() > 0)
+        })
+    }
+}
+

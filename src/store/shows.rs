@@ -4,10 +4,12 @@
 //! (a 429 storm, a 5xx, the network) or that was never sent before a crash is shown
 //! later, by whichever replica claims it, and never twice.
 
+use futures_util::future::BoxFuture;
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use super::error::{Result, StoreError};
+use super::group_commit::Write;
 use super::row::column;
 use super::{ChatKey, MessageRef, Store};
 
@@ -84,19 +86,7 @@ impl Store {
     /// The request is shown in `chat`: remembers the message (when the platform has
     /// one to edit later) and removes the row, in one transaction.
     pub async fn shown(&self, interaction_id: &str, chat: &ChatKey, message: Option<&MessageRef>) -> Result<()> {
-        let mut tx = self.pool.begin().await.map_err(StoreError::query("begin shown"))?;
-        if let Some(message) = message {
-            super::messages::insert_message_ref(&mut *tx, message).await?;
-        }
-        sqlx::query("DELETE FROM pending_shows WHERE interaction_id = $1 AND platform = $2 AND chat_id = $3 AND thread_id = $4")
-            .bind(interaction_id)
-            .bind(chat.platform.as_str())
-            .bind(chat.chat_id.as_str())
-            .bind(chat.thread_column())
-            .execute(&mut *tx)
-            .await
-            .map_err(StoreError::query("remove a pending show"))?;
-        tx.commit().await.map_err(StoreError::query("commit shown"))?;
+        self.write(Shown { interaction_id: interaction_id.to_owned(), chat: chat.clone(), message: message.cloned() }).await?;
         Ok(())
     }
 
@@ -180,4 +170,30 @@ pub(super) async fn insert_shows(conn: &mut AnyConnection, interaction_id: &str,
         .map_err(StoreError::query("queue a show"))?;
     }
     Ok(())
+}
+
+/// A request shown (or never to be shown) in one chat.
+struct Shown {
+    interaction_id: String,
+    chat: ChatKey,
+    message: Option<MessageRef>,
+}
+
+impl Write for Shown {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            if let Some(message) = &self.message {
+                super::messages::insert_message_ref(&mut *conn, message).await?;
+            }
+            sqlx::query("DELETE FROM pending_shows WHERE interaction_id = $1 AND platform = $2 AND chat_id = $3 AND thread_id = $4")
+                .bind(self.interaction_id.as_str())
+                .bind(self.chat.platform.as_str())
+                .bind(self.chat.chat_id.as_str())
+                .bind(self.chat.thread_column())
+                .execute(&mut *conn)
+                .await
+                .map_err(StoreError::query("remove a pending show"))?;
+            Ok(true)
+        })
+    }
 }

@@ -1,0 +1,335 @@
+//! The sharded engine's guarantees, on a real SQLite store: one session's inputs are
+//! handled in order however many arrive at once; a session stuck in a slow call does
+//! not hold back another session's decision; a deadline seen by several timers
+//! expires once; a stop drains the chat lanes and gives up this replica's claims.
+//! The platform and the connector are doubles that record what reached them.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use futures_util::future::BoxFuture;
+use serde_json::json;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use super::*;
+use crate::backend::Connector;
+use crate::interaction::{RequestBuilder, Status, TimeoutDefaults};
+use crate::platform::PlatformError;
+use crate::protocol::{ActionRequest, DecisionType};
+use crate::store::MessageRef;
+
+/// Long enough for a busy CI machine; only reached when a guarantee is broken.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A Telegram double: records texts per chat and shows, after `show_delay`.
+#[derive(Default)]
+struct Recorder {
+    show_delay: Duration,
+    texts: Mutex<HashMap<String, Vec<String>>>,
+    shown: Mutex<Vec<Interaction>>,
+    refreshed: Mutex<Vec<Interaction>>,
+}
+
+impl Recorder {
+    fn shown(&self) -> Vec<Interaction> {
+        self.shown.lock().unwrap().clone()
+    }
+}
+
+impl Platform for Recorder {
+    fn name(&self) -> &'static str {
+        "telegram"
+    }
+
+    fn send_text<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        self.texts.lock().unwrap().entry(chat.chat_id.clone()).or_default().push(text.to_owned());
+        Box::pin(async { Ok(()) })
+    }
+
+    fn tool_status<'a>(&'a self, _: &'a ChatKey, _: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn show_interaction<'a>(&'a self, _: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.show_delay).await;
+            self.shown.lock().unwrap().push(interaction.clone());
+            Ok(Some(format!("m-{}", interaction.id)))
+        })
+    }
+
+    fn refresh_interaction<'a>(&'a self, _: &'a MessageRef, interaction: &'a Interaction) -> BoxFuture<'a, Result<(), PlatformError>> {
+        self.refreshed.lock().unwrap().push(interaction.clone());
+        Box::pin(async { Ok(()) })
+    }
+
+    fn send_notice<'a>(&'a self, _: &'a ChatKey, _: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// A backend connector that takes commands for every session. When told to, it
+/// blocks in `settled` for one session until released: a slow call on that session's
+/// decision path.
+#[derive(Default)]
+struct Agent {
+    stall: Mutex<Option<(String, std::sync::mpsc::Receiver<()>)>>,
+    /// Panics in `settled`: a bug on a shard's decision path.
+    panics: bool,
+}
+
+impl Connector for Agent {
+    fn name(&self) -> &'static str {
+        "test"
+    }
+
+    fn serves(&self, _: &str) -> bool {
+        true
+    }
+
+    fn deliver(&self, _: &str) {}
+
+    fn settled(&self, interaction: &Interaction) {
+        assert!(!self.panics, "a connector bug");
+        let mut stall = self.stall.lock().unwrap();
+        if stall.as_ref().is_some_and(|(session, _)| *session == interaction.session_id)
+            && let Some((_, release)) = stall.take()
+        {
+            drop(stall);
+            // Blocks this shard's thread, as a slow call would; bounded so a broken
+            // engine fails the test instead of hanging it.
+            let _ = release.recv_timeout(WAIT);
+        }
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+struct Running {
+    handle: EngineHandle,
+    backend: mpsc::Sender<BackendInput>,
+    store: Store,
+    /// This replica's name on the show claims it takes.
+    show_owner: String,
+    shards: Shards,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+/// An engine on a fresh SQLite file, with sessions `s0..sessions` bound to chats
+/// `c0..`, and `extra` config keys.
+async fn start(platform: Arc<Recorder>, agent: Arc<Agent>, sessions: usize, extra: &[(&str, &str)]) -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("bridge.db").display());
+    let mut pairs = vec![("backend.url", "ws://127.0.0.1:9/ws/{session_id}"), ("store.url", url.as_str())];
+    pairs.extend_from_slice(extra);
+    let settings = Settings::from_pairs(&pairs).unwrap();
+    let store = Store::connect(&url).await.unwrap();
+    for s in 0..sessions {
+        store.bind_chat(&chat(s), &format!("s{s}"), 0).await.unwrap();
+        store.set_requester(&format!("s{s}"), &requester(s)).await.unwrap();
+    }
+    let (handle, requests) = EngineHandle::channel();
+    let (backend, backend_rx) = mpsc::channel(1024);
+    let connectors = Connectors::new(vec![agent as Arc<dyn crate::backend::Connector>]);
+    let engine = Engine::start(&settings, store.clone(), vec![platform as Arc<dyn Platform>], connectors, backend_rx, requests).await.unwrap();
+    let (show_owner, shards) = (engine.shared.show_owner.clone(), engine.shards.clone());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(engine.run(async move {
+        let _ = stopped.await;
+    }));
+    Running { handle, backend, store, show_owner, shards, stop, task, _dir: dir }
+}
+
+/// Who started session `s`'s turn, and so may answer its requests.
+fn requester(s: usize) -> Actor {
+    Actor::new("telegram", &format!("u{s}"), &format!("User {s}"))
+}
+
+fn chat(s: usize) -> ChatKey {
+    ChatKey::new("telegram", &format!("c{s}"), None)
+}
+
+fn request(key: &str, timeout_secs: u64) -> Request {
+    let action = ActionRequest { name: "execute_trade".into(), args: json!({"symbol": "VNM"}), description: None, tool_use_id: None };
+    RequestBuilder::start(key, vec![action], vec![], Some(timeout_secs)).finish(TimeoutDefaults::default()).unwrap()
+}
+
+impl Running {
+    async fn send(&self, session: &str, update: SessionUpdate) {
+        self.backend.send(BackendInput { session_id: session.to_owned(), update }).await.unwrap();
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.unwrap();
+    }
+}
+
+async fn wait_until(what: &str, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !done().await {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn approve() -> UserAction {
+    UserAction::DecideAll { decision: DecisionType::Approve }
+}
+
+/// Twenty sessions at once, each: 30 texts, then a request and at once the agent's
+/// own timeout of it. Every chat gets its texts in order, and every request ends as
+/// timed out by the agent: its timeout was handled after the request, never before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_sessions_inputs_are_handled_in_order_while_many_sessions_send_at_once() {
+    let platform = Arc::new(Recorder::default());
+    let engine = start(platform.clone(), Arc::new(Agent::default()), 20, &[]).await;
+    let mut senders = Vec::new();
+    for s in 0..20 {
+        let backend = engine.backend.clone();
+        senders.push(tokio::spawn(async move {
+            let session = format!("s{s}");
+            for k in 0..30 {
+                let text = SessionUpdate::Text { text: format!("{k}"), is_final: true };
+                backend.send(BackendInput { session_id: session.clone(), update: text }).await.unwrap();
+            }
+            let key = format!("trade_{s}");
+            backend.send(BackendInput { session_id: session.clone(), update: SessionUpdate::Request(request(&key, 600)) }).await.unwrap();
+            backend.send(BackendInput { session_id: session, update: SessionUpdate::TimedOut { approval_key: key } }).await.unwrap();
+        }));
+    }
+    for sender in senders {
+        sender.await.unwrap();
+    }
+    let store = engine.store.clone();
+    wait_until("every request stored and ended", async || {
+        for s in 0..20 {
+            match store.interaction_by_key(&format!("s{s}"), &format!("trade_{s}")).await.unwrap() {
+                Some(interaction) if !interaction.status.is_pending() => {}
+                _ => return false,
+            }
+        }
+        true
+    })
+    .await;
+    for s in 0..20 {
+        let ended = engine.store.interaction_by_key(&format!("s{s}"), &format!("trade_{s}")).await.unwrap().expect("stored");
+        assert!(matches!(ended.status, Status::Expired { by_backend: true, .. }), "s{s}: {:?}", ended.status);
+    }
+    let expected: Vec<String> = (0..30).map(|k| k.to_string()).collect();
+    wait_until("every text", async || platform.texts.lock().unwrap().values().map(Vec::len).sum::<usize>() == 600).await;
+    for s in 0..20 {
+        assert_eq!(platform.texts.lock().unwrap()[&format!("c{s}")], expected, "chat c{s}");
+    }
+    engine.stop().await;
+}
+
+/// Session A's decision is stuck in a slow call after it became durable; session B,
+/// on another shard, is decided meanwhile. Once A's call returns, A is decided too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_session_stuck_in_a_slow_call_does_not_hold_back_another_sessions_decision() {
+    let platform = Arc::new(Recorder::default());
+    let agent = Arc::new(Agent::default());
+    let engine = start(platform.clone(), agent.clone(), 16, &[]).await;
+    let a = 0;
+    let b = (1..16).find(|&b| engine.shards.of_session(&format!("s{b}")) != engine.shards.of_session("s0")).expect("two shards");
+    for s in [a, b] {
+        engine.send(&format!("s{s}"), SessionUpdate::Request(request(&format!("trade_{s}"), 600))).await;
+    }
+    wait_until("both requests shown", async || platform.shown().len() == 2).await;
+    let id = |s: usize| platform.shown().into_iter().find(|i| i.session_id == format!("s{s}")).unwrap().id;
+    let (release, stalled) = std::sync::mpsc::channel();
+    *agent.stall.lock().unwrap() = Some(("s0".to_owned(), stalled));
+
+    let handle = engine.handle.clone();
+    let a_id = id(a);
+    let decided_a = tokio::spawn(async move { handle.act(&a_id, requester(a), approve()).await });
+    let store = engine.store.clone();
+    wait_until("A's decision to be durable", async || !store.outbox_for_session("s0").await.unwrap().is_empty()).await;
+    assert!(!decided_a.is_finished(), "A is held in the slow call");
+
+    let decided_b = tokio::time::timeout(WAIT, engine.handle.act(&id(b), requester(b), approve())).await;
+    assert!(matches!(decided_b, Ok(Ok(ActOutcome::Resolved(_)))), "{decided_b:?}");
+    assert!(!decided_a.is_finished(), "A is still held while B was decided");
+
+    release.send(()).unwrap();
+    let decided_a = decided_a.await.unwrap();
+    assert!(matches!(decided_a, Ok(ActOutcome::Resolved(_))), "{decided_a:?}");
+    engine.stop().await;
+}
+
+/// A request with a 1 s deadline and no grace, handed to its shard three times (when
+/// it arrives, and twice as a rescan would): the bridge expires it once, with one reject command
+/// for the agent and one audit entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_seen_by_several_timers_expires_once() {
+    let platform = Arc::new(Recorder::default());
+    let engine = start(platform.clone(), Arc::new(Agent::default()), 1, &[("timeouts.grace_secs", "0")]).await;
+    engine.send("s0", SessionUpdate::Request(request("trade_0", 1))).await;
+    wait_until("the request to be shown", async || platform.shown().len() == 1).await;
+    // What a rescan hands over for a pending request it finds, twice.
+    let pending = engine.store.interaction_by_key("s0", "trade_0").await.unwrap().expect("stored");
+    for _ in 0..2 {
+        let watch = Input::Watch(vec![(pending.id.clone(), pending.deadline_ms)]);
+        assert!(engine.shards.send(engine.shards.of_session("s0"), watch).await);
+    }
+    let store = engine.store.clone();
+    wait_until("the expiry", async || store.pending_interactions().await.unwrap().is_empty()).await;
+    // Several more ticks, in which a second timer would fire.
+    tokio::time::sleep(TICK * 3).await;
+
+    let ended = engine.store.interaction_by_key("s0", "trade_0").await.unwrap().expect("stored");
+    assert!(matches!(ended.status, Status::Expired { by_backend: false, .. }), "{:?}", ended.status);
+    let commands = engine.store.outbox_for_session("s0").await.unwrap();
+    assert_eq!(commands.len(), 1, "{commands:?}");
+    assert!(matches!(&commands[0].1, Command::Approval { approval_key, .. } if approval_key == "trade_0"), "{commands:?}");
+    assert_eq!(engine.store.audit_log("trade_0").await.unwrap().len(), 1);
+    engine.stop().await;
+}
+
+/// A stop while a slow chat still has three requests to show: all three are shown
+/// before `run` returns, and a request this replica had claimed but not yet shown is
+/// at once claimable by another replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_drains_the_chat_lanes_and_releases_claims() {
+    let platform = Arc::new(Recorder { show_delay: Duration::from_millis(200), ..Recorder::default() });
+    let engine = start(platform.clone(), Arc::new(Agent::default()), 2, &[]).await;
+    let now = now_ms();
+    let claimed = Interaction::new("claimed00001".into(), "s1".into(), request("claimed", 600), None, now);
+    assert!(engine.store.insert_interaction_to_show(&claimed, &[chat(1)], &ShowClaim { owner: engine.show_owner.clone(), until_ms: now + SHOW_CLAIM_MS }, now).await.unwrap());
+    for k in 0..3 {
+        engine.send("s0", SessionUpdate::Request(request(&format!("trade_{k}"), 600))).await;
+    }
+    let store = engine.store.clone();
+    wait_until("the three requests stored", async || store.pending_in_session("s0").await.unwrap().len() == 3).await;
+    let before = platform.shown().len();
+    engine.stop().await;
+
+    assert!(before < 3, "the stop came while requests were still to show");
+    assert_eq!(platform.shown().len(), 3);
+    let other = ShowClaim { owner: "other".into(), until_ms: now_ms() + 60_000 };
+    let due = store.claim_due_shows(&other, now_ms()).await.unwrap();
+    assert_eq!(due, vec![PendingShow { interaction_id: "claimed00001".into(), chat: chat(1), attempts: 0 }]);
+}
+
+/// A panic on a shard (here in the connector, on the decision path) is the engine's
+/// panic: `run` panics with it, so the app reports it and the process exits non-zero,
+/// instead of one shard silently answering nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_on_a_shard_is_the_engines_panic() {
+    let platform = Arc::new(Recorder::default());
+    let engine = start(platform.clone(), Arc::new(Agent { panics: true, ..Agent::default() }), 1, &[]).await;
+    engine.send("s0", SessionUpdate::Request(request("trade_0", 600))).await;
+    wait_until("the request to be shown", async || platform.shown().len() == 1).await;
+    let decided = engine.handle.act(&platform.shown()[0].id, requester(0), approve()).await;
+    assert!(matches!(decided, Err(ActError::Internal(_))), "{decided:?}");
+    let ended = tokio::time::timeout(WAIT, engine.task).await.expect("the engine ends");
+    let panic = ended.expect_err("the engine panicked").into_panic();
+    assert_eq!(panic.downcast_ref::<&str>(), Some(&"a connector bug"));
+}
+

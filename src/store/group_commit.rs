@@ -1,0 +1,169 @@
+//! Group commit for SQLite: the writes on the hot path (a decision's settle, a new
+//! request with the chats it must be shown in, a shown message) that arrive while
+//! another commit is under way share the next transaction, and so its one fsync,
+//! instead of queueing for SQLite's single write lock one commit at a time.
+//!
+//! Each write keeps its own outcome: a write that finds nothing to do (a settle that
+//! lost its race) writes nothing and reports false, and a batch that fails is rolled
+//! back and retried write by write, so a bad write fails only itself. A write is
+//! answered only after the transaction holding it has committed.
+//!
+//! PostgreSQL does not use this: it commits many writers in parallel, and replicas
+//! race on rows there. Nothing here decides anything or knows what a write means.
+
+use futures_util::future::BoxFuture;
+use sqlx::{AnyConnection, AnyPool};
+use tokio::sync::{mpsc, oneshot};
+
+use super::error::{Result, StoreError};
+
+/// At most this many writes share one transaction, so one commit stays short.
+const MAX_BATCH: usize = 256;
+
+/// One write: its statements, run inside a transaction it does not own. Returns false
+/// when it had nothing to do, and then must have written nothing. Runs again, in a
+/// transaction of its own, when the batch it was in failed.
+pub(super) trait Write: Send + Sync + 'static {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>>;
+}
+
+struct Queued {
+    write: Box<dyn Write>,
+    done: oneshot::Sender<Result<bool>>,
+}
+
+/// The queue to the writer task. Cheap to clone; the task ends with the last clone.
+#[derive(Clone)]
+pub(super) struct GroupCommit {
+    pool: AnyPool,
+    queue: mpsc::UnboundedSender<Queued>,
+}
+
+impl GroupCommit {
+    /// Starts the writer task on the current Tokio runtime.
+    pub fn start(pool: AnyPool) -> Self {
+        let (queue, writes) = mpsc::unbounded_channel();
+        tokio::spawn(run(pool.clone(), writes));
+        Self { pool, queue }
+    }
+
+    /// Runs `write` in the next group transaction and returns its outcome once that
+    /// transaction has committed.
+    pub async fn write(&self, write: impl Write) -> Result<bool> {
+        let (done, outcome) = oneshot::channel();
+        match self.queue.send(Queued { write: Box::new(write), done }) {
+            Ok(()) => outcome.await.unwrap_or(Err(StoreError::Query { what: "group commit", source: sqlx::Error::PoolClosed })),
+            // The writer task is gone (its runtime ended): write alone, as PostgreSQL does.
+            Err(mpsc::error::SendError(queued)) => alone(&self.pool, queued.write.as_ref()).await,
+        }
+    }
+}
+
+/// Takes whatever is queued, up to [`MAX_BATCH`], commits it together, answers each.
+async fn run(pool: AnyPool, mut writes: mpsc::UnboundedReceiver<Queued>) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while let Some(first) = writes.recv().await {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match writes.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        commit(&pool, std::mem::take(&mut batch)).await;
+    }
+}
+
+async fn commit(pool: &AnyPool, batch: Vec<Queued>) {
+    if batch.len() > 1 {
+        match together(pool, &batch).await {
+            Ok(outcomes) => {
+                for (queued, outcome) in batch.into_iter().zip(outcomes) {
+                    let _ = queued.done.send(Ok(outcome));
+                }
+                return;
+            }
+            Err(e) => tracing::warn!(error = %e, writes = batch.len(), "a group commit failed; retrying its writes one by one"),
+        }
+    }
+    for queued in batch {
+        let outcome = alone(pool, queued.write.as_ref()).await;
+        let _ = queued.done.send(outcome);
+    }
+}
+
+/// Every write of the batch in one transaction; any error rolls all of it back.
+async fn together(pool: &AnyPool, batch: &[Queued]) -> Result<Vec<bool>> {
+    let mut tx = pool.begin().await.map_err(StoreError::query("begin a group commit"))?;
+    let mut outcomes = Vec::with_capacity(batch.len());
+    for queued in batch {
+        outcomes.push(queued.write.apply(&mut tx).await?);
+    }
+    tx.commit().await.map_err(StoreError::query("commit a group commit"))?;
+    Ok(outcomes)
+}
+
+/// One write in its own transaction.
+pub(super) async fn alone(pool: &AnyPool, write: &dyn Write) -> Result<bool> {
+    let mut tx = pool.begin().await.map_err(StoreError::query("begin a write"))?;
+    if !write.apply(&mut tx).await? {
+        tx.rollback().await.map_err(StoreError::query("roll back a write"))?;
+        return Ok(false);
+    }
+    tx.commit().await.map_err(StoreError::query("commit a write"))?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::future::join_all;
+    use serde_json::json;
+
+    use crate::interaction::{Interaction, RequestBuilder, TimeoutDefaults};
+    use crate::protocol::ActionRequest;
+    use crate::store::{AuditEntry, ChatKey, MessageRef, Store};
+
+    fn interaction(n: usize) -> Interaction {
+        let action = ActionRequest { name: "execute_trade".into(), args: json!({"n": n}), description: None, tool_use_id: None };
+        let request = RequestBuilder::start(&format!("trade_{n}"), vec![action], vec![], Some(600)).finish(TimeoutDefaults::default()).unwrap();
+        Interaction::new(format!("i{n:011}"), "s1".into(), request, None, 0)
+    }
+
+    fn cancelled(n: usize) -> (Interaction, AuditEntry) {
+        let mut i = interaction(n);
+        assert!(i.cancel(5, "test"));
+        let audit = AuditEntry::for_settled(&i, 5);
+        (i, audit)
+    }
+
+    /// Forty writes at once, as forty shards would send them: twenty settles, the same
+    /// twenty again (each loses: false, nothing written twice), and one shown message
+    /// for an interaction that does not exist (a foreign key error). The bad write
+    /// fails alone; every other write has its own, correct outcome.
+    #[tokio::test]
+    async fn concurrent_writes_keep_their_own_outcomes_and_a_bad_one_fails_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::connect(&format!("sqlite://{}", dir.path().join("g.db").display())).await.unwrap();
+        for n in 0..20 {
+            assert!(store.insert_interaction(&interaction(n)).await.unwrap());
+        }
+        let settles = (0..40).map(|k| {
+            let store = store.clone();
+            async move {
+                let (i, audit) = cancelled(k % 20);
+                store.settle(&i, None, &audit).await.unwrap()
+            }
+        });
+        let chat = ChatKey::new("telegram", "-100", None);
+        let orphan = MessageRef { interaction_id: "nobody".into(), chat: chat.clone(), message_id: "m1".into() };
+        let (outcomes, bad) = tokio::join!(join_all(settles), store.shown("nobody", &chat, Some(&orphan)));
+
+        assert!(bad.is_err(), "{bad:?}");
+        for n in 0..20 {
+            let won = [outcomes[n], outcomes[n + 20]];
+            assert_eq!(won.iter().filter(|&&w| w).count(), 1, "interaction {n}: {won:?}");
+            assert_eq!(store.audit_log(&format!("trade_{n}")).await.unwrap().len(), 1);
+            assert!(!store.interaction(&format!("i{n:011}")).await.unwrap().unwrap().status.is_pending());
+        }
+    }
+}
