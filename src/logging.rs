@@ -42,6 +42,14 @@ pub fn interaction_span(interaction: &Interaction) -> tracing::Span {
     tracing::info_span!("interaction", approval_key = %interaction.approval_key(), session_id = %interaction.session_id)
 }
 
+/// Fills in the current [`interaction_span`]-shaped span (declared with empty
+/// `approval_key` and `session_id`) once the interaction is known.
+pub fn record_interaction(interaction: &Interaction) {
+    let span = tracing::Span::current();
+    span.record("approval_key", tracing::field::display(interaction.approval_key()));
+    span.record("session_id", tracing::field::display(&interaction.session_id));
+}
+
 /// Formats an event as one JSON object on one line (see the module doc for its shape).
 pub struct JsonLine;
 

@@ -67,6 +67,30 @@ fn json_logs_are_one_object_per_line_and_carry_the_request_key() {
         http.get(format!("{base}/v1/requests/deploy-42_1?wait=10")).bearer_auth("s3cret").send().await?.json::<Value>().await
     });
     assert_eq!(state.unwrap()["status"], "resolved");
+    // A request only telegram:1 may answer: the console's click is refused, and the
+    // refusal's line (which names no key itself) carries it from the span.
+    let body = json!({"approval_key": "deploy-43_1", "targets": [{"platform": "console"}], "approvers": ["telegram:1"],
+        "actions": [{"name": "deploy", "args": {"version": "2.4"}}]});
+    let created = rt.block_on(async {
+        http.post(format!("{base}/v1/requests")).bearer_auth("s3cret").json(&body).send().await?.json::<Value>().await
+    });
+    assert_eq!(created.unwrap()["status"], "pending");
+    let mut seen = Vec::new();
+    loop {
+        let line = console.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|e| panic!("{e}; the console printed {seen:?}"));
+        if line.contains("deploy? [a]pprove") {
+            break;
+        }
+        seen.push(line);
+    }
+    writeln!(child.stdin.as_mut().unwrap(), "a").unwrap();
+    loop {
+        let line = console.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|e| panic!("{e}; the console printed {seen:?}"));
+        if line.contains("not allowed") {
+            break;
+        }
+        seen.push(line);
+    }
     drop(child.stdin.take());
     assert!(child.wait().unwrap().success());
 
@@ -96,4 +120,9 @@ fn json_logs_are_one_object_per_line_and_carry_the_request_key() {
     assert!(decided["fields"]["session_id"].as_str().is_some_and(|s| s.starts_with("api:")), "{decided}");
     assert_eq!(decided["target"], "hitl_bridge::engine");
     assert_eq!(decided["level"], "INFO");
+    assert_eq!(decided["span"], "interaction");
+    let refused = parsed.iter().find(|l| l["message"] == "action refused").expect("the refusal is logged");
+    assert_eq!(refused["fields"]["approval_key"], "deploy-43_1", "{refused}");
+    assert!(refused["fields"]["session_id"].as_str().is_some_and(|s| s.starts_with("api:")), "{refused}");
+    assert_eq!(refused["span"], "interaction");
 }

@@ -35,6 +35,10 @@ pub enum Job {
     Show(Interaction),
     /// Re-render every message of this chat that shows the interaction.
     Refresh(Interaction),
+    /// Re-render the interaction with this id as the store has it when the job runs
+    /// (after a restart: a click handled meanwhile is never overwritten by the state
+    /// read at start).
+    Rerender(String),
     /// Signals once every job queued before it is done (e.g. before listing what a
     /// chat shows).
     Barrier(oneshot::Sender<()>),
@@ -153,6 +157,17 @@ async fn perform_job(store: &Store, platform: &dyn Platform, chat: &ChatKey, job
         Job::Notice(text) => platform.send_notice(chat, &text).await,
         Job::Show(interaction) => show(store, platform, chat, &interaction).await,
         Job::Refresh(interaction) => refresh(store, platform, chat, &interaction).await,
+        Job::Rerender(id) => match store.interaction(&id).await {
+            Ok(Some(interaction)) => {
+                let span = crate::logging::interaction_span(&interaction);
+                refresh(store, platform, chat, &interaction).instrument(span).await
+            }
+            Ok(None) => Ok(()),
+            Err(e) => {
+                tracing::error!(error = %e, interaction = %id, "cannot load an interaction to show it again");
+                Ok(())
+            }
+        },
         Job::Barrier(reached) => {
             let _ = reached.send(());
             Ok(())

@@ -181,7 +181,12 @@ impl Engine {
         tokio::pin!(shutdown);
         let Engine { shared, shards, workers, mut requests, mut backend } = self;
         let shared = Arc::new(shared);
-        shared.show_pending().await;
+        // In the background: with thousands pending, re-rendering them all would
+        // otherwise hold back the first click after a restart by seconds.
+        let rerender = tokio::spawn({
+            let shared = shared.clone();
+            async move { shared.show_pending().await }
+        });
         let (stop, stopping) = watch::channel(false);
         let mut tasks = JoinSet::new();
         for (inputs, deadlines) in workers {
@@ -214,6 +219,7 @@ impl Engine {
         // they hold; claims and leases are given up so a restarted or other replica
         // carries on at once.
         let _ = stop.send(true);
+        rerender.abort();
         while let Some(ended) = tasks.join_next().await {
             if let Err(e) = ended {
                 tracing::error!(error = %e, "an engine task failed");
@@ -431,6 +437,7 @@ impl Shard {
 
     /// A request pushed over the HTTP API: stored with its interaction in one
     /// transaction, then shown on its targets. An existing key changes nothing.
+    #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = %interaction.approval_key(), session_id = %interaction.session_id))]
     async fn push(&mut self, request: ApiRequest, interaction: Interaction) -> Result<PushOutcome, EngineError> {
         if let Some(existing) = self.store.create_api_request(&request, &interaction, &self.show_claim(now_ms())).await? {
             return Ok(PushOutcome::Existing(existing));
@@ -448,8 +455,10 @@ impl Shard {
 
     /// Cancels one interaction (an agent's DELETE). Returns it as it is afterwards;
     /// one that had already ended is returned unchanged.
+    #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = tracing::field::Empty, session_id = tracing::field::Empty))]
     async fn cancel_interaction(&mut self, interaction_id: &str, reason: &str) -> Result<Option<Interaction>, EngineError> {
         let Some(mut interaction) = self.store.interaction(interaction_id).await? else { return Ok(None) };
+        crate::logging::record_interaction(&interaction);
         let now = now_ms();
         if interaction.cancel(now, reason) && !self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await? {
             // Another replica settled it first: report what it stored.
@@ -492,8 +501,10 @@ impl Shard {
         Ok(())
     }
 
+    #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = tracing::field::Empty, session_id = tracing::field::Empty))]
     async fn act(&mut self, interaction_id: &str, actor: &Actor, action: UserAction) -> Result<ActOutcome, ActError> {
         let mut interaction = self.store.interaction(interaction_id).await?.ok_or(ActError::UnknownInteraction)?;
+        crate::logging::record_interaction(&interaction);
         let now = now_ms();
         let applied = match interaction.apply(actor, action.clone(), &self.policy, now) {
             Ok(applied) => applied,
@@ -547,6 +558,7 @@ impl Shard {
     ///
     /// With a command, the re-render waits for the backend's proof of delivery (or
     /// [`DELIVERY_GRACE_MS`], after which it shows "saved, not yet delivered").
+    #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = %interaction.approval_key(), session_id = %interaction.session_id))]
     async fn settle(&mut self, interaction: &Interaction, command: Option<&Command>, audit: &AuditEntry) -> Result<bool, EngineError> {
         let mut interaction = interaction.clone();
         if command.is_some() {
@@ -581,6 +593,7 @@ impl Shard {
 
     /// The backend proved it has the reply (`Delivered`) or timed the request out
     /// before it did (`TooLate`): store that and re-render.
+    #[tracing::instrument(name = "interaction", skip(self, delivery))]
     async fn delivery_changed(&mut self, session_id: &str, approval_key: &str, delivery: Delivery) -> Result<(), EngineError> {
         let Some(mut interaction) = self.store.interaction_by_key(session_id, approval_key).await? else { return Ok(()) };
         if interaction.delivery != Delivery::Queued {
@@ -651,11 +664,13 @@ impl Shard {
         Ok(())
     }
 
+    #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = tracing::field::Empty, session_id = tracing::field::Empty))]
     async fn new_interaction(&mut self, session_id: &str, request: Request) -> Result<(), EngineError> {
         let id = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
         let requester = self.store.requester(session_id).await?;
         let now = now_ms();
         let interaction = Interaction::new(id, session_id.to_owned(), request, requester, now);
+        crate::logging::record_interaction(&interaction);
         let mut chats = self.store.chats_for_session(session_id).await?;
         chats.extend(self.extra_chats.iter().cloned());
         let chats = routing::dedup(chats);
@@ -778,25 +793,37 @@ impl Shared {
     }
 
     /// After a restart, platforms re-render what still waits (a terminal has to print
-    /// it again; a chat message is edited in place).
+    /// it again; a chat message is edited in place). Each lane reads the interaction
+    /// when its turn comes, so one settled meanwhile is shown settled.
     async fn show_pending(&self) {
         match self.store.pending_interactions().await {
             Ok(pending) => {
                 for interaction in pending {
-                    self.refresh(&interaction).await;
+                    for chat in self.chats_showing(&interaction).await {
+                        self.lanes.push(&chat, Job::Rerender(interaction.id.clone()));
+                    }
                 }
             }
             Err(e) => tracing::error!(error = %e, "cannot load pending interactions"),
         }
     }
 
-    /// Re-renders every message that shows `interaction`, in each chat's lane: the
-    /// chats bound to its session (a `Show` may still be queued there) and any other
-    /// chat that shows it.
+    /// Re-renders every message that shows `interaction`, in each chat's lane.
     async fn refresh(&self, interaction: &Interaction) {
+        for chat in self.chats_showing(interaction).await {
+            self.lanes.push(&chat, Job::Refresh(interaction.clone()));
+        }
+    }
+
+    /// The chats that show `interaction` or may yet: those bound to its session (a
+    /// `Show` may still be queued there) and any other chat with a message showing it.
+    async fn chats_showing(&self, interaction: &Interaction) -> Vec<ChatKey> {
         let mut chats = match self.store.chats_for_session(&interaction.session_id).await {
             Ok(chats) => chats,
-            Err(e) => return tracing::error!(error = %e, "cannot load the chats of a session"),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot load the chats of a session");
+                return Vec::new();
+            }
         };
         match self.store.message_refs(&interaction.id).await {
             Ok(messages) => chats.extend(messages.into_iter().map(|m| m.chat)),
@@ -813,9 +840,7 @@ impl Shared {
         }
         chats.sort_by(|a, b| (&a.platform, &a.chat_id, &a.thread_id).cmp(&(&b.platform, &b.chat_id, &b.thread_id)));
         chats.dedup();
-        for chat in chats {
-            self.lanes.push(&chat, Job::Refresh(interaction.clone()));
-        }
+        chats
     }
 }
 
