@@ -14,8 +14,9 @@
 //! - [`interaction`]: the pure core (merging, questions, answers, decisions, who may
 //!   answer, the state machine).
 //! - [`store`]: SQLite or PostgreSQL; interactions, outbox, callbacks, audit.
-//! - [`engine`]: the one task that applies actions, settles, routes requests to chats
-//!   ([`engine::routing`]) and runs deadlines; platform calls go through per-chat lanes.
+//! - [`engine`]: applies actions, settles, routes requests to chats
+//!   ([`engine::routing`]) and runs deadlines, on parallel shards that each own their
+//!   sessions; platform calls go through per-chat lanes.
 //! - [`platform`]: console, Telegram, Discord.
 //! - [`server`]: the HTTP listener (`/healthz`, `/readyz`, `/metrics`, `/v1`).
 //! - [`metrics`]: the Prometheus registry `/metrics` renders.
