@@ -435,5 +435,11 @@ async fn a_running_bridge_shows_a_cli_cancelled_question() {
     assert_eq!(out, format!("cancelled {key} (session {s}); a question gets no reply; the agent stops waiting at its own timeout\n"));
     bridge.expect(&format!("✖ {key} cancelled by an operator at")).await;
     assert!(approvals(&sim).is_empty(), "a cancelled question sends nothing");
+    // The replica that took the notice counts the settle, as if it had made it.
+    let metrics_url = format!("http://{}/metrics", bridge.app.http_addr().expect("http listener"));
+    let metrics = reqwest::get(&metrics_url).await.expect("scrape").text().await.expect("body");
+    for line in ["hitl_bridge_interactions_total{kind=\"question\",outcome=\"cancelled\"} 1", "hitl_bridge_interactions_total{kind=\"approval\",outcome=\"cancelled\"} 0"] {
+        assert!(metrics.lines().any(|l| l == line), "no {line:?} in:\n{metrics}");
+    }
     stop(bridge, sim).await;
 }
