@@ -3,27 +3,14 @@
 //!
 //! `cargo bench --bench bridge`
 
+#[path = "common/seed.rs"]
+mod seed;
+
 use std::time::{Duration, Instant};
 
-use hitl_bridge::interaction::{AccessPolicy, Actor, Interaction, RequestBuilder, TimeoutDefaults, UserAction};
-use hitl_bridge::protocol::{BackendEvent, ContentBlock};
+use hitl_bridge::interaction::{AccessPolicy, Actor, Interaction, UserAction};
 use hitl_bridge::store::{AuditEntry, Store};
-
-const SEED_START: &str = include_str!("../tests/fixtures/seed000/01_stream_approval_request_start.json");
-const SEED_DELTA: &str = include_str!("../tests/fixtures/seed000/02_stream_approval_request_delta_questions.json");
-
-fn seed_interaction(id: String, now: i64) -> Interaction {
-    let BackendEvent::ContentBlockStart { content_block: ContentBlock::ApprovalRequest { approval_key, actions, review_configs, timeout_seconds, .. }, .. } =
-        BackendEvent::parse(SEED_START).expect("fixture")
-    else {
-        unreachable!("the fixture is an approval_request start")
-    };
-    let BackendEvent::ContentBlockDelta { delta, .. } = BackendEvent::parse(SEED_DELTA).expect("fixture") else { unreachable!() };
-    let mut builder = RequestBuilder::start(&format!("{approval_key}-{id}"), actions, review_configs, timeout_seconds);
-    builder.apply_delta(delta);
-    let request = builder.finish(TimeoutDefaults::default()).expect("valid");
-    Interaction::new(id, "session".into(), request, Some(Actor::new("console", "u", "U")), now)
-}
+use seed::seed_interaction;
 
 fn answer(i: &mut Interaction) -> hitl_bridge::interaction::Applied {
     let who = Actor::new("console", "u", "U");
@@ -43,7 +30,7 @@ fn core() {
     let n = 20_000;
     let start = Instant::now();
     for k in 0..n {
-        let mut i = seed_interaction(k.to_string(), 0);
+        let mut i = seed_interaction(k.to_string());
         let reply = answer(&mut i);
         let json = serde_json::to_string(&match reply {
             hitl_bridge::interaction::Applied::Resolved(r) => r,
@@ -61,7 +48,7 @@ async fn store() {
     let store = Store::connect(&format!("sqlite://{}/bench.db", dir.path().display())).await.expect("store");
     let mut samples = Vec::new();
     for k in 0..500 {
-        let mut i = seed_interaction(format!("{k:012}"), 0);
+        let mut i = seed_interaction(format!("{k:012}"));
         store.insert_interaction(&i).await.expect("insert");
         let start = Instant::now();
         let _ = answer(&mut i);

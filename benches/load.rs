@@ -18,6 +18,8 @@ mod fake_telegram;
 mod support;
 #[path = "../tests/support/test_db.rs"]
 mod test_db;
+#[path = "common/seed.rs"]
+mod seed;
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -31,9 +33,9 @@ use fake_telegram::{FakeTelegram, User, button};
 use futures_util::{SinkExt, StreamExt};
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
-use hitl_bridge::interaction::{AccessPolicy, Actor, Interaction, RequestBuilder, TimeoutDefaults, UserAction};
-use hitl_bridge::protocol::{BackendEvent, ContentBlock};
+use hitl_bridge::interaction::{AccessPolicy, Actor, Interaction, UserAction};
 use hitl_bridge::store::{AuditEntry, Store};
+use seed::seed_interaction;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 
@@ -399,21 +401,6 @@ async fn with_limits(n: usize) {
 // ---------------------------------------------------------------------------------
 // Durable decisions: the store alone, as the engine uses it.
 
-const SEED_START: &str = include_str!("../tests/fixtures/seed000/01_stream_approval_request_start.json");
-const SEED_DELTA: &str = include_str!("../tests/fixtures/seed000/02_stream_approval_request_delta_questions.json");
-
-fn seed_interaction(id: String) -> Interaction {
-    let BackendEvent::ContentBlockStart { content_block: ContentBlock::ApprovalRequest { approval_key, actions, review_configs, timeout_seconds, .. }, .. } =
-        BackendEvent::parse(SEED_START).expect("fixture")
-    else {
-        unreachable!("the fixture is an approval_request start")
-    };
-    let BackendEvent::ContentBlockDelta { delta, .. } = BackendEvent::parse(SEED_DELTA).expect("fixture") else { unreachable!() };
-    let mut builder = RequestBuilder::start(&format!("{approval_key}-{id}"), actions, review_configs, timeout_seconds);
-    builder.apply_delta(delta);
-    let request = builder.finish(TimeoutDefaults::default()).expect("valid");
-    Interaction::new(id, "session".into(), request, Some(Actor::new("console", "u", "U")), 0)
-}
 
 fn answer(i: &mut Interaction) {
     let who = Actor::new("console", "u", "U");
