@@ -41,14 +41,6 @@ pub enum AppError {
     Engine(#[from] EngineError),
     #[error("cannot listen on http.listen = {listen}: {source}")]
     Listen { listen: String, source: std::io::Error },
-    /// `[[policies]]` are parsed and validated (`check-config`), but this version does
-    /// not enforce them yet: starting would let requests through that the operator
-    /// meant to put under a quorum or an escalation.
-    #[error(
-        "`policies` is configured ({count} entr{plural}), but this version does not enforce decision policies yet; \
-         remove the [[policies]] section to start"
-    )]
-    PoliciesNotEnforced { count: usize, plural: &'static str },
 }
 
 /// How the engine's task ended.
@@ -89,10 +81,6 @@ impl App {
         R: AsyncBufRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        if !settings.policies.is_empty() {
-            let count = settings.policies.len();
-            return Err(AppError::PoliciesNotEnforced { count, plural: if count == 1 { "y" } else { "ies" } });
-        }
         let store = Store::connect(&settings.store.url)
             .await
             .map_err(|source| AppError::Store { url: crate::config::url_without_password(&settings.store.url), source })?;
@@ -299,26 +287,6 @@ mod tests {
         ])
         .expect("settings");
         App::start(&settings, NoConsole::None).await.expect("app starts")
-    }
-
-    /// Policies the bridge would not enforce stop it at start, naming the section.
-    #[tokio::test]
-    async fn configured_policies_are_refused_until_enforced() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let config = dir.path().join("bridge.toml");
-        let store = format!("sqlite://{}/bridge.db", dir.path().display());
-        std::fs::write(
-            &config,
-            format!("[backend]\nurl = \"ws://127.0.0.1:9/ws/{{session_id}}\"\n[store]\nurl = \"{store}\"\n[http]\nenabled = false\n\n[[policies]]\ntools = [\"run_migration\"]\nquorum = 2\napprovers = [\"telegram:1\", \"telegram:2\"]\n"),
-        )
-        .expect("config");
-        let settings = Settings::load(Some(&config)).expect("a valid policy passes check-config");
-        let Err(e) = App::start(&settings, NoConsole::None).await else { panic!("started with a policy it would not enforce") };
-        assert_eq!(
-            e.to_string(),
-            "`policies` is configured (1 entry), but this version does not enforce decision policies yet; remove the [[policies]] section to start"
-        );
-        assert!(!dir.path().join("bridge.db").exists(), "nothing was created");
     }
 
     #[tokio::test]

@@ -152,6 +152,19 @@ pub enum BackendKind {
     Langgraph,
 }
 
+impl BackendKind {
+    /// The name as written in `backend.kind` (and in policies' `backends`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stream => "stream",
+            Self::ClaudeCode => "claude_code",
+            Self::Agno => "agno",
+            Self::Kimi => "kimi",
+            Self::Langgraph => "langgraph",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BackendSettings {

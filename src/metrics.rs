@@ -91,6 +91,15 @@ struct PlatformErrorLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ActionLabel {
+    action: &'static str,
+}
+
+/// Every `action` of `hitl_bridge_policy_actions_total`: what a decision policy did on
+/// its own, without a person's click.
+pub const POLICY_ACTIONS: [&str; 6] = ["remind", "show_in", "rule_approve", "fallback_approve", "fallback_reject", "fallback_leave"];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabel {
     reason: &'static str,
 }
@@ -185,6 +194,7 @@ struct Families {
     sessions_connected: Gauge,
     platform_errors: Family<PlatformErrorLabels, Counter>,
     refusals: Family<ReasonLabel, Counter>,
+    policy_actions: Family<ActionLabel, Counter>,
 }
 
 impl Families {
@@ -221,6 +231,15 @@ impl Families {
         );
         let refusals = Family::<ReasonLabel, Counter>::default();
         registry.register("refusals", "Clicks, answers and messages this replica refused, by reason", refusals.clone());
+        let policy_actions = Family::<ActionLabel, Counter>::default();
+        registry.register(
+            "policy_actions",
+            "What decision policies did on this replica without a click: escalation steps (remind, show_in), approvals by a remembered rule, fallbacks",
+            policy_actions.clone(),
+        );
+        for action in POLICY_ACTIONS {
+            let _ = policy_actions.get_or_create(&ActionLabel { action });
+        }
 
         // Every series from the start (platforms' once they start): a series that
         // appears only with its first event hides that event from rate() and increase().
@@ -234,7 +253,7 @@ impl Families {
                 let _ = interactions.get_or_create(&SettledLabels { kind, outcome });
             }
         }
-        Self { registry, pending, interactions, decision_seconds, outbox_depth, sessions_connected, platform_errors, refusals }
+        Self { registry, pending, interactions, decision_seconds, outbox_depth, sessions_connected, platform_errors, refusals, policy_actions }
     }
 }
 
@@ -273,6 +292,12 @@ impl Metrics {
             let seconds = (at_ms.saturating_sub(interaction.created_at_ms)).max(0) as f64 / 1000.0;
             self.families.decision_seconds.get_or_create(&KindLabel { kind }).observe(seconds);
         }
+    }
+
+    /// A decision policy acted on its own: one of [`POLICY_ACTIONS`].
+    pub fn policy_action(&self, action: &'static str) {
+        debug_assert!(POLICY_ACTIONS.contains(&action), "unknown policy action {action}");
+        self.families.policy_actions.get_or_create(&ActionLabel { action }).inc();
     }
 
     /// A person's action was refused.
@@ -407,6 +432,9 @@ mod tests {
         for reason in REASONS {
             lines.push(format!("hitl_bridge_refusals_total{{reason=\"{reason}\"}} 0"));
         }
+        for action in POLICY_ACTIONS {
+            lines.push(format!("hitl_bridge_policy_actions_total{{action=\"{action}\"}} 0"));
+        }
         for (series, value) in nonzero {
             let line = lines.iter_mut().find(|l| l.rsplit_once(' ').is_some_and(|(s, _)| s == *series));
             let line = line.unwrap_or_else(|| panic!("no series {series}"));
@@ -430,6 +458,7 @@ mod tests {
                 "# TYPE hitl_bridge_outbox_depth gauge",
                 "# TYPE hitl_bridge_backend_sessions_connected gauge",
                 "# TYPE hitl_bridge_refusals counter",
+                "# TYPE hitl_bridge_policy_actions counter",
             ],
             "{text}"
         );

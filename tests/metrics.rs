@@ -114,6 +114,10 @@ fn expected(sessions_connected: u32) -> BTreeMap<String, String> {
         let n = if reason == "not_allowed" || reason == "stranger" { "1" } else { "0" };
         put(format!("hitl_bridge_refusals_total{{reason=\"{reason}\"}}"), n);
     }
+    // No policy is configured here: every policy action stays at zero.
+    for action in ["remind", "show_in", "rule_approve", "fallback_approve", "fallback_reject", "fallback_leave"] {
+        put(format!("hitl_bridge_policy_actions_total{{action=\"{action}\"}}"), "0");
+    }
     e
 }
 

@@ -22,6 +22,7 @@ use tracing::Instrument as _;
 
 use crate::backend::ToolGroupStatus;
 use crate::interaction::Interaction;
+use crate::interaction::policy::Mention;
 use crate::platform::{Platform, PlatformError};
 use crate::store::{ChatKey, MessageRef, Store};
 
@@ -39,6 +40,8 @@ pub enum Job {
     /// (after a restart: a click handled meanwhile is never overwritten by the state
     /// read at start).
     Rerender(String),
+    /// An escalation reminder that the interaction still waits, mentioning someone.
+    Remind(Interaction, Mention),
     /// Signals once every job queued before it is done (e.g. before listing what a
     /// chat shows).
     Barrier(oneshot::Sender<()>),
@@ -144,7 +147,7 @@ async fn run(store: Store, platform: Arc<dyn Platform>, chat: ChatKey, mut jobs:
 /// lines (a refused send, a retry) carry its `approval_key`.
 async fn perform(store: &Store, platform: &dyn Platform, chat: &ChatKey, job: Job) {
     let span = match &job {
-        Job::Show(interaction) | Job::Refresh(interaction) => crate::logging::interaction_span(interaction),
+        Job::Show(interaction) | Job::Refresh(interaction) | Job::Remind(interaction, _) => crate::logging::interaction_span(interaction),
         _ => tracing::Span::none(),
     };
     perform_job(store, platform, chat, job).instrument(span).await;
@@ -157,6 +160,7 @@ async fn perform_job(store: &Store, platform: &dyn Platform, chat: &ChatKey, job
         Job::Notice(text) => platform.send_notice(chat, &text).await,
         Job::Show(interaction) => show(store, platform, chat, &interaction).await,
         Job::Refresh(interaction) => refresh(store, platform, chat, &interaction).await,
+        Job::Remind(interaction, mention) => platform.send_reminder(chat, &interaction, &mention).await,
         Job::Rerender(id) => match store.interaction(&id).await {
             Ok(Some(interaction)) => {
                 let span = crate::logging::interaction_span(&interaction);

@@ -15,6 +15,7 @@ mod gate;
 mod handle;
 mod lanes;
 mod outside;
+mod policies;
 pub mod routing;
 mod shards;
 #[cfg(test)]
@@ -35,12 +36,16 @@ use tokio::task::JoinSet;
 use crate::backend::history::{self, HistoryResolution};
 use crate::backend::{BackendInput, Connectors, SessionUpdate, ToolGroupStatus};
 use crate::config::{OnExpiry, Settings};
-use crate::interaction::{AccessPolicy, Actor, Allowlist, Applied, Delivery, Interaction, Origin, Refusal, Request, UserAction};
+use crate::interaction::{AccessPolicy, Actor, Allowlist, Applied, Delivery, Interaction, Origin, PolicyRule, Refusal, RememberedRule, Request, UserAction};
 use crate::platform::Platform;
 use self::lanes::{Job, Lanes};
-use self::shards::{Input, Routes, Shards};
+use self::shards::{Input, Routes, Shards, Watched};
 use crate::protocol::{Command, Reply, UserInfo};
 use crate::store::{ApiRequest, AuditEntry, ChatKey, PendingShow, ShowClaim, Store};
+
+/// How many times one click is applied again after a concurrent change of the same
+/// request's draft ([`Shard::act`]).
+const MAX_DRAFT_RACES: usize = 5;
 
 /// How often deadlines are checked.
 const TICK: Duration = Duration::from_millis(500);
@@ -94,14 +99,19 @@ struct Shared {
     routes: Routes,
     /// Where settled requests and refusals are counted ([`Engine::with_metrics`]).
     metrics: crate::metrics::Metrics,
+    /// The `[[policies]]` entries, in file order ([`policies`]).
+    policies: Vec<PolicyRule>,
+    /// The chat connector's kind as policies and remembered rules name it (`stream`,
+    /// `kimi`, …); pushed requests are `http`.
+    backend_kind: String,
 }
 
 pub struct Engine {
     shared: Shared,
     shards: Shards,
-    /// Per shard: its receiver and the deadlines it starts with; [`Engine::run`]
+    /// Per shard: its receiver and the timers it starts with; [`Engine::run`]
     /// starts the shard tasks.
-    workers: Vec<(mpsc::Receiver<Input>, HashMap<String, i64>)>,
+    workers: Vec<(mpsc::Receiver<Input>, Vec<Watched>)>,
     requests: mpsc::Receiver<EngineRequest>,
     backend: mpsc::Receiver<BackendInput>,
 }
@@ -113,6 +123,8 @@ struct Shard {
     shards: Shards,
     /// Pending interaction id → deadline, loaded at start and kept in step.
     deadlines: HashMap<String, i64>,
+    /// Pending interaction id → when its policy's next escalation step is due.
+    escalations: HashMap<String, i64>,
     /// Settled interactions whose reply is queued and not yet proven delivered: when
     /// to show them as "not yet delivered" unless the proof arrives first.
     undelivered: HashMap<String, (i64, Interaction)>,
@@ -159,13 +171,15 @@ impl Engine {
             show_owner: uuid::Uuid::new_v4().simple().to_string(),
             routes: Routes::default(),
             metrics: crate::metrics::Metrics::default(),
+            policies: settings.policies(),
+            backend_kind: settings.backend.kind.as_str().to_owned(),
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (shards, receivers) = Shards::new(cores * SHARDS_PER_CORE);
-        let mut workers: Vec<(mpsc::Receiver<Input>, HashMap<String, i64>)> = receivers.into_iter().map(|rx| (rx, HashMap::new())).collect();
+        let mut workers: Vec<(mpsc::Receiver<Input>, Vec<Watched>)> = receivers.into_iter().map(|rx| (rx, Vec::new())).collect();
         for interaction in pending {
             shared.routes.insert(&interaction.id, &interaction.session_id);
-            workers[shards.of_session(&interaction.session_id)].1.insert(interaction.id, interaction.deadline_ms);
+            workers[shards.of_session(&interaction.session_id)].1.push(Watched::of(&interaction));
         }
         Ok(Self { shared, shards, workers, requests, backend })
     }
@@ -189,8 +203,15 @@ impl Engine {
         });
         let (stop, stopping) = watch::channel(false);
         let mut tasks = JoinSet::new();
-        for (inputs, deadlines) in workers {
-            let shard = Shard { shared: shared.clone(), shards: shards.clone(), deadlines, undelivered: HashMap::new() };
+        for (inputs, watched) in workers {
+            let mut shard = Shard {
+                shared: shared.clone(),
+                shards: shards.clone(),
+                deadlines: HashMap::new(),
+                escalations: HashMap::new(),
+                undelivered: HashMap::new(),
+            };
+            shard.watch(watched);
             tasks.spawn(shard.run(inputs, stopping.clone()));
         }
         tasks.spawn(housekeeping(shared.clone(), shards.clone(), stopping));
@@ -312,6 +333,9 @@ impl Shard {
                     None => return,
                 },
                 _ = tick.tick() => {
+                    if let Err(e) = self.escalate_due(now_ms()).await {
+                        tracing::error!(error = %e, "escalation check failed");
+                    }
                     if let Err(e) = self.expire_due(now_ms()).await {
                         tracing::error!(error = %e, "deadline check failed");
                     }
@@ -338,16 +362,23 @@ impl Shard {
             Input::CancelSession { session_id, actor, done } => {
                 let _ = done.send(self.cancel_session(&session_id, &actor).await);
             }
-            Input::Watch(pending) => {
-                for (id, deadline) in pending {
-                    self.deadlines.entry(id).or_insert(deadline);
-                }
-            }
+            Input::Watch(pending) => self.watch(pending),
             Input::Reshow(due) => {
                 if let Err(e) = self.reshow(due).await {
                     tracing::error!(error = %e, "cannot show a request again");
                 }
             }
+        }
+    }
+
+    /// Watches the timers of pending interactions found in the store. One already
+    /// watched keeps its own (this shard may have moved it on since the read).
+    fn watch(&mut self, pending: Vec<Watched>) {
+        for Watched { id, deadline_ms, escalation_ms } in pending {
+            if let Some(at) = escalation_ms {
+                self.escalations.entry(id.clone()).or_insert(at);
+            }
+            self.deadlines.entry(id).or_insert(deadline_ms);
         }
     }
 
@@ -438,13 +469,18 @@ impl Shard {
     /// A request pushed over the HTTP API: stored with its interaction in one
     /// transaction, then shown on its targets. An existing key changes nothing.
     #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = %interaction.approval_key(), session_id = %interaction.session_id))]
-    async fn push(&mut self, request: ApiRequest, interaction: Interaction) -> Result<PushOutcome, EngineError> {
+    async fn push(&mut self, request: ApiRequest, mut interaction: Interaction) -> Result<PushOutcome, EngineError> {
+        // The agent's own policy applies only when no configured one matches.
+        let requested = interaction.policy.take();
+        let interaction = self.policy_for(interaction, policies::PUSHED_BACKEND, &request.targets, requested);
         if let Some(existing) = self.store.create_api_request(&request, &interaction, &self.show_claim(now_ms())).await? {
             return Ok(PushOutcome::Existing(existing));
         }
         tracing::info!(approval_key = %interaction.approval_key(), agent = %request.agent, targets = request.targets.len(), "request pushed");
         self.routes.insert(&interaction.id, &interaction.session_id);
         self.deadlines.insert(interaction.id.clone(), interaction.deadline_ms);
+        self.watch_escalation(&interaction);
+        let interaction = self.answer_by_rule(interaction, policies::PUSHED_BACKEND).await?;
         for chat in &request.targets {
             if !self.lanes.push(chat, Job::Show(interaction.clone())) {
                 self.store.drop_show(&interaction.id, chat).await?;
@@ -503,6 +539,19 @@ impl Shard {
 
     #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = tracing::field::Empty, session_id = tracing::field::Empty))]
     async fn act(&mut self, interaction_id: &str, actor: &Actor, action: UserAction) -> Result<ActOutcome, ActError> {
+        // A draft write loses only to a concurrent change of the same request (another
+        // replica's vote or escalation step): apply the action again to what is stored
+        // now, so a vote is never lost to a race. A settle that loses is final.
+        for _ in 0..MAX_DRAFT_RACES {
+            if let Some(outcome) = self.act_once(interaction_id, actor, action.clone()).await? {
+                return Ok(outcome);
+            }
+        }
+        Err(ActError::Internal("the request kept changing while deciding; try again".into()))
+    }
+
+    /// One attempt at [`Shard::act`]: `None` when the draft changed under it.
+    async fn act_once(&mut self, interaction_id: &str, actor: &Actor, action: UserAction) -> Result<Option<ActOutcome>, ActError> {
         let mut interaction = self.store.interaction(interaction_id).await?.ok_or(ActError::UnknownInteraction)?;
         crate::logging::record_interaction(&interaction);
         let now = now_ms();
@@ -523,20 +572,39 @@ impl Shard {
         match applied {
             Applied::Updated => {
                 if !self.store.save_draft(&interaction).await? {
-                    return Err(self.lost_race(interaction_id, actor, action, now).await);
+                    return match self.store.interaction(interaction_id).await? {
+                        Some(current) if current.status.is_pending() => Ok(None),
+                        _ => Err(self.lost_race(interaction_id, actor, action, now).await),
+                    };
                 }
                 self.refresh(&interaction).await;
-                Ok(ActOutcome::Updated(interaction))
+                Ok(Some(ActOutcome::Updated(interaction)))
             }
             Applied::Resolved(reply) => {
                 let command = self.command_for(&interaction, reply);
                 let audit = AuditEntry::for_settled(&interaction, now);
-                if !self.settle(&interaction, command.as_ref(), &audit).await? {
-                    return Err(self.lost_race(interaction_id, actor, action, now).await);
+                let rule = interaction.rule_to_save(&self.backend_of(&interaction));
+                if !self.settle_with(&interaction, command.as_ref(), &audit, rule.as_ref()).await? {
+                    return match self.store.interaction(interaction_id).await? {
+                        // A vote arrived meanwhile: count this one again with it.
+                        Some(current) if current.status.is_pending() => Ok(None),
+                        _ => Err(self.lost_race(interaction_id, actor, action, now).await),
+                    };
+                }
+                if let Some(rule) = &rule {
+                    tracing::info!(approval_key = %interaction.approval_key(), rule = %rule.id, scope = rule.scope.as_str(), tool = %rule.tool, "approval remembered");
                 }
                 tracing::info!(approval_key = %interaction.approval_key(), session_id = %interaction.session_id, by = %actor.name, "decided");
-                Ok(ActOutcome::Resolved(interaction))
+                Ok(Some(ActOutcome::Resolved(interaction)))
             }
+        }
+    }
+
+    /// The backend name rules and policies use for `interaction`'s requests.
+    fn backend_of(&self, interaction: &Interaction) -> String {
+        match interaction.origin {
+            Origin::Pushed { .. } => policies::PUSHED_BACKEND.to_owned(),
+            Origin::Chat => self.backend_kind.clone(),
         }
     }
 
@@ -560,14 +628,24 @@ impl Shard {
     /// [`DELIVERY_GRACE_MS`], after which it shows "saved, not yet delivered").
     #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = %interaction.approval_key(), session_id = %interaction.session_id))]
     async fn settle(&mut self, interaction: &Interaction, command: Option<&Command>, audit: &AuditEntry) -> Result<bool, EngineError> {
+        self.settle_with(interaction, command, audit, None).await
+    }
+
+    /// [`Shard::settle`], storing `rule` (a remembered approval) in the same transaction.
+    async fn settle_with(&mut self, interaction: &Interaction, command: Option<&Command>, audit: &AuditEntry, rule: Option<&RememberedRule>) -> Result<bool, EngineError> {
         let mut interaction = interaction.clone();
         if command.is_some() {
             interaction.delivery = Delivery::Queued;
         }
-        if !self.store.settle(&interaction, command, audit).await? {
+        let stored = match rule {
+            Some(rule) => self.store.settle_remembering(&interaction, command, audit, rule).await?,
+            None => self.store.settle(&interaction, command, audit).await?,
+        };
+        if !stored {
             return Ok(false);
         }
         self.deadlines.remove(&interaction.id);
+        self.escalations.remove(&interaction.id);
         self.routes.remove(&interaction.id);
         self.metrics.settled(&interaction);
         self.connectors.settled(&interaction);
@@ -674,6 +752,8 @@ impl Shard {
         let mut chats = self.store.chats_for_session(session_id).await?;
         chats.extend(self.extra_chats.iter().cloned());
         let chats = routing::dedup(chats);
+        let backend = self.backend_kind.clone();
+        let interaction = self.policy_for(interaction, &backend, &chats, None);
         // Stored with the chats it must appear in: shown now, or retried until it is.
         if !self.store.insert_interaction_to_show(&interaction, &chats, &self.show_claim(now), now).await? {
             tracing::debug!(%session_id, approval_key = %interaction.approval_key(), "request already known; ignoring the replay");
@@ -681,6 +761,8 @@ impl Shard {
         }
         self.routes.insert(&interaction.id, &interaction.session_id);
         self.deadlines.insert(interaction.id.clone(), interaction.deadline_ms);
+        self.watch_escalation(&interaction);
+        let interaction = self.answer_by_rule(interaction, &backend).await?;
         if chats.is_empty() {
             tracing::warn!(%session_id, approval_key = %interaction.approval_key(), "no chat is bound to this session; the request waits for its deadline");
         }
@@ -721,19 +803,32 @@ impl Shard {
                 self.routes.remove(&id);
                 continue;
             };
-            if !interaction.expire(now, false) {
-                // Settled elsewhere (another replica): nothing left to route here.
-                self.routes.remove(&id);
+            // A policy's fallback replaces `timeouts.on_expiry`.
+            let under_fallback = interaction.policy_fallback().is_some();
+            let ended = if under_fallback { interaction.apply_fallback(now) } else { interaction.expire(now, false) };
+            if !ended {
+                if interaction.status.is_pending() {
+                    // Its deadline moved (read from another replica's write): watch that.
+                    self.deadlines.insert(id, interaction.deadline_ms);
+                } else {
+                    // Settled elsewhere (another replica): nothing left to route here.
+                    self.routes.remove(&id);
+                }
                 continue;
             }
-            let reply = match self.on_expiry {
-                OnExpiry::Reject => interaction.expiry_reply(),
-                OnExpiry::Leave => None,
+            let reply = match (under_fallback, self.on_expiry) {
+                (true, _) => interaction.reply.clone(),
+                (false, OnExpiry::Reject) => interaction.expiry_reply(),
+                (false, OnExpiry::Leave) => None,
             };
             interaction.reply = reply.clone();
             let command = reply.and_then(|reply| self.command_for(&interaction, reply));
-            tracing::info!(approval_key = %interaction.approval_key(), session_id = %interaction.session_id, "expired by the bridge");
-            self.settle(&interaction, command.as_ref(), &AuditEntry::for_settled(&interaction, now)).await?;
+            tracing::info!(approval_key = %interaction.approval_key(), session_id = %interaction.session_id, fallback = under_fallback, "expired by the bridge");
+            if self.settle(&interaction, command.as_ref(), &AuditEntry::for_settled(&interaction, now)).await?
+                && let Some(action) = policies::fallback_action(&interaction)
+            {
+                self.metrics.policy_action(action);
+            }
         }
         Ok(())
     }
@@ -751,10 +846,10 @@ impl Shared {
     /// session's shard), sessions to connect (the connector only connects those whose
     /// lease it can take).
     async fn rescan(&self, shards: &Shards) -> Result<(), EngineError> {
-        let mut watch: Vec<Vec<(String, i64)>> = vec![Vec::new(); shards.count()];
+        let mut watch: Vec<Vec<Watched>> = vec![Vec::new(); shards.count()];
         for interaction in self.store.pending_interactions().await? {
             self.routes.insert(&interaction.id, &interaction.session_id);
-            watch[shards.of_session(&interaction.session_id)].push((interaction.id, interaction.deadline_ms));
+            watch[shards.of_session(&interaction.session_id)].push(Watched::of(&interaction));
         }
         for (shard, pending) in watch.into_iter().enumerate().filter(|(_, pending)| !pending.is_empty()) {
             shards.send(shard, Input::Watch(pending)).await;

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::handle::{EngineError, EngineRequest};
 use crate::backend::BackendInput;
-use crate::interaction::Actor;
+use crate::interaction::{Actor, Interaction};
 use crate::store::{ChatKey, PendingShow};
 
 /// How many inputs may wait for one shard before whoever routes them waits too.
@@ -34,10 +34,26 @@ pub(super) enum Input {
     /// shard has queued the `cancel` command and sends the rest here).
     CancelSession { session_id: String, actor: Actor, done: oneshot::Sender<Result<(), EngineError>> },
     /// Pending interactions found in the store (another replica's, or after a
-    /// restart): watch their deadlines, `(id, deadline)`.
-    Watch(Vec<(String, i64)>),
+    /// restart): watch their deadlines and escalation steps.
+    Watch(Vec<Watched>),
     /// A request whose show is due again (a failed send, a restart).
     Reshow(PendingShow),
+}
+
+/// A pending interaction's timers, as its stored state gives them: so a restart, or
+/// another replica's rescan, watches exactly what the store says is still to come.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Watched {
+    pub id: String,
+    pub deadline_ms: i64,
+    /// When its policy's next escalation step is due, if one is left.
+    pub escalation_ms: Option<i64>,
+}
+
+impl Watched {
+    pub fn of(interaction: &Interaction) -> Self {
+        Self { id: interaction.id.clone(), deadline_ms: interaction.deadline_ms, escalation_ms: interaction.next_escalation_at() }
+    }
 }
 
 /// The senders to every shard. Cheap to clone.

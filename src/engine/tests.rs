@@ -275,7 +275,7 @@ async fn a_deadline_seen_by_several_timers_expires_once() {
     // What a rescan hands over for a pending request it finds, twice.
     let pending = engine.store.interaction_by_key("s0", "trade_0").await.unwrap().expect("stored");
     for _ in 0..2 {
-        let watch = Input::Watch(vec![(pending.id.clone(), pending.deadline_ms)]);
+        let watch = Input::Watch(vec![Watched::of(&pending)]);
         assert!(engine.shards.send(engine.shards.of_session("s0"), watch).await);
     }
     let store = engine.store.clone();

@@ -16,6 +16,7 @@ mod audit;
 mod chats;
 mod connect;
 mod error;
+mod escalations;
 mod group_commit;
 mod interactions;
 mod json;
