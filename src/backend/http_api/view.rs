@@ -1,11 +1,18 @@
 //! What an agent sees of its request: the body of `GET /v1/requests/{key}`, of a
 //! replayed `POST`, of `DELETE`, and of the callback (PROTOCOL.md §8). Built from the
 //! stored request and interaction alone, so every replica answers the same.
+//!
+//! Under a decision policy it also shows the policy's part: `quorum` and the `votes`
+//! cast so far (or that decided it) when several people must approve, and
+//! `settled_by` when the policy, not a person's click, ended the request (a
+//! remembered rule, a fallback). Without a policy the body is exactly as before.
 
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::interaction::access::Actor;
+use crate::interaction::policy::PolicySettlement;
 use crate::interaction::{Decider, Draft, Interaction, RequestKind, Status, selected_labels};
 use crate::protocol::Reply;
 use crate::store::ApiRequest;
@@ -32,6 +39,60 @@ pub struct RequestState {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub reply: Option<Value>,
+    /// Under a policy with a quorum: how many distinct people must approve the same
+    /// decisions. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<u32>,
+    /// With `quorum`: every vote, in the order cast (`[]` before the first). A request
+    /// resolves once `quorum` votes carry the same decisions; a vote that rejects ends
+    /// it at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub votes: Option<Vec<VoteView>>,
+    /// Set when the request's policy ended it rather than a person's click.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settled_by: Option<SettledBy>,
+}
+
+/// One person's vote under a quorum.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct VoteView {
+    pub by: DecidedBy,
+    /// RFC 3339.
+    pub at: String,
+    /// The full decision set voted for, one per action in order, as in `reply`.
+    #[schema(value_type = Vec<Object>)]
+    pub decisions: Vec<Value>,
+}
+
+/// What ended a request instead of a person: exactly one key.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SettledBy {
+    /// Approved at once by a remembered approval ("approve for this session",
+    /// "always approve"); `decided_by` is the person who set the rule.
+    Rule(RuleSettlement),
+    /// Nobody decided in time: the policy's fallback ended it (status `expired`;
+    /// `reply` holds the fallback's decisions, none for `leave`).
+    Fallback(FallbackSettlement),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RuleSettlement {
+    /// The rule's id (what `/rules` and `hitl-bridge rules` revoke).
+    pub id: String,
+    /// `session` or `always`.
+    pub scope: &'static str,
+    pub set_by: DecidedBy,
+    /// RFC 3339.
+    pub set_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct FallbackSettlement {
+    /// `approve`, `reject` or `leave`.
+    pub decision: &'static str,
+    /// The fallback's `after`, in seconds since the request was created.
+    pub after_seconds: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
@@ -55,12 +116,18 @@ pub struct RequestList {
     pub requests: Vec<RequestState>,
 }
 
+impl From<&Actor> for DecidedBy {
+    fn from(actor: &Actor) -> Self {
+        Self { platform: actor.platform.clone(), id: actor.user_id.clone(), name: actor.name.clone() }
+    }
+}
+
 pub fn state(request: &ApiRequest, interaction: &Interaction) -> RequestState {
     let (decided_by, decided_at) = match &interaction.status {
         Status::Pending => (None, None),
         Status::Resolved { by, at_ms } => {
             let by = match by {
-                Decider::Person(actor) => Some(DecidedBy { platform: actor.platform.clone(), id: actor.user_id.clone(), name: actor.name.clone() }),
+                Decider::Person(actor) => Some(DecidedBy::from(actor)),
                 Decider::Elsewhere => None,
             };
             (by, Some(*at_ms))
@@ -75,6 +142,35 @@ pub fn state(request: &ApiRequest, interaction: &Interaction) -> RequestState {
         decided_by,
         decided_at: decided_at.map(rfc3339),
         reply: interaction.reply.as_ref().map(|reply| reply_json(interaction, reply)),
+        quorum: interaction.quorum_progress().map(|p| p.needed),
+        votes: votes(interaction),
+        settled_by: interaction.settled_by_policy.as_ref().map(settled_by),
+    }
+}
+
+/// The votes in the order cast; `None` without a quorum.
+fn votes(interaction: &Interaction) -> Option<Vec<VoteView>> {
+    interaction.quorum_progress()?;
+    let Draft::Decisions(draft) = &interaction.draft else { return None };
+    let view = |v: &crate::interaction::policy::Vote| VoteView {
+        by: DecidedBy::from(&v.voter),
+        at: rfc3339(v.at_ms),
+        decisions: v.decisions.iter().map(|d| serde_json::to_value(d).unwrap_or(Value::Null)).collect(),
+    };
+    Some(draft.votes.iter().map(view).collect())
+}
+
+fn settled_by(settlement: &PolicySettlement) -> SettledBy {
+    match settlement {
+        PolicySettlement::Rule { rule_id, scope, set_by, set_at_ms } => SettledBy::Rule(RuleSettlement {
+            id: rule_id.clone(),
+            scope: scope.as_str(),
+            set_by: DecidedBy::from(set_by),
+            set_at: rfc3339(*set_at_ms),
+        }),
+        PolicySettlement::Fallback { decision, after_secs } => {
+            SettledBy::Fallback(FallbackSettlement { decision: decision.as_str(), after_seconds: *after_secs })
+        }
     }
 }
 
