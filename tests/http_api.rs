@@ -598,6 +598,22 @@ async fn health_readiness_and_openapi() {
         assert!(schemas.contains_key(name), "schema {name}");
     }
     assert!(schemas["ApiQuestion"]["properties"]["multiSelect"].is_object());
+    // The request's own policy, and what a policy adds to the state.
+    assert_eq!(schemas["PushBody"]["properties"]["policy"]["oneOf"][1]["$ref"], "#/components/schemas/ApiPolicy");
+    let policy = &schemas["ApiPolicy"]["properties"];
+    let keys: Vec<&String> = policy.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["approvers", "approver_roles", "quorum", "remember", "remember_args", "escalation"]);
+    assert_eq!(policy["quorum"]["type"], json!(["integer", "null"]));
+    assert_eq!(schemas["ApiEscalationStep"]["required"], json!(["after"]));
+    assert_eq!(schemas["ApiDuration"]["oneOf"], json!([{"type": "integer", "format": "int64"}, {"type": "string"}]));
+    let state = &schemas["RequestState"]["properties"];
+    assert_eq!(state["quorum"]["type"], json!(["integer", "null"]));
+    assert_eq!(state["votes"]["items"]["$ref"], "#/components/schemas/VoteView");
+    assert_eq!(state["settled_by"]["oneOf"][1]["$ref"], "#/components/schemas/SettledBy");
+    assert_eq!(schemas["VoteView"]["required"], json!(["by", "at", "decisions"]));
+    let settled: Vec<&Value> = schemas["SettledBy"]["oneOf"].as_array().unwrap().iter().map(|v| &v["required"][0]).collect();
+    assert_eq!(settled, ["rule", "fallback"]);
+    assert_eq!(schemas["FallbackSettlement"]["required"], json!(["decision", "after_seconds"]));
     api.stop().await;
 }
 

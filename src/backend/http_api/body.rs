@@ -75,6 +75,8 @@ pub struct PushBody {
 /// config entry minus its match filters.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"approver_roles": ["1200000000000000000"], "quorum": 2,
+    "escalation": [{"after": "5m", "remind": "approvers"}, {"after": "15m", "show_in": "discord:1300000000000000000"}, {"after": "30m", "fallback": "reject"}]}))]
 pub struct ApiPolicy {
     /// `"platform:user_id"` entries. With these or `approver_roles`, only they decide
     /// (they replace the request's `approvers` and the configured ones).

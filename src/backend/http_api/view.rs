@@ -192,3 +192,104 @@ pub fn rfc3339(ms: i64) -> String {
         .unwrap_or_default()
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::backend::http_api::body::{self, PushBody};
+    use crate::interaction::{AccessPolicy, Actor, Interaction, Origin, TimeoutDefaults, UserAction};
+    use crate::protocol::Decision;
+    use crate::store::ChatKey;
+
+    const T0: i64 = 1_790_000_000_000;
+
+    /// A pushed request as the handler builds it, with `extra` merged into the body.
+    fn pushed(extra: Value) -> (ApiRequest, Interaction) {
+        let mut raw = json!({"targets": [{"platform": "telegram", "chat_id": "-100777"}], "actions": [{"name": "run_migration", "args": {"db": "orders"}}]});
+        raw.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let push: PushBody = serde_json::from_value(raw).unwrap();
+        let valid = body::validate(&push, "mig-7", &["telegram"], TimeoutDefaults::default()).unwrap();
+        let mut interaction = Interaction::new("i1".into(), "api:mig-7".into(), valid.request, None, T0).with_policy(valid.policy);
+        interaction.origin = Origin::Pushed { agent: "ci".into(), approvers: valid.approvers };
+        let request = ApiRequest {
+            approval_key: "mig-7".into(),
+            interaction_id: "i1".into(),
+            session_id: "api:mig-7".into(),
+            client_session: None,
+            agent: "ci".into(),
+            body_hash: String::new(),
+            targets: vec![ChatKey::new("telegram", "-100777", None)],
+            callback_url: None,
+            created_at_ms: T0,
+        };
+        (request, interaction)
+    }
+
+    fn json_of(request: &ApiRequest, interaction: &Interaction) -> Value {
+        serde_json::to_value(state(request, interaction)).unwrap()
+    }
+
+    #[test]
+    fn without_a_policy_nothing_new_appears() {
+        let (request, interaction) = pushed(json!({}));
+        assert_eq!(
+            json_of(&request, &interaction),
+            json!({"approval_key": "mig-7", "status": "pending", "expires_at": "2026-09-21T14:18:20.000Z"})
+        );
+    }
+
+    #[test]
+    fn a_quorum_shows_its_votes_in_order() {
+        let (request, mut interaction) =
+            pushed(json!({"policy": {"approvers": ["telegram:1", "telegram:2", "telegram:3"], "quorum": 2}}));
+        assert_eq!(json_of(&request, &interaction)["votes"], json!([]));
+        let lan = Actor::new("telegram", "1", "Lan");
+        let approve = UserAction::Decide { action: 0, decision: Decision::Approve };
+        interaction.apply(&lan, approve.clone(), &AccessPolicy::default(), T0 + 1_000).unwrap();
+        assert_eq!(
+            json_of(&request, &interaction),
+            json!({"approval_key": "mig-7", "status": "pending", "expires_at": "2026-09-21T14:18:20.000Z",
+                   "quorum": 2,
+                   "votes": [{"by": {"platform": "telegram", "id": "1", "name": "Lan"}, "at": "2026-09-21T14:13:21.000Z", "decisions": [{"type": "approve"}]}]})
+        );
+        let minh = Actor::new("telegram", "2", "Minh");
+        interaction.apply(&minh, approve, &AccessPolicy::default(), T0 + 2_000).unwrap();
+        let done = json_of(&request, &interaction);
+        assert_eq!(done["status"], "resolved");
+        assert_eq!(done["reply"], json!({"decisions": [{"type": "approve"}]}));
+        assert_eq!(done["votes"][1], json!({"by": {"platform": "telegram", "id": "2", "name": "Minh"}, "at": "2026-09-21T14:13:22.000Z", "decisions": [{"type": "approve"}]}));
+        assert!(done.get("settled_by").is_none());
+    }
+
+    #[test]
+    fn a_fallback_is_the_deadline_and_says_it_settled_the_request() {
+        let (request, mut interaction) = pushed(json!({"timeout_seconds": 3600, "policy": {"escalation": [{"after": "30m", "fallback": "reject"}]}}));
+        let pending = json_of(&request, &interaction);
+        assert_eq!(pending["expires_at"], "2026-09-21T14:43:20.000Z", "30 min, not the hour asked for");
+        assert!(pending.get("quorum").is_none() && pending.get("votes").is_none(), "no quorum: {pending}");
+        assert!(interaction.apply_fallback(T0 + 1_800_000));
+        let reject = json!({"type": "reject", "message": "no human decision after 1800 s: rejected by policy request"});
+        assert_eq!(
+            json_of(&request, &interaction),
+            json!({"approval_key": "mig-7", "status": "expired", "expires_at": "2026-09-21T14:43:20.000Z",
+                   "decided_at": "2026-09-21T14:43:20.000Z", "reply": {"decisions": [reject]},
+                   "settled_by": {"fallback": {"decision": "reject", "after_seconds": 1800}}})
+        );
+    }
+
+    #[test]
+    fn a_rule_names_who_set_it() {
+        let settled = settled_by(&PolicySettlement::Rule {
+            rule_id: "r1".into(),
+            scope: crate::interaction::RememberScope::Session,
+            set_by: Actor::new("discord", "80", "Lan"),
+            set_at_ms: T0,
+        });
+        assert_eq!(
+            serde_json::to_value(settled).unwrap(),
+            json!({"rule": {"id": "r1", "scope": "session", "set_by": {"platform": "discord", "id": "80", "name": "Lan"}, "set_at": "2026-09-21T14:13:20.000Z"}})
+        );
+    }
+}
