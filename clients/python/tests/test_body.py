@@ -257,3 +257,31 @@ def test_request_approval_sends_actions_shape() -> None:
             "review_configs": [{"action_name": "run_migration", "allowed_decisions": ["approve", "edit", "reject"]}],
         }
     ]
+
+
+POLICY = {
+    "approvers": ["telegram:1", "telegram:2"],
+    "quorum": 2,
+    "escalation": [{"after": "5m", "remind": "approvers"}, {"after": 1800, "fallback": "reject"}],
+}
+
+
+def test_policy_goes_with_approvals_as_is() -> None:
+    common = CommonFields([Target.console()])
+    body = approval_body([{"name": "run_migration"}], common, policy=POLICY)
+    assert body == {
+        "targets": [{"platform": "console"}],
+        "actions": [{"name": "run_migration", "args": {}}],
+        "policy": POLICY,
+    }
+    assert body["policy"] is not POLICY, "a copy"
+    assert action_requests_body([{"name": "a"}], common, policy={"quorum": 1})["policy"] == {"quorum": 1}
+    assert "policy" not in approval_body([{"name": "a"}], common)
+    with pytest.raises(TypeError):
+        approval_body([{"name": "a"}], common, policy="quorum=2")  # type: ignore[arg-type]
+
+
+def test_request_approval_sends_the_policy() -> None:
+    client, sent = _capture()
+    client.request_approval([{"name": "run_migration", "args": {}}], targets=[Target.console()], policy=POLICY)
+    assert sent[0]["policy"] == POLICY

@@ -414,9 +414,35 @@ def test_ask_returns_answers_and_selected_options() -> None:
     assert answers.decided_by is not None and answers.decided_by.name == "CI"
 
 
+def test_quorum_votes_and_settled_by() -> None:
+    body = {
+        **pending(),
+        "quorum": 2,
+        "votes": [
+            {
+                "by": {"platform": "telegram", "id": "1", "name": "Lan"},
+                "at": "2030-01-01T10:00:00.000Z",
+                "decisions": [{"type": "approve"}],
+            }
+        ],
+    }
+    state = RequestState.from_json(body)
+    assert state.quorum == 2 and len(state.votes) == 1
+    vote = state.votes[0]
+    assert vote.by is not None and vote.by.name == "Lan" and vote.decisions == [{"type": "approve"}]
+    assert vote.at == datetime(2030, 1, 1, 10, tzinfo=timezone.utc)
+    assert state.settled_by is None
+    settled = {"fallback": {"decision": "reject", "after_seconds": 1800}}
+    expired = RequestState.from_json({"approval_key": KEY, "status": "expired", "settled_by": settled})
+    assert expired.settled_by == settled and expired.quorum is None and expired.votes == []
+
+
 def test_state_parsing_is_lenient() -> None:
-    state = RequestState.from_json({"approval_key": "k", "status": "resolved", "expires_at": "garbage", "reply": 3})
+    state = RequestState.from_json(
+        {"approval_key": "k", "status": "resolved", "expires_at": "garbage", "reply": 3, "quorum": "2", "votes": {}}
+    )
     assert state.expires_at is None and state.reply is None
+    assert state.quorum is None and state.votes == [] and state.settled_by is None
     assert state.decisions == [] and state.answers == {} and state.selected_options == []
     with pytest.raises(ValueError):
         RequestState.from_json(["not", "an", "object"])

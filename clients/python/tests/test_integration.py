@@ -7,6 +7,7 @@ import json
 import re
 import threading
 import uuid
+from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -16,11 +17,13 @@ from bridge_process import CONSOLE_NAME, BridgeProcess, Console
 
 from hitl_bridge_client import (
     AsyncHitlClient,
+    CommonFields,
     HitlApiError,
     HitlClient,
     RequestCancelled,
     RequestExpired,
     Target,
+    approval_body,
     verify_signature,
 )
 
@@ -170,6 +173,33 @@ def test_short_timeout_expires_with_the_reject_decision(bridge: BridgeProcess, c
     assert info.value.state.status == "expired"
     assert info.value.decisions == [{"type": "reject", "message": "timed out after 1 s without a human decision"}]
     console.expect(rf"^⌛ {re.escape(key)} expired")
+
+
+def test_policy_is_validated_and_its_fallback_is_the_deadline(bridge: BridgeProcess, client: HitlClient) -> None:
+    with pytest.raises(HitlApiError) as refused:
+        client.request_approval([TRADE], targets=CONSOLE, policy={"quorum": 0}, wait_timeout=10)
+    assert (refused.value.status, refused.value.code, refused.value.field) == (422, "invalid_policy", "policy.quorum")
+    assert refused.value.message == "must be between 1 and 50, not 0"
+
+    key = new_key("policy")
+    console = console_of(bridge)
+    body = approval_body(
+        [TRADE],
+        CommonFields(CONSOLE, timeout_seconds=3600, approval_key=key),
+        policy={"escalation": [{"after": "2m", "fallback": "reject"}]},
+    )
+    started = datetime.now(timezone.utc)
+    state = client.create(body)
+    assert state.is_pending and state.expires_at is not None
+    left = (state.expires_at - started).total_seconds()
+    assert 110 < left <= 121, f"the fallback's 2 min, not the hour asked for: {left} s"
+    assert client.create(body).status == "pending", "the same body again"
+    other = {**body, "policy": {"escalation": [{"after": "3m", "fallback": "reject"}]}}
+    with pytest.raises(HitlApiError) as conflict:
+        client.create(other)
+    assert conflict.value.status == 409
+    console.expect(shown(key))
+    assert client.cancel(key).status == "cancelled"
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ pub struct ErrorDetail {
     /// Stable, machine-readable: `invalid_json`, `missing_shape`, `conflicting_shapes`,
     /// `empty_actions`, `empty_questions`, `empty_options`, `invalid_question`,
     /// `invalid_field`, `no_targets`, `invalid_target`, `unknown_platform`,
-    /// `platform_not_enabled`, `invalid_approver`, `invalid_timeout`,
+    /// `platform_not_enabled`, `invalid_approver`, `invalid_policy`, `invalid_timeout`,
     /// `invalid_callback_url`, `invalid_query`, `unauthorized`, `not_found`,
     /// `conflict`, `not_pending`, `payload_too_large`, `unavailable`.
     pub code: &'static str,

@@ -26,6 +26,8 @@ from .types import (
     Decision,
     EditDecision,
     EditedAction,
+    EscalationStep,
+    Policy,
     Question,
     QuestionOption,
     RejectDecision,
@@ -35,6 +37,7 @@ from .types import (
     Status,
     Target,
     TargetLike,
+    Vote,
 )
 
 __all__ = [
@@ -52,9 +55,11 @@ __all__ = [
     "Decision",
     "EditDecision",
     "EditedAction",
+    "EscalationStep",
     "HitlApiError",
     "HitlClient",
     "HitlError",
+    "Policy",
     "Question",
     "QuestionOption",
     "RejectDecision",
@@ -66,6 +71,7 @@ __all__ = [
     "Status",
     "Target",
     "TargetLike",
+    "Vote",
     "WaitTimeout",
     "__version__",
     "action_requests_body",

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .types import Action, Question, ReviewConfig, Target, TargetLike
+from .types import Action, Policy, Question, ReviewConfig, Target, TargetLike
 
 __all__ = [
     "CommonFields",
@@ -99,6 +99,13 @@ def _actions(name: str, actions: Sequence[Action | Mapping[str, Any]]) -> list[d
     return out
 
 
+def _policy(policy: Policy | Mapping[str, Any]) -> dict[str, Any]:
+    # Passed through as is: the bridge validates it and names the key at fault.
+    if not isinstance(policy, Mapping):
+        raise TypeError(f"policy is a dict, e.g. {{'quorum': 2, 'approvers': [...]}}, not {type(policy).__name__}")
+    return dict(policy)
+
+
 def _review_configs(configs: Sequence[ReviewConfig | Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
     return None if configs is None else [dict(c) for c in configs]
 
@@ -107,13 +114,17 @@ def approval_body(
     actions: Sequence[Action | Mapping[str, Any]],
     common: CommonFields,
     review_configs: Sequence[ReviewConfig | Mapping[str, Any]] | None = None,
+    policy: Policy | Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """An approval of tool calls, seed 002 shape: ``actions`` (+ ``review_configs``)."""
+    """An approval of tool calls, seed 002 shape: ``actions`` (+ ``review_configs``,
+    + the request's own decision ``policy``)."""
     body = common.to_dict()
     body["actions"] = _actions("actions", actions)
     configs = _review_configs(review_configs)
     if configs is not None:
         body["review_configs"] = configs
+    if policy is not None:
+        body["policy"] = _policy(policy)
     return body
 
 
@@ -121,6 +132,7 @@ def action_requests_body(
     action_requests: Sequence[Action | Mapping[str, Any]],
     common: CommonFields,
     review_configs: Sequence[ReviewConfig | Mapping[str, Any]] | None = None,
+    policy: Policy | Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The seed 000 / LangChain shape: ``action_requests`` (+ ``review_configs``)."""
     body = common.to_dict()
@@ -128,6 +140,8 @@ def action_requests_body(
     configs = _review_configs(review_configs)
     if configs is not None:
         body["review_configs"] = configs
+    if policy is not None:
+        body["policy"] = _policy(policy)
     return body
 
 

@@ -15,7 +15,7 @@ import httpx
 from ._version import __version__
 from .body import CommonFields, approval_body, choices_body, questions_body
 from .errors import HitlApiError, RequestCancelled, RequestExpired, WaitTimeout
-from .types import Action, Answers, Approval, Question, RequestState, ReviewConfig, TargetLike
+from .types import Action, Answers, Approval, Policy, Question, RequestState, ReviewConfig, TargetLike
 
 try:  # httpx depends on anyio; sleeping through it keeps trio users working.
     from anyio import sleep as _async_sleep
@@ -339,10 +339,15 @@ class HitlClient:
         approval_key: str | None = None,
         session_id: str | None = None,
         callback_url: str | None = None,
+        policy: Policy | Mapping[str, Any] | None = None,
         wait_timeout: float | None = None,
     ) -> Approval:
         """Asks the people of ``targets`` to approve, edit or reject tool calls, and
-        waits for their decisions (one per action, in order).
+        waits for their decisions (one per action, in order). ``policy`` is the
+        request's own decision policy (:class:`Policy`: ``approvers``, ``quorum``,
+        ``escalation`` with a ``fallback``, ...), validated by the bridge; a fallback
+        ends the request at its moment, so a ``reject`` fallback raises
+        :class:`RequestExpired` with the fallback's decisions.
 
         Raises :class:`RequestExpired` (with the bridge's reject decisions) when nobody
         answers within ``timeout_seconds`` (bridge default 300), :class:`RequestCancelled`
@@ -353,7 +358,7 @@ class HitlClient:
         common = CommonFields(
             targets, approvers, approver_roles, text, timeout_seconds, approval_key, session_id, callback_url
         )
-        state = self.create(approval_body(actions, common, review_configs))
+        state = self.create(approval_body(actions, common, review_configs, policy))
         if state.is_pending:
             state = self.wait(state.approval_key, timeout=wait_timeout)
         return _approval(state)
@@ -538,13 +543,14 @@ class AsyncHitlClient:
         approval_key: str | None = None,
         session_id: str | None = None,
         callback_url: str | None = None,
+        policy: Policy | Mapping[str, Any] | None = None,
         wait_timeout: float | None = None,
     ) -> Approval:
         """See :meth:`HitlClient.request_approval`."""
         common = CommonFields(
             targets, approvers, approver_roles, text, timeout_seconds, approval_key, session_id, callback_url
         )
-        state = await self.create(approval_body(actions, common, review_configs))
+        state = await self.create(approval_body(actions, common, review_configs, policy))
         if state.is_pending:
             state = await self.wait(state.approval_key, timeout=wait_timeout)
         return _approval(state)

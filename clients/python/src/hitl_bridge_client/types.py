@@ -123,6 +123,36 @@ class ReviewConfig(TypedDict, total=False):
     timeout: int
 
 
+class _EscalationStepBase(TypedDict):
+    after: Union[int, str]
+
+
+class EscalationStep(_EscalationStepBase, total=False):
+    """One step of a policy's ``escalation``: ``after`` (seconds, or ``"90s"``, ``"5m"``,
+    ``"1h30m"``) and exactly one of ``remind`` (``"approvers"``, ``"role:ROLE_ID"`` or
+    ``"platform:user_id"``), ``show_in`` (a chat as in the bridge's
+    ``routing.channels``, e.g. ``"discord:1300000000000000000"``) or ``fallback``
+    (the last step)."""
+
+    remind: str
+    show_in: str
+    fallback: Literal["approve", "reject", "leave"]
+
+
+class Policy(TypedDict, total=False):
+    """A request's own decision policy (approvals only): who must approve, how many of
+    them (``quorum``), what may be remembered, and what happens when nobody answers.
+    A fallback's moment becomes the request's deadline. A matching ``[[policies]]``
+    entry of the bridge's config overrides it."""
+
+    approvers: list[str]
+    approver_roles: list[str]
+    quorum: int
+    remember: list[Literal["session", "always"]]
+    remember_args: Literal["same", "any"]
+    escalation: list[EscalationStep]
+
+
 class _QuestionOptionBase(TypedDict):
     label: str
 
@@ -228,6 +258,24 @@ def parse_time(value: Any) -> datetime | None:
 
 
 @dataclass(frozen=True)
+class Vote:
+    """One person's vote under a quorum: the full decision set, one per action."""
+
+    by: DecidedBy | None
+    at: datetime | None
+    decisions: list[Decision]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Vote:
+        decisions = data.get("decisions")
+        return cls(
+            by=DecidedBy.from_json(data.get("by")),
+            at=parse_time(data.get("at")),
+            decisions=cast("list[Decision]", list(decisions)) if isinstance(decisions, list) else [],
+        )
+
+
+@dataclass(frozen=True)
 class RequestState:
     """What ``GET /v1/requests/{approval_key}`` says about a request.
 
@@ -235,6 +283,11 @@ class RequestState:
     for approvals, ``{"answers": {...}, "selected_options": [[...], ...]}`` for
     questions, ``None`` while pending, for expired questions and for cancelled requests.
     ``raw`` is the whole JSON body as received.
+
+    Under a policy with a quorum, ``quorum`` is how many people must approve and
+    ``votes`` the votes cast so far, in order. ``settled_by`` is set when the policy
+    ended the request rather than a person: ``{"fallback": {"decision", "after_seconds"}}``
+    or ``{"rule": {"id", "scope", "set_by", "set_at"}}``.
     """
 
     approval_key: str
@@ -244,6 +297,9 @@ class RequestState:
     decided_by: DecidedBy | None = None
     decided_at: datetime | None = None
     reply: dict[str, Any] | None = None
+    quorum: int | None = None
+    votes: list[Vote] = field(default_factory=list)
+    settled_by: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -252,6 +308,7 @@ class RequestState:
             raise ValueError(f"expected a JSON object for a request state, got {type(data).__name__}")
         reply = data.get("reply")
         session_id = data.get("session_id")
+        quorum, votes, settled_by = data.get("quorum"), data.get("votes"), data.get("settled_by")
         return cls(
             approval_key=str(data.get("approval_key", "")),
             status=str(data.get("status", "")),
@@ -260,6 +317,9 @@ class RequestState:
             decided_by=DecidedBy.from_json(data.get("decided_by")),
             decided_at=parse_time(data.get("decided_at")),
             reply=dict(reply) if isinstance(reply, Mapping) else None,
+            quorum=quorum if isinstance(quorum, int) and not isinstance(quorum, bool) else None,
+            votes=[Vote.from_json(v) for v in votes if isinstance(v, Mapping)] if isinstance(votes, list) else [],
+            settled_by=dict(settled_by) if isinstance(settled_by, Mapping) else None,
             raw=dict(data),
         )
 
