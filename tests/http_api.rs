@@ -793,7 +793,6 @@ async fn quorum_of_two_named_approvers() {
 /// A fallback ends a request nobody decides: status `expired` at the fallback's
 /// moment, its reject decisions in `reply`, and `settled_by` says so.
 #[tokio::test]
-#[ignore = "needs the engine's fallback (main)"]
 async fn policy_fallback_rejects_when_nobody_decides() {
     let api = Api::start(|s| s.discord.enabled = false).await;
     let body = json!({"approval_key": "fb-1", "targets": [ops_target()], "timeout_seconds": 600,
