@@ -1,6 +1,9 @@
 //! The `audit_log` table: one entry per settled interaction (who, what, how fast, and
 //! what was asked versus what was sent), appended inside [`Store::settle`]'s
-//! transaction and never changed afterwards.
+//! transaction and never changed afterwards. Besides settles it records refused
+//! attempts, escalation steps performed (`escalated`) and remembered rules revoked
+//! (`rule_revoked`). Entries are built here, from the core's types, so every writer
+//! words them the same way.
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -11,7 +14,8 @@ use super::error::{Result, StoreError};
 use super::json::{self, skip_corrupt};
 use super::row::column;
 use super::Store;
-use crate::interaction::{Actor, Decider, Interaction, Status, UserAction};
+use crate::interaction::policy::{EscalationStep, Mention, PolicySettlement, StepAction};
+use crate::interaction::{Actor, Decider, Interaction, RememberedRule, Status, UserAction};
 use crate::protocol::{Decision, Reply};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -24,7 +28,8 @@ pub struct AuditEntry {
     /// The person who decided; `None` when the backend or the bridge ended it.
     pub actor: Option<Actor>,
     /// `resolved`, `resolved_elsewhere`, `expired`, `expired_by_backend`, `cancelled`,
-    /// or `refused` (set by the caller; no status maps to it).
+    /// `refused` (set by the caller; no status maps to it), `escalated` or
+    /// `rule_revoked`.
     pub outcome: String,
     /// The reply as sent (or as received from elsewhere), as JSON.
     pub reply: Option<Value>,
@@ -43,7 +48,8 @@ pub struct AuditEntry {
     /// The requested actions' names, in order; `None` for entries written before
     /// tool names were kept (the export then reads them from the interaction).
     pub tools: Option<Vec<String>>,
-    /// Why it was cancelled or refused.
+    /// Why it was cancelled or refused; which rule, fallback or quorum of voters
+    /// settled it under a policy; the escalation step performed; the rule revoked.
     pub reason: Option<String>,
 }
 
@@ -70,12 +76,146 @@ impl AuditEntry {
             agent: i.origin.agent().map(str::to_owned),
             kind: Some(kind.to_owned()),
             tools: Some(tools),
-            reason: match &i.status {
-                Status::Cancelled { reason, .. } => Some(reason.clone()),
-                _ => None,
-            },
+            reason: settled_reason(i),
         }
     }
+
+    /// The entry for an escalation step performed at `now_ms` (outcome `escalated`):
+    /// the reason says which (`remind role:900 after 300 s`, `show_in discord:1300
+    /// after 900 s`).
+    pub fn for_escalation(i: &Interaction, step: &EscalationStep, now_ms: i64) -> AuditEntry {
+        let (kind, tools) = kind_and_tools(i);
+        let what = match &step.action {
+            StepAction::Remind { mention } => format!("remind {}", mention_label(mention)),
+            StepAction::ShowIn { target } => format!("show_in {target}"),
+        };
+        AuditEntry {
+            at_ms: now_ms,
+            session_id: i.session_id.clone(),
+            approval_key: i.approval_key().to_owned(),
+            interaction_id: i.id.clone(),
+            actor: None,
+            outcome: "escalated".to_owned(),
+            reply: None,
+            original_args: Value::Array(i.request.actions().iter().map(|a| a.args.clone()).collect()),
+            edited_args: None,
+            latency_ms: now_ms.saturating_sub(i.created_at_ms),
+            agent: i.origin.agent().map(str::to_owned),
+            kind: Some(kind.to_owned()),
+            tools: Some(tools),
+            reason: Some(format!("{what} after {} s", step.after_secs)),
+        }
+    }
+
+    /// The entry for a remembered rule revoked by `by` at `now_ms` (outcome
+    /// `rule_revoked`, kind `rule`): `interaction_id` is the rule's id (the interaction
+    /// that set it), `tools` its tool, `original_args` its args (`[null]`: any args),
+    /// and the reason says what it was and who set it when.
+    pub fn for_rule_revoked(rule: &RememberedRule, by: &Actor, now_ms: i64) -> AuditEntry {
+        AuditEntry {
+            reason: Some(format!("revoked {}", rule_label(rule))),
+            ..rule_entry(rule, by, "rule_revoked", None, now_ms)
+        }
+    }
+
+    /// The entry for someone who may not revoke `rule` trying to (outcome `refused`,
+    /// kind `rule`), saying `why`.
+    pub fn for_refused_revoke(rule: &RememberedRule, by: &Actor, why: &str, now_ms: i64) -> AuditEntry {
+        let tried = serde_json::json!({ "attempted": "revoke_rule", "rule": rule.id, "reason": why });
+        AuditEntry { reason: Some(why.to_owned()), ..rule_entry(rule, by, "refused", Some(tried), now_ms) }
+    }
+}
+
+/// What the entries about a rule share.
+fn rule_entry(rule: &RememberedRule, by: &Actor, outcome: &str, reply: Option<Value>, now_ms: i64) -> AuditEntry {
+    AuditEntry {
+        at_ms: now_ms,
+        session_id: rule.session_id.clone().unwrap_or_default(),
+        approval_key: String::new(),
+        interaction_id: rule.id.clone(),
+        actor: Some(by.clone()),
+        outcome: outcome.to_owned(),
+        reply,
+        original_args: Value::Array(vec![rule.args.clone().unwrap_or(Value::Null)]),
+        edited_args: None,
+        latency_ms: 0,
+        agent: None,
+        kind: Some("rule".to_owned()),
+        tools: Some(vec![rule.tool.clone()]),
+        reason: None,
+    }
+}
+
+/// `always rule id-1 for execute_trade on stream (policy trades), set by Thảo at
+/// 2025-06-01T08:30:00.000Z`.
+fn rule_label(rule: &RememberedRule) -> String {
+    format!(
+        "{} rule {} for {} on {} (policy {}), set by {} at {}",
+        rule.scope.as_str(),
+        rule.id,
+        rule.tool,
+        rule.backend,
+        rule.policy,
+        rule.set_by.name,
+        rfc3339_ms(rule.set_at_ms)
+    )
+}
+
+/// A mention as the config writes it: `approvers`, `role:ID`, `platform:user_id`.
+fn mention_label(mention: &Mention) -> String {
+    match mention {
+        Mention::Approvers => "approvers".to_owned(),
+        Mention::Role { role_id } => format!("role:{role_id}"),
+        Mention::User { platform, user_id } => format!("{platform}:{user_id}"),
+    }
+}
+
+/// Why a settled interaction ended, where the outcome alone does not say: a cancel's
+/// reason, the rule or fallback of the policy that settled it, or the voters of a
+/// quorum.
+fn settled_reason(i: &Interaction) -> Option<String> {
+    if let Status::Cancelled { reason, .. } = &i.status {
+        return Some(reason.clone());
+    }
+    match &i.settled_by_policy {
+        Some(PolicySettlement::Rule { rule_id, set_by, set_at_ms, .. }) => {
+            Some(format!("approved by rule {rule_id} set by {} at {}", set_by.name, rfc3339_ms(*set_at_ms)))
+        }
+        Some(PolicySettlement::Fallback { decision, after_secs }) => {
+            let policy = i.policy.as_ref().map_or("", |p| p.name.as_str());
+            Some(format!("fallback {} by policy {policy} after {after_secs} s", decision.as_str()))
+        }
+        None => quorum_reason(i),
+    }
+}
+
+/// Every voter of a request resolved under a quorum: `quorum 2 of 2: Lan, Minh`, with
+/// `; other votes: Hoa` for votes on another decision set, or, when a vote that lets
+/// nothing run ended it early, `quorum not reached (1 of 2), stopped by Minh: Lan,
+/// Minh`. `None` without a quorum.
+fn quorum_reason(i: &Interaction) -> Option<String> {
+    let Status::Resolved { by: Decider::Person(last), .. } = &i.status else { return None };
+    let progress = i.quorum_progress()?;
+    let Some(Reply::Decisions { decisions, .. }) = &i.reply else { return None };
+    let names = |voters: &mut dyn Iterator<Item = &Actor>| voters.map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ");
+    let needed = progress.needed as usize;
+    match progress.tallies.iter().position(|t| t.decisions == *decisions && t.voters.len() >= needed) {
+        Some(won) => {
+            let tally = &progress.tallies[won];
+            let mut reason = format!("quorum {} of {needed}: {}", tally.voters.len(), names(&mut tally.voters.iter()));
+            let mut others = progress.tallies.iter().enumerate().filter(|(n, _)| *n != won).flat_map(|(_, t)| t.voters.iter()).peekable();
+            if others.peek().is_some() {
+                reason.push_str(&format!("; other votes: {}", names(&mut others)));
+            }
+            Some(reason)
+        }
+        None => Some(format!("quorum not reached ({} of {needed}), stopped by {}: {}", progress.leading(), last.name, names(&mut progress.voters()))),
+    }
+}
+
+/// Unix ms as RFC 3339 in UTC with milliseconds, as the export writes times.
+fn rfc3339_ms(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms).map_or_else(|| ms.to_string(), |t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
 }
 
 impl AuditEntry {
