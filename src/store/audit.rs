@@ -42,8 +42,9 @@ pub struct AuditEntry {
     pub latency_ms: i64,
     /// The agent (HTTP API token name) that pushed the request; `None` for chat turns.
     pub agent: Option<String>,
-    /// `approval` or `question`; `None` when no request was involved (a refused
-    /// message) or for entries written before kinds were kept.
+    /// `approval` or `question`; `rule` for an entry about a remembered rule; `None`
+    /// when no request was involved (a refused message) or for entries written before
+    /// kinds were kept.
     pub kind: Option<String>,
     /// The requested actions' names, in order; `None` for entries written before
     /// tool names were kept (the export then reads them from the interaction).
@@ -405,4 +406,182 @@ pub(super) fn decode_row(row: &AnyRow) -> Result<AuditEntry> {
 /// A nullable JSON column of the audit row `id`.
 fn json_opt<T: DeserializeOwned>(row: &AnyRow, name: &'static str, id: i64) -> Result<Option<T>> {
     json::decode_opt(column::<Option<&str>>(row, name)?, name, id)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::interaction::policy::{Fallback, FallbackDecision, RememberArgs, RememberScope};
+    use crate::interaction::{AccessPolicy, Policy, RequestBuilder, TimeoutDefaults};
+    use crate::protocol::{ActionRequest, DecisionType};
+
+    /// 2025-06-01T08:30:00Z.
+    const T0: i64 = 1_748_766_600_000;
+
+    fn policy(quorum: u32) -> Policy {
+        Policy {
+            name: "trades".into(),
+            approvers: [("telegram", "10"), ("telegram", "11"), ("telegram", "12")].map(|(p, id)| (p.to_owned(), id.to_owned())).to_vec(),
+            approver_roles: vec![],
+            quorum,
+            remember: vec![RememberScope::Always],
+            remember_args: RememberArgs::Same,
+            escalation: vec![],
+            fallback: None,
+        }
+    }
+
+    fn trade(policy: Policy) -> Interaction {
+        let action = ActionRequest { name: "execute_trade".into(), args: json!({"symbol": "VNM"}), description: None, tool_use_id: None };
+        let request = RequestBuilder::start("S_1", vec![action], vec![], Some(600)).finish(TimeoutDefaults::default()).expect("request");
+        Interaction::new("id1".into(), "S".into(), request, None, T0).with_policy(Some(policy))
+    }
+
+    fn lan() -> Actor {
+        Actor::new("telegram", "10", "Lan")
+    }
+
+    fn minh() -> Actor {
+        Actor::new("telegram", "11", "Minh")
+    }
+
+    fn vote(i: &mut Interaction, who: &Actor, decision: DecisionType, at: i64) {
+        i.apply(who, UserAction::DecideAll { decision }, &AccessPolicy::default(), at).expect("vote accepted");
+    }
+
+    fn rule() -> RememberedRule {
+        RememberedRule {
+            id: "id0".into(),
+            scope: RememberScope::Always,
+            tool: "execute_trade".into(),
+            args: Some(json!({"symbol": "VNM"})),
+            session_id: None,
+            backend: "stream".into(),
+            set_by: lan(),
+            set_at_ms: T0 - 60_000,
+            policy: "trades".into(),
+        }
+    }
+
+    #[test]
+    fn a_rule_settle_names_the_rule_its_setter_and_when() {
+        let mut i = trade(policy(1));
+        i.resolve_by_rule(&rule(), T0 + 5).expect("the rule approves it");
+        let entry = AuditEntry::for_settled(&i, T0 + 5);
+        assert_eq!(
+            entry,
+            AuditEntry {
+                at_ms: T0 + 5,
+                session_id: "S".into(),
+                approval_key: "S_1".into(),
+                interaction_id: "id1".into(),
+                actor: Some(lan()),
+                outcome: "resolved".into(),
+                reply: Some(json!({"decisions": [{"type": "approve"}]})),
+                original_args: json!([{"symbol": "VNM"}]),
+                edited_args: None,
+                latency_ms: 5,
+                agent: None,
+                kind: Some("approval".into()),
+                tools: Some(vec!["execute_trade".into()]),
+                reason: Some("approved by rule id0 set by Lan at 2025-06-01T08:29:00.000Z".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn a_fallback_says_which_decision_which_policy_and_when() {
+        let mut i = trade(Policy { fallback: Some(Fallback { after_secs: 1800, decision: FallbackDecision::Reject }), ..policy(2) });
+        assert!(i.apply_fallback(T0 + 1_800_000));
+        let entry = AuditEntry::for_settled(&i, T0 + 1_800_000);
+        assert_eq!((entry.outcome.as_str(), entry.actor.as_ref()), ("expired", None));
+        assert_eq!(entry.reason.as_deref(), Some("fallback reject by policy trades after 1800 s"));
+    }
+
+    #[test]
+    fn a_quorum_records_every_voter() {
+        let mut i = trade(policy(2));
+        vote(&mut i, &lan(), DecisionType::Approve, T0 + 1);
+        vote(&mut i, &minh(), DecisionType::Approve, T0 + 2);
+        let entry = AuditEntry::for_settled(&i, T0 + 2);
+        assert_eq!((entry.outcome.as_str(), entry.actor.clone()), ("resolved", Some(minh())));
+        assert_eq!(entry.reason.as_deref(), Some("quorum 2 of 2: Lan, Minh"));
+
+        // A reject ends it before the quorum: who stopped it, and everyone who voted.
+        let mut i = trade(policy(3));
+        vote(&mut i, &lan(), DecisionType::Approve, T0 + 1);
+        vote(&mut i, &minh(), DecisionType::Reject, T0 + 2);
+        assert_eq!(AuditEntry::for_settled(&i, T0 + 2).reason.as_deref(), Some("quorum not reached (1 of 3), stopped by Minh: Lan, Minh"));
+
+        // Without a quorum nothing is added.
+        let mut i = trade(policy(1));
+        vote(&mut i, &lan(), DecisionType::Approve, T0 + 1);
+        assert_eq!(AuditEntry::for_settled(&i, T0 + 1).reason, None);
+    }
+
+    #[test]
+    fn an_escalation_step_is_an_entry_of_its_own() {
+        let i = trade(policy(1));
+        let remind = EscalationStep { after_secs: 300, action: StepAction::Remind { mention: Mention::Role { role_id: "900".into() } } };
+        let entry = AuditEntry::for_escalation(&i, &remind, T0 + 300_000);
+        assert_eq!(
+            entry,
+            AuditEntry {
+                at_ms: T0 + 300_000,
+                session_id: "S".into(),
+                approval_key: "S_1".into(),
+                interaction_id: "id1".into(),
+                actor: None,
+                outcome: "escalated".into(),
+                reply: None,
+                original_args: json!([{"symbol": "VNM"}]),
+                edited_args: None,
+                latency_ms: 300_000,
+                agent: None,
+                kind: Some("approval".into()),
+                tools: Some(vec!["execute_trade".into()]),
+                reason: Some("remind role:900 after 300 s".into()),
+            }
+        );
+        let user = EscalationStep { after_secs: 60, action: StepAction::Remind { mention: Mention::User { platform: "telegram".into(), user_id: "42".into() } } };
+        assert_eq!(AuditEntry::for_escalation(&i, &user, T0).reason.as_deref(), Some("remind telegram:42 after 60 s"));
+        let approvers = EscalationStep { after_secs: 60, action: StepAction::Remind { mention: Mention::Approvers } };
+        assert_eq!(AuditEntry::for_escalation(&i, &approvers, T0).reason.as_deref(), Some("remind approvers after 60 s"));
+        let show = EscalationStep { after_secs: 900, action: StepAction::ShowIn { target: "discord:1300".into() } };
+        assert_eq!(AuditEntry::for_escalation(&i, &show, T0).reason.as_deref(), Some("show_in discord:1300 after 900 s"));
+    }
+
+    #[test]
+    fn a_revoked_rule_and_a_refused_revoke_name_the_rule() {
+        let alice = Actor::new("cli", "alice", "alice");
+        let entry = AuditEntry::for_rule_revoked(&rule(), &alice, T0);
+        assert_eq!(
+            entry,
+            AuditEntry {
+                at_ms: T0,
+                session_id: String::new(),
+                approval_key: String::new(),
+                interaction_id: "id0".into(),
+                actor: Some(alice),
+                outcome: "rule_revoked".into(),
+                reply: None,
+                original_args: json!([{"symbol": "VNM"}]),
+                edited_args: None,
+                latency_ms: 0,
+                agent: None,
+                kind: Some("rule".into()),
+                tools: Some(vec!["execute_trade".into()]),
+                reason: Some("revoked always rule id0 for execute_trade on stream (policy trades), set by Lan at 2025-06-01T08:29:00.000Z".into()),
+            }
+        );
+        let eve = Actor::new("telegram", "99", "Eve");
+        let refused = AuditEntry::for_refused_revoke(&RememberedRule { args: None, ..rule() }, &eve, "only an approver or the person who set it may revoke a rule", T0);
+        assert_eq!((refused.outcome.as_str(), refused.actor, refused.original_args), ("refused", Some(eve), json!([null])));
+        assert_eq!(
+            refused.reply,
+            Some(json!({"attempted": "revoke_rule", "rule": "id0", "reason": "only an approver or the person who set it may revoke a rule"}))
+        );
+    }
 }
