@@ -16,6 +16,7 @@ mod handle;
 mod lanes;
 mod outside;
 pub mod routing;
+mod rules;
 mod shards;
 #[cfg(test)]
 mod tests;
@@ -23,6 +24,7 @@ mod tests;
 pub use crate::clock::now_ms;
 pub use gate::{PairRefusal, Stranger, paired_notice};
 pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, PendingShown, PushOutcome};
+pub use rules::{RevokeRefusal, revoke_usage, revoked_notice, rules_notice};
 
 use std::collections::HashMap;
 use std::ops::Deref;
@@ -94,6 +96,9 @@ struct Shared {
     routes: Routes,
     /// Where settled requests and refusals are counted ([`Engine::with_metrics`]).
     metrics: crate::metrics::Metrics,
+    /// The chat backend's kind as configured (`stream`, `kimi`, …): what rules set on
+    /// chat turns are stored under ([`rules`]).
+    backend_kind: String,
 }
 
 pub struct Engine {
@@ -159,6 +164,7 @@ impl Engine {
             show_owner: uuid::Uuid::new_v4().simple().to_string(),
             routes: Routes::default(),
             metrics: crate::metrics::Metrics::default(),
+            backend_kind: rules::backend_kind(settings),
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (shards, receivers) = Shards::new(cores * SHARDS_PER_CORE);
@@ -244,7 +250,9 @@ async fn route(shared: &Arc<Shared>, shards: &Shards, request: EngineRequest) {
         | EngineRequest::Pair { chat, .. }
         | EngineRequest::NewSession { chat, .. }
         | EngineRequest::Cancel { chat, .. }
-        | EngineRequest::PendingInChat { chat, .. } => {
+        | EngineRequest::PendingInChat { chat, .. }
+        | EngineRequest::Rules { chat, .. }
+        | EngineRequest::RevokeRule { chat, .. } => {
             shards.send(shards.of_chat(chat), Input::Request(request)).await;
             return;
         }
@@ -405,6 +413,12 @@ impl Shard {
                     let _ = reached.await;
                     let _ = done.send(pending_in_chat(&store, &chat).await);
                 });
+            }
+            EngineRequest::Rules { chat, actor, done } => {
+                let _ = done.send(self.rules_in_chat(&chat, &actor).await);
+            }
+            EngineRequest::RevokeRule { chat, actor, rule_id, done } => {
+                let _ = done.send(self.revoke_in_chat(&chat, &actor, &rule_id).await);
             }
         }
     }
