@@ -1,5 +1,5 @@
 //! The `hitl-bridge` command: `run`, `demo`, `agent-sim`, `check-config`, `pair`, and
-//! the admin commands `pending`, `cancel` and `audit export`.
+//! the admin commands `pending`, `cancel`, `audit export` and `rules`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -100,6 +100,29 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Remembered approvals ("approve for this session", "always approve"): list the
+    /// active ones (the default), or revoke one.
+    Rules {
+        #[command(subcommand)]
+        command: Option<RulesCommand>,
+        #[arg(long, global = true)]
+        config: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum RulesCommand {
+    /// Print the active rules, oldest first: id, scope, tool, args, session, backend,
+    /// who set it, when, and the policy that offered it.
+    List,
+    /// Revoke a rule: from now on its requests are asked again.
+    Revoke {
+        /// The rule's id, as `rules list` shows it.
+        id: String,
+        /// Who is revoking, for the audit log.
+        #[arg(long, env = "USER", default_value = "operator")]
+        by: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -164,6 +187,13 @@ async fn main() -> anyhow::Result<()> {
         Command::Cancel { key, session, reason, by, config } => run_admin(config, AdminCommand::Cancel { key, session, reason, by }).await,
         Command::Audit { command: AuditCommand::Export { since, format, config } } => {
             run_admin(config, AdminCommand::AuditExport { since_ms: since, format }).await
+        }
+        Command::Rules { command, config } => {
+            let command = match command {
+                None | Some(RulesCommand::List) => AdminCommand::RulesList,
+                Some(RulesCommand::Revoke { id, by }) => AdminCommand::RulesRevoke { id, by },
+            };
+            run_admin(config, command).await
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The admin commands (`pending`, `cancel`, `audit export`) run as the real binary,
+//! The admin commands (`pending`, `cancel`, `audit export`, `rules`) run as the real binary,
 //! with `--config config/default.toml` and the store url from the environment, against
 //! a store built through the Store API. Each store test runs on SQLite and, when
 //! `HITL_BRIDGE_TEST_POSTGRES_URL` is set, on PostgreSQL. The last test cancels a
@@ -11,7 +11,8 @@ mod test_db;
 
 use std::process::Output;
 
-use hitl_bridge::interaction::{AccessPolicy, Actor, Applied, Approvers, Interaction, Origin, RequestBuilder, Status, TimeoutDefaults, UserAction};
+use hitl_bridge::interaction::policy::{EscalationStep, Fallback, FallbackDecision, Mention, RememberArgs, RememberScope, RememberedRule, StepAction};
+use hitl_bridge::interaction::{AccessPolicy, Actor, Applied, Approvers, Interaction, Origin, Policy, RequestBuilder, Status, TimeoutDefaults, UserAction};
 use hitl_bridge::protocol::{ActionRequest, Command, Decision, Reply};
 use hitl_bridge::store::{ApiRequest, AuditEntry, ChatKey, MessageRef, ShowClaim, Store};
 use serde_json::{Value, json};
@@ -44,7 +45,13 @@ macro_rules! suite {
     };
 }
 
-suite!(pending_prints_one_aligned_row_per_request, cancel_settles_queues_reports_and_notifies_once, audit_export_prints_entries_in_time_order);
+suite!(
+    pending_prints_one_aligned_row_per_request,
+    cancel_settles_queues_reports_and_notifies_once,
+    audit_export_prints_entries_in_time_order,
+    audit_export_carries_policy_entries,
+    rules_lists_the_active_rules_and_revokes_one,
+);
 
 // ---------------------------------------------------------------------------------
 // Running the binary
@@ -389,6 +396,194 @@ async fn audit_export_prints_entries_in_time_order(db: &TestDatabase) {
     let out = admin(&db.url, &["audit", "export", "--since", "yesterday"]).await;
     assert_eq!((out.status.code(), stdout(&out).as_str()), (Some(2), ""));
     assert!(stderr(&out).contains("\"yesterday\" is not an RFC 3339 time such as 2025-06-01T00:00:00Z"), "{}", stderr(&out));
+    store.close().await;
+}
+
+// ---------------------------------------------------------------------------------
+// Decision policies: audit entries and `rules`
+// ---------------------------------------------------------------------------------
+
+/// Policy `trades`: Lan (telegram:10) and Minh (telegram:11) decide, `quorum` of them.
+fn trades(quorum: u32) -> Policy {
+    Policy {
+        name: "trades".into(),
+        approvers: vec![("telegram".into(), "10".into()), ("telegram".into(), "11".into())],
+        approver_roles: vec![],
+        quorum,
+        remember: vec![RememberScope::Session, RememberScope::Always],
+        remember_args: RememberArgs::Same,
+        escalation: vec![],
+        fallback: None,
+    }
+}
+
+/// One trade to approve under `policy`, created at T0 and stored.
+async fn trade_under(store: &Store, key: &str, policy: Policy) -> Interaction {
+    let request = RequestBuilder::start(key, vec![action("execute_trade", json!({"symbol": "VNM", "quantity": 100}))], vec![], Some(300))
+        .finish(TimeoutDefaults::default())
+        .expect("request");
+    let i = Interaction::new(format!("id-{key}"), "S".into(), request, Some(thao()), T0).with_policy(Some(policy));
+    assert!(store.insert_interaction(&i).await.expect("insert"));
+    i
+}
+
+fn lan() -> Actor {
+    Actor::new("telegram", "10", "Lan")
+}
+
+fn minh() -> Actor {
+    Actor::new("telegram", "11", "Minh")
+}
+
+/// Thảo's "always approve" of execute_trade with these args, set a minute before T0.
+fn always_rule() -> RememberedRule {
+    RememberedRule {
+        id: "r-always".into(),
+        scope: RememberScope::Always,
+        tool: "execute_trade".into(),
+        args: None,
+        session_id: None,
+        backend: "stream".into(),
+        set_by: thao(),
+        set_at_ms: T0 - 60_000,
+        policy: "trades".into(),
+    }
+}
+
+async fn audit_export_carries_policy_entries(db: &TestDatabase) {
+    let store = db.store().await;
+    store.save_rule(&always_rule()).await.expect("save rule");
+    // T0 + 1 s: Thảo's rule approves P_1 at once.
+    let mut by_rule = trade_under(&store, "P_1", trades(1)).await;
+    by_rule.resolve_by_rule(&always_rule(), T0 + 1_000).expect("the rule approves");
+    assert!(store.settle(&by_rule, None, &AuditEntry::for_settled(&by_rule, T0 + 1_000)).await.expect("settle"));
+    // T0 + 2 s: nobody answered P_2; the approvers' role is reminded.
+    let escalating = trade_under(&store, "P_2", trades(1)).await;
+    let step = EscalationStep { after_secs: 2, action: StepAction::Remind { mention: Mention::Role { role_id: "900".into() } } };
+    store.append_audit(&AuditEntry::for_escalation(&escalating, &step, T0 + 2_000)).await.expect("audit");
+    // T0 + 3 s: Lan and Minh approve P_3 under a quorum of 2.
+    let mut voted = trade_under(&store, "P_3", trades(2)).await;
+    for (who, at) in [(lan(), T0 + 2_500), (minh(), T0 + 3_000)] {
+        voted.apply(&who, UserAction::DecideAll { decision: hitl_bridge::protocol::DecisionType::Approve }, &AccessPolicy::default(), at).expect("vote");
+    }
+    assert!(store.settle(&voted, None, &AuditEntry::for_settled(&voted, T0 + 3_000)).await.expect("settle"));
+    // T0 + 4 s: P_4's fallback rejects it.
+    let mut fell_back = trade_under(&store, "P_4", Policy { fallback: Some(Fallback { after_secs: 4, decision: FallbackDecision::Reject }), ..trades(1) }).await;
+    assert!(fell_back.apply_fallback(T0 + 4_000));
+    assert!(store.settle(&fell_back, None, &AuditEntry::for_settled(&fell_back, T0 + 4_000)).await.expect("settle"));
+    // T0 + 5 s: Eve may not revoke the rule; T0 + 6 s: alice does.
+    let eve = Actor::new("telegram", "99", "Eve");
+    let why = "only an approver or the person who set it may revoke a rule";
+    store.append_audit(&AuditEntry::for_refused_revoke(&always_rule(), &eve, why, T0 + 5_000)).await.expect("audit");
+    assert_eq!(store.revoke_rule("r-always", "alice", T0 + 6_000).await.expect("revoke"), Some(always_rule()));
+
+    let args = json!([{"symbol": "VNM", "quantity": 100}]);
+    let approve = json!({"decisions": [{"type": "approve"}]});
+    let thao_json = json!({"platform": "telegram", "user_id": "42", "name": "Thảo"});
+    let expected = [
+        line(json!({"at": "2025-06-01T08:30:01.000Z", "outcome": "resolved", "approval_key": "P_1", "session_id": "S", "interaction_id": "id-P_1",
+            "kind": "approval", "tools": ["execute_trade"], "who": thao_json, "agent": null, "decision": approve, "attempted": null,
+            "original_args": args, "edited_args": null, "latency_ms": 1000, "reason": "approved by rule r-always set by Thảo at 2025-06-01T08:29:00.000Z"})),
+        line(json!({"at": "2025-06-01T08:30:02.000Z", "outcome": "escalated", "approval_key": "P_2", "session_id": "S", "interaction_id": "id-P_2",
+            "kind": "approval", "tools": ["execute_trade"], "who": null, "agent": null, "decision": null, "attempted": null,
+            "original_args": args, "edited_args": null, "latency_ms": 2000, "reason": "remind role:900 after 2 s"})),
+        line(json!({"at": "2025-06-01T08:30:03.000Z", "outcome": "resolved", "approval_key": "P_3", "session_id": "S", "interaction_id": "id-P_3",
+            "kind": "approval", "tools": ["execute_trade"], "who": {"platform": "telegram", "user_id": "11", "name": "Minh"}, "agent": null,
+            "decision": approve, "attempted": null, "original_args": args, "edited_args": null, "latency_ms": 3000, "reason": "quorum 2 of 2: Lan, Minh"})),
+        line(json!({"at": "2025-06-01T08:30:04.000Z", "outcome": "expired", "approval_key": "P_4", "session_id": "S", "interaction_id": "id-P_4",
+            "kind": "approval", "tools": ["execute_trade"], "who": null, "agent": null,
+            "decision": {"decisions": [{"type": "reject", "message": "no human decision after 4 s: rejected by policy trades"}]}, "attempted": null,
+            "original_args": args, "edited_args": null, "latency_ms": 4000, "reason": "fallback reject by policy trades after 4 s"})),
+        line(json!({"at": "2025-06-01T08:30:05.000Z", "outcome": "refused", "approval_key": null, "session_id": null, "interaction_id": "r-always",
+            "kind": "rule", "tools": ["execute_trade"], "who": {"platform": "telegram", "user_id": "99", "name": "Eve"}, "agent": null,
+            "decision": null, "attempted": {"attempted": "revoke_rule", "rule": "r-always"}, "original_args": [null], "edited_args": null,
+            "latency_ms": 0, "reason": why})),
+        line(json!({"at": "2025-06-01T08:30:06.000Z", "outcome": "rule_revoked", "approval_key": null, "session_id": null, "interaction_id": "r-always",
+            "kind": "rule", "tools": ["execute_trade"], "who": {"platform": "cli", "user_id": "alice", "name": "alice"}, "agent": null,
+            "decision": null, "attempted": null, "original_args": [null], "edited_args": null, "latency_ms": 0,
+            "reason": "revoked always rule r-always for execute_trade on stream (policy trades), set by Thảo at 2025-06-01T08:29:00.000Z"})),
+    ];
+    assert_eq!(ok(&admin(&db.url, &["audit", "export"]).await), expected.iter().map(|l| format!("{l}\n")).collect::<String>());
+    assert_eq!(
+        ok(&admin(&db.url, &["audit", "export", "--since", "2025-06-01T08:30:02Z", "--format", "csv"]).await),
+        concat!(
+            "at,outcome,approval_key,session_id,interaction_id,kind,tools,who_platform,who_user_id,who_name,agent,",
+            "decision,attempted,original_args,edited_args,latency_ms,reason\n",
+            r#"2025-06-01T08:30:02.000Z,escalated,P_2,S,id-P_2,approval,execute_trade,,,,,,,"[{""symbol"":""VNM"",""quantity"":100}]",,2000,remind role:900 after 2 s"#,
+            "\n",
+            r#"2025-06-01T08:30:03.000Z,resolved,P_3,S,id-P_3,approval,execute_trade,telegram,11,Minh,,"{""decisions"":[{""type"":""approve""}]}",,"#,
+            r#""[{""symbol"":""VNM"",""quantity"":100}]",,3000,"quorum 2 of 2: Lan, Minh""#,
+            "\n",
+            r#"2025-06-01T08:30:04.000Z,expired,P_4,S,id-P_4,approval,execute_trade,,,,,"#,
+            r#""{""decisions"":[{""type"":""reject"",""message"":""no human decision after 4 s: rejected by policy trades""}]}",,"#,
+            r#""[{""symbol"":""VNM"",""quantity"":100}]",,4000,fallback reject by policy trades after 4 s"#,
+            "\n",
+            r#"2025-06-01T08:30:05.000Z,refused,,,r-always,rule,execute_trade,telegram,99,Eve,,,"{""attempted"":""revoke_rule"",""rule"":""r-always""}","#,
+            "[null],,0,only an approver or the person who set it may revoke a rule\n",
+            r#"2025-06-01T08:30:06.000Z,rule_revoked,,,r-always,rule,execute_trade,cli,alice,alice,,,,[null],,0,"#,
+            r#""revoked always rule r-always for execute_trade on stream (policy trades), set by Thảo at 2025-06-01T08:29:00.000Z""#,
+            "\n",
+        )
+    );
+    store.close().await;
+}
+
+async fn rules_lists_the_active_rules_and_revokes_one(db: &TestDatabase) {
+    let store = db.store().await;
+    assert_eq!(ok(&admin(&db.url, &["rules"]).await), "no active rules\n");
+    let in_session = RememberedRule {
+        id: "0f9e8d7c6b5a".into(),
+        scope: RememberScope::Session,
+        args: Some(json!({"symbol": "VNM", "quantity": 100, "note": "rebalance the whole portfolio"})),
+        session_id: Some("3f2a9c".into()),
+        set_by: lan(),
+        set_at_ms: T0 + 60_000,
+        ..always_rule()
+    };
+    let kimi = RememberedRule {
+        id: "9a8b7c6d5e4f".into(),
+        tool: "shell".into(),
+        args: Some(json!({"cmd": "ls"})),
+        backend: "kimi".into(),
+        set_by: Actor::new("discord", "8001", "Minh"),
+        set_at_ms: T0 + 120_000,
+        policy: "policies[2]".into(),
+        ..always_rule()
+    };
+    for rule in [&kimi, &always_rule(), &in_session] {
+        store.save_rule(rule).await.expect("save rule");
+    }
+    let table = "ID            SCOPE    TOOL           ARGS                                      SESSION  BACKEND  SET_BY               SET_AT                POLICY\n\
+                 r-always      always   execute_trade  (any)                                     -        stream   Thảo (telegram:42)   2025-06-01T08:29:00Z  trades\n\
+                 0f9e8d7c6b5a  session  execute_trade  {\"symbol\":\"VNM\",\"quantity\":100,\"note\":\"…  3f2a9c   stream   Lan (telegram:10)    2025-06-01T08:31:00Z  trades\n\
+                 9a8b7c6d5e4f  always   shell          {\"cmd\":\"ls\"}                              -        kimi     Minh (discord:8001)  2025-06-01T08:32:00Z  policies[2]\n";
+    assert_eq!(ok(&admin(&db.url, &["rules"]).await), table);
+    assert_eq!(ok(&admin(&db.url, &["rules", "list"]).await), table);
+
+    let before = hitl_bridge::clock::now_ms();
+    assert_eq!(
+        ok(&admin(&db.url, &["rules", "revoke", "r-always", "--by", "alice"]).await),
+        "revoked rule r-always (always: execute_trade on stream, set by Thảo (telegram:42) at 2025-06-01T08:29:00Z)\n"
+    );
+    let after = hitl_bridge::clock::now_ms();
+    assert_eq!(store.active_rules().await.expect("rules"), vec![in_session.clone(), kimi.clone()]);
+    let audit = store.audit_page(i64::MIN, None, 10).await.expect("audit").rows;
+    let [row] = audit.as_slice() else { panic!("one audit entry, got {audit:?}") };
+    assert!((before..=after).contains(&row.entry.at_ms), "revoked at {}", row.entry.at_ms);
+    assert_eq!(row.entry, AuditEntry::for_rule_revoked(&always_rule(), &Actor::new("cli", "alice", "alice"), row.entry.at_ms));
+
+    // Already revoked, or unknown: exit 1, a clear message, nothing changed.
+    for id in ["r-always", "nope"] {
+        let out = admin(&db.url, &["rules", "revoke", id, "--by", "alice"]).await;
+        assert_eq!((out.status.code(), stdout(&out).as_str()), (Some(1), ""), "{id}");
+        let expected = format!("no active rule has id \"{id}\" (unknown or already revoked); `hitl-bridge rules` lists them");
+        assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
+    }
+    assert_eq!(store.audit_page(i64::MIN, None, 10).await.expect("audit").rows.len(), 1);
+    assert_eq!(
+        ok(&admin(&db.url, &["rules", "list"]).await).lines().map(|l| l.split(' ').next().unwrap_or_default().to_owned()).collect::<Vec<_>>(),
+        ["ID", "0f9e8d7c6b5a", "9a8b7c6d5e4f"]
+    );
     store.close().await;
 }
 

@@ -4,8 +4,9 @@
 //! PostgreSQL runs when `HITL_BRIDGE_TEST_POSTGRES_URL` is set (CI sets it), e.g.
 //! `postgres://postgres@127.0.0.1:5432/test`; otherwise those tests say so and pass.
 
-use hitl_bridge::interaction::{AccessPolicy, Actor, Applied, Draft, Interaction, RequestBuilder, Status, TimeoutDefaults, UserAction};
-use hitl_bridge::protocol::{ActionRequest, Command, Decision, Reply};
+use hitl_bridge::interaction::policy::{RememberArgs, RememberScope, RememberedRule};
+use hitl_bridge::interaction::{AccessPolicy, Actor, Applied, Draft, Interaction, Policy, RequestBuilder, Status, TimeoutDefaults, UserAction};
+use hitl_bridge::protocol::{ActionRequest, Command, Decision, DecisionType, Reply};
 use hitl_bridge::store::{AuditEntry, ChatKey, MessageRef, Store, StoreError};
 use serde_json::{Value, json};
 
@@ -103,6 +104,9 @@ suite!(
     a_session_lease_has_one_holder,
     pairing_codes_are_reused_expire_and_pair_once,
     refused_talk_is_audited_with_where_and_what,
+    a_draft_saved_from_a_stale_copy_changes_nothing,
+    rules_are_listed_by_session_and_backend_and_revoked_once,
+    settle_remembering_stores_the_rule_only_for_the_winner,
 );
 
 // ---------------------------------------------------------------------------------
@@ -618,4 +622,168 @@ async fn refused_talk_is_audited_with_where_and_what(db: &mut TestDb) {
     assert_eq!(found[0].outcome, "refused");
     assert_eq!(found[0].actor.as_ref().unwrap().user_id, "666");
     assert!(store.refused_attempts(T0 + 1).await.unwrap().is_empty());
+}
+
+// ---------------------------------------------------------------------------------
+// Decision policies: drafts saved compare-and-swap, remembered rules
+// ---------------------------------------------------------------------------------
+
+/// A policy named `trades`: the listed Telegram users decide, `quorum` of them.
+fn policy(quorum: u32, remember: Vec<RememberScope>) -> Policy {
+    Policy {
+        name: "trades".into(),
+        approvers: ["10", "11", "12"].iter().map(|id| ("telegram".to_owned(), (*id).to_owned())).collect(),
+        approver_roles: vec![],
+        quorum,
+        remember,
+        remember_args: RememberArgs::Same,
+        escalation: vec![],
+        fallback: None,
+    }
+}
+
+fn voter(id: &str, name: &str) -> Actor {
+    Actor::new("telegram", id, name)
+}
+
+/// One trade to approve, under `policy`.
+fn trade_under(session: &str, key: &str, policy: Policy) -> Interaction {
+    let request = RequestBuilder::start(key, vec![action("execute_trade", json!({"symbol": "VNM"}))], vec![], Some(60))
+        .finish(TimeoutDefaults::default())
+        .expect("valid request");
+    Interaction::new(format!("id-{key}"), session.into(), request, Some(thao()), T0).with_policy(Some(policy))
+}
+
+fn votes(i: &Interaction) -> Vec<String> {
+    let Draft::Decisions(draft) = &i.draft else { panic!("an approval has decisions") };
+    draft.votes.iter().map(|v| v.voter.name.clone()).collect()
+}
+
+/// Two replicas read the same request under a quorum of 3; Lan votes on one, Minh on
+/// the other. The first save wins; the second changes nothing (it would have erased
+/// Lan's vote) until Minh's vote is cast again on a fresh copy.
+async fn a_draft_saved_from_a_stale_copy_changes_nothing(db: &mut TestDb) {
+    let replica = db.db.store().await;
+    let created = trade_under("S", "S_1", policy(3, vec![]));
+    assert!(db.store.insert_interaction(&created).await.expect("insert"));
+    let approve = || UserAction::DecideAll { decision: DecisionType::Approve };
+    let none = &AccessPolicy::default();
+
+    let mut here = db.store.interaction("id-S_1").await.expect("load").expect("stored");
+    let mut there = replica.interaction("id-S_1").await.expect("load").expect("stored");
+    assert_eq!(here.apply(&voter("10", "Lan"), approve(), none, T0 + 1), Ok(Applied::Updated));
+    assert_eq!(there.apply(&voter("11", "Minh"), approve(), none, T0 + 2), Ok(Applied::Updated));
+    assert!(db.store.save_draft(&here).await.expect("save draft"));
+    assert!(!replica.save_draft(&there).await.expect("save draft"), "read before the first save: refused");
+    let stored = db.store.interaction("id-S_1").await.expect("load").expect("stored");
+    assert_eq!(stored, here);
+    assert_eq!(votes(&stored), ["Lan"]);
+    // The same copy saved twice is stale the second time too.
+    assert!(!db.store.save_draft(&here).await.expect("save draft"));
+
+    // Read again, the vote counts.
+    let mut fresh = replica.interaction("id-S_1").await.expect("load").expect("stored");
+    assert_eq!(fresh.apply(&voter("11", "Minh"), approve(), none, T0 + 3), Ok(Applied::Updated));
+    assert!(replica.save_draft(&fresh).await.expect("save draft"));
+    assert_eq!(votes(&db.store.interaction("id-S_1").await.expect("load").expect("stored")), ["Lan", "Minh"]);
+
+    // Settling stays first-wins on the status alone: a decision made on a copy read
+    // before the last draft still settles, and a draft saved after it is refused.
+    let mut stale = here.clone();
+    assert!(stale.cancel(T0 + 4, "turn ended"));
+    assert!(db.store.settle(&stale, None, &AuditEntry::for_settled(&stale, T0 + 4)).await.expect("settle"));
+    assert!(!replica.save_draft(&fresh).await.expect("save draft"));
+    assert_eq!(db.store.interaction("id-S_1").await.expect("load").expect("stored").status.name(), "cancelled");
+    replica.close().await;
+}
+
+fn rule(id: &str, scope: RememberScope, session: Option<&str>, backend: &str, set_at_ms: i64) -> RememberedRule {
+    RememberedRule {
+        id: id.into(),
+        scope,
+        tool: "execute_trade".into(),
+        args: Some(json!({"symbol": "VNM"})),
+        session_id: session.map(str::to_owned),
+        backend: backend.into(),
+        set_by: thao(),
+        set_at_ms,
+        policy: "trades".into(),
+    }
+}
+
+async fn rules_are_listed_by_session_and_backend_and_revoked_once(db: &mut TestDb) {
+    let store = &db.store;
+    let in_s = rule("r-session-S", RememberScope::Session, Some("S"), "stream", T0 + 2);
+    let always = RememberedRule { args: None, ..rule("r-always", RememberScope::Always, None, "stream", T0 + 1) };
+    let in_t = rule("r-session-T", RememberScope::Session, Some("T"), "stream", T0 + 3);
+    let kimi = rule("r-kimi", RememberScope::Always, None, "kimi", T0 + 4);
+    for r in [&in_s, &always, &in_t, &kimi] {
+        store.save_rule(r).await.expect("save rule");
+    }
+    // The same id again changes nothing.
+    store.save_rule(&RememberedRule { tool: "drop_table".into(), ..in_s.clone() }).await.expect("save rule");
+
+    assert_eq!(store.rules_for("stream", "S").await.expect("rules"), vec![always.clone(), in_s.clone()]);
+    assert_eq!(store.rules_for("stream", "T").await.expect("rules"), vec![always.clone(), in_t.clone()]);
+    assert_eq!(store.rules_for("stream", "").await.expect("rules"), vec![always.clone()], "no session: the always rules");
+    assert_eq!(store.rules_for("kimi", "S").await.expect("rules"), vec![kimi.clone()]);
+    assert_eq!(store.active_rules().await.expect("rules"), vec![always.clone(), in_s.clone(), in_t.clone(), kimi.clone()]);
+
+    // Revoked once, audited once, and gone from every list, also after a restart.
+    assert_eq!(store.revoke_rule("r-always", "alice", T0 + 10).await.expect("revoke"), Some(always.clone()));
+    assert_eq!(store.revoke_rule("r-always", "alice", T0 + 11).await.expect("revoke"), None, "already revoked");
+    assert_eq!(store.revoke_rule("nope", "alice", T0 + 12).await.expect("revoke"), None, "unknown");
+    let lan = voter("10", "Lan");
+    assert_eq!(store.revoke_rule_as("r-session-T", &lan, T0 + 13).await.expect("revoke"), Some(in_t.clone()));
+    db.reopen().await;
+    let store = &db.store;
+    assert_eq!(store.rules_for("stream", "S").await.expect("rules"), vec![in_s.clone()]);
+    assert_eq!(store.active_rules().await.expect("rules"), vec![in_s.clone(), kimi.clone()]);
+    let audit: Vec<AuditEntry> = store.audit_page(T0, None, 100).await.expect("audit").rows.into_iter().map(|r| r.entry).collect();
+    assert_eq!(
+        audit,
+        vec![
+            AuditEntry::for_rule_revoked(&always, &Actor::new("cli", "alice", "alice"), T0 + 10),
+            AuditEntry::for_rule_revoked(&in_t, &lan, T0 + 13),
+        ]
+    );
+    assert_eq!(
+        audit[0].reason.as_deref(),
+        Some("revoked always rule r-always for execute_trade on stream (policy trades), set by Thảo at 2023-11-14T22:13:20.001Z")
+    );
+    assert_eq!((audit[1].session_id.as_str(), audit[1].original_args.clone()), ("T", json!([{"symbol": "VNM"}])));
+}
+
+async fn settle_remembering_stores_the_rule_only_for_the_winner(db: &mut TestDb) {
+    let store = &db.store;
+    let none = &AccessPolicy::default();
+    let remember = || UserAction::Remember { scope: RememberScope::Always };
+
+    // A deadline settles first: the approval that would have set a rule loses, and
+    // no rule exists.
+    let created = trade_under("S", "S_1", policy(1, vec![RememberScope::Always]));
+    assert!(store.insert_interaction(&created).await.expect("insert"));
+    let mut expired = created.clone();
+    assert!(expired.expire(T0 + 5, false));
+    assert!(store.settle(&expired, None, &AuditEntry::for_settled(&expired, T0 + 5)).await.expect("settle"));
+    let mut late = created.clone();
+    let Ok(Applied::Resolved(reply)) = late.apply(&voter("10", "Lan"), remember(), none, T0 + 6) else { panic!("remembered approval resolves") };
+    let rule = late.rule_to_save("stream").expect("a rule to save");
+    let command = approval_command(&late, reply);
+    assert!(!store.settle_remembering(&late, Some(&command), &AuditEntry::for_settled(&late, T0 + 6), &rule).await.expect("settle"));
+    assert!(store.active_rules().await.expect("rules").is_empty());
+    assert!(store.outbox_for_session("S").await.expect("outbox").is_empty());
+
+    // Won: settled, command queued, audited and the rule stored, together.
+    let mut won = trade_under("S", "S_2", policy(1, vec![RememberScope::Always]));
+    assert!(store.insert_interaction(&won).await.expect("insert"));
+    let Ok(Applied::Resolved(reply)) = won.apply(&voter("10", "Lan"), remember(), none, T0 + 7) else { panic!("remembered approval resolves") };
+    let rule = won.rule_to_save("stream").expect("a rule to save");
+    assert_eq!((rule.id.as_str(), rule.scope, rule.session_id.as_deref(), rule.set_at_ms), ("id-S_2", RememberScope::Always, None, T0 + 7));
+    let command = approval_command(&won, reply);
+    assert!(store.settle_remembering(&won, Some(&command), &AuditEntry::for_settled(&won, T0 + 7), &rule).await.expect("settle"));
+    assert_eq!(store.rules_for("stream", "any session").await.expect("rules"), vec![rule.clone()]);
+    assert_eq!(commands(&store.outbox_for_session("S").await.expect("outbox")), vec![command]);
+    assert_eq!(store.audit_log("S_2").await.expect("audit").len(), 1);
+    assert_eq!(store.interaction("id-S_2").await.expect("load"), Some(won));
 }

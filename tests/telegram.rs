@@ -923,3 +923,50 @@ async fn four_eyes_refuses_the_requesters_approve() {
     assert_eq!(got[0]["decisions"], json!([{"type": "approve"}]));
     h.finish().await;
 }
+
+/// `/rules` lists a remembered approval with its id; `/rules revoke ID` by someone who
+/// may talk but is neither an approver nor the rule's setter is refused, audited and
+/// changes nothing; a configured approver revokes it, and the chat lists none.
+#[tokio::test]
+async fn rules_are_listed_and_revoked_by_an_approver_only() {
+    use hitl_bridge::interaction::{Actor, RememberedRule, RememberScope};
+    let h = Harness::start_with(20, &[], |s| s.access.approvers = vec!["telegram:3003".into()]).await;
+    let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
+    let rule = RememberedRule {
+        id: "r-always".into(),
+        scope: RememberScope::Always,
+        tool: "execute_trade".into(),
+        args: Some(json!({"symbol": "VNM"})),
+        session_id: None,
+        backend: "stream".into(),
+        set_by: Actor::new("telegram", "4004", "Lan"),
+        // 2025-06-01T08:29:00Z
+        set_at_ms: 1_748_766_540_000,
+        policy: "trades".into(),
+    };
+    store.save_rule(&rule).await.unwrap();
+
+    h.say("/rules");
+    let listed = h.message_with("r-always").await;
+    assert_eq!(
+        listed["text"],
+        "Được duyệt tự động ở đây:\n• r-always · execute_trade {\"symbol\":\"VNM\"} · luôn luôn · Lan, 08:29 UTC\nThu hồi bằng /rules revoke MÃ."
+    );
+
+    h.say("/rules revoke r-always");
+    h.message_with("Chỉ người duyệt hoặc người đặt quy tắc mới được thu hồi nó.").await;
+    assert_eq!(store.active_rules().await.unwrap(), vec![rule.clone()]);
+    let refused = store.refused_attempts(0).await.unwrap();
+    let [attempt] = refused.as_slice() else { panic!("one refusal audited, got {refused:?}") };
+    assert_eq!((attempt.interaction_id.as_str(), attempt.actor.as_ref().map(|a| a.user_id.as_str())), ("r-always", Some("1001")));
+
+    let ops = User::new(3003, "Ops", Some("en"));
+    let ops_chat = h.fake.private_chat(&ops);
+    h.fake.push_message(ops_chat, &ops, "/rules revoke r-always", None, None);
+    bot_says(&h, ops_chat, "Rule r-always revoked: execute_trade will be asked again.").await;
+    assert!(store.active_rules().await.unwrap().is_empty());
+    h.say("/rules");
+    h.message_with("Không có phê duyệt đã ghi nhớ nào áp dụng ở đây.").await;
+    store.close().await;
+    h.finish().await;
+}

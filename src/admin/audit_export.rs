@@ -2,7 +2,8 @@
 //! time order, one record per entry: who (platform, user id, name) or which agent,
 //! what (approval key, session, kind, tool names), when, the original and the edited
 //! args, the decision or answers sent, the latency, and refused attempts with what
-//! was tried and why.
+//! was tried and why, policy events (escalation steps performed, remembered rules
+//! revoked), and under a policy which rule, fallback or voters settled a request.
 //!
 //! Records are built and encoded by pure functions; [`run`] pages through the store
 //! and writes them. Entries written before kinds and tool names were kept take them
@@ -58,14 +59,15 @@ pub struct Who {
 pub struct Record {
     /// When it was settled or attempted, RFC 3339 UTC with milliseconds.
     pub at: String,
-    /// `resolved`, `resolved_elsewhere`, `expired`, `expired_by_backend`, `cancelled`
-    /// or `refused`.
+    /// `resolved`, `resolved_elsewhere`, `expired`, `expired_by_backend`, `cancelled`,
+    /// `refused`, `escalated` (a reminder or an extra chat; `reason` says which) or
+    /// `rule_revoked` (kind `rule`; `interaction_id` is the rule's id).
     pub outcome: String,
     /// `None` for a refused message that concerned no request.
     pub approval_key: Option<String>,
     pub session_id: Option<String>,
     pub interaction_id: Option<String>,
-    /// `approval` or `question`.
+    /// `approval` or `question`; `rule` for a rule revoked (or a refused attempt to).
     pub kind: Option<String>,
     /// The requested actions' names; `None` when no longer known.
     pub tools: Option<Vec<String>>,
@@ -85,7 +87,8 @@ pub struct Record {
     pub edited_args: Option<Value>,
     /// From the request's creation to this entry.
     pub latency_ms: i64,
-    /// Why it was cancelled or refused.
+    /// Why it was cancelled or refused; the rule, fallback or voters that settled it
+    /// under a policy; the escalation step; the rule revoked.
     pub reason: Option<String>,
 }
 

@@ -1,6 +1,7 @@
 //! The operator's commands on a bridge's store, run from the CLI beside (or without)
 //! running bridges: `hitl-bridge pending` ([`pending`]), `hitl-bridge cancel`
-//! ([`cancel`]) and `hitl-bridge audit export` ([`audit_export`]).
+//! ([`cancel`]), `hitl-bridge audit export` ([`audit_export`]) and `hitl-bridge rules`
+//! ([`rules`]).
 //!
 //! Each command opens the store named by the same config as `run`, does its work and
 //! returns what to print; running bridges pick up a change at their next rescan (as
@@ -11,6 +12,7 @@
 pub mod audit_export;
 pub mod cancel;
 pub mod pending;
+pub mod rules;
 
 use std::io::Write;
 
@@ -31,6 +33,8 @@ pub enum AdminError {
     Ambiguous { key: String, sessions: Vec<String> },
     #[error("the reason is longer than {max} characters", max = cancel::MAX_REASON_CHARS)]
     ReasonTooLong,
+    #[error("no active rule has id {id:?} (unknown or already revoked); `hitl-bridge rules` lists them")]
+    UnknownRule { id: String },
     #[error("writing the export: {0}")]
     Write(#[from] std::io::Error),
     #[error("writing CSV: {0}")]
@@ -58,6 +62,13 @@ pub enum AdminCommand {
         since_ms: Option<i64>,
         format: audit_export::Format,
     },
+    /// `rules` / `rules list`.
+    RulesList,
+    RulesRevoke {
+        id: String,
+        /// The operator's name, for the audit log.
+        by: String,
+    },
 }
 
 /// Runs `command` against the store of `settings` (opened and migrated as `run`
@@ -79,6 +90,8 @@ async fn run_on(store: &Store, command: &AdminCommand, out: &mut dyn Write) -> R
         AdminCommand::AuditExport { since_ms, format } => {
             audit_export::run(store, since_ms.unwrap_or(i64::MIN), *format, out).await?;
         }
+        AdminCommand::RulesList => writeln!(out, "{}", rules::list(store).await?)?,
+        AdminCommand::RulesRevoke { id, by } => writeln!(out, "{}", rules::revoke(store, id, by, now_ms()).await?)?,
     }
     Ok(out.flush()?)
 }
@@ -86,6 +99,36 @@ async fn run_on(store: &Store, command: &AdminCommand, out: &mut dyn Write) -> R
 /// Unix ms as RFC 3339 in UTC with milliseconds, e.g. `2025-06-01T08:30:00.250Z`.
 pub fn rfc3339_ms(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms).map_or_else(|| ms.to_string(), |t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
+}
+
+/// Unix ms as RFC 3339 in UTC to the second, e.g. `2025-06-01T08:30:00Z` (tables).
+pub fn rfc3339_s(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms).map_or_else(|| ms.to_string(), |t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
+}
+
+/// A table: the header and one line per row, columns padded to their widest cell (two
+/// spaces between; the last column unpadded).
+pub fn aligned<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
+    let mut widths = header.map(|h| h.chars().count());
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut out = String::new();
+        for (n, (cell, width)) in cells.zip(widths).enumerate() {
+            out.push_str(cell);
+            if n + 1 < N {
+                out.push_str(&" ".repeat(width - cell.chars().count() + 2));
+            }
+        }
+        out
+    };
+    std::iter::once(line(&mut header.iter().copied()))
+        .chain(rows.iter().map(|row| line(&mut row.iter().map(String::as_str))))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A span for people: `45s`, `3m12s`, `2h05m`, `3d04h` (two units at most; negative

@@ -4,7 +4,8 @@
 use tokio::sync::{mpsc, oneshot};
 
 use super::gate::{PairRefusal, Stranger};
-use crate::interaction::{Actor, Interaction, Refusal, UserAction};
+use super::rules::RevokeRefusal;
+use crate::interaction::{Actor, Interaction, Refusal, RememberedRule, UserAction};
 use crate::platform::locale::Locale;
 use crate::store::{ApiRequest, ChatKey, MessageRef, PairedUser, StoreError};
 
@@ -77,6 +78,8 @@ pub enum EngineRequest {
     Push { request: Box<ApiRequest>, interaction: Box<Interaction>, done: oneshot::Sender<Result<PushOutcome, EngineError>> },
     CancelInteraction { interaction_id: String, reason: String, done: oneshot::Sender<Result<Option<Interaction>, EngineError>> },
     PendingInChat { chat: ChatKey, done: oneshot::Sender<Result<PendingShown, EngineError>> },
+    Rules { chat: ChatKey, actor: Actor, done: oneshot::Sender<Result<Vec<RememberedRule>, EngineError>> },
+    RevokeRule { chat: ChatKey, actor: Actor, rule_id: String, done: oneshot::Sender<Result<RememberedRule, RevokeRefusal>> },
 }
 
 /// Cheap to clone; every platform holds one.
@@ -159,5 +162,20 @@ impl EngineHandle {
     /// Pending interactions shown in `chat`, with the messages that show them (`/pending`).
     pub async fn pending_in_chat(&self, chat: ChatKey) -> Result<PendingShown, EngineError> {
         self.call(|done| EngineRequest::PendingInChat { chat, done }).await.unwrap_or(Err(EngineError::Stopped))
+    }
+
+    /// The remembered approvals that would answer a request in `chat`'s session, oldest
+    /// first (`/rules`).
+    pub async fn rules(&self, chat: ChatKey, actor: Actor) -> Result<Vec<RememberedRule>, EngineError> {
+        self.call(|done| EngineRequest::Rules { chat, actor, done }).await.unwrap_or(Err(EngineError::Stopped))
+    }
+
+    /// Revokes rule `rule_id` on behalf of `actor` (`/rules revoke ID`): a configured
+    /// approver or the person who set it; anyone else is refused (and audited).
+    pub async fn revoke_rule(&self, chat: ChatKey, actor: Actor, rule_id: &str) -> Result<RememberedRule, RevokeRefusal> {
+        let rule_id = rule_id.to_owned();
+        self.call(|done| EngineRequest::RevokeRule { chat, actor, rule_id, done })
+            .await
+            .unwrap_or(Err(RevokeRefusal::Engine(EngineError::Stopped)))
     }
 }

@@ -17,6 +17,7 @@ mod lanes;
 mod outside;
 mod policies;
 pub mod routing;
+mod rules;
 mod shards;
 #[cfg(test)]
 mod tests;
@@ -24,6 +25,7 @@ mod tests;
 pub use crate::clock::now_ms;
 pub use gate::{PairRefusal, Stranger, paired_notice};
 pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, PendingShown, PushOutcome};
+pub use rules::{RevokeRefusal, revoke_usage, revoked_notice, rules_notice};
 
 use std::collections::HashMap;
 use std::ops::Deref;
@@ -265,7 +267,9 @@ async fn route(shared: &Arc<Shared>, shards: &Shards, request: EngineRequest) {
         | EngineRequest::Pair { chat, .. }
         | EngineRequest::NewSession { chat, .. }
         | EngineRequest::Cancel { chat, .. }
-        | EngineRequest::PendingInChat { chat, .. } => {
+        | EngineRequest::PendingInChat { chat, .. }
+        | EngineRequest::Rules { chat, .. }
+        | EngineRequest::RevokeRule { chat, .. } => {
             shards.send(shards.of_chat(chat), Input::Request(request)).await;
             return;
         }
@@ -436,6 +440,12 @@ impl Shard {
                     let _ = reached.await;
                     let _ = done.send(pending_in_chat(&store, &chat).await);
                 });
+            }
+            EngineRequest::Rules { chat, actor, done } => {
+                let _ = done.send(self.rules_in_chat(&chat, &actor).await);
+            }
+            EngineRequest::RevokeRule { chat, actor, rule_id, done } => {
+                let _ = done.send(self.revoke_in_chat(&chat, &actor, &rule_id).await);
             }
         }
     }

@@ -21,4 +21,4 @@ pub use decisions::DecisionDraft;
 pub use policy::{Policy, PolicyRule, PolicySpec, RememberScope, RememberedRule};
 pub use question::{FreeText, Question, QuestionError, QuestionOption};
 pub use request::{Action, Request, RequestBuilder, RequestError, RequestKind, TimeoutDefaults};
-pub use state::{Applied, Decider, Delivery, Draft, Interaction, Refusal, Status, UserAction};
+pub use state::{Applied, Decider, Delivery, Draft, Interaction, Refusal, Revision, Status, UserAction};

@@ -184,6 +184,22 @@ pub struct Interaction {
     /// Set when the policy settled it (a remembered rule, a fallback), not a person.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_by_policy: Option<PolicySettlement>,
+    /// The store's revision of the row this was read from (its compare-and-swap of
+    /// drafts); not part of the interaction itself.
+    #[serde(skip)]
+    pub revision: Revision,
+}
+
+/// Storage metadata: which write of an interaction's row a copy was read after. Set by
+/// the store only. Never serialized, and equal whatever its value, so two copies of an
+/// interaction compare by what they say, not by when they were read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Revision(pub i64);
+
+impl PartialEq for Revision {
+    fn eq(&self, _: &Revision) -> bool {
+        true
+    }
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -237,6 +253,7 @@ impl Interaction {
             escalations_done: 0,
             remembered: None,
             settled_by_policy: None,
+            revision: Revision::default(),
         }
     }
 

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use super::audit::{self, AuditEntry, insert_audit};
 use super::chats::ChatKey;
+use super::interactions::decode_rows;
 use super::error::{Result, StoreError};
 use super::json::{self, skip_corrupt};
 use super::outbox::insert_command;
@@ -86,19 +87,12 @@ impl Store {
     /// Every interaction with this approval key, in any session, oldest first (keys
     /// are unique per session only).
     pub async fn interactions_with_key(&self, approval_key: &str) -> Result<Vec<Interaction>> {
-        let rows = sqlx::query("SELECT id, body FROM interactions WHERE approval_key = $1 ORDER BY created_at_ms, id")
+        let rows = sqlx::query("SELECT id, body, revision FROM interactions WHERE approval_key = $1 ORDER BY created_at_ms, id")
             .bind(approval_key)
             .fetch_all(&self.pool)
             .await
             .map_err(StoreError::query("find interactions by approval key"))?;
-        Ok(rows
-            .iter()
-            .map(|row| {
-                let id: &str = column(row, "id")?;
-                json::decode(column(row, "body")?, "interaction", id)
-            })
-            .filter_map(skip_corrupt)
-            .collect())
+        Ok(decode_rows(&rows))
     }
 
     /// [`Store::settle`] for a settle made outside the engine (`hitl-bridge cancel`):
@@ -113,7 +107,7 @@ impl Store {
         let mut tx = self.pool.begin().await.map_err(StoreError::query("begin outside settle"))?;
         // The engine's settle does the same update; it is repeated here rather than
         // shared so that this transaction can also write its notice row.
-        let done = sqlx::query("UPDATE interactions SET status = $1, body = $2 WHERE id = $3 AND status = $4")
+        let done = sqlx::query("UPDATE interactions SET status = $1, body = $2, revision = revision + 1 WHERE id = $3 AND status = $4")
             .bind(i.status.name())
             .bind(body)
             .bind(i.id.as_str())

@@ -70,6 +70,12 @@ const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0009_admin.sql"),
         include_str!("../../migrations/postgres/0009_admin.sql"),
     ),
+    (
+        10,
+        "decision policies",
+        include_str!("../../migrations/sqlite/0010_policies.sql"),
+        include_str!("../../migrations/postgres/0010_policies.sql"),
+    ),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.

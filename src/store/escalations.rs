@@ -3,10 +3,10 @@
 //! `pending_shows` rows, so the request is shown there even if this replica dies right
 //! after) and one audit entry per step, in one transaction.
 //!
-//! The write is conditional on the stored body being exactly the one the steps were
-//! computed from: when another replica performed them first, or a vote or a settle
-//! changed the request meanwhile, nothing is written and the caller reads again. So
-//! each step happens once across replicas.
+//! The write is conditional on the row still being at the revision the steps were
+//! computed from (the compare-and-swap of drafts): when another replica performed them
+//! first, or a vote or a settle changed the request meanwhile, nothing is written and
+//! the caller reads again. So each step happens once across replicas.
 
 use futures_util::future::BoxFuture;
 use sqlx::AnyConnection;
@@ -20,10 +20,10 @@ use super::{AuditEntry, ChatKey, Store};
 use crate::interaction::Interaction;
 
 impl Store {
-    /// Stores `escalated` (steps marked done) in place of `read` (as loaded), queues
+    /// Stores `escalated` (steps marked done) over `read` (as loaded), queues
     /// `new_chats` to be shown (claimed by `claim`: the caller shows them now) and
-    /// appends `audits`. False, with nothing written, when the stored interaction is no
-    /// longer `read` or no longer pending.
+    /// appends `audits`. False, with nothing written, when the row was written since
+    /// `read` was loaded or is no longer pending.
     pub async fn record_escalation(&self, read: &Interaction, escalated: &Interaction, new_chats: &[ChatKey], claim: &ShowClaim, audits: &[AuditEntry]) -> Result<bool> {
         if !escalated.status.is_pending() {
             return Err(StoreError::WrongState { op: "escalate", id: escalated.id.clone(), reason: "it is settled" });
@@ -31,7 +31,7 @@ impl Store {
         let now_ms = audits.first().map_or(0, |a| a.at_ms);
         self.write(RecordEscalation {
             id: escalated.id.clone(),
-            read: json::encode(read, "interaction")?,
+            revision: read.revision.0,
             body: json::encode(escalated, "interaction")?,
             new_chats: new_chats.to_vec(),
             claim: claim.clone(),
@@ -44,7 +44,7 @@ impl Store {
 
 struct RecordEscalation {
     id: String,
-    read: String,
+    revision: i64,
     body: String,
     new_chats: Vec<ChatKey>,
     claim: ShowClaim,
@@ -55,13 +55,15 @@ struct RecordEscalation {
 impl Write for RecordEscalation {
     fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
-            let done = sqlx::query("UPDATE interactions SET body = $1 WHERE id = $2 AND status = 'pending' AND body = $3")
-                .bind(self.body.as_str())
-                .bind(self.id.as_str())
-                .bind(self.read.as_str())
-                .execute(&mut *conn)
-                .await
-                .map_err(StoreError::query("record an escalation step"))?;
+            let done = sqlx::query(
+                "UPDATE interactions SET body = $1, revision = revision + 1 WHERE id = $2 AND status = 'pending' AND revision = $3",
+            )
+            .bind(self.body.as_str())
+            .bind(self.id.as_str())
+            .bind(self.revision)
+            .execute(&mut *conn)
+            .await
+            .map_err(StoreError::query("record an escalation step"))?;
             if done.rows_affected() == 0 {
                 return Ok(false);
             }

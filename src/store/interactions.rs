@@ -14,9 +14,10 @@ use super::json::{self, skip_corrupt};
 use super::outbox::insert_command;
 use super::row::column;
 use super::chats::ChatKey;
+use super::rules::insert_rule;
 use super::shows::{ShowClaim, drop_shows, insert_shows};
 use super::Store;
-use crate::interaction::{Interaction, Status};
+use crate::interaction::{Interaction, RememberedRule, Revision, Status};
 use crate::protocol::Command;
 
 /// The value of the `status` column while an interaction is open.
@@ -41,7 +42,7 @@ impl Store {
     }
 
     pub async fn interaction(&self, id: &str) -> Result<Option<Interaction>> {
-        let row = sqlx::query("SELECT id, body FROM interactions WHERE id = $1")
+        let row = sqlx::query("SELECT id, body, revision FROM interactions WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
             .await
@@ -50,7 +51,7 @@ impl Store {
     }
 
     pub async fn interaction_by_key(&self, session_id: &str, approval_key: &str) -> Result<Option<Interaction>> {
-        let row = sqlx::query("SELECT id, body FROM interactions WHERE session_id = $1 AND approval_key = $2")
+        let row = sqlx::query("SELECT id, body, revision FROM interactions WHERE session_id = $1 AND approval_key = $2")
             .bind(session_id)
             .bind(approval_key)
             .fetch_optional(&self.pool)
@@ -61,7 +62,7 @@ impl Store {
 
     /// Every pending interaction, in all sessions, oldest first (timers, restart).
     pub async fn pending_interactions(&self) -> Result<Vec<Interaction>> {
-        let rows = sqlx::query("SELECT id, body FROM interactions WHERE status = $1 ORDER BY created_at_ms, id")
+        let rows = sqlx::query("SELECT id, body, revision FROM interactions WHERE status = $1 ORDER BY created_at_ms, id")
             .bind(pending())
             .fetch_all(&self.pool)
             .await
@@ -72,7 +73,7 @@ impl Store {
     /// The session's pending interactions, oldest first.
     pub async fn pending_in_session(&self, session_id: &str) -> Result<Vec<Interaction>> {
         let rows = sqlx::query(
-            "SELECT id, body FROM interactions WHERE session_id = $1 AND status = $2 ORDER BY created_at_ms, id",
+            "SELECT id, body, revision FROM interactions WHERE session_id = $1 AND status = $2 ORDER BY created_at_ms, id",
         )
         .bind(session_id)
         .bind(pending())
@@ -85,7 +86,7 @@ impl Store {
     /// Every interaction of the session, whatever its status, oldest first (history
     /// matching must see requests asked again).
     pub async fn interactions_in_session(&self, session_id: &str) -> Result<Vec<Interaction>> {
-        let rows = sqlx::query("SELECT id, body FROM interactions WHERE session_id = $1 ORDER BY created_at_ms, id")
+        let rows = sqlx::query("SELECT id, body, revision FROM interactions WHERE session_id = $1 ORDER BY created_at_ms, id")
             .bind(session_id)
             .fetch_all(&self.pool)
             .await
@@ -97,14 +98,14 @@ impl Store {
     /// status column is not touched: a settled interaction stays settled.
     pub async fn save_delivery(&self, i: &Interaction) -> Result<()> {
         let body = json::encode(i, "interaction")?;
-        self.write(SaveBody { id: i.id.clone(), status: i.status.name(), body, what: "save delivery state" }).await?;
+        self.write(SaveBody { id: i.id.clone(), status: i.status.name(), revision: None, body, what: "save delivery state" }).await?;
         Ok(())
     }
 
     /// Pending interactions shown by a message in `chat`, oldest first (`/pending`).
     pub async fn pending_in_chat(&self, chat: &ChatKey) -> Result<Vec<Interaction>> {
         let rows = sqlx::query(
-            "SELECT DISTINCT i.id, i.body, i.created_at_ms FROM interactions i
+            "SELECT DISTINCT i.id, i.body, i.revision, i.created_at_ms FROM interactions i
              JOIN message_refs m ON m.interaction_id = i.id
              WHERE i.status = $1 AND m.platform = $2 AND m.chat_id = $3 AND m.thread_id = $4
              ORDER BY i.created_at_ms, i.id",
@@ -119,13 +120,17 @@ impl Store {
         Ok(decode_rows(&rows))
     }
 
+    /// Stores the draft of a pending interaction, only over the row `i` was read from:
+    /// false, changing nothing, when the row was written since (another vote, another
+    /// replica's draft, a settle) or is no longer pending. The caller reads it again
+    /// and retries on the fresh copy; a saved `i` is itself stale afterwards.
     pub async fn save_draft(&self, i: &Interaction) -> Result<bool> {
         if !i.status.is_pending() {
             // Writing a settled body under a 'pending' status column would split the row.
             return Err(StoreError::WrongState { op: "save the draft of", id: i.id.clone(), reason: "it is settled; use settle" });
         }
         let body = json::encode(i, "interaction")?;
-        self.write(SaveBody { id: i.id.clone(), status: pending(), body, what: "save draft" }).await
+        self.write(SaveBody { id: i.id.clone(), status: pending(), revision: Some(i.revision.0), body, what: "save draft" }).await
     }
 
     /// Records that `i` has ended (its status is no longer pending): in one
@@ -140,7 +145,26 @@ impl Store {
             return Err(StoreError::WrongState { op: "settle", id: i.id.clone(), reason: "it is still pending" });
         }
         let body = json::encode(i, "interaction")?;
-        let settle = Settle { id: i.id.clone(), status: i.status.name(), body, command: command.cloned(), audit: audit.clone() };
+        let settle = Settle { id: i.id.clone(), status: i.status.name(), body, command: command.cloned(), audit: audit.clone(), rule: None };
+        self.write(settle).await
+    }
+
+    /// [`Store::settle`] for an approval "for this session" / "always": the same
+    /// first-wins settle that also stores `rule` ([`Store::save_rule`]), in one
+    /// transaction, so a rule never exists for a decision that lost its race.
+    pub async fn settle_remembering(&self, i: &Interaction, command: Option<&Command>, audit: &AuditEntry, rule: &RememberedRule) -> Result<bool> {
+        if i.status.is_pending() {
+            return Err(StoreError::WrongState { op: "settle", id: i.id.clone(), reason: "it is still pending" });
+        }
+        let body = json::encode(i, "interaction")?;
+        let settle = Settle {
+            id: i.id.clone(),
+            status: i.status.name(),
+            body,
+            command: command.cloned(),
+            audit: audit.clone(),
+            rule: Some(rule.clone()),
+        };
         self.write(settle).await
     }
 }
@@ -166,10 +190,12 @@ impl Write for InsertToShow {
 }
 
 /// A new body for an interaction whose status column is `status`, which it keeps:
-/// nothing when the status changed meanwhile.
+/// nothing when the status changed meanwhile, or, with `revision`, when the row is no
+/// longer at that revision.
 struct SaveBody {
     id: String,
     status: &'static str,
+    revision: Option<i64>,
     body: String,
     what: &'static str,
 }
@@ -177,13 +203,22 @@ struct SaveBody {
 impl Write for SaveBody {
     fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
-            let done = sqlx::query("UPDATE interactions SET body = $1 WHERE id = $2 AND status = $3")
+            let done = match self.revision {
+                Some(revision) => sqlx::query(
+                    "UPDATE interactions SET body = $1, revision = revision + 1 WHERE id = $2 AND status = $3 AND revision = $4",
+                )
                 .bind(self.body.as_str())
                 .bind(self.id.as_str())
                 .bind(self.status)
-                .execute(conn)
-                .await
-                .map_err(StoreError::query(self.what))?;
+                .bind(revision),
+                None => sqlx::query("UPDATE interactions SET body = $1, revision = revision + 1 WHERE id = $2 AND status = $3")
+                    .bind(self.body.as_str())
+                    .bind(self.id.as_str())
+                    .bind(self.status),
+            }
+            .execute(conn)
+            .await
+            .map_err(StoreError::query(self.what))?;
             Ok(done.rows_affected() > 0)
         })
     }
@@ -196,12 +231,16 @@ struct Settle {
     body: String,
     command: Option<Command>,
     audit: AuditEntry,
+    /// Stored with the settle ([`Store::settle_remembering`]).
+    rule: Option<RememberedRule>,
 }
 
 impl Write for Settle {
     fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
-            let done = sqlx::query("UPDATE interactions SET status = $1, body = $2 WHERE id = $3 AND status = $4")
+            // First wins on the status alone: a decision read before a vote was saved
+            // still settles (the revision only guards drafts), and bumps the revision.
+            let done = sqlx::query("UPDATE interactions SET status = $1, body = $2, revision = revision + 1 WHERE id = $3 AND status = $4")
                 .bind(self.status)
                 .bind(self.body.as_str())
                 .bind(self.id.as_str())
@@ -217,6 +256,9 @@ impl Write for Settle {
                 insert_command(&mut *conn, command, self.audit.at_ms).await?;
             }
             insert_audit(&mut *conn, &self.audit).await?;
+            if let Some(rule) = &self.rule {
+                insert_rule(&mut *conn, rule).await?;
+            }
             drop_shows(conn, &self.id).await?;
             Ok(true)
         })
@@ -244,11 +286,14 @@ pub(super) async fn insert_interaction<'e>(executor: impl AnyExecutor<'e>, i: &I
     Ok(done.rows_affected() > 0)
 }
 
-fn decode_row(row: &AnyRow) -> Result<Interaction> {
+/// An interaction from a row with `id`, `body` and `revision`.
+pub(super) fn decode_row(row: &AnyRow) -> Result<Interaction> {
     let id: &str = column(row, "id")?;
-    json::decode(column(row, "body")?, "interaction", id)
+    let mut interaction: Interaction = json::decode(column(row, "body")?, "interaction", id)?;
+    interaction.revision = Revision(column(row, "revision")?);
+    Ok(interaction)
 }
 
-fn decode_rows(rows: &[AnyRow]) -> Vec<Interaction> {
+pub(super) fn decode_rows(rows: &[AnyRow]) -> Vec<Interaction> {
     rows.iter().map(decode_row).filter_map(skip_corrupt).collect()
 }

@@ -2,7 +2,8 @@
 //! with their drafts, the platform messages showing them, chat ↔ session bindings,
 //! who started each session's turn, the outbox of commands for the backend, requests
 //! pushed over the HTTP API with the callbacks owed for them, pairing codes and paired
-//! users, the audit log, and what the admin commands need ([`admin`]).
+//! users, remembered approval rules ([`rules`]), the audit log, and what the admin
+//! commands need ([`admin`]).
 //!
 //! One code path serves SQLite (embedded default) and PostgreSQL (several replicas)
 //! through sqlx's Any driver. The store makes no decisions: the core
@@ -26,6 +27,7 @@ mod outbox;
 mod pairing;
 pub mod retention;
 mod row;
+mod rules;
 mod secrets;
 mod shows;
 mod ui_state;

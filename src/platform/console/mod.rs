@@ -69,7 +69,8 @@ impl Console {
     }
 
     /// Reads lines until the input ends or `/quit`. Each line answers the current
-    /// request if there is one, else it is a chat message (or `/new`, `/cancel`).
+    /// request if there is one, else it is a chat message (or `/new`, `/cancel`,
+    /// `/rules`, `/rules revoke ID`).
     pub async fn run(self: Arc<Self>, input: impl AsyncBufRead + Unpin, engine: EngineHandle) -> Result<(), PlatformError> {
         let mut lines = input.lines();
         while let Some(line) = lines.next_line().await.map_err(|e| PlatformError::Send { platform: PLATFORM, message: e.to_string() })? {
@@ -85,6 +86,20 @@ impl Console {
                     if let Err(e) = engine.cancel(Self::chat(), self.actor.clone()).await {
                         self.print(&format!("! {e}")).await?;
                     }
+                }
+                "/rules" | "/rules list" => match engine.rules(Self::chat(), self.actor.clone()).await {
+                    Ok(rules) => self.print(&crate::engine::rules_notice(Default::default(), &rules)).await?,
+                    Err(e) => self.print(&format!("! {e}")).await?,
+                },
+                _ if line.starts_with("/rules ") => {
+                    let notice = match line.strip_prefix("/rules revoke").map(str::trim).filter(|id| !id.is_empty()) {
+                        None => crate::engine::revoke_usage(Default::default()).to_owned(),
+                        Some(id) => match engine.revoke_rule(Self::chat(), self.actor.clone(), id).await {
+                            Ok(rule) => crate::engine::revoked_notice(Default::default(), &rule),
+                            Err(refusal) => refusal.notice(Default::default()).map_or_else(|| "! cannot revoke the rule".to_owned(), |n| format!("! {n}")),
+                        },
+                    };
+                    self.print(&notice).await?;
                 }
                 _ => self.handle_line(line, &engine).await?,
             }

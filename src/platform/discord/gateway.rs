@@ -19,10 +19,11 @@ pub fn intents() -> GatewayIntents {
     GatewayIntents::GUILDS | GatewayIntents::GUILD_MESSAGES | GatewayIntents::DIRECT_MESSAGES | GatewayIntents::MESSAGE_CONTENT
 }
 
-/// `/new`, `/cancel`, `/pending` and `/pair CODE`, described in the three languages.
+/// `/new`, `/cancel`, `/pending`, `/pair CODE` and `/rules [revoke: ID]`, described in
+/// the three languages.
 pub fn commands() -> Vec<CreateCommand> {
     let names = [("new", DMsg::NewDescription), ("cancel", DMsg::CancelDescription), ("pending", DMsg::PendingDescription), ("pair", DMsg::PairDescription)];
-    names
+    let mut commands: Vec<CreateCommand> = names
         .into_iter()
         .map(|(name, msg)| {
             let command = CreateCommand::new(name)
@@ -31,7 +32,34 @@ pub fn commands() -> Vec<CreateCommand> {
                 .description_localized("zh-CN", dtext(Locale::Zh, msg));
             if name == "pair" { command.add_option(pair_code()) } else { command }
         })
-        .collect()
+        .collect();
+    commands.push(rules_command());
+    commands
+}
+
+/// `/rules`: lists the remembered approvals that apply here; with `revoke: ID`, takes
+/// one back. Its texts live here rather than with the other descriptions: only this
+/// command uses them.
+fn rules_command() -> CreateCommand {
+    let describe = |locale| match locale {
+        Locale::En => "List what is approved here without asking, or revoke one rule",
+        Locale::Vi => "Liệt kê những gì được duyệt tự động ở đây, hoặc thu hồi một quy tắc",
+        Locale::Zh => "列出此处无需询问即批准的规则，或撤销其中一条",
+    };
+    let revoke = |locale| match locale {
+        Locale::En => "The id of the rule to revoke (from /rules)",
+        Locale::Vi => "Mã của quy tắc cần thu hồi (xem /rules)",
+        Locale::Zh => "要撤销的规则编号（见 /rules）",
+    };
+    let option = CreateCommandOption::new(CommandOptionType::String, "revoke", revoke(Locale::En))
+        .description_localized("vi", revoke(Locale::Vi))
+        .description_localized("zh-CN", revoke(Locale::Zh))
+        .required(false);
+    CreateCommand::new("rules")
+        .description(describe(Locale::En))
+        .description_localized("vi", describe(Locale::Vi))
+        .description_localized("zh-CN", describe(Locale::Zh))
+        .add_option(option)
 }
 
 /// `/pair`'s one required option.

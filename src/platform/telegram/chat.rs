@@ -1,5 +1,5 @@
 //! Incoming messages: a ForceReply answer (Other text, Edit JSON, a comment), a
-//! command (`/new`, `/cancel`, `/pending`, `/start`, `/help`, `/pair`), or a message
+//! command (`/new`, `/cancel`, `/pending`, `/rules`, `/start`, `/help`, `/pair`), or a message
 //! for the agent. Commands and messages pass the engine's admission first: a stranger
 //! gets the refusal (or pairing code) as a reply, and nothing reaches the agent. In
 //! groups only messages addressed to the bot count (a command, an @mention, a reply
@@ -84,6 +84,7 @@ pub async fn on_message(tg: &Telegram, message: Message) {
             },
             "start" | "help" => Ok(tg_text(locale, Tg::Help)),
             "pending" => return pending(tg, &chat, locale).await,
+            "rules" => return rules(tg, &chat, user, rest, locale).await,
             // Any other command is a message for the agent, without the slash syntax.
             _ => return to_agent(tg, chat, user, format!("/{command} {rest}").trim(), locale).await,
         };
@@ -187,6 +188,27 @@ async fn pending(tg: &Telegram, chat: &ChatKey, locale: Locale) {
         let reply_to = messages.first().and_then(|m| m.message_id.parse::<i32>().ok()).map(teloxide::types::MessageId);
         log_failure(send::html_reply(&tg.bot, chat, &line, None, reply_to).await.map(|_| ()));
     }
+}
+
+/// `/rules`: the remembered approvals that apply here, with the ids that `/rules
+/// revoke ID` takes (allowed for an approver or the person who set the rule).
+async fn rules(tg: &Telegram, chat: &ChatKey, user: &User, rest: &str, locale: Locale) {
+    let mut words = rest.split_whitespace();
+    let reply = match (words.next(), words.next()) {
+        (None | Some("list"), None) => match tg.engine.rules(chat.clone(), actor_of(user)).await {
+            Ok(rules) => crate::engine::rules_notice(locale, &rules),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot list rules");
+                tg_text(locale, Tg::CommandFailed).to_owned()
+            }
+        },
+        (Some("revoke"), Some(id)) => match tg.engine.revoke_rule(chat.clone(), actor_of(user), id).await {
+            Ok(rule) => crate::engine::revoked_notice(locale, &rule),
+            Err(refusal) => refusal.notice(locale).unwrap_or_else(|| tg_text(locale, Tg::CommandFailed).to_owned()),
+        },
+        _ => crate::engine::revoke_usage(locale).to_owned(),
+    };
+    log_failure(send::html(&tg.bot, chat, &escape(&reply), None).await.map(|_| ()));
 }
 
 /// A message for the agent, from someone already admitted (the engine checks again).
