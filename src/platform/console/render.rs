@@ -1,7 +1,8 @@
 //! Plain-text rendering of interactions for the terminal. Pure functions of the
 //! interaction and the time, so the exact output is easy to test.
 
-use crate::interaction::{Decider, Delivery, FreeText, Interaction, Question, RequestKind, Status};
+use crate::interaction::{Decider, Delivery, FreeText, Interaction, Question, RememberScope, RequestKind, Status};
+use crate::platform::locale::{Locale, policy};
 use crate::protocol::{Decision, DecisionType, Reply};
 
 /// `HH:MM:SS UTC` for a unix-ms time.
@@ -26,6 +27,9 @@ pub fn interaction(i: &Interaction) -> String {
                 let allowed: Vec<&str> = action.allowed.iter().map(|d| d.as_str()).collect();
                 out += &format!("│    allowed: {}\n", allowed.join(", "));
             }
+            if let Some(progress) = i.quorum_progress() {
+                out += &format!("│ {}\n", quorum_line(&progress));
+            }
             out + "└"
         }
         RequestKind::Questions { questions, .. } => {
@@ -37,10 +41,14 @@ pub fn interaction(i: &Interaction) -> String {
 /// The prompt for deciding action `index`.
 pub fn action_prompt(i: &Interaction, index: usize) -> String {
     let Some(action) = i.request.actions().get(index) else { return String::new() };
+    let offered = i.remember_offered();
     let mut choices = Vec::new();
     for allowed in &action.allowed {
         choices.push(match allowed {
+            DecisionType::Approve if !offered.is_empty() => "[a]pprove once",
             DecisionType::Approve => "[a]pprove",
+            // The policy's own session choice replaces the backend's.
+            DecisionType::ApproveForSession if offered.contains(&RememberScope::Session) => continue,
             DecisionType::ApproveForSession => "[s]ession (approve for the session)",
             DecisionType::Reject => "[r]eject [reason]",
             DecisionType::Edit => "[e]dit [json]",
@@ -50,7 +58,21 @@ pub fn action_prompt(i: &Interaction, index: usize) -> String {
     if !action.allowed.contains(&DecisionType::Respond) {
         choices.push("[c]omment <text>");
     }
+    // Beside "approve once", as on the chat platforms' buttons.
+    let at = choices.iter().position(|c| c.starts_with("[a]")).map_or(0, |p| p + 1);
+    for (n, scope) in offered.iter().enumerate() {
+        let choice = match scope {
+            RememberScope::Session => "[as] approve for this session",
+            RememberScope::Always => "[aa] always approve",
+        };
+        choices.insert(at + n, choice);
+    }
     format!("{}? {} >", action.name, choices.join(" · "))
+}
+
+/// "2 of 3 approvals: Lan ✔, Minh ✔", as the chat platforms say it (in English).
+pub fn quorum_line(progress: &crate::interaction::policy::QuorumProgress) -> String {
+    policy::quorum_line(Locale::En, progress)
 }
 
 /// The prompt for question `index`: header, text, numbered options.
@@ -102,13 +124,20 @@ pub fn outcome(i: &Interaction) -> String {
 
 fn status(i: &Interaction) -> String {
     let key = i.approval_key();
+    // A remembered rule or a fallback settled it: say so, not who clicked.
+    if let Some(settled) = policy::settlement(Locale::En, i) {
+        return format!("{settled} · {key}");
+    }
     match &i.status {
         Status::Pending => format!("… {key} pending"),
         Status::Resolved { by: Decider::Elsewhere, at_ms } => {
             format!("✔ {key} resolved elsewhere at {}{}", clock(*at_ms), reply_suffix(i.reply.as_ref()))
         }
         Status::Resolved { by, at_ms } => {
-            format!("✔ {key} decided by {} at {}{}", by.name(), clock(*at_ms), reply_suffix(i.reply.as_ref()))
+            // Under a quorum, everyone whose vote counted.
+            let who = policy::counted_voters(i).map_or_else(|| by.name().to_owned(), |v| v.join(", "));
+            let remembered = policy::remembered_suffix(Locale::En, i);
+            format!("✔ {key} decided by {who} at {}{}{remembered}", clock(*at_ms), reply_suffix(i.reply.as_ref()))
         }
         Status::Expired { at_ms, by_backend } => {
             let who = if *by_backend { "the agent timed it out" } else { "no decision in time" };
