@@ -398,4 +398,14 @@ mod tests {
         assert_eq!(refusal(Locale::En, &r), "Already decided by Thảo at 09:05 UTC.");
         assert_eq!(refusal(Locale::Vi, &r), "Đã được Thảo quyết định lúc 09:05 UTC.");
     }
+
+    #[test]
+    fn policy_refusals_are_localized() {
+        let voted = Refusal::AlreadyVoted { at_ms: (14 * 3600 + 5 * 60) * 1000 };
+        assert_eq!(refusal(Locale::En, &voted), "You already voted at 14:05 UTC; each person votes once.");
+        assert_eq!(refusal(Locale::Zh, &voted), "你已于 14:05 UTC 投票；每人只能投一次。");
+        let always = Refusal::RememberNotOffered { scope: crate::interaction::RememberScope::Always };
+        assert_eq!(refusal(Locale::En, &always), "“Always approve” is not offered for this request.");
+        assert_eq!(refusal(Locale::Vi, &always), "Yêu cầu này không có lựa chọn “Luôn duyệt”.");
+    }
 }

@@ -179,6 +179,52 @@ fn decision_text(d: &Decision) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interaction::policy::{Fallback, FallbackDecision, Policy};
+    use crate::interaction::{AccessPolicy, Actor, RequestBuilder, TimeoutDefaults, UserAction};
+    use crate::protocol::{ActionRequest, ReviewConfig};
+
+    fn kimi_call(policy: Policy) -> Interaction {
+        let action = ActionRequest { name: "Shell".into(), args: serde_json::json!({"cmd": "ls"}), description: None, tool_use_id: None };
+        let config = ReviewConfig { allowed_decisions: Some(vec!["approve".into(), "approve_for_session".into(), "reject".into()]), ..ReviewConfig::default() };
+        let request = RequestBuilder::start("k_1", vec![action], vec![config], Some(600)).finish(TimeoutDefaults::default()).expect("request");
+        Interaction::new("i".into(), "s".into(), request, None, 0).with_policy(Some(policy))
+    }
+
+    fn policy() -> Policy {
+        Policy {
+            name: "p".into(),
+            approvers: vec![("console".into(), "me".into()), ("console".into(), "you".into())],
+            approver_roles: vec![],
+            quorum: 1,
+            remember: vec![],
+            remember_args: Default::default(),
+            escalation: vec![],
+            fallback: None,
+        }
+    }
+
+    #[test]
+    fn remembered_choices_sit_beside_approve_once() {
+        let i = kimi_call(Policy { remember: vec![RememberScope::Session, RememberScope::Always], ..policy() });
+        assert_eq!(action_prompt(&i, 0), "Shell? [a]pprove once · [as] approve for this session · [aa] always approve · [r]eject [reason] · [c]omment <text> >");
+        let i = kimi_call(policy());
+        assert_eq!(action_prompt(&i, 0), "Shell? [a]pprove · [s]ession (approve for the session) · [r]eject [reason] · [c]omment <text> >");
+    }
+
+    #[test]
+    fn quorum_and_policy_outcomes() {
+        let mut i = kimi_call(Policy { quorum: 2, ..policy() });
+        let nobody = AccessPolicy::default();
+        let (me, you) = (Actor::new("console", "me", "Lan"), Actor::new("console", "you", "Minh"));
+        i.apply(&me, UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody, 1000).expect("counted");
+        assert!(interaction(&i).contains("\n│ 1 of 2 approvals: Lan ✔\n"), "{}", interaction(&i));
+        i.apply(&you, UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody, 61_000).expect("final");
+        assert_eq!(outcome(&i), "✔ k_1 decided by Lan, Minh at 00:01:01 UTC: approve");
+
+        let mut i = kimi_call(Policy { fallback: Some(Fallback { after_secs: 90, decision: FallbackDecision::Reject }), ..policy() });
+        assert!(i.apply_fallback(90_000));
+        assert_eq!(outcome(&i), "❌ Rejected by policy: no decision within 1 min 30 s · k_1");
+    }
 
     #[test]
     fn clock_is_utc_time_of_day() {
