@@ -5,6 +5,7 @@
 //! `custom_id` is a signed token naming an index (never a label), and the row and
 //! option counts stay within what Discord accepts, paginating where they would not.
 //! When the interaction has ended, the outcome is shown and the components removed.
+//! Escalation reminders are rendered here too ([`reminder`]), with their mentions.
 
 use serde_json::Value;
 use serenity::all::{

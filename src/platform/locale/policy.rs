@@ -9,7 +9,7 @@
 use super::{Locale, Msg, clock, text};
 use crate::interaction::policy::{FallbackDecision, PolicySettlement, QuorumProgress, RememberScope, Tally};
 use crate::interaction::{Draft, Interaction, RequestKind, Status};
-use crate::protocol::{Decision, Reply};
+use crate::protocol::Reply;
 
 /// The button label for remembering an approval with `scope`.
 pub fn remember_button(locale: Locale, scope: RememberScope) -> &'static str {
@@ -211,20 +211,11 @@ pub fn reminder(locale: Locale, to: Addressed<'_>, subject: &str, progress: Opti
     }
 }
 
-/// The decision a tally voted, in words, for a platform that lists them.
-pub fn tally_words(locale: Locale, tally: &Tally) -> String {
-    let word = |d: &Decision| match d {
-        Decision::Edit { .. } => format!("✏️ {}", text(locale, Msg::Edit)),
-        _ => format!("✔ {}", text(locale, Msg::Approve)),
-    };
-    tally.decisions.iter().map(word).collect::<Vec<_>>().join(" · ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::interaction::Actor;
-    use crate::protocol::EditedAction;
+    use crate::protocol::{Decision, EditedAction};
 
     fn tally(decisions: Vec<Decision>, names: &[&str]) -> Tally {
         Tally { decisions, voters: names.iter().map(|n| Actor::new("telegram", n, n)).collect() }

@@ -1,7 +1,8 @@
 //! Telegram: inline-keyboard approvals and question wizards over the Bot API
 //! (teloxide). This file is the [`Platform`] the engine calls; the other files each
 //! own one job:
-//! - [`render`]: Interaction → HTML text + inline keyboard (pure, snapshot-tested)
+//! - [`render`]: Interaction → HTML text + inline keyboard, and reminders (pure,
+//!   snapshot-tested)
 //! - [`callback`]: button action codes inside callback tokens
 //! - [`clicks`]: callback queries → [`UserAction`](crate::interaction::UserAction)s
 //! - [`chat`]: messages: agent chat, commands, group addressing, ForceReply answers

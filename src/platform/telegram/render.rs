@@ -309,7 +309,7 @@ pub fn reminder(interaction: &Interaction, people: &Recipients, locale: Locale) 
         .users
         .iter()
         .take(MAX_MENTIONS)
-        .map(|id| if id.bytes().all(|b| b.is_ascii_digit()) && !id.is_empty() { format!("<a href=\"tg://user?id={id}\">{id}</a>") } else { escape(id) })
+        .map(|id| if id.bytes().all(|b| b.is_ascii_digit()) && !id.is_empty() { format!("<a href=\"tg://user?id={id}\">{id}</a>") } else { escape_cut(id, 60) })
         .collect();
     named.extend(people.others.iter().take(MAX_MENTIONS).map(|o| escape_cut(o, 60)));
     let named = named.join(" ");
