@@ -1135,3 +1135,203 @@ async fn without_a_guild_a_dm_click_has_no_roles() {
     assert!(!rig.fake.requests().iter().any(|r| r.path.contains("/members/")));
     rig.stop().await;
 }
+
+// ---------------------------------------------------------------------------------
+// Decision policies (issue #10): remembered approvals, quorum, policy outcomes, reminders
+// ---------------------------------------------------------------------------------
+
+mod policies {
+    use super::*;
+    use hitl_bridge::interaction::policy::{Fallback, FallbackDecision, Mention, Policy};
+    use hitl_bridge::interaction::{AccessPolicy, Actor, Interaction, RememberScope, RememberedRule, RequestBuilder, TimeoutDefaults, UserAction};
+    use hitl_bridge::platform::discord::render::view;
+    use hitl_bridge::platform::locale::Locale;
+    use hitl_bridge::platform::token::TokenSigner;
+    use hitl_bridge::protocol::{ActionRequest, Decision, EditedAction, ReviewConfig};
+
+    const MIN: i64 = 60_000;
+    const LAN: &str = "500000000000000011";
+    const MINH: &str = "500000000000000012";
+    const DBA: &str = "600000000000000900";
+
+    fn lan() -> Actor {
+        Actor::new("discord", LAN, "Lan")
+    }
+
+    fn minh() -> Actor {
+        Actor::new("discord", MINH, "Minh")
+    }
+
+    fn policy() -> Policy {
+        Policy {
+            name: "migrations".into(),
+            approvers: vec![("discord".into(), LAN.into()), ("discord".into(), MINH.into()), ("telegram".into(), "1001".into())],
+            approver_roles: vec![DBA.into()],
+            quorum: 1,
+            remember: vec![],
+            remember_args: Default::default(),
+            escalation: vec![],
+            fallback: None,
+        }
+    }
+
+    fn migration(kimi: bool, policy: Policy) -> Interaction {
+        let action = ActionRequest { name: "run_migration".into(), args: json!({"version": 42}), description: None, tool_use_id: None };
+        let configs = if kimi {
+            vec![ReviewConfig { allowed_decisions: Some(vec!["approve".into(), "approve_for_session".into(), "reject".into()]), ..ReviewConfig::default() }]
+        } else {
+            vec![]
+        };
+        let request = RequestBuilder::start("k_1", vec![action], configs, Some(600)).finish(TimeoutDefaults::default()).expect("request");
+        Interaction::new("a1b2c3d4e5f6".into(), "s".into(), request, None, 0).with_policy(Some(policy))
+    }
+
+    fn nobody() -> AccessPolicy {
+        AccessPolicy::default()
+    }
+
+    fn rendered(i: &Interaction, locale: Locale) -> (Value, Value) {
+        let v = view(i, locale, &TokenSigner::new(b"k"), 0);
+        (mask(&serde_json::to_value(&v.embed).unwrap()), mask(&serde_json::to_value(&v.components).unwrap()))
+    }
+
+    /// "Approve once" with "Approve for this session" and "Always approve" on a row of
+    /// their own; Kimi's own "Approve for session" (as.0) is not shown as well.
+    #[test]
+    fn remember_buttons_replace_kimis_session_button() {
+        let i = migration(true, Policy { remember: vec![RememberScope::Session, RememberScope::Always], ..policy() });
+        let (_, rows) = rendered(&i, Locale::En);
+        insta::assert_json_snapshot!("policy_remember_buttons", rows);
+        let labels: Vec<Vec<String>> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["components"].as_array().unwrap().iter().map(|b| format!("{} {}", b["label"].as_str().unwrap(), b["custom_id"].as_str().unwrap())).collect())
+            .collect();
+        assert_eq!(labels, [
+            vec!["Approve once 1:[id]:ap.0:[tag]", "Reject 1:[id]:rj.0:[tag]"],
+            vec!["Approve for this session 1:[id]:rms:[tag]", "Always approve 1:[id]:rma:[tag]"],
+        ]);
+        let i = migration(false, Policy { remember: vec![RememberScope::Session], ..policy() });
+        let (_, rows) = rendered(&i, Locale::Zh);
+        assert_eq!(rows[1], json!({"type": 1, "components": [{"type": 2, "style": 3, "label": "本会话内始终批准", "custom_id": "1:[id]:rms:[tag]", "disabled": false}]}));
+        assert_eq!(rows[0]["components"][0]["label"], "仅批准本次");
+    }
+
+    /// While votes arrive the embed says where the count is; once reached, the outcome
+    /// names everyone whose vote counted.
+    #[test]
+    fn quorum_progress_and_outcome() {
+        let mut i = migration(false, Policy { quorum: 3, ..policy() });
+        i.apply(&lan(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), MIN).expect("counted");
+        let mut args = serde_json::Map::new();
+        args.insert("version".into(), json!(41));
+        let edit = Decision::Edit { edited_action: EditedAction { name: "run_migration".into(), args } };
+        i.apply(&minh(), UserAction::Decide { action: 0, decision: edit }, &nobody(), MIN).expect("counted");
+        let (embed, rows) = rendered(&i, Locale::En);
+        assert_eq!(embed["fields"], json!([
+            {"name": "Answer by", "value": "<t:[unix]:R>", "inline": false},
+            {"name": "Approvals", "value": "1 of 3 approvals: Lan ✔ · Minh ✏️ (edited)", "inline": false},
+        ]));
+        assert_eq!(rows.as_array().map(Vec::len), Some(1), "the usual buttons while votes arrive");
+
+        let mut i = migration(false, Policy { quorum: 2, ..policy() });
+        i.apply(&lan(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), MIN).expect("counted");
+        i.apply(&minh(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), 5 * MIN).expect("final");
+        let (embed, rows) = rendered(&i, Locale::Vi);
+        assert_eq!(embed["fields"], json!([{"name": "Quyết định", "value": "✅ Duyệt bởi Lan, Minh lúc [hh:mm] UTC", "inline": false}]));
+        assert_eq!(rows, json!([]));
+    }
+
+    /// Settled by the policy: a remembered rule, or each kind of fallback.
+    #[test]
+    fn rule_and_fallback_outcomes() {
+        let mut i = migration(false, Policy { remember: vec![RememberScope::Always], ..policy() });
+        let rule = RememberedRule {
+            id: "r1".into(),
+            scope: RememberScope::Always,
+            tool: "run_migration".into(),
+            args: None,
+            session_id: None,
+            backend: "stream".into(),
+            set_by: lan(),
+            set_at_ms: 14 * 60 * MIN + 5 * MIN,
+            policy: "migrations".into(),
+        };
+        assert!(i.resolve_by_rule(&rule, MIN).is_some());
+        let v = view(&i, Locale::En, &TokenSigner::new(b"k"), 0);
+        let embed = serde_json::to_value(&v.embed).unwrap();
+        assert_eq!(embed["fields"], json!([{"name": "Decision", "value": "✅ Approved by rule set by Lan at 14:05 UTC (always)", "inline": false}]));
+        assert_eq!(embed["color"], 0x57F287);
+        assert!(v.components.is_empty());
+
+        for (decision, text, colour) in [
+            (FallbackDecision::Reject, "❌ Rejected by policy: no decision within 30 min", 0xED4245),
+            (FallbackDecision::Approve, "✅ Approved by policy: no decision within 30 min", 0x57F287),
+            (FallbackDecision::Leave, "⌛ Ended by policy: no decision within 30 min", 0x95A5A6),
+        ] {
+            let mut i = migration(false, Policy { fallback: Some(Fallback { after_secs: 1800, decision }), ..policy() });
+            assert!(i.apply_fallback(30 * MIN));
+            let v = view(&i, Locale::En, &TokenSigner::new(b"k"), 0);
+            let embed = serde_json::to_value(&v.embed).unwrap();
+            assert_eq!(embed["fields"], json!([{"name": "Decision", "value": text, "inline": false}]));
+            assert_eq!(embed["color"], colour);
+            assert!(v.components.is_empty());
+        }
+    }
+
+    /// Reminders through the real serenity client: `<@user>` and `<@&role>` mentions,
+    /// with allowed_mentions naming exactly those (never @everyone); someone on another
+    /// platform named as text; the configured approvers when the policy names none.
+    #[tokio::test]
+    async fn reminders_ping_exactly_the_approvers() {
+        use hitl_bridge::platform::Platform;
+        let fake = FakeDiscord::start().await;
+        let api = fake.api_url();
+        let mut settings = Settings::from_pairs(&[
+            ("console.enabled", "false"),
+            ("discord.enabled", "true"),
+            ("discord.token", "fake-bot-token"),
+            ("discord.api_url", &api),
+            ("discord.gateway", "false"),
+        ])
+        .expect("settings");
+        settings.access.approvers = vec![format!("discord:{THAO}")];
+        settings.access.approver_roles = vec![LEAD_ROLE.into()];
+        let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
+        let store = hitl_bridge::store::Store::connect("sqlite::memory:").await.expect("store");
+        let discord = hitl_bridge::platform::discord::start(&settings.discord, settings.access_policy(), TokenSigner::new(b"k"), engine, store, hitl_bridge::metrics::Metrics::new())
+            .await
+            .expect("starts");
+        let key = hitl_bridge::store::ChatKey::new("discord", CHANNEL_ID, None);
+        let mut i = migration(false, Policy { quorum: 3, ..policy() });
+        i.apply(&lan(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), MIN).expect("counted");
+        fake.clear();
+
+        discord.send_reminder(&key, &i, &Mention::Approvers).await.expect("sent");
+        discord.send_reminder(&key, &i, &Mention::User { platform: "telegram".into(), user_id: "1001".into() }).await.expect("sent");
+        discord.send_reminder(&key, &i, &Mention::Role { role_id: DBA.into() }).await.expect("sent");
+        let plain = migration(false, Policy { approvers: vec![], approver_roles: vec![], ..policy() });
+        discord.send_reminder(&key, &plain, &Mention::Approvers).await.expect("sent");
+
+        let sent: Vec<Value> = fake.requests().iter().filter(|r| r.method == "POST").map(|r| sorted(mask(&json!({"path": r.path, "body": r.body})))).collect();
+        let path = format!("/api/v10/channels/{CHANNEL_ID}/messages");
+        let msg = |content: &str, users: &[&str], roles: &[&str]| {
+            // The whole body serenity sends: no embeds, no components, no TTS.
+            sorted(json!({"path": path, "body": {
+                "content": content,
+                "allowed_mentions": {"parse": [], "users": users, "roles": roles},
+                "attachments": [], "embeds": [], "enforce_nonce": false, "sticker_ids": [], "tts": false,
+            }}))
+        };
+        assert_eq!(sent, [
+            msg(&format!("⏰ Reminder: <@{LAN}> <@{MINH}> <@&{DBA}> — run_migration still waits for a decision (1 of 3 approvals so far) · deadline <t:[unix]:R>"), &[LAN, MINH], &[DBA]),
+            msg("⏰ Reminder: telegram:1001 — run_migration still waits for a decision (1 of 3 approvals so far) · deadline <t:[unix]:R>", &[], &[]),
+            msg(&format!("⏰ Reminder: <@&{DBA}> — run_migration still waits for a decision (1 of 3 approvals so far) · deadline <t:[unix]:R>"), &[], &[DBA]),
+            msg(&format!("⏰ Reminder: <@{THAO}> <@&{LEAD_ROLE}> — run_migration still waits for a decision · deadline <t:[unix]:R>"), &[THAO], &[LEAD_ROLE]),
+        ]);
+        assert!(fake.requests().iter().all(|r| r.status < 400), "Discord would have refused one");
+        discord.shutdown();
+        fake.shutdown().await;
+    }
+}

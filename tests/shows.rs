@@ -70,6 +70,10 @@ impl Platform for Flaky {
     fn send_notice<'a>(&'a self, _: &'a ChatKey, _: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async { Ok(()) })
     }
+
+    fn send_reminder<'a>(&'a self, _: &'a ChatKey, _: &'a Interaction, _: &'a hitl_bridge::interaction::policy::Mention) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 const SESSION: &str = "s1";

@@ -970,3 +970,194 @@ async fn rules_are_listed_and_revoked_by_an_approver_only() {
     store.close().await;
     h.finish().await;
 }
+
+// ---------------------------------------------------------------------------------
+// Decision policies (issue #10): remembered approvals, quorum, policy outcomes, reminders
+// ---------------------------------------------------------------------------------
+
+mod policies {
+    use super::*;
+    use hitl_bridge::interaction::policy::{Fallback, FallbackDecision, Mention, Policy};
+    use hitl_bridge::interaction::{AccessPolicy, Actor, Applied, RememberScope, RememberedRule, UserAction};
+    use hitl_bridge::protocol::{Decision, EditedAction, ReviewConfig};
+
+    const MIN: i64 = 60_000;
+
+    fn lan() -> Actor {
+        Actor::new("telegram", "1001", "Lan")
+    }
+
+    fn minh() -> Actor {
+        Actor::new("telegram", "1002", "Minh")
+    }
+
+    fn policy() -> Policy {
+        Policy {
+            name: "migrations".into(),
+            approvers: vec![("telegram".into(), "1001".into()), ("telegram".into(), "1002".into()), ("discord".into(), "7".into())],
+            approver_roles: vec![],
+            quorum: 1,
+            remember: vec![],
+            remember_args: Default::default(),
+            escalation: vec![],
+            fallback: None,
+        }
+    }
+
+    /// One `run_migration` call (Kimi's decisions when `kimi`), under `policy`.
+    fn migration(kimi: bool, policy: Policy) -> Interaction {
+        let action = ActionRequest { name: "run_migration".into(), args: json!({"version": 42}), description: None, tool_use_id: None };
+        let configs = if kimi {
+            vec![ReviewConfig { allowed_decisions: Some(vec!["approve".into(), "approve_for_session".into(), "reject".into()]), ..ReviewConfig::default() }]
+        } else {
+            vec![]
+        };
+        let request = RequestBuilder::start("S_1", vec![action], configs, Some(600)).finish(TimeoutDefaults::default()).expect("request");
+        Interaction::new("a1b2c3d4e5f6".into(), "S".into(), request, None, 0).with_policy(Some(policy))
+    }
+
+    fn nobody() -> AccessPolicy {
+        AccessPolicy::default()
+    }
+
+    const ARGS: &str = "<b>run_migration</b>\nArguments:\n<pre>{\n  \"version\": 42\n}</pre>";
+
+    /// "Approve once" with "Approve for this session" and "Always approve" beside it;
+    /// Kimi's own "Approve for session" (s0) is not shown as well.
+    #[test]
+    fn remember_buttons_replace_kimis_session_button() {
+        let i = migration(true, Policy { remember: vec![RememberScope::Session, RememberScope::Always], ..policy() });
+        let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
+        assert_eq!(r.text, format!("🔐 <b>Approval needed</b>\n\n{ARGS}\n⏰ Answer by: 00:10 UTC"));
+        let markup = serde_json::to_value(&r.keyboard).unwrap();
+        insta::assert_json_snapshot!("policy_remember_buttons", masked_keyboard(&json!({"reply_markup": markup})));
+        let labels: Vec<Vec<&str>> = markup["inline_keyboard"].as_array().unwrap().iter().map(|row| row.as_array().unwrap().iter().map(|b| b["text"].as_str().unwrap()).collect()).collect();
+        assert_eq!(labels, [vec!["✅ Approve once", "❌ Reject", "💬 Comment"], vec!["🔁 Approve for this session", "♾️ Always approve"]]);
+
+        // Only what the policy offers, in Vietnamese.
+        let i = migration(false, Policy { remember: vec![RememberScope::Always], ..policy() });
+        let markup = serde_json::to_value(&render(&i, 0, Locale::Vi, &TokenSigner::new(b"secret")).keyboard).unwrap();
+        let masked = masked_keyboard(&json!({"reply_markup": markup}));
+        assert_eq!(masked["inline_keyboard"][1], json!([{"text": "♾️ Luôn duyệt", "callback_data": "1:[id]:Ma:[tag]"}]));
+        assert_eq!(masked["inline_keyboard"][0][0], json!({"text": "✅ Duyệt một lần", "callback_data": "1:[id]:a0:[tag]"}));
+    }
+
+    /// While votes arrive the message says where the count is, each decision set apart.
+    #[test]
+    fn quorum_progress_line() {
+        let mut i = migration(false, Policy { quorum: 3, ..policy() });
+        let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
+        assert_eq!(r.text, format!("🔐 <b>Approval needed</b>\n\n{ARGS}\n👥 0 of 3 approvals\n⏰ Answer by: 00:10 UTC"));
+        assert_eq!(i.apply(&lan(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), MIN), Ok(Applied::Updated));
+        let mut args = serde_json::Map::new();
+        args.insert("version".into(), json!(41));
+        let edit = Decision::Edit { edited_action: EditedAction { name: "run_migration".into(), args } };
+        assert_eq!(i.apply(&minh(), UserAction::Decide { action: 0, decision: edit }, &nobody(), 2 * MIN), Ok(Applied::Updated));
+        let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
+        assert_eq!(r.text, format!("🔐 <b>Approval needed</b>\n\n{ARGS}\n👥 1 of 3 approvals: Lan ✔ · Minh ✏️ (edited)\n⏰ Answer by: 00:10 UTC"));
+        let r = render(&i, 0, Locale::Zh, &TokenSigner::new(b"secret"));
+        assert!(r.text.contains("\n👥 已批准 1/3：Lan ✔ · Minh ✏️ (已编辑)\n"), "{}", r.text);
+        assert_eq!(callback_data(&serde_json::to_value(&r.keyboard).unwrap()).len(), 4, "the usual buttons while votes arrive");
+    }
+
+    /// A quorum reached: the outcome names everyone whose vote counted.
+    #[test]
+    fn quorum_outcome_names_every_counted_voter() {
+        let mut i = migration(false, Policy { quorum: 2, ..policy() });
+        i.apply(&lan(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), MIN).expect("counted");
+        let done = i.apply(&minh(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), 5 * MIN).expect("final");
+        assert!(matches!(done, Applied::Resolved(_)));
+        let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
+        assert_eq!(r.text, format!("🔐 <b>Approval needed</b>\n\n{ARGS}\n<b>✅ Approve by Lan, Minh at 00:05 UTC</b>"));
+        assert_eq!(r.keyboard, hitl_bridge::platform::telegram::render::empty());
+    }
+
+    /// Approved at once by a remembered rule; a person's remembered approval says so.
+    #[test]
+    fn rule_outcome() {
+        let mut i = migration(false, Policy { remember: vec![RememberScope::Session], ..policy() });
+        let rule = RememberedRule {
+            id: "r1".into(),
+            scope: RememberScope::Session,
+            tool: "run_migration".into(),
+            args: None,
+            session_id: Some("S".into()),
+            backend: "stream".into(),
+            set_by: lan(),
+            set_at_ms: 14 * 60 * MIN + 5 * MIN,
+            policy: "migrations".into(),
+        };
+        assert!(i.resolve_by_rule(&rule, MIN).is_some());
+        let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
+        assert_eq!(r.text, format!("🔐 <b>Approval needed</b>\n\n{ARGS}\n<b>✅ Approved by rule set by Lan at 14:05 UTC (for this session)</b>"));
+        assert!(render(&i, 0, Locale::Vi, &TokenSigner::new(b"secret")).text.ends_with("<b>✅ Được duyệt theo quy tắc do Lan đặt lúc 14:05 UTC (cho phiên này)</b>"));
+
+        let mut i = migration(false, Policy { remember: vec![RememberScope::Always], ..policy() });
+        i.apply(&minh(), UserAction::Remember { scope: RememberScope::Always }, &nobody(), 3 * MIN).expect("approved");
+        let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
+        assert!(r.text.ends_with("<b>✅ Approve (always) by Minh at 00:03 UTC</b>"), "{}", r.text);
+    }
+
+    /// Nobody decided: the fallback's outcome, for each kind of fallback.
+    #[test]
+    fn fallback_outcome() {
+        for (decision, en, zh) in [
+            (FallbackDecision::Reject, "❌ Rejected by policy: no decision within 30 min", "❌ 按策略拒绝：30 分钟内无人决定"),
+            (FallbackDecision::Approve, "✅ Approved by policy: no decision within 30 min", "✅ 按策略批准：30 分钟内无人决定"),
+            (FallbackDecision::Leave, "⌛ Ended by policy: no decision within 30 min", "⌛ 按策略结束：30 分钟内无人决定"),
+        ] {
+            let mut i = migration(false, Policy { fallback: Some(Fallback { after_secs: 1800, decision }), ..policy() });
+            assert!(i.apply_fallback(30 * MIN));
+            let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
+            assert_eq!(r.text, format!("🔐 <b>Approval needed</b>\n\n{ARGS}\n<b>{en}</b>"));
+            assert!(r.keyboard.inline_keyboard.is_empty());
+            assert!(render(&i, 0, Locale::Zh, &TokenSigner::new(b"secret")).text.ends_with(&format!("<b>{zh}</b>")));
+        }
+    }
+
+    /// Reminders through the real teloxide client: approvers on Telegram mentioned by
+    /// a tg://user link, someone elsewhere named, a role (Telegram has none) said in words.
+    #[tokio::test]
+    async fn reminders_mention_approvers() {
+        use hitl_bridge::platform::Platform;
+        let fake = FakeTelegram::start().await;
+        let chat = fake.private_chat(&thao());
+        let mut settings = Settings::from_pairs(&[
+            ("console.enabled", "false"),
+            ("telegram.enabled", "true"),
+            ("telegram.token", fake_telegram::TOKEN),
+            ("telegram.api_url", &fake.url),
+        ])
+        .expect("settings");
+        settings.access.approvers = vec!["telegram:3003".into()];
+        let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
+        let store = hitl_bridge::store::Store::connect("sqlite::memory:").await.expect("store");
+        let telegram = hitl_bridge::platform::telegram::start(&settings, engine, TokenSigner::new(b"k"), store, hitl_bridge::metrics::Metrics::new()).await.expect("starts");
+        let key = hitl_bridge::store::ChatKey::new("telegram", &chat.to_string(), None);
+        let mut i = migration(false, Policy { quorum: 3, ..policy() });
+        i.apply(&lan(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), MIN).expect("counted");
+        i.apply(&minh(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), MIN).expect("counted");
+
+        telegram.send_reminder(&key, &i, &Mention::Approvers).await.expect("sent");
+        telegram.send_reminder(&key, &i, &Mention::User { platform: "discord".into(), user_id: "7".into() }).await.expect("sent");
+        telegram.send_reminder(&key, &i, &Mention::Role { role_id: "900".into() }).await.expect("sent");
+        // No policy approvers: the configured ones.
+        let plain = migration(false, Policy { approvers: vec![], ..policy() });
+        telegram.send_reminder(&key, &plain, &Mention::Approvers).await.expect("sent");
+
+        let sent: Vec<(Value, Value)> = fake.calls("sendMessage").into_iter().map(|m| (m["text"].clone(), m["parse_mode"].clone())).collect();
+        let html = json!("HTML");
+        assert_eq!(sent, [
+            (json!("⏰ Reminder: <a href=\"tg://user?id=1001\">1001</a> <a href=\"tg://user?id=1002\">1002</a> — run_migration still waits for a decision (2 of 3 approvals so far) · deadline 00:10 UTC"), html.clone()),
+            (json!("⏰ Reminder: discord:7 — run_migration still waits for a decision (2 of 3 approvals so far) · deadline 00:10 UTC"), html.clone()),
+            (json!("⏰ Reminder for the approvers of role 900: run_migration still waits for a decision (2 of 3 approvals so far) · deadline 00:10 UTC"), html.clone()),
+            (json!("⏰ Reminder: <a href=\"tg://user?id=3003\">3003</a> — run_migration still waits for a decision · deadline 00:10 UTC"), html),
+        ]);
+        let first = &fake.calls("sendMessage")[0];
+        assert_eq!(first["chat_id"], json!(chat));
+        assert_eq!(first.get("reply_markup"), None, "a reminder has no buttons");
+        telegram.shutdown();
+        assert!(fake.errors().is_empty(), "{:?}", fake.errors());
+        fake.shutdown();
+    }
+}

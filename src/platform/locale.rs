@@ -1,5 +1,9 @@
 //! Every string the bridge writes itself (buttons, notices, outcomes), in English,
 //! Vietnamese and Chinese. Agent text and question text are never translated.
+//! Texts about decision policies (quorum, remembered approvals, fallbacks,
+//! reminders) are in [`policy`].
+
+pub mod policy;
 
 use crate::interaction::{Decider, Delivery, Interaction, Refusal, Status};
 use crate::protocol::{Decision, Reply};
@@ -76,6 +80,14 @@ pub enum Msg {
     Pending,
     NoPending,
     ChooseOptions,
+    /// The approve button when "remember" choices sit beside it.
+    ApproveOnce,
+    /// "Approve for this session", remembered by the bridge (policy `remember`).
+    RememberSession,
+    /// "Always approve" (policy `remember`).
+    RememberAlways,
+    /// Heading of a quorum's progress (Discord field name).
+    Approvals,
 }
 
 pub fn text(locale: Locale, msg: Msg) -> &'static str {
@@ -175,6 +187,18 @@ pub fn text(locale: Locale, msg: Msg) -> &'static str {
         (ChooseOptions, En) => "Choose…",
         (ChooseOptions, Vi) => "Chọn…",
         (ChooseOptions, Zh) => "请选择…",
+        (ApproveOnce, En) => "Approve once",
+        (ApproveOnce, Vi) => "Duyệt một lần",
+        (ApproveOnce, Zh) => "仅批准本次",
+        (RememberSession, En) => "Approve for this session",
+        (RememberSession, Vi) => "Duyệt cho phiên này",
+        (RememberSession, Zh) => "本会话内始终批准",
+        (RememberAlways, En) => "Always approve",
+        (RememberAlways, Vi) => "Luôn duyệt",
+        (RememberAlways, Zh) => "始终批准",
+        (Approvals, En) => "Approvals",
+        (Approvals, Vi) => "Lượt duyệt",
+        (Approvals, Zh) => "审批进度",
     }
 }
 
@@ -209,6 +233,12 @@ pub fn refusal(locale: Locale, refusal: &Refusal) -> String {
         (Refusal::Incomplete { missing }, En) => format!("Decide every action first (missing: {}).", numbers(missing)),
         (Refusal::Incomplete { missing }, Vi) => format!("Hãy quyết định mọi thao tác trước (còn thiếu: {}).", numbers(missing)),
         (Refusal::Incomplete { missing }, Zh) => format!("请先对每个操作做出决定（缺少：{}）。", numbers(missing)),
+        (Refusal::AlreadyVoted { at_ms }, En) => format!("You already voted at {}; each person votes once.", clock(*at_ms)),
+        (Refusal::AlreadyVoted { at_ms }, Vi) => format!("Bạn đã bỏ phiếu lúc {}; mỗi người chỉ bỏ phiếu một lần.", clock(*at_ms)),
+        (Refusal::AlreadyVoted { at_ms }, Zh) => format!("你已于 {} 投票；每人只能投一次。", clock(*at_ms)),
+        (Refusal::RememberNotOffered { scope }, En) => format!("“{}” is not offered for this request.", policy::remember_button(locale, *scope)),
+        (Refusal::RememberNotOffered { scope }, Vi) => format!("Yêu cầu này không có lựa chọn “{}”.", policy::remember_button(locale, *scope)),
+        (Refusal::RememberNotOffered { scope }, Zh) => format!("此请求不提供“{}”。", policy::remember_button(locale, *scope)),
         // The rest come from a bug or a forged input; English detail is enough.
         (other, _) => other.to_string(),
     }
@@ -303,12 +333,18 @@ fn delivery(locale: Locale, delivery: Delivery) -> Option<String> {
 
 fn status(locale: Locale, interaction: &Interaction) -> String {
     use Locale::*;
+    // A remembered rule or a fallback settled it: say so, not who clicked.
+    if let Some(settled) = policy::settlement(locale, interaction) {
+        return settled;
+    }
     match (&interaction.status, locale) {
         (Status::Pending, _) => text(locale, Msg::Pending).into(),
         (Status::Resolved { by, at_ms }, _) => {
-            let what = reply_word(locale, interaction.reply.as_ref());
+            let what = reply_word(locale, interaction.reply.as_ref()) + &policy::remembered_suffix(locale, interaction);
+            // Under a quorum everyone whose vote counted decided.
+            let voters = policy::counted_voters(interaction).map(|v| v.join(", "));
             let who = match by {
-                Decider::Person(actor) => actor.name.clone(),
+                Decider::Person(actor) => voters.unwrap_or_else(|| actor.name.clone()),
                 Decider::Elsewhere => match locale {
                     En => "another client".into(),
                     Vi => "một ứng dụng khác".into(),
@@ -361,5 +397,15 @@ mod tests {
         let r = Refusal::AlreadyDecided { by: "Thảo".into(), at_ms: (9 * 3600 + 5 * 60) * 1000 };
         assert_eq!(refusal(Locale::En, &r), "Already decided by Thảo at 09:05 UTC.");
         assert_eq!(refusal(Locale::Vi, &r), "Đã được Thảo quyết định lúc 09:05 UTC.");
+    }
+
+    #[test]
+    fn policy_refusals_are_localized() {
+        let voted = Refusal::AlreadyVoted { at_ms: (14 * 3600 + 5 * 60) * 1000 };
+        assert_eq!(refusal(Locale::En, &voted), "You already voted at 14:05 UTC; each person votes once.");
+        assert_eq!(refusal(Locale::Zh, &voted), "你已于 14:05 UTC 投票；每人只能投一次。");
+        let always = Refusal::RememberNotOffered { scope: crate::interaction::RememberScope::Always };
+        assert_eq!(refusal(Locale::En, &always), "“Always approve” is not offered for this request.");
+        assert_eq!(refusal(Locale::Vi, &always), "Yêu cầu này không có lựa chọn “Luôn duyệt”.");
     }
 }

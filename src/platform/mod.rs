@@ -9,6 +9,7 @@ pub mod bounded;
 pub mod console;
 pub mod discord;
 pub mod locale;
+pub mod reminder;
 pub mod telegram;
 pub mod token;
 
@@ -16,6 +17,7 @@ use futures_util::future::BoxFuture;
 
 use crate::backend::ToolGroupStatus;
 use crate::interaction::Interaction;
+use crate::interaction::policy::Mention;
 use crate::store::{ChatKey, MessageRef};
 
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +47,18 @@ pub trait Platform: Send + Sync {
     /// A notice for a chat that is not agent output (an error from the backend, a
     /// request that could not be understood).
     fn send_notice<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>>;
+
+    /// An escalation reminder in `chat` that `interaction` still waits, mentioning
+    /// `mention` ([`reminder::recipients`] says whom `Approvers` means). Goes through
+    /// the same send path and rate limits as every other message.
+    ///
+    /// The default, for a platform that cannot mention anyone, is a notice naming them.
+    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async move {
+            let people = reminder::recipients(self.name(), interaction, mention, None);
+            self.send_notice(chat, &reminder::plain(locale::Locale::En, interaction, &people)).await
+        })
+    }
 
     /// Stops background tasks (polling, gateway, HTTP servers). Called once at shutdown.
     fn shutdown(&self) {}

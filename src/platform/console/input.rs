@@ -1,7 +1,7 @@
 //! Reading one typed line as an answer to the current step. Pure: the line and the
 //! step in, a [`UserAction`] (or what to ask next) out.
 
-use crate::interaction::{FreeText, Question, UserAction};
+use crate::interaction::{FreeText, Question, RememberScope, UserAction};
 use crate::protocol::Decision;
 
 /// Where the person is in answering one interaction.
@@ -27,17 +27,27 @@ pub enum Parsed {
     Invalid(String),
 }
 
-pub fn parse_action(index: usize, line: &str) -> Parsed {
+/// One line deciding action `index`. `offered`: the "remember" choices the request's
+/// policy offers ([`crate::interaction::Interaction::remember_offered`]); with the
+/// policy's session among them, `s` means it (the core maps it to the backend's own
+/// "approve for session" where that means the same).
+pub fn parse_action(index: usize, line: &str, offered: &[RememberScope]) -> Parsed {
     let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let rest = rest.trim();
     let decide = |decision| Parsed::Act(UserAction::Decide { action: index, decision });
+    let remember = |scope| Parsed::Act(UserAction::Remember { scope });
     match word.to_lowercase().as_str() {
-        "a" | "approve" => decide(Decision::Approve),
+        "a" | "approve" | "once" => decide(Decision::Approve),
+        // Parsed even when not offered: the core refuses it with a clear reason.
+        "as" | "approve-session" => remember(RememberScope::Session),
+        "aa" | "always" => remember(RememberScope::Always),
+        "s" | "session" if offered.contains(&RememberScope::Session) => remember(RememberScope::Session),
         "s" | "session" => decide(Decision::ApproveForSession),
         "r" | "reject" => decide(Decision::Reject { message: (!rest.is_empty()).then(|| rest.to_owned()) }),
         "e" | "edit" if rest.is_empty() => Parsed::Ask(Step::EditJson(index)),
         "e" | "edit" => Parsed::Act(UserAction::EditArgs { action: index, json: rest.to_owned() }),
         "c" | "comment" => Parsed::Act(UserAction::Comment { action: index, text: rest.to_owned() }),
+        _ if !offered.is_empty() => Parsed::Invalid("type a, as, aa, r [reason], e [json] or c <text>".into()),
         _ => Parsed::Invalid("type a, r [reason], e [json] or c <text>".into()),
     }
 }
@@ -94,9 +104,22 @@ mod tests {
 
     #[test]
     fn decisions() {
-        assert_eq!(parse_action(1, "r too risky"), Parsed::Act(UserAction::Decide { action: 1, decision: Decision::Reject { message: Some("too risky".into()) } }));
-        assert_eq!(parse_action(0, "e"), Parsed::Ask(Step::EditJson(0)));
-        assert_eq!(parse_action(0, "e {\"a\":1}"), Parsed::Act(UserAction::EditArgs { action: 0, json: "{\"a\":1}".into() }));
-        assert!(matches!(parse_action(0, "maybe"), Parsed::Invalid(_)));
+        assert_eq!(parse_action(1, "r too risky", &[]), Parsed::Act(UserAction::Decide { action: 1, decision: Decision::Reject { message: Some("too risky".into()) } }));
+        assert_eq!(parse_action(0, "e", &[]), Parsed::Ask(Step::EditJson(0)));
+        assert_eq!(parse_action(0, "e {\"a\":1}", &[]), Parsed::Act(UserAction::EditArgs { action: 0, json: "{\"a\":1}".into() }));
+        assert!(matches!(parse_action(0, "maybe", &[]), Parsed::Invalid(_)));
+    }
+
+    #[test]
+    fn remembered_approvals() {
+        let both = [RememberScope::Session, RememberScope::Always];
+        let remember = |scope| Parsed::Act(UserAction::Remember { scope });
+        assert_eq!(parse_action(0, "as", &both), remember(RememberScope::Session));
+        assert_eq!(parse_action(0, "ALWAYS", &both), remember(RememberScope::Always));
+        assert_eq!(parse_action(0, "aa", &[]), remember(RememberScope::Always), "the core says it is not offered");
+        assert_eq!(parse_action(0, "s", &both), remember(RememberScope::Session), "the policy's session replaces Kimi's");
+        assert_eq!(parse_action(0, "s", &[]), Parsed::Act(UserAction::Decide { action: 0, decision: Decision::ApproveForSession }));
+        assert_eq!(parse_action(0, "once", &both), Parsed::Act(UserAction::Decide { action: 0, decision: Decision::Approve }));
+        assert_eq!(parse_action(0, "x", &both), Parsed::Invalid("type a, as, aa, r [reason], e [json] or c <text>".into()));
     }
 }

@@ -15,10 +15,12 @@ use futures_util::future::BoxFuture;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use self::input::{Parsed, Step};
-use super::{Platform, PlatformError};
+use super::locale::Locale;
+use super::{Platform, PlatformError, reminder};
 use crate::backend::ToolGroupStatus;
 use crate::config::ConsoleSettings;
 use crate::engine::{ActOutcome, EngineHandle};
+use crate::interaction::policy::Mention;
 use crate::interaction::{Actor, Draft, Interaction, RequestKind, UserAction};
 use crate::store::{ChatKey, MessageRef};
 
@@ -116,9 +118,9 @@ impl Console {
             return Ok(());
         };
         let parsed = match (step, &interaction.request.kind) {
-            (Step::Action(i), _) => input::parse_action(i, line),
+            (Step::Action(i), _) => input::parse_action(i, line, &interaction.remember_offered()),
             // The JSON alone, or any decision typed in full (the person changed their mind).
-            (Step::EditJson(i), _) => match input::parse_action(i, line) {
+            (Step::EditJson(i), _) => match input::parse_action(i, line, &interaction.remember_offered()) {
                 Parsed::Act(action) => Parsed::Act(action),
                 _ => Parsed::Act(UserAction::EditArgs { action: i, json: line.to_owned() }),
             },
@@ -181,6 +183,13 @@ impl Console {
         match self.queue().front() {
             Some((i, Step::Action(n) | Step::EditJson(n))) if i.id == id => Some(*n),
             _ => None,
+        }
+    }
+
+    /// Keeps the queued copy's votes current, so a later prompt is built from them.
+    fn update_votes(&self, interaction: &Interaction) {
+        if let Some(entry) = self.queue().iter_mut().find(|(i, _)| i.id == interaction.id) {
+            entry.0.draft = interaction.draft.clone();
         }
     }
 
@@ -276,6 +285,11 @@ impl Platform for Console {
                 if !known {
                     return self.show_interaction(&message.chat, interaction).await.map(|_| ());
                 }
+                // A vote came in (here or on another platform): say where the count is.
+                if let Some(progress) = interaction.quorum_progress() {
+                    self.update_votes(interaction);
+                    return self.print(&format!("· {}", render::quorum_line(&progress))).await;
+                }
                 return Ok(());
             }
             let was_front = {
@@ -294,5 +308,13 @@ impl Platform for Console {
 
     fn send_notice<'a>(&'a self, _chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move { self.print(&format!("! {text}")).await })
+    }
+
+    /// A terminal mentions nobody: the reminder names whom it is for.
+    fn send_reminder<'a>(&'a self, _chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async move {
+            let people = reminder::recipients(PLATFORM, interaction, mention, None);
+            self.print(&reminder::plain(Locale::En, interaction, &people)).await
+        })
     }
 }

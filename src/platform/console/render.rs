@@ -1,7 +1,8 @@
 //! Plain-text rendering of interactions for the terminal. Pure functions of the
 //! interaction and the time, so the exact output is easy to test.
 
-use crate::interaction::{Decider, Delivery, FreeText, Interaction, Question, RequestKind, Status};
+use crate::interaction::{Decider, Delivery, FreeText, Interaction, Question, RememberScope, RequestKind, Status};
+use crate::platform::locale::{Locale, policy};
 use crate::protocol::{Decision, DecisionType, Reply};
 
 /// `HH:MM:SS UTC` for a unix-ms time.
@@ -26,6 +27,9 @@ pub fn interaction(i: &Interaction) -> String {
                 let allowed: Vec<&str> = action.allowed.iter().map(|d| d.as_str()).collect();
                 out += &format!("│    allowed: {}\n", allowed.join(", "));
             }
+            if let Some(progress) = i.quorum_progress() {
+                out += &format!("│ {}\n", quorum_line(&progress));
+            }
             out + "└"
         }
         RequestKind::Questions { questions, .. } => {
@@ -37,10 +41,14 @@ pub fn interaction(i: &Interaction) -> String {
 /// The prompt for deciding action `index`.
 pub fn action_prompt(i: &Interaction, index: usize) -> String {
     let Some(action) = i.request.actions().get(index) else { return String::new() };
+    let offered = i.remember_offered();
     let mut choices = Vec::new();
     for allowed in &action.allowed {
         choices.push(match allowed {
+            DecisionType::Approve if !offered.is_empty() => "[a]pprove once",
             DecisionType::Approve => "[a]pprove",
+            // The policy's own session choice replaces the backend's.
+            DecisionType::ApproveForSession if offered.contains(&RememberScope::Session) => continue,
             DecisionType::ApproveForSession => "[s]ession (approve for the session)",
             DecisionType::Reject => "[r]eject [reason]",
             DecisionType::Edit => "[e]dit [json]",
@@ -50,7 +58,21 @@ pub fn action_prompt(i: &Interaction, index: usize) -> String {
     if !action.allowed.contains(&DecisionType::Respond) {
         choices.push("[c]omment <text>");
     }
+    // Beside "approve once", as on the chat platforms' buttons.
+    let at = choices.iter().position(|c| c.starts_with("[a]")).map_or(0, |p| p + 1);
+    for (n, scope) in offered.iter().enumerate() {
+        let choice = match scope {
+            RememberScope::Session => "[as] approve for this session",
+            RememberScope::Always => "[aa] always approve",
+        };
+        choices.insert(at + n, choice);
+    }
     format!("{}? {} >", action.name, choices.join(" · "))
+}
+
+/// "2 of 3 approvals: Lan ✔, Minh ✔", as the chat platforms say it (in English).
+pub fn quorum_line(progress: &crate::interaction::policy::QuorumProgress) -> String {
+    policy::quorum_line(Locale::En, progress)
 }
 
 /// The prompt for question `index`: header, text, numbered options.
@@ -102,13 +124,20 @@ pub fn outcome(i: &Interaction) -> String {
 
 fn status(i: &Interaction) -> String {
     let key = i.approval_key();
+    // A remembered rule or a fallback settled it: say so, not who clicked.
+    if let Some(settled) = policy::settlement(Locale::En, i) {
+        return format!("{settled} · {key}");
+    }
     match &i.status {
         Status::Pending => format!("… {key} pending"),
         Status::Resolved { by: Decider::Elsewhere, at_ms } => {
             format!("✔ {key} resolved elsewhere at {}{}", clock(*at_ms), reply_suffix(i.reply.as_ref()))
         }
         Status::Resolved { by, at_ms } => {
-            format!("✔ {key} decided by {} at {}{}", by.name(), clock(*at_ms), reply_suffix(i.reply.as_ref()))
+            // Under a quorum, everyone whose vote counted.
+            let who = policy::counted_voters(i).map_or_else(|| by.name().to_owned(), |v| v.join(", "));
+            let remembered = policy::remembered_suffix(Locale::En, i);
+            format!("✔ {key} decided by {who} at {}{}{remembered}", clock(*at_ms), reply_suffix(i.reply.as_ref()))
         }
         Status::Expired { at_ms, by_backend } => {
             let who = if *by_backend { "the agent timed it out" } else { "no decision in time" };
@@ -150,6 +179,52 @@ fn decision_text(d: &Decision) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interaction::policy::{Fallback, FallbackDecision, Policy};
+    use crate::interaction::{AccessPolicy, Actor, RequestBuilder, TimeoutDefaults, UserAction};
+    use crate::protocol::{ActionRequest, ReviewConfig};
+
+    fn kimi_call(policy: Policy) -> Interaction {
+        let action = ActionRequest { name: "Shell".into(), args: serde_json::json!({"cmd": "ls"}), description: None, tool_use_id: None };
+        let config = ReviewConfig { allowed_decisions: Some(vec!["approve".into(), "approve_for_session".into(), "reject".into()]), ..ReviewConfig::default() };
+        let request = RequestBuilder::start("k_1", vec![action], vec![config], Some(600)).finish(TimeoutDefaults::default()).expect("request");
+        Interaction::new("i".into(), "s".into(), request, None, 0).with_policy(Some(policy))
+    }
+
+    fn policy() -> Policy {
+        Policy {
+            name: "p".into(),
+            approvers: vec![("console".into(), "me".into()), ("console".into(), "you".into())],
+            approver_roles: vec![],
+            quorum: 1,
+            remember: vec![],
+            remember_args: Default::default(),
+            escalation: vec![],
+            fallback: None,
+        }
+    }
+
+    #[test]
+    fn remembered_choices_sit_beside_approve_once() {
+        let i = kimi_call(Policy { remember: vec![RememberScope::Session, RememberScope::Always], ..policy() });
+        assert_eq!(action_prompt(&i, 0), "Shell? [a]pprove once · [as] approve for this session · [aa] always approve · [r]eject [reason] · [c]omment <text> >");
+        let i = kimi_call(policy());
+        assert_eq!(action_prompt(&i, 0), "Shell? [a]pprove · [s]ession (approve for the session) · [r]eject [reason] · [c]omment <text> >");
+    }
+
+    #[test]
+    fn quorum_and_policy_outcomes() {
+        let mut i = kimi_call(Policy { quorum: 2, ..policy() });
+        let nobody = AccessPolicy::default();
+        let (me, you) = (Actor::new("console", "me", "Lan"), Actor::new("console", "you", "Minh"));
+        i.apply(&me, UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody, 1000).expect("counted");
+        assert!(interaction(&i).contains("\n│ 1 of 2 approvals: Lan ✔\n"), "{}", interaction(&i));
+        i.apply(&you, UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody, 61_000).expect("final");
+        assert_eq!(outcome(&i), "✔ k_1 decided by Lan, Minh at 00:01:01 UTC: approve");
+
+        let mut i = kimi_call(Policy { fallback: Some(Fallback { after_secs: 90, decision: FallbackDecision::Reject }), ..policy() });
+        assert!(i.apply_fallback(90_000));
+        assert_eq!(outcome(&i), "❌ Rejected by policy: no decision within 1 min 30 s · k_1");
+    }
 
     #[test]
     fn clock_is_utc_time_of_day() {

@@ -3,6 +3,9 @@
 //! these: short, with indexes only, never labels or question text. Parsing is strict;
 //! a code that does not parse is treated like a forged token.
 
+use crate::interaction::{RememberScope, UserAction};
+use crate::protocol::{Decision, DecisionType};
+
 /// One button, select or modal, as its code names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
@@ -31,6 +34,9 @@ pub enum Code {
     RespondModal(usize),
     /// The Other… modal's submit, for a page.
     OtherModal(usize),
+    /// Approve the one action and remember it, where the policy offers it: for this
+    /// session (`rms`) or always (`rma`).
+    Remember(RememberScope),
 }
 
 impl Code {
@@ -51,7 +57,26 @@ impl Code {
             Code::EditModal(i) => format!("med.{i}"),
             Code::RespondModal(i) => format!("mrs.{i}"),
             Code::OtherModal(p) => format!("mot.{p}"),
+            Code::Remember(RememberScope::Session) => "rms".into(),
+            Code::Remember(RememberScope::Always) => "rma".into(),
         }
+    }
+
+    /// The engine action a button stands for on its own; `None` for the controls that
+    /// open a modal, turn a page, carry values (selects, modal submits) or need the
+    /// stored request first (Skip).
+    pub fn direct_action(self) -> Option<UserAction> {
+        Some(match self {
+            Code::Approve(action) => UserAction::Decide { action, decision: Decision::Approve },
+            Code::ApproveForSession(action) => UserAction::Decide { action, decision: Decision::ApproveForSession },
+            Code::Reject(action) => UserAction::Decide { action, decision: Decision::Reject { message: None } },
+            Code::ApproveAll => UserAction::DecideAll { decision: DecisionType::Approve },
+            Code::RejectAll => UserAction::DecideAll { decision: DecisionType::Reject },
+            Code::Submit => UserAction::Submit,
+            // Whether the policy offers it is the core's call (RememberNotOffered).
+            Code::Remember(scope) => UserAction::Remember { scope },
+            _ => return None,
+        })
     }
 
     pub fn parse(code: &str) -> Option<Code> {
@@ -77,6 +102,8 @@ impl Code {
             ("med", Some(i)) => Code::EditModal(i),
             ("mrs", Some(i)) => Code::RespondModal(i),
             ("mot", Some(p)) => Code::OtherModal(p),
+            ("rms", None) => Code::Remember(RememberScope::Session),
+            ("rma", None) => Code::Remember(RememberScope::Always),
             _ => return None,
         })
     }
@@ -92,6 +119,7 @@ mod tests {
             Code::Approve(0), Code::ApproveForSession(5), Code::Reject(3), Code::Edit(1), Code::Respond(2), Code::ApproveAll,
             Code::RejectAll, Code::Submit, Code::Select(3), Code::Other(1), Code::Skip, Code::Page(2),
             Code::EditModal(0), Code::RespondModal(4), Code::OtherModal(0),
+            Code::Remember(RememberScope::Session), Code::Remember(RememberScope::Always),
         ];
         for code in all {
             assert_eq!(Code::parse(&code.encode()), Some(code), "{code:?}");
@@ -99,8 +127,16 @@ mod tests {
     }
 
     #[test]
+    fn remember_codes_become_remember_actions() {
+        assert_eq!(Code::parse("rms").and_then(Code::direct_action), Some(UserAction::Remember { scope: RememberScope::Session }));
+        assert_eq!(Code::parse("rma").and_then(Code::direct_action), Some(UserAction::Remember { scope: RememberScope::Always }));
+        assert_eq!(Code::parse("as.0").and_then(Code::direct_action), Some(UserAction::Decide { action: 0, decision: Decision::ApproveForSession }));
+        assert_eq!(Code::Edit(0).direct_action(), None, "edit opens a modal first");
+    }
+
+    #[test]
     fn junk_does_not_parse() {
-        for junk in ["", "ap", "ap.", "ap.x", "ap.-1", "ap.+1", "ap. 1", "ap.12345", "sub.1", "zz.1", "pg.99999999999999999999999"] {
+        for junk in ["", "ap", "ap.", "ap.x", "ap.-1", "ap.+1", "ap. 1", "ap.12345", "sub.1", "zz.1", "pg.99999999999999999999999", "rms.0", "rma.", "rm", "rmx", "RMS", "rms "] {
             assert_eq!(Code::parse(junk), None, "{junk}");
         }
     }

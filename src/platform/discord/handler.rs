@@ -24,7 +24,6 @@ use crate::clock::now_ms;
 use crate::engine::{ActError, EngineError, paired_notice};
 use crate::interaction::{Actor, Interaction, Refusal, RequestKind, UserAction};
 use crate::platform::locale::{self, Locale, Msg};
-use crate::protocol::{Decision, DecisionType};
 use crate::store::ChatKey;
 
 /// What to answer at once, and what to do after the answer is out.
@@ -171,12 +170,12 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
             let update = CreateInteractionResponseMessage::new().embed(view.embed).components(view.components);
             return Handled::now(CreateInteractionResponse::UpdateMessage(update));
         }
-        Code::Approve(action) => Plan::Actions(vec![UserAction::Decide { action, decision: Decision::Approve }]),
-        Code::ApproveForSession(action) => Plan::Actions(vec![UserAction::Decide { action, decision: Decision::ApproveForSession }]),
-        Code::Reject(action) => Plan::Actions(vec![UserAction::Decide { action, decision: Decision::Reject { message: None } }]),
-        Code::ApproveAll => Plan::Actions(vec![UserAction::DecideAll { decision: DecisionType::Approve }]),
-        Code::RejectAll => Plan::Actions(vec![UserAction::DecideAll { decision: DecisionType::Reject }]),
-        Code::Submit => Plan::Actions(vec![UserAction::Submit]),
+        Code::Approve(_) | Code::ApproveForSession(_) | Code::Reject(_) | Code::ApproveAll | Code::RejectAll | Code::Submit | Code::Remember(_) => {
+            match code.direct_action() {
+                Some(action) => Plan::Actions(vec![action]),
+                None => return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton))),
+            }
+        }
         Code::Skip => Plan::SkipAll,
         Code::Select(question) => {
             let ComponentInteractionDataKind::StringSelect { values } = &c.data.kind else {

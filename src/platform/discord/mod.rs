@@ -29,10 +29,11 @@ use futures_util::future::BoxFuture;
 use secrecy::ExposeSecret;
 use serenity::all::{ChannelId, CreateAttachment, CreateMessage, EditMessage, Http, MessageId, ShardManager, UserId};
 
-use super::{Platform, PlatformError};
+use super::{Platform, PlatformError, reminder};
 use crate::backend::ToolGroupStatus;
 use crate::config::DiscordSettings;
 use crate::engine::EngineHandle;
+use crate::interaction::policy::Mention;
 use crate::interaction::{AccessPolicy, Interaction};
 use crate::metrics::Metrics;
 use crate::platform::locale::Locale;
@@ -313,6 +314,14 @@ impl Platform for Discord {
             let channel = self.channel(chat).await?;
             let content = text::truncate(&format!("⚠️ {text}"), render::limits::CONTENT);
             self.send(channel, CreateMessage::new().content(content)).await.map(|_| ())
+        })
+    }
+
+    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async move {
+            let channel = self.channel(chat).await?;
+            let people = reminder::recipients(PLATFORM, interaction, mention, Some(&self.shared.policy));
+            self.send(channel, render::reminder(interaction, &people, self.shared.locale(None))).await.map(|_| ())
         })
     }
 

@@ -5,14 +5,21 @@
 //! `custom_id` is a signed token naming an index (never a label), and the row and
 //! option counts stay within what Discord accepts, paginating where they would not.
 //! When the interaction has ended, the outcome is shown and the components removed.
+//! Escalation reminders are rendered here too ([`reminder`]), with their mentions.
 
 use serde_json::Value;
-use serenity::all::{ButtonStyle, Colour, CreateActionRow, CreateButton, CreateEmbed, CreateEmbedFooter, CreateSelectMenu, CreateSelectMenuKind, CreateSelectMenuOption};
+use serenity::all::{
+    ButtonStyle, Colour, CreateActionRow, CreateAllowedMentions, CreateButton, CreateEmbed, CreateEmbedFooter, CreateMessage, CreateSelectMenu,
+    CreateSelectMenuKind, CreateSelectMenuOption, RoleId, UserId,
+};
 
 use super::codes::Code;
 use super::text::{DMsg, dtext, truncate};
-use crate::interaction::{Action, Draft, FreeText, Interaction, Question, RequestKind, Status, answers};
+use crate::interaction::policy::{FallbackDecision, PolicySettlement};
+use crate::interaction::{Action, Draft, FreeText, Interaction, Question, RememberScope, RequestKind, Status, answers};
+use crate::platform::locale::policy::Addressed;
 use crate::platform::locale::{self, Locale, Msg};
+use crate::platform::reminder::Recipients;
 use crate::platform::token::TokenSigner;
 use crate::protocol::{Decision, DecisionType};
 
@@ -88,6 +95,9 @@ pub fn view(interaction: &Interaction, locale: Locale, signer: &TokenSigner, pag
         }
     } else {
         fields.push((locale::text(locale, Msg::Deadline).into(), format!("<t:{}:R>", interaction.deadline_ms.div_euclid(1000))));
+        if let Some(progress) = interaction.quorum_progress() {
+            fields.push((locale::text(locale, Msg::Approvals).into(), locale::policy::quorum_line(locale, &progress)));
+        }
     }
     let (title, body, attachment, components) = match &interaction.request.kind {
         RequestKind::Approval { actions } => {
@@ -142,6 +152,14 @@ fn budget(fields: &[(String, String)]) -> usize {
 }
 
 fn colour(interaction: &Interaction) -> u32 {
+    // A fallback that approved or rejected reads like a person's decision would.
+    if let Some(PolicySettlement::Fallback { decision, .. }) = &interaction.settled_by_policy {
+        return match decision {
+            FallbackDecision::Approve => GREEN,
+            FallbackDecision::Reject => RED,
+            FallbackDecision::Leave => GREY,
+        };
+    }
     match (&interaction.status, &interaction.reply) {
         (Status::Pending, _) => BLURPLE,
         (Status::Resolved { .. }, Some(crate::protocol::Reply::Decisions { decisions, .. }))
@@ -258,6 +276,8 @@ fn page_buttons(interaction: &Interaction, locale: Locale, signer: &TokenSigner,
 
 fn decision_button(signer: &TokenSigner, interaction: &Interaction, locale: Locale, i: usize, d: DecisionType, prefix: &str, chosen: Option<&Decision>) -> Option<CreateButton> {
     let (code, msg, style) = match d {
+        // Beside the remembered choices, the plain approve says it is for this call only.
+        DecisionType::Approve if !interaction.remember_offered().is_empty() => (Code::Approve(i), Msg::ApproveOnce, ButtonStyle::Success),
         DecisionType::Approve => (Code::Approve(i), Msg::Approve, ButtonStyle::Success),
         DecisionType::ApproveForSession => (Code::ApproveForSession(i), Msg::ApproveForSession, ButtonStyle::Success),
         DecisionType::Reject => (Code::Reject(i), Msg::Reject, ButtonStyle::Danger),
@@ -274,10 +294,18 @@ fn approval_rows(interaction: &Interaction, actions: &[Action], locale: Locale, 
         Draft::Answers { .. } => None,
     };
     if let [action] = actions {
+        let offered = interaction.remember_offered();
+        // The policy's own "for this session" replaces Kimi's: the core sends Kimi's
+        // native decision itself when the two mean the same.
         let buttons: Vec<CreateButton> = ordered(action)
+            .filter(|&d| !(d == DecisionType::ApproveForSession && offered.contains(&RememberScope::Session)))
             .filter_map(|d| decision_button(signer, interaction, locale, 0, d, "", None))
             .collect();
-        return if buttons.is_empty() { Vec::new() } else { vec![CreateActionRow::Buttons(buttons)] };
+        let remember: Vec<CreateButton> = offered
+            .iter()
+            .filter_map(|&scope| button(signer, interaction, Code::Remember(scope), locale::policy::remember_button(locale, scope), ButtonStyle::Success))
+            .collect();
+        return [buttons, remember].into_iter().filter(|b| !b.is_empty()).map(CreateActionRow::Buttons).collect();
     }
     let mut rows = Vec::new();
     for (i, action) in actions.iter().enumerate().skip(page * PER_PAGE).take(PER_PAGE) {
@@ -349,6 +377,33 @@ fn question_rows(interaction: &Interaction, questions: &[Question], locale: Loca
     last.extend(page_buttons(interaction, locale, signer, page));
     rows.push(CreateActionRow::Buttons(last));
     rows
+}
+
+/// People one reminder mentions at most: Discord takes 100 ids per kind in
+/// `allowed_mentions`, and a long list would push the text itself out of the message.
+const MAX_MENTIONS: usize = 50;
+
+/// An escalation reminder: `<@user>` and `<@&role>` mentions, with `allowed_mentions`
+/// naming exactly those, so they are notified and nothing else is (no @everyone, no
+/// role or user someone typed into a tool name). A person on another platform is
+/// named as text. The deadline is a Discord timestamp, shown in each reader's time.
+pub fn reminder(interaction: &Interaction, people: &Recipients, locale: Locale) -> CreateMessage {
+    let id = |s: &String| s.parse::<u64>().ok().filter(|&n| n != 0);
+    let users: Vec<u64> = people.users.iter().filter_map(id).take(MAX_MENTIONS).collect();
+    let roles: Vec<u64> = people.roles.iter().filter_map(id).take(MAX_MENTIONS).collect();
+    let mut named: Vec<String> = users.iter().map(|u| format!("<@{u}>")).collect();
+    named.extend(roles.iter().map(|r| format!("<@&{r}>")));
+    // Ids that are not snowflakes cannot be mentioned; say them rather than drop them.
+    named.extend(people.users.iter().chain(&people.roles).filter(|s| id(s).is_none()).map(|s| truncate(s, 40)));
+    named.extend(people.others.iter().take(MAX_MENTIONS).map(|o| truncate(o, 60)));
+    let named = named.join(" ");
+    let to = if named.is_empty() { Addressed::Nobody } else { Addressed::To(&named) };
+    let progress = crate::platform::reminder::progress(locale, interaction);
+    let subject = truncate(&locale::policy::subject(interaction), 300);
+    let deadline = format!("<t:{}:R>", interaction.deadline_ms.div_euclid(1000));
+    let content = locale::policy::reminder(locale, to, &subject, progress.as_deref(), &deadline);
+    let allowed = CreateAllowedMentions::new().users(users.into_iter().map(UserId::new)).roles(roles.into_iter().map(RoleId::new));
+    CreateMessage::new().content(truncate(&content, limits::CONTENT)).allowed_mentions(allowed)
 }
 
 /// The label of question `q`'s free-text input in the Other… modal: the input

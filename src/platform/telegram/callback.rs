@@ -4,7 +4,8 @@
 //! the labels are. Parsing is strict: anything unexpected is `None`, and the click is
 //! answered with a notice.
 
-use crate::protocol::DecisionType;
+use crate::interaction::{RememberScope, UserAction};
+use crate::protocol::{Decision, DecisionType};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
@@ -31,6 +32,9 @@ pub enum Code {
     /// Show another page of a long list of buttons on wizard step `step` (`p2.1`): the
     /// options of a question, or the actions of an approval (step 0).
     Page { step: usize, page: usize },
+    /// Approve the one action and remember it, where the policy offers it: for this
+    /// session (`Ms`) or always (`Ma`).
+    Remember(RememberScope),
 }
 
 impl Code {
@@ -50,7 +54,29 @@ impl Code {
             Code::Done { question } => format!("d{question}"),
             Code::Goto { step } => format!("g{step}"),
             Code::Page { step, page } => format!("p{step}.{page}"),
+            Code::Remember(RememberScope::Session) => "Ms".into(),
+            Code::Remember(RememberScope::Always) => "Ma".into(),
         }
+    }
+
+    /// The engine action a button stands for on its own, with nothing to ask first;
+    /// `None` for buttons that prompt, navigate or depend on the stored request.
+    pub fn direct_action(self) -> Option<UserAction> {
+        Some(match self {
+            Code::Decide { action, decision } => {
+                let decision = match decision {
+                    DecisionType::Approve => Decision::Approve,
+                    DecisionType::ApproveForSession => Decision::ApproveForSession,
+                    _ => Decision::Reject { message: None },
+                };
+                UserAction::Decide { action, decision }
+            }
+            Code::All(decision) => UserAction::DecideAll { decision },
+            Code::Submit => UserAction::Submit,
+            // Whether the policy offers it is the core's call (RememberNotOffered).
+            Code::Remember(scope) => UserAction::Remember { scope },
+            _ => return None,
+        })
     }
 
     pub fn parse(code: &str) -> Option<Code> {
@@ -70,6 +96,8 @@ impl Code {
             'A' if rest.is_empty() => Code::All(DecisionType::Approve),
             'R' if rest.is_empty() => Code::All(DecisionType::Reject),
             'S' if rest.is_empty() => Code::Submit,
+            'M' if rest == "s" => Code::Remember(RememberScope::Session),
+            'M' if rest == "a" => Code::Remember(RememberScope::Always),
             'o' => {
                 let (q, o) = rest.split_once('.')?;
                 Code::Option { question: index(q)?, option: index(o)? }
@@ -108,6 +136,8 @@ mod tests {
             Code::Done { question: 2 },
             Code::Goto { step: 4 },
             Code::Page { step: 1, page: 14 },
+            Code::Remember(RememberScope::Session),
+            Code::Remember(RememberScope::Always),
         ];
         for code in codes {
             assert_eq!(Code::parse(&code.encode()), Some(code), "{}", code.encode());
@@ -115,8 +145,16 @@ mod tests {
     }
 
     #[test]
+    fn remember_codes_become_remember_actions() {
+        assert_eq!(Code::parse("Ms").and_then(Code::direct_action), Some(UserAction::Remember { scope: RememberScope::Session }));
+        assert_eq!(Code::parse("Ma").and_then(Code::direct_action), Some(UserAction::Remember { scope: RememberScope::Always }));
+        assert_eq!(Code::parse("s0").and_then(Code::direct_action), Some(UserAction::Decide { action: 0, decision: Decision::ApproveForSession }));
+        assert_eq!(Code::Edit { action: 0 }.direct_action(), None, "edit asks for JSON first");
+    }
+
+    #[test]
     fn junk_is_refused() {
-        for junk in ["", "x1", "a", "a-1", "a+1", "o1", "o1.", "o.1", "S1", "a99999", "g1.2", "p1", "p.1", "p1.x"] {
+        for junk in ["", "x1", "a", "a-1", "a+1", "o1", "o1.", "o.1", "S1", "a99999", "g1.2", "p1", "p.1", "p1.x", "M", "Mx", "Ms0", "Maa", "MS", "ms", "M s"] {
             assert_eq!(Code::parse(junk), None, "{junk:?}");
         }
     }

@@ -15,7 +15,7 @@ use super::Telegram;
 use crate::engine::{ActError, ActOutcome, now_ms};
 use crate::interaction::{FreeText, Interaction, Refusal, RequestKind, UserAction};
 use crate::platform::locale::{self, Locale, Msg, text};
-use crate::protocol::{Decision, DecisionType};
+use crate::protocol::DecisionType;
 use crate::store::ChatKey;
 
 /// How a callback query is answered: a toast, or an alert the person must dismiss.
@@ -93,16 +93,10 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
     }
     let i = &interaction;
     match code {
-        Code::Decide { action, decision } => {
-            let decision = match decision {
-                DecisionType::Approve => Decision::Approve,
-                DecisionType::ApproveForSession => Decision::ApproveForSession,
-                _ => Decision::Reject { message: None },
-            };
-            act(tg, i, actor, UserAction::Decide { action, decision }, None, locale).await
-        }
-        Code::All(decision) => act(tg, i, actor, UserAction::DecideAll { decision }, None, locale).await,
-        Code::Submit => act(tg, i, actor, UserAction::Submit, None, locale).await,
+        Code::Decide { .. } | Code::All(_) | Code::Submit | Code::Remember(_) => match code.direct_action() {
+            Some(action) => act(tg, i, actor, action, None, locale).await,
+            None => unknown(),
+        },
         Code::Edit { action } => {
             let Some(a) = interaction.request.actions().get(action) else { return refused_here(tg, locale, &Refusal::OutOfRange("action")) };
             if !a.allowed.contains(&DecisionType::Edit) {

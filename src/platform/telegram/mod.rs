@@ -1,7 +1,8 @@
 //! Telegram: inline-keyboard approvals and question wizards over the Bot API
 //! (teloxide). This file is the [`Platform`] the engine calls; the other files each
 //! own one job:
-//! - [`render`]: Interaction → HTML text + inline keyboard (pure, snapshot-tested)
+//! - [`render`]: Interaction → HTML text + inline keyboard, and reminders (pure,
+//!   snapshot-tested)
 //! - [`callback`]: button action codes inside callback tokens
 //! - [`clicks`]: callback queries → [`UserAction`](crate::interaction::UserAction)s
 //! - [`chat`]: messages: agent chat, commands, group addressing, ForceReply answers
@@ -38,10 +39,11 @@ use self::render::{render_page, step_for};
 use self::wizard::{Caches, View, Wizard};
 use super::locale::{self, Locale, Msg};
 use super::token::TokenSigner;
-use super::{Platform, PlatformError};
+use super::{Platform, PlatformError, reminder};
 use crate::backend::ToolGroupStatus;
 use crate::config::{Settings, TelegramSettings};
 use crate::engine::EngineHandle;
+use crate::interaction::policy::Mention;
 use crate::interaction::{AccessPolicy, Interaction};
 use crate::metrics::Metrics;
 use crate::store::{ChatKey, MessageRef, Store};
@@ -245,6 +247,15 @@ impl Platform for Telegram {
 
     fn send_notice<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move { self.notice(chat, text).await })
+    }
+
+    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async move {
+            let locale = self.locale(&chat.chat_id, None);
+            let people = reminder::recipients(PLATFORM, interaction, mention, Some(&self.policy));
+            // A new message (not an edit), so it notifies: through the rate limits like any.
+            send::html(&self.bot, chat, &render::reminder(interaction, &people, locale), None).await.map(|_| ())
+        })
     }
 
     fn shutdown(&self) {

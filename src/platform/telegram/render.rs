@@ -14,8 +14,10 @@ use super::callback::Code;
 use super::wizard::View;
 use super::text::{MAX_TEXT_CHARS, Tg, cut, escape, escape_cut, tg};
 use crate::interaction::answers::encode;
-use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question, RequestKind};
+use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question, RememberScope, RequestKind};
+use crate::platform::locale::policy::Addressed;
 use crate::platform::locale::{self, Locale, Msg, text};
+use crate::platform::reminder::Recipients;
 use crate::platform::token::TokenSigner;
 use crate::protocol::{Decision, DecisionType, Reply};
 
@@ -23,6 +25,8 @@ use crate::protocol::{Decision, DecisionType, Reply};
 const MAX_BUTTON_CHARS: usize = 60;
 /// Longest single free-text field (description, question, header) in a message.
 const MAX_FIELD_CHARS: usize = 1000;
+/// People one reminder mentions at most (users and people elsewhere, each).
+const MAX_MENTIONS: usize = 25;
 /// Telegram's limits on an inline keyboard.
 pub const MAX_BUTTONS: usize = 100;
 pub const MAX_BUTTONS_PER_ROW: usize = 8;
@@ -194,6 +198,9 @@ fn approval(
     if let Some(note) = note {
         tail.push(format!("💬 {}", escape_cut(note, MAX_FIELD_CHARS)));
     }
+    if let Some(progress) = interaction.quorum_progress().filter(|_| interaction.status.is_pending()) {
+        tail.push(format!("👥 {}", escape(&locale::policy::quorum_line(locale, &progress))));
+    }
     tail.push(status_line(interaction, locale));
 
     // Everything but the args first, so the args get whatever room is left.
@@ -233,6 +240,9 @@ fn approval(
         body.push(format!("<i>{}</i>", escape(text(locale, Msg::ArgsAttached))));
     }
 
+    // "Approve once" plus the remembered choices the policy offers (one action only).
+    let offered = interaction.remember_offered();
+    let approve = if offered.is_empty() { Msg::Approve } else { Msg::ApproveOnce };
     let mut rows: Vec<Vec<InlineKeyboardButton>> = Vec::new();
     for (n, action) in actions.iter().enumerate().skip(page * ACTIONS_PER_PAGE).take(ACTIONS_PER_PAGE) {
         let chosen = decided.get(n).and_then(Option::as_ref).map(Decision::decision_type);
@@ -240,12 +250,15 @@ fn approval(
         let mark = |d: DecisionType| if chosen == Some(d) { "• " } else { "" };
         let mut row = Vec::new();
         for (decision, emoji, msg, code) in [
-            (DecisionType::Approve, "✅", Msg::Approve, Code::Decide { action: n, decision: DecisionType::Approve }),
+            (DecisionType::Approve, "✅", approve, Code::Decide { action: n, decision: DecisionType::Approve }),
             (DecisionType::ApproveForSession, "🔓", Msg::ApproveForSession, Code::Decide { action: n, decision: DecisionType::ApproveForSession }),
             (DecisionType::Reject, "❌", Msg::Reject, Code::Decide { action: n, decision: DecisionType::Reject }),
             (DecisionType::Edit, "✏️", Msg::Edit, Code::Edit { action: n }),
         ] {
-            if action.allowed.contains(&decision) {
+            // The policy's own "for this session" replaces Kimi's: the core sends Kimi's
+            // native decision itself when the two mean the same.
+            let replaced = decision == DecisionType::ApproveForSession && offered.contains(&RememberScope::Session);
+            if action.allowed.contains(&decision) && !replaced {
                 row.extend(button(signer, interaction, code, &format!("{}{emoji} {}{suffix}", mark(decision), text(locale, msg))));
             }
         }
@@ -253,6 +266,13 @@ fn approval(
         // for the whole request (`user_edit_content`, seed 002).
         row.extend(button(signer, interaction, Code::Comment { action: n }, &format!("{}💬 {}{suffix}", mark(DecisionType::Respond), text(locale, Msg::Respond))));
         rows.push(row);
+    }
+    if !offered.is_empty() {
+        let remember: Vec<InlineKeyboardButton> = offered
+            .iter()
+            .filter_map(|&scope| button(signer, interaction, Code::Remember(scope), &format!("{} {}", remember_emoji(scope), locale::policy::remember_button(locale, scope))))
+            .collect();
+        rows.push(remember);
     }
     if many {
         let mut row = Vec::new();
@@ -270,6 +290,38 @@ fn approval(
         rows.push(nav);
     }
     Rendered { text: fit(&head, &body, &tail), keyboard: InlineKeyboardMarkup::new(rows), full_args }
+}
+
+fn remember_emoji(scope: RememberScope) -> &'static str {
+    match scope {
+        RememberScope::Session => "🔁",
+        RememberScope::Always => "♾️",
+    }
+}
+
+/// An escalation reminder as HTML: people on Telegram mentioned by a `tg://user` link
+/// (which notifies them), others named. Telegram has no roles: a role's reminder
+/// mentions nobody and says whose decision it waits for.
+pub fn reminder(interaction: &Interaction, people: &Recipients, locale: Locale) -> String {
+    // At most MAX_MENTIONS people (~50 characters each) and a cut subject keep the
+    // text within Telegram's limit without cutting through a tag.
+    let mut named: Vec<String> = people
+        .users
+        .iter()
+        .take(MAX_MENTIONS)
+        .map(|id| if id.bytes().all(|b| b.is_ascii_digit()) && !id.is_empty() { format!("<a href=\"tg://user?id={id}\">{id}</a>") } else { escape_cut(id, 60) })
+        .collect();
+    named.extend(people.others.iter().take(MAX_MENTIONS).map(|o| escape_cut(o, 60)));
+    let named = named.join(" ");
+    let roles = escape_cut(&people.roles.join(", "), 500);
+    let to = match (named.is_empty(), roles.is_empty()) {
+        (false, _) => Addressed::To(&named),
+        (true, false) => Addressed::Role(&roles),
+        (true, true) => Addressed::Nobody,
+    };
+    let progress = crate::platform::reminder::progress(locale, interaction).map(|p| escape(&p));
+    let subject = escape_cut(&locale::policy::subject(interaction), MAX_FIELD_CHARS);
+    locale::policy::reminder(locale, to, &subject, progress.as_deref(), &locale::clock(interaction.deadline_ms))
 }
 
 /// A file name from a tool name: letters, digits, `-` and `_` only.
