@@ -46,6 +46,20 @@ async fn still_exactly(sim: &hitl_bridge::agent_sim::SimHandle, n: usize) -> Vec
     got
 }
 
+/// The `hitl_bridge_policy_actions_total` samples of a running bridge, by action.
+async fn policy_actions(app: &App) -> Vec<(String, u64)> {
+    let addr = app.http_addr().expect("the HTTP listener is on");
+    let text = reqwest::get(format!("http://{addr}/metrics")).await.expect("GET /metrics").text().await.expect("body");
+    let mut samples: Vec<(String, u64)> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("hitl_bridge_policy_actions_total{action=\""))
+        .filter_map(|l| l.split_once("\"} "))
+        .map(|(action, n)| (action.to_owned(), n.parse().expect("a count")))
+        .collect();
+    samples.sort();
+    samples
+}
+
 async fn audit_reasons(store_url: &str, key: &str) -> Vec<(String, Option<String>)> {
     let store = Store::connect(store_url).await.expect("store");
     let log = store.audit_log(key).await.expect("audit log");
@@ -238,7 +252,11 @@ mod telegram {
         assert!(has_buttons(&other), "a different tool still asks");
         still_exactly(&rig.sim, 2).await;
         let audit = audit_reasons(&rig.store_url(), &format!("{s}_2")).await;
-        assert!(audit.iter().any(|(_, r)| r.as_deref().is_some_and(|r| r.contains("rule"))), "{audit:?}");
+        assert!(audit.iter().any(|(_, r)| r.as_deref().is_some_and(|r| r.starts_with("approved by rule") && r.contains("set by Thao"))), "{audit:?}");
+        let counted = policy_actions(rig.app.as_ref().expect("running")).await;
+        assert!(counted.contains(&("rule_approve".to_owned(), 1)), "{counted:?}");
+        let rules = Store::connect(&rig.store_url()).await.expect("store").active_rules().await.expect("rules");
+        assert_eq!(rules.iter().map(|r| (r.tool.as_str(), r.scope.as_str())).collect::<Vec<_>>(), [("execute_trade", "session")]);
         rig.finish().await;
     }
 
@@ -272,6 +290,15 @@ mod telegram {
         still_exactly(&rig.sim, 1).await;
         let reminders = rig.fake.bot_messages(rig.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("tg://user?id=3001"))).count();
         assert_eq!(reminders, 1, "the reminder is sent once, restart or not");
+        // Counted by the replica that did it: the reminder by the bridge before the
+        // restart, the move and the fallback by this one.
+        let counted = policy_actions(rig.app.as_ref().expect("running")).await;
+        let mut expected: Vec<(String, u64)> = [("remind", 0), ("show_in", 1), ("rule_approve", 0), ("fallback_approve", 0), ("fallback_reject", 1), ("fallback_leave", 0)]
+            .iter()
+            .map(|(a, n)| (a.to_string(), *n))
+            .collect();
+        expected.sort();
+        assert_eq!(counted, expected);
         let audit = audit_reasons(&rig.store_url(), &format!("{s}_1")).await;
         let escalated = audit.iter().filter(|(outcome, _)| outcome == "escalated").count();
         assert_eq!(escalated, 2, "{audit:?}");

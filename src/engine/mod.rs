@@ -25,7 +25,7 @@ mod tests;
 pub use crate::clock::now_ms;
 pub use gate::{PairRefusal, Stranger, paired_notice};
 pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, PendingShown, PushOutcome};
-pub use rules::{RevokeRefusal, revoke_usage, revoked_notice, rules_notice};
+pub use rules::RevokeRefusal;
 
 use std::collections::HashMap;
 use std::ops::Deref;

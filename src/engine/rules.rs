@@ -7,20 +7,12 @@
 //! with no session yet lists the always rules. Revoking is for a configured approver
 //! or the person who set the rule; anyone else is refused, and the attempt is audited.
 //! The store's conditional revoke makes a rule revoked (and audited) once, whichever
-//! replica or CLI gets there first. The texts people read are built here too, in
-//! their language, so every platform says the same.
+//! replica or CLI gets there first. What people read is in
+//! [`crate::platform::locale::rules`].
 
 use super::{EngineError, Shard, now_ms};
-use crate::interaction::{Actor, RememberScope, RememberedRule};
-use crate::platform::locale::{self, Locale};
+use crate::interaction::{Actor, RememberedRule};
 use crate::store::{AuditEntry, ChatKey};
-
-/// A chat lists at most this many rules (newest last); the CLI lists all of them.
-/// Ten lines stay well inside Discord's 2000 characters and Telegram's 4096.
-const MAX_LISTED: usize = 10;
-
-/// Args longer than this (as compact JSON) are cut in a chat listing.
-const MAX_ARGS_CHARS: usize = 60;
 
 /// Why `/rules revoke ID` changed nothing.
 #[derive(Debug, thiserror::Error)]
@@ -42,113 +34,6 @@ impl From<crate::store::StoreError> for RevokeRefusal {
     fn from(e: crate::store::StoreError) -> Self {
         RevokeRefusal::Engine(e.into())
     }
-}
-
-impl RevokeRefusal {
-    /// As the person reads it; `None` for an internal failure (the platform's generic
-    /// "something went wrong" fits better, and the error is logged).
-    pub fn notice(&self, locale: Locale) -> Option<String> {
-        Some(match (self, locale) {
-            (RevokeRefusal::Unknown(id), Locale::En) => format!("No active rule has id {id}. /rules lists them."),
-            (RevokeRefusal::Unknown(id), Locale::Vi) => format!("Không có quy tắc nào đang hiệu lực với mã {id}. Gõ /rules để xem danh sách."),
-            (RevokeRefusal::Unknown(id), Locale::Zh) => format!("没有编号为 {id} 的有效规则。/rules 可查看列表。"),
-            (RevokeRefusal::NotAllowed, Locale::En) => "Only an approver or the person who set a rule may revoke it.".to_owned(),
-            (RevokeRefusal::NotAllowed, Locale::Vi) => "Chỉ người duyệt hoặc người đặt quy tắc mới được thu hồi nó.".to_owned(),
-            (RevokeRefusal::NotAllowed, Locale::Zh) => "只有审批人或设置该规则的人可以撤销它。".to_owned(),
-            (RevokeRefusal::Engine(e), _) => {
-                tracing::error!(error = %e, "cannot revoke a rule");
-                return None;
-            }
-        })
-    }
-}
-
-/// `/rules revoke` without an id.
-pub fn revoke_usage(locale: Locale) -> &'static str {
-    match locale {
-        Locale::En => "Usage: /rules revoke ID (the ids are in /rules).",
-        Locale::Vi => "Cách dùng: /rules revoke MÃ (mã có trong /rules).",
-        Locale::Zh => "用法：/rules revoke 编号（编号见 /rules）。",
-    }
-}
-
-/// The confirmation after a revoke.
-pub fn revoked_notice(locale: Locale, rule: &RememberedRule) -> String {
-    match locale {
-        Locale::En => format!("Rule {} revoked: {} will be asked again.", rule.id, rule.tool),
-        Locale::Vi => format!("Đã thu hồi quy tắc {}: {} sẽ lại được hỏi duyệt.", rule.id, rule.tool),
-        Locale::Zh => format!("已撤销规则 {}：{} 将重新请求审批。", rule.id, rule.tool),
-    }
-}
-
-/// The `/rules` listing: one line per rule with its id (what `/rules revoke` takes),
-/// tool, args, scope, who set it and when; or a line saying there are none.
-pub fn rules_notice(locale: Locale, rules: &[RememberedRule]) -> String {
-    if rules.is_empty() {
-        return match locale {
-            Locale::En => "No remembered approvals apply here.",
-            Locale::Vi => "Không có phê duyệt đã ghi nhớ nào áp dụng ở đây.",
-            Locale::Zh => "此处没有适用的已记住的批准。",
-        }
-        .to_owned();
-    }
-    let title = match locale {
-        Locale::En => "Approved without asking here:",
-        Locale::Vi => "Được duyệt tự động ở đây:",
-        Locale::Zh => "此处无需询问即批准：",
-    };
-    let mut lines = vec![title.to_owned()];
-    for rule in rules.iter().take(MAX_LISTED) {
-        lines.push(rule_line(locale, rule));
-    }
-    if rules.len() > MAX_LISTED {
-        let more = rules.len() - MAX_LISTED;
-        lines.push(match locale {
-            Locale::En => format!("…and {more} more (hitl-bridge rules lists them all)."),
-            Locale::Vi => format!("…và {more} quy tắc khác (hitl-bridge rules liệt kê tất cả)."),
-            Locale::Zh => format!("……还有 {more} 条（hitl-bridge rules 可列出全部）。"),
-        });
-    }
-    lines.push(
-        match locale {
-            Locale::En => "Revoke one with /rules revoke ID.",
-            Locale::Vi => "Thu hồi bằng /rules revoke MÃ.",
-            Locale::Zh => "用 /rules revoke 编号 撤销。",
-        }
-        .to_owned(),
-    );
-    lines.join("\n")
-}
-
-/// `• a1b2c3d4e5f6 · execute_trade {"symbol":"VNM"} · this session · Thảo, 08:30 UTC`.
-fn rule_line(locale: Locale, rule: &RememberedRule) -> String {
-    let args = match &rule.args {
-        Some(args) => cut(&args.to_string(), MAX_ARGS_CHARS),
-        None => match locale {
-            Locale::En => "(any args)",
-            Locale::Vi => "(mọi tham số)",
-            Locale::Zh => "（任意参数）",
-        }
-        .to_owned(),
-    };
-    let scope = match (rule.scope, locale) {
-        (RememberScope::Session, Locale::En) => "this session",
-        (RememberScope::Session, Locale::Vi) => "phiên này",
-        (RememberScope::Session, Locale::Zh) => "本会话",
-        (RememberScope::Always, Locale::En) => "always",
-        (RememberScope::Always, Locale::Vi) => "luôn luôn",
-        (RememberScope::Always, Locale::Zh) => "始终",
-    };
-    format!("• {} · {} {args} · {scope} · {}, {}", rule.id, rule.tool, rule.set_by.name, locale::clock(rule.set_at_ms))
-}
-
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 impl Shard {
@@ -191,6 +76,7 @@ mod tests {
     use super::*;
     use crate::backend::Connectors;
     use crate::engine::{Engine, EngineHandle};
+    use crate::interaction::RememberScope;
     use crate::store::Store;
 
     /// 2025-06-01T08:30:00Z.
@@ -281,31 +167,6 @@ mod tests {
         }
         let _ = stop.send(());
         task.await.unwrap();
-    }
-
-    #[test]
-    fn the_listing_and_the_notices_read_well() {
-        let rules = [
-            rule("a1b2c3d4e5f6", RememberScope::Session, Some("s0"), "stream", thao(), T0),
-            RememberedRule { args: None, tool: "read_file".into(), ..rule("0f9e8d7c6b5a", RememberScope::Always, None, "stream", lan(), T0 + 90_000) },
-        ];
-        assert_eq!(
-            rules_notice(Locale::En, &rules),
-            "Approved without asking here:\n\
-             • a1b2c3d4e5f6 · execute_trade {\"symbol\":\"VNM\"} · this session · Thảo, 08:30 UTC\n\
-             • 0f9e8d7c6b5a · read_file (any args) · always · Lan, 08:31 UTC\n\
-             Revoke one with /rules revoke ID."
-        );
-        assert_eq!(rules_notice(Locale::Vi, &[]), "Không có phê duyệt đã ghi nhớ nào áp dụng ở đây.");
-        let many: Vec<RememberedRule> = (0..12).map(|n| rule(&format!("r{n}"), RememberScope::Always, None, "stream", lan(), T0)).collect();
-        let listed = rules_notice(Locale::En, &many);
-        assert_eq!(listed.lines().count(), 1 + MAX_LISTED + 2);
-        assert!(listed.contains("…and 2 more (hitl-bridge rules lists them all)."), "{listed}");
-        assert_eq!(revoked_notice(Locale::En, &rules[0]), "Rule a1b2c3d4e5f6 revoked: execute_trade will be asked again.");
-        assert_eq!(RevokeRefusal::NotAllowed.notice(Locale::En).as_deref(), Some("Only an approver or the person who set a rule may revoke it."));
-        assert_eq!(RevokeRefusal::Unknown("x".into()).notice(Locale::En).as_deref(), Some("No active rule has id x. /rules lists them."));
-        assert_eq!(RevokeRefusal::Engine(EngineError::Stopped).notice(Locale::En), None);
-        assert_eq!(cut(&"x".repeat(61), MAX_ARGS_CHARS).chars().count(), MAX_ARGS_CHARS);
     }
 
     /// Rules are stored under `BackendKind::as_str`: it must be the config's name.

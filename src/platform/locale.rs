@@ -4,6 +4,7 @@
 //! reminders) are in [`policy`].
 
 pub mod policy;
+pub mod rules;
 
 use crate::interaction::{Decider, Delivery, Interaction, Refusal, Status};
 use crate::protocol::{Decision, Reply};

@@ -90,15 +90,15 @@ impl Console {
                     }
                 }
                 "/rules" | "/rules list" => match engine.rules(Self::chat(), self.actor.clone()).await {
-                    Ok(rules) => self.print(&crate::engine::rules_notice(Default::default(), &rules)).await?,
+                    Ok(rules) => self.print(&crate::platform::locale::rules::listing(Default::default(), &rules)).await?,
                     Err(e) => self.print(&format!("! {e}")).await?,
                 },
                 _ if line.starts_with("/rules ") => {
                     let notice = match line.strip_prefix("/rules revoke").map(str::trim).filter(|id| !id.is_empty()) {
-                        None => crate::engine::revoke_usage(Default::default()).to_owned(),
+                        None => crate::platform::locale::rules::revoke_usage(Default::default()).to_owned(),
                         Some(id) => match engine.revoke_rule(Self::chat(), self.actor.clone(), id).await {
-                            Ok(rule) => crate::engine::revoked_notice(Default::default(), &rule),
-                            Err(refusal) => refusal.notice(Default::default()).map_or_else(|| "! cannot revoke the rule".to_owned(), |n| format!("! {n}")),
+                            Ok(rule) => crate::platform::locale::rules::revoked(Default::default(), &rule),
+                            Err(refusal) => crate::platform::locale::rules::refusal(Default::default(), &refusal).map_or_else(|| "! cannot revoke the rule".to_owned(), |n| format!("! {n}")),
                         },
                     };
                     self.print(&notice).await?;

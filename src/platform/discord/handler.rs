@@ -321,13 +321,13 @@ async fn command_reply(shared: &Shared, c: &CommandInteraction, name: &str, chat
         },
         "rules" => match c.data.options.iter().find(|o| o.name == "revoke").and_then(|o| o.value.as_str()).map(str::trim) {
             None => match shared.engine.rules(chat, actor).await {
-                Ok(rules) => crate::engine::rules_notice(locale, &rules),
+                Ok(rules) => crate::platform::locale::rules::listing(locale, &rules),
                 Err(e) => engine_error(locale, &e),
             },
-            Some("") => crate::engine::revoke_usage(locale).to_owned(),
+            Some("") => crate::platform::locale::rules::revoke_usage(locale).to_owned(),
             Some(id) => match shared.engine.revoke_rule(chat, actor, id).await {
-                Ok(rule) => crate::engine::revoked_notice(locale, &rule),
-                Err(refusal) => refusal.notice(locale).unwrap_or_else(|| dtext(locale, DMsg::Internal).to_owned()),
+                Ok(rule) => crate::platform::locale::rules::revoked(locale, &rule),
+                Err(refusal) => crate::platform::locale::rules::refusal(locale, &refusal).unwrap_or_else(|| dtext(locale, DMsg::Internal).to_owned()),
             },
         },
         _ => dtext(locale, DMsg::NotHere).to_owned(),

@@ -196,17 +196,17 @@ async fn rules(tg: &Telegram, chat: &ChatKey, user: &User, rest: &str, locale: L
     let mut words = rest.split_whitespace();
     let reply = match (words.next(), words.next()) {
         (None | Some("list"), None) => match tg.engine.rules(chat.clone(), actor_of(user)).await {
-            Ok(rules) => crate::engine::rules_notice(locale, &rules),
+            Ok(rules) => crate::platform::locale::rules::listing(locale, &rules),
             Err(e) => {
                 tracing::error!(error = %e, "cannot list rules");
                 tg_text(locale, Tg::CommandFailed).to_owned()
             }
         },
         (Some("revoke"), Some(id)) => match tg.engine.revoke_rule(chat.clone(), actor_of(user), id).await {
-            Ok(rule) => crate::engine::revoked_notice(locale, &rule),
-            Err(refusal) => refusal.notice(locale).unwrap_or_else(|| tg_text(locale, Tg::CommandFailed).to_owned()),
+            Ok(rule) => crate::platform::locale::rules::revoked(locale, &rule),
+            Err(refusal) => crate::platform::locale::rules::refusal(locale, &refusal).unwrap_or_else(|| tg_text(locale, Tg::CommandFailed).to_owned()),
         },
-        _ => crate::engine::revoke_usage(locale).to_owned(),
+        _ => crate::platform::locale::rules::revoke_usage(locale).to_owned(),
     };
     log_failure(send::html(&tg.bot, chat, &escape(&reply), None).await.map(|_| ()));
 }
