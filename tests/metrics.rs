@@ -208,6 +208,7 @@ async fn metric_families_after_a_known_sequence() {
             "# TYPE hitl_bridge_backend_sessions_connected gauge",
             "# TYPE hitl_bridge_platform_errors counter",
             "# TYPE hitl_bridge_refusals counter",
+            "# TYPE hitl_bridge_policy_actions counter",
         ]
     );
     let sum: f64 = scraped.samples["hitl_bridge_decision_seconds_sum{kind=\"approval\"}"].parse().expect("a number");

@@ -46,8 +46,10 @@ use crate::protocol::{Command, Reply, UserInfo};
 use crate::store::{ApiRequest, AuditEntry, ChatKey, PendingShow, ShowClaim, Store};
 
 /// How many times one click is applied again after a concurrent change of the same
-/// request's draft ([`Shard::act`]).
-const MAX_DRAFT_RACES: usize = 5;
+/// request's draft by another replica ([`Shard::act`]), waiting a little longer each
+/// time: about a second in all before the person is asked to try again.
+const MAX_DRAFT_RACES: usize = 16;
+const DRAFT_RACE_BACKOFF: Duration = Duration::from_millis(8);
 
 /// How often deadlines are checked.
 const TICK: Duration = Duration::from_millis(500);
@@ -552,10 +554,13 @@ impl Shard {
         // A draft write loses only to a concurrent change of the same request (another
         // replica's vote or escalation step): apply the action again to what is stored
         // now, so a vote is never lost to a race. A settle that loses is final.
-        for _ in 0..MAX_DRAFT_RACES {
+        for attempt in 0..MAX_DRAFT_RACES {
             if let Some(outcome) = self.act_once(interaction_id, actor, action.clone()).await? {
                 return Ok(outcome);
             }
+            // The other replica is writing this request right now (a burst of votes):
+            // give it a moment, longer each time, rather than lose to it again.
+            tokio::time::sleep(DRAFT_RACE_BACKOFF * (attempt as u32 + 1)).await;
         }
         Err(ActError::Internal("the request kept changing while deciding; try again".into()))
     }

@@ -117,17 +117,24 @@ struct Running {
     shards: Shards,
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
-    _dir: tempfile::TempDir,
+    /// Where its SQLite file is; a second replica may share it.
+    dir: Arc<tempfile::TempDir>,
 }
 
 /// An engine on a fresh SQLite file, with sessions `s0..sessions` bound to chats
 /// `c0..`, and `extra` config keys.
 async fn start(platform: Arc<Recorder>, agent: Arc<Agent>, sessions: usize, extra: &[(&str, &str)]) -> Running {
-    let dir = tempfile::tempdir().unwrap();
+    start_at(Arc::new(tempfile::tempdir().unwrap()), platform, agent, sessions, extra, |_| {}).await
+}
+
+/// An engine on the SQLite file in `dir` (another replica's, or a fresh one), with a
+/// last change to its settings.
+async fn start_at(dir: Arc<tempfile::TempDir>, platform: Arc<Recorder>, agent: Arc<Agent>, sessions: usize, extra: &[(&str, &str)], tweak: impl FnOnce(&mut Settings)) -> Running {
     let url = format!("sqlite://{}", dir.path().join("bridge.db").display());
     let mut pairs = vec![("backend.url", "ws://127.0.0.1:9/ws/{session_id}"), ("store.url", url.as_str())];
     pairs.extend_from_slice(extra);
-    let settings = Settings::from_pairs(&pairs).unwrap();
+    let mut settings = Settings::from_pairs(&pairs).unwrap();
+    tweak(&mut settings);
     let store = Store::connect(&url).await.unwrap();
     for s in 0..sessions {
         store.bind_chat(&chat(s), &format!("s{s}"), 0).await.unwrap();
@@ -142,7 +149,7 @@ async fn start(platform: Arc<Recorder>, agent: Arc<Agent>, sessions: usize, extr
     let task = tokio::spawn(engine.run(async move {
         let _ = stopped.await;
     }));
-    Running { handle, backend, store, show_owner, shards, stop, task, _dir: dir }
+    Running { handle, backend, store, show_owner, shards, stop, task, dir }
 }
 
 /// Who started session `s`'s turn, and so may answer its requests.
@@ -333,3 +340,46 @@ async fn a_panic_on_a_shard_is_the_engines_panic() {
     assert_eq!(panic.downcast_ref::<&str>(), Some(&"a connector bug"));
 }
 
+
+/// Two replicas on one store count votes on the same request under a quorum at the
+/// same time: a vote whose draft write loses to the other replica's is applied again
+/// to what is stored, so every vote is answered "counted" and none is lost (nor
+/// counted twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn votes_racing_on_two_replicas_are_all_counted() {
+    const VOTERS: usize = 24;
+    let voter = |n: usize| Actor::new("telegram", &format!("{}", 9000 + n), &format!("Voter {n}"));
+    let under_quorum = |s: &mut Settings| {
+        s.access.approvers = (0..VOTERS).map(|n| format!("telegram:{}", 9000 + n)).collect();
+        // More votes than will be cast: the request stays open, every vote is a draft write.
+        s.policies = vec![serde_json::from_value(json!({"tools": ["execute_trade"], "quorum": VOTERS + 1})).unwrap()];
+    };
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let platform = Arc::new(Recorder::default());
+    let a = start_at(dir.clone(), platform.clone(), Arc::new(Agent::default()), 1, &[], under_quorum).await;
+    let b = start_at(a.dir.clone(), Arc::new(Recorder::default()), Arc::new(Agent::default()), 0, &[], under_quorum).await;
+    a.send("s0", SessionUpdate::Request(request("trade_0", 600))).await;
+    wait_until("the request to be shown", async || platform.shown().len() == 1).await;
+    let id = platform.shown()[0].id.clone();
+
+    let mut votes = JoinSet::new();
+    for n in 0..VOTERS {
+        let replica = if n % 2 == 0 { a.handle.clone() } else { b.handle.clone() };
+        let id = id.clone();
+        votes.spawn(async move { replica.act(&id, voter(n), approve()).await });
+    }
+    while let Some(vote) = votes.join_next().await {
+        let vote = vote.unwrap();
+        assert!(matches!(vote, Ok(ActOutcome::Updated(_))), "every vote is counted: {vote:?}");
+    }
+    let stored = a.store.interaction(&id).await.unwrap().expect("stored");
+    let progress = stored.quorum_progress().expect("under a quorum");
+    let mut voted: Vec<String> = progress.voters().map(|v| v.user_id.clone()).collect();
+    voted.sort();
+    let mut expected: Vec<String> = (0..VOTERS).map(|n| format!("{}", 9000 + n)).collect();
+    expected.sort();
+    assert_eq!(voted, expected);
+    assert!(stored.status.is_pending());
+    b.stop().await;
+    a.stop().await;
+}
