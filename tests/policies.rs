@@ -390,7 +390,7 @@ mod discord {
                 .requests()
                 .into_iter()
                 .filter(|r| r.method == "POST" && r.path.ends_with(&format!("/channels/{channel}/messages")) && r.status == 200)
-                .filter(|r| !r.body["embeds"].as_array().is_some_and(|e| !e.is_empty()))
+                .filter(|r| r.body["embeds"].as_array().is_none_or(|e| e.is_empty()))
                 .map(|r| r.body)
                 .collect()
         }
