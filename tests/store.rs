@@ -106,7 +106,7 @@ suite!(
     refused_talk_is_audited_with_where_and_what,
     a_draft_saved_from_a_stale_copy_changes_nothing,
     rules_are_listed_by_session_and_backend_and_revoked_once,
-    settle_remembering_stores_the_rule_only_for_the_winner,
+    settle_decision_stores_the_rule_only_for_the_winner,
 );
 
 // ---------------------------------------------------------------------------------
@@ -687,8 +687,17 @@ async fn a_draft_saved_from_a_stale_copy_changes_nothing(db: &mut TestDb) {
     assert!(replica.save_draft(&fresh).await.expect("save draft"));
     assert_eq!(votes(&db.store.interaction("id-S_1").await.expect("load").expect("stored")), ["Lan", "Minh"]);
 
-    // Settling stays first-wins on the status alone: a decision made on a copy read
-    // before the last draft still settles, and a draft saved after it is refused.
+    // A person's decision made on a copy read before the last draft does not settle:
+    // Ha's reject (which ends it at once) would erase Minh's vote from the record.
+    let mut late = here.clone();
+    let reject = UserAction::DecideAll { decision: DecisionType::Reject };
+    let Ok(Applied::Resolved(_)) = late.apply(&voter("12", "Ha"), reject, none, T0 + 4) else { panic!("a reject ends it") };
+    assert!(!db.store.settle_decision(&late, None, &AuditEntry::for_settled(&late, T0 + 4), None).await.expect("settle"), "read before Minh's vote");
+    assert!(db.store.interaction("id-S_1").await.expect("load").expect("stored").status.is_pending());
+
+    // Timers and the backend settle first-wins on the status alone: a cancel made on a
+    // copy read before the last draft still settles, and a draft saved after it is
+    // refused.
     let mut stale = here.clone();
     assert!(stale.cancel(T0 + 4, "turn ended"));
     assert!(db.store.settle(&stale, None, &AuditEntry::for_settled(&stale, T0 + 4)).await.expect("settle"));
@@ -754,7 +763,7 @@ async fn rules_are_listed_by_session_and_backend_and_revoked_once(db: &mut TestD
     assert_eq!((audit[1].session_id.as_str(), audit[1].original_args.clone()), ("T", json!([{"symbol": "VNM"}])));
 }
 
-async fn settle_remembering_stores_the_rule_only_for_the_winner(db: &mut TestDb) {
+async fn settle_decision_stores_the_rule_only_for_the_winner(db: &mut TestDb) {
     let store = &db.store;
     let none = &AccessPolicy::default();
     let remember = || UserAction::Remember { scope: RememberScope::Always };
@@ -770,7 +779,7 @@ async fn settle_remembering_stores_the_rule_only_for_the_winner(db: &mut TestDb)
     let Ok(Applied::Resolved(reply)) = late.apply(&voter("10", "Lan"), remember(), none, T0 + 6) else { panic!("remembered approval resolves") };
     let rule = late.rule_to_save("stream").expect("a rule to save");
     let command = approval_command(&late, reply);
-    assert!(!store.settle_remembering(&late, Some(&command), &AuditEntry::for_settled(&late, T0 + 6), &rule).await.expect("settle"));
+    assert!(!store.settle_decision(&late, Some(&command), &AuditEntry::for_settled(&late, T0 + 6), Some(&rule)).await.expect("settle"));
     assert!(store.active_rules().await.expect("rules").is_empty());
     assert!(store.outbox_for_session("S").await.expect("outbox").is_empty());
 
@@ -781,7 +790,7 @@ async fn settle_remembering_stores_the_rule_only_for_the_winner(db: &mut TestDb)
     let rule = won.rule_to_save("stream").expect("a rule to save");
     assert_eq!((rule.id.as_str(), rule.scope, rule.session_id.as_deref(), rule.set_at_ms), ("id-S_2", RememberScope::Always, None, T0 + 7));
     let command = approval_command(&won, reply);
-    assert!(store.settle_remembering(&won, Some(&command), &AuditEntry::for_settled(&won, T0 + 7), &rule).await.expect("settle"));
+    assert!(store.settle_decision(&won, Some(&command), &AuditEntry::for_settled(&won, T0 + 7), Some(&rule)).await.expect("settle"));
     assert_eq!(store.rules_for("stream", "any session").await.expect("rules"), vec![rule.clone()]);
     assert_eq!(commands(&store.outbox_for_session("S").await.expect("outbox")), vec![command]);
     assert_eq!(store.audit_log("S_2").await.expect("audit").len(), 1);

@@ -51,6 +51,15 @@ use crate::store::{ApiRequest, AuditEntry, ChatKey, PendingShow, ShowClaim, Stor
 const MAX_DRAFT_RACES: usize = 16;
 const DRAFT_RACE_BACKOFF: Duration = Duration::from_millis(8);
 
+/// Who settled an interaction, as far as the store's condition goes.
+enum Decided<'a> {
+    /// A person's click, from the copy it was applied to; `rule` is what an approval
+    /// "for this session" / "always" remembers.
+    ByPerson { rule: Option<&'a RememberedRule> },
+    /// A deadline, a fallback, a rule, the backend, a cancel: first wins on the status.
+    Otherwise,
+}
+
 /// How often deadlines are checked.
 const TICK: Duration = Duration::from_millis(500);
 
@@ -599,9 +608,10 @@ impl Shard {
                 let command = self.command_for(&interaction, reply);
                 let audit = AuditEntry::for_settled(&interaction, now);
                 let rule = interaction.rule_to_save(&self.backend_of(&interaction));
-                if !self.settle_with(&interaction, command.as_ref(), &audit, rule.as_ref()).await? {
+                if !self.settle_as(&interaction, command.as_ref(), &audit, Decided::ByPerson { rule: rule.as_ref() }).await? {
                     return match self.store.interaction(interaction_id).await? {
-                        // A vote arrived meanwhile: count this one again with it.
+                        // Its draft changed meanwhile (a vote on another replica):
+                        // apply this action again to what is stored.
                         Some(current) if current.status.is_pending() => Ok(None),
                         _ => Err(self.lost_race(interaction_id, actor, action, now).await),
                     };
@@ -643,18 +653,19 @@ impl Shard {
     /// [`DELIVERY_GRACE_MS`], after which it shows "saved, not yet delivered").
     #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = %interaction.approval_key(), session_id = %interaction.session_id))]
     async fn settle(&mut self, interaction: &Interaction, command: Option<&Command>, audit: &AuditEntry) -> Result<bool, EngineError> {
-        self.settle_with(interaction, command, audit, None).await
+        self.settle_as(interaction, command, audit, Decided::Otherwise).await
     }
 
-    /// [`Shard::settle`], storing `rule` (a remembered approval) in the same transaction.
-    async fn settle_with(&mut self, interaction: &Interaction, command: Option<&Command>, audit: &AuditEntry, rule: Option<&RememberedRule>) -> Result<bool, EngineError> {
+    /// [`Shard::settle`], saying how it was decided: a person's decision settles only
+    /// over the stored copy it was made on, with the rule it remembers.
+    async fn settle_as(&mut self, interaction: &Interaction, command: Option<&Command>, audit: &AuditEntry, decided: Decided<'_>) -> Result<bool, EngineError> {
         let mut interaction = interaction.clone();
         if command.is_some() {
             interaction.delivery = Delivery::Queued;
         }
-        let stored = match rule {
-            Some(rule) => self.store.settle_remembering(&interaction, command, audit, rule).await?,
-            None => self.store.settle(&interaction, command, audit).await?,
+        let stored = match decided {
+            Decided::ByPerson { rule } => self.store.settle_decision(&interaction, command, audit, rule).await?,
+            Decided::Otherwise => self.store.settle(&interaction, command, audit).await?,
         };
         if !stored {
             return Ok(false);

@@ -29,6 +29,8 @@ struct Recorder {
     texts: Mutex<HashMap<String, Vec<String>>>,
     shown: Mutex<Vec<Interaction>>,
     refreshed: Mutex<Vec<Interaction>>,
+    /// `(chat, interaction id)` of every escalation reminder.
+    reminders: Mutex<Vec<(String, String)>>,
 }
 
 impl Recorder {
@@ -65,6 +67,11 @@ impl Platform for Recorder {
     }
 
     fn send_notice<'a>(&'a self, _: &'a ChatKey, _: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, _: &'a crate::interaction::policy::Mention) -> BoxFuture<'a, Result<(), PlatformError>> {
+        self.reminders.lock().unwrap().push((chat.chat_id.clone(), interaction.id.clone()));
         Box::pin(async { Ok(()) })
     }
 }
@@ -380,6 +387,33 @@ async fn votes_racing_on_two_replicas_are_all_counted() {
     expected.sort();
     assert_eq!(voted, expected);
     assert!(stored.status.is_pending());
+    b.stop().await;
+    a.stop().await;
+}
+
+/// Two replicas watch the same request's escalation timer (the second loaded it at
+/// start, as after a restart or a rescan): when the reminder comes due, exactly one of
+/// them sends it and audits it, because recording the step is conditional on the
+/// revision both read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_escalation_step_watched_by_two_replicas_runs_once() {
+    let reminding = |s: &mut Settings| {
+        s.policies = vec![serde_json::from_value(json!({"tools": ["execute_trade"], "escalation": [{"after": 1, "remind": "approvers"}]})).unwrap()];
+    };
+    let (first, second) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
+    let a = start_at(Arc::new(tempfile::tempdir().unwrap()), first.clone(), Arc::new(Agent::default()), 1, &[], reminding).await;
+    a.send("s0", SessionUpdate::Request(request("trade_0", 600))).await;
+    wait_until("the request to be shown", async || first.shown().len() == 1).await;
+    let b = start_at(a.dir.clone(), second.clone(), Arc::new(Agent::default()), 0, &[], reminding).await;
+    let sent = || first.reminders.lock().unwrap().len() + second.reminders.lock().unwrap().len();
+    wait_until("the reminder", async || sent() > 0).await;
+    // Several more ticks of both replicas, in which a second reminder would go out.
+    tokio::time::sleep(TICK * 4).await;
+    assert_eq!(sent(), 1);
+    let log = a.store.audit_log("trade_0").await.unwrap();
+    assert_eq!(log.iter().filter(|e| e.outcome == "escalated").count(), 1, "{log:?}");
+    let stored = a.store.interaction(&first.shown()[0].id).await.unwrap().expect("stored");
+    assert_eq!((stored.escalations_done, stored.next_escalation_at()), (1, None));
     b.stop().await;
     a.stop().await;
 }

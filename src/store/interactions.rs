@@ -145,14 +145,20 @@ impl Store {
             return Err(StoreError::WrongState { op: "settle", id: i.id.clone(), reason: "it is still pending" });
         }
         let body = json::encode(i, "interaction")?;
-        let settle = Settle { id: i.id.clone(), status: i.status.name(), body, command: command.cloned(), audit: audit.clone(), rule: None };
+        let settle = Settle { id: i.id.clone(), status: i.status.name(), body, command: command.cloned(), audit: audit.clone(), rule: None, revision: None };
         self.write(settle).await
     }
 
-    /// [`Store::settle`] for an approval "for this session" / "always": the same
-    /// first-wins settle that also stores `rule` ([`Store::save_rule`]), in one
-    /// transaction, so a rule never exists for a decision that lost its race.
-    pub async fn settle_remembering(&self, i: &Interaction, command: Option<&Command>, audit: &AuditEntry, rule: &RememberedRule) -> Result<bool> {
+    /// Settles `i` as a person decided it, from the copy they acted on: only if the row
+    /// is still pending *and* still at the revision `i` was read at, so a decision
+    /// computed from a stale draft (a vote another replica saved meanwhile, answers
+    /// changed by another click) never overwrites it; the caller reads again and
+    /// re-applies the action. `rule`, the rule an approval "for this session" /
+    /// "always" sets ([`Store::save_rule`]), is stored in the same transaction, so a
+    /// rule never exists for a decision that lost its race.
+    ///
+    /// Timers and the backend settle with [`Store::settle`], on the status alone.
+    pub async fn settle_decision(&self, i: &Interaction, command: Option<&Command>, audit: &AuditEntry, rule: Option<&RememberedRule>) -> Result<bool> {
         if i.status.is_pending() {
             return Err(StoreError::WrongState { op: "settle", id: i.id.clone(), reason: "it is still pending" });
         }
@@ -163,7 +169,8 @@ impl Store {
             body,
             command: command.cloned(),
             audit: audit.clone(),
-            rule: Some(rule.clone()),
+            rule: rule.cloned(),
+            revision: Some(i.revision.0),
         };
         self.write(settle).await
     }
@@ -231,23 +238,34 @@ struct Settle {
     body: String,
     command: Option<Command>,
     audit: AuditEntry,
-    /// Stored with the settle ([`Store::settle_remembering`]).
+    /// Stored with the settle ([`Store::settle_decision`]).
     rule: Option<RememberedRule>,
+    /// Only over this revision ([`Store::settle_decision`]); `None`: first wins on the
+    /// status alone.
+    revision: Option<i64>,
 }
 
 impl Write for Settle {
     fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
-            // First wins on the status alone: a decision read before a vote was saved
-            // still settles (the revision only guards drafts), and bumps the revision.
-            let done = sqlx::query("UPDATE interactions SET status = $1, body = $2, revision = revision + 1 WHERE id = $3 AND status = $4")
+            // First wins on the status (and, for a person's decision, the revision it
+            // was read at); every settle bumps the revision.
+            let update = match self.revision {
+                Some(revision) => sqlx::query(
+                    "UPDATE interactions SET status = $1, body = $2, revision = revision + 1 WHERE id = $3 AND status = $4 AND revision = $5",
+                )
                 .bind(self.status)
                 .bind(self.body.as_str())
                 .bind(self.id.as_str())
                 .bind(pending())
-                .execute(&mut *conn)
-                .await
-                .map_err(StoreError::query("settle interaction"))?;
+                .bind(revision),
+                None => sqlx::query("UPDATE interactions SET status = $1, body = $2, revision = revision + 1 WHERE id = $3 AND status = $4")
+                    .bind(self.status)
+                    .bind(self.body.as_str())
+                    .bind(self.id.as_str())
+                    .bind(pending()),
+            };
+            let done = update.execute(&mut *conn).await.map_err(StoreError::query("settle interaction"))?;
             if done.rows_affected() == 0 {
                 return Ok(false);
             }

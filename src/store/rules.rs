@@ -6,7 +6,7 @@
 //! ([`crate::interaction::policy::rule_answers`]); the store only hands it the
 //! candidates, oldest first. A revoked rule stays in the table (it is what the audit
 //! entries name) and is never listed as active again. A rule set by a decision is
-//! stored in that decision's settle ([`Store::settle_remembering`]).
+//! stored in that decision's settle ([`Store::settle_decision`]).
 
 use futures_util::future::BoxFuture;
 use sqlx::any::AnyRow;
