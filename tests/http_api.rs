@@ -787,6 +787,36 @@ async fn quorum_of_two_named_approvers() {
     let voters: Vec<&Value> = done["votes"].as_array().unwrap().iter().map(|v| &v["by"]["id"]).collect();
     assert_eq!(voters, ["3003", "3004"], "both votes, in order");
     assert!(done.get("settled_by").is_none(), "people decided it");
+    assert_eq!(done["policy"], "request", "the request's own policy applied");
+    api.stop().await;
+}
+
+/// A `[[policies]]` entry that matches a pushed request applies instead of the
+/// policy the agent sent (an agent cannot weaken what the operator configured): here
+/// the operator's single approver decides alone, though the agent asked for two, and
+/// the state names the policy that applied.
+#[tokio::test]
+async fn a_configured_policy_overrides_the_requests_own() {
+    let api = Api::start(|s| {
+        s.discord.enabled = false;
+        s.policies = vec![serde_json::from_value(json!({"name": "migrations", "tools": ["run_migration"], "backends": ["http"], "approvers": ["telegram:3004"]})).unwrap()];
+    })
+    .await;
+    let body = json!({"approval_key": "cfg-1", "targets": [ops_target()],
+        "actions": [{"name": "run_migration", "args": {"db": "orders"}}],
+        "policy": {"approvers": ["telegram:3003", "telegram:3004"], "quorum": 2}});
+    let (status, created) = api.push(&body).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let state = api.get("cfg-1").await;
+    assert_eq!((state["policy"].as_str(), state.get("quorum")), (Some("migrations"), None), "{state}");
+    let id = id_of(&api.tg_message(OPS, "run_migration").await);
+    // Ana is an approver of the agent's policy, not of the operator's.
+    let toast = api.tg_click(OPS, id, "Approve", &ana()).await;
+    assert_eq!(toast["show_alert"], true, "{toast}");
+    api.tg_click(OPS, id, "Approve", &binh()).await;
+    let done = api.decided("cfg-1").await;
+    assert_eq!((done["status"].as_str(), &done["reply"]), (Some("resolved"), &json!({"decisions": [{"type": "approve"}]})));
+    assert_eq!(done["decided_by"]["id"], "3004");
     api.stop().await;
 }
 

@@ -417,6 +417,7 @@ def test_ask_returns_answers_and_selected_options() -> None:
 def test_quorum_votes_and_settled_by() -> None:
     body = {
         **pending(),
+        "policy": "migrations",
         "quorum": 2,
         "votes": [
             {
@@ -427,14 +428,14 @@ def test_quorum_votes_and_settled_by() -> None:
         ],
     }
     state = RequestState.from_json(body)
-    assert state.quorum == 2 and len(state.votes) == 1
+    assert state.policy == "migrations" and state.quorum == 2 and len(state.votes) == 1
     vote = state.votes[0]
     assert vote.by is not None and vote.by.name == "Lan" and vote.decisions == [{"type": "approve"}]
     assert vote.at == datetime(2030, 1, 1, 10, tzinfo=timezone.utc)
     assert state.settled_by is None
     settled = {"fallback": {"decision": "reject", "after_seconds": 1800}}
     expired = RequestState.from_json({"approval_key": KEY, "status": "expired", "settled_by": settled})
-    assert expired.settled_by == settled and expired.quorum is None and expired.votes == []
+    assert expired.settled_by == settled and expired.policy is None and expired.quorum is None and expired.votes == []
 
 
 def test_state_parsing_is_lenient() -> None:

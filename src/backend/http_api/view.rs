@@ -2,7 +2,8 @@
 //! replayed `POST`, of `DELETE`, and of the callback (PROTOCOL.md §8). Built from the
 //! stored request and interaction alone, so every replica answers the same.
 //!
-//! Under a decision policy it also shows the policy's part: `quorum` and the `votes`
+//! Under a decision policy it also shows the policy's part: its name (`policy`: which
+//! one applied, a configured entry or the request's own), `quorum` and the `votes`
 //! cast so far (or that decided it) when several people must approve, and
 //! `settled_by` when the policy, not a person's click, ended the request (a
 //! remembered rule, a fallback). Without a policy the body is exactly as before.
@@ -39,6 +40,11 @@ pub struct RequestState {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub reply: Option<Value>,
+    /// The decision policy the request is under: the name of the `[[policies]]` entry
+    /// that matched it (`policies[N]` when unnamed), which takes precedence over the
+    /// request's own, or `request` for the request's own. Absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
     /// Under a policy with a quorum: how many distinct people must approve the same
     /// decisions. Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -142,6 +148,7 @@ pub fn state(request: &ApiRequest, interaction: &Interaction) -> RequestState {
         decided_by,
         decided_at: decided_at.map(rfc3339),
         reply: interaction.reply.as_ref().map(|reply| reply_json(interaction, reply)),
+        policy: interaction.policy.as_ref().map(|p| p.name.clone()),
         quorum: interaction.quorum_progress().map(|p| p.needed),
         votes: votes(interaction),
         settled_by: interaction.settled_by_policy.as_ref().map(settled_by),
@@ -251,7 +258,7 @@ mod tests {
         assert_eq!(
             json_of(&request, &interaction),
             json!({"approval_key": "mig-7", "status": "pending", "expires_at": "2026-09-21T14:18:20.000Z",
-                   "quorum": 2,
+                   "policy": "request", "quorum": 2,
                    "votes": [{"by": {"platform": "telegram", "id": "1", "name": "Lan"}, "at": "2026-09-21T14:13:21.000Z", "decisions": [{"type": "approve"}]}]})
         );
         let minh = Actor::new("telegram", "2", "Minh");
@@ -274,7 +281,7 @@ mod tests {
         assert_eq!(
             json_of(&request, &interaction),
             json!({"approval_key": "mig-7", "status": "expired", "expires_at": "2026-09-21T14:43:20.000Z",
-                   "decided_at": "2026-09-21T14:43:20.000Z", "reply": {"decisions": [reject]},
+                   "decided_at": "2026-09-21T14:43:20.000Z", "reply": {"decisions": [reject]}, "policy": "request",
                    "settled_by": {"fallback": {"decision": "reject", "after_seconds": 1800}}})
         );
     }

@@ -284,6 +284,8 @@ class RequestState:
     questions, ``None`` while pending, for expired questions and for cancelled requests.
     ``raw`` is the whole JSON body as received.
 
+    ``policy`` names the decision policy the request is under: the matching
+    ``[[policies]]`` entry of the bridge's config, or ``"request"`` for its own.
     Under a policy with a quorum, ``quorum`` is how many people must approve and
     ``votes`` the votes cast so far, in order. ``settled_by`` is set when the policy
     ended the request rather than a person: ``{"fallback": {"decision", "after_seconds"}}``
@@ -297,6 +299,7 @@ class RequestState:
     decided_by: DecidedBy | None = None
     decided_at: datetime | None = None
     reply: dict[str, Any] | None = None
+    policy: str | None = None
     quorum: int | None = None
     votes: list[Vote] = field(default_factory=list)
     settled_by: dict[str, Any] | None = None
@@ -308,7 +311,7 @@ class RequestState:
             raise ValueError(f"expected a JSON object for a request state, got {type(data).__name__}")
         reply = data.get("reply")
         session_id = data.get("session_id")
-        quorum, votes, settled_by = data.get("quorum"), data.get("votes"), data.get("settled_by")
+        policy, quorum, votes, settled_by = data.get("policy"), data.get("quorum"), data.get("votes"), data.get("settled_by")
         return cls(
             approval_key=str(data.get("approval_key", "")),
             status=str(data.get("status", "")),
@@ -317,6 +320,7 @@ class RequestState:
             decided_by=DecidedBy.from_json(data.get("decided_by")),
             decided_at=parse_time(data.get("decided_at")),
             reply=dict(reply) if isinstance(reply, Mapping) else None,
+            policy=policy if isinstance(policy, str) else None,
             quorum=quorum if isinstance(quorum, int) and not isinstance(quorum, bool) else None,
             votes=[Vote.from_json(v) for v in votes if isinstance(v, Mapping)] if isinstance(votes, list) else [],
             settled_by=dict(settled_by) if isinstance(settled_by, Mapping) else None,
