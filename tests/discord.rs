@@ -1308,11 +1308,13 @@ mod policies {
         i.apply(&lan(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), MIN).expect("counted");
         fake.clear();
 
-        discord.send_reminder(&key, &i, &Mention::Approvers).await.expect("sent");
-        discord.send_reminder(&key, &i, &Mention::User { platform: "telegram".into(), user_id: "1001".into() }).await.expect("sent");
-        discord.send_reminder(&key, &i, &Mention::Role { role_id: DBA.into() }).await.expect("sent");
+        // The first as a reply to the card that shows the request here.
+        let card = hitl_bridge::store::MessageRef { interaction_id: i.id.clone(), chat: key.clone(), message_id: "800000000000000099".into() };
+        discord.send_reminder(&key, &i, &Mention::Approvers, Some(&card)).await.expect("sent");
+        discord.send_reminder(&key, &i, &Mention::User { platform: "telegram".into(), user_id: "1001".into() }, None).await.expect("sent");
+        discord.send_reminder(&key, &i, &Mention::Role { role_id: DBA.into() }, None).await.expect("sent");
         let plain = migration(false, Policy { approvers: vec![], approver_roles: vec![], ..policy() });
-        discord.send_reminder(&key, &plain, &Mention::Approvers).await.expect("sent");
+        discord.send_reminder(&key, &plain, &Mention::Approvers, None).await.expect("sent");
 
         let sent: Vec<Value> = fake.requests().iter().filter(|r| r.method == "POST").map(|r| sorted(mask(&json!({"path": r.path, "body": r.body})))).collect();
         let path = format!("/api/v10/channels/{CHANNEL_ID}/messages");
@@ -1324,8 +1326,11 @@ mod policies {
                 "attachments": [], "embeds": [], "enforce_nonce": false, "sticker_ids": [], "tts": false,
             }}))
         };
+        let mut reply = msg(&format!("⏰ Reminder: <@{LAN}> <@{MINH}> <@&{DBA}> — run_migration still waits for a decision (1 of 3 approvals so far) · deadline <t:[unix]:R>"), &[LAN, MINH], &[DBA]);
+        reply["body"]["message_reference"] =
+            json!({"type": 0, "message_id": "800000000000000099", "channel_id": CHANNEL_ID, "guild_id": null, "fail_if_not_exists": false});
         assert_eq!(sent, [
-            msg(&format!("⏰ Reminder: <@{LAN}> <@{MINH}> <@&{DBA}> — run_migration still waits for a decision (1 of 3 approvals so far) · deadline <t:[unix]:R>"), &[LAN, MINH], &[DBA]),
+            sorted(reply),
             msg("⏰ Reminder: telegram:1001 — run_migration still waits for a decision (1 of 3 approvals so far) · deadline <t:[unix]:R>", &[], &[]),
             msg(&format!("⏰ Reminder: <@&{DBA}> — run_migration still waits for a decision (1 of 3 approvals so far) · deadline <t:[unix]:R>"), &[], &[DBA]),
             msg(&format!("⏰ Reminder: <@{THAO}> <@&{LEAD_ROLE}> — run_migration still waits for a decision · deadline <t:[unix]:R>"), &[THAO], &[LEAD_ROLE]),

@@ -272,6 +272,8 @@ mod telegram {
         let shown_at = std::time::Instant::now();
         let reminder = rig.nth_message(rig.chat, "tg://user?id=3001", 0).await;
         assert!(reminder["text"].as_str().unwrap_or_default().contains("run_migration"), "{reminder}");
+        let sent = rig.fake.calls("sendMessage").into_iter().find(|c| c["text"].as_str().is_some_and(|t| t.contains("tg://user?id=3001"))).expect("sent");
+        assert_eq!(sent["reply_parameters"]["message_id"], id_of(&card), "a reply to the request's card");
         assert!(rig.fake.bot_messages(ONCALL).is_empty(), "not moved yet");
 
         rig.halt().await;
@@ -527,6 +529,7 @@ mod discord {
         let shown_at = std::time::Instant::now();
         let reminder = wait_until(|| async { rig.texts(CHANNEL_ID).into_iter().find(|b| b["content"].as_str().is_some_and(|c| c.contains(&format!("<@&{DBA}>")))) }).await;
         assert_eq!(reminder["allowed_mentions"]["roles"], json!([DBA]), "the role is pinged, nobody else: {reminder}");
+        assert_eq!(reminder["message_reference"]["message_id"], json!(id), "a reply to the request's card");
 
         rig.halt().await;
         tokio::time::sleep(Duration::from_secs(5).saturating_sub(shown_at.elapsed())).await;

@@ -71,7 +71,7 @@ impl Platform for Flaky {
         Box::pin(async { Ok(()) })
     }
 
-    fn send_reminder<'a>(&'a self, _: &'a ChatKey, _: &'a Interaction, _: &'a hitl_bridge::interaction::policy::Mention) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(&'a self, _: &'a ChatKey, _: &'a Interaction, _: &'a hitl_bridge::interaction::policy::Mention, _: Option<&'a MessageRef>) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async { Ok(()) })
     }
 }

@@ -1138,12 +1138,16 @@ mod policies {
         i.apply(&lan(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), MIN).expect("counted");
         i.apply(&minh(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), MIN).expect("counted");
 
-        telegram.send_reminder(&key, &i, &Mention::Approvers).await.expect("sent");
-        telegram.send_reminder(&key, &i, &Mention::User { platform: "discord".into(), user_id: "7".into() }).await.expect("sent");
-        telegram.send_reminder(&key, &i, &Mention::Role { role_id: "900".into() }).await.expect("sent");
+        // The first as a reply to the message that shows the request in this chat.
+        // (A message the fake knows but does not hand the bridge as an update.)
+        let card_id = fake.message_update(chat, &thao(), "the request's card", None, None)["message"]["message_id"].as_i64().expect("id");
+        let card = hitl_bridge::store::MessageRef { interaction_id: i.id.clone(), chat: key.clone(), message_id: card_id.to_string() };
+        telegram.send_reminder(&key, &i, &Mention::Approvers, Some(&card)).await.expect("sent");
+        telegram.send_reminder(&key, &i, &Mention::User { platform: "discord".into(), user_id: "7".into() }, None).await.expect("sent");
+        telegram.send_reminder(&key, &i, &Mention::Role { role_id: "900".into() }, None).await.expect("sent");
         // No policy approvers: the configured ones.
         let plain = migration(false, Policy { approvers: vec![], ..policy() });
-        telegram.send_reminder(&key, &plain, &Mention::Approvers).await.expect("sent");
+        telegram.send_reminder(&key, &plain, &Mention::Approvers, None).await.expect("sent");
 
         let sent: Vec<(Value, Value)> = fake.calls("sendMessage").into_iter().map(|m| (m["text"].clone(), m["parse_mode"].clone())).collect();
         let html = json!("HTML");
@@ -1153,9 +1157,11 @@ mod policies {
             (json!("⏰ Reminder for the approvers of role 900: run_migration still waits for a decision (2 of 3 approvals so far) · deadline 00:10 UTC"), html.clone()),
             (json!("⏰ Reminder: <a href=\"tg://user?id=3003\">3003</a> — run_migration still waits for a decision · deadline 00:10 UTC"), html),
         ]);
-        let first = &fake.calls("sendMessage")[0];
-        assert_eq!(first["chat_id"], json!(chat));
-        assert_eq!(first.get("reply_markup"), None, "a reminder has no buttons");
+        let calls = fake.calls("sendMessage");
+        assert_eq!(calls[0]["chat_id"], json!(chat));
+        assert_eq!(calls[0].get("reply_markup"), None, "a reminder has no buttons");
+        assert_eq!(calls[0]["reply_parameters"], json!({"message_id": card_id, "allow_sending_without_reply": true}), "a reply to the card");
+        assert!(calls[1..].iter().all(|c| c.get("reply_parameters").is_none()), "no card, no reply");
         telegram.shutdown();
         assert!(fake.errors().is_empty(), "{:?}", fake.errors());
         fake.shutdown();

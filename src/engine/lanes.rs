@@ -160,7 +160,17 @@ async fn perform_job(store: &Store, platform: &dyn Platform, chat: &ChatKey, job
         Job::Notice(text) => platform.send_notice(chat, &text).await,
         Job::Show(interaction) => show(store, platform, chat, &interaction).await,
         Job::Refresh(interaction) => refresh(store, platform, chat, &interaction).await,
-        Job::Remind(interaction, mention) => platform.send_reminder(chat, &interaction, &mention).await,
+        Job::Remind(interaction, mention) => {
+            // Read when the job runs: a `Show` queued before it is recorded by then.
+            let card = match store.message_refs(&interaction.id).await {
+                Ok(messages) => messages.into_iter().find(|m| m.chat == *chat),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot load the message a reminder replies to; sending it on its own");
+                    None
+                }
+            };
+            platform.send_reminder(chat, &interaction, &mention, card.as_ref()).await
+        }
         Job::Rerender(id) => match store.interaction(&id).await {
             Ok(Some(interaction)) => {
                 let span = crate::logging::interaction_span(&interaction);

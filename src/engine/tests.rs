@@ -70,7 +70,7 @@ impl Platform for Recorder {
         Box::pin(async { Ok(()) })
     }
 
-    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, _: &'a crate::interaction::policy::Mention) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, _: &'a crate::interaction::policy::Mention, _: Option<&'a MessageRef>) -> BoxFuture<'a, Result<(), PlatformError>> {
         self.reminders.lock().unwrap().push((chat.chat_id.clone(), interaction.id.clone()));
         Box::pin(async { Ok(()) })
     }

@@ -49,11 +49,14 @@ pub trait Platform: Send + Sync {
     fn send_notice<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>>;
 
     /// An escalation reminder in `chat` that `interaction` still waits, mentioning
-    /// `mention` ([`reminder::recipients`] says whom `Approvers` means). Goes through
-    /// the same send path and rate limits as every other message.
+    /// `mention` ([`reminder::recipients`] says whom `Approvers` means), as a reply to
+    /// `card`, the message that shows the request in this chat, when there is one (one
+    /// tap from the reminder to the buttons). Goes through the same send path and rate
+    /// limits as every other message.
     ///
     /// The default, for a platform that cannot mention anyone, is a notice naming them.
-    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention, card: Option<&'a MessageRef>) -> BoxFuture<'a, Result<(), PlatformError>> {
+        let _ = card;
         Box::pin(async move {
             let people = reminder::recipients(self.name(), interaction, mention, None);
             self.send_notice(chat, &reminder::plain(locale::Locale::En, interaction, &people)).await

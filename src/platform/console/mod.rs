@@ -311,7 +311,7 @@ impl Platform for Console {
     }
 
     /// A terminal mentions nobody: the reminder names whom it is for.
-    fn send_reminder<'a>(&'a self, _chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(&'a self, _chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention, _card: Option<&'a MessageRef>) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
             let people = reminder::recipients(PLATFORM, interaction, mention, None);
             self.print(&reminder::plain(Locale::En, interaction, &people)).await

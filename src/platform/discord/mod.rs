@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 use secrecy::ExposeSecret;
-use serenity::all::{ChannelId, CreateAttachment, CreateMessage, EditMessage, Http, MessageId, ShardManager, UserId};
+use serenity::all::{ChannelId, CreateAttachment, CreateMessage, EditMessage, Http, MessageId, MessageReference, MessageReferenceKind, ShardManager, UserId};
 
 use super::{Platform, PlatformError, reminder};
 use crate::backend::ToolGroupStatus;
@@ -317,11 +317,18 @@ impl Platform for Discord {
         })
     }
 
-    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention, card: Option<&'a MessageRef>) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
             let channel = self.channel(chat).await?;
             let people = reminder::recipients(PLATFORM, interaction, mention, Some(&self.shared.policy));
-            self.send(channel, render::reminder(interaction, &people, self.shared.locale(None))).await.map(|_| ())
+            let mut message = render::reminder(interaction, &people, self.shared.locale(None));
+            if let Some(card) = card.and_then(|m| m.message_id.parse::<u64>().ok()).filter(|&id| id != 0) {
+                // A reply to the card: Discord links the two, one tap to the buttons. A
+                // card deleted meanwhile must not cost the reminder: sent on its own then.
+                let reference = MessageReference::new(MessageReferenceKind::Default, channel).message_id(MessageId::new(card)).fail_if_not_exists(false);
+                message = message.reference_message(reference);
+            }
+            self.send(channel, message).await.map(|_| ())
         })
     }
 

@@ -249,12 +249,13 @@ impl Platform for Telegram {
         Box::pin(async move { self.notice(chat, text).await })
     }
 
-    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention, card: Option<&'a MessageRef>) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
             let locale = self.locale(&chat.chat_id, None);
             let people = reminder::recipients(PLATFORM, interaction, mention, Some(&self.policy));
+            let reply_to = card.and_then(|m| m.message_id.parse().ok()).map(MessageId);
             // A new message (not an edit), so it notifies: through the rate limits like any.
-            send::html(&self.bot, chat, &render::reminder(interaction, &people, locale), None).await.map(|_| ())
+            send::html_reply(&self.bot, chat, &render::reminder(interaction, &people, locale), None, reply_to).await.map(|_| ())
         })
     }
 
