@@ -41,12 +41,10 @@ impl Shard {
     /// Puts a new approval under its policy: the first `[[policies]]` entry that
     /// matches, else `requested` (a pushed request's own). The deadline is the
     /// request's own timeout unless the chosen policy has a fallback.
-    pub(super) fn policy_for(&self, mut interaction: Interaction, backend: &str, chats: &[ChatKey], requested: Option<Policy>) -> Interaction {
+    pub(super) fn policy_for(&self, interaction: Interaction, backend: &str, chats: &[ChatKey], requested: Option<Policy>) -> Interaction {
         let targets: Vec<String> = chats.iter().map(chat_text).collect();
         let facts = RequestFacts { request: &interaction.request, backend, session_id: &interaction.session_id, targets: &targets };
         let chosen = policy::select(&self.policies, &facts, requested.as_ref()).cloned();
-        interaction.deadline_ms = interaction.created_at_ms.saturating_add((interaction.request.timeout_secs as i64).saturating_mul(1000));
-        interaction.policy = None;
         if let Some(p) = &chosen {
             tracing::info!(approval_key = %interaction.approval_key(), policy = %p.name, quorum = p.quorum, "under a decision policy");
         }
@@ -107,6 +105,7 @@ impl Shard {
         let mut escalated = interaction.clone();
         escalated.mark_escalated(last);
         let audits: Vec<AuditEntry> = steps.iter().map(|(_, step)| AuditEntry::for_escalation(&escalated, step, now)).collect();
+        // Where it is shown now: where reminders go, and where `show_in` need not.
         let showing = self.chats_showing(&interaction).await;
         let mut new_chats = Vec::new();
         for (_, step) in &steps {
@@ -134,8 +133,8 @@ impl Shard {
             match &step.action {
                 StepAction::Remind { mention } => {
                     self.metrics.policy_action("remind");
-                    for chat in self.chats_showing(&escalated).await {
-                        self.lanes.push(&chat, Job::Remind(escalated.clone(), mention.clone()));
+                    for chat in &showing {
+                        self.lanes.push(chat, Job::Remind(escalated.clone(), mention.clone()));
                     }
                 }
                 StepAction::ShowIn { .. } => self.metrics.policy_action("show_in"),

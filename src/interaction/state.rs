@@ -202,6 +202,11 @@ impl PartialEq for Revision {
     }
 }
 
+/// `secs` after `at_ms`, saturating.
+fn after_secs(at_ms: i64, secs: u64) -> i64 {
+    at_ms.saturating_add((secs as i64).saturating_mul(1000))
+}
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
@@ -236,7 +241,7 @@ impl Interaction {
                 Draft::Answers { answers: vec![AnswerDraft::default(); questions.len()] }
             }
         };
-        let deadline_ms = now_ms.saturating_add((request.timeout_secs as i64).saturating_mul(1000));
+        let deadline_ms = after_secs(now_ms, request.timeout_secs);
         Self {
             id,
             session_id,
@@ -260,13 +265,14 @@ impl Interaction {
     /// Puts the request under `policy` (from [`super::policy::select`]). Questions take
     /// none. With a fallback, the fallback's moment becomes the deadline, longer or
     /// shorter than the request's own timeout: the operator's policy says when it ends.
+    /// Applying another policy replaces the first, deadline included (a pushed
+    /// request's own policy overridden by a configured one).
     pub fn with_policy(mut self, policy: Option<Policy>) -> Self {
         if self.request.is_question() {
             return self;
         }
-        if let Some(fallback) = policy.as_ref().and_then(|p| p.fallback) {
-            self.deadline_ms = self.created_at_ms.saturating_add((fallback.after_secs as i64).saturating_mul(1000));
-        }
+        let ends_after = policy.as_ref().and_then(|p| p.fallback).map_or(self.request.timeout_secs, |f| f.after_secs);
+        self.deadline_ms = after_secs(self.created_at_ms, ends_after);
         self.policy = policy;
         self
     }
@@ -430,7 +436,7 @@ impl Interaction {
     pub fn apply_fallback(&mut self, now_ms: i64) -> bool {
         let Some(fallback) = self.policy_fallback() else { return false };
         let RequestKind::Approval { actions } = &self.request.kind else { return false };
-        let due = self.created_at_ms.saturating_add((fallback.after_secs as i64).saturating_mul(1000));
+        let due = after_secs(self.created_at_ms, fallback.after_secs);
         if !self.status.is_pending() || now_ms < due {
             return false;
         }
