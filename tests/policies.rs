@@ -417,6 +417,20 @@ mod discord {
             answers[before..].iter().find_map(|a| a.as_str().map(str::to_owned))
         }
 
+        /// Runs the slash command `/name` (with its `revoke` option when given) as Thao
+        /// and returns the reply it edits in.
+        async fn slash(&self, name: &str, revoke: Option<&str>) -> String {
+            let replies = || self.fake.requests().into_iter().filter(|r| r.method == "PATCH" && r.path.ends_with("/messages/@original")).collect::<Vec<_>>();
+            let before = replies().len();
+            let mut invoked = command(&self.fake, name, CHANNEL_ID, &user(THAO, "Thao"));
+            if let Some(id) = revoke {
+                invoked["data"]["options"] = json!([{"name": "revoke", "type": 3, "value": id}]);
+            }
+            self.fake.dispatch("INTERACTION_CREATE", invoked);
+            let reply = wait_until(|| async { replies().get(before).cloned() }).await;
+            reply.body["content"].as_str().unwrap_or_default().to_owned()
+        }
+
         /// Every answer to a click, in order: the ephemeral text, or `Null` for a silent ack.
         fn answers(&self) -> Vec<Value> {
             self.fake
@@ -509,13 +523,26 @@ mod discord {
         rig.say("trade");
         let got = wait_approvals(&rig.sim, 2).await;
         assert_eq!(got[1], approval(&s, 2, json!([{"type":"approve"}])), "approved by the rule, without a click");
-        let (second, _) = rig.card(CHANNEL_ID, "execute_trade", 1).await;
-        assert!(second.to_string().contains("rule set by Thao") || second["components"] == json!([]), "{second}");
+        let (second, second_id) = rig.card(CHANNEL_ID, "execute_trade", 1).await;
+        let shown = if labels(&second).is_empty() { second } else { rig.edit(&second_id, |b| b["components"] == json!([])).await };
+        assert!(shown.to_string().contains("Approved by rule set by Thao"), "{shown}");
+
+        // `/rules` lists the rule; revoked by the person who set it, the same call asks again.
+        let rule = Store::connect(&rig.settings.store.url).await.expect("store").active_rules().await.expect("rules")[0].id.clone();
+        let listed = rig.slash("rules", None).await;
+        assert!(listed.contains(&format!("• {rule} · execute_trade ")) && listed.contains("this session · Thao"), "{listed}");
+        assert_eq!(rig.slash("rules", Some(&rule)).await, format!("Rule {rule} revoked: execute_trade will be asked again."));
+        rig.say("trade");
+        let (third, third_id) = rig.card(CHANNEL_ID, "execute_trade", 2).await;
+        assert!(labels(&third).iter().any(|l| l.contains("Approve once")), "asked again: {third}");
+        still_exactly(&rig.sim, 2).await;
+        rig.click(CHANNEL_ID, &third, &third_id, "Approve once", (THAO, "Thao"), &[]).await;
+        assert_eq!(wait_approvals(&rig.sim, 3).await[2], approval(&s, 3, json!([{"type":"approve"}])));
 
         rig.say("migration");
         let (other, _) = rig.card(CHANNEL_ID, "run_migration", 0).await;
         assert!(!labels(&other).is_empty(), "a different tool still asks");
-        still_exactly(&rig.sim, 2).await;
+        still_exactly(&rig.sim, 3).await;
         rig.finish().await;
     }
 
