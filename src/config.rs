@@ -7,6 +7,7 @@ use std::path::Path;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::interaction::admission::PairingAdmins;
 use crate::interaction::{AccessPolicy, Allowlist, PolicyRule, PolicySpec, TimeoutDefaults};
 
 /// The environment prefix: `HITL_BRIDGE__BACKEND__URL` sets `backend.url`.
@@ -261,8 +262,14 @@ pub struct AccessSettings {
     pub pairing: bool,
     /// How long a pairing code stays valid.
     pub pairing_code_secs: u64,
-    /// Chats where `/pair CODE` works: `telegram:CHAT_ID`, `discord:CHANNEL_ID`.
+    /// Who may approve pairing codes with `/pair CODE`: `platform:user_id`.
+    pub admins: Vec<String>,
+    /// Chats where admins may use `/pair CODE` (besides their DM with the bot):
+    /// `telegram:CHAT_ID`, `discord:CHANNEL_ID`.
     pub admin_chats: Vec<String>,
+    /// A stranger is answered once per this many seconds per chat; their other
+    /// attempts meanwhile are counted on that one audit entry. 0 answers every one.
+    pub refusal_window_secs: u64,
     /// False: the requester may not decide their own turn's tool calls while
     /// approvers are configured (four eyes).
     pub self_approval: bool,
@@ -278,7 +285,9 @@ impl Default for AccessSettings {
             roles: Vec::new(),
             pairing: false,
             pairing_code_secs: 3600,
+            admins: Vec::new(),
             admin_chats: Vec::new(),
+            refusal_window_secs: 600,
             self_approval: true,
         }
     }
@@ -518,6 +527,7 @@ impl Settings {
             .with_list_parse_key("access.chats")
             .with_list_parse_key("access.roles")
             .with_list_parse_key("access.admin_chats")
+            .with_list_parse_key("access.admins")
             .with_list_parse_key("discord.channels")
             .with_list_parse_key("http.api_tokens")
             .with_list_parse_key("routing.channels")
@@ -598,6 +608,11 @@ impl Settings {
         if let Err(entry) = Allowlist::parse_chats(&self.access.chats) {
             return invalid("access.chats", &format!("`{entry}` is not telegram:CHAT_ID, discord:CHANNEL_ID or discord:guild:GUILD_ID"));
         }
+        for admin in &self.access.admins {
+            if self.parse_approver(admin).is_none() {
+                return invalid("access.admins", &format!("`{admin}` is not of the form platform:user_id"));
+            }
+        }
         if let Err(entry) = Allowlist::parse_chats(&self.access.admin_chats) {
             return invalid("access.admin_chats", &format!("`{entry}` is not telegram:CHAT_ID or discord:CHANNEL_ID"));
         }
@@ -673,9 +688,13 @@ impl Settings {
         }
     }
 
-    /// Chats where `/pair CODE` is accepted, as `(platform, chat id)`.
-    pub fn admin_chats(&self) -> Vec<(String, String)> {
-        Allowlist::parse_chats(&self.access.admin_chats).map(|(chats, _)| chats).unwrap_or_default()
+    /// Who may approve pairing codes with `/pair CODE`, and in which chats besides
+    /// their direct chat with the bot.
+    pub fn pairing_admins(&self) -> PairingAdmins {
+        PairingAdmins {
+            admins: self.access.admins.iter().filter_map(|a| self.parse_approver(a)).collect(),
+            admin_chats: Allowlist::parse_chats(&self.access.admin_chats).map(|(chats, _)| chats).unwrap_or_default(),
+        }
     }
 
     /// The effective configuration as pretty JSON, secrets redacted.
@@ -855,21 +874,26 @@ mod tests {
     fn access_keys_are_checked_and_become_the_allowlist() {
         let mut s = Settings::from_pairs(&[]).unwrap();
         assert!(!s.access.pairing && s.access.self_approval && s.access.pairing_code_secs == 3600);
+        assert_eq!(s.access.refusal_window_secs, 600);
         s.access.users = vec!["telegram:1".into()];
         s.access.chats = vec!["telegram:-100123".into(), "discord:guild:700".into()];
         s.access.roles = vec!["900".into()];
         s.access.admin_chats = vec!["telegram:-100999".into()];
+        s.access.admins = vec!["telegram:3003".into()];
         s.validate().unwrap();
         let l = s.allowlist();
         assert_eq!(l.users, vec![("telegram".to_string(), "1".to_string())]);
         assert_eq!(l.chats, vec![("telegram".to_string(), "-100123".to_string())]);
         assert_eq!(l.guilds, vec!["700".to_string()]);
-        assert_eq!(s.admin_chats(), vec![("telegram".to_string(), "-100999".to_string())]);
-        for (key, bad) in [("access.users", "nobody"), ("access.chats", "irc:#ops"), ("access.admin_chats", "telegram:x")] {
+        let admins = s.pairing_admins();
+        assert_eq!(admins.admin_chats, vec![("telegram".to_string(), "-100999".to_string())]);
+        assert_eq!(admins.admins, vec![("telegram".to_string(), "3003".to_string())]);
+        for (key, bad) in [("access.users", "nobody"), ("access.chats", "irc:#ops"), ("access.admins", "3003"), ("access.admin_chats", "telegram:x")] {
             let mut t = s.clone();
             match key {
                 "access.users" => t.access.users = vec![bad.into()],
                 "access.chats" => t.access.chats = vec![bad.into()],
+                "access.admins" => t.access.admins = vec![bad.into()],
                 _ => t.access.admin_chats = vec![bad.into()],
             }
             let err = t.validate().unwrap_err();

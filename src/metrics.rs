@@ -42,7 +42,7 @@ const OUTCOMES: [&str; 3] = ["resolved", "expired", "cancelled"];
 
 /// Every `reason` label: one per [`Refusal`] variant ([`refusal_reason`]), then the
 /// refusals of people talking to the agent.
-const REASONS: [&str; 18] = [
+const REASONS: [&str; 20] = [
     "not_allowed",
     "self_approval",
     "already_decided",
@@ -60,7 +60,9 @@ const REASONS: [&str; 18] = [
     "already_voted",
     "remember_not_offered",
     REASON_STRANGER,
+    REASON_NOT_ADMIN,
     REASON_NOT_ADMIN_CHAT,
+    REASON_OWN_PAIRING_CODE,
 ];
 
 /// Every `kind` of a platform error.
@@ -70,8 +72,15 @@ const ERROR_KINDS: [PlatformErrorKind; 4] = [PlatformErrorKind::RateLimited, Pla
 /// not allowed to talk, and not paired.
 pub const REASON_STRANGER: &str = "stranger";
 
-/// The `reason` of a `/pair CODE` sent outside `access.admin_chats`.
+/// The `reason` of a `/pair CODE` from someone not in `access.admins`.
+pub const REASON_NOT_ADMIN: &str = "not_admin";
+
+/// The `reason` of a `/pair CODE` from an admin outside `access.admin_chats` and their
+/// direct chat with the bot.
 pub const REASON_NOT_ADMIN_CHAT: &str = "not_admin_chat";
+
+/// The `reason` of a `/pair CODE` naming the sender's own code.
+pub const REASON_OWN_PAIRING_CODE: &str = "own_pairing_code";
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabel {
@@ -305,7 +314,8 @@ impl Metrics {
         self.refused_because(refusal_reason(refusal));
     }
 
-    /// Something else was refused: [`REASON_STRANGER`], [`REASON_NOT_ADMIN_CHAT`].
+    /// Something else was refused: [`REASON_STRANGER`], [`REASON_NOT_ADMIN`],
+    /// [`REASON_NOT_ADMIN_CHAT`], [`REASON_OWN_PAIRING_CODE`].
     pub fn refused_because(&self, reason: &'static str) {
         self.families.refusals.get_or_create(&ReasonLabel { reason }).inc();
     }

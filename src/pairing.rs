@@ -1,19 +1,22 @@
 //! Approving pairing codes (`access.pairing`), shared by the CLI (`hitl-bridge pair`)
-//! and the admin chat's `/pair CODE`, plus the CLI's listing and revoking. The store
+//! and an admin's `/pair CODE` (`access.admins`), plus the CLI's listing and revoking. The store
 //! keeps codes and paired users; who may talk is
 //! [`crate::interaction::admission`]'s call.
 
 use crate::clock::now_ms;
 use crate::config::Settings;
+use crate::interaction::Actor;
 use crate::interaction::admission::normalize_code;
 use crate::store::{PairError, PairedUser, Store, StoreError};
 
-/// Approves a code as a person typed it (case, spaces and dashes ignored). `by` is who
-/// approved (`cli`, or the admin's `platform:user_id`); `notified` says the caller
-/// tells the user itself (else a running bridge does, within its rescan interval).
-pub async fn approve(store: &Store, typed: &str, by: &str, now_ms: i64, notified: bool) -> Result<PairedUser, PairError> {
+/// Approves a code as a person typed it (case, spaces and dashes ignored). `admin` is
+/// who approved from a chat (never the code's own user; `None`: the CLI); `notified`
+/// says the caller tells the user itself (else a running bridge does, within its
+/// rescan interval).
+pub async fn approve(store: &Store, typed: &str, admin: Option<&Actor>, now_ms: i64, notified: bool) -> Result<PairedUser, PairError> {
     let code = normalize_code(typed).ok_or_else(|| PairError::Unknown(typed.trim().to_owned()))?;
-    store.approve_pairing(&code, by, now_ms, notified).await
+    let by = admin.map_or_else(|| "cli".to_owned(), |a| format!("{}:{}", a.platform, a.user_id));
+    store.approve_pairing(&code, &by, admin, now_ms, notified).await
 }
 
 /// What `hitl-bridge pair` was asked to do.
@@ -37,7 +40,7 @@ pub async fn run_cli(settings: &Settings, command: &PairCommand) -> Result<Strin
 async fn run_on(store: &Store, command: &PairCommand) -> Result<String, PairCliError> {
     match command {
         PairCommand::Approve(code) => {
-            let user = approve(store, code, "cli", now_ms(), false).await?;
+            let user = approve(store, code, None, now_ms(), false).await?;
             Ok(format!("paired {} ({}:{}); they may now talk to the agent", user.user_name, user.platform, user.user_id))
         }
         PairCommand::List => {

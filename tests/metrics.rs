@@ -35,7 +35,7 @@ fn mallory() -> User {
 const BUCKETS: [&str; 15] =
     ["1.0", "5.0", "10.0", "30.0", "60.0", "120.0", "300.0", "600.0", "1800.0", "3600.0", "7200.0", "14400.0", "43200.0", "86400.0", "+Inf"];
 
-const REASONS: [&str; 18] = [
+const REASONS: [&str; 20] = [
     "not_allowed",
     "self_approval",
     "already_decided",
@@ -53,7 +53,9 @@ const REASONS: [&str; 18] = [
     "already_voted",
     "remember_not_offered",
     "stranger",
+    "not_admin",
     "not_admin_chat",
+    "own_pairing_code",
 ];
 
 struct Scraped {

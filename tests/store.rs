@@ -497,6 +497,7 @@ async fn audit_records_edits_and_latency(db: &mut TestDb) {
         kind: Some("approval".into()),
         tools: Some(vec!["execute_trade".into(), "send_email".into()]),
         reason: None,
+        attempts: 1,
     };
     assert_eq!(entry, expected);
     assert_eq!(store.audit_log("S_1").await.expect("audit"), vec![expected]);
@@ -581,18 +582,23 @@ async fn pairing_codes_are_reused_expire_and_pair_once(db: &mut TestDb) {
     assert_eq!(first.expires_at_ms, T0 + hour);
     let again = store.pairing_code(&mallory, &chat, "vi", T0 + 1_000, hour, || draws.next().unwrap()).await.unwrap();
     assert_eq!(again, first, "asking again while valid shows the same code");
-    assert!(matches!(store.approve_pairing("AAAAAAAA", "cli", T0 + hour, false).await, Err(PairError::Expired(_))));
+    assert!(matches!(store.approve_pairing("AAAAAAAA", "cli", None, T0 + hour, false).await, Err(PairError::Expired(_))));
     assert!(!store.is_paired(&mallory).await.unwrap());
     // After expiry a new code is drawn; an unknown code changes nothing.
     let fresh = store.pairing_code(&mallory, &chat, "vi", T0 + hour, hour, || draws.next().unwrap()).await.unwrap();
     assert_eq!(fresh.code, "BBBBBBBB");
-    assert!(matches!(store.approve_pairing("ZZZZZZZZ", "cli", T0 + hour, false).await, Err(PairError::Unknown(_))));
-    let paired = store.approve_pairing("BBBBBBBB", "telegram:3003", T0 + hour + 5, false).await.unwrap();
+    assert!(matches!(store.approve_pairing("ZZZZZZZZ", "cli", None, T0 + hour, false).await, Err(PairError::Unknown(_))));
+    // Nobody approves their own code, admin or not; it stays usable by someone else.
+    let own = store.approve_pairing("BBBBBBBB", "telegram:2002", Some(&mallory), T0 + hour + 1, false).await;
+    assert!(matches!(own, Err(PairError::OwnCode(ref code)) if code == "BBBBBBBB"), "{own:?}");
+    assert!(!store.is_paired(&mallory).await.unwrap());
+    let ops = Actor::new("telegram", "3003", "Ops");
+    let paired = store.approve_pairing("BBBBBBBB", "telegram:3003", Some(&ops), T0 + hour + 5, false).await.unwrap();
     assert_eq!((paired.platform.as_str(), paired.user_id.as_str(), paired.user_name.as_str()), ("telegram", "2002", "Mallory"));
     assert_eq!((paired.chat.clone(), paired.locale.as_str(), paired.paired_by.as_str()), (chat.clone(), "vi", "telegram:3003"));
     assert!(store.is_paired(&mallory).await.unwrap());
     assert!(!store.is_paired(&Actor::new("discord", "2002", "Mallory")).await.unwrap(), "pairing is per platform");
-    assert!(matches!(store.approve_pairing("BBBBBBBB", "cli", T0 + hour + 6, false).await, Err(PairError::Unknown(_))), "a code is used once");
+    assert!(matches!(store.approve_pairing("BBBBBBBB", "cli", None, T0 + hour + 6, false).await, Err(PairError::Unknown(_))), "a code is used once");
     // Told once, whichever replica asks first.
     let told = store.claim_unnotified_pairings(T0 + hour + 7).await.unwrap();
     assert_eq!(told.len(), 1);

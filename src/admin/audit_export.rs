@@ -79,7 +79,9 @@ pub struct Record {
     /// What was sent to (or received from) the agent: `{"decisions": […]}` or
     /// `{"answers": {…}}`.
     pub decision: Option<Value>,
-    /// For `refused`: what was tried (an action on the request, or a message).
+    /// For `refused`: what was tried (an action on the request, or a message), with
+    /// `attempts` when the entry counts a stranger's several attempts in one refusal
+    /// window.
     pub attempted: Option<Value>,
     /// Each action's args as the agent asked.
     pub original_args: Value,
@@ -115,6 +117,10 @@ pub fn record(entry: &AuditEntry, interaction: Option<&Interaction>) -> Record {
         (Some(Value::Object(tried)), true) => {
             let mut tried = tried.clone();
             tried.remove("reason");
+            // A stranger's refusal window: one entry for all its attempts.
+            if entry.attempts != 1 {
+                tried.insert("attempts".to_owned(), Value::from(entry.attempts));
+            }
             (None, Some(Value::Object(tried)))
         }
         (reply, true) => (None, reply.clone()),
@@ -339,6 +345,19 @@ mod tests {
         assert_eq!(r.reason.as_deref(), Some("you are not allowed to answer this request"));
         assert_eq!((r.kind.as_deref(), r.tools), (Some("approval"), Some(vec!["execute_trade".to_owned()])));
         assert_eq!(record(&old, None).tools, None);
+    }
+
+    #[test]
+    fn a_strangers_window_exports_its_attempt_count() {
+        let eve = Actor::new("telegram", "99", "Eve");
+        let chat = crate::store::ChatKey::new("telegram", "99", None);
+        let entry = AuditEntry { attempts: 60, ..AuditEntry::for_refused_talk(&eve, &chat, "message", "hi", None, T0) };
+        assert_eq!(
+            record(&entry, None).attempted,
+            Some(json!({"attempted": "message", "text": "hi", "chat": {"platform": "telegram", "chat_id": "99", "thread_id": null}, "attempts": 60}))
+        );
+        let once = AuditEntry::for_refused_talk(&eve, &chat, "message", "hi", None, T0);
+        assert_eq!(record(&once, None).attempted.unwrap().get("attempts"), None);
     }
 
     #[test]

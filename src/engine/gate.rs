@@ -1,13 +1,15 @@
 //! The engine's door for people who talk to the agent: every chat message, and every
 //! chat command that steers a session, passes [`Shared::gate`] first, whichever
-//! platform it came from. The rule itself is pure ([`crate::interaction::admission`]);
-//! this adds what needs the store: paired users, pairing codes, the audit entry for a
-//! refusal, and telling a newly paired user they may talk.
+//! platform it came from; `/pair CODE` passes [`Shared::pair_in_chat`]. The rules
+//! themselves are pure ([`crate::interaction::admission`]); this adds what needs the
+//! store: paired users, pairing codes, and telling a newly paired user they may talk.
+//! Refusals are counted and audited by [`super::refusals`].
 
 use super::lanes::Job;
+use super::refusals::AtDoor;
 use super::{EngineError, Shared, now_ms};
 use crate::config::Settings;
-use crate::interaction::admission::{self, Verdict};
+use crate::interaction::admission::{self, PairDenied, Verdict};
 use crate::interaction::Actor;
 use crate::platform::locale::{self, AccessMsg, Locale};
 use crate::store::{AuditEntry, ChatKey, PairError, PairedUser, PairingCode};
@@ -17,6 +19,10 @@ use crate::store::{AuditEntry, ChatKey, PairError, PairedUser, PairingCode};
 pub struct Stranger {
     /// With `access.pairing`: the code an admin can approve.
     pub pairing: Option<PairingCode>,
+    /// Already answered in this chat within `access.refusal_window_secs`: the
+    /// platform sends nothing (an interaction that must be answered, such as a Discord
+    /// slash command, still shows [`Stranger::notice`] to them alone).
+    pub silent: bool,
 }
 
 impl Stranger {
@@ -38,7 +44,11 @@ pub fn paired_notice(locale: Locale, user: &PairedUser) -> String {
 /// Why `/pair CODE` changed nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum PairRefusal {
-    #[error("/pair only works in a chat listed in access.admin_chats")]
+    /// Not in `access.admins`. `silent`: already answered in this chat within the
+    /// refusal window (as for a stranger's messages).
+    #[error("only the people in access.admins may approve pairing codes")]
+    NotAdmin { silent: bool },
+    #[error("/pair only works in a chat listed in access.admin_chats or in a direct chat with the bot")]
     NotAdminChat,
     #[error(transparent)]
     Code(#[from] PairError),
@@ -51,7 +61,9 @@ impl PairRefusal {
     /// "something went wrong" fits better, and the error is logged).
     pub fn notice(&self, locale: Locale) -> Option<String> {
         let msg = match self {
+            PairRefusal::NotAdmin { .. } => AccessMsg::PairNotAdmin,
             PairRefusal::NotAdminChat => AccessMsg::PairNotAdminChat,
+            PairRefusal::Code(PairError::OwnCode(code)) => AccessMsg::PairOwnCode { code },
             PairRefusal::Code(PairError::Unknown(code)) if code.is_empty() => AccessMsg::PairUsage,
             PairRefusal::Code(PairError::Unknown(code)) => AccessMsg::PairUnknown { code },
             PairRefusal::Code(PairError::Expired(code)) => AccessMsg::PairExpired { code },
@@ -66,11 +78,12 @@ impl PairRefusal {
 }
 
 impl Shared {
-    /// Whether `actor` may talk in `chat`. A stranger's attempt is audited (what, who,
-    /// where) and, with pairing on, gets a code (the same one while it is valid).
+    /// Whether `actor` may talk in `chat`. A stranger's attempt is counted, and
+    /// audited and answered once per refusal window ([`Shared::refuse_at_door`]); with
+    /// pairing on the answer carries a code (the same one while it is valid).
     /// `attempted` is `message` or `command`; `text` what they wrote; `locale` the
     /// language the platform answers them in (kept for the "you are paired" notice).
-    pub(super) async fn gate(&self, chat: &ChatKey, actor: &Actor, attempted: &str, text: &str, locale: Locale) -> Result<(), EngineError> {
+    pub(super) async fn gate(&self, chat: &ChatKey, actor: &Actor, attempted: &'static str, text: &str, locale: Locale) -> Result<(), EngineError> {
         if self.allowlist.admits(&chat.platform, &chat.chat_id, actor) {
             return Ok(());
         }
@@ -78,41 +91,54 @@ impl Shared {
         let Verdict::Stranger { offer_pairing } = self.allowlist.verdict(&chat.platform, &chat.chat_id, actor, paired) else {
             return Ok(());
         };
-        let now = now_ms();
-        tracing::info!(platform = %chat.platform, chat = %chat.chat_id, user = %actor.user_id, attempted, "refused: not allowed to talk to the agent");
-        self.metrics.refused_because(crate::metrics::REASON_STRANGER);
-        let session = self.store.session_for_chat(chat).await?;
-        let entry = AuditEntry::for_refused_talk(actor, chat, attempted, text, session.as_deref(), now);
-        if let Err(e) = self.store.append_audit(&entry).await {
-            tracing::error!(error = %e, "cannot audit a refused attempt to talk");
-        }
-        let pairing = if offer_pairing {
-            let code = self.store.pairing_code(actor, chat, locale.code(), now, self.pairing_ttl_ms, fresh_code).await?;
-            Some(code)
+        let answer = self.refuse_at_door(chat, actor, AtDoor::Talk { attempted, text }).await;
+        let pairing = if offer_pairing && answer {
+            Some(self.store.pairing_code(actor, chat, locale.code(), now_ms(), self.pairing_ttl_ms, fresh_code).await?)
         } else {
             None
         };
-        Err(EngineError::NotAdmitted(Stranger { pairing }))
+        Err(EngineError::NotAdmitted(Stranger { pairing, silent: !answer }))
     }
 
-    /// `/pair CODE` sent by `actor` in `chat`: approved only in an admin chat. The
-    /// paired user is told at once, in the chat where they asked.
-    pub(super) async fn pair_in_chat(&self, chat: &ChatKey, actor: &Actor, code: &str) -> Result<PairedUser, PairRefusal> {
-        let admin = self.admin_chats.iter().any(|(p, id)| *p == chat.platform && *id == chat.chat_id);
-        if !admin {
-            tracing::info!(platform = %chat.platform, chat = %chat.chat_id, user = %actor.user_id, "refused /pair outside the admin chats");
-            self.metrics.refused_because(crate::metrics::REASON_NOT_ADMIN_CHAT);
-            let entry = AuditEntry::for_refused_talk(actor, chat, "pair", code, None, now_ms());
-            if let Err(e) = self.store.append_audit(&entry).await {
-                tracing::error!(error = %e, "cannot audit a refused /pair");
+    /// `/pair CODE` sent by `actor` in `chat` (`direct`: their direct chat with the
+    /// bot): approved only for someone in `access.admins`, in an admin chat or their
+    /// direct chat, and never for their own code. The paired user is told at once, in
+    /// the chat where they asked. Every refusal is counted and audited; a non-admin's
+    /// like a stranger's message, once per refusal window.
+    pub(super) async fn pair_in_chat(&self, chat: &ChatKey, actor: &Actor, code: &str, direct: bool) -> Result<PairedUser, PairRefusal> {
+        match self.pairing_admins.may_pair(actor, &chat.platform, &chat.chat_id, direct) {
+            Ok(()) => {}
+            Err(PairDenied::NotAdmin) => {
+                let answer = self.refuse_at_door(chat, actor, AtDoor::Pair { code }).await;
+                return Err(PairRefusal::NotAdmin { silent: !answer });
             }
-            return Err(PairRefusal::NotAdminChat);
+            Err(PairDenied::NotAdminChat) => {
+                self.refuse_pair(chat, actor, code, crate::metrics::REASON_NOT_ADMIN_CHAT, "/pair outside the admin chats and the admin's direct chat").await;
+                return Err(PairRefusal::NotAdminChat);
+            }
         }
-        let by = format!("{}:{}", actor.platform, actor.user_id);
-        let user = crate::pairing::approve(&self.store, code, &by, now_ms(), true).await?;
-        tracing::info!(platform = %user.platform, user = %user.user_id, by = %by, "paired");
+        let user = match crate::pairing::approve(&self.store, code, Some(actor), now_ms(), true).await {
+            Ok(user) => user,
+            Err(PairError::OwnCode(own)) => {
+                self.refuse_pair(chat, actor, code, crate::metrics::REASON_OWN_PAIRING_CODE, "an admin's own pairing code").await;
+                return Err(PairRefusal::Code(PairError::OwnCode(own)));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        tracing::info!(platform = %user.platform, user = %user.user_id, by = %user.paired_by, "paired");
         self.tell_paired(&user);
         Ok(user)
+    }
+
+    /// An admin's refused `/pair`: counted and audited, each one (admins are trusted
+    /// not to flood).
+    async fn refuse_pair(&self, chat: &ChatKey, actor: &Actor, code: &str, metric: &'static str, why: &str) {
+        tracing::info!(platform = %chat.platform, chat = %chat.chat_id, user = %actor.user_id, why, "refused /pair");
+        self.metrics.refused_because(metric);
+        let entry = AuditEntry::for_refused_pair(actor, chat, code, why, now_ms());
+        if let Err(e) = self.store.append_audit(&entry).await {
+            tracing::error!(error = %e, platform = %chat.platform, user = %actor.user_id, why, "cannot audit a refused /pair");
+        }
     }
 
     /// Tells users paired elsewhere (`hitl-bridge pair` from a shell, another replica's
@@ -141,8 +167,17 @@ fn fresh_code() -> String {
 
 /// Logs, at start-up, each enabled chat platform where nobody could talk: an empty
 /// allowlist and pairing off refuses everyone there, which is safe but surprising.
+/// With pairing on and nobody in `access.admins`, says that codes can then only be
+/// approved from a shell: a warning, not an error, because `hitl-bridge pair CODE`
+/// still works and some deployments want exactly that.
 pub(super) fn warn_if_closed(settings: &Settings) {
     if settings.access.pairing {
+        if settings.access.admins.is_empty() {
+            tracing::warn!(
+                "access.pairing is on but access.admins is empty: nobody may approve a pairing code with /pair; \
+                 approve them with `hitl-bridge pair CODE`"
+            );
+        }
         return;
     }
     let allowlist = settings.allowlist();

@@ -5,7 +5,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::gate::{PairRefusal, Stranger};
 use super::rules::RevokeRefusal;
-use crate::interaction::{Actor, Interaction, Refusal, RememberedRule, UserAction};
+use crate::interaction::{Actor, Interaction, Refusal, RefusedAttempt, RememberedRule, UserAction};
 use crate::platform::locale::Locale;
 use crate::store::{ApiRequest, ChatKey, MessageRef, PairedUser, StoreError};
 
@@ -70,7 +70,9 @@ pub type PendingShown = Vec<(Interaction, Vec<MessageRef>)>;
 pub enum EngineRequest {
     UserMessage { chat: ChatKey, actor: Actor, text: String, done: oneshot::Sender<Result<String, EngineError>> },
     Admit { chat: ChatKey, actor: Actor, attempted: &'static str, text: String, locale: Locale, done: oneshot::Sender<Result<(), EngineError>> },
-    Pair { chat: ChatKey, actor: Actor, code: String, done: oneshot::Sender<Result<PairedUser, PairRefusal>> },
+    Pair { chat: ChatKey, actor: Actor, code: String, direct: bool, done: oneshot::Sender<Result<PairedUser, PairRefusal>> },
+    /// A refusal a platform decided before the engine; nobody waits for it.
+    Refused { refused: Box<RefusedAttempt> },
     NewSession { chat: ChatKey, done: oneshot::Sender<Result<String, EngineError>> },
     Cancel { chat: ChatKey, actor: Actor, done: oneshot::Sender<Result<(), EngineError>> },
     Act { interaction_id: String, actor: Actor, action: UserAction, done: oneshot::Sender<Result<ActOutcome, ActError>> },
@@ -115,10 +117,12 @@ impl EngineHandle {
         self.call(|done| EngineRequest::Admit { chat, actor, attempted, text, locale, done }).await.unwrap_or(Err(EngineError::Stopped))
     }
 
-    /// `/pair CODE` from an admin chat.
-    pub async fn pair(&self, chat: ChatKey, actor: Actor, code: &str) -> Result<PairedUser, PairRefusal> {
+    /// `/pair CODE` sent in `chat`; `direct` says the chat is the sender's own direct
+    /// chat with the bot. Accepted from `access.admins` only (see
+    /// [`crate::interaction::admission::PairingAdmins`]); a refusal is audited.
+    pub async fn pair(&self, chat: ChatKey, actor: Actor, code: &str, direct: bool) -> Result<PairedUser, PairRefusal> {
         let code = code.to_owned();
-        self.call(|done| EngineRequest::Pair { chat, actor, code, done })
+        self.call(|done| EngineRequest::Pair { chat, actor, code, direct, done })
             .await
             .unwrap_or(Err(PairRefusal::Stopped))
     }
@@ -139,6 +143,17 @@ impl EngineHandle {
         self.call(|done| EngineRequest::Act { interaction_id, actor, action, done })
             .await
             .unwrap_or(Err(ActError::Internal("the bridge is shutting down".into())))
+    }
+
+    /// Hands over a refusal the platform decided itself (a stranger's click refused
+    /// before a form opens): the engine counts it and audits it once, as it does the
+    /// refusals it decides. Returns once the engine has it queued, without waiting for
+    /// the audit write, so the click is answered at once.
+    pub async fn refused(&self, refused: RefusedAttempt) {
+        let who = (refused.actor.platform.clone(), refused.actor.user_id.clone(), refused.refusal.to_string());
+        if self.tx.send(EngineRequest::Refused { refused: Box::new(refused) }).await.is_err() {
+            tracing::warn!(platform = %who.0, user = %who.1, refusal = %who.2, "the bridge is shutting down: a refused attempt is not audited");
+        }
     }
 
     /// The stored interaction (e.g. to prefill an edit form).

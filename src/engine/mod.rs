@@ -16,6 +16,7 @@ mod handle;
 mod lanes;
 mod outside;
 mod policies;
+mod refusals;
 pub mod routing;
 mod rules;
 mod shards;
@@ -38,7 +39,8 @@ use tokio::task::JoinSet;
 use crate::backend::history::{self, HistoryResolution};
 use crate::backend::{BackendInput, Connectors, SessionUpdate, ToolGroupStatus};
 use crate::config::{OnExpiry, Settings};
-use crate::interaction::{AccessPolicy, Actor, Allowlist, Applied, Delivery, Interaction, Origin, PolicyRule, Refusal, RememberedRule, Request, UserAction};
+use crate::interaction::admission::PairingAdmins;
+use crate::interaction::{AccessPolicy, Actor, Allowlist, Applied, Attempt, Delivery, Interaction, Origin, PolicyRule, RememberedRule, Request, UserAction};
 use crate::platform::Platform;
 use self::lanes::{Job, Lanes};
 use self::shards::{Input, Routes, Shards, Watched};
@@ -99,8 +101,10 @@ struct Shared {
     policy: AccessPolicy,
     /// Who may talk to the agent ([`gate`]).
     allowlist: Allowlist,
-    /// `(platform, chat id)` where `/pair CODE` is accepted.
-    admin_chats: Vec<(String, String)>,
+    /// Who may approve pairing codes with `/pair CODE`, and where.
+    pairing_admins: PairingAdmins,
+    /// A stranger is answered once per this long per chat ([`refusals`]).
+    refusal_window_ms: i64,
     pairing_ttl_ms: i64,
     /// Where chat turns' requests are also shown (`routing.target`).
     extra_chats: Vec<ChatKey>,
@@ -172,7 +176,8 @@ impl Engine {
         gate::warn_if_closed(settings);
         let shared = Shared {
             allowlist: settings.allowlist(),
-            admin_chats: settings.admin_chats(),
+            pairing_admins: settings.pairing_admins(),
+            refusal_window_ms: settings.access.refusal_window_secs.saturating_mul(1000).min(i64::MAX as u64) as i64,
             pairing_ttl_ms: settings.access.pairing_code_secs.saturating_mul(1000) as i64,
             connectors,
             lanes: Lanes::new(store.clone(), platforms),
@@ -291,6 +296,7 @@ async fn route(shared: &Arc<Shared>, shards: &Shards, request: EngineRequest) {
         EngineRequest::Act { interaction_id, .. }
         | EngineRequest::Interaction { interaction_id, .. }
         | EngineRequest::CancelInteraction { interaction_id, .. } => interaction_id.clone(),
+        EngineRequest::Refused { refused } => refused.interaction_id.clone(),
     };
     if let Some(session) = shared.routes.session_of(&interaction_id) {
         shards.send(shards.of_session(&session), Input::Request(request)).await;
@@ -419,20 +425,17 @@ impl Shard {
             EngineRequest::Admit { chat, actor, attempted, text, locale, done } => {
                 let _ = done.send(self.gate(&chat, &actor, attempted, &text, locale).await);
             }
-            EngineRequest::Pair { chat, actor, code, done } => {
-                let _ = done.send(self.pair_in_chat(&chat, &actor, &code).await);
+            EngineRequest::Pair { chat, actor, code, direct, done } => {
+                let _ = done.send(self.pair_in_chat(&chat, &actor, &code, direct).await);
             }
             EngineRequest::NewSession { chat, done } => {
                 let _ = done.send(self.new_session(&chat).await);
             }
             EngineRequest::Cancel { chat, actor, done } => self.cancel(&chat, &actor, done).await,
             EngineRequest::Act { interaction_id, actor, action, done } => {
-                let acted = self.act(&interaction_id, &actor, action).await;
-                if let Err(ActError::Refused(refusal)) = &acted {
-                    self.metrics.refused(refusal);
-                }
-                let _ = done.send(acted);
+                let _ = done.send(self.act(&interaction_id, &actor, action).await);
             }
+            EngineRequest::Refused { refused } => self.platform_refusal(*refused).await,
             EngineRequest::Push { request, interaction, done } => {
                 let _ = done.send(self.push(*request, *interaction).await);
             }
@@ -582,14 +585,7 @@ impl Shard {
         let applied = match interaction.apply(actor, action.clone(), &self.policy, now) {
             Ok(applied) => applied,
             Err(refusal) => {
-                tracing::info!(interaction = %interaction_id, user = %actor.user_id, %refusal, "action refused");
-                if matches!(refusal, Refusal::NotAllowed | Refusal::SelfApproval) {
-                    // Someone who may not answer tried: ops want to know who and what.
-                    let entry = AuditEntry::for_refused(&interaction, actor, &action, &refusal.to_string(), now);
-                    if let Err(e) = self.store.append_audit(&entry).await {
-                        tracing::error!(error = %e, "cannot audit a refused attempt");
-                    }
-                }
+                self.record_refusal(&interaction, actor, &Attempt::Act(action), &refusal).await;
                 return Err(ActError::Refused(refusal));
             }
         };
@@ -637,8 +633,11 @@ impl Shard {
     /// with the refusal its stored state gives.
     async fn lost_race(&self, interaction_id: &str, actor: &Actor, action: UserAction, now: i64) -> ActError {
         match self.store.interaction(interaction_id).await {
-            Ok(Some(mut current)) => match current.apply(actor, action, &self.policy, now) {
-                Err(refusal) => ActError::Refused(refusal),
+            Ok(Some(mut current)) => match current.apply(actor, action.clone(), &self.policy, now) {
+                Err(refusal) => {
+                    self.record_refusal(&current, actor, &Attempt::Act(action), &refusal).await;
+                    ActError::Refused(refusal)
+                }
                 Ok(_) => ActError::Internal("the interaction changed while deciding; try again".into()),
             },
             Ok(None) => ActError::UnknownInteraction,

@@ -12,8 +12,11 @@
 //! - a user paired by an admin (the engine looks that up in the store).
 //!
 //! Everyone else is a stranger: refused, or offered a pairing code when
-//! `access.pairing` is on. This module also owns the pairing code's alphabet and
-//! shape; it does no IO, so the randomness comes in as bytes.
+//! `access.pairing` is on. Codes are approved by people, not by chats: `/pair CODE`
+//! is accepted from someone in `access.admins`, in an admin chat or a direct chat with
+//! the bot ([`PairingAdmins::may_pair`]), and never for their own code (the store
+//! checks that, where the code's owner is known). This module also owns the pairing
+//! code's alphabet and shape; it does no IO, so the randomness comes in as bytes.
 
 use super::access::{AccessPolicy, Actor};
 
@@ -113,6 +116,39 @@ impl Allowlist {
     }
 }
 
+/// Who may approve pairing codes from a chat (`/pair CODE`), from `[access]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PairingAdmins {
+    /// `access.admins`: `(platform, user id)`.
+    pub admins: Vec<(String, String)>,
+    /// `access.admin_chats`: `(platform, chat id)` where admins may use `/pair`
+    /// besides their direct chat with the bot.
+    pub admin_chats: Vec<(String, String)>,
+}
+
+/// Why `/pair CODE` is refused before the code is even looked up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PairDenied {
+    /// The sender is not in `access.admins`: membership of an admin chat is not enough.
+    NotAdmin,
+    /// An admin, but in a chat that is neither an admin chat nor a direct chat: the
+    /// code and the confirmation should not be shown to whoever else is there.
+    NotAdminChat,
+}
+
+impl PairingAdmins {
+    /// Whether `actor` may approve a code from chat `chat_id` on `platform`; `direct`
+    /// says the chat is the actor's own direct chat with the bot.
+    pub fn may_pair(&self, actor: &Actor, platform: &str, chat_id: &str, direct: bool) -> Result<(), PairDenied> {
+        let admin = self.admins.iter().any(|(p, id)| *p == actor.platform && *id == actor.user_id);
+        if !admin {
+            return Err(PairDenied::NotAdmin);
+        }
+        let admin_chat = self.admin_chats.iter().any(|(p, id)| p == platform && id == chat_id);
+        if admin_chat || direct { Ok(()) } else { Err(PairDenied::NotAdminChat) }
+    }
+}
+
 fn is_id(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
@@ -206,6 +242,27 @@ mod tests {
         for bad in ["telegram", "irc:#ops", "discord:guild:", "telegram:guild:1", "discord:abc", "telegram:"] {
             assert_eq!(Allowlist::parse_chats(&[bad.into()]), Err(bad.to_owned()), "{bad}");
         }
+    }
+
+    #[test]
+    fn pairing_is_for_admins_in_admin_chats_or_their_direct_chat() {
+        let admins = PairingAdmins {
+            admins: vec![("telegram".into(), "3003".into()), ("discord".into(), "77".into())],
+            admin_chats: vec![("telegram".into(), "-100999".into())],
+        };
+        let ops = Actor::new("telegram", "3003", "Ops");
+        assert_eq!(admins.may_pair(&ops, "telegram", "-100999", false), Ok(()));
+        assert_eq!(admins.may_pair(&ops, "telegram", "3003", true), Ok(()));
+        // An admin in some other group: the code would be shown to everyone there.
+        assert_eq!(admins.may_pair(&ops, "telegram", "-100123", false), Err(PairDenied::NotAdminChat));
+        // Another member of the admin chat is not an admin.
+        let member = Actor::new("telegram", "2002", "Mallory");
+        assert_eq!(admins.may_pair(&member, "telegram", "-100999", false), Err(PairDenied::NotAdmin));
+        assert_eq!(admins.may_pair(&member, "telegram", "2002", true), Err(PairDenied::NotAdmin));
+        // A user id is per platform.
+        assert_eq!(admins.may_pair(&Actor::new("discord", "3003", "x"), "discord", "5", true), Err(PairDenied::NotAdmin));
+        assert_eq!(admins.may_pair(&Actor::new("discord", "77", "Lead"), "discord", "5", true), Ok(()));
+        assert_eq!(PairingAdmins::default().may_pair(&ops, "telegram", "3003", true), Err(PairDenied::NotAdmin));
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod answers;
 pub mod decisions;
 pub mod policy;
 pub mod question;
+pub mod refusal;
 pub mod request;
 pub mod state;
 
@@ -20,5 +21,6 @@ pub use answers::{AnswerDraft, NO_PREFERENCE, selected_labels};
 pub use decisions::DecisionDraft;
 pub use policy::{Policy, PolicyRule, PolicySpec, RememberScope, RememberedRule};
 pub use question::{FreeText, Question, QuestionError, QuestionOption};
+pub use refusal::{Attempt, Opening, RefusedAttempt};
 pub use request::{Action, Request, RequestBuilder, RequestError, RequestKind, TimeoutDefaults};
 pub use state::{Applied, Decider, Delivery, Draft, Interaction, Refusal, Revision, Status, UserAction};

@@ -256,7 +256,12 @@ pub enum AccessMsg<'a> {
     YouArePaired,
     /// To the admin who paired someone: their name and `platform:user_id`.
     Paired { name: &'a str, who: &'a str },
+    /// `/pair` from someone not in `access.admins`.
+    PairNotAdmin,
+    /// `/pair` from an admin outside the admin chats and their direct chat.
     PairNotAdminChat,
+    /// `/pair` with the sender's own code.
+    PairOwnCode { code: &'a str },
     PairUsage,
     PairUnknown { code: &'a str },
     PairExpired { code: &'a str },
@@ -287,9 +292,15 @@ pub fn access_text(locale: Locale, msg: &AccessMsg<'_>) -> String {
         (Paired { name, who }, En) => format!("✅ Paired {name} ({who}): they may now talk to the agent."),
         (Paired { name, who }, Vi) => format!("✅ Đã ghép nối {name} ({who}): giờ họ có thể trò chuyện với tác tử."),
         (Paired { name, who }, Zh) => format!("✅ 已配对 {name}（{who}）：对方现在可以与智能体对话。"),
-        (PairNotAdminChat, En) => "⛔ /pair only works in an admin chat (access.admin_chats).".into(),
-        (PairNotAdminChat, Vi) => "⛔ /pair chỉ dùng được trong nhóm quản trị (access.admin_chats).".into(),
-        (PairNotAdminChat, Zh) => "⛔ /pair 只能在管理聊天中使用（access.admin_chats）。".into(),
+        (PairNotAdmin, En) => "⛔ Only an admin (access.admins) may approve pairing codes.".into(),
+        (PairNotAdmin, Vi) => "⛔ Chỉ quản trị viên (access.admins) mới được duyệt mã ghép nối.".into(),
+        (PairNotAdmin, Zh) => "⛔ 只有管理员（access.admins）才能批准配对码。".into(),
+        (PairNotAdminChat, En) => "⛔ /pair only works in an admin chat (access.admin_chats) or in your direct chat with the bot.".into(),
+        (PairNotAdminChat, Vi) => "⛔ /pair chỉ dùng được trong nhóm quản trị (access.admin_chats) hoặc khi nhắn riêng với bot.".into(),
+        (PairNotAdminChat, Zh) => "⛔ /pair 只能在管理聊天（access.admin_chats）或与机器人的私聊中使用。".into(),
+        (PairOwnCode { code }, En) => format!("⛔ Pairing code {code} is your own: another admin must approve it."),
+        (PairOwnCode { code }, Vi) => format!("⛔ Mã ghép nối {code} là của chính bạn: một quản trị viên khác phải duyệt nó."),
+        (PairOwnCode { code }, Zh) => format!("⛔ 配对码 {code} 是你自己的：必须由另一位管理员批准。"),
         (PairUsage, En) => "Usage: /pair CODE".into(),
         (PairUsage, Vi) => "Cách dùng: /pair MÃ".into(),
         (PairUsage, Zh) => "用法：/pair 配对码".into(),

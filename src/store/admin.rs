@@ -165,7 +165,7 @@ impl Store {
         let after = after.unwrap_or(AuditCursor { at_ms: since_ms, id: i64::MIN });
         let rows = sqlx::query(
             "SELECT id, at_ms, session_id, approval_key, interaction_id, actor, outcome, reply,
-                    original_args, edited_args, latency_ms, agent, kind, tools, reason
+                    original_args, edited_args, latency_ms, agent, kind, tools, reason, attempts
              FROM audit_log
              WHERE at_ms >= $1 AND (at_ms > $2 OR (at_ms = $2 AND id > $3))
              ORDER BY at_ms, id LIMIT $4",

@@ -15,7 +15,7 @@ use super::json::{self, skip_corrupt};
 use super::row::column;
 use super::Store;
 use crate::interaction::policy::{EscalationStep, Mention, PolicySettlement, StepAction};
-use crate::interaction::{Actor, Decider, Interaction, RememberedRule, Status, UserAction};
+use crate::interaction::{Actor, Decider, Interaction, RememberedRule, Status};
 use crate::protocol::{Decision, Reply};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +52,10 @@ pub struct AuditEntry {
     /// Why it was cancelled or refused; which rule, fallback or quorum of voters
     /// settled it under a policy; the escalation step performed; the rule revoked.
     pub reason: Option<String>,
+    /// How many attempts the entry stands for: 1, except for a stranger's refusal,
+    /// written once per refusal window and counted up in place while it lasts
+    /// ([`Store::refuse_stranger`]).
+    pub attempts: i64,
 }
 
 impl AuditEntry {
@@ -78,6 +82,7 @@ impl AuditEntry {
             kind: Some(kind.to_owned()),
             tools: Some(tools),
             reason: settled_reason(i),
+            attempts: 1,
         }
     }
 
@@ -105,6 +110,7 @@ impl AuditEntry {
             kind: Some(kind.to_owned()),
             tools: Some(tools),
             reason: Some(format!("{what} after {} s", step.after_secs)),
+            attempts: 1,
         }
     }
 
@@ -144,6 +150,7 @@ fn rule_entry(rule: &RememberedRule, by: &Actor, outcome: &str, reply: Option<Va
         kind: Some("rule".to_owned()),
         tools: Some(vec![rule.tool.clone()]),
         reason: None,
+        attempts: 1,
     }
 }
 
@@ -221,9 +228,10 @@ fn rfc3339_ms(ms: i64) -> String {
 
 impl AuditEntry {
     /// The entry for a refused attempt by someone who may not answer (outcome
-    /// `refused`): who tried what, and when. `reply` holds the attempted action and the
-    /// reason instead of a reply.
-    pub fn for_refused(i: &Interaction, actor: &Actor, attempted: &UserAction, why: &str, now_ms: i64) -> AuditEntry {
+    /// `refused`): who tried what, and when. `reply` holds the attempt (a
+    /// [`crate::interaction::UserAction`], or an [`crate::interaction::Attempt`]) and
+    /// the reason instead of a reply.
+    pub fn for_refused(i: &Interaction, actor: &Actor, attempted: &impl serde::Serialize, why: &str, now_ms: i64) -> AuditEntry {
         let (kind, tools) = kind_and_tools(i);
         AuditEntry {
             at_ms: now_ms,
@@ -240,36 +248,49 @@ impl AuditEntry {
             kind: Some(kind.to_owned()),
             tools: Some(tools),
             reason: Some(why.to_owned()),
+            attempts: 1,
         }
     }
 }
 
 impl AuditEntry {
     /// The entry for someone not allowed to talk to the agent (outcome `refused`, no
-    /// request): who, where (`chat`), what they attempted (`message`, `command`,
-    /// `pair`) and a prefix of what they wrote. `session_id` is the chat's session
-    /// when it has one.
+    /// request): who, where (`chat`), what they attempted (`message`, `command`) and a
+    /// prefix of what they wrote. `session_id` is the chat's session when it has one.
+    /// A stranger's entry stands for every attempt of its refusal window
+    /// ([`AuditEntry::attempts`]); it describes the first.
     pub fn for_refused_talk(actor: &Actor, chat: &super::ChatKey, attempted: &str, text: &str, session_id: Option<&str>, now_ms: i64) -> AuditEntry {
-        /// Enough to see what was tried, without keeping whole pasted documents.
-        const MAX_TEXT_CHARS: usize = 200;
-        const REASON: &str = "not allowed to talk to the agent";
-        let text: String = text.chars().take(MAX_TEXT_CHARS).collect();
-        AuditEntry {
-            at_ms: now_ms,
-            session_id: session_id.unwrap_or_default().to_owned(),
-            approval_key: String::new(),
-            interaction_id: String::new(),
-            actor: Some(actor.clone()),
-            outcome: "refused".to_owned(),
-            reply: Some(serde_json::json!({ "attempted": attempted, "text": text, "chat": chat, "reason": REASON })),
-            original_args: Value::Array(Vec::new()),
-            edited_args: None,
-            latency_ms: 0,
-            agent: None,
-            kind: None,
-            tools: Some(Vec::new()),
-            reason: Some(REASON.to_owned()),
-        }
+        refused_at_door(actor, chat, attempted, text, "not allowed to talk to the agent", session_id, now_ms)
+    }
+
+    /// The entry for a refused `/pair CODE` (outcome `refused`, attempted `pair`, the
+    /// code as typed in `text`), saying `why`.
+    pub fn for_refused_pair(actor: &Actor, chat: &super::ChatKey, code: &str, why: &str, now_ms: i64) -> AuditEntry {
+        refused_at_door(actor, chat, "pair", code, why, None, now_ms)
+    }
+}
+
+/// What the entries for people refused at the door (talking, pairing) share.
+fn refused_at_door(actor: &Actor, chat: &super::ChatKey, attempted: &str, text: &str, why: &str, session_id: Option<&str>, now_ms: i64) -> AuditEntry {
+    /// Enough to see what was tried, without keeping whole pasted documents.
+    const MAX_TEXT_CHARS: usize = 200;
+    let text: String = text.chars().take(MAX_TEXT_CHARS).collect();
+    AuditEntry {
+        at_ms: now_ms,
+        session_id: session_id.unwrap_or_default().to_owned(),
+        approval_key: String::new(),
+        interaction_id: String::new(),
+        actor: Some(actor.clone()),
+        outcome: "refused".to_owned(),
+        reply: Some(serde_json::json!({ "attempted": attempted, "text": text, "chat": chat, "reason": why })),
+        original_args: Value::Array(Vec::new()),
+        edited_args: None,
+        latency_ms: 0,
+        agent: None,
+        kind: None,
+        tools: Some(Vec::new()),
+        reason: Some(why.to_owned()),
+        attempts: 1,
     }
 }
 
@@ -278,7 +299,7 @@ impl Store {
     pub async fn refused_attempts(&self, since_ms: i64) -> Result<Vec<AuditEntry>> {
         let rows = sqlx::query(
             "SELECT id, at_ms, session_id, approval_key, interaction_id, actor, outcome, reply,
-                    original_args, edited_args, latency_ms, agent, kind, tools, reason
+                    original_args, edited_args, latency_ms, agent, kind, tools, reason, attempts
              FROM audit_log WHERE outcome = 'refused' AND at_ms >= $1 ORDER BY id",
         )
         .bind(since_ms)
@@ -290,7 +311,7 @@ impl Store {
 
     /// Appends one entry on its own (settling writes its entry inside `settle`).
     pub async fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
-        insert_audit(&self.pool, entry).await
+        insert_audit(&self.pool, entry).await.map(drop)
     }
 }
 
@@ -344,7 +365,7 @@ impl Store {
     pub async fn audit_log(&self, approval_key: &str) -> Result<Vec<AuditEntry>> {
         let rows = sqlx::query(
             "SELECT id, at_ms, session_id, approval_key, interaction_id, actor, outcome, reply,
-                    original_args, edited_args, latency_ms, agent, kind, tools, reason
+                    original_args, edited_args, latency_ms, agent, kind, tools, reason, attempts
              FROM audit_log WHERE approval_key = $1 ORDER BY id",
         )
         .bind(approval_key)
@@ -356,12 +377,12 @@ impl Store {
 }
 
 /// Appends an entry on any executor, so [`Store::settle`] can do it inside its
-/// transaction.
-pub(super) async fn insert_audit<'e>(executor: impl AnyExecutor<'e>, e: &AuditEntry) -> Result<()> {
-    sqlx::query(
+/// transaction; returns the entry's row id.
+pub(super) async fn insert_audit<'e>(executor: impl AnyExecutor<'e>, e: &AuditEntry) -> Result<i64> {
+    let row = sqlx::query(
         "INSERT INTO audit_log (at_ms, session_id, approval_key, interaction_id, actor, outcome, reply,
-                                original_args, edited_args, latency_ms, agent, kind, tools, reason)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                                original_args, edited_args, latency_ms, agent, kind, tools, reason, attempts)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id",
     )
     .bind(e.at_ms)
     .bind(e.session_id.as_str())
@@ -377,10 +398,11 @@ pub(super) async fn insert_audit<'e>(executor: impl AnyExecutor<'e>, e: &AuditEn
     .bind(e.kind.as_deref())
     .bind(json::encode_opt(e.tools.as_ref(), "audit tools")?)
     .bind(e.reason.as_deref())
-    .execute(executor)
+    .bind(e.attempts)
+    .fetch_one(executor)
     .await
     .map_err(StoreError::query("append audit entry"))?;
-    Ok(())
+    column(&row, "id")
 }
 
 pub(super) fn decode_row(row: &AnyRow) -> Result<AuditEntry> {
@@ -400,6 +422,7 @@ pub(super) fn decode_row(row: &AnyRow) -> Result<AuditEntry> {
         kind: column(row, "kind")?,
         tools: json_opt(row, "tools", id)?,
         reason: column(row, "reason")?,
+        attempts: column(row, "attempts")?,
     })
 }
 
@@ -414,7 +437,7 @@ mod tests {
 
     use super::*;
     use crate::interaction::policy::{Fallback, FallbackDecision, RememberArgs, RememberScope};
-    use crate::interaction::{AccessPolicy, Policy, RequestBuilder, TimeoutDefaults};
+    use crate::interaction::{AccessPolicy, Policy, RequestBuilder, TimeoutDefaults, UserAction};
     use crate::protocol::{ActionRequest, DecisionType};
 
     /// 2025-06-01T08:30:00Z.
@@ -487,6 +510,7 @@ mod tests {
                 kind: Some("approval".into()),
                 tools: Some(vec!["execute_trade".into()]),
                 reason: Some("approved by rule id0 set by Lan at 2025-06-01T08:29:00.000Z".into()),
+                attempts: 1,
             }
         );
     }
@@ -543,6 +567,7 @@ mod tests {
                 kind: Some("approval".into()),
                 tools: Some(vec!["execute_trade".into()]),
                 reason: Some("remind role:900 after 300 s".into()),
+                attempts: 1,
             }
         );
         let user = EscalationStep { after_secs: 60, action: StepAction::Remind { mention: Mention::User { platform: "telegram".into(), user_id: "42".into() } } };
@@ -574,6 +599,7 @@ mod tests {
                 kind: Some("rule".into()),
                 tools: Some(vec!["execute_trade".into()]),
                 reason: Some("revoked always rule id0 for execute_trade on stream (policy trades), set by Lan at 2025-06-01T08:29:00.000Z".into()),
+                attempts: 1,
             }
         );
         let eve = Actor::new("telegram", "99", "Eve");

@@ -76,6 +76,12 @@ const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0010_policies.sql"),
         include_str!("../../migrations/postgres/0010_policies.sql"),
     ),
+    (
+        13,
+        "refusal windows",
+        include_str!("../../migrations/sqlite/0013_refusals.sql"),
+        include_str!("../../migrations/postgres/0013_refusals.sql"),
+    ),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.

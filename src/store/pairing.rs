@@ -40,6 +40,9 @@ pub enum PairError {
     Unknown(String),
     #[error("pairing code {0} has expired; ask the person to send a message for a new one")]
     Expired(String),
+    /// An admin tried to approve the code they were given themselves.
+    #[error("pairing code {0} is your own; another admin must approve it")]
+    OwnCode(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -106,9 +109,10 @@ impl Store {
     }
 
     /// Approves `code` (already normalized): its user is paired from now on and the
-    /// code is used up, in one transaction. `notified` marks the user as already told
-    /// (the caller tells them itself).
-    pub async fn approve_pairing(&self, code: &str, paired_by: &str, now_ms: i64, notified: bool) -> Result<PairedUser, PairError> {
+    /// code is used up, in one transaction. `admin` is the person approving from a
+    /// chat (`None` from the CLI): never the code's own user. `notified` marks the
+    /// user as already told (the caller tells them itself).
+    pub async fn approve_pairing(&self, code: &str, paired_by: &str, admin: Option<&Actor>, now_ms: i64, notified: bool) -> Result<PairedUser, PairError> {
         let mut tx = self.pool.begin().await.map_err(StoreError::query("begin pairing"))?;
         let row = sqlx::query("SELECT platform, user_id, user_name, chat, locale, expires_at_ms FROM pairing_codes WHERE code = $1")
             .bind(code)
@@ -120,10 +124,14 @@ impl Store {
         if expires_at_ms <= now_ms {
             return Err(PairError::Expired(code.to_owned()));
         }
+        let (platform, user_id): (String, String) = (column(&row, "platform")?, column(&row, "user_id")?);
+        if admin.is_some_and(|a| a.platform == platform && a.user_id == user_id) {
+            return Err(PairError::OwnCode(code.to_owned()));
+        }
         let chat_text: String = column(&row, "chat")?;
         let user = PairedUser {
-            platform: column(&row, "platform")?,
-            user_id: column(&row, "user_id")?,
+            platform,
+            user_id,
             user_name: column(&row, "user_name")?,
             chat: json::decode(&chat_text, "pairing chat", code)?,
             locale: column(&row, "locale")?,

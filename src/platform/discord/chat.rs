@@ -94,6 +94,8 @@ pub async fn on_message(shared: &Shared, message: &Message, bot: UserId) {
     let locale = shared.locale(None);
     match shared.engine.admit(key.clone(), actor.clone(), "message", &text, locale).await {
         Ok(()) => {}
+        // Already answered in this channel within the refusal window: nothing more.
+        Err(EngineError::NotAdmitted(stranger)) if stranger.silent => return,
         Err(EngineError::NotAdmitted(stranger)) => return reply(shared, message, &stranger.notice(locale)).await,
         Err(e) => {
             tracing::error!(error = %e, "cannot check who may talk");
@@ -122,6 +124,7 @@ pub async fn on_message(shared: &Shared, message: &Message, bot: UserId) {
 async fn to_agent(shared: &Shared, message: &Message, key: ChatKey, actor: Actor, text: String) {
     match shared.engine.user_message(key, actor, text).await {
         Ok(_) => {}
+        Err(EngineError::NotAdmitted(stranger)) if stranger.silent => {}
         Err(EngineError::NotAdmitted(stranger)) => reply(shared, message, &stranger.notice(shared.locale(None))).await,
         Err(e) => tracing::error!(error = %e, "cannot pass a Discord message to the agent"),
     }

@@ -22,7 +22,7 @@ use super::text::{DMsg, dtext, truncate};
 use super::{PLATFORM, Shared, members, modal, render, rest};
 use crate::clock::now_ms;
 use crate::engine::{ActError, EngineError, paired_notice};
-use crate::interaction::{Actor, Interaction, Refusal, RequestKind, UserAction};
+use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, RefusedAttempt, RequestKind, UserAction};
 use crate::platform::locale::{self, Locale, Msg};
 use crate::store::ChatKey;
 
@@ -108,15 +108,18 @@ fn act_error(locale: Locale, e: &ActError) -> String {
     }
 }
 
-/// The stored interaction if `actor` may still act on it; else the notice to show.
-async fn open_interaction(shared: &Shared, id: &str, actor: &Actor, locale: Locale) -> Result<Interaction, String> {
+/// The stored interaction if `actor` may still act on it, for a click that would
+/// open something (`attempt`); else the notice to show.
+async fn open_interaction(shared: &Shared, id: &str, actor: &Actor, attempt: Attempt, locale: Locale) -> Result<Interaction, String> {
     match shared.engine.interaction(id).await {
         Ok(Some(interaction)) => match interaction.may_act(actor, &shared.policy, now_ms()) {
             Ok(()) => Ok(interaction),
             Err(refusal) => {
-                // Refused before the engine, which then never hears of the click.
-                shared.metrics.refused(&refusal);
-                Err(locale::refusal(locale, &refusal))
+                // Refused before the engine, which is told so that it counts and
+                // audits it as it does its own refusals.
+                let notice = locale::refusal(locale, &refusal);
+                shared.engine.refused(RefusedAttempt { interaction_id: id.to_owned(), actor: actor.clone(), attempt, refusal }).await;
+                Err(notice)
             }
         },
         Ok(None) => Err(locale::text(locale, Msg::UnknownButton).into()),
@@ -144,7 +147,14 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
             // A modal must be the first response, so the interaction is loaded now; a
             // closed one gets its notice instead of a form nobody can submit.
             let clicker = members::person(&shared, &c.user, c.member.as_ref(), c.guild_id).await;
-            let interaction = match open_interaction(&shared, &id, &clicker, locale).await {
+            let attempt = match code {
+                Code::Edit(i) => Attempt::Open { open: Opening::Edit, index: i },
+                Code::Respond(i) => Attempt::Open { open: Opening::Comment, index: i },
+                // Other… covers a page of questions: the first one names it.
+                Code::Other(page) => Attempt::Open { open: Opening::Text, index: page * render::PER_PAGE },
+                _ => return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton))),
+            };
+            let interaction = match open_interaction(&shared, &id, &clicker, attempt, locale).await {
                 Ok(i) => i,
                 Err(notice) => return Handled::now(ephemeral(&notice)),
             };
@@ -161,7 +171,8 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
         }
         Code::Page(page) => {
             let clicker = members::person(&shared, &c.user, c.member.as_ref(), c.guild_id).await;
-            let interaction = match open_interaction(&shared, &id, &clicker, locale).await {
+            let attempt = Attempt::Open { open: Opening::Page, index: page };
+            let interaction = match open_interaction(&shared, &id, &clicker, attempt, locale).await {
                 Ok(i) => i,
                 Err(notice) => return Handled::now(ephemeral(&notice)),
             };
@@ -240,8 +251,14 @@ async fn modal_submit(shared: Arc<Shared>, m: ModalInteraction) -> Handled {
     };
     let actions = modal::actions(code, &m.data);
     if actions.is_empty() {
-        shared.metrics.refused(&Refusal::EmptyText);
-        return Handled::now(ephemeral(&locale::refusal(locale, &Refusal::EmptyText)));
+        let notice = ephemeral(&locale::refusal(locale, &Refusal::EmptyText));
+        // Counted by the engine, as every refusal; the clicker is looked up after the
+        // answer is out (a DM's roles may take a moment).
+        return Handled::then(notice, async move {
+            let actor = members::person(&shared, &m.user, m.member.as_ref(), m.guild_id).await;
+            let attempt = Attempt::Act(UserAction::Submit);
+            shared.engine.refused(RefusedAttempt { interaction_id: id, actor, attempt, refusal: Refusal::EmptyText }).await;
+        });
     }
     let token = m.token.clone();
     Handled::then(CreateInteractionResponse::Acknowledge, async move {
@@ -285,12 +302,16 @@ async fn command(shared: Arc<Shared>, c: CommandInteraction) -> Handled {
     })
 }
 
-/// What a slash command answers. `/pair` is for admin chats, whoever may talk; the
-/// others steer a session and need admission (a stranger gets the refusal or code).
+/// What a slash command answers. `/pair` is for admins (`access.admins`), whoever may
+/// talk; the others steer a session and need admission (a stranger gets the refusal
+/// or code). A slash command is always answered, to its user alone, even within a
+/// refusal window: Discord shows an error otherwise, and the answer is no channel
+/// message.
 async fn command_reply(shared: &Shared, c: &CommandInteraction, name: &str, chat: ChatKey, actor: Actor, guild: Option<GuildId>, locale: Locale) -> String {
     if name == "pair" {
         let code = c.data.options.iter().find(|o| o.name == "code").and_then(|o| o.value.as_str()).unwrap_or_default();
-        return match shared.engine.pair(chat, actor, code).await {
+        // A DM with the bot has no guild.
+        return match shared.engine.pair(chat, actor, code, guild.is_none()).await {
             Ok(paired) => paired_notice(locale, &paired),
             Err(refusal) => refusal.notice(locale).unwrap_or_else(|| dtext(locale, DMsg::Internal).to_owned()),
         };

@@ -12,7 +12,7 @@ use super::send;
 use super::text::{MAX_PLACEHOLDER_CHARS, Tg, cut, escape, escape_cut, tg as tg_text};
 use super::wizard::{Prompt, PromptKind, View};
 use super::{PLATFORM, Telegram};
-use crate::engine::{ActError, ActOutcome, EngineError, paired_notice};
+use crate::engine::{ActError, ActOutcome, EngineError, PairRefusal, paired_notice};
 use crate::interaction::{Actor, Interaction, Refusal, RequestKind, UserAction};
 use crate::platform::PlatformError;
 use crate::platform::locale::{self, Locale, Msg, text};
@@ -67,10 +67,10 @@ pub async fn on_message(tg: &Telegram, message: Message) {
             return; // a command for another bot in the group
         }
         let command = command.to_ascii_lowercase();
-        // `/pair` is the admin chat's business, whoever may talk; everything else
-        // (even /start and /help, which then explain the refusal) needs admission.
+        // `/pair` is the admins' business, whoever may talk; everything else (even
+        // /start and /help, which then explain the refusal) needs admission.
         if command == "pair" {
-            return pair(tg, &chat, user, rest, locale).await;
+            return pair(tg, &chat, user, rest, private, locale).await;
         }
         if !admitted(tg, &chat, user, "command", typed, locale, message.id).await {
             return;
@@ -113,12 +113,15 @@ pub async fn on_message(tg: &Telegram, message: Message) {
 }
 
 /// Asks the engine whether `user` may talk here; a stranger gets the refusal (with a
-/// pairing code when pairing is on) as a reply to their message.
+/// pairing code when pairing is on) as a reply to their message, once per refusal
+/// window: within it they get nothing.
 async fn admitted(tg: &Telegram, chat: &ChatKey, user: &User, attempted: &'static str, typed: &str, locale: Locale, message: teloxide::types::MessageId) -> bool {
     match tg.engine.admit(chat.clone(), actor_of(user), attempted, typed, locale).await {
         Ok(()) => true,
         Err(EngineError::NotAdmitted(stranger)) => {
-            log_failure(send::html_reply(&tg.bot, chat, &escape(&stranger.notice(locale)), None, Some(message)).await.map(|_| ()));
+            if !stranger.silent {
+                log_failure(send::html_reply(&tg.bot, chat, &escape(&stranger.notice(locale)), None, Some(message)).await.map(|_| ()));
+            }
             false
         }
         Err(e) => {
@@ -129,10 +132,13 @@ async fn admitted(tg: &Telegram, chat: &ChatKey, user: &User, attempted: &'stati
     }
 }
 
-/// `/pair CODE`: approves a pairing code, in an admin chat only.
-async fn pair(tg: &Telegram, chat: &ChatKey, user: &User, code: &str, locale: Locale) {
-    let reply = match tg.engine.pair(chat.clone(), actor_of(user), code).await {
+/// `/pair CODE`: approves a pairing code, for an admin (`access.admins`) in an admin
+/// chat or in their private chat with the bot (`private`).
+async fn pair(tg: &Telegram, chat: &ChatKey, user: &User, code: &str, private: bool, locale: Locale) {
+    let reply = match tg.engine.pair(chat.clone(), actor_of(user), code, private).await {
         Ok(paired) => paired_notice(locale, &paired),
+        // Already told within the refusal window, like a stranger's messages.
+        Err(PairRefusal::NotAdmin { silent: true }) => return,
         Err(refusal) => refusal.notice(locale).unwrap_or_else(|| tg_text(locale, Tg::CommandFailed).to_owned()),
     };
     log_failure(send::html(&tg.bot, chat, &escape(&reply), None).await.map(|_| ()));
@@ -215,6 +221,7 @@ async fn rules(tg: &Telegram, chat: &ChatKey, user: &User, rest: &str, locale: L
 async fn to_agent(tg: &Telegram, chat: ChatKey, user: &User, text: &str, locale: Locale) {
     let notice = match tg.engine.user_message(chat.clone(), actor_of(user), text.to_owned()).await {
         Ok(_) => return,
+        Err(EngineError::NotAdmitted(stranger)) if stranger.silent => return,
         Err(EngineError::NotAdmitted(stranger)) => stranger.notice(locale),
         Err(e) => {
             tracing::error!(error = %e, "cannot pass a message to the agent");

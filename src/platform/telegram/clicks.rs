@@ -13,7 +13,7 @@ use super::render::{OPTIONS_PER_PAGE, pages};
 use super::wizard::{PromptKind, View};
 use super::Telegram;
 use crate::engine::{ActError, ActOutcome, now_ms};
-use crate::interaction::{FreeText, Interaction, Refusal, RequestKind, UserAction};
+use crate::interaction::{Actor, Attempt, FreeText, Interaction, Opening, Refusal, RefusedAttempt, RequestKind, UserAction};
 use crate::platform::locale::{self, Locale, Msg, text};
 use crate::protocol::DecisionType;
 use crate::store::ChatKey;
@@ -86,36 +86,38 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
         }
     };
     let actor = actor_of(&query.from);
+    let Some(attempt) = attempt_of(code) else { return unknown() };
+    let refuser = Refuser { tg, interaction_id: &interaction.id, actor: &actor, attempt, locale };
     // Checked here too (the engine checks again) because navigation and prompts do not
     // reach the engine, and a stranger must not even open a prompt.
     if let Some(refusal) = precheck(tg, &interaction, &actor) {
-        return refused_here(tg, locale, &refusal);
+        return refuser.refuse(refusal).await;
     }
     let i = &interaction;
     match code {
         Code::Decide { .. } | Code::All(_) | Code::Submit | Code::Remember(_) => match code.direct_action() {
-            Some(action) => act(tg, i, actor, action, None, locale).await,
+            Some(action) => act(tg, i, actor.clone(), action, None, locale).await,
             None => unknown(),
         },
         Code::Edit { action } => {
-            let Some(a) = interaction.request.actions().get(action) else { return refused_here(tg, locale, &Refusal::OutOfRange("action")) };
+            let Some(a) = interaction.request.actions().get(action) else { return refuser.refuse(Refusal::OutOfRange("action")).await };
             if !a.allowed.contains(&DecisionType::Edit) {
-                return refused_here(tg, locale, &Refusal::DecisionNotAllowed { action: a.name.clone(), decision: DecisionType::Edit });
+                return refuser.refuse(Refusal::DecisionNotAllowed { action: a.name.clone(), decision: DecisionType::Edit }).await;
             }
             prompt(tg, origin, &query.from, &interaction, PromptKind::Edit { action }, locale).await
         }
         Code::Comment { action } => {
             if interaction.request.actions().get(action).is_none() || interaction.request.is_question() {
-                return refused_here(tg, locale, &Refusal::OutOfRange("action"));
+                return refuser.refuse(Refusal::OutOfRange("action")).await;
             }
             prompt(tg, origin, &query.from, &interaction, PromptKind::Comment { action }, locale).await
         }
         Code::Option { question, option } => {
             let (RequestKind::Questions { questions, .. }, crate::interaction::Draft::Answers { answers }) = (&interaction.request.kind, &interaction.draft) else {
-                return refused_here(tg, locale, &Refusal::WrongKind { expected: "decisions", got: "answers" });
+                return refuser.refuse(Refusal::WrongKind { expected: "decisions", got: "answers" }).await;
             };
-            let Some(q) = questions.get(question) else { return refused_here(tg, locale, &Refusal::OutOfRange("question")) };
-            let Some(o) = q.options.get(option) else { return refused_here(tg, locale, &Refusal::OutOfRange("option")) };
+            let Some(q) = questions.get(question) else { return refuser.refuse(Refusal::OutOfRange("question")).await };
+            let Some(o) = q.options.get(option) else { return refuser.refuse(Refusal::OutOfRange("option")).await };
             let selected = answers.get(question).is_some_and(|a| a.selected.contains(&option));
             if o.input && !(q.multi_select && selected) {
                 // The backend's own free-text option: its answer is typed.
@@ -124,9 +126,9 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
             if q.multi_select {
                 // The question stays, on the page the option is on.
                 let view = View { step: question, page: option / OPTIONS_PER_PAGE };
-                act(tg, i, actor, UserAction::Toggle { question, option }, Some(view), locale).await
+                act(tg, i, actor.clone(), UserAction::Toggle { question, option }, Some(view), locale).await
             } else {
-                act(tg, i, actor, UserAction::Select { question, options: vec![option] }, Some(View { step: question + 1, page: 0 }), locale).await
+                act(tg, i, actor.clone(), UserAction::Select { question, options: vec![option] }, Some(View { step: question + 1, page: 0 }), locale).await
             }
         }
         Code::Other { question } => {
@@ -136,27 +138,57 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
             };
             match allowed {
                 Some(true) => prompt(tg, origin, &query.from, &interaction, PromptKind::Text { question }, locale).await,
-                Some(false) => refused_here(tg, locale, &Refusal::NoFreeText),
-                None => refused_here(tg, locale, &Refusal::OutOfRange("question")),
+                Some(false) => refuser.refuse(Refusal::NoFreeText).await,
+                None => refuser.refuse(Refusal::OutOfRange("question")).await,
             }
         }
-        Code::Skip { question } => act(tg, i, actor, UserAction::Skip { question }, Some(View { step: question + 1, page: 0 }), locale).await,
-        Code::Done { question } => navigate(tg, origin, &interaction, View { step: question + 1, page: 0 }, locale).await,
-        Code::Goto { step } => navigate(tg, origin, &interaction, View { step, page: 0 }, locale).await,
-        Code::Page { step, page } => navigate(tg, origin, &interaction, View { step, page }, locale).await,
+        Code::Skip { question } => act(tg, i, actor.clone(), UserAction::Skip { question }, Some(View { step: question + 1, page: 0 }), locale).await,
+        Code::Done { question } => navigate(tg, &refuser, origin, &interaction, View { step: question + 1, page: 0 }).await,
+        Code::Goto { step } => navigate(tg, &refuser, origin, &interaction, View { step, page: 0 }).await,
+        Code::Page { step, page } => navigate(tg, &refuser, origin, &interaction, View { step, page }).await,
+    }
+}
+
+/// What a click on `code` tries, as the refusal's audit entry records it: the action
+/// it applies, or what it would open. `None` for a code that names no action.
+fn attempt_of(code: Code) -> Option<Attempt> {
+    let open = |open, index| Some(Attempt::Open { open, index });
+    match code {
+        Code::Edit { action } => open(Opening::Edit, action),
+        Code::Comment { action } => open(Opening::Comment, action),
+        Code::Other { question } => open(Opening::Text, question),
+        // As chosen: a multi-select toggles it, and either way this option is the pick.
+        Code::Option { question, option } => Some(Attempt::Act(UserAction::Select { question, options: vec![option] })),
+        Code::Skip { question } => Some(Attempt::Act(UserAction::Skip { question })),
+        Code::Done { question } => open(Opening::Page, question + 1),
+        Code::Goto { step } | Code::Page { step, .. } => open(Opening::Page, step),
+        Code::Decide { .. } | Code::All(_) | Code::Submit | Code::Remember(_) => code.direct_action().map(Attempt::Act),
     }
 }
 
 /// Why `actor` may not act on `interaction` now, judged from the stored state.
-fn precheck(tg: &Telegram, interaction: &Interaction, actor: &crate::interaction::Actor) -> Option<Refusal> {
+fn precheck(tg: &Telegram, interaction: &Interaction, actor: &Actor) -> Option<Refusal> {
     interaction.may_act(actor, &tg.policy, now_ms()).err()
 }
 
-/// A refusal decided here, before (or instead of) the engine, which then never hears
-/// of the click: counted here. What the engine refuses it counts itself.
-fn refused_here(tg: &Telegram, locale: Locale, refusal: &Refusal) -> Answer {
-    tg.metrics.refused(refusal);
-    refused(locale, refusal)
+/// Refuses a click here, before (or instead of) the engine: the answer is made at
+/// once, and the refusal handed to the engine, which counts and audits it as it does
+/// its own (what the engine refuses it records itself).
+struct Refuser<'a> {
+    tg: &'a Telegram,
+    interaction_id: &'a str,
+    actor: &'a Actor,
+    attempt: Attempt,
+    locale: Locale,
+}
+
+impl Refuser<'_> {
+    async fn refuse(&self, refusal: Refusal) -> Answer {
+        let answer = refused(self.locale, &refusal);
+        let refused = RefusedAttempt { interaction_id: self.interaction_id.to_owned(), actor: self.actor.clone(), attempt: self.attempt.clone(), refusal };
+        self.tg.engine.refused(refused).await;
+        answer
+    }
 }
 
 fn refused(locale: Locale, refusal: &Refusal) -> Answer {
@@ -169,7 +201,7 @@ fn refused(locale: Locale, refusal: &Refusal) -> Answer {
 /// Sends one action to the engine. `view` is the wizard view to show afterwards; it is
 /// stored before the call because the engine re-renders the message while handling it
 /// (on whichever replica holds the session), and put back if the action is refused.
-async fn act(tg: &Telegram, interaction: &Interaction, actor: crate::interaction::Actor, action: UserAction, view: Option<View>, locale: Locale) -> Answer {
+async fn act(tg: &Telegram, interaction: &Interaction, actor: Actor, action: UserAction, view: Option<View>, locale: Locale) -> Answer {
     let mut previous = None;
     if let Some(view) = view {
         match tg.wizard.set_view(interaction, view).await {
@@ -199,14 +231,15 @@ fn outcome_answer(result: Result<ActOutcome, ActError>, locale: Locale) -> Answe
 }
 
 /// Shows another wizard step, or another page of one, in the clicked message.
-async fn navigate(tg: &Telegram, origin: Option<&Origin>, interaction: &Interaction, view: View, locale: Locale) -> Answer {
+async fn navigate(tg: &Telegram, refuser: &Refuser<'_>, origin: Option<&Origin>, interaction: &Interaction, view: View) -> Answer {
+    let locale = refuser.locale;
     let count = match &interaction.request.kind {
         RequestKind::Questions { questions, .. } => questions.len(),
         // An approval has one step; only its pages turn.
         RequestKind::Approval { .. } => 0,
     };
     if view.step > count || view.page >= pages(interaction, view.step) {
-        return refused_here(tg, locale, &Refusal::OutOfRange("question"));
+        return refuser.refuse(Refusal::OutOfRange("question")).await;
     }
     if let Err(e) = tg.wizard.set_view(interaction, view).await {
         tracing::warn!(error = %e, "cannot store the wizard view");
