@@ -482,6 +482,24 @@ async fn unauthorized_user_then_approver_role() {
     assert_eq!(refused.body, json!({"type":4,"data":{"content":"Bạn không được phép trả lời yêu cầu này.","flags":64,"attachments":[]}}));
     assert!(approvals(&rig.sim).is_empty());
     assert!(!rig.fake.requests().iter().any(|r| r.method == "PATCH"), "the card is untouched");
+    // Approve was refused by the engine, Edit before it: each audited once, by the engine.
+    let store = hitl_bridge::store::Store::connect(&rig.settings.store.url).await.unwrap();
+    let refused = wait_until(|| async { store.refused_attempts(0).await.ok().filter(|r| r.len() >= 2) }).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(store.refused_attempts(0).await.unwrap().len(), 2, "no refusal audited twice");
+    let seen: Vec<(Value, Value, Option<String>, String)> =
+        refused.iter().map(|e| (json!(e.actor), e.reply.clone().unwrap(), e.reason.clone(), e.approval_key.clone())).collect();
+    let key = format!("{}_1", session_id(&rig.sim));
+    let mallory = json!({"platform": "discord", "user_id": STRANGER, "name": "Mallory"});
+    let why = "you are not allowed to answer this request";
+    assert_eq!(
+        seen,
+        vec![
+            (mallory.clone(), json!({"attempted": {"op": "decide", "action": 0, "decision": {"type": "approve"}}, "reason": why}), Some(why.to_owned()), key.clone()),
+            (mallory, json!({"attempted": {"open": "edit", "index": 0}, "reason": why}), Some(why.to_owned()), key),
+        ]
+    );
+    store.close().await;
     rig.click(&card, &id, "Approve", &user("500000000000000002", "Lead"), &[LEAD_ROLE]);
     let got = wait_approvals(&rig.sim, 1).await;
     assert_eq!(got[0]["decisions"], json!([{"type":"approve"}]));
@@ -1000,20 +1018,24 @@ async fn strangers_are_refused_and_reach_nothing() {
     let dm = "800000000000000043";
     rig.fake.dispatch("MESSAGE_CREATE", message(&rig.fake.snowflake(), dm, &stranger, "hello"));
     wait_until(|| async { replies_in(&rig.fake, dm).into_iter().next() }).await;
+    // A slash command is answered to them alone even within the channel's refusal
+    // window (Discord shows an error otherwise), and counted on that window's entry.
     rig.push(command(&rig.fake, "new", CHANNEL_ID, &stranger));
     assert_eq!(command_answers(&rig.fake, 1).await, ["⛔ You are not allowed to talk to this agent. Ask an admin to add you."]);
+    // A second message in the channel within the window: no second reply.
+    rig.say(&stranger, "trade again");
     // No thread, no session, nothing for the agent; then Thảo's message goes through.
     rig.say(&thao(), "xin chào");
     wait_until(|| async { (!agent_messages(&rig).is_empty()).then_some(()) }).await;
     assert_eq!(agent_messages(&rig), vec![(THAO.to_owned(), "xin chào".to_owned())]);
     let store = hitl_bridge::store::Store::connect(&rig.settings.store.url).await.unwrap();
-    let refused: Vec<(String, Value)> =
-        store.refused_attempts(0).await.unwrap().into_iter().map(|e| (e.actor.unwrap().user_id, e.reply.unwrap())).collect();
-    assert_eq!(refused.len(), 3, "{refused:?}");
-    assert!(refused.iter().all(|(who, _)| who == STRANGER));
-    assert_eq!((refused[0].1["attempted"].clone(), refused[0].1["chat"]["chat_id"].clone()), (json!("message"), json!(CHANNEL_ID)));
-    assert_eq!((refused[1].1["attempted"].clone(), refused[1].1["chat"]["chat_id"].clone()), (json!("message"), json!(dm)));
-    assert_eq!((refused[2].1["attempted"].clone(), refused[2].1["text"].clone()), (json!("command"), json!("/new")));
+    let entries = wait_until(|| async { store.refused_attempts(0).await.ok().filter(|r| r.first().is_some_and(|e| e.attempts == 3)) }).await;
+    assert_eq!(replies_in(&rig.fake, CHANNEL_ID).len(), 1, "one reply in the channel for the window");
+    let refused: Vec<(String, Value, i64)> = entries.into_iter().map(|e| (e.actor.unwrap().user_id, e.reply.unwrap(), e.attempts)).collect();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(refused.iter().all(|(who, _, _)| who == STRANGER));
+    assert_eq!((refused[0].1["attempted"].clone(), refused[0].1["chat"]["chat_id"].clone(), refused[0].2), (json!("message"), json!(CHANNEL_ID), 3));
+    assert_eq!((refused[1].1["attempted"].clone(), refused[1].1["chat"]["chat_id"].clone(), refused[1].2), (json!("message"), json!(dm), 1));
     store.close().await;
     rig.stop().await;
 }
@@ -1047,8 +1069,9 @@ async fn guild_and_role_allowlists_admit() {
     rig.stop().await;
 }
 
-/// Pairing on Discord: a stranger's DM gets a code; `/pair` in a channel that is not
-/// an admin chat is refused; in the admin channel it pairs them, the admin sees a
+/// Pairing on Discord: a stranger's DM gets a code; `/pair` from someone not in
+/// `access.admins` is refused even in the admin channel, and from an admin in a
+/// channel that is not an admin chat; an admin in the admin channel pairs them, sees a
 /// confirmation, the user is told in their DM, and their next DM reaches the agent.
 #[tokio::test]
 async fn pairing_with_the_pair_command() {
@@ -1056,6 +1079,7 @@ async fn pairing_with_the_pair_command() {
     let rig = Rig::start_with(20, &[], |s| {
         s.access.pairing = true;
         s.access.admin_chats = vec![format!("discord:{ADMINS}")];
+        s.access.admins = vec!["discord:500000000000000002".into()];
     })
     .await;
     let stranger = user(STRANGER, "Mallory");
@@ -1065,10 +1089,15 @@ async fn pairing_with_the_pair_command() {
     let text = notice.body["content"].as_str().unwrap().to_owned();
     let at = text.find("code is ").expect("a code") + "code is ".len();
     let code = text[at..at + 8].to_owned();
-    rig.push(command_with(&rig.fake, "pair", CHANNEL_ID, &thao(), ("code", &code)));
-    assert_eq!(command_answers(&rig.fake, 1).await[0], "⛔ /pair only works in an admin chat (access.admin_chats).");
+    rig.push(command_with(&rig.fake, "pair", ADMINS, &thao(), ("code", &code)));
+    assert_eq!(command_answers(&rig.fake, 1).await[0], "⛔ Only an admin (access.admins) may approve pairing codes.");
+    rig.push(command_with(&rig.fake, "pair", CHANNEL_ID, &user("500000000000000002", "Lead"), ("code", &code)));
+    assert_eq!(
+        command_answers(&rig.fake, 2).await[1],
+        "⛔ /pair only works in an admin chat (access.admin_chats) or in your direct chat with the bot."
+    );
     rig.push(command_with(&rig.fake, "pair", ADMINS, &user("500000000000000002", "Lead"), ("code", &code)));
-    assert_eq!(command_answers(&rig.fake, 2).await[1], format!("✅ Paired Mallory (discord:{STRANGER}): they may now talk to the agent."));
+    assert_eq!(command_answers(&rig.fake, 3).await[2], format!("✅ Paired Mallory (discord:{STRANGER}): they may now talk to the agent."));
     wait_until(|| async {
         rig.fake.requests().into_iter().find(|r| r.path == format!("/api/v10/channels/{dm}/messages") && r.body["content"].as_str().is_some_and(|c| c.contains("you may now talk")))
     })

@@ -446,8 +446,25 @@ async fn unauthorized_click_gets_an_alert() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(approvals(&h.sim).is_empty());
     assert!(has_keyboard(&h.fake.message(h.chat, id_of(&m)).unwrap()));
-    h.click_data(id_of(&m), &data, &thao()).await;
+    // Both refused before the engine, and each audited once, by the engine: who, what, why.
+    let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
+    // Written by the engine after the answer: waited for, then checked to be exactly these.
+    let refused = wait_until(|| async { store.refused_attempts(0).await.ok().filter(|r| r.len() >= 2) }).await;
+    let seen: Vec<(Value, Value, Option<String>, i64)> =
+        refused.iter().map(|e| (json!(e.actor), e.reply.clone().unwrap(), e.reason.clone(), e.attempts)).collect();
+    let mallory = json!({"platform": "telegram", "user_id": "2002", "name": "Mallory"});
+    let why = "you are not allowed to answer this request";
+    assert_eq!(
+        seen,
+        vec![
+            (mallory.clone(), json!({"attempted": {"op": "decide", "action": 0, "decision": {"type": "approve"}}, "reason": why}), Some(why.to_owned()), 1),
+            (mallory, json!({"attempted": {"open": "edit", "index": 0}, "reason": why}), Some(why.to_owned()), 1),
+        ]
+    );
     let s = session_id(&h.sim);
+    assert!(refused.iter().all(|e| e.approval_key == format!("{s}_1") && e.tools == Some(vec!["execute_trade".to_owned()])));
+    store.close().await;
+    h.click_data(id_of(&m), &data, &thao()).await;
     assert_eq!(wait_approvals(&h.sim, 1).await, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
     h.finish().await;
 }
@@ -791,47 +808,84 @@ fn pairing_code_in(message: &Value) -> String {
     text[at..at + 8].to_owned()
 }
 
-/// A stranger's message and commands are refused in their language and audited, and
-/// nothing reaches the agent; the allowlisted user's message does.
+/// `hitl_bridge_refusals_total{reason="..."}` as `/metrics` shows it now.
+async fn refusals_counted(h: &Harness, reason: &str) -> u64 {
+    let addr = h.app.as_ref().and_then(|a| a.http_addr()).expect("the HTTP listener is on");
+    let body = reqwest::get(format!("http://{addr}/metrics")).await.expect("GET /metrics").text().await.expect("body");
+    let series = format!("hitl_bridge_refusals_total{{reason=\"{reason}\"}} ");
+    body.lines().find_map(|l| l.strip_prefix(series.as_str())).map_or(0, |n| n.parse().expect("a count"))
+}
+
+/// A stranger's flood costs one refusal and one audit entry per chat and window: a
+/// thousand messages and commands get one reply, one `refused` entry whose
+/// `attempts` counts them all, and the metric counts every one; nothing reaches the
+/// agent. Another stranger has their own window, in their own language.
 #[tokio::test]
-async fn strangers_are_refused_and_audited_and_reach_nothing() {
+async fn a_strangers_flood_gets_one_refusal_and_one_counted_audit_entry() {
+    const FLOOD: u64 = 1_000;
     let h = Harness::start(20, &[]).await;
     let mallory = h.fake.private_chat(&stranger());
-    h.fake.push_message(mallory, &stranger(), "trade", None, None);
-    let refusal = bot_says(&h, mallory, "not allowed to talk").await;
-    assert_eq!(refusal["text"], "⛔ You are not allowed to talk to this agent. Ask an admin to add you.");
-    // /start and /help answer with the same refusal, never silently; /new changes nothing.
-    for command in ["/start", "/new", "/pending"] {
-        h.fake.push_message(mallory, &stranger(), command, None, None);
+    let started = std::time::Instant::now();
+    for n in 0..FLOOD {
+        let text = match n % 4 {
+            1 => "/start".to_owned(),
+            2 => "/new".to_owned(),
+            _ => format!("trade {n}"),
+        };
+        h.fake.push_message(mallory, &stranger(), &text, None, None);
     }
-    wait_until(|| async { (h.fake.bot_messages(mallory).len() == 4).then_some(()) }).await;
-    assert!(h.fake.bot_messages(mallory).iter().all(|m| m["text"] == refusal["text"]), "{:?}", h.fake.bot_messages(mallory));
-    // Another language, another refusal text.
+    wait_until(|| async { (refusals_counted(&h, "stranger").await == FLOOD).then_some(()) }).await;
+    eprintln!("{FLOOD} refused messages handled in {:?}", started.elapsed());
     let minh = User::new(2003, "Minh", Some("vi"));
     let minh_chat = h.fake.private_chat(&minh);
     h.fake.push_message(minh_chat, &minh, "giao dịch", None, None);
     bot_says(&h, minh_chat, "Bạn không được phép trò chuyện với tác tử này").await;
-
     // Thảo is on the allowlist: her message is the only one the agent ever got.
     h.say("xin chào");
     wait_until(|| async { (!agent_messages(&h.sim).is_empty()).then_some(()) }).await;
     assert_eq!(agent_messages(&h.sim), vec![("1001".to_owned(), "xin chào".to_owned())]);
 
+    let sent = h.fake.bot_messages(mallory);
+    assert_eq!(sent.len(), 1, "one refusal for the whole flood: {sent:?}");
+    assert_eq!(sent[0]["text"], "⛔ You are not allowed to talk to this agent. Ask an admin to add you.");
+    assert_eq!(refusals_counted(&h, "stranger").await, FLOOD + 1);
     let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
     let refused = store.refused_attempts(0).await.unwrap();
-    let seen: Vec<(String, String, String)> = refused
-        .iter()
-        .map(|e| {
-            let reply = e.reply.as_ref().unwrap();
-            (e.actor.as_ref().unwrap().user_id.clone(), reply["attempted"].as_str().unwrap().to_owned(), reply["text"].as_str().unwrap().to_owned())
-        })
-        .collect();
-    let row = |user: &str, attempted: &str, text: &str| (user.to_owned(), attempted.to_owned(), text.to_owned());
+    let seen: Vec<(String, i64, Value)> = refused.iter().map(|e| (e.actor.as_ref().unwrap().user_id.clone(), e.attempts, e.reply.clone().unwrap())).collect();
+    let chat = |id: i64| json!({"platform": "telegram", "chat_id": id.to_string(), "thread_id": null});
+    let reason = "not allowed to talk to the agent";
     assert_eq!(
         seen,
-        vec![row("2002", "message", "trade"), row("2002", "command", "/start"), row("2002", "command", "/new"), row("2002", "command", "/pending"), row("2003", "message", "giao dịch")]
+        vec![
+            ("2002".to_owned(), FLOOD as i64, json!({"attempted": "message", "text": "trade 0", "chat": chat(mallory), "reason": reason})),
+            ("2003".to_owned(), 1, json!({"attempted": "message", "text": "giao dịch", "chat": chat(minh_chat), "reason": reason})),
+        ]
     );
-    assert_eq!(refused[0].reply.as_ref().unwrap()["chat"]["chat_id"], json!(mallory.to_string()));
+    store.close().await;
+    h.finish().await;
+}
+
+/// With `access.refusal_window_secs = 0` every attempt is answered and audited on its
+/// own, commands included (/start and /help explain the refusal, never silently).
+#[tokio::test]
+async fn without_a_window_every_attempt_is_answered_and_audited() {
+    let h = Harness::start_with(20, &[], |s| s.access.refusal_window_secs = 0).await;
+    let mallory = h.fake.private_chat(&stranger());
+    for text in ["trade", "/start", "/new"] {
+        h.fake.push_message(mallory, &stranger(), text, None, None);
+    }
+    wait_until(|| async { (h.fake.bot_messages(mallory).len() == 3).then_some(()) }).await;
+    assert!(h.fake.bot_messages(mallory).iter().all(|m| m["text"] == "⛔ You are not allowed to talk to this agent. Ask an admin to add you."));
+    let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
+    let seen: Vec<(String, String, i64)> = store
+        .refused_attempts(0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.reply.as_ref().unwrap()["attempted"].as_str().unwrap().to_owned(), e.reply.unwrap()["text"].as_str().unwrap().to_owned(), e.attempts))
+        .collect();
+    let row = |attempted: &str, text: &str| (attempted.to_owned(), text.to_owned(), 1);
+    assert_eq!(seen, vec![row("message", "trade"), row("command", "/start"), row("command", "/new")]);
     store.close().await;
     h.finish().await;
 }
@@ -841,7 +895,12 @@ async fn strangers_are_refused_and_audited_and_reach_nothing() {
 /// message reaches the agent. The code cannot be used twice.
 #[tokio::test]
 async fn pairing_code_approved_from_the_cli_lets_the_stranger_talk() {
-    let h = Harness::start_with(20, &[], |s| s.access.pairing = true).await;
+    // Every attempt answered (no refusal window), so asking again shows the code again.
+    let h = Harness::start_with(20, &[], |s| {
+        s.access.pairing = true;
+        s.access.refusal_window_secs = 0;
+    })
+    .await;
     let mallory = h.fake.private_chat(&stranger());
     h.fake.push_message(mallory, &stranger(), "hello", None, None);
     let notice = bot_says(&h, mallory, "pairing code is").await;
@@ -867,26 +926,45 @@ async fn pairing_code_approved_from_the_cli_lets_the_stranger_talk() {
     h.finish().await;
 }
 
-/// `/pair CODE` works in an admin chat and is refused anywhere else (the code stays
-/// unused); the admin gets a confirmation and the paired user a notice.
+/// `/pair CODE` is for the people in `access.admins`, in an admin chat or their direct
+/// chat with the bot. Refused, audited and changing nothing: from a member of the
+/// admin chat who is not an admin, from someone who may talk but is not an admin, from
+/// an admin in another group, and from an admin for their own code. The admin gets a
+/// confirmation and the paired user a notice.
 #[tokio::test]
-async fn pair_command_only_in_admin_chats() {
+async fn pairing_is_approved_by_admins_not_by_admin_chats() {
     const ADMINS: i64 = -100999;
+    const ELSEWHERE: i64 = -100555;
+    let ops = User::new(3003, "Ops", Some("en"));
     let h = Harness::start_with(20, &[], |s| {
         s.access.pairing = true;
         s.access.admin_chats = vec![format!("telegram:{ADMINS}")];
+        // Mallory is an admin too: still not for her own code.
+        s.access.admins = vec![format!("telegram:{}", ops.id), format!("telegram:{}", stranger().id)];
     })
     .await;
     let mallory = h.fake.private_chat(&stranger());
     h.fake.push_message(mallory, &stranger(), "hello", None, None);
     let code = pairing_code_in(&bot_says(&h, mallory, "pairing code is").await);
-    // Thảo may talk, but her private chat is not an admin chat.
+    // Thảo may talk, but is no admin.
     h.say(&format!("/pair {code}"));
-    h.message_with("⛔ /pair chỉ dùng được trong nhóm quản trị (access.admin_chats).").await;
+    h.message_with("⛔ Chỉ quản trị viên (access.admins) mới được duyệt mã ghép nối.").await;
+    // Neither is a member of the admin chat.
+    let member = User::new(4004, "Member", Some("en"));
+    h.fake.group(ADMINS, "admins", false);
+    h.fake.push_message(ADMINS, &member, &format!("/pair {code}"), None, None);
+    bot_says(&h, ADMINS, "⛔ Only an admin (access.admins) may approve pairing codes.").await;
+    // An admin, but where everyone would see the code.
+    h.fake.group(ELSEWHERE, "elsewhere", false);
+    h.fake.push_message(ELSEWHERE, &ops, &format!("/pair {code}"), None, None);
+    bot_says(&h, ELSEWHERE, "⛔ /pair only works in an admin chat (access.admin_chats) or in your direct chat with the bot.").await;
+    // The requester, admin or not.
+    h.fake.push_message(mallory, &stranger(), &format!("/pair {code}"), None, None);
+    bot_says(&h, mallory, &format!("⛔ Pairing code {code} is your own: another admin must approve it.")).await;
     let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
     assert!(store.paired_users().await.unwrap().is_empty());
-    let ops = User::new(3003, "Ops", Some("en"));
-    h.fake.group(ADMINS, "admins", false);
+
+    // An admin in the admin chat pairs her.
     h.fake.push_message(ADMINS, &ops, "/pair nope", None, None);
     bot_says(&h, ADMINS, "No pairing code nope is waiting").await;
     h.fake.push_message(ADMINS, &ops, &format!("/pair@hitl_test_bot {code}"), None, None);
@@ -896,6 +974,38 @@ async fn pair_command_only_in_admin_chats() {
     h.fake.push_message(mallory, &stranger(), "trade", None, None);
     wait_until(|| async { (!agent_messages(&h.sim).is_empty()).then_some(()) }).await;
     assert_eq!(agent_messages(&h.sim), vec![("2002".to_owned(), "trade".to_owned())]);
+    // And in their direct chat with the bot.
+    let minh = User::new(2003, "Minh", Some("en"));
+    let minh_chat = h.fake.private_chat(&minh);
+    h.fake.push_message(minh_chat, &minh, "hello", None, None);
+    let minhs = pairing_code_in(&bot_says(&h, minh_chat, "pairing code is").await);
+    let ops_chat = h.fake.private_chat(&ops);
+    h.fake.push_message(ops_chat, &ops, &format!("/pair {minhs}"), None, None);
+    bot_says(&h, ops_chat, "✅ Paired Minh (telegram:2003): they may now talk to the agent.").await;
+
+    let refused: Vec<(String, String, String, String)> = store
+        .refused_attempts(0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            let reply = e.reply.unwrap();
+            let text = |k: &str| reply[k].as_str().unwrap_or_default().to_owned();
+            (e.actor.unwrap().user_id, text("attempted"), reply["chat"]["chat_id"].as_str().unwrap().to_owned(), text("reason"))
+        })
+        .collect();
+    let row = |user: u64, attempted: &str, chat: i64, reason: &str| (user.to_string(), attempted.to_owned(), chat.to_string(), reason.to_owned());
+    assert_eq!(
+        refused,
+        vec![
+            row(2002, "message", mallory, "not allowed to talk to the agent"),
+            row(1001, "pair", h.chat, "not an admin (access.admins)"),
+            row(4004, "pair", ADMINS, "not an admin (access.admins)"),
+            row(3003, "pair", ELSEWHERE, "/pair outside the admin chats and the admin's direct chat"),
+            row(2002, "pair", mallory, "an admin's own pairing code"),
+            row(2003, "message", minh_chat, "not allowed to talk to the agent"),
+        ]
+    );
     store.close().await;
     h.finish().await;
 }
