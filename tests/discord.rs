@@ -490,7 +490,7 @@ async fn unauthorized_user_then_approver_role() {
     let seen: Vec<(Value, Value, Option<String>, String)> =
         refused.iter().map(|e| (json!(e.actor), e.reply.clone().unwrap(), e.reason.clone(), e.approval_key.clone())).collect();
     let key = format!("{}_1", session_id(&rig.sim));
-    let mallory = json!({"platform": "discord", "user_id": STRANGER, "name": "Mallory"});
+    let mallory = json!({"platform": "discord", "user_id": STRANGER, "name": "Mallory", "guild_id": GUILD_ID});
     let why = "you are not allowed to answer this request";
     assert_eq!(
         seen,

@@ -104,6 +104,7 @@ suite!(
     a_session_lease_has_one_holder,
     pairing_codes_are_reused_expire_and_pair_once,
     refused_talk_is_audited_with_where_and_what,
+    a_strangers_refusal_window_counts_on_one_entry_across_replicas,
     a_draft_saved_from_a_stale_copy_changes_nothing,
     rules_are_listed_by_session_and_backend_and_revoked_once,
     settle_decision_stores_the_rule_only_for_the_winner,
@@ -628,6 +629,50 @@ async fn refused_talk_is_audited_with_where_and_what(db: &mut TestDb) {
     assert_eq!(found[0].outcome, "refused");
     assert_eq!(found[0].actor.as_ref().unwrap().user_id, "666");
     assert!(store.refused_attempts(T0 + 1).await.unwrap().is_empty());
+}
+
+/// A stranger's refusal window: the first attempt writes the entry and opens the
+/// window; later ones within it count on that entry, from any replica; another chat
+/// or person has a window of its own; once it has passed the next attempt opens a new
+/// one. Two replicas opening the same window at once leave one entry.
+async fn a_strangers_refusal_window_counts_on_one_entry_across_replicas(db: &mut TestDb) {
+    use hitl_bridge::store::StrangerWindow::{Counted, Opened};
+    const WINDOW: i64 = 600_000;
+    let store = &db.store;
+    let replica = db.db.store().await;
+    let mallory = Actor::new("telegram", "2002", "Mallory");
+    let chat = ChatKey::new("telegram", "2002", None);
+    let entry_by = |who: &Actor, text: &str, at: i64| AuditEntry::for_refused_talk(who, &chat, "message", text, None, at);
+    let entry = |text: &str, at: i64| entry_by(&mallory, text, at);
+
+    assert!(!store.count_refused_attempt(&mallory, "2002", T0, WINDOW).await.unwrap(), "no window yet");
+    assert_eq!(store.open_refusal_window(&mallory, "2002", &entry("first", T0), T0, WINDOW).await.unwrap(), Opened);
+    for at in [T0 + 1, T0 + 2, T0 + WINDOW - 1] {
+        assert!(replica.count_refused_attempt(&mallory, "2002", at, WINDOW).await.unwrap());
+    }
+    // Minh in the same chat, Mallory in another chat: windows of their own.
+    let minh = Actor::new("telegram", "2003", "Minh");
+    assert!(!store.count_refused_attempt(&minh, "2002", T0 + 3, WINDOW).await.unwrap());
+    assert!(!store.count_refused_attempt(&mallory, "-100123", T0 + 3, WINDOW).await.unwrap());
+    let found = store.refused_attempts(0).await.unwrap();
+    assert_eq!(found, vec![AuditEntry { attempts: 4, ..entry("first", T0) }]);
+
+    // The window has passed: a new entry, and the old one keeps its count.
+    assert!(!store.count_refused_attempt(&mallory, "2002", T0 + WINDOW, WINDOW).await.unwrap());
+    // Both replicas saw no window and open one at the same moment: one wins, the
+    // other counts on the winner's entry.
+    assert!(!replica.count_refused_attempt(&mallory, "2002", T0 + WINDOW, WINDOW).await.unwrap());
+    assert_eq!(store.open_refusal_window(&mallory, "2002", &entry("second", T0 + WINDOW), T0 + WINDOW, WINDOW).await.unwrap(), Opened);
+    assert_eq!(replica.open_refusal_window(&mallory, "2002", &entry("racer", T0 + WINDOW), T0 + WINDOW, WINDOW).await.unwrap(), Counted);
+    let found = store.refused_attempts(0).await.unwrap();
+    assert_eq!(found, vec![AuditEntry { attempts: 4, ..entry("first", T0) }, AuditEntry { attempts: 2, ..entry("second", T0 + WINDOW) }]);
+
+    // A window of 0: every attempt opens its own.
+    assert_eq!(store.open_refusal_window(&minh, "2002", &entry_by(&minh, "a", T0 + WINDOW + 1), T0 + WINDOW + 1, 0).await.unwrap(), Opened);
+    assert!(!store.count_refused_attempt(&minh, "2002", T0 + WINDOW + 1, 0).await.unwrap());
+    assert_eq!(store.open_refusal_window(&minh, "2002", &entry_by(&minh, "b", T0 + WINDOW + 1), T0 + WINDOW + 1, 0).await.unwrap(), Opened);
+    assert_eq!(store.refused_attempts(0).await.unwrap().len(), 4);
+    replica.close().await;
 }
 
 // ---------------------------------------------------------------------------------
