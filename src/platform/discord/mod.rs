@@ -73,7 +73,7 @@ pub struct Shared {
     dms: Mutex<BoundedMap<u64, ChannelId>>,
     /// Roles of members looked up for DMs (`discord.guild_id`).
     members: members::MemberCache,
-    /// Where failed REST calls and refusals decided here are counted.
+    /// Where failed REST calls are counted (refusals are the engine's to count).
     pub metrics: Metrics,
 }
 

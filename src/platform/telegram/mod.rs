@@ -81,7 +81,8 @@ pub struct Telegram {
     caches: Mutex<Caches>,
     lanes: lanes::Lanes,
     tasks: Mutex<Vec<JoinHandle<()>>>,
-    /// Counts refusals decided here, before the engine ([`clicks`]).
+    /// Where the platform says it has started (refusals are the engine's to count:
+    /// [`clicks`] hands its own over).
     metrics: Metrics,
 }
 
