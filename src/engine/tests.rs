@@ -1,7 +1,8 @@
 //! The sharded engine's guarantees, on a real SQLite store: one session's inputs are
 //! handled in order however many arrive at once; a session stuck in a slow call does
 //! not hold back another session's decision; a deadline seen by several timers
-//! expires once; a stop drains the chat lanes and gives up this replica's claims.
+//! expires once; a stop drains the chat lanes and gives up this replica's claims;
+//! every refusal is counted, and audited once, whoever refused it.
 //! The platform and the connector are doubles that record what reached them.
 
 use std::collections::HashMap;
@@ -126,6 +127,8 @@ struct Running {
     task: JoinHandle<()>,
     /// Where its SQLite file is; a second replica may share it.
     dir: Arc<tempfile::TempDir>,
+    /// What it counts.
+    metrics: crate::metrics::Metrics,
 }
 
 /// An engine on a fresh SQLite file, with sessions `s0..sessions` bound to chats
@@ -150,13 +153,17 @@ async fn start_at(dir: Arc<tempfile::TempDir>, platform: Arc<Recorder>, agent: A
     let (handle, requests) = EngineHandle::channel();
     let (backend, backend_rx) = mpsc::channel(1024);
     let connectors = Connectors::new(vec![agent as Arc<dyn crate::backend::Connector>]);
-    let engine = Engine::start(&settings, store.clone(), vec![platform as Arc<dyn Platform>], connectors, backend_rx, requests).await.unwrap();
+    let metrics = crate::metrics::Metrics::default();
+    let engine = Engine::start(&settings, store.clone(), vec![platform as Arc<dyn Platform>], connectors, backend_rx, requests)
+        .await
+        .unwrap()
+        .with_metrics(metrics.clone());
     let (show_owner, shards) = (engine.shared.show_owner.clone(), engine.shards.clone());
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(engine.run(async move {
         let _ = stopped.await;
     }));
-    Running { handle, backend, store, show_owner, shards, stop, task, dir }
+    Running { handle, backend, store, show_owner, shards, stop, task, dir, metrics }
 }
 
 /// Who started session `s`'s turn, and so may answer its requests.
@@ -174,6 +181,13 @@ fn request(key: &str, timeout_secs: u64) -> Request {
 }
 
 impl Running {
+    /// `hitl_bridge_refusals_total{reason}` as this replica counts it.
+    fn refusals(&self, reason: &str) -> u64 {
+        let text = self.metrics.render().unwrap();
+        let series = format!("hitl_bridge_refusals_total{{reason=\"{reason}\"}} ");
+        text.lines().find_map(|l| l.strip_prefix(series.as_str())).map_or(0, |n| n.parse().unwrap())
+    }
+
     async fn send(&self, session: &str, update: SessionUpdate) {
         self.backend.send(BackendInput { session_id: session.to_owned(), update }).await.unwrap();
     }
@@ -416,4 +430,62 @@ async fn an_escalation_step_watched_by_two_replicas_runs_once() {
     assert_eq!((stored.escalations_done, stored.next_escalation_at()), (1, None));
     b.stop().await;
     a.stop().await;
+}
+
+/// Whoever refuses an attempt on a request, the engine (applying an action) or a
+/// platform (before opening a form, through [`EngineHandle::refused`]), it is counted
+/// every time and audited once when it is about the person; a stale click is only
+/// counted.
+#[tokio::test]
+async fn every_refusal_is_counted_and_audited_once_whoever_refused_it() {
+    use crate::interaction::{Attempt, Opening, Refusal, RefusedAttempt};
+    let platform = Arc::new(Recorder::default());
+    let running = start(platform.clone(), Arc::new(Agent::default()), 1, &[]).await;
+    running.send("s0", SessionUpdate::Request(request("trade_0", 600))).await;
+    wait_until("the request to be shown", async || platform.shown().len() == 1).await;
+    let id = platform.shown()[0].id.clone();
+    let mallory = Actor::new("telegram", "666", "Mallory");
+
+    let acted = running.handle.act(&id, mallory.clone(), approve()).await;
+    assert!(matches!(acted, Err(ActError::Refused(Refusal::NotAllowed))), "{acted:?}");
+    let edit = Attempt::Open { open: Opening::Edit, index: 0 };
+    running.handle.refused(RefusedAttempt { interaction_id: id.clone(), actor: mallory.clone(), attempt: edit, refusal: Refusal::NotAllowed }).await;
+    let page = Attempt::Open { open: Opening::Page, index: 9 };
+    running.handle.refused(RefusedAttempt { interaction_id: id.clone(), actor: requester(0), attempt: page, refusal: Refusal::OutOfRange("question") }).await;
+    wait_until("both refusals to be counted", async || running.refusals("not_allowed") == 2 && running.refusals("out_of_range") == 1).await;
+
+    let audited: Vec<(Option<Actor>, Option<serde_json::Value>, String)> =
+        running.store.refused_attempts(0).await.unwrap().into_iter().map(|e| (e.actor, e.reply, e.approval_key)).collect();
+    let why = "you are not allowed to answer this request";
+    assert_eq!(
+        audited,
+        vec![
+            (Some(mallory.clone()), Some(json!({"attempted": {"op": "decide_all", "decision": "approve"}, "reason": why})), "trade_0".to_owned()),
+            (Some(mallory), Some(json!({"attempted": {"open": "edit", "index": 0}, "reason": why})), "trade_0".to_owned()),
+        ]
+    );
+    running.stop().await;
+}
+
+/// A stranger writing again and again is answered once per refusal window: the first
+/// attempt is refused aloud and audited, the next ones silently, counted on that entry
+/// and in the metric.
+#[tokio::test]
+async fn a_stranger_is_answered_once_per_window_and_every_attempt_counted() {
+    let running = start(Arc::new(Recorder::default()), Arc::new(Agent::default()), 1, &[]).await;
+    let mallory = Actor::new("telegram", "666", "Mallory");
+    let theirs = ChatKey::new("telegram", "666", None);
+    let mut silent = Vec::new();
+    for n in 0..5 {
+        match running.handle.admit(theirs.clone(), mallory.clone(), "message", &format!("hi {n}"), Default::default()).await {
+            Err(EngineError::NotAdmitted(stranger)) => silent.push(stranger.silent),
+            other => panic!("a stranger is refused: {other:?}"),
+        }
+    }
+    assert_eq!(silent, [false, true, true, true, true]);
+    assert_eq!(running.refusals("stranger"), 5);
+    let entries = running.store.refused_attempts(0).await.unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!((entries[0].attempts, entries[0].reply.as_ref().unwrap()["text"].clone()), (5, json!("hi 0")));
+    running.stop().await;
 }
