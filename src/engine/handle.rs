@@ -110,8 +110,10 @@ impl EngineHandle {
 
     /// Whether `actor` may talk in `chat` (a message, or a chat command such as `/new`):
     /// `Err(EngineError::NotAdmitted)` says why not, with a pairing code when pairing
-    /// is on. The refusal is audited. `locale` is the language the platform answers
-    /// them in. [`EngineHandle::user_message`] checks again itself.
+    /// is on, and whether to stay silent ([`Stranger::silent`]: already answered in
+    /// this chat within the refusal window). Every refusal is counted and audited, once
+    /// per window. `locale` is the language the platform answers them in.
+    /// [`EngineHandle::user_message`] checks again itself.
     pub async fn admit(&self, chat: ChatKey, actor: Actor, attempted: &'static str, text: &str, locale: Locale) -> Result<(), EngineError> {
         let text = text.to_owned();
         self.call(|done| EngineRequest::Admit { chat, actor, attempted, text, locale, done }).await.unwrap_or(Err(EngineError::Stopped))
