@@ -991,6 +991,19 @@ fn command_with(fake: &FakeDiscord, name: &str, channel: &str, who: &Value, opti
     c
 }
 
+/// A slash command in `who`'s DM with the bot: no guild, no member.
+fn dm_command_with(fake: &FakeDiscord, name: &str, channel: &str, who: &Value, option: (&str, &str)) -> Value {
+    let mut c = command_with(fake, name, channel, who, option);
+    let object = c.as_object_mut().expect("interaction object");
+    object.remove("guild_id");
+    object.remove("member");
+    object.insert("user".into(), who.clone());
+    object.insert("channel".into(), json!({"id": channel, "type": 1}));
+    object.insert("context".into(), json!(1));
+    object.insert("authorizing_integration_owners".into(), json!({"1": BOT_ID}));
+    c
+}
+
 /// What the bridge answered a deferred slash command with (the edit of @original).
 async fn command_answers(fake: &FakeDiscord, n: usize) -> Vec<String> {
     wait_until(|| async {
@@ -1073,6 +1086,7 @@ async fn guild_and_role_allowlists_admit() {
 /// `access.admins` is refused even in the admin channel, and from an admin in a
 /// channel that is not an admin chat; an admin in the admin channel pairs them, sees a
 /// confirmation, the user is told in their DM, and their next DM reaches the agent.
+/// An admin may also pair from their own DM with the bot.
 #[tokio::test]
 async fn pairing_with_the_pair_command() {
     const ADMINS: &str = "800000000000000777";
@@ -1106,6 +1120,16 @@ async fn pairing_with_the_pair_command() {
     rig.fake.dispatch("MESSAGE_CREATE", message(&rig.fake.snowflake(), dm, &stranger, "trade"));
     wait_until(|| async { (!agent_messages(&rig).is_empty()).then_some(()) }).await;
     assert_eq!(agent_messages(&rig), vec![(STRANGER.to_owned(), "trade".to_owned())]);
+    // An admin pairs from their DM with the bot too.
+    let eve = user("500000000000000667", "Eve");
+    let eves_dm = "800000000000000045";
+    rig.fake.dispatch("MESSAGE_CREATE", message(&rig.fake.snowflake(), eves_dm, &eve, "hello"));
+    let notice = wait_until(|| async { replies_in(&rig.fake, eves_dm).into_iter().next() }).await;
+    let text = notice.body["content"].as_str().unwrap().to_owned();
+    let at = text.find("code is ").expect("a code") + "code is ".len();
+    let leads_dm = "800000000000000046";
+    rig.push(dm_command_with(&rig.fake, "pair", leads_dm, &user("500000000000000002", "Lead"), ("code", &text[at..at + 8])));
+    assert_eq!(command_answers(&rig.fake, 4).await[3], "✅ Paired Eve (discord:500000000000000667): they may now talk to the agent.");
     rig.stop().await;
 }
 
