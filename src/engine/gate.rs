@@ -165,29 +165,58 @@ fn fresh_code() -> String {
     }
 }
 
-/// Logs, at start-up, each enabled chat platform where nobody could talk: an empty
-/// allowlist and pairing off refuses everyone there, which is safe but surprising.
-/// With pairing on and nobody in `access.admins`, says that codes can then only be
-/// approved from a shell: a warning, not an error, because `hitl-bridge pair CODE`
-/// still works and some deployments want exactly that.
-pub(super) fn warn_if_closed(settings: &Settings) {
+/// Logs, at start-up, what about `[access]` is safe but surprising
+/// ([`access_warnings`]).
+pub(super) fn warn_about_access(settings: &Settings) {
+    for warning in access_warnings(settings) {
+        tracing::warn!("{warning}");
+    }
+}
+
+/// Each enabled chat platform where nobody could talk (an empty allowlist and pairing
+/// off refuses everyone there); with pairing on and nobody in `access.admins`, that
+/// codes can then only be approved from a shell. A warning, not an error: `hitl-bridge
+/// pair CODE` still works, and some deployments want exactly that.
+fn access_warnings(settings: &Settings) -> Vec<String> {
     if settings.access.pairing {
-        if settings.access.admins.is_empty() {
-            tracing::warn!(
-                "access.pairing is on but access.admins is empty: nobody may approve a pairing code with /pair; \
-                 approve them with `hitl-bridge pair CODE`"
-            );
+        if !settings.access.admins.is_empty() {
+            return Vec::new();
         }
-        return;
+        return vec![
+            "access.pairing is on but access.admins is empty: nobody may approve a pairing code with /pair; \
+             approve them with `hitl-bridge pair CODE`"
+                .to_owned(),
+        ];
     }
     let allowlist = settings.allowlist();
-    for (platform, enabled) in [("telegram", settings.telegram.enabled), ("discord", settings.discord.enabled)] {
-        if enabled && allowlist.is_closed_on(platform) {
-            tracing::warn!(
-                platform,
+    [("telegram", settings.telegram.enabled), ("discord", settings.discord.enabled)]
+        .into_iter()
+        .filter(|&(platform, enabled)| enabled && allowlist.is_closed_on(platform))
+        .map(|(platform, _)| {
+            format!(
                 "{platform} is enabled but nobody may talk to the agent there: access.users, access.chats, access.roles \
                  and the approvers name nobody on {platform}, and access.pairing is off; every message will be refused"
-            );
-        }
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairing_without_admins_and_closed_platforms_are_warned_about() {
+        let mut s = Settings::from_pairs(&[("telegram.enabled", "true"), ("telegram.token", "1:x")]).unwrap();
+        let closed = access_warnings(&s);
+        assert_eq!(closed.len(), 1);
+        assert!(closed[0].starts_with("telegram is enabled but nobody may talk"), "{closed:?}");
+        s.access.pairing = true;
+        assert_eq!(
+            access_warnings(&s),
+            ["access.pairing is on but access.admins is empty: nobody may approve a pairing code with /pair; approve them with `hitl-bridge pair CODE`"]
+        );
+        s.access.admins = vec!["telegram:3003".into()];
+        assert!(access_warnings(&s).is_empty());
     }
 }

@@ -173,7 +173,7 @@ impl Engine {
             connectors.deliver(&session);
         }
         let policy = settings.access_policy();
-        gate::warn_if_closed(settings);
+        gate::warn_about_access(settings);
         let shared = Shared {
             allowlist: settings.allowlist(),
             pairing_admins: settings.pairing_admins(),
