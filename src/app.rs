@@ -14,6 +14,7 @@ use futures_util::FutureExt as _;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
+use crate::backend::http_api::auth::Tokens;
 use crate::backend::http_api::HttpApi;
 use crate::backend::lease::Lease;
 use crate::backend::session::{SessionConnector, SessionOptions};
@@ -127,9 +128,16 @@ impl App {
 
         let readiness = Readiness::new(store.clone());
         let http = if settings.http.enabled {
-            let served = crate::server::serve(&settings.http.listen, readiness.clone(), metrics.clone(), http_api.router())
+            // The MCP tools call /v1 on this very listener, once it is bound.
+            let own_base = Arc::new(std::sync::OnceLock::new());
+            let mut routes = http_api.router();
+            if http_api.enabled() && settings.mcp.enabled {
+                routes = routes.merge(crate::mcp::http::router(&settings.mcp, Tokens::new(settings.http.tokens()), own_base.clone()));
+            }
+            let served = crate::server::serve(&settings.http.listen, readiness.clone(), metrics.clone(), routes)
                 .await
                 .map_err(|source| AppError::Listen { listen: settings.http.listen.clone(), source })?;
+            let _ = own_base.set(loopback_base(served.0));
             Some(served)
         } else {
             None
@@ -338,3 +346,13 @@ mod tests {
     }
 }
 
+/// The URL this process reaches its own listener at: a wildcard bind (`0.0.0.0`,
+/// `[::]`) is reached on loopback.
+fn loopback_base(addr: SocketAddr) -> String {
+    let ip = match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    format!("http://{}", SocketAddr::new(ip, addr.port()))
+}

@@ -36,6 +36,9 @@ pub struct Settings {
     pub http: HttpSettings,
     #[serde(default)]
     pub routing: RoutingSettings,
+    /// The MCP server at `/mcp` (on with the inbound API).
+    #[serde(default)]
+    pub mcp: McpSettings,
     #[serde(default)]
     pub claude_code: crate::backend::claude_code::ClaudeCodeSettings,
     #[serde(default)]
@@ -77,6 +80,28 @@ impl Default for HttpSettings {
             callback_timeout_secs: 10,
             callback_max_backoff_secs: 300,
         }
+    }
+}
+
+/// The tools the MCP server can offer (`mcp.tools`).
+pub const MCP_TOOLS: [&str; 3] = ["request_approval", "ask_user_question", "approval_prompt"];
+
+/// The MCP server on the HTTP listener (`/mcp`), served when the inbound API is (at
+/// least one `http.api_tokens` entry), with the same tokens.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpSettings {
+    pub enabled: bool,
+    /// Which of [`MCP_TOOLS`] are offered.
+    pub tools: Vec<String>,
+    /// Where a tool call's request is shown when it names no `targets`, written as in
+    /// `routing.channels`.
+    pub default_targets: Vec<String>,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        Self { enabled: true, tools: MCP_TOOLS.iter().map(|t| (*t).to_owned()).collect(), default_targets: Vec::new() }
     }
 }
 
@@ -531,6 +556,8 @@ impl Settings {
             .with_list_parse_key("discord.channels")
             .with_list_parse_key("http.api_tokens")
             .with_list_parse_key("routing.channels")
+            .with_list_parse_key("mcp.tools")
+            .with_list_parse_key("mcp.default_targets")
     }
 
     fn from_config(config: config::Config) -> Result<Self, ConfigError> {
@@ -632,6 +659,16 @@ impl Settings {
         }
         if self.http.enabled && self.http.listen.parse::<std::net::SocketAddr>().is_err() {
             return invalid("http.listen", "must be an address like 127.0.0.1:8790");
+        }
+        for tool in &self.mcp.tools {
+            if !MCP_TOOLS.contains(&tool.as_str()) {
+                return invalid("mcp.tools", &format!("`{tool}` is not a tool; the tools are {}", MCP_TOOLS.join(", ")));
+            }
+        }
+        for target in &self.mcp.default_targets {
+            if crate::engine::routing::parse_chat(target).is_none() {
+                return invalid("mcp.default_targets", &format!("`{target}` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, console)"));
+            }
         }
         for channel in &self.routing.channels {
             if crate::engine::routing::parse_chat(channel).is_none() {

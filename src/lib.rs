@@ -19,6 +19,8 @@
 //!   sessions; platform calls go through per-chat lanes.
 //! - [`platform`]: console, Telegram, Discord.
 //! - [`server`]: the HTTP listener (`/healthz`, `/readyz`, `/metrics`, `/v1`).
+//! - [`mcp`]: the bridge as an MCP server (`/mcp`, `hitl-bridge mcp`), every tool
+//!   call a `/v1` request.
 //! - [`metrics`]: the Prometheus registry `/metrics` renders.
 //! - [`pairing`]: approving pairing codes (CLI and admin chats).
 //! - [`logging`]: the log format (pretty or JSON lines) and the per-interaction span.
@@ -35,6 +37,7 @@ pub mod config;
 pub mod engine;
 pub mod interaction;
 pub mod logging;
+pub mod mcp;
 pub mod metrics;
 pub mod pairing;
 pub mod platform;

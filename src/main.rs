@@ -100,6 +100,21 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// An MCP server on stdin/stdout for clients that launch stdio servers (Claude
+    /// Desktop, …): every tool call goes to the running bridge at --url with --token.
+    Mcp {
+        /// The running bridge's HTTP listener.
+        #[arg(long, env = "HITL_BRIDGE_MCP_URL", default_value = "http://127.0.0.1:8790")]
+        url: String,
+        /// One of the bridge's http.api_tokens secrets; its name is the agent the
+        /// audit log records.
+        #[arg(long, env = "HITL_BRIDGE_MCP_TOKEN", hide_env_values = true)]
+        token: String,
+        /// Where requests are shown when a call names no targets (as in
+        /// routing.channels); repeat it, or separate with commas in the variable.
+        #[arg(long = "target", env = "HITL_BRIDGE_MCP_TARGETS", value_delimiter = ',')]
+        targets: Vec<String>,
+    },
     /// Remembered approvals ("approve for this session", "always approve"): list the
     /// active ones (the default), or revoke one.
     Rules {
@@ -162,6 +177,15 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Demo { timeout_secs, http_listen } => demo(timeout_secs, http_listen).await,
+        Command::Mcp { url, token, targets } => {
+            // stdout carries the protocol: logs go to stderr only (init_logging does).
+            init_logging("warn");
+            if let Some(bad) = targets.iter().find(|t| hitl_bridge::mcp::tools::target(t).is_none()) {
+                anyhow::bail!("--target {bad:?} is not platform:chat (e.g. telegram:-100123/7, discord:1100…, console)");
+            }
+            hitl_bridge::mcp::stdio::run(&url, &token, targets).await?;
+            Ok(())
+        }
         Command::Pair { code, list, revoke, config } => {
             let settings = Settings::load(config.as_deref())?;
             let command = match (code, revoke) {

@@ -1,0 +1,241 @@
+//! The MCP server (rmcp): the tools of [`super::tools`], each pushed through the
+//! bridge's `/v1` ([`super::bridge_api`]) and waited on until a person answers.
+//!
+//! While a tool waits it long-polls the request; between polls, when the client sent
+//! a progress token, it reports `waiting for a decision in telegram:-100…, 42 s left`.
+//! A client's `notifications/cancelled` cancels the request (every copy of the card
+//! locks as cancelled). An expired request is a tool error (`isError: true`) naming
+//! the deadline, not a protocol error, so the agent can read why.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, ErrorData, Implementation, ProgressNotificationParam, ServerCapabilities, ServerConfig};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use serde_json::{Value, json};
+
+use super::bridge_api::{ApiCallError, BridgeApi};
+use super::tools::{self, ApprovalInput, Ending, InputError, PromptInput, QuestionsInput};
+
+/// Where the tools send their requests, and as whom.
+#[derive(Clone)]
+pub struct Upstream {
+    /// The bridge's base URL (`http://127.0.0.1:8790`).
+    pub base: String,
+    /// The token every call uses (stdio); `None` inside the bridge, where each MCP
+    /// request's own `Authorization` header is forwarded.
+    pub token: Option<String>,
+    pub http: reqwest::Client,
+}
+
+/// One MCP connection's server: rmcp makes one per session.
+#[derive(Clone)]
+pub struct HitlTools {
+    upstream: Upstream,
+    /// `mcp.default_targets`.
+    default_targets: Arc<Vec<String>>,
+    /// Names a generated `approval_key` when the transport has no session id (stdio).
+    connection: String,
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl HitlTools {
+    /// A server offering `offered` of [`tools::ALL`].
+    pub fn new(upstream: Upstream, default_targets: Arc<Vec<String>>, offered: &[String]) -> Self {
+        let mut tool_router = Self::tool_router();
+        for name in tools::ALL {
+            if !offered.iter().any(|o| o == name) {
+                tool_router.remove_route(name);
+            }
+        }
+        let connection = uuid::Uuid::new_v4().simple().to_string();
+        Self { upstream, default_targets, connection, tool_router }
+    }
+
+    #[tool(
+        name = "request_approval",
+        description = "Ask a person in the team's Telegram or Discord to approve, edit or reject one or more tool calls before you run them. Blocks until they decide (or the deadline passes) and returns one decision per action: approve, edit (with edited_action: run that instead), reject (with their message), or respond, plus who decided and when."
+    )]
+    async fn request_approval(&self, Parameters(input): Parameters<ApprovalInput>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+        let key = self.key_for(input.routing.approval_key.as_deref(), &ctx);
+        let body = tools::approval_body(&input, &self.default_targets, key).map_err(bad_input)?;
+        let state = self.ask(&body, &ctx).await?;
+        Ok(ended(tools::approval_result(&state)))
+    }
+
+    #[tool(
+        name = "ask_user_question",
+        description = "Ask a person in the team's Telegram or Discord 1-4 questions (single or multi select, with an optional free-text option) and wait for the answers. Returns answers (question text -> answer text, several choices joined with \", \") and selected_options (the chosen labels per question)."
+    )]
+    async fn ask_user_question(&self, Parameters(input): Parameters<QuestionsInput>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+        let key = self.key_for(input.routing.approval_key.as_deref(), &ctx);
+        let body = tools::questions_body(&input, &self.default_targets, key).map_err(bad_input)?;
+        let state = self.ask(&body, &ctx).await?;
+        Ok(ended(tools::questions_result(&state)))
+    }
+
+    #[tool(
+        name = "approval_prompt",
+        description = "Claude Code's permission prompt (--permission-prompt-tool mcp__hitl__approval_prompt): a person approves, edits or denies the tool call in chat. Returns {\"behavior\":\"allow\",\"updatedInput\":{...}} or {\"behavior\":\"deny\",\"message\":\"...\"} as JSON text."
+    )]
+    async fn approval_prompt(&self, Parameters(input): Parameters<PromptInput>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+        // The tool-use id makes a retried prompt join the same request.
+        let key = match &input.tool_use_id {
+            Some(id) => format!("claude-{id}"),
+            None => self.key_for(None, &ctx),
+        };
+        let body = tools::prompt_body(&input, &self.default_targets, key).map_err(bad_input)?;
+        let state = self.ask(&body, &ctx).await?;
+        let answer = tools::prompt_result(&state, &input);
+        // Claude Code reads the first text block as the JSON answer.
+        Ok(CallToolResult::success(vec![ContentBlock::text(answer.to_string())]))
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for HitlTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("hitl-bridge", env!("CARGO_PKG_VERSION")))
+            .with_instructions("Ask people in Telegram or Discord to approve tool calls or answer questions, and wait for them.")
+    }
+}
+
+impl HitlTools {
+    /// The caller's key, or one made from the MCP session and this call's id, so a
+    /// call the transport repeats joins its request.
+    fn key_for(&self, given: Option<&str>, ctx: &RequestContext<RoleServer>) -> String {
+        if let Some(key) = given {
+            return key.to_owned();
+        }
+        let session = http_parts(ctx)
+            .and_then(|parts| parts.headers.get("mcp-session-id")?.to_str().ok().map(str::to_owned))
+            .unwrap_or_else(|| self.connection.clone());
+        let id = match serde_json::to_value(&ctx.id).unwrap_or_default() {
+            Value::String(s) => s,
+            other => other.to_string(),
+        };
+        format!("mcp-{session}-{id}")
+    }
+
+    /// The `/v1` client for this call: the fixed token, or the one the MCP request
+    /// carried (already checked by [`super::http`]).
+    fn api(&self, ctx: &RequestContext<RoleServer>) -> Result<BridgeApi, ErrorData> {
+        let token = match &self.upstream.token {
+            Some(token) => token.clone(),
+            None => http_parts(ctx)
+                .and_then(|parts| parts.headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?.split_once(' ').map(|(_, t)| t.trim().to_owned()))
+                .ok_or_else(|| ErrorData::invalid_request("no bearer token", None))?,
+        };
+        Ok(BridgeApi::new(&self.upstream.base, &token, self.upstream.http.clone()))
+    }
+
+    /// Pushes `body` and waits until the request leaves `pending`, reporting progress
+    /// and cancelling the request if the client cancels the call.
+    async fn ask(&self, body: &Value, ctx: &RequestContext<RoleServer>) -> Result<Value, ErrorData> {
+        let api = self.api(ctx)?;
+        let key = body["approval_key"].as_str().unwrap_or_default().to_owned();
+        let mut state = api.push(body).await.map_err(refused)?;
+        let shown_in = describe_targets(&body["targets"]);
+        let progress_token = ctx.meta.get_progress_token();
+        let mut polls = 0u32;
+        while state["status"] == "pending" {
+            if let Some(token) = &progress_token {
+                polls += 1;
+                let message = waiting_message(&shown_in, &state["expires_at"]);
+                let _ = ctx.peer.notify_progress(ProgressNotificationParam::new(token.clone(), f64::from(polls)).with_message(message)).await;
+            }
+            tokio::select! {
+                () = ctx.ct.cancelled() => {
+                    tracing::info!(approval_key = %key, "the MCP client cancelled the call; cancelling the request");
+                    if let Err(e) = api.cancel(&key).await {
+                        tracing::warn!(approval_key = %key, error = %e, "cannot cancel the request the client gave up on");
+                    }
+                    return Err(ErrorData::internal_error("cancelled by the client", None));
+                }
+                polled = api.wait(&key) => state = polled.map_err(refused)?,
+            }
+        }
+        Ok(state)
+    }
+}
+
+/// The HTTP request an MCP message came in, when it came over HTTP.
+fn http_parts(ctx: &RequestContext<RoleServer>) -> Option<&axum::http::request::Parts> {
+    ctx.extensions.get::<axum::http::request::Parts>()
+}
+
+/// "telegram:-100123, discord:456" from the body's targets.
+fn describe_targets(targets: &Value) -> String {
+    let names: Vec<String> = targets
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            let platform = t["platform"].as_str().unwrap_or("?");
+            let place = ["chat_id", "channel_id", "user_id"].iter().find_map(|f| t[*f].as_str());
+            match place {
+                Some(place) => format!("{platform}:{place}"),
+                None => platform.to_owned(),
+            }
+        })
+        .collect();
+    names.join(", ")
+}
+
+/// "waiting for a decision in telegram:-100123, 42 s left".
+fn waiting_message(shown_in: &str, expires_at: &Value) -> String {
+    let left = expires_at
+        .as_str()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|deadline| (deadline.timestamp_millis() - crate::clock::now_ms()).max(0) / 1000);
+    match left {
+        Some(secs) => format!("waiting for a decision in {shown_in}, {secs} s left"),
+        None => format!("waiting for a decision in {shown_in}"),
+    }
+}
+
+fn ended(ending: Ending) -> CallToolResult {
+    match ending {
+        Ending::Answered(result) => {
+            let mut answer = CallToolResult::structured(result.clone());
+            answer.content = vec![ContentBlock::text(result.to_string())];
+            answer
+        }
+        Ending::Unanswered(why) => CallToolResult::error(vec![ContentBlock::text(why)]),
+    }
+}
+
+/// Bad arguments: a JSON-RPC invalid-params error naming the argument.
+fn bad_input(e: InputError) -> ErrorData {
+    ErrorData::invalid_params(e.to_string(), Some(json!({"field": e.field})))
+}
+
+/// The bridge refused the request (an invalid field: invalid params naming it; a
+/// conflict or anything else: an internal error carrying the API's words).
+fn refused(e: ApiCallError) -> ErrorData {
+    match e {
+        ApiCallError::Refused { status: 422 | 400, code, field, message } => {
+            let named = field.as_deref().map(|f| format!("{f}: {message}")).unwrap_or(message);
+            ErrorData::invalid_params(named, Some(json!({"code": code, "field": field})))
+        }
+        ApiCallError::Refused { status, code, message, .. } => ErrorData::internal_error(format!("the bridge refused the request ({status} {code}): {message}"), Some(json!({"code": code}))),
+        unreachable @ ApiCallError::Unreachable { .. } => ErrorData::internal_error(unreachable.to_string(), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn progress_names_the_chats_and_the_time_left() {
+        let targets = json!([{"platform": "telegram", "chat_id": "-100"}, {"platform": "console"}]);
+        assert_eq!(super::describe_targets(&targets), "telegram:-100, console");
+        let in_42s = chrono::DateTime::from_timestamp_millis(crate::clock::now_ms() + 42_500).unwrap().to_rfc3339();
+        assert_eq!(super::waiting_message("telegram:-100", &json!(in_42s)), "waiting for a decision in telegram:-100, 42 s left");
+    }
+}
