@@ -5,7 +5,8 @@
 //! a progress token, it reports `waiting for a decision in telegram:-100…, 42 s left`.
 //! A client's `notifications/cancelled` cancels the request (every copy of the card
 //! locks as cancelled). An expired request is a tool error (`isError: true`) naming
-//! the deadline, not a protocol error, so the agent can read why.
+//! the deadline, not a protocol error, so the agent can read why; so are bad arguments
+//! (naming the argument), as MCP asks of input errors, so the model can correct them.
 
 use std::sync::Arc;
 
@@ -61,9 +62,8 @@ impl HitlTools {
     )]
     async fn request_approval(&self, Parameters(input): Parameters<ApprovalInput>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
         let key = self.key_for(input.routing.approval_key.as_deref(), &ctx);
-        let body = tools::approval_body(&input, &self.default_targets, key).map_err(bad_input)?;
-        let state = self.ask(&body, &ctx).await?;
-        Ok(ended(tools::approval_result(&state)))
+        let asked = async { Ok(ended(tools::approval_result(&self.ask(&tools::approval_body(&input, &self.default_targets, key)?, &ctx).await?))) };
+        finish(asked.await)
     }
 
     #[tool(
@@ -72,9 +72,8 @@ impl HitlTools {
     )]
     async fn ask_user_question(&self, Parameters(input): Parameters<QuestionsInput>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
         let key = self.key_for(input.routing.approval_key.as_deref(), &ctx);
-        let body = tools::questions_body(&input, &self.default_targets, key).map_err(bad_input)?;
-        let state = self.ask(&body, &ctx).await?;
-        Ok(ended(tools::questions_result(&state)))
+        let asked = async { Ok(ended(tools::questions_result(&self.ask(&tools::questions_body(&input, &self.default_targets, key)?, &ctx).await?))) };
+        finish(asked.await)
     }
 
     #[tool(
@@ -87,11 +86,12 @@ impl HitlTools {
             Some(id) => format!("claude-{id}"),
             None => self.key_for(None, &ctx),
         };
-        let body = tools::prompt_body(&input, &self.default_targets, key).map_err(bad_input)?;
-        let state = self.ask(&body, &ctx).await?;
-        let answer = tools::prompt_result(&state, &input);
-        // Claude Code reads the first text block as the JSON answer.
-        Ok(CallToolResult::success(vec![ContentBlock::text(answer.to_string())]))
+        let asked = async {
+            let state = self.ask(&tools::prompt_body(&input, &self.default_targets, key)?, &ctx).await?;
+            // Claude Code reads the first text block as the JSON answer.
+            Ok(CallToolResult::success(vec![ContentBlock::text(tools::prompt_result(&state, &input).to_string())]))
+        };
+        finish(asked.await)
     }
 }
 
@@ -123,22 +123,22 @@ impl HitlTools {
 
     /// The `/v1` client for this call: the fixed token, or the one the MCP request
     /// carried (already checked by [`super::http`]).
-    fn api(&self, ctx: &RequestContext<RoleServer>) -> Result<BridgeApi, ErrorData> {
+    fn api(&self, ctx: &RequestContext<RoleServer>) -> Result<BridgeApi, Failed> {
         let token = match &self.upstream.token {
             Some(token) => token.clone(),
             None => http_parts(ctx)
                 .and_then(|parts| parts.headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?.split_once(' ').map(|(_, t)| t.trim().to_owned()))
-                .ok_or_else(|| ErrorData::invalid_request("no bearer token", None))?,
+                .ok_or_else(|| Failed::Protocol(ErrorData::invalid_request("no bearer token", None)))?,
         };
         Ok(BridgeApi::new(&self.upstream.base, &token, self.upstream.http.clone()))
     }
 
     /// Pushes `body` and waits until the request leaves `pending`, reporting progress
     /// and cancelling the request if the client cancels the call.
-    async fn ask(&self, body: &Value, ctx: &RequestContext<RoleServer>) -> Result<Value, ErrorData> {
+    async fn ask(&self, body: &Value, ctx: &RequestContext<RoleServer>) -> Result<Value, Failed> {
         let api = self.api(ctx)?;
         let key = body["approval_key"].as_str().unwrap_or_default().to_owned();
-        let mut state = api.push(body).await.map_err(refused)?;
+        let mut state = api.push(body).await?;
         let shown_in = describe_targets(&body["targets"]);
         let progress_token = ctx.meta.get_progress_token();
         let mut polls = 0u32;
@@ -154,9 +154,9 @@ impl HitlTools {
                     if let Err(e) = api.cancel(&key).await {
                         tracing::warn!(approval_key = %key, error = %e, "cannot cancel the request the client gave up on");
                     }
-                    return Err(ErrorData::internal_error("cancelled by the client", None));
+                    return Err(Failed::Protocol(ErrorData::internal_error("cancelled by the client", None)));
                 }
-                polled = api.wait(&key) => state = polled.map_err(refused)?,
+                polled = api.wait(&key) => state = polled?,
             }
         }
         Ok(state)
@@ -209,21 +209,49 @@ fn ended(ending: Ending) -> CallToolResult {
     }
 }
 
-/// Bad arguments: a JSON-RPC invalid-params error naming the argument.
-fn bad_input(e: InputError) -> ErrorData {
-    ErrorData::invalid_params(e.to_string(), Some(json!({"field": e.field})))
+/// Why a tool call did not get an answer.
+enum Failed {
+    /// Something the calling model can fix or should know (bad arguments, a key
+    /// reused with other arguments): a tool error (`isError: true`) naming the
+    /// argument, as MCP asks for input errors so the model can correct itself.
+    Tool(CallToolResult),
+    /// The call could not be carried out at all (the bridge unreachable, the call
+    /// cancelled): a JSON-RPC error.
+    Protocol(ErrorData),
 }
 
-/// The bridge refused the request (an invalid field: invalid params naming it; a
-/// conflict or anything else: an internal error carrying the API's words).
-fn refused(e: ApiCallError) -> ErrorData {
-    match e {
-        ApiCallError::Refused { status: 422 | 400, code, field, message } => {
-            let named = field.as_deref().map(|f| format!("{f}: {message}")).unwrap_or(message);
-            ErrorData::invalid_params(named, Some(json!({"code": code, "field": field})))
+fn finish(asked: Result<CallToolResult, Failed>) -> Result<CallToolResult, ErrorData> {
+    match asked {
+        Ok(result) | Err(Failed::Tool(result)) => Ok(result),
+        Err(Failed::Protocol(e)) => Err(e),
+    }
+}
+
+/// `{"error": {"code", "field", "message"}}` as a tool error, the message also as text.
+fn tool_error(code: &str, field: Option<&str>, message: String) -> Failed {
+    let text = match field {
+        Some(field) => format!("{field}: {message}"),
+        None => message.clone(),
+    };
+    let mut result = CallToolResult::structured_error(json!({"error": {"code": code, "field": field, "message": message}}));
+    result.content = vec![ContentBlock::text(text)];
+    Failed::Tool(result)
+}
+
+impl From<InputError> for Failed {
+    fn from(e: InputError) -> Self {
+        tool_error("invalid_field", Some(&e.field), e.reason)
+    }
+}
+
+impl From<ApiCallError> for Failed {
+    /// What `/v1` refused is the caller's to fix (its fields, its key); a bridge that
+    /// does not answer is not.
+    fn from(e: ApiCallError) -> Self {
+        match e {
+            ApiCallError::Refused { code, field, message, .. } => tool_error(&code, field.as_deref(), message),
+            unreachable @ ApiCallError::Unreachable { .. } => Failed::Protocol(ErrorData::internal_error(unreachable.to_string(), None)),
         }
-        ApiCallError::Refused { status, code, message, .. } => ErrorData::internal_error(format!("the bridge refused the request ({status} {code}): {message}"), Some(json!({"code": code}))),
-        unreachable @ ApiCallError::Unreachable { .. } => ErrorData::internal_error(unreachable.to_string(), None),
     }
 }
 
