@@ -18,6 +18,7 @@
 //!   ([`engine::routing`]) and runs deadlines, on parallel shards that each own their
 //!   sessions; platform calls go through per-chat lanes.
 //! - [`platform`]: console, Telegram, Discord.
+//! - [`listener`]: what every HTTP listener allows a client (connections, timeouts).
 //! - [`server`]: the HTTP listener (`/healthz`, `/readyz`, `/metrics`, `/v1`).
 //! - [`metrics`]: the Prometheus registry `/metrics` renders.
 //! - [`pairing`]: approving pairing codes (CLI and admin chats).
@@ -34,6 +35,7 @@ pub mod clock;
 pub mod config;
 pub mod engine;
 pub mod interaction;
+pub mod listener;
 pub mod logging;
 pub mod metrics;
 pub mod pairing;
