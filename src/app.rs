@@ -15,6 +15,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::backend::http_api::auth::Tokens;
+use crate::listener::Limits;
 use crate::backend::http_api::HttpApi;
 use crate::backend::lease::Lease;
 use crate::backend::session::{SessionConnector, SessionOptions};
@@ -91,6 +92,8 @@ impl App {
         let (engine, requests) = EngineHandle::channel();
         // This bridge's own registry: figures of other bridges in the process never mix in.
         let metrics = Metrics::new();
+        // Every listener (HTTP API, Telegram webhook, Discord endpoint) shares these.
+        let limits = Limits::from_settings(&settings.http, crate::listener::raise_open_files_limit());
         let mut platforms: Vec<Arc<dyn Platform>> = Vec::new();
         let mut console_input = None;
         if let (true, Some((input, output))) = (settings.console.enabled, console) {
@@ -103,13 +106,13 @@ impl App {
         // A platform that is enabled but cannot start stops the bridge with a clear
         // error, rather than running without it.
         if settings.telegram.enabled {
-            let telegram = crate::platform::telegram::start(settings, engine.clone(), signer.clone(), store.clone(), metrics.clone())
+            let telegram = crate::platform::telegram::start(settings, limits, engine.clone(), signer.clone(), store.clone(), metrics.clone())
                 .await
                 .map_err(|e| AppError::Platform { platform: "telegram", reason: e.to_string() })?;
             platforms.push(telegram);
         }
         if settings.discord.enabled {
-            let discord = crate::platform::discord::start(&settings.discord, settings.access_policy(), signer.clone(), engine.clone(), store.clone(), metrics.clone())
+            let discord = crate::platform::discord::start(&settings.discord, limits, settings.access_policy(), signer.clone(), engine.clone(), store.clone(), metrics.clone())
                 .await
                 .map_err(|e| AppError::Platform { platform: "discord", reason: e.to_string() })?;
             platforms.push(discord);
@@ -134,7 +137,7 @@ impl App {
             if http_api.enabled() && settings.mcp.enabled {
                 routes = routes.merge(crate::mcp::http::router(&settings.mcp, Tokens::new(settings.http.tokens()), own_base.clone()));
             }
-            let served = crate::server::serve(&settings.http.listen, readiness.clone(), metrics.clone(), routes)
+            let served = crate::server::serve(&settings.http.listen, limits, readiness.clone(), metrics.clone(), routes)
                 .await
                 .map_err(|source| AppError::Listen { listen: settings.http.listen.clone(), source })?;
             let _ = own_base.set(loopback_base(served.0));

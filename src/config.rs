@@ -69,6 +69,14 @@ pub struct HttpSettings {
     pub callback_timeout_secs: u64,
     /// Callback retries back off from 1 s, doubling up to this.
     pub callback_max_backoff_secs: u64,
+    /// Open connections per listener (lowered to fit the open-files limit; see
+    /// [`crate::listener`]).
+    pub max_connections: usize,
+    /// A request's headers must arrive within this; also how long a keep-alive
+    /// connection may sit idle.
+    pub header_read_timeout_secs: u64,
+    /// A request's body must arrive whole within this.
+    pub body_read_timeout_secs: u64,
 }
 
 impl Default for HttpSettings {
@@ -79,6 +87,9 @@ impl Default for HttpSettings {
             api_tokens: Vec::new(),
             callback_timeout_secs: 10,
             callback_max_backoff_secs: 300,
+            max_connections: 4096,
+            header_read_timeout_secs: 10,
+            body_read_timeout_secs: 30,
         }
     }
 }

@@ -18,6 +18,7 @@
 //!   ([`engine::routing`]) and runs deadlines, on parallel shards that each own their
 //!   sessions; platform calls go through per-chat lanes.
 //! - [`platform`]: console, Telegram, Discord.
+//! - [`listener`]: what every HTTP listener allows a client (connections, timeouts).
 //! - [`server`]: the HTTP listener (`/healthz`, `/readyz`, `/metrics`, `/v1`).
 //! - [`mcp`]: the bridge as an MCP server (`/mcp`, `hitl-bridge mcp`), every tool
 //!   call a `/v1` request.
@@ -36,6 +37,7 @@ pub mod clock;
 pub mod config;
 pub mod engine;
 pub mod interaction;
+pub mod listener;
 pub mod logging;
 pub mod mcp;
 pub mod metrics;

@@ -1,8 +1,8 @@
 //! The bridge's own HTTP listener (`http.listen`): `/healthz` (the process is alive),
 //! `/readyz` (the store answers and every enabled platform has started), `/metrics`
 //! (Prometheus, see [`crate::metrics`]), and whatever routes the parts mount on it (the
-//! inbound API's `/v1`). Bodies over 1 MiB are refused with 413 before any handler
-//! reads them. [`probe`] is the other side: `hitl-bridge health` (the container's
+//! inbound API's `/v1`), through [`crate::listener`]'s limits on connections and
+//! timeouts. Bodies over 1 MiB are refused with 413 before any handler reads them. [`probe`] is the other side: `hitl-bridge health` (the container's
 //! `HEALTHCHECK`) asking `/readyz`.
 
 use std::net::SocketAddr;
@@ -20,6 +20,7 @@ use axum::routing::get;
 use serde_json::json;
 use tokio::task::JoinHandle;
 
+use crate::listener::Limits;
 use crate::metrics::{self, Metrics, StoreFigures};
 use crate::store::Store;
 
@@ -61,7 +62,7 @@ struct Scrape {
 }
 
 /// Binds `listen` and serves health, metrics and `routes` until the task is aborted.
-pub async fn serve(listen: &str, readiness: Arc<Readiness>, metrics: Metrics, routes: Router) -> std::io::Result<(SocketAddr, JoinHandle<()>)> {
+pub async fn serve(listen: &str, limits: Limits, readiness: Arc<Readiness>, metrics: Metrics, routes: Router) -> std::io::Result<(SocketAddr, JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
     let scrape = Scrape { store: readiness.store.clone(), metrics };
@@ -71,11 +72,7 @@ pub async fn serve(listen: &str, readiness: Arc<Readiness>, metrics: Metrics, ro
         .route("/metrics", get(metrics_page).with_state(scrape))
         .merge(routes)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
-    let task = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!(error = %e, "the HTTP listener stopped");
-        }
-    });
+    let task = tokio::spawn(crate::listener::serve(listener, app, limits));
     tracing::info!(%addr, "HTTP listener up");
     Ok((addr, task))
 }

@@ -1353,7 +1353,7 @@ mod policies {
         settings.access.approver_roles = vec![LEAD_ROLE.into()];
         let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
         let store = hitl_bridge::store::Store::connect("sqlite::memory:").await.expect("store");
-        let discord = hitl_bridge::platform::discord::start(&settings.discord, settings.access_policy(), TokenSigner::new(b"k"), engine, store, hitl_bridge::metrics::Metrics::new())
+        let discord = hitl_bridge::platform::discord::start(&settings.discord, hitl_bridge::listener::Limits::from_settings(&settings.http, None), settings.access_policy(), TokenSigner::new(b"k"), engine, store, hitl_bridge::metrics::Metrics::new())
             .await
             .expect("starts");
         let key = hitl_bridge::store::ChatKey::new("discord", CHANNEL_ID, None);

@@ -86,6 +86,8 @@ impl HttpApi {
         Router::new()
             .route("/v1/requests", get(routes::list).post(routes::create))
             .route("/v1/requests/{approval_key}", get(routes::get_one).delete(routes::cancel))
+            // Before any of the routes above reads a body byte.
+            .route_layer(axum::middleware::from_fn_with_state(self.clone(), routes::guard))
             .route("/v1/openapi.json", get(openapi_json))
             .with_state(self.clone())
     }

@@ -34,6 +34,24 @@ const WAIT_POLL: Duration = Duration::from_millis(500);
 
 type Api = State<Arc<HttpApi>>;
 
+/// Refuses a caller without a valid token (401), or one declaring a body over the
+/// limit (413), before a byte of the body is read: a stranger's 1 MiB POST costs the
+/// headers only. The handlers still read the token, for the agent's name.
+pub async fn guard(State(api): Api, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if api.authenticate(request.headers()).is_err() {
+        return ApiError::unauthorized().into_response();
+    }
+    let declared = request.headers().get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > crate::server::MAX_BODY_BYTES as u64) {
+        return too_large().into_response();
+    }
+    next.run(request).await
+}
+
+fn too_large() -> ApiError {
+    ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the body is over 1 MiB")
+}
+
 /// Create a request and show it on its targets.
 #[utoipa::path(post, path = "/v1/requests", request_body = PushBody, security(("bearer" = [])),
     responses(
@@ -48,7 +66,7 @@ type Api = State<Arc<HttpApi>>;
 pub async fn create(State(api): Api, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
     let agent = api.authenticate(&headers)?;
     let bytes = body.map_err(|rejection| match rejection.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the body is over 1 MiB"),
+        StatusCode::PAYLOAD_TOO_LARGE => too_large(),
         _ => ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", format!("cannot read the body: {rejection}")),
     })?;
     let (push, raw) = parse(&bytes)?;

@@ -23,6 +23,7 @@ use axum::{Json, Router};
 use serenity::interactions_endpoint::Verifier;
 
 use super::{Shared, handler};
+use crate::listener::Limits;
 
 /// The largest interaction body accepted. Real ones are a few KiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -66,16 +67,12 @@ fn parse_key(public_key: &str) -> Result<Verifier, EndpointError> {
 }
 
 /// Binds `listen` and serves the endpoint until the task is aborted.
-pub async fn serve(shared: Arc<Shared>, public_key: &str, listen: &str) -> Result<tokio::task::JoinHandle<()>, EndpointError> {
+pub async fn serve(shared: Arc<Shared>, public_key: &str, listen: &str, limits: Limits) -> Result<tokio::task::JoinHandle<()>, EndpointError> {
     let verifier = parse_key(public_key.trim())?;
     let listener = tokio::net::TcpListener::bind(listen).await?;
     tracing::info!(addr = ?listener.local_addr().ok(), "Discord interactions endpoint listening");
     let app = router(shared, verifier);
-    Ok(tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!(error = %e, "the Discord interactions endpoint stopped");
-        }
-    }))
+    Ok(tokio::spawn(crate::listener::serve(listener, app, limits)))
 }
 
 /// Whether `timestamp` (unix seconds, as Discord sends it) is within

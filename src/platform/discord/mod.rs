@@ -35,6 +35,7 @@ use crate::config::DiscordSettings;
 use crate::engine::EngineHandle;
 use crate::interaction::policy::Mention;
 use crate::interaction::{AccessPolicy, Interaction};
+use crate::listener::Limits;
 use crate::metrics::Metrics;
 use crate::platform::locale::Locale;
 use crate::platform::token::TokenSigner;
@@ -158,7 +159,7 @@ pub struct Discord {
 /// a public key is configured) in the background. A token Discord refuses, a gateway
 /// that closes before READY or an endpoint port that cannot be bound is an error:
 /// the bridge must not run with a Discord that cannot work.
-pub async fn start(settings: &DiscordSettings, policy: AccessPolicy, signer: TokenSigner, engine: EngineHandle, store: Store, metrics: Metrics) -> Result<Arc<Discord>, PlatformError> {
+pub async fn start(settings: &DiscordSettings, limits: Limits, policy: AccessPolicy, signer: TokenSigner, engine: EngineHandle, store: Store, metrics: Metrics) -> Result<Arc<Discord>, PlatformError> {
     let token = settings.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
     if token.is_empty() {
         return Err(send_error("discord.enabled is set but discord.token is empty (env HITL_BRIDGE__DISCORD__TOKEN)"));
@@ -188,7 +189,7 @@ pub async fn start(settings: &DiscordSettings, policy: AccessPolicy, signer: Tok
         *Shared::lock(&discord.shard_manager) = Some(manager);
     }
     if let Some(key) = settings.public_key.as_deref().filter(|k| !k.is_empty()) {
-        match http_endpoint::serve(shared.clone(), key, &settings.interactions_listen).await {
+        match http_endpoint::serve(shared.clone(), key, &settings.interactions_listen, limits).await {
             Ok(task) => *Shared::lock(&discord.endpoint) = Some(task),
             Err(e) => {
                 discord.shutdown(); // the gateway, if it was started

@@ -45,6 +45,7 @@ use crate::config::{Settings, TelegramSettings};
 use crate::engine::EngineHandle;
 use crate::interaction::policy::Mention;
 use crate::interaction::{AccessPolicy, Interaction};
+use crate::listener::Limits;
 use crate::metrics::Metrics;
 use crate::store::{ChatKey, MessageRef, Store};
 
@@ -74,6 +75,8 @@ pub struct Telegram {
     signer: TokenSigner,
     policy: AccessPolicy,
     settings: TelegramSettings,
+    /// What the webhook listener allows a client.
+    limits: Limits,
     /// The bot's own user id and @username, from getMe (needed to tell whether a
     /// group message is addressed to it).
     me: OnceLock<(u64, String)>,
@@ -104,7 +107,7 @@ pub enum StartError {
 /// identified (getMe) and, in webhook mode, the listener bound and the webhook set
 /// before this returns, so a bad token or a taken port stops the bridge with an error
 /// instead of retrying in the background forever; updates then flow in the background.
-pub async fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigner, store: Store, metrics: Metrics) -> Result<Arc<Telegram>, StartError> {
+pub async fn start(settings: &Settings, limits: Limits, engine: EngineHandle, signer: TokenSigner, store: Store, metrics: Metrics) -> Result<Arc<Telegram>, StartError> {
     let tg = &settings.telegram;
     let token = tg.token.as_ref().map(|t| t.expose_secret().to_owned()).filter(|t| !t.is_empty()).ok_or(StartError::NoToken)?;
     let mut bot = Bot::new(token);
@@ -119,6 +122,7 @@ pub async fn start(settings: &Settings, engine: EngineHandle, signer: TokenSigne
         signer,
         policy: settings.access_policy(),
         settings: tg.clone(),
+        limits,
         me: OnceLock::new(),
         wizard: Wizard::new(store),
         caches: Mutex::new(Caches::default()),

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::routing::post;
 use secrecy::ExposeSecret;
 use teloxide::RequestError;
@@ -43,6 +43,8 @@ const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
 /// Telegram's webhook timeout (about 60 s), after which it would resend the update
 /// while it is still being handled.
 pub const HANDLING_BOUND: Duration = Duration::from_secs(50);
+/// The largest webhook body read. Real updates are a few KiB.
+pub const MAX_UPDATE_BYTES: usize = 1024 * 1024;
 /// How long start-up keeps trying to reach an unreachable Bot API.
 pub const START_RETRY: Duration = Duration::from_secs(30);
 
@@ -53,12 +55,9 @@ pub async fn start(tg: Arc<Telegram>) -> Result<JoinHandle<()>, StartError> {
     Ok(match tg.settings.mode {
         TelegramMode::Polling => tokio::spawn(poll(tg)),
         TelegramMode::Webhook => {
+            let limits = tg.limits;
             let (listener, app) = webhook(tg).await.map_err(|e| StartError::Webhook(e.to_string()))?;
-            tokio::spawn(async move {
-                if let Err(e) = axum::serve(listener, app).await {
-                    tracing::error!(error = %e, "the Telegram webhook server stopped");
-                }
-            })
+            tokio::spawn(crate::listener::serve(listener, app, limits))
         }
     })
 }
@@ -192,14 +191,24 @@ async fn webhook(tg: Arc<Telegram>) -> Result<(tokio::net::TcpListener, axum::Ro
     Ok((listener, app))
 }
 
-async fn receive(State(tg): State<Arc<Telegram>>, headers: HeaderMap, body: axum::body::Bytes) -> StatusCode {
+/// The secret is checked from the headers before a byte of the body is read, so a
+/// stranger's large POST costs nothing; a declared or streamed body over
+/// [`MAX_UPDATE_BYTES`] is refused with 413.
+async fn receive(State(tg): State<Arc<Telegram>>, request: axum::extract::Request) -> StatusCode {
     if let Some(secret) = webhook_secret(&tg) {
-        let given = headers.get(SECRET_HEADER).map(|v| v.as_bytes()).unwrap_or_default();
+        let given = request.headers().get(SECRET_HEADER).map(|v| v.as_bytes()).unwrap_or_default();
         if !constant_time_eq(given, secret.expose_secret().as_bytes()) {
             tracing::warn!("webhook call without the right secret token; refused");
             return StatusCode::UNAUTHORIZED;
         }
     }
+    let body = match axum::body::to_bytes(request.into_body(), MAX_UPDATE_BYTES).await {
+        Ok(body) => body,
+        Err(e) => {
+            tracing::warn!(error = %e, "unreadable webhook body; refused");
+            return StatusCode::PAYLOAD_TOO_LARGE;
+        }
+    };
     let handled = match serde_json::from_slice::<Update>(&body) {
         Ok(update) => dispatch(&tg, update),
         // 200 anyway: Telegram would resend an update we can never read.

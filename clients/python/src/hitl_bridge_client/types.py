@@ -1,4 +1,4 @@
-"""Wire types of the bridge's HTTP API (PROTOCOL.md section 8) and the results the
+"""Wire types of the bridge's HTTP API (docs/protocol.md, part 2) and the results the
 high-level calls return.
 
 Requests and replies stay plain JSON-shaped dicts (``TypedDict``), so what you compare or

@@ -1,0 +1,379 @@
+//! The documentation stays true to the repository and to the binary:
+//!
+//! - every relative link in README.md, docs/**/*.md and clients/python/README.md
+//!   resolves to a file (and, with `#anchor`, a heading) inside the repository, and no
+//!   link leaves it (`../shared/…`, absolute paths);
+//! - docs/configuration.md names every configuration key, and no key that does not
+//!   exist. The keys come from the binary: `hitl-bridge check-config` prints the
+//!   effective configuration as JSON, every key of every section included (unset
+//!   optional keys as `null`). Only `[[policies]]` entries and their unset keys are
+//!   left out of that print, so the test gives it a config with policies that set every
+//!   policy key;
+//! - README.md stays a front door: at most 300 lines.
+
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// README.md, clients/python/README.md and every Markdown file under docs/.
+fn documents() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = vec![root().join("README.md"), root().join("clients/python/README.md")];
+    walk(&root().join("docs"), &mut out);
+    out
+}
+
+/// The document's lines outside fenced code blocks, with inline code spans blanked
+/// (a link written as code is not a link).
+fn prose_lines(text: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let mut kept = String::new();
+        for (i, part) in line.split('`').enumerate() {
+            kept.push_str(if i % 2 == 0 { part } else { "" });
+        }
+        out.push(kept);
+    }
+    out
+}
+
+/// Link targets: inline `[text](target)` and reference definitions `[label]: target`.
+fn links(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in prose_lines(text) {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('[')
+            && let Some(end) = trimmed.find("]:")
+            && !trimmed[..end].contains('(')
+        {
+            if let Some(target) = trimmed[end + 2..].split_whitespace().next() {
+                out.push(target.trim_matches(['<', '>']).to_owned());
+            }
+            continue;
+        }
+        let mut rest = line.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            // Up to the matching `)`: targets such as `docs/x.md#a-(b)` keep their parentheses.
+            let mut depth = 0;
+            let mut end = None;
+            for (i, c) in after.char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' if depth == 0 => {
+                        end = Some(i);
+                        break;
+                    }
+                    ')' => depth -= 1,
+                    _ => {}
+                }
+            }
+            let Some(end) = end else { break };
+            let target = after[..end].split_whitespace().next().unwrap_or("").trim_matches(['<', '>']);
+            out.push(target.to_owned());
+            rest = &after[end..];
+        }
+    }
+    out
+}
+
+/// GitHub's anchors for the headings of a Markdown text: lower case, letters, digits,
+/// `-` and `_` kept, spaces made `-`, everything else dropped; repeats get `-1`, `-2`.
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut fenced = false;
+    let mut seen = BTreeSet::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced || !line.starts_with('#') {
+            continue;
+        }
+        let heading = line.trim_start_matches('#').trim();
+        let slug: String = heading
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || *c == '-' || *c == '_' || *c == ' ')
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        let mut candidate = slug.clone();
+        let mut n = 0;
+        while seen.contains(&candidate) {
+            n += 1;
+            candidate = format!("{slug}-{n}");
+        }
+        seen.insert(candidate);
+    }
+    seen
+}
+
+/// `from` joined with a relative `target`, normalized; `None` when it climbs above the
+/// repository root.
+fn resolve(from_dir: &Path, target: &str) -> Option<PathBuf> {
+    let root = root();
+    let mut parts: Vec<String> = from_dir.strip_prefix(&root).ok()?.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    for component in Path::new(target).components() {
+        match component {
+            Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(parts.iter().fold(root, |path, part| path.join(part)))
+}
+
+/// Everything wrong with the links of one document.
+fn link_problems(doc: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(doc).unwrap();
+    let name = doc.strip_prefix(root()).unwrap().display().to_string();
+    let mut problems = Vec::new();
+    for target in links(&text) {
+        if target.is_empty() {
+            problems.push(format!("{name}: an empty link"));
+            continue;
+        }
+        if target.contains("://") || target.starts_with("mailto:") {
+            continue; // a web page, not a file of the repository
+        }
+        let (path, anchor) = match target.split_once('#') {
+            Some((path, anchor)) => (path, Some(anchor)),
+            None => (target.as_str(), None),
+        };
+        let path = path.split('?').next().unwrap_or_default().replace("%20", " ");
+        let file = if path.is_empty() {
+            doc.to_path_buf()
+        } else if path.starts_with('/') {
+            problems.push(format!("{name}: `{target}` is an absolute path; link relative to the file"));
+            continue;
+        } else {
+            match resolve(doc.parent().unwrap(), &path) {
+                Some(file) => file,
+                None => {
+                    problems.push(format!("{name}: `{target}` points outside the repository"));
+                    continue;
+                }
+            }
+        };
+        if !file.exists() {
+            problems.push(format!("{name}: `{target}` does not exist"));
+            continue;
+        }
+        if let Some(anchor) = anchor
+            && file.extension().is_some_and(|e| e == "md")
+            && !anchors(&std::fs::read_to_string(&file).unwrap()).contains(anchor)
+        {
+            problems.push(format!("{name}: `{target}`: no heading with the anchor #{anchor}"));
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_relative_link_resolves_inside_the_repository() {
+    let docs = documents();
+    assert!(docs.len() >= 10, "expected the README and the guides, found {docs:?}");
+    let problems: Vec<String> = docs.iter().flat_map(|d| link_problems(d)).collect();
+    assert!(problems.is_empty(), "broken links:\n{}", problems.join("\n"));
+}
+
+/// The checker itself: a link out of the repository, a missing file and a missing
+/// anchor are each caught; good links pass.
+#[test]
+fn the_link_checker_catches_what_it_should() {
+    let dir = root().join("docs");
+    let doc = dir.join("protocol.md");
+    let probe = |target: &str| {
+        let text = format!("# Title\n\nSee [it]({target}).\n");
+        let problems: Vec<String> = links(&text)
+            .into_iter()
+            .filter_map(|t| {
+                if t.contains("://") {
+                    return None;
+                }
+                let (path, anchor) = t.split_once('#').map_or((t.as_str(), None), |(p, a)| (p, Some(a)));
+                let Some(file) = (if path.is_empty() { Some(doc.clone()) } else { resolve(&dir, path) }) else {
+                    return Some("outside".to_owned());
+                };
+                if !file.exists() {
+                    return Some("missing".to_owned());
+                }
+                match anchor {
+                    Some(a) if !anchors(&std::fs::read_to_string(&file).unwrap()).contains(a) => Some("anchor".to_owned()),
+                    _ => None,
+                }
+            })
+            .collect();
+        problems.join(",")
+    };
+    assert_eq!(probe("../../shared/PROTOCOL.md"), "outside");
+    assert_eq!(probe("../shared/PROTOCOL.md"), "missing");
+    assert_eq!(probe("nowhere.md"), "missing");
+    assert_eq!(probe("protocol.md#no-such-heading"), "anchor");
+    assert_eq!(probe("protocol.md#part-2-the-http-api"), "");
+    assert_eq!(probe("../README.md"), "");
+    assert_eq!(probe("https://t.me/BotFather"), "");
+    assert_eq!(
+        anchors("# A → b\n## GET /v1/requests/{approval_key}\n## A → b\n```\n# not a heading\n```\n"),
+        ["a--b", "a--b-1", "get-v1requestsapproval_key"].into_iter().map(String::from).collect()
+    );
+    assert_eq!(links("[a](x.md) `[b](y.md)` [c](z.md#q)\n```\n[d](w.md)\n```\n[ref]: r.md\n"), ["x.md", "z.md#q", "r.md"]);
+}
+
+/// Every key `check-config` prints, as `section.key`, `policies[].key` and
+/// `policies[].escalation[].key`. Sections are objects whose members are keys (a
+/// member that is itself a map, such as `telegram.chat_locales`, is one key); arrays of
+/// objects (the policies, their steps) are walked as `name[]`.
+fn configuration_keys() -> BTreeSet<String> {
+    let default = std::fs::read_to_string(root().join("config/default.toml")).unwrap();
+    // Two policies, because `remember` may not go with a quorum above 1; between them
+    // every key of a policy and of an escalation step is set.
+    let policies = r#"
+[[policies]]
+name = "every-key"
+tools = ["run_migration"]
+backends = ["stream"]
+sessions = ["deploy-*"]
+targets = ["console"]
+approvers = ["telegram:1", "telegram:2"]
+approver_roles = ["900"]
+quorum = 2
+escalation = [
+  { after = "5m", remind = "approvers" },
+  { after = "15m", show_in = "console" },
+  { after = "30m", fallback = "reject" },
+]
+
+[[policies]]
+tools = ["read_*"]
+remember = ["session"]
+remember_args = "any"
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, format!("{default}\n{policies}")).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hitl-bridge"));
+    cmd.current_dir(root()).arg("check-config").arg("--config").arg(&path);
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("HITL_BRIDGE__")) {
+        cmd.env_remove(key);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "check-config: {}", String::from_utf8_lossy(&out.stderr));
+    let printed: Value = serde_json::from_slice(&out.stdout).expect("check-config prints JSON");
+
+    fn walk(prefix: &str, value: &Value, is_section: bool, out: &mut BTreeSet<String>) {
+        let join = |key: &str| if prefix.is_empty() { key.to_owned() } else { format!("{prefix}.{key}") };
+        match value {
+            Value::Object(members) if is_section => {
+                for (key, member) in members {
+                    walk(&join(key), member, false, out);
+                }
+            }
+            Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => {
+                // A nested list of tables (`policies[].escalation`) is a key too.
+                if prefix.contains("[]") {
+                    out.insert(prefix.to_owned());
+                }
+                for item in items {
+                    for (key, member) in item.as_object().unwrap() {
+                        walk(&format!("{prefix}[].{key}"), member, false, out);
+                    }
+                }
+            }
+            _ => {
+                out.insert(prefix.to_owned());
+            }
+        }
+    }
+    let mut keys = BTreeSet::new();
+    for (section, value) in printed.as_object().expect("an object of sections") {
+        walk(section, value, value.is_object(), &mut keys);
+    }
+    keys
+}
+
+/// The keys a document names: the start of every inline code span that begins with a
+/// known section and a `.` or `[].`, e.g. `` `backend.url` `` or
+/// `` `backend.kind = "kimi"` `` (both `backend.kind`).
+fn keys_named(text: &str, sections: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut fenced = false;
+    let mut named = BTreeSet::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for span in line.split('`').skip(1).step_by(2) {
+            let token: String = span.chars().take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.[]".contains(*c)).collect();
+            let Some(section) = token.split(['.', '[']).next() else { continue };
+            let rest = &token[section.len()..];
+            // `policies[0]` is an entry, not a key; `policies[].quorum` is a key.
+            if sections.contains(section) && (rest.starts_with('.') || rest.starts_with("[].")) {
+                named.insert(token.trim_end_matches('.').to_owned());
+            }
+        }
+    }
+    named
+}
+
+#[test]
+fn configuration_md_documents_every_key_and_only_real_ones() {
+    let keys = configuration_keys();
+    // The binary's own sections are all there (a broken print would pass vacuously).
+    for expected in ["backend.url", "store.url", "access.users", "telegram.chat_locales", "discord.guild_id", "http.api_tokens", "kimi.env", "policies[].quorum", "policies[].escalation", "policies[].escalation[].fallback"] {
+        assert!(keys.contains(expected), "check-config no longer prints `{expected}`: {keys:?}");
+    }
+    let doc = std::fs::read_to_string(root().join("docs/configuration.md")).unwrap();
+    let missing: Vec<&String> = keys.iter().filter(|k| !doc.contains(&format!("`{k}`"))).collect();
+    assert!(missing.is_empty(), "docs/configuration.md does not document: {missing:?}");
+    let sections: BTreeSet<String> = keys.iter().map(|k| k.split(['.', '[']).next().unwrap().to_owned()).collect();
+    let unknown: Vec<String> = keys_named(&doc, &sections).into_iter().filter(|k| !keys.contains(k)).collect();
+    assert!(unknown.is_empty(), "docs/configuration.md names keys that do not exist: {unknown:?}");
+}
+
+#[test]
+fn keys_named_reads_code_spans_only() {
+    let sections: BTreeSet<String> = ["backend", "policies"].into_iter().map(String::from).collect();
+    let named = keys_named("`backend.kind = \"kimi\"`, `backend.colour`, backend.nope, `policies[].quorum`, `policies[0]`, `config/backend.toml`\n```\n`backend.fenced`\n```\n", &sections);
+    assert_eq!(named, ["backend.colour", "backend.kind", "policies[].quorum"].into_iter().map(String::from).collect());
+}
+
+#[test]
+fn readme_is_a_front_door() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(lines <= 300, "README.md has {lines} lines; move details to a guide in docs/");
+    // CI runs these two commands as the README gives them.
+    assert!(readme.contains("cargo test --locked"), "the README's test command is gone");
+    assert!(readme.contains("cargo run --release -- demo"), "the README's demo command is gone");
+}
