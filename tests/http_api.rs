@@ -4,6 +4,8 @@
 //! callback, whose exact JSON and signature are checked.
 
 mod support;
+#[path = "support/backends.rs"]
+mod backends;
 #[path = "support/fake_discord.rs"]
 mod fake_discord;
 #[path = "support/fake_telegram.rs"]
@@ -837,5 +839,224 @@ async fn policy_fallback_rejects_when_nobody_decides() {
     assert_eq!(state["reply"], json!({"decisions": [reject, reject]}));
     assert_eq!(state["settled_by"], json!({"fallback": {"decision": "reject", "after_seconds": 1}}));
     assert!(state.get("decided_by").is_none());
+    api.stop().await;
+}
+
+// ---------------------------------------------------------------------------------
+// MCP (`/mcp`): the official MCP Python SDK as the client, tests/backends/mcp_client.
+
+/// One run of tests/backends/mcp_client/client.py against the bridge's `/mcp`: its
+/// JSON-line events as they come.
+struct McpClient {
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl McpClient {
+    /// `None` (the test skips, or fails under CI) without the SDK's venv.
+    fn start(api: &Api, token: &str, scenario: &str, args: Value) -> Option<McpClient> {
+        use tokio::io::AsyncBufReadExt;
+        let venv = backends::installed("mcp_client")?;
+        let mut child = tokio::process::Command::new(venv.join("bin/python"))
+            .arg(backends::spec_dir("mcp_client").join("client.py"))
+            .args([format!("{}/mcp", api.base), token.to_owned(), scenario.to_owned(), args.to_string()])
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the MCP client");
+        let lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+        Some(McpClient { child, lines })
+    }
+
+    /// The next event whose `event` is `kind` (others before it are skipped).
+    async fn next(&mut self, kind: &str) -> Value {
+        let wait = async {
+            while let Some(line) = self.lines.next_line().await.expect("client output") {
+                let event: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON: {line}"));
+                if event["event"] == kind {
+                    return event;
+                }
+            }
+            panic!("the MCP client ended before a {kind:?} event");
+        };
+        tokio::time::timeout(Duration::from_secs(60), wait).await.unwrap_or_else(|_| panic!("no {kind:?} event within 60 s"))
+    }
+
+    async fn end(mut self) {
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
+    }
+}
+
+/// A bridge whose MCP tools show requests in the ops group unless told otherwise.
+async fn mcp_api() -> Api {
+    Api::start(|s| s.mcp.default_targets = vec![format!("telegram:{OPS}")]).await
+}
+
+fn call(tool: &str, arguments: Value) -> Value {
+    json!({"tool": tool, "arguments": arguments})
+}
+
+#[tokio::test]
+async fn mcp_lists_its_tools_with_schemas_and_refuses_a_wrong_token() {
+    let api = mcp_api().await;
+    let Some(mut client) = McpClient::start(&api, SECRET, "list", json!({})) else { return api.stop().await };
+    let tools = client.next("tools").await;
+    let names: Vec<&str> = tools["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["approval_prompt", "ask_user_question", "request_approval"]);
+    let approval = tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == "request_approval").unwrap();
+    assert_eq!(approval["inputSchema"]["required"], json!(["actions"]), "{approval}");
+    for field in ["actions", "text", "targets", "approvers", "timeout_seconds", "policy", "approval_key"] {
+        assert!(approval["inputSchema"]["properties"].get(field).is_some(), "{field} in {approval}");
+    }
+    client.end().await;
+    let mut refused = McpClient::start(&api, "wrong-token", "list", json!({})).unwrap();
+    assert_eq!(refused.next("error").await["message"], "Server returned an error response");
+    refused.end().await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    for token in [None, Some("wrong-token")] {
+        let (status, body) = api.send(reqwest::Method::POST, "/mcp", token, Some(initialize.to_string().into_bytes())).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("unauthorized")), "{token:?}");
+    }
+    api.stop().await;
+}
+
+/// request_approval blocks until the click on Telegram, reporting progress, and
+/// returns the decisions exactly as `/v1` has them, with who and when; the token's
+/// name is the audited agent.
+#[tokio::test]
+async fn mcp_request_approval_is_decided_on_telegram() {
+    let api = mcp_api().await;
+    let args = call("request_approval", json!({"actions": [{"name": "run_migration", "args": {"db": "orders"}, "description": "adds a column"}],
+        "text": "Release 43", "approval_key": "mcp-1", "timeout_seconds": 300}));
+    let Some(mut client) = McpClient::start(&api, SECRET, "call", args) else { return api.stop().await };
+    let progress = client.next("progress").await;
+    assert!(progress["message"].as_str().unwrap().starts_with(&format!("waiting for a decision in telegram:{OPS}, ")), "{progress}");
+    let card = api.tg_message(OPS, "run_migration").await;
+    assert!(card["text"].as_str().unwrap().contains("Release 43"));
+    api.tg_click(OPS, id_of(&card), "Approve", &ana()).await;
+    let result = client.next("result").await;
+    assert_eq!(result["isError"], false);
+    let state = api.get("mcp-1").await;
+    assert_eq!(result["structured"], json!({"decisions": [{"type": "approve"}], "approval_key": "mcp-1", "status": "resolved",
+        "decided_by": {"platform": "telegram", "id": "3003", "name": "Ana"}, "decided_at": state["decided_at"]}));
+    assert_eq!(serde_json::from_str::<Value>(result["text"].as_str().unwrap()).unwrap(), result["structured"], "the same as text");
+    client.end().await;
+    let store = hitl_bridge::store::Store::connect(&api.settings.store.url).await.unwrap();
+    let audit = store.audit_log("mcp-1").await.unwrap();
+    assert_eq!((audit[0].outcome.as_str(), audit[0].agent.as_deref()), ("resolved", Some("ci")));
+    api.stop().await;
+}
+
+/// approval_prompt answers in Claude Code's permission-prompt shape: allow with the
+/// input, or deny with the approver's words.
+#[tokio::test]
+async fn mcp_approval_prompt_answers_as_claude_code_expects() {
+    let api = mcp_api().await;
+    let prompt = |id: &str| call("approval_prompt", json!({"tool_name": "Bash", "input": {"command": "touch done.txt"}, "tool_use_id": id}));
+    let Some(mut client) = McpClient::start(&api, SECRET, "call", prompt("toolu_1")) else { return api.stop().await };
+    let card = api.tg_message(OPS, "touch done.txt").await;
+    api.tg_click(OPS, id_of(&card), "Approve", &ana()).await;
+    let result = client.next("result").await;
+    assert_eq!((result["isError"].clone(), result["text"].clone()), (json!(false), json!(r#"{"behavior":"allow","updatedInput":{"command":"touch done.txt"}}"#)));
+    client.end().await;
+
+    let mut client = McpClient::start(&api, SECRET, "call", prompt("toolu_2")).unwrap();
+    client.next("calling").await;
+    let card = wait_until(|| async {
+        api.tg.bot_messages(OPS).into_iter().rev().find(|m| m["text"].as_str().is_some_and(|t| t.contains("touch done.txt")) && has_keyboard(m))
+    })
+    .await;
+    api.tg_click(OPS, id_of(&card), "Reject", &ana()).await;
+    let result = client.next("result").await;
+    assert_eq!(result["text"], json!(r#"{"behavior":"deny","message":"Rejected by Ana."}"#));
+    client.end().await;
+    api.stop().await;
+}
+
+/// ask_user_question answered on Discord: the stream protocol's answers map and the
+/// API's selected_options.
+#[tokio::test]
+async fn mcp_ask_user_question_is_answered_on_discord() {
+    let api = mcp_api().await;
+    api.dc.wait_identified(1).await;
+    let args = call("ask_user_question", json!({"questions": [{"question": "Which DB?", "header": "DB", "options": [{"label": "Postgres"}, {"label": "SQLite"}]}],
+        "targets": [format!("discord:{CHANNEL_ID}")]}));
+    let Some(mut client) = McpClient::start(&api, SECRET, "call", args) else { return api.stop().await };
+    let card = api.dc.wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
+    let message_id = card.response.as_ref().and_then(|m| m["id"].as_str()).unwrap().to_owned();
+    let rows = card.body["components"].as_array().unwrap();
+    let buttons: Vec<&Value> = rows.iter().flat_map(|r| r["components"].as_array().unwrap()).collect();
+    let who = fake_discord::user("500000000000000001", "Lan");
+    match buttons.iter().find(|c| c["type"] == 3) {
+        Some(select) => {
+            api.dc.dispatch("INTERACTION_CREATE", fake_discord::select(&api.dc, select["custom_id"].as_str().unwrap(), &["0"], &message_id, CHANNEL_ID, &who));
+            api.dc.wait_request(0, |r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{message_id}"))).await;
+            let submit = buttons.iter().find(|c| c["label"] == "Submit").expect("Submit");
+            api.dc.dispatch("INTERACTION_CREATE", fake_discord::click(&api.dc, submit["custom_id"].as_str().unwrap(), &message_id, CHANNEL_ID, &who, &[]));
+        }
+        None => {
+            let postgres = buttons.iter().find(|c| c["label"].as_str().is_some_and(|l| l.contains("Postgres"))).expect("a Postgres button");
+            api.dc.dispatch("INTERACTION_CREATE", fake_discord::click(&api.dc, postgres["custom_id"].as_str().unwrap(), &message_id, CHANNEL_ID, &who, &[]));
+        }
+    }
+    let result = client.next("result").await;
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(result["structured"]["answers"], json!({"Which DB?": "Postgres"}));
+    assert_eq!(result["structured"]["selected_options"], json!([["Postgres"]]));
+    assert_eq!(result["structured"]["decided_by"], json!({"platform": "discord", "id": "500000000000000001", "name": "Lan"}));
+    client.end().await;
+    api.stop().await;
+}
+
+/// A client that gives up (its read timeout sends notifications/cancelled) cancels
+/// the request: the card locks; an unanswered request is a tool error naming its
+/// deadline.
+#[tokio::test]
+async fn mcp_a_cancelled_call_locks_the_card_and_an_expired_one_is_a_tool_error() {
+    let api = mcp_api().await;
+    let mut args = call("request_approval", json!({"actions": [{"name": "drop_table"}], "approval_key": "mcp-cancel"}));
+    args["timeout"] = json!(2);
+    let Some(mut client) = McpClient::start(&api, SECRET, "call", args) else { return api.stop().await };
+    let card = api.tg_message(OPS, "drop_table").await;
+    client.next("error").await;
+    let locked = api.tg_shows(OPS, id_of(&card), "ancel").await;
+    assert!(!has_keyboard(&locked), "{locked}");
+    assert_eq!(api.get("mcp-cancel").await["status"], "cancelled");
+    client.end().await;
+
+    let args = call("request_approval", json!({"actions": [{"name": "rotate_keys"}], "approval_key": "mcp-expire", "timeout_seconds": 1}));
+    let mut client = McpClient::start(&api, SECRET, "call", args).unwrap();
+    let result = client.next("result").await;
+    assert_eq!(result["isError"], true);
+    let deadline = api.get("mcp-expire").await["expires_at"].as_str().unwrap().to_owned();
+    assert_eq!(result["text"], format!("nobody answered request \"mcp-expire\" before its deadline ({deadline}); it expired"));
+    client.end().await;
+    api.stop().await;
+}
+
+/// The same call twice with the same key joins one request (one card); bad
+/// arguments are a tool error naming the field.
+#[tokio::test]
+async fn mcp_a_repeated_key_joins_the_request_and_bad_arguments_name_the_field() {
+    let api = mcp_api().await;
+    let args = call("request_approval", json!({"actions": [{"name": "restart_db"}], "approval_key": "mcp-twice"}));
+    let Some(mut client) = McpClient::start(&api, SECRET, "twice", args) else { return api.stop().await };
+    client.next("progress").await;
+    let card = api.tg_message(OPS, "restart_db").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let cards = api.tg.bot_messages(OPS).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("restart_db"))).count();
+    assert_eq!(cards, 1, "one request, one card");
+    api.tg_click(OPS, id_of(&card), "Approve", &ana()).await;
+    let (first, second) = (client.next("result").await, client.next("result").await);
+    assert_eq!(first["structured"], second["structured"]);
+    assert_eq!(first["structured"]["decisions"], json!([{"type": "approve"}]));
+    client.end().await;
+
+    let bad = call("request_approval", json!({"actions": [{"name": "x"}], "targets": ["telegram:-100", "irc:1"]}));
+    let mut client = McpClient::start(&api, SECRET, "call", bad).unwrap();
+    let result = client.next("result").await;
+    assert_eq!(result["isError"], true);
+    assert_eq!(result["structured"]["error"]["field"], "targets[1]", "{result}");
+    client.end().await;
     api.stop().await;
 }

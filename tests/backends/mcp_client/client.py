@@ -30,6 +30,9 @@ def emit(**event):
 
 
 def error_event(e):
+    # anyio task groups wrap the real failure (e.g. an HTTP 401): report the first leaf.
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
     error = getattr(e, "error", None)
     return {
         "event": "error",
