@@ -855,11 +855,16 @@ struct McpClient {
 impl McpClient {
     /// `None` (the test skips, or fails under CI) without the SDK's venv.
     fn start(api: &Api, token: &str, scenario: &str, args: Value) -> Option<McpClient> {
+        Self::run(&format!("{}/mcp", api.base), token, scenario, args)
+    }
+
+    /// The client's own arguments (`url`, `token`) as the scenario reads them.
+    fn run(url: &str, token: &str, scenario: &str, args: Value) -> Option<McpClient> {
         use tokio::io::AsyncBufReadExt;
         let venv = backends::installed("mcp_client")?;
         let mut child = tokio::process::Command::new(venv.join("bin/python"))
             .arg(backends::spec_dir("mcp_client").join("client.py"))
-            .args([format!("{}/mcp", api.base), token.to_owned(), scenario.to_owned(), args.to_string()])
+            .args([url.to_owned(), token.to_owned(), scenario.to_owned(), args.to_string()])
             .stdout(std::process::Stdio::piped())
             .kill_on_drop(true)
             .spawn()
@@ -1057,6 +1062,23 @@ async fn mcp_a_repeated_key_joins_the_request_and_bad_arguments_name_the_field()
     let result = client.next("result").await;
     assert_eq!(result["isError"], true);
     assert_eq!(result["structured"]["error"]["field"], "targets[1]", "{result}");
+    client.end().await;
+    api.stop().await;
+}
+
+/// `hitl-bridge mcp`: a stdio server the client launches, forwarding every call to the
+/// running bridge with the token; the request is the bridge's like any other.
+#[tokio::test]
+async fn mcp_over_stdio_forwards_to_the_running_bridge() {
+    let api = mcp_api().await;
+    let mut args = call("request_approval", json!({"actions": [{"name": "scale_up"}], "approval_key": "mcp-stdio", "targets": [format!("telegram:{OPS}")]}));
+    args["token"] = json!(SECRET);
+    let Some(mut client) = McpClient::run(env!("CARGO_BIN_EXE_hitl-bridge"), &api.base, "stdio", args) else { return api.stop().await };
+    let card = api.tg_message(OPS, "scale_up").await;
+    api.tg_click(OPS, id_of(&card), "Approve", &ana()).await;
+    let result = client.next("result").await;
+    assert_eq!((result["isError"].clone(), result["structured"]["decisions"].clone()), (json!(false), json!([{"type": "approve"}])), "{result}");
+    assert_eq!(api.get("mcp-stdio").await["status"], "resolved");
     client.end().await;
     api.stop().await;
 }

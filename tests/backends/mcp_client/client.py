@@ -13,7 +13,8 @@ click the card once the call is waiting:
 
 Scenarios: `list` (initialize and list tools), `call` (ARGS_JSON is
 {"tool": NAME, "arguments": {...}, "timeout": SECONDS?}), `twice` (the same call twice
-at once, on two sessions).
+at once, on two sessions), `stdio` (the call over stdio to `hitl-bridge mcp`: URL is
+the binary, TOKEN the bridge's URL, and the token comes in ARGS_JSON's "token").
 """
 
 import json
@@ -22,6 +23,7 @@ import sys
 import anyio
 import httpx2
 from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 
@@ -79,6 +81,15 @@ async def main():
                 emit(**error_event(e))
     elif scenario == "call":
         await session_call(url, token, args["tool"], args["arguments"], args.get("timeout"), "only")
+    elif scenario == "stdio":
+        server = StdioServerParameters(command=url, args=["mcp", "--url", token], env={"HITL_BRIDGE_MCP_TOKEN": args["token"]})
+        async with stdio_client(server) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                emit(event="calling", tool=args["tool"], label="stdio")
+                result = await session.call_tool(args["tool"], args["arguments"], progress_callback=on_progress)
+                text = "".join(getattr(c, "text", "") for c in result.content)
+                emit(event="result", label="stdio", isError=bool(result.is_error), structured=result.structured_content, text=text)
     elif scenario == "twice":
         async with anyio.create_task_group() as tg:
             for label in ("first", "second"):
