@@ -69,6 +69,13 @@ pub struct HttpSettings {
     pub callback_timeout_secs: u64,
     /// Callback retries back off from 1 s, doubling up to this.
     pub callback_max_backoff_secs: u64,
+    /// Callback attempts in flight at once; each has its own timeout, so a receiver
+    /// that hangs holds one slot, not the others' callbacks.
+    pub callback_concurrency: usize,
+    /// Callback URLs may point at loopback, private and link-local addresses (an
+    /// on-prem receiver, the tests). Off: they must be public, checked at push time and
+    /// again on the address dialled.
+    pub callback_allow_private: bool,
     /// Open connections per listener (lowered to fit the open-files limit; see
     /// [`crate::listener`]).
     pub max_connections: usize,
@@ -87,6 +94,8 @@ impl Default for HttpSettings {
             api_tokens: Vec::new(),
             callback_timeout_secs: 10,
             callback_max_backoff_secs: 300,
+            callback_concurrency: 16,
+            callback_allow_private: false,
             max_connections: 4096,
             header_read_timeout_secs: 10,
             body_read_timeout_secs: 30,

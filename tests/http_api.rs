@@ -71,6 +71,8 @@ impl Api {
         ])
         .expect("settings");
         settings.http.api_tokens = vec![format!("ci:{SECRET}"), "other:other-secret".into()];
+        // The receivers listen on loopback.
+        settings.http.callback_allow_private = true;
         tweak(&mut settings);
         let mut api = Api { tg, dc, app: None, settings, base: String::new(), http: reqwest::Client::new(), _dir: dir };
         api.boot().await;
@@ -839,6 +841,144 @@ async fn policy_fallback_rejects_when_nobody_decides() {
     assert_eq!(state["reply"], json!({"decisions": [reject, reject]}));
     assert_eq!(state["settled_by"], json!({"fallback": {"decision": "reject", "after_seconds": 1}}));
     assert!(state.get("decided_by").is_none());
+    api.stop().await;
+}
+
+// ---------------------------------------------------------------------------------
+// Callbacks facing hostile or broken receivers.
+
+/// A TCP listener that accepts connections and never answers: a receiver that hangs.
+async fn hanging_receiver() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    (url, task)
+}
+
+fn approval_with_callback(key: &str, url: &str) -> Value {
+    json!({"approval_key": key, "targets": [ops_target()], "callback_url": url, "actions": [{"name": "noop", "args": {}}]})
+}
+
+/// Five receivers that never answer, then a healthy one: the healthy callback arrives
+/// at once, not after the others' timeouts.
+#[tokio::test]
+async fn a_healthy_callback_is_not_held_up_by_hanging_receivers() {
+    let api = Api::start(|_| {}).await;
+    let mut hanging = Vec::new();
+    for n in 0..5 {
+        let (url, task) = hanging_receiver().await;
+        hanging.push(task);
+        assert_eq!(api.push(&approval_with_callback(&format!("a-hang-{n}"), &url)).await.0, StatusCode::CREATED);
+    }
+    let healthy = Receiver::start(&[]).await;
+    assert_eq!(api.push(&approval_with_callback("z-healthy", &healthy.url)).await.0, StatusCode::CREATED);
+    for n in 0..5 {
+        assert_eq!(api.delete(&format!("a-hang-{n}")).await.0, StatusCode::OK);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let settled = std::time::Instant::now();
+    assert_eq!(api.delete("z-healthy").await.0, StatusCode::OK);
+    healthy.wait_hits(1).await;
+    let took = settled.elapsed();
+    println!("healthy callback behind five hanging receivers: {took:?}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    for task in hanging {
+        task.abort();
+    }
+    api.stop().await;
+}
+
+/// Due callbacks go by due time, then by when they were pushed, never by key.
+#[tokio::test]
+async fn callbacks_go_in_push_order_not_key_order() {
+    let api = Api::start(|s| s.http.callback_concurrency = 1).await;
+    let hook = Receiver::start(&[]).await;
+    for key in ["zz-first", "aa-second"] {
+        assert_eq!(api.push(&approval_with_callback(key, &hook.url)).await.0, StatusCode::CREATED);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Settled together, while the deliverer is idle: both are due at once.
+    let (a, b) = tokio::join!(api.delete("zz-first"), api.delete("aa-second"));
+    assert_eq!((a.0, b.0), (StatusCode::OK, StatusCode::OK));
+    let hits = hook.wait_hits(2).await;
+    let keys: Vec<String> = hits.iter().map(|(_, body)| serde_json::from_str::<Value>(body).unwrap()["approval_key"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(keys, ["zz-first", "aa-second"]);
+    api.stop().await;
+}
+
+/// A 307 from the receiver is a failed attempt: the signed state never reaches where
+/// it points, and the callback is tried again later.
+#[tokio::test]
+async fn a_redirect_is_not_followed() {
+    let api = Api::start(|_| {}).await;
+    let elsewhere = Receiver::start(&[]).await;
+    let redirecting = {
+        let to = elsewhere.url.clone();
+        let hits: Arc<Mutex<usize>> = Arc::default();
+        let counted = hits.clone();
+        let app = axum::Router::new().route(
+            "/hook",
+            post(move || {
+                let (to, counted) = (to.clone(), counted.clone());
+                async move {
+                    *counted.lock().unwrap() += 1;
+                    (StatusCode::TEMPORARY_REDIRECT, [(axum::http::header::LOCATION, to)])
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        (url, hits)
+    };
+    assert_eq!(api.push(&approval_with_callback("redir-1", &redirecting.0)).await.0, StatusCode::CREATED);
+    api.delete("redir-1").await;
+    wait_until(|| async { (*redirecting.1.lock().unwrap() >= 2).then_some(()) }).await;
+    assert!(elsewhere.hits().is_empty(), "the redirect target received the signed state");
+    api.stop().await;
+}
+
+/// Callback URLs aimed inside the network are refused at push time, by what they
+/// resolve to, unless http.callback_allow_private.
+#[tokio::test]
+async fn callback_urls_inside_the_network_are_refused() {
+    let mut api = Api::start(|s| s.http.callback_allow_private = false).await;
+    for url in ["http://127.0.0.1:5432/", "http://169.254.169.254/latest/meta-data/", "http://[::1]:5432/", "http://10.1.2.3/hook", "http://[fc00::1]/hook", "http://localhost:22/", "http://[::ffff:127.0.0.1]/"] {
+        let (status, err) = api.push(&approval_with_callback("ssrf", url)).await;
+        assert_eq!((status, err["error"]["code"].as_str(), err["error"]["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_callback_url"), Some("callback_url")), "{url}: {err}");
+        assert!(err["error"]["message"].as_str().unwrap().contains("private or internal address"), "{err}");
+    }
+    assert_eq!(api.send(reqwest::Method::GET, "/v1/requests/ssrf", Some(SECRET), None).await.0, StatusCode::NOT_FOUND, "nothing was stored");
+
+    // Pushed while private addresses were allowed, delivered after they no longer are
+    // (as when a name resolves elsewhere by then): refused at connect time, for an IP
+    // and for a name alike.
+    api.settings.http.callback_allow_private = true;
+    api.restart().await;
+    let by_ip = Receiver::start(&[]).await;
+    let by_name = Receiver::start(&[]).await;
+    let name_url = by_name.url.replace("127.0.0.1", "localhost");
+    assert_eq!(api.push(&approval_with_callback("late-ip", &by_ip.url)).await.0, StatusCode::CREATED);
+    assert_eq!(api.push(&approval_with_callback("late-name", &name_url)).await.0, StatusCode::CREATED);
+    api.settings.http.callback_allow_private = false;
+    api.restart().await;
+    api.delete("late-ip").await;
+    api.delete("late-name").await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(by_ip.hits().is_empty() && by_name.hits().is_empty(), "a callback reached an internal address");
+    // They were tried (and failed), not skipped: both are still owed, with attempts.
+    let store = hitl_bridge::store::Store::connect(&api.settings.store.url).await.unwrap();
+    let owed = store.due_callbacks(i64::MAX, 10).await.unwrap();
+    let mut tried: Vec<(String, bool)> = owed.iter().map(|c| (c.approval_key.clone(), c.attempts >= 1)).collect();
+    tried.sort();
+    assert_eq!(tried, [("late-ip".to_owned(), true), ("late-name".to_owned(), true)]);
     api.stop().await;
 }
 

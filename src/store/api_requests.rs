@@ -126,13 +126,16 @@ impl Store {
         Ok(rows.iter().map(decode_row).filter_map(json::skip_corrupt).collect())
     }
 
-    /// Callbacks whose request has ended and whose next attempt is at or before `now_ms`.
+    /// Callbacks whose request has ended and whose next attempt is at or before `now_ms`,
+    /// by due time, then by when the request was pushed: never by key, which an agent
+    /// picks and could use to jump the queue.
     pub async fn due_callbacks(&self, now_ms: i64, limit: i64) -> Result<Vec<DueCallback>> {
         let rows = sqlx::query(
             "SELECT c.approval_key, c.interaction_id, c.url, c.agent, c.attempts, c.next_attempt_ms
              FROM callback_outbox c JOIN interactions i ON i.id = c.interaction_id
+             JOIN api_requests a ON a.approval_key = c.approval_key
              WHERE i.status <> $1 AND c.next_attempt_ms <= $2
-             ORDER BY c.next_attempt_ms, c.approval_key LIMIT $3",
+             ORDER BY c.next_attempt_ms, a.created_at_ms LIMIT $3",
         )
         .bind(Status::Pending.name())
         .bind(now_ms)

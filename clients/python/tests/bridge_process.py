@@ -160,6 +160,8 @@ class BridgeProcess:
                 "HITL_BRIDGE__CONSOLE__USER_NAME": CONSOLE_NAME,
                 "HITL_BRIDGE__HTTP__LISTEN": f"127.0.0.1:{self.port}",
                 "HITL_BRIDGE__HTTP__API_TOKENS": f"ci:{TOKEN}",
+                # The test's callback receiver listens on loopback.
+                "HITL_BRIDGE__HTTP__CALLBACK_ALLOW_PRIVATE": "true",
                 "HITL_BRIDGE__TIMEOUTS__GRACE_SECS": "0",
                 # No agent backend in these tests: point the WebSocket at a closed port.
                 "HITL_BRIDGE__BACKEND__URL": f"ws://127.0.0.1:{free_port()}/ws/{{session_id}}",

@@ -5,17 +5,25 @@
 //! each attempt keeps two replicas from posting the same one at once.
 //!
 //! Signature: `X-Hitl-Timestamp: <unix seconds>` and `X-Hitl-Signature:
-//! sha256=<hex HMAC-SHA256 over "<timestamp>.<body>">` (PROTOCOL.md §8).
+//! sha256=<hex HMAC-SHA256 over "<timestamp>.<body>">` (docs/protocol.md).
+//!
+//! Deliveries are isolated: each attempt runs as its own task (at most
+//! `http.callback_concurrency` at once) with its own timeout, so a receiver that hangs
+//! delays only its own callbacks; due callbacks are taken by due time, then creation.
+//! Redirects are not followed (a 3xx is a failed attempt): the signed state goes only
+//! where the agent said. Unless `http.callback_allow_private`, the connection may
+//! only reach a public address ([`super::callback_guard`]).
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 
 use super::auth::Tokens;
-use super::view;
+use super::{callback_guard, view};
 use crate::clock::now_ms;
 use crate::store::{DueCallback, Store, StoreError};
 
@@ -42,6 +50,16 @@ pub fn backoff(attempts: i64, max: Duration) -> Duration {
     Duration::from_secs(1u64 << exp).min(max)
 }
 
+/// The callback client: no redirects, and (unless private addresses are allowed) a
+/// resolver that only hands out public addresses.
+pub fn client(allow_private: bool) -> reqwest::Client {
+    let builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
+    let builder = if allow_private { builder } else { builder.dns_resolver(Arc::new(callback_guard::GuardedResolver)) };
+    // Fails only without a TLS backend, which is compiled in; never fall back to a
+    // client without the guard.
+    builder.build().expect("the callback client builds")
+}
+
 pub struct Deliverer {
     pub store: Store,
     pub tokens: Tokens,
@@ -49,52 +67,103 @@ pub struct Deliverer {
     pub wake: Arc<Notify>,
     pub timeout: Duration,
     pub max_backoff: Duration,
+    pub allow_private: bool,
+    /// Attempts at once (`http.callback_concurrency`).
+    pub concurrency: usize,
 }
 
 impl Deliverer {
     /// Runs until the task is aborted.
     pub async fn run(self) {
+        let this = Arc::new(Running { deliverer: self, in_flight: Mutex::new(HashSet::new()), slots: Semaphore::new(0) });
+        this.slots.add_permits(this.deliverer.concurrency.max(1));
         loop {
-            if let Err(e) = self.deliver_due().await {
+            if let Err(e) = this.clone().deliver_due().await {
                 tracing::warn!(error = %e, "cannot read the callback outbox; retrying");
             }
             tokio::select! {
-                _ = self.wake.notified() => {}
+                _ = this.deliverer.wake.notified() => {}
                 _ = tokio::time::sleep(POLL) => {}
             }
         }
     }
+}
 
-    async fn deliver_due(&self) -> Result<(), StoreError> {
+/// The deliverer at work: which callbacks this replica is posting right now.
+struct Running {
+    deliverer: Deliverer,
+    in_flight: Mutex<HashSet<String>>,
+    slots: Semaphore,
+}
+
+impl Running {
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Claims every due callback not already being posted here, as far as there are
+    /// free slots, and posts each in its own task.
+    async fn deliver_due(self: Arc<Self>) -> Result<(), StoreError> {
+        let d = &self.deliverer;
         let now = now_ms();
-        for due in self.store.due_callbacks(now, BATCH).await? {
-            // Held long enough for one attempt; a crash mid-way frees it after that.
-            let hold = now + (self.timeout + Duration::from_secs(5)).as_millis() as i64;
-            if !self.store.claim_callback(&due, hold).await? {
+        for due in d.store.due_callbacks(now, BATCH).await? {
+            if self.in_flight().contains(&due.approval_key) {
                 continue;
             }
-            let attempts = due.attempts + 1;
-            match self.attempt(&due).await {
-                Ok(()) => {
-                    self.store.callback_delivered(&due.approval_key).await?;
-                    tracing::info!(approval_key = %due.approval_key, attempts, "callback delivered");
-                }
-                Err(why) => {
-                    let delay = backoff(attempts, self.max_backoff);
-                    tracing::warn!(approval_key = %due.approval_key, url = %due.url, attempts, retry_in = ?delay, error = %why, "callback failed");
-                    self.store.retry_callback_at(&due.approval_key, now_ms() + delay.as_millis() as i64).await?;
-                }
+            let Ok(slot) = self.slots.try_acquire() else { break };
+            // Held long enough for one attempt; a crash mid-way frees it after that.
+            let hold = now + (d.timeout + Duration::from_secs(5)).as_millis() as i64;
+            if !d.store.claim_callback(&due, hold).await? {
+                continue;
             }
+            slot.forget();
+            self.in_flight().insert(due.approval_key.clone());
+            let this = self.clone();
+            tokio::spawn(async move {
+                if let Err(e) = this.deliver(&due).await {
+                    tracing::warn!(approval_key = %due.approval_key, error = %e, "cannot record a callback attempt; it is retried when its claim lapses");
+                }
+                this.in_flight().remove(&due.approval_key);
+                this.slots.add_permits(1);
+                // A slot is free: look again at once rather than at the next poll.
+                this.deliverer.wake.notify_one();
+            });
         }
         Ok(())
     }
 
+    async fn deliver(&self, due: &DueCallback) -> Result<(), StoreError> {
+        let d = &self.deliverer;
+        let attempts = due.attempts + 1;
+        match tokio::time::timeout(d.timeout, d.attempt(due)).await.unwrap_or_else(|_| Err(format!("no answer within {:?}", d.timeout))) {
+            Ok(()) => {
+                d.store.callback_delivered(&due.approval_key).await?;
+                tracing::info!(approval_key = %due.approval_key, attempts, "callback delivered");
+            }
+            Err(why) => {
+                let delay = backoff(attempts, d.max_backoff);
+                tracing::warn!(approval_key = %due.approval_key, url = %due.url, attempts, retry_in = ?delay, error = %why, "callback failed");
+                d.store.retry_callback_at(&due.approval_key, now_ms() + delay.as_millis() as i64).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Deliverer {
     /// One POST. Any 2xx is success; everything else is retried.
     async fn attempt(&self, due: &DueCallback) -> Result<(), String> {
         let secret = self.tokens.secret_of(&due.agent).ok_or_else(|| format!("the API token `{}` is no longer configured; cannot sign", due.agent))?;
         let request = self.store.api_request(&due.approval_key).await.map_err(|e| e.to_string())?.ok_or("the request is gone")?;
         let interaction = self.store.interaction(&due.interaction_id).await.map_err(|e| e.to_string())?.ok_or("the interaction is gone")?;
         let body = serde_json::to_string(&view::state(&request, &interaction)).map_err(|e| e.to_string())?;
+        // A name is checked by the client's resolver; an IP literal never reaches it.
+        if !self.allow_private
+            && let Some(ip) = reqwest::Url::parse(&due.url).ok().and_then(|u| u.host_str()?.trim_matches(['[', ']']).parse::<std::net::IpAddr>().ok())
+            && !callback_guard::is_public(ip)
+        {
+            return Err(format!("{ip} is a private or internal address (http.callback_allow_private is off)"));
+        }
         let timestamp = now_ms() / 1000;
         let response = self
             .http
@@ -106,9 +175,30 @@ impl Deliverer {
             .body(body)
             .send()
             .await
-            .map_err(|e| e.to_string())?;
-        if response.status().is_success() { Ok(()) } else { Err(format!("the agent answered {}", response.status())) }
+            .map_err(|e| with_causes(&e))?;
+        let status = response.status();
+        if status.is_success() {
+            Ok(())
+        } else if status.is_redirection() {
+            let to = response.headers().get(reqwest::header::LOCATION).and_then(|l| l.to_str().ok()).unwrap_or("nowhere");
+            Err(format!("the agent answered {status} to {to}; redirects are not followed"))
+        } else {
+            Err(format!("the agent answered {status}"))
+        }
     }
+}
+
+/// An error with its causes (reqwest's own message hides why a connection failed,
+/// e.g. the guard's refusal).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut line = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        line.push_str(": ");
+        line.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    line
 }
 
 #[cfg(test)]

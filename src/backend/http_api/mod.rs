@@ -12,10 +12,12 @@
 //! - [`body`]: the request body and its validation.
 //! - [`view`]: the state an agent sees.
 //! - [`routes`]: the handlers. [`auth`]: named tokens. [`error`]: error bodies.
-//! - [`callbacks`]: durable, signed, retried callbacks from the store's outbox.
+//! - [`callbacks`]: durable, signed, retried callbacks from the store's outbox, each
+//!   isolated from the others; [`callback_guard`]: where they may go.
 
 pub mod auth;
 pub mod body;
+pub mod callback_guard;
 pub mod callbacks;
 pub mod error;
 pub mod routes;
@@ -50,6 +52,8 @@ pub struct HttpApi {
     defaults: TimeoutDefaults,
     /// Platforms a target may name.
     platforms: Vec<&'static str>,
+    /// `http.callback_allow_private`: callback URLs may point inside the network.
+    callback_allow_private: bool,
     /// Notified whenever one of its interactions settles (long-polls wait on it).
     changed: Notify,
     wake_callbacks: Arc<Notify>,
@@ -64,13 +68,16 @@ impl HttpApi {
         let deliverer = callbacks::Deliverer {
             store: store.clone(),
             tokens: tokens.clone(),
-            http: reqwest::Client::new(),
+            http: callbacks::client(settings.callback_allow_private),
             wake: wake_callbacks.clone(),
             timeout: Duration::from_secs(settings.callback_timeout_secs.max(1)),
             max_backoff: Duration::from_secs(settings.callback_max_backoff_secs.max(1)),
+            allow_private: settings.callback_allow_private,
+            concurrency: settings.callback_concurrency,
         };
         let task = (!tokens.is_empty()).then(|| tokio::spawn(deliverer.run()));
-        Arc::new(Self { store, engine, tokens, defaults, platforms, changed: Notify::new(), wake_callbacks, deliverer: Mutex::new(task) })
+        let callback_allow_private = settings.callback_allow_private;
+        Arc::new(Self { store, engine, tokens, defaults, platforms, callback_allow_private, changed: Notify::new(), wake_callbacks, deliverer: Mutex::new(task) })
     }
 
     /// Whether `/v1` is served: at least one token is configured.

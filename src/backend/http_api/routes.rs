@@ -78,6 +78,9 @@ pub async fn create(State(api): Api, headers: HeaderMap, body: Result<Bytes, Byt
         None => uuid::Uuid::new_v4().simple().to_string(),
     };
     let valid = body::validate(&push, &approval_key, &api.platforms, api.defaults)?;
+    if let Some(url) = push.callback_url.as_deref().filter(|_| !api.callback_allow_private) {
+        super::callback_guard::check_url(url).await.map_err(|e| ApiError::invalid("invalid_callback_url", e.to_string(), "callback_url"))?;
+    }
     let now = now_ms();
     let client_session = push.session_id.clone().filter(|s| !s.is_empty());
     let session_id = format!("{SESSION_PREFIX}{}", client_session.as_deref().unwrap_or(&approval_key));
