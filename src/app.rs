@@ -254,7 +254,7 @@ fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc
         idle_close: std::time::Duration::from_secs(backend.idle_close_secs.max(1)),
         metrics: metrics.clone(),
     };
-    let lease = Lease::new(store.clone(), backend.lease_secs);
+    let lease = Lease::new(store.clone(), backend.lease_secs, backend.replica_id());
     match backend.kind {
         BackendKind::Stream => {
             Arc::new(SessionConnector::new(StreamTransport::new(backend.clone(), defaults), options, lease, store.clone(), updates))

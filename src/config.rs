@@ -230,6 +230,12 @@ pub struct BackendSettings {
     /// a lease renewed every third of this; another takes over when it lapses.
     #[serde(default = "default_lease")]
     pub lease_secs: u64,
+    /// This replica's name in the lease table. Stable across restarts (default: the
+    /// host name, as a StatefulSet pod keeps it), so a replica restarted after a crash
+    /// takes its own leases back at once instead of waiting `lease_secs` for them to
+    /// lapse. Distinct per replica: two live processes with one id would both deliver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_id: Option<String>,
     /// A WebSocket ping goes out this often (and right after every command, whose
     /// pong proves the backend read it).
     #[serde(default = "default_ping")]
@@ -483,6 +489,24 @@ impl Default for DiscordSettings {
 
 fn default_reconnect_max() -> u64 {
     30
+}
+
+impl BackendSettings {
+    /// `replica_id`, else the host name (stable across restarts, as a StatefulSet pod's
+    /// is), else a name for this process alone (a restart after a crash then waits
+    /// `lease_secs` for its leases).
+    pub fn replica_id(&self) -> String {
+        if let Some(id) = self.replica_id.as_deref().map(str::trim).filter(|id| !id.is_empty()) {
+            return id.to_owned();
+        }
+        let from_file = |path: &str| std::fs::read_to_string(path).ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+        std::env::var("HOSTNAME")
+            .ok()
+            .filter(|h| !h.trim().is_empty())
+            .or_else(|| from_file("/proc/sys/kernel/hostname"))
+            .or_else(|| from_file("/etc/hostname"))
+            .unwrap_or_else(|| format!("process-{}", uuid::Uuid::new_v4().simple()))
+    }
 }
 
 fn default_lease() -> u64 {

@@ -263,6 +263,8 @@ async fn demo(timeout_secs: u64, http_listen: String) -> anyhow::Result<()> {
 }
 
 async fn run_until_stopped(settings: &Settings) -> anyhow::Result<()> {
+    // One bridge per SQLite file; released by the OS however this process ends.
+    let _store_lock = hitl_bridge::store::lock::lock_store(&settings.store.url)?;
     let console = settings.console.enabled.then(|| (BufReader::new(tokio::io::stdin()), tokio::io::stdout()));
     let mut app = App::start(settings, console).await?;
     let engine_stopped = app.engine_stopped();

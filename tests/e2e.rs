@@ -393,8 +393,8 @@ async fn resolved_elsewhere_while_the_bridge_was_down() {
 /// replica takes the session over.
 #[tokio::test]
 async fn two_replicas_share_sessions_through_leases() {
-    let Rig { sim, mut bridge, dir } = Rig::start(20, &[("backend.lease_secs", "3")]).await;
-    let second = settings(&sim, &dir, &[("backend.lease_secs", "3"), ("console.enabled", "false")]);
+    let Rig { sim, mut bridge, dir } = Rig::start(20, &[("backend.lease_secs", "3"), ("backend.replica_id", "first")]).await;
+    let second = settings(&sim, &dir, &[("backend.lease_secs", "3"), ("backend.replica_id", "second"), ("console.enabled", "false")]);
     let replica = hitl_bridge::app::App::start(&second, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.unwrap();
     let thao = Actor::new("console", "console", "Thảo");
 

@@ -82,6 +82,9 @@ impl Replica {
             ("HITL_BRIDGE__BACKEND__URL", format!("ws://{}/ws/{{session_id}}", sim.addr)),
             ("HITL_BRIDGE__BACKEND__HISTORY_URL", format!("http://{}/sessions/{{session_id}}/history", sim.addr)),
             ("HITL_BRIDGE__BACKEND__LEASE_SECS", LEASE_SECS.to_string()),
+            // Two replicas on one host: each needs its own id (the default, the host
+            // name, would be the same for both).
+            ("HITL_BRIDGE__BACKEND__REPLICA_ID", format!("replica-{name}")),
             ("HITL_BRIDGE__BACKEND__RECONNECT_MAX_SECS", "1".into()),
             ("HITL_BRIDGE__HTTP__ENABLED", "false".into()),
             ("HITL_BRIDGE__TOKENS__SECRET", "replica-shared-token-secret".into()),

@@ -1,7 +1,10 @@
 //! One replica's hold on a session's backend connection (the store's
 //! `session_leases`): taken before connecting, renewed while connected, released when
 //! idle or at shutdown. With one replica it always succeeds; with several, exactly one
-//! connects each session, so events are rendered once and commands sent once.
+//! connects each session, so events are rendered once and commands sent once. The
+//! owner is the replica's stable id (`backend.replica_id`), so the same replica
+//! restarted after a crash renews its own leases at once; another replica's live
+//! lease is still respected.
 
 use std::time::Duration;
 
@@ -17,9 +20,10 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// `lease_secs` below 3 is raised to 3: renewals happen every third of it.
-    pub fn new(store: Store, lease_secs: u64) -> Self {
-        let owner = uuid::Uuid::new_v4().simple().to_string();
+    /// Leases held as `owner` (the replica id: a restarted replica with the same id
+    /// takes its own leases back at once). `lease_secs` below 3 is raised to 3:
+    /// renewals happen every third of it.
+    pub fn new(store: Store, lease_secs: u64, owner: String) -> Self {
         Self { store, owner, period: Duration::from_secs(lease_secs.max(3)) }
     }
 

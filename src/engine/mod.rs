@@ -186,12 +186,19 @@ impl Engine {
             policy,
             grace_ms: settings.timeouts.grace_secs as i64 * 1000,
             on_expiry: settings.timeouts.on_expiry,
-            show_owner: uuid::Uuid::new_v4().simple().to_string(),
+            // The replica's stable id: what a predecessor killed mid-show claimed is
+            // this replica's own, released below instead of waiting for it to lapse.
+            show_owner: settings.backend.replica_id(),
             routes: Routes::default(),
             metrics: crate::metrics::Metrics::default(),
             policies: settings.policies(),
             backend_kind: settings.backend.kind.as_str().to_owned(),
         };
+        // Nothing of this replica is being shown yet: claims under its id were left by
+        // a previous process killed mid-show, and are free now.
+        if let Err(e) = shared.store.release_show_claims(&shared.show_owner).await {
+            tracing::warn!(error = %e, "cannot release this replica's earlier show claims; they lapse in {} s", SHOW_CLAIM_MS / 1000);
+        }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (shards, receivers) = Shards::new(cores * SHARDS_PER_CORE);
         let mut workers: Vec<(mpsc::Receiver<Input>, Vec<Watched>)> = receivers.into_iter().map(|rx| (rx, Vec::new())).collect();

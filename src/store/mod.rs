@@ -22,6 +22,7 @@ mod group_commit;
 mod interactions;
 mod json;
 mod leases;
+pub mod lock;
 mod messages;
 mod outbox;
 mod pairing;
