@@ -234,7 +234,7 @@ pub struct BackendSettings {
     /// host name, as a StatefulSet pod keeps it), so a replica restarted after a crash
     /// takes its own leases back at once instead of waiting `lease_secs` for them to
     /// lapse. Distinct per replica: two live processes with one id would both deliver.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub replica_id: Option<String>,
     /// A WebSocket ping goes out this often (and right after every command, whose
     /// pong proves the backend read it).

@@ -189,11 +189,11 @@ async fn pending_prints_one_aligned_row_per_request(db: &TestDatabase) {
 
     assert_eq!(
         ok(&admin(&db.url, &["pending"]).await),
-        "KEY          SESSION        TARGET                           KIND                               AGE    DEADLINE\n\
-         S_1          S              discord:1100,telegram:-100123    approval:execute_trade,send_email  2h30m  in 6h00m\n\
-         Q_1          S2             console                          question                           2h29m  in 6h00m\n\
-         deploy-42_1  api:deploy-42  discord:1200,telegram:-100999/7  approval:execute_trade,send_email  2h28m  in 6h00m\n\
-         L_1          L              -                                approval:execute_trade,send_email  2h27m  in 6h00m\n"
+        "KEY          AGENT  SESSION        TARGET                           KIND                               AGE    DEADLINE\n\
+         S_1          -      S              discord:1100,telegram:-100123    approval:execute_trade,send_email  2h30m  in 6h00m\n\
+         Q_1          -      S2             console                          question                           2h29m  in 6h00m\n\
+         deploy-42_1  ci     api:deploy-42  discord:1200,telegram:-100999/7  approval:execute_trade,send_email  2h28m  in 6h00m\n\
+         L_1          -      L              -                                approval:execute_trade,send_email  2h27m  in 6h00m\n"
     );
     store.close().await;
 }

@@ -418,9 +418,8 @@ async fn idempotency_and_every_error_code() {
     other["actions"][0]["args"]["v"] = json!("9.9");
     let (status, err) = api.push(&other).await;
     assert_eq!((status, err["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("conflict")));
-    // Another agent pushing the same body under the same key: also 409, and it cannot read it.
-    let (status, _) = api.send(reqwest::Method::POST, "/v1/requests", Some("other-secret"), Some(body.to_string().into_bytes())).await;
-    assert_eq!(status, StatusCode::CONFLICT);
+    // Another agent cannot read it (keys are per agent: see
+    // two_agents_may_use_the_same_key).
     let (status, err) = api.send(reqwest::Method::GET, "/v1/requests/k-1", Some("other-secret"), None).await;
     assert_eq!((status, err["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
 
@@ -841,6 +840,45 @@ async fn policy_fallback_rejects_when_nobody_decides() {
     assert_eq!(state["reply"], json!({"decisions": [reject, reject]}));
     assert_eq!(state["settled_by"], json!({"fallback": {"decision": "reject", "after_seconds": 1}}));
     assert!(state.get("decided_by").is_none());
+    api.stop().await;
+}
+
+/// An approval key belongs to the token that pushed it: a second agent using the same
+/// key gets its own request (201, not a 409 that would tell it the key is in use),
+/// neither sees nor cancels the other's, and each is audited under its agent.
+#[tokio::test]
+async fn two_agents_may_use_the_same_key() {
+    let api = Api::start(|_| {}).await;
+    let push_as = |token: &'static str, tool: &'static str| {
+        let body = json!({"approval_key": "deploy-43_1", "targets": [ops_target()], "actions": [{"name": tool, "args": {}}]});
+        api.send(reqwest::Method::POST, "/v1/requests", Some(token), Some(body.to_string().into_bytes()))
+    };
+    let (status, theirs) = push_as("other-secret", "their_deploy").await;
+    assert_eq!(status, StatusCode::CREATED, "{theirs}");
+    let (status, ours) = push_as(SECRET, "our_deploy").await;
+    assert_eq!(status, StatusCode::CREATED, "{ours}");
+    let their_card = api.tg_message(OPS, "their_deploy").await;
+    let our_card = api.tg_message(OPS, "our_deploy").await;
+
+    // Each reads its own.
+    let (_, mine) = api.send(reqwest::Method::GET, "/v1/requests/deploy-43_1", Some(SECRET), None).await;
+    let (_, other) = api.send(reqwest::Method::GET, "/v1/requests/deploy-43_1", Some("other-secret"), None).await;
+    assert_eq!((mine["status"].as_str(), other["status"].as_str()), (Some("pending"), Some("pending")));
+    // Cancelling ours leaves theirs pending and shown.
+    assert_eq!(api.delete("deploy-43_1").await.0, StatusCode::OK);
+    api.tg_shows(OPS, id_of(&our_card), "ancelled").await;
+    let (_, other) = api.send(reqwest::Method::GET, "/v1/requests/deploy-43_1", Some("other-secret"), None).await;
+    assert_eq!(other["status"], "pending");
+    assert!(has_keyboard(&api.tg.message(OPS, id_of(&their_card)).unwrap()));
+    api.tg_click(OPS, id_of(&their_card), "Approve", &ana()).await;
+    let (_, other) = api.send(reqwest::Method::GET, "/v1/requests/deploy-43_1?wait=5", Some("other-secret"), None).await;
+    assert_eq!((other["status"].as_str(), other["reply"].clone()), (Some("resolved"), json!({"decisions": [{"type": "approve"}]})));
+    assert_eq!(api.get("deploy-43_1").await["status"], "cancelled", "ours stays cancelled");
+
+    let store = hitl_bridge::store::Store::connect(&api.settings.store.url).await.unwrap();
+    let mut audited: Vec<(String, Option<String>)> = store.audit_log("deploy-43_1").await.unwrap().into_iter().map(|e| (e.outcome, e.agent)).collect();
+    audited.sort();
+    assert_eq!(audited, [("cancelled".to_owned(), Some("ci".to_owned())), ("resolved".to_owned(), Some("other".to_owned()))]);
     api.stop().await;
 }
 

@@ -197,14 +197,15 @@ async fn an_owed_callback_keeps_its_request(db: &TestDb) {
         assert!(i.expire(OLD + 61_000, false));
         assert!(store.settle(i, None, &AuditEntry::for_settled(i, OLD + 61_000)).await.expect("settle"));
     }
-    store.callback_delivered("a_1").await.expect("delivered");
+    let due = store.due_callbacks(i64::MAX, 10).await.expect("due");
+    store.callback_delivered(due.iter().find(|d| d.approval_key == "a_1").expect("a_1 owed")).await.expect("delivered");
 
     let pruned = store.prune_before(CUTOFF).await.expect("prune");
     assert_eq!((pruned.interactions, pruned.api_requests), (1, 1));
-    assert_eq!(store.api_request("a_1").await.expect("load"), None);
+    assert_eq!(store.api_request("ci", "a_1").await.expect("load"), None);
     assert_eq!(store.interaction(&delivered.id).await.expect("load"), None);
     // The owed callback can still be posted: its request and interaction are there.
-    assert!(store.api_request("b_1").await.expect("load").is_some());
+    assert!(store.api_request("ci", "b_1").await.expect("load").is_some());
     assert!(store.interaction(&owed.id).await.expect("load").is_some());
     let due = store.due_callbacks(NOW, 10).await.expect("due");
     assert_eq!(due.iter().map(|d| d.approval_key.as_str()).collect::<Vec<_>>(), ["b_1"]);

@@ -1,13 +1,14 @@
-//! `hitl-bridge pending`: one aligned row per pending request (key, session, where it
-//! is shown, what it asks, how long it has waited, when it ends), oldest first. Reads
+//! `hitl-bridge pending`: one aligned row per pending request (key, the agent that
+//! pushed it, session, where it is shown, what it asks, how long it has waited, when it
+//! ends), oldest first. Keys are per agent, so the agent tells two same keys apart. Reads
 //! only; the table itself is built by pure functions.
 
 use super::{AdminError, chat_label, human_duration};
-use crate::interaction::{Interaction, RequestKind};
+use crate::interaction::{Interaction, Origin, RequestKind};
 use crate::store::{ChatKey, Store};
 
 /// The column titles, in order.
-pub const HEADER: [&str; 6] = ["KEY", "SESSION", "TARGET", "KIND", "AGE", "DEADLINE"];
+pub const HEADER: [&str; 7] = ["KEY", "AGENT", "SESSION", "TARGET", "KIND", "AGE", "DEADLINE"];
 
 /// What `pending` prints when nothing waits.
 pub const EMPTY: &str = "no pending requests";
@@ -16,6 +17,8 @@ pub const EMPTY: &str = "no pending requests";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingRow {
     pub key: String,
+    /// The HTTP API token's name for a pushed request; `-` for a chat turn's.
+    pub agent: String,
     pub session: String,
     /// The chats it is shown in, comma-separated; `-` when none (a chat turn whose
     /// session has no chat bound, say).
@@ -29,8 +32,8 @@ pub struct PendingRow {
 }
 
 impl PendingRow {
-    fn cells(&self) -> [&str; 6] {
-        [&self.key, &self.session, &self.target, &self.kind, &self.age, &self.deadline]
+    fn cells(&self) -> [&str; 7] {
+        [&self.key, &self.agent, &self.session, &self.target, &self.kind, &self.age, &self.deadline]
     }
 }
 
@@ -47,6 +50,10 @@ pub fn row(i: &Interaction, targets: &[ChatKey], now_ms: i64) -> PendingRow {
     let deadline = if left >= 0 { format!("in {}", human_duration(left)) } else { format!("overdue {}", human_duration(-left)) };
     PendingRow {
         key: i.approval_key().to_owned(),
+        agent: match &i.origin {
+            Origin::Pushed { agent, .. } => agent.clone(),
+            Origin::Chat => "-".to_owned(),
+        },
         session: i.session_id.clone(),
         target,
         kind,
@@ -67,7 +74,7 @@ pub fn table(rows: &[PendingRow]) -> String {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let line = |cells: [&str; 6]| {
+    let line = |cells: [&str; 7]| {
         let mut out = String::new();
         for (n, (cell, width)) in cells.iter().zip(widths).enumerate() {
             if n + 1 == cells.len() {
@@ -118,6 +125,7 @@ mod tests {
             row(&i, &chats, NOW),
             PendingRow {
                 key: "S_1".into(),
+                agent: "-".into(),
                 session: "S".into(),
                 target: "telegram:-100123,telegram:-100123/7".into(),
                 kind: "approval:execute_trade,send_report".into(),
@@ -138,9 +146,9 @@ mod tests {
         ];
         assert_eq!(
             table(&rows),
-            "KEY          SESSION  TARGET      KIND                    AGE    DEADLINE\n\
-             S_1          S        console     approval:execute_trade  45s    in 4m15s\n\
-             deploy-42_1  S        discord:11  approval:deploy         2h05m  in 21h55m"
+            "KEY          AGENT  SESSION  TARGET      KIND                    AGE    DEADLINE\n\
+             S_1          -      S        console     approval:execute_trade  45s    in 4m15s\n\
+             deploy-42_1  -      S        discord:11  approval:deploy         2h05m  in 21h55m"
         );
         assert_eq!(table(&[]), "no pending requests");
     }

@@ -959,7 +959,7 @@ impl Shared {
         // Where a `Show` may still be queued: routed chats, or a pushed request's targets.
         match &interaction.origin {
             Origin::Chat => chats.extend(self.extra_chats.iter().cloned()),
-            Origin::Pushed { .. } => match self.store.api_request(interaction.approval_key()).await {
+            Origin::Pushed { agent, .. } => match self.store.api_request(agent, interaction.approval_key()).await {
                 Ok(Some(request)) => chats.extend(request.targets),
                 Ok(None) => {}
                 Err(e) => tracing::error!(error = %e, "cannot load a pushed request's targets"),

@@ -48,14 +48,15 @@ pub struct DueCallback {
 impl Store {
     /// Stores a pushed request with its interaction (and its callback, when it has a
     /// URL) in one transaction. Returns the existing row, changing nothing, when the
-    /// approval key is taken.
+    /// agent already used the approval key (keys are per agent: another agent's same
+    /// key is a different request).
     pub async fn create_api_request(&self, row: &ApiRequest, interaction: &Interaction, claim: &ShowClaim) -> Result<Option<ApiRequest>> {
         let mut tx = self.pool.begin().await.map_err(StoreError::query("begin push"))?;
         let done = sqlx::query(
             "INSERT INTO api_requests (approval_key, interaction_id, session_id, client_session, agent, body_hash,
                                        targets, callback_url, created_at_ms)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-             ON CONFLICT (approval_key) DO NOTHING",
+             ON CONFLICT (agent, approval_key) DO NOTHING",
         )
         .bind(row.approval_key.as_str())
         .bind(row.interaction_id.as_str())
@@ -71,7 +72,7 @@ impl Store {
         .map_err(StoreError::query("insert api request"))?;
         if done.rows_affected() == 0 {
             tx.rollback().await.map_err(StoreError::query("roll back push"))?;
-            return self.api_request(&row.approval_key).await;
+            return self.api_request(&row.agent, &row.approval_key).await;
         }
         if !insert_interaction(&mut *tx, interaction).await? {
             // The key is new to the API but its (session, key) interaction exists: a
@@ -97,12 +98,14 @@ impl Store {
         Ok(None)
     }
 
-    pub async fn api_request(&self, approval_key: &str) -> Result<Option<ApiRequest>> {
+    /// `agent`'s request under `approval_key`.
+    pub async fn api_request(&self, agent: &str, approval_key: &str) -> Result<Option<ApiRequest>> {
         let row = sqlx::query(
             "SELECT approval_key, interaction_id, session_id, client_session, agent, body_hash, targets, callback_url,
                     created_at_ms
-             FROM api_requests WHERE approval_key = $1",
+             FROM api_requests WHERE agent = $1 AND approval_key = $2",
         )
+            .bind(agent)
             .bind(approval_key)
             .fetch_optional(&self.pool)
             .await
@@ -133,7 +136,7 @@ impl Store {
         let rows = sqlx::query(
             "SELECT c.approval_key, c.interaction_id, c.url, c.agent, c.attempts, c.next_attempt_ms
              FROM callback_outbox c JOIN interactions i ON i.id = c.interaction_id
-             JOIN api_requests a ON a.approval_key = c.approval_key
+             JOIN api_requests a ON a.agent = c.agent AND a.approval_key = c.approval_key
              WHERE i.status <> $1 AND c.next_attempt_ms <= $2
              ORDER BY c.next_attempt_ms, a.created_at_ms LIMIT $3",
         )
@@ -162,9 +165,10 @@ impl Store {
     pub async fn claim_callback(&self, due: &DueCallback, until_ms: i64) -> Result<bool> {
         let done = sqlx::query(
             "UPDATE callback_outbox SET next_attempt_ms = $1, attempts = attempts + 1
-             WHERE approval_key = $2 AND next_attempt_ms = $3 AND attempts = $4",
+             WHERE agent = $2 AND approval_key = $3 AND next_attempt_ms = $4 AND attempts = $5",
         )
         .bind(until_ms)
+        .bind(due.agent.as_str())
         .bind(due.approval_key.as_str())
         .bind(due.next_attempt_ms)
         .bind(due.attempts)
@@ -175,9 +179,10 @@ impl Store {
     }
 
     /// The agent answered 2xx: the callback is done.
-    pub async fn callback_delivered(&self, approval_key: &str) -> Result<()> {
-        sqlx::query("DELETE FROM callback_outbox WHERE approval_key = $1")
-            .bind(approval_key)
+    pub async fn callback_delivered(&self, due: &DueCallback) -> Result<()> {
+        sqlx::query("DELETE FROM callback_outbox WHERE agent = $1 AND approval_key = $2")
+            .bind(due.agent.as_str())
+            .bind(due.approval_key.as_str())
             .execute(&self.pool)
             .await
             .map_err(StoreError::query("remove delivered callback"))?;
@@ -185,10 +190,11 @@ impl Store {
     }
 
     /// The attempt failed: try again at `next_attempt_ms`.
-    pub async fn retry_callback_at(&self, approval_key: &str, next_attempt_ms: i64) -> Result<()> {
-        sqlx::query("UPDATE callback_outbox SET next_attempt_ms = $1 WHERE approval_key = $2")
+    pub async fn retry_callback_at(&self, due: &DueCallback, next_attempt_ms: i64) -> Result<()> {
+        sqlx::query("UPDATE callback_outbox SET next_attempt_ms = $1 WHERE agent = $2 AND approval_key = $3")
             .bind(next_attempt_ms)
-            .bind(approval_key)
+            .bind(due.agent.as_str())
+            .bind(due.approval_key.as_str())
             .execute(&self.pool)
             .await
             .map_err(StoreError::query("reschedule callback"))?;

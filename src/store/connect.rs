@@ -82,6 +82,12 @@ const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0013_refusals.sql"),
         include_str!("../../migrations/postgres/0013_refusals.sql"),
     ),
+    (
+        14,
+        "approval keys per agent",
+        include_str!("../../migrations/sqlite/0014_keys_per_token.sql"),
+        include_str!("../../migrations/postgres/0014_keys_per_token.sql"),
+    ),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.

@@ -92,12 +92,12 @@ impl Deliverer {
 /// The deliverer at work: which callbacks this replica is posting right now.
 struct Running {
     deliverer: Deliverer,
-    in_flight: Mutex<HashSet<String>>,
+    in_flight: Mutex<HashSet<(String, String)>>,
     slots: Semaphore,
 }
 
 impl Running {
-    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<(String, String)>> {
         self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -107,7 +107,8 @@ impl Running {
         let d = &self.deliverer;
         let now = now_ms();
         for due in d.store.due_callbacks(now, BATCH).await? {
-            if self.in_flight().contains(&due.approval_key) {
+            let id = (due.agent.clone(), due.approval_key.clone());
+            if self.in_flight().contains(&id) {
                 continue;
             }
             let Ok(slot) = self.slots.try_acquire() else { break };
@@ -117,13 +118,13 @@ impl Running {
                 continue;
             }
             slot.forget();
-            self.in_flight().insert(due.approval_key.clone());
+            self.in_flight().insert(id.clone());
             let this = self.clone();
             tokio::spawn(async move {
                 if let Err(e) = this.deliver(&due).await {
                     tracing::warn!(approval_key = %due.approval_key, error = %e, "cannot record a callback attempt; it is retried when its claim lapses");
                 }
-                this.in_flight().remove(&due.approval_key);
+                this.in_flight().remove(&id);
                 this.slots.add_permits(1);
                 // A slot is free: look again at once rather than at the next poll.
                 this.deliverer.wake.notify_one();
@@ -137,13 +138,13 @@ impl Running {
         let attempts = due.attempts + 1;
         match tokio::time::timeout(d.timeout, d.attempt(due)).await.unwrap_or_else(|_| Err(format!("no answer within {:?}", d.timeout))) {
             Ok(()) => {
-                d.store.callback_delivered(&due.approval_key).await?;
+                d.store.callback_delivered(due).await?;
                 tracing::info!(approval_key = %due.approval_key, attempts, "callback delivered");
             }
             Err(why) => {
                 let delay = backoff(attempts, d.max_backoff);
                 tracing::warn!(approval_key = %due.approval_key, url = %due.url, attempts, retry_in = ?delay, error = %why, "callback failed");
-                d.store.retry_callback_at(&due.approval_key, now_ms() + delay.as_millis() as i64).await?;
+                d.store.retry_callback_at(due, now_ms() + delay.as_millis() as i64).await?;
             }
         }
         Ok(())
@@ -154,7 +155,7 @@ impl Deliverer {
     /// One POST. Any 2xx is success; everything else is retried.
     async fn attempt(&self, due: &DueCallback) -> Result<(), String> {
         let secret = self.tokens.secret_of(&due.agent).ok_or_else(|| format!("the API token `{}` is no longer configured; cannot sign", due.agent))?;
-        let request = self.store.api_request(&due.approval_key).await.map_err(|e| e.to_string())?.ok_or("the request is gone")?;
+        let request = self.store.api_request(&due.agent, &due.approval_key).await.map_err(|e| e.to_string())?.ok_or("the request is gone")?;
         let interaction = self.store.interaction(&due.interaction_id).await.map_err(|e| e.to_string())?.ok_or("the interaction is gone")?;
         let body = serde_json::to_string(&view::state(&request, &interaction)).map_err(|e| e.to_string())?;
         // A name is checked by the client's resolver; an IP literal never reaches it.

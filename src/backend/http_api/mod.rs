@@ -105,7 +105,7 @@ impl HttpApi {
 
     /// The caller's own request under `key`; another agent's is reported as unknown.
     async fn own_request(&self, agent: &str, key: &str) -> Result<ApiRequest, ApiError> {
-        match self.store.api_request(key).await? {
+        match self.store.api_request(agent, key).await? {
             Some(request) if request.agent == agent => Ok(request),
             _ => Err(ApiError::not_found(key)),
         }

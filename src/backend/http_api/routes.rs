@@ -83,7 +83,8 @@ pub async fn create(State(api): Api, headers: HeaderMap, body: Result<Bytes, Byt
     }
     let now = now_ms();
     let client_session = push.session_id.clone().filter(|s| !s.is_empty());
-    let session_id = format!("{SESSION_PREFIX}{}", client_session.as_deref().unwrap_or(&approval_key));
+    // The agent is part of the session: two agents' same key (or session) never meet.
+    let session_id = format!("{SESSION_PREFIX}{agent}:{}", client_session.as_deref().unwrap_or(&approval_key));
     let id = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
     // With a fallback, its moment becomes the deadline, so `expires_at` below says it.
     let mut interaction = Interaction::new(id, session_id.clone(), valid.request, None, now).with_policy(valid.policy);
