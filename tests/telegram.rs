@@ -1277,3 +1277,76 @@ mod policies {
         fake.shutdown();
     }
 }
+
+/// A stranger's burst of 60 messages in one chat, then an approver's click in
+/// another: the click reaches the agent at once (updates are confirmed once stored and
+/// handled per chat, and the stranger gets one refusal per window).
+#[tokio::test]
+async fn a_strangers_flood_does_not_delay_a_click_in_another_chat() {
+    let h = Harness::start(60, &[]).await;
+    h.say("trade");
+    let card = h.message_with("execute_trade").await;
+    let stranger_chat = h.fake.private_chat(&stranger());
+    for n in 0..60 {
+        h.fake.push_message(stranger_chat, &stranger(), &format!("spam {n}"), None, None);
+    }
+    let clicked = std::time::Instant::now();
+    h.click(id_of(&card), "Duyệt", &thao()).await;
+    let s = session_id(&h.sim);
+    assert_eq!(wait_approvals(&h.sim, 1).await, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    let took = clicked.elapsed();
+    println!("click behind a stranger's 60-message burst: {took:?}");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    // However many messages, the stranger was answered once in the window.
+    wait_until(|| async { (h.fake.bot_messages(stranger_chat).len() == 1).then_some(()) }).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(h.fake.bot_messages(stranger_chat).len(), 1);
+    h.finish().await;
+}
+
+/// A crash between storing an update (and so confirming it to Telegram) and handling
+/// it: the next start handles it, once, and clears it from the inbox.
+#[tokio::test]
+async fn an_update_stored_before_a_crash_is_handled_after_the_restart() {
+    let mut h = Harness::start(60, &[]).await;
+    h.stop_bridge().await;
+    // What the dead process left: an update stored and confirmed, never handled (its
+    // claim is still "live" under this replica's id, as a kill leaves it).
+    let mut update = h.fake.message_update(h.chat, &thao(), "xin chào", None, None);
+    update["update_id"] = json!(900);
+    let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
+    let row = hitl_bridge::store::InboxUpdate { update_id: update["update_id"].as_i64().unwrap(), chat_id: h.chat, body: update.to_string() };
+    let claim = hitl_bridge::store::ShowClaim { owner: h.settings.backend.replica_id(), until_ms: i64::MAX };
+    assert_eq!(store.store_updates(&[row.clone()], &claim, 0).await.unwrap(), vec![row.update_id]);
+    assert_eq!(store.store_updates(&[row], &claim, 0).await.unwrap(), Vec::<i64>::new(), "stored once");
+    h.start_bridge().await;
+    h.message_with("Tôi đã nhận: xin chào").await;
+    wait_until(|| async { (store.stored_updates().await.unwrap() == 0).then_some(()) }).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let messages: Vec<_> = h.sim.commands().into_iter().filter(|c| c["type"] == "message").collect();
+    assert_eq!(messages.len(), 1, "handled once: {messages:?}");
+    h.finish().await;
+}
+
+/// Webhook mode: an update Telegram delivers twice (it did not see the first 200) is
+/// handled once.
+#[tokio::test]
+async fn a_webhook_update_delivered_twice_is_handled_once() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+    let listen = format!("127.0.0.1:{port}");
+    let url = format!("http://{listen}/telegram/hook");
+    let h = Harness::start(20, &[("telegram.mode", "webhook"), ("telegram.webhook_url", &url), ("telegram.webhook_listen", &listen), ("telegram.webhook_secret", "s3cret-token")]).await;
+    wait_until(|| async { h.fake.calls("setWebhook").into_iter().next() }).await;
+    let mut update = h.fake.message_update(h.chat, &thao(), "xin chào", None, None);
+    update["update_id"] = json!(41);
+    let client = reqwest::Client::new();
+    for _ in 0..2 {
+        let sent = client.post(&url).header("X-Telegram-Bot-Api-Secret-Token", "s3cret-token").json(&update).send().await.expect("post");
+        assert_eq!(sent.status(), 200);
+    }
+    h.message_with("Tôi đã nhận: xin chào").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let messages: Vec<_> = h.sim.commands().into_iter().filter(|c| c["type"] == "message").collect();
+    assert_eq!(messages.len(), 1, "handled once: {messages:?}");
+    h.finish().await;
+}

@@ -88,6 +88,12 @@ const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0014_keys_per_token.sql"),
         include_str!("../../migrations/postgres/0014_keys_per_token.sql"),
     ),
+    (
+        15,
+        "telegram inbox",
+        include_str!("../../migrations/sqlite/0015_telegram_inbox.sql"),
+        include_str!("../../migrations/postgres/0015_telegram_inbox.sql"),
+    ),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.

@@ -7,8 +7,9 @@
 //! nothing (the map holds only lanes with a live task).
 //!
 //! Each job carries a [`Done`] signal, fired once the update was handled (its effects
-//! are in the store, its replies sent): the transport confirms an update to Telegram
-//! only then, so a crash before that point makes Telegram deliver it again.
+//! are in the store, its replies sent): only then does the update leave the store's
+//! inbox ([`super::inbox`]), so a crash before that point handles it again at the next
+//! start.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

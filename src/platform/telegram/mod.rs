@@ -8,6 +8,7 @@
 //! - [`chat`]: messages: agent chat, commands, group addressing, ForceReply answers
 //! - [`wizard`]: wizard views and ForceReply prompts (in the store, so any replica
 //!   can handle the next update) and bounded rendering caches
+//! - [`inbox`]: updates stored before they are confirmed, handled from the store
 //! - [`lanes`]: one ordered queue per chat for incoming updates
 //! - [`send`]: outgoing calls with 429 retries; [`transport`]: polling or webhook
 //! - [`limits`]: Telegram's rate limits, waited for only when a quota says so
@@ -19,6 +20,7 @@
 pub mod callback;
 mod chat;
 mod clicks;
+mod inbox;
 mod lanes;
 mod limits;
 pub mod render;
@@ -81,6 +83,10 @@ pub struct Telegram {
     /// group message is addressed to it).
     me: OnceLock<(u64, String)>,
     wizard: Wizard,
+    /// Where updates wait between being confirmed and handled ([`inbox`]).
+    store: Store,
+    /// This replica's id, the owner of its inbox claims.
+    replica: String,
     caches: Mutex<Caches>,
     lanes: lanes::Lanes,
     tasks: Mutex<Vec<JoinHandle<()>>>,
@@ -124,7 +130,9 @@ pub async fn start(settings: &Settings, limits: Limits, engine: EngineHandle, si
         settings: tg.clone(),
         limits,
         me: OnceLock::new(),
-        wizard: Wizard::new(store),
+        wizard: Wizard::new(store.clone()),
+        store,
+        replica: settings.backend.replica_id(),
         caches: Mutex::new(Caches::default()),
         lanes: lanes::Lanes::default(),
         tasks: Mutex::new(Vec::new()),

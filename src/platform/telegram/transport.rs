@@ -1,15 +1,12 @@
 //! Where updates come from: long polling (`getUpdates`, the default) or a webhook
 //! served with axum (`telegram.mode = "webhook"`, for several replicas behind a load
 //! balancer; the `X-Telegram-Bot-Api-Secret-Token` header is checked on every call).
-//! Either way each update is handed to [`dispatch`], which queues it on its chat's
-//! lane: in order within a chat, in parallel across chats.
-//!
-//! An update is confirmed to Telegram only once it was handled: polling asks for the
-//! next batch (whose `offset` confirms the last) after the lanes finished the current
-//! one, and the webhook answers 200 after the update's lane finished it. A crash in
-//! between makes Telegram deliver the update again. Both waits are bounded
-//! ([`HANDLING_BOUND`]) so a stuck engine cannot stall every chat: past the bound the
-//! update is confirmed anyway and a warning logged.
+//! Either way each update is stored in the inbox first ([`super::inbox`]) and
+//! confirmed as soon as it is stored: polling asks for the next batch (whose `offset`
+//! confirms the last) at once, and the webhook answers 200 right after the write. The
+//! chat lanes handle it from there, in order within a chat and in parallel across
+//! chats, so no update waits for another chat's handling. A store that cannot take the
+//! batch leaves it unconfirmed: Telegram delivers it again.
 //!
 //! [`start`] runs before the bridge is up: getMe (a refused token is fatal at once,
 //! an unreachable API after [`START_RETRY`]) and, for a webhook, binding the listener
@@ -25,13 +22,11 @@ use secrecy::ExposeSecret;
 use teloxide::RequestError;
 use teloxide::payloads::{GetUpdatesSetters, SetWebhookSetters};
 use teloxide::prelude::Requester;
-use teloxide::types::{AllowedUpdate, Update, UpdateKind};
-use tokio::sync::oneshot;
+use teloxide::types::{AllowedUpdate, Update};
 use tokio::task::JoinHandle;
 
 use super::send::retrying;
-use super::{StartError, Telegram};
-use super::lanes::{Job, Lanes};
+use super::{StartError, Telegram, inbox};
 use crate::config::TelegramMode;
 
 /// Long-poll wait. Below teloxide's default HTTP timeout (17 s), or every poll would
@@ -39,10 +34,6 @@ use crate::config::TelegramMode;
 const POLL_SECS: u32 = 10;
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
-/// How long an update's handling is waited for before it is confirmed anyway. Below
-/// Telegram's webhook timeout (about 60 s), after which it would resend the update
-/// while it is still being handled.
-pub const HANDLING_BOUND: Duration = Duration::from_secs(50);
 /// The largest webhook body read. Real updates are a few KiB.
 pub const MAX_UPDATE_BYTES: usize = 1024 * 1024;
 /// How long start-up keeps trying to reach an unreachable Bot API.
@@ -52,6 +43,9 @@ pub const START_RETRY: Duration = Duration::from_secs(30);
 /// updates. Errors here stop the bridge.
 pub async fn start(tg: Arc<Telegram>) -> Result<JoinHandle<()>, StartError> {
     identify(&tg).await?;
+    // What a previous run stored and never finished goes first, in order.
+    inbox::start(&tg).await;
+    tg.tasks().push(tokio::spawn(inbox::sweep(tg.clone())));
     Ok(match tg.settings.mode {
         TelegramMode::Polling => tokio::spawn(poll(tg)),
         TelegramMode::Webhook => {
@@ -109,20 +103,20 @@ async fn poll(tg: Arc<Telegram>) {
         match retrying(&tg.bot, request).await {
             Ok(batch) => {
                 tracing::debug!(updates = batch.len(), ?offset, "getUpdates");
-                backoff = Duration::from_millis(500);
-                let mut handled = Vec::with_capacity(batch.len());
-                let mut next = offset;
-                for update in batch {
-                    next = Some(i32::try_from(update.id.0).unwrap_or(i32::MAX).saturating_add(1));
-                    handled.extend(dispatch(&tg, update));
+                let next = batch.last().map(|u| i32::try_from(u.id.0).unwrap_or(i32::MAX).saturating_add(1)).or(offset);
+                // The next getUpdates confirms this batch: ask once it is stored, not
+                // once it is handled, so nothing waits for another chat's handling.
+                match inbox::receive(&tg, batch).await {
+                    Ok(()) => {
+                        backoff = Duration::from_millis(500);
+                        offset = next;
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, retry_in = ?backoff, "cannot store updates; Telegram delivers them again");
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(MAX_BACKOFF);
+                    }
                 }
-                // The next getUpdates confirms this batch: ask only once it is handled,
-                // so a crash meanwhile gets the same updates again.
-                let waited = tokio::time::timeout(HANDLING_BOUND, futures_util::future::join_all(handled)).await;
-                if waited.is_err() {
-                    tracing::warn!(bound = ?HANDLING_BOUND, "updates still being handled; confirming them to Telegram anyway");
-                }
-                offset = next;
             }
             Err(RequestError::Api(e)) => {
                 tracing::error!(error = %e, "getUpdates refused");
@@ -136,29 +130,6 @@ async fn poll(tg: Arc<Telegram>) {
             }
         }
     }
-}
-
-/// Queues one update on its chat's lane (see [`super::lanes`]). Returns what resolves
-/// once it was handled; `None` for an update there is nothing to do for.
-pub fn dispatch(tg: &Arc<Telegram>, update: Update) -> Option<oneshot::Receiver<()>> {
-    let (done, handled) = oneshot::channel();
-    match update.kind {
-        UpdateKind::Message(message) => Lanes::push(tg, message.chat.id.0, Job::Message(Box::new(message), done)),
-        UpdateKind::CallbackQuery(query) => {
-            // A click on an inline message has no chat; it still needs its answer.
-            let chat_id = query.message.as_ref().map_or(0, |m| m.chat().id.0);
-            Lanes::push(tg, chat_id, Job::Click(Box::new(query), done));
-        }
-        UpdateKind::Error(value) => {
-            tracing::warn!(update = %value, "an update teloxide cannot read; skipped");
-            return None;
-        }
-        other => {
-            tracing::debug!(kind = ?std::mem::discriminant(&other), "ignoring an update kind");
-            return None;
-        }
-    }
-    Some(handled)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -209,22 +180,23 @@ async fn receive(State(tg): State<Arc<Telegram>>, request: axum::extract::Reques
             return StatusCode::PAYLOAD_TOO_LARGE;
         }
     };
-    let handled = match serde_json::from_slice::<Update>(&body) {
-        Ok(update) => dispatch(&tg, update),
+    let update = match serde_json::from_slice::<Update>(&body) {
+        Ok(update) => update,
         // 200 anyway: Telegram would resend an update we can never read.
         Err(e) => {
             tracing::warn!(error = %e, "unreadable webhook update; skipped");
-            None
+            return StatusCode::OK;
         }
     };
-    // 200 only once handled: until then Telegram keeps the update and resends it if
-    // this replica dies. Past the bound, 200 anyway before Telegram gives up on us.
-    if let Some(handled) = handled
-        && tokio::time::timeout(HANDLING_BOUND, handled).await.is_err()
-    {
-        tracing::warn!(bound = ?HANDLING_BOUND, "a webhook update is still being handled; confirming it to Telegram anyway");
+    // 200 once stored: the inbox has it, whatever happens to this replica next. A
+    // store that cannot take it gets a 503, and Telegram delivers it again.
+    match inbox::receive(&tg, vec![update]).await {
+        Ok(()) => StatusCode::OK,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot store a webhook update; Telegram delivers it again");
+            StatusCode::SERVICE_UNAVAILABLE
+        }
     }
-    StatusCode::OK
 }
 
 /// The configured secret; an empty value counts as none (Telegram refuses it anyway).

@@ -1,0 +1,140 @@
+//! Updates are confirmed to Telegram once stored, not once handled. The transport
+//! stores each batch (polling) or update (webhook) in the store's inbox, confirms it at
+//! once (the next `getUpdates`, the webhook's 200), and hands the new ones to the chat
+//! lanes: in order within a chat, in parallel across chats. A row leaves the inbox when
+//! its handling finished, however it ended. So nothing a stranger sends, and no slow
+//! handler, delays another chat's click, and a crash between the two loses nothing:
+//!
+//! - at start, a replica frees what it had claimed under its own id (it is handling
+//!   nothing yet) and handles every stored update whose claim is free, oldest first,
+//!   before it polls again;
+//! - every [`SWEEP`] it renews its claims and takes over the updates of a replica that
+//!   died (their claims lapsed after [`CLAIM`]).
+//!
+//! An update the handler panics on still leaves the inbox (its lane's `Done` is dropped
+//! either way), so a poison update is logged once and never retried forever.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use teloxide::types::{Update, UpdateKind};
+
+use super::Telegram;
+use super::lanes::{Job, Lanes};
+use crate::clock::now_ms;
+use crate::store::{InboxUpdate, ShowClaim, StoreError};
+
+/// How long a replica's claim on the updates it is handling lasts without renewal.
+pub const CLAIM: Duration = Duration::from_secs(60);
+/// How often claims are renewed and stranded updates looked for.
+pub const SWEEP: Duration = Duration::from_secs(10);
+
+impl Telegram {
+    fn inbox_claim(&self) -> ShowClaim {
+        ShowClaim { owner: self.replica.clone(), until_ms: now_ms() + CLAIM.as_millis() as i64 }
+    }
+}
+
+/// The update's inbox row, `None` for kinds the bridge does not handle (confirmed and
+/// dropped).
+pub fn row(update: &Update) -> Option<InboxUpdate> {
+    let chat_id = match &update.kind {
+        UpdateKind::Message(message) => message.chat.id.0,
+        // A click on an inline message has no chat; it still needs its answer.
+        UpdateKind::CallbackQuery(query) => query.message.as_ref().map_or(0, |m| m.chat().id.0),
+        UpdateKind::Error(value) => {
+            tracing::warn!(update = %value, "an update teloxide cannot read; skipped");
+            return None;
+        }
+        other => {
+            tracing::debug!(kind = ?std::mem::discriminant(other), "ignoring an update kind");
+            return None;
+        }
+    };
+    let body = serde_json::to_string(update).ok()?;
+    Some(InboxUpdate { update_id: i64::from(update.id.0), chat_id, body })
+}
+
+/// Stores `updates` and hands the new ones to their lanes; an error means nothing was
+/// stored, and the caller must not confirm them.
+pub async fn receive(tg: &Arc<Telegram>, updates: Vec<Update>) -> Result<(), StoreError> {
+    let rows: Vec<(InboxUpdate, Update)> = updates.into_iter().filter_map(|u| row(&u).map(|r| (r, u))).collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let stored: Vec<InboxUpdate> = rows.iter().map(|(r, _)| r.clone()).collect();
+    let new = tg.store.store_updates(&stored, &tg.inbox_claim(), now_ms()).await?;
+    for (row, update) in rows {
+        if new.contains(&row.update_id) {
+            handle(tg, row.update_id, update);
+        } else {
+            tracing::debug!(update_id = row.update_id, "an update delivered again; already stored");
+        }
+    }
+    Ok(())
+}
+
+/// Queues one stored update on its chat's lane; its row leaves the inbox once the lane
+/// finished it.
+fn handle(tg: &Arc<Telegram>, update_id: i64, update: Update) {
+    let (done, handled) = tokio::sync::oneshot::channel();
+    match update.kind {
+        UpdateKind::Message(message) => Lanes::push(tg, message.chat.id.0, Job::Message(Box::new(message), done)),
+        UpdateKind::CallbackQuery(query) => {
+            let chat_id = query.message.as_ref().map_or(0, |m| m.chat().id.0);
+            Lanes::push(tg, chat_id, Job::Click(Box::new(query), done));
+        }
+        _ => drop(done),
+    }
+    let tg = tg.clone();
+    tokio::spawn(async move {
+        let _ = handled.await;
+        if let Err(e) = tg.store.finish_update(update_id).await {
+            tracing::warn!(update_id, error = %e, "cannot clear a handled update; it is handled again when its claim lapses");
+        }
+    });
+}
+
+/// Handles what a previous run (or a dead replica) stored and never finished, oldest
+/// first. Called before polling starts, and by [`sweep`].
+pub async fn recover(tg: &Arc<Telegram>) {
+    let stranded = match tg.store.claim_stranded_updates(&tg.inbox_claim(), now_ms()).await {
+        Ok(stranded) => stranded,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the update inbox; retrying at the next sweep");
+            return;
+        }
+    };
+    if !stranded.is_empty() {
+        tracing::info!(updates = stranded.len(), "handling updates stored before a restart");
+    }
+    for row in stranded {
+        match serde_json::from_str::<Update>(&row.body) {
+            Ok(update) => handle(tg, row.update_id, update),
+            Err(e) => {
+                tracing::warn!(update_id = row.update_id, error = %e, "a stored update no longer reads; dropped");
+                let _ = tg.store.finish_update(row.update_id).await;
+            }
+        }
+    }
+}
+
+/// Frees this replica's earlier claims (it is handling nothing yet) and handles what
+/// is stranded.
+pub async fn start(tg: &Arc<Telegram>) {
+    if let Err(e) = tg.store.release_update_claims(&tg.replica).await {
+        tracing::warn!(error = %e, "cannot free this replica's earlier update claims; they lapse in {} s", CLAIM.as_secs());
+    }
+    recover(tg).await;
+}
+
+/// Renews this replica's claims and takes over stranded updates, every [`SWEEP`].
+pub async fn sweep(tg: Arc<Telegram>) {
+    loop {
+        tokio::time::sleep(SWEEP).await;
+        if let Err(e) = tg.store.renew_update_claims(&tg.inbox_claim()).await {
+            tracing::warn!(error = %e, "cannot renew update claims");
+        }
+        recover(&tg).await;
+    }
+}

@@ -1,0 +1,111 @@
+//! `telegram_inbox`: Telegram updates, stored before they are confirmed to Telegram and
+//! deleted once handled. Storing is the only thing a confirmation waits for, so no
+//! update (a stranger's flood, a slow handler) holds back the next batch, and a crash
+//! between confirming and handling loses nothing: the row is still here, handled by the
+//! next start or, once its claim lapses, by another replica.
+
+use super::error::{Result, StoreError};
+use super::row::column;
+use super::{ShowClaim, Store};
+
+/// One update as received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxUpdate {
+    pub update_id: i64,
+    /// The chat whose lane handles it (0 for a click on an inline message).
+    pub chat_id: i64,
+    /// The update's JSON, as Telegram sent it.
+    pub body: String,
+}
+
+impl Store {
+    /// Stores `updates` claimed by `claim` in one transaction; returns the ids that
+    /// were new (an update Telegram delivered again is already here, being handled or
+    /// handled, and is not handled twice).
+    pub async fn store_updates(&self, updates: &[InboxUpdate], claim: &ShowClaim, now_ms: i64) -> Result<Vec<i64>> {
+        let mut tx = self.pool.begin().await.map_err(StoreError::query("begin storing updates"))?;
+        let mut new = Vec::with_capacity(updates.len());
+        for update in updates {
+            let done = sqlx::query(
+                "INSERT INTO telegram_inbox (update_id, chat_id, body, received_at_ms, claimed_by, claimed_until_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (update_id) DO NOTHING",
+            )
+            .bind(update.update_id)
+            .bind(update.chat_id)
+            .bind(update.body.as_str())
+            .bind(now_ms)
+            .bind(claim.owner.as_str())
+            .bind(claim.until_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(StoreError::query("store an update"))?;
+            if done.rows_affected() == 1 {
+                new.push(update.update_id);
+            }
+        }
+        tx.commit().await.map_err(StoreError::query("commit updates"))?;
+        Ok(new)
+    }
+
+    /// How many updates wait in the inbox (stored, not yet handled).
+    pub async fn stored_updates(&self) -> Result<i64> {
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM telegram_inbox")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(StoreError::query("count stored updates"))?;
+        column(&row, "n")
+    }
+
+    /// The update was handled: it leaves the inbox.
+    pub async fn finish_update(&self, update_id: i64) -> Result<()> {
+        sqlx::query("DELETE FROM telegram_inbox WHERE update_id = $1")
+            .bind(update_id)
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("finish an update"))?;
+        Ok(())
+    }
+
+    /// Claims for `claim.owner` the updates whose claim lapsed (their replica died)
+    /// and returns them oldest first, so each chat's are handled in order.
+    pub async fn claim_stranded_updates(&self, claim: &ShowClaim, now_ms: i64) -> Result<Vec<InboxUpdate>> {
+        let rows = sqlx::query(
+            "UPDATE telegram_inbox SET claimed_by = $1, claimed_until_ms = $2 WHERE claimed_until_ms < $3
+             RETURNING update_id, chat_id, body",
+        )
+        .bind(claim.owner.as_str())
+        .bind(claim.until_ms)
+        .bind(now_ms)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("claim stranded updates"))?;
+        let mut updates = rows
+            .iter()
+            .map(|row| Ok(InboxUpdate { update_id: column(row, "update_id")?, chat_id: column(row, "chat_id")?, body: column(row, "body")? }))
+            .collect::<Result<Vec<_>>>()?;
+        updates.sort_by_key(|u| u.update_id);
+        Ok(updates)
+    }
+
+    /// Keeps `claim.owner`'s updates (still queued or being handled) from lapsing.
+    pub async fn renew_update_claims(&self, claim: &ShowClaim) -> Result<()> {
+        sqlx::query("UPDATE telegram_inbox SET claimed_until_ms = $1 WHERE claimed_by = $2")
+            .bind(claim.until_ms)
+            .bind(claim.owner.as_str())
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("renew update claims"))?;
+        Ok(())
+    }
+
+    /// Frees `owner`'s claims at once: a replica starting under its own id is not
+    /// handling anything yet, so what it claimed before a crash is free.
+    pub async fn release_update_claims(&self, owner: &str) -> Result<()> {
+        sqlx::query("UPDATE telegram_inbox SET claimed_until_ms = 0 WHERE claimed_by = $1")
+            .bind(owner)
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("release update claims"))?;
+        Ok(())
+    }
+}
