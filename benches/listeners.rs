@@ -171,7 +171,10 @@ fn own_hard_limit() -> u64 {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: a plain read into the struct passed in.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
-    limit.rlim_max as u64
+    // rlim_t is u64 on Linux, not on every Unix.
+    #[allow(clippy::unnecessary_cast)]
+    let hard = limit.rlim_max as u64;
+    hard
 }
 
 /// The benchmark itself holds over a thousand sockets.

@@ -280,6 +280,17 @@ fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc
     }
 }
 
+/// The URL this process reaches its own listener at: a wildcard bind (`0.0.0.0`,
+/// `[::]`) is reached on loopback.
+fn loopback_base(addr: SocketAddr) -> String {
+    let ip = match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    format!("http://{}", SocketAddr::new(ip, addr.port()))
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -347,15 +358,4 @@ mod tests {
         let formatted = format!("{}", EngineEnd::Panicked(format!("boom {}", 1)));
         assert_eq!(formatted, "the engine panicked: boom 1");
     }
-}
-
-/// The URL this process reaches its own listener at: a wildcard bind (`0.0.0.0`,
-/// `[::]`) is reached on loopback.
-fn loopback_base(addr: SocketAddr) -> String {
-    let ip = match addr.ip() {
-        std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
-        std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
-        ip => ip,
-    };
-    format!("http://{}", SocketAddr::new(ip, addr.port()))
 }

@@ -1317,7 +1317,7 @@ async fn an_update_stored_before_a_crash_is_handled_after_the_restart() {
     let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
     let row = hitl_bridge::store::InboxUpdate { update_id: update["update_id"].as_i64().unwrap(), chat_id: h.chat, body: update.to_string() };
     let claim = hitl_bridge::store::ShowClaim { owner: h.settings.backend.replica_id(), until_ms: i64::MAX };
-    assert_eq!(store.store_updates(&[row.clone()], &claim, 0).await.unwrap(), vec![row.update_id]);
+    assert_eq!(store.store_updates(std::slice::from_ref(&row), &claim, 0).await.unwrap(), vec![row.update_id]);
     assert_eq!(store.store_updates(&[row], &claim, 0).await.unwrap(), Vec::<i64>::new(), "stored once");
     h.start_bridge().await;
     h.message_with("Tôi đã nhận: xin chào").await;

@@ -214,7 +214,7 @@ enum Failed {
     /// Something the calling model can fix or should know (bad arguments, a key
     /// reused with other arguments): a tool error (`isError: true`) naming the
     /// argument, as MCP asks for input errors so the model can correct itself.
-    Tool(CallToolResult),
+    Tool(Box<CallToolResult>),
     /// The call could not be carried out at all (the bridge unreachable, the call
     /// cancelled): a JSON-RPC error.
     Protocol(ErrorData),
@@ -222,7 +222,8 @@ enum Failed {
 
 fn finish(asked: Result<CallToolResult, Failed>) -> Result<CallToolResult, ErrorData> {
     match asked {
-        Ok(result) | Err(Failed::Tool(result)) => Ok(result),
+        Ok(result) => Ok(result),
+        Err(Failed::Tool(result)) => Ok(*result),
         Err(Failed::Protocol(e)) => Err(e),
     }
 }
@@ -235,7 +236,7 @@ fn tool_error(code: &str, field: Option<&str>, message: String) -> Failed {
     };
     let mut result = CallToolResult::structured_error(json!({"error": {"code": code, "field": field, "message": message}}));
     result.content = vec![ContentBlock::text(text)];
-    Failed::Tool(result)
+    Failed::Tool(Box::new(result))
 }
 
 impl From<InputError> for Failed {
