@@ -36,6 +36,7 @@ pub mod backend;
 pub mod clock;
 pub mod config;
 pub mod engine;
+pub mod error_chain;
 pub mod interaction;
 pub mod listener;
 pub mod logging;

@@ -20,6 +20,7 @@ use axum::routing::get;
 use serde_json::json;
 use tokio::task::JoinHandle;
 
+use crate::error_chain::one_line;
 use crate::listener::Limits;
 use crate::metrics::{self, Metrics, StoreFigures};
 use crate::store::Store;
@@ -132,16 +133,4 @@ pub async fn probe(url: &str) -> Result<String, ProbeError> {
     } else {
         Err(ProbeError::Status { url: url.to_owned(), status: status.as_u16(), body })
     }
-}
-
-/// An error with its causes on one line (reqwest's own message hides the cause).
-fn one_line(e: &dyn std::error::Error) -> String {
-    let mut line = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        line.push_str(": ");
-        line.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    line.split_whitespace().collect::<Vec<_>>().join(" ")
 }

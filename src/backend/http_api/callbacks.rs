@@ -176,7 +176,7 @@ impl Deliverer {
             .body(body)
             .send()
             .await
-            .map_err(|e| with_causes(&e))?;
+            .map_err(|e| crate::error_chain::one_line(&e))?;
         let status = response.status();
         if status.is_success() {
             Ok(())
@@ -187,19 +187,6 @@ impl Deliverer {
             Err(format!("the agent answered {status}"))
         }
     }
-}
-
-/// An error with its causes (reqwest's own message hides why a connection failed,
-/// e.g. the guard's refusal).
-fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut line = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        line.push_str(": ");
-        line.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    line
 }
 
 #[cfg(test)]
