@@ -413,3 +413,91 @@ async fn a_reply_after_a_bridge_restart_is_too_late_and_the_conversation_goes_on
     assert_eq!(model_requests(h.model, &key).await.len(), 1);
     h.finish().await;
 }
+
+// ---------------------------------------------------------------------------------
+// Claude Code as an MCP client: its permission prompts routed to the chat through the
+// bridge's /mcp (`--permission-prompt-tool mcp__hitl__approval_prompt`).
+
+/// Runs `claude -p` (the bundled CLI, the scripted model) with the bridge's `/mcp` as
+/// MCP server `hitl` and its permission prompts through `approval_prompt`, in `work`;
+/// returns the CLI's JSON result once it exits.
+async fn claude_with_mcp(h: &Harness, prompt: &str, work: &Path) -> tokio::task::JoinHandle<Value> {
+    let venv = backends::installed("claude_code").expect("installed");
+    let base = format!("http://{}", h.app.as_ref().and_then(|a| a.http_addr()).expect("http listener"));
+    let config = json!({"mcpServers": {"hitl": {"type": "http", "url": format!("{base}/mcp"), "headers": {"Authorization": "Bearer mcp-secret"}}}});
+    let mut command = tokio::process::Command::new(bundled_cli(&venv));
+    command
+        .args(["-p", prompt, "--output-format", "json", "--debug", "--mcp-config", &config.to_string(), "--permission-prompt-tool", "mcp__hitl__approval_prompt"])
+        .current_dir(work)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(work.join("claude.stderr")).expect("stderr file"))
+        .kill_on_drop(true);
+    for pair in &h.settings.claude_code.env {
+        let (name, value) = pair.split_once('=').expect("NAME=value");
+        command.env(name, value);
+    }
+    let child = command.spawn().expect("start claude");
+    let stderr = work.join("claude.stderr");
+    let debug_log = h.dir.path().join("home/.claude/debug/latest");
+    tokio::spawn(async move {
+        let output = tokio::time::timeout(std::time::Duration::from_secs(90), child.wait_with_output())
+            .await
+            .unwrap_or_else(|_| {
+                let log = std::fs::read_to_string(&debug_log).unwrap_or_default();
+                let hitl: Vec<&str> = log.lines().filter(|l| l.contains("hitl") || l.contains("ERROR") || l.contains("ermission")).collect();
+                panic!("claude did not finish; its stderr:\n{}\nits log:\n{}", std::fs::read_to_string(&stderr).unwrap_or_default(), hitl.join("\n"))
+            })
+            .expect("claude ran");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("not JSON: {stdout}\nstderr: {}", std::fs::read_to_string(&stderr).unwrap_or_default()))
+    })
+}
+
+/// Claude Code asks to run a Bash command that writes a file; the card appears in the
+/// Telegram chat through `/mcp`: Approve → the file exists; Reject → it does not and
+/// the model got the approver's words; Edit → the edited command ran.
+#[tokio::test]
+async fn claude_codes_permission_prompts_go_to_the_chat_over_mcp() {
+    let Some(mut h) = Harness::start(&[]).await else { return };
+    h.settings.http.api_tokens = vec!["claude:mcp-secret".into()];
+    h.settings.mcp.default_targets = vec![format!("telegram:{}", h.chat)];
+    h.restart_bridge().await;
+    let work = h.dir.path().join("mcp-work");
+    std::fs::create_dir_all(&work).unwrap();
+
+    // Approve.
+    let key = unique("mcp-approve");
+    let id = format!("toolu_{}", key.replace('-', "_"));
+    script(h.model, &key, json!([[bash(&id, "echo approved > approved.txt", "Write approved.txt")], [{"text": "Wrote it."}]])).await;
+    let run = claude_with_mcp(&h, &format!("{key}: write the file"), &work).await;
+    let card = h.person().message_with("echo approved").await;
+    h.person().click(id_of(&card), "Approve").await;
+    let result = run.await.unwrap();
+    assert_eq!(result["result"], "Wrote it.", "{result}");
+    assert_eq!(std::fs::read_to_string(work.join("approved.txt")).unwrap(), "approved\n");
+
+    // Reject: denied with the approver's name, and the tool never runs.
+    let key = unique("mcp-reject");
+    let id = format!("toolu_{}", key.replace('-', "_"));
+    script(h.model, &key, json!([[bash(&id, "echo no > refused.txt", "Write refused.txt")], [{"text": "Understood."}]])).await;
+    let run = claude_with_mcp(&h, &format!("{key}: write the file"), &work).await;
+    let card = h.person().message_with("echo no").await;
+    h.person().click(id_of(&card), "Reject").await;
+    assert_eq!(run.await.unwrap()["result"], "Understood.");
+    let denied = tool_result(h.model, &key, &id).await;
+    assert!(result_text(&denied).contains("Rejected by Thảo."), "{denied}");
+    assert!(!work.join("refused.txt").exists());
+
+    // Edit.
+    let key = unique("mcp-edit");
+    let id = format!("toolu_{}", key.replace('-', "_"));
+    script(h.model, &key, json!([[bash(&id, "echo original > edited.txt", "Write edited.txt")], [{"text": "Edited run finished."}]])).await;
+    let run = claude_with_mcp(&h, &format!("{key}: write the file"), &work).await;
+    let card = h.person().message_with("echo original").await;
+    h.person().click(id_of(&card), "Edit").await;
+    h.person().reply_to_prompt("Reply with the new arguments as a JSON object.", r#"{"command":"echo edited > edited.txt","description":"Write the edited file"}"#).await;
+    assert_eq!(run.await.unwrap()["result"], "Edited run finished.");
+    assert_eq!(std::fs::read_to_string(work.join("edited.txt")).unwrap(), "edited\n");
+    h.finish().await;
+}
