@@ -108,6 +108,7 @@ suite!(
     a_draft_saved_from_a_stale_copy_changes_nothing,
     rules_are_listed_by_session_and_backend_and_revoked_once,
     settle_decision_stores_the_rule_only_for_the_winner,
+    the_update_inbox_stores_once_claims_and_forgets,
 );
 
 // ---------------------------------------------------------------------------------
@@ -846,4 +847,31 @@ async fn settle_decision_stores_the_rule_only_for_the_winner(db: &mut TestDb) {
     assert_eq!(commands(&store.outbox_for_session("S").await.expect("outbox")), vec![command]);
     assert_eq!(store.audit_log("S_2").await.expect("audit").len(), 1);
     assert_eq!(store.interaction("id-S_2").await.expect("load"), Some(won));
+}
+
+/// The Telegram inbox: an update is stored once (a redelivery, even after it was
+/// handled, is no new row), a live claim is not taken over, a lapsed one is (oldest
+/// first), a handled update is never claimed again, and handled rows are pruned.
+async fn the_update_inbox_stores_once_claims_and_forgets(db: &mut TestDb) {
+    use hitl_bridge::store::{InboxUpdate, ShowClaim};
+    let store = &db.store;
+    let update = |id: i64| InboxUpdate { update_id: id, chat_id: 7, body: format!("{{\"update_id\":{id}}}") };
+    let a = ShowClaim { owner: "a".into(), until_ms: T0 + 60_000 };
+    assert_eq!(store.store_updates(&[update(2), update(1)], &a, T0).await.unwrap(), vec![2, 1]);
+    assert_eq!(store.store_updates(&[update(1), update(3)], &a, T0).await.unwrap(), vec![3], "1 is already stored");
+    assert_eq!(store.stored_updates().await.unwrap(), 3);
+    let b = ShowClaim { owner: "b".into(), until_ms: T0 + 200_000 };
+    assert!(store.claim_stranded_updates(&b, T0 + 1_000).await.unwrap().is_empty(), "a's claims are live");
+    store.finish_update(2, T0 + 2_000).await.unwrap();
+    // a died: its claims lapse and b takes over what was not handled, oldest first.
+    let taken = store.claim_stranded_updates(&b, T0 + 61_000).await.unwrap();
+    assert_eq!(taken.iter().map(|u| u.update_id).collect::<Vec<_>>(), vec![1, 3]);
+    assert_eq!(taken[0], update(1));
+    store.finish_update(1, T0 + 62_000).await.unwrap();
+    store.finish_update(3, T0 + 62_000).await.unwrap();
+    assert_eq!(store.stored_updates().await.unwrap(), 0);
+    assert!(store.store_updates(&[update(2)], &a, T0 + 63_000).await.unwrap().is_empty(), "handled, still recognised");
+    assert!(store.claim_stranded_updates(&b, i64::MAX).await.unwrap().is_empty(), "handled rows are never claimed");
+    assert_eq!(store.prune_handled_updates(T0 + 10_000).await.unwrap(), 1, "only 2 was handled before then");
+    assert_eq!(store.store_updates(&[update(2)], &a, T0 + 70_000).await.unwrap(), vec![2], "forgotten once pruned");
 }

@@ -1,5 +1,6 @@
 //! `telegram_inbox`: Telegram updates, stored before they are confirmed to Telegram and
-//! deleted once handled. Storing is the only thing a confirmation waits for, so no
+//! marked once handled (kept a day, so an update Telegram delivers again is still
+//! recognised, then pruned). Storing is the only thing a confirmation waits for, so no
 //! update (a stranger's flood, a slow handler) holds back the next batch, and a crash
 //! between confirming and handling loses nothing: the row is still here, handled by the
 //! next start or, once its claim lapses, by another replica.
@@ -49,16 +50,18 @@ impl Store {
 
     /// How many updates wait in the inbox (stored, not yet handled).
     pub async fn stored_updates(&self) -> Result<i64> {
-        let row = sqlx::query("SELECT COUNT(*) AS n FROM telegram_inbox")
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM telegram_inbox WHERE handled_at_ms IS NULL")
             .fetch_one(&self.pool)
             .await
             .map_err(StoreError::query("count stored updates"))?;
         column(&row, "n")
     }
 
-    /// The update was handled: it leaves the inbox.
-    pub async fn finish_update(&self, update_id: i64) -> Result<()> {
-        sqlx::query("DELETE FROM telegram_inbox WHERE update_id = $1")
+    /// The update was handled: it is never handled again (the row stays, so the same
+    /// update delivered again is still a no-op, until [`Store::prune_handled_updates`]).
+    pub async fn finish_update(&self, update_id: i64, now_ms: i64) -> Result<()> {
+        sqlx::query("UPDATE telegram_inbox SET handled_at_ms = $1 WHERE update_id = $2")
+            .bind(now_ms)
             .bind(update_id)
             .execute(&self.pool)
             .await
@@ -70,7 +73,8 @@ impl Store {
     /// and returns them oldest first, so each chat's are handled in order.
     pub async fn claim_stranded_updates(&self, claim: &ShowClaim, now_ms: i64) -> Result<Vec<InboxUpdate>> {
         let rows = sqlx::query(
-            "UPDATE telegram_inbox SET claimed_by = $1, claimed_until_ms = $2 WHERE claimed_until_ms < $3
+            "UPDATE telegram_inbox SET claimed_by = $1, claimed_until_ms = $2
+             WHERE handled_at_ms IS NULL AND claimed_until_ms < $3
              RETURNING update_id, chat_id, body",
         )
         .bind(claim.owner.as_str())
@@ -89,7 +93,7 @@ impl Store {
 
     /// Keeps `claim.owner`'s updates (still queued or being handled) from lapsing.
     pub async fn renew_update_claims(&self, claim: &ShowClaim) -> Result<()> {
-        sqlx::query("UPDATE telegram_inbox SET claimed_until_ms = $1 WHERE claimed_by = $2")
+        sqlx::query("UPDATE telegram_inbox SET claimed_until_ms = $1 WHERE claimed_by = $2 AND handled_at_ms IS NULL")
             .bind(claim.until_ms)
             .bind(claim.owner.as_str())
             .execute(&self.pool)
@@ -101,11 +105,21 @@ impl Store {
     /// Frees `owner`'s claims at once: a replica starting under its own id is not
     /// handling anything yet, so what it claimed before a crash is free.
     pub async fn release_update_claims(&self, owner: &str) -> Result<()> {
-        sqlx::query("UPDATE telegram_inbox SET claimed_until_ms = 0 WHERE claimed_by = $1")
+        sqlx::query("UPDATE telegram_inbox SET claimed_until_ms = 0 WHERE claimed_by = $1 AND handled_at_ms IS NULL")
             .bind(owner)
             .execute(&self.pool)
             .await
             .map_err(StoreError::query("release update claims"))?;
         Ok(())
+    }
+
+    /// Forgets updates handled before `before_ms` (Telegram no longer delivers them).
+    pub async fn prune_handled_updates(&self, before_ms: i64) -> Result<u64> {
+        let done = sqlx::query("DELETE FROM telegram_inbox WHERE handled_at_ms < $1")
+            .bind(before_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("prune handled updates"))?;
+        Ok(done.rows_affected())
     }
 }

@@ -1,7 +1,7 @@
 //! Updates are confirmed to Telegram once stored, not once handled. The transport
 //! stores each batch (polling) or update (webhook) in the store's inbox, confirms it at
 //! once (the next `getUpdates`, the webhook's 200), and hands the new ones to the chat
-//! lanes: in order within a chat, in parallel across chats. A row leaves the inbox when
+//! lanes: in order within a chat, in parallel across chats. A row is marked handled when
 //! its handling finished, however it ended. So nothing a stranger sends, and no slow
 //! handler, delays another chat's click, and a crash between the two loses nothing:
 //!
@@ -11,8 +11,9 @@
 //! - every [`SWEEP`] it renews its claims and takes over the updates of a replica that
 //!   died (their claims lapsed after [`CLAIM`]).
 //!
-//! An update the handler panics on still leaves the inbox (its lane's `Done` is dropped
-//! either way), so a poison update is logged once and never retried forever.
+//! An update the handler panics on is still marked handled (its lane's `Done` is dropped
+//! either way), so a poison update is logged once and never retried forever. Handled
+//! rows are kept [`KEEP_HANDLED`] so a redelivery is recognised, then pruned.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +29,9 @@ use crate::store::{InboxUpdate, ShowClaim, StoreError};
 pub const CLAIM: Duration = Duration::from_secs(60);
 /// How often claims are renewed and stranded updates looked for.
 pub const SWEEP: Duration = Duration::from_secs(10);
+/// How long a handled update is remembered: Telegram keeps an unconfirmed update a
+/// day, so within that it may deliver one again, and it must still be a no-op.
+pub const KEEP_HANDLED: Duration = Duration::from_secs(24 * 3600);
 
 impl Telegram {
     fn inbox_claim(&self) -> ShowClaim {
@@ -74,7 +78,7 @@ pub async fn receive(tg: &Arc<Telegram>, updates: Vec<Update>) -> Result<(), Sto
     Ok(())
 }
 
-/// Queues one stored update on its chat's lane; its row leaves the inbox once the lane
+/// Queues one stored update on its chat's lane; its row is marked handled once the lane
 /// finished it.
 fn handle(tg: &Arc<Telegram>, update_id: i64, update: Update) {
     let (done, handled) = tokio::sync::oneshot::channel();
@@ -89,8 +93,8 @@ fn handle(tg: &Arc<Telegram>, update_id: i64, update: Update) {
     let tg = tg.clone();
     tokio::spawn(async move {
         let _ = handled.await;
-        if let Err(e) = tg.store.finish_update(update_id).await {
-            tracing::warn!(update_id, error = %e, "cannot clear a handled update; it is handled again when its claim lapses");
+        if let Err(e) = tg.store.finish_update(update_id, now_ms()).await {
+            tracing::warn!(update_id, error = %e, "cannot mark an update handled; it is handled again at the next start");
         }
     });
 }
@@ -113,7 +117,7 @@ pub async fn recover(tg: &Arc<Telegram>) {
             Ok(update) => handle(tg, row.update_id, update),
             Err(e) => {
                 tracing::warn!(update_id = row.update_id, error = %e, "a stored update no longer reads; dropped");
-                let _ = tg.store.finish_update(row.update_id).await;
+                let _ = tg.store.finish_update(row.update_id, now_ms()).await;
             }
         }
     }
@@ -136,5 +140,8 @@ pub async fn sweep(tg: Arc<Telegram>) {
             tracing::warn!(error = %e, "cannot renew update claims");
         }
         recover(&tg).await;
+        if let Err(e) = tg.store.prune_handled_updates(now_ms() - KEEP_HANDLED.as_millis() as i64).await {
+            tracing::warn!(error = %e, "cannot prune handled updates");
+        }
     }
 }

@@ -7,7 +7,7 @@
 //! nothing (the map holds only lanes with a live task).
 //!
 //! Each job carries a [`Done`] signal, fired once the update was handled (its effects
-//! are in the store, its replies sent): only then does the update leave the store's
+//! are in the store, its replies sent): only then is the update marked handled in the store's
 //! inbox ([`super::inbox`]), so a crash before that point handles it again at the next
 //! start.
 
@@ -66,9 +66,22 @@ impl Lanes {
 async fn run(tg: Arc<Telegram>, chat_id: i64, mut rx: mpsc::UnboundedReceiver<Job>) {
     loop {
         match tokio::time::timeout(IDLE, rx.recv()).await {
-            // `done` is dropped after the handler returns: that is the signal.
-            Ok(Some(Job::Message(message, _done))) => chat::on_message(&tg, *message).await,
-            Ok(Some(Job::Click(query, _done))) => clicks::on_callback(&tg, *query).await,
+            Ok(Some(job)) => {
+                // Each job in a task of its own, awaited: a handler that panics on one
+                // update (a poison update) is logged and the lane goes on with the next,
+                // instead of ending and dropping the jobs queued behind it. `done` is
+                // dropped once the handler returned or panicked: that is the signal.
+                let tg = tg.clone();
+                let handled = tokio::spawn(async move {
+                    match job {
+                        Job::Message(message, _done) => chat::on_message(&tg, *message).await,
+                        Job::Click(query, _done) => clicks::on_callback(&tg, *query).await,
+                    }
+                });
+                if let Err(e) = handled.await {
+                    tracing::error!(chat_id, error = %e, "handling an update failed; it is dropped and the chat goes on");
+                }
+            }
             Ok(None) => return,
             Err(_) => {
                 // Remove the lane under the map lock, where senders also hold it: a job
