@@ -200,10 +200,14 @@ mod telegram {
         assert!(rig.click(OPS, id, "Approve", &thao()).await.contains("not allowed"), "only the listed approvers vote");
         assert!(approvals(&rig.sim).is_empty());
 
+        // Hà clicks the same button as it was before Minh decided (the card may
+        // already have lost its buttons by then).
+        let stale = button(&rig.fake.message(OPS, id).expect("the card"), "Approve");
         rig.click(OPS, id, "Approve", &minh()).await;
         let s = session_id(&rig.sim);
         assert_eq!(wait_approvals(&rig.sim, 1).await, vec![approval(&s, 1, json!([{"type":"approve"}]))]);
-        let third = rig.click(OPS, id, "Approve", &ha()).await;
+        let query = rig.fake.push_click(OPS, &ha(), id, &stale);
+        let third = wait_until(|| async { rig.fake.answer_to(&query) }).await["text"].as_str().unwrap_or_default().to_owned();
         assert!(third.starts_with("Already decided by Minh"), "{third}");
         still_exactly(&rig.sim, 1).await;
 
