@@ -455,8 +455,8 @@ async fn claude_with_mcp(h: &Harness, prompt: &str, work: &Path) -> tokio::task:
 }
 
 /// Claude Code asks to run a Bash command that writes a file; the card appears in the
-/// Telegram chat through `/mcp`: Approve → the file exists; Reject → it does not and
-/// the model got the approver's words; Edit → the edited command ran.
+/// Telegram chat through `/mcp`: Approve → the file exists; a Comment → it does not and
+/// the model got the comment; Reject → it does not; Edit → the edited command ran.
 #[tokio::test]
 async fn claude_codes_permission_prompts_go_to_the_chat_over_mcp() {
     let Some(mut h) = Harness::start(&[]).await else { return };
@@ -477,12 +477,25 @@ async fn claude_codes_permission_prompts_go_to_the_chat_over_mcp() {
     assert_eq!(result["result"], "Wrote it.", "{result}");
     assert_eq!(std::fs::read_to_string(work.join("approved.txt")).unwrap(), "approved\n");
 
+    // Comment: denied with the commenter's words, which the model reads.
+    let key = unique("mcp-comment");
+    let id = format!("toolu_{}", key.replace('-', "_"));
+    script(h.model, &key, json!([[bash(&id, "echo no > commented.txt", "Write commented.txt")], [{"text": "Understood, staging."}]])).await;
+    let run = claude_with_mcp(&h, &format!("{key}: write the file"), &work).await;
+    let card = h.person().message_with("commented.txt").await;
+    h.person().click(id_of(&card), "Comment").await;
+    h.person().reply_to_prompt("Reply with your comment.", "Use the staging bucket instead.").await;
+    assert_eq!(run.await.unwrap()["result"], "Understood, staging.");
+    let denied = tool_result(h.model, &key, &id).await;
+    assert!(result_text(&denied).contains("Use the staging bucket instead."), "{denied}");
+    assert!(!work.join("commented.txt").exists());
+
     // Reject: denied with the approver's name, and the tool never runs.
     let key = unique("mcp-reject");
     let id = format!("toolu_{}", key.replace('-', "_"));
     script(h.model, &key, json!([[bash(&id, "echo no > refused.txt", "Write refused.txt")], [{"text": "Understood."}]])).await;
     let run = claude_with_mcp(&h, &format!("{key}: write the file"), &work).await;
-    let card = h.person().message_with("echo no").await;
+    let card = h.person().message_with("refused.txt").await;
     h.person().click(id_of(&card), "Reject").await;
     assert_eq!(run.await.unwrap()["result"], "Understood.");
     let denied = tool_result(h.model, &key, &id).await;

@@ -251,10 +251,13 @@ pub fn questions_body(input: &QuestionsInput, defaults: &[String], key: String) 
     Ok(Value::Object(body))
 }
 
-/// `approval_prompt` → the push body: the one tool call, approve, edit or reject.
+/// `approval_prompt` → the push body: the one tool call, approved, edited, rejected, or
+/// answered with a comment (`respond`), which denies it with the commenter's words, as
+/// Claude Code's own permission prompts do.
 pub fn prompt_body(input: &PromptInput, defaults: &[String], key: String) -> Result<Value, InputError> {
+    let allowed = vec![Decision::Approve, Decision::Edit, Decision::Reject, Decision::Respond];
     let approval = ApprovalInput {
-        actions: vec![Action { name: input.tool_name.clone(), args: input.input.clone(), description: None, allowed_decisions: None }],
+        actions: vec![Action { name: input.tool_name.clone(), args: input.input.clone(), description: None, allowed_decisions: Some(allowed) }],
         text: None,
         policy: None,
         routing: Routing::default(),
@@ -415,6 +418,10 @@ mod tests {
         assert_eq!(prompt_result(&decided(edit), &prompt()), json!({"behavior": "allow", "updatedInput": {"command": "touch y"}}));
         assert_eq!(prompt_result(&decided(json!({"type": "reject", "message": "use y"})), &prompt()), json!({"behavior": "deny", "message": "use y"}));
         assert_eq!(prompt_result(&decided(json!({"type": "reject"})), &prompt()), json!({"behavior": "deny", "message": "Rejected by Lan."}));
+        assert_eq!(prompt_result(&decided(json!({"type": "respond", "message": "use staging"})), &prompt()), json!({"behavior": "deny", "message": "use staging"}));
+        let body = prompt_body(&prompt(), &["console".into()], "k".into()).unwrap();
+        assert_eq!(body["review_configs"], json!([{"action_name": "Bash", "allowed_decisions": ["approve", "edit", "reject", "respond"]}]));
+        assert_eq!(body["actions"][0]["tool_use_id"], "toolu_1");
         let expired = json!({"approval_key": "k", "status": "expired", "expires_at": "T"});
         assert_eq!(prompt_result(&expired, &prompt())["behavior"], "deny");
     }
