@@ -16,6 +16,10 @@ mod backends;
 mod fake_telegram;
 #[path = "support/telegram_chat.rs"]
 mod telegram_chat;
+#[path = "support/bridge_process.rs"]
+mod bridge_process;
+#[path = "support/withholding_proxy.rs"]
+mod withholding_proxy;
 
 use telegram_chat::{TelegramChat, text_of};
 
@@ -305,10 +309,10 @@ async fn a_refused_resume_is_reported_in_the_chat() {
     h.finish().await;
 }
 
-/// A resume for a thread the server no longer has gets an HTTP refusal: reported in
-/// the chat, sent once.
+/// A decision for a thread the server no longer has (deleted, reset) is not sent: the
+/// card says the agent stopped waiting, once, and nothing is retried.
 #[tokio::test]
-async fn an_http_refusal_is_reported_and_not_resent() {
+async fn a_decision_for_a_deleted_thread_is_not_delivered_and_not_resent() {
     let Some(h) = Harness::start("agent").await else { return };
     h.person().say("trade");
     let id = h.request_with("execute_trade").await;
@@ -323,11 +327,13 @@ async fn an_http_refusal_is_reported_and_not_resent() {
     let deleted = reqwest::Client::new().delete(format!("{}/threads/{thread}", h.base)).send().await.expect("delete");
     assert!(deleted.status().is_success());
     h.person().click(id, "Approve").await;
-    let failure = h.person().message_with("LangGraph refused the decision for request").await;
-    assert!(text_of(&failure).contains("HTTP 404"), "{}", text_of(&failure));
+    let card = wait_until(|| async { h.fake.bot_messages(h.chat).into_iter().find(|m| m["message_id"].as_i64() == Some(id) && text_of(m).contains("not delivered")) }).await;
+    assert!(text_of(&card).contains("the agent stopped waiting for this"), "{}", text_of(&card));
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let failures = h.fake.bot_messages(h.chat).iter().filter(|m| text_of(m).contains("LangGraph refused")).count();
-    assert_eq!(failures, 1, "the refused decision is not sent again");
+    let runs: Value = reqwest::get(format!("{}/threads/{thread}/runs", h.base)).await.expect("runs").json().await.expect("JSON");
+    // Deleted and not made again (404), or made again empty: either way no run.
+    assert!(runs.as_array().is_none_or(Vec::is_empty), "nothing was sent: {runs}");
+    assert!(!h.fake.bot_messages(h.chat).iter().any(|m| text_of(m).contains("LangGraph refused")));
     h.finish().await;
 }
 
@@ -347,9 +353,6 @@ async fn a_restarted_bridge_resumes_what_the_thread_still_waits_for() {
     h.finish().await;
 }
 
-impl Harness {
-}
-
 /// The example config loads as is; a bad `[langgraph]` key is named; the stream
 /// kind's `backend.url` is not required.
 #[test]
@@ -365,4 +368,192 @@ fn the_example_config_loads_and_bad_keys_are_named() {
     }
     let err = Settings::from_pairs(&[("backend.kind", "langgraph"), ("langgraph.colour", "blue")]).expect_err("unknown key").to_string();
     assert!(err.contains("colour"), "{err}");
+}
+
+// ---- SIGKILL at each point of a turn, the real binary ------------------------------
+
+use bridge_process::BridgeProcess;
+use withholding_proxy::WithholdingProxy;
+
+/// `hitl-bridge run` on the graph `agent` of the shared server, reached at `url`.
+fn bridge_on(db: &std::path::Path, url: &str) -> BridgeProcess {
+    BridgeProcess::start(
+        db,
+        &[
+            ("HITL_BRIDGE__BACKEND__KIND", "langgraph".into()),
+            ("HITL_BRIDGE__LANGGRAPH__URL", url.into()),
+            ("HITL_BRIDGE__LANGGRAPH__ASSISTANT_ID", "agent".into()),
+        ],
+    )
+}
+
+/// Starts a new session at the console (which also proves the bridge is up, its store
+/// migrated) and returns the LangGraph thread it maps to.
+fn new_thread(bridge: &mut BridgeProcess) -> String {
+    bridge.type_line("/new");
+    let line = bridge.expect("· new session ");
+    let session = line.rsplit(' ').next().expect("a session id").trim();
+    hitl_bridge::backend::langgraph::ids::thread_id(session)
+}
+
+async fn get_json(url: String) -> Value {
+    reqwest::get(url).await.expect("GET").json().await.expect("JSON")
+}
+
+/// What the thread holds once its runs are over: (human messages, tool messages as
+/// (name, status, content), runs).
+async fn thread_record(base: &str, thread: &str) -> (Vec<String>, Vec<(String, String, String)>, usize) {
+    wait_until(|| async { (get_json(format!("{base}/threads/{thread}")).await["status"] != "busy").then_some(()) }).await;
+    let state = get_json(format!("{base}/threads/{thread}/state")).await;
+    let messages = state["values"]["messages"].as_array().cloned().unwrap_or_default();
+    let humans = messages.iter().filter(|m| m["type"] == "human").map(|m| m["content"].as_str().unwrap_or("").to_owned()).collect();
+    let tools = messages
+        .iter()
+        .filter(|m| m["type"] == "tool")
+        .map(|m| (m["name"].as_str().unwrap_or("").to_owned(), m["status"].as_str().unwrap_or("").to_owned(), m["content"].as_str().unwrap_or("").to_owned()))
+        .collect();
+    let runs = get_json(format!("{base}/threads/{thread}/runs?limit=100")).await.as_array().map_or(0, Vec::len);
+    (humans, tools, runs)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime")
+}
+
+fn traded_once() -> Vec<(String, String, String)> {
+    vec![("execute_trade".to_owned(), "success".to_owned(), "bought 100 VNM".to_owned())]
+}
+
+/// Killed after LangGraph started the message's run but before the bridge heard back
+/// (the proxy withholds the answer): the restarted bridge finds the run by the
+/// message's id in its metadata and does not send the message again, so the waiting
+/// interrupt is not replaced, and the click runs the tool once.
+#[test]
+fn sigkill_after_the_message_reached_langgraph_does_not_run_it_twice() {
+    let rt = runtime();
+    let Some(base) = rt.block_on(server()) else { return };
+    let proxy = rt.block_on(WithholdingProxy::start(&base, "POST /threads/", "/runs/stream"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("bridge.db");
+    let mut bridge = bridge_on(&db, &proxy.url);
+    let thread = new_thread(&mut bridge);
+    proxy.withhold(true);
+    bridge.type_line("trade");
+    rt.block_on(wait_until(|| async { (get_json(format!("{base}/threads/{thread}")).await["status"] == "interrupted").then_some(()) }));
+    assert_eq!(proxy.withheld(), 1, "the run's answer was withheld");
+    bridge.kill();
+
+    proxy.withhold(false);
+    let restarted = std::time::Instant::now();
+    let mut bridge = bridge_on(&db, &proxy.url);
+    bridge.expect("execute_trade? [a]pprove");
+    bridge.type_line("a");
+    bridge.expect("done. execute_trade=success: bought 100 VNM");
+    println!("langgraph: killed after the message; restart → tool ran in {:?}", restarted.elapsed());
+    let (humans, tools, runs) = rt.block_on(thread_record(&base, &thread));
+    assert_eq!(humans, vec!["trade"], "the message ran once");
+    assert_eq!(tools, traded_once());
+    assert_eq!(runs, 2, "the message's run and the resume");
+    bridge.stop();
+}
+
+/// Killed while the request is shown: the restarted bridge shows it again from the
+/// thread's state, and the click resumes it.
+#[test]
+fn sigkill_while_the_request_is_shown_then_the_click_runs_the_tool_once() {
+    let rt = runtime();
+    let Some(base) = rt.block_on(server()) else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("bridge.db");
+    let mut bridge = bridge_on(&db, &base);
+    let thread = new_thread(&mut bridge);
+    bridge.type_line("trade");
+    bridge.expect("execute_trade? [a]pprove");
+    bridge.kill();
+
+    let restarted = std::time::Instant::now();
+    let mut bridge = bridge_on(&db, &base);
+    bridge.expect("execute_trade? [a]pprove");
+    bridge.type_line("a");
+    bridge.expect("done. execute_trade=success: bought 100 VNM");
+    println!("langgraph: killed while shown; restart → tool ran in {:?}", restarted.elapsed());
+    let (humans, tools, runs) = rt.block_on(thread_record(&base, &thread));
+    assert_eq!((humans, tools, runs), (vec!["trade".to_owned()], traded_once(), 2));
+    bridge.stop();
+}
+
+/// Killed right after the click, at several delays: whether the decision was saved,
+/// sent, or sent and run before the kill, the tool runs exactly once with it, and a
+/// decision that reached LangGraph is never reported as "not delivered".
+#[test]
+fn sigkill_right_after_the_click_runs_the_tool_exactly_once() {
+    let rt = runtime();
+    let Some(base) = rt.block_on(server()) else { return };
+    for delay_ms in [0u64, 40, 150, 400] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("bridge.db");
+        let mut bridge = bridge_on(&db, &base);
+        let thread = new_thread(&mut bridge);
+        bridge.type_line("trade");
+        bridge.expect("execute_trade? [a]pprove");
+        bridge.type_line("a");
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        bridge.kill();
+
+        let restarted = std::time::Instant::now();
+        let mut bridge = bridge_on(&db, &base);
+        let store_url = format!("sqlite://{}", db.display());
+        let clicked_again = rt.block_on(async {
+            let store = Store::connect(&store_url).await.expect("store");
+            let pending = !store.pending_interactions().await.expect("pending").is_empty();
+            store.close().await;
+            pending
+        });
+        if clicked_again {
+            // The click never became a decision: the request is shown again.
+            bridge.expect("execute_trade? [a]pprove");
+            bridge.type_line("a");
+        }
+        let (humans, tools, runs) = rt.block_on(async {
+            wait_until(|| async {
+                let record = thread_record(&base, &thread).await;
+                (!record.1.is_empty()).then_some(record)
+            })
+            .await
+        });
+        let took = restarted.elapsed();
+        let lines = bridge.drain(Duration::from_secs(1)).join("\n");
+        println!("langgraph: killed {delay_ms} ms after the click (clicked again: {clicked_again}); tool ran {took:?} after the restart");
+        assert_eq!((humans, tools, runs), (vec!["trade".to_owned()], traded_once(), 2), "delay {delay_ms} ms");
+        assert!(!lines.contains("not delivered"), "delay {delay_ms} ms: a delivered decision is reported as not delivered:\n{lines}");
+        bridge.stop();
+    }
+}
+
+/// A new message while a request waits replaces LangGraph's interrupt; a click on the
+/// old card is not sent (LangGraph would accept it as a run that does nothing): the
+/// card says the agent stopped waiting, and the new request is answered normally.
+#[tokio::test]
+async fn a_decision_for_a_replaced_interrupt_is_not_reported_as_delivered() {
+    let Some(h) = Harness::start("agent").await else { return };
+    h.person().say("trade");
+    let old = h.request_with("execute_trade").await;
+    h.person().say("trade again");
+    let new = wait_until(|| async {
+        h.fake.bot_messages(h.chat).into_iter().find(|m| {
+            m["message_id"].as_i64() != Some(old) && text_of(m).contains("execute_trade") && m["reply_markup"]["inline_keyboard"].is_array()
+        })
+    })
+    .await["message_id"]
+        .as_i64()
+        .expect("message id");
+    h.person().click(old, "Approve").await;
+    let card = wait_until(|| async { h.fake.bot_messages(h.chat).into_iter().find(|m| m["message_id"].as_i64() == Some(old) && text_of(m).contains("not delivered")) }).await;
+    assert!(text_of(&card).contains("the agent stopped waiting for this"), "{}", text_of(&card));
+    let state = h.state().await;
+    assert!(!state["values"]["messages"].as_array().unwrap().iter().any(|m| m["type"] == "tool"), "the old decision ran nothing");
+    h.person().click(new, "Approve").await;
+    h.person().message_with("done. execute_trade=success: bought 100 VNM").await;
+    assert_eq!(h.tool_messages(1).await, traded_once());
+    h.finish().await;
 }

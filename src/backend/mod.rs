@@ -68,6 +68,10 @@ pub enum SessionUpdate {
     /// a ping sent after the reply, said `approval_result`, or history shows it). Made
     /// by the session task, never read from the wire.
     Delivered { approval_key: String },
+    /// The backend no longer waits for this request (superseded by a newer one,
+    /// answered elsewhere, its run or process gone): the bridge's reply was not
+    /// delivered and never will be. Made by a connector, never read from the wire.
+    NoLongerWaiting { approval_key: String },
 }
 
 /// One collapsible group of tool work.

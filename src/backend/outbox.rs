@@ -6,6 +6,11 @@
 //! dropped by its read timeout and the command is written again on the next one,
 //! where `approval_key` lets the backend tell a repeat.
 //!
+//! A command queued before the current connection opened may have been written by an
+//! earlier connection or process that died before the proof: the link is told so
+//! ([`Outgoing::maybe_received`]) and, where the backend keeps a record, checks it
+//! before writing the command again ([`Sent`]).
+//!
 //! Only the replica holding the session's lease reads its rows, so two replicas never
 //! send the same rows.
 
@@ -13,13 +18,17 @@ use crate::clock::now_ms;
 use crate::protocol::Command;
 use crate::store::Store;
 
+use super::SessionUpdate;
 use super::lease::Lease;
-use super::session::{Link, LinkError};
+use super::session::{Link, LinkError, Outgoing, Sent};
 
 /// Commands written on the current connection and not yet proven read. One per
 /// connection: a new connection starts empty, so everything unproven is written again.
 #[derive(Debug, Default)]
 pub struct InFlight {
+    /// When the connection opened: a command queued before may have been written by
+    /// an earlier one.
+    opened_at_ms: i64,
     /// Commands written on this link so far; the `n`th write has sequence `n`.
     writes: u64,
     /// (sequence, outbox id, command), oldest first.
@@ -27,6 +36,10 @@ pub struct InFlight {
 }
 
 impl InFlight {
+    pub fn opened_at(opened_at_ms: i64) -> Self {
+        Self { opened_at_ms, ..Self::default() }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.written.is_empty()
     }
@@ -38,7 +51,9 @@ impl InFlight {
 
 /// Writes every queued command of `session_id` that is not already in flight, in
 /// order, while this replica holds the lease. `on_send` sees each command just before
-/// it is written (to note an open turn).
+/// it is written (to note an open turn). Returns what the engine must hear about
+/// replies the link settled without writing them: `Delivered` when the backend's
+/// record shows it has the reply, `NoLongerWaiting` when it waits for it no more.
 pub async fn flush<L: Link>(
     store: &Store,
     lease: &Lease,
@@ -46,18 +61,34 @@ pub async fn flush<L: Link>(
     link: &mut L,
     in_flight: &mut InFlight,
     mut on_send: impl FnMut(&Command),
-) -> Result<(), LinkError> {
-    for (id, command) in store.outbox_if_leased(session_id, lease.owner(), now_ms()).await? {
-        if in_flight.contains(id) {
+) -> Result<Vec<SessionUpdate>, LinkError> {
+    let mut settled = Vec::new();
+    for queued in store.outbox_if_leased(session_id, lease.owner(), now_ms()).await? {
+        if in_flight.contains(queued.id) {
             continue;
         }
-        on_send(&command);
-        link.send(&command).await?;
-        in_flight.writes += 1;
-        tracing::debug!(%session_id, outbox_id = id, sequence = in_flight.writes, "command written; waiting for the backend to prove it read it");
-        in_flight.written.push((in_flight.writes, id, command));
+        on_send(&queued.command);
+        let id = queued.stable_id();
+        let outgoing = Outgoing { id: &id, command: &queued.command, maybe_received: queued.created_at_ms <= in_flight.opened_at_ms };
+        match link.send(outgoing).await? {
+            Sent::Written => {
+                in_flight.writes += 1;
+                tracing::debug!(%session_id, outbox_id = queued.id, sequence = in_flight.writes, "command written; waiting for the backend to prove it read it");
+                in_flight.written.push((in_flight.writes, queued.id, queued.command));
+            }
+            outcome @ (Sent::AlreadyReceived | Sent::NotWaiting) => {
+                tracing::info!(%session_id, outbox_id = queued.id, ?outcome, "command settled without writing it");
+                store.remove_outbox(queued.id).await?;
+                if let Command::Approval { approval_key, .. } = queued.command {
+                    settled.push(match outcome {
+                        Sent::NotWaiting => SessionUpdate::NoLongerWaiting { approval_key },
+                        _ => SessionUpdate::Delivered { approval_key },
+                    });
+                }
+            }
+        }
     }
-    Ok(())
+    Ok(settled)
 }
 
 /// The backend read the first `written` commands of this link: removes them from the

@@ -24,6 +24,7 @@ use tracing::Instrument;
 use super::lease::Lease;
 use super::outbox::InFlight;
 use super::{BackendInput, Connector, SessionUpdate, history, outbox};
+use crate::clock::now_ms;
 use crate::protocol::Command;
 use crate::store::{Store, StoreError};
 
@@ -69,13 +70,40 @@ pub trait Transport: Send + Sync + 'static {
 pub trait Link: Send {
     type State;
 
-    /// Writes one command.
-    fn send(&mut self, command: &Command) -> impl Future<Output = Result<(), LinkError>> + Send;
+    /// Writes one command, unless the backend's own record shows it needs no writing.
+    /// Only [`Sent::Written`] counts towards the proofs of [`Received::proves_first`].
+    fn send(&mut self, outgoing: Outgoing<'_>) -> impl Future<Output = Result<Sent, LinkError>> + Send;
 
     /// Waits for the next updates; `None` when the backend closed the connection.
     /// Must be cancel-safe: it is raced against timers and outbox wake-ups. A link
     /// that can tell a half-open connection (no ping answered in time) returns an error.
     fn recv(&mut self, state: &mut Self::State) -> impl Future<Output = Option<Result<Received, LinkError>>> + Send;
+}
+
+/// One queued command as the outbox hands it to a link.
+#[derive(Debug, Clone, Copy)]
+pub struct Outgoing<'a> {
+    /// Stable for as long as the command is queued, across reconnects and restarts: a
+    /// backend that records it (e.g. in a run's metadata) can tell a repeat.
+    pub id: &'a str,
+    pub command: &'a Command,
+    /// Queued before this link opened, so an earlier connection or process may have
+    /// written it without living to see the proof. A link whose backend cannot
+    /// deduplicate checks the backend's record before writing such a command again.
+    pub maybe_received: bool,
+}
+
+/// What [`Link::send`] did with a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    /// Written; it leaves the outbox once a proof covers it.
+    Written,
+    /// The backend's record shows it already has this command (written before a crash
+    /// or a lost connection): not written again, and done.
+    AlreadyReceived,
+    /// A reply for a request the backend no longer waits for (superseded, answered
+    /// elsewhere, its run gone): not written, and never reported as delivered.
+    NotWaiting,
 }
 
 /// What one [`Link::recv`] brought.
@@ -269,7 +297,7 @@ async fn pump<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signal
             send_update(inner, session_id, update).await?;
         }
     }
-    let mut in_flight = InFlight::default();
+    let mut in_flight = InFlight::opened_at(now_ms());
     flush(inner, session_id, signals, &mut link, &mut in_flight).await?;
     let mut renew = tokio::time::interval(inner.lease.renew_every());
     renew.tick().await; // the first tick is immediate; the lease was just taken
@@ -324,7 +352,7 @@ async fn relay<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signa
                     send_update(inner, session_id, SessionUpdate::Delivered { approval_key: approval_key.clone() }).await?;
                 }
             }
-            SessionUpdate::TimedOut { approval_key } => {
+            SessionUpdate::TimedOut { approval_key } | SessionUpdate::NoLongerWaiting { approval_key } => {
                 outbox::confirm_key(&inner.store, session_id, approval_key, in_flight).await?;
             }
             _ => {}
@@ -334,14 +362,19 @@ async fn relay<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signa
     Ok(())
 }
 
-/// Delivers the outbox, noting an open turn when a `message` goes out.
+/// Delivers the outbox, noting an open turn when a `message` goes out, and tells the
+/// engine about replies settled without a write.
 async fn flush<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals, link: &mut T::Link, in_flight: &mut InFlight) -> Result<(), LinkError> {
-    outbox::flush(&inner.store, &inner.lease, session_id, link, in_flight, |command| {
+    let settled = outbox::flush(&inner.store, &inner.lease, session_id, link, in_flight, |command| {
         if matches!(command, Command::Message { .. }) {
             signals.turn_open.store(true, Ordering::Release);
         }
     })
-    .await
+    .await?;
+    for update in settled {
+        send_update(inner, session_id, update).await?;
+    }
+    Ok(())
 }
 
 async fn send_update<T: Transport>(inner: &Inner<T>, session_id: &str, update: SessionUpdate) -> Result<(), LinkError> {

@@ -21,10 +21,10 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 
 use super::SessionUpdate;
 use super::assembler::Assembler;
-use super::session::{Link, LinkError, Received, Transport};
+use super::session::{Link, LinkError, Outgoing, Received, Sent, Transport};
 use crate::config::BackendSettings;
 use crate::interaction::TimeoutDefaults;
-use crate::protocol::{BackendEvent, Command};
+use crate::protocol::BackendEvent;
 
 /// Frames larger than this are skipped (PROTOCOL.md §1).
 pub const MAX_FRAME_BYTES: usize = 1024 * 1024;
@@ -110,12 +110,16 @@ impl Transport for StreamTransport {
 impl Link for StreamLink {
     type State = Assembler;
 
-    async fn send(&mut self, command: &Command) -> Result<(), LinkError> {
-        let frame = serde_json::to_string(command).map_err(LinkError::transport)?;
+    /// The stream protocol has no record to check: a command that may have been
+    /// received is written again (replies carry `approval_key`, which the backend
+    /// dedupes; a `message` may be run twice, as docs/protocol.md says).
+    async fn send(&mut self, outgoing: Outgoing<'_>) -> Result<Sent, LinkError> {
+        let frame = serde_json::to_string(outgoing.command).map_err(LinkError::transport)?;
         self.ws.send(Message::Text(frame)).await.map_err(LinkError::transport)?;
         self.written += 1;
         // Its pong is the proof that the backend read this command.
-        self.ping().await
+        self.ping().await?;
+        Ok(Sent::Written)
     }
 
     async fn recv(&mut self, assembler: &mut Assembler) -> Option<Result<Received, LinkError>> {

@@ -701,8 +701,9 @@ impl Shard {
         }
     }
 
-    /// The backend proved it has the reply (`Delivered`) or timed the request out
-    /// before it did (`TooLate`): store that and re-render.
+    /// The backend proved it has the reply (`Delivered`), timed the request out before
+    /// it did (`TooLate`) or stopped waiting for it (`NotWaiting`): store that and
+    /// re-render.
     #[tracing::instrument(name = "interaction", skip(self, delivery))]
     async fn delivery_changed(&mut self, session_id: &str, approval_key: &str, delivery: Delivery) -> Result<(), EngineError> {
         let Some(mut interaction) = self.store.interaction_by_key(session_id, approval_key).await? else { return Ok(()) };
@@ -757,6 +758,10 @@ impl Shard {
             }
             SessionUpdate::Delivered { approval_key } => {
                 self.delivery_changed(&session_id, &approval_key, Delivery::Delivered { at_ms: now_ms() }).await?;
+            }
+            SessionUpdate::NoLongerWaiting { approval_key } => {
+                tracing::warn!(%session_id, %approval_key, "the backend no longer waits for this request; the reply was not delivered");
+                self.delivery_changed(&session_id, &approval_key, Delivery::NotWaiting { at_ms: now_ms() }).await?;
             }
             SessionUpdate::TurnEnded => tracing::debug!(%session_id, "turn ended"),
             SessionUpdate::TurnFailed { message } => {

@@ -225,6 +225,9 @@ pub enum Delivery {
     Delivered { at_ms: i64 },
     /// The backend timed the request out before the reply reached it.
     TooLate { at_ms: i64 },
+    /// The backend stopped waiting for the request (a newer request replaced it, its
+    /// run ended) before the reply reached it: the reply was not delivered.
+    NotWaiting { at_ms: i64 },
 }
 
 impl Delivery {

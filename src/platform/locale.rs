@@ -340,6 +340,9 @@ fn delivery(locale: Locale, delivery: Delivery) -> Option<String> {
         (Delivery::TooLate { .. }, En) => "⚠️ the agent timed out before this reached it".into(),
         (Delivery::TooLate { .. }, Vi) => "⚠️ agent đã hết thời gian chờ trước khi nhận được".into(),
         (Delivery::TooLate { .. }, Zh) => "⚠️ 送达前智能体已超时".into(),
+        (Delivery::NotWaiting { .. }, En) => "⚠️ not delivered: the agent stopped waiting for this (its current request, if any, is shown below)".into(),
+        (Delivery::NotWaiting { .. }, Vi) => "⚠️ chưa gửi được: agent đã thôi chờ yêu cầu này (yêu cầu hiện tại của nó, nếu có, hiện bên dưới)".into(),
+        (Delivery::NotWaiting { .. }, Zh) => "⚠️ 未送达：智能体已不再等待此请求（如有新的请求，见下方）".into(),
     })
 }
 

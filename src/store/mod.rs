@@ -44,6 +44,7 @@ pub use chats::ChatKey;
 pub use connect::DEFAULT_URL;
 pub use error::{Result, StoreError};
 pub use messages::MessageRef;
+pub use outbox::Queued;
 pub use pairing::{PairError, PairedUser, PairingCode};
 pub use refusals::StrangerWindow;
 pub use inbox::InboxUpdate;

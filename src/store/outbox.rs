@@ -32,9 +32,9 @@ impl Store {
     /// The session's queued commands, oldest first, but only while `owner` holds the
     /// session's lease at `now_ms`: a replica whose lease lapsed (a long pause, a lost
     /// database connection) reads nothing, so two replicas never send the same rows.
-    pub async fn outbox_if_leased(&self, session_id: &str, owner: &str, now_ms: i64) -> Result<Vec<(i64, Command)>> {
+    pub async fn outbox_if_leased(&self, session_id: &str, owner: &str, now_ms: i64) -> Result<Vec<Queued>> {
         let rows = sqlx::query(
-            "SELECT o.id, o.command FROM outbox o
+            "SELECT o.id, o.command, o.created_at_ms FROM outbox o
              JOIN session_leases l ON l.session_id = o.session_id
              WHERE o.session_id = $1 AND l.owner = $2 AND l.until_ms >= $3
              ORDER BY o.id",
@@ -45,7 +45,7 @@ impl Store {
         .fetch_all(&self.pool)
         .await
         .map_err(StoreError::query("list outbox under lease"))?;
-        Ok(rows.iter().map(decode_row).filter_map(skip_corrupt).collect())
+        Ok(rows.iter().map(decode_queued).filter_map(skip_corrupt).collect())
     }
 
     /// Once the backend proved it read the command.
@@ -114,6 +114,28 @@ pub(super) async fn insert_command<'e>(executor: impl AnyExecutor<'e>, command: 
     .await
     .map_err(StoreError::query("enqueue command"))?;
     column(&row, "id")
+}
+
+/// One queued command, as the connector delivering it sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Queued {
+    pub id: i64,
+    pub created_at_ms: i64,
+    pub command: Command,
+}
+
+impl Queued {
+    /// An id for the command that stays the same for as long as it is queued and is
+    /// not reused by a later command, even if the database's row ids restart (a new
+    /// store file): the row id with the moment it was queued.
+    pub fn stable_id(&self) -> String {
+        format!("{}-{}", self.id, self.created_at_ms)
+    }
+}
+
+fn decode_queued(row: &AnyRow) -> Result<Queued> {
+    let (id, command) = decode_row(row)?;
+    Ok(Queued { id, created_at_ms: column(row, "created_at_ms")?, command })
 }
 
 fn decode_row(row: &AnyRow) -> Result<(i64, Command)> {

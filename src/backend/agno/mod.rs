@@ -30,19 +30,23 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use futures_util::stream::{BoxStream, SelectAll};
 use secrecy::ExposeSecret;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use self::events::{RunEvents, TERMINAL_EVENTS};
 use self::pause::PausePart;
 use super::sse::{SseEvent, SseParser};
 use super::SessionUpdate;
-use super::session::{Link, LinkError, Received, Transport};
+use super::session::{Link, LinkError, Outgoing, Received, Sent, Transport};
 use crate::interaction::TimeoutDefaults;
 use crate::protocol::{Command, Reply};
 pub use settings::AgnoSettings;
 
 /// The most of an error body quoted in the chat.
 const MAX_DETAIL_CHARS: usize = 300;
+
+/// The key under which a run's metadata carries the bridge command that started it.
+const COMMAND_ID_KEY: &str = "hitl_bridge_command";
+const COMMAND_ID_POINTER: &str = "/metadata/hitl_bridge_command";
 
 /// Connects bridge sessions to AgentOS sessions.
 pub struct AgnoTransport {
@@ -142,6 +146,12 @@ impl Api {
     async fn paused_runs(&self) -> Result<Vec<Value>, LinkError> {
         let runs = self.get("/runs", &[("session_id", &self.session_id), ("status", "PAUSED")]).await?;
         Ok(runs.and_then(|r| r.as_array().cloned()).unwrap_or_default())
+    }
+
+    /// Whether the session has a run started by the bridge command `command_id` (the
+    /// bridge puts it in each run's metadata).
+    async fn has_run_for(&self, command_id: &str) -> Result<bool, LinkError> {
+        Ok(self.runs().await?.iter().any(|run| run.pointer(COMMAND_ID_POINTER).and_then(Value::as_str) == Some(command_id)))
     }
 
     async fn runs(&self) -> Result<Vec<Value>, LinkError> {
@@ -259,51 +269,58 @@ impl AgnoLink {
         Ok(())
     }
 
-    async fn message(&mut self, text: String, user_id: Option<String>) -> Result<(), LinkError> {
-        let mut form = vec![("message", text)];
+    /// Starts a run for a chat message, its bridge command id in the run's metadata so
+    /// that a restarted bridge can tell whether AgentOS already has it.
+    async fn message(&mut self, text: String, user_id: Option<String>, command_id: &str) -> Result<(), LinkError> {
+        let metadata = json!({COMMAND_ID_KEY: command_id}).to_string();
+        let mut form = vec![("message", text), ("metadata", metadata)];
         form.extend(user_id.map(|u| ("user_id", u)));
         self.start("/runs", form, "the message").await
     }
 
-    async fn reply(&mut self, approval_key: &str, reply: &Reply) -> Result<(), LinkError> {
+    /// Continues the paused run with `reply` once every part of its pause has one. A
+    /// run that no longer waits for these tool calls gets nothing: if it carries an
+    /// answer for them, this reply reached it before (a restart lost the proof);
+    /// otherwise it stopped waiting (cancelled, failed, gone) and the reply is not
+    /// delivered.
+    async fn reply(&mut self, approval_key: &str, reply: &Reply) -> Result<Sent, LinkError> {
         let session_id = self.api.session_id.clone();
         let Some(run_id) = pause::run_id_of(approval_key).map(str::to_owned) else {
-            tracing::warn!(%session_id, %approval_key, "a reply whose key names no Agno run; dropping it");
-            return Ok(());
+            tracing::warn!(%session_id, %approval_key, "a reply whose key names no Agno run; it cannot be delivered");
+            return Ok(Sent::NotWaiting);
         };
         let Some(run) = self.api.run(&run_id).await? else {
-            self.refused(format!("AgentOS no longer has run {run_id}; the answer was not delivered"));
-            return Ok(());
+            tracing::warn!(%session_id, %approval_key, "AgentOS no longer has the run; the reply cannot be delivered");
+            return Ok(Sent::NotWaiting);
         };
-        if run.get("status").and_then(Value::as_str) != Some("PAUSED") {
-            // Continued already (by this reply on an earlier link, or elsewhere).
-            tracing::info!(%session_id, %approval_key, status = ?run.get("status"), "the run is no longer paused; not continuing it again");
-            self.held.remove(&run_id);
-            return Ok(());
-        }
         let tools = run.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
         let paused = pause::pause_of(&run_id, &tools);
-        let Some(part) = paused.parts.iter().find(|p| p.approval_key == approval_key).cloned() else {
-            tracing::info!(%session_id, %approval_key, "the run no longer waits for these tool calls; not continuing it");
-            return Ok(());
+        let part = paused.parts.iter().find(|p| p.approval_key == approval_key).cloned();
+        let (Some(part), Some("PAUSED")) = (part, run.get("status").and_then(Value::as_str)) else {
+            self.held.remove(&run_id);
+            let delivered = pause::answered_in(&tools, approval_key);
+            tracing::info!(%session_id, %approval_key, status = ?run.get("status"), delivered, "the run no longer waits for this reply; not continuing it");
+            return Ok(if delivered { Sent::AlreadyReceived } else { Sent::NotWaiting });
         };
+        self.written += 1;
         let held = self.held.entry(run_id.clone()).or_default();
         held.retain(|h| h.part.approval_key != approval_key);
         held.push(Held { position: self.written, part, reply: reply.clone() });
         if !paused.parts.iter().all(|p| held.iter().any(|h| h.part.approval_key == p.approval_key)) {
             tracing::debug!(%session_id, %approval_key, "holding the reply until the rest of the pause is answered");
-            return Ok(());
+            return Ok(Sent::Written);
         }
         let replies: Vec<(PausePart, Reply)> = self.held.remove(&run_id).unwrap_or_default().into_iter().map(|h| (h.part, h.reply)).collect();
         let tools = match pause::continue_tools(&tools, &replies) {
             Ok(tools) => tools,
             Err(e) => {
                 self.refused(format!("the answer cannot be given to Agno: {e}"));
-                return Ok(());
+                return Ok(Sent::Written);
             }
         };
         let tools = serde_json::to_string(&tools).map_err(LinkError::transport)?;
-        self.start(&format!("/runs/{run_id}/continue"), vec![("tools", tools)], "to continue the run").await
+        self.start(&format!("/runs/{run_id}/continue"), vec![("tools", tools)], "to continue the run").await?;
+        Ok(Sent::Written)
     }
 
     async fn cancel(&mut self) -> Result<(), LinkError> {
@@ -323,15 +340,26 @@ impl AgnoLink {
 impl Link for AgnoLink {
     type State = RunEvents;
 
-    async fn send(&mut self, command: &Command) -> Result<(), LinkError> {
-        self.written += 1;
-        match command {
+    async fn send(&mut self, outgoing: Outgoing<'_>) -> Result<Sent, LinkError> {
+        match outgoing.command {
             Command::Message { content, user, .. } => {
+                // A message written before a crash may have started a run already;
+                // running it twice would repeat the agent's work.
+                if outgoing.maybe_received && self.api.has_run_for(outgoing.id).await? {
+                    tracing::info!(session_id = %self.api.session_id, command_id = outgoing.id, "AgentOS already has this message; not sending it again");
+                    return Ok(Sent::AlreadyReceived);
+                }
+                self.written += 1;
                 let text = content.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join("\n");
-                self.message(text, user.as_ref().map(|u| format!("{}:{}", u.platform, u.id))).await
+                self.message(text, user.as_ref().map(|u| format!("{}:{}", u.platform, u.id)), outgoing.id).await?;
+                Ok(Sent::Written)
             }
             Command::Approval { approval_key, reply, .. } => self.reply(approval_key, reply).await,
-            Command::Cancel { .. } => self.cancel().await,
+            Command::Cancel { .. } => {
+                self.written += 1;
+                self.cancel().await?;
+                Ok(Sent::Written)
+            }
         }
     }
 

@@ -53,6 +53,18 @@ pub struct Pause {
     pub unsupported: Vec<String>,
 }
 
+/// Whether every tool call `approval_key` covers carries an answer in `tools` (a
+/// `confirmed` value, `answered`, or a result): the run was continued with a reply for
+/// this request, so a reply found unsent after a restart was in fact delivered.
+pub fn answered_in(tools: &[Value], approval_key: &str) -> bool {
+    let Some((_, calls)) = approval_key.split_once(':') else { return false };
+    calls.split(',').all(|call| {
+        tools.iter().filter(|t| call_id(t) == Some(call)).any(|t| {
+            t.get("confirmed").is_some_and(|c| !c.is_null()) || is_true(t, "answered") || t.get("result").is_some_and(|r| !r.is_null())
+        })
+    })
+}
+
 /// The run id an approval key names.
 pub fn run_id_of(approval_key: &str) -> Option<&str> {
     approval_key.split_once(':').map(|(run, _)| run).filter(|run| !run.is_empty())

@@ -24,7 +24,7 @@ use super::lines::Lines;
 use super::translate::Translator;
 use super::wire;
 use crate::backend::SessionUpdate;
-use crate::backend::session::{Link, LinkError, Received};
+use crate::backend::session::{Link, LinkError, Outgoing, Received, Sent};
 use crate::protocol::Command;
 
 /// How much of stderr is kept to explain an exit.
@@ -207,17 +207,21 @@ impl ClaudeCodeLink {
 impl Link for ClaudeCodeLink {
     type State = ToolGroups;
 
-    async fn send(&mut self, command: &Command) -> Result<(), LinkError> {
+    async fn send(&mut self, outgoing: Outgoing<'_>) -> Result<Sent, LinkError> {
+        let command = outgoing.command;
+        let outbound = self.translator.command(command, self.written + 1);
+        if outbound.not_waiting {
+            return Ok(Sent::NotWaiting);
+        }
         self.written += 1;
-        let outbound = self.translator.command(command, self.written);
         if matches!(command, Command::Message { .. }) {
             self.turn_open = true;
         }
         self.queue_frames(&outbound.frames);
-        self.queued.extend(outbound.updates);
         // Its answer proves the CLI read this command and every one before it.
         self.queue_frames(&[wire::ping(self.written)]);
-        self.flush_out().await
+        self.flush_out().await?;
+        Ok(Sent::Written)
     }
 
     async fn recv(&mut self, groups: &mut ToolGroups) -> Option<Result<Received, LinkError>> {

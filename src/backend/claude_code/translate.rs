@@ -42,9 +42,9 @@ pub struct Inbound {
 #[derive(Debug, Default, PartialEq)]
 pub struct Outbound {
     pub frames: Vec<Value>,
-    /// Updates the command itself settles (a reply to a request this process never
-    /// asked, or no longer waits for, is reported too late).
-    pub updates: Vec<SessionUpdate>,
+    /// A reply to a request this process never asked, or no longer waits for: nothing
+    /// is written, and the reply is reported as not delivered.
+    pub not_waiting: bool,
 }
 
 /// A `can_use_tool` request waiting for a person.
@@ -124,22 +124,22 @@ impl Translator {
         match command {
             Command::Message { content, .. } => {
                 let text = content.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join("\n");
-                Outbound { frames: vec![wire::user_message(&text)], updates: Vec::new() }
+                Outbound { frames: vec![wire::user_message(&text)], not_waiting: false }
             }
             Command::Cancel { .. } => {
                 self.interrupted = true;
-                Outbound { frames: vec![wire::interrupt(&format!("bridge_interrupt_{written}"))], updates: Vec::new() }
+                Outbound { frames: vec![wire::interrupt(&format!("bridge_interrupt_{written}"))], not_waiting: false }
             }
             Command::Approval { approval_key, reply, .. } => match self.pending.remove(approval_key) {
                 Some(pending) => {
                     let response = self.response(&pending, reply);
-                    Outbound { frames: vec![wire::success(&pending.request_id, response)], updates: Vec::new() }
+                    Outbound { frames: vec![wire::success(&pending.request_id, response)], not_waiting: false }
                 }
                 None => {
                     // The process that asked is gone (restart, crash, idle close) or
                     // withdrew the request: nothing can take this reply any more.
-                    tracing::warn!(%approval_key, "no Claude Code request waits for this reply; reporting it too late");
-                    Outbound { frames: Vec::new(), updates: vec![SessionUpdate::TimedOut { approval_key: approval_key.clone() }] }
+                    tracing::warn!(%approval_key, "no Claude Code request waits for this reply; it is not delivered");
+                    Outbound { frames: Vec::new(), not_waiting: true }
                 }
             },
         }
@@ -292,7 +292,7 @@ mod tests {
         let mut t = translator();
         t.frame(&can_use_tool("r1", "Bash", json!({"command":"rm x","description":"write"}), "toolu_1"), &mut ToolGroups::default());
         let out = t.command(&approval("s1_toolu_1", reply), 1);
-        assert!(out.updates.is_empty());
+        assert!(!out.not_waiting);
         let [frame] = out.frames.as_slice() else { panic!("{out:?}") };
         assert_eq!(frame["type"], "control_response");
         assert_eq!(frame["response"]["subtype"], "success");
@@ -350,11 +350,10 @@ mod tests {
     }
 
     #[test]
-    fn a_reply_nobody_waits_for_is_too_late_and_writes_nothing() {
+    fn a_reply_nobody_waits_for_is_not_delivered_and_writes_nothing() {
         let mut t = translator();
         let out = t.command(&approval("s1_toolu_7", decide(Decision::Approve)), 3);
-        assert!(out.frames.is_empty());
-        assert_eq!(out.updates, vec![SessionUpdate::TimedOut { approval_key: "s1_toolu_7".into() }]);
+        assert_eq!(out, Outbound { frames: Vec::new(), not_waiting: true });
     }
 
     #[test]
@@ -363,7 +362,7 @@ mod tests {
         t.frame(&can_use_tool("r1", "Bash", json!({}), "toolu_1"), &mut ToolGroups::default());
         let inbound = t.frame(&json!({"type":"control_cancel_request","request_id":"r1"}), &mut ToolGroups::default());
         assert_eq!(inbound.updates, vec![SessionUpdate::TimedOut { approval_key: "s1_toolu_1".into() }]);
-        assert!(t.command(&approval("s1_toolu_1", decide(Decision::Approve)), 1).frames.is_empty());
+        assert!(t.command(&approval("s1_toolu_1", decide(Decision::Approve)), 1).not_waiting);
     }
 
     #[test]

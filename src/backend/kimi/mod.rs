@@ -39,7 +39,7 @@ use self::requests::OpenRequests;
 use self::translate::Translator;
 use self::wire::{Incoming, OurId};
 use super::SessionUpdate;
-use super::session::{Link, LinkError, Received, Transport};
+use super::session::{Link, LinkError, Outgoing, Received, Sent, Transport};
 use crate::interaction::TimeoutDefaults;
 use crate::protocol::{Answers, Command, Reply};
 
@@ -250,8 +250,8 @@ impl KimiLink {
 impl Link for KimiLink {
     type State = Translator;
 
-    async fn send(&mut self, command: &Command) -> Result<(), LinkError> {
-        match command {
+    async fn send(&mut self, outgoing: Outgoing<'_>) -> Result<Sent, LinkError> {
+        match outgoing.command {
             Command::Message { content, .. } => {
                 let text = content.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join("\n");
                 if self.turn.is_some() {
@@ -266,9 +266,9 @@ impl Link for KimiLink {
                 Some(result) => self.process.write(wire::result(approval_key, result)),
                 None => {
                     // Asked by a kimi process that is gone (or already answered): no one
-                    // can take it. Timed out: the interaction shows its reply came too late.
+                    // can take it, and the card must not say it was delivered.
                     tracing::warn!(%approval_key, "kimi no longer waits for this request; the reply cannot be delivered");
-                    self.queued.push_back(SessionUpdate::TimedOut { approval_key: approval_key.clone() });
+                    return Ok(Sent::NotWaiting);
                 }
             },
             Command::Cancel { .. } => {
@@ -280,7 +280,7 @@ impl Link for KimiLink {
         }
         self.written += 1;
         self.process.write(wire::ping(self.written));
-        Ok(())
+        Ok(Sent::Written)
     }
 
     async fn recv(&mut self, translator: &mut Translator) -> Option<Result<Received, LinkError>> {

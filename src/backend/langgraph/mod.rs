@@ -20,6 +20,13 @@
 //!   sent twice); a refusal (HTTP 4xx/5xx, or the resumed run's `error` event) is shown
 //!   in the chat as the turn's failure. Only a call that got no answer at all is sent
 //!   again, on the next connection.
+//! - Nothing runs twice and nothing is resumed blind. A message's run carries its
+//!   bridge command id in its metadata: a message that may have reached the server
+//!   before a crash is sent again only if no run of the thread carries its id (new
+//!   input on an interrupted thread would replace the waiting interrupt). A decision
+//!   is sent only if its interrupt is still pending once the thread is no longer busy;
+//!   otherwise the card says the agent stopped waiting, and what the thread waits for
+//!   now is shown.
 
 pub mod ids;
 pub mod interrupts;
@@ -35,7 +42,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use super::SessionUpdate;
-use super::session::{Link, LinkError, Received, Transport};
+use super::session::{Link, LinkError, Outgoing, Received, Sent, Transport};
 use crate::interaction::TimeoutDefaults;
 use crate::protocol::Command;
 use interrupts::{PendingInterrupt, read_interrupt};
@@ -163,7 +170,50 @@ impl Api {
     fn thread_path(&self, rest: &str) -> String {
         format!("/threads/{}{rest}", self.thread_id)
     }
+
+    /// Whether a run of the thread was started by the bridge command `command_id`.
+    async fn has_run_for(&self, command_id: &str) -> Result<bool, LinkError> {
+        let runs = self.json(reqwest::Method::GET, &self.thread_path(&format!("/runs?limit={RUNS_CHECKED}")), None).await?;
+        let runs = runs.as_array().map(Vec::as_slice).unwrap_or_default();
+        Ok(runs.iter().any(|run| run.pointer(COMMAND_ID_POINTER).and_then(Value::as_str) == Some(command_id)))
+    }
+
+    /// The interrupts the thread waits for, read once it is not busy: a run in progress
+    /// or queued may raise, answer or replace them. A thread busy for longer than
+    /// `timeout` is an error, so the decision stays queued and is tried again on the
+    /// next connection rather than judged against a state still changing.
+    async fn settled_interrupts(&self) -> Result<Value, LinkError> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        loop {
+            let response = self.call(reqwest::Method::GET, &self.thread_path(""), None).await?;
+            if response.status() == reqwest::StatusCode::NOT_FOUND {
+                // The thread was deleted: it waits for nothing.
+                return Ok(Value::Array(Vec::new()));
+            }
+            let path = self.thread_path("");
+            let response = checked(response).await.map_err(|r| LinkError::Transport(format!("LangGraph {path}: HTTP {}: {}", r.status, r.body)))?;
+            let thread: Value = response.json().await.map_err(|e| LinkError::Transport(format!("LangGraph {path}: {e}")))?;
+            if thread.get("status").and_then(Value::as_str) != Some("busy") {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(LinkError::Transport(format!("LangGraph thread {} stayed busy for {} s; the decision waits", self.thread_id, self.timeout.as_secs())));
+            }
+            tokio::time::sleep(BUSY_POLL).await;
+        }
+        let state = self.json(reqwest::Method::GET, &self.thread_path("/state"), None).await?;
+        Ok(state.get("interrupts").cloned().unwrap_or(Value::Array(Vec::new())))
+    }
 }
+
+/// The key under which a run's metadata carries the bridge command that started it.
+const COMMAND_ID_KEY: &str = "hitl_bridge_command";
+const COMMAND_ID_POINTER: &str = "/metadata/hitl_bridge_command";
+/// How many of the thread's latest runs are searched for a message's command id: an
+/// unproven message is at most a few runs old.
+const RUNS_CHECKED: usize = 100;
+/// How often a busy thread is asked again before a decision is checked against it.
+const BUSY_POLL: Duration = Duration::from_millis(200);
 
 /// The response if it is a success, else its status and (shortened) body.
 async fn checked(response: reqwest::Response) -> Result<reqwest::Response, Refused> {
@@ -319,12 +369,14 @@ impl LangGraphLink {
         }
     }
 
-    fn run_body(&self, extra: Value) -> Value {
+    /// A run's body; its metadata names the bridge command that starts it.
+    fn run_body(&self, command_id: &str, extra: Value) -> Value {
         let mut body = json!({
             "assistant_id": self.assistant_id,
             "stream_mode": ["updates"],
             "multitask_strategy": "enqueue",
             "on_disconnect": "continue",
+            "metadata": {COMMAND_ID_KEY: command_id},
         });
         if let (Some(body), Value::Object(extra)) = (body.as_object_mut(), extra) {
             body.extend(extra);
@@ -332,26 +384,36 @@ impl LangGraphLink {
         body
     }
 
-    async fn resume(&mut self, approval_key: &str, reply: &crate::protocol::Reply) -> Result<(), LinkError> {
-        let Some(interrupt) = self.pending.get(approval_key) else {
-            let message = format!("LangGraph is no longer waiting for request {approval_key}; the decision was not sent");
-            tracing::warn!(thread_id = %self.api.thread_id, %approval_key, "{message}");
-            self.ready.push_back(Received::updates(vec![SessionUpdate::TurnFailed { message }]));
-            return Ok(());
-        };
+    /// Resumes the interrupt `approval_key` with `reply`, if the thread still waits
+    /// for it. LangGraph accepts a resume for an interrupt it no longer has as a run
+    /// that does nothing, so the check must come first. When it does not wait, what it
+    /// waits for now is raised again (the engine shows what it does not know yet).
+    async fn resume(&mut self, command_id: &str, approval_key: &str, reply: &crate::protocol::Reply) -> Result<Sent, LinkError> {
+        let interrupts = self.api.settled_interrupts().await?;
+        let waiting: Vec<PendingInterrupt> =
+            interrupts.as_array().map(Vec::as_slice).unwrap_or_default().iter().filter_map(|i| read_interrupt(i, &self.question_tool).ok()).collect();
+        if !waiting.iter().any(|i| i.id == approval_key) {
+            tracing::warn!(thread_id = %self.api.thread_id, %approval_key, now_waiting = waiting.len(), "LangGraph no longer waits for this request; the decision is not sent");
+            self.pending.remove(approval_key);
+            self.remember(waiting);
+            self.waiting_on_connect = Some(interrupts);
+            return Ok(Sent::NotWaiting);
+        }
+        self.remember(waiting);
+        let Some(interrupt) = self.pending.get(approval_key) else { return Ok(Sent::NotWaiting) };
         let resume = match interrupt.resume(reply) {
             Ok(resume) => resume,
             Err(reason) => {
                 let message = format!("The decision for request {approval_key} cannot be sent to LangGraph: {reason}");
                 self.ready.push_back(Received::updates(vec![SessionUpdate::TurnFailed { message }]));
-                return Ok(());
+                return Ok(Sent::Written);
             }
         };
-        let body = self.run_body(json!({"command": {"resume": resume}}));
+        let body = self.run_body(command_id, json!({"command": {"resume": resume}}));
         if self.start_run(body, &format!("the decision for request {approval_key}")).await? {
             self.pending.remove(approval_key);
         }
-        Ok(())
+        Ok(Sent::Written)
     }
 
     async fn cancel(&mut self) {
@@ -392,23 +454,35 @@ impl LangGraphLink {
 impl Link for LangGraphLink {
     type State = RunTranslator;
 
-    async fn send(&mut self, command: &Command) -> Result<(), LinkError> {
-        match command {
+    async fn send(&mut self, outgoing: Outgoing<'_>) -> Result<Sent, LinkError> {
+        // Sent before a crash? Then its run exists (and was joined on connect if still
+        // going): a message run twice would replace what the thread waits for, and a
+        // delivered decision would be judged "no longer waited for".
+        let starts_a_run = matches!(outgoing.command, Command::Message { .. } | Command::Approval { .. });
+        if starts_a_run && outgoing.maybe_received && self.api.has_run_for(outgoing.id).await? {
+            tracing::info!(thread_id = %self.api.thread_id, command_id = outgoing.id, "LangGraph already has this command; not sending it again");
+            return Ok(Sent::AlreadyReceived);
+        }
+        match outgoing.command {
             Command::Message { content, .. } => {
                 let text = content.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join("\n");
-                let body = self.run_body(json!({
+                let body = self.run_body(outgoing.id, json!({
                     "input": {"messages": [{"role": "user", "content": text}]},
                     "if_not_exists": "create",
                 }));
                 self.start_run(body, "the message").await?;
             }
-            Command::Approval { approval_key, reply, .. } => self.resume(approval_key, reply).await?,
+            Command::Approval { approval_key, reply, .. } => {
+                if self.resume(outgoing.id, approval_key, reply).await? == Sent::NotWaiting {
+                    return Ok(Sent::NotWaiting);
+                }
+            }
             Command::Cancel { .. } => self.cancel().await,
         }
         // The server answered: it has read the command (a refusal was reported above).
         self.written += 1;
         self.ready.push_back(Received::proof(self.written));
-        Ok(())
+        Ok(Sent::Written)
     }
 
     async fn recv(&mut self, translator: &mut RunTranslator) -> Option<Result<Received, LinkError>> {

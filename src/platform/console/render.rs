@@ -118,6 +118,7 @@ pub fn outcome(i: &Interaction) -> String {
     match i.delivery {
         Delivery::Queued => format!("{status} (saved, not yet delivered to the agent)"),
         Delivery::TooLate { .. } => format!("{status} (the agent timed out before this reached it)"),
+        Delivery::NotWaiting { .. } => format!("{status} (not delivered: the agent stopped waiting for this; its current request, if any, follows)"),
         Delivery::None | Delivery::Delivered { .. } => status,
     }
 }
