@@ -14,6 +14,10 @@ mod backends;
 mod fake_telegram;
 #[path = "support/telegram_chat.rs"]
 mod telegram_chat;
+#[path = "support/bridge_process.rs"]
+mod bridge_process;
+#[path = "support/withholding_proxy.rs"]
+mod withholding_proxy;
 
 use telegram_chat::TelegramChat;
 
@@ -360,19 +364,19 @@ async fn a_paused_run_is_answered_after_a_bridge_restart() {
 }
 
 /// AgentOS no longer has the run (its session was deleted): the answer cannot be
-/// delivered, and the chat says so instead of dropping it.
+/// delivered, and the card says so instead of claiming it was.
 #[tokio::test]
-async fn an_answer_agentos_cannot_take_is_reported_in_the_chat() {
+async fn an_answer_agentos_cannot_take_is_reported_on_the_card() {
     let Some(os) = agent_os() else { return };
     let h = Harness::start(os).await;
     let target = unique("gone");
     h.person().say(&format!("deploy {target}"));
     let m = h.person().message_with("deploy").await;
-    let (_, session, run_id) = h.pending().await;
+    let (_, session, _) = h.pending().await;
     let deleted = reqwest::Client::new().delete(format!("{}/sessions/{session}", os.url)).send().await.expect("DELETE");
     assert!(deleted.status().is_success(), "{}", deleted.status());
     h.person().click(id_of(&m), "Approve").await;
-    h.person().message_with(&format!("AgentOS no longer has run {run_id}")).await;
+    h.person().message_shows(id_of(&m), "not delivered: the agent stopped waiting for this").await;
     assert_eq!(h.os.model_requests(&target).await.len(), 1, "the model was not called again");
     h.finish(false).await;
 }
@@ -402,4 +406,182 @@ async fn cancel_cancels_the_waiting_run() {
     assert!(body.contains("event: RunCancelled") && !body.contains("ToolCallStarted"), "{body}");
     assert_eq!(h.os.model_requests(&target).await.len(), 1, "the model was not called again");
     h.finish(false).await;
+}
+
+// ---- SIGKILL at each point of a turn, the real binary ------------------------------
+
+use bridge_process::BridgeProcess;
+use withholding_proxy::WithholdingProxy;
+
+/// `hitl-bridge run` on the agent `ops` of the shared AgentOS, reached at `url`.
+fn bridge_on(db: &std::path::Path, url: &str) -> BridgeProcess {
+    BridgeProcess::start(db, &[("HITL_BRIDGE__BACKEND__KIND", "agno".into()), ("HITL_BRIDGE__AGNO__URL", url.into()), ("HITL_BRIDGE__AGNO__AGENT_ID", "ops".into())])
+}
+
+/// Starts a new session at the console (proving the bridge is up) and returns its id,
+/// which is also the AgentOS session id.
+fn new_session(bridge: &mut BridgeProcess) -> String {
+    bridge.type_line("/new");
+    let line = bridge.expect("· new session ");
+    line.rsplit(' ').next().expect("a session id").trim().to_owned()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime")
+}
+
+/// The session's runs as AgentOS lists them.
+async fn runs_of(os: &AgentOs, session: &str) -> Vec<Value> {
+    let response = reqwest::get(format!("{}/agents/ops/runs?session_id={session}", os.url)).await.expect("GET runs");
+    if response.status() == reqwest::StatusCode::NOT_FOUND {
+        return Vec::new();
+    }
+    response.json::<Value>().await.expect("JSON").as_array().cloned().unwrap_or_default()
+}
+
+/// Waits until the session has exactly one run, in `status`.
+async fn one_run_with_status(os: &AgentOs, session: &str, status: &str) -> Value {
+    wait_until(|| async {
+        let runs = runs_of(os, session).await;
+        (runs.len() == 1 && runs[0]["status"] == status).then(|| runs[0].clone())
+    })
+    .await
+}
+
+/// Killed after AgentOS started the message's run but before the bridge heard back
+/// (the proxy withholds the answer): the restarted bridge finds the run by the
+/// message's id in its metadata, does not send the message again, and the click
+/// continues the one run.
+#[test]
+fn sigkill_after_the_message_reached_agentos_does_not_run_it_twice() {
+    let Some(os) = agent_os() else { return };
+    let rt = runtime();
+    let proxy = rt.block_on(WithholdingProxy::start(&os.url, "POST /agents/ops/runs ", "HTTP"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("bridge.db");
+    let target = unique("crash-msg");
+    let mut bridge = bridge_on(&db, &proxy.url);
+    let session = new_session(&mut bridge);
+    proxy.withhold(true);
+    bridge.type_line(&format!("deploy {target}"));
+    rt.block_on(one_run_with_status(os, &session, "PAUSED"));
+    assert_eq!(proxy.withheld(), 1, "the run's answer was withheld");
+    bridge.kill();
+
+    proxy.withhold(false);
+    let restarted = Instant::now();
+    let mut bridge = bridge_on(&db, &proxy.url);
+    bridge.expect("deploy? [a]pprove");
+    bridge.type_line("a");
+    bridge.expect(&format!("model saw: deployed to {target}"));
+    println!("agno: killed after the message; restart → tool ran in {:?}", restarted.elapsed());
+    let run = rt.block_on(one_run_with_status(os, &session, "COMPLETED"));
+    assert_eq!(run["tools"][0]["confirmed"], json!(true));
+    assert_eq!(rt.block_on(os.model_requests(&target)).len(), 2, "one call before the pause, one after: the message ran once");
+    bridge.stop();
+}
+
+/// Killed while the request is shown: the restarted bridge replays it from AgentOS's
+/// paused run, and the click continues it once.
+#[test]
+fn sigkill_while_the_request_is_shown_then_the_click_continues_the_run_once() {
+    let Some(os) = agent_os() else { return };
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("bridge.db");
+    let target = unique("crash-shown");
+    let mut bridge = bridge_on(&db, &os.url);
+    let session = new_session(&mut bridge);
+    bridge.type_line(&format!("deploy {target}"));
+    bridge.expect("deploy? [a]pprove");
+    bridge.kill();
+
+    let restarted = Instant::now();
+    let mut bridge = bridge_on(&db, &os.url);
+    bridge.expect("deploy? [a]pprove");
+    bridge.type_line("a");
+    bridge.expect(&format!("model saw: deployed to {target}"));
+    println!("agno: killed while shown; restart → tool ran in {:?}", restarted.elapsed());
+    rt.block_on(one_run_with_status(os, &session, "COMPLETED"));
+    assert_eq!(rt.block_on(os.model_requests(&target)).len(), 2);
+    bridge.stop();
+}
+
+/// Killed after AgentOS continued the run with the decision but before the bridge
+/// heard back (the proxy withholds the answer): the restarted bridge reads the run,
+/// sees the decision in it, sends nothing, and records the decision as delivered.
+#[test]
+fn sigkill_after_agentos_took_the_decision_before_its_proof_records_it_delivered() {
+    let Some(os) = agent_os() else { return };
+    let rt = runtime();
+    let proxy = rt.block_on(WithholdingProxy::start(&os.url, "POST /agents/ops/runs/", "/continue"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("bridge.db");
+    let target = unique("crash-proof");
+    let mut bridge = bridge_on(&db, &proxy.url);
+    let session = new_session(&mut bridge);
+    bridge.type_line(&format!("deploy {target}"));
+    let card = bridge.expect("┌ approval ");
+    let key = card.split_whitespace().nth(2).expect("┌ approval <key>").to_owned();
+    bridge.expect("deploy? [a]pprove");
+    proxy.withhold(true);
+    bridge.type_line("a");
+    rt.block_on(one_run_with_status(os, &session, "COMPLETED"));
+    assert_eq!(proxy.withheld(), 1, "the continue's answer was withheld");
+    bridge.kill();
+
+    proxy.withhold(false);
+    let store = rt.block_on(Store::connect(&format!("sqlite://{}", db.display()))).expect("store");
+    let bridge = bridge_on(&db, &proxy.url);
+    let delivery = rt.block_on(wait_until(|| async {
+        let interaction = store.interaction_by_key(&session, &key).await.ok().flatten()?;
+        (interaction.delivery != hitl_bridge::interaction::Delivery::Queued).then_some(interaction.delivery)
+    }));
+    assert!(matches!(delivery, hitl_bridge::interaction::Delivery::Delivered { .. }), "{delivery:?}");
+    assert_eq!(rt.block_on(os.model_requests(&target)).len(), 2, "continued once");
+    rt.block_on(store.close());
+    bridge.stop();
+}
+
+/// Killed right after the click, at several delays: the run is continued exactly once
+/// with the decision, and a decision that reached AgentOS is never reported as "not
+/// delivered".
+#[test]
+fn sigkill_right_after_the_click_continues_the_run_exactly_once() {
+    let Some(os) = agent_os() else { return };
+    let rt = runtime();
+    for delay_ms in [0u64, 40, 150, 400] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("bridge.db");
+        let target = unique("crash-click");
+        let mut bridge = bridge_on(&db, &os.url);
+        let session = new_session(&mut bridge);
+        bridge.type_line(&format!("deploy {target}"));
+        bridge.expect("deploy? [a]pprove");
+        bridge.type_line("a");
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        bridge.kill();
+
+        let restarted = Instant::now();
+        let mut bridge = bridge_on(&db, &os.url);
+        let store_url = format!("sqlite://{}", db.display());
+        let clicked_again = rt.block_on(async {
+            let store = Store::connect(&store_url).await.expect("store");
+            let pending = !store.pending_interactions().await.expect("pending").is_empty();
+            store.close().await;
+            pending
+        });
+        if clicked_again {
+            bridge.expect("deploy? [a]pprove");
+            bridge.type_line("a");
+        }
+        let run = rt.block_on(one_run_with_status(os, &session, "COMPLETED"));
+        let took = restarted.elapsed();
+        let lines = bridge.drain(Duration::from_secs(1)).join("\n");
+        println!("agno: killed {delay_ms} ms after the click (clicked again: {clicked_again}); run completed {took:?} after the restart");
+        assert_eq!(run["tools"][0]["confirmed"], json!(true), "delay {delay_ms} ms");
+        assert_eq!(rt.block_on(os.model_requests(&target)).len(), 2, "delay {delay_ms} ms: continued once");
+        assert!(!lines.contains("not delivered"), "delay {delay_ms} ms: a delivered decision is reported as not delivered:\n{lines}");
+        bridge.stop();
+    }
 }

@@ -390,10 +390,28 @@ fn bridge_on(db: &std::path::Path, url: &str) -> BridgeProcess {
 /// Starts a new session at the console (which also proves the bridge is up, its store
 /// migrated) and returns the LangGraph thread it maps to.
 fn new_thread(bridge: &mut BridgeProcess) -> String {
+    hitl_bridge::backend::langgraph::ids::thread_id(&new_session(bridge))
+}
+
+fn new_session(bridge: &mut BridgeProcess) -> String {
     bridge.type_line("/new");
     let line = bridge.expect("· new session ");
-    let session = line.rsplit(' ').next().expect("a session id").trim();
-    hitl_bridge::backend::langgraph::ids::thread_id(session)
+    line.rsplit(' ').next().expect("a session id").trim().to_owned()
+}
+
+/// The approval key of the card the console just printed.
+fn shown_key(bridge: &mut BridgeProcess) -> String {
+    let line = bridge.expect("┌ approval ");
+    line.split_whitespace().nth(2).expect("┌ approval <key>").to_owned()
+}
+
+/// Waits until the bridge's store says where the reply of `key` is, other than queued.
+async fn settled_delivery(store: &Store, session: &str, key: &str) -> hitl_bridge::interaction::Delivery {
+    wait_until(|| async {
+        let interaction = store.interaction_by_key(session, key).await.ok().flatten()?;
+        (interaction.delivery != hitl_bridge::interaction::Delivery::Queued).then_some(interaction.delivery)
+    })
+    .await
 }
 
 async fn get_json(url: String) -> Value {
@@ -528,6 +546,44 @@ fn sigkill_right_after_the_click_runs_the_tool_exactly_once() {
         assert!(!lines.contains("not delivered"), "delay {delay_ms} ms: a delivered decision is reported as not delivered:\n{lines}");
         bridge.stop();
     }
+}
+
+/// Killed after LangGraph ran the decision but before the bridge heard back (the proxy
+/// withholds the resume's answer): the restarted bridge finds the resume run by the
+/// decision's id, sends nothing, and records the decision as delivered, not as "the
+/// agent stopped waiting" (the interrupt is gone because the decision answered it).
+#[test]
+fn sigkill_after_langgraph_ran_the_decision_before_its_proof_records_it_delivered() {
+    let rt = runtime();
+    let Some(base) = rt.block_on(server()) else { return };
+    let proxy = rt.block_on(WithholdingProxy::start(&base, "POST /threads/", "/runs/stream"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("bridge.db");
+    let mut bridge = bridge_on(&db, &proxy.url);
+    let session = new_session(&mut bridge);
+    let thread = hitl_bridge::backend::langgraph::ids::thread_id(&session);
+    bridge.type_line("trade");
+    let key = shown_key(&mut bridge);
+    bridge.expect("execute_trade? [a]pprove");
+    proxy.withhold(true);
+    bridge.type_line("a");
+    let (_, tools, _) = rt.block_on(wait_until(|| async {
+        let record = thread_record(&base, &thread).await;
+        (!record.1.is_empty()).then_some(record)
+    }));
+    assert_eq!(tools, traded_once());
+    assert_eq!(proxy.withheld(), 1, "the resume's answer was withheld");
+    bridge.kill();
+
+    proxy.withhold(false);
+    let store = rt.block_on(Store::connect(&format!("sqlite://{}", db.display()))).expect("store");
+    let bridge = bridge_on(&db, &proxy.url);
+    let delivery = rt.block_on(settled_delivery(&store, &session, &key));
+    assert!(matches!(delivery, hitl_bridge::interaction::Delivery::Delivered { .. }), "{delivery:?}");
+    let (humans, tools, runs) = rt.block_on(thread_record(&base, &thread));
+    assert_eq!((humans, tools, runs), (vec!["trade".to_owned()], traded_once(), 2), "nothing was sent again");
+    rt.block_on(store.close());
+    bridge.stop();
 }
 
 /// A new message while a request waits replaces LangGraph's interrupt; a click on the
