@@ -6,6 +6,8 @@
 //! tool's output with the approved or edited input, the deny message, the answers).
 
 mod support;
+#[path = "support/bridge_process.rs"]
+mod bridge_process;
 #[path = "support/backends.rs"]
 mod backends;
 #[path = "support/fake_telegram.rs"]
@@ -19,6 +21,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 use fake_telegram::{FakeTelegram, User};
 use support::wait_until;
@@ -385,10 +388,10 @@ async fn cancel_interrupts_the_turn_without_an_error() {
 
 /// A bridge restart ends the process that asked: the request stays in the chat, the
 /// new process resumes the conversation (its `--session-id` is refused as in use, so
-/// `--resume` follows), and a late click is shown as not reaching the agent instead
-/// of running the tool.
+/// `--resume` follows), and a late click is shown as not delivered (the agent stopped
+/// waiting for it) instead of running the tool.
 #[tokio::test]
-async fn a_reply_after_a_bridge_restart_is_too_late_and_the_conversation_goes_on() {
+async fn a_reply_after_a_bridge_restart_is_not_delivered_and_the_conversation_goes_on() {
     let Some(mut h) = Harness::start(&[]).await else { return };
     let (key, next) = (unique("restart"), unique("after-restart"));
     let id = format!("toolu_{}", key.replace('-', "_"));
@@ -400,7 +403,7 @@ async fn a_reply_after_a_bridge_restart_is_too_late_and_the_conversation_goes_on
     // The pending request keeps the session connected: a new process starts.
     wait_until(|| async { (!processes_in(&h.work_dir()).is_empty()).then_some(()) }).await;
     h.person().click(id_of(&request), "Approve").await;
-    h.person().message_shows(id_of(&request), "the agent timed out before this reached it").await;
+    h.person().message_shows(id_of(&request), "not delivered: the agent stopped waiting for this").await;
     h.person().say(&format!("{next}: go on"));
     h.person().message_with("Resumed after the restart.").await;
     let history = model_requests(h.model, &next).await[0]["messages"].to_string();
@@ -441,7 +444,7 @@ async fn claude_with_mcp(h: &Harness, prompt: &str, work: &Path) -> tokio::task:
     let stderr = work.join("claude.stderr");
     let debug_log = h.dir.path().join("home/.claude/debug/latest");
     tokio::spawn(async move {
-        let output = tokio::time::timeout(std::time::Duration::from_secs(90), child.wait_with_output())
+        let output = tokio::time::timeout(Duration::from_secs(90), child.wait_with_output())
             .await
             .unwrap_or_else(|_| {
                 let log = std::fs::read_to_string(&debug_log).unwrap_or_default();
@@ -513,4 +516,125 @@ async fn claude_codes_permission_prompts_go_to_the_chat_over_mcp() {
     assert_eq!(run.await.unwrap()["result"], "Edited run finished.");
     assert_eq!(std::fs::read_to_string(work.join("edited.txt")).unwrap(), "edited\n");
     h.finish().await;
+}
+
+// ---- SIGKILL at each point of a turn, the real binary ------------------------------
+
+use bridge_process::BridgeProcess;
+
+/// A bridge process on Claude Code (through the proof-withholding wrapper, which
+/// passes everything while `flag` does not exist) with the scripted model; its
+/// store, work dirs and Claude's home under `dir`.
+fn claude_bridge(dir: &Path, flag: &Path) -> Option<BridgeProcess> {
+    let venv = backends::installed("claude_code")?;
+    let model = fake_model(&venv);
+    let wrapper = dir.join("claude-withholding");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec {} {} {} \"$@\"\n",
+            venv.join("bin/python").display(),
+            backends::spec_dir("claude_code").join("withhold_proofs.py").display(),
+            bundled_cli(&venv).display()
+        ),
+    )
+    .expect("wrapper");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    Some(BridgeProcess::start(
+        &dir.join("bridge.db"),
+        &[
+            ("HITL_BRIDGE__BACKEND__KIND", "claude_code".into()),
+            ("HITL_BRIDGE__CLAUDE_CODE__CLI_PATH", wrapper.display().to_string()),
+            ("HITL_BRIDGE__CLAUDE_CODE__WORK_DIR", dir.join("work").display().to_string()),
+            ("WITHHOLD_PROOFS_FLAG", flag.display().to_string()),
+            ("ANTHROPIC_BASE_URL", model.url.clone()),
+            ("ANTHROPIC_API_KEY", "dummy".into()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+            ("DISABLE_TELEMETRY", "1".into()),
+            ("DISABLE_AUTOUPDATER", "1".into()),
+            ("HOME", home.display().to_string()),
+        ],
+    ))
+}
+
+/// The user entries of every transcript under `projects`, as (uuid, content).
+fn transcript_users(projects: &Path) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for project in std::fs::read_dir(projects).into_iter().flatten().flatten() {
+        for file in std::fs::read_dir(project.path()).into_iter().flatten().flatten() {
+            for line in std::fs::read_to_string(file.path()).unwrap_or_default().lines() {
+                let entry: Value = serde_json::from_str(line).unwrap_or_default();
+                if entry["type"] == "user" {
+                    found.push((entry["uuid"].as_str().unwrap_or("").to_owned(), entry["message"]["content"].to_string()));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Killed after Claude Code read a message (it answered, and its transcript holds the
+/// message's uuid) but before the bridge had the proof: the restarted bridge finds the
+/// message in the transcript and does not send it again, so the model is asked once.
+#[test]
+fn sigkill_after_claude_code_read_the_message_does_not_run_it_twice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flag = dir.path().join("withhold");
+    let Some(mut bridge) = claude_bridge(dir.path(), &flag) else { return };
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let venv = backends::installed("claude_code").expect("installed");
+    let model = fake_model(&venv);
+    let key = unique("crash-msg");
+    rt.block_on(script(model, &key, json!([[{"text": "Answered once."}]])));
+    bridge.type_line("/new");
+    bridge.expect("· new session ");
+    std::fs::write(&flag, "").expect("flag");
+    bridge.type_line(&format!("{key}: start"));
+    bridge.expect("Answered once.");
+    bridge.kill();
+    let recorded = transcript_users(&dir.path().join("home/.claude/projects"));
+
+    std::fs::remove_file(&flag).expect("flag");
+    let restarted = std::time::Instant::now();
+    let mut bridge = claude_bridge(dir.path(), &flag).expect("installed");
+    // The session has work (the unproven message), so a new process starts and resumes.
+    let transcripts = dir.path().join("home/.claude/projects");
+    assert!(transcripts.exists(), "Claude Code keeps its transcripts under {}", transcripts.display());
+    std::thread::sleep(Duration::from_secs(3));
+    let lines = bridge.drain(Duration::from_millis(200)).join("\n");
+    println!("claude_code: killed after the message; {:?} after the restart the model had {} request(s)", restarted.elapsed(), rt.block_on(model_requests(model, &key)).len());
+    assert_eq!(rt.block_on(model_requests(model, &key)).len(), 1, "the message ran once; the transcript's user entries before the restart: {recorded:?}; the restarted bridge printed:\n{lines}");
+    assert!(!lines.contains("Answered once."), "no second answer:\n{lines}");
+    bridge.stop();
+}
+
+/// Killed while a permission request is shown: the process that asked is gone with
+/// the bridge; after the restart the click is reported as not delivered (the agent
+/// stopped waiting for it), the tool never runs, and nothing is asked twice.
+#[test]
+fn sigkill_while_the_request_is_shown_then_the_click_is_not_delivered_and_nothing_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flag = dir.path().join("withhold");
+    let Some(mut bridge) = claude_bridge(dir.path(), &flag) else { return };
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let venv = backends::installed("claude_code").expect("installed");
+    let model = fake_model(&venv);
+    let key = unique("crash-shown");
+    let id = format!("toolu_{}", key.replace('-', "_"));
+    rt.block_on(script(model, &key, json!([[bash(&id, "echo ran > ran.txt", "Crash write")]])));
+    bridge.type_line(&format!("{key}: start"));
+    bridge.expect("Bash? [a]pprove");
+    bridge.kill();
+
+    let mut bridge = claude_bridge(dir.path(), &flag).expect("installed");
+    bridge.expect("Bash? [a]pprove");
+    bridge.type_line("a");
+    bridge.expect("not delivered: the agent stopped waiting for this");
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!dir.path().join("work/ran.txt").exists(), "the tool never ran");
+    assert_eq!(rt.block_on(model_requests(model, &key)).len(), 1, "the message was asked once");
+    bridge.stop();
 }

@@ -20,6 +20,7 @@
 
 pub mod agno;
 pub mod assembler;
+pub mod child;
 pub mod claude_code;
 pub mod connector;
 pub mod history;

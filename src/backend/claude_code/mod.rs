@@ -9,6 +9,8 @@
 //! - [`translate`]: frames ↔ updates, replies ↔ control responses (pure).
 //! - [`groups`]: tool calls as group status lines (the per-session state).
 //! - [`lines`]: bounded, cancel-safe stdout lines.
+//! - [`transcript`]: the CLI's record of a conversation, checked before a message that
+//!   may have reached it before a crash is written again.
 //! - [`process`]: the process, the [`crate::backend::session::Link`].
 //!
 //! Conversation continuity: each bridge session maps to one Claude session id (the
@@ -20,6 +22,7 @@
 pub mod lines;
 pub mod process;
 pub mod settings;
+pub mod transcript;
 pub mod translate;
 pub mod wire;
 
@@ -32,6 +35,7 @@ use sha2::{Digest, Sha256};
 
 use crate::backend::tool_groups::ToolGroups;
 use self::process::{ClaudeCodeLink, StartError};
+use self::transcript::Transcripts;
 use self::translate::Translator;
 use super::session::{LinkError, Transport};
 use crate::interaction::TimeoutDefaults;
@@ -154,7 +158,10 @@ impl Transport for ClaudeCodeTransport {
             let args = self.args(conversation.map(|c| (c, claude_session.as_str())));
             let translator = Translator::new(session_id, self.defaults, &self.settings.deny_message);
             match ClaudeCodeLink::start(&self.settings.cli_path, &args, &env, &work_dir, startup, translator).await {
-                Ok(link) => {
+                Ok(mut link) => {
+                    if conversation.is_some() {
+                        link.keep_record(Transcripts::locate(&env), claude_session.clone());
+                    }
                     tracing::info!(%session_id, %claude_session, ?conversation, "Claude Code joined the conversation");
                     self.mark_started(session_id);
                     return Ok(link);

@@ -21,6 +21,7 @@ use tracing::Instrument;
 
 use crate::backend::tool_groups::ToolGroups;
 use super::lines::Lines;
+use super::transcript::{Transcripts, message_uuid};
 use super::translate::Translator;
 use super::wire;
 use crate::backend::SessionUpdate;
@@ -63,9 +64,32 @@ pub struct ClaudeCodeLink {
     turn_open: bool,
     /// The process's end was reported; the next `recv` says closed.
     ended: bool,
+    /// Where this process's conversation is recorded, when it has a stable id.
+    record: Option<(Transcripts, String)>,
 }
 
 impl ClaudeCodeLink {
+    /// Checks `transcripts` for conversation `claude_session` before writing a message
+    /// that may have reached an earlier process.
+    pub fn keep_record(&mut self, transcripts: Option<Transcripts>, claude_session: String) {
+        self.record = transcripts.map(|t| (t, claude_session));
+    }
+
+    /// Whether the conversation's transcript holds the message of `outgoing`. A
+    /// transcript that cannot be read counts as not holding it: a message is better
+    /// sent twice than never.
+    async fn already_has(&self, outgoing: &Outgoing<'_>) -> bool {
+        let Some((transcripts, claude_session)) = &self.record else { return false };
+        let uuid = message_uuid(self.translator.session_id(), outgoing.id);
+        match transcripts.has_message(claude_session, &uuid).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(%claude_session, error = %e, "cannot read Claude Code's transcript; sending the message again");
+                false
+            }
+        }
+    }
+
     /// Spawns `program args` in `work_dir` and waits (up to `startup`) for the answer
     /// to `initialize`.
     pub async fn start(program: &str, args: &[String], env: &[(String, String)], work_dir: &Path, startup: Duration, translator: Translator) -> Result<Self, StartError> {
@@ -80,6 +104,7 @@ impl ClaudeCodeLink {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        crate::backend::child::dies_with_the_bridge(&mut process);
         let mut child = process
             .spawn()
             .map_err(|e| StartError::Failed(LinkError::Transport(format!("cannot start Claude Code ({program}): {e}"))))?;
@@ -102,6 +127,7 @@ impl ClaudeCodeLink {
             queued: Vec::new(),
             turn_open: false,
             ended: false,
+            record: None,
         };
         link.out.extend_from_slice(wire::line(&wire::initialize()).as_bytes());
         match tokio::time::timeout(startup, link.initialize()).await {
@@ -209,7 +235,11 @@ impl Link for ClaudeCodeLink {
 
     async fn send(&mut self, outgoing: Outgoing<'_>) -> Result<Sent, LinkError> {
         let command = outgoing.command;
-        let outbound = self.translator.command(command, self.written + 1);
+        if matches!(command, Command::Message { .. }) && outgoing.maybe_received && self.already_has(&outgoing).await {
+            tracing::info!(command_id = outgoing.id, "Claude Code's transcript already holds this message; not sending it again");
+            return Ok(Sent::AlreadyReceived);
+        }
+        let outbound = self.translator.command(command, outgoing.id, self.written + 1);
         if outbound.not_waiting {
             return Ok(Sent::NotWaiting);
         }

@@ -81,6 +81,11 @@ impl Translator {
         }
     }
 
+    /// The bridge session this translator serves.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
     /// Whether a permission request waits for a person.
     pub fn is_waiting(&self) -> bool {
         !self.pending.is_empty()
@@ -119,12 +124,13 @@ impl Translator {
         inbound
     }
 
-    /// One bridge command as stdin frames.
-    pub fn command(&mut self, command: &Command, written: u64) -> Outbound {
+    /// One bridge command (the outbox's `command_id`) as stdin frames.
+    pub fn command(&mut self, command: &Command, command_id: &str, written: u64) -> Outbound {
         match command {
             Command::Message { content, .. } => {
                 let text = content.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join("\n");
-                Outbound { frames: vec![wire::user_message(&text)], not_waiting: false }
+                let uuid = super::transcript::message_uuid(&self.session_id, command_id);
+                Outbound { frames: vec![wire::user_message(&text, &uuid)], not_waiting: false }
             }
             Command::Cancel { .. } => {
                 self.interrupted = true;
@@ -291,7 +297,7 @@ mod tests {
     fn answer_bash(reply: Reply) -> Value {
         let mut t = translator();
         t.frame(&can_use_tool("r1", "Bash", json!({"command":"rm x","description":"write"}), "toolu_1"), &mut ToolGroups::default());
-        let out = t.command(&approval("s1_toolu_1", reply), 1);
+        let out = t.command(&approval("s1_toolu_1", reply), "1-0", 1);
         assert!(!out.not_waiting);
         let [frame] = out.frames.as_slice() else { panic!("{out:?}") };
         assert_eq!(frame["type"], "control_response");
@@ -343,7 +349,7 @@ mod tests {
         assert!(questions[0].multi_select);
         assert_eq!(request.timeout_secs, 600);
         let answers = Answers(vec![("Which colours?".into(), "Red, Blue".into())]);
-        let out = t.command(&approval("s1_toolu_2", Reply::Answers { answers }), 1);
+        let out = t.command(&approval("s1_toolu_2", Reply::Answers { answers }), "1-0", 1);
         let mut expected = input;
         expected["answers"] = json!({"Which colours?":"Red, Blue"});
         assert_eq!(out.frames, vec![wire::success("r9", json!({"behavior":"allow","updatedInput":expected}))]);
@@ -352,7 +358,7 @@ mod tests {
     #[test]
     fn a_reply_nobody_waits_for_is_not_delivered_and_writes_nothing() {
         let mut t = translator();
-        let out = t.command(&approval("s1_toolu_7", decide(Decision::Approve)), 3);
+        let out = t.command(&approval("s1_toolu_7", decide(Decision::Approve)), "1-0", 3);
         assert_eq!(out, Outbound { frames: Vec::new(), not_waiting: true });
     }
 
@@ -362,7 +368,7 @@ mod tests {
         t.frame(&can_use_tool("r1", "Bash", json!({}), "toolu_1"), &mut ToolGroups::default());
         let inbound = t.frame(&json!({"type":"control_cancel_request","request_id":"r1"}), &mut ToolGroups::default());
         assert_eq!(inbound.updates, vec![SessionUpdate::TimedOut { approval_key: "s1_toolu_1".into() }]);
-        assert!(t.command(&approval("s1_toolu_1", decide(Decision::Approve)), 1).not_waiting);
+        assert!(t.command(&approval("s1_toolu_1", decide(Decision::Approve)), "1-0", 1).not_waiting);
     }
 
     #[test]
@@ -406,7 +412,7 @@ mod tests {
         assert_eq!(t.frame(&failed, &mut ToolGroups::default()).updates, vec![SessionUpdate::TurnFailed { message: "max turns reached".into() }]);
         let api = json!({"type":"result","subtype":"success","is_error":true,"result":"API Error: 500"});
         assert_eq!(t.frame(&api, &mut ToolGroups::default()).updates, vec![SessionUpdate::TurnFailed { message: "API Error: 500".into() }]);
-        let out = t.command(&Command::Cancel { session_id: S.into() }, 4);
+        let out = t.command(&Command::Cancel { session_id: S.into() }, "1-0", 4);
         assert_eq!(out.frames, vec![wire::interrupt("bridge_interrupt_4")]);
         assert_eq!(t.frame(&failed, &mut ToolGroups::default()).updates, vec![SessionUpdate::TurnEnded]);
         // Only that one turn.
@@ -416,8 +422,8 @@ mod tests {
     #[test]
     fn a_message_is_one_user_frame_and_ping_answers_prove_reads() {
         let mut t = translator();
-        let out = t.command(&Command::message(S, "xin chào", None), 1);
-        assert_eq!(out.frames, vec![wire::user_message("xin chào")]);
+        let out = t.command(&Command::message(S, "xin chào", None), "1-0", 1);
+        assert_eq!(out.frames, vec![wire::user_message("xin chào", &super::super::transcript::message_uuid(S, "1-0"))]);
         let pong = json!({"type":"control_response","response":{"subtype":"success","request_id":"bridge_ping_2","response":{"mcpServers":[]}}});
         assert_eq!(t.frame(&pong, &mut ToolGroups::default()).proves, Some(2));
     }

@@ -23,13 +23,15 @@ pub fn initialize() -> Value {
     control_request(INITIALIZE_ID, json!({"subtype": "initialize", "hooks": null}))
 }
 
-/// A chat message: the SDK's `query(prompt)` for a string prompt.
-pub fn user_message(text: &str) -> Value {
+/// A chat message: the SDK's `query(prompt)` for a string prompt, with the `uuid` the
+/// CLI records in its transcript (see [`super::transcript`]).
+pub fn user_message(text: &str, uuid: &str) -> Value {
     json!({
         "type": "user",
         "message": {"role": "user", "content": text},
         "parent_tool_use_id": null,
         "session_id": "default",
+        "uuid": uuid,
     })
 }
 
@@ -87,8 +89,8 @@ mod tests {
     #[test]
     fn frames_are_the_sdks() {
         assert_eq!(
-            line(&user_message("xin chào")),
-            "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"xin chào\"},\"parent_tool_use_id\":null,\"session_id\":\"default\"}\n"
+            line(&user_message("xin chào", "0f8fad5b-d9cb-469f-a165-70867728950e")),
+            "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"xin chào\"},\"parent_tool_use_id\":null,\"session_id\":\"default\",\"uuid\":\"0f8fad5b-d9cb-469f-a165-70867728950e\"}\n"
         );
         assert_eq!(initialize(), json!({"type":"control_request","request_id":"bridge_initialize","request":{"subtype":"initialize","hooks":null}}));
         assert_eq!(

@@ -62,15 +62,17 @@ impl KimiProcess {
     pub fn spawn(settings: &KimiSettings, session_id: &str) -> std::io::Result<KimiProcess> {
         let args = arguments(settings, session_id);
         tracing::info!(command = %settings.command, ?args, "starting kimi");
-        let mut child = Command::new(&settings.command)
+        let mut command = Command::new(&settings.command);
+        command
             .args(&args)
             .envs(&settings.env)
             .current_dir(Path::new(&settings.work_dir))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()?;
+            .kill_on_drop(true);
+        crate::backend::child::dies_with_the_bridge(&mut command);
+        let mut child = command.spawn()?;
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
             return Err(std::io::Error::other("kimi's stdio pipes are missing"));
         };
