@@ -15,6 +15,8 @@ mod backends;
 mod fake_telegram;
 #[path = "support/telegram_chat.rs"]
 mod telegram_chat;
+#[path = "support/bridge_process.rs"]
+mod bridge_process;
 
 use telegram_chat::TelegramChat;
 
@@ -363,4 +365,103 @@ async fn cancel_ends_kimis_turn() {
     let turns: Vec<Value> = kimi_records(&h.home(), "TurnBegin").into_iter().map(|t| t["user_input"].clone()).collect();
     assert_eq!(turns, [json!("start"), json!("again")]);
     h.finish().await;
+}
+
+// ---- SIGKILL at each point of a turn, the real binary ------------------------------
+
+use bridge_process::BridgeProcess;
+
+/// A bridge process on kimi with the scripted model playing `scripts`, everything
+/// (store, kimi's home and work dir) under `dir`.
+fn kimi_bridge(dir: &Path, scripts: &[String]) -> Option<BridgeProcess> {
+    let venv = backends::installed("kimi")?;
+    for sub in ["home", "work"] {
+        std::fs::create_dir_all(dir.join(sub)).expect("mkdir");
+    }
+    std::fs::copy(backends::spec_dir("kimi").join("config.toml"), dir.join("config.toml")).expect("kimi config");
+    std::fs::write(dir.join("scripts.json"), serde_json::to_string(scripts).expect("json")).expect("scripts");
+    let path = |p: &str| dir.join(p).display().to_string();
+    Some(BridgeProcess::start(
+        &dir.join("bridge.db"),
+        &[
+            ("HITL_BRIDGE__BACKEND__KIND", "kimi".into()),
+            ("HITL_BRIDGE__KIMI__COMMAND", venv.join("bin/kimi").display().to_string()),
+            ("HITL_BRIDGE__KIMI__WORK_DIR", path("work")),
+            ("HITL_BRIDGE__KIMI__CONFIG_FILE", path("config.toml")),
+            // Inherited by kimi from the bridge.
+            ("HOME", path("home")),
+            ("KIMI_SCRIPTED_ECHO_SCRIPTS", path("scripts.json")),
+        ],
+    ))
+}
+
+/// Processes whose working directory is `work` (kimi renames itself).
+fn processes_in(work: &Path) -> Vec<u32> {
+    let work = std::fs::canonicalize(work).expect("work dir");
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_string_lossy().parse::<u32>().ok()?;
+            std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == work).then_some(pid)
+        })
+        .collect()
+}
+
+/// Killed while kimi's approval request is shown: kimi dies with the bridge (no
+/// orphan goes on with the turn), the restarted bridge shows the request again, and
+/// the click is reported as not delivered (no kimi process waits for it); the tool
+/// never runs.
+#[test]
+fn sigkill_while_the_request_is_shown_kimi_dies_too_and_the_click_is_not_delivered() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scripts = [shell("c1", "echo ran > ran.txt"), text("after")];
+    let Some(mut bridge) = kimi_bridge(dir.path(), &scripts) else { return };
+    bridge.type_line("run it");
+    bridge.expect("Shell? [a]pprove");
+    assert!(!processes_in(&dir.path().join("work")).is_empty(), "kimi runs");
+    bridge.kill();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !processes_in(&dir.path().join("work")).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "kimi outlived the killed bridge: {:?}", processes_in(&dir.path().join("work")));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+
+    let mut bridge = kimi_bridge(dir.path(), &scripts).expect("installed");
+    bridge.expect("Shell? [a]pprove");
+    bridge.type_line("a");
+    bridge.expect("not delivered: the agent stopped waiting for this");
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert!(!dir.path().join("work/ran.txt").exists(), "the tool never ran");
+    bridge.stop();
+}
+
+/// Killed right after the click, at several delays: the tool runs at most once, and
+/// the chat says which happened: it ran (delivered before the kill) or the click was
+/// not delivered (kimi died with the bridge before it read it).
+#[test]
+fn sigkill_right_after_the_click_runs_the_tool_at_most_once_and_says_which() {
+    for delay_ms in [0u64, 100, 400] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let scripts = [shell("c1", "echo ran >> ran.txt"), text("after")];
+        let Some(mut bridge) = kimi_bridge(dir.path(), &scripts) else { return };
+        bridge.type_line("run it");
+        bridge.expect("Shell? [a]pprove");
+        bridge.type_line("a");
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        bridge.kill();
+
+        let mut bridge = kimi_bridge(dir.path(), &scripts).expect("installed");
+        let lines = bridge.drain(std::time::Duration::from_secs(4)).join("\n");
+        let ran = std::fs::read_to_string(dir.path().join("work/ran.txt")).unwrap_or_default().lines().count();
+        let still_shown = lines.contains("Shell? [a]pprove");
+        println!("kimi: killed {delay_ms} ms after the click: tool ran {ran} time(s), request shown again: {still_shown}");
+        assert!(ran <= 1, "delay {delay_ms} ms: the tool ran {ran} times");
+        if ran == 0 && !still_shown {
+            // The click was saved but never reached kimi: the card must say so.
+            assert!(lines.contains("not delivered: the agent stopped waiting for this"), "delay {delay_ms} ms:\n{lines}");
+        }
+        bridge.stop();
+    }
 }

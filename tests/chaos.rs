@@ -6,6 +6,10 @@
 mod support;
 #[path = "support/chaos_proxy.rs"]
 mod chaos_proxy;
+#[path = "support/bridge_process.rs"]
+mod bridge_process;
+#[path = "support/withholding_proxy.rs"]
+mod withholding_proxy;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -20,8 +24,10 @@ use hitl_bridge::store::Store;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
+use bridge_process::BridgeProcess;
 use chaos_proxy::ChaosProxy;
-use support::{Bridge, Rig, WAIT, approvals, settings, start_sim, stop, wait_approvals, wait_until};
+use withholding_proxy::WithholdingProxy;
+use support::{Bridge, Rig, approvals, settings, start_sim, stop, wait_approvals, wait_until};
 
 fn thao() -> Actor {
     Actor::new("console", "console", "Thảo")
@@ -208,71 +214,22 @@ fn garbage(n: usize) -> Vec<Message> {
 
 // ---- the real binary: SIGKILL and SIGTERM ----------------------------------------
 
-/// The `hitl-bridge run` process with the console on pipes.
-struct Process {
-    child: std::process::Child,
-    lines: std::sync::mpsc::Receiver<String>,
+/// `hitl-bridge run` on the reference agent at `sim`, its store the SQLite file `db`.
+fn bridge_on(sim: SocketAddr, db: &std::path::Path) -> BridgeProcess {
+    bridge_via(&format!("ws://{sim}"), sim, db)
 }
 
-impl Process {
-    fn start(sim: SocketAddr, db: &std::path::Path) -> Process {
-        use std::io::BufRead;
-        use std::process::{Command, Stdio};
-        let mut command = Command::new(env!("CARGO_BIN_EXE_hitl-bridge"));
-        command.current_dir(env!("CARGO_MANIFEST_DIR"));
-        for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("HITL_BRIDGE__")) {
-            command.env_remove(key);
-        }
-        let mut child = command
-            .args(["run"])
-            .env("HITL_BRIDGE__BACKEND__URL", format!("ws://{sim}/ws/{{session_id}}"))
-            .env("HITL_BRIDGE__BACKEND__HISTORY_URL", format!("http://{sim}/sessions/{{session_id}}/history"))
-            .env("HITL_BRIDGE__BACKEND__RECONNECT_MAX_SECS", "1")
-            .env("HITL_BRIDGE__BACKEND__LEASE_SECS", "3")
-            .env("HITL_BRIDGE__STORE__URL", format!("sqlite://{}", db.display()))
-            .env("HITL_BRIDGE__CONSOLE__ENABLED", "true")
-            .env("HITL_BRIDGE__CONSOLE__USER_NAME", "Thảo")
-            .env("HITL_BRIDGE__HTTP__ENABLED", "false")
-            // HITL_CHAOS_LOG=info shows what the processes did when a round fails.
-            .env("RUST_LOG", std::env::var("HITL_CHAOS_LOG").unwrap_or_else(|_| "warn".into()))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn hitl-bridge");
-        let (tx, lines) = std::sync::mpsc::channel();
-        let stdout = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        Process { child, lines }
-    }
-
-    fn type_line(&mut self, line: &str) {
-        use std::io::Write;
-        let stdin = self.child.stdin.as_mut().unwrap();
-        writeln!(stdin, "{line}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn expect(&self, needle: &str) -> String {
-        let mut seen = Vec::new();
-        loop {
-            // Generous: a restarted process may wait for a lapsed lease on a busy machine.
-            match self.lines.recv_timeout(2 * WAIT) {
-                Ok(line) if line.contains(needle) => return line,
-                Ok(line) => seen.push(line),
-                Err(e) => panic!("the console never printed {needle:?} ({e}); it printed:\n{}", seen.join("\n")),
-            }
-        }
-    }
-
-    fn signal(&mut self, signal: &str) {
-        let sent = std::process::Command::new("kill").args([signal, &self.child.id().to_string()]).status().unwrap();
-        assert!(sent.success());
-    }
+/// As [`bridge_on`], with the WebSocket reached at `ws_base` (a proxy in front of the
+/// agent); history is read from the agent itself.
+fn bridge_via(ws_base: &str, sim: SocketAddr, db: &std::path::Path) -> BridgeProcess {
+    BridgeProcess::start(
+        db,
+        &[
+            ("HITL_BRIDGE__BACKEND__URL", format!("{ws_base}/ws/{{session_id}}")),
+            ("HITL_BRIDGE__BACKEND__HISTORY_URL", format!("http://{sim}/sessions/{{session_id}}/history")),
+            ("HITL_BRIDGE__BACKEND__LEASE_SECS", "3".into()),
+        ],
+    )
 }
 
 /// Per approval key, how many `approval` commands the agent received.
@@ -299,7 +256,7 @@ fn sigkill_right_after_a_click_loses_nothing_and_sends_nothing_twice() {
     let mut answered_again = 0;
     // Restart → decision at the agent, for the rounds whose click survived the kill.
     let mut after_restart = Vec::new();
-    let mut bridge = Process::start(sim.addr, &db);
+    let mut bridge = bridge_on(sim.addr, &db);
     for round in 0..ROUNDS {
         bridge.type_line("trade");
         bridge.expect("execute_trade? [a]pprove");
@@ -317,10 +274,9 @@ fn sigkill_right_after_a_click_loses_nothing_and_sends_nothing_twice() {
         rt.block_on(store.close());
         bridge.type_line("a");
         std::thread::sleep(Duration::from_millis(round * 10));
-        bridge.signal("-KILL");
-        let _ = bridge.child.wait();
+        bridge.kill();
 
-        bridge = Process::start(sim.addr, &db);
+        bridge = bridge_on(sim.addr, &db);
         let restarted = Instant::now();
         let store = rt.block_on(Store::connect(&store_url)).unwrap();
         let still_pending = rt.block_on(store.interaction_by_key(&pending[0].session_id, &key)).unwrap().is_some_and(|i| i.status.is_pending());
@@ -329,6 +285,9 @@ fn sigkill_right_after_a_click_loses_nothing_and_sends_nothing_twice() {
             // The click never became a decision: the request is shown again; answer it.
             bridge.expect("execute_trade? [a]pprove");
             bridge.type_line("a");
+            // Until the outcome is printed the card is the console's current prompt, and
+            // the next round's "trade" would be read as an answer to it.
+            bridge.expect("decided by Thảo");
             answered_again += 1;
         }
         rt.block_on(wait_until(|| async { approvals_per_key(&sim).contains_key(&key).then_some(()) }));
@@ -349,8 +308,7 @@ fn sigkill_right_after_a_click_loses_nothing_and_sends_nothing_twice() {
     // session lease back at once instead of waiting backend.lease_secs for it to lapse.
     // The target is 2 s; the bound is generous for a busy machine.
     assert!(slowest < Duration::from_secs(5), "{after_restart:?}");
-    bridge.signal("-TERM");
-    let _ = bridge.child.wait();
+    bridge.stop();
     rt.block_on(sim.shutdown());
     assert_eq!((lost, duplicates), (0, 0), "{per_key:?}");
 }
@@ -363,13 +321,12 @@ fn after_a_graceful_restart_a_decision_reaches_the_agent_within_a_second() {
     let sim = rt.block_on(start_sim(600));
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("bridge.db");
-    let mut bridge = Process::start(sim.addr, &db);
+    let mut bridge = bridge_on(sim.addr, &db);
     bridge.type_line("trade");
     bridge.expect("execute_trade? [a]pprove");
-    bridge.signal("-TERM");
-    assert!(bridge.child.wait().unwrap().success(), "SIGTERM is a normal stop");
+    bridge.stop();
 
-    let mut bridge = Process::start(sim.addr, &db);
+    let mut bridge = bridge_on(sim.addr, &db);
     bridge.expect("execute_trade? [a]pprove");
     let clicked = Instant::now();
     bridge.type_line("a");
@@ -378,8 +335,7 @@ fn after_a_graceful_restart_a_decision_reaches_the_agent_within_a_second() {
     println!("chaos: decision after a graceful restart reached the agent in {took:?}");
     assert!(took < Duration::from_secs(1), "took {took:?}");
     assert_eq!(approvals(&sim).len(), 1);
-    bridge.signal("-TERM");
-    assert!(bridge.child.wait().unwrap().success());
+    bridge.stop();
     rt.block_on(sim.shutdown());
 }
 
@@ -392,14 +348,13 @@ fn sigkill_while_a_request_is_shown_then_a_click_reaches_the_agent_at_once() {
     let sim = rt.block_on(start_sim(600));
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("bridge.db");
-    let mut bridge = Process::start(sim.addr, &db);
+    let mut bridge = bridge_on(sim.addr, &db);
     bridge.type_line("trade");
     bridge.expect("execute_trade? [a]pprove");
-    bridge.signal("-KILL");
-    let _ = bridge.child.wait();
+    bridge.kill();
 
     let restarted = Instant::now();
-    let mut bridge = Process::start(sim.addr, &db);
+    let mut bridge = bridge_on(sim.addr, &db);
     bridge.expect("execute_trade? [a]pprove");
     let shown = restarted.elapsed();
     bridge.type_line("a");
@@ -409,8 +364,7 @@ fn sigkill_while_a_request_is_shown_then_a_click_reaches_the_agent_at_once() {
     assert!(took < Duration::from_secs(5), "took {took:?}");
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(approvals(&sim).len(), 1, "once");
-    bridge.signal("-TERM");
-    assert!(bridge.child.wait().unwrap().success());
+    bridge.stop();
     rt.block_on(sim.shutdown());
 }
 
@@ -422,7 +376,7 @@ fn a_second_bridge_on_the_same_sqlite_file_is_refused() {
     let sim = rt.block_on(start_sim(600));
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("bridge.db");
-    let mut first = Process::start(sim.addr, &db);
+    let mut first = bridge_on(sim.addr, &db);
     first.type_line("trade");
     first.expect("execute_trade? [a]pprove");
     let second = std::process::Command::new(env!("CARGO_BIN_EXE_hitl-bridge"))
@@ -438,7 +392,47 @@ fn a_second_bridge_on_the_same_sqlite_file_is_refused() {
     assert!(stderr.contains(&format!("another hitl-bridge process is using the SQLite store {}", db.display())), "{stderr}");
     first.type_line("a");
     rt.block_on(wait_until(|| async { (!approvals(&sim).is_empty()).then_some(()) }));
-    first.signal("-TERM");
-    assert!(first.child.wait().unwrap().success());
+    first.stop();
+    rt.block_on(sim.shutdown());
+}
+
+/// Killed after the agent received a chat message but before the bridge had its proof
+/// (the proxy passes the WebSocket handshake, then nothing back): the restarted bridge
+/// writes the message again with the same `message_id`, the agent runs it once, the
+/// request it raised is shown from history, and the click reaches the agent within
+/// 2 s of the restart.
+#[test]
+fn sigkill_after_the_agent_received_the_message_runs_it_once() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let sim = rt.block_on(start_sim(600));
+    let proxy = rt.block_on(WithholdingProxy::start(&format!("http://{}", sim.addr), "-", "-"));
+    let ws_base = proxy.url.replace("http://", "ws://");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("bridge.db");
+    let mut bridge = bridge_via(&ws_base, sim.addr, &db);
+    proxy.withhold_after_handshake(true);
+    bridge.type_line("trade");
+    let messages = || sim.commands().into_iter().filter(|c| c["type"] == "message").collect::<Vec<Value>>();
+    let first = rt.block_on(wait_until(|| async { messages().into_iter().next() }));
+    let message_id = first["message_id"].as_str().expect("a message_id").to_owned();
+    // The agent ran the turn and waits at its request; the bridge saw none of it.
+    std::thread::sleep(Duration::from_millis(300));
+    bridge.kill();
+
+    proxy.withhold_after_handshake(false);
+    let restarted = Instant::now();
+    let mut bridge = bridge_via(&ws_base, sim.addr, &db);
+    bridge.expect("execute_trade? [a]pprove");
+    bridge.type_line("a");
+    rt.block_on(wait_until(|| async { (!approvals(&sim).is_empty()).then_some(()) }));
+    let took = restarted.elapsed();
+    println!("chaos: killed after the message was received; the decision reached the agent {took:?} after the restart");
+    let again: Vec<Value> = messages();
+    assert!(again.iter().all(|m| m["message_id"] == message_id.as_str()), "one message, written again with its id: {again:?}");
+    std::thread::sleep(Duration::from_millis(500));
+    let keys = approvals_per_key(&sim);
+    assert_eq!(keys.len(), 1, "one turn ran, so one request: {keys:?}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    bridge.stop();
     rt.block_on(sim.shutdown());
 }

@@ -55,6 +55,14 @@ fn message(hub: &Arc<Hub>, session_id: &str, command: &Map<String, Value>) {
         tracing::warn!(%session_id, "skipping message without text blocks");
         return;
     }
+    // The bridge writes a message again when it cannot prove the first write arrived
+    // (a crash, a lost connection); the same `message_id` means the same message.
+    if let Some(id) = command.get("message_id").and_then(Value::as_str)
+        && !hub.with_session(session_id, |s| s.first_sight_of_message(id))
+    {
+        tracing::info!(%session_id, message_id = %id, "a message already received; not running it again");
+        return;
+    }
     runner::enqueue(
         hub,
         session_id,

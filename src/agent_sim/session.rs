@@ -58,6 +58,8 @@ pub(crate) struct Session {
     pub(crate) pending: HashMap<String, Pending>,
     /// Last approval-key number used; keys count from 1 across the session's turns.
     pub(crate) last_key: u64,
+    /// The `message_id`s of the messages received, to run each once.
+    messages_seen: std::collections::HashSet<String>,
     pub(crate) queue: VecDeque<UserMessage>,
     /// The task running this session's turns, if any.
     pub(crate) runner: Option<AbortHandle>,
@@ -66,6 +68,11 @@ pub(crate) struct Session {
 }
 
 impl Session {
+    /// True the first time `message_id` is seen in this session.
+    pub(crate) fn first_sight_of_message(&mut self, message_id: &str) -> bool {
+        self.messages_seen.insert(message_id.to_owned())
+    }
+
     /// Queues a frame for delivery and wakes the live writer, if any.
     pub(crate) fn emit(&mut self, frame: Frame) {
         self.next_seq += 1;

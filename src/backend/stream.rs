@@ -24,7 +24,7 @@ use super::assembler::Assembler;
 use super::session::{Link, LinkError, Outgoing, Received, Sent, Transport};
 use crate::config::BackendSettings;
 use crate::interaction::TimeoutDefaults;
-use crate::protocol::BackendEvent;
+use crate::protocol::{BackendEvent, Command};
 
 /// Frames larger than this are skipped (PROTOCOL.md §1).
 pub const MAX_FRAME_BYTES: usize = 1024 * 1024;
@@ -111,10 +111,14 @@ impl Link for StreamLink {
     type State = Assembler;
 
     /// The stream protocol has no record to check: a command that may have been
-    /// received is written again (replies carry `approval_key`, which the backend
-    /// dedupes; a `message` may be run twice, as docs/protocol.md says).
+    /// received is written again. Replies carry `approval_key` and messages their
+    /// `message_id` (the same on every write), by which the backend tells a repeat.
     async fn send(&mut self, outgoing: Outgoing<'_>) -> Result<Sent, LinkError> {
-        let frame = serde_json::to_string(outgoing.command).map_err(LinkError::transport)?;
+        let mut frame = serde_json::to_value(outgoing.command).map_err(LinkError::transport)?;
+        if let (Command::Message { .. }, Some(fields)) = (outgoing.command, frame.as_object_mut()) {
+            fields.insert("message_id".into(), outgoing.id.into());
+        }
+        let frame = frame.to_string();
         self.ws.send(Message::Text(frame)).await.map_err(LinkError::transport)?;
         self.written += 1;
         // Its pong is the proof that the backend read this command.

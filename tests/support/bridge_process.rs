@@ -5,6 +5,9 @@
 //! Configuration comes from environment variables only (the caller's `HITL_BRIDGE__*`
 //! are removed first), with the console as the one platform.
 
+// Each test binary uses the part it needs.
+#![allow(dead_code)]
+
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -2,6 +2,13 @@
 //! request: the request reaches the backend (which acts on it), but its answer, and
 //! everything after it on that connection, never reaches the bridge. That is the
 //! window a crash can fall into: the backend has a command the bridge has no proof of.
+//!
+//! For a WebSocket, whose frames cannot be told apart on the wire, the proxy can
+//! instead pass only the handshake's answer of new connections and nothing after it
+//! ([`WithholdingProxy::withhold_after_handshake`]).
+
+// Each test binary uses the part it needs.
+#![allow(dead_code)]
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,6 +23,8 @@ pub struct WithholdingProxy {
     withhold: Arc<AtomicBool>,
     /// How many requests were withheld.
     withheld: Arc<AtomicUsize>,
+    /// While set, new connections get the answer's head and nothing more.
+    after_handshake: Arc<AtomicBool>,
 }
 
 impl WithholdingProxy {
@@ -28,14 +37,22 @@ impl WithholdingProxy {
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let withhold = Arc::new(AtomicBool::new(false));
         let withheld = Arc::new(AtomicUsize::new(0));
-        let (flag, count) = (withhold.clone(), withheld.clone());
+        let after_handshake = Arc::new(AtomicBool::new(false));
+        let (flag, count, handshake) = (withhold.clone(), withheld.clone(), after_handshake.clone());
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let Ok(server) = TcpStream::connect(upstream).await else { continue };
-                tokio::spawn(pipe(client, server, flag.clone(), count.clone(), request_prefix, path_part));
+                let head_only = handshake.load(Ordering::SeqCst);
+                tokio::spawn(pipe(client, server, flag.clone(), count.clone(), request_prefix, path_part, head_only));
             }
         });
-        WithholdingProxy { url, withhold, withheld }
+        WithholdingProxy { url, withhold, withheld, after_handshake }
+    }
+
+    /// New connections get the head of the first answer (a WebSocket's `101`) and
+    /// nothing after it, while on.
+    pub fn withhold_after_handshake(&self, on: bool) {
+        self.after_handshake.store(on, Ordering::SeqCst);
     }
 
     pub fn withhold(&self, on: bool) {
@@ -47,7 +64,7 @@ impl WithholdingProxy {
     }
 }
 
-async fn pipe(client: TcpStream, server: TcpStream, withhold: Arc<AtomicBool>, withheld: Arc<AtomicUsize>, prefix: &str, part: &str) {
+async fn pipe(client: TcpStream, server: TcpStream, withhold: Arc<AtomicBool>, withheld: Arc<AtomicUsize>, prefix: &str, part: &str, head_only: bool) {
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
     // Set once a withheld request went up this connection: from then on nothing comes back.
@@ -73,15 +90,28 @@ async fn pipe(client: TcpStream, server: TcpStream, withhold: Arc<AtomicBool>, w
     };
     let down = async move {
         let mut buf = vec![0u8; 64 * 1024];
+        let mut head = Vec::new();
         loop {
             let n = match server_read.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
-            if cut.load(Ordering::SeqCst) {
+            let mut pass = &buf[..n];
+            if head_only {
+                if cut.load(Ordering::SeqCst) {
+                    continue;
+                }
+                // Pass up to the end of the answer's head, then nothing.
+                let before = head.len();
+                head.extend_from_slice(pass);
+                if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+                    pass = &pass[..(end + 4).saturating_sub(before).min(n)];
+                    cut.store(true, Ordering::SeqCst);
+                }
+            } else if cut.load(Ordering::SeqCst) {
                 continue;
             }
-            if client_write.write_all(&buf[..n]).await.is_err() {
+            if client_write.write_all(pass).await.is_err() {
                 break;
             }
         }
