@@ -3,13 +3,16 @@
 //! that aborts drops nothing, and an orphaned agent would go on with a turn nobody
 //! reads, next to the one the restarted bridge starts on the same conversation.
 //!
-//! The signal is SIGTERM, not SIGKILL: the agent stops, but on its way out it writes
-//! down what it read (Claude Code flushes its transcript then), which is the record a
-//! restarted bridge checks before sending a message again.
+//! The signal is SIGINT, as Ctrl-C in a terminal: the agent interrupts its turn and
+//! exits, writing down on its way out what it read (Claude Code flushes its
+//! transcript), which is the record a restarted bridge checks before sending a message
+//! again. SIGKILL would lose that record; SIGTERM lets Claude Code answer its open
+//! permission request with an error and ask the model once more before it exits
+//! (tests/backend_claude_code.rs saw both).
 
 use tokio::process::Command;
 
-/// Makes the child started by `command` receive SIGTERM when the bridge dies.
+/// Makes the child started by `command` receive SIGINT when the bridge dies.
 ///
 /// Linux delivers it when the thread that spawned the child exits; children are
 /// spawned from the runtime's worker threads, which live as long as the process.
@@ -22,7 +25,7 @@ pub fn dies_with_the_bridge(command: &mut Command) -> &mut Command {
         // prctl, getppid and _exit are.
         unsafe {
             command.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGINT) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 // The bridge may have died before prctl took effect.

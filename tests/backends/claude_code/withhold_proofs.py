@@ -5,7 +5,8 @@ never learns it did: the window a crash can fall into.
 
     python withhold_proofs.py <cli> [args...]
 
-The CLI dies with this wrapper (PR_SET_PDEATHSIG), as it dies with the bridge.
+The CLI gets SIGINT when this wrapper dies (PR_SET_PDEATHSIG), as it does when the
+bridge dies.
 """
 
 import ctypes
@@ -16,7 +17,7 @@ import sys
 
 
 def die_with_parent():
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG
 
 
 def main():
