@@ -582,6 +582,12 @@ async fn pending(n: usize) {
     let (peak, now) = child.memory();
     println!("  {n} pushed over the HTTP API and shown in {:.2} s ({:.0}/s)", elapsed.as_secs_f64(), n as f64 / elapsed.as_secs_f64());
     println!("  with {n} pending: peak RSS (VmHWM) {peak:.1} MiB, RSS now {now:.1} MiB");
+    let (list, bytes) = median_get(&http, &format!("{}/v1/requests?status=pending", child.base), Some(SECRET)).await;
+    println!("  GET /v1/requests?status=pending (first page of 100): p50 {:.1} ms, {bytes} bytes (target ≤ 20 ms)", ms(list));
+    let (list, bytes) = median_get(&http, &format!("{}/v1/requests?status=pending&limit=1000", child.base), Some(SECRET)).await;
+    println!("  GET /v1/requests?status=pending&limit=1000: p50 {:.1} ms, {bytes} bytes", ms(list));
+    let (metrics, _) = median_get(&http, &format!("{}/metrics", child.base), None).await;
+    println!("  GET /metrics: p50 {:.1} ms (target ≤ 10 ms)", ms(metrics));
 
     // Restart after a crash, with clicks on 20 of them already waiting at Telegram.
     child.kill();
@@ -626,6 +632,30 @@ async fn pending(n: usize) {
     println!("    peak RSS after the restart: {peak:.1} MiB");
     child.kill();
     tg.shutdown();
+}
+
+/// The median time of 21 GETs of `url`, and the size of the last answer.
+async fn median_get(http: &reqwest::Client, url: &str, token: Option<&str>) -> (Duration, usize) {
+    let mut times = Vec::new();
+    let mut bytes = 0;
+    for _ in 0..21 {
+        let request = http.get(url);
+        let request = match token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        };
+        let started = Instant::now();
+        let response = request.send().await.expect("GET");
+        assert!(response.status().is_success(), "{url}: {}", response.status());
+        bytes = response.bytes().await.expect("body").len();
+        times.push(started.elapsed());
+    }
+    times.sort();
+    (times[times.len() / 2], bytes)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }
 
 #[tokio::main]

@@ -378,14 +378,8 @@ pub struct StoreFigures {
 impl StoreFigures {
     /// Reads them (for a scrape).
     pub async fn read(store: &Store) -> Result<Self, StoreError> {
-        let mut figures = StoreFigures { outbox_depth: store.outbox_depth().await?, ..Default::default() };
-        for interaction in store.pending_interactions().await? {
-            match interaction.request.kind {
-                RequestKind::Approval { .. } => figures.pending_approvals += 1,
-                RequestKind::Questions { .. } => figures.pending_questions += 1,
-            }
-        }
-        Ok(figures)
+        let (pending_approvals, pending_questions) = store.pending_counts().await?;
+        Ok(StoreFigures { pending_approvals, pending_questions, outbox_depth: store.outbox_depth().await? })
     }
 }
 

@@ -467,7 +467,7 @@ async fn idempotency_and_every_error_code() {
     let keys: Vec<&str> = list["requests"].as_array().unwrap().iter().filter_map(|r| r["approval_key"].as_str()).collect();
     assert_eq!(keys, ["k-1"]);
     let (_, theirs) = api.send(reqwest::Method::GET, "/v1/requests?status=pending", Some("other-secret"), None).await;
-    assert_eq!(theirs, json!({"requests": []}), "the caller's requests only");
+    assert_eq!(theirs, json!({"requests": [], "next_cursor": null}), "the caller's requests only");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(api.tg.calls("sendMessage").len(), 1, "refused requests are never shown");
     api.stop().await;
@@ -957,6 +957,46 @@ async fn callbacks_go_in_push_order_not_key_order() {
     let keys: Vec<String> = hits.iter().map(|(_, body)| serde_json::from_str::<Value>(body).unwrap()["approval_key"].as_str().unwrap().to_owned()).collect();
     assert_eq!(keys, ["zz-first", "aa-second"]);
     hang_task.abort();
+    api.stop().await;
+}
+
+/// The pending list comes in pages: `limit` rows each, oldest first, `next_cursor` to
+/// go on until it is null; nothing repeated or skipped, a request ended between pages
+/// is not listed, and a forged cursor or a limit out of range is refused.
+#[tokio::test]
+async fn the_pending_list_is_paged_with_an_opaque_cursor() {
+    let api = Api::start(|_| {}).await;
+    let pushed: Vec<String> = (0..25).map(|n| format!("page-{n:02}")).collect();
+    for key in &pushed {
+        let body = json!({"approval_key": key, "targets": [ops_target()], "actions": [{"name": "deploy", "args": {}}]});
+        assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    }
+    let page = |query: String| {
+        let api = &api;
+        async move {
+            let (status, body) = api.send(reqwest::Method::GET, &format!("/v1/requests?status=pending{query}"), Some(SECRET), None).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            let keys: Vec<String> = body["requests"].as_array().unwrap().iter().map(|r| r["approval_key"].as_str().unwrap().to_owned()).collect();
+            (keys, body["next_cursor"].as_str().map(str::to_owned))
+        }
+    };
+    let (first, cursor) = page("&limit=10".into()).await;
+    assert_eq!(first, pushed[..10]);
+    // Ended between pages: not listed on the next one.
+    assert_eq!(api.delete("page-12").await.0, StatusCode::OK);
+    let (second, cursor) = page(format!("&limit=10&cursor={}", cursor.expect("a second page"))).await;
+    let expected: Vec<String> = pushed[10..21].iter().filter(|k| *k != "page-12").cloned().collect();
+    assert_eq!(second, expected);
+    let (third, cursor) = page(format!("&limit=10&cursor={}", cursor.expect("a third page"))).await;
+    assert_eq!(third, pushed[21..]);
+    assert_eq!(cursor, None, "the last page");
+    let (all, cursor) = page(String::new()).await;
+    assert_eq!((all.len(), cursor), (24, None), "the default page holds 100");
+
+    for query in ["&limit=0", "&limit=1001", "&limit=ten", "&cursor=bm90LW91cnM", "&cursor=%%%"] {
+        let (status, err) = api.send(reqwest::Method::GET, &format!("/v1/requests?status=pending{query}"), Some(SECRET), None).await;
+        assert_eq!((status, err["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_query")), "{query}: {err}");
+    }
     api.stop().await;
 }
 

@@ -34,6 +34,13 @@ pub struct ApiRequest {
     pub created_at_ms: i64,
 }
 
+/// Where a page of pending requests ended: the next page starts after this row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageMark {
+    pub created_at_ms: i64,
+    pub approval_key: String,
+}
+
 /// A callback whose request has ended and whose next attempt is due.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DueCallback {
@@ -113,20 +120,32 @@ impl Store {
         row.as_ref().map(decode_row).transpose()
     }
 
-    /// `agent`'s requests that are still pending, oldest first.
-    pub async fn pending_api_requests(&self, agent: &str) -> Result<Vec<ApiRequest>> {
+    /// One page of the agent's pending requests with their interactions, oldest first
+    /// (by push time, then key): at most `limit`, after `after` (the last row of the
+    /// previous page). One query, on the `(agent, created_at_ms)` index.
+    pub async fn pending_api_requests_page(&self, agent: &str, after: Option<&PageMark>, limit: i64) -> Result<Vec<(ApiRequest, Interaction)>> {
+        let (after_ms, after_key) = after.map_or((i64::MIN, ""), |mark| (mark.created_at_ms, mark.approval_key.as_str()));
         let rows = sqlx::query(
             "SELECT a.approval_key, a.interaction_id, a.session_id, a.client_session, a.agent, a.body_hash, a.targets,
-                    a.callback_url, a.created_at_ms
+                    a.callback_url, a.created_at_ms, i.id, i.body, i.revision
              FROM api_requests a JOIN interactions i ON i.id = a.interaction_id
-             WHERE a.agent = $1 AND i.status = $2 ORDER BY a.created_at_ms, a.approval_key",
+             WHERE a.agent = $1 AND i.status = $2
+               AND (a.created_at_ms > $3 OR (a.created_at_ms = $3 AND a.approval_key > $4))
+             ORDER BY a.created_at_ms, a.approval_key LIMIT $5",
         )
         .bind(agent)
         .bind(Status::Pending.name())
+        .bind(after_ms)
+        .bind(after_key)
+        .bind(limit)
         .fetch_all(&self.pool)
         .await
-        .map_err(StoreError::query("list pending api requests"))?;
-        Ok(rows.iter().map(decode_row).filter_map(json::skip_corrupt).collect())
+        .map_err(StoreError::query("list a page of pending api requests"))?;
+        Ok(rows
+            .iter()
+            .map(|row| Ok((decode_row(row)?, super::interactions::decode_row(row)?)))
+            .filter_map(json::skip_corrupt)
+            .collect())
     }
 
     /// Callbacks whose request has ended and whose next attempt is at or before `now_ms`,

@@ -94,6 +94,12 @@ const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0015_telegram_inbox.sql"),
         include_str!("../../migrations/postgres/0015_telegram_inbox.sql"),
     ),
+    (
+        16,
+        "interaction kind",
+        include_str!("../../migrations/sqlite/0016_interaction_kind.sql"),
+        include_str!("../../migrations/postgres/0016_interaction_kind.sql"),
+    ),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.

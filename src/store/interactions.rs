@@ -287,8 +287,8 @@ impl Write for Settle {
 pub(super) async fn insert_interaction<'e>(executor: impl AnyExecutor<'e>, i: &Interaction) -> Result<bool> {
     let body = json::encode(i, "interaction")?;
     let done = sqlx::query(
-        "INSERT INTO interactions (id, session_id, approval_key, status, deadline_ms, created_at_ms, body)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
+        "INSERT INTO interactions (id, session_id, approval_key, status, deadline_ms, created_at_ms, body, kind)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (session_id, approval_key) DO NOTHING",
     )
     .bind(i.id.as_str())
@@ -298,10 +298,37 @@ pub(super) async fn insert_interaction<'e>(executor: impl AnyExecutor<'e>, i: &I
     .bind(i.deadline_ms)
     .bind(i.created_at_ms)
     .bind(body)
+    .bind(kind_column(i))
     .execute(executor)
     .await
     .map_err(StoreError::query("insert interaction"))?;
     Ok(done.rows_affected() > 0)
+}
+
+/// The `kind` column: what the pending gauge groups by.
+fn kind_column(i: &Interaction) -> &'static str {
+    if i.request.is_question() { "questions" } else { "approval" }
+}
+
+impl Store {
+    /// How many interactions are pending, as (approvals, questions): two counts on an
+    /// index, whatever the number pending.
+    pub async fn pending_counts(&self) -> Result<(i64, i64)> {
+        let rows = sqlx::query("SELECT kind, COUNT(*) AS n FROM interactions WHERE status = $1 GROUP BY kind")
+            .bind(pending())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StoreError::query("count pending interactions"))?;
+        let mut counts = (0, 0);
+        for row in &rows {
+            let n: i64 = column(row, "n")?;
+            match column::<&str>(row, "kind")? {
+                "questions" => counts.1 += n,
+                _ => counts.0 += n,
+            }
+        }
+        Ok(counts)
+    }
 }
 
 /// An interaction from a row with `id`, `body` and `revision`.

@@ -38,7 +38,7 @@ mod ui_state;
 use sqlx::AnyPool;
 
 pub use admin::{AuditCursor, AuditPage, AuditRow};
-pub use api_requests::{ApiRequest, DueCallback};
+pub use api_requests::{ApiRequest, DueCallback, PageMark};
 pub use audit::{AuditEntry, kind_and_tools};
 pub use chats::ChatKey;
 pub use connect::DEFAULT_URL;

@@ -173,3 +173,14 @@ pub async fn stop(bridge: Bridge, sim: SimHandle) {
     bridge.stop().await;
     sim.shutdown().await;
 }
+
+/// A `message` command as the agent received it, minus its `message_id` (the outbox
+/// row and the moment it was queued, `<id>-<ms>`, unknown to the test), which must be
+/// there and of that form.
+pub fn without_message_id(mut command: serde_json::Value) -> serde_json::Value {
+    let id = command.as_object_mut().and_then(|c| c.remove("message_id"));
+    let id = id.as_ref().and_then(serde_json::Value::as_str).unwrap_or_else(|| panic!("a message carries message_id: {command}"));
+    let well_formed = id.split_once('-').is_some_and(|(row, ms)| row.parse::<u64>().is_ok() && ms.parse::<u64>().is_ok());
+    assert!(well_formed, "message_id {id:?} is <outbox id>-<ms>");
+    command
+}

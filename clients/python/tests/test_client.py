@@ -193,6 +193,18 @@ def test_cancel_and_pending() -> None:
     assert [s.approval_key for s in listed] == ["a", "b"]
 
 
+def test_pending_follows_every_page() -> None:
+    bridge = Bridge(
+        ok({"requests": [pending("a"), pending("b")], "next_cursor": "MTc6YQ"}),
+        ok({"requests": [pending("c")], "next_cursor": None}),
+    )
+    with bridge.client() as client:
+        listed = client.pending()
+    assert [s.approval_key for s in listed] == ["a", "b", "c"]
+    assert str(bridge.requests[0].url) == "http://bridge:8790/v1/requests?status=pending"
+    assert str(bridge.requests[1].url) == "http://bridge:8790/v1/requests?status=pending&cursor=MTc6YQ"
+
+
 def test_health() -> None:
     bridge = Bridge(httpx.Response(200, text="ok"))
     with bridge.client() as client:

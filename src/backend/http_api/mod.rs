@@ -20,6 +20,7 @@ pub mod body;
 pub mod callback_guard;
 pub mod callbacks;
 pub mod error;
+pub mod page;
 pub mod routes;
 pub mod view;
 

@@ -16,12 +16,13 @@ use utoipa::IntoParams;
 
 use super::body::{self, PushBody};
 use super::error::{ApiError, ErrorBody};
+use super::page;
 use super::view::{self, Created, RequestList, RequestState};
 use super::{HttpApi, SESSION_PREFIX};
 use crate::clock::now_ms;
 use crate::engine::PushOutcome;
 use crate::interaction::{Interaction, Origin};
-use crate::store::ApiRequest;
+use crate::store::{ApiRequest, PageMark};
 
 /// The longest `?wait=` accepted, in seconds.
 pub const MAX_WAIT_SECS: u64 = 60;
@@ -187,9 +188,14 @@ pub async fn cancel(State(api): Api, headers: HeaderMap, Path(key): Path<String>
 pub struct ListQuery {
     /// Only `pending` is supported.
     pub status: Option<String>,
+    /// Requests per page: 1 to 1000, default 100.
+    pub limit: Option<u32>,
+    /// The `next_cursor` of the previous page; none for the first.
+    pub cursor: Option<String>,
 }
 
-/// The caller's pending requests, oldest first.
+/// The caller's pending requests, oldest first, a page at a time: `next_cursor` is set
+/// while more may follow.
 #[utoipa::path(get, path = "/v1/requests", params(ListQuery), security(("bearer" = [])),
     responses((status = 200, body = RequestList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
 pub async fn list(State(api): Api, headers: HeaderMap, query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>) -> Result<Json<RequestList>, ApiError> {
@@ -198,11 +204,18 @@ pub async fn list(State(api): Api, headers: HeaderMap, query: Result<Query<ListQ
     if query.status.as_deref().is_some_and(|s| s != "pending") {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", "status must be `pending`"));
     }
-    let mut requests = Vec::new();
-    for request in api.store.pending_api_requests(&agent).await? {
-        requests.push(api.state_of(&request).await?);
-    }
-    Ok(Json(RequestList { requests }))
+    let invalid = |why: String| ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", why);
+    let limit = page::limit(query.limit).map_err(invalid)?;
+    let after = query.cursor.as_deref().map(page::mark).transpose().map_err(invalid)?;
+    // One row more than asked tells whether another page follows.
+    let mut rows = api.store.pending_api_requests_page(&agent, after.as_ref(), i64::from(limit) + 1).await?;
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    let next_cursor = more.then(|| rows.last()).flatten().map(|(request, _)| {
+        page::cursor(&PageMark { created_at_ms: request.created_at_ms, approval_key: request.approval_key.clone() })
+    });
+    let requests = rows.iter().map(|(request, interaction)| view::state(request, interaction)).collect();
+    Ok(Json(RequestList { requests, next_cursor }))
 }
 
 /// The body as a request, with field paths in type errors; also the raw JSON for the

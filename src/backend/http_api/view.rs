@@ -116,10 +116,12 @@ pub struct Created {
     pub expires_at: String,
 }
 
-/// `GET /v1/requests?status=pending`.
+/// `GET /v1/requests?status=pending`: one page.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct RequestList {
     pub requests: Vec<RequestState>,
+    /// Pass as `cursor` for the next page; `null` on the last one.
+    pub next_cursor: Option<String>,
 }
 
 impl From<&Actor> for DecidedBy {

@@ -107,12 +107,18 @@ class _Config:
             raise HitlApiError(response.status_code, "invalid_response", str(e), body=data) from e
 
     @classmethod
-    def states(cls, response: httpx.Response) -> list[RequestState]:
+    def page(cls, response: httpx.Response) -> tuple[list[RequestState], str | None]:
+        """One page of ``GET /v1/requests``: its states and the cursor of the next."""
         data = cls.json(response)
         items = data.get("requests") if isinstance(data, Mapping) else None
         if not isinstance(items, list):
             raise HitlApiError(response.status_code, "invalid_response", 'expected {"requests": [...]}', body=data)
-        return [RequestState.from_json(item) for item in items]
+        cursor = data.get("next_cursor")
+        return [RequestState.from_json(item) for item in items], cursor if isinstance(cursor, str) and cursor else None
+
+    @staticmethod
+    def pending_params(cursor: str | None) -> dict[str, str]:
+        return {"status": "pending"} if cursor is None else {"status": "pending", "cursor": cursor}
 
     def retryable(self, error: Exception, failures: int) -> bool:
         if failures > self.max_retries:
@@ -279,8 +285,16 @@ class HitlClient:
         return self._cfg.state(self._send("DELETE", self._cfg.request_path(approval_key)))
 
     def pending(self) -> list[RequestState]:
-        """``GET /v1/requests?status=pending``: this token's requests still waiting."""
-        return self._cfg.states(self._send("GET", "/v1/requests", params={"status": "pending"}))
+        """``GET /v1/requests?status=pending``: this token's requests still waiting,
+        oldest first. The bridge answers a page at a time; this follows
+        ``next_cursor`` until the last page."""
+        found: list[RequestState] = []
+        cursor: str | None = None
+        while True:
+            page, cursor = self._cfg.page(self._send("GET", "/v1/requests", params=self._cfg.pending_params(cursor)))
+            found.extend(page)
+            if cursor is None:
+                return found
 
     def wait(self, approval_key: str, timeout: float | None = None) -> RequestState:
         """Long-polls until the request is no longer pending and returns its state
@@ -491,7 +505,13 @@ class AsyncHitlClient:
 
     async def pending(self) -> list[RequestState]:
         """See :meth:`HitlClient.pending`."""
-        return self._cfg.states(await self._send("GET", "/v1/requests", params={"status": "pending"}))
+        found: list[RequestState] = []
+        cursor: str | None = None
+        while True:
+            page, cursor = self._cfg.page(await self._send("GET", "/v1/requests", params=self._cfg.pending_params(cursor)))
+            found.extend(page)
+            if cursor is None:
+                return found
 
     async def wait(self, approval_key: str, timeout: float | None = None) -> RequestState:
         """See :meth:`HitlClient.wait`."""
