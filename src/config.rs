@@ -1,6 +1,8 @@
-//! Configuration: `config/default.toml` (or `--config PATH`) plus environment
-//! overrides `HITL_BRIDGE__SECTION__KEY`, checked once at start-up so a bad key fails
-//! with a message naming it instead of surfacing later at run time.
+//! Configuration: the built-in defaults, a file and environment overrides
+//! `HITL_BRIDGE__SECTION__KEY` ([`sources`]), checked once at start-up so a bad key
+//! fails with a message naming it instead of surfacing later at run time.
+
+pub mod sources;
 
 use std::path::Path;
 
@@ -10,8 +12,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::interaction::admission::PairingAdmins;
 use crate::interaction::{AccessPolicy, Allowlist, PolicyRule, PolicySpec, TimeoutDefaults};
 
-/// The environment prefix: `HITL_BRIDGE__BACKEND__URL` sets `backend.url`.
-pub const ENV_PREFIX: &str = "HITL_BRIDGE";
+pub use sources::ENV_PREFIX;
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -561,23 +562,25 @@ pub enum ConfigError {
 }
 
 impl Settings {
-    /// Loads `path` (default `config/default.toml`, which may be absent when every
-    /// required key comes from the environment), then the environment, then checks it.
+    /// Loads the built-in defaults, then `path` (without it, `config/default.toml` in
+    /// the working directory if present), then the environment, and checks the result.
     pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
-        let file = match path {
-            Some(p) => config::File::from(p).required(true),
-            None => config::File::with_name("config/default").required(false),
-        };
-        let builder = config::Config::builder()
-            .add_source(file)
-            .add_source(Self::environment());
-        Self::from_config(builder.build()?)
+        let mut builder = config::Config::builder().add_source(sources::defaults());
+        if let Some(file) = sources::file_layer(path) {
+            builder = builder.add_source(config::File::from(file.as_path()).required(true));
+        }
+        Self::from_config(builder.add_source(Self::environment()).build()?)
+    }
+
+    /// Which source set each value that differs from the built-in default (for
+    /// `check-config`).
+    pub fn provenance(path: Option<&Path>) -> Result<Vec<(String, sources::Source)>, ConfigError> {
+        sources::provenance(path, Self::environment())
     }
 
     /// Builds settings from in-memory overrides on top of defaults (tests and `demo`).
     pub fn from_pairs(pairs: &[(&str, &str)]) -> Result<Self, ConfigError> {
-        let mut builder = config::Config::builder()
-            .add_source(config::File::from_str(include_str!("../config/default.toml"), config::FileFormat::Toml));
+        let mut builder = config::Config::builder().add_source(sources::defaults());
         for (key, value) in pairs {
             builder = builder.set_override(*key, *value)?;
         }
@@ -655,6 +658,20 @@ impl Settings {
         }
         if self.telegram.enabled && self.telegram.mode == TelegramMode::Webhook && self.telegram.webhook_url.is_none() {
             return invalid("telegram.webhook_url", "is required when telegram.mode = \"webhook\"");
+        }
+        // BotFather's tokens are `<bot id>:<secret>`; anything else is a paste gone wrong.
+        if self.telegram.enabled
+            && let Some(token) = &self.telegram.token
+            && !token.expose_secret().split_once(':').is_some_and(|(id, secret)| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) && !secret.is_empty())
+        {
+            return invalid("telegram.token", "is not a bot token: BotFather gives <bot id>:<secret>, e.g. 123456789:AAE…");
+        }
+        // Telegram only calls https webhooks; plain http is allowed on loopback, for tests.
+        if let Some(url) = &self.telegram.webhook_url
+            && !url.starts_with("https://")
+            && !["http://127.0.0.1", "http://localhost", "http://[::1]"].iter().any(|p| url.starts_with(p))
+        {
+            return invalid("telegram.webhook_url", "must be an https:// URL: Telegram only calls https webhooks");
         }
         if self.discord.enabled && self.discord.token.as_ref().is_none_or(|t| t.expose_secret().is_empty()) {
             return invalid("discord.token", "is required when discord.enabled = true (env HITL_BRIDGE__DISCORD__TOKEN)");
@@ -833,6 +850,23 @@ mod tests {
         assert!(err.is_err());
         let err = Settings::from_pairs(&[("backend.colour", "blue")]).unwrap_err();
         assert!(err.to_string().contains("colour"), "{err}");
+    }
+
+    #[test]
+    fn a_token_without_its_bot_id_and_a_plain_http_webhook_are_refused() {
+        let key = |pairs: &[(&str, &str)]| match Settings::from_pairs(pairs) {
+            Err(ConfigError::Invalid { key, .. }) => Some(key),
+            _ => None,
+        };
+        let on = ("telegram.enabled", "true");
+        assert_eq!(key(&[on, ("telegram.token", "AAEhBOweik6ad")]), Some("telegram.token"));
+        assert_eq!(key(&[on, ("telegram.token", "bot:AAE")]), Some("telegram.token"));
+        assert_eq!(key(&[on, ("telegram.token", "123456:")]), Some("telegram.token"));
+        assert_eq!(key(&[on, ("telegram.token", "123456:AAE")]), None);
+        let hook = |url| key(&[on, ("telegram.token", "1:x"), ("telegram.mode", "webhook"), ("telegram.webhook_url", url)]);
+        assert_eq!(hook("http://bot.example.com/hook"), Some("telegram.webhook_url"));
+        assert_eq!(hook("https://bot.example.com/hook"), None);
+        assert_eq!(hook("http://127.0.0.1:8443/hook"), None, "loopback, for tests");
     }
 
     #[test]

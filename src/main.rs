@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -24,8 +25,10 @@ struct Cli {
 enum Command {
     /// Run the bridge.
     Run {
-        /// Config file (default: config/default.toml if present).
-        #[arg(long)]
+        /// A config file holding the keys you change, on top of the built-in defaults
+        /// (without it: config/default.toml in this directory, if present). Every key can
+        /// also be set as HITL_BRIDGE__SECTION__KEY.
+        #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
     /// Reference agent + bridge + terminal in one process; no set-up needed.
@@ -50,7 +53,10 @@ enum Command {
     },
     /// Print the effective configuration (secrets redacted) or say what is wrong.
     CheckConfig {
-        #[arg(long)]
+        /// A config file holding the keys you change, on top of the built-in defaults
+        /// (without it: config/default.toml in this directory, if present). Every key can
+        /// also be set as HITL_BRIDGE__SECTION__KEY.
+        #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
     /// Approve a pairing code (access.pairing), list paired users, or revoke one.
@@ -64,7 +70,10 @@ enum Command {
         /// Un-pair a user, as platform:user_id.
         #[arg(long, value_name = "PLATFORM:USER_ID")]
         revoke: Option<String>,
-        #[arg(long)]
+        /// A config file holding the keys you change, on top of the built-in defaults
+        /// (without it: config/default.toml in this directory, if present). Every key can
+        /// also be set as HITL_BRIDGE__SECTION__KEY.
+        #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
     /// Ask a running bridge whether it is ready (the container's HEALTHCHECK): exit 0
@@ -75,7 +84,10 @@ enum Command {
     },
     /// List pending requests: key, session, where shown, kind, age, deadline.
     Pending {
-        #[arg(long)]
+        /// A config file holding the keys you change, on top of the built-in defaults
+        /// (without it: config/default.toml in this directory, if present). Every key can
+        /// also be set as HITL_BRIDGE__SECTION__KEY.
+        #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
     /// Cancel a pending request. A chat turn's approval is rejected with the reason;
@@ -92,7 +104,10 @@ enum Command {
         /// Who is cancelling, for the audit log.
         #[arg(long, env = "USER", default_value = "operator")]
         by: String,
-        #[arg(long)]
+        /// A config file holding the keys you change, on top of the built-in defaults
+        /// (without it: config/default.toml in this directory, if present). Every key can
+        /// also be set as HITL_BRIDGE__SECTION__KEY.
+        #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
     /// The audit log.
@@ -120,7 +135,10 @@ enum Command {
     Rules {
         #[command(subcommand)]
         command: Option<RulesCommand>,
-        #[arg(long, global = true)]
+        /// A config file holding the keys you change, on top of the built-in defaults
+        /// (without it: config/default.toml in this directory, if present). Every key can
+        /// also be set as HITL_BRIDGE__SECTION__KEY.
+        #[arg(long, global = true, value_name = "FILE")]
         config: Option<PathBuf>,
     },
 }
@@ -150,23 +168,68 @@ enum AuditCommand {
         /// `jsonl` (one JSON object per line) or `csv`.
         #[arg(long, default_value = "jsonl", value_parser = audit_export::parse_format)]
         format: audit_export::Format,
-        #[arg(long)]
+        /// A config file holding the keys you change, on top of the built-in defaults
+        /// (without it: config/default.toml in this directory, if present). Every key can
+        /// also be set as HITL_BRIDGE__SECTION__KEY.
+        #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+/// Runs the command; an error is printed once, as one line with its causes, and the
+/// exit status is 1. A closed stdout (`… | head`) ends the command quietly.
+fn main() -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(Cli::parse())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_closed_stdout(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            let chain: Vec<String> = e.chain().map(ToString::to_string).collect();
+            // anyhow's context and the error it wraps often say the same thing.
+            let mut line: Vec<&str> = Vec::new();
+            for part in &chain {
+                if !line.iter().any(|seen| seen.contains(part.as_str())) {
+                    line.push(part);
+                }
+            }
+            eprintln!("error: {}", line.join(": "));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The reader of stdout went away (`audit export | head -1`): not an error.
+fn is_closed_stdout(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::CheckConfig { config } => {
             let settings = Settings::load(config.as_deref())?;
             println!("{}", settings.redacted_json());
+            // Where the changes came from, for people; stdout stays the JSON.
+            let changed = Settings::provenance(config.as_deref())?;
+            if changed.is_empty() {
+                eprintln!("every value is the built-in default");
+            } else {
+                eprintln!("values that differ from the built-in defaults:");
+                for (key, source) in changed {
+                    eprintln!("  {key}  ({source})");
+                }
+            }
             Ok(())
         }
         Command::Run { config } => {
             let settings = Settings::load(config.as_deref())?;
             hitl_bridge::logging::init(&settings.log);
+            tracing::info!("{}", startup_line(&settings, config.as_deref()));
             run_until_stopped(&settings).await
         }
         Command::AgentSim { listen, timeout_secs, token } => {
@@ -224,6 +287,17 @@ async fn main() -> anyhow::Result<()> {
 
 async fn run_admin(config: Option<PathBuf>, command: AdminCommand) -> anyhow::Result<()> {
     let settings = Settings::load(config.as_deref())?;
+    // Opening a SQLite store creates it: an admin command on a wrong path would then
+    // report an empty store instead of the mistake.
+    if let Some(path) = hitl_bridge::store::lock::sqlite_file(&settings.store.url)
+        && !path.exists()
+    {
+        anyhow::bail!(
+            "no store at {} (store.url = {}); set store.url, or HITL_BRIDGE__STORE__URL, to the running bridge's (the demo's is {DEMO_STORE})",
+            path.display(),
+            settings.store.url
+        );
+    }
     let mut out = std::io::BufWriter::new(std::io::stdout());
     admin::run_cli(&settings, &command, &mut out).await?;
     Ok(())
@@ -231,6 +305,41 @@ async fn run_admin(config: Option<PathBuf>, command: AdminCommand) -> anyhow::Re
 
 /// The demo's API token: the demo listens on loopback only.
 const DEMO_TOKEN: &str = "demo-token";
+
+/// The demo's own store, apart from a real bridge's.
+const DEMO_STORE: &str = "sqlite://data/demo.db";
+
+/// What `run` says first: enough to tell from a log which bridge this is and what it
+/// talks to (no secrets: the store's password is redacted).
+fn startup_line(settings: &Settings, config: Option<&std::path::Path>) -> String {
+    let source = match hitl_bridge::config::sources::file_layer(config) {
+        Some(file) => format!("built-in defaults + {} + environment", file.display()),
+        None => "built-in defaults + environment".to_owned(),
+    };
+    let backend = match settings.backend.kind {
+        hitl_bridge::config::BackendKind::Stream => format!("stream {}", settings.backend.url),
+        hitl_bridge::config::BackendKind::Langgraph => format!("langgraph {}", settings.langgraph.url),
+        hitl_bridge::config::BackendKind::Agno => format!("agno {}", settings.agno.url),
+        kind => serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+    };
+    let mut platforms = Vec::new();
+    if settings.telegram.enabled {
+        platforms.push("telegram");
+    }
+    if settings.discord.enabled {
+        platforms.push("discord");
+    }
+    if settings.console.enabled {
+        platforms.push("console");
+    }
+    let http = if settings.http.enabled { settings.http.listen.clone() } else { "off".to_owned() };
+    format!(
+        "hitl-bridge {} starting: config {source}; store {}; backend {backend}; platforms {}; http {http}",
+        env!("CARGO_PKG_VERSION"),
+        hitl_bridge::config::url_without_password(&settings.store.url),
+        if platforms.is_empty() { "none".to_owned() } else { platforms.join(", ") },
+    )
+}
 
 async fn demo(timeout_secs: u64, http_listen: String) -> anyhow::Result<()> {
     // Quiet by default: the terminal is the demo's user interface.
@@ -242,7 +351,7 @@ async fn demo(timeout_secs: u64, http_listen: String) -> anyhow::Result<()> {
     let mut settings = Settings::from_pairs(&[
         ("backend.url", &url),
         ("backend.history_url", &history),
-        ("store.url", "sqlite://data/demo.db"),
+        ("store.url", DEMO_STORE),
         ("console.enabled", "true"),
         ("http.listen", &http_listen),
     ])?;
@@ -254,7 +363,8 @@ async fn demo(timeout_secs: u64, http_listen: String) -> anyhow::Result<()> {
          \"two actions\", \"timeout\" (nobody answers, {timeout_secs} s), \"shapes\", \"multi\" (multi-select + Other).\n\
          /new starts a new session, /cancel cancels the turn, /quit or Ctrl-D exits.\n\
          Agents can push requests here too: POST http://{http_listen}/v1/requests with\n  \
-         Authorization: Bearer {DEMO_TOKEN} and \"targets\":[{{\"platform\":\"console\"}}] (see the README).",
+         Authorization: Bearer {DEMO_TOKEN} and \"targets\":[{{\"platform\":\"console\"}}] (see the README).\n\
+         Its store is {DEMO_STORE}: `HITL_BRIDGE__STORE__URL={DEMO_STORE} hitl-bridge pending` reads it.",
         sim.addr
     );
     let result = run_until_stopped(&settings).await;

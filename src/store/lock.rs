@@ -46,7 +46,7 @@ pub fn lock_store(url: &str) -> Result<Option<StoreLock>, LockError> {
 }
 
 /// The database file of a SQLite url, or `None` when it is not one (or in memory).
-fn sqlite_file(url: &str) -> Option<PathBuf> {
+pub fn sqlite_file(url: &str) -> Option<PathBuf> {
     if !url.starts_with("sqlite:") || url.contains(":memory:") || url.contains("mode=memory") {
         return None;
     }
