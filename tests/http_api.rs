@@ -960,6 +960,21 @@ async fn callbacks_go_in_push_order_not_key_order() {
     api.stop().await;
 }
 
+/// A pushed request has no backend with its own timer: it ends at the deadline its
+/// card shows ("answer by …"), not `timeouts.grace_secs` later.
+#[tokio::test]
+async fn a_pushed_request_expires_at_the_deadline_it_shows() {
+    let api = Api::start(|s| s.timeouts.grace_secs = 10).await;
+    let pushed = std::time::Instant::now();
+    let body = json!({"approval_key": "dl-1", "targets": [ops_target()], "timeout_seconds": 2, "actions": [{"name": "a", "args": {}}]});
+    assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    let state = api.decided("dl-1").await;
+    let took = pushed.elapsed();
+    assert_eq!(state["status"], "expired");
+    assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(6), "expired {took:?} after the push: the deadline is 2 s, deadline + grace 12 s");
+    api.stop().await;
+}
+
 /// The pending list comes in pages: `limit` rows each, oldest first, `next_cursor` to
 /// go on until it is null; nothing repeated or skipped, a request ended between pages
 /// is not listed, and a forged cursor or a limit out of range is refused.

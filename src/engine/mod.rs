@@ -826,12 +826,23 @@ impl Shard {
         Ok(())
     }
 
-    /// Expires what is past its deadline plus the grace period (PROTOCOL.md §6).
+    /// The grace after interaction `id`'s deadline: none when its backend has no timer.
+    fn grace_for(&self, id: &str) -> i64 {
+        match self.routes.session_of(id) {
+            Some(session) if !self.connectors.takes_commands(&session) => 0,
+            _ => self.grace_ms,
+        }
+    }
+
+    /// Expires what is past its deadline, plus the grace period where the backend keeps
+    /// its own timer (PROTOCOL.md §6: its `approval_timeout` normally ends the request at
+    /// the deadline; the grace covers one that never comes). A request pushed over the
+    /// HTTP API has no other timer: it ends at the deadline its card shows.
     async fn expire_due(&mut self, now: i64) -> Result<(), EngineError> {
         let due: Vec<String> = self
             .deadlines
             .iter()
-            .filter(|(_, deadline)| now >= **deadline + self.grace_ms)
+            .filter(|(id, deadline)| now >= **deadline + self.grace_for(id))
             .map(|(id, _)| id.clone())
             .collect();
         for id in due {
