@@ -154,6 +154,20 @@ fn telegram_settings(dir: &tempfile::TempDir, api_url: &str, extra: &[(&str, &st
     Settings::from_pairs(&pairs).expect("settings")
 }
 
+/// An unreachable Telegram (nothing listens at `telegram.api_url`) stops the start
+/// after the start-up retries with the real cause (the refused connection) and the key
+/// that was set.
+#[tokio::test]
+async fn an_unreachable_telegram_names_the_cause_and_the_key_it_was_given() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let result = App::start(&telegram_settings(&dir, &format!("http://{closed}"), &[]), no_console()).await;
+    let Err(e) = result else { panic!("the bridge started without Telegram") };
+    let message = e.to_string();
+    assert!(message.contains(&format!("http://{closed} (telegram.api_url)")), "{message}");
+    assert!(message.to_lowercase().contains("connection refused"), "the cause, not just \"error sending request\": {message}");
+}
+
 /// A token Telegram refuses (401 on getMe) stops the start at once with an error
 /// naming `telegram.token`; nothing is retried in the background.
 #[tokio::test]

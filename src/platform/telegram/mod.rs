@@ -103,8 +103,10 @@ pub enum StartError {
     ApiUrl(String),
     #[error("Telegram refused telegram.token ({0}); check the token BotFather gave you")]
     BadToken(String),
-    #[error("cannot reach Telegram at telegram.api_url for {secs} s (getMe: {error})")]
-    Unreachable { secs: u64, error: String },
+    /// `at` names `telegram.api_url` only when it was set; `error` is the whole cause
+    /// chain (DNS, connect, TLS, an HTTP status).
+    #[error("cannot reach Telegram at {at} for {secs} s (getMe: {error})")]
+    Unreachable { at: String, secs: u64, error: String },
     #[error("telegram.mode = \"webhook\": {0}")]
     Webhook(String),
 }

@@ -79,10 +79,16 @@ async fn identify(tg: &Telegram) -> Result<(), StartError> {
             }
             Err(e) => e,
         };
+        // teloxide's own message hides why ("error sending request"); the causes say it.
+        let error = crate::error_chain::one_line(&error);
+        let at = match &tg.settings.api_url {
+            Some(url) => format!("{url} (telegram.api_url)"),
+            None => "https://api.telegram.org".to_owned(),
+        };
         if started.elapsed() + backoff > START_RETRY {
-            return Err(StartError::Unreachable { secs: START_RETRY.as_secs(), error: error.to_string() });
+            return Err(StartError::Unreachable { at, secs: START_RETRY.as_secs(), error });
         }
-        tracing::warn!(error = %error, retry_in = ?backoff, "telegram getMe failed (check telegram.api_url); retrying");
+        tracing::warn!(%error, %at, retry_in = ?backoff, "telegram getMe failed; retrying");
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(5));
     }
