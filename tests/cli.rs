@@ -54,6 +54,101 @@ fn missing_config_file_is_named() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("absent.toml"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// The binary carries its defaults: from an empty directory, with environment
+/// variables or a file holding only the changed keys, check-config works and says
+/// where each changed value came from (on stderr; stdout stays JSON).
+#[test]
+fn runs_from_any_directory_and_names_where_each_change_came_from() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = hitl_bridge()
+        .current_dir(empty.path())
+        .args(["check-config"])
+        .env("HITL_BRIDGE__TELEGRAM__ENABLED", "true")
+        .env("HITL_BRIDGE__TELEGRAM__TOKEN", "123:secret-part")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(printed["telegram"]["enabled"], true);
+    assert!(printed["backend"]["url"].as_str().is_some_and(|u| u.starts_with("ws://")), "the defaults are there: {printed}");
+    assert!(stderr.contains("telegram.token  (env HITL_BRIDGE__TELEGRAM__TOKEN)"), "{stderr}");
+    assert!(!stderr.contains("secret-part") && !String::from_utf8_lossy(&out.stdout).contains("secret-part"));
+
+    let small = empty.path().join("small.toml");
+    std::fs::write(&small, "[timeouts]\napproval_secs = 42\n").unwrap();
+    let out = hitl_bridge().current_dir(empty.path()).args(["check-config", "--config", "small.toml"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(printed["timeouts"]["approval_secs"], 42);
+    assert!(stderr.contains("timeouts.approval_secs  (file small.toml)"), "{stderr}");
+}
+
+/// An error is printed once, on one line, with no backtrace; every subcommand that
+/// takes --config explains it.
+#[test]
+fn an_error_is_printed_once_and_config_is_explained() {
+    let out = hitl_bridge().args(["check-config"]).env("HITL_BRIDGE__BACKEND__URL", "http://agent/ws").env("RUST_BACKTRACE", "1").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr.trim(), "error: configuration key `backend.url`: must start with ws:// or wss://", "{stderr}");
+    for command in [&["run"][..], &["check-config"], &["pair"], &["pending"], &["cancel"], &["rules"], &["audit", "export"]] {
+        let out = hitl_bridge().args(command).arg("--help").output().unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(help.contains("--config <FILE>") && help.contains("on top of the built-in defaults"), "{command:?}: {help}");
+    }
+}
+
+/// An admin command on a store that does not exist says so (and where the demo's is)
+/// instead of creating an empty one and reporting nothing pending.
+#[test]
+fn an_admin_command_does_not_create_a_missing_store() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = hitl_bridge().current_dir(empty.path()).args(["pending"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("no store at data/hitl-bridge.db") && stderr.contains("sqlite://data/demo.db"), "{stderr}");
+    assert!(!empty.path().join("data").exists(), "nothing was created");
+}
+
+/// `audit export | head -1`: the reader goes away after one line; export ends quietly
+/// with exit 0, not "Broken pipe".
+#[test]
+fn a_closed_pipe_ends_audit_export_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("bridge.db");
+    let url = format!("sqlite://{}", db.display());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let store = hitl_bridge::store::Store::connect(&url).await.unwrap();
+        let chat = hitl_bridge::store::ChatKey::new("telegram", "-100", None);
+        for n in 0..2000 {
+            let stranger = hitl_bridge::interaction::Actor::new("telegram", &n.to_string(), "Stranger");
+            let entry = hitl_bridge::store::AuditEntry::for_refused_talk(&stranger, &chat, "talk", "hello", None, 1_700_000_000_000 + n);
+            store.append_audit(&entry).await.unwrap();
+        }
+        store.close().await;
+    });
+    let mut child = hitl_bridge()
+        .args(["audit", "export"])
+        .env("HITL_BRIDGE__STORE__URL", &url)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::BufRead;
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+        assert!(first.starts_with('{'), "{first}");
+        // The reader is dropped here: the pipe closes with output still to write.
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// The real binary: a request pushed over HTTP to the console is pending across a
 /// SIGTERM (a normal stop, exit 0) and a new start; answered after the restart, the
 /// agent reads the decision with GET.
