@@ -561,6 +561,21 @@ async fn rate_limit_is_retried() {
     rig.stop().await;
 }
 
+/// `/id` answers anyone, a stranger included, with their id and the channel's as the
+/// config writes them; nothing reaches the agent.
+#[tokio::test]
+async fn id_is_answered_to_anyone() {
+    let rig = Rig::start(20, &[]).await;
+    let stranger = user(STRANGER, "Mallory");
+    rig.push(command(&rig.fake, "id", CHANNEL_ID, &stranger));
+    assert_eq!(
+        command_answers(&rig.fake, 1).await,
+        [format!("🆔 You: discord:{STRANGER}  (access.users, access.approvers, access.admins)\nThis chat: discord:{CHANNEL_ID}  (access.chats, routing.channels)")]
+    );
+    assert!(rig.sim.commands().is_empty());
+    rig.stop().await;
+}
+
 /// `/pending` lists what waits here with a link to its message; `/cancel` ends it.
 #[tokio::test]
 async fn slash_commands() {
@@ -1026,7 +1041,7 @@ async fn strangers_are_refused_and_reach_nothing() {
     let stranger = user(STRANGER, "Mallory");
     rig.say(&stranger, "trade");
     let refusal = wait_until(|| async { replies_in(&rig.fake, CHANNEL_ID).into_iter().next() }).await;
-    assert_eq!(refusal.body["content"], "⛔ You are not allowed to talk to this agent. Ask an admin to add you.");
+    assert_eq!(refusal.body["content"], format!("⛔ You are not allowed to talk to this agent. Ask an admin to add you: your id is discord:{STRANGER}."));
     assert!(refusal.body["message_reference"]["message_id"].is_string(), "{}", refusal.body);
     let dm = "800000000000000043";
     rig.fake.dispatch("MESSAGE_CREATE", message(&rig.fake.snowflake(), dm, &stranger, "hello"));
@@ -1034,7 +1049,7 @@ async fn strangers_are_refused_and_reach_nothing() {
     // A slash command is answered to them alone even within the channel's refusal
     // window (Discord shows an error otherwise), and counted on that window's entry.
     rig.push(command(&rig.fake, "new", CHANNEL_ID, &stranger));
-    assert_eq!(command_answers(&rig.fake, 1).await, ["⛔ You are not allowed to talk to this agent. Ask an admin to add you."]);
+    assert_eq!(command_answers(&rig.fake, 1).await, [format!("⛔ You are not allowed to talk to this agent. Ask an admin to add you: your id is discord:{STRANGER}.")]);
     // A second message in the channel within the window: no second reply.
     rig.say(&stranger, "trade again");
     // No thread, no session, nothing for the agent; then Thảo's message goes through.

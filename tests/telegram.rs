@@ -847,7 +847,7 @@ async fn a_strangers_flood_gets_one_refusal_and_one_counted_audit_entry() {
 
     let sent = h.fake.bot_messages(mallory);
     assert_eq!(sent.len(), 1, "one refusal for the whole flood: {sent:?}");
-    assert_eq!(sent[0]["text"], "⛔ You are not allowed to talk to this agent. Ask an admin to add you.");
+    assert_eq!(sent[0]["text"], "⛔ You are not allowed to talk to this agent. Ask an admin to add you: your id is telegram:2002.");
     assert_eq!(refusals_counted(&h, "stranger").await, FLOOD + 1);
     let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
     let refused = store.refused_attempts(0).await.unwrap();
@@ -865,6 +865,52 @@ async fn a_strangers_flood_gets_one_refusal_and_one_counted_audit_entry() {
     h.finish().await;
 }
 
+/// `/id` is answered to anyone, stranger included, with their id, the group's and the
+/// topic's as the config writes them, in their language; a flood of it gets one
+/// answer per chat per 10 s, and none of it reaches the agent.
+#[tokio::test]
+async fn id_is_answered_to_anyone_once_per_window() {
+    let h = Harness::start(20, &[]).await;
+    let forum = h.fake.group(-1001234567890, "ops", true);
+    h.fake.push_message(forum, &stranger(), "/id", Some(7), None);
+    let answer = bot_says(&h, forum, "🆔").await;
+    assert_eq!(
+        answer["text"],
+        "🆔 You: telegram:2002  (access.users, access.approvers, access.admins)\n\
+         This chat: telegram:-1001234567890  (access.chats, routing.channels)\n\
+         This topic or thread: telegram:-1001234567890/7  (access.chats, routing.channels)"
+    );
+    let minh = User::new(2003, "Minh", Some("vi"));
+    let minh_chat = h.fake.private_chat(&minh);
+    for _ in 0..5 {
+        h.fake.push_message(minh_chat, &minh, "/id", None, None);
+    }
+    let answer = bot_says(&h, minh_chat, "🆔").await;
+    assert!(answer["text"].as_str().unwrap().starts_with("🆔 Bạn: telegram:2003"), "{answer}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(h.fake.bot_messages(minh_chat).len(), 1, "one answer for the flood");
+    assert!(agent_messages(&h.sim).is_empty());
+    h.finish().await;
+}
+
+/// At start the bot registers its commands (the list Discord registers too) in
+/// English for everyone and in Vietnamese and Chinese for those languages.
+#[tokio::test]
+async fn the_commands_are_registered_in_every_language() {
+    let h = Harness::start(20, &[]).await;
+    let calls = wait_until(|| async {
+        let calls = h.fake.calls("setMyCommands");
+        (calls.len() == 3).then_some(calls)
+    })
+    .await;
+    let names: Vec<&str> = calls[0]["commands"].as_array().unwrap().iter().map(|c| c["command"].as_str().unwrap()).collect();
+    assert_eq!(names, ["new", "cancel", "pending", "rules", "id", "pair"]);
+    assert_eq!(calls[0].get("language_code"), None, "English is the default");
+    assert_eq!((calls[1]["language_code"].as_str(), calls[2]["language_code"].as_str()), (Some("vi"), Some("zh")));
+    assert_eq!(calls[1]["commands"][4]["description"], "Hiện mã của bạn và của cuộc trò chuyện này, theo cách cấu hình ghi");
+    h.finish().await;
+}
+
 /// With `access.refusal_window_secs = 0` every attempt is answered and audited on its
 /// own, commands included (/start and /help explain the refusal, never silently).
 #[tokio::test]
@@ -875,7 +921,7 @@ async fn without_a_window_every_attempt_is_answered_and_audited() {
         h.fake.push_message(mallory, &stranger(), text, None, None);
     }
     wait_until(|| async { (h.fake.bot_messages(mallory).len() == 3).then_some(()) }).await;
-    assert!(h.fake.bot_messages(mallory).iter().all(|m| m["text"] == "⛔ You are not allowed to talk to this agent. Ask an admin to add you."));
+    assert!(h.fake.bot_messages(mallory).iter().all(|m| m["text"] == "⛔ You are not allowed to talk to this agent. Ask an admin to add you: your id is telegram:2002."));
     let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
     let seen: Vec<(String, String, i64)> = store
         .refused_attempts(0)

@@ -17,6 +17,8 @@ use crate::store::{AuditEntry, ChatKey, PairError, PairedUser, PairingCode};
 /// Why someone may not talk: shown to them by their platform, in their language.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stranger {
+    /// Who they are, as `platform:user_id` (what `access.users` takes).
+    pub id: String,
     /// With `access.pairing`: the code an admin can approve.
     pub pairing: Option<PairingCode>,
     /// Already answered in this chat within `access.refusal_window_secs`: the
@@ -30,7 +32,7 @@ impl Stranger {
     pub fn notice(&self, locale: Locale) -> String {
         match &self.pairing {
             Some(p) => locale::access_text(locale, &AccessMsg::PairingCode { code: &p.code, expires_at_ms: p.expires_at_ms }),
-            None => locale::access_text(locale, &AccessMsg::NotAllowed),
+            None => locale::access_text(locale, &AccessMsg::NotAllowed { id: &self.id }),
         }
     }
 }
@@ -97,7 +99,7 @@ impl Shared {
         } else {
             None
         };
-        Err(EngineError::NotAdmitted(Stranger { pairing, silent: !answer }))
+        Err(EngineError::NotAdmitted(Stranger { id: format!("{}:{}", actor.platform, actor.user_id), pairing, silent: !answer }))
     }
 
     /// `/pair CODE` sent by `actor` in `chat` (`direct`: their direct chat with the

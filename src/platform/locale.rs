@@ -249,7 +249,8 @@ pub fn refusal(locale: Locale, refusal: &Refusal) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AccessMsg<'a> {
     /// A stranger, pairing off.
-    NotAllowed,
+    /// A stranger, pairing off: their id (`platform:user_id`), so an admin can add it.
+    NotAllowed { id: &'a str },
     /// A stranger, pairing on: their code and until when it is valid.
     PairingCode { code: &'a str, expires_at_ms: i64 },
     /// To the newly paired user.
@@ -267,13 +268,30 @@ pub enum AccessMsg<'a> {
     PairExpired { code: &'a str },
 }
 
+/// The answer to `/id`: the ids of the person, the chat and its topic or thread, in the
+/// form the config's access lists and routing take (`telegram:123456`,
+/// `telegram:-1001234567890`, `telegram:-1001234567890/7`).
+pub fn ids(locale: Locale, you: &str, chat: &str, topic: Option<&str>) -> String {
+    use Locale::*;
+    let (you_are, this_chat, this_topic, users, chats) = match locale {
+        En => ("You", "This chat", "This topic or thread", "access.users, access.approvers, access.admins", "access.chats, routing.channels"),
+        Vi => ("Bạn", "Cuộc trò chuyện này", "Chủ đề hoặc luồng này", "access.users, access.approvers, access.admins", "access.chats, routing.channels"),
+        Zh => ("你", "此聊天", "此话题或子区", "access.users, access.approvers, access.admins", "access.chats, routing.channels"),
+    };
+    let mut text = format!("🆔 {you_are}: {you}  ({users})\n{this_chat}: {chat}  ({chats})");
+    if let Some(topic) = topic {
+        text.push_str(&format!("\n{this_topic}: {topic}  ({chats})"));
+    }
+    text
+}
+
 pub fn access_text(locale: Locale, msg: &AccessMsg<'_>) -> String {
     use AccessMsg::*;
     use Locale::*;
     match (msg, locale) {
-        (NotAllowed, En) => "⛔ You are not allowed to talk to this agent. Ask an admin to add you.".into(),
-        (NotAllowed, Vi) => "⛔ Bạn không được phép trò chuyện với tác tử này. Hãy nhờ quản trị viên thêm bạn.".into(),
-        (NotAllowed, Zh) => "⛔ 你无权与此智能体对话。请联系管理员添加你。".into(),
+        (NotAllowed { id }, En) => format!("⛔ You are not allowed to talk to this agent. Ask an admin to add you: your id is {id}."),
+        (NotAllowed { id }, Vi) => format!("⛔ Bạn không được phép trò chuyện với tác tử này. Hãy nhờ quản trị viên thêm bạn: mã của bạn là {id}."),
+        (NotAllowed { id }, Zh) => format!("⛔ 你无权与此智能体对话。请联系管理员添加你：你的编号是 {id}。"),
         (PairingCode { code, expires_at_ms }, En) => format!(
             "⛔ You are not allowed to talk to this agent yet. Your pairing code is {code} (valid until {}).              Ask an admin to approve it: `hitl-bridge pair {code}`, or /pair {code} in the admin chat.",
             clock(*expires_at_ms)

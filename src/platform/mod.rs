@@ -6,6 +6,7 @@
 //! click means is the core's job, not the platform's.
 
 pub mod bounded;
+pub mod commands;
 pub mod console;
 pub mod discord;
 pub mod locale;

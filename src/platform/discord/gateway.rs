@@ -8,8 +8,8 @@ use std::time::Duration;
 use serenity::all::{Command, CommandOptionType, Context, CreateCommand, CreateCommandOption, EventHandler, GatewayIntents, Interaction, Message, Ready, ShardManager, UserId};
 use serenity::builder::Builder as _;
 
-use super::text::{DMsg, dtext};
 use super::{Shared, chat, handler, rest};
+use crate::platform::commands::{COMMANDS, LANGUAGES};
 use crate::platform::locale::Locale;
 
 /// What the bridge needs: guild and DM messages with their content (MESSAGE_CONTENT is
@@ -19,56 +19,35 @@ pub fn intents() -> GatewayIntents {
     GatewayIntents::GUILDS | GatewayIntents::GUILD_MESSAGES | GatewayIntents::DIRECT_MESSAGES | GatewayIntents::MESSAGE_CONTENT
 }
 
-/// `/new`, `/cancel`, `/pending`, `/pair CODE` and `/rules [revoke: ID]`, described in
-/// the three languages.
+/// The bridge's chat commands ([`COMMANDS`], shared with Telegram) as slash commands,
+/// described in the three languages; `/pair` takes a required `code`, `/rules` an
+/// optional `revoke`.
 pub fn commands() -> Vec<CreateCommand> {
-    let names = [("new", DMsg::NewDescription), ("cancel", DMsg::CancelDescription), ("pending", DMsg::PendingDescription), ("pair", DMsg::PairDescription)];
-    let mut commands: Vec<CreateCommand> = names
-        .into_iter()
-        .map(|(name, msg)| {
-            let command = CreateCommand::new(name)
-                .description(dtext(Locale::En, msg))
-                .description_localized("vi", dtext(Locale::Vi, msg))
-                .description_localized("zh-CN", dtext(Locale::Zh, msg));
-            if name == "pair" { command.add_option(pair_code()) } else { command }
+    COMMANDS
+        .iter()
+        .map(|command| {
+            let mut slash = CreateCommand::new(command.name);
+            for &(locale, _, discord) in LANGUAGES {
+                slash = if locale == Locale::En {
+                    slash.description(command.description(locale))
+                } else {
+                    slash.description_localized(discord, command.description(locale))
+                };
+            }
+            match command.argument {
+                Some(argument) => {
+                    let mut option = CreateCommandOption::new(CommandOptionType::String, argument.name, command.argument_description(Locale::En)).required(argument.required);
+                    for &(locale, _, discord) in LANGUAGES.iter().filter(|(l, _, _)| *l != Locale::En) {
+                        option = option.description_localized(discord, command.argument_description(locale));
+                    }
+                    slash.add_option(option)
+                }
+                None => slash,
+            }
         })
-        .collect();
-    commands.push(rules_command());
-    commands
+        .collect()
 }
 
-/// `/rules`: lists the remembered approvals that apply here; with `revoke: ID`, takes
-/// one back. Its texts live here rather than with the other descriptions: only this
-/// command uses them.
-fn rules_command() -> CreateCommand {
-    let describe = |locale| match locale {
-        Locale::En => "List what is approved here without asking, or revoke one rule",
-        Locale::Vi => "Liệt kê những gì được duyệt tự động ở đây, hoặc thu hồi một quy tắc",
-        Locale::Zh => "列出此处无需询问即批准的规则，或撤销其中一条",
-    };
-    let revoke = |locale| match locale {
-        Locale::En => "The id of the rule to revoke (from /rules)",
-        Locale::Vi => "Mã của quy tắc cần thu hồi (xem /rules)",
-        Locale::Zh => "要撤销的规则编号（见 /rules）",
-    };
-    let option = CreateCommandOption::new(CommandOptionType::String, "revoke", revoke(Locale::En))
-        .description_localized("vi", revoke(Locale::Vi))
-        .description_localized("zh-CN", revoke(Locale::Zh))
-        .required(false);
-    CreateCommand::new("rules")
-        .description(describe(Locale::En))
-        .description_localized("vi", describe(Locale::Vi))
-        .description_localized("zh-CN", describe(Locale::Zh))
-        .add_option(option)
-}
-
-/// `/pair`'s one required option.
-fn pair_code() -> CreateCommandOption {
-    CreateCommandOption::new(CommandOptionType::String, "code", dtext(Locale::En, DMsg::PairCodeDescription))
-        .description_localized("vi", dtext(Locale::Vi, DMsg::PairCodeDescription))
-        .description_localized("zh-CN", dtext(Locale::Zh, DMsg::PairCodeDescription))
-        .required(true)
-}
 /// How long [`connect`] waits for the first READY before carrying on regardless
 /// (the gateway keeps trying in the background).
 const READY_WAIT: Duration = Duration::from_secs(30);

@@ -303,8 +303,8 @@ async fn command(shared: Arc<Shared>, c: CommandInteraction) -> Handled {
 }
 
 /// What a slash command answers. `/pair` is for admins (`access.admins`), whoever may
-/// talk; the others steer a session and need admission (a stranger gets the refusal
-/// or code). A slash command is always answered, to its user alone, even within a
+/// talk; `/id` for anyone (a newcomer needs their id to be admitted); the others steer
+/// a session and need admission (a stranger gets the refusal or code). A slash command is always answered, to its user alone, even within a
 /// refusal window: Discord shows an error otherwise, and the answer is no channel
 /// message.
 async fn command_reply(shared: &Shared, c: &CommandInteraction, name: &str, chat: ChatKey, actor: Actor, guild: Option<GuildId>, locale: Locale) -> String {
@@ -315,6 +315,9 @@ async fn command_reply(shared: &Shared, c: &CommandInteraction, name: &str, chat
             Ok(paired) => paired_notice(locale, &paired),
             Err(refusal) => refusal.notice(locale).unwrap_or_else(|| dtext(locale, DMsg::Internal).to_owned()),
         };
+    }
+    if name == "id" {
+        return locale::ids(locale, &format!("discord:{}", c.user.id), &format!("discord:{}", chat.chat_id), None);
     }
     match shared.engine.admit(chat.clone(), actor.clone(), "command", &format!("/{name}"), locale).await {
         Ok(()) => {}

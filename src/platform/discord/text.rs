@@ -31,13 +31,6 @@ pub enum DMsg {
     OpenMessage,
     /// Notice when a slash command is used where no chat can be resolved.
     NotHere,
-    /// Slash command descriptions.
-    NewDescription,
-    CancelDescription,
-    PendingDescription,
-    /// `/pair`: the command and its `code` option.
-    PairDescription,
-    PairCodeDescription,
 }
 
 pub fn dtext(locale: Locale, msg: DMsg) -> &'static str {
@@ -80,21 +73,6 @@ pub fn dtext(locale: Locale, msg: DMsg) -> &'static str {
         (NotHere, En) => "This command does not work here.",
         (NotHere, Vi) => "Lệnh này không dùng được ở đây.",
         (NotHere, Zh) => "此命令不能在这里使用。",
-        (NewDescription, En) => "Start a new agent session in this channel",
-        (NewDescription, Vi) => "Bắt đầu phiên mới với tác tử trong kênh này",
-        (NewDescription, Zh) => "在此频道开始新的智能体会话",
-        (CancelDescription, En) => "Cancel the agent's current turn and its pending requests",
-        (CancelDescription, Vi) => "Hủy lượt hiện tại của tác tử và các yêu cầu đang chờ",
-        (CancelDescription, Zh) => "取消智能体当前的回合及其待处理请求",
-        (PendingDescription, En) => "List the requests waiting for a decision here",
-        (PendingDescription, Vi) => "Liệt kê các yêu cầu đang chờ quyết định ở đây",
-        (PendingDescription, Zh) => "列出此处等待决定的请求",
-        (PairDescription, En) => "Approve a pairing code (admin chats only)",
-        (PairDescription, Vi) => "Duyệt một mã ghép nối (chỉ trong kênh quản trị)",
-        (PairDescription, Zh) => "批准配对码（仅限管理频道）",
-        (PairCodeDescription, En) => "The code the person was given",
-        (PairCodeDescription, Vi) => "Mã mà người đó nhận được",
-        (PairCodeDescription, Zh) => "对方收到的配对码",
     }
 }
 

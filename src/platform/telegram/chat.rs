@@ -67,10 +67,14 @@ pub async fn on_message(tg: &Telegram, message: Message) {
             return; // a command for another bot in the group
         }
         let command = command.to_ascii_lowercase();
-        // `/pair` is the admins' business, whoever may talk; everything else (even
+        // `/pair` is the admins' business, whoever may talk; `/id` is for anyone (a
+        // newcomer needs their id before anyone can admit them); everything else (even
         // /start and /help, which then explain the refusal) needs admission.
         if command == "pair" {
             return pair(tg, &chat, user, rest, private, locale).await;
+        }
+        if command == "id" {
+            return ids(tg, &chat, user, locale).await;
         }
         if !admitted(tg, &chat, user, "command", typed, locale, message.id).await {
             return;
@@ -130,6 +134,19 @@ async fn admitted(tg: &Telegram, chat: &ChatKey, user: &User, attempted: &'stati
             false
         }
     }
+}
+
+/// `/id`: the person's, the chat's and the topic's ids as the config writes them; at
+/// most once per `ID_ANSWER_EVERY` (10 s) per chat.
+async fn ids(tg: &Telegram, chat: &ChatKey, user: &User, locale: Locale) {
+    if !tg.caches().may_answer_id(&chat.chat_id, std::time::Instant::now()) {
+        return;
+    }
+    let you = format!("telegram:{}", user.id.0);
+    let here = format!("telegram:{}", chat.chat_id);
+    let topic = chat.thread_id.as_ref().map(|t| format!("{here}/{t}"));
+    let reply = locale::ids(locale, &you, &here, topic.as_deref());
+    log_failure(send::html(&tg.bot, chat, &escape(&reply), None).await.map(|_| ()));
 }
 
 /// `/pair CODE`: approves a pairing code, for an admin (`access.admins`) in an admin

@@ -20,14 +20,16 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use secrecy::ExposeSecret;
 use teloxide::RequestError;
-use teloxide::payloads::{GetUpdatesSetters, SetWebhookSetters};
+use teloxide::payloads::{GetUpdatesSetters, SetMyCommandsSetters, SetWebhookSetters};
 use teloxide::prelude::Requester;
-use teloxide::types::{AllowedUpdate, Update};
+use teloxide::types::{AllowedUpdate, BotCommand, Update};
 use tokio::task::JoinHandle;
 
 use super::send::retrying;
 use super::{StartError, Telegram, inbox};
 use crate::config::TelegramMode;
+use crate::platform::commands::{COMMANDS, LANGUAGES};
+use crate::platform::locale::Locale;
 
 /// Long-poll wait. Below teloxide's default HTTP timeout (17 s), or every poll would
 /// end in a client-side timeout.
@@ -43,6 +45,7 @@ pub const START_RETRY: Duration = Duration::from_secs(30);
 /// updates. Errors here stop the bridge.
 pub async fn start(tg: Arc<Telegram>) -> Result<JoinHandle<()>, StartError> {
     identify(&tg).await?;
+    register_commands(&tg).await;
     // What a previous run stored and never finished goes first, in order.
     inbox::start(&tg).await;
     tg.tasks().push(tokio::spawn(inbox::sweep(tg.clone())));
@@ -91,6 +94,22 @@ async fn identify(tg: &Telegram) -> Result<(), StartError> {
         tracing::warn!(%error, %at, retry_in = ?backoff, "telegram getMe failed; retrying");
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// `setMyCommands`: the menu Telegram shows for `/`, from the list Discord registers
+/// too, once per language (English as the default for every other). A refusal costs
+/// only the menu: it is logged, and the commands work typed.
+async fn register_commands(tg: &Telegram) {
+    for &(locale, code, _) in LANGUAGES {
+        let commands: Vec<BotCommand> = COMMANDS.iter().map(|c| BotCommand::new(c.name, c.description(locale))).collect();
+        let mut request = tg.bot.set_my_commands(commands);
+        if locale != Locale::En {
+            request = request.language_code(code);
+        }
+        if let Err(e) = retrying(&tg.bot, request).await {
+            tracing::warn!(error = %crate::error_chain::one_line(&e), language = code, "cannot register the bot's commands with Telegram");
+        }
     }
 }
 

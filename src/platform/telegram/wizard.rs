@@ -156,11 +156,17 @@ pub struct Caches {
     /// finishes.
     tool_lines: BoundedMap<ToolLineKey, (i32, String)>,
     languages: BoundedMap<String, String>,
+    /// When each chat last got an answer to `/id`: anyone may ask, so a flood of it
+    /// is answered once per [`ID_ANSWER_EVERY`].
+    id_answers: BoundedMap<String, std::time::Instant>,
 }
+
+/// The shortest time between two answers to `/id` in one chat.
+pub const ID_ANSWER_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Default for Caches {
     fn default() -> Self {
-        Self { tool_lines: BoundedMap::new(MAX_TOOL_LINES), languages: BoundedMap::new(MAX_LANGUAGES) }
+        Self { tool_lines: BoundedMap::new(MAX_TOOL_LINES), languages: BoundedMap::new(MAX_LANGUAGES), id_answers: BoundedMap::new(MAX_LANGUAGES) }
     }
 }
 
@@ -185,5 +191,14 @@ impl Caches {
 
     pub fn language(&self, chat_id: &str) -> Option<String> {
         self.languages.get(&chat_id.to_owned()).cloned()
+    }
+
+    /// Whether `/id` may be answered in `chat_id` now (and notes that it is).
+    pub fn may_answer_id(&mut self, chat_id: &str, now: std::time::Instant) -> bool {
+        if self.id_answers.get(&chat_id.to_owned()).is_some_and(|last| now.duration_since(*last) < ID_ANSWER_EVERY) {
+            return false;
+        }
+        self.id_answers.insert(chat_id.to_owned(), now);
+        true
     }
 }
