@@ -1,0 +1,82 @@
+//! The README's "try it with your own bot", as a newcomer runs it: from an empty
+//! directory, with environment variables only (no config file, no checkout), the
+//! `hitl-bridge` binary runs the reference agent and the bridge; the person asks `/id`,
+//! writes to the bot, gets the approval keyboard, clicks, and the agent carries on with
+//! the decision. Telegram is the fake Bot API (`telegram.api_url`), the one thing a
+//! newcomer would not set.
+
+mod support;
+#[path = "support/fake_telegram.rs"]
+mod fake_telegram;
+#[path = "support/telegram_chat.rs"]
+mod telegram_chat;
+
+use std::process::{Child, Command, Stdio};
+
+use fake_telegram::{FakeTelegram, User};
+use telegram_chat::{TelegramChat, text_of};
+
+/// A child process that dies with the test.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// `hitl-bridge ARGS` in `dir` with only `env` of our variables.
+fn hitl_bridge(dir: &std::path::Path, args: &[&str], env: &[(&str, String)]) -> Running {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hitl-bridge"));
+    command.current_dir(dir).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("HITL_BRIDGE")) {
+        command.env_remove(key);
+    }
+    command.env("RUST_LOG", "warn");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    Running(command.spawn().expect("spawn hitl-bridge"))
+}
+
+#[tokio::test]
+async fn from_an_empty_directory_to_a_first_approval_with_env_vars_only() {
+    let empty = tempfile::tempdir().expect("tempdir");
+    let fake = FakeTelegram::start().await;
+    let me = User::new(123456789, "Lan", Some("en"));
+    let chat = fake.private_chat(&me);
+    let agent_port = free_port();
+    let _agent = hitl_bridge(empty.path(), &["agent-sim", "--listen", &format!("127.0.0.1:{agent_port}")], &[]);
+    let _bridge = hitl_bridge(
+        empty.path(),
+        &["run"],
+        &[
+            ("HITL_BRIDGE__TELEGRAM__ENABLED", "true".into()),
+            ("HITL_BRIDGE__TELEGRAM__TOKEN", fake_telegram::TOKEN.into()),
+            ("HITL_BRIDGE__TELEGRAM__API_URL", fake.url.clone()),
+            ("HITL_BRIDGE__ACCESS__USERS", format!("telegram:{}", me.id)),
+            ("HITL_BRIDGE__BACKEND__URL", format!("ws://127.0.0.1:{agent_port}/ws/{{session_id}}")),
+            // Only so that parallel tests do not share a port; a newcomer keeps 8790.
+            ("HITL_BRIDGE__HTTP__LISTEN", format!("127.0.0.1:{}", free_port())),
+        ],
+    );
+    let person = TelegramChat { fake: &fake, chat, user: me.clone() };
+
+    person.say("/id");
+    let ids = person.message_with("🆔").await;
+    assert!(text_of(&ids).contains(&format!("telegram:{}", me.id)), "{ids}");
+
+    person.say("trade");
+    let card = person.message_with("execute_trade").await;
+    assert!(card["reply_markup"]["inline_keyboard"].is_array(), "an approval keyboard: {card}");
+    person.click(card["message_id"].as_i64().expect("id"), "Approve").await;
+    // The agent got the decision: it goes on with the trade and says so.
+    person.message_with("Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    assert!(empty.path().join("data/hitl-bridge.db").exists(), "the default store, in the working directory");
+    fake.shutdown();
+}
