@@ -572,6 +572,20 @@ impl Settings {
         Self::from_config(builder.add_source(Self::environment()).build()?)
     }
 
+    /// As [`Settings::load`], with `overrides` (dotted key, value) winning over every
+    /// source: what a command fixes whatever the environment says (`demo`).
+    pub fn load_with_overrides(path: Option<&Path>, overrides: &[(&str, &str)]) -> Result<Self, ConfigError> {
+        let mut builder = config::Config::builder().add_source(sources::defaults());
+        if let Some(file) = sources::file_layer(path) {
+            builder = builder.add_source(config::File::from(file.as_path()).required(true));
+        }
+        builder = builder.add_source(Self::environment());
+        for (key, value) in overrides {
+            builder = builder.set_override(*key, *value)?;
+        }
+        Self::from_config(builder.build()?)
+    }
+
     /// Which source set each value that differs from the built-in default (for
     /// `check-config`).
     pub fn provenance(path: Option<&Path>) -> Result<Vec<(String, sources::Source)>, ConfigError> {

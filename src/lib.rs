@@ -35,6 +35,7 @@ pub mod app;
 pub mod backend;
 pub mod clock;
 pub mod config;
+pub mod demo;
 pub mod engine;
 pub mod error_chain;
 pub mod interaction;

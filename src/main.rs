@@ -11,6 +11,7 @@ use hitl_bridge::admin::{self, AdminCommand, audit_export};
 use hitl_bridge::agent_sim::{self, SimOptions};
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
+use hitl_bridge::demo::{DemoChat, STORE as DEMO_STORE};
 use hitl_bridge::pairing::{self, PairCommand};
 use tokio::io::BufReader;
 
@@ -31,8 +32,17 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
-    /// Reference agent + bridge + terminal in one process; no set-up needed.
+    /// Reference agent + bridge + terminal in one process; no set-up needed. With
+    /// --telegram or --discord the chat is your own bot (its token from
+    /// HITL_BRIDGE__TELEGRAM__TOKEN / HITL_BRIDGE__DISCORD__TOKEN) and the terminal asks
+    /// you to let in whoever writes to it.
     Demo {
+        /// Use your Telegram bot as the chat.
+        #[arg(long, conflicts_with = "discord")]
+        telegram: bool,
+        /// Use your Discord bot as the chat (HITL_BRIDGE__DISCORD__CHANNELS: where).
+        #[arg(long)]
+        discord: bool,
         /// Seconds before the "timeout" scenario gives up.
         #[arg(long, default_value_t = 20)]
         timeout_secs: u64,
@@ -239,7 +249,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             agent_sim::serve(listener, SimOptions { timeout_secs, token }).await?;
             Ok(())
         }
-        Command::Demo { timeout_secs, http_listen } => demo(timeout_secs, http_listen).await,
+        Command::Demo { timeout_secs, http_listen, telegram, discord } => {
+            let chat = match (telegram, discord) {
+                (true, _) => DemoChat::Telegram,
+                (_, true) => DemoChat::Discord,
+                _ => DemoChat::Terminal,
+            };
+            demo(chat, timeout_secs, http_listen).await
+        }
         Command::Mcp { url, token, targets } => {
             // stdout carries the protocol: logs go to stderr only (init_logging does).
             init_logging("warn");
@@ -306,8 +323,6 @@ async fn run_admin(config: Option<PathBuf>, command: AdminCommand) -> anyhow::Re
 /// The demo's API token: the demo listens on loopback only.
 const DEMO_TOKEN: &str = "demo-token";
 
-/// The demo's own store, apart from a real bridge's.
-const DEMO_STORE: &str = "sqlite://data/demo.db";
 
 /// What `run` says first: enough to tell from a log which bridge this is and what it
 /// talks to (no secrets: the store's password is redacted).
@@ -341,33 +356,49 @@ fn startup_line(settings: &Settings, config: Option<&std::path::Path>) -> String
     )
 }
 
-async fn demo(timeout_secs: u64, http_listen: String) -> anyhow::Result<()> {
+async fn demo(chat: DemoChat, timeout_secs: u64, http_listen: String) -> anyhow::Result<()> {
     // Quiet by default: the terminal is the demo's user interface.
     init_logging("warn");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let sim = agent_sim::spawn(listener, SimOptions { timeout_secs, token: None }).await?;
     let url = format!("ws://{}/ws/{{session_id}}", sim.addr);
     let history = format!("http://{}/sessions/{{session_id}}/history", sim.addr);
-    let mut settings = Settings::from_pairs(&[
-        ("backend.url", &url),
-        ("backend.history_url", &history),
-        ("store.url", DEMO_STORE),
-        ("console.enabled", "true"),
-        ("http.listen", &http_listen),
-    ])?;
+    let mut settings = hitl_bridge::demo::settings(chat, &url, &history, &http_listen)?;
     settings.http.api_tokens = vec![format!("demo:{DEMO_TOKEN}")];
-    println!(
-        "hitl-bridge demo: a reference agent at {} and this terminal as the chat.\n\
-         Type a message for the agent. Keywords pick a scenario:\n  \
+    let scenarios = format!(
+        "Keywords pick a scenario:\n  \
          \"hỏi 2 lần\" (two rounds of questions), \"trade\" (approve / edit / reject a trade),\n  \
-         \"two actions\", \"timeout\" (nobody answers, {timeout_secs} s), \"shapes\", \"multi\" (multi-select + Other).\n\
-         /new starts a new session, /cancel cancels the turn, /quit or Ctrl-D exits.\n\
-         Agents can push requests here too: POST http://{http_listen}/v1/requests with\n  \
-         Authorization: Bearer {DEMO_TOKEN} and \"targets\":[{{\"platform\":\"console\"}}] (see the README).\n\
-         Its store is {DEMO_STORE}: `HITL_BRIDGE__STORE__URL={DEMO_STORE} hitl-bridge pending` reads it.",
-        sim.addr
+         \"two actions\", \"timeout\" (nobody answers, {timeout_secs} s), \"shapes\", \"multi\" (multi-select + Other)."
     );
+    match chat {
+        DemoChat::Terminal => println!(
+            "hitl-bridge demo: a reference agent at {} and this terminal as the chat.\n\
+             Type a message for the agent. {scenarios}\n\
+             /new starts a new session, /cancel cancels the turn, /quit or Ctrl-D exits.\n\
+             Agents can push requests here too: POST http://{http_listen}/v1/requests with\n  \
+             Authorization: Bearer {DEMO_TOKEN} and \"targets\":[{{\"platform\":\"console\"}}] (see the README).\n\
+             Its store is {DEMO_STORE}: `HITL_BRIDGE__STORE__URL={DEMO_STORE} hitl-bridge pending` reads it.",
+            sim.addr
+        ),
+        DemoChat::Telegram | DemoChat::Discord => println!(
+            "hitl-bridge demo: a reference agent at {} and your {} bot as the chat.\n\
+             Write to the bot (in a group, mention it). Whoever does is asked about here first:\n  \
+             answer y to let them talk. {scenarios}\n\
+             Its store is {DEMO_STORE}. Ctrl-C stops the demo.",
+            sim.addr,
+            if chat == DemoChat::Telegram { "Telegram" } else { "Discord" }
+        ),
+    }
+    let pairing = if chat == DemoChat::Terminal {
+        None
+    } else {
+        let store = hitl_bridge::store::Store::connect(&settings.store.url).await?;
+        Some(tokio::spawn(hitl_bridge::demo::approve_at_the_terminal(store)))
+    };
     let result = run_until_stopped(&settings).await;
+    if let Some(pairing) = pairing {
+        pairing.abort();
+    }
     sim.shutdown().await;
     result
 }

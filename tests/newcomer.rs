@@ -80,3 +80,61 @@ async fn from_an_empty_directory_to_a_first_approval_with_env_vars_only() {
     assert!(empty.path().join("data/hitl-bridge.db").exists(), "the default store, in the working directory");
     fake.shutdown();
 }
+
+/// `hitl-bridge demo --telegram`: the reference agent and the user's own bot (token
+/// from the environment), with whoever writes to it let in from the terminal: the
+/// first message gets a pairing code, the terminal asks, `y` admits them, and their
+/// next message gets the approval keyboard.
+#[tokio::test]
+async fn demo_with_your_own_telegram_bot_lets_people_in_from_the_terminal() {
+    use std::io::{BufRead, Write};
+    let empty = tempfile::tempdir().expect("tempdir");
+    let fake = FakeTelegram::start().await;
+    let me = User::new(123456789, "Lan", Some("en"));
+    let chat = fake.private_chat(&me);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hitl-bridge"));
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("HITL_BRIDGE")) {
+        command.env_remove(key);
+    }
+    let child = command
+        .current_dir(empty.path())
+        .args(["demo", "--telegram", "--http-listen", &format!("127.0.0.1:{}", free_port())])
+        .env("HITL_BRIDGE__TELEGRAM__TOKEN", fake_telegram::TOKEN)
+        .env("HITL_BRIDGE__TELEGRAM__API_URL", &fake.url)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn the demo");
+    let mut demo = Running(child);
+    let mut stdin = demo.0.stdin.take().expect("stdin");
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    let stdout = demo.0.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let expect_line = |needle: &str| loop {
+        let line = lines.recv_timeout(support::WAIT).unwrap_or_else(|e| panic!("the demo never printed {needle:?}: {e}"));
+        if line.contains(needle) {
+            return line;
+        }
+    };
+    expect_line("your Telegram bot as the chat");
+
+    let person = TelegramChat { fake: &fake, chat, user: me.clone() };
+    person.say("trade");
+    person.message_with("pairing code").await;
+    assert_eq!(expect_line("wants to talk"), "Lan (telegram:123456789) wants to talk: approve? [y/N]");
+    writeln!(stdin, "y").expect("answer");
+    stdin.flush().expect("flush");
+    expect_line("approved: Lan may talk to the agent now");
+
+    person.say("trade");
+    let card = person.message_with("execute_trade").await;
+    person.click(card["message_id"].as_i64().expect("id"), "Approve").await;
+    person.message_with("Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    drop(stdin);
+    fake.shutdown();
+}

@@ -94,6 +94,26 @@ impl Store {
         Err(StoreError::WrongState { op: "issue", id: "pairing code".into(), reason: "two fresh codes collided" })
     }
 
+    /// The codes still valid at `now_ms`, oldest first, with whom each was given to
+    /// (`demo --telegram` asks in the terminal about each).
+    pub async fn waiting_pairing_codes(&self, now_ms: i64) -> Result<Vec<(PairingCode, Actor)>> {
+        let rows = sqlx::query(
+            "SELECT code, expires_at_ms, platform, user_id, user_name FROM pairing_codes
+             WHERE expires_at_ms > $1 ORDER BY created_at_ms, code",
+        )
+        .bind(now_ms)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("list waiting pairing codes"))?;
+        rows.iter()
+            .map(|row| {
+                let code = PairingCode { code: column(row, "code")?, expires_at_ms: column(row, "expires_at_ms")? };
+                let actor = Actor::new(column(row, "platform")?, column(row, "user_id")?, column(row, "user_name")?);
+                Ok((code, actor))
+            })
+            .collect()
+    }
+
     async fn valid_code_of(&self, actor: &Actor, now_ms: i64) -> Result<Option<PairingCode>> {
         let row = sqlx::query(
             "SELECT code, expires_at_ms FROM pairing_codes
