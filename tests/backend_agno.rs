@@ -564,13 +564,7 @@ fn sigkill_right_after_the_click_continues_the_run_exactly_once() {
 
         let restarted = Instant::now();
         let mut bridge = bridge_on(&db, &os.url);
-        let store_url = format!("sqlite://{}", db.display());
-        let clicked_again = rt.block_on(async {
-            let store = Store::connect(&store_url).await.expect("store");
-            let pending = !store.pending_interactions().await.expect("pending").is_empty();
-            store.close().await;
-            pending
-        });
+        let clicked_again = rt.block_on(bridge_process::anything_pending(&db));
         if clicked_again {
             bridge.expect("deploy? [a]pprove");
             bridge.type_line("a");

@@ -520,13 +520,7 @@ fn sigkill_right_after_the_click_runs_the_tool_exactly_once() {
 
         let restarted = std::time::Instant::now();
         let mut bridge = bridge_on(&db, &base);
-        let store_url = format!("sqlite://{}", db.display());
-        let clicked_again = rt.block_on(async {
-            let store = Store::connect(&store_url).await.expect("store");
-            let pending = !store.pending_interactions().await.expect("pending").is_empty();
-            store.close().await;
-            pending
-        });
+        let clicked_again = rt.block_on(bridge_process::anything_pending(&db));
         if clicked_again {
             // The click never became a decision: the request is shown again.
             bridge.expect("execute_trade? [a]pprove");

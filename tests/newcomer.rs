@@ -30,18 +30,28 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
-/// `hitl-bridge ARGS` in `dir` with only `env` of our variables.
-fn hitl_bridge(dir: &std::path::Path, args: &[&str], env: &[(&str, String)]) -> Running {
+/// `hitl-bridge ARGS` in `dir` with only `env` of our variables; what it logs (at
+/// info) comes back on the channel, line by line.
+fn hitl_bridge(dir: &std::path::Path, args: &[&str], env: &[(&str, String)]) -> (Running, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
     let mut command = Command::new(env!("CARGO_BIN_EXE_hitl-bridge"));
-    command.current_dir(dir).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
+    command.current_dir(dir).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
     for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("HITL_BRIDGE")) {
         command.env_remove(key);
     }
-    command.env("RUST_LOG", "warn");
+    command.env("RUST_LOG", "info").env("HITL_BRIDGE__LOG__FORMAT", "pretty");
     for (key, value) in env {
         command.env(key, value);
     }
-    Running(command.spawn().expect("spawn hitl-bridge"))
+    let mut child = command.spawn().expect("spawn hitl-bridge");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (Running(child), lines)
 }
 
 #[tokio::test]
@@ -52,7 +62,8 @@ async fn from_an_empty_directory_to_a_first_approval_with_env_vars_only() {
     let chat = fake.private_chat(&me);
     let agent_port = free_port();
     let _agent = hitl_bridge(empty.path(), &["agent-sim", "--listen", &format!("127.0.0.1:{agent_port}")], &[]);
-    let _bridge = hitl_bridge(
+    let http = format!("127.0.0.1:{}", free_port());
+    let (_bridge, log) = hitl_bridge(
         empty.path(),
         &["run"],
         &[
@@ -62,8 +73,21 @@ async fn from_an_empty_directory_to_a_first_approval_with_env_vars_only() {
             ("HITL_BRIDGE__ACCESS__USERS", format!("telegram:{}", me.id)),
             ("HITL_BRIDGE__BACKEND__URL", format!("ws://127.0.0.1:{agent_port}/ws/{{session_id}}")),
             // Only so that parallel tests do not share a port; a newcomer keeps 8790.
-            ("HITL_BRIDGE__HTTP__LISTEN", format!("127.0.0.1:{}", free_port())),
+            ("HITL_BRIDGE__HTTP__LISTEN", http.clone()),
         ],
+    );
+    // One line says which bridge this is and what it talks to.
+    let started = loop {
+        let line = log.recv_timeout(support::WAIT).expect("the bridge logs its start");
+        if line.contains("starting: config") {
+            break line;
+        }
+    };
+    assert!(
+        started.contains(&format!(
+            "starting: config built-in defaults + environment; store sqlite://data/hitl-bridge.db; backend stream ws://127.0.0.1:{agent_port}/ws/{{session_id}}; platforms telegram; http {http}"
+        )),
+        "{started}"
     );
     let person = TelegramChat { fake: &fake, chat, user: me.clone() };
 

@@ -103,6 +103,15 @@ impl BridgeProcess {
     }
 }
 
+/// Whether the bridge's SQLite store at `db` holds a pending interaction: after a kill
+/// right after a click, whether the click never became a decision.
+pub async fn anything_pending(db: &Path) -> bool {
+    let store = hitl_bridge::store::Store::connect(&format!("sqlite://{}", db.display())).await.expect("store");
+    let pending = !store.pending_interactions().await.expect("pending").is_empty();
+    store.close().await;
+    pending
+}
+
 impl Drop for BridgeProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();

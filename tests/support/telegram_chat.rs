@@ -3,6 +3,9 @@
 //! toast, answer a prompt. Include next to `support` and `fake_telegram`:
 //! `#[path = "support/telegram_chat.rs"] mod telegram_chat;`.
 
+// Each test binary uses the part it needs.
+#![allow(dead_code)]
+
 use std::time::Duration;
 
 use serde_json::Value;
