@@ -534,6 +534,36 @@ async fn pending_question_answered_after_restart() {
     h.finish().await;
 }
 
+/// A restart edits only messages that do not show their interaction's current state:
+/// two pending requests shown and untouched cost no edit; one whose stored draft moved
+/// on without its message being edited (a crash between the two) is edited once.
+#[tokio::test]
+async fn a_restart_edits_only_messages_behind_their_state() {
+    let mut h = Harness::start(30, &[]).await;
+    h.say("trade");
+    let trade = id_of(&h.message_with("execute_trade").await);
+    // The trade's turn waits for its decision: the question comes in a new session.
+    h.say("/new");
+    h.say("hỏi 2 lần");
+    let question = id_of(&h.message_with("[1/2] Mục tiêu chính").await);
+    h.stop_bridge().await;
+    // As if the bridge died after saving a draft and before editing the message.
+    let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
+    let pending = store.pending_interactions().await.unwrap();
+    let behind = pending.iter().find(|i| i.request.is_question()).expect("the question");
+    let message = store.message_refs(&behind.id).await.unwrap().remove(0);
+    store.mark_shown(&message, behind.revision.0 - 1).await.unwrap();
+    store.close().await;
+    let edits_before = h.fake.calls("editMessageText").len();
+    h.start_bridge().await;
+    wait_until(|| async { (h.fake.calls("editMessageText").len() > edits_before).then_some(()) }).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let edited: Vec<i64> = h.fake.calls("editMessageText")[edits_before..].iter().filter_map(|e| e["message_id"].as_i64()).collect();
+    assert_eq!(edited, vec![question], "only the message behind its state; the trade ({trade}) is left alone");
+    h.allow_unmodified = true;
+    h.finish().await;
+}
+
 /// 429 with retry_after: the bridge waits and resends; nothing is lost.
 #[tokio::test]
 async fn rate_limited_messages_are_retried() {

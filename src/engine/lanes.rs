@@ -202,6 +202,8 @@ async fn show(store: &Store, platform: &dyn Platform, chat: &ChatKey, interactio
             if let Err(e) = store.shown(&interaction.id, chat, message.as_ref()).await {
                 // The message is out but cannot be edited later; say so loudly.
                 tracing::error!(error = %e, interaction = %interaction.id, "cannot remember the message showing an interaction");
+            } else if let Some(message) = &message {
+                note_shown(store, platform, message, interaction).await;
             }
             Ok(())
         }
@@ -226,6 +228,20 @@ async fn refresh(store: &Store, platform: &dyn Platform, chat: &ChatKey, interac
     };
     for message in messages.iter().filter(|m| m.chat == *chat) {
         platform.refresh_interaction(message, interaction).await?;
+        note_shown(store, platform, message, interaction).await;
     }
     Ok(())
+}
+
+/// Records which revision of a pending interaction `message` now shows, so a restart
+/// edits it again only if the interaction moved on. A platform that keeps no messages
+/// is left unrecorded: it prints everything pending again after a restart.
+async fn note_shown(store: &Store, platform: &dyn Platform, message: &MessageRef, interaction: &Interaction) {
+    if !platform.keeps_messages() || !interaction.status.is_pending() {
+        return;
+    }
+    if let Err(e) = store.mark_shown(message, interaction.revision.0).await {
+        // Costs at most an edit after the next restart.
+        tracing::warn!(error = %e, interaction = %interaction.id, "cannot record what a message shows");
+    }
 }

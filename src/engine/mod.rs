@@ -935,19 +935,21 @@ impl Shared {
         Ok(())
     }
 
-    /// After a restart, platforms re-render what still waits (a terminal has to print
-    /// it again; a chat message is edited in place). Each lane reads the interaction
-    /// when its turn comes, so one settled meanwhile is shown settled.
+    /// After a restart, platforms re-render what still waits and does not show its
+    /// current state: a chat message whose interaction moved on since it was last
+    /// edited (a vote saved just before a crash), and everything a terminal printed.
+    /// A message already showing its state is left alone, so a restart with thousands
+    /// pending costs no edits. Each lane reads the interaction when its turn comes, so
+    /// one settled meanwhile is shown settled.
     async fn show_pending(&self) {
-        match self.store.pending_interactions().await {
-            Ok(pending) => {
-                for interaction in pending {
-                    for chat in self.chats_showing(&interaction).await {
-                        self.lanes.push(&chat, Job::Rerender(interaction.id.clone()));
-                    }
+        match self.store.stale_pending_messages().await {
+            Ok(stale) => {
+                tracing::info!(messages = stale.len(), "rendering again what does not show its current state");
+                for (interaction_id, chat) in stale {
+                    self.lanes.push(&chat, Job::Rerender(interaction_id));
                 }
             }
-            Err(e) => tracing::error!(error = %e, "cannot load pending interactions"),
+            Err(e) => tracing::error!(error = %e, "cannot list the messages to render again"),
         }
     }
 

@@ -41,6 +41,12 @@ pub trait Platform: Send + Sync {
     /// Shows a new interaction; returns the message id to edit later, if any.
     fn show_interaction<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>>;
 
+    /// Whether a message shown stays there when the bridge restarts (a chat keeps it; a
+    /// terminal does not, and must print what waits again).
+    fn keeps_messages(&self) -> bool {
+        true
+    }
+
     /// Re-renders an interaction's message: its draft changed, or it ended (then the
     /// outcome is shown and the controls are removed).
     fn refresh_interaction<'a>(&'a self, message: &'a MessageRef, interaction: &'a Interaction) -> BoxFuture<'a, Result<(), PlatformError>>;

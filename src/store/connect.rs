@@ -100,6 +100,12 @@ const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0016_interaction_kind.sql"),
         include_str!("../../migrations/postgres/0016_interaction_kind.sql"),
     ),
+    (
+        17,
+        "shown revision",
+        include_str!("../../migrations/sqlite/0017_shown_revision.sql"),
+        include_str!("../../migrations/postgres/0017_shown_revision.sql"),
+    ),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.

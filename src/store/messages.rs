@@ -20,6 +20,40 @@ impl Store {
         insert_message_ref(&self.pool, r).await
     }
 
+    /// `r` now shows the interaction at `revision`.
+    pub async fn mark_shown(&self, r: &MessageRef, revision: i64) -> Result<()> {
+        sqlx::query(
+            "UPDATE message_refs SET shown_revision = $1
+             WHERE interaction_id = $2 AND platform = $3 AND chat_id = $4 AND thread_id = $5 AND message_id = $6",
+        )
+        .bind(revision)
+        .bind(r.interaction_id.as_str())
+        .bind(r.chat.platform.as_str())
+        .bind(r.chat.chat_id.as_str())
+        .bind(r.chat.thread_column())
+        .bind(r.message_id.as_str())
+        .execute(&self.pool)
+        .await
+        .map_err(StoreError::query("mark a message shown"))?;
+        Ok(())
+    }
+
+    /// Pending interactions with a message that does not show their current revision
+    /// (or whose platform keeps no messages), with the chat of that message, oldest
+    /// first: what must be rendered again after a restart.
+    pub async fn stale_pending_messages(&self) -> Result<Vec<(String, ChatKey)>> {
+        let rows = sqlx::query(
+            "SELECT DISTINCT m.interaction_id, m.platform, m.chat_id, m.thread_id, i.created_at_ms
+             FROM message_refs m JOIN interactions i ON i.id = m.interaction_id
+             WHERE i.status = 'pending' AND m.shown_revision <> i.revision
+             ORDER BY i.created_at_ms, m.interaction_id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("list messages to render again"))?;
+        rows.iter().map(|row| Ok((column(row, "interaction_id")?, ChatKey::from_row(row)?))).collect()
+    }
+
     /// The interaction's messages, in the order they were sent.
     pub async fn message_refs(&self, interaction_id: &str) -> Result<Vec<MessageRef>> {
         let rows = sqlx::query(

@@ -251,6 +251,11 @@ impl Platform for Console {
         PLATFORM
     }
 
+    /// What was printed is gone with the process.
+    fn keeps_messages(&self) -> bool {
+        false
+    }
+
     fn send_text<'a>(&'a self, _chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move { self.print(&format!("agent: {text}")).await })
     }
