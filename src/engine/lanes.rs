@@ -199,11 +199,11 @@ async fn show(store: &Store, platform: &dyn Platform, chat: &ChatKey, interactio
     match platform.show_interaction(chat, interaction).await {
         Ok(message_id) => {
             let message = message_id.map(|message_id| MessageRef { interaction_id: interaction.id.clone(), chat: chat.clone(), message_id });
-            if let Err(e) = store.shown(&interaction.id, chat, message.as_ref()).await {
+            // What it shows is recorded with it, for a platform that keeps messages.
+            let revision = platform.keeps_messages().then_some(interaction.revision.0);
+            if let Err(e) = store.shown_at(&interaction.id, chat, message.as_ref(), revision).await {
                 // The message is out but cannot be edited later; say so loudly.
                 tracing::error!(error = %e, interaction = %interaction.id, "cannot remember the message showing an interaction");
-            } else if let Some(message) = &message {
-                note_shown(store, platform, message, interaction).await;
             }
             Ok(())
         }

@@ -86,7 +86,13 @@ impl Store {
     /// The request is shown in `chat`: remembers the message (when the platform has
     /// one to edit later) and removes the row, in one transaction.
     pub async fn shown(&self, interaction_id: &str, chat: &ChatKey, message: Option<&MessageRef>) -> Result<()> {
-        self.write(Shown { interaction_id: interaction_id.to_owned(), chat: chat.clone(), message: message.cloned() }).await?;
+        self.shown_at(interaction_id, chat, message, None).await
+    }
+
+    /// [`Store::shown`], recording in the same write that `message` shows the
+    /// interaction at `revision` (what a restart compares: [`Store::mark_shown`]).
+    pub async fn shown_at(&self, interaction_id: &str, chat: &ChatKey, message: Option<&MessageRef>, revision: Option<i64>) -> Result<()> {
+        self.write(Shown { interaction_id: interaction_id.to_owned(), chat: chat.clone(), message: message.cloned(), revision }).await?;
         Ok(())
     }
 
@@ -177,6 +183,8 @@ struct Shown {
     interaction_id: String,
     chat: ChatKey,
     message: Option<MessageRef>,
+    /// The interaction revision the message shows, when the platform keeps messages.
+    revision: Option<i64>,
 }
 
 impl Write for Shown {
@@ -184,6 +192,9 @@ impl Write for Shown {
         Box::pin(async move {
             if let Some(message) = &self.message {
                 super::messages::insert_message_ref(&mut *conn, message).await?;
+                if let Some(revision) = self.revision {
+                    super::messages::set_shown_revision(&mut *conn, message, revision).await?;
+                }
             }
             sqlx::query("DELETE FROM pending_shows WHERE interaction_id = $1 AND platform = $2 AND chat_id = $3 AND thread_id = $4")
                 .bind(self.interaction_id.as_str())
