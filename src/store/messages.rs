@@ -62,7 +62,8 @@ impl Store {
     }
 }
 
-/// Inserts on any executor, so a show can record its message in its transaction.
+/// Records on any executor that `r` shows its interaction at `revision`, so a show can
+/// record it in the transaction that stores the message.
 pub(super) async fn set_shown_revision<'e>(executor: impl sqlx::AnyExecutor<'e>, r: &MessageRef, revision: i64) -> Result<()> {
     sqlx::query(
         "UPDATE message_refs SET shown_revision = $1
@@ -80,6 +81,7 @@ pub(super) async fn set_shown_revision<'e>(executor: impl sqlx::AnyExecutor<'e>,
     Ok(())
 }
 
+/// Inserts on any executor, so a show can record its message in its transaction.
 pub(super) async fn insert_message_ref<'e>(executor: impl sqlx::AnyExecutor<'e>, r: &MessageRef) -> Result<()> {
     sqlx::query(
         "INSERT INTO message_refs (interaction_id, platform, chat_id, thread_id, message_id)
