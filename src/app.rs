@@ -106,7 +106,7 @@ impl App {
         // A platform that is enabled but cannot start stops the bridge with a clear
         // error, rather than running without it.
         if settings.telegram.enabled {
-            let telegram = crate::platform::telegram::start(settings, limits, engine.clone(), signer.clone(), store.clone(), metrics.clone())
+            let telegram = crate::platform::telegram::start(&settings.telegram, settings.access_policy(), settings.backend.replica_id(), limits, engine.clone(), signer.clone(), store.clone(), metrics.clone())
                 .await
                 .map_err(|e| AppError::Platform { platform: "telegram", reason: e.to_string() })?;
             platforms.push(telegram);
@@ -145,7 +145,10 @@ impl App {
         } else {
             None
         };
-        let core = Engine::start(settings, store.clone(), platforms.clone(), connectors, backend_rx, requests).await?.with_metrics(metrics);
+        for warning in settings.access_warnings() {
+            tracing::warn!("{warning}");
+        }
+        let core = Engine::start(&settings.engine_config(), store.clone(), platforms.clone(), connectors, backend_rx, requests).await?.with_metrics(metrics);
         let retention = tokio::spawn(crate::store::retention::keep_pruning(store.clone(), settings.store.retention_days));
         let (stop, stopped) = oneshot::channel::<()>();
         let (ended, engine_end) = watch::channel(None);

@@ -77,7 +77,7 @@ pub async fn approve_at_the_terminal(store: Store) {
                 println!("not approved; they stay refused");
                 continue;
             }
-            match crate::pairing::approve(&store, &code.code, None, now_ms(), false).await {
+            match store.approve_typed_pairing(&code.code, None, now_ms(), false).await {
                 Ok(user) => println!("approved: {} may talk to the agent now (they are told within 10 s)", user.user_name),
                 Err(e) => println!("cannot approve: {e}"),
             }

@@ -46,5 +46,7 @@ pub mod metrics;
 pub mod pairing;
 pub mod platform;
 pub mod protocol;
+pub mod redact;
 pub mod server;
 pub mod store;
+pub mod texts;

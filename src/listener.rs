@@ -32,7 +32,12 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio::time::{Instant, Sleep};
 
-use crate::config::HttpSettings;
+pub mod settings;
+
+pub use settings::{ApiToken, HttpSettings};
+
+/// The largest request body the bridge's own API accepts (PROTOCOL.md §8).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// How many file descriptors the process keeps for itself (store, backends, platform
 /// calls, logs) when the connection cap is derived from the open-files limit.

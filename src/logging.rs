@@ -17,8 +17,32 @@ use tracing_subscriber::fmt::format::{JsonFields, Writer};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::config::{LogFormat, LogSettings};
+use serde::{Deserialize, Serialize};
 use crate::interaction::Interaction;
+
+/// The `[log]` section.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogSettings {
+    pub filter: String,
+    /// `pretty` (for people) or `json` (one object per line, for log pipelines).
+    pub format: LogFormat,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self { filter: "info".into(), format: LogFormat::Pretty }
+    }
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    #[default]
+    Pretty,
+    Json,
+}
 
 /// Installs the process-wide subscriber, writing to stderr. Call once, first thing.
 pub fn init(settings: &LogSettings) {

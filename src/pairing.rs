@@ -1,23 +1,11 @@
-//! Approving pairing codes (`access.pairing`), shared by the CLI (`hitl-bridge pair`)
-//! and an admin's `/pair CODE` (`access.admins`), plus the CLI's listing and revoking. The store
-//! keeps codes and paired users; who may talk is
-//! [`crate::interaction::admission`]'s call.
+//! `hitl-bridge pair`: approving, listing and revoking pairings (`access.pairing`) from
+//! a shell. The store keeps codes and paired users and approves a typed code
+//! ([`Store::approve_typed_pairing`], shared with an admin's `/pair CODE`); who may
+//! talk is [`crate::interaction::admission`]'s call.
 
 use crate::clock::now_ms;
 use crate::config::Settings;
-use crate::interaction::Actor;
-use crate::interaction::admission::normalize_code;
-use crate::store::{PairError, PairedUser, Store, StoreError};
-
-/// Approves a code as a person typed it (case, spaces and dashes ignored). `admin` is
-/// who approved from a chat (never the code's own user; `None`: the CLI); `notified`
-/// says the caller tells the user itself (else a running bridge does, within its
-/// rescan interval).
-pub async fn approve(store: &Store, typed: &str, admin: Option<&Actor>, now_ms: i64, notified: bool) -> Result<PairedUser, PairError> {
-    let code = normalize_code(typed).ok_or_else(|| PairError::Unknown(typed.trim().to_owned()))?;
-    let by = admin.map_or_else(|| "cli".to_owned(), |a| format!("{}:{}", a.platform, a.user_id));
-    store.approve_pairing(&code, &by, admin, now_ms, notified).await
-}
+use crate::store::{PairError, Store, StoreError};
 
 /// What `hitl-bridge pair` was asked to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +28,7 @@ pub async fn run_cli(settings: &Settings, command: &PairCommand) -> Result<Strin
 async fn run_on(store: &Store, command: &PairCommand) -> Result<String, PairCliError> {
     match command {
         PairCommand::Approve(code) => {
-            let user = approve(store, code, None, now_ms(), false).await?;
+            let user = store.approve_typed_pairing(code, None, now_ms(), false).await?;
             Ok(format!("paired {} ({}:{}); they may now talk to the agent", user.user_name, user.platform, user.user_id))
         }
         PairCommand::List => {

@@ -25,8 +25,7 @@ use crate::listener::Limits;
 use crate::metrics::{self, Metrics, StoreFigures};
 use crate::store::Store;
 
-/// The largest request body accepted (PROTOCOL.md §8).
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+pub use crate::listener::MAX_BODY_BYTES;
 
 /// What `hitl-bridge health` asks by default: `/readyz` on the default `http.listen`.
 pub const DEFAULT_PROBE_URL: &str = "http://127.0.0.1:8790/readyz";

@@ -100,7 +100,7 @@ async fn start(settings: &Settings, platform: Arc<Flaky>) -> Running {
     store.bind_chat(&chat(), SESSION, 0).await.unwrap();
     let (handle, requests) = EngineHandle::channel();
     let (backend, backend_rx) = mpsc::channel(16);
-    let engine = Engine::start(settings, store, vec![platform as Arc<dyn Platform>], Connectors::new(Vec::new()), backend_rx, requests)
+    let engine = Engine::start(&settings.engine_config(), store, vec![platform as Arc<dyn Platform>], Connectors::new(Vec::new()), backend_rx, requests)
         .await
         .unwrap();
     let (stop, stopped) = oneshot::channel::<()>();

@@ -732,7 +732,7 @@ async fn long_args_are_attached_as_a_json_document() {
     .expect("settings");
     let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
     let store = hitl_bridge::store::Store::connect("sqlite::memory:").await.expect("store");
-    let telegram = hitl_bridge::platform::telegram::start(&settings, hitl_bridge::listener::Limits::from_settings(&settings.http, None), engine, TokenSigner::new(b"k"), store, hitl_bridge::metrics::Metrics::new()).await.expect("starts");
+    let telegram = hitl_bridge::platform::telegram::start(&settings.telegram, settings.access_policy(), settings.backend.replica_id(), hitl_bridge::listener::Limits::from_settings(&settings.http, None), engine, TokenSigner::new(b"k"), store, hitl_bridge::metrics::Metrics::new()).await.expect("starts");
     let rows: Vec<String> = (0..2000).map(|n| format!("row {n}")).collect();
     let i = interaction(vec![ActionRequest { name: "bulk_insert".into(), args: json!({"rows": rows}), description: None, tool_use_id: None }]);
     let key = hitl_bridge::store::ChatKey::new("telegram", &chat.to_string(), None);
@@ -1318,7 +1318,7 @@ mod policies {
         settings.access.approvers = vec!["telegram:3003".into()];
         let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
         let store = hitl_bridge::store::Store::connect("sqlite::memory:").await.expect("store");
-        let telegram = hitl_bridge::platform::telegram::start(&settings, hitl_bridge::listener::Limits::from_settings(&settings.http, None), engine, TokenSigner::new(b"k"), store, hitl_bridge::metrics::Metrics::new()).await.expect("starts");
+        let telegram = hitl_bridge::platform::telegram::start(&settings.telegram, settings.access_policy(), settings.backend.replica_id(), hitl_bridge::listener::Limits::from_settings(&settings.http, None), engine, TokenSigner::new(b"k"), store, hitl_bridge::metrics::Metrics::new()).await.expect("starts");
         let key = hitl_bridge::store::ChatKey::new("telegram", &chat.to_string(), None);
         let mut i = migration(false, Policy { quorum: 3, ..policy() });
         i.apply(&lan(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), MIN).expect("counted");

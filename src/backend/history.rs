@@ -9,11 +9,10 @@
 //! may have died between the backend sending it and storing it, and the engine shows
 //! it unless it already knows the key.
 
-use serde_json::Value;
-
 use super::SessionUpdate;
+pub use crate::interaction::updates::{HistoryResolution, resolution_for};
 use crate::interaction::{Interaction, Request, RequestBuilder, TimeoutDefaults};
-use crate::protocol::{ActionRequest, Command, HistoryBlock, HistoryMessage, Reply};
+use crate::protocol::{Command, HistoryBlock, HistoryMessage, Reply};
 use crate::store::{Store, StoreError};
 
 /// Reads `template` (with `{session_id}` replaced) and returns what the engine should
@@ -93,14 +92,6 @@ pub fn waiting_requests(messages: &[HistoryMessage], defaults: TimeoutDefaults) 
         .collect()
 }
 
-/// A request the history marks `isResolved`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HistoryResolution {
-    pub approval_key: Option<String>,
-    pub action_requests: Vec<ActionRequest>,
-    pub reply: Option<Reply>,
-}
-
 pub fn resolved_requests(messages: Vec<HistoryMessage>) -> Vec<HistoryResolution> {
     messages
         .into_iter()
@@ -119,45 +110,10 @@ pub fn resolved_requests(messages: Vec<HistoryMessage>) -> Vec<HistoryResolution
         .collect()
 }
 
-/// The resolution in `resolved` that settles `interaction`, if any. By `approval_key`
-/// when the history carries one. By the requested actions only when no other request
-/// of the session (`session`, every status, including `interaction`) asked the same:
-/// an agent that asks again after a reject would otherwise have its new request taken
-/// for the old, answered one.
-pub fn resolution_for<'a>(resolved: &'a [HistoryResolution], interaction: &Interaction, session: &[Interaction]) -> Option<&'a HistoryResolution> {
-    resolved.iter().find(|r| match &r.approval_key {
-        Some(key) => key == interaction.approval_key(),
-        None => r.matches(interaction) && session.iter().filter(|other| r.matches(other)).count() == 1,
-    })
-}
-
-impl HistoryResolution {
-    /// By `approval_key` when present, else by the requested actions. Callers decide
-    /// with [`resolution_for`], which refuses an ambiguous match by actions.
-    pub fn matches(&self, interaction: &Interaction) -> bool {
-        if let Some(key) = &self.approval_key {
-            return key == interaction.approval_key();
-        }
-        let actions = interaction.request.actions();
-        actions.len() == self.action_requests.len()
-            && actions.iter().zip(&self.action_requests).all(|(ours, theirs)| {
-                ours.name == theirs.name && args_contained(&ours.args, &theirs.args)
-            })
-    }
-}
-
-/// Every field of `ours` appears, equal, in `theirs`.
-fn args_contained(ours: &Value, theirs: &Value) -> bool {
-    match (ours, theirs) {
-        (Value::Object(a), Value::Object(b)) => a.iter().all(|(k, v)| b.get(k) == Some(v)),
-        _ => ours == theirs,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Delta;
+    use crate::protocol::{ActionRequest, Delta};
 
     fn seed_interaction() -> Interaction {
         let delta: crate::protocol::BackendEvent = serde_json::from_str(include_str!("../../tests/fixtures/seed000/02_stream_approval_request_delta_questions.json")).unwrap();

@@ -20,7 +20,7 @@ use crate::store::Store;
 
 use super::SessionUpdate;
 use super::lease::Lease;
-use super::session::{Link, LinkError, Outgoing, Sent};
+use super::link::{Link, LinkError, Outgoing, Sent};
 
 /// Commands written on the current connection and not yet proven read. One per
 /// connection: a new connection starts empty, so everything unproven is written again.

@@ -22,7 +22,7 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 use super::SessionUpdate;
 use super::assembler::Assembler;
 use super::session::{Link, LinkError, Outgoing, Received, Sent, Transport};
-use crate::config::BackendSettings;
+use super::settings::BackendSettings;
 use crate::interaction::TimeoutDefaults;
 use crate::protocol::{BackendEvent, Command};
 

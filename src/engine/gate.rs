@@ -8,10 +8,9 @@
 use super::lanes::Job;
 use super::refusals::AtDoor;
 use super::{EngineError, Shared, now_ms};
-use crate::config::Settings;
 use crate::interaction::admission::{self, PairDenied, Verdict};
 use crate::interaction::Actor;
-use crate::platform::locale::{self, AccessMsg, Locale};
+use crate::texts::{self, AccessMsg, Locale};
 use crate::store::{AuditEntry, ChatKey, PairError, PairedUser, PairingCode};
 
 /// Why someone may not talk: shown to them by their platform, in their language.
@@ -31,8 +30,8 @@ impl Stranger {
     /// The refusal as the stranger reads it: with their pairing code when there is one.
     pub fn notice(&self, locale: Locale) -> String {
         match &self.pairing {
-            Some(p) => locale::access_text(locale, &AccessMsg::PairingCode { code: &p.code, expires_at_ms: p.expires_at_ms }),
-            None => locale::access_text(locale, &AccessMsg::NotAllowed { id: &self.id }),
+            Some(p) => texts::access_text(locale, &AccessMsg::PairingCode { code: &p.code, expires_at_ms: p.expires_at_ms }),
+            None => texts::access_text(locale, &AccessMsg::NotAllowed { id: &self.id }),
         }
     }
 }
@@ -40,7 +39,7 @@ impl Stranger {
 /// The admin's confirmation after `/pair`.
 pub fn paired_notice(locale: Locale, user: &PairedUser) -> String {
     let who = format!("{}:{}", user.platform, user.user_id);
-    locale::access_text(locale, &AccessMsg::Paired { name: &user.user_name, who: &who })
+    texts::access_text(locale, &AccessMsg::Paired { name: &user.user_name, who: &who })
 }
 
 /// Why `/pair CODE` changed nothing.
@@ -75,7 +74,7 @@ impl PairRefusal {
             }
             PairRefusal::Stopped => return None,
         };
-        Some(locale::access_text(locale, &msg))
+        Some(texts::access_text(locale, &msg))
     }
 }
 
@@ -119,7 +118,7 @@ impl Shared {
                 return Err(PairRefusal::NotAdminChat);
             }
         }
-        let user = match crate::pairing::approve(&self.store, code, Some(actor), now_ms(), true).await {
+        let user = match self.store.approve_typed_pairing(code, Some(actor), now_ms(), true).await {
             Ok(user) => user,
             Err(PairError::OwnCode(own)) => {
                 self.refuse_pair(chat, actor, code, crate::metrics::REASON_OWN_PAIRING_CODE, "an admin's own pairing code").await;
@@ -154,7 +153,7 @@ impl Shared {
 
     fn tell_paired(&self, user: &PairedUser) {
         let locale = Locale::from_code(&user.locale).unwrap_or_default();
-        self.lanes.push(&user.chat, Job::Text(locale::access_text(locale, &AccessMsg::YouArePaired)));
+        self.lanes.push(&user.chat, Job::Text(texts::access_text(locale, &AccessMsg::YouArePaired)));
     }
 }
 
@@ -164,61 +163,5 @@ fn fresh_code() -> String {
         if let Some(code) = admission::code_from_bytes(uuid::Uuid::new_v4().as_bytes()) {
             return code;
         }
-    }
-}
-
-/// Logs, at start-up, what about `[access]` is safe but surprising
-/// ([`access_warnings`]).
-pub(super) fn warn_about_access(settings: &Settings) {
-    for warning in access_warnings(settings) {
-        tracing::warn!("{warning}");
-    }
-}
-
-/// Each enabled chat platform where nobody could talk (an empty allowlist and pairing
-/// off refuses everyone there); with pairing on and nobody in `access.admins`, that
-/// codes can then only be approved from a shell. A warning, not an error: `hitl-bridge
-/// pair CODE` still works, and some deployments want exactly that.
-fn access_warnings(settings: &Settings) -> Vec<String> {
-    if settings.access.pairing {
-        if !settings.access.admins.is_empty() {
-            return Vec::new();
-        }
-        return vec![
-            "access.pairing is on but access.admins is empty: nobody may approve a pairing code with /pair; \
-             approve them with `hitl-bridge pair CODE`"
-                .to_owned(),
-        ];
-    }
-    let allowlist = settings.allowlist();
-    [("telegram", settings.telegram.enabled), ("discord", settings.discord.enabled)]
-        .into_iter()
-        .filter(|&(platform, enabled)| enabled && allowlist.is_closed_on(platform))
-        .map(|(platform, _)| {
-            format!(
-                "{platform} is enabled but nobody may talk to the agent there: access.users, access.chats, access.roles \
-                 and the approvers name nobody on {platform}, and access.pairing is off; every message will be refused"
-            )
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pairing_without_admins_and_closed_platforms_are_warned_about() {
-        let mut s = Settings::from_pairs(&[("telegram.enabled", "true"), ("telegram.token", "1:x")]).unwrap();
-        let closed = access_warnings(&s);
-        assert_eq!(closed.len(), 1);
-        assert!(closed[0].starts_with("telegram is enabled but nobody may talk"), "{closed:?}");
-        s.access.pairing = true;
-        assert_eq!(
-            access_warnings(&s),
-            ["access.pairing is on but access.admins is empty: nobody may approve a pairing code with /pair; approve them with `hitl-bridge pair CODE`"]
-        );
-        s.access.admins = vec!["telegram:3003".into()];
-        assert!(access_warnings(&s).is_empty());
     }
 }

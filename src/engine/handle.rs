@@ -6,7 +6,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::gate::{PairRefusal, Stranger};
 use super::rules::RevokeRefusal;
 use crate::interaction::{Actor, Interaction, Refusal, RefusedAttempt, RememberedRule, UserAction};
-use crate::platform::locale::Locale;
+use crate::texts::Locale;
 use crate::store::{ApiRequest, ChatKey, MessageRef, PairedUser, StoreError};
 
 #[derive(Debug, thiserror::Error)]

@@ -20,10 +20,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
-use crate::backend::ToolGroupStatus;
+use crate::interaction::updates::ToolGroupStatus;
 use crate::interaction::Interaction;
 use crate::interaction::policy::Mention;
-use crate::platform::{Platform, PlatformError};
+use super::{Platform, PlatformError};
 use crate::store::{ChatKey, MessageRef, Store};
 
 /// One thing to do in one chat.

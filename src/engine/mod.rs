@@ -11,10 +11,13 @@
 //! the chat lanes ([`lanes`]) once the decision is durable. Across replicas the
 //! store's conditional settle decides who was first.
 
+mod config;
+mod connector;
 mod gate;
 mod handle;
 mod lanes;
 mod outside;
+mod platform;
 mod policies;
 mod refusals;
 pub mod routing;
@@ -24,8 +27,11 @@ mod shards;
 mod tests;
 
 pub use crate::clock::now_ms;
+pub use config::{EngineConfig, OnExpiry};
+pub use connector::{Connector, Connectors};
 pub use gate::{PairRefusal, Stranger, paired_notice};
 pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, PendingShown, PushOutcome};
+pub use platform::{Platform, PlatformError};
 pub use rules::RevokeRefusal;
 
 use std::collections::HashMap;
@@ -36,12 +42,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
-use crate::backend::history::{self, HistoryResolution};
-use crate::backend::{BackendInput, Connectors, SessionUpdate, ToolGroupStatus};
-use crate::config::{OnExpiry, Settings};
+use crate::interaction::updates::{self as history, BackendInput, HistoryResolution, SessionUpdate, ToolGroupStatus};
 use crate::interaction::admission::PairingAdmins;
 use crate::interaction::{AccessPolicy, Actor, Allowlist, Applied, Attempt, Delivery, Interaction, Origin, PolicyRule, RememberedRule, Request, UserAction};
-use crate::platform::Platform;
 use self::lanes::{Job, Lanes};
 use self::shards::{Input, Routes, Shards, Watched};
 use crate::protocol::{Command, Reply, UserInfo};
@@ -161,7 +164,7 @@ impl Engine {
     /// interactions or undelivered commands), so a restart picks up where it stopped.
     /// `backend` carries the connectors' updates.
     pub async fn start(
-        settings: &Settings,
+        config: &EngineConfig,
         store: Store,
         platforms: Vec<Arc<dyn Platform>>,
         connectors: Connectors,
@@ -172,27 +175,25 @@ impl Engine {
         for session in store.sessions_with_work().await? {
             connectors.deliver(&session);
         }
-        let policy = settings.access_policy();
-        gate::warn_about_access(settings);
         let shared = Shared {
-            allowlist: settings.allowlist(),
-            pairing_admins: settings.pairing_admins(),
-            refusal_window_ms: settings.access.refusal_window_secs.saturating_mul(1000).min(i64::MAX as u64) as i64,
-            pairing_ttl_ms: settings.access.pairing_code_secs.saturating_mul(1000) as i64,
+            allowlist: config.allowlist.clone(),
+            pairing_admins: config.pairing_admins.clone(),
+            refusal_window_ms: config.refusal_window_ms,
+            pairing_ttl_ms: config.pairing_ttl_ms,
             connectors,
             lanes: Lanes::new(store.clone(), platforms),
             store,
-            extra_chats: routing::extra_chats(&settings.routing, &policy),
-            policy,
-            grace_ms: settings.timeouts.grace_secs as i64 * 1000,
-            on_expiry: settings.timeouts.on_expiry,
+            extra_chats: routing::extra_chats(&config.routing, &config.policy),
+            policy: config.policy.clone(),
+            grace_ms: config.grace_ms,
+            on_expiry: config.on_expiry,
             // The replica's stable id: what a predecessor killed mid-show claimed is
             // this replica's own, released below instead of waiting for it to lapse.
-            show_owner: settings.backend.replica_id(),
+            show_owner: config.replica_id.clone(),
             routes: Routes::default(),
             metrics: crate::metrics::Metrics::default(),
-            policies: settings.policies(),
-            backend_kind: settings.backend.kind.as_str().to_owned(),
+            policies: config.policies.clone(),
+            backend_kind: config.backend_kind.clone(),
         };
         // Nothing of this replica is being shown yet: claims under its id were left by
         // a previous process killed mid-show, and are free now.

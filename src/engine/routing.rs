@@ -6,10 +6,40 @@
 //! platform resolves to a DM channel when it sends. A Telegram user's private chat
 //! has the user's id as its chat id.
 
-use crate::config::{RouteTarget, RoutingSettings};
+use serde::{Deserialize, Serialize};
+
 use crate::interaction::AccessPolicy;
-use crate::platform::console::Console;
 use crate::store::ChatKey;
+
+/// Where a chat turn's requests are shown besides the chat that started it
+/// (OpenClaw's `target = dm | channel | both`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RoutingSettings {
+    pub target: RouteTarget,
+    /// Chats for `channel` and `both`: `"telegram:CHAT[/TOPIC]"`, `"discord:CHANNEL"`,
+    /// `"discord:user:USER"` (a DM), `"telegram:user:USER"`, or `"console"`.
+    pub channels: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteTarget {
+    /// Only the chat that started the turn.
+    #[default]
+    Origin,
+    /// Also each configured approver's DM.
+    Dm,
+    /// Also every chat in `routing.channels`.
+    Channel,
+    /// Both.
+    Both,
+}
+
+/// The console's one chat.
+pub fn console_chat() -> ChatKey {
+    ChatKey::new("console", "stdin", None)
+}
 
 /// The chat id prefix of a Discord DM target.
 pub const DISCORD_DM_PREFIX: &str = "user:";
@@ -27,7 +57,7 @@ pub fn dm_chat(platform: &str, user_id: &str) -> Option<ChatKey> {
 /// `discord:CHANNEL[/THREAD]`, `discord:user:USER`, or `console`.
 pub fn parse_chat(text: &str) -> Option<ChatKey> {
     if text == "console" {
-        return Some(Console::chat());
+        return Some(console_chat());
     }
     let (platform, rest) = text.split_once(':')?;
     if !["telegram", "discord"].contains(&platform) || rest.is_empty() {
@@ -73,7 +103,7 @@ mod tests {
         assert_eq!(parse_chat("discord:1100000000000000000"), Some(ChatKey::new("discord", "1100000000000000000", None)));
         assert_eq!(parse_chat("discord:user:80351110224678912"), Some(ChatKey::new("discord", "user:80351110224678912", None)));
         assert_eq!(parse_chat("telegram:user:42"), Some(ChatKey::new("telegram", "42", None)));
-        assert_eq!(parse_chat("console"), Some(Console::chat()));
+        assert_eq!(parse_chat("console"), Some(ChatKey::new("console", "stdin", None)));
         for bad in ["irc:#ops", "telegram:", "telegram:abc", "discord:1/", "discord:user:", "discord:user:x1", "slack"] {
             assert_eq!(parse_chat(bad), None, "{bad}");
         }

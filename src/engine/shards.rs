@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, oneshot};
 
 use super::handle::{EngineError, EngineRequest};
-use crate::backend::BackendInput;
+use crate::interaction::updates::BackendInput;
 use crate::interaction::{Actor, Interaction};
 use crate::store::{ChatKey, PendingShow};
 

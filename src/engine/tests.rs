@@ -5,6 +5,7 @@
 //! every refusal is counted, and audited once, whoever refused it.
 //! The platform and the connector are doubles that record what reached them.
 
+use crate::config::Settings;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -154,7 +155,7 @@ async fn start_at(dir: Arc<tempfile::TempDir>, platform: Arc<Recorder>, agent: A
     let (backend, backend_rx) = mpsc::channel(1024);
     let connectors = Connectors::new(vec![agent as Arc<dyn crate::backend::Connector>]);
     let metrics = crate::metrics::Metrics::default();
-    let engine = Engine::start(&settings, store.clone(), vec![platform as Arc<dyn Platform>], connectors, backend_rx, requests)
+    let engine = Engine::start(&settings.engine_config(), store.clone(), vec![platform as Arc<dyn Platform>], connectors, backend_rx, requests)
         .await
         .unwrap()
         .with_metrics(metrics.clone());

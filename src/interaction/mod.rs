@@ -2,7 +2,8 @@
 //!
 //! Nothing here does IO or reads a clock; time comes in as unix milliseconds. Platforms
 //! turn clicks and replies into [`UserAction`]s, the core decides what they mean, and
-//! the engine persists and delivers the result. Everything subtle (merging request
+//! the engine persists and delivers the result. What a backend said arrives as
+//! [`updates::SessionUpdate`]s, whichever backend it was. Everything subtle (merging request
 //! shapes, answer encoding, who may answer, first decision wins) lives here.
 
 pub mod access;
@@ -14,6 +15,7 @@ pub mod question;
 pub mod refusal;
 pub mod request;
 pub mod state;
+pub mod updates;
 
 pub use access::{AccessPolicy, Actor, Approvers, Origin};
 pub use admission::{Allowlist, Verdict};

@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use super::server::{HitlTools, Upstream};
 use crate::backend::http_api::auth::Tokens;
-use crate::config::McpSettings;
+use super::settings::McpSettings;
 
 /// The `/mcp` routes. `base` is filled in with the listener's own address once it is
 /// bound (the tools call `/v1` there).

@@ -12,5 +12,6 @@
 pub mod bridge_api;
 pub mod http;
 pub mod server;
+pub mod settings;
 pub mod stdio;
 pub mod tools;

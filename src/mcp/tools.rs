@@ -349,7 +349,7 @@ mod tests {
 
     #[test]
     fn the_config_knows_every_tool() {
-        assert_eq!(ALL, crate::config::MCP_TOOLS);
+        assert_eq!(ALL, crate::mcp::settings::MCP_TOOLS);
     }
 
     #[test]

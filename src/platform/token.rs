@@ -10,6 +10,17 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+
+/// The key that signs button tokens. When unset, the bridge generates one on first
+/// run and keeps it in the store, so tokens stay valid across restarts and replicas.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TokenSettings {
+    #[serde(serialize_with = "crate::redact::secret")]
+    pub secret: Option<SecretString>,
+}
 
 type HmacSha256 = Hmac<Sha256>;
 

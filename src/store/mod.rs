@@ -29,6 +29,7 @@ mod outbox;
 mod pairing;
 mod refusals;
 pub mod retention;
+pub mod settings;
 mod row;
 mod rules;
 mod secrets;

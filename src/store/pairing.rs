@@ -10,6 +10,7 @@ use super::json;
 use super::row::column;
 use super::Store;
 use crate::interaction::Actor;
+use crate::interaction::admission::normalize_code;
 
 /// A code shown to a stranger.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,6 +133,16 @@ impl Store {
     /// code is used up, in one transaction. `admin` is the person approving from a
     /// chat (`None` from the CLI): never the code's own user. `notified` marks the
     /// user as already told (the caller tells them itself).
+    /// Approves a code as a person typed it (case, spaces and dashes ignored), shared by
+    /// the CLI (`hitl-bridge pair`), the demo and an admin's `/pair CODE`. `admin` is
+    /// who approved from a chat (`None`: the CLI); `notified` says the caller tells the
+    /// user itself (else a running bridge does, within its rescan interval).
+    pub async fn approve_typed_pairing(&self, typed: &str, admin: Option<&Actor>, now_ms: i64, notified: bool) -> Result<PairedUser, PairError> {
+        let code = normalize_code(typed).ok_or_else(|| PairError::Unknown(typed.trim().to_owned()))?;
+        let by = admin.map_or_else(|| "cli".to_owned(), |a| format!("{}:{}", a.platform, a.user_id));
+        self.approve_pairing(&code, &by, admin, now_ms, notified).await
+    }
+
     pub async fn approve_pairing(&self, code: &str, paired_by: &str, admin: Option<&Actor>, now_ms: i64, notified: bool) -> Result<PairedUser, PairError> {
         let mut tx = self.pool.begin().await.map_err(StoreError::query("begin pairing"))?;
         let row = sqlx::query("SELECT platform, user_id, user_name, chat, locale, expires_at_ms FROM pairing_codes WHERE code = $1")

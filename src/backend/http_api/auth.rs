@@ -6,7 +6,7 @@ use axum::http::HeaderMap;
 use secrecy::ExposeSecret;
 use subtle::ConstantTimeEq;
 
-use crate::config::ApiToken;
+use crate::listener::ApiToken;
 
 #[derive(Clone, Default)]
 pub struct Tokens {

@@ -20,11 +20,10 @@ use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
 use super::error::ApiError;
-use crate::engine::routing::{dm_chat, parse_chat};
+use crate::engine::routing::{console_chat, dm_chat, parse_chat};
 use crate::interaction::policy::spec::{DurationSpec, StepSpec};
 use crate::interaction::policy::{Policy, PolicySpec};
 use crate::interaction::{Approvers, Request, RequestBuilder, RequestError, TimeoutDefaults};
-use crate::platform::console::Console;
 use crate::protocol::{ActionRequest, ReviewConfig};
 use crate::store::ChatKey;
 
@@ -427,7 +426,7 @@ fn target_chat(t: &Target) -> Result<ChatKey, (&'static str, String)> {
         }
     };
     match t.platform.as_str() {
-        "console" => Ok(Console::chat()),
+        "console" => Ok(console_chat()),
         "telegram" => match (id("chat_id", &t.chat_id, true)?, id("user_id", &t.user_id, false)?) {
             (Some(chat), None) => Ok(ChatKey::new("telegram", &chat, id("thread_id", &t.thread_id, false)?.as_deref())),
             (None, Some(user)) => dm_chat("telegram", &user).ok_or(("user_id", "no private chat".into())),

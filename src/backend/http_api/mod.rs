@@ -38,7 +38,7 @@ use utoipa::OpenApi;
 use self::auth::Tokens;
 use self::error::ApiError;
 use super::Connector;
-use crate::config::HttpSettings;
+use crate::listener::HttpSettings;
 use crate::engine::EngineHandle;
 use crate::interaction::{Interaction, TimeoutDefaults};
 use crate::store::{ApiRequest, Store};

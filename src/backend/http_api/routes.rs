@@ -43,7 +43,7 @@ pub async fn guard(State(api): Api, request: axum::extract::Request, next: axum:
         return ApiError::unauthorized().into_response();
     }
     let declared = request.headers().get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > crate::server::MAX_BODY_BYTES as u64) {
+    if declared.is_some_and(|n| n > crate::listener::MAX_BODY_BYTES as u64) {
         return too_large().into_response();
     }
     next.run(request).await

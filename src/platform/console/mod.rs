@@ -7,6 +7,7 @@
 
 pub mod input;
 pub mod render;
+pub mod settings;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -17,8 +18,8 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use self::input::{Parsed, Step};
 use super::locale::Locale;
 use super::{Platform, PlatformError, reminder};
-use crate::backend::ToolGroupStatus;
-use crate::config::ConsoleSettings;
+use crate::interaction::updates::ToolGroupStatus;
+use self::settings::ConsoleSettings;
 use crate::engine::{ActOutcome, EngineHandle};
 use crate::interaction::policy::Mention;
 use crate::interaction::{Actor, Draft, Interaction, RequestKind, UserAction};
@@ -46,7 +47,7 @@ impl Console {
 
     /// The one chat the console has.
     pub fn chat() -> ChatKey {
-        ChatKey { platform: PLATFORM.into(), chat_id: "stdin".into(), thread_id: None }
+        crate::engine::routing::console_chat()
     }
 
     async fn print(&self, text: &str) -> Result<(), PlatformError> {
@@ -98,7 +99,7 @@ impl Console {
                         None => crate::platform::locale::rules::revoke_usage(Default::default()).to_owned(),
                         Some(id) => match engine.revoke_rule(Self::chat(), self.actor.clone(), id).await {
                             Ok(rule) => crate::platform::locale::rules::revoked(Default::default(), &rule),
-                            Err(refusal) => crate::platform::locale::rules::refusal(Default::default(), &refusal).map_or_else(|| "! cannot revoke the rule".to_owned(), |n| format!("! {n}")),
+                            Err(refusal) => refusal.notice(Default::default()).map_or_else(|| "! cannot revoke the rule".to_owned(), |n| format!("! {n}")),
                         },
                     };
                     self.print(&notice).await?;

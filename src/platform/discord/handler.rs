@@ -13,7 +13,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serenity::all::{
     ChannelType, CommandInteraction, ComponentInteraction, ComponentInteractionDataKind, CreateInteractionResponse,
-    CreateInteractionResponseFollowup, CreateInteractionResponseMessage, EditInteractionResponse, GuildId, Member, ModalInteraction, User,
+    CreateInteractionResponseFollowup, CreateInteractionResponseMessage, EditInteractionResponse, GuildId, ModalInteraction,
 };
 use serenity::builder::Builder as _;
 
@@ -47,17 +47,6 @@ fn ephemeral(text: &str) -> CreateInteractionResponse {
     CreateInteractionResponse::Message(
         CreateInteractionResponseMessage::new().content(truncate(text, render::limits::CONTENT)).ephemeral(true),
     )
-}
-
-/// The person behind an interaction: user id, display name, and roles in the guild.
-pub fn actor(user: &User, member: Option<&Member>) -> Actor {
-    let name = member
-        .and_then(|m| m.nick.clone())
-        .or_else(|| user.global_name.clone())
-        .unwrap_or_else(|| user.name.clone());
-    let mut actor = Actor::new(PLATFORM, &user.id.get().to_string(), &name);
-    actor.role_ids = member.map(|m| m.roles.iter().map(|r| r.get().to_string()).collect()).unwrap_or_default();
-    actor
 }
 
 /// Decides the response to `interaction`. Also records its application id on the
@@ -351,7 +340,7 @@ async fn command_reply(shared: &Shared, c: &CommandInteraction, name: &str, chat
             Some("") => crate::platform::locale::rules::revoke_usage(locale).to_owned(),
             Some(id) => match shared.engine.revoke_rule(chat, actor, id).await {
                 Ok(rule) => crate::platform::locale::rules::revoked(locale, &rule),
-                Err(refusal) => crate::platform::locale::rules::refusal(locale, &refusal).unwrap_or_else(|| dtext(locale, DMsg::Internal).to_owned()),
+                Err(refusal) => refusal.notice(locale).unwrap_or_else(|| dtext(locale, DMsg::Internal).to_owned()),
             },
         },
         _ => dtext(locale, DMsg::NotHere).to_owned(),

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serenity::all::{GuildId, Member, User, UserId};
 
-use super::{Shared, handler, rest};
+use super::{PLATFORM, Shared, rest};
 use crate::interaction::Actor;
 
 /// How long a looked-up member's roles are trusted.
@@ -49,7 +49,7 @@ impl MemberCache {
 /// The person behind a click, command or message: `member` and `guild` as Discord
 /// sent them; without a member (a DM) the roles come from `discord.guild_id`.
 pub async fn person(shared: &Shared, user: &User, member: Option<&Member>, guild: Option<GuildId>) -> Actor {
-    let mut actor = handler::actor(user, member);
+    let mut actor = actor(user, member);
     actor.guild_id = guild.map(|g| g.get().to_string());
     if member.is_none() && guild.is_none() {
         actor.role_ids = dm_roles(shared, user.id).await;
@@ -83,4 +83,15 @@ async fn dm_roles(shared: &Shared, user: UserId) -> Vec<String> {
             Vec::new()
         }
     }
+}
+
+/// The person behind an interaction: user id, display name, and roles in the guild.
+pub fn actor(user: &User, member: Option<&Member>) -> Actor {
+    let name = member
+        .and_then(|m| m.nick.clone())
+        .or_else(|| user.global_name.clone())
+        .unwrap_or_else(|| user.name.clone());
+    let mut actor = Actor::new(PLATFORM, &user.id.get().to_string(), &name);
+    actor.role_ids = member.map(|m| m.roles.iter().map(|r| r.get().to_string()).collect()).unwrap_or_default();
+    actor
 }

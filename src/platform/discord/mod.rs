@@ -22,6 +22,7 @@ pub mod modal;
 pub mod render;
 pub mod rest;
 pub mod text;
+pub mod settings;
 
 use std::sync::{Arc, Mutex};
 
@@ -30,8 +31,8 @@ use secrecy::ExposeSecret;
 use serenity::all::{ChannelId, CreateAttachment, CreateMessage, EditMessage, Http, MessageId, MessageReference, MessageReferenceKind, ShardManager, UserId};
 
 use super::{Platform, PlatformError, reminder};
-use crate::backend::ToolGroupStatus;
-use crate::config::DiscordSettings;
+use crate::interaction::updates::ToolGroupStatus;
+use self::settings::DiscordSettings;
 use crate::engine::EngineHandle;
 use crate::interaction::policy::Mention;
 use crate::interaction::{AccessPolicy, Interaction};

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serenity::all::{Http, HttpBuilder};
 use serenity::http::HttpError;
 
-use crate::config::DiscordSettings;
+use super::settings::DiscordSettings;
 use crate::metrics::{Metrics, PlatformErrorKind};
 
 /// Attempts per call, the first included.

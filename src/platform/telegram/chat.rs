@@ -227,7 +227,7 @@ async fn rules(tg: &Telegram, chat: &ChatKey, user: &User, rest: &str, locale: L
         },
         (Some("revoke"), Some(id)) => match tg.engine.revoke_rule(chat.clone(), actor_of(user), id).await {
             Ok(rule) => crate::platform::locale::rules::revoked(locale, &rule),
-            Err(refusal) => crate::platform::locale::rules::refusal(locale, &refusal).unwrap_or_else(|| tg_text(locale, Tg::CommandFailed).to_owned()),
+            Err(refusal) => refusal.notice(locale).unwrap_or_else(|| tg_text(locale, Tg::CommandFailed).to_owned()),
         },
         _ => crate::platform::locale::rules::revoke_usage(locale).to_owned(),
     };

@@ -28,6 +28,7 @@ mod send;
 pub mod text;
 mod transport;
 pub mod wizard;
+pub mod settings;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -42,8 +43,8 @@ use self::wizard::{Caches, View, Wizard};
 use super::locale::{self, Locale, Msg};
 use super::token::TokenSigner;
 use super::{Platform, PlatformError, reminder};
-use crate::backend::ToolGroupStatus;
-use crate::config::{Settings, TelegramSettings};
+use crate::interaction::updates::ToolGroupStatus;
+use self::settings::TelegramSettings;
 use crate::engine::EngineHandle;
 use crate::interaction::policy::Mention;
 use crate::interaction::{AccessPolicy, Interaction};
@@ -115,8 +116,18 @@ pub enum StartError {
 /// identified (getMe) and, in webhook mode, the listener bound and the webhook set
 /// before this returns, so a bad token or a taken port stops the bridge with an error
 /// instead of retrying in the background forever; updates then flow in the background.
-pub async fn start(settings: &Settings, limits: Limits, engine: EngineHandle, signer: TokenSigner, store: Store, metrics: Metrics) -> Result<Arc<Telegram>, StartError> {
-    let tg = &settings.telegram;
+/// `policy` says who may answer; `replica` names this process on the update claims.
+#[allow(clippy::too_many_arguments)] // each is a separate piece the app hands over
+pub async fn start(
+    tg: &TelegramSettings,
+    policy: AccessPolicy,
+    replica: String,
+    limits: Limits,
+    engine: EngineHandle,
+    signer: TokenSigner,
+    store: Store,
+    metrics: Metrics,
+) -> Result<Arc<Telegram>, StartError> {
     let token = tg.token.as_ref().map(|t| t.expose_secret().to_owned()).filter(|t| !t.is_empty()).ok_or(StartError::NoToken)?;
     let mut bot = Bot::new(token);
     if let Some(url) = tg.api_url.as_deref().filter(|u| !u.is_empty()) {
@@ -128,13 +139,13 @@ pub async fn start(settings: &Settings, limits: Limits, engine: EngineHandle, si
         bot: TgBot { bot, limiter: limits::Limiter::new(tg.rate_limits), metrics: metrics.clone() },
         engine,
         signer,
-        policy: settings.access_policy(),
+        policy,
         settings: tg.clone(),
         limits,
         me: OnceLock::new(),
         wizard: Wizard::new(store.clone()),
         store,
-        replica: settings.backend.replica_id(),
+        replica,
         caches: Mutex::new(Caches::default()),
         lanes: lanes::Lanes::default(),
         tasks: Mutex::new(Vec::new()),

@@ -27,7 +27,7 @@ use tokio::task::JoinHandle;
 
 use super::send::retrying;
 use super::{StartError, Telegram, inbox};
-use crate::config::TelegramMode;
+use super::settings::TelegramMode;
 use crate::platform::commands::{COMMANDS, LANGUAGES};
 use crate::platform::locale::Locale;
 

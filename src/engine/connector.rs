@@ -1,7 +1,8 @@
 //! The [`Connector`] trait, the engine's one view of a backend, and [`Connectors`],
 //! which picks the connector that serves a session.
 //!
-//! A connector turns its backend's events into [`super::BackendInput`]s on the channel
+//! A connector turns its backend's events into
+//! [`BackendInput`](crate::interaction::updates::BackendInput)s on the channel
 //! the engine gave it, and delivers what the engine queued for its sessions. It never
 //! decides anything: the core decides, the store remembers.
 

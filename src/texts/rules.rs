@@ -3,7 +3,6 @@
 //! revoke changed nothing. Shared by every platform; pure.
 
 use super::{Locale, clock};
-use crate::engine::RevokeRefusal;
 use crate::interaction::{RememberScope, RememberedRule};
 
 /// A chat lists at most this many rules (newest last); the CLI lists all of them.
@@ -13,22 +12,22 @@ const MAX_LISTED: usize = 10;
 /// Args longer than this (as compact JSON) are cut in a chat listing.
 const MAX_ARGS_CHARS: usize = 60;
 
-/// Why `/rules revoke` changed nothing, as the person reads it; `None` for an
-/// internal failure (the platform's generic "something went wrong" fits better, and
-/// the error is logged).
-pub fn refusal(locale: Locale, refusal: &RevokeRefusal) -> Option<String> {
-    Some(match (refusal, locale) {
-        (RevokeRefusal::Unknown(id), Locale::En) => format!("No active rule has id {id}. /rules lists them."),
-        (RevokeRefusal::Unknown(id), Locale::Vi) => format!("Không có quy tắc nào đang hiệu lực với mã {id}. Gõ /rules để xem danh sách."),
-        (RevokeRefusal::Unknown(id), Locale::Zh) => format!("没有编号为 {id} 的有效规则。/rules 可查看列表。"),
-        (RevokeRefusal::NotAllowed, Locale::En) => "Only an approver or the person who set a rule may revoke it.".to_owned(),
-        (RevokeRefusal::NotAllowed, Locale::Vi) => "Chỉ người duyệt hoặc người đặt quy tắc mới được thu hồi nó.".to_owned(),
-        (RevokeRefusal::NotAllowed, Locale::Zh) => "只有审批人或设置该规则的人可以撤销它。".to_owned(),
-        (RevokeRefusal::Engine(e), _) => {
-            tracing::error!(error = %e, "cannot revoke a rule");
-            return None;
-        }
-    })
+/// `/rules revoke ID` when no active rule has that id.
+pub fn unknown_rule(locale: Locale, id: &str) -> String {
+    match locale {
+        Locale::En => format!("No active rule has id {id}. /rules lists them."),
+        Locale::Vi => format!("Không có quy tắc nào đang hiệu lực với mã {id}. Gõ /rules để xem danh sách."),
+        Locale::Zh => format!("没有编号为 {id} 的有效规则。/rules 可查看列表。"),
+    }
+}
+
+/// `/rules revoke ID` by someone who is neither an approver nor the rule's author.
+pub fn revoke_not_allowed(locale: Locale) -> &'static str {
+    match locale {
+        Locale::En => "Only an approver or the person who set a rule may revoke it.",
+        Locale::Vi => "Chỉ người duyệt hoặc người đặt quy tắc mới được thu hồi nó.",
+        Locale::Zh => "只有审批人或设置该规则的人可以撤销它。",
+    }
 }
 
 /// `/rules revoke` without an id.
@@ -124,7 +123,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::engine::EngineError;
     use crate::interaction::Actor;
 
     /// 2025-06-01T08:30:00Z.
@@ -171,9 +169,8 @@ mod tests {
         assert_eq!(listed.lines().count(), 1 + MAX_LISTED + 2);
         assert!(listed.contains("…and 2 more (hitl-bridge rules lists them all)."), "{listed}");
         assert_eq!(revoked(Locale::En, &rules[0]), "Rule a1b2c3d4e5f6 revoked: execute_trade will be asked again.");
-        assert_eq!(refusal(Locale::En, &RevokeRefusal::NotAllowed).as_deref(), Some("Only an approver or the person who set a rule may revoke it."));
-        assert_eq!(refusal(Locale::En, &RevokeRefusal::Unknown("x".into())).as_deref(), Some("No active rule has id x. /rules lists them."));
-        assert_eq!(refusal(Locale::En, &RevokeRefusal::Engine(EngineError::Stopped)), None);
+        assert_eq!(revoke_not_allowed(Locale::En), "Only an approver or the person who set a rule may revoke it.");
+        assert_eq!(unknown_rule(Locale::En, "x"), "No active rule has id x. /rules lists them.");
         assert_eq!(cut(&"x".repeat(61), MAX_ARGS_CHARS).chars().count(), MAX_ARGS_CHARS);
     }
 }

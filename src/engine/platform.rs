@@ -1,0 +1,56 @@
+//! The [`Platform`] trait: the engine's one view of a chat network, the mirror of
+//! [`super::Connector`]. Every method is one outgoing message or edit; rendering, and
+//! the network's limits, are the platform's.
+
+use futures_util::future::BoxFuture;
+
+use crate::interaction::Interaction;
+use crate::interaction::updates::ToolGroupStatus;
+use crate::interaction::policy::Mention;
+use crate::store::{ChatKey, MessageRef};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlatformError {
+    #[error("{platform}: {message}")]
+    Send { platform: &'static str, message: String },
+}
+
+/// What the engine asks of a platform. Every method is one outgoing message or edit.
+pub trait Platform: Send + Sync {
+    /// The name used in [`ChatKey::platform`].
+    fn name(&self) -> &'static str;
+
+    /// Agent text for a chat.
+    fn send_text<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>>;
+
+    /// A tool group's status line, created on the first call for a group and edited after.
+    fn tool_status<'a>(&'a self, chat: &'a ChatKey, status: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>>;
+
+    /// Shows a new interaction; returns the message id to edit later, if any.
+    fn show_interaction<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>>;
+
+    /// Whether a message shown stays there when the bridge restarts (a chat keeps it; a
+    /// terminal does not, and must print what waits again).
+    fn keeps_messages(&self) -> bool {
+        true
+    }
+
+    /// Re-renders an interaction's message: its draft changed, or it ended (then the
+    /// outcome is shown and the controls are removed).
+    fn refresh_interaction<'a>(&'a self, message: &'a MessageRef, interaction: &'a Interaction) -> BoxFuture<'a, Result<(), PlatformError>>;
+
+    /// A notice for a chat that is not agent output (an error from the backend, a
+    /// request that could not be understood).
+    fn send_notice<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>>;
+
+    /// An escalation reminder in `chat` that `interaction` still waits, mentioning
+    /// `mention` (whom `Approvers` means is the platform's call), as a reply to
+    /// `card`, the message that shows the request in this chat, when there is one (one
+    /// tap from the reminder to the buttons). Goes through the same send path and rate
+    /// limits as every other message.
+    ///
+    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention, card: Option<&'a MessageRef>) -> BoxFuture<'a, Result<(), PlatformError>>;
+
+    /// Stops background tasks (polling, gateway, HTTP servers). Called once at shutdown.
+    fn shutdown(&self) {}
+}
