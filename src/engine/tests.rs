@@ -5,7 +5,6 @@
 //! every refusal is counted, and audited once, whoever refused it.
 //! The platform and the connector are doubles that record what reached them.
 
-use crate::config::Settings;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -15,11 +14,11 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::*;
-use crate::backend::Connector;
-use crate::interaction::{RequestBuilder, Status, TimeoutDefaults};
-use crate::platform::PlatformError;
-use crate::protocol::{ActionRequest, DecisionType};
-use crate::store::MessageRef;
+use crate::config::Settings;
+use crate::interaction::updates::{SessionUpdate, ToolGroupStatus};
+use crate::interaction::{Actor, Request, RequestBuilder, Status, TimeoutDefaults, UserAction};
+use crate::protocol::{ActionRequest, Command, DecisionType};
+use crate::store::{MessageRef, PendingShow, ShowClaim};
 
 /// Long enough for a busy CI machine; only reached when a guarantee is broken.
 const WAIT: Duration = Duration::from_secs(20);

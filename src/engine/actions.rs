@@ -1,0 +1,197 @@
+//! What people do: talk to the agent, start or cancel a session, push a request over
+//! the API, and act on a request (a click, a form), retried when another replica
+//! changed the same draft at the same moment.
+
+
+use tokio::sync::oneshot;
+
+use super::lanes::Job;
+use super::{ActError, ActOutcome, DRAFT_RACE_BACKOFF, Decided, EngineError, MAX_DRAFT_RACES, PushOutcome, Shard, now_ms, policies};
+use super::shards::Input;
+
+use crate::interaction::{Actor, Applied, Attempt, Interaction, Origin, UserAction};
+use crate::protocol::{Command, UserInfo};
+use crate::store::{ApiRequest, AuditEntry, ChatKey};
+
+impl Shard {
+    pub(super) async fn session_for(&self, chat: &ChatKey) -> Result<String, EngineError> {
+        match self.store.session_for_chat(chat).await? {
+            Some(session) => Ok(session),
+            None => self.new_session(chat).await,
+        }
+    }
+
+    pub(super) async fn new_session(&self, chat: &ChatKey) -> Result<String, EngineError> {
+        let session = uuid::Uuid::new_v4().simple().to_string();
+        self.store.bind_chat(chat, &session, now_ms()).await?;
+        tracing::info!(session_id = %session, platform = %chat.platform, chat = %chat.chat_id, "new session");
+        Ok(session)
+    }
+
+    pub(super) async fn user_message(&self, chat: &ChatKey, actor: &Actor, text: &str) -> Result<String, EngineError> {
+        // Platforms ask first (`admit`, in the person's language); this is the check no
+        // platform can skip.
+        self.gate(chat, actor, "message", text, Default::default()).await?;
+        let session = self.session_for(chat).await?;
+        self.store.set_requester(&session, actor).await?;
+        let user = UserInfo { platform: actor.platform.clone(), id: actor.user_id.clone(), name: actor.name.clone() };
+        self.store.enqueue(&Command::message(&session, text, Some(user)), now_ms()).await?;
+        self.connectors.deliver(&session);
+        Ok(session)
+    }
+
+    /// A request pushed over the HTTP API: stored with its interaction in one
+    /// transaction, then shown on its targets. An existing key changes nothing.
+    #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = %interaction.approval_key(), session_id = %interaction.session_id))]
+    pub(super) async fn push(&mut self, request: ApiRequest, mut interaction: Interaction) -> Result<PushOutcome, EngineError> {
+        // The agent's own policy applies only when no configured one matches.
+        let requested = interaction.policy.take();
+        let interaction = self.policy_for(interaction, policies::PUSHED_BACKEND, &request.targets, requested);
+        if let Some(existing) = self.store.create_api_request(&request, &interaction, &self.show_claim(now_ms())).await? {
+            return Ok(PushOutcome::Existing(existing));
+        }
+        tracing::info!(approval_key = %interaction.approval_key(), agent = %request.agent, targets = request.targets.len(), "request pushed");
+        self.routes.insert(&interaction.id, &interaction.session_id);
+        self.deadlines.insert(interaction.id.clone(), interaction.deadline_ms);
+        self.watch_escalation(&interaction);
+        let interaction = self.answer_by_rule(interaction, policies::PUSHED_BACKEND).await?;
+        for chat in &request.targets {
+            if !self.lanes.push(chat, Job::Show(interaction.clone())) {
+                self.store.drop_show(&interaction.id, chat).await?;
+            }
+        }
+        Ok(PushOutcome::Created(Box::new(interaction)))
+    }
+
+    /// Cancels one interaction (an agent's DELETE). Returns it as it is afterwards;
+    /// one that had already ended is returned unchanged.
+    #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = tracing::field::Empty, session_id = tracing::field::Empty))]
+    pub(super) async fn cancel_interaction(&mut self, interaction_id: &str, reason: &str) -> Result<Option<Interaction>, EngineError> {
+        let Some(mut interaction) = self.store.interaction(interaction_id).await? else { return Ok(None) };
+        crate::logging::record_interaction(&interaction);
+        let now = now_ms();
+        if interaction.cancel(now, reason) && !self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await? {
+            // Another replica settled it first: report what it stored.
+            return Ok(self.store.interaction(interaction_id).await?);
+        }
+        Ok(Some(interaction))
+    }
+
+    /// `/cancel` in `chat`: the `cancel` command is queued here, in the chat's shard;
+    /// the session's shard settles its pending interactions and answers `done`.
+    pub(super) async fn cancel(&mut self, chat: &ChatKey, actor: &Actor, done: oneshot::Sender<Result<(), EngineError>>) {
+        let session_id = match self.store.session_for_chat(chat).await {
+            Ok(Some(session)) => session,
+            Ok(None) => return drop(done.send(Err(EngineError::NoSession))),
+            Err(e) => return drop(done.send(Err(e.into()))),
+        };
+        if let Err(e) = self.store.enqueue(&Command::Cancel { session_id: session_id.clone() }, now_ms()).await {
+            return drop(done.send(Err(e.into())));
+        }
+        self.connectors.deliver(&session_id);
+        // Sent from a task: the session's shard may be this one, whose queue this
+        // shard must not wait on.
+        let (shards, actor) = (self.shards.clone(), actor.clone());
+        tokio::spawn(async move {
+            let shard = shards.of_session(&session_id);
+            shards.send(shard, Input::CancelSession { session_id, actor, done }).await;
+        });
+    }
+
+    /// Cancels the session's pending interactions on behalf of `actor` (`/cancel`).
+    pub(super) async fn cancel_session(&mut self, session_id: &str, actor: &Actor) -> Result<(), EngineError> {
+        let now = now_ms();
+        for mut interaction in self.store.pending_in_session(session_id).await? {
+            if interaction.cancel(now, &format!("cancelled by {}", actor.name)) {
+                let mut audit = AuditEntry::for_settled(&interaction, now);
+                audit.actor = Some(actor.clone());
+                self.settle(&interaction, None, &audit).await?;
+            }
+        }
+        Ok(())
+    }
+
+    #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = tracing::field::Empty, session_id = tracing::field::Empty))]
+    pub(super) async fn act(&mut self, interaction_id: &str, actor: &Actor, action: UserAction) -> Result<ActOutcome, ActError> {
+        // A draft write loses only to a concurrent change of the same request (another
+        // replica's vote or escalation step): apply the action again to what is stored
+        // now, so a vote is never lost to a race. A settle that loses is final.
+        for attempt in 0..MAX_DRAFT_RACES {
+            if let Some(outcome) = self.act_once(interaction_id, actor, action.clone()).await? {
+                return Ok(outcome);
+            }
+            // The other replica is writing this request right now (a burst of votes):
+            // give it a moment, longer each time, rather than lose to it again.
+            tokio::time::sleep(DRAFT_RACE_BACKOFF * (attempt as u32 + 1)).await;
+        }
+        Err(ActError::Internal("the request kept changing while deciding; try again".into()))
+    }
+
+    /// One attempt at [`Shard::act`]: `None` when the draft changed under it.
+    pub(super) async fn act_once(&mut self, interaction_id: &str, actor: &Actor, action: UserAction) -> Result<Option<ActOutcome>, ActError> {
+        let mut interaction = self.store.interaction(interaction_id).await?.ok_or(ActError::UnknownInteraction)?;
+        crate::logging::record_interaction(&interaction);
+        let now = now_ms();
+        let applied = match interaction.apply(actor, action.clone(), &self.policy, now) {
+            Ok(applied) => applied,
+            Err(refusal) => {
+                self.record_refusal(&interaction, actor, &Attempt::Act(action), &refusal).await;
+                return Err(ActError::Refused(refusal));
+            }
+        };
+        match applied {
+            Applied::Updated => {
+                if !self.store.save_draft(&interaction).await? {
+                    return match self.store.interaction(interaction_id).await? {
+                        Some(current) if current.status.is_pending() => Ok(None),
+                        _ => Err(self.lost_race(interaction_id, actor, action, now).await),
+                    };
+                }
+                self.refresh(&interaction).await;
+                Ok(Some(ActOutcome::Updated(interaction)))
+            }
+            Applied::Resolved(reply) => {
+                let command = self.command_for(&interaction, reply);
+                let audit = AuditEntry::for_settled(&interaction, now);
+                let rule = interaction.rule_to_save(&self.backend_of(&interaction));
+                if !self.settle_as(&interaction, command.as_ref(), &audit, Decided::ByPerson { rule: rule.as_ref() }).await? {
+                    return match self.store.interaction(interaction_id).await? {
+                        // Its draft changed meanwhile (a vote on another replica):
+                        // apply this action again to what is stored.
+                        Some(current) if current.status.is_pending() => Ok(None),
+                        _ => Err(self.lost_race(interaction_id, actor, action, now).await),
+                    };
+                }
+                if let Some(rule) = &rule {
+                    tracing::info!(approval_key = %interaction.approval_key(), rule = %rule.id, scope = rule.scope.as_str(), tool = %rule.tool, "approval remembered");
+                }
+                tracing::info!(approval_key = %interaction.approval_key(), session_id = %interaction.session_id, by = %actor.name, "decided");
+                Ok(Some(ActOutcome::Resolved(interaction)))
+            }
+        }
+    }
+
+    /// The backend name rules and policies use for `interaction`'s requests.
+    pub(super) fn backend_of(&self, interaction: &Interaction) -> String {
+        match interaction.origin {
+            Origin::Pushed { .. } => policies::PUSHED_BACKEND.to_owned(),
+            Origin::Chat => self.backend_kind.clone(),
+        }
+    }
+
+    /// Another replica settled the interaction between our read and our write: answer
+    /// with the refusal its stored state gives.
+    pub(super) async fn lost_race(&self, interaction_id: &str, actor: &Actor, action: UserAction, now: i64) -> ActError {
+        match self.store.interaction(interaction_id).await {
+            Ok(Some(mut current)) => match current.apply(actor, action.clone(), &self.policy, now) {
+                Err(refusal) => {
+                    self.record_refusal(&current, actor, &Attempt::Act(action), &refusal).await;
+                    ActError::Refused(refusal)
+                }
+                Ok(_) => ActError::Internal("the interaction changed while deciding; try again".into()),
+            },
+            Ok(None) => ActError::UnknownInteraction,
+            Err(e) => e.into(),
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! Deadlines: a request whose time is up is expired (rejected or left, per
+//! `timeouts.on_expiry`), after the grace the backend's own timeout gets.
+
+
+
+use super::{EngineError, OnExpiry, Shard, policies};
+
+use crate::store::AuditEntry;
+
+impl Shard {
+    /// The grace after interaction `id`'s deadline: none when its backend has no timer.
+    pub(super) fn grace_for(&self, id: &str) -> i64 {
+        match self.routes.session_of(id) {
+            Some(session) if !self.connectors.takes_commands(&session) => 0,
+            _ => self.grace_ms,
+        }
+    }
+
+    /// Expires what is past its deadline, plus the grace period where the backend keeps
+    /// its own timer (PROTOCOL.md §6: its `approval_timeout` normally ends the request at
+    /// the deadline; the grace covers one that never comes). A request pushed over the
+    /// HTTP API has no other timer: it ends at the deadline its card shows.
+    pub(super) async fn expire_due(&mut self, now: i64) -> Result<(), EngineError> {
+        let due: Vec<String> = self
+            .deadlines
+            .iter()
+            .filter(|(id, deadline)| now >= **deadline + self.grace_for(id))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            self.deadlines.remove(&id);
+            let Some(mut interaction) = self.store.interaction(&id).await? else {
+                self.routes.remove(&id);
+                continue;
+            };
+            // A policy's fallback replaces `timeouts.on_expiry`.
+            let under_fallback = interaction.policy_fallback().is_some();
+            let ended = if under_fallback { interaction.apply_fallback(now) } else { interaction.expire(now, false) };
+            if !ended {
+                if interaction.status.is_pending() {
+                    // Its deadline moved (read from another replica's write): watch that.
+                    self.deadlines.insert(id, interaction.deadline_ms);
+                } else {
+                    // Settled elsewhere (another replica): nothing left to route here.
+                    self.routes.remove(&id);
+                }
+                continue;
+            }
+            let reply = match (under_fallback, self.on_expiry) {
+                (true, _) => interaction.reply.clone(),
+                (false, OnExpiry::Reject) => interaction.expiry_reply(),
+                (false, OnExpiry::Leave) => None,
+            };
+            interaction.reply = reply.clone();
+            let command = reply.and_then(|reply| self.command_for(&interaction, reply));
+            tracing::info!(approval_key = %interaction.approval_key(), session_id = %interaction.session_id, fallback = under_fallback, "expired by the bridge");
+            if self.settle(&interaction, command.as_ref(), &AuditEntry::for_settled(&interaction, now)).await?
+                && let Some(action) = policies::fallback_action(&interaction)
+            {
+                self.metrics.policy_action(action);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,92 @@
+//! Settling: the decision made durable with its audit row and outbox command in one
+//! conditional write, then delivered; and what the backend says about delivery.
+
+
+
+use super::{DELIVERY_GRACE_MS, Decided, EngineError, Shard, now_ms};
+
+use crate::interaction::{Delivery, Interaction};
+use crate::protocol::{Command, Reply};
+use crate::store::AuditEntry;
+
+impl Shard {
+    /// Persists a settled interaction with its command and audit entry, then delivers
+    /// and re-renders. False when it was already settled (nothing changed).
+    ///
+    /// With a command, the re-render waits for the backend's proof of delivery (or
+    /// [`DELIVERY_GRACE_MS`], after which it shows "saved, not yet delivered").
+    #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = %interaction.approval_key(), session_id = %interaction.session_id))]
+    pub(super) async fn settle(&mut self, interaction: &Interaction, command: Option<&Command>, audit: &AuditEntry) -> Result<bool, EngineError> {
+        self.settle_as(interaction, command, audit, Decided::Otherwise).await
+    }
+
+    /// [`Shard::settle`], saying how it was decided: a person's decision settles only
+    /// over the stored copy it was made on, with the rule it remembers.
+    pub(super) async fn settle_as(&mut self, interaction: &Interaction, command: Option<&Command>, audit: &AuditEntry, decided: Decided<'_>) -> Result<bool, EngineError> {
+        let mut interaction = interaction.clone();
+        if command.is_some() {
+            interaction.delivery = Delivery::Queued;
+        }
+        let stored = match decided {
+            Decided::ByPerson { rule } => self.store.settle_decision(&interaction, command, audit, rule).await?,
+            Decided::Otherwise => self.store.settle(&interaction, command, audit).await?,
+        };
+        if !stored {
+            return Ok(false);
+        }
+        self.deadlines.remove(&interaction.id);
+        self.escalations.remove(&interaction.id);
+        self.routes.remove(&interaction.id);
+        self.metrics.settled(&interaction);
+        self.connectors.settled(&interaction);
+        if command.is_some() {
+            self.connectors.deliver(&interaction.session_id);
+            self.undelivered.insert(interaction.id.clone(), (now_ms() + DELIVERY_GRACE_MS, interaction));
+        } else {
+            self.refresh(&interaction).await;
+        }
+        Ok(true)
+    }
+
+    /// Shows as "not yet delivered" what waited longer than the grace for its proof.
+    pub(super) async fn show_undelivered(&mut self, now: i64) {
+        let due: Vec<String> = self.undelivered.iter().filter(|(_, (at, _))| now >= *at).map(|(id, _)| id.clone()).collect();
+        for id in due {
+            if let Some((_, interaction)) = self.undelivered.remove(&id) {
+                tracing::info!(approval_key = %interaction.approval_key(), session_id = %interaction.session_id, "decision saved; the backend has not confirmed it yet");
+                self.refresh(&interaction).await;
+            }
+        }
+    }
+
+    /// The backend proved it has the reply (`Delivered`), timed the request out before
+    /// it did (`TooLate`) or stopped waiting for it (`NotWaiting`): store that and
+    /// re-render.
+    #[tracing::instrument(name = "interaction", skip(self, delivery))]
+    pub(super) async fn delivery_changed(&mut self, session_id: &str, approval_key: &str, delivery: Delivery) -> Result<(), EngineError> {
+        let Some(mut interaction) = self.store.interaction_by_key(session_id, approval_key).await? else { return Ok(()) };
+        if interaction.delivery != Delivery::Queued {
+            return Ok(());
+        }
+        interaction.delivery = delivery;
+        self.store.save_delivery(&interaction).await?;
+        self.undelivered.remove(&interaction.id);
+        tracing::info!(%approval_key, %session_id, ?delivery, "delivery settled");
+        self.refresh(&interaction).await;
+        Ok(())
+    }
+
+    /// The `approval` command carrying `reply`, when the session's connector takes
+    /// commands (the HTTP API's agents read the reply themselves).
+    pub(super) fn command_for(&self, interaction: &Interaction, reply: Reply) -> Option<Command> {
+        self.connectors.takes_commands(&interaction.session_id).then(|| approval_command(interaction, reply))
+    }
+}
+
+pub(super) fn approval_command(interaction: &Interaction, reply: Reply) -> Command {
+    Command::Approval {
+        session_id: interaction.session_id.clone(),
+        approval_key: interaction.approval_key().to_owned(),
+        reply,
+    }
+}

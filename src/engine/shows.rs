@@ -1,0 +1,123 @@
+//! Showing requests in chats: the store-wide rescans every replica runs, shows that
+//! failed and are due again, re-rendering what a restart left stale, and which chats
+//! show a request.
+
+
+
+use super::lanes::Job;
+use super::{EngineError, PendingShown, SHOW_CLAIM_MS, Shared};
+use super::shards::{Input, Shards, Watched};
+
+use crate::interaction::{Interaction, Origin};
+use crate::store::{ChatKey, ShowClaim, Store};
+
+impl Shared {
+    /// Picks up what other replicas started: deadlines to watch (each handed to its
+    /// session's shard), sessions to connect (the connector only connects those whose
+    /// lease it can take).
+    pub(super) async fn rescan(&self, shards: &Shards) -> Result<(), EngineError> {
+        let mut watch: Vec<Vec<Watched>> = vec![Vec::new(); shards.count()];
+        for interaction in self.store.pending_interactions().await? {
+            self.routes.insert(&interaction.id, &interaction.session_id);
+            watch[shards.of_session(&interaction.session_id)].push(Watched::of(&interaction));
+        }
+        for (shard, pending) in watch.into_iter().enumerate().filter(|(_, pending)| !pending.is_empty()) {
+            shards.send(shard, Input::Watch(pending)).await;
+        }
+        for session in self.store.sessions_with_work().await? {
+            self.connectors.deliver(&session);
+        }
+        self.show_outside_settles().await?;
+        self.notify_pairings().await
+    }
+
+    /// A claim on `pending_shows` rows for this replica, from `now`.
+    pub(super) fn show_claim(&self, now: i64) -> ShowClaim {
+        ShowClaim { owner: self.show_owner.clone(), until_ms: now + SHOW_CLAIM_MS }
+    }
+
+    /// Shows again what still has to appear somewhere: failed sends whose backoff is
+    /// over, and, after a restart, what was never shown. Each is shown by the shard
+    /// of its session ([`Shard::reshow`]).
+    pub(super) async fn show_due(&self, shards: &Shards, now: i64) -> Result<(), EngineError> {
+        self.store.renew_show_claims(&self.show_claim(now), now).await?;
+        for due in self.store.claim_due_shows(&self.show_claim(now), now).await? {
+            let session = match self.routes.session_of(&due.interaction_id) {
+                Some(session) => session,
+                None => match self.store.interaction(&due.interaction_id).await? {
+                    Some(interaction) => interaction.session_id,
+                    None => {
+                        self.store.drop_show(&due.interaction_id, &due.chat).await?;
+                        continue;
+                    }
+                },
+            };
+            shards.send(shards.of_session(&session), Input::Reshow(due)).await;
+        }
+        Ok(())
+    }
+
+    /// After a restart, platforms re-render what still waits and does not show its
+    /// current state: a chat message whose interaction moved on since it was last
+    /// edited (a vote saved just before a crash), and everything a terminal printed.
+    /// A message already showing its state is left alone, so a restart with thousands
+    /// pending costs no edits. Each lane reads the interaction when its turn comes, so
+    /// one settled meanwhile is shown settled.
+    pub(super) async fn show_pending(&self) {
+        match self.store.stale_pending_messages().await {
+            Ok(stale) => {
+                tracing::info!(messages = stale.len(), "rendering again what does not show its current state");
+                for (interaction_id, chat) in stale {
+                    self.lanes.push(&chat, Job::Rerender(interaction_id));
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "cannot list the messages to render again"),
+        }
+    }
+
+    /// Re-renders every message that shows `interaction`, in each chat's lane.
+    pub(super) async fn refresh(&self, interaction: &Interaction) {
+        for chat in self.chats_showing(interaction).await {
+            self.lanes.push(&chat, Job::Refresh(interaction.clone()));
+        }
+    }
+
+    /// The chats that show `interaction` or may yet: those bound to its session (a
+    /// `Show` may still be queued there) and any other chat with a message showing it.
+    pub(super) async fn chats_showing(&self, interaction: &Interaction) -> Vec<ChatKey> {
+        let mut chats = match self.store.chats_for_session(&interaction.session_id).await {
+            Ok(chats) => chats,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot load the chats of a session");
+                return Vec::new();
+            }
+        };
+        match self.store.message_refs(&interaction.id).await {
+            Ok(messages) => chats.extend(messages.into_iter().map(|m| m.chat)),
+            Err(e) => tracing::error!(error = %e, "cannot load message references"),
+        }
+        // Where a `Show` may still be queued: routed chats, or a pushed request's targets.
+        match &interaction.origin {
+            Origin::Chat => chats.extend(self.extra_chats.iter().cloned()),
+            Origin::Pushed { agent, .. } => match self.store.api_request(agent, interaction.approval_key()).await {
+                Ok(Some(request)) => chats.extend(request.targets),
+                Ok(None) => {}
+                Err(e) => tracing::error!(error = %e, "cannot load a pushed request's targets"),
+            },
+        }
+        chats.sort_by(|a, b| (&a.platform, &a.chat_id, &a.thread_id).cmp(&(&b.platform, &b.chat_id, &b.thread_id)));
+        chats.dedup();
+        chats
+    }
+}
+
+/// Pending interactions shown in `chat`, with the messages there that show them.
+pub(super) async fn pending_in_chat(store: &Store, chat: &ChatKey) -> Result<PendingShown, EngineError> {
+    let mut out = Vec::new();
+    for interaction in store.pending_in_chat(chat).await? {
+        let messages = store.message_refs(&interaction.id).await?;
+        let here = messages.into_iter().filter(|m| m.chat == *chat).collect();
+        out.push((interaction, here));
+    }
+    Ok(out)
+}

@@ -1,0 +1,122 @@
+//! What a backend said: text, tool lines, new requests, results, history after a
+//! reconnect, errors, each turned into store writes and chat jobs.
+
+
+
+use super::lanes::Job;
+use super::{EngineError, Shard, now_ms, routing};
+
+use crate::interaction::updates::{self as history, BackendInput, HistoryResolution, SessionUpdate, ToolGroupStatus};
+use crate::interaction::{Delivery, Interaction, Request};
+use crate::store::AuditEntry;
+
+impl Shard {
+    pub(super) async fn handle_backend(&mut self, input: BackendInput) -> Result<(), EngineError> {
+        let BackendInput { session_id, update } = input;
+        match update {
+            SessionUpdate::Text { text, .. } => {
+                for chat in self.store.chats_for_session(&session_id).await? {
+                    self.lanes.push(&chat, Job::Text(text.clone()));
+                }
+            }
+            SessionUpdate::ToolGroup(status) => self.tool_status(&session_id, &status).await?,
+            SessionUpdate::Request(request) => self.new_interaction(&session_id, request).await?,
+            SessionUpdate::InvalidRequest { approval_key, reason } => {
+                tracing::warn!(%session_id, %approval_key, %reason, "cannot show an approval request");
+                self.notice(&session_id, &format!("The agent sent a request the bridge cannot show ({approval_key}): {reason}")).await?;
+            }
+            SessionUpdate::Resolved { approval_key, reply } => {
+                let now = now_ms();
+                if let Some(mut interaction) = self.store.interaction_by_key(&session_id, &approval_key).await?
+                    && interaction.resolve_elsewhere(reply, now)
+                {
+                    self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await?;
+                }
+            }
+            SessionUpdate::TimedOut { approval_key } => {
+                let now = now_ms();
+                if let Some(mut interaction) = self.store.interaction_by_key(&session_id, &approval_key).await? {
+                    if interaction.expire(now, true) {
+                        self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await?;
+                    } else {
+                        self.delivery_changed(&session_id, &approval_key, Delivery::TooLate { at_ms: now }).await?;
+                    }
+                }
+            }
+            SessionUpdate::Delivered { approval_key } => {
+                self.delivery_changed(&session_id, &approval_key, Delivery::Delivered { at_ms: now_ms() }).await?;
+            }
+            SessionUpdate::NoLongerWaiting { approval_key } => {
+                tracing::warn!(%session_id, %approval_key, "the backend no longer waits for this request; the reply was not delivered");
+                self.delivery_changed(&session_id, &approval_key, Delivery::NotWaiting { at_ms: now_ms() }).await?;
+            }
+            SessionUpdate::TurnEnded => tracing::debug!(%session_id, "turn ended"),
+            SessionUpdate::TurnFailed { message } => {
+                self.notice(&session_id, &format!("The agent reported an error: {message}")).await?;
+            }
+            SessionUpdate::ResolvedInHistory(resolved) => self.reconcile(&session_id, &resolved).await?,
+        }
+        Ok(())
+    }
+
+    pub(super) async fn tool_status(&mut self, session_id: &str, status: &ToolGroupStatus) -> Result<(), EngineError> {
+        for chat in self.store.chats_for_session(session_id).await? {
+            self.lanes.push(&chat, Job::ToolStatus(status.clone()));
+        }
+        Ok(())
+    }
+
+    #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = tracing::field::Empty, session_id = tracing::field::Empty))]
+    pub(super) async fn new_interaction(&mut self, session_id: &str, request: Request) -> Result<(), EngineError> {
+        let id = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
+        let requester = self.store.requester(session_id).await?;
+        let now = now_ms();
+        let interaction = Interaction::new(id, session_id.to_owned(), request, requester, now);
+        crate::logging::record_interaction(&interaction);
+        let mut chats = self.store.chats_for_session(session_id).await?;
+        chats.extend(self.extra_chats.iter().cloned());
+        let chats = routing::dedup(chats);
+        let backend = self.backend_kind.clone();
+        let interaction = self.policy_for(interaction, &backend, &chats, None);
+        // Stored with the chats it must appear in: shown now, or retried until it is.
+        if !self.store.insert_interaction_to_show(&interaction, &chats, &self.show_claim(now), now).await? {
+            tracing::debug!(%session_id, approval_key = %interaction.approval_key(), "request already known; ignoring the replay");
+            return Ok(());
+        }
+        self.routes.insert(&interaction.id, &interaction.session_id);
+        self.deadlines.insert(interaction.id.clone(), interaction.deadline_ms);
+        self.watch_escalation(&interaction);
+        let interaction = self.answer_by_rule(interaction, &backend).await?;
+        if chats.is_empty() {
+            tracing::warn!(%session_id, approval_key = %interaction.approval_key(), "no chat is bound to this session; the request waits for its deadline");
+        }
+        for chat in chats {
+            if !self.lanes.push(&chat, Job::Show(interaction.clone())) {
+                self.store.drop_show(&interaction.id, &chat).await?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) async fn reconcile(&mut self, session_id: &str, resolved: &[HistoryResolution]) -> Result<(), EngineError> {
+        let now = now_ms();
+        let session = self.store.interactions_in_session(session_id).await?;
+        for interaction in session.iter().filter(|i| i.status.is_pending()) {
+            let mut interaction = interaction.clone();
+            if let Some(found) = history::resolution_for(resolved, &interaction, &session)
+                && interaction.resolve_elsewhere(found.reply.clone(), now)
+            {
+                tracing::info!(%session_id, approval_key = %interaction.approval_key(), "resolved while the bridge was away");
+                self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) async fn notice(&mut self, session_id: &str, text: &str) -> Result<(), EngineError> {
+        for chat in self.store.chats_for_session(session_id).await? {
+            self.lanes.push(&chat, Job::Notice(text.to_owned()));
+        }
+        Ok(())
+    }
+}
