@@ -162,7 +162,11 @@ async fn healthz_behind_idle_connections(soft: u64, hard: u64) {
     samples.sort();
     let p50 = samples.get(samples.len() / 2).copied().unwrap_or_default();
     let max = samples.last().copied().unwrap_or_default();
-    println!("  {} idle connections opened; /healthz answered {} of 20: p50 {p50:.2?}, max {max:.2?} (target < 1 s), {failed} unanswered", idle.len(), samples.len());
+    println!(
+        "  {} idle connections opened; /healthz answered {} of 20: p50 {p50:.2?}, max {max:.2?} (target < 1 s), {failed} unanswered",
+        idle.len(),
+        samples.len()
+    );
     drop(idle);
     bridge.stop();
 }

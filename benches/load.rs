@@ -14,12 +14,12 @@
 
 #[path = "../tests/support/fake_telegram.rs"]
 mod fake_telegram;
+#[path = "common/seed.rs"]
+mod seed;
 #[path = "../tests/support/mod.rs"]
 mod support;
 #[path = "../tests/support/test_db.rs"]
 mod test_db;
-#[path = "common/seed.rs"]
-mod seed;
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -70,13 +70,7 @@ impl Samples {
 
     fn line(&self, what: &str) {
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-        println!(
-            "  {what:<58} n={:<6} p50 {:>9.2} ms  p99 {:>9.2} ms  max {:>9.2} ms",
-            self.0.len(),
-            ms(self.at(0.5)),
-            ms(self.at(0.99)),
-            ms(self.at(1.0))
-        );
+        println!("  {what:<58} n={:<6} p50 {:>9.2} ms  p99 {:>9.2} ms  max {:>9.2} ms", self.0.len(), ms(self.at(0.5)), ms(self.at(0.99)), ms(self.at(1.0)));
     }
 }
 
@@ -312,12 +306,8 @@ impl Rig {
         self.agent.wait("the approval commands", |s| keys.iter().all(|k| s.approvals.contains_key(k))).await;
         let drained = started.elapsed();
         let approvals = self.agent.state().approvals.clone();
-        let delivered: HashMap<String, Instant> = self
-            .tg
-            .deliveries()
-            .into_iter()
-            .filter_map(|(u, at)| Some((u["callback_query"]["id"].as_str()?.to_owned(), at)))
-            .collect();
+        let delivered: HashMap<String, Instant> =
+            self.tg.deliveries().into_iter().filter_map(|(u, at)| Some((u["callback_query"]["id"].as_str()?.to_owned(), at))).collect();
         let mut from_delivery = Vec::new();
         let mut from_push = Vec::new();
         for (query, (key, pushed_at)) in &pushed {
@@ -400,7 +390,6 @@ async fn with_limits(n: usize) {
 
 // ---------------------------------------------------------------------------------
 // Durable decisions: the store alone, as the engine uses it.
-
 
 fn answer(i: &mut Interaction) {
     let who = Actor::new("console", "u", "U");
@@ -625,7 +614,12 @@ async fn pending(n: usize) {
     let store = Store::connect(&format!("sqlite://{}", db.display())).await.expect("store");
     let still = store.pending_interactions().await.expect("pending").len();
     store.close().await;
-    println!("  restart (SIGKILL, start again): /readyz in {:.2} s; {} clicks queued meanwhile answered in {:.2} s", ready.as_secs_f64(), queries.len(), clicked.as_secs_f64());
+    println!(
+        "  restart (SIGKILL, start again): /readyz in {:.2} s; {} clicks queued meanwhile answered in {:.2} s",
+        ready.as_secs_f64(),
+        queries.len(),
+        clicked.as_secs_f64()
+    );
     println!("    {resolved}/{} clicked requests resolved; {still} still pending (expected {})", queries.len(), n - queries.len());
     println!("    Telegram calls from the restart until the last click was answered: {calls:?}");
     let (peak, _) = child.memory();

@@ -6,32 +6,32 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::io::{AsyncBufRead, AsyncWrite};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use tokio::io::{AsyncBufRead, AsyncWrite};
 
 use futures_util::FutureExt as _;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
-use crate::backend::http_api::auth::Tokens;
-use crate::listener::Limits;
+use crate::backend::agno::AgnoTransport;
 use crate::backend::http_api::HttpApi;
+use crate::backend::http_api::auth::Tokens;
+use crate::backend::kimi::KimiTransport;
 use crate::backend::lease::Lease;
 use crate::backend::session::{SessionConnector, SessionOptions};
-use crate::backend::kimi::KimiTransport;
 use crate::backend::stream::StreamTransport;
-use crate::backend::agno::AgnoTransport;
 use crate::backend::{Connector, Connectors};
 use crate::config::{BackendKind, Settings};
 use crate::engine::{Engine, EngineError, EngineHandle};
+use crate::listener::Limits;
 use crate::metrics::Metrics;
-use crate::server::Readiness;
 use crate::platform::console::Console;
 use crate::platform::token::TokenSigner;
 use crate::platform::{Platform, PlatformError};
-use secrecy::ExposeSecret;
+use crate::server::Readiness;
 use crate::store::{Store, StoreError};
+use secrecy::ExposeSecret;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -86,9 +86,8 @@ impl App {
         let store = Store::connect(&settings.store.url)
             .await
             .map_err(|source| AppError::Store { url: crate::config::url_without_password(&settings.store.url), source })?;
-        let signer = token_signer(settings, &store)
-            .await
-            .map_err(|source| AppError::Store { url: crate::config::url_without_password(&settings.store.url), source })?;
+        let signer =
+            token_signer(settings, &store).await.map_err(|source| AppError::Store { url: crate::config::url_without_password(&settings.store.url), source })?;
         let (engine, requests) = EngineHandle::channel();
         // This bridge's own registry: figures of other bridges in the process never mix in.
         let metrics = Metrics::new();
@@ -106,15 +105,32 @@ impl App {
         // A platform that is enabled but cannot start stops the bridge with a clear
         // error, rather than running without it.
         if settings.telegram.enabled {
-            let telegram = crate::platform::telegram::start(&settings.telegram, settings.access_policy(), settings.backend.replica_id(), limits, engine.clone(), signer.clone(), store.clone(), metrics.clone())
-                .await
-                .map_err(|e| AppError::Platform { platform: "telegram", reason: e.to_string() })?;
+            let telegram = crate::platform::telegram::start(
+                &settings.telegram,
+                settings.access_policy(),
+                settings.backend.replica_id(),
+                limits,
+                engine.clone(),
+                signer.clone(),
+                store.clone(),
+                metrics.clone(),
+            )
+            .await
+            .map_err(|e| AppError::Platform { platform: "telegram", reason: e.to_string() })?;
             platforms.push(telegram);
         }
         if settings.discord.enabled {
-            let discord = crate::platform::discord::start(&settings.discord, limits, settings.access_policy(), signer.clone(), engine.clone(), store.clone(), metrics.clone())
-                .await
-                .map_err(|e| AppError::Platform { platform: "discord", reason: e.to_string() })?;
+            let discord = crate::platform::discord::start(
+                &settings.discord,
+                limits,
+                settings.access_policy(),
+                signer.clone(),
+                engine.clone(),
+                store.clone(),
+                metrics.clone(),
+            )
+            .await
+            .map_err(|e| AppError::Platform { platform: "discord", reason: e.to_string() })?;
             platforms.push(discord);
         }
         if platforms.is_empty() {
@@ -239,15 +255,18 @@ async fn token_signer(settings: &Settings, store: &Store) -> Result<TokenSigner,
     if let Some(secret) = settings.tokens.secret.as_ref().filter(|s| !s.expose_secret().is_empty()) {
         return Ok(TokenSigner::new(secret.expose_secret().as_bytes()));
     }
-    let generated = store
-        .secret("callback_tokens", || format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple()))
-        .await?;
+    let generated = store.secret("callback_tokens", || format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())).await?;
     Ok(TokenSigner::new(generated.as_bytes()))
 }
 
 /// The connector for chat sessions: the session machinery (leases, outbox, reconnects)
 /// around the transport `backend.kind` names.
-fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc::Sender<crate::backend::BackendInput>, metrics: &Metrics) -> Arc<dyn Connector> {
+fn chat_connector(
+    settings: &Settings,
+    store: &Store,
+    updates: tokio::sync::mpsc::Sender<crate::backend::BackendInput>,
+    metrics: &Metrics,
+) -> Arc<dyn Connector> {
     let backend = &settings.backend;
     let defaults = settings.timeouts.defaults();
     let options = SessionOptions {
@@ -259,16 +278,12 @@ fn chat_connector(settings: &Settings, store: &Store, updates: tokio::sync::mpsc
     };
     let lease = Lease::new(store.clone(), backend.lease_secs, backend.replica_id());
     match backend.kind {
-        BackendKind::Stream => {
-            Arc::new(SessionConnector::new(StreamTransport::new(backend.clone(), defaults), options, lease, store.clone(), updates))
-        }
+        BackendKind::Stream => Arc::new(SessionConnector::new(StreamTransport::new(backend.clone(), defaults), options, lease, store.clone(), updates)),
         BackendKind::ClaudeCode => {
             let transport = crate::backend::claude_code::ClaudeCodeTransport::new(settings.claude_code.clone(), defaults);
             Arc::new(SessionConnector::new(transport, options, lease, store.clone(), updates))
         }
-        BackendKind::Agno => {
-            Arc::new(SessionConnector::new(AgnoTransport::new(settings.agno.clone(), defaults), options, lease, store.clone(), updates))
-        }
+        BackendKind::Agno => Arc::new(SessionConnector::new(AgnoTransport::new(settings.agno.clone(), defaults), options, lease, store.clone(), updates)),
         BackendKind::Kimi => {
             let transport = KimiTransport::new(settings.kimi.clone(), defaults);
             Arc::new(SessionConnector::new(transport, options, lease, store.clone(), updates))

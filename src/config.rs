@@ -181,10 +181,8 @@ impl Settings {
             BackendKind::ClaudeCode => self.claude_code.validate().err(),
         };
         let owned = |problem: Option<(&'static str, &'static str)>| problem.map(|(key, reason)| (key, reason.to_owned()));
-        let problem = owned(self.backend.problem())
-            .or(backend_problem)
-            .or_else(|| owned(self.backend.connection_problem()))
-            .or_else(|| owned(self.store.problem()));
+        let problem =
+            owned(self.backend.problem()).or(backend_problem).or_else(|| owned(self.backend.connection_problem())).or_else(|| owned(self.store.problem()));
         if let Some((key, reason)) = problem {
             return Err(ConfigError::Invalid { key, reason });
         }
@@ -202,7 +200,10 @@ impl Settings {
         }
         for channel in &self.routing.channels {
             if crate::engine::routing::parse_chat(channel).is_none() {
-                return invalid("routing.channels", &format!("`{channel}` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, console)"));
+                return invalid(
+                    "routing.channels",
+                    &format!("`{channel}` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, console)"),
+                );
             }
         }
         self.try_policies()?;
@@ -432,8 +433,14 @@ mod tests {
         for (toml, expected) in [
             ("[[policies]]\ntools = [\"t\"]\nquorum = 0", "`policies[0].quorum`: must be between 1 and 50, not 0"),
             ("[[policies]]\ntools = [\"a\"]\n[[policies]]\ntools = [\"t\"]\nbackends = [\"ftp\"]", "`policies[1].backends[0]`: `ftp` is not a backend kind"),
-            ("[[policies]]\ntools = [\"t\"]\nescalation = [{ after = \"5m\", show_in = \"irc:#ops\" }]", "`policies[0].escalation[0].show_in`: `irc:#ops` is not platform:chat"),
-            ("[[policies]]\ntools = [\"t\"]\nescalation = [{ after = \"15m\", remind = \"approvers\" }, { after = \"5m\", fallback = \"reject\" }]", "`policies[0].escalation[1].after`: must come after"),
+            (
+                "[[policies]]\ntools = [\"t\"]\nescalation = [{ after = \"5m\", show_in = \"irc:#ops\" }]",
+                "`policies[0].escalation[0].show_in`: `irc:#ops` is not platform:chat",
+            ),
+            (
+                "[[policies]]\ntools = [\"t\"]\nescalation = [{ after = \"15m\", remind = \"approvers\" }, { after = \"5m\", fallback = \"reject\" }]",
+                "`policies[0].escalation[1].after`: must come after",
+            ),
             ("[[policies]]\nquorum = 2", "`policies[0].tools`: must list at least one"),
         ] {
             let err = with_policies(toml).unwrap_err().to_string();

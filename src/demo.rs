@@ -31,7 +31,13 @@ pub enum DemoChat {
 /// demo's store, the HTTP API on `http_listen`; for a bot chat, that platform on with
 /// pairing (so strangers get a code the terminal approves) and the terminal chat off.
 pub fn settings(chat: DemoChat, backend_url: &str, history_url: &str, http_listen: &str) -> Result<Settings, ConfigError> {
-    let mut overrides = vec![("backend.kind", "stream"), ("backend.url", backend_url), ("backend.history_url", history_url), ("store.url", STORE), ("http.listen", http_listen)];
+    let mut overrides = vec![
+        ("backend.kind", "stream"),
+        ("backend.url", backend_url),
+        ("backend.history_url", history_url),
+        ("store.url", STORE),
+        ("http.listen", http_listen),
+    ];
     match chat {
         DemoChat::Terminal => {
             overrides.push(("console.enabled", "true"));

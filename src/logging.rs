@@ -17,8 +17,8 @@ use tracing_subscriber::fmt::format::{JsonFields, Writer};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
 use tracing_subscriber::registry::LookupSpan;
 
-use serde::{Deserialize, Serialize};
 use crate::interaction::Interaction;
+use serde::{Deserialize, Serialize};
 
 /// The `[log]` section.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -46,8 +46,7 @@ pub enum LogFormat {
 
 /// Installs the process-wide subscriber, writing to stderr. Call once, first thing.
 pub fn init(settings: &LogSettings) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&settings.filter));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&settings.filter));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     match settings.format {
         LogFormat::Pretty => builder.with_ansi(colour_wanted()).init(),
@@ -145,12 +144,8 @@ mod tests {
     fn json_lines(log: impl FnOnce()) -> Vec<Value> {
         let captured = Captured::default();
         let writer = captured.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .fmt_fields(JsonFields::new())
-            .event_format(JsonLine)
-            .finish();
+        let subscriber =
+            tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).fmt_fields(JsonFields::new()).event_format(JsonLine).finish();
         tracing::subscriber::with_default(subscriber, log);
         let text = String::from_utf8(captured.0.lock().expect("lock").clone()).expect("utf-8");
         text.lines().map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))).collect()

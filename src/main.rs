@@ -323,7 +323,6 @@ async fn run_admin(config: Option<PathBuf>, command: AdminCommand) -> anyhow::Re
 /// The demo's API token: the demo listens on loopback only.
 const DEMO_TOKEN: &str = "demo-token";
 
-
 /// What `run` says first: enough to tell from a log which bridge this is and what it
 /// talks to (no secrets: the store's password is redacted).
 fn startup_line(settings: &Settings, config: Option<&std::path::Path>) -> String {

@@ -30,4 +30,3 @@ pub fn secret<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> Re
         _ => serializer.serialize_none(),
     }
 }
-

@@ -250,22 +250,36 @@ pub fn refusal(locale: Locale, refusal: &Refusal) -> String {
 pub enum AccessMsg<'a> {
     /// A stranger, pairing off.
     /// A stranger, pairing off: their id (`platform:user_id`), so an admin can add it.
-    NotAllowed { id: &'a str },
+    NotAllowed {
+        id: &'a str,
+    },
     /// A stranger, pairing on: their code and until when it is valid.
-    PairingCode { code: &'a str, expires_at_ms: i64 },
+    PairingCode {
+        code: &'a str,
+        expires_at_ms: i64,
+    },
     /// To the newly paired user.
     YouArePaired,
     /// To the admin who paired someone: their name and `platform:user_id`.
-    Paired { name: &'a str, who: &'a str },
+    Paired {
+        name: &'a str,
+        who: &'a str,
+    },
     /// `/pair` from someone not in `access.admins`.
     PairNotAdmin,
     /// `/pair` from an admin outside the admin chats and their direct chat.
     PairNotAdminChat,
     /// `/pair` with the sender's own code.
-    PairOwnCode { code: &'a str },
+    PairOwnCode {
+        code: &'a str,
+    },
     PairUsage,
-    PairUnknown { code: &'a str },
-    PairExpired { code: &'a str },
+    PairUnknown {
+        code: &'a str,
+    },
+    PairExpired {
+        code: &'a str,
+    },
 }
 
 /// The answer to `/id`: the ids of the person, the chat and its topic or thread, in the

@@ -178,7 +178,12 @@ async fn pending_prints_one_aligned_row_per_request(db: &TestDatabase) {
     assert!(store.insert_interaction_to_show(&ask, &[ChatKey::new("console", "stdin", None)], &claim, now).await.expect("insert"));
     // Pushed to a Telegram topic and a Discord channel; shown in the topic so far.
     let topic = ChatKey::new("telegram", "-100999", Some("7"));
-    let deploy = push(&store, at(approval("api:deploy-42", "deploy-42_1", created + 120_000), created + 120_000), vec![topic.clone(), ChatKey::new("discord", "1200", None)]).await;
+    let deploy = push(
+        &store,
+        at(approval("api:deploy-42", "deploy-42_1", created + 120_000), created + 120_000),
+        vec![topic.clone(), ChatKey::new("discord", "1200", None)],
+    )
+    .await;
     shown_in(&store, &deploy, topic, "3").await;
     // A chat turn whose session has no chat, and one that is over.
     assert!(store.insert_interaction(&at(approval("L", "L_1", created + 180_000), created + 180_000)).await.expect("insert"));
@@ -290,7 +295,10 @@ async fn cancel_settles_queues_reports_and_notifies_once(db: &TestDatabase) {
     let out = admin(&db.url, &["cancel", "K_1"]).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("approval key \"K_1\" is pending in several sessions (A, B); pick one with --session"), "{}", stderr(&out));
-    assert_eq!(ok(&admin(&db.url, &["cancel", "K_1", "--session", "B", "--by", "alice"]).await), "cancelled K_1 (session B); queued for the agent: reject, \"cancelled by an operator\"\n");
+    assert_eq!(
+        ok(&admin(&db.url, &["cancel", "K_1", "--session", "B", "--by", "alice"]).await),
+        "cancelled K_1 (session B); queued for the agent: reject, \"cancelled by an operator\"\n"
+    );
     assert!(store.interaction("id-K-A").await.expect("load").expect("stored").status.is_pending());
 
     other_replica.close().await;
@@ -468,7 +476,8 @@ async fn audit_export_carries_policy_entries(db: &TestDatabase) {
     }
     assert!(store.settle(&voted, None, &AuditEntry::for_settled(&voted, T0 + 3_000)).await.expect("settle"));
     // T0 + 4 s: P_4's fallback rejects it.
-    let mut fell_back = trade_under(&store, "P_4", Policy { fallback: Some(Fallback { after_secs: 4, decision: FallbackDecision::Reject }), ..trades(1) }).await;
+    let mut fell_back =
+        trade_under(&store, "P_4", Policy { fallback: Some(Fallback { after_secs: 4, decision: FallbackDecision::Reject }), ..trades(1) }).await;
     assert!(fell_back.apply_fallback(T0 + 4_000));
     assert!(store.settle(&fell_back, None, &AuditEntry::for_settled(&fell_back, T0 + 4_000)).await.expect("settle"));
     // T0 + 5 s: Eve may not revoke the rule; T0 + 6 s: alice does.
@@ -633,7 +642,10 @@ async fn a_running_bridge_shows_a_cli_cancelled_question() {
     // The replica that took the notice counts the settle, as if it had made it.
     let metrics_url = format!("http://{}/metrics", bridge.app.http_addr().expect("http listener"));
     let metrics = reqwest::get(&metrics_url).await.expect("scrape").text().await.expect("body");
-    for line in ["hitl_bridge_interactions_total{kind=\"question\",outcome=\"cancelled\"} 1", "hitl_bridge_interactions_total{kind=\"approval\",outcome=\"cancelled\"} 0"] {
+    for line in [
+        "hitl_bridge_interactions_total{kind=\"question\",outcome=\"cancelled\"} 1",
+        "hitl_bridge_interactions_total{kind=\"approval\",outcome=\"cancelled\"} 0",
+    ] {
         assert!(metrics.lines().any(|l| l == line), "no {line:?} in:\n{metrics}");
     }
     stop(bridge, sim).await;

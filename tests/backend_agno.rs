@@ -7,15 +7,15 @@
 //!
 //! AgentOS starts once for this test binary, on a free port, and exits with it.
 
-mod support;
 #[path = "support/backends.rs"]
 mod backends;
-#[path = "support/fake_telegram.rs"]
-mod fake_telegram;
-#[path = "support/telegram_chat.rs"]
-mod telegram_chat;
 #[path = "support/bridge_process.rs"]
 mod bridge_process;
+#[path = "support/fake_telegram.rs"]
+mod fake_telegram;
+mod support;
+#[path = "support/telegram_chat.rs"]
+mod telegram_chat;
 #[path = "support/withholding_proxy.rs"]
 mod withholding_proxy;
 
@@ -130,9 +130,7 @@ impl AgentOs {
             .cloned()
             .unwrap_or_default()
             .into_iter()
-            .filter(|r| {
-                r["messages"].as_array().into_iter().flatten().any(|m| m["role"] == "user" && m["content"].as_str().is_some_and(|c| c.contains(word)))
-            })
+            .filter(|r| r["messages"].as_array().into_iter().flatten().any(|m| m["role"] == "user" && m["content"].as_str().is_some_and(|c| c.contains(word))))
             .collect()
     }
 
@@ -140,7 +138,13 @@ impl AgentOs {
     async fn tool_results_seen(&self, word: &str) -> Vec<Value> {
         let requests = self.model_requests(word).await;
         let last = requests.last().expect("the model was called");
-        last["messages"].as_array().into_iter().flatten().filter(|m| m["role"] == "tool").map(|m| json!({"tool_call_id": m["tool_call_id"], "content": m["content"]})).collect()
+        last["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| json!({"tool_call_id": m["tool_call_id"], "content": m["content"]}))
+            .collect()
     }
 }
 
@@ -216,12 +220,8 @@ impl Harness {
         if let Some(app) = self.app.take() {
             app.stop().await;
         }
-        let unexpected: Vec<_> = self
-            .fake
-            .errors()
-            .into_iter()
-            .filter(|(_, e)| !(allow_unmodified && e.starts_with("Bad Request: message is not modified")))
-            .collect();
+        let unexpected: Vec<_> =
+            self.fake.errors().into_iter().filter(|(_, e)| !(allow_unmodified && e.starts_with("Bad Request: message is not modified"))).collect();
         assert!(unexpected.is_empty(), "Telegram would have refused: {unexpected:?}");
         self.fake.shutdown();
         self.store.close().await;
@@ -415,7 +415,10 @@ use withholding_proxy::WithholdingProxy;
 
 /// `hitl-bridge run` on the agent `ops` of the shared AgentOS, reached at `url`.
 fn bridge_on(db: &std::path::Path, url: &str) -> BridgeProcess {
-    BridgeProcess::start(db, &[("HITL_BRIDGE__BACKEND__KIND", "agno".into()), ("HITL_BRIDGE__AGNO__URL", url.into()), ("HITL_BRIDGE__AGNO__AGENT_ID", "ops".into())])
+    BridgeProcess::start(
+        db,
+        &[("HITL_BRIDGE__BACKEND__KIND", "agno".into()), ("HITL_BRIDGE__AGNO__URL", url.into()), ("HITL_BRIDGE__AGNO__AGENT_ID", "ops".into())],
+    )
 }
 
 /// Starts a new session at the console (proving the bridge is up) and returns its id,

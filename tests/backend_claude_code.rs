@@ -5,13 +5,13 @@
 //! next: the `tool_result` Claude Code built from the bridge's control response (the
 //! tool's output with the approved or edited input, the deny message, the answers).
 
-mod support;
-#[path = "support/bridge_process.rs"]
-mod bridge_process;
 #[path = "support/backends.rs"]
 mod backends;
+#[path = "support/bridge_process.rs"]
+mod bridge_process;
 #[path = "support/fake_telegram.rs"]
 mod fake_telegram;
+mod support;
 #[path = "support/telegram_chat.rs"]
 mod telegram_chat;
 
@@ -24,10 +24,10 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use fake_telegram::{FakeTelegram, User};
-use support::wait_until;
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
 use serde_json::{Value, json};
+use support::wait_until;
 
 fn thao() -> User {
     User::new(1001, "Thảo", Some("en"))
@@ -61,7 +61,11 @@ fn fake_model(venv: &Path) -> &'static FakeModel {
 /// The bundled CLI inside the venv's claude_agent_sdk package.
 fn bundled_cli(venv: &Path) -> PathBuf {
     let lib = venv.join("lib");
-    let python = std::fs::read_dir(&lib).expect("venv lib").filter_map(Result::ok).find(|e| e.file_name().to_string_lossy().starts_with("python")).expect("lib/python3.x");
+    let python = std::fs::read_dir(&lib)
+        .expect("venv lib")
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().starts_with("python"))
+        .expect("lib/python3.x");
     let cli = python.path().join("site-packages/claude_agent_sdk/_bundled/claude");
     assert!(cli.exists(), "no bundled CLI at {}", cli.display());
     cli
@@ -83,7 +87,11 @@ async fn tool_result(model: &FakeModel, key: &str, tool_use_id: &str) -> Value {
     wait_until(|| async {
         let requests = model_requests(model, key).await;
         requests.iter().rev().find_map(|r| {
-            r["messages"].as_array()?.iter().flat_map(|m| m["content"].as_array().cloned().unwrap_or_default()).find(|b| b["type"] == "tool_result" && b["tool_use_id"] == tool_use_id)
+            r["messages"]
+                .as_array()?
+                .iter()
+                .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == tool_use_id)
         })
     })
     .await
@@ -101,7 +109,6 @@ fn result_text(block: &Value) -> String {
 fn unique(name: &str) -> String {
     format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
 }
-
 
 /// Claude Code + fake model + fake Telegram + the bridge, with Thảo's private chat.
 struct Harness {
@@ -185,12 +192,8 @@ impl Harness {
         if let Some(app) = self.app.take() {
             app.stop().await;
         }
-        let refused: Vec<_> = self
-            .fake
-            .errors()
-            .into_iter()
-            .filter(|(_, e)| !(self.allow_unmodified && e.starts_with("Bad Request: message is not modified")))
-            .collect();
+        let refused: Vec<_> =
+            self.fake.errors().into_iter().filter(|(_, e)| !(self.allow_unmodified && e.starts_with("Bad Request: message is not modified"))).collect();
         assert!(refused.is_empty(), "Telegram would have refused: {refused:?}");
         self.fake.shutdown();
     }
@@ -224,10 +227,14 @@ async fn approve_runs_the_tool_and_the_model_sees_its_output() {
     let Some(h) = Harness::start(&[]).await else { return };
     let key = unique("approve");
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(h.model, &key, json!([
-        [{"text": "I will write the file."}, bash(&id, "echo approved > out.txt && cat out.txt", "Write out.txt")],
-        [{"text": "Done: the file says approved."}],
-    ]))
+    script(
+        h.model,
+        &key,
+        json!([
+            [{"text": "I will write the file."}, bash(&id, "echo approved > out.txt && cat out.txt", "Write out.txt")],
+            [{"text": "Done: the file says approved."}],
+        ]),
+    )
     .await;
     h.person().say(&format!("{key}: write the file"));
     h.person().message_with("I will write the file.").await;
@@ -251,15 +258,24 @@ async fn edit_runs_the_tool_with_the_edited_input() {
     let Some(h) = Harness::start(&[]).await else { return };
     let key = unique("edit");
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(h.model, &key, json!([
-        [bash(&id, "echo original > out.txt && cat out.txt", "Write out.txt")],
-        [{"text": "Edited run finished."}],
-    ]))
+    script(
+        h.model,
+        &key,
+        json!([
+            [bash(&id, "echo original > out.txt && cat out.txt", "Write out.txt")],
+            [{"text": "Edited run finished."}],
+        ]),
+    )
     .await;
     h.person().say(&format!("{key}: write it"));
     let request = h.person().message_with("echo original").await;
     h.person().click(id_of(&request), "Edit").await;
-    h.person().reply_to_prompt("Reply with the new arguments as a JSON object.", r#"{"command":"echo edited > out.txt && cat out.txt","description":"Write the edited file"}"#).await;
+    h.person()
+        .reply_to_prompt(
+            "Reply with the new arguments as a JSON object.",
+            r#"{"command":"echo edited > out.txt && cat out.txt","description":"Write the edited file"}"#,
+        )
+        .await;
     h.person().message_with("Edited run finished.").await;
     let result = tool_result(h.model, &key, &id).await;
     assert_eq!(result_text(&result), "edited");
@@ -274,11 +290,15 @@ async fn reject_and_comment_deny_with_a_message() {
     let Some(h) = Harness::start(&[("claude_code.deny_message", "Not now, says the bridge.")]).await else { return };
     let key = unique("deny");
     let (first, second) = (format!("toolu_{}_a", key.replace('-', "_")), format!("toolu_{}_b", key.replace('-', "_")));
-    script(h.model, &key, json!([
-        [bash(&first, "echo one > one.txt", "First write")],
-        [bash(&second, "echo two > two.txt", "Second write")],
-        [{"text": "Understood, nothing was written."}],
-    ]))
+    script(
+        h.model,
+        &key,
+        json!([
+            [bash(&first, "echo one > one.txt", "First write")],
+            [bash(&second, "echo two > two.txt", "Second write")],
+            [{"text": "Understood, nothing was written."}],
+        ]),
+    )
     .await;
     h.person().say(&format!("{key}: write two files"));
     let request = h.person().message_with("First write").await;
@@ -312,10 +332,14 @@ async fn ask_user_question_multi_select_and_free_text_answers() {
         {"question": "Which size?", "header": "Size", "multiSelect": false, "options": [
             {"label": "Small", "description": "S"}, {"label": "Large", "description": "L"}]},
     ]});
-    script(h.model, &key, json!([
-        [{"tool_use": {"id": id, "name": "AskUserQuestion", "input": questions}}],
-        [{"text": "Thanks for choosing."}],
-    ]))
+    script(
+        h.model,
+        &key,
+        json!([
+            [{"tool_use": {"id": id, "name": "AskUserQuestion", "input": questions}}],
+            [{"text": "Thanks for choosing."}],
+        ]),
+    )
     .await;
     h.person().say(&format!("{key}: ask me"));
     let m = h.person().message_with("Which colours?").await;
@@ -430,7 +454,17 @@ async fn claude_with_mcp(h: &Harness, prompt: &str, work: &Path) -> tokio::task:
     let config = json!({"mcpServers": {"hitl": {"type": "http", "url": format!("{base}/mcp"), "headers": {"Authorization": "Bearer mcp-secret"}}}});
     let mut command = tokio::process::Command::new(bundled_cli(&venv));
     command
-        .args(["-p", prompt, "--output-format", "json", "--debug", "--mcp-config", &config.to_string(), "--permission-prompt-tool", "mcp__hitl__approval_prompt"])
+        .args([
+            "-p",
+            prompt,
+            "--output-format",
+            "json",
+            "--debug",
+            "--mcp-config",
+            &config.to_string(),
+            "--permission-prompt-tool",
+            "mcp__hitl__approval_prompt",
+        ])
         .current_dir(work)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -512,7 +546,9 @@ async fn claude_codes_permission_prompts_go_to_the_chat_over_mcp() {
     let run = claude_with_mcp(&h, &format!("{key}: write the file"), &work).await;
     let card = h.person().message_with("echo original").await;
     h.person().click(id_of(&card), "Edit").await;
-    h.person().reply_to_prompt("Reply with the new arguments as a JSON object.", r#"{"command":"echo edited > edited.txt","description":"Write the edited file"}"#).await;
+    h.person()
+        .reply_to_prompt("Reply with the new arguments as a JSON object.", r#"{"command":"echo edited > edited.txt","description":"Write the edited file"}"#)
+        .await;
     assert_eq!(run.await.unwrap()["result"], "Edited run finished.");
     assert_eq!(std::fs::read_to_string(work.join("edited.txt")).unwrap(), "edited\n");
     h.finish().await;
@@ -605,8 +641,16 @@ fn sigkill_after_claude_code_read_the_message_does_not_run_it_twice() {
     assert!(transcripts.exists(), "Claude Code keeps its transcripts under {}", transcripts.display());
     std::thread::sleep(Duration::from_secs(3));
     let lines = bridge.drain(Duration::from_millis(200)).join("\n");
-    println!("claude_code: killed after the message; {:?} after the restart the model had {} request(s)", restarted.elapsed(), rt.block_on(model_requests(model, &key)).len());
-    assert_eq!(rt.block_on(model_requests(model, &key)).len(), 1, "the message ran once; the transcript's user entries before the restart: {recorded:?}; the restarted bridge printed:\n{lines}");
+    println!(
+        "claude_code: killed after the message; {:?} after the restart the model had {} request(s)",
+        restarted.elapsed(),
+        rt.block_on(model_requests(model, &key)).len()
+    );
+    assert_eq!(
+        rt.block_on(model_requests(model, &key)).len(),
+        1,
+        "the message ran once; the transcript's user entries before the restart: {recorded:?}; the restarted bridge printed:\n{lines}"
+    );
     assert!(!lines.contains("Answered once."), "no second answer:\n{lines}");
     bridge.stop();
 }

@@ -8,15 +8,15 @@
 //!
 //! Without the install the tests say so and pass; under CI=true they fail.
 
-mod support;
 #[path = "support/backends.rs"]
 mod backends;
-#[path = "support/fake_telegram.rs"]
-mod fake_telegram;
-#[path = "support/telegram_chat.rs"]
-mod telegram_chat;
 #[path = "support/bridge_process.rs"]
 mod bridge_process;
+#[path = "support/fake_telegram.rs"]
+mod fake_telegram;
+mod support;
+#[path = "support/telegram_chat.rs"]
+mod telegram_chat;
 
 use telegram_chat::TelegramChat;
 
@@ -330,7 +330,8 @@ async fn killed_mid_turn_is_restarted_by_the_next_message() {
 #[tokio::test]
 async fn an_unanswered_question_is_dismissed_at_its_deadline() {
     let ask = json!({"questions":[{"question":"Deploy now?","options":[{"label":"Yes"},{"label":"No"}]}]});
-    let Some(h) = Harness::start_with(&[tool_call("tc-1", "AskUserQuestion", ask), text("Not deploying then.")], &[("timeouts.question_secs", "2")]).await else {
+    let Some(h) = Harness::start_with(&[tool_call("tc-1", "AskUserQuestion", ask), text("Not deploying then.")], &[("timeouts.question_secs", "2")]).await
+    else {
         return;
     };
     h.person().say("deploy?");

@@ -9,15 +9,15 @@
 //! installed (tests/backends/install.sh langgraph) the tests say so and pass, except
 //! under CI=true, where they fail.
 
-mod support;
 #[path = "support/backends.rs"]
 mod backends;
-#[path = "support/fake_telegram.rs"]
-mod fake_telegram;
-#[path = "support/telegram_chat.rs"]
-mod telegram_chat;
 #[path = "support/bridge_process.rs"]
 mod bridge_process;
+#[path = "support/fake_telegram.rs"]
+mod fake_telegram;
+mod support;
+#[path = "support/telegram_chat.rs"]
+mod telegram_chat;
 #[path = "support/withholding_proxy.rs"]
 mod withholding_proxy;
 
@@ -167,7 +167,9 @@ impl Harness {
                 .as_array()?
                 .iter()
                 .filter(|m| m["type"] == "tool")
-                .map(|m| (m["name"].as_str().unwrap_or("").to_owned(), m["status"].as_str().unwrap_or("").to_owned(), m["content"].as_str().unwrap_or("").to_owned()))
+                .map(|m| {
+                    (m["name"].as_str().unwrap_or("").to_owned(), m["status"].as_str().unwrap_or("").to_owned(), m["content"].as_str().unwrap_or("").to_owned())
+                })
                 .collect();
             (tools.len() >= n).then_some(tools)
         })
@@ -182,7 +184,6 @@ impl Harness {
         self.fake.shutdown();
     }
 }
-
 
 const EDIT_NOTICE: &str = "Note: a human reviewer replaced this tool call before it ran.";
 
@@ -327,7 +328,9 @@ async fn a_decision_for_a_deleted_thread_is_not_delivered_and_not_resent() {
     let deleted = reqwest::Client::new().delete(format!("{}/threads/{thread}", h.base)).send().await.expect("delete");
     assert!(deleted.status().is_success());
     h.person().click(id, "Approve").await;
-    let card = wait_until(|| async { h.fake.bot_messages(h.chat).into_iter().find(|m| m["message_id"].as_i64() == Some(id) && text_of(m).contains("not delivered")) }).await;
+    let card =
+        wait_until(|| async { h.fake.bot_messages(h.chat).into_iter().find(|m| m["message_id"].as_i64() == Some(id) && text_of(m).contains("not delivered")) })
+            .await;
     assert!(text_of(&card).contains("the agent stopped waiting for this"), "{}", text_of(&card));
     tokio::time::sleep(Duration::from_secs(2)).await;
     let runs: Value = reqwest::get(format!("{}/threads/{thread}/runs", h.base)).await.expect("runs").json().await.expect("JSON");
@@ -590,15 +593,19 @@ async fn a_decision_for_a_replaced_interrupt_is_not_reported_as_delivered() {
     let old = h.request_with("execute_trade").await;
     h.person().say("trade again");
     let new = wait_until(|| async {
-        h.fake.bot_messages(h.chat).into_iter().find(|m| {
-            m["message_id"].as_i64() != Some(old) && text_of(m).contains("execute_trade") && m["reply_markup"]["inline_keyboard"].is_array()
-        })
+        h.fake
+            .bot_messages(h.chat)
+            .into_iter()
+            .find(|m| m["message_id"].as_i64() != Some(old) && text_of(m).contains("execute_trade") && m["reply_markup"]["inline_keyboard"].is_array())
     })
     .await["message_id"]
         .as_i64()
         .expect("message id");
     h.person().click(old, "Approve").await;
-    let card = wait_until(|| async { h.fake.bot_messages(h.chat).into_iter().find(|m| m["message_id"].as_i64() == Some(old) && text_of(m).contains("not delivered")) }).await;
+    let card = wait_until(|| async {
+        h.fake.bot_messages(h.chat).into_iter().find(|m| m["message_id"].as_i64() == Some(old) && text_of(m).contains("not delivered"))
+    })
+    .await;
     assert!(text_of(&card).contains("the agent stopped waiting for this"), "{}", text_of(&card));
     let state = h.state().await;
     assert!(!state["values"]["messages"].as_array().unwrap().iter().any(|m| m["type"] == "tool"), "the old decision ran nothing");

@@ -3,11 +3,11 @@
 //! agent, once. Figures (rounds, lost, duplicates, detection and restart times) are
 //! printed; run with `--nocapture` to see them.
 
-mod support;
-#[path = "support/chaos_proxy.rs"]
-mod chaos_proxy;
 #[path = "support/bridge_process.rs"]
 mod bridge_process;
+#[path = "support/chaos_proxy.rs"]
+mod chaos_proxy;
+mod support;
 #[path = "support/withholding_proxy.rs"]
 mod withholding_proxy;
 
@@ -26,8 +26,8 @@ use tokio_tungstenite::tungstenite::Message;
 
 use bridge_process::BridgeProcess;
 use chaos_proxy::ChaosProxy;
-use withholding_proxy::WithholdingProxy;
 use support::{Bridge, Rig, approvals, settings, start_sim, stop, wait_approvals, wait_until};
+use withholding_proxy::WithholdingProxy;
 
 fn thao() -> Actor {
     Actor::new("console", "console", "Thảo")
@@ -129,10 +129,7 @@ async fn a_thousand_malformed_frames_around_one_valid_request() {
     let url = format!("ws://{addr}/ws/{{session_id}}");
     let mut bridge = Bridge::start(&settings(&sim, &dir, &[("backend.url", &url)])).await;
     bridge.send("go").await;
-    let valid = wait_until(|| async {
-        bridge.store.pending_interactions().await.unwrap().into_iter().find(|i| i.approval_key() == "hostile_1")
-    })
-    .await;
+    let valid = wait_until(|| async { bridge.store.pending_interactions().await.unwrap().into_iter().find(|i| i.approval_key() == "hostile_1") }).await;
     let outcome = bridge.engine().act(&valid.id, thao(), UserAction::Decide { action: 0, decision: Decision::Approve }).await;
     assert!(matches!(outcome, Ok(ActOutcome::Resolved(_))), "{outcome:?}");
     let session = valid.session_id.clone();
@@ -303,7 +300,11 @@ fn sigkill_right_after_a_click_loses_nothing_and_sends_nothing_twice() {
     println!("chaos: SIGKILL after a click: {ROUNDS} rounds, {answered_again} clicks answered again after the restart, {lost} lost, {duplicates} duplicates");
     after_restart.sort();
     let slowest = after_restart.last().copied().unwrap_or_default();
-    println!("chaos: a stored decision reached the agent after the restart in {:?} (median), {slowest:?} (slowest of {})", after_restart.get(after_restart.len() / 2).copied().unwrap_or_default(), after_restart.len());
+    println!(
+        "chaos: a stored decision reached the agent after the restart in {:?} (median), {slowest:?} (slowest of {})",
+        after_restart.get(after_restart.len() / 2).copied().unwrap_or_default(),
+        after_restart.len()
+    );
     // The restarted process is the same replica (the host name): it takes its own
     // session lease back at once instead of waiting backend.lease_secs for it to lapse.
     // The target is 2 s; the bound is generous for a busy machine.

@@ -213,10 +213,14 @@ fn pushed_request_survives_sigterm_and_restart() {
 
     let (mut first, lines) = start();
     wait_healthy();
-    let created = call(reqwest::Method::POST, "/v1/requests", Some(serde_json::json!({
-        "approval_key": "deploy-42_1", "targets": [{"platform": "console"}], "text": "Nightly deploy of api v2.3 is ready.",
-        "actions": [{"name": "deploy", "args": {"version": "2.3"}}]
-    })))
+    let created = call(
+        reqwest::Method::POST,
+        "/v1/requests",
+        Some(serde_json::json!({
+            "approval_key": "deploy-42_1", "targets": [{"platform": "console"}], "text": "Nightly deploy of api v2.3 is ready.",
+            "actions": [{"name": "deploy", "args": {"version": "2.3"}}]
+        })),
+    )
     .unwrap();
     assert_eq!(created["status"], "pending", "{created}");
     expect(&lines, "Nightly deploy of api v2.3 is ready.");

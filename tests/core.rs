@@ -4,8 +4,8 @@
 
 use hitl_bridge::interaction::decisions::EditError;
 use hitl_bridge::interaction::{
-    AccessPolicy, Action, Actor, Applied, Decider, Draft, Interaction, NO_PREFERENCE, Refusal, Request,
-    RequestBuilder, RequestKind, Status, TimeoutDefaults, UserAction,
+    AccessPolicy, Action, Actor, Applied, Decider, Draft, Interaction, NO_PREFERENCE, Refusal, Request, RequestBuilder, RequestKind, Status, TimeoutDefaults,
+    UserAction,
 };
 use hitl_bridge::protocol::{ActionRequest, Answers, Command, Decision, DecisionType, Delta, EditedAction, Reply, ReviewConfig};
 use proptest::prelude::*;
@@ -63,11 +63,7 @@ fn approval_request(actions: Vec<Action>, timeout_secs: u64) -> Request {
 
 /// Seed 000's two questions, merged from its fixture delta.
 fn seed000_request() -> Request {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/seed000/02_stream_approval_request_delta_questions.json"
-    ))
-    .unwrap();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed000/02_stream_approval_request_delta_questions.json")).unwrap();
     let event: Value = serde_json::from_str(&text).unwrap();
     let delta: Delta = serde_json::from_value(event["delta"].clone()).unwrap();
     let mut builder = RequestBuilder::start("session-id_1", vec![], vec![], None);
@@ -390,10 +386,7 @@ fn a_later_decision_replaces_the_earlier() {
     apply(&mut i, &thao(), decide(0, reject())).unwrap();
     apply(&mut i, &thao(), decide(0, Decision::Approve)).unwrap();
     apply(&mut i, &thao(), decide(1, Decision::Reject { message: Some("not now".into()) })).unwrap();
-    assert_eq!(
-        apply(&mut i, &thao(), UserAction::Submit),
-        Ok(decided(vec![Decision::Approve, Decision::Reject { message: Some("not now".into()) }]))
-    );
+    assert_eq!(apply(&mut i, &thao(), UserAction::Submit), Ok(decided(vec![Decision::Approve, Decision::Reject { message: Some("not now".into()) }])));
 }
 
 /// Approve all resolves at once with one approve per action.
@@ -416,11 +409,7 @@ fn decide_all_reject() {
 #[test]
 fn decide_all_refused_if_one_action_does_not_allow_it() {
     let mut i = approvals(vec![trade(), action("must_edit", &[Approve, Edit])]);
-    assert_refused(
-        &mut i,
-        UserAction::DecideAll { decision: Reject },
-        Refusal::DecisionNotAllowed { action: "must_edit".into(), decision: Reject },
-    );
+    assert_refused(&mut i, UserAction::DecideAll { decision: Reject }, Refusal::DecisionNotAllowed { action: "must_edit".into(), decision: Reject });
 }
 
 /// Only approve and reject exist for "all"; edit or respond for all is refused.
@@ -428,11 +417,7 @@ fn decide_all_refused_if_one_action_does_not_allow_it() {
 fn decide_all_only_approve_or_reject() {
     let mut i = approvals(vec![action("a", &[Approve, Edit, Reject, Respond])]);
     for decision in [Edit, Respond] {
-        assert_refused(
-            &mut i,
-            UserAction::DecideAll { decision },
-            Refusal::DecisionNotAllowed { action: "all actions".into(), decision },
-        );
+        assert_refused(&mut i, UserAction::DecideAll { decision }, Refusal::DecisionNotAllowed { action: "all actions".into(), decision });
     }
 }
 
@@ -473,10 +458,7 @@ fn comment_is_respond_where_allowed() {
     let mut i = approvals(vec![action("draft_email", &[Approve, Reject, Respond]), report()]);
     assert_eq!(apply(&mut i, &thao(), UserAction::Comment { action: 0, text: "  viết ngắn hơn ".into() }), Ok(Applied::Updated));
     apply(&mut i, &thao(), decide(1, Decision::Approve)).unwrap();
-    assert_eq!(
-        apply(&mut i, &thao(), UserAction::Submit),
-        Ok(decided(vec![Decision::Respond { message: "viết ngắn hơn".into() }, Decision::Approve]))
-    );
+    assert_eq!(apply(&mut i, &thao(), UserAction::Submit), Ok(decided(vec![Decision::Respond { message: "viết ngắn hơn".into() }, Decision::Approve])));
 }
 
 /// A respond comment is a decision: with a single action it submits like any decision.
@@ -494,17 +476,13 @@ fn respond_comment_on_single_action_submits() {
 #[test]
 fn comment_becomes_user_edit_content_where_respond_is_not_allowed() {
     let mut i = approvals(vec![trade()]);
-    assert_eq!(
-        apply(&mut i, &thao(), UserAction::Comment { action: 0, text: "OK nhưng chỉ mua 50 cổ thôi".into() }),
-        Ok(Applied::Updated)
-    );
+    assert_eq!(apply(&mut i, &thao(), UserAction::Comment { action: 0, text: "OK nhưng chỉ mua 50 cổ thôi".into() }), Ok(Applied::Updated));
     assert_eq!(i.status, Status::Pending);
     assert_eq!(decision_draft(&i).decisions, vec![None]);
     assert_eq!(decision_draft(&i).user_edit_content.as_deref(), Some("OK nhưng chỉ mua 50 cổ thôi"));
     let Ok(Applied::Resolved(reply)) = apply(&mut i, &thao(), decide(0, Decision::Approve)) else { panic!("{i:?}") };
     let command = Command::Approval { session_id: i.session_id.clone(), approval_key: i.approval_key().into(), reply };
-    let fixture: Value =
-        serde_json::from_str(include_str!("fixtures/seed002/06_command_approve_with_user_edit_content.json")).unwrap();
+    let fixture: Value = serde_json::from_str(include_str!("fixtures/seed002/06_command_approve_with_user_edit_content.json")).unwrap();
     assert_eq!(serde_json::to_value(&command).unwrap(), fixture);
 }
 
@@ -642,17 +620,14 @@ fn action_request() -> impl Strategy<Value = ActionRequest> {
 
 fn review_config() -> impl Strategy<Value = ReviewConfig> {
     let names = prop::sample::subsequence(vec!["approve", "edit", "reject", "respond", "approve_for_session"], 0..=5);
-    (
-        prop::option::of(prop::sample::select(vec!["execute_trade", "send_report", "nope"])),
-        prop::option::of(names),
-        prop::option::of(1u64..1000),
-    )
-        .prop_map(|(action_name, allowed, timeout)| ReviewConfig {
+    (prop::option::of(prop::sample::select(vec!["execute_trade", "send_report", "nope"])), prop::option::of(names), prop::option::of(1u64..1000)).prop_map(
+        |(action_name, allowed, timeout)| ReviewConfig {
             action_name: action_name.map(Into::into),
             allowed_decisions: allowed.map(|a| a.into_iter().map(String::from).collect()),
             timeout,
             require_approval: Some(true),
-        })
+        },
+    )
 }
 
 /// Cuts `items` into `parts + 1` consecutive pieces at the given points.
@@ -674,9 +649,7 @@ fn decision() -> impl Strategy<Value = Decision> {
         Just(Decision::Approve),
         Just(Decision::Reject { message: None }),
         Just(Decision::Reject { message: Some("no".into()) }),
-        Just(Decision::Edit {
-            edited_action: EditedAction { name: "other_tool".into(), args: json!({"x":1}).as_object().unwrap().clone() }
-        }),
+        Just(Decision::Edit { edited_action: EditedAction { name: "other_tool".into(), args: json!({"x":1}).as_object().unwrap().clone() } }),
         Just(Decision::Respond { message: "hi".into() }),
     ]
 }
@@ -704,9 +677,8 @@ fn user_action() -> impl Strategy<Value = UserAction> {
 }
 
 fn actions_with_allowed() -> impl Strategy<Value = Vec<Action>> {
-    prop::collection::vec(prop::sample::subsequence(vec![Approve, Edit, Reject, Respond], 0..=4), 1..4).prop_map(
-        |allowed| allowed.iter().enumerate().map(|(i, a)| action(&format!("tool_{i}"), a)).collect(),
-    )
+    prop::collection::vec(prop::sample::subsequence(vec![Approve, Edit, Reject, Respond], 0..=4), 1..4)
+        .prop_map(|allowed| allowed.iter().enumerate().map(|(i, a)| action(&format!("tool_{i}"), a)).collect())
 }
 
 proptest! {

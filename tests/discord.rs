@@ -3,9 +3,9 @@
 //! gateway exactly as Discord would send them; the tests assert the exact commands the
 //! agent received and snapshot the payloads the bridge sent to Discord.
 
-mod support;
 #[path = "support/fake_discord.rs"]
 mod fake_discord;
+mod support;
 
 use std::time::Duration;
 
@@ -89,10 +89,7 @@ impl Rig {
     /// Waits for the next interaction message (a POST with an embed) after `skip`
     /// requests; returns it with its message id.
     async fn wait_card(&self, skip: usize) -> (Recorded, String) {
-        let card = self
-            .fake
-            .wait_request(skip, |r| r.method == "POST" && r.path.ends_with("/messages") && has_embed(&r.body))
-            .await;
+        let card = self.fake.wait_request(skip, |r| r.method == "POST" && r.path.ends_with("/messages") && has_embed(&r.body)).await;
         let id = card.response.as_ref().and_then(|m| m["id"].as_str()).expect("message id").to_owned();
         (card, id)
     }
@@ -130,10 +127,7 @@ fn components(body: &Value) -> Vec<Value> {
 /// The custom_id of the button labelled `label` (exactly, or containing it).
 fn button(body: &Value, label: &str) -> String {
     let all = components(body);
-    let found = all
-        .iter()
-        .find(|c| c["label"] == label)
-        .or_else(|| all.iter().find(|c| c["label"].as_str().is_some_and(|l| l.contains(label))));
+    let found = all.iter().find(|c| c["label"] == label).or_else(|| all.iter().find(|c| c["label"].as_str().is_some_and(|l| l.contains(label))));
     found.and_then(|c| c["custom_id"].as_str()).unwrap_or_else(|| panic!("no button {label:?} in {body}")).to_owned()
 }
 
@@ -191,7 +185,14 @@ fn mask_text(s: &str) -> String {
     while i < chars.len() {
         let window: String = chars[i..(i + 9).min(chars.len())].iter().collect();
         let b: Vec<char> = window.chars().collect();
-        if b.len() == 9 && b[0].is_ascii_digit() && b[1].is_ascii_digit() && b[2] == ':' && b[3].is_ascii_digit() && b[4].is_ascii_digit() && window.ends_with(" UTC") {
+        if b.len() == 9
+            && b[0].is_ascii_digit()
+            && b[1].is_ascii_digit()
+            && b[2] == ':'
+            && b[3].is_ascii_digit()
+            && b[4].is_ascii_digit()
+            && window.ends_with(" UTC")
+        {
             masked += "[hh:mm] UTC";
             i += 9;
         } else {
@@ -262,10 +263,8 @@ async fn wait_text(fake: &FakeDiscord, needle: &str) {
 
 /// The last edit of message `id`.
 async fn wait_edit(fake: &FakeDiscord, id: &str, pred: impl Fn(&Value) -> bool) -> Recorded {
-    wait_until(|| async {
-        fake.requests().into_iter().rev().find(|r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{id}")) && pred(&r.body))
-    })
-    .await
+    wait_until(|| async { fake.requests().into_iter().rev().find(|r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{id}")) && pred(&r.body)) })
+        .await
 }
 
 // ---------------------------------------------------------------------------------
@@ -331,8 +330,11 @@ async fn seed_002_edit_via_modal() {
     rig.push(modal_submit(&rig.fake, &modal_id, &[("args", r#"{"symbol":"VNM","quantity":50,"side":"buy","price":82000}"#)], &id, CHANNEL_ID, &thao()));
     let got = wait_approvals(&rig.sim, 1).await;
     let s = session_id(&rig.sim);
-    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "decisions":[{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}]})]);
+    assert_eq!(
+        got,
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}]})]
+    );
     let acks: Vec<Value> = callbacks(&rig.fake, 4).await.iter().map(|r| r.body["type"].clone()).collect();
     assert_eq!(acks, vec![json!(9), json!(6), json!(6), json!(6)]);
     wait_text(&rig.fake, "Đã đặt lệnh: buy 50 VNM @ 82000").await;
@@ -357,8 +359,11 @@ async fn two_actions() {
     rig.click(&card, &id, "Submit", &thao(), &[]);
     let got = wait_approvals(&rig.sim, 1).await;
     let s = session_id(&rig.sim);
-    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "decisions":[{"type":"approve"},{"type":"reject"}]})]);
+    assert_eq!(
+        got,
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"approve"},{"type":"reject"}]})]
+    );
     wait_text(&rig.fake, "execute_trade: approve; send_report: reject").await;
     rig.stop().await;
 }
@@ -394,10 +399,14 @@ async fn seed_000_questions() {
     assert_eq!(
         serde_json::to_string(&got[0]).expect("json"),
         serde_json::to_string(&json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-            "answers":{"Thảo muốn tập trung vào mục tiêu nào?":"Cổ tức bền vững (Recommended)","Thời gian nắm giữ dự kiến?":"Ngắn hạn"}})).expect("json")
+            "answers":{"Thảo muốn tập trung vào mục tiêu nào?":"Cổ tức bền vững (Recommended)","Thời gian nắm giữ dự kiến?":"Ngắn hạn"}}))
+        .expect("json")
     );
-    assert_eq!(got[1], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),
-        "answers":{"Bạn muốn nhận báo cáo qua kênh nào?":"Telegram"}}));
+    assert_eq!(
+        got[1],
+        json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),
+        "answers":{"Bạn muốn nhận báo cáo qua kênh nào?":"Telegram"}})
+    );
     assert_eq!(got.len(), 2);
     let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
     insta::assert_json_snapshot!("seed_000_answered", shot(&done));
@@ -423,8 +432,11 @@ async fn multi_select_with_other() {
     rig.click(&card, &id, "Submit", &thao(), &[]);
     let got = wait_approvals(&rig.sim, 1).await;
     let s = session_id(&rig.sim);
-    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "answers":{"Nhóm ngành quan tâm?":"Ngân hàng, Thép (Steel), Năng lượng"}})]);
+    assert_eq!(
+        got,
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Nhóm ngành quan tâm?":"Ngân hàng, Thép (Steel), Năng lượng"}})]
+    );
     wait_text(&rig.fake, "Bạn chọn: Ngân hàng, Thép (Steel), Năng lượng").await;
     rig.stop().await;
 }
@@ -438,8 +450,11 @@ async fn skip() {
     rig.click(&card, &id, "Skip", &thao(), &[]);
     let got = wait_approvals(&rig.sim, 1).await;
     let s = session_id(&rig.sim);
-    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "answers":{"Nhóm ngành quan tâm?":"[No preference]"}})]);
+    assert_eq!(
+        got,
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Nhóm ngành quan tâm?":"[No preference]"}})]
+    );
     wait_text(&rig.fake, "Bạn chọn: [No preference]").await;
     rig.stop().await;
 }
@@ -472,8 +487,11 @@ async fn unauthorized_user_then_approver_role() {
     let stranger = user(STRANGER, "Mallory");
     rig.click(&card, &id, "Approve", &stranger, &[]);
     let notes = wait_followups(&rig.fake, 1).await;
-    assert_eq!(shot(&notes[0]), json!({"method":"POST","path":"/api/v10/webhooks/[id]/[id]",
-        "body":{"content":"You are not allowed to answer this request.","embeds":[],"flags":64,"attachments":[]},"files":[]}));
+    assert_eq!(
+        shot(&notes[0]),
+        json!({"method":"POST","path":"/api/v10/webhooks/[id]/[id]",
+        "body":{"content":"You are not allowed to answer this request.","embeds":[],"flags":64,"attachments":[]},"files":[]})
+    );
     // Edit would open a modal: a stranger gets the refusal instead, in their language.
     let mut edit = click(&rig.fake, &button(&card.body, "Edit"), &id, CHANNEL_ID, &stranger, &[]);
     edit["locale"] = json!("vi");
@@ -495,7 +513,12 @@ async fn unauthorized_user_then_approver_role() {
     assert_eq!(
         seen,
         vec![
-            (mallory.clone(), json!({"attempted": {"op": "decide", "action": 0, "decision": {"type": "approve"}}, "reason": why}), Some(why.to_owned()), key.clone()),
+            (
+                mallory.clone(),
+                json!({"attempted": {"op": "decide", "action": 0, "decision": {"type": "approve"}}, "reason": why}),
+                Some(why.to_owned()),
+                key.clone()
+            ),
             (mallory, json!({"attempted": {"open": "edit", "index": 0}, "reason": why}), Some(why.to_owned()), key),
         ]
     );
@@ -544,8 +567,11 @@ async fn restart_keeps_partial_selections() {
     rig.click(&card, &id, "Submit", &thao(), &[]);
     let got = wait_approvals(&rig.sim, 1).await;
     let s = session_id(&rig.sim);
-    assert_eq!(got[0], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "answers":{"Thảo muốn tập trung vào mục tiêu nào?":"Tăng trưởng dài hạn","Thời gian nắm giữ dự kiến?":"Trên 3 năm"}}));
+    assert_eq!(
+        got[0],
+        json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Thảo muốn tập trung vào mục tiêu nào?":"Tăng trưởng dài hạn","Thời gian nắm giữ dự kiến?":"Trên 3 năm"}})
+    );
     rig.stop().await;
 }
 
@@ -570,7 +596,9 @@ async fn id_is_answered_to_anyone() {
     rig.push(command(&rig.fake, "id", CHANNEL_ID, &stranger));
     assert_eq!(
         command_answers(&rig.fake, 1).await,
-        [format!("🆔 You: discord:{STRANGER}  (access.users, access.approvers, access.admins)\nThis chat: discord:{CHANNEL_ID}  (access.chats, routing.channels)")]
+        [format!(
+            "🆔 You: discord:{STRANGER}  (access.users, access.approvers, access.admins)\nThis chat: discord:{CHANNEL_ID}  (access.chats, routing.channels)"
+        )]
     );
     assert!(rig.sim.commands().is_empty());
     rig.stop().await;
@@ -585,12 +613,11 @@ async fn slash_commands() {
     rig.say(&thao(), "trade");
     let (_, id) = rig.wait_card(0).await;
     rig.push(command(&rig.fake, "pending", CHANNEL_ID, &thao()));
-    let reply = wait_until(|| async {
-        rig.fake.requests().into_iter().find(|r| r.method == "PATCH" && r.path.ends_with("/messages/@original"))
-    })
-    .await;
-    assert_eq!(mask(&reply.body["content"]), json!(format!(
-        "**Waiting for a decision**\n• execute_trade · <t:[unix]:R> · [open](https://discord.com/channels/{GUILD_ID}/{CHANNEL_ID}/{id})")));
+    let reply = wait_until(|| async { rig.fake.requests().into_iter().find(|r| r.method == "PATCH" && r.path.ends_with("/messages/@original")) }).await;
+    assert_eq!(
+        mask(&reply.body["content"]),
+        json!(format!("**Waiting for a decision**\n• execute_trade · <t:[unix]:R> · [open](https://discord.com/channels/{GUILD_ID}/{CHANNEL_ID}/{id})"))
+    );
     let acks = callbacks(&rig.fake, 1).await;
     assert_eq!(acks[0].body, json!({"type":5,"data":{"flags":64,"attachments":[]}}));
     rig.push(command(&rig.fake, "cancel", CHANNEL_ID, &thao()));
@@ -611,8 +638,11 @@ async fn fake_rejects_what_discord_rejects() {
     assert!(err.to_string().contains("Invalid Form Body"), "{err}");
     let recorded = fake.requests().pop().expect("recorded");
     assert_eq!(recorded.status, 400);
-    assert_eq!(recorded.response, Some(json!({"code":50035,"message":"Invalid Form Body","errors":{"components":{"0":{"components":{"0":{
-        "custom_id":{"_errors":[{"code":"BASE_TYPE_MAX_LENGTH","message":"Must be 100 or fewer in length."}]}}}}}}})));
+    assert_eq!(
+        recorded.response,
+        Some(json!({"code":50035,"message":"Invalid Form Body","errors":{"components":{"0":{"components":{"0":{
+        "custom_id":{"_errors":[{"code":"BASE_TYPE_MAX_LENGTH","message":"Must be 100 or fewer in length."}]}}}}}}}))
+    );
     let too_long = serenity::all::CreateMessage::new().content("ả".repeat(2001));
     // serenity itself refuses this one before sending; Discord would too.
     assert!(serenity::all::ChannelId::new(1).send_message(&http, too_long).await.is_err());
@@ -711,11 +741,7 @@ async fn http_endpoint_refuses_replays_and_huge_bodies() {
     let approve = button(&card.body, "Approve");
     let body = click(&rig.fake, &approve, &id, CHANNEL_ID, &thao(), &[]).to_string();
     let now = unix_now();
-    for (timestamp, why) in [
-        (now - 301, "signed 5 min 1 s ago"),
-        (now - 24 * 3600, "signed yesterday"),
-        (now + 301, "signed 5 min 1 s ahead"),
-    ] {
+    for (timestamp, why) in [(now - 301, "signed 5 min 1 s ago"), (now - 24 * 3600, "signed yesterday"), (now + 301, "signed 5 min 1 s ahead")] {
         let old = post(body.clone(), timestamp.to_string()).await;
         assert_eq!(old.status(), 401, "{why}");
         assert_eq!(old.text().await.expect("text"), "stale request timestamp", "{why}");
@@ -802,9 +828,8 @@ async fn a_gateway_closed_before_ready_fails_startup() {
     let fake = FakeDiscord::start().await;
     fake.refuse_identify(4014);
     let dir = tempfile::tempdir().expect("tempdir");
-    let message = tokio::time::timeout(Duration::from_secs(20), start_error(&settings_on(&sim, &fake, &dir, &[])))
-        .await
-        .expect("fails without waiting for READY");
+    let message =
+        tokio::time::timeout(Duration::from_secs(20), start_error(&settings_on(&sim, &fake, &dir, &[]))).await.expect("fails without waiting for READY");
     assert_eq!(
         message,
         "cannot start discord: discord: cannot start the gateway: Disallowed gateway intents were provided: \
@@ -829,7 +854,9 @@ async fn interactions_port_taken_fails_startup() {
     let settings = settings_on(&sim, &fake, &dir, &[("discord.public_key", &public), ("discord.interactions_listen", &listen), ("discord.gateway", "false")]);
     let message = start_error(&settings).await;
     assert!(
-        message.starts_with(&format!("cannot start discord: discord: cannot serve the interactions endpoint (discord.interactions_listen = {listen}): cannot listen: ")),
+        message.starts_with(&format!(
+            "cannot start discord: discord: cannot serve the interactions endpoint (discord.interactions_listen = {listen}): cannot listen: "
+        )),
         "{message}"
     );
     drop(taken);
@@ -850,7 +877,8 @@ async fn routing_dm_mention_and_long_text() {
     let long = "dài ".repeat(600);
     rig.fake.dispatch("MESSAGE_CREATE", message(&rig.fake.snowflake(), dm_channel, &thao(), &long));
     wait_until(|| async {
-        let sent: Vec<Recorded> = rig.fake.requests().into_iter().filter(|r| r.method == "POST" && r.path == format!("/api/v10/channels/{dm_channel}/messages")).collect();
+        let sent: Vec<Recorded> =
+            rig.fake.requests().into_iter().filter(|r| r.method == "POST" && r.path == format!("/api/v10/channels/{dm_channel}/messages")).collect();
         (sent.len() >= 2).then_some(())
     })
     .await;
@@ -941,8 +969,11 @@ async fn bridge_expiry_rejects_and_locks_the_card() {
     rig.sim.set_down(false);
     let got = wait_approvals(&rig.sim, 1).await;
     let s = session_id(&rig.sim);
-    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "decisions":[{"type":"reject","message":"timed out after 1 s without a human decision"}]})]);
+    assert_eq!(
+        got,
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"reject","message":"timed out after 1 s without a human decision"}]})]
+    );
     // The agent had timed the request out itself while down: depending on which it
     // read first, the card ends as plainly expired or says the reject came too late.
     let settled = wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][0]["value"].as_str().is_some_and(|v| !v.contains("not yet delivered"))).await;
@@ -971,8 +1002,11 @@ async fn comment_via_modal_is_a_respond_decision() {
     rig.push(modal_submit(&rig.fake, &modal_id, &[(input_id.as_str(), "chạy lúc 2 giờ sáng")], &id, CHANNEL_ID, &thao()));
     let got = wait_approvals(&rig.sim, 1).await;
     let s = session_id(&rig.sim);
-    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "decisions":[{"type":"respond","message":"chạy lúc 2 giờ sáng"}]})]);
+    assert_eq!(
+        got,
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"respond","message":"chạy lúc 2 giờ sáng"}]})]
+    );
     wait_text(&rig.fake, "run_migration: respond (chạy lúc 2 giờ sáng)").await;
     rig.stop().await;
 }
@@ -1049,7 +1083,10 @@ async fn strangers_are_refused_and_reach_nothing() {
     // A slash command is answered to them alone even within the channel's refusal
     // window (Discord shows an error otherwise), and counted on that window's entry.
     rig.push(command(&rig.fake, "new", CHANNEL_ID, &stranger));
-    assert_eq!(command_answers(&rig.fake, 1).await, [format!("⛔ You are not allowed to talk to this agent. Ask an admin to add you: your id is discord:{STRANGER}.")]);
+    assert_eq!(
+        command_answers(&rig.fake, 1).await,
+        [format!("⛔ You are not allowed to talk to this agent. Ask an admin to add you: your id is discord:{STRANGER}.")]
+    );
     // A second message in the channel within the window: no second reply.
     rig.say(&stranger, "trade again");
     // No thread, no session, nothing for the agent; then Thảo's message goes through.
@@ -1121,14 +1158,14 @@ async fn pairing_with_the_pair_command() {
     rig.push(command_with(&rig.fake, "pair", ADMINS, &thao(), ("code", &code)));
     assert_eq!(command_answers(&rig.fake, 1).await[0], "⛔ Only an admin (access.admins) may approve pairing codes.");
     rig.push(command_with(&rig.fake, "pair", CHANNEL_ID, &user("500000000000000002", "Lead"), ("code", &code)));
-    assert_eq!(
-        command_answers(&rig.fake, 2).await[1],
-        "⛔ /pair only works in an admin chat (access.admin_chats) or in your direct chat with the bot."
-    );
+    assert_eq!(command_answers(&rig.fake, 2).await[1], "⛔ /pair only works in an admin chat (access.admin_chats) or in your direct chat with the bot.");
     rig.push(command_with(&rig.fake, "pair", ADMINS, &user("500000000000000002", "Lead"), ("code", &code)));
     assert_eq!(command_answers(&rig.fake, 3).await[2], format!("✅ Paired Mallory (discord:{STRANGER}): they may now talk to the agent."));
     wait_until(|| async {
-        rig.fake.requests().into_iter().find(|r| r.path == format!("/api/v10/channels/{dm}/messages") && r.body["content"].as_str().is_some_and(|c| c.contains("you may now talk")))
+        rig.fake
+            .requests()
+            .into_iter()
+            .find(|r| r.path == format!("/api/v10/channels/{dm}/messages") && r.body["content"].as_str().is_some_and(|c| c.contains("you may now talk")))
     })
     .await;
     assert!(agent_messages(&rig).is_empty());
@@ -1274,15 +1311,23 @@ mod policies {
             .as_array()
             .unwrap()
             .iter()
-            .map(|r| r["components"].as_array().unwrap().iter().map(|b| format!("{} {}", b["label"].as_str().unwrap(), b["custom_id"].as_str().unwrap())).collect())
+            .map(|r| {
+                r["components"].as_array().unwrap().iter().map(|b| format!("{} {}", b["label"].as_str().unwrap(), b["custom_id"].as_str().unwrap())).collect()
+            })
             .collect();
-        assert_eq!(labels, [
-            vec!["Approve once 1:[id]:ap.0:[tag]", "Reject 1:[id]:rj.0:[tag]"],
-            vec!["Approve for this session 1:[id]:rms:[tag]", "Always approve 1:[id]:rma:[tag]"],
-        ]);
+        assert_eq!(
+            labels,
+            [
+                vec!["Approve once 1:[id]:ap.0:[tag]", "Reject 1:[id]:rj.0:[tag]"],
+                vec!["Approve for this session 1:[id]:rms:[tag]", "Always approve 1:[id]:rma:[tag]"],
+            ]
+        );
         let i = migration(false, Policy { remember: vec![RememberScope::Session], ..policy() });
         let (_, rows) = rendered(&i, Locale::Zh);
-        assert_eq!(rows[1], json!({"type": 1, "components": [{"type": 2, "style": 3, "label": "本会话内始终批准", "custom_id": "1:[id]:rms:[tag]", "disabled": false}]}));
+        assert_eq!(
+            rows[1],
+            json!({"type": 1, "components": [{"type": 2, "style": 3, "label": "本会话内始终批准", "custom_id": "1:[id]:rms:[tag]", "disabled": false}]})
+        );
         assert_eq!(rows[0]["components"][0]["label"], "仅批准本次");
     }
 
@@ -1297,10 +1342,13 @@ mod policies {
         let edit = Decision::Edit { edited_action: EditedAction { name: "run_migration".into(), args } };
         i.apply(&minh(), UserAction::Decide { action: 0, decision: edit }, &nobody(), MIN).expect("counted");
         let (embed, rows) = rendered(&i, Locale::En);
-        assert_eq!(embed["fields"], json!([
-            {"name": "Answer by", "value": "<t:[unix]:R>", "inline": false},
-            {"name": "Approvals", "value": "1 of 3 approvals: Lan ✔ · Minh ✏️ (edited)", "inline": false},
-        ]));
+        assert_eq!(
+            embed["fields"],
+            json!([
+                {"name": "Answer by", "value": "<t:[unix]:R>", "inline": false},
+                {"name": "Approvals", "value": "1 of 3 approvals: Lan ✔ · Minh ✏️ (edited)", "inline": false},
+            ])
+        );
         assert_eq!(rows.as_array().map(Vec::len), Some(1), "the usual buttons while votes arrive");
 
         let mut i = migration(false, Policy { quorum: 2, ..policy() });
@@ -1368,9 +1416,17 @@ mod policies {
         settings.access.approver_roles = vec![LEAD_ROLE.into()];
         let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
         let store = hitl_bridge::store::Store::connect("sqlite::memory:").await.expect("store");
-        let discord = hitl_bridge::platform::discord::start(&settings.discord, hitl_bridge::listener::Limits::from_settings(&settings.http, None), settings.access_policy(), TokenSigner::new(b"k"), engine, store, hitl_bridge::metrics::Metrics::new())
-            .await
-            .expect("starts");
+        let discord = hitl_bridge::platform::discord::start(
+            &settings.discord,
+            hitl_bridge::listener::Limits::from_settings(&settings.http, None),
+            settings.access_policy(),
+            TokenSigner::new(b"k"),
+            engine,
+            store,
+            hitl_bridge::metrics::Metrics::new(),
+        )
+        .await
+        .expect("starts");
         let key = hitl_bridge::store::ChatKey::new("discord", CHANNEL_ID, None);
         let mut i = migration(false, Policy { quorum: 3, ..policy() });
         i.apply(&lan(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), MIN).expect("counted");
@@ -1394,15 +1450,30 @@ mod policies {
                 "attachments": [], "embeds": [], "enforce_nonce": false, "sticker_ids": [], "tts": false,
             }}))
         };
-        let mut reply = msg(&format!("⏰ Reminder: <@{LAN}> <@{MINH}> <@&{DBA}> — run_migration still waits for a decision (1 of 3 approvals so far) · deadline <t:[unix]:R>"), &[LAN, MINH], &[DBA]);
+        let mut reply = msg(
+            &format!("⏰ Reminder: <@{LAN}> <@{MINH}> <@&{DBA}> — run_migration still waits for a decision (1 of 3 approvals so far) · deadline <t:[unix]:R>"),
+            &[LAN, MINH],
+            &[DBA],
+        );
         reply["body"]["message_reference"] =
             json!({"type": 0, "message_id": "800000000000000099", "channel_id": CHANNEL_ID, "guild_id": null, "fail_if_not_exists": false});
-        assert_eq!(sent, [
-            sorted(reply),
-            msg("⏰ Reminder: telegram:1001 — run_migration still waits for a decision (1 of 3 approvals so far) · deadline <t:[unix]:R>", &[], &[]),
-            msg(&format!("⏰ Reminder: <@&{DBA}> — run_migration still waits for a decision (1 of 3 approvals so far) · deadline <t:[unix]:R>"), &[], &[DBA]),
-            msg(&format!("⏰ Reminder: <@{THAO}> <@&{LEAD_ROLE}> — run_migration still waits for a decision · deadline <t:[unix]:R>"), &[THAO], &[LEAD_ROLE]),
-        ]);
+        assert_eq!(
+            sent,
+            [
+                sorted(reply),
+                msg("⏰ Reminder: telegram:1001 — run_migration still waits for a decision (1 of 3 approvals so far) · deadline <t:[unix]:R>", &[], &[]),
+                msg(
+                    &format!("⏰ Reminder: <@&{DBA}> — run_migration still waits for a decision (1 of 3 approvals so far) · deadline <t:[unix]:R>"),
+                    &[],
+                    &[DBA]
+                ),
+                msg(
+                    &format!("⏰ Reminder: <@{THAO}> <@&{LEAD_ROLE}> — run_migration still waits for a decision · deadline <t:[unix]:R>"),
+                    &[THAO],
+                    &[LEAD_ROLE]
+                ),
+            ]
+        );
         assert!(fake.requests().iter().all(|r| r.status < 400), "Discord would have refused one");
         discord.shutdown();
         fake.shutdown().await;

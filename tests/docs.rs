@@ -350,7 +350,18 @@ fn keys_named(text: &str, sections: &BTreeSet<String>) -> BTreeSet<String> {
 fn configuration_md_documents_every_key_and_only_real_ones() {
     let keys = configuration_keys();
     // The binary's own sections are all there (a broken print would pass vacuously).
-    for expected in ["backend.url", "store.url", "access.users", "telegram.chat_locales", "discord.guild_id", "http.api_tokens", "kimi.env", "policies[].quorum", "policies[].escalation", "policies[].escalation[].fallback"] {
+    for expected in [
+        "backend.url",
+        "store.url",
+        "access.users",
+        "telegram.chat_locales",
+        "discord.guild_id",
+        "http.api_tokens",
+        "kimi.env",
+        "policies[].quorum",
+        "policies[].escalation",
+        "policies[].escalation[].fallback",
+    ] {
         assert!(keys.contains(expected), "check-config no longer prints `{expected}`: {keys:?}");
     }
     let doc = std::fs::read_to_string(root().join("docs/configuration.md")).unwrap();
@@ -364,7 +375,10 @@ fn configuration_md_documents_every_key_and_only_real_ones() {
 #[test]
 fn keys_named_reads_code_spans_only() {
     let sections: BTreeSet<String> = ["backend", "policies"].into_iter().map(String::from).collect();
-    let named = keys_named("`backend.kind = \"kimi\"`, `backend.colour`, backend.nope, `policies[].quorum`, `policies[0]`, `config/backend.toml`\n```\n`backend.fenced`\n```\n", &sections);
+    let named = keys_named(
+        "`backend.kind = \"kimi\"`, `backend.colour`, backend.nope, `policies[].quorum`, `policies[0]`, `config/backend.toml`\n```\n`backend.fenced`\n```\n",
+        &sections,
+    );
     assert_eq!(named, ["backend.colour", "backend.kind", "policies[].quorum"].into_iter().map(String::from).collect());
 }
 

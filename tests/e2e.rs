@@ -34,18 +34,25 @@ async fn seed_000_two_rounds_of_questions() {
 
     let s = session_id(&sim);
     let commands = sim.commands();
-    assert_eq!(support::without_message_id(commands[0].clone()), json!({"type":"message","session_id":s,"content":[{"type":"text","text":"hỏi 2 lần"}],
-        "user":{"platform":"console","id":"console","name":"Thảo"}}));
+    assert_eq!(
+        support::without_message_id(commands[0].clone()),
+        json!({"type":"message","session_id":s,"content":[{"type":"text","text":"hỏi 2 lần"}],
+        "user":{"platform":"console","id":"console","name":"Thảo"}})
+    );
     let approvals = approvals(&sim);
     assert_eq!(approvals.len(), 2);
     // Exact text, so the key order (question order) is checked too.
     assert_eq!(
         serde_json::to_string(&approvals[0]).unwrap(),
         serde_json::to_string(&json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-            "answers":{Q1:"Cổ tức bền vững (Recommended)",Q2:"Ngắn hạn"}})).unwrap()
+            "answers":{Q1:"Cổ tức bền vững (Recommended)",Q2:"Ngắn hạn"}}))
+        .unwrap()
     );
-    assert_eq!(approvals[1], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),
-        "answers":{"Bạn muốn nhận báo cáo qua kênh nào?":"Telegram"}}));
+    assert_eq!(
+        approvals[1],
+        json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),
+        "answers":{"Bạn muốn nhận báo cáo qua kênh nào?":"Telegram"}})
+    );
     stop(bridge, sim).await;
 }
 
@@ -73,8 +80,11 @@ async fn seed_002_reject_with_reason() {
     bridge.send("r quá rủi ro").await;
     bridge.expect("agent: Lệnh đã bị hủy. Lý do: quá rủi ro").await;
     let s = session_id(&sim);
-    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "decisions":[{"type":"reject","message":"quá rủi ro"}]})]);
+    assert_eq!(
+        approvals(&sim),
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"reject","message":"quá rủi ro"}]})]
+    );
     stop(bridge, sim).await;
 }
 
@@ -95,8 +105,11 @@ async fn seed_002_edit_invalid_then_valid() {
     bridge.send(r#"e {"symbol":"VNM","quantity":50,"side":"buy","price":82000}"#).await;
     bridge.expect("agent: Đã đặt lệnh: buy 50 VNM @ 82000").await;
     let s = session_id(&sim);
-    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "decisions":[{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}]})]);
+    assert_eq!(
+        approvals(&sim),
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}]})]
+    );
     stop(bridge, sim).await;
 }
 
@@ -115,8 +128,11 @@ async fn two_actions_in_one_request() {
     bridge.send("r").await;
     bridge.expect("agent: execute_trade: approve; send_report: reject").await;
     let s = session_id(&sim);
-    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "decisions":[{"type":"approve"},{"type":"reject"}]})]);
+    assert_eq!(
+        approvals(&sim),
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"approve"},{"type":"reject"}]})]
+    );
     stop(bridge, sim).await;
 }
 
@@ -152,8 +168,11 @@ async fn bridge_expires_and_rejects_when_the_agent_is_silent() {
     sim.set_down(false);
     let got = wait_approvals(&sim, 1).await;
     let s = session_id(&sim);
-    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "decisions":[{"type":"reject","message":"timed out after 1 s without a human decision"}]})]);
+    assert_eq!(
+        got,
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"reject","message":"timed out after 1 s without a human decision"}]})]
+    );
     stop(bridge, sim).await;
 }
 
@@ -171,10 +190,13 @@ async fn same_question_in_both_shapes() {
     bridge.expect("agent: A: Production (Recommended); B: Staging").await;
     let s = session_id(&sim);
     let q = "Triển khai lên môi trường nào?";
-    assert_eq!(approvals(&sim), vec![
-        json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"answers":{q:"Production (Recommended)"}}),
-        json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),"answers":{q:"Staging"}}),
-    ]);
+    assert_eq!(
+        approvals(&sim),
+        vec![
+            json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"answers":{q:"Production (Recommended)"}}),
+            json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),"answers":{q:"Staging"}}),
+        ]
+    );
     stop(bridge, sim).await;
 }
 
@@ -190,8 +212,11 @@ async fn multi_select_with_other() {
     bridge.send("Năng lượng").await;
     bridge.expect("agent: Bạn chọn: Ngân hàng, Thép (Steel), Năng lượng").await;
     let s = session_id(&sim);
-    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "answers":{"Nhóm ngành quan tâm?":"Ngân hàng, Thép (Steel), Năng lượng"}})]);
+    assert_eq!(
+        approvals(&sim),
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Nhóm ngành quan tâm?":"Ngân hàng, Thép (Steel), Năng lượng"}})]
+    );
     stop(bridge, sim).await;
 }
 
@@ -204,8 +229,11 @@ async fn skipped_question() {
     bridge.send("s").await;
     bridge.expect("agent: Bạn chọn: [No preference]").await;
     let s = session_id(&sim);
-    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "answers":{"Nhóm ngành quan tâm?":"[No preference]"}})]);
+    assert_eq!(
+        approvals(&sim),
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Nhóm ngành quan tâm?":"[No preference]"}})]
+    );
     stop(bridge, sim).await;
 }
 
@@ -311,7 +339,10 @@ async fn unauthorized_and_second_click_change_nothing() {
     let audit = bridge.store.audit_log(&format!("{s}_1")).await.unwrap();
     let lines: Vec<(String, Option<String>)> = audit.iter().map(|e| (e.outcome.clone(), e.actor.as_ref().map(|a| a.name.clone()))).collect();
     assert_eq!(lines, vec![("refused".into(), Some("Mallory".into())), ("resolved".into(), Some("Thảo".into()))]);
-    assert_eq!(audit[0].reply, Some(json!({"attempted":{"op":"decide","action":0,"decision":{"type":"approve"}},"reason":"you are not allowed to answer this request"})));
+    assert_eq!(
+        audit[0].reply,
+        Some(json!({"attempted":{"op":"decide","action":0,"decision":{"type":"approve"}},"reason":"you are not allowed to answer this request"}))
+    );
     stop(bridge, sim).await;
 }
 
@@ -407,11 +438,7 @@ async fn two_replicas_share_sessions_through_leases() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let s = session_id(&sim);
     assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
-    assert_eq!(
-        bridge.transcript.iter().filter(|l| l.starts_with("agent: Đã đặt lệnh")).count(),
-        1,
-        "the agent's text was received and shown once"
-    );
+    assert_eq!(bridge.transcript.iter().filter(|l| l.starts_with("agent: Đã đặt lệnh")).count(), 1, "the agent's text was received and shown once");
 
     // The first replica stops (and gives up its lease); the second carries on.
     bridge.stop().await;
@@ -439,8 +466,11 @@ async fn comment_becomes_a_respond_decision_where_allowed() {
     bridge.send("c chạy lúc 2 giờ sáng").await;
     bridge.expect("agent: run_migration: respond (chạy lúc 2 giờ sáng)").await;
     let s = session_id(&sim);
-    assert_eq!(approvals(&sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "decisions":[{"type":"respond","message":"chạy lúc 2 giờ sáng"}]})]);
+    assert_eq!(
+        approvals(&sim),
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"respond","message":"chạy lúc 2 giờ sáng"}]})]
+    );
     stop(bridge, sim).await;
 }
 
@@ -486,7 +516,8 @@ async fn a_request_lost_in_flight_is_recovered_from_history() {
             tokio::spawn(async move {
                 let mut request = [0u8; 4096];
                 let _ = stream.read(&mut request).await;
-                let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                let response =
+                    format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
                 let _ = stream.write_all(response.as_bytes()).await;
             });
         }

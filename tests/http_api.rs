@@ -3,13 +3,13 @@
 //! Telegram and fake Discord, clicked there, and read back by `GET` and by the signed
 //! callback, whose exact JSON and signature are checked.
 
-mod support;
 #[path = "support/backends.rs"]
 mod backends;
 #[path = "support/fake_discord.rs"]
 mod fake_discord;
 #[path = "support/fake_telegram.rs"]
 mod fake_telegram;
+mod support;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -301,13 +301,13 @@ async fn questions_answered_on_telegram_with_selected_options() {
     let api = Api::start(|_| {}).await;
     let hook = Receiver::start(&[]).await;
     let body = json!({"approval_key": "q-1", "targets": [ops_target()], "callback_url": hook.url,
-        "questions": [
-            {"question": "Which regions?", "header": "Regions", "multiSelect": true,
-             "options": [{"label": "EU"}, {"label": "US"}, {"label": "Other region", "input": true}]},
-            {"question": "Window?", "header": "Window", "multi_select": false,
-             "options": [{"label": "Tonight (Recommended)"}, {"label": "Weekend"}]},
-            {"question": "Notify whom?", "options": [{"label": "Nobody"}]}
-        ]});
+    "questions": [
+        {"question": "Which regions?", "header": "Regions", "multiSelect": true,
+         "options": [{"label": "EU"}, {"label": "US"}, {"label": "Other region", "input": true}]},
+        {"question": "Window?", "header": "Window", "multi_select": false,
+         "options": [{"label": "Tonight (Recommended)"}, {"label": "Weekend"}]},
+        {"question": "Notify whom?", "options": [{"label": "Nobody"}]}
+    ]});
     assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
     let card = api.tg_message(OPS, "[1/3] Regions").await;
     let id = id_of(&card);
@@ -383,7 +383,10 @@ async fn two_targets_a_click_in_one_locks_the_other() {
     let tg_card = api.tg_message(OPS, "restart_api").await;
     let card = api.dc.wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
     let message_id = card.response.as_ref().and_then(|m| m["id"].as_str()).unwrap().to_owned();
-    let approve = card.body["components"][0]["components"].as_array().unwrap().iter().find(|c| c["label"] == "Approve").unwrap()["custom_id"].as_str().unwrap().to_owned();
+    let approve = card.body["components"][0]["components"].as_array().unwrap().iter().find(|c| c["label"] == "Approve").unwrap()["custom_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let lan = fake_discord::user("500000000000000001", "Lan");
     api.dc.dispatch("INTERACTION_CREATE", fake_discord::click(&api.dc, &approve, &message_id, CHANNEL_ID, &lan, &[]));
     let state = api.decided("both-1").await;
@@ -409,7 +412,8 @@ async fn idempotency_and_every_error_code() {
     let body = json!({"approval_key": "k-1", "targets": [ops_target()], "actions": [{"name": "deploy", "args": {"v": "2.3"}}]});
     assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
     // The same body again (keys reordered, other whitespace): 200 with the current state.
-    let reordered = br#"{ "actions": [{"args": {"v": "2.3"}, "name": "deploy"}], "targets": [{"chat_id": "-100777", "platform": "telegram"}], "approval_key": "k-1" }"#;
+    let reordered =
+        br#"{ "actions": [{"args": {"v": "2.3"}, "name": "deploy"}], "targets": [{"chat_id": "-100777", "platform": "telegram"}], "approval_key": "k-1" }"#;
     let (status, again) = api.send(reqwest::Method::POST, "/v1/requests", Some(SECRET), Some(reordered.to_vec())).await;
     assert_eq!(status, StatusCode::OK, "{again}");
     assert_eq!(again, api.get("k-1").await);
@@ -425,20 +429,75 @@ async fn idempotency_and_every_error_code() {
 
     let cases: Vec<(Value, StatusCode, &str, Option<&str>)> = vec![
         (json!({"targets": [ops_target()]}), StatusCode::UNPROCESSABLE_ENTITY, "missing_shape", Some("actions")),
-        (json!({"targets": [ops_target()], "actions": [{"name": "a"}], "question": "Q?"}), StatusCode::UNPROCESSABLE_ENTITY, "conflicting_shapes", Some("question")),
+        (
+            json!({"targets": [ops_target()], "actions": [{"name": "a"}], "question": "Q?"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "conflicting_shapes",
+            Some("question"),
+        ),
         (json!({"targets": [ops_target()], "actions": []}), StatusCode::UNPROCESSABLE_ENTITY, "empty_actions", Some("actions")),
-        (json!({"targets": [ops_target()], "questions": [{"question": "Q?", "options": []}]}), StatusCode::UNPROCESSABLE_ENTITY, "empty_options", Some("questions[0].options")),
+        (
+            json!({"targets": [ops_target()], "questions": [{"question": "Q?", "options": []}]}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "empty_options",
+            Some("questions[0].options"),
+        ),
         (json!({"targets": [ops_target()], "questions": []}), StatusCode::UNPROCESSABLE_ENTITY, "empty_questions", Some("questions")),
-        (json!({"targets": [ops_target()], "question": "Q?", "choices": [], "allow_freeform": false}), StatusCode::UNPROCESSABLE_ENTITY, "empty_options", Some("choices")),
-        (json!({"targets": [{"platform": "slack", "chat_id": "1"}], "actions": [{"name": "a"}]}), StatusCode::UNPROCESSABLE_ENTITY, "unknown_platform", Some("targets[0].platform")),
-        (json!({"targets": [{"platform": "discord", "channel_id": "1"}], "actions": [{"name": "a"}]}), StatusCode::UNPROCESSABLE_ENTITY, "platform_not_enabled", Some("targets[0].platform")),
+        (
+            json!({"targets": [ops_target()], "question": "Q?", "choices": [], "allow_freeform": false}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "empty_options",
+            Some("choices"),
+        ),
+        (
+            json!({"targets": [{"platform": "slack", "chat_id": "1"}], "actions": [{"name": "a"}]}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown_platform",
+            Some("targets[0].platform"),
+        ),
+        (
+            json!({"targets": [{"platform": "discord", "channel_id": "1"}], "actions": [{"name": "a"}]}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "platform_not_enabled",
+            Some("targets[0].platform"),
+        ),
         (json!({"targets": [], "actions": [{"name": "a"}]}), StatusCode::UNPROCESSABLE_ENTITY, "no_targets", Some("targets")),
-        (json!({"targets": [{"platform": "telegram", "chat_id": "ops"}], "actions": [{"name": "a"}]}), StatusCode::UNPROCESSABLE_ENTITY, "invalid_target", Some("targets[0].chat_id")),
-        (json!({"targets": [ops_target()], "actions": [{"name": "a"}], "approvers": ["ana"]}), StatusCode::UNPROCESSABLE_ENTITY, "invalid_approver", Some("approvers[0]")),
-        (json!({"targets": [ops_target()], "actions": [{"name": "a"}], "timeout_seconds": 0}), StatusCode::UNPROCESSABLE_ENTITY, "invalid_timeout", Some("timeout_seconds")),
-        (json!({"targets": [ops_target()], "actions": [{"name": "a"}], "callback_url": "ftp://x"}), StatusCode::UNPROCESSABLE_ENTITY, "invalid_callback_url", Some("callback_url")),
-        (json!({"targets": [ops_target()], "actions": [{"name": "a", "args": [1]}]}), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", Some("actions[0].args")),
-        (json!({"targets": [ops_target()], "actions": [{"name": "a"}], "timeout_seconds": "soon"}), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", Some("timeout_seconds")),
+        (
+            json!({"targets": [{"platform": "telegram", "chat_id": "ops"}], "actions": [{"name": "a"}]}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_target",
+            Some("targets[0].chat_id"),
+        ),
+        (
+            json!({"targets": [ops_target()], "actions": [{"name": "a"}], "approvers": ["ana"]}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_approver",
+            Some("approvers[0]"),
+        ),
+        (
+            json!({"targets": [ops_target()], "actions": [{"name": "a"}], "timeout_seconds": 0}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_timeout",
+            Some("timeout_seconds"),
+        ),
+        (
+            json!({"targets": [ops_target()], "actions": [{"name": "a"}], "callback_url": "ftp://x"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_callback_url",
+            Some("callback_url"),
+        ),
+        (
+            json!({"targets": [ops_target()], "actions": [{"name": "a", "args": [1]}]}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_field",
+            Some("actions[0].args"),
+        ),
+        (
+            json!({"targets": [ops_target()], "actions": [{"name": "a"}], "timeout_seconds": "soon"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_field",
+            Some("timeout_seconds"),
+        ),
     ];
     for (body, status, code, field) in cases {
         let (got, err) = api.push(&body).await;
@@ -690,7 +749,11 @@ async fn policy_validation_and_idempotency() {
         ),
         (
             with(json!({"escalation": [{"after": "5m", "show_in": "slack:C123"}]})),
-            error("invalid_policy", "`slack:C123` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…)", "policy.escalation[0].show_in"),
+            error(
+                "invalid_policy",
+                "`slack:C123` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…)",
+                "policy.escalation[0].show_in",
+            ),
         ),
         (
             with(json!({"escalation": [{"after": "5m", "remind": "approvers"}, {"after": "15m", "show_in": "discord:1300000000000000000"}]})),
@@ -716,7 +779,11 @@ async fn policy_validation_and_idempotency() {
     // Type errors and unknown keys name the path too.
     for (policy, field) in [(json!({"quorum": "two"}), "policy.quorum"), (json!({"quorom": 2}), "policy.quorom"), (json!({"tools": ["*"]}), "policy.tools")] {
         let (status, err) = api.push(&with(policy.clone())).await;
-        assert_eq!((status, err["error"]["code"].as_str(), err["error"]["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_field"), Some(field)), "{policy} → {err}");
+        assert_eq!(
+            (status, err["error"]["code"].as_str(), err["error"]["field"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_field"), Some(field)),
+            "{policy} → {err}"
+        );
     }
 
     // A fallback's moment is the deadline, whatever timeout_seconds says.
@@ -802,7 +869,9 @@ async fn quorum_of_two_named_approvers() {
 async fn a_configured_policy_overrides_the_requests_own() {
     let api = Api::start(|s| {
         s.discord.enabled = false;
-        s.policies = vec![serde_json::from_value(json!({"name": "migrations", "tools": ["run_migration"], "backends": ["http"], "approvers": ["telegram:3004"]})).unwrap()];
+        s.policies = vec![
+            serde_json::from_value(json!({"name": "migrations", "tools": ["run_migration"], "backends": ["http"], "approvers": ["telegram:3004"]})).unwrap(),
+        ];
     })
     .await;
     let body = json!({"approval_key": "cfg-1", "targets": [ops_target()],
@@ -1054,9 +1123,21 @@ async fn a_redirect_is_not_followed() {
 #[tokio::test]
 async fn callback_urls_inside_the_network_are_refused() {
     let mut api = Api::start(|s| s.http.callback_allow_private = false).await;
-    for url in ["http://127.0.0.1:5432/", "http://169.254.169.254/latest/meta-data/", "http://[::1]:5432/", "http://10.1.2.3/hook", "http://[fc00::1]/hook", "http://localhost:22/", "http://[::ffff:127.0.0.1]/"] {
+    for url in [
+        "http://127.0.0.1:5432/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::1]:5432/",
+        "http://10.1.2.3/hook",
+        "http://[fc00::1]/hook",
+        "http://localhost:22/",
+        "http://[::ffff:127.0.0.1]/",
+    ] {
         let (status, err) = api.push(&approval_with_callback("ssrf", url)).await;
-        assert_eq!((status, err["error"]["code"].as_str(), err["error"]["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_callback_url"), Some("callback_url")), "{url}: {err}");
+        assert_eq!(
+            (status, err["error"]["code"].as_str(), err["error"]["field"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_callback_url"), Some("callback_url")),
+            "{url}: {err}"
+        );
         assert!(err["error"]["message"].as_str().unwrap().contains("private or internal address"), "{err}");
     }
     assert_eq!(api.send(reqwest::Method::GET, "/v1/requests/ssrf", Some(SECRET), None).await.0, StatusCode::NOT_FOUND, "nothing was stored");
@@ -1176,8 +1257,11 @@ async fn mcp_lists_its_tools_with_schemas_and_refuses_a_wrong_token() {
 #[tokio::test]
 async fn mcp_request_approval_is_decided_on_telegram() {
     let api = mcp_api().await;
-    let args = call("request_approval", json!({"actions": [{"name": "run_migration", "args": {"db": "orders"}, "description": "adds a column"}],
-        "text": "Release 43", "approval_key": "mcp-1", "timeout_seconds": 300}));
+    let args = call(
+        "request_approval",
+        json!({"actions": [{"name": "run_migration", "args": {"db": "orders"}, "description": "adds a column"}],
+        "text": "Release 43", "approval_key": "mcp-1", "timeout_seconds": 300}),
+    );
     let Some(mut client) = McpClient::start(&api, SECRET, "call", args) else { return api.stop().await };
     let progress = client.next("progress").await;
     assert!(progress["message"].as_str().unwrap().starts_with(&format!("waiting for a decision in telegram:{OPS}, ")), "{progress}");
@@ -1187,8 +1271,11 @@ async fn mcp_request_approval_is_decided_on_telegram() {
     let result = client.next("result").await;
     assert_eq!(result["isError"], false);
     let state = api.get("mcp-1").await;
-    assert_eq!(result["structured"], json!({"decisions": [{"type": "approve"}], "approval_key": "mcp-1", "status": "resolved",
-        "decided_by": {"platform": "telegram", "id": "3003", "name": "Ana"}, "decided_at": state["decided_at"]}));
+    assert_eq!(
+        result["structured"],
+        json!({"decisions": [{"type": "approve"}], "approval_key": "mcp-1", "status": "resolved",
+        "decided_by": {"platform": "telegram", "id": "3003", "name": "Ana"}, "decided_at": state["decided_at"]})
+    );
     assert_eq!(serde_json::from_str::<Value>(result["text"].as_str().unwrap()).unwrap(), result["structured"], "the same as text");
     client.end().await;
     let store = hitl_bridge::store::Store::connect(&api.settings.store.url).await.unwrap();
@@ -1207,7 +1294,10 @@ async fn mcp_approval_prompt_answers_as_claude_code_expects() {
     let card = api.tg_message(OPS, "touch done.txt").await;
     api.tg_click(OPS, id_of(&card), "Approve", &ana()).await;
     let result = client.next("result").await;
-    assert_eq!((result["isError"].clone(), result["text"].clone()), (json!(false), json!(r#"{"behavior":"allow","updatedInput":{"command":"touch done.txt"}}"#)));
+    assert_eq!(
+        (result["isError"].clone(), result["text"].clone()),
+        (json!(false), json!(r#"{"behavior":"allow","updatedInput":{"command":"touch done.txt"}}"#))
+    );
     client.end().await;
 
     let mut client = McpClient::start(&api, SECRET, "call", prompt("toolu_2")).unwrap();
@@ -1229,8 +1319,11 @@ async fn mcp_approval_prompt_answers_as_claude_code_expects() {
 async fn mcp_ask_user_question_is_answered_on_discord() {
     let api = mcp_api().await;
     api.dc.wait_identified(1).await;
-    let args = call("ask_user_question", json!({"questions": [{"question": "Which DB?", "header": "DB", "options": [{"label": "Postgres"}, {"label": "SQLite"}]}],
-        "targets": [format!("discord:{CHANNEL_ID}")]}));
+    let args = call(
+        "ask_user_question",
+        json!({"questions": [{"question": "Which DB?", "header": "DB", "options": [{"label": "Postgres"}, {"label": "SQLite"}]}],
+        "targets": [format!("discord:{CHANNEL_ID}")]}),
+    );
     let Some(mut client) = McpClient::start(&api, SECRET, "call", args) else { return api.stop().await };
     let card = api.dc.wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
     let message_id = card.response.as_ref().and_then(|m| m["id"].as_str()).unwrap().to_owned();

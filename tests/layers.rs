@@ -111,7 +111,9 @@ fn no_module_imports_a_layer_above_its_own_or_a_sibling() {
 
 #[test]
 fn the_check_sees_an_upward_import() {
-    let code = shipped_code("//! see [`crate::app`]\nuse crate::config::Settings;\nuse crate::{engine::X, store};\n#[cfg(test)]\nmod tests {\n    use crate::app::App;\n}\n");
+    let code = shipped_code(
+        "//! see [`crate::app`]\nuse crate::config::Settings;\nuse crate::{engine::X, store};\n#[cfg(test)]\nmod tests {\n    use crate::app::App;\n}\n",
+    );
     assert_eq!(imported_modules(&code), BTreeSet::from(["config".to_owned(), "engine".to_owned(), "store".to_owned()]));
     assert!(layer_of("config") > layer_of("engine"));
     assert_eq!(layer_of("nowhere"), None);

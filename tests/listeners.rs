@@ -51,10 +51,13 @@ async fn tiny_listener(limits: Limits) -> SocketAddr {
     let app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/echo", post(|body: axum::body::Bytes| async move { format!("{} bytes", body.len()) }))
-        .route("/slow", get(|| async {
-            tokio::time::sleep(Duration::from_secs(30)).await;
-            "late"
-        }));
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                "late"
+            }),
+        );
     let socket = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = socket.local_addr().expect("addr");
     tokio::spawn(listener::serve(socket, app, limits));
@@ -177,7 +180,9 @@ async fn the_api_and_the_webhook_refuse_before_reading_the_body() {
     let app = bridge(&fake, &hook, &dir).await;
     let api = app.http_addr().expect("http listener");
     let within = Duration::from_secs(2);
-    let post = |auth: &str, length: usize| format!("POST /v1/requests HTTP/1.1\r\nHost: bridge\r\n{auth}Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n");
+    let post = |auth: &str, length: usize| {
+        format!("POST /v1/requests HTTP/1.1\r\nHost: bridge\r\n{auth}Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n")
+    };
 
     let no_token = answer_to(api, &post("", 1 << 20), within).await;
     assert_eq!(no_token.as_deref(), Some("HTTP/1.1 401 Unauthorized"));
@@ -187,7 +192,8 @@ async fn the_api_and_the_webhook_refuse_before_reading_the_body() {
     assert_eq!(too_long.as_deref(), Some("HTTP/1.1 413 Payload Too Large"));
 
     let hook_addr: SocketAddr = hook.parse().expect("addr");
-    let webhook = |secret: &str| format!("POST /telegram/hook HTTP/1.1\r\nHost: bridge\r\n{secret}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n", 1 << 20);
+    let webhook =
+        |secret: &str| format!("POST /telegram/hook HTTP/1.1\r\nHost: bridge\r\n{secret}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n", 1 << 20);
     assert_eq!(answer_to(hook_addr, &webhook(""), within).await.as_deref(), Some("HTTP/1.1 401 Unauthorized"));
     let wrong = answer_to(hook_addr, &webhook("X-Telegram-Bot-Api-Secret-Token: guess\r\n"), within).await;
     assert_eq!(wrong.as_deref(), Some("HTTP/1.1 401 Unauthorized"));

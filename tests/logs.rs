@@ -52,9 +52,7 @@ fn json_logs_are_one_object_per_line_and_carry_the_request_key() {
     });
     assert!(healthy, "the bridge never answered /healthz");
     let body = json!({"approval_key": "deploy-42_1", "targets": [{"platform": "console"}], "actions": [{"name": "deploy", "args": {"version": "2.3"}}]});
-    let created = rt.block_on(async {
-        http.post(format!("{base}/v1/requests")).bearer_auth("s3cret").json(&body).send().await?.json::<Value>().await
-    });
+    let created = rt.block_on(async { http.post(format!("{base}/v1/requests")).bearer_auth("s3cret").json(&body).send().await?.json::<Value>().await });
     assert_eq!(created.unwrap()["status"], "pending");
     loop {
         let line = console.recv_timeout(Duration::from_secs(20)).expect("the console shows the request");
@@ -63,17 +61,13 @@ fn json_logs_are_one_object_per_line_and_carry_the_request_key() {
         }
     }
     writeln!(child.stdin.as_mut().unwrap(), "a").unwrap();
-    let state = rt.block_on(async {
-        http.get(format!("{base}/v1/requests/deploy-42_1?wait=10")).bearer_auth("s3cret").send().await?.json::<Value>().await
-    });
+    let state = rt.block_on(async { http.get(format!("{base}/v1/requests/deploy-42_1?wait=10")).bearer_auth("s3cret").send().await?.json::<Value>().await });
     assert_eq!(state.unwrap()["status"], "resolved");
     // A request only telegram:1 may answer: the console's click is refused, and the
     // refusal's line (which names no key itself) carries it from the span.
     let body = json!({"approval_key": "deploy-43_1", "targets": [{"platform": "console"}], "approvers": ["telegram:1"],
         "actions": [{"name": "deploy", "args": {"version": "2.4"}}]});
-    let created = rt.block_on(async {
-        http.post(format!("{base}/v1/requests")).bearer_auth("s3cret").json(&body).send().await?.json::<Value>().await
-    });
+    let created = rt.block_on(async { http.post(format!("{base}/v1/requests")).bearer_auth("s3cret").json(&body).send().await?.json::<Value>().await });
     assert_eq!(created.unwrap()["status"], "pending");
     let mut seen = Vec::new();
     loop {

@@ -5,14 +5,14 @@
 //! expected, labels and values, histogram series included. A Discord 429 on the fake
 //! Discord is counted under its own label.
 
-mod support;
+#[path = "support/fake_discord.rs"]
+mod fake_discord;
 #[path = "support/fake_telegram.rs"]
 mod fake_telegram;
+mod support;
 #[allow(dead_code)]
 #[path = "support/telegram_chat.rs"]
 mod telegram_chat;
-#[path = "support/fake_discord.rs"]
-mod fake_discord;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -5,9 +5,9 @@
 //! the decision. Telegram is the fake Bot API (`telegram.api_url`), the one thing a
 //! newcomer would not set.
 
-mod support;
 #[path = "support/fake_telegram.rs"]
 mod fake_telegram;
+mod support;
 #[path = "support/telegram_chat.rs"]
 mod telegram_chat;
 

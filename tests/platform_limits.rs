@@ -5,9 +5,9 @@
 //! handled. Render checks: 30 actions paged on Telegram,
 //! 300 options within Discord's select and row limits.
 
-mod support;
 #[path = "support/fake_telegram.rs"]
 mod fake_telegram;
+mod support;
 
 use std::time::Duration;
 
@@ -89,7 +89,8 @@ async fn three_hundred_options_are_paged() {
         let data = button(&current, &format!("{page}/12 ▶"));
         let query = tg.push_click(OPS, &ana(), id, &data);
         wait_until(|| async { tg.answer_to(&query) }).await;
-        let turned = wait_until(|| async { tg.message(OPS, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(&format!("<i>{page}/12</i>")))) }).await;
+        let turned =
+            wait_until(|| async { tg.message(OPS, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(&format!("<i>{page}/12</i>")))) }).await;
         assert!(buttons(&turned) <= 100);
         let expected: Vec<String> = ((page - 1) * 25 + 1..=(page * 25).min(300)).map(|n| format!("Option {n}")).collect();
         assert_eq!(option_labels(&turned), expected, "page {page}");
@@ -192,12 +193,11 @@ async fn a_taken_webhook_port_fails_the_start() {
     let listen = taken.local_addr().expect("addr").to_string();
     let dir = tempfile::tempdir().expect("tempdir");
     let hook = format!("http://{listen}/hook");
-    let settings = telegram_settings(&dir, &tg.url, &[
-        ("telegram.token", fake_telegram::TOKEN),
-        ("telegram.mode", "webhook"),
-        ("telegram.webhook_url", &hook),
-        ("telegram.webhook_listen", &listen),
-    ]);
+    let settings = telegram_settings(
+        &dir,
+        &tg.url,
+        &[("telegram.token", fake_telegram::TOKEN), ("telegram.mode", "webhook"), ("telegram.webhook_url", &hook), ("telegram.webhook_listen", &listen)],
+    );
     let Err(e) = App::start(&settings, no_console()).await else { panic!("the bridge started on a taken port") };
     let message = e.to_string();
     assert!(message.contains(&format!("cannot listen on {listen}")), "{message}");

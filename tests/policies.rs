@@ -11,11 +11,11 @@
 //!
 //! The agent's commands are asserted exactly; the audit log is read back from the store.
 
-mod support;
 #[path = "support/fake_discord.rs"]
 mod fake_discord;
 #[path = "support/fake_telegram.rs"]
 mod fake_telegram;
+mod support;
 
 use std::time::Duration;
 
@@ -136,10 +136,7 @@ mod telegram {
 
         /// The `n`-th bot message (from 0) in `chat` whose text contains `needle`.
         async fn nth_message(&self, chat: i64, needle: &str, n: usize) -> Value {
-            wait_until(|| async {
-                self.fake.bot_messages(chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))).nth(n)
-            })
-            .await
+            wait_until(|| async { self.fake.bot_messages(chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))).nth(n) }).await
         }
 
         async fn shows(&self, chat: i64, id: i64, needle: &str) -> Value {
@@ -161,12 +158,7 @@ mod telegram {
 
         async fn finish(mut self) {
             self.halt().await;
-            let refused: Vec<_> = self
-                .fake
-                .errors()
-                .into_iter()
-                .filter(|(_, e)| !e.starts_with("Bad Request: message is not modified"))
-                .collect();
+            let refused: Vec<_> = self.fake.errors().into_iter().filter(|(_, e)| !e.starts_with("Bad Request: message is not modified")).collect();
             assert!(refused.is_empty(), "Telegram would have refused: {refused:?}");
             self.fake.shutdown();
             self.sim.shutdown().await;
@@ -299,10 +291,11 @@ mod telegram {
         // Counted by the replica that did it: the reminder by the bridge before the
         // restart, the move and the fallback by this one.
         let counted = policy_actions(rig.app.as_ref().expect("running")).await;
-        let mut expected: Vec<(String, u64)> = [("remind", 0), ("show_in", 1), ("rule_approve", 0), ("fallback_approve", 0), ("fallback_reject", 1), ("fallback_leave", 0)]
-            .iter()
-            .map(|(a, n)| (a.to_string(), *n))
-            .collect();
+        let mut expected: Vec<(String, u64)> =
+            [("remind", 0), ("show_in", 1), ("rule_approve", 0), ("fallback_approve", 0), ("fallback_reject", 1), ("fallback_leave", 0)]
+                .iter()
+                .map(|(a, n)| (a.to_string(), *n))
+                .collect();
         expected.sort();
         assert_eq!(counted, expected);
         let audit = audit_reasons(&rig.store_url(), &format!("{s}_1")).await;
@@ -404,7 +397,12 @@ mod discord {
         /// The last edit of message `id` that satisfies `pred`.
         async fn edit(&self, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
             wait_until(|| async {
-                self.fake.requests().into_iter().rev().find(|r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{id}")) && pred(&r.body)).map(|r| r.body)
+                self.fake
+                    .requests()
+                    .into_iter()
+                    .rev()
+                    .find(|r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{id}")) && pred(&r.body))
+                    .map(|r| r.body)
             })
             .await
         }
@@ -558,7 +556,8 @@ mod discord {
         rig.say("migration");
         let (_, id) = rig.card(CHANNEL_ID, "run_migration", 0).await;
         let shown_at = std::time::Instant::now();
-        let reminder = wait_until(|| async { rig.texts(CHANNEL_ID).into_iter().find(|b| b["content"].as_str().is_some_and(|c| c.contains(&format!("<@&{DBA}>")))) }).await;
+        let reminder =
+            wait_until(|| async { rig.texts(CHANNEL_ID).into_iter().find(|b| b["content"].as_str().is_some_and(|c| c.contains(&format!("<@&{DBA}>")))) }).await;
         assert_eq!(reminder["allowed_mentions"]["roles"], json!([DBA]), "the role is pinged, nobody else: {reminder}");
         assert_eq!(reminder["message_reference"]["message_id"], json!(id), "a reply to the request's card");
 

@@ -4,12 +4,10 @@
 //! which is exactly what the store keeps.
 
 use hitl_bridge::interaction::policy::{
-    self, Fallback, FallbackDecision, Matcher, Mention, Policy, PolicyRule, PolicySettlement, PolicySpec,
-    RememberScope, RememberedRule, RequestFacts, StepAction,
+    self, Fallback, FallbackDecision, Matcher, Mention, Policy, PolicyRule, PolicySettlement, PolicySpec, RememberScope, RememberedRule, RequestFacts,
+    StepAction,
 };
-use hitl_bridge::interaction::{
-    AccessPolicy, Action, Actor, Applied, Decider, Draft, Interaction, Refusal, Request, RequestKind, Status, UserAction,
-};
+use hitl_bridge::interaction::{AccessPolicy, Action, Actor, Applied, Decider, Draft, Interaction, Refusal, Request, RequestKind, Status, UserAction};
 use hitl_bridge::protocol::{Decision, DecisionType, EditedAction, Reply};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -300,7 +298,10 @@ fn edits_need_the_quorum_on_the_same_args() {
     // The same args, keys in another order and spacing, complete the first ballot.
     let fourth = dba("4", "Quân");
     let expected = Decision::Edit { edited_action: EditedAction { name: "run_migration".into(), args: smaller.as_object().unwrap().clone() } };
-    assert_eq!(act(&mut i, &fourth, UserAction::EditArgs { action: 0, json: r#"{ "dry_run" : false, "version" : 41 }"#.into() }), Ok(decisions(vec![expected])));
+    assert_eq!(
+        act(&mut i, &fourth, UserAction::EditArgs { action: 0, json: r#"{ "dry_run" : false, "version" : 41 }"#.into() }),
+        Ok(decisions(vec![expected]))
+    );
 }
 
 #[test]
@@ -330,7 +331,12 @@ fn in_a_set_one_reject_rejects_every_action() {
 #[test]
 fn approve_for_session_is_refused_under_a_quorum() {
     let mut i = under(dba_policy(), vec![action("run_migration", json!({}), &[Approve, ApproveForSession, Reject])]);
-    refused(&mut i, &lan(), decide(0, Decision::ApproveForSession), Refusal::DecisionNotAllowed { action: "run_migration".into(), decision: ApproveForSession });
+    refused(
+        &mut i,
+        &lan(),
+        decide(0, Decision::ApproveForSession),
+        Refusal::DecisionNotAllowed { action: "run_migration".into(), decision: ApproveForSession },
+    );
     assert!(i.remember_offered().is_empty());
 }
 

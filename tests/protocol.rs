@@ -9,8 +9,7 @@ use hitl_bridge::backend::assembler::Assembler;
 use hitl_bridge::interaction::question::questions_from_args;
 use hitl_bridge::interaction::{Action, FreeText, Question, QuestionOption, Request, RequestKind, TimeoutDefaults};
 use hitl_bridge::protocol::{
-    Answers, BackendEvent, Command, ContentBlock, Decision, DecisionType, EditedAction, HistoryBlock, HistoryMessage,
-    Reply, UserInfo,
+    Answers, BackendEvent, Command, ContentBlock, Decision, DecisionType, EditedAction, HistoryBlock, HistoryMessage, Reply, UserInfo,
 };
 use serde_json::{Value, json};
 
@@ -55,8 +54,7 @@ fn assemble(events: &[Value]) -> Vec<SessionUpdate> {
     events
         .iter()
         .flat_map(|e| {
-            let event: BackendEvent =
-                serde_json::from_value(e.clone()).unwrap_or_else(|err| panic!("event {e}: {err}"));
+            let event: BackendEvent = serde_json::from_value(e.clone()).unwrap_or_else(|err| panic!("event {e}: {err}"));
             assembler.push(event)
         })
         .collect()
@@ -103,16 +101,36 @@ enum As {
 /// A new fixture without a row here fails `every_fixture_file_is_in_the_table`.
 const FIXTURES: &[(&str, As, &str)] = &[
     ("seed000/01_stream_approval_request_start.json", As::Event, "start 3 approval_request session-id_1: 0 actions, 0 configs, timeout None"),
-    ("seed000/02_stream_approval_request_delta_questions.json", As::Event, "delta 3: 1 actions [ask_user_question], 1 configs, timeout Some(600), decisions None, answers None"),
+    (
+        "seed000/02_stream_approval_request_delta_questions.json",
+        As::Event,
+        "delta 3: 1 actions [ask_user_question], 1 configs, timeout Some(600), decisions None, answers None",
+    ),
     ("seed000/03_stream_approval_request_stop.json", As::Event, "stop 3"),
-    ("seed000/04_question_structure.json", As::Question, "Câu hỏi hiển thị cho user [Tiêu đề nhóm (optional)] single: Option 1 | Option 2 (Recommended) | Khác; free text InputOption(2)"),
+    (
+        "seed000/04_question_structure.json",
+        As::Question,
+        "Câu hỏi hiển thị cho user [Tiêu đề nhóm (optional)] single: Option 1 | Option 2 (Recommended) | Khác; free text InputOption(2)",
+    ),
     ("seed000/05_other_option_auto_added.json", As::QuestionOption, "Q? [-] single: Khác; free text InputOption(0)"),
-    ("seed000/06_command_answers.json", As::Command, "approval abc-123 abc-123_1: answers Thảo muốn tập trung vào mục tiêu nào?=Cổ tức bền vững (Recommended); Thời gian nắm giữ dự kiến?=Trên 3 năm"),
+    (
+        "seed000/06_command_answers.json",
+        As::Command,
+        "approval abc-123 abc-123_1: answers Thảo muốn tập trung vào mục tiêu nào?=Cổ tức bền vững (Recommended); Thời gian nắm giữ dự kiến?=Trên 3 năm",
+    ),
     ("seed000/07_answers_multi_select.json", As::Reply, "answers Nhóm ngành quan tâm?=Ngân hàng, Thép (Steel)"),
     ("seed000/08_answers_skipped.json", As::Reply, "answers Câu hỏi bị bỏ qua?=[No preference]"),
     ("seed000/09_history_resolved_question_message.json", As::History, "assistant: request resolved=true [ask_user_question] answers 2"),
-    ("seed000/10_history_two_rounds.json", As::HistoryList, "user: other | assistant: other | assistant:  | tool:  | assistant: request resolved=true [ask_user_question] answers 1 | assistant: other | assistant:  | tool:  | assistant: request resolved=true [ask_user_question] answers 1 | assistant: other"),
-    ("seed001/01_tool_params_questions.json", As::QuestionArgs, "How should we handle authentication for this API? [Auth] single: JWT (Recommended) | Session Cookie; free text Other"),
+    (
+        "seed000/10_history_two_rounds.json",
+        As::HistoryList,
+        "user: other | assistant: other | assistant:  | tool:  | assistant: request resolved=true [ask_user_question] answers 1 | assistant: other | assistant:  | tool:  | assistant: request resolved=true [ask_user_question] answers 1 | assistant: other",
+    ),
+    (
+        "seed001/01_tool_params_questions.json",
+        As::QuestionArgs,
+        "How should we handle authentication for this API? [Auth] single: JWT (Recommended) | Session Cookie; free text Other",
+    ),
     ("seed001/02_dismissed_output.json", As::Reply, "answers "),
     ("seed001/03_options_example.json", As::QuestionOptions, "Q? [-] single: Expand-Contract (Recommended) | Direct Cutover; free text Other"),
     ("seed002/01_stream_approval_request_shape_a.json", As::Event, "start 4 approval_request abc-123_1: 1 actions, 1 configs, timeout None"),
@@ -120,7 +138,11 @@ const FIXTURES: &[(&str, As, &str)] = &[
     ("seed002/03_command_approve.json", As::Command, "approval abc-123 abc-123_1: decisions approve"),
     ("seed002/04_command_reject.json", As::Command, "approval abc-123 abc-123_1: decisions reject"),
     ("seed002/05_command_edit.json", As::Command, "approval abc-123 abc-123_1: decisions edit(execute_trade)"),
-    ("seed002/06_command_approve_with_user_edit_content.json", As::Command, "approval abc-123 abc-123_1: decisions approve; user_edit_content OK nhưng chỉ mua 50 cổ thôi"),
+    (
+        "seed002/06_command_approve_with_user_edit_content.json",
+        As::Command,
+        "approval abc-123 abc-123_1: decisions approve; user_edit_content OK nhưng chỉ mua 50 cổ thôi",
+    ),
     ("seed002/07_decisions_two_actions.json", As::Reply, "decisions approve, reject"),
     ("seed002/08_stream_approval_result_start.json", As::Event, "start 5 approval_result abc-123_1"),
     ("seed002/09_stream_approval_result_delta.json", As::Event, "delta 5: 0 actions [], 0 configs, timeout None, decisions Some(1), answers None"),
@@ -144,8 +166,7 @@ fn summarize_event(event: &BackendEvent) -> String {
             other => format!("start {index} {other:?}"),
         },
         BackendEvent::ContentBlockDelta { index, delta } => {
-            let names: Vec<&str> =
-                delta.actions.iter().chain(&delta.action_requests).map(|a| a.name.as_str()).collect();
+            let names: Vec<&str> = delta.actions.iter().chain(&delta.action_requests).map(|a| a.name.as_str()).collect();
             format!(
                 "delta {index}: {} actions [{}], {} configs, timeout {:?}, decisions {:?}, answers {:?}",
                 names.len(),
@@ -236,11 +257,7 @@ fn parse_fixture(path: &str, how: As) -> String {
             other => format!("{other:?}"),
         },
         As::History => summarize_history(&typed(path, how, value)),
-        As::HistoryList => typed::<Vec<HistoryMessage>>(path, how, value)
-            .iter()
-            .map(summarize_history)
-            .collect::<Vec<_>>()
-            .join(" | "),
+        As::HistoryList => typed::<Vec<HistoryMessage>>(path, how, value).iter().map(summarize_history).collect::<Vec<_>>().join(" | "),
         As::QuestionArgs => questions(value),
         As::Question => questions(json!({ "questions": [value] })),
         As::QuestionOption => questions(json!({"questions":[{"question":"Q?","options":[value]}]})),
@@ -301,8 +318,7 @@ fn every_fixture_parses_into_its_type() {
 #[test]
 fn history_message_carries_the_submitted_answers() {
     let message: HistoryMessage = serde_json::from_value(fixture("seed000/09_history_resolved_question_message.json")).unwrap();
-    let [HistoryBlock::ApprovalRequest { approval_key, is_resolved, action_requests, submitted_answers, submitted_decisions, .. }] =
-        message.content.as_slice()
+    let [HistoryBlock::ApprovalRequest { approval_key, is_resolved, action_requests, submitted_answers, submitted_decisions, .. }] = message.content.as_slice()
     else {
         panic!("{message:?}")
     };
@@ -347,10 +363,7 @@ fn edit_command_has_the_seed_shape() {
 /// `user_edit_content` is a top-level field beside `decisions` (seed 002).
 #[test]
 fn user_edit_content_is_top_level() {
-    let command = approval(Reply::Decisions {
-        decisions: vec![Decision::Approve],
-        user_edit_content: Some("OK nhưng chỉ mua 50 cổ thôi".into()),
-    });
+    let command = approval(Reply::Decisions { decisions: vec![Decision::Approve], user_edit_content: Some("OK nhưng chỉ mua 50 cổ thôi".into()) });
     assert_eq!(to_json(&command), fixture("seed002/06_command_approve_with_user_edit_content.json"));
 }
 
@@ -358,10 +371,8 @@ fn user_edit_content_is_top_level() {
 /// question order.
 #[test]
 fn answers_command_has_the_seed_shape() {
-    let command = approval(answers(&[
-        ("Thảo muốn tập trung vào mục tiêu nào?", "Cổ tức bền vững (Recommended)"),
-        ("Thời gian nắm giữ dự kiến?", "Trên 3 năm"),
-    ]));
+    let command =
+        approval(answers(&[("Thảo muốn tập trung vào mục tiêu nào?", "Cổ tức bền vững (Recommended)"), ("Thời gian nắm giữ dự kiến?", "Trên 3 năm")]));
     let expected = fixture("seed000/06_command_answers.json");
     let got = to_json(&command);
     assert_eq!(got, expected);
@@ -379,14 +390,8 @@ fn two_decisions_have_the_seed_shape() {
 /// A multi-select answer is one string of labels; a skipped one is "[No preference]".
 #[test]
 fn multi_select_and_skipped_answers_have_the_seed_shape() {
-    assert_eq!(
-        to_json(&answers(&[("Nhóm ngành quan tâm?", "Ngân hàng, Thép (Steel)")])),
-        fixture("seed000/07_answers_multi_select.json")
-    );
-    assert_eq!(
-        to_json(&answers(&[("Câu hỏi bị bỏ qua?", "[No preference]")])),
-        fixture("seed000/08_answers_skipped.json")
-    );
+    assert_eq!(to_json(&answers(&[("Nhóm ngành quan tâm?", "Ngân hàng, Thép (Steel)")])), fixture("seed000/07_answers_multi_select.json"));
+    assert_eq!(to_json(&answers(&[("Câu hỏi bị bỏ qua?", "[No preference]")])), fixture("seed000/08_answers_skipped.json"));
 }
 
 /// A reject with a reason and a respond carry `message` (PROTOCOL.md §2).
@@ -411,19 +416,13 @@ fn message_command_has_the_protocol_shape() {
 /// Without a user, the message command has no `user` key at all (not `null`).
 #[test]
 fn message_command_without_user_omits_the_key() {
-    assert_eq!(
-        to_json(&Command::message("S", "hi", None)),
-        json!({"type":"message","session_id":"S","content":[{"type":"text","text":"hi"}]})
-    );
+    assert_eq!(to_json(&Command::message("S", "hi", None)), json!({"type":"message","session_id":"S","content":[{"type":"text","text":"hi"}]}));
 }
 
 /// `Command::Cancel` is exactly PROTOCOL.md §2's cancel command.
 #[test]
 fn cancel_command_has_the_protocol_shape() {
-    assert_eq!(
-        serde_json::to_string(&Command::Cancel { session_id: "S".into() }).unwrap(),
-        r#"{"type":"cancel","session_id":"S"}"#
-    );
+    assert_eq!(serde_json::to_string(&Command::Cancel { session_id: "S".into() }).unwrap(), r#"{"type":"cancel","session_id":"S"}"#);
 }
 
 /// Answers serialize their keys in question order, not sorted (preserve_order), and
@@ -442,10 +441,7 @@ fn answers_keep_question_order() {
 #[test]
 fn non_string_answer_values_become_json_text() {
     let parsed: Answers = serde_json::from_value(json!({"Q1": 3, "Q2": ["a","b"], "Q3": "x"})).unwrap();
-    assert_eq!(
-        parsed.0,
-        vec![("Q1".into(), "3".into()), ("Q2".into(), r#"["a","b"]"#.into()), ("Q3".into(), "x".into())]
-    );
+    assert_eq!(parsed.0, vec![("Q1".into(), "3".into()), ("Q2".into(), r#"["a","b"]"#.into()), ("Q3".into(), "x".into())]);
 }
 
 // ------------------------------------------------- approval_request shapes
@@ -471,10 +467,7 @@ fn trade_request(timeout_secs: u64) -> Request {
 /// default allowed decisions, the review config's timeout.
 #[test]
 fn shape_a_fixture_assembles_into_its_request() {
-    let request = assemble_request(&[
-        fixture("seed002/01_stream_approval_request_shape_a.json"),
-        fixture("seed002/02_stream_approval_request_stop.json"),
-    ]);
+    let request = assemble_request(&[fixture("seed002/01_stream_approval_request_shape_a.json"), fixture("seed002/02_stream_approval_request_stop.json")]);
     assert_eq!(request, trade_request(300));
 }
 
@@ -501,11 +494,8 @@ fn shape_b_of_the_seed_002_content_merges_to_the_same_request() {
 fn shape_a_of_the_seed_000_content_merges_to_the_same_request() {
     let delta = fixture("seed000/02_stream_approval_request_delta_questions.json");
     let d = &delta["delta"];
-    let shape_b = assemble_request(&[
-        fixture("seed000/01_stream_approval_request_start.json"),
-        delta.clone(),
-        fixture("seed000/03_stream_approval_request_stop.json"),
-    ]);
+    let shape_b =
+        assemble_request(&[fixture("seed000/01_stream_approval_request_start.json"), delta.clone(), fixture("seed000/03_stream_approval_request_stop.json")]);
     let shape_a = assemble_request(&[
         json!({"type":"content_block_start","index":3,"content_block":{"type":"approval_request",
                "approval_key":"session-id_1","actions":d["action_requests"],
@@ -539,10 +529,7 @@ fn unknown_event_types_are_ignored() {
 /// Unknown fields on a known event are ignored too.
 #[test]
 fn unknown_fields_on_known_events_are_ignored() {
-    assert_eq!(
-        BackendEvent::parse(r#"{"type":"message_stop","stop_reason":"end_turn","usage":{"n":1}}"#).unwrap(),
-        BackendEvent::MessageStop
-    );
+    assert_eq!(BackendEvent::parse(r#"{"type":"message_stop","stop_reason":"end_turn","usage":{"n":1}}"#).unwrap(), BackendEvent::MessageStop);
 }
 
 /// An unknown block type parses to `ContentBlock::Unknown`; its deltas and stop produce
@@ -552,10 +539,7 @@ fn unknown_block_types_are_ignored() {
     let start = json!({"type":"content_block_start","index":0,
                        "content_block":{"type":"server_tool_use","id":"srv_1","name":"web_search"}});
     let event: BackendEvent = serde_json::from_value(start.clone()).unwrap();
-    assert!(
-        matches!(event, BackendEvent::ContentBlockStart { index: 0, content_block: ContentBlock::Unknown, .. }),
-        "{event:?}"
-    );
+    assert!(matches!(event, BackendEvent::ContentBlockStart { index: 0, content_block: ContentBlock::Unknown, .. }), "{event:?}");
     let out = assemble(&[
         start,
         json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"q\":"}}),
@@ -635,8 +619,5 @@ fn approval_result_fixture_resolves_with_its_decisions() {
         fixture("seed002/09_stream_approval_result_delta.json"),
         fixture("seed002/10_stream_approval_result_stop.json"),
     ]);
-    assert_eq!(
-        out,
-        vec![SessionUpdate::Resolved { approval_key: "abc-123_1".into(), reply: Some(decisions(vec![Decision::Approve])) }]
-    );
+    assert_eq!(out, vec![SessionUpdate::Resolved { approval_key: "abc-123_1".into(), reply: Some(decisions(vec![Decision::Approve])) }]);
 }

@@ -12,9 +12,9 @@
 //! A fresh schema per run, dropped afterwards. When PostgreSQL cannot be reached the
 //! test says so and passes, except under CI (`CI=true`), where it fails.
 
-mod support;
 #[path = "support/fake_telegram.rs"]
 mod fake_telegram;
+mod support;
 #[path = "support/test_db.rs"]
 mod test_db;
 
@@ -260,7 +260,10 @@ async fn steps(rig: &mut Rig) {
     rig.message_with("Cảm ơn! Tổng kết").await;
     let session = rig.sim.commands().iter().find_map(|c| c["session_id"].as_str().map(str::to_owned)).expect("a session");
     let got = approvals(&rig.sim);
-    assert_eq!(got[0]["answers"], json!({"Thảo muốn tập trung vào mục tiêu nào?": "Cổ tức bền vững (Recommended)", "Thời gian nắm giữ dự kiến?": second.trim_start_matches("✓ ")}));
+    assert_eq!(
+        got[0]["answers"],
+        json!({"Thảo muốn tập trung vào mục tiêu nào?": "Cổ tức bền vững (Recommended)", "Thời gian nắm giữ dự kiến?": second.trim_start_matches("✓ ")})
+    );
     assert_eq!(rig.store.count_ui_state(&interaction).await.expect("ui state"), 0, "forgotten when it ended");
 
     // 2. Edit on A, the typed JSON on B: the edit, not a new turn.
@@ -271,20 +274,30 @@ async fn steps(rig: &mut Rig) {
     rig.say(b, r#"{"symbol":"VNM","quantity":50,"side":"buy","price":82000}"#, Some(id_of(&prompt))).await;
     rig.message_with("Đã đặt lệnh: buy 50 VNM @ 82000").await;
     let edit = approvals(&rig.sim).into_iter().find(|c| c["decisions"][0]["type"] == "edit").expect("the edit reached the agent");
-    assert_eq!(edit["decisions"], json!([{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}]));
+    assert_eq!(
+        edit["decisions"],
+        json!([{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}])
+    );
     let turns: Vec<Value> = rig.sim.commands().into_iter().filter(|c| c["type"] == "message").collect();
     assert_eq!(turns.len(), 2, "the typed JSON started no turn: {turns:?}");
 
     // 3. The lease holder is killed; the other replica takes over.
     rig.say(a, "trade", None).await;
     let pending = wait_until(|| async {
-        let trades: Vec<Value> = rig.fake.bot_messages(rig.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("execute_trade"))).collect();
+        let trades: Vec<Value> =
+            rig.fake.bot_messages(rig.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("execute_trade"))).collect();
         (trades.len() >= 2).then(|| trades.last().cloned()).flatten().filter(|m| m.get("reply_markup").is_some())
     })
     .await;
     let key = format!("{session}_4");
     let holder = match (rig.replicas[a].last_connect(), rig.replicas[b].last_connect()) {
-        (Some(x), Some(y)) => if x >= y { a } else { b },
+        (Some(x), Some(y)) => {
+            if x >= y {
+                a
+            } else {
+                b
+            }
+        }
         (Some(_), None) => a,
         (None, Some(_)) => b,
         (None, None) => panic!("no replica connected to the backend"),

@@ -118,10 +118,7 @@ async fn old_settled_rows_go_pending_and_recent_ones_stay(db: &TestDb) {
     // Pending for longer than the retention period (nobody expired it): kept.
     let stuck = stored(store, "S2", "stuck_1", OLD, None).await;
     // A refused attempt on the stuck one, long ago: its audit entry stays with it.
-    store
-        .append_audit(&AuditEntry { outcome: "refused".into(), ..AuditEntry::for_settled(&stuck, OLD + 5) })
-        .await
-        .expect("audit");
+    store.append_audit(&AuditEntry { outcome: "refused".into(), ..AuditEntry::for_settled(&stuck, OLD + 5) }).await.expect("audit");
     // Settled, but created after the cutoff: kept.
     let recent = stored(store, "S3", "recent_1", RECENT, Some(RECENT + 61_000)).await;
     // Created before the cutoff, its deadline after it: still recent work, kept.
@@ -191,7 +188,10 @@ async fn an_owed_callback_keeps_its_request(db: &TestDb) {
     let mut delivered = approval("api:a", "a_1", OLD);
     let mut owed = approval("api:b", "b_1", OLD);
     for (i, url) in [(&delivered, "http://agent/a"), (&owed, "http://agent/b")] {
-        assert_eq!(store.create_api_request(&api_request(i.approval_key(), i, Some(url)), i, &ShowClaim { owner: "test".into(), until_ms: 0 }).await.expect("push"), None);
+        assert_eq!(
+            store.create_api_request(&api_request(i.approval_key(), i, Some(url)), i, &ShowClaim { owner: "test".into(), until_ms: 0 }).await.expect("push"),
+            None
+        );
     }
     for i in [&mut delivered, &mut owed] {
         assert!(i.expire(OLD + 61_000, false));

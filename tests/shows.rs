@@ -71,7 +71,13 @@ impl Platform for Flaky {
         Box::pin(async { Ok(()) })
     }
 
-    fn send_reminder<'a>(&'a self, _: &'a ChatKey, _: &'a Interaction, _: &'a hitl_bridge::interaction::policy::Mention, _: Option<&'a MessageRef>) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(
+        &'a self,
+        _: &'a ChatKey,
+        _: &'a Interaction,
+        _: &'a hitl_bridge::interaction::policy::Mention,
+        _: Option<&'a MessageRef>,
+    ) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async { Ok(()) })
     }
 }
@@ -100,9 +106,8 @@ async fn start(settings: &Settings, platform: Arc<Flaky>) -> Running {
     store.bind_chat(&chat(), SESSION, 0).await.unwrap();
     let (handle, requests) = EngineHandle::channel();
     let (backend, backend_rx) = mpsc::channel(16);
-    let engine = Engine::start(&settings.engine_config(), store, vec![platform as Arc<dyn Platform>], Connectors::new(Vec::new()), backend_rx, requests)
-        .await
-        .unwrap();
+    let engine =
+        Engine::start(&settings.engine_config(), store, vec![platform as Arc<dyn Platform>], Connectors::new(Vec::new()), backend_rx, requests).await.unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(engine.run(async move {
         let _ = stopped.await;

@@ -127,19 +127,15 @@ fn action(name: &str, args: Value) -> ActionRequest {
 
 /// Two tool calls under review, requested by Thảo, 60 s to decide.
 fn approval(session: &str, key: &str, now_ms: i64) -> Interaction {
-    let actions = vec![
-        action("execute_trade", json!({"symbol": "VNM", "quantity": 100})),
-        action("send_email", json!({"to": "ops@example.com", "body": "done"})),
-    ];
+    let actions =
+        vec![action("execute_trade", json!({"symbol": "VNM", "quantity": 100})), action("send_email", json!({"to": "ops@example.com", "body": "done"}))];
     let request = RequestBuilder::start(key, actions, vec![], Some(60)).finish(TimeoutDefaults::default()).expect("valid request");
     Interaction::new(format!("id-{key}"), session.into(), request, Some(thao()), now_ms)
 }
 
 fn question(session: &str, key: &str, now_ms: i64) -> Interaction {
     let args = json!({"questions": [{"question": "Thảo muốn tập trung vào mục tiêu nào?", "options": [{"label": "Tăng trưởng"}, {"label": "Cổ tức"}]}]});
-    let request = RequestBuilder::start(key, vec![action("ask_user_question", args)], vec![], None)
-        .finish(TimeoutDefaults::default())
-        .expect("valid question");
+    let request = RequestBuilder::start(key, vec![action("ask_user_question", args)], vec![], None).finish(TimeoutDefaults::default()).expect("valid question");
     Interaction::new(format!("id-{key}"), session.into(), request, Some(thao()), now_ms)
 }
 
@@ -302,10 +298,7 @@ async fn concurrent_settles_have_one_winner(db: &mut TestDb) {
 
     let (click_audit, expiry_audit) = (AuditEntry::for_settled(&clicked, T0 + 10), AuditEntry::for_settled(&expired, T0 + 10));
     // Both in flight at once: their statements interleave at every await.
-    let (a, b) = tokio::join!(
-        db.store.settle(&clicked, Some(&click), &click_audit),
-        replica.settle(&expired, Some(&expiry), &expiry_audit),
-    );
+    let (a, b) = tokio::join!(db.store.settle(&clicked, Some(&click), &click_audit), replica.settle(&expired, Some(&expiry), &expiry_audit),);
     let (a, b) = (a.expect("settle"), b.expect("settle"));
     assert!(a ^ b, "exactly one wins: {a} {b}");
 
@@ -803,10 +796,7 @@ async fn rules_are_listed_by_session_and_backend_and_revoked_once(db: &mut TestD
     let audit: Vec<AuditEntry> = store.audit_page(T0, None, 100).await.expect("audit").rows.into_iter().map(|r| r.entry).collect();
     assert_eq!(
         audit,
-        vec![
-            AuditEntry::for_rule_revoked(&always, &Actor::new("cli", "alice", "alice"), T0 + 10),
-            AuditEntry::for_rule_revoked(&in_t, &lan, T0 + 13),
-        ]
+        vec![AuditEntry::for_rule_revoked(&always, &Actor::new("cli", "alice", "alice"), T0 + 10), AuditEntry::for_rule_revoked(&in_t, &lan, T0 + 13),]
     );
     assert_eq!(
         audit[0].reason.as_deref(),

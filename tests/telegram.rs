@@ -3,9 +3,9 @@
 //! agent received and snapshots the keyboards the bridge sent (ids and token tags
 //! masked). Render unit tests at the end check the limits without any IO.
 
-mod support;
 #[path = "support/fake_telegram.rs"]
 mod fake_telegram;
+mod support;
 
 use std::time::Duration;
 
@@ -14,8 +14,8 @@ use hitl_bridge::agent_sim::SimHandle;
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
 use hitl_bridge::interaction::{Interaction, RequestBuilder, TimeoutDefaults};
-use hitl_bridge::platform::telegram::render::{render, step_for};
 use hitl_bridge::platform::locale::Locale;
+use hitl_bridge::platform::telegram::render::{render, step_for};
 use hitl_bridge::platform::token::TokenSigner;
 use hitl_bridge::protocol::ActionRequest;
 use serde_json::{Value, json};
@@ -57,12 +57,8 @@ impl Harness {
         let sim = start_sim(sim_timeout).await;
         let fake = FakeTelegram::start().await;
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut pairs: Vec<(&str, &str)> = vec![
-            ("console.enabled", "false"),
-            ("telegram.enabled", "true"),
-            ("telegram.token", fake_telegram::TOKEN),
-            ("telegram.api_url", &fake.url),
-        ];
+        let mut pairs: Vec<(&str, &str)> =
+            vec![("console.enabled", "false"), ("telegram.enabled", "true"), ("telegram.token", fake_telegram::TOKEN), ("telegram.api_url", &fake.url)];
         pairs.extend_from_slice(extra);
         let mut settings = support::settings(&sim, &dir, &pairs);
         // Thảo may talk to the agent; the stranger may not.
@@ -238,17 +234,24 @@ async fn seed_000_question_wizard() {
 
     let s = session_id(&h.sim);
     let commands = h.sim.commands();
-    assert_eq!(support::without_message_id(commands[0].clone()), json!({"type":"message","session_id":s,"content":[{"type":"text","text":"hỏi 2 lần"}],
-        "user":{"platform":"telegram","id":"1001","name":"Thảo"}}));
+    assert_eq!(
+        support::without_message_id(commands[0].clone()),
+        json!({"type":"message","session_id":s,"content":[{"type":"text","text":"hỏi 2 lần"}],
+        "user":{"platform":"telegram","id":"1001","name":"Thảo"}})
+    );
     let got = approvals(&h.sim);
     assert_eq!(got.len(), 2);
     assert_eq!(
         serde_json::to_string(&got[0]).unwrap(),
         serde_json::to_string(&json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-            "answers":{Q1:"Cổ tức bền vững (Recommended)",Q2:"Ngắn hạn"}})).unwrap()
+            "answers":{Q1:"Cổ tức bền vững (Recommended)",Q2:"Ngắn hạn"}}))
+        .unwrap()
     );
-    assert_eq!(got[1], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),
-        "answers":{"Bạn muốn nhận báo cáo qua kênh nào?":"Telegram"}}));
+    assert_eq!(
+        got[1],
+        json!({"type":"approval","session_id":s,"approval_key":format!("{s}_2"),
+        "answers":{"Bạn muốn nhận báo cáo qua kênh nào?":"Telegram"}})
+    );
     h.finish().await;
 }
 
@@ -322,8 +325,11 @@ async fn seed_002_edit_invalid_then_valid() {
     h.say(r#"{"symbol":"VNM","quantity":50,"side":"buy","price":82000}"#);
     h.message_with("Đã đặt lệnh: buy 50 VNM @ 82000").await;
     let s = session_id(&h.sim);
-    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "decisions":[{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}]})]);
+    assert_eq!(
+        approvals(&h.sim),
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}]})]
+    );
     h.finish().await;
 }
 
@@ -346,8 +352,11 @@ async fn two_actions() {
     assert_eq!(h.click(id, "Gửi", &thao()).await["text"], "Đã lưu quyết định");
     h.message_with("execute_trade: approve; send_report: reject").await;
     let s = session_id(&h.sim);
-    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "decisions":[{"type":"approve"},{"type":"reject"}]})]);
+    assert_eq!(
+        approvals(&h.sim),
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"approve"},{"type":"reject"}]})]
+    );
     h.finish().await;
 }
 
@@ -372,8 +381,11 @@ async fn multi_select_with_other() {
     h.click(id, "Gửi", &thao()).await;
     h.message_with("Bạn chọn: Ngân hàng, Bất động sản, Công nghệ").await;
     let s = session_id(&h.sim);
-    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "answers":{"Nhóm ngành quan tâm?":"Ngân hàng, Bất động sản, Công nghệ"}})]);
+    assert_eq!(
+        approvals(&h.sim),
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{"Nhóm ngành quan tâm?":"Ngân hàng, Bất động sản, Công nghệ"}})]
+    );
     h.finish().await;
 }
 
@@ -389,8 +401,11 @@ async fn skip_sends_no_preference() {
     h.click(id_of(&m), "Gửi", &thao()).await;
     let s = wait_approvals(&h.sim, 1).await;
     let session = session_id(&h.sim);
-    assert_eq!(s[0], json!({"type":"approval","session_id":session,"approval_key":format!("{session}_1"),
-        "answers":{"Triển khai lên môi trường nào?":"[No preference]"}}));
+    assert_eq!(
+        s[0],
+        json!({"type":"approval","session_id":session,"approval_key":format!("{session}_1"),
+        "answers":{"Triển khai lên môi trường nào?":"[No preference]"}})
+    );
     h.finish().await;
 }
 
@@ -425,8 +440,11 @@ async fn bridge_deadline_expires_and_rejects() {
     h.sim.set_down(false);
     let got = wait_approvals(&h.sim, 1).await;
     let s = session_id(&h.sim);
-    assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "decisions":[{"type":"reject","message":"timed out after 1 s without a human decision"}]})]);
+    assert_eq!(
+        got,
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"reject","message":"timed out after 1 s without a human decision"}]})]
+    );
     h.finish().await;
 }
 
@@ -465,7 +483,10 @@ async fn unauthorized_click_gets_an_alert() {
     assert!(refused.iter().all(|e| e.approval_key == format!("{s}_1") && e.tools == Some(vec!["execute_trade".to_owned()])));
     store.close().await;
     h.click_data(id_of(&m), &data, &thao()).await;
-    assert_eq!(wait_approvals(&h.sim, 1).await, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    assert_eq!(
+        wait_approvals(&h.sim, 1).await,
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]
+    );
     h.finish().await;
 }
 
@@ -529,8 +550,11 @@ async fn pending_question_answered_after_restart() {
     h.click(id, "Gửi", &thao()).await;
     let got = wait_approvals(&h.sim, 1).await;
     let s = session_id(&h.sim);
-    assert_eq!(got[0], json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "answers":{Q1:"Tăng trưởng dài hạn",Q2:"1-3 năm"}}));
+    assert_eq!(
+        got[0],
+        json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "answers":{Q1:"Tăng trưởng dài hạn",Q2:"1-3 năm"}})
+    );
     h.finish().await;
 }
 
@@ -592,8 +616,11 @@ async fn comment_becomes_user_edit_content() {
     h.click(id_of(&m), "Duyệt", &thao()).await;
     h.message_with("Đã đặt lệnh: buy 100 VNM @ 82000 Ghi chú: mua ít thôi").await;
     let s = session_id(&h.sim);
-    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
-        "decisions":[{"type":"approve"}],"user_edit_content":"mua ít thôi"})]);
+    assert_eq!(
+        approvals(&h.sim),
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"approve"}],"user_edit_content":"mua ít thôi"})]
+    );
     h.finish().await;
 }
 
@@ -662,14 +689,14 @@ async fn group_topic_messages_need_addressing() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(h.sim.commands().is_empty(), "not addressed: ignored");
     h.fake.push_message(group, &thao(), "@hitl_test_bot trade", Some(7), None);
-    let m = wait_until(|| async {
-        h.fake.bot_messages(group).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains("execute_trade")))
-    })
-    .await;
+    let m = wait_until(|| async { h.fake.bot_messages(group).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains("execute_trade"))) }).await;
     assert_eq!(m["message_thread_id"], 7, "answered in the topic");
     let s = session_id(&h.sim);
-    assert_eq!(support::without_message_id(h.sim.commands()[0].clone()), json!({"type":"message","session_id":s,"content":[{"type":"text","text":"trade"}],
-        "user":{"platform":"telegram","id":"1001","name":"Thảo"}}));
+    assert_eq!(
+        support::without_message_id(h.sim.commands()[0].clone()),
+        json!({"type":"message","session_id":s,"content":[{"type":"text","text":"trade"}],
+        "user":{"platform":"telegram","id":"1001","name":"Thảo"}})
+    );
     // Another member of the group may not decide Thảo's request.
     let data = button(&m, "Duyệt");
     let query = h.fake.push_click(group, &stranger(), id_of(&m), &data);
@@ -677,7 +704,10 @@ async fn group_topic_messages_need_addressing() {
     assert_eq!(answer["show_alert"], true);
     let query = h.fake.push_click(group, &thao(), id_of(&m), &data);
     wait_until(|| async { h.fake.answer_to(&query) }).await;
-    assert_eq!(wait_approvals(&h.sim, 1).await, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    assert_eq!(
+        wait_approvals(&h.sim, 1).await,
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]
+    );
     h.finish().await;
 }
 
@@ -691,12 +721,10 @@ async fn webhook_checks_the_secret_header() {
     };
     let listen = format!("127.0.0.1:{port}");
     let url = format!("http://{listen}/telegram/hook");
-    let h = Harness::start(20, &[
-        ("telegram.mode", "webhook"),
-        ("telegram.webhook_url", &url),
-        ("telegram.webhook_listen", &listen),
-        ("telegram.webhook_secret", "s3cret-token"),
-    ])
+    let h = Harness::start(
+        20,
+        &[("telegram.mode", "webhook"), ("telegram.webhook_url", &url), ("telegram.webhook_listen", &listen), ("telegram.webhook_secret", "s3cret-token")],
+    )
     .await;
     let set = wait_until(|| async { h.fake.calls("setWebhook").into_iter().next() }).await;
     assert_eq!(set, json!({"url": url, "allowed_updates": ["message", "callback_query"], "secret_token": "s3cret-token"}));
@@ -732,7 +760,18 @@ async fn long_args_are_attached_as_a_json_document() {
     .expect("settings");
     let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
     let store = hitl_bridge::store::Store::connect("sqlite::memory:").await.expect("store");
-    let telegram = hitl_bridge::platform::telegram::start(&settings.telegram, settings.access_policy(), settings.backend.replica_id(), hitl_bridge::listener::Limits::from_settings(&settings.http, None), engine, TokenSigner::new(b"k"), store, hitl_bridge::metrics::Metrics::new()).await.expect("starts");
+    let telegram = hitl_bridge::platform::telegram::start(
+        &settings.telegram,
+        settings.access_policy(),
+        settings.backend.replica_id(),
+        hitl_bridge::listener::Limits::from_settings(&settings.http, None),
+        engine,
+        TokenSigner::new(b"k"),
+        store,
+        hitl_bridge::metrics::Metrics::new(),
+    )
+    .await
+    .expect("starts");
     let rows: Vec<String> = (0..2000).map(|n| format!("row {n}")).collect();
     let i = interaction(vec![ActionRequest { name: "bulk_insert".into(), args: json!({"rows": rows}), description: None, tool_use_id: None }]);
     let key = hitl_bridge::store::ChatKey::new("telegram", &chat.to_string(), None);
@@ -763,8 +802,10 @@ fn interaction(actions: Vec<ActionRequest>) -> Interaction {
 #[test]
 fn twenty_five_long_vietnamese_options_fit() {
     let options: Vec<Value> = (0..25)
-        .map(|i| json!({"label": format!("Lựa chọn số {i}: Cổ phiếu ngân hàng thương mại cổ phần nhà nước quy mô lớn"),
-            "description": "Mô tả rất dài về lựa chọn này, với nhiều dấu tiếng Việt: ẩm ướt, ổn định, hưởng lợi. ".repeat(3)}))
+        .map(|i| {
+            json!({"label": format!("Lựa chọn số {i}: Cổ phiếu ngân hàng thương mại cổ phần nhà nước quy mô lớn"),
+            "description": "Mô tả rất dài về lựa chọn này, với nhiều dấu tiếng Việt: ẩm ướt, ổn định, hưởng lợi. ".repeat(3)})
+        })
         .collect();
     let i = interaction(vec![ActionRequest {
         name: "ask_user_question".into(),
@@ -789,7 +830,12 @@ fn twenty_five_long_vietnamese_options_fit() {
 #[test]
 fn long_args_are_cut_and_attached() {
     let big: Vec<String> = (0..2000).map(|n| format!("row <{n}> & more")).collect();
-    let i = interaction(vec![ActionRequest { name: "bulk_insert".into(), args: json!({"rows": big}), description: Some("Insert <many> rows".into()), tool_use_id: None }]);
+    let i = interaction(vec![ActionRequest {
+        name: "bulk_insert".into(),
+        args: json!({"rows": big}),
+        description: Some("Insert <many> rows".into()),
+        tool_use_id: None,
+    }]);
     let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
     assert!(r.text.chars().count() <= 4096);
     assert!(r.text.contains("Insert &lt;many&gt; rows"));
@@ -810,7 +856,10 @@ fn approval_text_in_english() {
         tool_use_id: None,
     }]);
     let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
-    assert_eq!(r.text, "🔐 <b>Approval needed</b>\n\n<b>execute_trade</b>\nBuy VNM shares\nArguments:\n<pre>{\n  \"symbol\": \"VNM\",\n  \"quantity\": 100,\n  \"side\": \"buy\",\n  \"price\": 82000\n}</pre>\n⏰ Answer by: 00:10 UTC");
+    assert_eq!(
+        r.text,
+        "🔐 <b>Approval needed</b>\n\n<b>execute_trade</b>\nBuy VNM shares\nArguments:\n<pre>{\n  \"symbol\": \"VNM\",\n  \"quantity\": 100,\n  \"side\": \"buy\",\n  \"price\": 82000\n}</pre>\n⏰ Answer by: 00:10 UTC"
+    );
 }
 
 // ---------------------------------------------------------------------------------
@@ -951,7 +1000,12 @@ async fn without_a_window_every_attempt_is_answered_and_audited() {
         h.fake.push_message(mallory, &stranger(), text, None, None);
     }
     wait_until(|| async { (h.fake.bot_messages(mallory).len() == 3).then_some(()) }).await;
-    assert!(h.fake.bot_messages(mallory).iter().all(|m| m["text"] == "⛔ You are not allowed to talk to this agent. Ask an admin to add you: your id is telegram:2002."));
+    assert!(
+        h.fake
+            .bot_messages(mallory)
+            .iter()
+            .all(|m| m["text"] == "⛔ You are not allowed to talk to this agent. Ask an admin to add you: your id is telegram:2002.")
+    );
     let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
     let seen: Vec<(String, String, i64)> = store
         .refused_attempts(0)
@@ -1115,7 +1169,7 @@ async fn four_eyes_refuses_the_requesters_approve() {
 /// changes nothing; a configured approver revokes it, and the chat lists none.
 #[tokio::test]
 async fn rules_are_listed_and_revoked_by_an_approver_only() {
-    use hitl_bridge::interaction::{Actor, RememberedRule, RememberScope};
+    use hitl_bridge::interaction::{Actor, RememberScope, RememberedRule};
     let h = Harness::start_with(20, &[], |s| s.access.approvers = vec!["telegram:3003".into()]).await;
     let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
     let rule = RememberedRule {
@@ -1217,7 +1271,12 @@ mod policies {
         assert_eq!(r.text, format!("🔐 <b>Approval needed</b>\n\n{ARGS}\n⏰ Answer by: 00:10 UTC"));
         let markup = serde_json::to_value(&r.keyboard).unwrap();
         insta::assert_json_snapshot!("policy_remember_buttons", masked_keyboard(&json!({"reply_markup": markup})));
-        let labels: Vec<Vec<&str>> = markup["inline_keyboard"].as_array().unwrap().iter().map(|row| row.as_array().unwrap().iter().map(|b| b["text"].as_str().unwrap()).collect()).collect();
+        let labels: Vec<Vec<&str>> = markup["inline_keyboard"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row.as_array().unwrap().iter().map(|b| b["text"].as_str().unwrap()).collect())
+            .collect();
         assert_eq!(labels, [vec!["✅ Approve once", "❌ Reject", "💬 Comment"], vec!["🔁 Approve for this session", "♾️ Always approve"]]);
 
         // Only what the policy offers, in Vietnamese.
@@ -1276,7 +1335,11 @@ mod policies {
         assert!(i.resolve_by_rule(&rule, MIN).is_some());
         let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
         assert_eq!(r.text, format!("🔐 <b>Approval needed</b>\n\n{ARGS}\n<b>✅ Approved by rule set by Lan at 14:05 UTC (for this session)</b>"));
-        assert!(render(&i, 0, Locale::Vi, &TokenSigner::new(b"secret")).text.ends_with("<b>✅ Được duyệt theo quy tắc do Lan đặt lúc 14:05 UTC (cho phiên này)</b>"));
+        assert!(
+            render(&i, 0, Locale::Vi, &TokenSigner::new(b"secret"))
+                .text
+                .ends_with("<b>✅ Được duyệt theo quy tắc do Lan đặt lúc 14:05 UTC (cho phiên này)</b>")
+        );
 
         let mut i = migration(false, Policy { remember: vec![RememberScope::Always], ..policy() });
         i.apply(&minh(), UserAction::Remember { scope: RememberScope::Always }, &nobody(), 3 * MIN).expect("approved");
@@ -1318,7 +1381,18 @@ mod policies {
         settings.access.approvers = vec!["telegram:3003".into()];
         let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
         let store = hitl_bridge::store::Store::connect("sqlite::memory:").await.expect("store");
-        let telegram = hitl_bridge::platform::telegram::start(&settings.telegram, settings.access_policy(), settings.backend.replica_id(), hitl_bridge::listener::Limits::from_settings(&settings.http, None), engine, TokenSigner::new(b"k"), store, hitl_bridge::metrics::Metrics::new()).await.expect("starts");
+        let telegram = hitl_bridge::platform::telegram::start(
+            &settings.telegram,
+            settings.access_policy(),
+            settings.backend.replica_id(),
+            hitl_bridge::listener::Limits::from_settings(&settings.http, None),
+            engine,
+            TokenSigner::new(b"k"),
+            store,
+            hitl_bridge::metrics::Metrics::new(),
+        )
+        .await
+        .expect("starts");
         let key = hitl_bridge::store::ChatKey::new("telegram", &chat.to_string(), None);
         let mut i = migration(false, Policy { quorum: 3, ..policy() });
         i.apply(&lan(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), MIN).expect("counted");
@@ -1337,12 +1411,23 @@ mod policies {
 
         let sent: Vec<(Value, Value)> = fake.calls("sendMessage").into_iter().map(|m| (m["text"].clone(), m["parse_mode"].clone())).collect();
         let html = json!("HTML");
-        assert_eq!(sent, [
-            (json!("⏰ Reminder: <a href=\"tg://user?id=1001\">1001</a> <a href=\"tg://user?id=1002\">1002</a> — run_migration still waits for a decision (2 of 3 approvals so far) · deadline 00:10 UTC"), html.clone()),
-            (json!("⏰ Reminder: discord:7 — run_migration still waits for a decision (2 of 3 approvals so far) · deadline 00:10 UTC"), html.clone()),
-            (json!("⏰ Reminder for the approvers of role 900: run_migration still waits for a decision (2 of 3 approvals so far) · deadline 00:10 UTC"), html.clone()),
-            (json!("⏰ Reminder: <a href=\"tg://user?id=3003\">3003</a> — run_migration still waits for a decision · deadline 00:10 UTC"), html),
-        ]);
+        assert_eq!(
+            sent,
+            [
+                (
+                    json!(
+                        "⏰ Reminder: <a href=\"tg://user?id=1001\">1001</a> <a href=\"tg://user?id=1002\">1002</a> — run_migration still waits for a decision (2 of 3 approvals so far) · deadline 00:10 UTC"
+                    ),
+                    html.clone()
+                ),
+                (json!("⏰ Reminder: discord:7 — run_migration still waits for a decision (2 of 3 approvals so far) · deadline 00:10 UTC"), html.clone()),
+                (
+                    json!("⏰ Reminder for the approvers of role 900: run_migration still waits for a decision (2 of 3 approvals so far) · deadline 00:10 UTC"),
+                    html.clone()
+                ),
+                (json!("⏰ Reminder: <a href=\"tg://user?id=3003\">3003</a> — run_migration still waits for a decision · deadline 00:10 UTC"), html),
+            ]
+        );
         let calls = fake.calls("sendMessage");
         assert_eq!(calls[0]["chat_id"], json!(chat));
         assert_eq!(calls[0].get("reply_markup"), None, "a reminder has no buttons");
@@ -1369,7 +1454,10 @@ async fn a_strangers_flood_does_not_delay_a_click_in_another_chat() {
     let clicked = std::time::Instant::now();
     h.click(id_of(&card), "Duyệt", &thao()).await;
     let s = session_id(&h.sim);
-    assert_eq!(wait_approvals(&h.sim, 1).await, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    assert_eq!(
+        wait_approvals(&h.sim, 1).await,
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]
+    );
     let took = clicked.elapsed();
     println!("click behind a stranger's 60-message burst: {took:?}");
     assert!(took < Duration::from_secs(1), "{took:?}");
@@ -1411,7 +1499,11 @@ async fn a_webhook_update_delivered_twice_is_handled_once() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
     let listen = format!("127.0.0.1:{port}");
     let url = format!("http://{listen}/telegram/hook");
-    let h = Harness::start(20, &[("telegram.mode", "webhook"), ("telegram.webhook_url", &url), ("telegram.webhook_listen", &listen), ("telegram.webhook_secret", "s3cret-token")]).await;
+    let h = Harness::start(
+        20,
+        &[("telegram.mode", "webhook"), ("telegram.webhook_url", &url), ("telegram.webhook_listen", &listen), ("telegram.webhook_secret", "s3cret-token")],
+    )
+    .await;
     wait_until(|| async { h.fake.calls("setWebhook").into_iter().next() }).await;
     let mut update = h.fake.message_update(h.chat, &thao(), "xin chào", None, None);
     update["update_id"] = json!(41);

@@ -4,9 +4,9 @@
 //! chat (not just the one refused), and the refused one is sent again afterwards.
 //! Checked by the order of the requests the fake recorded, not by timing.
 
-mod support;
 #[path = "support/fake_telegram.rs"]
 mod fake_telegram;
+mod support;
 
 use fake_telegram::{FakeTelegram, Recorded, User};
 use hitl_bridge::app::App;

@@ -96,8 +96,23 @@ pub struct Record {
 
 /// The CSV columns, in order.
 pub const CSV_HEADER: [&str; 17] = [
-    "at", "outcome", "approval_key", "session_id", "interaction_id", "kind", "tools", "who_platform", "who_user_id", "who_name",
-    "agent", "decision", "attempted", "original_args", "edited_args", "latency_ms", "reason",
+    "at",
+    "outcome",
+    "approval_key",
+    "session_id",
+    "interaction_id",
+    "kind",
+    "tools",
+    "who_platform",
+    "who_user_id",
+    "who_name",
+    "agent",
+    "decision",
+    "attempted",
+    "original_args",
+    "edited_args",
+    "latency_ms",
+    "reason",
 ];
 
 /// The record for `entry`; `interaction` (when still stored) fills in the kind and

@@ -62,20 +62,16 @@ pub fn pick(mut candidates: Vec<Interaction>, key: &str, session: Option<&str>) 
         }
         [] => {}
     }
-    candidates
-        .into_iter()
-        .max_by_key(|i| i.created_at_ms)
-        .ok_or_else(|| AdminError::UnknownKey { key: key.to_owned(), session: session.map(str::to_owned) })
+    candidates.into_iter().max_by_key(|i| i.created_at_ms).ok_or_else(|| AdminError::UnknownKey { key: key.to_owned(), session: session.map(str::to_owned) })
 }
 
 /// What the agent is sent for a cancelled `i`: reject decisions saying `reason` for a
 /// chat turn's approval; nothing for a question or a pushed request (module doc).
 pub fn agent_reply(i: &Interaction, reason: &str) -> Option<Reply> {
     match (&i.origin, &i.request.kind) {
-        (Origin::Chat, RequestKind::Approval { actions }) => Some(Reply::Decisions {
-            decisions: vec![Decision::Reject { message: Some(reason.to_owned()) }; actions.len()],
-            user_edit_content: None,
-        }),
+        (Origin::Chat, RequestKind::Approval { actions }) => {
+            Some(Reply::Decisions { decisions: vec![Decision::Reject { message: Some(reason.to_owned()) }; actions.len()], user_edit_content: None })
+        }
         _ => None,
     }
 }
@@ -99,7 +95,8 @@ pub async fn run(store: &Store, key: &str, session: Option<&str>, reason: Option
         return Ok(CancelOutcome::Cancelled { interaction, command });
     }
     // Someone settled it between our read and our write: report what they stored.
-    let current = store.interaction(&interaction.id).await?.ok_or_else(|| AdminError::UnknownKey { key: key.to_owned(), session: session.map(str::to_owned) })?;
+    let current =
+        store.interaction(&interaction.id).await?.ok_or_else(|| AdminError::UnknownKey { key: key.to_owned(), session: session.map(str::to_owned) })?;
     Ok(CancelOutcome::AlreadySettled(current))
 }
 
@@ -191,8 +188,8 @@ mod tests {
     fn describe_says_what_happened() {
         let mut i = interaction("S", "S_1", "execute_trade", 0);
         assert!(i.cancel(10, "cancelled by an operator: x"));
-        let command = agent_reply(&i, "cancelled by an operator: x")
-            .map(|reply| Command::Approval { session_id: "S".into(), approval_key: "S_1".into(), reply });
+        let command =
+            agent_reply(&i, "cancelled by an operator: x").map(|reply| Command::Approval { session_id: "S".into(), approval_key: "S_1".into(), reply });
         assert_eq!(
             describe(&CancelOutcome::Cancelled { interaction: i.clone(), command }),
             "cancelled S_1 (session S); queued for the agent: reject, \"cancelled by an operator: x\""

@@ -125,10 +125,7 @@ pub fn aligned<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> Stri
         }
         out
     };
-    std::iter::once(line(&mut header.iter().copied()))
-        .chain(rows.iter().map(|row| line(&mut row.iter().map(String::as_str))))
-        .collect::<Vec<_>>()
-        .join("\n")
+    std::iter::once(line(&mut header.iter().copied())).chain(rows.iter().map(|row| line(&mut row.iter().map(String::as_str)))).collect::<Vec<_>>().join("\n")
 }
 
 /// A span for people: `45s`, `3m12s`, `2h05m`, `3d04h` (two units at most; negative
@@ -160,7 +157,8 @@ mod tests {
 
     #[test]
     fn durations_keep_two_units() {
-        let cases = [(0, "0s"), (999, "0s"), (45_000, "45s"), (192_000, "3m12s"), (3_600_000, "1h00m"), (7_500_000, "2h05m"), (273_600_000, "3d04h"), (-5_000, "0s")];
+        let cases =
+            [(0, "0s"), (999, "0s"), (45_000, "45s"), (192_000, "3m12s"), (3_600_000, "1h00m"), (7_500_000, "2h05m"), (273_600_000, "3d04h"), (-5_000, "0s")];
         for (ms, want) in cases {
             assert_eq!(human_duration(ms), want, "{ms} ms");
         }

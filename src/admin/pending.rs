@@ -92,12 +92,7 @@ pub fn table(rows: &[PendingRow]) -> String {
 /// Reads the pending requests of `store` and formats them at `now_ms`.
 pub async fn run(store: &Store, now_ms: i64) -> Result<String, AdminError> {
     let targets = store.pending_targets().await?;
-    let rows: Vec<PendingRow> = store
-        .pending_interactions()
-        .await?
-        .iter()
-        .map(|i| row(i, targets.get(&i.id).map_or(&[][..], Vec::as_slice), now_ms))
-        .collect();
+    let rows: Vec<PendingRow> = store.pending_interactions().await?.iter().map(|i| row(i, targets.get(&i.id).map_or(&[][..], Vec::as_slice), now_ms)).collect();
     Ok(table(&rows))
 }
 

@@ -82,15 +82,7 @@ pub async fn revoke(store: &Store, id: &str, by: &str, now_ms: i64) -> Result<St
 /// `id-S_2 (always: execute_trade on stream, set by Thảo (telegram:42) at …)`.
 pub fn describe(rule: &RememberedRule) -> String {
     let session = rule.session_id.as_deref().map(|s| format!(" in session {s}")).unwrap_or_default();
-    format!(
-        "{} ({}: {}{session} on {}, set by {} at {})",
-        rule.id,
-        rule.scope.as_str(),
-        rule.tool,
-        rule.backend,
-        setter(rule),
-        rfc3339_s(rule.set_at_ms)
-    )
+    format!("{} ({}: {}{session} on {}, set by {} at {})", rule.id, rule.scope.as_str(), rule.tool, rule.backend, setter(rule), rfc3339_s(rule.set_at_ms))
 }
 
 #[cfg(test)]
@@ -121,10 +113,7 @@ mod tests {
     #[test]
     fn the_table_aligns_cuts_long_args_and_says_when_empty() {
         let long = json!({"symbol": "VNM", "quantity": 100, "note": "rebalance the whole portfolio"});
-        let rules = [
-            rule("a1b2c3d4e5f6", RememberScope::Always, None, None),
-            rule("0f9e8d7c6b5a", RememberScope::Session, Some(long), Some("S")),
-        ];
+        let rules = [rule("a1b2c3d4e5f6", RememberScope::Always, None, None), rule("0f9e8d7c6b5a", RememberScope::Session, Some(long), Some("S"))];
         assert_eq!(
             table(&rules),
             "ID            SCOPE    TOOL           ARGS                                      SESSION  BACKEND  SET_BY              SET_AT                POLICY\n\

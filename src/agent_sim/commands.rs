@@ -63,13 +63,7 @@ fn message(hub: &Arc<Hub>, session_id: &str, command: &Map<String, Value>) {
         tracing::info!(%session_id, message_id = %id, "a message already received; not running it again");
         return;
     }
-    runner::enqueue(
-        hub,
-        session_id,
-        UserMessage {
-            text: texts.join("\n"),
-        },
-    );
+    runner::enqueue(hub, session_id, UserMessage { text: texts.join("\n") });
 }
 
 fn approval(hub: &Hub, session_id: &str, command: &Map<String, Value>) {

@@ -29,12 +29,7 @@ pub(crate) async fn run(hub: Arc<Hub>, session_id: String, mut socket: WebSocket
     tracing::info!(%session_id, conn = live.id, "connection ended");
 }
 
-async fn write_loop(
-    hub: &Hub,
-    session_id: &str,
-    live: &Live,
-    sink: &mut SplitSink<WebSocket, Message>,
-) {
+async fn write_loop(hub: &Hub, session_id: &str, live: &Live, sink: &mut SplitSink<WebSocket, Message>) {
     loop {
         match hub.with_session(session_id, |s| s.next_frame(live.id)) {
             Next::Send(seq, frame) => {

@@ -63,13 +63,7 @@ pub(crate) fn group_end(summary: &str) -> Value {
 }
 
 /// Shape A (seed 002): everything in the start block, no delta.
-pub(crate) fn request_shape_a(
-    index: u64,
-    key: &str,
-    actions: &[Value],
-    review_configs: &[Value],
-    message_id: Option<&str>,
-) -> Vec<Value> {
+pub(crate) fn request_shape_a(index: u64, key: &str, actions: &[Value], review_configs: &[Value], message_id: Option<&str>) -> Vec<Value> {
     let mut start = block_start(
         index,
         json!({
@@ -86,18 +80,9 @@ pub(crate) fn request_shape_a(
 }
 
 /// Shape B (seed 000): only the key in the start block, the rest in one delta.
-pub(crate) fn request_shape_b(
-    index: u64,
-    key: &str,
-    actions: &[Value],
-    review_configs: &[Value],
-    timeout_seconds: u64,
-) -> Vec<Value> {
+pub(crate) fn request_shape_b(index: u64, key: &str, actions: &[Value], review_configs: &[Value], timeout_seconds: u64) -> Vec<Value> {
     vec![
-        block_start(
-            index,
-            json!({"type": "approval_request", "approval_key": key}),
-        ),
+        block_start(index, json!({"type": "approval_request", "approval_key": key})),
         block_delta(
             index,
             json!({
@@ -115,24 +100,11 @@ pub(crate) fn approval_result(index: u64, key: &str, reply: &Reply) -> Vec<Value
         Reply::Decisions { decisions, .. } => json!({"decisions": decisions}),
         Reply::Answers(answers) => json!({"answers": answers}),
     };
-    vec![
-        block_start(
-            index,
-            json!({"type": "approval_result", "approval_key": key}),
-        ),
-        block_delta(index, delta),
-        block_stop(index),
-    ]
+    vec![block_start(index, json!({"type": "approval_result", "approval_key": key})), block_delta(index, delta), block_stop(index)]
 }
 
 pub(crate) fn approval_timeout(index: u64, key: &str) -> Vec<Value> {
-    vec![
-        block_start(
-            index,
-            json!({"type": "approval_timeout", "approval_key": key}),
-        ),
-        block_stop(index),
-    ]
+    vec![block_start(index, json!({"type": "approval_timeout", "approval_key": key})), block_stop(index)]
 }
 
 pub(crate) fn message_stop() -> Value {
@@ -149,10 +121,7 @@ fn halves(text: &str) -> Vec<&str> {
     if chars < 2 {
         return vec![text];
     }
-    let cut = text
-        .char_indices()
-        .nth(chars / 2)
-        .map_or(text.len(), |(i, _)| i);
+    let cut = text.char_indices().nth(chars / 2).map_or(text.len(), |(i, _)| i);
     vec![&text[..cut], &text[cut..]]
 }
 
@@ -165,10 +134,7 @@ mod tests {
         assert_eq!(halves("Đã hủy."), vec!["Đã ", "hủy."]);
         assert_eq!(halves("x"), vec!["x"]);
         let events = text_block(2, "ab", true);
-        assert_eq!(
-            events[0],
-            json!({"type":"content_block_start","index":2,"content_block":{"type":"text","is_final":true}})
-        );
+        assert_eq!(events[0], json!({"type":"content_block_start","index":2,"content_block":{"type":"text","is_final":true}}));
         assert_eq!(events.len(), 4);
     }
 }

@@ -37,21 +37,14 @@ pub(crate) fn approval_request(key: &str, actions: &[Value], review_configs: &[V
 /// cancelled: resolved, but nothing submitted. Like seed 000, answers are also copied
 /// into the question action's `args.answers`.
 pub(crate) fn mark_resolved(entry: &mut Value, reply: Option<&Reply>) {
-    let Some(block) = entry
-        .pointer_mut("/content/0")
-        .and_then(Value::as_object_mut)
-    else {
+    let Some(block) = entry.pointer_mut("/content/0").and_then(Value::as_object_mut) else {
         tracing::warn!("history entry is not a request; cannot mark it resolved");
         return;
     };
     block.insert("isResolved".into(), json!(true));
     match reply {
         Some(Reply::Answers(answers)) => {
-            if let Some(args) = block
-                .get_mut("actionRequests")
-                .and_then(|a| a.pointer_mut("/0/args"))
-                .and_then(Value::as_object_mut)
-            {
+            if let Some(args) = block.get_mut("actionRequests").and_then(|a| a.pointer_mut("/0/args")).and_then(Value::as_object_mut) {
                 args.insert("answers".into(), Value::Object(answers.clone()));
             }
             block.insert("submittedAnswers".into(), Value::Object(answers.clone()));

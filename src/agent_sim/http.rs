@@ -26,12 +26,7 @@ pub(crate) fn router(hub: Arc<Hub>) -> Router {
         .with_state(hub)
 }
 
-async fn ws_upgrade(
-    State(hub): State<Arc<Hub>>,
-    Path(session_id): Path<String>,
-    headers: HeaderMap,
-    ws: WebSocketUpgrade,
-) -> Response {
+async fn ws_upgrade(State(hub): State<Arc<Hub>>, Path(session_id): Path<String>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {
     if !authorized(hub.opts.token.as_deref(), &headers) {
         tracing::warn!(%session_id, "rejecting WebSocket upgrade: missing or wrong bearer token");
         return (StatusCode::UNAUTHORIZED, "missing or wrong bearer token").into_response();
@@ -44,11 +39,7 @@ async fn ws_upgrade(
 
 fn authorized(token: Option<&str>, headers: &HeaderMap) -> bool {
     let Some(token) = token else { return true };
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|given| given == token)
+    headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).is_some_and(|given| given == token)
 }
 
 async fn commands(State(hub): State<Arc<Hub>>) -> Json<Vec<Value>> {

@@ -28,10 +28,7 @@ struct State {
 
 impl Hub {
     pub(crate) fn new(opts: SimOptions) -> Self {
-        Self {
-            opts,
-            state: Mutex::new(State::default()),
-        }
+        Self { opts, state: Mutex::new(State::default()) }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -60,11 +57,7 @@ impl Hub {
 
     /// The session's history; an unknown session has an empty one (and is not created).
     pub(crate) fn history(&self, session_id: &str) -> Vec<Value> {
-        self.lock()
-            .sessions
-            .get(session_id)
-            .map(|s| s.history.clone())
-            .unwrap_or_default()
+        self.lock().sessions.get(session_id).map(|s| s.history.clone()).unwrap_or_default()
     }
 
     pub(crate) fn is_down(&self) -> bool {

@@ -47,10 +47,7 @@ pub struct SimOptions {
 
 impl Default for SimOptions {
     fn default() -> Self {
-        Self {
-            timeout_secs: 20,
-            token: None,
-        }
+        Self { timeout_secs: 20, token: None }
     }
 }
 
@@ -65,9 +62,7 @@ pub struct SimHandle {
 
 impl std::fmt::Debug for SimHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SimHandle")
-            .field("addr", &self.addr)
-            .finish_non_exhaustive()
+        f.debug_struct("SimHandle").field("addr", &self.addr).finish_non_exhaustive()
     }
 }
 
@@ -100,10 +95,7 @@ impl SimHandle {
 }
 
 /// Starts the simulator on `listener` in background tasks and returns at once.
-pub async fn spawn(
-    listener: tokio::net::TcpListener,
-    opts: SimOptions,
-) -> std::io::Result<SimHandle> {
+pub async fn spawn(listener: tokio::net::TcpListener, opts: SimOptions) -> std::io::Result<SimHandle> {
     let addr = listener.local_addr()?;
     let hub = Arc::new(Hub::new(opts));
     let app = http::router(hub.clone());
@@ -117,12 +109,7 @@ pub async fn spawn(
             .await
     });
     tracing::info!(%addr, "agent sim listening");
-    Ok(SimHandle {
-        addr,
-        hub,
-        stop,
-        server,
-    })
+    Ok(SimHandle { addr, hub, stop, server })
 }
 
 /// Runs the simulator on `listener` until ctrl-c (for the CLI).

@@ -88,10 +88,7 @@ impl Session {
 
     pub(crate) fn attach(&mut self, id: u64) -> Live {
         self.detach_any();
-        let live = Live {
-            id,
-            wake: Arc::new(Notify::new()),
-        };
+        let live = Live { id, wake: Arc::new(Notify::new()) };
         // Start the new writer right away in case frames are buffered.
         live.wake.notify_one();
         self.live = Some(live.clone());

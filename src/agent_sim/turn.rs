@@ -43,11 +43,7 @@ pub(crate) struct Turn {
 
 impl Turn {
     pub(crate) fn new(hub: Arc<Hub>, session_id: &str) -> Self {
-        Self {
-            hub,
-            session_id: session_id.into(),
-            next_index: Arc::new(AtomicU64::new(0)),
-        }
+        Self { hub, session_id: session_id.into(), next_index: Arc::new(AtomicU64::new(0)) }
     }
 
     pub(crate) fn hub(&self) -> &Hub {
@@ -60,9 +56,7 @@ impl Turn {
     }
 
     pub(crate) fn send_all(&self, events: Vec<Value>) {
-        self.hub.with_session(&self.session_id, |s| {
-            events.into_iter().for_each(|e| s.emit_json(e))
-        });
+        self.hub.with_session(&self.session_id, |s| events.into_iter().for_each(|e| s.emit_json(e)));
     }
 
     pub(crate) fn send_frame(&self, frame: Frame) {
@@ -85,12 +79,7 @@ impl Turn {
     /// A collapsible group with one successful tool call in it.
     pub(crate) fn tool_group(&self, summary: &str, tool_id: &str, tool_name: &str, input: Value) {
         let mut all = vec![events::group_start(summary)];
-        all.extend(events::tool_use(
-            self.next_index(),
-            tool_id,
-            tool_name,
-            input,
-        ));
+        all.extend(events::tool_use(self.next_index(), tool_id, tool_name, input));
         all.extend(events::tool_result(self.next_index(), tool_id));
         all.push(events::group_end(summary));
         self.send_all(all);
@@ -113,31 +102,11 @@ impl Turn {
             s.last_key += 1;
             let key = format!("{}_{}", self.session_id, s.last_key);
             let history_pos = s.history.len();
-            s.history
-                .push(history::approval_request(&key, &request.actions, &request.review_configs));
-            s.pending.insert(
-                key.clone(),
-                Pending {
-                    expect,
-                    history_pos,
-                    reply: reply_tx,
-                },
-            );
+            s.history.push(history::approval_request(&key, &request.actions, &request.review_configs));
+            s.pending.insert(key.clone(), Pending { expect, history_pos, reply: reply_tx });
             let events = match request.shape {
-                Shape::A { message_id } => events::request_shape_a(
-                    index,
-                    &key,
-                    &request.actions,
-                    &request.review_configs,
-                    message_id,
-                ),
-                Shape::B { timeout_seconds } => events::request_shape_b(
-                    index,
-                    &key,
-                    &request.actions,
-                    &request.review_configs,
-                    timeout_seconds,
-                ),
+                Shape::A { message_id } => events::request_shape_a(index, &key, &request.actions, &request.review_configs, message_id),
+                Shape::B { timeout_seconds } => events::request_shape_b(index, &key, &request.actions, &request.review_configs, timeout_seconds),
             };
             events.into_iter().for_each(|e| s.emit_json(e));
             key
@@ -167,16 +136,15 @@ impl Turn {
     /// Removes a still-pending request, marking it resolved with nothing submitted.
     /// False when it was already answered.
     fn expire(&self, key: &str) -> bool {
-        self.hub
-            .with_session(&self.session_id, |s| match s.pending.remove(key) {
-                Some(pending) => {
-                    if let Some(entry) = s.history.get_mut(pending.history_pos) {
-                        history::mark_resolved(entry, None);
-                    }
-                    true
+        self.hub.with_session(&self.session_id, |s| match s.pending.remove(key) {
+            Some(pending) => {
+                if let Some(entry) = s.history.get_mut(pending.history_pos) {
+                    history::mark_resolved(entry, None);
                 }
-                None => false,
-            })
+                true
+            }
+            None => false,
+        })
     }
 
     /// Drops every pending request of the session (the turn was cancelled).

@@ -94,9 +94,7 @@ impl Assembler {
                 actions.extend(action_requests);
                 OpenBlock::Request(RequestBuilder::start(&approval_key, actions, review_configs, timeout_seconds))
             }
-            ContentBlock::ApprovalResult { approval_key } => {
-                OpenBlock::Result { approval_key, decisions: None, answers: None }
-            }
+            ContentBlock::ApprovalResult { approval_key } => OpenBlock::Result { approval_key, decisions: None, answers: None },
             ContentBlock::ApprovalTimeout { approval_key } => OpenBlock::Timeout { approval_key },
             ContentBlock::ToolUse { id, name, .. } => {
                 out.extend(self.tool_update(|g| g.tools.push(ToolRun { id, name, state: ToolState::Running })));
@@ -251,11 +249,14 @@ mod tests {
     #[test]
     fn text_is_emitted_whole_at_its_stop() {
         let mut a = Assembler::default();
-        let out = feed(&mut a, &[
-            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","is_final":true}}),
-            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Xin "}}),
-            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"chào"}}),
-        ]);
+        let out = feed(
+            &mut a,
+            &[
+                json!({"type":"content_block_start","index":0,"content_block":{"type":"text","is_final":true}}),
+                json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Xin "}}),
+                json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"chào"}}),
+            ],
+        );
         assert!(out.is_empty());
         let out = feed(&mut a, &[json!({"type":"content_block_stop","index":0})]);
         assert_eq!(out, vec![SessionUpdate::Text { text: "Xin chào".into(), is_final: true }]);
@@ -280,11 +281,14 @@ mod tests {
         assert!(text.len() < MAX_TEXT_BYTES + 64);
 
         // The next block starts from nothing again, and a short one is untouched.
-        let out = feed(&mut a, &[
-            json!({"type":"content_block_start","index":1,"content_block":{"type":"text"}}),
-            json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ok"}}),
-            json!({"type":"content_block_stop","index":1}),
-        ]);
+        let out = feed(
+            &mut a,
+            &[
+                json!({"type":"content_block_start","index":1,"content_block":{"type":"text"}}),
+                json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ok"}}),
+                json!({"type":"content_block_stop","index":1}),
+            ],
+        );
         assert_eq!(out, vec![SessionUpdate::Text { text: "ok".into(), is_final: false }]);
     }
 
@@ -293,10 +297,10 @@ mod tests {
         let mut a = Assembler::default();
         // Two bytes of "xy" put the cap in the middle of a 3-byte character.
         let text = format!("xy{}", "漢".repeat(30_000));
-        let out = feed(&mut a, &[
-            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":text}}),
-            json!({"type":"content_block_stop","index":0}),
-        ]);
+        let out = feed(
+            &mut a,
+            &[json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":text}}), json!({"type":"content_block_stop","index":0})],
+        );
         let [SessionUpdate::Text { text: got, .. }] = out.as_slice() else { panic!("{out:?}") };
         // 65 534 bytes remain after "xy": 21 844 whole characters (65 532 bytes) fit.
         assert_eq!(got, &format!("xy{}… [truncated {} bytes]", "漢".repeat(21_844), 3 * (30_000 - 21_844)));
@@ -319,26 +323,38 @@ mod tests {
     #[test]
     fn thinking_is_not_shown() {
         let mut a = Assembler::default();
-        let out = feed(&mut a, &[
-            json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking"}}),
-            json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}),
-            json!({"type":"content_block_stop","index":0}),
-        ]);
+        let out = feed(
+            &mut a,
+            &[
+                json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking"}}),
+                json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}),
+                json!({"type":"content_block_stop","index":0}),
+            ],
+        );
         assert!(out.is_empty());
     }
 
     #[test]
     fn a_tool_group_is_one_evolving_status() {
         let mut a = Assembler::default();
-        let out = feed(&mut a, &[
-            json!({"type":"group_start","summary":"Chuẩn bị"}),
-            json!({"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"tc-1","name":"write_todos"}}),
-            json!({"type":"content_block_stop","index":1}),
-            json!({"type":"content_block_start","index":2,"content_block":{"type":"tool_result","tool_use_id":"tc-1","status":"success"}}),
-            json!({"type":"content_block_stop","index":2}),
-            json!({"type":"group_end","summary":"Chuẩn bị xong"}),
-        ]);
-        let groups: Vec<_> = out.iter().map(|u| match u { SessionUpdate::ToolGroup(g) => g.clone(), other => panic!("{other:?}") }).collect();
+        let out = feed(
+            &mut a,
+            &[
+                json!({"type":"group_start","summary":"Chuẩn bị"}),
+                json!({"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"tc-1","name":"write_todos"}}),
+                json!({"type":"content_block_stop","index":1}),
+                json!({"type":"content_block_start","index":2,"content_block":{"type":"tool_result","tool_use_id":"tc-1","status":"success"}}),
+                json!({"type":"content_block_stop","index":2}),
+                json!({"type":"group_end","summary":"Chuẩn bị xong"}),
+            ],
+        );
+        let groups: Vec<_> = out
+            .iter()
+            .map(|u| match u {
+                SessionUpdate::ToolGroup(g) => g.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
         assert!(groups.iter().all(|g| g.group == 1));
         let last = groups.last().unwrap();
         assert!(last.finished);
@@ -349,7 +365,8 @@ mod tests {
     fn seed_000_request_completes_at_stop() {
         let mut a = Assembler::default();
         let start: serde_json::Value = serde_json::from_str(include_str!("../../tests/fixtures/seed000/01_stream_approval_request_start.json")).unwrap();
-        let delta: serde_json::Value = serde_json::from_str(include_str!("../../tests/fixtures/seed000/02_stream_approval_request_delta_questions.json")).unwrap();
+        let delta: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/seed000/02_stream_approval_request_delta_questions.json")).unwrap();
         assert!(feed(&mut a, &[start, delta]).is_empty());
         let out = feed(&mut a, &[json!({"type":"content_block_stop","index":3})]);
         let [SessionUpdate::Request(r)] = out.as_slice() else { panic!("{out:?}") };
@@ -365,10 +382,13 @@ mod tests {
             .map(|f| serde_json::from_str(&std::fs::read_to_string(format!("tests/fixtures/seed002/{f}.json")).unwrap()).unwrap())
             .collect();
         let out = feed(&mut a, &events);
-        assert_eq!(out, vec![SessionUpdate::Resolved {
-            approval_key: "abc-123_1".into(),
-            reply: Some(Reply::Decisions { decisions: vec![Decision::Approve], user_edit_content: None }),
-        }]);
+        assert_eq!(
+            out,
+            vec![SessionUpdate::Resolved {
+                approval_key: "abc-123_1".into(),
+                reply: Some(Reply::Decisions { decisions: vec![Decision::Approve], user_edit_content: None }),
+            }]
+        );
         events = ["11_stream_approval_timeout_start", "12_stream_approval_timeout_stop"]
             .iter()
             .map(|f| serde_json::from_str(&std::fs::read_to_string(format!("tests/fixtures/seed002/{f}.json")).unwrap()).unwrap())
@@ -379,10 +399,13 @@ mod tests {
     #[test]
     fn a_request_without_actions_is_reported_not_dropped() {
         let mut a = Assembler::default();
-        let out = feed(&mut a, &[
-            json!({"type":"content_block_start","index":0,"content_block":{"type":"approval_request","approval_key":"k"}}),
-            json!({"type":"content_block_stop","index":0}),
-        ]);
+        let out = feed(
+            &mut a,
+            &[
+                json!({"type":"content_block_start","index":0,"content_block":{"type":"approval_request","approval_key":"k"}}),
+                json!({"type":"content_block_stop","index":0}),
+            ],
+        );
         assert!(matches!(out.as_slice(), [SessionUpdate::InvalidRequest { approval_key, .. }] if approval_key == "k"));
     }
 

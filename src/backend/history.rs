@@ -116,7 +116,8 @@ mod tests {
     use crate::protocol::{ActionRequest, Delta};
 
     fn seed_interaction() -> Interaction {
-        let delta: crate::protocol::BackendEvent = serde_json::from_str(include_str!("../../tests/fixtures/seed000/02_stream_approval_request_delta_questions.json")).unwrap();
+        let delta: crate::protocol::BackendEvent =
+            serde_json::from_str(include_str!("../../tests/fixtures/seed000/02_stream_approval_request_delta_questions.json")).unwrap();
         let crate::protocol::BackendEvent::ContentBlockDelta { delta, .. } = delta else { panic!() };
         let mut b = RequestBuilder::start("session-id_1", vec![], vec![], None);
         b.apply_delta(Delta { ..delta });

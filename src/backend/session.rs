@@ -284,9 +284,5 @@ async fn flush<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signa
 }
 
 async fn send_update<T: Transport>(inner: &Inner<T>, session_id: &str, update: SessionUpdate) -> Result<(), LinkError> {
-    inner
-        .updates
-        .send(BackendInput { session_id: session_id.to_owned(), update })
-        .await
-        .map_err(|_| LinkError::EngineGone)
+    inner.updates.send(BackendInput { session_id: session_id.to_owned(), update }).await.map_err(|_| LinkError::EngineGone)
 }

@@ -13,8 +13,8 @@
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use tokio::time::Instant;
 use secrecy::ExposeSecret;
+use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
@@ -58,14 +58,7 @@ impl StreamLink {
     fn new(ws: Ws, settings: &BackendSettings) -> Self {
         let ping_every = Duration::from_secs(settings.ping_secs.max(1));
         let now = Instant::now();
-        Self {
-            ws,
-            written: 0,
-            ping_every,
-            read_timeout: Duration::from_secs(settings.read_timeout_secs.max(1)),
-            next_ping: now + ping_every,
-            last_frame: now,
-        }
+        Self { ws, written: 0, ping_every, read_timeout: Duration::from_secs(settings.read_timeout_secs.max(1)), next_ping: now + ping_every, last_frame: now }
     }
 
     async fn ping(&mut self) -> Result<(), LinkError> {

@@ -81,7 +81,8 @@ pub fn provenance(path: Option<&Path>, environment: config::Environment) -> Resu
         if defaults_only.get(key) == Some(value) {
             continue;
         }
-        let from_env = env_names.iter().find(|(env_key, _)| key == *env_key || key.starts_with(&format!("{env_key}.")) || key.starts_with(&format!("{env_key}[")));
+        let from_env =
+            env_names.iter().find(|(env_key, _)| key == *env_key || key.starts_with(&format!("{env_key}.")) || key.starts_with(&format!("{env_key}[")));
         let source = match (from_env, &file) {
             (Some((_, name)), _) => Source::Env(name.clone()),
             (None, Some(file)) if with_file_only.get(key) == Some(value) => Source::File(file.clone()),

@@ -2,12 +2,11 @@
 //! the API, and act on a request (a click, a form), retried when another replica
 //! changed the same draft at the same moment.
 
-
 use tokio::sync::oneshot;
 
 use super::lanes::Job;
-use super::{ActError, ActOutcome, DRAFT_RACE_BACKOFF, Decided, EngineError, MAX_DRAFT_RACES, PushOutcome, Shard, now_ms, policies};
 use super::shards::Input;
+use super::{ActError, ActOutcome, DRAFT_RACE_BACKOFF, Decided, EngineError, MAX_DRAFT_RACES, PushOutcome, Shard, now_ms, policies};
 
 use crate::interaction::{Actor, Applied, Attempt, Interaction, Origin, UserAction};
 use crate::protocol::{Command, UserInfo};

@@ -1,13 +1,12 @@
 //! A shard's loop: its inputs in order (a person's request, a backend update, a
 //! deadline), one at a time, and which handler each goes to.
 
-
 use tokio::sync::{mpsc, watch};
 
 use super::lanes::Job;
-use super::{EngineError, EngineRequest, Shard, TICK, now_ms};
 use super::shards::{Input, Watched};
 use super::shows::pending_in_chat;
+use super::{EngineError, EngineRequest, Shard, TICK, now_ms};
 
 use crate::store::PendingShow;
 

@@ -1,8 +1,6 @@
 //! Deadlines: a request whose time is up is expired (rejected or left, per
 //! `timeouts.on_expiry`), after the grace the backend's own timeout gets.
 
-
-
 use super::{EngineError, OnExpiry, Shard, policies};
 
 use crate::store::AuditEntry;
@@ -21,12 +19,7 @@ impl Shard {
     /// the deadline; the grace covers one that never comes). A request pushed over the
     /// HTTP API has no other timer: it ends at the deadline its card shows.
     pub(super) async fn expire_due(&mut self, now: i64) -> Result<(), EngineError> {
-        let due: Vec<String> = self
-            .deadlines
-            .iter()
-            .filter(|(id, deadline)| now >= **deadline + self.grace_for(id))
-            .map(|(id, _)| id.clone())
-            .collect();
+        let due: Vec<String> = self.deadlines.iter().filter(|(id, deadline)| now >= **deadline + self.grace_for(id)).map(|(id, _)| id.clone()).collect();
         for id in due {
             self.deadlines.remove(&id);
             let Some(mut interaction) = self.store.interaction(&id).await? else {

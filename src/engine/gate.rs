@@ -8,10 +8,10 @@
 use super::lanes::Job;
 use super::refusals::AtDoor;
 use super::{EngineError, Shared, now_ms};
-use crate::interaction::admission::{self, PairDenied, Verdict};
 use crate::interaction::Actor;
-use crate::texts::{self, AccessMsg, Locale};
+use crate::interaction::admission::{self, PairDenied, Verdict};
 use crate::store::{AuditEntry, ChatKey, PairError, PairedUser, PairingCode};
+use crate::texts::{self, AccessMsg, Locale};
 
 /// Why someone may not talk: shown to them by their platform, in their language.
 #[derive(Debug, Clone, PartialEq, Eq)]

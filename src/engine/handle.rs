@@ -6,8 +6,8 @@ use tokio::sync::{mpsc, oneshot};
 use super::gate::{PairRefusal, Stranger};
 use super::rules::RevokeRefusal;
 use crate::interaction::{Actor, Interaction, Refusal, RefusedAttempt, RememberedRule, UserAction};
-use crate::texts::Locale;
 use crate::store::{ApiRequest, ChatKey, MessageRef, PairedUser, StoreError};
+use crate::texts::Locale;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -68,20 +68,75 @@ pub type PendingShown = Vec<(Interaction, Vec<MessageRef>)>;
 
 #[derive(Debug)]
 pub enum EngineRequest {
-    UserMessage { chat: ChatKey, actor: Actor, text: String, done: oneshot::Sender<Result<String, EngineError>> },
-    Admit { chat: ChatKey, actor: Actor, attempted: &'static str, text: String, locale: Locale, done: oneshot::Sender<Result<(), EngineError>> },
-    Pair { chat: ChatKey, actor: Actor, code: String, direct: bool, done: oneshot::Sender<Result<PairedUser, PairRefusal>> },
+    UserMessage {
+        chat: ChatKey,
+        actor: Actor,
+        text: String,
+        done: oneshot::Sender<Result<String, EngineError>>,
+    },
+    Admit {
+        chat: ChatKey,
+        actor: Actor,
+        attempted: &'static str,
+        text: String,
+        locale: Locale,
+        done: oneshot::Sender<Result<(), EngineError>>,
+    },
+    Pair {
+        chat: ChatKey,
+        actor: Actor,
+        code: String,
+        direct: bool,
+        done: oneshot::Sender<Result<PairedUser, PairRefusal>>,
+    },
     /// A refusal a platform decided before the engine; nobody waits for it.
-    Refused { refused: Box<RefusedAttempt> },
-    NewSession { chat: ChatKey, done: oneshot::Sender<Result<String, EngineError>> },
-    Cancel { chat: ChatKey, actor: Actor, done: oneshot::Sender<Result<(), EngineError>> },
-    Act { interaction_id: String, actor: Actor, action: UserAction, done: oneshot::Sender<Result<ActOutcome, ActError>> },
-    Interaction { interaction_id: String, done: oneshot::Sender<Result<Option<Interaction>, EngineError>> },
-    Push { request: Box<ApiRequest>, interaction: Box<Interaction>, done: oneshot::Sender<Result<PushOutcome, EngineError>> },
-    CancelInteraction { interaction_id: String, reason: String, done: oneshot::Sender<Result<Option<Interaction>, EngineError>> },
-    PendingInChat { chat: ChatKey, done: oneshot::Sender<Result<PendingShown, EngineError>> },
-    Rules { chat: ChatKey, actor: Actor, done: oneshot::Sender<Result<Vec<RememberedRule>, EngineError>> },
-    RevokeRule { chat: ChatKey, actor: Actor, rule_id: String, done: oneshot::Sender<Result<RememberedRule, RevokeRefusal>> },
+    Refused {
+        refused: Box<RefusedAttempt>,
+    },
+    NewSession {
+        chat: ChatKey,
+        done: oneshot::Sender<Result<String, EngineError>>,
+    },
+    Cancel {
+        chat: ChatKey,
+        actor: Actor,
+        done: oneshot::Sender<Result<(), EngineError>>,
+    },
+    Act {
+        interaction_id: String,
+        actor: Actor,
+        action: UserAction,
+        done: oneshot::Sender<Result<ActOutcome, ActError>>,
+    },
+    Interaction {
+        interaction_id: String,
+        done: oneshot::Sender<Result<Option<Interaction>, EngineError>>,
+    },
+    Push {
+        request: Box<ApiRequest>,
+        interaction: Box<Interaction>,
+        done: oneshot::Sender<Result<PushOutcome, EngineError>>,
+    },
+    CancelInteraction {
+        interaction_id: String,
+        reason: String,
+        done: oneshot::Sender<Result<Option<Interaction>, EngineError>>,
+    },
+    PendingInChat {
+        chat: ChatKey,
+        done: oneshot::Sender<Result<PendingShown, EngineError>>,
+    },
+    Rules {
+        chat: ChatKey,
+        actor: Actor,
+        done: oneshot::Sender<Result<Vec<RememberedRule>, EngineError>>,
+    },
+    RevokeRule {
+        chat: ChatKey,
+        actor: Actor,
+        rule_id: String,
+        done: oneshot::Sender<Result<RememberedRule, RevokeRefusal>>,
+    },
 }
 
 /// Cheap to clone; every platform holds one.
@@ -124,9 +179,7 @@ impl EngineHandle {
     /// [`crate::interaction::admission::PairingAdmins`]); a refusal is audited.
     pub async fn pair(&self, chat: ChatKey, actor: Actor, code: &str, direct: bool) -> Result<PairedUser, PairRefusal> {
         let code = code.to_owned();
-        self.call(|done| EngineRequest::Pair { chat, actor, code, direct, done })
-            .await
-            .unwrap_or(Err(PairRefusal::Stopped))
+        self.call(|done| EngineRequest::Pair { chat, actor, code, direct, done }).await.unwrap_or(Err(PairRefusal::Stopped))
     }
 
     /// Binds the chat to a fresh session (`/new`).
@@ -191,8 +244,6 @@ impl EngineHandle {
     /// approver or the person who set it; anyone else is refused (and audited).
     pub async fn revoke_rule(&self, chat: ChatKey, actor: Actor, rule_id: &str) -> Result<RememberedRule, RevokeRefusal> {
         let rule_id = rule_id.to_owned();
-        self.call(|done| EngineRequest::RevokeRule { chat, actor, rule_id, done })
-            .await
-            .unwrap_or(Err(RevokeRefusal::Engine(EngineError::Stopped)))
+        self.call(|done| EngineRequest::RevokeRule { chat, actor, rule_id, done }).await.unwrap_or(Err(RevokeRefusal::Engine(EngineError::Stopped)))
     }
 }

@@ -20,10 +20,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
-use crate::interaction::updates::ToolGroupStatus;
+use super::{Platform, PlatformError};
 use crate::interaction::Interaction;
 use crate::interaction::policy::Mention;
-use super::{Platform, PlatformError};
+use crate::interaction::updates::ToolGroupStatus;
 use crate::store::{ChatKey, MessageRef, Store};
 
 /// One thing to do in one chat.

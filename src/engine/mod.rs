@@ -23,9 +23,9 @@
 //! - [`gate`], [`refusals`], [`policies`], [`rules`], [`routing`]: who may talk, the
 //!   refused, decision policies, remembered rules, where requests go.
 
+mod actions;
 mod config;
 mod connector;
-mod actions;
 mod dispatch;
 mod expiry;
 mod gate;
@@ -40,9 +40,9 @@ mod rules;
 mod settle;
 mod shards;
 mod shows;
-mod updates;
 #[cfg(test)]
 mod tests;
+mod updates;
 
 pub use crate::clock::now_ms;
 pub use config::{EngineConfig, OnExpiry};
@@ -60,11 +60,11 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use crate::interaction::updates::BackendInput;
-use crate::interaction::admission::PairingAdmins;
-use crate::interaction::{AccessPolicy, Allowlist, Interaction, PolicyRule, RememberedRule};
 use self::lanes::Lanes;
 use self::shards::{Input, Routes, Shards, Watched};
+use crate::interaction::admission::PairingAdmins;
+use crate::interaction::updates::BackendInput;
+use crate::interaction::{AccessPolicy, Allowlist, Interaction, PolicyRule, RememberedRule};
 use crate::store::{ChatKey, Store};
 
 /// How many times one click is applied again after a concurrent change of the same
@@ -247,13 +247,8 @@ impl Engine {
         let (stop, stopping) = watch::channel(false);
         let mut tasks = JoinSet::new();
         for (inputs, watched) in workers {
-            let mut shard = Shard {
-                shared: shared.clone(),
-                shards: shards.clone(),
-                deadlines: HashMap::new(),
-                escalations: HashMap::new(),
-                undelivered: HashMap::new(),
-            };
+            let mut shard =
+                Shard { shared: shared.clone(), shards: shards.clone(), deadlines: HashMap::new(), escalations: HashMap::new(), undelivered: HashMap::new() };
             shard.watch(watched);
             tasks.spawn(shard.run(inputs, stopping.clone()));
         }

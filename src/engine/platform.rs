@@ -5,8 +5,8 @@
 use futures_util::future::BoxFuture;
 
 use crate::interaction::Interaction;
-use crate::interaction::updates::ToolGroupStatus;
 use crate::interaction::policy::Mention;
+use crate::interaction::updates::ToolGroupStatus;
 use crate::store::{ChatKey, MessageRef};
 
 #[derive(Debug, thiserror::Error)]
@@ -49,7 +49,13 @@ pub trait Platform: Send + Sync {
     /// tap from the reminder to the buttons). Goes through the same send path and rate
     /// limits as every other message.
     ///
-    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention, card: Option<&'a MessageRef>) -> BoxFuture<'a, Result<(), PlatformError>>;
+    fn send_reminder<'a>(
+        &'a self,
+        chat: &'a ChatKey,
+        interaction: &'a Interaction,
+        mention: &'a Mention,
+        card: Option<&'a MessageRef>,
+    ) -> BoxFuture<'a, Result<(), PlatformError>>;
 
     /// Stops background tasks (polling, gateway, HTTP servers). Called once at shutdown.
     fn shutdown(&self) {}

@@ -1,8 +1,6 @@
 //! Settling: the decision made durable with its audit row and outbox command in one
 //! conditional write, then delivered; and what the backend says about delivery.
 
-
-
 use super::{DELIVERY_GRACE_MS, Decided, EngineError, Shard, now_ms};
 
 use crate::interaction::{Delivery, Interaction};
@@ -22,7 +20,13 @@ impl Shard {
 
     /// [`Shard::settle`], saying how it was decided: a person's decision settles only
     /// over the stored copy it was made on, with the rule it remembers.
-    pub(super) async fn settle_as(&mut self, interaction: &Interaction, command: Option<&Command>, audit: &AuditEntry, decided: Decided<'_>) -> Result<bool, EngineError> {
+    pub(super) async fn settle_as(
+        &mut self,
+        interaction: &Interaction,
+        command: Option<&Command>,
+        audit: &AuditEntry,
+        decided: Decided<'_>,
+    ) -> Result<bool, EngineError> {
         let mut interaction = interaction.clone();
         if command.is_some() {
             interaction.delivery = Delivery::Queued;
@@ -84,9 +88,5 @@ impl Shard {
 }
 
 pub(super) fn approval_command(interaction: &Interaction, reply: Reply) -> Command {
-    Command::Approval {
-        session_id: interaction.session_id.clone(),
-        approval_key: interaction.approval_key().to_owned(),
-        reply,
-    }
+    Command::Approval { session_id: interaction.session_id.clone(), approval_key: interaction.approval_key().to_owned(), reply }
 }

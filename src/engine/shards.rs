@@ -32,7 +32,11 @@ pub(super) enum Input {
     Backend(BackendInput),
     /// `/cancel`, second half: settle the session's pending interactions (the chat's
     /// shard has queued the `cancel` command and sends the rest here).
-    CancelSession { session_id: String, actor: Actor, done: oneshot::Sender<Result<(), EngineError>> },
+    CancelSession {
+        session_id: String,
+        actor: Actor,
+        done: oneshot::Sender<Result<(), EngineError>>,
+    },
     /// Pending interactions found in the store (another replica's, or after a
     /// restart): watch their deadlines and escalation steps.
     Watch(Vec<Watched>),

@@ -2,11 +2,9 @@
 //! failed and are due again, re-rendering what a restart left stale, and which chats
 //! show a request.
 
-
-
 use super::lanes::Job;
-use super::{EngineError, PendingShown, SHOW_CLAIM_MS, Shared};
 use super::shards::{Input, Shards, Watched};
+use super::{EngineError, PendingShown, SHOW_CLAIM_MS, Shared};
 
 use crate::interaction::{Interaction, Origin};
 use crate::store::{ChatKey, ShowClaim, Store};

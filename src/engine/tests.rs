@@ -71,7 +71,13 @@ impl Platform for Recorder {
         Box::pin(async { Ok(()) })
     }
 
-    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, _: &'a crate::interaction::policy::Mention, _: Option<&'a MessageRef>) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(
+        &'a self,
+        chat: &'a ChatKey,
+        interaction: &'a Interaction,
+        _: &'a crate::interaction::policy::Mention,
+        _: Option<&'a MessageRef>,
+    ) -> BoxFuture<'a, Result<(), PlatformError>> {
         self.reminders.lock().unwrap().push((chat.chat_id.clone(), interaction.id.clone()));
         Box::pin(async { Ok(()) })
     }
@@ -139,7 +145,14 @@ async fn start(platform: Arc<Recorder>, agent: Arc<Agent>, sessions: usize, extr
 
 /// An engine on the SQLite file in `dir` (another replica's, or a fresh one), with a
 /// last change to its settings.
-async fn start_at(dir: Arc<tempfile::TempDir>, platform: Arc<Recorder>, agent: Arc<Agent>, sessions: usize, extra: &[(&str, &str)], tweak: impl FnOnce(&mut Settings)) -> Running {
+async fn start_at(
+    dir: Arc<tempfile::TempDir>,
+    platform: Arc<Recorder>,
+    agent: Arc<Agent>,
+    sessions: usize,
+    extra: &[(&str, &str)],
+    tweak: impl FnOnce(&mut Settings),
+) -> Running {
     let url = format!("sqlite://{}", dir.path().join("bridge.db").display());
     let mut pairs = vec![("backend.url", "ws://127.0.0.1:9/ws/{session_id}"), ("store.url", url.as_str())];
     pairs.extend_from_slice(extra);
@@ -329,7 +342,13 @@ async fn a_stop_drains_the_chat_lanes_and_releases_claims() {
     let engine = start(platform.clone(), Arc::new(Agent::default()), 2, &[]).await;
     let now = now_ms();
     let claimed = Interaction::new("claimed00001".into(), "s1".into(), request("claimed", 600), None, now);
-    assert!(engine.store.insert_interaction_to_show(&claimed, &[chat(1)], &ShowClaim { owner: engine.show_owner.clone(), until_ms: now + SHOW_CLAIM_MS }, now).await.unwrap());
+    assert!(
+        engine
+            .store
+            .insert_interaction_to_show(&claimed, &[chat(1)], &ShowClaim { owner: engine.show_owner.clone(), until_ms: now + SHOW_CLAIM_MS }, now)
+            .await
+            .unwrap()
+    );
     for k in 0..3 {
         engine.send("s0", SessionUpdate::Request(request(&format!("trade_{k}"), 600))).await;
     }
@@ -360,7 +379,6 @@ async fn a_panic_on_a_shard_is_the_engines_panic() {
     let panic = ended.expect_err("the engine panicked").into_panic();
     assert_eq!(panic.downcast_ref::<&str>(), Some(&"a connector bug"));
 }
-
 
 /// Two replicas on one store count votes on the same request under a quorum at the
 /// same time: a vote whose draft write loses to the other replica's is applied again

@@ -1,8 +1,6 @@
 //! What a backend said: text, tool lines, new requests, results, history after a
 //! reconnect, errors, each turned into store writes and chat jobs.
 
-
-
 use super::lanes::Job;
 use super::{EngineError, Shard, now_ms, routing};
 

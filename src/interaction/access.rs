@@ -28,13 +28,7 @@ pub struct Actor {
 
 impl Actor {
     pub fn new(platform: &str, user_id: &str, name: &str) -> Self {
-        Self {
-            platform: platform.into(),
-            user_id: user_id.into(),
-            name: name.into(),
-            role_ids: Vec::new(),
-            guild_id: None,
-        }
+        Self { platform: platform.into(), user_id: user_id.into(), name: name.into(), role_ids: Vec::new(), guild_id: None }
     }
 
     pub fn is_same_person(&self, other: &Actor) -> bool {
@@ -83,8 +77,7 @@ impl Origin {
         match self {
             Origin::Chat => configured.may_answer(actor, requester),
             Origin::Pushed { approvers: Some(named), .. } => {
-                AccessPolicy { approver_users: named.users.clone(), approver_roles: named.roles.clone(), four_eyes: false }
-                    .may_answer(actor, None)
+                AccessPolicy { approver_users: named.users.clone(), approver_roles: named.roles.clone(), four_eyes: false }.may_answer(actor, None)
             }
             Origin::Pushed { approvers: None, .. } if configured.is_empty() => true,
             Origin::Pushed { approvers: None, .. } => configured.may_answer(actor, None),
@@ -130,11 +123,7 @@ mod tests {
     use super::*;
 
     fn policy() -> AccessPolicy {
-        AccessPolicy {
-            approver_users: vec![("telegram".into(), "42".into())],
-            approver_roles: vec!["777".into()],
-            four_eyes: false,
-        }
+        AccessPolicy { approver_users: vec![("telegram".into(), "42".into())], approver_roles: vec!["777".into()], four_eyes: false }
     }
 
     #[test]

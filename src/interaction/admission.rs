@@ -59,7 +59,9 @@ pub struct Allowlist {
 pub enum Verdict {
     Admitted,
     /// Refused; with pairing on, shown a pairing code.
-    Stranger { offer_pairing: bool },
+    Stranger {
+        offer_pairing: bool,
+    },
 }
 
 impl Allowlist {
@@ -108,11 +110,7 @@ impl Allowlist {
 
     /// The verdict once the store has said whether the actor is paired.
     pub fn verdict(&self, platform: &str, chat_id: &str, actor: &Actor, paired: bool) -> Verdict {
-        if paired || self.admits(platform, chat_id, actor) {
-            Verdict::Admitted
-        } else {
-            Verdict::Stranger { offer_pairing: self.pairing }
-        }
+        if paired || self.admits(platform, chat_id, actor) { Verdict::Admitted } else { Verdict::Stranger { offer_pairing: self.pairing } }
     }
 }
 
@@ -159,12 +157,7 @@ fn is_id(s: &str) -> bool {
 pub fn code_from_bytes(bytes: &[u8]) -> Option<String> {
     let n = CODE_ALPHABET.len();
     let limit = 256 - 256 % n;
-    let code: String = bytes
-        .iter()
-        .filter(|&&b| (b as usize) < limit)
-        .take(CODE_LEN)
-        .map(|&b| CODE_ALPHABET[b as usize % n] as char)
-        .collect();
+    let code: String = bytes.iter().filter(|&&b| (b as usize) < limit).take(CODE_LEN).map(|&b| CODE_ALPHABET[b as usize % n] as char).collect();
     (code.len() == CODE_LEN).then_some(code)
 }
 
@@ -180,8 +173,7 @@ mod tests {
     use super::*;
 
     fn list() -> Allowlist {
-        let (chats, guilds) =
-            Allowlist::parse_chats(&["telegram:-100123".into(), "discord:800".into(), "discord:guild:700".into()]).unwrap();
+        let (chats, guilds) = Allowlist::parse_chats(&["telegram:-100123".into(), "discord:800".into(), "discord:guild:700".into()]).unwrap();
         Allowlist {
             users: vec![("telegram".into(), "1".into()), ("discord".into(), "5".into())],
             chats,

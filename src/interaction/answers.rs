@@ -121,17 +121,11 @@ mod tests {
     use serde_json::json;
 
     fn question(multi: bool, with_input: bool) -> Question {
-        let mut options = vec![
-            json!({"label":"Ngân hàng"}),
-            json!({"label":"Thép (Steel)"}),
-            json!({"label":"Bất động sản (Recommended)"}),
-        ];
+        let mut options = vec![json!({"label":"Ngân hàng"}), json!({"label":"Thép (Steel)"}), json!({"label":"Bất động sản (Recommended)"})];
         if with_input {
             options.push(json!({"label":"Khác","input":true}));
         }
-        questions_from_args(&json!({"questions":[{"question":"Nhóm ngành?","multiSelect":multi,"options":options}]}))
-            .unwrap()
-            .remove(0)
+        questions_from_args(&json!({"questions":[{"question":"Nhóm ngành?","multiSelect":multi,"options":options}]})).unwrap().remove(0)
     }
 
     fn draft_with(q: &Question, steps: impl FnOnce(&mut AnswerDraft, &Question)) -> String {

@@ -48,12 +48,9 @@ pub enum EditError {
 /// An `edit` decision from the text a person typed. The tool name is always the
 /// original one: people edit arguments, not which tool runs.
 pub fn edit_decision(action: &Action, typed: &str) -> Result<Decision, EditError> {
-    let value: Value =
-        serde_json::from_str(typed.trim()).map_err(|e| EditError::InvalidJson(e.to_string()))?;
+    let value: Value = serde_json::from_str(typed.trim()).map_err(|e| EditError::InvalidJson(e.to_string()))?;
     match value {
-        Value::Object(args) => Ok(Decision::Edit {
-            edited_action: EditedAction { name: action.name.clone(), args },
-        }),
+        Value::Object(args) => Ok(Decision::Edit { edited_action: EditedAction { name: action.name.clone(), args } }),
         other => Err(EditError::NotAnObject(json_kind(&other))),
     }
 }
@@ -92,10 +89,7 @@ mod tests {
     #[test]
     fn edit_keeps_the_tool_name_and_the_object() {
         let d = edit_decision(&trade(), r#" {"symbol":"VNM","quantity":50} "#).unwrap();
-        assert_eq!(
-            serde_json::to_value(&d).unwrap(),
-            json!({"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50}}})
-        );
+        assert_eq!(serde_json::to_value(&d).unwrap(), json!({"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50}}}));
     }
 
     #[test]

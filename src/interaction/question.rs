@@ -63,34 +63,18 @@ pub fn questions_from_args(args: &Value) -> Result<Vec<Question>, QuestionError>
         if list.is_empty() {
             return Err(QuestionError::NoQuestions);
         }
-        return list
-            .iter()
-            .enumerate()
-            .map(|(index, q)| {
-                parse_question(q).map_err(|reason| QuestionError::Invalid { index, reason })
-            })
-            .collect();
+        return list.iter().enumerate().map(|(index, q)| parse_question(q).map_err(|reason| QuestionError::Invalid { index, reason })).collect();
     }
     if args.get("question").is_some() {
-        return parse_question(args)
-            .map(|q| vec![q])
-            .map_err(|reason| QuestionError::Invalid { index: 0, reason });
+        return parse_question(args).map(|q| vec![q]).map_err(|reason| QuestionError::Invalid { index: 0, reason });
     }
     Err(QuestionError::NoQuestions)
 }
 
 fn parse_question(value: &Value) -> Result<Question, String> {
-    let text = value
-        .get("question")
-        .and_then(Value::as_str)
-        .filter(|t| !t.trim().is_empty())
-        .ok_or("missing `question` text")?
-        .to_owned();
+    let text = value.get("question").and_then(Value::as_str).filter(|t| !t.trim().is_empty()).ok_or("missing `question` text")?.to_owned();
     let header = value.get("header").and_then(Value::as_str).map(str::to_owned);
-    let multi_select = ["multiSelect", "multi_select"]
-        .iter()
-        .find_map(|key| value.get(*key).and_then(Value::as_bool))
-        .unwrap_or(false);
+    let multi_select = ["multiSelect", "multi_select"].iter().find_map(|key| value.get(*key).and_then(Value::as_bool)).unwrap_or(false);
 
     let options = if let Some(options) = value.get("options").and_then(Value::as_array) {
         options.iter().map(parse_option).collect::<Result<Vec<_>, _>>()?
@@ -117,11 +101,7 @@ fn parse_option(value: &Value) -> Result<QuestionOption, String> {
     if let Some(label) = value.as_str() {
         return Ok(QuestionOption { label: label.to_owned(), description: None, input: false });
     }
-    let label = value
-        .get("label")
-        .and_then(Value::as_str)
-        .ok_or("an option has no `label`")?
-        .to_owned();
+    let label = value.get("label").and_then(Value::as_str).ok_or("an option has no `label`")?.to_owned();
     Ok(QuestionOption {
         label,
         description: value.get("description").and_then(Value::as_str).map(str::to_owned),
@@ -148,20 +128,14 @@ mod tests {
     #[test]
     fn both_multi_select_spellings() {
         for key in ["multiSelect", "multi_select"] {
-            let qs = questions_from_args(
-                &json!({"questions":[{"question":"Q?", key: true, "options":[{"label":"A"}]}]}),
-            )
-            .unwrap();
+            let qs = questions_from_args(&json!({"questions":[{"question":"Q?", key: true, "options":[{"label":"A"}]}]})).unwrap();
             assert!(qs[0].multi_select, "{key}");
         }
     }
 
     #[test]
     fn seed_003_choices_form() {
-        let qs = questions_from_args(
-            &json!({"question":"Which DB?","choices":["Postgres","SQLite"],"allow_freeform":false}),
-        )
-        .unwrap();
+        let qs = questions_from_args(&json!({"question":"Which DB?","choices":["Postgres","SQLite"],"allow_freeform":false})).unwrap();
         assert_eq!(qs.len(), 1);
         assert_eq!(qs[0].options.iter().map(|o| o.label.as_str()).collect::<Vec<_>>(), ["Postgres", "SQLite"]);
         assert_eq!(qs[0].free_text, FreeText::Disabled);
@@ -173,13 +147,7 @@ mod tests {
     fn bad_shapes_are_named() {
         assert_eq!(questions_from_args(&json!({})), Err(QuestionError::NoQuestions));
         assert_eq!(questions_from_args(&json!({"questions":[]})), Err(QuestionError::NoQuestions));
-        assert!(matches!(
-            questions_from_args(&json!({"questions":[{"options":[]}]})),
-            Err(QuestionError::Invalid { index: 0, .. })
-        ));
-        assert!(matches!(
-            questions_from_args(&json!({"questions":[{"question":"Q","options":[{"x":1}]}]})),
-            Err(QuestionError::Invalid { index: 0, .. })
-        ));
+        assert!(matches!(questions_from_args(&json!({"questions":[{"options":[]}]})), Err(QuestionError::Invalid { index: 0, .. })));
+        assert!(matches!(questions_from_args(&json!({"questions":[{"question":"Q","options":[{"x":1}]}]})), Err(QuestionError::Invalid { index: 0, .. })));
     }
 }

@@ -86,12 +86,7 @@ pub struct RequestBuilder {
 
 impl RequestBuilder {
     /// From the start block (shape A fills everything, shape B only the key).
-    pub fn start(
-        approval_key: &str,
-        actions: Vec<ActionRequest>,
-        review_configs: Vec<ReviewConfig>,
-        timeout_seconds: Option<u64>,
-    ) -> Self {
+    pub fn start(approval_key: &str, actions: Vec<ActionRequest>, review_configs: Vec<ReviewConfig>, timeout_seconds: Option<u64>) -> Self {
         Self { approval_key: approval_key.to_owned(), actions, review_configs, timeout_seconds }
     }
 
@@ -130,9 +125,7 @@ impl RequestBuilder {
         let kind = if is_question {
             let mut questions: Vec<Question> = Vec::new();
             for action in actions.iter().filter(|a| QUESTION_TOOLS.contains(&a.name.as_str())) {
-                let parsed = questions_from_args(&action.args).map_err(|source| {
-                    RequestError::Questions { key: self.approval_key.clone(), source }
-                })?;
+                let parsed = questions_from_args(&action.args).map_err(|source| RequestError::Questions { key: self.approval_key.clone(), source })?;
                 questions.extend(parsed);
             }
             RequestKind::Questions { questions, actions }
@@ -140,22 +133,15 @@ impl RequestBuilder {
             RequestKind::Approval { actions }
         };
 
-        let default_secs =
-            if is_question { defaults.question_secs } else { defaults.approval_secs };
-        let timeout_secs = self
-            .timeout_seconds
-            .or_else(|| self.review_configs.iter().filter_map(|c| c.timeout).min())
-            .unwrap_or(default_secs);
+        let default_secs = if is_question { defaults.question_secs } else { defaults.approval_secs };
+        let timeout_secs = self.timeout_seconds.or_else(|| self.review_configs.iter().filter_map(|c| c.timeout).min()).unwrap_or(default_secs);
         Ok(Request { approval_key: self.approval_key, kind, timeout_secs, context: None })
     }
 }
 
 /// The review config for action `index`: the one naming it, else the index-th, else none.
 fn config_for<'a>(configs: &'a [ReviewConfig], index: usize, name: &str) -> Option<&'a ReviewConfig> {
-    configs
-        .iter()
-        .find(|c| c.action_name.as_deref() == Some(name))
-        .or_else(|| configs.get(index))
+    configs.iter().find(|c| c.action_name.as_deref() == Some(name)).or_else(|| configs.get(index))
 }
 
 fn allowed_decisions(config: Option<&ReviewConfig>) -> Vec<DecisionType> {
@@ -196,15 +182,9 @@ mod tests {
 
     #[test]
     fn shape_a_and_shape_b_merge_to_the_same_request() {
-        let a = RequestBuilder::start("k", vec![action("t")], vec![config(None, None, Some(60))], None)
-            .finish(TimeoutDefaults::default())
-            .unwrap();
+        let a = RequestBuilder::start("k", vec![action("t")], vec![config(None, None, Some(60))], None).finish(TimeoutDefaults::default()).unwrap();
         let mut b = RequestBuilder::start("k", vec![], vec![], None);
-        b.apply_delta(Delta {
-            action_requests: vec![action("t")],
-            review_configs: vec![config(None, None, Some(60))],
-            ..Delta::default()
-        });
+        b.apply_delta(Delta { action_requests: vec![action("t")], review_configs: vec![config(None, None, Some(60))], ..Delta::default() });
         assert_eq!(a, b.finish(TimeoutDefaults::default()).unwrap());
         assert_eq!(a.timeout_secs, 60);
     }
@@ -220,22 +200,22 @@ mod tests {
 
     #[test]
     fn review_config_by_name_then_by_index_then_default() {
-        let configs = vec![
-            config(Some("b"), Some(&["approve", "reject"]), None),
-            config(None, Some(&["approve", "respond", "approve_for_session"]), None),
-        ];
-        let r = RequestBuilder::start("k", vec![action("a"), action("b"), action("c")], configs, None)
-            .finish(TimeoutDefaults::default())
-            .unwrap();
+        let configs = vec![config(Some("b"), Some(&["approve", "reject"]), None), config(None, Some(&["approve", "respond", "approve_for_session"]), None)];
+        let r = RequestBuilder::start("k", vec![action("a"), action("b"), action("c")], configs, None).finish(TimeoutDefaults::default()).unwrap();
         use DecisionType::*;
         // "a" has no named config: the 0th one applies (it names "b", but the rule is by index).
         assert_eq!(r.actions()[0].allowed, vec![Approve, Reject]);
         assert_eq!(r.actions()[1].allowed, vec![Approve, Reject]);
         // "c" falls to defaults: there is no 2nd config.
         assert_eq!(r.actions()[2].allowed, vec![Approve, Edit, Reject]);
-        let r = RequestBuilder::start("k", vec![action("x"), action("y")], vec![config(Some("q"), None, None), config(None, Some(&["approve", "respond", "approve_always", "approve_for_session"]), None)], None)
-            .finish(TimeoutDefaults::default())
-            .unwrap();
+        let r = RequestBuilder::start(
+            "k",
+            vec![action("x"), action("y")],
+            vec![config(Some("q"), None, None), config(None, Some(&["approve", "respond", "approve_always", "approve_for_session"]), None)],
+            None,
+        )
+        .finish(TimeoutDefaults::default())
+        .unwrap();
         assert_eq!(r.actions()[1].allowed, vec![Approve, Respond, ApproveForSession], "unknown types are dropped");
     }
 
@@ -266,7 +246,12 @@ mod tests {
     fn seed_000_events_merge_into_two_questions() {
         let start: BackendEvent = serde_json::from_str(include_str!("../../tests/fixtures/seed000/01_stream_approval_request_start.json")).unwrap();
         let delta: BackendEvent = serde_json::from_str(include_str!("../../tests/fixtures/seed000/02_stream_approval_request_delta_questions.json")).unwrap();
-        let BackendEvent::ContentBlockStart { content_block: ContentBlock::ApprovalRequest { approval_key, actions, review_configs, timeout_seconds, .. }, .. } = start else { panic!() };
+        let BackendEvent::ContentBlockStart {
+            content_block: ContentBlock::ApprovalRequest { approval_key, actions, review_configs, timeout_seconds, .. }, ..
+        } = start
+        else {
+            panic!()
+        };
         let mut b = RequestBuilder::start(&approval_key, actions, review_configs, timeout_seconds);
         let BackendEvent::ContentBlockDelta { delta, .. } = delta else { panic!() };
         b.apply_delta(delta);

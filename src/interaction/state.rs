@@ -26,25 +26,49 @@ use crate::protocol::{Answers, Decision, DecisionType, Reply};
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum UserAction {
     /// Decide one action. With a single action this submits at once.
-    Decide { action: usize, decision: Decision },
+    Decide {
+        action: usize,
+        decision: Decision,
+    },
     /// New args typed as JSON for one action (Edit).
-    EditArgs { action: usize, json: String },
+    EditArgs {
+        action: usize,
+        json: String,
+    },
     /// A comment: a `respond` decision where allowed, else `user_edit_content`.
-    Comment { action: usize, text: String },
+    Comment {
+        action: usize,
+        text: String,
+    },
     /// Approve all / Reject all, submitted at once.
-    DecideAll { decision: DecisionType },
+    DecideAll {
+        decision: DecisionType,
+    },
     /// Replace a question's selection (a select menu, a typed number list).
-    Select { question: usize, options: Vec<usize> },
+    Select {
+        question: usize,
+        options: Vec<usize>,
+    },
     /// Flip one option (a multi-select button).
-    Toggle { question: usize, option: usize },
+    Toggle {
+        question: usize,
+        option: usize,
+    },
     /// Free text for a question ("Other" or its input option).
-    OtherText { question: usize, text: String },
-    Skip { question: usize },
+    OtherText {
+        question: usize,
+        text: String,
+    },
+    Skip {
+        question: usize,
+    },
     /// Send what has been chosen.
     Submit,
     /// Approve the one action and remember it ("Approve for this session", "Always
     /// approve"), where the policy offers it: [`Interaction::remember_offered`].
-    Remember { scope: RememberScope },
+    Remember {
+        scope: RememberScope,
+    },
 }
 
 /// Who settled an interaction.
@@ -69,10 +93,19 @@ impl Decider {
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Status {
     Pending,
-    Resolved { by: Decider, at_ms: i64 },
+    Resolved {
+        by: Decider,
+        at_ms: i64,
+    },
     /// `by_backend`: the backend said `approval_timeout`; else the bridge's own deadline.
-    Expired { at_ms: i64, by_backend: bool },
-    Cancelled { at_ms: i64, reason: String },
+    Expired {
+        at_ms: i64,
+        by_backend: bool,
+    },
+    Cancelled {
+        at_ms: i64,
+        reason: String,
+    },
 }
 
 impl Status {
@@ -240,9 +273,7 @@ impl Interaction {
     pub fn new(id: String, session_id: String, request: Request, requester: Option<Actor>, now_ms: i64) -> Self {
         let draft = match &request.kind {
             RequestKind::Approval { actions } => Draft::Decisions(DecisionDraft::new(actions.len())),
-            RequestKind::Questions { questions, .. } => {
-                Draft::Answers { answers: vec![AnswerDraft::default(); questions.len()] }
-            }
+            RequestKind::Questions { questions, .. } => Draft::Answers { answers: vec![AnswerDraft::default(); questions.len()] },
         };
         let deadline_ms = after_secs(now_ms, request.timeout_secs);
         Self {
@@ -335,9 +366,7 @@ impl Interaction {
                 action if quorum > 1 => vote(actions, d, actor, action, quorum, now_ms)?,
                 action => apply_decision(actions, d, action)?,
             },
-            (RequestKind::Questions { questions, .. }, Draft::Answers { answers }) => {
-                apply_answer(questions, answers, action)?
-            }
+            (RequestKind::Questions { questions, .. }, Draft::Answers { answers }) => apply_answer(questions, answers, action)?,
             _ => unreachable!("the draft always matches the request kind (built in new)"),
         };
         self.draft = draft;
@@ -409,12 +438,8 @@ impl Interaction {
         let reply = decisions_reply(draft);
         self.status = Status::Resolved { by: Decider::Person(rule.set_by.clone()), at_ms: now_ms };
         self.reply = Some(reply.clone());
-        self.settled_by_policy = Some(PolicySettlement::Rule {
-            rule_id: rule.id.clone(),
-            scope: rule.scope,
-            set_by: rule.set_by.clone(),
-            set_at_ms: rule.set_at_ms,
-        });
+        self.settled_by_policy =
+            Some(PolicySettlement::Rule { rule_id: rule.id.clone(), scope: rule.scope, set_by: rule.set_by.clone(), set_at_ms: rule.set_at_ms });
         Some(reply)
     }
 
@@ -446,9 +471,9 @@ impl Interaction {
         let name = self.policy.as_ref().map_or("", |p| p.name.as_str());
         let decision = match fallback.decision {
             FallbackDecision::Approve => Some(Decision::Approve),
-            FallbackDecision::Reject => Some(Decision::Reject {
-                message: Some(format!("no human decision after {} s: rejected by policy {name}", fallback.after_secs)),
-            }),
+            FallbackDecision::Reject => {
+                Some(Decision::Reject { message: Some(format!("no human decision after {} s: rejected by policy {name}", fallback.after_secs)) })
+            }
             FallbackDecision::Leave => None,
         };
         self.reply = decision.map(|d| Reply::Decisions { decisions: vec![d; actions.len()], user_edit_content: None });
@@ -514,10 +539,7 @@ impl Interaction {
     pub fn expiry_reply(&self) -> Option<Reply> {
         let RequestKind::Approval { actions } = &self.request.kind else { return None };
         let message = format!("timed out after {} s without a human decision", self.request.timeout_secs);
-        Some(Reply::Decisions {
-            decisions: vec![Decision::Reject { message: Some(message) }; actions.len()],
-            user_edit_content: None,
-        })
+        Some(Reply::Decisions { decisions: vec![Decision::Reject { message: Some(message) }; actions.len()], user_edit_content: None })
     }
 }
 
@@ -603,24 +625,19 @@ fn vote(actions: &[super::Action], draft: &mut DecisionDraft, actor: &Actor, act
             *draft = scratch;
             Ok(None)
         }
-        Some(Reply::Decisions { decisions, .. }) => {
-            match quorum::cast(&mut draft.votes, Vote { voter: actor.clone(), at_ms: now_ms, decisions }, needed) {
-                Cast::Counted => Ok(None),
-                Cast::Final(decisions) => {
-                    draft.decisions = decisions.iter().cloned().map(Some).collect();
-                    Ok(Some(decisions_reply(draft)))
-                }
+        Some(Reply::Decisions { decisions, .. }) => match quorum::cast(&mut draft.votes, Vote { voter: actor.clone(), at_ms: now_ms, decisions }, needed) {
+            Cast::Counted => Ok(None),
+            Cast::Final(decisions) => {
+                draft.decisions = decisions.iter().cloned().map(Some).collect();
+                Ok(Some(decisions_reply(draft)))
             }
-        }
+        },
         Some(answers) => Ok(Some(answers)),
     }
 }
 
 fn decisions_reply(draft: &DecisionDraft) -> Reply {
-    Reply::Decisions {
-        decisions: draft.complete().unwrap_or_default(),
-        user_edit_content: draft.user_edit_content.clone(),
-    }
+    Reply::Decisions { decisions: draft.complete().unwrap_or_default(), user_edit_content: draft.user_edit_content.clone() }
 }
 
 fn apply_answer(questions: &[super::Question], drafts: &mut [AnswerDraft], action: UserAction) -> Result<Option<Reply>, Refusal> {

@@ -19,29 +19,46 @@ pub struct BackendInput {
 #[derive(Debug, Clone, PartialEq)]
 pub enum SessionUpdate {
     /// A complete text block.
-    Text { text: String, is_final: bool },
+    Text {
+        text: String,
+        is_final: bool,
+    },
     /// A tool group started, progressed or ended; render as one status line.
     ToolGroup(ToolGroupStatus),
     /// A complete approval request.
     Request(Request),
     /// An approval request that could not be understood (logged, shown as an error).
-    InvalidRequest { approval_key: String, reason: String },
+    InvalidRequest {
+        approval_key: String,
+        reason: String,
+    },
     /// `approval_result`: resolved by this bridge or another client.
-    Resolved { approval_key: String, reply: Option<Reply> },
+    Resolved {
+        approval_key: String,
+        reply: Option<Reply>,
+    },
     /// `approval_timeout`: the backend auto-rejected it.
-    TimedOut { approval_key: String },
+    TimedOut {
+        approval_key: String,
+    },
     TurnEnded,
-    TurnFailed { message: String },
+    TurnFailed {
+        message: String,
+    },
     /// History (after a reconnect) shows these requests resolved.
     ResolvedInHistory(Vec<HistoryResolution>),
     /// The backend has proven it holds the bridge's reply for this request (it answered
     /// a ping sent after the reply, said `approval_result`, or history shows it). Made
     /// by the session task, never read from the wire.
-    Delivered { approval_key: String },
+    Delivered {
+        approval_key: String,
+    },
     /// The backend no longer waits for this request (superseded by a newer one,
     /// answered elsewhere, its run or process gone): the bridge's reply was not
     /// delivered and never will be. Made by a connector, never read from the wire.
-    NoLongerWaiting { approval_key: String },
+    NoLongerWaiting {
+        approval_key: String,
+    },
 }
 
 /// One collapsible group of tool work.
@@ -118,9 +135,7 @@ impl HistoryResolution {
         }
         let actions = interaction.request.actions();
         actions.len() == self.action_requests.len()
-            && actions.iter().zip(&self.action_requests).all(|(ours, theirs)| {
-                ours.name == theirs.name && args_contained(&ours.args, &theirs.args)
-            })
+            && actions.iter().zip(&self.action_requests).all(|(ours, theirs)| ours.name == theirs.name && args_contained(&ours.args, &theirs.args))
     }
 }
 

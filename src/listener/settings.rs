@@ -69,8 +69,7 @@ impl HttpSettings {
 
 fn parse_token(entry: &str) -> Option<ApiToken> {
     let (name, secret) = entry.split_once(':')?;
-    (!name.trim().is_empty() && !secret.is_empty())
-        .then(|| ApiToken { name: name.trim().to_owned(), secret: SecretString::from(secret.to_owned()) })
+    (!name.trim().is_empty() && !secret.is_empty()).then(|| ApiToken { name: name.trim().to_owned(), secret: SecretString::from(secret.to_owned()) })
 }
 
 fn redact_tokens<S: Serializer>(tokens: &[String], serializer: S) -> Result<S::Ok, S::Error> {

@@ -36,11 +36,7 @@ impl BridgeApi {
 
     /// A client whose calls never outlive a long-poll by much.
     pub fn http_client() -> reqwest::Client {
-        reqwest::Client::builder()
-            .timeout(Duration::from_secs(POLL_SECS + 30))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default()
+        reqwest::Client::builder().timeout(Duration::from_secs(POLL_SECS + 30)).redirect(reqwest::redirect::Policy::none()).build().unwrap_or_default()
     }
 
     /// `POST /v1/requests`: the request's state (a repeat of the same body under the

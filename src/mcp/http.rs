@@ -15,8 +15,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::server::{HitlTools, Upstream};
-use crate::backend::http_api::auth::Tokens;
 use super::settings::McpSettings;
+use crate::backend::http_api::auth::Tokens;
 
 /// The `/mcp` routes. `base` is filled in with the listener's own address once it is
 /// bound (the tools call `/v1` there).

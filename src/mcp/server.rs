@@ -111,9 +111,8 @@ impl HitlTools {
         if let Some(key) = given {
             return key.to_owned();
         }
-        let session = http_parts(ctx)
-            .and_then(|parts| parts.headers.get("mcp-session-id")?.to_str().ok().map(str::to_owned))
-            .unwrap_or_else(|| self.connection.clone());
+        let session =
+            http_parts(ctx).and_then(|parts| parts.headers.get("mcp-session-id")?.to_str().ok().map(str::to_owned)).unwrap_or_else(|| self.connection.clone());
         let id = match serde_json::to_value(&ctx.id).unwrap_or_default() {
             Value::String(s) => s,
             other => other.to_string(),

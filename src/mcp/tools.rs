@@ -187,7 +187,10 @@ fn routed(body: &mut Map<String, Value>, routing: &Routing, defaults: &[String],
     let parsed = targets
         .iter()
         .enumerate()
-        .map(|(i, t)| target(t).ok_or_else(|| invalid(format!("targets[{i}]"), format!("{t:?} is not a chat (e.g. telegram:-1001234567890 or discord:123456789012345678)"))))
+        .map(|(i, t)| {
+            target(t)
+                .ok_or_else(|| invalid(format!("targets[{i}]"), format!("{t:?} is not a chat (e.g. telegram:-1001234567890 or discord:123456789012345678)")))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     body.insert("targets".into(), Value::Array(parsed));
     body.insert("approval_key".into(), json!(key));
@@ -371,12 +374,15 @@ mod tests {
         }))
         .unwrap();
         let body = approval_body(&input, &["telegram:-100".into()], "k1".into()).unwrap();
-        assert_eq!(body, json!({
-            "targets": [{"platform": "telegram", "chat_id": "-100"}], "approval_key": "k1", "approvers": ["telegram:5"], "timeout_seconds": 60,
-            "actions": [{"name": "run_migration", "args": {"db": "prod"}, "description": "adds a column"}],
-            "review_configs": [{"action_name": "run_migration", "allowed_decisions": ["approve", "reject"]}],
-            "text": "Deploy 43", "policy": {"quorum": 2}
-        }));
+        assert_eq!(
+            body,
+            json!({
+                "targets": [{"platform": "telegram", "chat_id": "-100"}], "approval_key": "k1", "approvers": ["telegram:5"], "timeout_seconds": 60,
+                "actions": [{"name": "run_migration", "args": {"db": "prod"}, "description": "adds a column"}],
+                "review_configs": [{"action_name": "run_migration", "allowed_decisions": ["approve", "reject"]}],
+                "text": "Deploy 43", "policy": {"quorum": 2}
+            })
+        );
     }
 
     #[test]
@@ -387,7 +393,9 @@ mod tests {
         assert_eq!(approval_body(&bad, &[], "k".into()).unwrap_err().field, "targets[1]");
         let empty: ApprovalInput = serde_json::from_value(json!({"actions": []})).unwrap();
         assert_eq!(approval_body(&empty, &["console".into()], "k".into()).unwrap_err().field, "actions");
-        let five: QuestionsInput = serde_json::from_value(json!({"questions": [{"question": "a"}, {"question": "b"}, {"question": "c"}, {"question": "d"}, {"question": "e"}]})).unwrap();
+        let five: QuestionsInput =
+            serde_json::from_value(json!({"questions": [{"question": "a"}, {"question": "b"}, {"question": "c"}, {"question": "d"}, {"question": "e"}]}))
+                .unwrap();
         assert_eq!(questions_body(&five, &["console".into()], "k".into()).unwrap_err().field, "questions");
     }
 
@@ -397,17 +405,26 @@ mod tests {
             "options": [{"label": "eu"}, {"label": "Other", "input": true}]}]}))
         .unwrap();
         let body = questions_body(&input, &["console".into()], "q".into()).unwrap();
-        assert_eq!(body["questions"], json!([{"question": "Which region?", "header": "Region", "multiSelect": true, "options": [{"label": "eu"}, {"label": "Other", "input": true}]}]));
+        assert_eq!(
+            body["questions"],
+            json!([{"question": "Which region?", "header": "Region", "multiSelect": true, "options": [{"label": "eu"}, {"label": "Other", "input": true}]}])
+        );
     }
 
     #[test]
     fn results_carry_the_reply_and_who_decided() {
         let state = json!({"approval_key": "k", "status": "resolved", "expires_at": "2026-01-01T00:00:00Z", "decided_by": {"platform": "telegram", "id": "5", "name": "Lan"},
             "decided_at": "2026-01-01T00:00:01Z", "reply": {"decisions": [{"type": "reject", "message": "not now"}]}});
-        assert_eq!(approval_result(&state), Ending::Answered(json!({"decisions": [{"type": "reject", "message": "not now"}], "approval_key": "k", "status": "resolved",
-            "decided_by": {"platform": "telegram", "id": "5", "name": "Lan"}, "decided_at": "2026-01-01T00:00:01Z"})));
+        assert_eq!(
+            approval_result(&state),
+            Ending::Answered(json!({"decisions": [{"type": "reject", "message": "not now"}], "approval_key": "k", "status": "resolved",
+            "decided_by": {"platform": "telegram", "id": "5", "name": "Lan"}, "decided_at": "2026-01-01T00:00:01Z"}))
+        );
         let expired = json!({"approval_key": "k", "status": "expired", "expires_at": "2026-01-01T00:01:00Z", "reply": {"decisions": [{"type": "reject"}]}});
-        assert_eq!(approval_result(&expired), Ending::Unanswered("nobody answered request \"k\" before its deadline (2026-01-01T00:01:00Z); it expired".into()));
+        assert_eq!(
+            approval_result(&expired),
+            Ending::Unanswered("nobody answered request \"k\" before its deadline (2026-01-01T00:01:00Z); it expired".into())
+        );
     }
 
     #[test]
@@ -418,7 +435,10 @@ mod tests {
         assert_eq!(prompt_result(&decided(edit), &prompt()), json!({"behavior": "allow", "updatedInput": {"command": "touch y"}}));
         assert_eq!(prompt_result(&decided(json!({"type": "reject", "message": "use y"})), &prompt()), json!({"behavior": "deny", "message": "use y"}));
         assert_eq!(prompt_result(&decided(json!({"type": "reject"})), &prompt()), json!({"behavior": "deny", "message": "Rejected by Lan."}));
-        assert_eq!(prompt_result(&decided(json!({"type": "respond", "message": "use staging"})), &prompt()), json!({"behavior": "deny", "message": "use staging"}));
+        assert_eq!(
+            prompt_result(&decided(json!({"type": "respond", "message": "use staging"})), &prompt()),
+            json!({"behavior": "deny", "message": "use staging"})
+        );
         let body = prompt_body(&prompt(), &["console".into()], "k".into()).unwrap();
         assert_eq!(body["review_configs"], json!([{"action_name": "Bash", "allowed_decisions": ["approve", "edit", "reject", "respond"]}]));
         assert_eq!(body["actions"][0]["tool_use_id"], "toolu_1");

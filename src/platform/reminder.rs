@@ -106,7 +106,11 @@ mod tests {
     }
 
     fn configured() -> AccessPolicy {
-        AccessPolicy { approver_users: vec![("discord".into(), "7".into()), ("telegram".into(), "8".into())], approver_roles: vec!["55".into()], four_eyes: false }
+        AccessPolicy {
+            approver_users: vec![("discord".into(), "7".into()), ("telegram".into(), "8".into())],
+            approver_roles: vec!["55".into()],
+            four_eyes: false,
+        }
     }
 
     #[test]

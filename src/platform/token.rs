@@ -9,9 +9,9 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
-use sha2::Sha256;
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
+use sha2::Sha256;
 
 /// The key that signs button tokens. When unset, the bridge generates one on first
 /// run and keeps it in the store, so tokens stay valid across restarts and replicas.
@@ -100,9 +100,7 @@ impl TokenSigner {
         }
         let given = URL_SAFE_NO_PAD.decode(tag).map_err(|_| TokenError::Malformed)?;
         // verify_truncated_left compares in constant time.
-        self.tag(&format!("{version}:{id}:{code}"))
-            .verify_truncated_left(&given)
-            .map_err(|_| TokenError::Forged)?;
+        self.tag(&format!("{version}:{id}:{code}")).verify_truncated_left(&given).map_err(|_| TokenError::Forged)?;
         Ok(Verified { interaction_id: id.to_owned(), code: code.to_owned() })
     }
 }

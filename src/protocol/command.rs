@@ -31,19 +31,13 @@ pub enum Command {
 impl Command {
     pub fn session_id(&self) -> &str {
         match self {
-            Command::Message { session_id, .. }
-            | Command::Approval { session_id, .. }
-            | Command::Cancel { session_id } => session_id,
+            Command::Message { session_id, .. } | Command::Approval { session_id, .. } | Command::Cancel { session_id } => session_id,
         }
     }
 
     /// A user's chat message as a `message` command.
     pub fn message(session_id: &str, text: &str, user: Option<UserInfo>) -> Self {
-        Command::Message {
-            session_id: session_id.to_owned(),
-            content: vec![TextContent::text(text)],
-            user,
-        }
+        Command::Message { session_id: session_id.to_owned(), content: vec![TextContent::text(text)], user }
     }
 }
 
@@ -97,8 +91,7 @@ pub enum DecisionType {
 }
 
 impl DecisionType {
-    pub const DEFAULT_ALLOWED: [DecisionType; 3] =
-        [DecisionType::Approve, DecisionType::Edit, DecisionType::Reject];
+    pub const DEFAULT_ALLOWED: [DecisionType; 3] = [DecisionType::Approve, DecisionType::Edit, DecisionType::Reject];
 
     pub fn parse(s: &str) -> Option<Self> {
         match s {

@@ -8,15 +8,15 @@
 
 use std::collections::BTreeMap;
 
+use super::Store;
 use super::audit::{self, AuditEntry, insert_audit};
 use super::chats::ChatKey;
-use super::interactions::decode_rows;
 use super::error::{Result, StoreError};
+use super::interactions::decode_rows;
 use super::json::{self, skip_corrupt};
 use super::outbox::insert_command;
 use super::row::column;
 use super::shows::drop_shows;
-use super::Store;
 use crate::interaction::{Interaction, Status};
 use crate::protocol::Command;
 

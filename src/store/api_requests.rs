@@ -7,13 +7,13 @@
 
 use sqlx::any::AnyRow;
 
+use super::Store;
 use super::chats::ChatKey;
-use super::shows::{ShowClaim, insert_shows};
 use super::error::{Result, StoreError};
 use super::interactions::insert_interaction;
 use super::json;
 use super::row::column;
-use super::Store;
+use super::shows::{ShowClaim, insert_shows};
 use crate::interaction::{Interaction, Status};
 
 /// One request pushed over the HTTP API.
@@ -112,11 +112,11 @@ impl Store {
                     created_at_ms
              FROM api_requests WHERE agent = $1 AND approval_key = $2",
         )
-            .bind(agent)
-            .bind(approval_key)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(StoreError::query("load api request"))?;
+        .bind(agent)
+        .bind(approval_key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(StoreError::query("load api request"))?;
         row.as_ref().map(decode_row).transpose()
     }
 
@@ -141,11 +141,7 @@ impl Store {
         .fetch_all(&self.pool)
         .await
         .map_err(StoreError::query("list a page of pending api requests"))?;
-        Ok(rows
-            .iter()
-            .map(|row| Ok((decode_row(row)?, super::interactions::decode_row(row)?)))
-            .filter_map(json::skip_corrupt)
-            .collect())
+        Ok(rows.iter().map(|row| Ok((decode_row(row)?, super::interactions::decode_row(row)?))).filter_map(json::skip_corrupt).collect())
     }
 
     /// Callbacks whose request has ended and whose next attempt is at or before `now_ms`,

@@ -7,13 +7,13 @@
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use sqlx::any::AnyRow;
 use sqlx::AnyExecutor;
+use sqlx::any::AnyRow;
 
+use super::Store;
 use super::error::{Result, StoreError};
 use super::json::{self, skip_corrupt};
 use super::row::column;
-use super::Store;
 use crate::interaction::policy::{EscalationStep, Mention, PolicySettlement, StepAction};
 use crate::interaction::{Actor, Decider, Interaction, RememberedRule, Status};
 use crate::protocol::{Decision, Reply};
@@ -119,10 +119,7 @@ impl AuditEntry {
     /// that set it), `tools` its tool, `original_args` its args (`[null]`: any args),
     /// and the reason says what it was and who set it when.
     pub fn for_rule_revoked(rule: &RememberedRule, by: &Actor, now_ms: i64) -> AuditEntry {
-        AuditEntry {
-            reason: Some(format!("revoked {}", rule_label(rule))),
-            ..rule_entry(rule, by, "rule_revoked", None, now_ms)
-        }
+        AuditEntry { reason: Some(format!("revoked {}", rule_label(rule))), ..rule_entry(rule, by, "rule_revoked", None, now_ms) }
     }
 
     /// The entry for someone who may not revoke `rule` trying to (outcome `refused`,
@@ -342,9 +339,7 @@ fn outcome(status: &Status) -> &'static str {
 
 fn reply_json(reply: &Reply) -> Option<Value> {
     // Cannot fail for these types (string keys only); logged rather than panicking.
-    serde_json::to_value(reply)
-        .inspect_err(|error| tracing::error!(%error, "cannot encode a reply for the audit log"))
-        .ok()
+    serde_json::to_value(reply).inspect_err(|error| tracing::error!(%error, "cannot encode a reply for the audit log")).ok()
 }
 
 /// Per action, the args of its `edit` decision; `None` if no action was edited.
@@ -570,7 +565,8 @@ mod tests {
                 attempts: 1,
             }
         );
-        let user = EscalationStep { after_secs: 60, action: StepAction::Remind { mention: Mention::User { platform: "telegram".into(), user_id: "42".into() } } };
+        let user =
+            EscalationStep { after_secs: 60, action: StepAction::Remind { mention: Mention::User { platform: "telegram".into(), user_id: "42".into() } } };
         assert_eq!(AuditEntry::for_escalation(&i, &user, T0).reason.as_deref(), Some("remind telegram:42 after 60 s"));
         let approvers = EscalationStep { after_secs: 60, action: StepAction::Remind { mention: Mention::Approvers } };
         assert_eq!(AuditEntry::for_escalation(&i, &approvers, T0).reason.as_deref(), Some("remind approvers after 60 s"));
@@ -603,7 +599,8 @@ mod tests {
             }
         );
         let eve = Actor::new("telegram", "99", "Eve");
-        let refused = AuditEntry::for_refused_revoke(&RememberedRule { args: None, ..rule() }, &eve, "only an approver or the person who set it may revoke a rule", T0);
+        let refused =
+            AuditEntry::for_refused_revoke(&RememberedRule { args: None, ..rule() }, &eve, "only an approver or the person who set it may revoke a rule", T0);
         assert_eq!((refused.outcome.as_str(), refused.actor, refused.original_args), ("refused", Some(eve), json!([null])));
         assert_eq!(
             refused.reply,

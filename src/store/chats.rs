@@ -5,10 +5,10 @@
 use serde::{Deserialize, Serialize};
 use sqlx::any::AnyRow;
 
+use super::Store;
 use super::error::{Result, StoreError};
 use super::json;
 use super::row::column;
-use super::Store;
 use crate::interaction::Actor;
 
 /// Where a chat lives: `("telegram", chat id, optional topic/thread id)`,
@@ -34,11 +34,7 @@ impl ChatKey {
     /// From the `platform`, `chat_id` and `thread_id` columns of a row.
     pub(super) fn from_row(row: &AnyRow) -> Result<Self> {
         let thread: String = column(row, "thread_id")?;
-        Ok(Self {
-            platform: column(row, "platform")?,
-            chat_id: column(row, "chat_id")?,
-            thread_id: (!thread.is_empty()).then_some(thread),
-        })
+        Ok(Self { platform: column(row, "platform")?, chat_id: column(row, "chat_id")?, thread_id: (!thread.is_empty()).then_some(thread) })
     }
 }
 

@@ -22,90 +22,30 @@ pub const DEFAULT_URL: &str = "sqlite://data/hitl-bridge.db";
 /// The schema, as `(version, description, SQLite SQL, PostgreSQL SQL)`. Append only:
 /// sqlx refuses to start when an applied migration's text has changed.
 const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
-    (
-        1,
-        "init",
-        include_str!("../../migrations/sqlite/0001_init.sql"),
-        include_str!("../../migrations/postgres/0001_init.sql"),
-    ),
-    (
-        2,
-        "secrets",
-        include_str!("../../migrations/sqlite/0002_secrets.sql"),
-        include_str!("../../migrations/postgres/0002_secrets.sql"),
-    ),
-    (
-        3,
-        "session leases",
-        include_str!("../../migrations/sqlite/0003_session_leases.sql"),
-        include_str!("../../migrations/postgres/0003_session_leases.sql"),
-    ),
-    (
-        4,
-        "http api",
-        include_str!("../../migrations/sqlite/0004_http_api.sql"),
-        include_str!("../../migrations/postgres/0004_http_api.sql"),
-    ),
-    (
-        5,
-        "access",
-        include_str!("../../migrations/sqlite/0005_access.sql"),
-        include_str!("../../migrations/postgres/0005_access.sql"),
-    ),
-    (
-        6,
-        "ui state",
-        include_str!("../../migrations/sqlite/0006_ui_state.sql"),
-        include_str!("../../migrations/postgres/0006_ui_state.sql"),
-    ),
-    (
-        8,
-        "pending shows",
-        include_str!("../../migrations/sqlite/0008_pending_shows.sql"),
-        include_str!("../../migrations/postgres/0008_pending_shows.sql"),
-    ),
-    (
-        9,
-        "admin commands",
-        include_str!("../../migrations/sqlite/0009_admin.sql"),
-        include_str!("../../migrations/postgres/0009_admin.sql"),
-    ),
-    (
-        10,
-        "decision policies",
-        include_str!("../../migrations/sqlite/0010_policies.sql"),
-        include_str!("../../migrations/postgres/0010_policies.sql"),
-    ),
-    (
-        13,
-        "refusal windows",
-        include_str!("../../migrations/sqlite/0013_refusals.sql"),
-        include_str!("../../migrations/postgres/0013_refusals.sql"),
-    ),
+    (1, "init", include_str!("../../migrations/sqlite/0001_init.sql"), include_str!("../../migrations/postgres/0001_init.sql")),
+    (2, "secrets", include_str!("../../migrations/sqlite/0002_secrets.sql"), include_str!("../../migrations/postgres/0002_secrets.sql")),
+    (3, "session leases", include_str!("../../migrations/sqlite/0003_session_leases.sql"), include_str!("../../migrations/postgres/0003_session_leases.sql")),
+    (4, "http api", include_str!("../../migrations/sqlite/0004_http_api.sql"), include_str!("../../migrations/postgres/0004_http_api.sql")),
+    (5, "access", include_str!("../../migrations/sqlite/0005_access.sql"), include_str!("../../migrations/postgres/0005_access.sql")),
+    (6, "ui state", include_str!("../../migrations/sqlite/0006_ui_state.sql"), include_str!("../../migrations/postgres/0006_ui_state.sql")),
+    (8, "pending shows", include_str!("../../migrations/sqlite/0008_pending_shows.sql"), include_str!("../../migrations/postgres/0008_pending_shows.sql")),
+    (9, "admin commands", include_str!("../../migrations/sqlite/0009_admin.sql"), include_str!("../../migrations/postgres/0009_admin.sql")),
+    (10, "decision policies", include_str!("../../migrations/sqlite/0010_policies.sql"), include_str!("../../migrations/postgres/0010_policies.sql")),
+    (13, "refusal windows", include_str!("../../migrations/sqlite/0013_refusals.sql"), include_str!("../../migrations/postgres/0013_refusals.sql")),
     (
         14,
         "approval keys per agent",
         include_str!("../../migrations/sqlite/0014_keys_per_token.sql"),
         include_str!("../../migrations/postgres/0014_keys_per_token.sql"),
     ),
-    (
-        15,
-        "telegram inbox",
-        include_str!("../../migrations/sqlite/0015_telegram_inbox.sql"),
-        include_str!("../../migrations/postgres/0015_telegram_inbox.sql"),
-    ),
+    (15, "telegram inbox", include_str!("../../migrations/sqlite/0015_telegram_inbox.sql"), include_str!("../../migrations/postgres/0015_telegram_inbox.sql")),
     (
         16,
         "interaction kind",
         include_str!("../../migrations/sqlite/0016_interaction_kind.sql"),
         include_str!("../../migrations/postgres/0016_interaction_kind.sql"),
     ),
-    (
-        17,
-        "shown revision",
-        include_str!("../../migrations/sqlite/0017_shown_revision.sql"),
-        include_str!("../../migrations/postgres/0017_shown_revision.sql"),
-    ),
+    (17, "shown revision", include_str!("../../migrations/sqlite/0017_shown_revision.sql"), include_str!("../../migrations/postgres/0017_shown_revision.sql")),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.
@@ -188,9 +128,7 @@ async fn create_sqlite_file(url: &str) -> Result<()> {
     let connect_error = |source| StoreError::Connect { kind: "SQLite", source };
     let options = SqliteConnectOptions::from_str(url).map_err(connect_error)?;
     if let Some(dir) = options.get_filename().parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        tokio::fs::create_dir_all(dir)
-            .await
-            .map_err(|source| StoreError::CreateDir { path: dir.to_owned(), source })?;
+        tokio::fs::create_dir_all(dir).await.map_err(|source| StoreError::CreateDir { path: dir.to_owned(), source })?;
     }
     if !Sqlite::database_exists(url).await.map_err(connect_error)? {
         Sqlite::create_database(url).await.map_err(connect_error)?;
@@ -216,15 +154,12 @@ fn sqlite_session_settings(conn: &mut AnyConnection, _: PoolConnectionMetadata) 
         // stored in the file, so after the first connection this is a no-op.
         sqlx::query("PRAGMA journal_mode = WAL").execute(&mut *conn).await?;
         // Several writers (timers, clicks) queue for the lock instead of failing at once.
-        sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")))
-            .execute(&mut *conn)
-            .await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}"))).execute(&mut *conn).await?;
         // Off by default in SQLite; message refs rely on their interaction existing.
         sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
         Ok(())
     })
 }
-
 
 impl Store {
     /// Whether the database answers a trivial query (`/readyz`).

@@ -24,7 +24,14 @@ impl Store {
     /// `new_chats` to be shown (claimed by `claim`: the caller shows them now) and
     /// appends `audits`. False, with nothing written, when the row was written since
     /// `read` was loaded or is no longer pending.
-    pub async fn record_escalation(&self, read: &Interaction, escalated: &Interaction, new_chats: &[ChatKey], claim: &ShowClaim, audits: &[AuditEntry]) -> Result<bool> {
+    pub async fn record_escalation(
+        &self,
+        read: &Interaction,
+        escalated: &Interaction,
+        new_chats: &[ChatKey],
+        claim: &ShowClaim,
+        audits: &[AuditEntry],
+    ) -> Result<bool> {
         if !escalated.status.is_pending() {
             return Err(StoreError::WrongState { op: "escalate", id: escalated.id.clone(), reason: "it is settled" });
         }
@@ -55,15 +62,13 @@ struct RecordEscalation {
 impl Write for RecordEscalation {
     fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
-            let done = sqlx::query(
-                "UPDATE interactions SET body = $1, revision = revision + 1 WHERE id = $2 AND status = 'pending' AND revision = $3",
-            )
-            .bind(self.body.as_str())
-            .bind(self.id.as_str())
-            .bind(self.revision)
-            .execute(&mut *conn)
-            .await
-            .map_err(StoreError::query("record an escalation step"))?;
+            let done = sqlx::query("UPDATE interactions SET body = $1, revision = revision + 1 WHERE id = $2 AND status = 'pending' AND revision = $3")
+                .bind(self.body.as_str())
+                .bind(self.id.as_str())
+                .bind(self.revision)
+                .execute(&mut *conn)
+                .await
+                .map_err(StoreError::query("record an escalation step"))?;
             if done.rows_affected() == 0 {
                 return Ok(false);
             }

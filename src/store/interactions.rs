@@ -7,16 +7,16 @@ use futures_util::future::BoxFuture;
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, AnyExecutor};
 
+use super::Store;
 use super::audit::{AuditEntry, insert_audit};
+use super::chats::ChatKey;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
 use super::json::{self, skip_corrupt};
 use super::outbox::insert_command;
 use super::row::column;
-use super::chats::ChatKey;
 use super::rules::insert_rule;
 use super::shows::{ShowClaim, drop_shows, insert_shows};
-use super::Store;
 use crate::interaction::{Interaction, RememberedRule, Revision, Status};
 use crate::protocol::Command;
 
@@ -72,14 +72,12 @@ impl Store {
 
     /// The session's pending interactions, oldest first.
     pub async fn pending_in_session(&self, session_id: &str) -> Result<Vec<Interaction>> {
-        let rows = sqlx::query(
-            "SELECT id, body, revision FROM interactions WHERE session_id = $1 AND status = $2 ORDER BY created_at_ms, id",
-        )
-        .bind(session_id)
-        .bind(pending())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(StoreError::query("list pending interactions of a session"))?;
+        let rows = sqlx::query("SELECT id, body, revision FROM interactions WHERE session_id = $1 AND status = $2 ORDER BY created_at_ms, id")
+            .bind(session_id)
+            .bind(pending())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StoreError::query("list pending interactions of a session"))?;
         Ok(decode_rows(&rows))
     }
 
@@ -211,13 +209,11 @@ impl Write for SaveBody {
     fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             let done = match self.revision {
-                Some(revision) => sqlx::query(
-                    "UPDATE interactions SET body = $1, revision = revision + 1 WHERE id = $2 AND status = $3 AND revision = $4",
-                )
-                .bind(self.body.as_str())
-                .bind(self.id.as_str())
-                .bind(self.status)
-                .bind(revision),
+                Some(revision) => sqlx::query("UPDATE interactions SET body = $1, revision = revision + 1 WHERE id = $2 AND status = $3 AND revision = $4")
+                    .bind(self.body.as_str())
+                    .bind(self.id.as_str())
+                    .bind(self.status)
+                    .bind(revision),
                 None => sqlx::query("UPDATE interactions SET body = $1, revision = revision + 1 WHERE id = $2 AND status = $3")
                     .bind(self.body.as_str())
                     .bind(self.id.as_str())
@@ -251,14 +247,14 @@ impl Write for Settle {
             // First wins on the status (and, for a person's decision, the revision it
             // was read at); every settle bumps the revision.
             let update = match self.revision {
-                Some(revision) => sqlx::query(
-                    "UPDATE interactions SET status = $1, body = $2, revision = revision + 1 WHERE id = $3 AND status = $4 AND revision = $5",
-                )
-                .bind(self.status)
-                .bind(self.body.as_str())
-                .bind(self.id.as_str())
-                .bind(pending())
-                .bind(revision),
+                Some(revision) => {
+                    sqlx::query("UPDATE interactions SET status = $1, body = $2, revision = revision + 1 WHERE id = $3 AND status = $4 AND revision = $5")
+                        .bind(self.status)
+                        .bind(self.body.as_str())
+                        .bind(self.id.as_str())
+                        .bind(pending())
+                        .bind(revision)
+                }
                 None => sqlx::query("UPDATE interactions SET status = $1, body = $2, revision = revision + 1 WHERE id = $3 AND status = $4")
                     .bind(self.status)
                     .bind(self.body.as_str())

@@ -2,8 +2,8 @@
 //! one holds each session's backend connection, so events are rendered once and
 //! commands sent once. A lease that is not renewed lapses and another replica takes it.
 
-use super::error::{Result, StoreError};
 use super::Store;
+use super::error::{Result, StoreError};
 
 impl Store {
     /// Takes or renews the lease on `session_id` for `owner` until `now_ms + ttl_ms`.

@@ -1,9 +1,9 @@
 //! The `message_refs` table: which platform messages show an interaction, so the
 //! platform can edit them (outcome, keyboard removed) when it ends.
 
+use super::Store;
 use super::chats::ChatKey;
 use super::error::{Result, StoreError};
-use super::Store;
 use super::row::column;
 
 /// A platform message that shows an interaction, so it can be edited when it ends.
@@ -43,21 +43,13 @@ impl Store {
 
     /// The interaction's messages, in the order they were sent.
     pub async fn message_refs(&self, interaction_id: &str) -> Result<Vec<MessageRef>> {
-        let rows = sqlx::query(
-            "SELECT platform, chat_id, thread_id, message_id FROM message_refs WHERE interaction_id = $1 ORDER BY id",
-        )
-        .bind(interaction_id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(StoreError::query("list message refs"))?;
+        let rows = sqlx::query("SELECT platform, chat_id, thread_id, message_id FROM message_refs WHERE interaction_id = $1 ORDER BY id")
+            .bind(interaction_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StoreError::query("list message refs"))?;
         rows.iter()
-            .map(|row| {
-                Ok(MessageRef {
-                    interaction_id: interaction_id.to_owned(),
-                    chat: ChatKey::from_row(row)?,
-                    message_id: column(row, "message_id")?,
-                })
-            })
+            .map(|row| Ok(MessageRef { interaction_id: interaction_id.to_owned(), chat: ChatKey::from_row(row)?, message_id: column(row, "message_id")? }))
             .collect()
     }
 }

@@ -29,10 +29,10 @@ mod outbox;
 mod pairing;
 mod refusals;
 pub mod retention;
-pub mod settings;
 mod row;
 mod rules;
 mod secrets;
+pub mod settings;
 mod shows;
 mod ui_state;
 
@@ -44,14 +44,14 @@ pub use audit::{AuditEntry, kind_and_tools};
 pub use chats::ChatKey;
 pub use connect::DEFAULT_URL;
 pub use error::{Result, StoreError};
+pub use inbox::InboxUpdate;
 pub use messages::MessageRef;
 pub use outbox::Queued;
 pub use pairing::{PairError, PairedUser, PairingCode};
 pub use refusals::StrangerWindow;
-pub use inbox::InboxUpdate;
+pub use retention::Pruned;
 pub use shows::{PendingShow, ShowClaim};
 pub use ui_state::UiState;
-pub use retention::Pruned;
 
 /// A handle to the database. Cheap to clone: clones share one connection pool.
 #[derive(Clone)]

@@ -6,10 +6,10 @@ use futures_util::future::BoxFuture;
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, AnyExecutor};
 
+use super::Store;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
 use super::json::{self, skip_corrupt};
-use super::Store;
 use super::row::column;
 use crate::protocol::Command;
 
@@ -70,10 +70,7 @@ impl Store {
 
     /// How many commands wait in the outbox, all sessions together (`/metrics`).
     pub async fn outbox_depth(&self) -> Result<i64> {
-        let row = sqlx::query("SELECT COUNT(*) AS depth FROM outbox")
-            .fetch_one(&self.pool)
-            .await
-            .map_err(StoreError::query("count the outbox"))?;
+        let row = sqlx::query("SELECT COUNT(*) AS depth FROM outbox").fetch_one(&self.pool).await.map_err(StoreError::query("count the outbox"))?;
         column(&row, "depth")
     }
 
@@ -90,9 +87,7 @@ impl Store {
         .fetch_all(&self.pool)
         .await
         .map_err(StoreError::query("list sessions with work"))?;
-        rows.iter()
-            .map(|row| column(row, "session_id"))
-            .collect()
+        rows.iter().map(|row| column(row, "session_id")).collect()
     }
 }
 
@@ -103,16 +98,14 @@ pub(super) async fn insert_command<'e>(executor: impl AnyExecutor<'e>, command: 
         Command::Approval { approval_key, .. } => Some(approval_key.as_str()),
         Command::Message { .. } | Command::Cancel { .. } => None,
     };
-    let row = sqlx::query(
-        "INSERT INTO outbox (session_id, approval_key, command, created_at_ms) VALUES ($1, $2, $3, $4) RETURNING id",
-    )
-    .bind(command.session_id())
-    .bind(approval_key)
-    .bind(json::encode(command, "command")?)
-    .bind(now_ms)
-    .fetch_one(executor)
-    .await
-    .map_err(StoreError::query("enqueue command"))?;
+    let row = sqlx::query("INSERT INTO outbox (session_id, approval_key, command, created_at_ms) VALUES ($1, $2, $3, $4) RETURNING id")
+        .bind(command.session_id())
+        .bind(approval_key)
+        .bind(json::encode(command, "command")?)
+        .bind(now_ms)
+        .fetch_one(executor)
+        .await
+        .map_err(StoreError::query("enqueue command"))?;
     column(&row, "id")
 }
 
@@ -149,13 +142,8 @@ struct RemoveOutbox(i64);
 impl Write for RemoveOutbox {
     fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
-            let done = sqlx::query("DELETE FROM outbox WHERE id = $1")
-                .bind(self.0)
-                .execute(conn)
-                .await
-                .map_err(StoreError::query("remove outbox entry"))?;
+            let done = sqlx::query("DELETE FROM outbox WHERE id = $1").bind(self.0).execute(conn).await.map_err(StoreError::query("remove outbox entry"))?;
             Ok(done.rows_affected() > 0)
         })
     }
 }
-

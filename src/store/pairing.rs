@@ -4,11 +4,11 @@
 
 use sqlx::any::AnyRow;
 
+use super::Store;
 use super::chats::ChatKey;
 use super::error::{Result, StoreError};
 use super::json;
 use super::row::column;
-use super::Store;
 use crate::interaction::Actor;
 use crate::interaction::admission::normalize_code;
 
@@ -233,23 +233,19 @@ impl Store {
     /// Paired users nobody has told yet, each claimed (marked told) by this call so
     /// that one replica tells them once.
     pub async fn claim_unnotified_pairings(&self, now_ms: i64) -> Result<Vec<PairedUser>> {
-        let rows = sqlx::query(
-            "SELECT platform, user_id, user_name, chat, locale, paired_at_ms, paired_by FROM paired_users WHERE notified_at_ms IS NULL",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .map_err(StoreError::query("list unnotified pairings"))?;
+        let rows = sqlx::query("SELECT platform, user_id, user_name, chat, locale, paired_at_ms, paired_by FROM paired_users WHERE notified_at_ms IS NULL")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StoreError::query("list unnotified pairings"))?;
         let mut claimed = Vec::new();
         for user in rows.iter().map(decode_paired).filter_map(json::skip_corrupt) {
-            let done = sqlx::query(
-                "UPDATE paired_users SET notified_at_ms = $1 WHERE platform = $2 AND user_id = $3 AND notified_at_ms IS NULL",
-            )
-            .bind(now_ms)
-            .bind(user.platform.as_str())
-            .bind(user.user_id.as_str())
-            .execute(&self.pool)
-            .await
-            .map_err(StoreError::query("claim a pairing notice"))?;
+            let done = sqlx::query("UPDATE paired_users SET notified_at_ms = $1 WHERE platform = $2 AND user_id = $3 AND notified_at_ms IS NULL")
+                .bind(now_ms)
+                .bind(user.platform.as_str())
+                .bind(user.user_id.as_str())
+                .execute(&self.pool)
+                .await
+                .map_err(StoreError::query("claim a pairing notice"))?;
             if done.rows_affected() == 1 {
                 claimed.push(user);
             }

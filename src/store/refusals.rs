@@ -4,9 +4,9 @@
 //! attempt. The window lives in the store so every replica, and a restarted one,
 //! sees the same window: one refusal per window across the deployment.
 
+use super::Store;
 use super::audit::{AuditEntry, insert_audit};
 use super::error::{Result, StoreError};
-use super::Store;
 use crate::interaction::Actor;
 
 /// What became of a stranger's refused attempt.

@@ -16,8 +16,8 @@
 
 use std::time::Duration;
 
-use super::error::{Result, StoreError};
 use super::Store;
+use super::error::{Result, StoreError};
 use crate::interaction::Status;
 
 /// How often the periodic prune runs.
@@ -58,26 +58,11 @@ impl Store {
     pub async fn prune_before(&self, cutoff_ms: i64) -> Result<Pruned> {
         let pending = Status::Pending.name();
         let run = |sql: &'static str, what: &'static str| async move {
-            sqlx::query(sql)
-                .bind(cutoff_ms)
-                .bind(pending)
-                .execute(&self.pool)
-                .await
-                .map(|done| done.rows_affected())
-                .map_err(StoreError::query(what))
+            sqlx::query(sql).bind(cutoff_ms).bind(pending).execute(&self.pool).await.map(|done| done.rows_affected()).map_err(StoreError::query(what))
         };
-        let api_requests = run(
-            concat!("DELETE FROM api_requests WHERE interaction_id IN (", settled_before_cutoff!(), ")"),
-            "prune api requests",
-        )
-        .await?;
-        let message_refs = run(
-            concat!("DELETE FROM message_refs WHERE interaction_id IN (", settled_before_cutoff!(), ")"),
-            "prune message refs",
-        )
-        .await?;
-        let interactions =
-            run(concat!("DELETE FROM interactions WHERE id IN (", settled_before_cutoff!(), ")"), "prune interactions").await?;
+        let api_requests = run(concat!("DELETE FROM api_requests WHERE interaction_id IN (", settled_before_cutoff!(), ")"), "prune api requests").await?;
+        let message_refs = run(concat!("DELETE FROM message_refs WHERE interaction_id IN (", settled_before_cutoff!(), ")"), "prune message refs").await?;
+        let interactions = run(concat!("DELETE FROM interactions WHERE id IN (", settled_before_cutoff!(), ")"), "prune interactions").await?;
         let outbox = run(
             "DELETE FROM outbox WHERE created_at_ms < $1
              AND session_id NOT IN (SELECT session_id FROM interactions WHERE status = $2)",

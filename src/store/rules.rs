@@ -12,12 +12,12 @@ use futures_util::future::BoxFuture;
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, AnyExecutor};
 
+use super::Store;
 use super::audit::{AuditEntry, insert_audit};
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
 use super::json::{self, skip_corrupt};
 use super::row::column;
-use super::Store;
 use crate::interaction::{Actor, RememberScope, RememberedRule};
 
 /// The columns a rule is read from, in every query.
@@ -51,12 +51,10 @@ impl Store {
 
     /// Every active (not revoked) rule, oldest first.
     pub async fn active_rules(&self) -> Result<Vec<RememberedRule>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM remembered_rules WHERE revoked_at_ms IS NULL ORDER BY set_at_ms, id"
-        )))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(StoreError::query("list active rules"))?;
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM remembered_rules WHERE revoked_at_ms IS NULL ORDER BY set_at_ms, id")))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StoreError::query("list active rules"))?;
         Ok(rows.iter().map(decode_row).filter_map(skip_corrupt).collect())
     }
 
@@ -82,7 +80,8 @@ impl Store {
         // A rule never changes but for its revocation, so what is read here is what is
         // revoked below, unless someone revokes it first (then the write does nothing).
         let Some(rule) = self.active_rule(id).await? else { return Ok(None) };
-        let revoke = RevokeRule { id: id.to_owned(), by: json::encode(by, "rule revoker")?, at_ms: now_ms, audit: AuditEntry::for_rule_revoked(&rule, by, now_ms) };
+        let revoke =
+            RevokeRule { id: id.to_owned(), by: json::encode(by, "rule revoker")?, at_ms: now_ms, audit: AuditEntry::for_rule_revoked(&rule, by, now_ms) };
         Ok(self.write(revoke).await?.then_some(rule))
     }
 }

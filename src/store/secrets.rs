@@ -1,9 +1,9 @@
 //! Secrets the bridge makes for itself (`secrets`): created once, then the same for
 //! every restart and every replica on the same database.
 
+use super::Store;
 use super::error::{Result, StoreError};
 use super::row::column;
-use super::Store;
 
 impl Store {
     /// The secret called `name`, created with `generate` if it does not exist yet.
@@ -15,11 +15,7 @@ impl Store {
             .execute(&self.pool)
             .await
             .map_err(StoreError::query("create secret"))?;
-        let row = sqlx::query("SELECT value FROM secrets WHERE name = $1")
-            .bind(name)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(StoreError::query("load secret"))?;
+        let row = sqlx::query("SELECT value FROM secrets WHERE name = $1").bind(name).fetch_one(&self.pool).await.map_err(StoreError::query("load secret"))?;
         column(&row, "value")
     }
 }

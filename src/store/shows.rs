@@ -99,19 +99,17 @@ impl Store {
     /// The send failed: any replica tries again after a backoff that doubles from 1 s
     /// to [`MAX_SHOW_BACKOFF_MS`] with each attempt.
     pub async fn show_failed(&self, interaction_id: &str, chat: &ChatKey, now_ms: i64, error: &str) -> Result<()> {
-        let attempts: i64 = sqlx::query(
-            "SELECT attempts FROM pending_shows WHERE interaction_id = $1 AND platform = $2 AND chat_id = $3 AND thread_id = $4",
-        )
-        .bind(interaction_id)
-        .bind(chat.platform.as_str())
-        .bind(chat.chat_id.as_str())
-        .bind(chat.thread_column())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(StoreError::query("read a pending show"))?
-        .map(|row| column(&row, "attempts"))
-        .transpose()?
-        .unwrap_or(0);
+        let attempts: i64 = sqlx::query("SELECT attempts FROM pending_shows WHERE interaction_id = $1 AND platform = $2 AND chat_id = $3 AND thread_id = $4")
+            .bind(interaction_id)
+            .bind(chat.platform.as_str())
+            .bind(chat.chat_id.as_str())
+            .bind(chat.thread_column())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(StoreError::query("read a pending show"))?
+            .map(|row| column(&row, "attempts"))
+            .transpose()?
+            .unwrap_or(0);
         sqlx::query(
             "UPDATE pending_shows SET attempts = $1, next_at_ms = $2, claimed_until_ms = 0, last_error = $3
              WHERE interaction_id = $4 AND platform = $5 AND chat_id = $6 AND thread_id = $7",

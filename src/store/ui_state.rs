@@ -25,11 +25,7 @@ impl Store {
     /// (the latest write wins: a new prompt replaces the person's older one). Also
     /// deletes every row expired by `now_ms`.
     pub async fn put_ui_state(&self, kind: &str, key: &str, interaction_id: &str, value: &str, now_ms: i64, expires_ms: i64) -> Result<()> {
-        sqlx::query("DELETE FROM ui_state WHERE expires_ms < $1")
-            .bind(now_ms)
-            .execute(&self.pool)
-            .await
-            .map_err(StoreError::query("prune ui state"))?;
+        sqlx::query("DELETE FROM ui_state WHERE expires_ms < $1").bind(now_ms).execute(&self.pool).await.map_err(StoreError::query("prune ui state"))?;
         sqlx::query(
             "INSERT INTO ui_state (kind, state_key, interaction_id, value, expires_ms) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (kind, state_key) DO UPDATE SET

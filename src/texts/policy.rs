@@ -36,8 +36,7 @@ pub fn scope_words(locale: Locale, scope: RememberScope) -> &'static str {
 /// left out, so the usual round values read naturally.
 pub fn duration(locale: Locale, secs: u64) -> String {
     use Locale::*;
-    let units: [(u64, [&str; 3]); 4] =
-        [(86_400, ["d", "ngày", "天"]), (3600, ["h", "giờ", "小时"]), (60, ["min", "phút", "分钟"]), (1, ["s", "giây", "秒"])];
+    let units: [(u64, [&str; 3]); 4] = [(86_400, ["d", "ngày", "天"]), (3600, ["h", "giờ", "小时"]), (60, ["min", "phút", "分钟"]), (1, ["s", "giây", "秒"])];
     let column = match locale {
         En => 0,
         Vi => 1,

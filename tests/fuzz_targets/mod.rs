@@ -72,9 +72,7 @@ fn event_arbitrary_text(config: Config) -> Result<u32, String> {
 
 fn event_arbitrary_bytes(config: Config) -> Result<u32, String> {
     // What a text frame carries once decoded, invalid UTF-8 replaced.
-    run(config, vec(vec(any::<u8>(), 0..256), 1..4), |frames| {
-        feed(&frames.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect::<Vec<_>>())
-    })
+    run(config, vec(vec(any::<u8>(), 0..256), 1..4), |frames| feed(&frames.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect::<Vec<_>>()))
 }
 
 /// Valid frames of every kind the protocol has: the seeds' and hand-written ones.
@@ -131,17 +129,27 @@ fn json_value() -> impl Strategy<Value = Value> {
         any::<u64>().prop_map(|n| json!(n)),
         any::<f64>().prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
         prop::sample::select(vec![
-            "text", "text_delta", "approval_request", "approval_result", "approval_timeout", "tool_use", "tool_result",
-            "content_block_start", "content_block_delta", "content_block_stop", "approve", "edit", "reject", "respond", "",
+            "text",
+            "text_delta",
+            "approval_request",
+            "approval_result",
+            "approval_timeout",
+            "tool_use",
+            "tool_result",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "approve",
+            "edit",
+            "reject",
+            "respond",
+            "",
         ])
         .prop_map(|s| Value::String(s.to_owned())),
         any::<String>().prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {
-        prop_oneof![
-            vec(inner.clone(), 0..6).prop_map(Value::Array),
-            btree_map(key(), inner, 0..6).prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
+        prop_oneof![vec(inner.clone(), 0..6).prop_map(Value::Array), btree_map(key(), inner, 0..6).prop_map(|m| Value::Object(m.into_iter().collect())),]
     })
 }
 
@@ -149,16 +157,33 @@ fn json_value() -> impl Strategy<Value = Value> {
 /// how many there are), so changes land at every depth.
 #[derive(Debug, Clone)]
 enum Mutation {
-    Set { node: usize, key: String, value: Value },
-    Remove { node: usize, nth: usize },
+    Set {
+        node: usize,
+        key: String,
+        value: Value,
+    },
+    Remove {
+        node: usize,
+        nth: usize,
+    },
     /// Replaces an array's element or an object's value with another value.
-    Replace { node: usize, nth: usize, value: Value },
+    Replace {
+        node: usize,
+        nth: usize,
+        value: Value,
+    },
     /// Moves the block to another index, so blocks interleave, collide or dangle.
     Index(u64),
     /// Repeats a string value until it is long (a runaway text delta).
-    Grow { node: usize, times: usize },
+    Grow {
+        node: usize,
+        times: usize,
+    },
     /// Wraps a value in many arrays.
-    Nest { node: usize, depth: usize },
+    Nest {
+        node: usize,
+        depth: usize,
+    },
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {
@@ -277,10 +302,7 @@ fn event_mutated_streams(config: Config) -> Result<u32, String> {
     let count = events.len();
     let stream = vec((0..count, vec(mutation(), 0..4)), 1..40);
     run(config, stream, move |frames| {
-        let frames: Vec<String> = frames
-            .iter()
-            .map(|(i, mutations)| mutations.iter().fold(events[*i].clone(), apply).to_string())
-            .collect();
+        let frames: Vec<String> = frames.iter().map(|(i, mutations)| mutations.iter().fold(events[*i].clone(), apply).to_string()).collect();
         feed(&frames)
     })
 }
@@ -292,11 +314,7 @@ fn event_deep_nesting(config: Config) -> Result<u32, String> {
     run(config, strategy, |(depth, objects, wrapped)| {
         let (open, close) = if objects { (r#"{"a":"#, "}") } else { ("[", "]") };
         let nested = format!("{}1{}", open.repeat(depth), close.repeat(depth));
-        let frame = if wrapped {
-            format!(r#"{{"type":"content_block_delta","index":0,"delta":{{"decisions":{nested}}}}}"#)
-        } else {
-            nested
-        };
+        let frame = if wrapped { format!(r#"{{"type":"content_block_delta","index":0,"delta":{{"decisions":{nested}}}}}"#) } else { nested };
         feed(&[frame])
     })
 }
@@ -311,11 +329,7 @@ fn signer() -> TokenSigner {
 
 fn token_arbitrary_text(config: Config) -> Result<u32, String> {
     let s = signer();
-    let strategy = prop_oneof![
-        any::<String>(),
-        "1:[a-z0-9]{12}:[a-zA-Z0-9.]{1,8}:[A-Za-z0-9_-]{12}",
-        "[0-9:]{0,6}[^:]{0,70}",
-    ];
+    let strategy = prop_oneof![any::<String>(), "1:[a-z0-9]{12}:[a-zA-Z0-9.]{1,8}:[A-Za-z0-9_-]{12}", "[0-9:]{0,6}[^:]{0,70}",];
     run(config, strategy, move |text| {
         // Random text is never a valid token (a 72-bit tag is not guessed).
         prop_assert!(s.verify(&text).is_err(), "{text:?} verified");
@@ -376,8 +390,8 @@ fn any_code() -> impl Strategy<Value = String> {
     let i = 0..10_000usize;
     prop_oneof![
         (0..14u8, i.clone(), i.clone()).prop_map(|(kind, a, b)| {
-            use hitl_bridge::protocol::DecisionType;
             use TelegramCode as T;
+            use hitl_bridge::protocol::DecisionType;
             match kind {
                 0 => T::Decide { action: a, decision: DecisionType::Approve },
                 1 => T::Decide { action: a, decision: DecisionType::Reject },
@@ -397,8 +411,20 @@ fn any_code() -> impl Strategy<Value = String> {
         (0..14u8, i).prop_map(|(kind, a)| {
             use DiscordCode as D;
             [
-                D::Approve(a), D::Reject(a), D::Edit(a), D::Respond(a), D::ApproveAll, D::RejectAll, D::Submit, D::Select(a),
-                D::Other(a), D::Skip, D::Page(a), D::EditModal(a), D::RespondModal(a), D::OtherModal(a),
+                D::Approve(a),
+                D::Reject(a),
+                D::Edit(a),
+                D::Respond(a),
+                D::ApproveAll,
+                D::RejectAll,
+                D::Submit,
+                D::Select(a),
+                D::Other(a),
+                D::Skip,
+                D::Page(a),
+                D::EditModal(a),
+                D::RespondModal(a),
+                D::OtherModal(a),
             ][kind as usize % 14]
                 .encode()
         }),

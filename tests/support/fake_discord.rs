@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
+use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -266,10 +266,7 @@ pub fn select(fake: &FakeDiscord, custom_id: &str, values: &[&str], message_id: 
 /// A modal submission with `(input custom_id, value)` pairs.
 pub fn modal_submit(fake: &FakeDiscord, custom_id: &str, inputs: &[(&str, &str)], message_id: &str, channel: &str, who: &Value) -> Value {
     let mut i = interaction_base(fake, 5, channel, who, &[], "en-US");
-    let rows: Vec<Value> = inputs
-        .iter()
-        .map(|(id, value)| json!({"type":1,"components":[{"type":4,"custom_id":id,"value":value}]}))
-        .collect();
+    let rows: Vec<Value> = inputs.iter().map(|(id, value)| json!({"type":1,"components":[{"type":4,"custom_id":id,"value":value}]})).collect();
     i["data"] = json!({"custom_id": custom_id, "components": rows});
     i["message"] = message(message_id, channel, &user(BOT_ID, "hitl"), "");
     i
@@ -385,9 +382,7 @@ async fn rest(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, heade
     let expected = shared.token.lock().unwrap().as_ref().map(|t| format!("Bot {t}"));
     let authorization = headers.get("authorization").and_then(|v| v.to_str().ok());
     let (status, answer) = match expected {
-        Some(expected) if authorization != Some(expected.as_str()) => {
-            (StatusCode::UNAUTHORIZED, Some(json!({"message":"401: Unauthorized","code":0})))
-        }
+        Some(expected) if authorization != Some(expected.as_str()) => (StatusCode::UNAUTHORIZED, Some(json!({"message":"401: Unauthorized","code":0}))),
         _ => respond(&shared, &method, &path, &body),
     };
     let record = Recorded { method: method.to_string(), path: path.clone(), body, files, status: status.as_u16(), response: answer.clone() };
@@ -426,7 +421,8 @@ fn respond(shared: &Shared, method: &Method, path: &str, body: &Value) -> (Statu
         }
         ("POST", ["users", "@me", "channels"]) => {
             // A DM channel per recipient, the same one every time (as Discord does).
-            let recipient = body["recipient_id"].as_str().map(str::to_owned).or_else(|| body["recipient_id"].as_u64().map(|n| n.to_string())).unwrap_or_default();
+            let recipient =
+                body["recipient_id"].as_str().map(str::to_owned).or_else(|| body["recipient_id"].as_u64().map(|n| n.to_string())).unwrap_or_default();
             let id = shared.dms.lock().unwrap().entry(recipient.clone()).or_insert_with(next).clone();
             (StatusCode::OK, Some(json!({"id": id, "type": 1, "last_message_id": null, "recipients": [user(&recipient, "dm")]})))
         }
@@ -438,9 +434,7 @@ fn respond(shared: &Shared, method: &Method, path: &str, body: &Value) -> (Statu
             _ => (StatusCode::NOT_FOUND, Some(json!({"code":10007,"message":"Unknown Member"}))),
         },
         ("GET", ["users", "@me"]) => (StatusCode::OK, Some(bot)),
-        ("GET", ["channels", channel]) => {
-            (StatusCode::OK, Some(json!({"id": channel, "type": 0, "guild_id": GUILD_ID, "name": "general"})))
-        }
+        ("GET", ["channels", channel]) => (StatusCode::OK, Some(json!({"id": channel, "type": 0, "guild_id": GUILD_ID, "name": "general"}))),
         _ => (StatusCode::NOT_FOUND, Some(json!({"code":0,"message":"404: Not Found"}))),
     }
 }
@@ -567,4 +561,3 @@ fn nest(problems: Vec<Problem>) -> Value {
     }
     Value::Object(root)
 }
-

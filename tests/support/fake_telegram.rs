@@ -20,11 +20,11 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::routing::post;
-use axum::Json;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -220,13 +220,7 @@ impl FakeTelegram {
         let mut posts = 0;
         loop {
             posts += 1;
-            let sent = client
-                .post(url)
-                .header("X-Telegram-Bot-Api-Secret-Token", secret)
-                .json(&update)
-                .timeout(Duration::from_secs(60))
-                .send()
-                .await;
+            let sent = client.post(url).header("X-Telegram-Bot-Api-Secret-Token", secret).json(&update).timeout(Duration::from_secs(60)).send().await;
             match sent {
                 Ok(r) if r.status().is_success() => return (id, posts),
                 _ if tokio::time::Instant::now() >= deadline => panic!("webhook {url} never accepted update {id} ({posts} posts)"),
@@ -280,12 +274,8 @@ impl FakeTelegram {
     /// Messages the bot sent to `chat`, in order.
     pub fn bot_messages(&self, chat: i64) -> Vec<Value> {
         let inner = self.inner();
-        let mut found: Vec<Value> = inner
-            .messages
-            .iter()
-            .filter(|((c, _), m)| *c == chat && m["from"]["id"] == json!(BOT_ID))
-            .map(|(_, m)| m.clone())
-            .collect();
+        let mut found: Vec<Value> =
+            inner.messages.iter().filter(|((c, _), m)| *c == chat && m["from"]["id"] == json!(BOT_ID)).map(|(_, m)| m.clone()).collect();
         found.sort_by_key(|m| m["message_id"].as_i64());
         found
     }
@@ -489,7 +479,10 @@ fn respond(inner: &mut Inner, method: &str, body: &Value) -> Value {
             }
             let shown_markup = message.get("reply_markup").cloned().unwrap_or(json!({"inline_keyboard": []}));
             if message["text"] == body["text"] && shown_markup == markup {
-                return error(400, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message");
+                return error(
+                    400,
+                    "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
+                );
             }
             message["text"] = body["text"].clone();
             if markup["inline_keyboard"].as_array().is_some_and(|rows| rows.is_empty()) {
@@ -539,10 +532,8 @@ fn parse_multipart(raw: &str) -> Value {
         fields.insert(name, value);
     }
     // teloxide names a file `attach://<part>` and sends it as that part: inline it.
-    let refs: Vec<(String, String)> = fields
-        .iter()
-        .filter_map(|(k, v)| v.as_str().and_then(|s| s.strip_prefix("attach://")).map(|part| (k.clone(), part.to_owned())))
-        .collect();
+    let refs: Vec<(String, String)> =
+        fields.iter().filter_map(|(k, v)| v.as_str().and_then(|s| s.strip_prefix("attach://")).map(|part| (k.clone(), part.to_owned()))).collect();
     for (field, part) in refs {
         if let Some(file) = fields.remove(&part) {
             fields.insert(field, file);

@@ -143,12 +143,7 @@ pub async fn wait_approvals(sim: &SimHandle, n: usize) -> Vec<Value> {
 
 /// The session id the bridge used for its first message.
 pub fn session_id(sim: &SimHandle) -> String {
-    sim.commands()
-        .iter()
-        .find(|c| c["type"] == "message")
-        .and_then(|c| c["session_id"].as_str())
-        .expect("a message command")
-        .to_owned()
+    sim.commands().iter().find(|c| c["type"] == "message").and_then(|c| c["session_id"].as_str()).expect("a message command").to_owned()
 }
 
 /// An agent and a bridge wired to it, on a fresh SQLite file.

@@ -21,18 +21,12 @@ pub(super) async fn trade(turn: &Turn) {
         "tool_use_id": "toolu_01XyzAbc",
     });
     let request = Request {
-        shape: Shape::A {
-            message_id: Some("msg-abc"),
-        },
+        shape: Shape::A { message_id: Some("msg-abc") },
         actions: vec![action.clone()],
         review_configs: vec![json!({"require_approval": true, "timeout": APPROVAL_TIMEOUT})],
         expires_after: None,
     };
-    let Some(Reply::Decisions {
-        decisions,
-        user_edit_content,
-    }) = turn.ask(request).await
-    else {
+    let Some(Reply::Decisions { decisions, user_edit_content }) = turn.ask(request).await else {
         return;
     };
     let decision = decisions.first().cloned().unwrap_or(Value::Null);
@@ -42,9 +36,7 @@ pub(super) async fn trade(turn: &Turn) {
             _ => "Lệnh đã bị hủy.".to_owned(),
         },
         Some("edit") => {
-            let edited = decision
-                .pointer("/edited_action/args")
-                .unwrap_or(&Value::Null);
+            let edited = decision.pointer("/edited_action/args").unwrap_or(&Value::Null);
             order_text(edited, &action["args"])
         }
         _ => order_text(&action["args"], &action["args"]),
@@ -57,13 +49,7 @@ pub(super) async fn trade(turn: &Turn) {
 /// (an edit may send only some) falls back to the original.
 fn order_text(args: &Value, original: &Value) -> String {
     let field = |name: &str| plain(args.get(name).or_else(|| original.get(name)));
-    format!(
-        "Đã đặt lệnh: {} {} {} @ {}",
-        field("side"),
-        field("quantity"),
-        field("symbol"),
-        field("price")
-    )
+    format!("Đã đặt lệnh: {} {} {} @ {}", field("side"), field("quantity"), field("symbol"), field("price"))
 }
 
 /// (c) Two actions; send_report may not be edited.
@@ -130,19 +116,10 @@ pub(super) async fn migration(turn: &Turn) {
 }
 
 fn report(names: &[&str], reply: &Reply) -> String {
-    let Reply::Decisions {
-        decisions,
-        user_edit_content,
-    } = reply
-    else {
+    let Reply::Decisions { decisions, user_edit_content } = reply else {
         return String::new();
     };
-    let mut text = names
-        .iter()
-        .zip(decisions)
-        .map(|(name, d)| format!("{name}: {}", plain(d.get("type"))))
-        .collect::<Vec<_>>()
-        .join("; ");
+    let mut text = names.iter().zip(decisions).map(|(name, d)| format!("{name}: {}", plain(d.get("type")))).collect::<Vec<_>>().join("; ");
     append_note(&mut text, user_edit_content.as_deref());
     text
 }

@@ -57,10 +57,7 @@ const KEYWORDS: [(Scenario, &[&str]); 8] = [
 
 pub(crate) fn pick(text: &str) -> Scenario {
     let lower = text.to_lowercase();
-    KEYWORDS
-        .iter()
-        .find(|(_, keywords)| keywords.iter().any(|k| lower.contains(k)))
-        .map_or(Scenario::Echo, |(scenario, _)| *scenario)
+    KEYWORDS.iter().find(|(_, keywords)| keywords.iter().any(|k| lower.contains(k))).map_or(Scenario::Echo, |(scenario, _)| *scenario)
 }
 
 /// Runs the scenario the text selects.
@@ -81,11 +78,7 @@ pub(crate) async fn run(turn: Turn, text: String) {
 /// The answer to `question` in a question reply ("" if absent; validation prevents that).
 fn answer(reply: &Reply, question: &str) -> String {
     match reply {
-        Reply::Answers(answers) => answers
-            .get(question)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
+        Reply::Answers(answers) => answers.get(question).and_then(Value::as_str).unwrap_or_default().to_owned(),
         Reply::Decisions { .. } => String::new(),
     }
 }

@@ -92,13 +92,9 @@ fn ask_action(questions: Vec<Value>) -> Value {
 /// Shape B, as seed 000 sends it.
 fn shape_b(questions: Vec<Value>) -> Request {
     Request {
-        shape: Shape::B {
-            timeout_seconds: QUESTION_TIMEOUT,
-        },
+        shape: Shape::B { timeout_seconds: QUESTION_TIMEOUT },
         actions: vec![ask_action(questions)],
-        review_configs: vec![
-            json!({"action_name": ASK, "allowed_decisions": ["approve", "edit", "reject"]}),
-        ],
+        review_configs: vec![json!({"action_name": ASK, "allowed_decisions": ["approve", "edit", "reject"]})],
         expires_after: None,
     }
 }
@@ -153,14 +149,7 @@ pub(super) async fn shapes(turn: &Turn) {
     let Some(second) = turn.ask(shape_b(vec![environment_question()])).await else {
         return;
     };
-    turn.text(
-        &format!(
-            "A: {}; B: {}",
-            answer(&first, ENVIRONMENT_QUESTION),
-            answer(&second, ENVIRONMENT_QUESTION)
-        ),
-        true,
-    );
+    turn.text(&format!("A: {}; B: {}", answer(&first, ENVIRONMENT_QUESTION), answer(&second, ENVIRONMENT_QUESTION)), true);
 }
 
 /// (f) A multi-select question.
@@ -168,8 +157,5 @@ pub(super) async fn multi(turn: &Turn) {
     let Some(reply) = turn.ask(shape_b(vec![sector_question()])).await else {
         return;
     };
-    turn.text(
-        &format!("Bạn chọn: {}", answer(&reply, SECTOR_QUESTION)),
-        true,
-    );
+    turn.text(&format!("Bạn chọn: {}", answer(&reply, SECTOR_QUESTION)), true);
 }

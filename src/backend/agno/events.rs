@@ -14,8 +14,8 @@
 use serde_json::Value;
 
 use super::pause;
-use crate::backend::assembler::CappedText;
 use crate::backend::SessionUpdate;
+use crate::backend::assembler::CappedText;
 use crate::backend::tool_groups::ToolGroups;
 use crate::interaction::TimeoutDefaults;
 
@@ -122,8 +122,8 @@ fn content_text(data: &Value) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use crate::backend::assembler::MAX_TEXT_BYTES;
     use super::*;
+    use crate::backend::assembler::MAX_TEXT_BYTES;
     use crate::interaction::RequestKind;
     use serde_json::json;
 
@@ -134,14 +134,17 @@ mod tests {
     #[test]
     fn streamed_content_is_one_final_text_and_the_turn_ends() {
         let mut r = RunEvents::default();
-        let out = feed(&mut r, &[
-            ("RunStarted", json!({"run_id": "r"})),
-            ("RunContent", json!({"content": "Xin "})),
-            ("ModelRequestCompleted", json!({})),
-            ("RunContent", json!({"content": "chào"})),
-            ("RunContentCompleted", json!({})),
-            ("RunCompleted", json!({"content": "Xin chào"})),
-        ]);
+        let out = feed(
+            &mut r,
+            &[
+                ("RunStarted", json!({"run_id": "r"})),
+                ("RunContent", json!({"content": "Xin "})),
+                ("ModelRequestCompleted", json!({})),
+                ("RunContent", json!({"content": "chào"})),
+                ("RunContentCompleted", json!({})),
+                ("RunCompleted", json!({"content": "Xin chào"})),
+            ],
+        );
         assert_eq!(out, vec![SessionUpdate::Text { text: "Xin chào".into(), is_final: true }, SessionUpdate::TurnEnded]);
     }
 
@@ -155,11 +158,17 @@ mod tests {
     #[test]
     fn a_pause_shows_text_so_far_and_its_requests_but_not_agnos_boilerplate() {
         let mut r = RunEvents::default();
-        let out = feed(&mut r, &[
-            ("RunContent", json!({"content": "Let me deploy."})),
-            ("RunPaused", json!({"run_id": "r1", "content": "I have tools to execute, but I need confirmation.",
-              "tools": [{"tool_call_id": "c1", "tool_name": "deploy", "tool_args": {"target": "prod"}, "requires_confirmation": true, "confirmed": null}]})),
-        ]);
+        let out = feed(
+            &mut r,
+            &[
+                ("RunContent", json!({"content": "Let me deploy."})),
+                (
+                    "RunPaused",
+                    json!({"run_id": "r1", "content": "I have tools to execute, but I need confirmation.",
+              "tools": [{"tool_call_id": "c1", "tool_name": "deploy", "tool_args": {"target": "prod"}, "requires_confirmation": true, "confirmed": null}]}),
+                ),
+            ],
+        );
         assert_eq!(out.len(), 2, "{out:?}");
         assert_eq!(out[0], SessionUpdate::Text { text: "Let me deploy.".into(), is_final: false });
         let SessionUpdate::Request(request) = &out[1] else { panic!("{out:?}") };
@@ -170,13 +179,16 @@ mod tests {
     #[test]
     fn tool_calls_fold_into_one_status_line_closed_at_the_end() {
         let mut r = RunEvents::default();
-        let out = feed(&mut r, &[
-            ("ToolCallStarted", json!({"tool": {"tool_call_id": "c1", "tool_name": "deploy"}})),
-            ("ToolCallCompleted", json!({"tool": {"tool_call_id": "c1", "tool_name": "deploy", "tool_call_error": false}})),
-            ("ToolCallStarted", json!({"tool": {"tool_call_id": "c2", "tool_name": "lookup"}})),
-            ("ToolCallError", json!({"tool": {"tool_call_id": "c2"}, "error": "boom"})),
-            ("RunCompleted", json!({"content": ""})),
-        ]);
+        let out = feed(
+            &mut r,
+            &[
+                ("ToolCallStarted", json!({"tool": {"tool_call_id": "c1", "tool_name": "deploy"}})),
+                ("ToolCallCompleted", json!({"tool": {"tool_call_id": "c1", "tool_name": "deploy", "tool_call_error": false}})),
+                ("ToolCallStarted", json!({"tool": {"tool_call_id": "c2", "tool_name": "lookup"}})),
+                ("ToolCallError", json!({"tool": {"tool_call_id": "c2"}, "error": "boom"})),
+                ("RunCompleted", json!({"content": ""})),
+            ],
+        );
         let SessionUpdate::ToolGroup(last) = &out[out.len() - 2] else { panic!("{out:?}") };
         assert!(last.finished);
         assert_eq!(last.line(), "⚙ tools: deploy ✓, lookup ✗");
@@ -189,8 +201,14 @@ mod tests {
     #[test]
     fn errors_and_cancels_fail_the_turn_with_agnos_words() {
         let mut r = RunEvents::default();
-        assert_eq!(r.push("RunError", &json!({"content": "No runs found for run ID nope"})), vec![SessionUpdate::TurnFailed { message: "No runs found for run ID nope".into() }]);
-        assert_eq!(r.push("RunCancelled", &json!({"reason": "user asked"})), vec![SessionUpdate::TurnFailed { message: "the run was cancelled: user asked".into() }]);
+        assert_eq!(
+            r.push("RunError", &json!({"content": "No runs found for run ID nope"})),
+            vec![SessionUpdate::TurnFailed { message: "No runs found for run ID nope".into() }]
+        );
+        assert_eq!(
+            r.push("RunCancelled", &json!({"reason": "user asked"})),
+            vec![SessionUpdate::TurnFailed { message: "the run was cancelled: user asked".into() }]
+        );
     }
 
     #[test]

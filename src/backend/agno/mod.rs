@@ -34,9 +34,9 @@ use serde_json::{Value, json};
 
 use self::events::{RunEvents, TERMINAL_EVENTS};
 use self::pause::PausePart;
-use super::sse::{SseEvent, SseParser};
 use super::SessionUpdate;
 use super::session::{Link, LinkError, Outgoing, Received, Sent, Transport};
+use super::sse::{SseEvent, SseParser};
 use crate::interaction::TimeoutDefaults;
 use crate::protocol::{Command, Reply};
 pub use settings::AgnoSettings;
@@ -59,10 +59,7 @@ impl AgnoTransport {
     pub fn new(settings: AgnoSettings, defaults: TimeoutDefaults) -> Self {
         // No overall timeout: event streams last as long as the run. Calls that are
         // not streams set their own.
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(settings.request_timeout_secs.max(1)))
-            .build()
-            .unwrap_or_default();
+        let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(settings.request_timeout_secs.max(1))).build().unwrap_or_default();
         Self { settings, defaults, http }
     }
 }
@@ -80,11 +77,7 @@ impl Transport for AgnoTransport {
     }
 
     async fn connect(&self, session_id: &str) -> Result<AgnoLink, LinkError> {
-        let api = Api {
-            http: self.http.clone(),
-            settings: self.settings.clone(),
-            session_id: session_id.to_owned(),
-        };
+        let api = Api { http: self.http.clone(), settings: self.settings.clone(), session_id: session_id.to_owned() };
         // Reaches AgentOS (a failure is retried with backoff) and replays what waits.
         let mut queued = Vec::new();
         for run in api.paused_runs().await? {
@@ -205,7 +198,9 @@ async fn describe(response: reqwest::Response) -> String {
 enum StreamItem {
     Events(Vec<SseEvent>),
     /// The stream ended; `finished` when it carried a terminal event.
-    Ended { finished: bool },
+    Ended {
+        finished: bool,
+    },
     Failed(String),
 }
 

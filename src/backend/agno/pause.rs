@@ -59,9 +59,10 @@ pub struct Pause {
 pub fn answered_in(tools: &[Value], approval_key: &str) -> bool {
     let Some((_, calls)) = approval_key.split_once(':') else { return false };
     calls.split(',').all(|call| {
-        tools.iter().filter(|t| call_id(t) == Some(call)).any(|t| {
-            t.get("confirmed").is_some_and(|c| !c.is_null()) || is_true(t, "answered") || t.get("result").is_some_and(|r| !r.is_null())
-        })
+        tools
+            .iter()
+            .filter(|t| call_id(t) == Some(call))
+            .any(|t| t.get("confirmed").is_some_and(|c| !c.is_null()) || is_true(t, "answered") || t.get("result").is_some_and(|r| !r.is_null()))
     })
 }
 
@@ -164,7 +165,9 @@ fn bridge_questions(tool: &Value) -> Vec<Value> {
                 .map(Vec::as_slice)
                 .unwrap_or_default()
                 .iter()
-                .map(|o| json!({ "label": o.get("label").cloned().unwrap_or(Value::Null), "description": o.get("description").cloned().unwrap_or(Value::Null) }))
+                .map(
+                    |o| json!({ "label": o.get("label").cloned().unwrap_or(Value::Null), "description": o.get("description").cloned().unwrap_or(Value::Null) }),
+                )
                 .collect();
             json!({
                 "question": q.get("question").cloned().unwrap_or(Value::Null),
@@ -363,10 +366,13 @@ mod tests {
     fn confirmations_become_one_approval_and_questions_one_question_request() {
         let tools = vec![confirm_tool("c1", "a"), ask_tool("c2"), confirm_tool("c3", "b"), json!({"tool_call_id": "done", "tool_name": "x", "result": "ok"})];
         let pause = pause_of("run-1", &tools);
-        assert_eq!(pause.parts, vec![
-            PausePart { approval_key: "run-1:c1,c3".into(), kind: PartKind::Confirm, tool_call_ids: vec!["c1".into(), "c3".into()] },
-            PausePart { approval_key: "run-1:c2".into(), kind: PartKind::Feedback, tool_call_ids: vec!["c2".into()] },
-        ]);
+        assert_eq!(
+            pause.parts,
+            vec![
+                PausePart { approval_key: "run-1:c1,c3".into(), kind: PartKind::Confirm, tool_call_ids: vec!["c1".into(), "c3".into()] },
+                PausePart { approval_key: "run-1:c2".into(), kind: PartKind::Feedback, tool_call_ids: vec!["c2".into()] },
+            ]
+        );
         assert_eq!(run_id_of("run-1:c1,c3"), Some("run-1"));
 
         let updates = pause_updates("run-1", &tools, TimeoutDefaults::default());

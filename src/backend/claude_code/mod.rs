@@ -33,11 +33,11 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::backend::tool_groups::ToolGroups;
 use self::process::{ClaudeCodeLink, StartError};
 use self::transcript::Transcripts;
 use self::translate::Translator;
 use super::session::{LinkError, Transport};
+use crate::backend::tool_groups::ToolGroups;
 use crate::interaction::TimeoutDefaults;
 
 pub use settings::ClaudeCodeSettings;
@@ -125,11 +125,7 @@ impl ClaudeCodeTransport {
             return vec![None];
         }
         let known = self.started.lock().unwrap_or_else(|p| p.into_inner()).contains(session_id);
-        if known {
-            vec![Some(Conversation::Resume), Some(Conversation::Start)]
-        } else {
-            vec![Some(Conversation::Start), Some(Conversation::Resume)]
-        }
+        if known { vec![Some(Conversation::Resume), Some(Conversation::Start)] } else { vec![Some(Conversation::Start), Some(Conversation::Resume)] }
     }
 }
 
@@ -234,7 +230,8 @@ mod tests {
 
     #[test]
     fn configured_env_comes_after_the_entrypoint_and_the_work_dir_is_per_session() {
-        let settings = ClaudeCodeSettings { env: vec!["CLAUDE_CODE_ENTRYPOINT=bridge".into()], work_dir: "/srv/chats/{session_id}".into(), ..Default::default() };
+        let settings =
+            ClaudeCodeSettings { env: vec!["CLAUDE_CODE_ENTRYPOINT=bridge".into()], work_dir: "/srv/chats/{session_id}".into(), ..Default::default() };
         let transport = ClaudeCodeTransport::new(settings, TimeoutDefaults::default());
         assert_eq!(transport.env().last(), Some(&("CLAUDE_CODE_ENTRYPOINT".to_owned(), "bridge".to_owned())));
         assert_eq!(transport.work_dir("abc"), PathBuf::from("/srv/chats/abc"));

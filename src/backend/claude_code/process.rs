@@ -19,13 +19,13 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command as Process};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
-use crate::backend::tool_groups::ToolGroups;
 use super::lines::Lines;
 use super::transcript::{Transcripts, message_uuid};
 use super::translate::Translator;
 use super::wire;
 use crate::backend::SessionUpdate;
 use crate::backend::session::{Link, LinkError, Outgoing, Received, Sent};
+use crate::backend::tool_groups::ToolGroups;
 use crate::protocol::Command;
 
 /// How much of stderr is kept to explain an exit.
@@ -92,7 +92,14 @@ impl ClaudeCodeLink {
 
     /// Spawns `program args` in `work_dir` and waits (up to `startup`) for the answer
     /// to `initialize`.
-    pub async fn start(program: &str, args: &[String], env: &[(String, String)], work_dir: &Path, startup: Duration, translator: Translator) -> Result<Self, StartError> {
+    pub async fn start(
+        program: &str,
+        args: &[String],
+        env: &[(String, String)],
+        work_dir: &Path,
+        startup: Duration,
+        translator: Translator,
+    ) -> Result<Self, StartError> {
         let mut process = Process::new(program);
         process
             .args(args)
@@ -105,9 +112,7 @@ impl ClaudeCodeLink {
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         crate::backend::child::dies_with_the_bridge(&mut process);
-        let mut child = process
-            .spawn()
-            .map_err(|e| StartError::Failed(LinkError::Transport(format!("cannot start Claude Code ({program}): {e}"))))?;
+        let mut child = process.spawn().map_err(|e| StartError::Failed(LinkError::Transport(format!("cannot start Claude Code ({program}): {e}"))))?;
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
             return Err(StartError::Failed(LinkError::Transport("Claude Code's pipes are missing".into())));
         };
@@ -133,10 +138,7 @@ impl ClaudeCodeLink {
         match tokio::time::timeout(startup, link.initialize()).await {
             Ok(Ok(())) => Ok(link),
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(StartError::Failed(LinkError::Transport(format!(
-                "Claude Code did not answer initialize within {} s",
-                startup.as_secs()
-            )))),
+            Err(_) => Err(StartError::Failed(LinkError::Transport(format!("Claude Code did not answer initialize within {} s", startup.as_secs())))),
         }
     }
 

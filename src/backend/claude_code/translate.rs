@@ -15,9 +15,9 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use crate::backend::tool_groups::ToolGroups;
 use super::wire;
 use crate::backend::SessionUpdate;
+use crate::backend::tool_groups::ToolGroups;
 use crate::interaction::{RequestBuilder, TimeoutDefaults};
 use crate::protocol::{ActionRequest, Command, Decision, Reply, ReviewConfig};
 

@@ -232,12 +232,10 @@ pub fn validate(body: &PushBody, approval_key: &str, enabled: &[&str], defaults:
         return Err(ApiError::invalid("invalid_callback_url", "must be an http:// or https:// URL", "callback_url"));
     }
     let (actions, configs) = shape(body)?;
-    let mut request = RequestBuilder::start(approval_key, actions, configs, body.timeout_seconds)
-        .finish(defaults)
-        .map_err(|e| match e {
-            RequestError::NoActions(_) => ApiError::invalid("empty_actions", "at least one action is required", shape_field(body)),
-            RequestError::Questions { source, .. } => ApiError::invalid("invalid_question", source.to_string(), shape_field(body)),
-        })?;
+    let mut request = RequestBuilder::start(approval_key, actions, configs, body.timeout_seconds).finish(defaults).map_err(|e| match e {
+        RequestError::NoActions(_) => ApiError::invalid("empty_actions", "at least one action is required", shape_field(body)),
+        RequestError::Questions { source, .. } => ApiError::invalid("invalid_question", source.to_string(), shape_field(body)),
+    })?;
     request.context = body.text.clone().filter(|t| !t.trim().is_empty());
     let policy = match &body.policy {
         None => None,
@@ -264,9 +262,7 @@ fn policy(spec: &ApiPolicy, approvers: Option<&Approvers>, enabled: &[&str]) -> 
         None => false,
     };
     let policy = spec.spec().to_request_policy(&is_target).map_err(|e| match disabled.take() {
-        Some(platform) if e.key.ends_with(".show_in") => {
-            ApiError::invalid("platform_not_enabled", format!("{platform} is not enabled on this bridge"), e.key)
-        }
+        Some(platform) if e.key.ends_with(".show_in") => ApiError::invalid("platform_not_enabled", format!("{platform} is not enabled on this bridge"), e.key),
         _ => ApiError::invalid("invalid_policy", e.reason, e.key),
     })?;
     // Without approvers of its own, the policy's quorum is reached among the request's
@@ -386,11 +382,7 @@ fn question_json(q: &ApiQuestion) -> Value {
         out.insert("header".into(), json!(header));
     }
     out.insert("multiSelect".into(), json!(q.multi_select_camel.or(q.multi_select).unwrap_or(false)));
-    let options: Vec<Value> = q
-        .options
-        .iter()
-        .map(|o| json!({ "label": o.label, "description": o.description, "input": o.input.unwrap_or(false) }))
-        .collect();
+    let options: Vec<Value> = q.options.iter().map(|o| json!({ "label": o.label, "description": o.description, "input": o.input.unwrap_or(false) })).collect();
     out.insert("options".into(), Value::Array(options));
     Value::Object(out)
 }
@@ -451,9 +443,7 @@ fn approvers(body: &PushBody) -> Result<Option<Approvers>, ApiError> {
     }
     let mut users = Vec::new();
     for (i, entry) in body.approvers.iter().flatten().enumerate() {
-        let parsed = entry
-            .split_once(':')
-            .filter(|(platform, id)| ["telegram", "discord", "console"].contains(platform) && !id.is_empty());
+        let parsed = entry.split_once(':').filter(|(platform, id)| ["telegram", "discord", "console"].contains(platform) && !id.is_empty());
         match parsed {
             Some((platform, id)) => users.push((platform.to_owned(), id.to_owned())),
             None => return Err(ApiError::invalid("invalid_approver", format!("`{entry}` is not platform:user_id"), format!("approvers[{i}]"))),

@@ -68,7 +68,9 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
 pub enum Refused {
     #[error("must be an http:// or https:// URL")]
     NotHttp,
-    #[error("{host} resolves to {ip}, a private or internal address; callbacks go only to public addresses (http.callback_allow_private lets an on-prem bridge reach its own network)")]
+    #[error(
+        "{host} resolves to {ip}, a private or internal address; callbacks go only to public addresses (http.callback_allow_private lets an on-prem bridge reach its own network)"
+    )]
     Private { host: String, ip: IpAddr },
     #[error("cannot resolve {host}: {reason}")]
     Unresolvable { host: String, reason: String },
@@ -129,9 +131,30 @@ mod tests {
     #[test]
     fn internal_addresses_are_refused() {
         for internal in [
-            "127.0.0.1", "127.8.9.10", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254", "0.0.0.0", "100.64.0.1",
-            "224.0.0.1", "255.255.255.255", "240.0.0.1", "192.0.0.8", "198.18.0.1", "::1", "::", "fc00::1", "fd12:3456::1",
-            "fe80::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.1.2.3", "64:ff9b::a9fe:a9fe", "2001:db8::1", "::127.0.0.1",
+            "127.0.0.1",
+            "127.8.9.10",
+            "10.0.0.1",
+            "172.16.5.4",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "224.0.0.1",
+            "255.255.255.255",
+            "240.0.0.1",
+            "192.0.0.8",
+            "198.18.0.1",
+            "::1",
+            "::",
+            "fc00::1",
+            "fd12:3456::1",
+            "fe80::1",
+            "ff02::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.1.2.3",
+            "64:ff9b::a9fe:a9fe",
+            "2001:db8::1",
+            "::127.0.0.1",
         ] {
             assert!(!is_public(ip(internal)), "{internal} must be refused");
         }
@@ -148,7 +171,10 @@ mod tests {
     async fn urls_are_checked_on_what_they_point_at() {
         assert_eq!(check_url("ftp://example.com/x").await, Err(Refused::NotHttp));
         assert_eq!(check_url("not a url").await, Err(Refused::NotHttp));
-        assert_eq!(check_url("http://169.254.169.254/latest/meta-data").await, Err(Refused::Private { host: "169.254.169.254".into(), ip: ip("169.254.169.254") }));
+        assert_eq!(
+            check_url("http://169.254.169.254/latest/meta-data").await,
+            Err(Refused::Private { host: "169.254.169.254".into(), ip: ip("169.254.169.254") })
+        );
         assert_eq!(check_url("http://[::1]:5432/").await, Err(Refused::Private { host: "[::1]".into(), ip: ip("::1") }));
         // A name is judged by what it resolves to.
         assert!(matches!(check_url("http://localhost:22/").await, Err(Refused::Private { .. })));

@@ -196,10 +196,7 @@ mod tests {
     #[test]
     fn signature_is_hmac_sha256_over_timestamp_dot_body() {
         // Computed independently: printf '1700000000.{"a":1}' | openssl dgst -sha256 -hmac secret
-        assert_eq!(
-            signature(b"secret", 1_700_000_000, r#"{"a":1}"#),
-            "sha256=49f24e537407743fa4a0242bb63b94b9a47ee99cbbe071ccd8a22550ae411686"
-        );
+        assert_eq!(signature(b"secret", 1_700_000_000, r#"{"a":1}"#), "sha256=49f24e537407743fa4a0242bb63b94b9a47ee99cbbe071ccd8a22550ae411686");
     }
 
     #[test]

@@ -38,9 +38,9 @@ use utoipa::OpenApi;
 use self::auth::Tokens;
 use self::error::ApiError;
 use super::Connector;
-use crate::listener::HttpSettings;
 use crate::engine::EngineHandle;
 use crate::interaction::{Interaction, TimeoutDefaults};
+use crate::listener::HttpSettings;
 use crate::store::{ApiRequest, Store};
 
 /// Sessions of pushed requests start with this.
@@ -78,7 +78,17 @@ impl HttpApi {
         };
         let task = (!tokens.is_empty()).then(|| tokio::spawn(deliverer.run()));
         let callback_allow_private = settings.callback_allow_private;
-        Arc::new(Self { store, engine, tokens, defaults, platforms, callback_allow_private, changed: Notify::new(), wake_callbacks, deliverer: Mutex::new(task) })
+        Arc::new(Self {
+            store,
+            engine,
+            tokens,
+            defaults,
+            platforms,
+            callback_allow_private,
+            changed: Notify::new(),
+            wake_callbacks,
+            deliverer: Mutex::new(task),
+        })
     }
 
     /// Whether `/v1` is served: at least one token is configured.
@@ -113,11 +123,7 @@ impl HttpApi {
     }
 
     async fn state_of(&self, request: &ApiRequest) -> Result<view::RequestState, ApiError> {
-        let interaction = self
-            .store
-            .interaction(&request.interaction_id)
-            .await?
-            .ok_or_else(|| ApiError::not_found(&request.approval_key))?;
+        let interaction = self.store.interaction(&request.interaction_id).await?.ok_or_else(|| ApiError::not_found(&request.approval_key))?;
         Ok(view::state(request, &interaction))
     }
 }

@@ -107,14 +107,10 @@ pub async fn create(State(api): Api, headers: HeaderMap, body: Result<Bytes, Byt
             let created = Created { approval_key, status: interaction.status.name(), expires_at: view::rfc3339(interaction.deadline_ms) };
             Ok((StatusCode::CREATED, Json(created)).into_response())
         }
-        PushOutcome::Existing(existing) if existing.agent == agent && existing.body_hash == hash => {
-            Ok(Json(api.state_of(&existing).await?).into_response())
+        PushOutcome::Existing(existing) if existing.agent == agent && existing.body_hash == hash => Ok(Json(api.state_of(&existing).await?).into_response()),
+        PushOutcome::Existing(_) => {
+            Err(ApiError::new(StatusCode::CONFLICT, "conflict", format!("approval_key `{approval_key}` was already used for a different request")))
         }
-        PushOutcome::Existing(_) => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "conflict",
-            format!("approval_key `{approval_key}` was already used for a different request"),
-        )),
     }
 }
 
@@ -133,7 +129,12 @@ pub struct WaitQuery {
         (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody),
     ))]
-pub async fn get_one(State(api): Api, headers: HeaderMap, Path(key): Path<String>, query: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>) -> Result<Json<RequestState>, ApiError> {
+pub async fn get_one(
+    State(api): Api,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+    query: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<RequestState>, ApiError> {
     let agent = api.authenticate(&headers)?;
     let Query(query) = query.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", e.body_text()))?;
     let wait = query.wait.unwrap_or(0);
@@ -172,11 +173,7 @@ pub async fn cancel(State(api): Api, headers: HeaderMap, Path(key): Path<String>
     if !before.status.is_pending() {
         return Err(ApiError::new(StatusCode::CONFLICT, "not_pending", format!("the request is already {}", before.status.name())));
     }
-    let after = api
-        .engine
-        .cancel_interaction(&request.interaction_id, format!("cancelled by {agent}"))
-        .await?
-        .ok_or_else(|| ApiError::not_found(&key))?;
+    let after = api.engine.cancel_interaction(&request.interaction_id, format!("cancelled by {agent}")).await?.ok_or_else(|| ApiError::not_found(&key))?;
     if after.status.name() != "cancelled" {
         return Err(ApiError::new(StatusCode::CONFLICT, "not_pending", format!("the request is already {}", after.status.name())));
     }
@@ -198,7 +195,11 @@ pub struct ListQuery {
 /// while more may follow.
 #[utoipa::path(get, path = "/v1/requests", params(ListQuery), security(("bearer" = [])),
     responses((status = 200, body = RequestList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
-pub async fn list(State(api): Api, headers: HeaderMap, query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>) -> Result<Json<RequestList>, ApiError> {
+pub async fn list(
+    State(api): Api,
+    headers: HeaderMap,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<RequestList>, ApiError> {
     let agent = api.authenticate(&headers)?;
     let Query(query) = query.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", e.body_text()))?;
     if query.status.as_deref().is_some_and(|s| s != "pending") {
@@ -211,9 +212,10 @@ pub async fn list(State(api): Api, headers: HeaderMap, query: Result<Query<ListQ
     let mut rows = api.store.pending_api_requests_page(&agent, after.as_ref(), i64::from(limit) + 1).await?;
     let more = rows.len() > limit as usize;
     rows.truncate(limit as usize);
-    let next_cursor = more.then(|| rows.last()).flatten().map(|(request, _)| {
-        page::cursor(&PageMark { created_at_ms: request.created_at_ms, approval_key: request.approval_key.clone() })
-    });
+    let next_cursor = more
+        .then(|| rows.last())
+        .flatten()
+        .map(|(request, _)| page::cursor(&PageMark { created_at_ms: request.created_at_ms, approval_key: request.approval_key.clone() }));
     let requests = rows.iter().map(|(request, interaction)| view::state(request, interaction)).collect();
     Ok(Json(RequestList { requests, next_cursor }))
 }
@@ -221,8 +223,8 @@ pub async fn list(State(api): Api, headers: HeaderMap, query: Result<Query<ListQ
 /// The body as a request, with field paths in type errors; also the raw JSON for the
 /// idempotency hash.
 fn parse(bytes: &[u8]) -> Result<(PushBody, serde_json::Value), ApiError> {
-    let raw: serde_json::Value = serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", format!("the body is not valid JSON: {e}")))?;
+    let raw: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", format!("the body is not valid JSON: {e}")))?;
     if !raw.is_object() {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", "the body must be a JSON object"));
     }

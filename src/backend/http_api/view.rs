@@ -171,12 +171,9 @@ fn votes(interaction: &Interaction) -> Option<Vec<VoteView>> {
 
 fn settled_by(settlement: &PolicySettlement) -> SettledBy {
     match settlement {
-        PolicySettlement::Rule { rule_id, scope, set_by, set_at_ms } => SettledBy::Rule(RuleSettlement {
-            id: rule_id.clone(),
-            scope: scope.as_str(),
-            set_by: DecidedBy::from(set_by),
-            set_at: rfc3339(*set_at_ms),
-        }),
+        PolicySettlement::Rule { rule_id, scope, set_by, set_at_ms } => {
+            SettledBy::Rule(RuleSettlement { id: rule_id.clone(), scope: scope.as_str(), set_by: DecidedBy::from(set_by), set_at: rfc3339(*set_at_ms) })
+        }
         PolicySettlement::Fallback { decision, after_secs } => {
             SettledBy::Fallback(FallbackSettlement { decision: decision.as_str(), after_seconds: *after_secs })
         }
@@ -197,9 +194,7 @@ fn reply_json(interaction: &Interaction, reply: &Reply) -> Value {
 
 /// Unix milliseconds as RFC 3339 UTC, e.g. `2026-11-22T10:00:00.000Z`.
 pub fn rfc3339(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .unwrap_or_default()
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 #[cfg(test)]
@@ -243,16 +238,12 @@ mod tests {
     #[test]
     fn without_a_policy_nothing_new_appears() {
         let (request, interaction) = pushed(json!({}));
-        assert_eq!(
-            json_of(&request, &interaction),
-            json!({"approval_key": "mig-7", "status": "pending", "expires_at": "2026-09-21T14:18:20.000Z"})
-        );
+        assert_eq!(json_of(&request, &interaction), json!({"approval_key": "mig-7", "status": "pending", "expires_at": "2026-09-21T14:18:20.000Z"}));
     }
 
     #[test]
     fn a_quorum_shows_its_votes_in_order() {
-        let (request, mut interaction) =
-            pushed(json!({"policy": {"approvers": ["telegram:1", "telegram:2", "telegram:3"], "quorum": 2}}));
+        let (request, mut interaction) = pushed(json!({"policy": {"approvers": ["telegram:1", "telegram:2", "telegram:3"], "quorum": 2}}));
         assert_eq!(json_of(&request, &interaction)["votes"], json!([]));
         let lan = Actor::new("telegram", "1", "Lan");
         let approve = UserAction::Decide { action: 0, decision: Decision::Approve };
@@ -268,7 +259,10 @@ mod tests {
         let done = json_of(&request, &interaction);
         assert_eq!(done["status"], "resolved");
         assert_eq!(done["reply"], json!({"decisions": [{"type": "approve"}]}));
-        assert_eq!(done["votes"][1], json!({"by": {"platform": "telegram", "id": "2", "name": "Minh"}, "at": "2026-09-21T14:13:22.000Z", "decisions": [{"type": "approve"}]}));
+        assert_eq!(
+            done["votes"][1],
+            json!({"by": {"platform": "telegram", "id": "2", "name": "Minh"}, "at": "2026-09-21T14:13:22.000Z", "decisions": [{"type": "approve"}]})
+        );
         assert!(done.get("settled_by").is_none());
     }
 

@@ -19,7 +19,9 @@ use crate::protocol::{Answers, Decision, Reply};
 pub enum Awaits {
     /// `foreground` approvals belong to the turn: kimi rejects them itself when the
     /// turn ends; a background agent's outlive it.
-    Approval { foreground: bool },
+    Approval {
+        foreground: bool,
+    },
     Answers,
 }
 
@@ -94,10 +96,9 @@ pub fn approval_result(request_id: &str, decisions: &[Decision], note: Option<&s
         Some(Decision::Respond { message }) => ("reject", message.clone()),
         // Never offered (kimi cannot run a tool with other arguments); should one come,
         // the model is told what the person wanted.
-        Some(Decision::Edit { edited_action }) => (
-            "reject",
-            format!("Not run. The user asks for these arguments instead: {}", Value::Object(edited_action.args.clone())),
-        ),
+        Some(Decision::Edit { edited_action }) => {
+            ("reject", format!("Not run. The user asks for these arguments instead: {}", Value::Object(edited_action.args.clone())))
+        }
         None => ("reject", String::new()),
     };
     json!({"request_id":request_id,"response":response,"feedback":feedback})
@@ -122,11 +123,17 @@ mod tests {
         assert_eq!(result(Decision::Approve, Some("ignored")), json!({"request_id":"r1","response":"approve","feedback":""}));
         assert_eq!(result(Decision::ApproveForSession, None), json!({"request_id":"r1","response":"approve_for_session","feedback":""}));
         assert_eq!(result(Decision::Reject { message: None }, None), json!({"request_id":"r1","response":"reject","feedback":""}));
-        assert_eq!(result(Decision::Reject { message: Some("use ls".into()) }, Some("note")), json!({"request_id":"r1","response":"reject","feedback":"use ls"}));
+        assert_eq!(
+            result(Decision::Reject { message: Some("use ls".into()) }, Some("note")),
+            json!({"request_id":"r1","response":"reject","feedback":"use ls"})
+        );
         assert_eq!(result(Decision::Reject { message: None }, Some("a note")), json!({"request_id":"r1","response":"reject","feedback":"a note"}));
         assert_eq!(result(Decision::Respond { message: "try ls".into() }, None), json!({"request_id":"r1","response":"reject","feedback":"try ls"}));
         let edit = Decision::Edit { edited_action: EditedAction { name: "Shell".into(), args: json!({"command":"ls"}).as_object().unwrap().clone() } };
-        assert_eq!(result(edit, None), json!({"request_id":"r1","response":"reject","feedback":"Not run. The user asks for these arguments instead: {\"command\":\"ls\"}"}));
+        assert_eq!(
+            result(edit, None),
+            json!({"request_id":"r1","response":"reject","feedback":"Not run. The user asks for these arguments instead: {\"command\":\"ls\"}"})
+        );
     }
 
     #[test]

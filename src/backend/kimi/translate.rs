@@ -17,8 +17,8 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use super::super::assembler::{CappedText, MAX_TEXT_BYTES};
 use super::super::SessionUpdate;
+use super::super::assembler::{CappedText, MAX_TEXT_BYTES};
 use super::super::tool_groups::ToolGroups;
 use super::requests::Awaits;
 use super::wire::{self, RpcError};
@@ -192,9 +192,7 @@ impl Translator {
                 1 => "; its open request can no longer be answered".into(),
                 n => format!("; its {n} open requests can no longer be answered"),
             };
-            out.push(SessionUpdate::TurnFailed {
-                message: format!("kimi stopped unexpectedly ({how}){requests}. Your next message starts it again."),
-            });
+            out.push(SessionUpdate::TurnFailed { message: format!("kimi stopped unexpectedly ({how}){requests}. Your next message starts it again.") });
         }
         out
     }
@@ -217,9 +215,8 @@ impl Translator {
         }
         // Reject carries feedback for the model; a comment is a reject with feedback.
         allowed.extend([DecisionType::Reject, DecisionType::Respond]);
-        let context = (payload.get("source_kind").and_then(Value::as_str) == Some("background_agent")).then(|| {
-            non_empty(payload, "source_description").or_else(|| non_empty(payload, "subagent_type")).unwrap_or("a background agent").to_owned()
-        });
+        let context = (payload.get("source_kind").and_then(Value::as_str) == Some("background_agent"))
+            .then(|| non_empty(payload, "source_description").or_else(|| non_empty(payload, "subagent_type")).unwrap_or("a background agent").to_owned());
         Request {
             approval_key: id.to_owned(),
             kind: RequestKind::Approval {
@@ -418,7 +415,8 @@ mod tests {
         let mut t = translator();
         t.event("ToolCall", &json!({"type":"function","id":"tc-1","function":{"name":"WriteFile","arguments":"{\"path\":"}}));
         t.event("ToolCallPart", &json!({"arguments_part":"\"a.txt\"}"}));
-        let handled = t.request("r", "ApprovalRequest", &json!({"id":"r","tool_call_id":"tc-1","sender":"WriteFile","action":"edit file","description":"Write a.txt"}));
+        let handled =
+            t.request("r", "ApprovalRequest", &json!({"id":"r","tool_call_id":"tc-1","sender":"WriteFile","action":"edit file","description":"Write a.txt"}));
         let [SessionUpdate::Request(r)] = &handled.updates[..] else { panic!() };
         assert_eq!(r.actions()[0].args, json!({"path":"a.txt"}));
     }
@@ -477,12 +475,17 @@ mod tests {
     fn kimis_approval_response_resolves_the_request() {
         let mut t = translator();
         let out = t.event("ApprovalResponse", &json!({"request_id":"d71b","response":"reject","feedback":"no"}));
-        assert_eq!(out, vec![SessionUpdate::Resolved {
-            approval_key: "d71b".into(),
-            reply: Some(Reply::Decisions { decisions: vec![Decision::Reject { message: Some("no".into()) }], user_edit_content: None }),
-        }]);
+        assert_eq!(
+            out,
+            vec![SessionUpdate::Resolved {
+                approval_key: "d71b".into(),
+                reply: Some(Reply::Decisions { decisions: vec![Decision::Reject { message: Some("no".into()) }], user_edit_content: None }),
+            }]
+        );
         let out = t.event("ApprovalResponse", &json!({"request_id":"e","response":"approve_for_session","feedback":""}));
-        assert!(matches!(&out[..], [SessionUpdate::Resolved { reply: Some(Reply::Decisions { decisions, .. }), .. }] if decisions == &[Decision::ApproveForSession]));
+        assert!(
+            matches!(&out[..], [SessionUpdate::Resolved { reply: Some(Reply::Decisions { decisions, .. }), .. }] if decisions == &[Decision::ApproveForSession])
+        );
     }
 
     #[test]
@@ -491,11 +494,10 @@ mod tests {
         t.event("ContentPart", &json!({"type":"text","text":"bye"}));
         let settled = vec![SessionUpdate::TimedOut { approval_key: "a".into() }];
         let out = t.turn_finished(Ok(&json!({"status":"finished"})), settled);
-        assert_eq!(out, vec![
-            SessionUpdate::Text { text: "bye".into(), is_final: true },
-            SessionUpdate::TimedOut { approval_key: "a".into() },
-            SessionUpdate::TurnEnded,
-        ]);
+        assert_eq!(
+            out,
+            vec![SessionUpdate::Text { text: "bye".into(), is_final: true }, SessionUpdate::TimedOut { approval_key: "a".into() }, SessionUpdate::TurnEnded,]
+        );
         let failed = t.turn_finished(Err(&RpcError { code: -32003, message: "provider down".into() }), Vec::new());
         assert_eq!(failed, vec![SessionUpdate::TurnFailed { message: "kimi: provider down (code -32003)".into() }]);
         let limit = t.turn_finished(Ok(&json!({"status":"max_steps_reached","steps":100})), Vec::new());
@@ -507,13 +509,17 @@ mod tests {
         let mut t = translator();
         t.event("ContentPart", &json!({"type":"text","text":"half"}));
         let out = t.process_lost("killed by signal 9", true, vec![SessionUpdate::TimedOut { approval_key: "a".into() }]);
-        assert_eq!(out, vec![
-            SessionUpdate::Text { text: "half".into(), is_final: false },
-            SessionUpdate::TimedOut { approval_key: "a".into() },
-            SessionUpdate::TurnFailed {
-                message: "kimi stopped unexpectedly (killed by signal 9); its open request can no longer be answered. Your next message starts it again.".into(),
-            },
-        ]);
+        assert_eq!(
+            out,
+            vec![
+                SessionUpdate::Text { text: "half".into(), is_final: false },
+                SessionUpdate::TimedOut { approval_key: "a".into() },
+                SessionUpdate::TurnFailed {
+                    message: "kimi stopped unexpectedly (killed by signal 9); its open request can no longer be answered. Your next message starts it again."
+                        .into(),
+                },
+            ]
+        );
         // Idle, nothing open: nothing to tell.
         assert!(t.process_lost("exit code 0", false, Vec::new()).is_empty());
         t.event("ToolCall", &tool_call());

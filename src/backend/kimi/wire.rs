@@ -186,7 +186,10 @@ mod tests {
         let done = parse_line(r#"{"jsonrpc":"2.0","id":"prompt-1","result":{"status":"finished"}}"#);
         assert_eq!(done, Ok(Incoming::Response { id: "prompt-1".into(), outcome: Ok(json!({"status":"finished"})) }));
         let pong = parse_line(r#"{"jsonrpc":"2.0","id":"ping-3","error":{"code":-32601,"message":"Unexpected method received: ping","data":null}}"#);
-        assert_eq!(pong, Ok(Incoming::Response { id: "ping-3".into(), outcome: Err(RpcError { code: -32601, message: "Unexpected method received: ping".into() }) }));
+        assert_eq!(
+            pong,
+            Ok(Incoming::Response { id: "ping-3".into(), outcome: Err(RpcError { code: -32601, message: "Unexpected method received: ping".into() }) })
+        );
     }
 
     #[test]

@@ -97,10 +97,7 @@ pub fn read_interrupt(interrupt: &Value, question_tool: &str) -> Result<PendingI
         if actions.is_empty() {
             return Err(InterruptError::Invalid { id, reason: "no action_requests".into() });
         }
-        let configs: Vec<ReviewConfig> = value
-            .get("review_configs")
-            .and_then(|c| serde_json::from_value(c.clone()).ok())
-            .unwrap_or_default();
+        let configs: Vec<ReviewConfig> = value.get("review_configs").and_then(|c| serde_json::from_value(c.clone()).ok()).unwrap_or_default();
         let allowed = actions.iter().enumerate().map(|(i, a)| allowed_from_config(&configs, i, &a.name)).collect();
         (Mode::Batched, actions, allowed)
     } else {
@@ -167,12 +164,7 @@ impl PendingInterrupt {
                     allowed: allowed.clone(),
                 })
                 .collect();
-            return Ok(Request {
-                approval_key: self.id.clone(),
-                kind: RequestKind::Approval { actions },
-                timeout_secs: defaults.approval_secs,
-                context: None,
-            });
+            return Ok(Request { approval_key: self.id.clone(), kind: RequestKind::Approval { actions }, timeout_secs: defaults.approval_secs, context: None });
         }
         // The bridge's question handling goes by name.
         let actions = self.actions.iter().map(|a| ActionRequest { name: CANONICAL_QUESTION_TOOL.to_owned(), ..a.clone() }).collect();

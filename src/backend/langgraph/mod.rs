@@ -43,11 +43,11 @@ use serde_json::{Value, json};
 
 use super::SessionUpdate;
 use super::session::{Link, LinkError, Outgoing, Received, Sent, Transport};
+use super::sse::SseParser;
 use crate::interaction::TimeoutDefaults;
 use crate::protocol::Command;
 use interrupts::{PendingInterrupt, read_interrupt};
 use run::RunTranslator;
-use super::sse::SseParser;
 
 /// `[langgraph]`: where the server is and which graph serves chat sessions.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -115,10 +115,7 @@ impl LangGraphTransport {
     pub fn new(settings: LangGraphSettings, defaults: TimeoutDefaults) -> Self {
         // No overall timeout: a run's stream lasts as long as the run. Each call's
         // answer is bounded in `Api::call` instead.
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(settings.request_timeout_secs.max(1)))
-            .build()
-            .unwrap_or_default();
+        let client = reqwest::Client::builder().connect_timeout(Duration::from_secs(settings.request_timeout_secs.max(1))).build().unwrap_or_default();
         Self { settings, defaults, client }
     }
 }
@@ -197,7 +194,11 @@ impl Api {
                 break;
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(LinkError::Transport(format!("LangGraph thread {} stayed busy for {} s; the decision waits", self.thread_id, self.timeout.as_secs())));
+                return Err(LinkError::Transport(format!(
+                    "LangGraph thread {} stayed busy for {} s; the decision waits",
+                    self.thread_id,
+                    self.timeout.as_secs()
+                )));
             }
             tokio::time::sleep(BUSY_POLL).await;
         }
@@ -466,10 +467,13 @@ impl Link for LangGraphLink {
         match outgoing.command {
             Command::Message { content, .. } => {
                 let text = content.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join("\n");
-                let body = self.run_body(outgoing.id, json!({
-                    "input": {"messages": [{"role": "user", "content": text}]},
-                    "if_not_exists": "create",
-                }));
+                let body = self.run_body(
+                    outgoing.id,
+                    json!({
+                        "input": {"messages": [{"role": "user", "content": text}]},
+                        "if_not_exists": "create",
+                    }),
+                );
                 self.start_run(body, "the message").await?;
             }
             Command::Approval { approval_key, reply, .. } => {

@@ -16,8 +16,8 @@ use std::collections::VecDeque;
 use serde_json::Value;
 
 use super::interrupts::{PendingInterrupt, read_interrupt};
-use crate::backend::sse::SseEvent;
 use crate::backend::SessionUpdate;
+use crate::backend::sse::SseEvent;
 use crate::backend::tool_groups::ToolGroups;
 use crate::interaction::TimeoutDefaults;
 
@@ -239,7 +239,10 @@ mod tests {
     fn an_error_event_fails_the_turn_with_the_server_message() {
         let mut t = translator();
         t.event(&updates(json!({"model":{"messages":[{"type":"ai","id":"m","content":"","tool_calls":[{"name":"x","id":"c"}]}]}})));
-        let out = t.event(&SseEvent { event: "error".into(), data: json!({"error":"ValueError","message":"Number of human decisions (1) does not match"}).to_string() });
+        let out = t.event(&SseEvent {
+            event: "error".into(),
+            data: json!({"error":"ValueError","message":"Number of human decisions (1) does not match"}).to_string(),
+        });
         assert!(out.failed);
         assert!(matches!(&out.updates[0], SessionUpdate::ToolGroup(g) if g.finished));
         assert_eq!(out.updates[1], SessionUpdate::TurnFailed { message: "ValueError: Number of human decisions (1) does not match".into() });

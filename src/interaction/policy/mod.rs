@@ -125,7 +125,6 @@ pub fn select<'a>(rules: &'a [PolicyRule], facts: &RequestFacts<'_>, requested: 
     rules.iter().find(|r| r.matcher.matches(facts)).map(|r| &r.policy).or(requested)
 }
 
-
 /// Why the policy, not a person's decision, settled an interaction (kept on it, for
 /// the message and the audit log).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -86,10 +86,7 @@ pub fn cast(votes: &mut Vec<Vote>, vote: Vote, needed: u32) -> Cast {
     let decisions = vote.decisions.clone();
     votes.push(vote);
     if !decisions.iter().all(lets_run) {
-        let stopped = decisions
-            .into_iter()
-            .map(|d| if lets_run(&d) { Decision::Reject { message: None } } else { d })
-            .collect();
+        let stopped = decisions.into_iter().map(|d| if lets_run(&d) { Decision::Reject { message: None } } else { d }).collect();
         return Cast::Final(stopped);
     }
     let same = votes.iter().filter(|v| v.decisions == decisions).count();

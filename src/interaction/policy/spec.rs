@@ -111,7 +111,10 @@ impl PolicySpec {
             }
         }
         if let Some((i, b)) = self.backends.iter().enumerate().find(|(_, b)| !is_backend(b)) {
-            return Err(err(&format!("backends[{i}]"), format!("`{b}` is not a backend kind (stream, claude_code, agno, kimi, langgraph, or http for pushed requests)")));
+            return Err(err(
+                &format!("backends[{i}]"),
+                format!("`{b}` is not a backend kind (stream, claude_code, agno, kimi, langgraph, or http for pushed requests)"),
+            ));
         }
         let name = match &self.name {
             Some(n) if n.trim().is_empty() => return Err(err("name", "must not be empty".into())),
@@ -119,12 +122,7 @@ impl PolicySpec {
             None => key.clone(),
         };
         let policy = self.policy(&key, name, is_target)?;
-        let matcher = Matcher {
-            tools: self.tools.clone(),
-            backends: self.backends.clone(),
-            sessions: self.sessions.clone(),
-            targets: self.targets.clone(),
-        };
+        let matcher = Matcher { tools: self.tools.clone(), backends: self.backends.clone(), sessions: self.sessions.clone(), targets: self.targets.clone() };
         Ok(PolicyRule { matcher, policy })
     }
 
@@ -207,7 +205,8 @@ impl PolicySpec {
             }
             match (&spec.remind, &spec.show_in, &spec.fallback) {
                 (Some(who), None, None) => {
-                    let mention = parse_mention(who).ok_or_else(|| err(".remind", format!("`{who}` is not \"approvers\", role:ROLE_ID or platform:user_id")))?;
+                    let mention =
+                        parse_mention(who).ok_or_else(|| err(".remind", format!("`{who}` is not \"approvers\", role:ROLE_ID or platform:user_id")))?;
                     steps.push(EscalationStep { after_secs: after, action: StepAction::Remind { mention } });
                 }
                 (None, Some(target), None) => {
@@ -257,7 +256,9 @@ pub fn parse_duration(spec: &DurationSpec) -> Result<u64, String> {
     let secs = match spec {
         DurationSpec::Secs(n) if *n < 1 => return Err(format!("must be at least 1 second, not {n}")),
         DurationSpec::Secs(n) => *n as u64,
-        DurationSpec::Text(text) => parse_duration_text(text.trim()).ok_or_else(|| format!("`{text}` is not a duration like 90s, 5m, 1h30m or a number of seconds"))?,
+        DurationSpec::Text(text) => {
+            parse_duration_text(text.trim()).ok_or_else(|| format!("`{text}` is not a duration like 90s, 5m, 1h30m or a number of seconds"))?
+        }
     };
     if secs == 0 {
         return Err("must be at least 1 second".into());
@@ -372,13 +373,28 @@ mod tests {
             (json!({"tools": ["t"], "remember": ["session"], "quorum": 2}), "`policies[3].remember`: cannot be used with a quorum above 1"),
             (json!({"tools": ["t"], "remember_args": "some"}), "`policies[3].remember_args`: `some` is neither"),
             (json!({"tools": ["t"], "escalation": [{"after": "5m"}]}), "`policies[3].escalation[0]`: needs exactly one of remind, show_in, fallback"),
-            (json!({"tools": ["t"], "escalation": [{"after": "5m", "remind": "approvers", "fallback": "reject"}]}), "`policies[3].escalation[0]`: needs exactly one"),
+            (
+                json!({"tools": ["t"], "escalation": [{"after": "5m", "remind": "approvers", "fallback": "reject"}]}),
+                "`policies[3].escalation[0]`: needs exactly one",
+            ),
             (json!({"tools": ["t"], "escalation": [{"after": "soon", "remind": "approvers"}]}), "`policies[3].escalation[0].after`: `soon` is not a duration"),
             (json!({"tools": ["t"], "escalation": [{"after": "5m", "remind": "role:x"}]}), "`policies[3].escalation[0].remind`: `role:x` is not"),
-            (json!({"tools": ["t"], "escalation": [{"after": "5m", "show_in": "irc:#ops"}]}), "`policies[3].escalation[0].show_in`: `irc:#ops` is not platform:chat"),
-            (json!({"tools": ["t"], "escalation": [{"after": "5m", "fallback": "maybe"}]}), "`policies[3].escalation[0].fallback`: `maybe` is not approve, reject or leave"),
-            (json!({"tools": ["t"], "escalation": [{"after": "10m", "remind": "approvers"}, {"after": "5m", "remind": "approvers"}]}), "`policies[3].escalation[1].after`: must come after the step before it (600 s), not at 300 s"),
-            (json!({"tools": ["t"], "escalation": [{"after": "10m", "fallback": "reject"}, {"after": "20m", "remind": "approvers"}]}), "`policies[3].escalation[1]`: comes after the fallback"),
+            (
+                json!({"tools": ["t"], "escalation": [{"after": "5m", "show_in": "irc:#ops"}]}),
+                "`policies[3].escalation[0].show_in`: `irc:#ops` is not platform:chat",
+            ),
+            (
+                json!({"tools": ["t"], "escalation": [{"after": "5m", "fallback": "maybe"}]}),
+                "`policies[3].escalation[0].fallback`: `maybe` is not approve, reject or leave",
+            ),
+            (
+                json!({"tools": ["t"], "escalation": [{"after": "10m", "remind": "approvers"}, {"after": "5m", "remind": "approvers"}]}),
+                "`policies[3].escalation[1].after`: must come after the step before it (600 s), not at 300 s",
+            ),
+            (
+                json!({"tools": ["t"], "escalation": [{"after": "10m", "fallback": "reject"}, {"after": "20m", "remind": "approvers"}]}),
+                "`policies[3].escalation[1]`: comes after the fallback",
+            ),
             (json!({"tools": ["t"], "name": " "}), "`policies[3].name`: must not be empty"),
         ];
         for (value, expected) in cases {

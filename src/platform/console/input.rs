@@ -56,18 +56,13 @@ pub fn parse_answer(index: usize, question: &Question, line: &str) -> Parsed {
     if line.eq_ignore_ascii_case("s") || line.eq_ignore_ascii_case("skip") {
         return Parsed::Act(UserAction::Skip { question: index });
     }
-    let numbers: Option<Vec<usize>> = line
-        .split(',')
-        .map(|part| part.trim().parse::<usize>().ok().filter(|&n| n >= 1).map(|n| n - 1))
-        .collect();
+    let numbers: Option<Vec<usize>> = line.split(',').map(|part| part.trim().parse::<usize>().ok().filter(|&n| n >= 1).map(|n| n - 1)).collect();
     let Some(chosen) = numbers else {
         // Not a list of numbers: it is typed text.
         return Parsed::Act(UserAction::OtherText { question: index, text: line.to_owned() });
     };
     let other_number = (question.free_text == FreeText::Other).then_some(question.options.len());
-    let wants_text = chosen.iter().any(|&c| {
-        Some(c) == other_number || question.free_text == FreeText::InputOption(c)
-    });
+    let wants_text = chosen.iter().any(|&c| Some(c) == other_number || question.free_text == FreeText::InputOption(c));
     let options: Vec<usize> = chosen.into_iter().filter(|&c| Some(c) != other_number).collect();
     if wants_text {
         return Parsed::SelectThenText(options);
@@ -104,7 +99,10 @@ mod tests {
 
     #[test]
     fn decisions() {
-        assert_eq!(parse_action(1, "r too risky", &[]), Parsed::Act(UserAction::Decide { action: 1, decision: Decision::Reject { message: Some("too risky".into()) } }));
+        assert_eq!(
+            parse_action(1, "r too risky", &[]),
+            Parsed::Act(UserAction::Decide { action: 1, decision: Decision::Reject { message: Some("too risky".into()) } })
+        );
         assert_eq!(parse_action(0, "e", &[]), Parsed::Ask(Step::EditJson(0)));
         assert_eq!(parse_action(0, "e {\"a\":1}", &[]), Parsed::Act(UserAction::EditArgs { action: 0, json: "{\"a\":1}".into() }));
         assert!(matches!(parse_action(0, "maybe", &[]), Parsed::Invalid(_)));

@@ -16,12 +16,12 @@ use futures_util::future::BoxFuture;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use self::input::{Parsed, Step};
+use self::settings::ConsoleSettings;
 use super::locale::Locale;
 use super::{Platform, PlatformError, reminder};
-use crate::interaction::updates::ToolGroupStatus;
-use self::settings::ConsoleSettings;
 use crate::engine::{ActOutcome, EngineHandle};
 use crate::interaction::policy::Mention;
+use crate::interaction::updates::ToolGroupStatus;
 use crate::interaction::{Actor, Draft, Interaction, RequestKind, UserAction};
 use crate::store::{ChatKey, MessageRef};
 
@@ -218,9 +218,7 @@ impl Console {
 /// The step after `step`, or `None` when it is time to submit.
 fn next_step(interaction: &Interaction, step: Step) -> Option<Step> {
     match step {
-        Step::Action(i) | Step::EditJson(i) => {
-            (i + 1 < interaction.request.actions().len()).then_some(Step::Action(i + 1))
-        }
+        Step::Action(i) | Step::EditJson(i) => (i + 1 < interaction.request.actions().len()).then_some(Step::Action(i + 1)),
         Step::Question(i) | Step::Text(i) => match &interaction.request.kind {
             RequestKind::Questions { questions, .. } if i + 1 < questions.len() => Some(Step::Question(i + 1)),
             _ => None,
@@ -263,9 +261,7 @@ impl Platform for Console {
 
     fn tool_status<'a>(&'a self, _chat: &'a ChatKey, status: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>> {
         // A terminal cannot edit a line it printed: one line per group, when it ends.
-        Box::pin(async move {
-            if status.finished { self.print(&status.line()).await } else { Ok(()) }
-        })
+        Box::pin(async move { if status.finished { self.print(&status.line()).await } else { Ok(()) } })
     }
 
     fn show_interaction<'a>(&'a self, _chat: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
@@ -317,7 +313,13 @@ impl Platform for Console {
     }
 
     /// A terminal mentions nobody: the reminder names whom it is for.
-    fn send_reminder<'a>(&'a self, _chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention, _card: Option<&'a MessageRef>) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(
+        &'a self,
+        _chat: &'a ChatKey,
+        interaction: &'a Interaction,
+        mention: &'a Mention,
+        _card: Option<&'a MessageRef>,
+    ) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
             let people = reminder::recipients(PLATFORM, interaction, mention, None);
             self.print(&reminder::plain(Locale::En, interaction, &people)).await

@@ -207,7 +207,10 @@ mod tests {
     #[test]
     fn remembered_choices_sit_beside_approve_once() {
         let i = kimi_call(Policy { remember: vec![RememberScope::Session, RememberScope::Always], ..policy() });
-        assert_eq!(action_prompt(&i, 0), "Shell? [a]pprove once · [as] approve for this session · [aa] always approve · [r]eject [reason] · [c]omment <text> >");
+        assert_eq!(
+            action_prompt(&i, 0),
+            "Shell? [a]pprove once · [as] approve for this session · [aa] always approve · [r]eject [reason] · [c]omment <text> >"
+        );
         let i = kimi_call(policy());
         assert_eq!(action_prompt(&i, 0), "Shell? [a]pprove · [s]ession (approve for the session) · [r]eject [reason] · [c]omment <text> >");
     }

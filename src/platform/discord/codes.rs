@@ -116,10 +116,23 @@ mod tests {
     #[test]
     fn every_code_round_trips() {
         let all = [
-            Code::Approve(0), Code::ApproveForSession(5), Code::Reject(3), Code::Edit(1), Code::Respond(2), Code::ApproveAll,
-            Code::RejectAll, Code::Submit, Code::Select(3), Code::Other(1), Code::Skip, Code::Page(2),
-            Code::EditModal(0), Code::RespondModal(4), Code::OtherModal(0),
-            Code::Remember(RememberScope::Session), Code::Remember(RememberScope::Always),
+            Code::Approve(0),
+            Code::ApproveForSession(5),
+            Code::Reject(3),
+            Code::Edit(1),
+            Code::Respond(2),
+            Code::ApproveAll,
+            Code::RejectAll,
+            Code::Submit,
+            Code::Select(3),
+            Code::Other(1),
+            Code::Skip,
+            Code::Page(2),
+            Code::EditModal(0),
+            Code::RespondModal(4),
+            Code::OtherModal(0),
+            Code::Remember(RememberScope::Session),
+            Code::Remember(RememberScope::Always),
         ];
         for code in all {
             assert_eq!(Code::parse(&code.encode()), Some(code), "{code:?}");
@@ -136,7 +149,25 @@ mod tests {
 
     #[test]
     fn junk_does_not_parse() {
-        for junk in ["", "ap", "ap.", "ap.x", "ap.-1", "ap.+1", "ap. 1", "ap.12345", "sub.1", "zz.1", "pg.99999999999999999999999", "rms.0", "rma.", "rm", "rmx", "RMS", "rms "] {
+        for junk in [
+            "",
+            "ap",
+            "ap.",
+            "ap.x",
+            "ap.-1",
+            "ap.+1",
+            "ap. 1",
+            "ap.12345",
+            "sub.1",
+            "zz.1",
+            "pg.99999999999999999999999",
+            "rms.0",
+            "rma.",
+            "rm",
+            "rmx",
+            "RMS",
+            "rms ",
+        ] {
             assert_eq!(Code::parse(junk), None, "{junk}");
         }
     }

@@ -5,7 +5,9 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use serenity::all::{Command, CommandOptionType, Context, CreateCommand, CreateCommandOption, EventHandler, GatewayIntents, Interaction, Message, Ready, ShardManager, UserId};
+use serenity::all::{
+    Command, CommandOptionType, Context, CreateCommand, CreateCommandOption, EventHandler, GatewayIntents, Interaction, Message, Ready, ShardManager, UserId,
+};
 use serenity::builder::Builder as _;
 
 use super::{Shared, chat, handler, rest};
@@ -36,7 +38,8 @@ pub fn commands() -> Vec<CreateCommand> {
             }
             match command.argument {
                 Some(argument) => {
-                    let mut option = CreateCommandOption::new(CommandOptionType::String, argument.name, command.argument_description(Locale::En)).required(argument.required);
+                    let mut option = CreateCommandOption::new(CommandOptionType::String, argument.name, command.argument_description(Locale::En))
+                        .required(argument.required);
                     for &(locale, _, discord) in LANGUAGES.iter().filter(|(l, _, _)| *l != Locale::En) {
                         option = option.description_localized(discord, command.argument_description(locale));
                     }
@@ -138,9 +141,9 @@ pub async fn connect(shared: Arc<Shared>, token: &str) -> Result<Arc<ShardManage
 pub fn explain(e: &serenity::Error) -> String {
     use serenity::gateway::GatewayError;
     match e {
-        serenity::Error::Gateway(GatewayError::DisallowedGatewayIntents) => format!(
-            "{e}: enable the Message Content intent for the bot in the Discord Developer Portal (Bot → Privileged Gateway Intents)"
-        ),
+        serenity::Error::Gateway(GatewayError::DisallowedGatewayIntents) => {
+            format!("{e}: enable the Message Content intent for the bot in the Discord Developer Portal (Bot → Privileged Gateway Intents)")
+        }
         serenity::Error::Gateway(GatewayError::InvalidAuthentication) => format!("{e}: discord.token was refused"),
         _ => e.to_string(),
     }

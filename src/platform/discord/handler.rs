@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use serenity::all::{
-    ChannelType, CommandInteraction, ComponentInteraction, ComponentInteractionDataKind, CreateInteractionResponse,
-    CreateInteractionResponseFollowup, CreateInteractionResponseMessage, EditInteractionResponse, GuildId, ModalInteraction,
+    ChannelType, CommandInteraction, ComponentInteraction, ComponentInteractionDataKind, CreateInteractionResponse, CreateInteractionResponseFollowup,
+    CreateInteractionResponseMessage, EditInteractionResponse, GuildId, ModalInteraction,
 };
 use serenity::builder::Builder as _;
 
@@ -44,9 +44,7 @@ impl Handled {
 
 /// An ephemeral message as the first response.
 fn ephemeral(text: &str) -> CreateInteractionResponse {
-    CreateInteractionResponse::Message(
-        CreateInteractionResponseMessage::new().content(truncate(text, render::limits::CONTENT)).ephemeral(true),
-    )
+    CreateInteractionResponse::Message(CreateInteractionResponseMessage::new().content(truncate(text, render::limits::CONTENT)).ephemeral(true))
 }
 
 /// Decides the response to `interaction`. Also records its application id on the
@@ -77,11 +75,7 @@ pub async fn handle(shared: Arc<Shared>, interaction: serenity::all::Interaction
 
 /// The interaction id and code a custom_id names, if its signature verifies.
 fn verify(shared: &Shared, custom_id: &str) -> Option<(String, Code)> {
-    let verified = shared
-        .signer
-        .verify(custom_id)
-        .map_err(|e| tracing::info!(error = %e, "refusing a component whose custom_id does not verify"))
-        .ok()?;
+    let verified = shared.signer.verify(custom_id).map_err(|e| tracing::info!(error = %e, "refusing a component whose custom_id does not verify")).ok()?;
     let code = Code::parse(&verified.code)?;
     Some((verified.interaction_id, code))
 }
@@ -199,10 +193,9 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
             Plan::Actions(actions) => actions,
             Plan::SkipAll => match shared.engine.interaction(&id).await {
                 Ok(Some(Interaction { request, .. })) => match request.kind {
-                    RequestKind::Questions { questions, .. } => (0..questions.len())
-                        .map(|question| UserAction::Skip { question })
-                        .chain([UserAction::Submit])
-                        .collect(),
+                    RequestKind::Questions { questions, .. } => {
+                        (0..questions.len()).map(|question| UserAction::Skip { question }).chain([UserAction::Submit]).collect()
+                    }
                     // Let the core say that approvals are not skipped.
                     RequestKind::Approval { .. } => vec![UserAction::Skip { question: 0 }],
                 },

@@ -14,7 +14,9 @@ const RETRY_WAITS: [Duration; 3] = [Duration::from_secs(1), Duration::from_secs(
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoginError {
-    #[error("discord.token was refused by Discord (HTTP {status} on GET /users/@me): set the bot token from the Developer Portal (env HITL_BRIDGE__DISCORD__TOKEN)")]
+    #[error(
+        "discord.token was refused by Discord (HTTP {status} on GET /users/@me): set the bot token from the Developer Portal (env HITL_BRIDGE__DISCORD__TOKEN)"
+    )]
     Refused { status: u16 },
     #[error("cannot reach Discord to check discord.token after {attempts} attempts: {last}")]
     Unreachable { attempts: usize, last: String },

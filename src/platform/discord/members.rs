@@ -87,10 +87,7 @@ async fn dm_roles(shared: &Shared, user: UserId) -> Vec<String> {
 
 /// The person behind an interaction: user id, display name, and roles in the guild.
 pub fn actor(user: &User, member: Option<&Member>) -> Actor {
-    let name = member
-        .and_then(|m| m.nick.clone())
-        .or_else(|| user.global_name.clone())
-        .unwrap_or_else(|| user.name.clone());
+    let name = member.and_then(|m| m.nick.clone()).or_else(|| user.global_name.clone()).unwrap_or_else(|| user.name.clone());
     let mut actor = Actor::new(PLATFORM, &user.id.get().to_string(), &name);
     actor.role_ids = member.map(|m| m.roles.iter().map(|r| r.get().to_string()).collect()).unwrap_or_default();
     actor

@@ -16,13 +16,13 @@ pub mod codes;
 pub mod gateway;
 pub mod handler;
 pub mod http_endpoint;
-pub mod members;
 pub mod login;
+pub mod members;
 pub mod modal;
 pub mod render;
 pub mod rest;
-pub mod text;
 pub mod settings;
+pub mod text;
 
 use std::sync::{Arc, Mutex};
 
@@ -30,18 +30,18 @@ use futures_util::future::BoxFuture;
 use secrecy::ExposeSecret;
 use serenity::all::{ChannelId, CreateAttachment, CreateMessage, EditMessage, Http, MessageId, MessageReference, MessageReferenceKind, ShardManager, UserId};
 
-use super::{Platform, PlatformError, reminder};
-use crate::interaction::updates::ToolGroupStatus;
 use self::settings::DiscordSettings;
+use super::{Platform, PlatformError, reminder};
+use crate::clock::now_ms;
 use crate::engine::EngineHandle;
 use crate::interaction::policy::Mention;
+use crate::interaction::updates::ToolGroupStatus;
 use crate::interaction::{AccessPolicy, Interaction};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
+use crate::platform::bounded::BoundedMap;
 use crate::platform::locale::Locale;
 use crate::platform::token::TokenSigner;
-use crate::clock::now_ms;
-use crate::platform::bounded::BoundedMap;
 use crate::store::{ChatKey, MessageRef, Store};
 
 /// Entries each cache keeps at most.
@@ -138,11 +138,7 @@ impl Shared {
 /// [`Discord::channel`].
 pub fn target(chat: &ChatKey) -> Result<ChannelId, PlatformError> {
     let id = chat.thread_id.as_deref().unwrap_or(&chat.chat_id);
-    id.parse::<u64>()
-        .ok()
-        .filter(|&n| n != 0)
-        .map(ChannelId::new)
-        .ok_or_else(|| send_error(format!("not a Discord channel id: {id:?}")))
+    id.parse::<u64>().ok().filter(|&n| n != 0).map(ChannelId::new).ok_or_else(|| send_error(format!("not a Discord channel id: {id:?}")))
 }
 
 pub fn send_error(message: impl Into<String>) -> PlatformError {
@@ -160,7 +156,15 @@ pub struct Discord {
 /// a public key is configured) in the background. A token Discord refuses, a gateway
 /// that closes before READY or an endpoint port that cannot be bound is an error:
 /// the bridge must not run with a Discord that cannot work.
-pub async fn start(settings: &DiscordSettings, limits: Limits, policy: AccessPolicy, signer: TokenSigner, engine: EngineHandle, store: Store, metrics: Metrics) -> Result<Arc<Discord>, PlatformError> {
+pub async fn start(
+    settings: &DiscordSettings,
+    limits: Limits,
+    policy: AccessPolicy,
+    signer: TokenSigner,
+    engine: EngineHandle,
+    store: Store,
+    metrics: Metrics,
+) -> Result<Arc<Discord>, PlatformError> {
     let token = settings.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
     if token.is_empty() {
         return Err(send_error("discord.enabled is set but discord.token is empty (env HITL_BRIDGE__DISCORD__TOKEN)"));
@@ -184,9 +188,7 @@ pub async fn start(settings: &DiscordSettings, limits: Limits, policy: AccessPol
     tracing::info!(bot = %me.name, "discord.token accepted");
     let discord = Arc::new(Discord { shared: shared.clone(), shard_manager: Mutex::new(None), endpoint: Mutex::new(None) });
     if settings.gateway && !token.is_empty() {
-        let manager = gateway::connect(shared.clone(), &token)
-            .await
-            .map_err(|e| send_error(format!("cannot start the gateway: {}", gateway::explain(&e))))?;
+        let manager = gateway::connect(shared.clone(), &token).await.map_err(|e| send_error(format!("cannot start the gateway: {}", gateway::explain(&e))))?;
         *Shared::lock(&discord.shard_manager) = Some(manager);
     }
     if let Some(key) = settings.public_key.as_deref().filter(|k| !k.is_empty()) {
@@ -319,7 +321,13 @@ impl Platform for Discord {
         })
     }
 
-    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention, card: Option<&'a MessageRef>) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(
+        &'a self,
+        chat: &'a ChatKey,
+        interaction: &'a Interaction,
+        mention: &'a Mention,
+        card: Option<&'a MessageRef>,
+    ) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
             let channel = self.channel(chat).await?;
             let people = reminder::recipients(PLATFORM, interaction, mention, Some(&self.shared.policy));

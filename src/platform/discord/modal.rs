@@ -93,9 +93,7 @@ fn inputs(data: &ModalInteractionData) -> Vec<(String, String)> {
         .iter()
         .flat_map(|row| row.components.iter())
         .filter_map(|c| match c {
-            ActionRowComponent::InputText(input) => {
-                input.value.as_ref().filter(|v| !v.trim().is_empty()).map(|v| (input.custom_id.clone(), v.clone()))
-            }
+            ActionRowComponent::InputText(input) => input.value.as_ref().filter(|v| !v.trim().is_empty()).map(|v| (input.custom_id.clone(), v.clone())),
             _ => None,
         })
         .collect()
@@ -126,10 +124,7 @@ mod tests {
     use serde_json::json;
 
     fn submitted(inputs: &[(&str, &str)]) -> ModalInteractionData {
-        let rows: Vec<serde_json::Value> = inputs
-            .iter()
-            .map(|(id, value)| json!({"type":1,"components":[{"type":4,"custom_id":id,"value":value}]}))
-            .collect();
+        let rows: Vec<serde_json::Value> = inputs.iter().map(|(id, value)| json!({"type":1,"components":[{"type":4,"custom_id":id,"value":value}]})).collect();
         serde_json::from_value(json!({"custom_id":"x","components":rows})).expect("modal data")
     }
 
@@ -148,10 +143,7 @@ mod tests {
         let data = submitted(&[("q0", "Năng lượng"), ("q1", ""), ("qx", "junk"), ("other", "junk"), ("q3", "Ngắn hạn")]);
         assert_eq!(
             actions(Code::OtherModal(0), &data),
-            vec![
-                UserAction::OtherText { question: 0, text: "Năng lượng".into() },
-                UserAction::OtherText { question: 3, text: "Ngắn hạn".into() },
-            ]
+            vec![UserAction::OtherText { question: 0, text: "Năng lượng".into() }, UserAction::OtherText { question: 3, text: "Ngắn hạn".into() },]
         );
         assert_eq!(actions(Code::Submit, &data), vec![], "only modal codes carry inputs");
     }

@@ -126,10 +126,7 @@ pub fn view(interaction: &Interaction, locale: Locale, signer: &TokenSigner, pag
             (dtext(locale, DMsg::QuestionTitle), body, None, components)
         }
     };
-    let mut embed = CreateEmbed::new()
-        .title(truncate(title, limits::EMBED_TITLE))
-        .description(body)
-        .colour(Colour::new(colour(interaction)));
+    let mut embed = CreateEmbed::new().title(truncate(title, limits::EMBED_TITLE)).description(body).colour(Colour::new(colour(interaction)));
     for (name, value) in fields {
         embed = embed.field(truncate(&name, limits::FIELD_NAME), truncate(&value, limits::FIELD_VALUE), false);
     }
@@ -142,10 +139,7 @@ pub fn view(interaction: &Interaction, locale: Locale, signer: &TokenSigner, pag
 /// The description budget left once the fields (as they will be cut), the title and
 /// a footer are counted, so the embed stays within its 6000-character total.
 fn budget(fields: &[(String, String)]) -> usize {
-    let used: usize = fields
-        .iter()
-        .map(|(n, v)| n.chars().count().min(limits::FIELD_NAME) + v.chars().count().min(limits::FIELD_VALUE))
-        .sum();
+    let used: usize = fields.iter().map(|(n, v)| n.chars().count().min(limits::FIELD_NAME) + v.chars().count().min(limits::FIELD_VALUE)).sum();
     // Title and footer are at most this long in every locale.
     let reserved = used + 40 + 100;
     limits::EMBED_DESCRIPTION.min(limits::EMBED_TOTAL.saturating_sub(reserved))
@@ -274,7 +268,15 @@ fn page_buttons(interaction: &Interaction, locale: Locale, signer: &TokenSigner,
     out
 }
 
-fn decision_button(signer: &TokenSigner, interaction: &Interaction, locale: Locale, i: usize, d: DecisionType, prefix: &str, chosen: Option<&Decision>) -> Option<CreateButton> {
+fn decision_button(
+    signer: &TokenSigner,
+    interaction: &Interaction,
+    locale: Locale,
+    i: usize,
+    d: DecisionType,
+    prefix: &str,
+    chosen: Option<&Decision>,
+) -> Option<CreateButton> {
     let (code, msg, style) = match d {
         // Beside the remembered choices, the plain approve says it is for this call only.
         DecisionType::Approve if !interaction.remember_offered().is_empty() => (Code::Approve(i), Msg::ApproveOnce, ButtonStyle::Success),
@@ -310,9 +312,7 @@ fn approval_rows(interaction: &Interaction, actions: &[Action], locale: Locale, 
     let mut rows = Vec::new();
     for (i, action) in actions.iter().enumerate().skip(page * PER_PAGE).take(PER_PAGE) {
         let prefix = format!("{}. ", i + 1);
-        let buttons: Vec<CreateButton> = ordered(action)
-            .filter_map(|d| decision_button(signer, interaction, locale, i, d, &prefix, chosen(i)))
-            .collect();
+        let buttons: Vec<CreateButton> = ordered(action).filter_map(|d| decision_button(signer, interaction, locale, i, d, &prefix, chosen(i))).collect();
         if !buttons.is_empty() {
             rows.push(CreateActionRow::Buttons(buttons));
         }
@@ -347,8 +347,7 @@ fn question_rows(interaction: &Interaction, questions: &[Question], locale: Loca
             .enumerate()
             .take(limits::SELECT_OPTIONS)
             .map(|(n, o)| {
-                let mut option = CreateSelectMenuOption::new(truncate(&o.label, limits::OPTION_TEXT), n.to_string())
-                    .default_selection(chosen.contains(&n));
+                let mut option = CreateSelectMenuOption::new(truncate(&o.label, limits::OPTION_TEXT), n.to_string()).default_selection(chosen.contains(&n));
                 if let Some(d) = o.description.as_deref().filter(|d| !d.is_empty()) {
                     option = option.description(truncate(d, limits::OPTION_TEXT));
                 }
@@ -361,8 +360,7 @@ fn question_rows(interaction: &Interaction, questions: &[Question], locale: Loca
         }
         let count = options.len() as u8;
         let placeholder = format!("{}. {}", i + 1, q.header.as_deref().unwrap_or(&q.text));
-        let mut select = CreateSelectMenu::new(custom_id, CreateSelectMenuKind::String { options })
-            .placeholder(truncate(&placeholder, limits::PLACEHOLDER));
+        let mut select = CreateSelectMenu::new(custom_id, CreateSelectMenuKind::String { options }).placeholder(truncate(&placeholder, limits::PLACEHOLDER));
         if q.multi_select {
             select = select.min_values(1).max_values(count);
         }
@@ -521,7 +519,10 @@ mod tests {
         let questions: Vec<Value> = (0..6)
             .map(|n| json!({"question": format!("{n} {}", "câu hỏi ".repeat(200)), "header": "h".repeat(300), "multiSelect": n % 2 == 0, "options": options}))
             .collect();
-        let i = interaction(vec![ActionRequest { name: "ask_user_question".into(), args: json!({"questions": questions}), description: None, tool_use_id: None }], vec![]);
+        let i = interaction(
+            vec![ActionRequest { name: "ask_user_question".into(), args: json!({"questions": questions}), description: None, tool_use_id: None }],
+            vec![],
+        );
         assert_eq!(pages(&i), 2);
         let signer = TokenSigner::new(b"k");
         for page in 0..2 {
@@ -549,15 +550,23 @@ mod tests {
         let view = view(&i, Locale::En, &TokenSigner::new(b"k"), 0);
         assert!(view.components.is_empty());
         let (embed, _) = json_of(&view);
-        assert_eq!(embed["fields"], json!([
-            {"name":"Decision","value":"✅ Sent by Thảo at 00:00 UTC","inline":false},
-            {"name":"1. Q?","value":"B","inline":false}
-        ]));
+        assert_eq!(
+            embed["fields"],
+            json!([
+                {"name":"Decision","value":"✅ Sent by Thảo at 00:00 UTC","inline":false},
+                {"name":"1. Q?","value":"B","inline":false}
+            ])
+        );
     }
 
     #[test]
     fn only_allowed_decisions_get_buttons_in_a_fixed_order() {
-        let config = ReviewConfig { action_name: None, allowed_decisions: Some(vec!["reject".into(), "approve".into(), "respond".into()]), timeout: None, require_approval: None };
+        let config = ReviewConfig {
+            action_name: None,
+            allowed_decisions: Some(vec!["reject".into(), "approve".into(), "respond".into()]),
+            timeout: None,
+            require_approval: None,
+        };
         let i = interaction(vec![action("send", json!({}))], vec![config]);
         let (_, rows) = json_of(&view(&i, Locale::En, &TokenSigner::new(b"k"), 0));
         let labels: Vec<&str> = rows[0]["components"].as_array().into_iter().flatten().filter_map(|b| b["label"].as_str()).collect();

@@ -98,12 +98,7 @@ pub fn split(text: &str, max: usize) -> Vec<String> {
         // Byte offset just past the `max`-th char: always a char boundary.
         let hard = rest.char_indices().nth(max).map_or(rest.len(), |(i, _)| i);
         let window = &rest[..hard];
-        let cut = window
-            .rfind('\n')
-            .or_else(|| window.rfind(' '))
-            .map(|i| i + 1)
-            .filter(|&i| i > hard / 2)
-            .unwrap_or(hard);
+        let cut = window.rfind('\n').or_else(|| window.rfind(' ')).map(|i| i + 1).filter(|&i| i > hard / 2).unwrap_or(hard);
         pieces.push(rest[..cut].to_owned());
         rest = &rest[cut..];
     }

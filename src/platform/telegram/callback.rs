@@ -84,9 +84,7 @@ impl Code {
         let head = chars.next()?;
         let rest = chars.as_str();
         // Indexes are plain decimal: no sign, no leading '+', bounded length.
-        let index = |s: &str| -> Option<usize> {
-            (!s.is_empty() && s.len() <= 4 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
-        };
+        let index = |s: &str| -> Option<usize> { (!s.is_empty() && s.len() <= 4 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten() };
         Some(match head {
             'a' => Code::Decide { action: index(rest)?, decision: DecisionType::Approve },
             'r' => Code::Decide { action: index(rest)?, decision: DecisionType::Reject },

@@ -119,7 +119,15 @@ pub async fn on_message(tg: &Telegram, message: Message) {
 /// Asks the engine whether `user` may talk here; a stranger gets the refusal (with a
 /// pairing code when pairing is on) as a reply to their message, once per refusal
 /// window: within it they get nothing.
-async fn admitted(tg: &Telegram, chat: &ChatKey, user: &User, attempted: &'static str, typed: &str, locale: Locale, message: teloxide::types::MessageId) -> bool {
+async fn admitted(
+    tg: &Telegram,
+    chat: &ChatKey,
+    user: &User,
+    attempted: &'static str,
+    typed: &str,
+    locale: Locale,
+    message: teloxide::types::MessageId,
+) -> bool {
     match tg.engine.admit(chat.clone(), actor_of(user), attempted, typed, locale).await {
         Ok(()) => true,
         Err(EngineError::NotAdmitted(stranger)) => {
@@ -202,12 +210,7 @@ async fn pending(tg: &Telegram, chat: &ChatKey, locale: Locale) {
             RequestKind::Approval { actions } => actions.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", "),
             RequestKind::Questions { questions, .. } => questions.first().map(|q| q.text.clone()).unwrap_or_default(),
         };
-        let line = format!(
-            "⏳ {}: {} · ⏰ {}",
-            escape(text(locale, Msg::Pending)),
-            escape_cut(&what, 300),
-            locale::clock(interaction.deadline_ms)
-        );
+        let line = format!("⏳ {}: {} · ⏰ {}", escape(text(locale, Msg::Pending)), escape_cut(&what, 300), locale::clock(interaction.deadline_ms));
         let reply_to = messages.first().and_then(|m| m.message_id.parse::<i32>().ok()).map(teloxide::types::MessageId);
         log_failure(send::html_reply(&tg.bot, chat, &line, None, reply_to).await.map(|_| ()));
     }
@@ -313,7 +316,14 @@ async fn answer_prompt(tg: &Telegram, chat: &ChatKey, user: &User, prompt: Promp
 }
 
 /// Sends a ForceReply prompt asking `user` for text, and remembers it.
-pub async fn ask_for_text(tg: &Telegram, chat: &ChatKey, user: &User, interaction: &Interaction, kind: PromptKind, locale: Locale) -> Result<(), PlatformError> {
+pub async fn ask_for_text(
+    tg: &Telegram,
+    chat: &ChatKey,
+    user: &User,
+    interaction: &Interaction,
+    kind: PromptKind,
+    locale: Locale,
+) -> Result<(), PlatformError> {
     let (label, body) = match (kind, &interaction.request.kind) {
         (PromptKind::Text { question }, RequestKind::Questions { questions, .. }) => {
             let q = questions.get(question);

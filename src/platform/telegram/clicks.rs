@@ -5,13 +5,13 @@
 
 use teloxide::types::{CallbackQuery, ChatId, MessageId};
 
+use super::Telegram;
 use super::callback::Code;
 use super::chat::{actor_of, ask_for_text, chat_key};
+use super::render::{OPTIONS_PER_PAGE, pages};
 use super::send;
 use super::text::{Tg, tg as tg_text};
-use super::render::{OPTIONS_PER_PAGE, pages};
 use super::wizard::{PromptKind, View};
-use super::Telegram;
 use crate::engine::{ActError, ActOutcome, now_ms};
 use crate::interaction::{Actor, Attempt, FreeText, Interaction, Opening, Refusal, RefusedAttempt, RequestKind, UserAction};
 use crate::platform::locale::{self, Locale, Msg, text};
@@ -46,11 +46,7 @@ struct Origin {
 pub async fn on_callback(tg: &Telegram, query: CallbackQuery) {
     tracing::debug!(user = query.from.id.0, "callback query");
     let user_language = query.from.language_code.clone();
-    let origin = query.message.as_ref().map(|m| Origin {
-        chat: chat_key(m.chat().id, m.regular_message()),
-        chat_id: m.chat().id,
-        message_id: m.id(),
-    });
+    let origin = query.message.as_ref().map(|m| Origin { chat: chat_key(m.chat().id, m.regular_message()), chat_id: m.chat().id, message_id: m.id() });
     let chat_id = origin.as_ref().map(|o| o.chat.chat_id.clone()).unwrap_or_default();
     // Remembered before acting: the engine re-renders the message while it acts, and
     // after a restart a click may be the first thing seen from this chat.
@@ -113,7 +109,8 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
             prompt(tg, origin, &query.from, &interaction, PromptKind::Comment { action }, locale).await
         }
         Code::Option { question, option } => {
-            let (RequestKind::Questions { questions, .. }, crate::interaction::Draft::Answers { answers }) = (&interaction.request.kind, &interaction.draft) else {
+            let (RequestKind::Questions { questions, .. }, crate::interaction::Draft::Answers { answers }) = (&interaction.request.kind, &interaction.draft)
+            else {
                 return refuser.refuse(Refusal::WrongKind { expected: "decisions", got: "answers" }).await;
             };
             let Some(q) = questions.get(question) else { return refuser.refuse(Refusal::OutOfRange("question")).await };

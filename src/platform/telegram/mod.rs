@@ -25,28 +25,28 @@ mod lanes;
 mod limits;
 pub mod render;
 mod send;
+pub mod settings;
 pub mod text;
 mod transport;
 pub mod wizard;
-pub mod settings;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures_util::future::BoxFuture;
 use secrecy::ExposeSecret;
-use teloxide::types::{ChatId, MessageId, ReplyMarkup};
 use teloxide::Bot;
+use teloxide::types::{ChatId, MessageId, ReplyMarkup};
 use tokio::task::JoinHandle;
 
 use self::render::{render_page, step_for};
+use self::settings::TelegramSettings;
 use self::wizard::{Caches, View, Wizard};
 use super::locale::{self, Locale, Msg};
 use super::token::TokenSigner;
 use super::{Platform, PlatformError, reminder};
-use crate::interaction::updates::ToolGroupStatus;
-use self::settings::TelegramSettings;
 use crate::engine::EngineHandle;
 use crate::interaction::policy::Mention;
+use crate::interaction::updates::ToolGroupStatus;
 use crate::interaction::{AccessPolicy, Interaction};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
@@ -173,11 +173,7 @@ impl Telegram {
     /// the one last seen in this chat), else English.
     fn locale(&self, chat_id: &str, user_language: Option<&str>) -> Locale {
         let remembered = if user_language.is_none() { self.caches().language(chat_id) } else { None };
-        Locale::pick([
-            self.settings.locale.as_deref(),
-            self.settings.chat_locales.get(chat_id).map(String::as_str),
-            user_language.or(remembered.as_deref()),
-        ])
+        Locale::pick([self.settings.locale.as_deref(), self.settings.chat_locales.get(chat_id).map(String::as_str), user_language.or(remembered.as_deref())])
     }
 
     async fn rendered(&self, interaction: &Interaction, locale: Locale) -> render::Rendered {
@@ -258,10 +254,7 @@ impl Platform for Telegram {
     fn refresh_interaction<'a>(&'a self, message: &'a MessageRef, interaction: &'a Interaction) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
             let (chat_id, _) = send::target(&message.chat)?;
-            let message_id = message
-                .message_id
-                .parse::<i32>()
-                .map_err(|_| send::fail(format!("not a Telegram message id: {}", message.message_id)))?;
+            let message_id = message.message_id.parse::<i32>().map_err(|_| send::fail(format!("not a Telegram message id: {}", message.message_id)))?;
             let locale = self.locale(&message.chat.chat_id, None);
             let r = self.rendered(interaction, locale).await;
             if !interaction.status.is_pending() {
@@ -275,7 +268,13 @@ impl Platform for Telegram {
         Box::pin(async move { self.notice(chat, text).await })
     }
 
-    fn send_reminder<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention, card: Option<&'a MessageRef>) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(
+        &'a self,
+        chat: &'a ChatKey,
+        interaction: &'a Interaction,
+        mention: &'a Mention,
+        card: Option<&'a MessageRef>,
+    ) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
             let locale = self.locale(&chat.chat_id, None);
             let people = reminder::recipients(PLATFORM, interaction, mention, Some(&self.policy));

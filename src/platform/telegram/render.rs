@@ -11,8 +11,8 @@
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
 use super::callback::Code;
-use super::wizard::View;
 use super::text::{MAX_TEXT_CHARS, Tg, cut, escape, escape_cut, tg};
+use super::wizard::View;
 use crate::interaction::answers::encode;
 use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question, RememberScope, RequestKind};
 use crate::platform::locale::policy::Addressed;
@@ -135,11 +135,7 @@ fn deadline_line(interaction: &Interaction, locale: Locale) -> String {
 
 /// The last lines: the deadline while pending, the outcome after.
 fn status_line(interaction: &Interaction, locale: Locale) -> String {
-    if interaction.status.is_pending() {
-        deadline_line(interaction, locale)
-    } else {
-        format!("<b>{}</b>", escape(&locale::outcome(locale, interaction)))
-    }
+    if interaction.status.is_pending() { deadline_line(interaction, locale) } else { format!("<b>{}</b>", escape(&locale::outcome(locale, interaction))) }
 }
 
 /// Joins `head`, as many `body` segments as fit, and `tail` within Telegram's limit;
@@ -206,11 +202,8 @@ fn approval(
     // Everything but the args first, so the args get whatever room is left.
     let mut fixed: Vec<Vec<String>> = Vec::new();
     for (n, action) in actions.iter().enumerate() {
-        let mut lines = vec![if many {
-            format!("\n<b>{}. {}</b>", n + 1, escape_cut(&action.name, 200))
-        } else {
-            format!("\n<b>{}</b>", escape_cut(&action.name, 200))
-        }];
+        let mut lines =
+            vec![if many { format!("\n<b>{}. {}</b>", n + 1, escape_cut(&action.name, 200)) } else { format!("\n<b>{}</b>", escape_cut(&action.name, 200)) }];
         if let Some(d) = &action.description {
             lines.push(escape_cut(d, MAX_FIELD_CHARS));
         }
@@ -264,13 +257,20 @@ fn approval(
         }
         // A comment is always possible: a `respond` decision where allowed, else a note
         // for the whole request (`user_edit_content`, seed 002).
-        row.extend(button(signer, interaction, Code::Comment { action: n }, &format!("{}💬 {}{suffix}", mark(DecisionType::Respond), text(locale, Msg::Respond))));
+        row.extend(button(
+            signer,
+            interaction,
+            Code::Comment { action: n },
+            &format!("{}💬 {}{suffix}", mark(DecisionType::Respond), text(locale, Msg::Respond)),
+        ));
         rows.push(row);
     }
     if !offered.is_empty() {
         let remember: Vec<InlineKeyboardButton> = offered
             .iter()
-            .filter_map(|&scope| button(signer, interaction, Code::Remember(scope), &format!("{} {}", remember_emoji(scope), locale::policy::remember_button(locale, scope))))
+            .filter_map(|&scope| {
+                button(signer, interaction, Code::Remember(scope), &format!("{} {}", remember_emoji(scope), locale::policy::remember_button(locale, scope)))
+            })
             .collect();
         rows.push(remember);
     }
@@ -345,7 +345,15 @@ fn context_line(interaction: &Interaction) -> Option<String> {
     interaction.request.context.as_deref().map(|c| format!("<i>{}</i>", escape_cut(c, MAX_FIELD_CHARS)))
 }
 
-fn question_step(interaction: &Interaction, questions: &[Question], answers: &[AnswerDraft], step: usize, page: usize, locale: Locale, signer: &TokenSigner) -> Rendered {
+fn question_step(
+    interaction: &Interaction,
+    questions: &[Question],
+    answers: &[AnswerDraft],
+    step: usize,
+    page: usize,
+    locale: Locale,
+    signer: &TokenSigner,
+) -> Rendered {
     let Some(q) = questions.get(step) else { return summary(interaction, questions, answers, locale, signer) };
     let draft = answers.get(step).cloned().unwrap_or_default();
     let mut head: Vec<String> = context_line(interaction).into_iter().collect();

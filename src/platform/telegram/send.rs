@@ -9,14 +9,13 @@
 
 use std::time::Duration;
 
-use teloxide::{ApiError, RequestError};
 use teloxide::payloads::{AnswerCallbackQuerySetters, EditMessageTextSetters, SendDocumentSetters, SendMessageSetters};
 use teloxide::prelude::Requester;
 use teloxide::requests::{Output, Request};
 use teloxide::types::{
-    CallbackQueryId, ChatId, InlineKeyboardMarkup, InputFile, LinkPreviewOptions, MessageId, ParseMode, ReplyMarkup, ReplyParameters,
-    ThreadId,
+    CallbackQueryId, ChatId, InlineKeyboardMarkup, InputFile, LinkPreviewOptions, MessageId, ParseMode, ReplyMarkup, ReplyParameters, ThreadId,
 };
+use teloxide::{ApiError, RequestError};
 
 use super::TgBot;
 use super::limits::Scope;
@@ -167,11 +166,7 @@ pub async fn html_reply(bot: &TgBot, chat: &ChatKey, text: &str, markup: Option<
 /// Replaces a message's text and keyboard. "message is not modified" is success: the
 /// message already shows what we wanted.
 pub async fn edit(bot: &TgBot, chat_id: ChatId, message_id: MessageId, text: &str, keyboard: InlineKeyboardMarkup) -> Result<(), PlatformError> {
-    let request = bot
-        .edit_message_text(chat_id, message_id, text)
-        .parse_mode(ParseMode::Html)
-        .link_preview_options(no_preview())
-        .reply_markup(keyboard);
+    let request = bot.edit_message_text(chat_id, message_id, text).parse_mode(ParseMode::Html).link_preview_options(no_preview()).reply_markup(keyboard);
     match limited(bot, Call::Edit(chat_id), request).await {
         Ok(_) => Ok(()),
         Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),

@@ -38,9 +38,15 @@ pub fn tg(locale: Locale, msg: Tg) -> &'static str {
         (InvalidPrompt, En) => "This prompt is no longer waiting for an answer.",
         (InvalidPrompt, Vi) => "Lời nhắc này không còn chờ câu trả lời.",
         (InvalidPrompt, Zh) => "此提示已不再等待回答。",
-        (Help, En) => "Send a message to talk to the agent. /new starts a fresh session, /cancel stops the current turn, /pending shows what waits for a decision, /rules lists what is approved without asking (/rules revoke ID takes one back).",
-        (Help, Vi) => "Gửi tin nhắn để trò chuyện với agent. /new bắt đầu phiên mới, /cancel dừng lượt hiện tại, /pending cho biết những gì đang chờ quyết định, /rules liệt kê những gì được duyệt tự động (/rules revoke MÃ để thu hồi).",
-        (Help, Zh) => "发送消息即可与智能体对话。/new 开始新会话，/cancel 停止当前回合，/pending 查看等待决定的请求，/rules 列出无需询问即批准的规则（/rules revoke 编号 可撤销）。",
+        (Help, En) => {
+            "Send a message to talk to the agent. /new starts a fresh session, /cancel stops the current turn, /pending shows what waits for a decision, /rules lists what is approved without asking (/rules revoke ID takes one back)."
+        }
+        (Help, Vi) => {
+            "Gửi tin nhắn để trò chuyện với agent. /new bắt đầu phiên mới, /cancel dừng lượt hiện tại, /pending cho biết những gì đang chờ quyết định, /rules liệt kê những gì được duyệt tự động (/rules revoke MÃ để thu hồi)."
+        }
+        (Help, Zh) => {
+            "发送消息即可与智能体对话。/new 开始新会话，/cancel 停止当前回合，/pending 查看等待决定的请求，/rules 列出无需询问即批准的规则（/rules revoke 编号 可撤销）。"
+        }
         (CommandFailed, En) => "The bridge could not do that right now; try again.",
         (CommandFailed, Vi) => "Hiện không thể thực hiện; hãy thử lại.",
         (CommandFailed, Zh) => "暂时无法执行，请重试。",

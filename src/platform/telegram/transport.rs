@@ -26,8 +26,8 @@ use teloxide::types::{AllowedUpdate, BotCommand, Update};
 use tokio::task::JoinHandle;
 
 use super::send::retrying;
-use super::{StartError, Telegram, inbox};
 use super::settings::TelegramMode;
+use super::{StartError, Telegram, inbox};
 use crate::platform::commands::{COMMANDS, LANGUAGES};
 use crate::platform::locale::Locale;
 

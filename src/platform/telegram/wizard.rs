@@ -119,9 +119,7 @@ impl Wizard {
         let now = now_ms();
         let expires = expiry(interaction).min(now.saturating_add(PROMPT_TTL_MS));
         let value = serde_json::to_string(prompt).unwrap_or_default();
-        self.store
-            .put_ui_state(PROMPT_KIND, &prompt_key(prompt.chat_id, prompt.user_id), &prompt.interaction_id, &value, now, expires)
-            .await
+        self.store.put_ui_state(PROMPT_KIND, &prompt_key(prompt.chat_id, prompt.user_id), &prompt.interaction_id, &value, now, expires).await
     }
 
     /// The prompt a message answers: the one it replies to, else (when `fallback`) the
