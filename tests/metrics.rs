@@ -10,7 +10,6 @@ mod fake_discord;
 #[path = "support/fake_telegram.rs"]
 mod fake_telegram;
 mod support;
-#[allow(dead_code)]
 #[path = "support/telegram_chat.rs"]
 mod telegram_chat;
 

@@ -9,7 +9,8 @@
 use std::collections::BTreeMap;
 
 use super::Store;
-use super::audit::{self, AuditEntry, insert_audit};
+use super::audit::{self, insert_audit};
+use super::audit_entry::AuditEntry;
 use super::chats::ChatKey;
 use super::error::{Result, StoreError};
 use super::interactions::decode_rows;

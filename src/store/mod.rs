@@ -14,6 +14,7 @@
 mod admin;
 mod api_requests;
 mod audit;
+mod audit_entry;
 mod chats;
 mod connect;
 mod error;
@@ -40,7 +41,7 @@ use sqlx::AnyPool;
 
 pub use admin::{AuditCursor, AuditPage, AuditRow};
 pub use api_requests::{ApiRequest, DueCallback, PageMark};
-pub use audit::{AuditEntry, kind_and_tools};
+pub use audit_entry::{AuditEntry, kind_and_tools};
 pub use chats::ChatKey;
 pub use connect::DEFAULT_URL;
 pub use error::{Result, StoreError};

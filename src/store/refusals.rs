@@ -5,7 +5,8 @@
 //! sees the same window: one refusal per window across the deployment.
 
 use super::Store;
-use super::audit::{AuditEntry, insert_audit};
+use super::audit::insert_audit;
+use super::audit_entry::AuditEntry;
 use super::error::{Result, StoreError};
 use crate::interaction::Actor;
 

@@ -13,7 +13,8 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, AnyExecutor};
 
 use super::Store;
-use super::audit::{AuditEntry, insert_audit};
+use super::audit::insert_audit;
+use super::audit_entry::AuditEntry;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
 use super::json::{self, skip_corrupt};
