@@ -9,6 +9,7 @@
 pub mod access;
 pub mod admission;
 pub mod answers;
+mod apply;
 pub mod decisions;
 pub mod policy;
 pub mod question;
@@ -23,6 +24,6 @@ pub use answers::{AnswerDraft, NO_PREFERENCE, selected_labels};
 pub use decisions::DecisionDraft;
 pub use policy::{Policy, PolicyRule, PolicySpec, RememberScope, RememberedRule};
 pub use question::{FreeText, Question, QuestionError, QuestionOption};
-pub use refusal::{Attempt, Opening, RefusedAttempt};
+pub use refusal::{Attempt, Opening, Refusal, RefusedAttempt};
 pub use request::{Action, Request, RequestBuilder, RequestError, RequestKind, TimeoutDefaults};
-pub use state::{Applied, Decider, Delivery, Draft, Interaction, Refusal, Revision, Status, UserAction};
+pub use state::{Applied, Decider, Delivery, Draft, Interaction, Revision, Status, UserAction};

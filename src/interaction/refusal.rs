@@ -7,7 +7,54 @@
 use serde::Serialize;
 
 use super::access::Actor;
-use super::state::{Refusal, UserAction};
+use super::answers::MAX_TEXT_CHARS;
+use super::decisions::EditError;
+use super::policy::RememberScope;
+use super::state::UserAction;
+use crate::protocol::DecisionType;
+
+/// Why an action was refused. Nothing changed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refusal {
+    #[error("you are not allowed to answer this request")]
+    NotAllowed,
+    /// Four eyes: the requester may not decide their own turn's tool calls.
+    #[error("you started this turn; another approver must decide its tool calls")]
+    SelfApproval,
+    #[error("already decided by {by}")]
+    AlreadyDecided { by: String, at_ms: i64 },
+    #[error("this request has expired")]
+    Expired,
+    #[error("this request was cancelled")]
+    Cancelled,
+    #[error("{decision} is not allowed for {action}", decision = .decision.as_str())]
+    DecisionNotAllowed { action: String, decision: DecisionType },
+    #[error("{0}")]
+    InvalidEdit(EditError),
+    #[error("no such {0}")]
+    OutOfRange(&'static str),
+    #[error("decide every action before submitting (missing: {})", missing_list(.missing))]
+    Incomplete { missing: Vec<usize> },
+    #[error("this request takes {expected}, not {got}")]
+    WrongKind { expected: &'static str, got: &'static str },
+    #[error("this question does not take free text")]
+    NoFreeText,
+    #[error("the text is empty")]
+    EmptyText,
+    #[error("the text is longer than {MAX_TEXT_CHARS} characters")]
+    TextTooLong,
+    #[error("this question takes a single choice")]
+    SingleChoice,
+    /// Quorum: one person votes once.
+    #[error("you have already voted on this request")]
+    AlreadyVoted { at_ms: i64 },
+    #[error("\"{}\" is not offered for this request", match .scope { RememberScope::Session => "approve for this session", RememberScope::Always => "always approve" })]
+    RememberNotOffered { scope: RememberScope },
+}
+
+fn missing_list(missing: &[usize]) -> String {
+    missing.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(", ")
+}
 
 /// What a refused person tried.
 #[derive(Debug, Clone, PartialEq, Serialize)]
