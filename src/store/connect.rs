@@ -19,33 +19,71 @@ use super::group_commit::GroupCommit;
 /// Where the store lives when the config names no database.
 pub const DEFAULT_URL: &str = "sqlite://data/hitl-bridge.db";
 
-/// The schema, as `(version, description, SQLite SQL, PostgreSQL SQL)`. Append only:
-/// sqlx refuses to start when an applied migration's text has changed.
-const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
-    (1, "init", include_str!("../../migrations/sqlite/0001_init.sql"), include_str!("../../migrations/postgres/0001_init.sql")),
-    (2, "secrets", include_str!("../../migrations/sqlite/0002_secrets.sql"), include_str!("../../migrations/postgres/0002_secrets.sql")),
-    (3, "session leases", include_str!("../../migrations/sqlite/0003_session_leases.sql"), include_str!("../../migrations/postgres/0003_session_leases.sql")),
-    (4, "http api", include_str!("../../migrations/sqlite/0004_http_api.sql"), include_str!("../../migrations/postgres/0004_http_api.sql")),
-    (5, "access", include_str!("../../migrations/sqlite/0005_access.sql"), include_str!("../../migrations/postgres/0005_access.sql")),
-    (6, "ui state", include_str!("../../migrations/sqlite/0006_ui_state.sql"), include_str!("../../migrations/postgres/0006_ui_state.sql")),
-    (8, "pending shows", include_str!("../../migrations/sqlite/0008_pending_shows.sql"), include_str!("../../migrations/postgres/0008_pending_shows.sql")),
-    (9, "admin commands", include_str!("../../migrations/sqlite/0009_admin.sql"), include_str!("../../migrations/postgres/0009_admin.sql")),
-    (10, "decision policies", include_str!("../../migrations/sqlite/0010_policies.sql"), include_str!("../../migrations/postgres/0010_policies.sql")),
-    (13, "refusal windows", include_str!("../../migrations/sqlite/0013_refusals.sql"), include_str!("../../migrations/postgres/0013_refusals.sql")),
+/// A migration's SQL: one text both databases run, or one for each.
+enum Schema {
+    Shared(&'static str),
+    PerDatabase { sqlite: &'static str, postgres: &'static str },
+}
+
+/// The schema, as `(version, description, SQL)`. Append only: sqlx refuses to start
+/// when an applied migration's text has changed (moving a file keeps its text).
+const MIGRATIONS: &[(i64, &str, Schema)] = &[
+    (
+        1,
+        "init",
+        Schema::PerDatabase {
+            sqlite: include_str!("../../migrations/sqlite/0001_init.sql"),
+            postgres: include_str!("../../migrations/postgres/0001_init.sql"),
+        },
+    ),
+    (2, "secrets", Schema::Shared(include_str!("../../migrations/shared/0002_secrets.sql"))),
+    (3, "session leases", Schema::Shared(include_str!("../../migrations/shared/0003_session_leases.sql"))),
+    (4, "http api", Schema::Shared(include_str!("../../migrations/shared/0004_http_api.sql"))),
+    (5, "access", Schema::Shared(include_str!("../../migrations/shared/0005_access.sql"))),
+    (6, "ui state", Schema::Shared(include_str!("../../migrations/shared/0006_ui_state.sql"))),
+    (8, "pending shows", Schema::Shared(include_str!("../../migrations/shared/0008_pending_shows.sql"))),
+    (
+        9,
+        "admin commands",
+        Schema::PerDatabase {
+            sqlite: include_str!("../../migrations/sqlite/0009_admin.sql"),
+            postgres: include_str!("../../migrations/postgres/0009_admin.sql"),
+        },
+    ),
+    (
+        10,
+        "decision policies",
+        Schema::PerDatabase {
+            sqlite: include_str!("../../migrations/sqlite/0010_policies.sql"),
+            postgres: include_str!("../../migrations/postgres/0010_policies.sql"),
+        },
+    ),
+    (
+        13,
+        "refusal windows",
+        Schema::PerDatabase {
+            sqlite: include_str!("../../migrations/sqlite/0013_refusals.sql"),
+            postgres: include_str!("../../migrations/postgres/0013_refusals.sql"),
+        },
+    ),
     (
         14,
         "approval keys per agent",
-        include_str!("../../migrations/sqlite/0014_keys_per_token.sql"),
-        include_str!("../../migrations/postgres/0014_keys_per_token.sql"),
+        Schema::PerDatabase {
+            sqlite: include_str!("../../migrations/sqlite/0014_keys_per_token.sql"),
+            postgres: include_str!("../../migrations/postgres/0014_keys_per_token.sql"),
+        },
     ),
-    (15, "telegram inbox", include_str!("../../migrations/sqlite/0015_telegram_inbox.sql"), include_str!("../../migrations/postgres/0015_telegram_inbox.sql")),
+    (15, "telegram inbox", Schema::Shared(include_str!("../../migrations/shared/0015_telegram_inbox.sql"))),
     (
         16,
         "interaction kind",
-        include_str!("../../migrations/sqlite/0016_interaction_kind.sql"),
-        include_str!("../../migrations/postgres/0016_interaction_kind.sql"),
+        Schema::PerDatabase {
+            sqlite: include_str!("../../migrations/sqlite/0016_interaction_kind.sql"),
+            postgres: include_str!("../../migrations/postgres/0016_interaction_kind.sql"),
+        },
     ),
-    (17, "shown revision", include_str!("../../migrations/sqlite/0017_shown_revision.sql"), include_str!("../../migrations/postgres/0017_shown_revision.sql")),
+    (17, "shown revision", Schema::Shared(include_str!("../../migrations/shared/0017_shown_revision.sql"))),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.
@@ -80,12 +118,13 @@ impl Backend {
     fn migrator(self) -> Migrator {
         let migrations = MIGRATIONS
             .iter()
-            .map(|&(version, description, sqlite, postgres)| {
-                let sql = match self {
-                    Backend::Sqlite => sqlite,
-                    Backend::Postgres => postgres,
+            .map(|(version, description, schema)| {
+                let sql = match (schema, self) {
+                    (Schema::Shared(sql), _) => *sql,
+                    (Schema::PerDatabase { sqlite, .. }, Backend::Sqlite) => *sqlite,
+                    (Schema::PerDatabase { postgres, .. }, Backend::Postgres) => *postgres,
                 };
-                Migration::new(version, Cow::Borrowed(description), MigrationType::Simple, sql.into_sql_str(), false)
+                Migration::new(*version, Cow::Borrowed(*description), MigrationType::Simple, sql.into_sql_str(), false)
             })
             .collect();
         Migrator::with_migrations(migrations)
