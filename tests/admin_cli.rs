@@ -35,6 +35,7 @@ macro_rules! suite {
         mod postgres {
             $(
                 #[tokio::test]
+                #[ignore = "needs PostgreSQL: set HITL_BRIDGE_TEST_POSTGRES_URL, then cargo test -- --include-ignored"]
                 async fn $test() {
                     let Some(db) = super::TestDatabase::postgres().await else { return };
                     super::$test(&db).await;

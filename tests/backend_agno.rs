@@ -51,7 +51,7 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
-/// AgentOS, started on first use; `None` (the test skips) when agno is not installed.
+/// AgentOS, started on first use (`installed` fails the test when agno is not installed).
 fn agent_os() -> Option<&'static AgentOs> {
     AGENT_OS.get_or_init(|| backends::installed("agno").map(start_agent_os)).as_ref()
 }
@@ -235,6 +235,7 @@ fn id_of(message: &Value) -> i64 {
 /// Approve: the tool runs in AgentOS, the model is sent its result, the run
 /// completes and its final text reaches the chat.
 #[tokio::test]
+#[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 async fn approve_runs_the_tool_and_the_model_sees_its_result() {
     let Some(os) = agent_os() else { return };
     let h = Harness::start(os).await;
@@ -264,6 +265,7 @@ async fn approve_runs_the_tool_and_the_model_sees_its_result() {
 
 /// Comment (a `respond`): the tool does not run, the note is what the model reads.
 #[tokio::test]
+#[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 async fn comment_rejects_with_a_note_the_model_reads() {
     let Some(os) = agent_os() else { return };
     let h = Harness::start(os).await;
@@ -285,6 +287,7 @@ async fn comment_rejects_with_a_note_the_model_reads() {
 
 /// Two tool calls in one pause: one request, a decision each, one continue.
 #[tokio::test]
+#[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 async fn two_tool_calls_get_one_decision_each() {
     let Some(os) = agent_os() else { return };
     let h = Harness::start(os).await;
@@ -309,6 +312,7 @@ async fn two_tool_calls_get_one_decision_each() {
 /// "Other" text) and a single-select one; the labels reach the tool as
 /// `selected_options` and the model reads them.
 #[tokio::test]
+#[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 async fn user_feedback_questions_reach_ask_user_as_selected_options() {
     let Some(os) = agent_os() else { return };
     let h = Harness::start(os).await;
@@ -347,6 +351,7 @@ async fn user_feedback_questions_reach_ask_user_as_selected_options() {
 /// The bridge restarts while a run waits: the old message's button still works, and
 /// the continue is built from the run as AgentOS keeps it.
 #[tokio::test]
+#[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 async fn a_paused_run_is_answered_after_a_bridge_restart() {
     let Some(os) = agent_os() else { return };
     let mut h = Harness::start(os).await;
@@ -366,6 +371,7 @@ async fn a_paused_run_is_answered_after_a_bridge_restart() {
 /// AgentOS no longer has the run (its session was deleted): the answer cannot be
 /// delivered, and the card says so instead of claiming it was.
 #[tokio::test]
+#[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 async fn an_answer_agentos_cannot_take_is_reported_on_the_card() {
     let Some(os) = agent_os() else { return };
     let h = Harness::start(os).await;
@@ -385,6 +391,7 @@ async fn an_answer_agentos_cannot_take_is_reported_on_the_card() {
 /// to cancel the session's open run. AgentOS keeps a paused run `PAUSED` and records
 /// the cancellation: continuing it afterwards (here, by hand) is cancelled at once.
 #[tokio::test]
+#[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 async fn cancel_cancels_the_waiting_run() {
     let Some(os) = agent_os() else { return };
     let h = Harness::start(os).await;
@@ -456,6 +463,7 @@ async fn one_run_with_status(os: &AgentOs, session: &str, status: &str) -> Value
 /// message's id in its metadata, does not send the message again, and the click
 /// continues the one run.
 #[test]
+#[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 fn sigkill_after_the_message_reached_agentos_does_not_run_it_twice() {
     let Some(os) = agent_os() else { return };
     let rt = runtime();
@@ -487,6 +495,7 @@ fn sigkill_after_the_message_reached_agentos_does_not_run_it_twice() {
 /// Killed while the request is shown: the restarted bridge replays it from AgentOS's
 /// paused run, and the click continues it once.
 #[test]
+#[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 fn sigkill_while_the_request_is_shown_then_the_click_continues_the_run_once() {
     let Some(os) = agent_os() else { return };
     let rt = runtime();
@@ -514,6 +523,7 @@ fn sigkill_while_the_request_is_shown_then_the_click_continues_the_run_once() {
 /// heard back (the proxy withholds the answer): the restarted bridge reads the run,
 /// sees the decision in it, sends nothing, and records the decision as delivered.
 #[test]
+#[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 fn sigkill_after_agentos_took_the_decision_before_its_proof_records_it_delivered() {
     let Some(os) = agent_os() else { return };
     let rt = runtime();
@@ -550,6 +560,7 @@ fn sigkill_after_agentos_took_the_decision_before_its_proof_records_it_delivered
 /// with the decision, and a decision that reached AgentOS is never reported as "not
 /// delivered".
 #[test]
+#[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 fn sigkill_right_after_the_click_continues_the_run_exactly_once() {
     let Some(os) = agent_os() else { return };
     let rt = runtime();

@@ -389,5 +389,10 @@ fn readme_is_a_front_door() {
     assert!(lines <= 300, "README.md has {lines} lines; move details to a guide in docs/");
     // CI runs these two commands as the README gives them.
     assert!(readme.contains("cargo test --locked"), "the README's test command is gone");
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    assert!(
+        readme.contains("cargo test --locked -- --include-ignored") && ci.contains("cargo test --locked -- --include-ignored"),
+        "CI runs the whole suite with the command the README gives for it"
+    );
     assert!(readme.contains("cargo run --release -- demo"), "the README's demo command is gone");
 }

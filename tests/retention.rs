@@ -72,6 +72,7 @@ macro_rules! suite {
         mod postgres {
             $(
                 #[tokio::test]
+                #[ignore = "needs PostgreSQL: set HITL_BRIDGE_TEST_POSTGRES_URL, then cargo test -- --include-ignored"]
                 async fn $test() {
                     let Some(db) = super::TestDb::postgres().await else { return };
                     super::$test(&db).await;

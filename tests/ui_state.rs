@@ -20,7 +20,7 @@ macro_rules! on_both {
             $(#[tokio::test] async fn $name() { let db = super::Db::sqlite(); super::$name(&db).await; db.finish().await; })*
         }
         mod postgres {
-            $(#[tokio::test] async fn $name() { let Some(db) = super::Db::postgres().await else { return }; super::$name(&db).await; db.finish().await; })*
+            $(#[tokio::test] #[ignore = "needs PostgreSQL: set HITL_BRIDGE_TEST_POSTGRES_URL, then cargo test -- --include-ignored"] async fn $name() { let Some(db) = super::Db::postgres().await else { return }; super::$name(&db).await; db.finish().await; })*
         }
     };
 }
