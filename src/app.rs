@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use crate::backend::agno::AgnoTransport;
 use crate::backend::http_api::HttpApi;
 use crate::backend::http_api::auth::Tokens;
+use crate::backend::http_api::body::Platforms;
 use crate::backend::kimi::KimiTransport;
 use crate::backend::lease::Lease;
 use crate::backend::session::{SessionConnector, SessionOptions};
@@ -140,7 +141,8 @@ impl App {
         // Backends: the inbound HTTP API serves `api:` sessions; the configured
         // backend (`backend.kind`) serves every chat session.
         let names: Vec<&'static str> = platforms.iter().map(|p| p.name()).collect();
-        let http_api = HttpApi::start(&settings.http, settings.timeouts.defaults(), names, store.clone(), engine.clone());
+        let known = crate::platform::networks();
+        let http_api = HttpApi::start(&settings.http, settings.timeouts.defaults(), Platforms { known, enabled: names }, store.clone(), engine.clone());
         let (backend_tx, backend_rx) = tokio::sync::mpsc::channel(1024);
         let chat_backend = chat_connector(settings, &store, backend_tx, &metrics);
         let connectors = Connectors::new(vec![http_api.clone() as Arc<dyn Connector>, chat_backend]);

@@ -199,7 +199,7 @@ impl Settings {
             return Err(ConfigError::Invalid { key, reason });
         }
         for channel in &self.routing.channels {
-            if crate::engine::routing::parse_chat(channel).is_none() {
+            if crate::platform::networks().parse_chat(channel).is_none() {
                 return invalid(
                     "routing.channels",
                     &format!("`{channel}` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, console)"),
@@ -217,7 +217,8 @@ impl Settings {
     }
 
     fn try_policies(&self) -> Result<Vec<PolicyRule>, ConfigError> {
-        let is_target = |t: &str| crate::engine::routing::parse_chat(t).is_some();
+        let networks = crate::platform::networks();
+        let is_target = |t: &str| networks.parse_chat(t).is_some();
         let is_backend = |b: &str| {
             use serde::de::value::{Error, StrDeserializer};
             b == "http" || BackendKind::deserialize(StrDeserializer::<Error>::new(b)).is_ok()
@@ -261,6 +262,7 @@ impl Settings {
             refusal_window_ms: self.access.refusal_window_secs.saturating_mul(1000).min(i64::MAX as u64) as i64,
             pairing_ttl_ms: self.access.pairing_code_secs.saturating_mul(1000) as i64,
             routing: self.routing.clone(),
+            networks: crate::platform::networks(),
             grace_ms: self.timeouts.grace_secs as i64 * 1000,
             on_expiry: self.timeouts.on_expiry,
             replica_id: self.backend.replica_id(),

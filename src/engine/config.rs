@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::routing::RoutingSettings;
 use crate::interaction::admission::PairingAdmins;
+use crate::interaction::chat::Networks;
 use crate::interaction::{AccessPolicy, Allowlist, PolicyRule};
 
 /// Everything [`super::Engine::start`] needs from the configuration.
@@ -24,6 +25,8 @@ pub struct EngineConfig {
     pub pairing_ttl_ms: i64,
     /// Where chat turns' requests are also shown (`routing.target`).
     pub routing: RoutingSettings,
+    /// The chat platforms the bridge knows and how they write their chats.
+    pub networks: Networks,
     /// How long after a deadline the bridge waits for the backend's own timeout.
     pub grace_ms: i64,
     pub on_expiry: OnExpiry,

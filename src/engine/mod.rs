@@ -63,6 +63,7 @@ use tokio::task::JoinSet;
 use self::lanes::Lanes;
 use self::shards::{Input, Routes, Shards, Watched};
 use crate::interaction::admission::PairingAdmins;
+use crate::interaction::chat::Networks;
 use crate::interaction::updates::BackendInput;
 use crate::interaction::{AccessPolicy, Allowlist, Interaction, PolicyRule, RememberedRule};
 use crate::store::{ChatKey, Store};
@@ -128,6 +129,8 @@ struct Shared {
     pairing_ttl_ms: i64,
     /// Where chat turns' requests are also shown (`routing.target`).
     extra_chats: Vec<ChatKey>,
+    /// How each platform writes its chats (escalations' `show_in`).
+    networks: Networks,
     grace_ms: i64,
     on_expiry: OnExpiry,
     /// This replica's name on the `pending_shows` rows it is sending.
@@ -200,7 +203,8 @@ impl Engine {
             connectors,
             lanes: Lanes::new(store.clone(), platforms),
             store,
-            extra_chats: routing::extra_chats(&config.routing, &config.policy),
+            extra_chats: routing::extra_chats(&config.routing, &config.policy, &config.networks),
+            networks: config.networks.clone(),
             policy: config.policy.clone(),
             grace_ms: config.grace_ms,
             on_expiry: config.on_expiry,

@@ -17,7 +17,6 @@
 //!   (`Shard::expire_due`).
 
 use super::lanes::Job;
-use super::routing;
 use super::{EngineError, Shard};
 use crate::interaction::policy::{self, RequestFacts, StepAction};
 use crate::interaction::{Interaction, Policy};
@@ -110,7 +109,7 @@ impl Shard {
         let mut new_chats = Vec::new();
         for (_, step) in &steps {
             if let StepAction::ShowIn { target } = &step.action {
-                match routing::parse_chat(target) {
+                match self.networks.parse_chat(target) {
                     // Already there: one message per chat.
                     Some(chat) if showing.contains(&chat) || new_chats.contains(&chat) => {}
                     Some(chat) => new_chats.push(chat),

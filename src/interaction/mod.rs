@@ -10,6 +10,7 @@ pub mod access;
 pub mod admission;
 pub mod answers;
 mod apply;
+pub mod chat;
 pub mod decisions;
 pub mod policy;
 pub mod question;

@@ -33,7 +33,7 @@ impl McpSettings {
             }
         }
         for target in &self.default_targets {
-            if crate::engine::routing::parse_chat(target).is_none() {
+            if crate::platform::networks().parse_chat(target).is_none() {
                 return Some((
                     "mcp.default_targets",
                     format!("`{target}` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, console)"),

@@ -17,3 +17,39 @@ pub mod token;
 pub use crate::texts as locale;
 
 pub use crate::engine::{Platform, PlatformError};
+
+use std::sync::Arc;
+
+use crate::interaction::chat::Networks;
+
+/// Every chat platform's address grammar, in the order messages list them: the one
+/// list of the platforms the configuration, the engine and the HTTP API know. A new
+/// platform adds its `address::Address` here.
+pub fn networks() -> Networks {
+    Networks::new(vec![Arc::new(telegram::address::Address), Arc::new(discord::address::Address), Arc::new(console::address::Address)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interaction::chat::ChatKey;
+
+    #[test]
+    fn chats_parse_as_written_in_config() {
+        assert_eq!(networks().parse_chat("telegram:-1001234567890/7"), Some(ChatKey::new("telegram", "-1001234567890", Some("7"))));
+        assert_eq!(networks().parse_chat("discord:1100000000000000000"), Some(ChatKey::new("discord", "1100000000000000000", None)));
+        assert_eq!(networks().parse_chat("discord:user:80351110224678912"), Some(ChatKey::new("discord", "user:80351110224678912", None)));
+        assert_eq!(networks().parse_chat("telegram:user:42"), Some(ChatKey::new("telegram", "42", None)));
+        assert_eq!(networks().parse_chat("console"), Some(ChatKey::new("console", "stdin", None)));
+        for bad in ["irc:#ops", "telegram:", "telegram:abc", "discord:1/", "discord:user:", "discord:user:x1", "slack"] {
+            assert_eq!(networks().parse_chat(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_networks_are_listed_as_messages_name_them() {
+        assert_eq!(networks().listed(), "telegram, discord or console");
+        assert!(networks().knows("discord") && !networks().knows("slack"));
+        assert_eq!(networks().direct_chat("console", "c"), None);
+    }
+}

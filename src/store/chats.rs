@@ -2,7 +2,6 @@
 //! session's current turn (`session_requesters`). Routing decisions are the engine's;
 //! this only remembers them.
 
-use serde::{Deserialize, Serialize};
 use sqlx::any::AnyRow;
 
 use super::Store;
@@ -10,21 +9,9 @@ use super::error::{Result, StoreError};
 use super::json;
 use super::row::column;
 use crate::interaction::Actor;
-
-/// Where a chat lives: `("telegram", chat id, optional topic/thread id)`,
-/// `("discord", channel id, thread)`, `("console", "stdin", None)`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ChatKey {
-    pub platform: String,
-    pub chat_id: String,
-    pub thread_id: Option<String>,
-}
+pub use crate::interaction::chat::ChatKey;
 
 impl ChatKey {
-    pub fn new(platform: &str, chat_id: &str, thread_id: Option<&str>) -> Self {
-        Self { platform: platform.to_owned(), chat_id: chat_id.to_owned(), thread_id: thread_id.map(str::to_owned) }
-    }
-
     /// The `thread_id` column: '' stands for "no thread" because the column is part of
     /// unique keys, where NULLs never collide. No platform uses an empty thread id.
     pub(super) fn thread_column(&self) -> &str {

@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
 use super::error::ApiError;
-use crate::engine::routing::{console_chat, dm_chat, parse_chat};
+use crate::interaction::chat::Networks;
 use crate::interaction::policy::spec::{DurationSpec, StepSpec};
 use crate::interaction::policy::{Policy, PolicySpec};
 use crate::interaction::{Approvers, Request, RequestBuilder, RequestError, TimeoutDefaults};
@@ -218,8 +218,15 @@ pub struct Validated {
 
 /// Validates `body` against the platforms that are enabled. The approval key must
 /// already be filled in.
-pub fn validate(body: &PushBody, approval_key: &str, enabled: &[&str], defaults: TimeoutDefaults) -> Result<Validated, ApiError> {
-    let targets = targets(&body.targets, enabled)?;
+/// The chat platforms a pushed request may name: every one the bridge knows (so a
+/// known but disabled one gets its own error), and those enabled here.
+pub struct Platforms {
+    pub known: Networks,
+    pub enabled: Vec<&'static str>,
+}
+
+pub fn validate(body: &PushBody, approval_key: &str, platforms: &Platforms, defaults: TimeoutDefaults) -> Result<Validated, ApiError> {
+    let targets = targets(&body.targets, platforms)?;
     let approvers = approvers(body)?;
     if let Some(secs) = body.timeout_seconds
         && !(1..=MAX_TIMEOUT_SECS).contains(&secs)
@@ -242,19 +249,19 @@ pub fn validate(body: &PushBody, approval_key: &str, enabled: &[&str], defaults:
         Some(_) if request.is_question() => {
             return Err(ApiError::invalid("invalid_policy", "a policy applies to tool-call approvals, not to questions", "policy"));
         }
-        Some(spec) => Some(policy(spec, approvers.as_ref(), enabled)?),
+        Some(spec) => Some(policy(spec, approvers.as_ref(), platforms)?),
     };
     Ok(Validated { request, targets, approvers, policy })
 }
 
 /// The request's own policy, validated by the core with `show_in` chats parsed as
 /// `routing.channels` are and on enabled platforms only.
-fn policy(spec: &ApiPolicy, approvers: Option<&Approvers>, enabled: &[&str]) -> Result<Policy, ApiError> {
+fn policy(spec: &ApiPolicy, approvers: Option<&Approvers>, platforms: &Platforms) -> Result<Policy, ApiError> {
     // The core's check only says yes or no; remember why a chat was refused, so a chat
     // on a disabled platform gets the same error as a target on one.
     let disabled: RefCell<Option<String>> = RefCell::new(None);
-    let is_target = |text: &str| match parse_chat(text) {
-        Some(chat) if enabled.contains(&chat.platform.as_str()) => true,
+    let is_target = |text: &str| match platforms.known.parse_chat(text) {
+        Some(chat) if platforms.enabled.contains(&chat.platform.as_str()) => true,
         Some(chat) => {
             disabled.replace(Some(chat.platform));
             false
@@ -387,20 +394,21 @@ fn question_json(q: &ApiQuestion) -> Value {
     Value::Object(out)
 }
 
-fn targets(targets: &[Target], enabled: &[&str]) -> Result<Vec<ChatKey>, ApiError> {
+fn targets(targets: &[Target], platforms: &Platforms) -> Result<Vec<ChatKey>, ApiError> {
     if targets.is_empty() {
         return Err(ApiError::invalid("no_targets", "at least one target is required", "targets"));
     }
     let mut chats = Vec::new();
     for (i, t) in targets.iter().enumerate() {
         let field = |name: &str| format!("targets[{i}].{name}");
-        if !["telegram", "discord", "console"].contains(&t.platform.as_str()) {
-            return Err(ApiError::invalid("unknown_platform", format!("unknown platform `{}` (telegram, discord or console)", t.platform), field("platform")));
+        if !platforms.known.knows(&t.platform) {
+            let known = platforms.known.listed();
+            return Err(ApiError::invalid("unknown_platform", format!("unknown platform `{}` ({known})", t.platform), field("platform")));
         }
-        if !enabled.contains(&t.platform.as_str()) {
+        if !platforms.enabled.contains(&t.platform.as_str()) {
             return Err(ApiError::invalid("platform_not_enabled", format!("{} is not enabled on this bridge", t.platform), field("platform")));
         }
-        let chat = target_chat(t).map_err(|(name, message)| ApiError::invalid("invalid_target", message, field(name)))?;
+        let chat = target_chat(t, &platforms.known).map_err(|(name, message)| ApiError::invalid("invalid_target", message, field(name)))?;
         if !chats.contains(&chat) {
             chats.push(chat);
         }
@@ -409,7 +417,7 @@ fn targets(targets: &[Target], enabled: &[&str]) -> Result<Vec<ChatKey>, ApiErro
 }
 
 /// The chat a target names; on error, the field at fault and why.
-fn target_chat(t: &Target) -> Result<ChatKey, (&'static str, String)> {
+fn target_chat(t: &Target, networks: &Networks) -> Result<ChatKey, (&'static str, String)> {
     let id = |name: &'static str, value: &Option<String>, signed: bool| -> Result<Option<String>, (&'static str, String)> {
         match value.as_deref() {
             None => Ok(None),
@@ -418,15 +426,15 @@ fn target_chat(t: &Target) -> Result<ChatKey, (&'static str, String)> {
         }
     };
     match t.platform.as_str() {
-        "console" => Ok(console_chat()),
+        "console" => networks.parse_chat("console").ok_or(("platform", "no console chat".into())),
         "telegram" => match (id("chat_id", &t.chat_id, true)?, id("user_id", &t.user_id, false)?) {
             (Some(chat), None) => Ok(ChatKey::new("telegram", &chat, id("thread_id", &t.thread_id, false)?.as_deref())),
-            (None, Some(user)) => dm_chat("telegram", &user).ok_or(("user_id", "no private chat".into())),
+            (None, Some(user)) => networks.direct_chat("telegram", &user).ok_or(("user_id", "no private chat".into())),
             _ => Err(("chat_id", "a Telegram target needs chat_id or user_id (one of them)".into())),
         },
         _ => match (id("channel_id", &t.channel_id, false)?, id("user_id", &t.user_id, false)?) {
             (Some(channel), None) => Ok(ChatKey::new("discord", &channel, id("thread_id", &t.thread_id, false)?.as_deref())),
-            (None, Some(user)) => dm_chat("discord", &user).ok_or(("user_id", "no DM".into())),
+            (None, Some(user)) => networks.direct_chat("discord", &user).ok_or(("user_id", "no DM".into())),
             _ => Err(("channel_id", "a Discord target needs channel_id or user_id (one of them)".into())),
         },
     }

@@ -52,7 +52,7 @@ pub struct HttpApi {
     tokens: Tokens,
     defaults: TimeoutDefaults,
     /// Platforms a target may name.
-    platforms: Vec<&'static str>,
+    platforms: body::Platforms,
     /// `http.callback_allow_private`: callback URLs may point inside the network.
     callback_allow_private: bool,
     /// Notified whenever one of its interactions settles (long-polls wait on it).
@@ -62,8 +62,8 @@ pub struct HttpApi {
 }
 
 impl HttpApi {
-    /// Starts the callback deliverer. `platforms` are the enabled platforms' names.
-    pub fn start(settings: &HttpSettings, defaults: TimeoutDefaults, platforms: Vec<&'static str>, store: Store, engine: EngineHandle) -> Arc<Self> {
+    /// Starts the callback deliverer. `platforms` are those a request may name.
+    pub fn start(settings: &HttpSettings, defaults: TimeoutDefaults, platforms: body::Platforms, store: Store, engine: EngineHandle) -> Arc<Self> {
         let tokens = Tokens::new(settings.tokens());
         let wake_callbacks = Arc::new(Notify::new());
         let deliverer = callbacks::Deliverer {

@@ -5,6 +5,7 @@
 //! Requests are answered one at a time, in arrival order; the current step lives here
 //! (which action or question is being asked), what an answer means is the core's call.
 
+pub mod address;
 pub mod input;
 pub mod render;
 pub mod settings;
@@ -47,7 +48,7 @@ impl Console {
 
     /// The one chat the console has.
     pub fn chat() -> ChatKey {
-        crate::engine::routing::console_chat()
+        ChatKey::new(PLATFORM, "stdin", None)
     }
 
     async fn print(&self, text: &str) -> Result<(), PlatformError> {

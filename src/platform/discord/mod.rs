@@ -11,6 +11,7 @@
 //! still shown when another re-renders the message. The rest of [`Shared`] is caches
 //! (status lines, threads, channel lookups, DM channels), bounded in size.
 
+pub mod address;
 pub mod chat;
 pub mod codes;
 pub mod gateway;
@@ -209,7 +210,7 @@ pub async fn start(
 impl Discord {
     /// The channel for `chat`, opening the DM channel of a `user:<id>` target once.
     async fn channel(&self, chat: &ChatKey) -> Result<ChannelId, PlatformError> {
-        let Some(user) = chat.chat_id.strip_prefix(crate::engine::routing::DISCORD_DM_PREFIX) else { return target(chat) };
+        let Some(user) = chat.chat_id.strip_prefix(address::DM_PREFIX) else { return target(chat) };
         let user = user.parse::<u64>().ok().filter(|&n| n != 0).ok_or_else(|| send_error(format!("not a Discord user id: {user:?}")))?;
         if let Some(channel) = Shared::lock(&self.shared.dms).get(&user).copied() {
             return Ok(channel);

@@ -17,6 +17,7 @@
 //! What a click or reply means is always the core's call, through
 //! [`EngineHandle::act`]; this module never decides or stores an answer itself.
 
+pub mod address;
 pub mod callback;
 mod chat;
 mod clicks;

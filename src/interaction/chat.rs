@@ -1,0 +1,107 @@
+//! Chats as the core knows them: a [`ChatKey`] names one, and a [`ChatNetwork`] says
+//! how its platform writes its chats in configuration (`telegram:-100123/7`,
+//! `discord:user:80…`, `console`) and where a person's direct chat is. The core never
+//! names a platform: the networks the bridge has are a [`Networks`] registry, built
+//! from each platform's own descriptor.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// Where a chat lives: `("telegram", chat id, optional topic/thread id)`,
+/// `("discord", channel id, thread)`, `("console", "stdin", None)`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChatKey {
+    pub platform: String,
+    pub chat_id: String,
+    pub thread_id: Option<String>,
+}
+
+impl ChatKey {
+    pub fn new(platform: &str, chat_id: &str, thread_id: Option<&str>) -> Self {
+        Self { platform: platform.to_owned(), chat_id: chat_id.to_owned(), thread_id: thread_id.map(str::to_owned) }
+    }
+}
+
+/// What the core and the configuration know of one chat platform.
+pub trait ChatNetwork: Send + Sync {
+    /// The name in chat keys and in configuration (`telegram`).
+    fn name(&self) -> &'static str;
+
+    /// The chat that `rest` names, as written after `name:` in configuration (empty
+    /// when the name stands alone); `None` when it names none.
+    fn parse_chat(&self, rest: &str) -> Option<ChatKey>;
+
+    /// A person's direct chat with the bot, when the platform has them.
+    fn direct_chat(&self, user_id: &str) -> Option<ChatKey>;
+}
+
+/// The chat platforms the bridge knows, in the order messages list them.
+#[derive(Clone)]
+pub struct Networks {
+    list: Arc<[Arc<dyn ChatNetwork>]>,
+}
+
+impl std::fmt::Debug for Networks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.list.iter().map(|n| n.name())).finish()
+    }
+}
+
+impl Networks {
+    pub fn new(list: Vec<Arc<dyn ChatNetwork>>) -> Self {
+        Self { list: list.into() }
+    }
+
+    fn get(&self, name: &str) -> Option<&dyn ChatNetwork> {
+        self.list.iter().find(|n| n.name() == name).map(|n| n.as_ref())
+    }
+
+    /// Whether `platform` is one of them.
+    pub fn knows(&self, platform: &str) -> bool {
+        self.get(platform).is_some()
+    }
+
+    /// Their names, as a sentence lists them: `telegram, discord or console`.
+    pub fn listed(&self) -> String {
+        let names: Vec<&str> = self.list.iter().map(|n| n.name()).collect();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            Some((last, _)) => (*last).to_owned(),
+            None => String::new(),
+        }
+    }
+
+    /// A chat as written in configuration: `platform:…`, or a platform's name alone.
+    pub fn parse_chat(&self, text: &str) -> Option<ChatKey> {
+        match text.split_once(':') {
+            Some((_, "")) => None,
+            Some((platform, rest)) => self.get(platform)?.parse_chat(rest),
+            None => self.get(text)?.parse_chat(""),
+        }
+    }
+
+    /// `user_id`'s direct chat on `platform`, when it has them.
+    pub fn direct_chat(&self, platform: &str, user_id: &str) -> Option<ChatKey> {
+        self.get(platform)?.direct_chat(user_id)
+    }
+}
+
+/// The grammar of platforms whose chats are numeric ids with an optional numeric
+/// thread: `ID[/THREAD]` (an id may be negative, as Telegram's groups are).
+pub fn numeric_chat(platform: &str, rest: &str) -> Option<ChatKey> {
+    let (chat, thread) = match rest.split_once('/') {
+        Some((chat, thread)) if !thread.is_empty() => (chat, Some(thread)),
+        Some(_) => return None,
+        None => (rest, None),
+    };
+    let numeric = |s: &str| !s.is_empty() && s.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit());
+    (numeric(chat) && thread.is_none_or(numeric)).then(|| ChatKey::new(platform, chat, thread))
+}
+
+/// A person written as `user:USER` in configuration: `None` when `rest` is not one,
+/// `Some(None)` when it is one but malformed (the id must be digits).
+pub fn user_reference(rest: &str) -> Option<Option<&str>> {
+    let user = rest.strip_prefix("user:")?;
+    Some((!user.is_empty() && user.bytes().all(|b| b.is_ascii_digit())).then_some(user))
+}

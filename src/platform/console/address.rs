@@ -1,0 +1,22 @@
+//! How the console's one chat is written in configuration: `console`.
+
+use super::PLATFORM;
+use crate::interaction::chat::{ChatKey, ChatNetwork};
+
+/// The console platform's [`ChatNetwork`].
+pub struct Address;
+
+impl ChatNetwork for Address {
+    fn name(&self) -> &'static str {
+        PLATFORM
+    }
+
+    fn parse_chat(&self, rest: &str) -> Option<ChatKey> {
+        rest.is_empty().then(super::Console::chat)
+    }
+
+    /// The terminal is the only chat: there are no direct ones.
+    fn direct_chat(&self, _user_id: &str) -> Option<ChatKey> {
+        None
+    }
+}

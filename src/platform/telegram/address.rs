@@ -1,0 +1,26 @@
+//! How Telegram's chats are written in configuration: `telegram:CHAT[/TOPIC]` (a
+//! group's id is negative), `telegram:user:USER` for a person's private chat, whose
+//! id is the person's own.
+
+use super::PLATFORM;
+use crate::interaction::chat::{ChatKey, ChatNetwork, numeric_chat, user_reference};
+
+/// The telegram platform's [`ChatNetwork`].
+pub struct Address;
+
+impl ChatNetwork for Address {
+    fn name(&self) -> &'static str {
+        PLATFORM
+    }
+
+    fn parse_chat(&self, rest: &str) -> Option<ChatKey> {
+        match user_reference(rest) {
+            Some(user) => self.direct_chat(user?),
+            None => numeric_chat(PLATFORM, rest),
+        }
+    }
+
+    fn direct_chat(&self, user_id: &str) -> Option<ChatKey> {
+        Some(ChatKey::new(PLATFORM, user_id, None))
+    }
+}
