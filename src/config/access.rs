@@ -150,8 +150,7 @@ impl AccessSettings {
 /// `platform:user_id` as written in `[access]`, for a known platform.
 fn parse_user(entry: &str) -> Option<(String, String)> {
     let (platform, id) = entry.split_once(':')?;
-    let known = ["telegram", "discord", "console"].contains(&platform);
-    (known && !id.is_empty()).then(|| (platform.to_owned(), id.to_owned()))
+    (crate::platform::networks().knows(platform) && !id.is_empty()).then(|| (platform.to_owned(), id.to_owned()))
 }
 
 #[cfg(test)]
