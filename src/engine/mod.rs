@@ -16,6 +16,7 @@
 //! - [`config`], [`platform`] and [`connector`]: what the engine is given: its
 //!   configuration and its two ports, [`Platform`] and [`Connector`];
 //! - [`handle`]: the [`EngineHandle`] the platforms and the HTTP API call;
+//!   [`commands`]: the chat commands every platform runs through it;
 //! - [`dispatch`]: a shard's loop; [`actions`]: what people do; [`settle`]: decisions
 //!   made durable and delivered; [`updates`]: what a backend said; [`expiry`]:
 //!   deadlines; [`shows`]: showing requests in chats; [`lanes`]: the per-chat queues
@@ -24,6 +25,7 @@
 //!   refused, decision policies, remembered rules, where requests go.
 
 mod actions;
+mod commands;
 mod config;
 mod connector;
 mod dispatch;
@@ -45,6 +47,7 @@ mod tests;
 mod updates;
 
 pub use crate::clock::now_ms;
+pub use commands::CommandOutcome;
 pub use config::{EngineConfig, OnExpiry};
 pub use connector::{Connector, Connectors};
 pub use gate::{PairRefusal, Stranger, paired_notice};

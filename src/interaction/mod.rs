@@ -11,6 +11,7 @@ pub mod admission;
 pub mod answers;
 mod apply;
 pub mod chat;
+pub mod command;
 pub mod decisions;
 pub mod policy;
 pub mod question;

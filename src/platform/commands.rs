@@ -1,8 +1,11 @@
 //! The chat commands the bridge offers, once for every platform: Telegram registers
 //! them with `setMyCommands` at start, Discord as slash commands at READY, each with
-//! its description in every language the bridge speaks.
+//! its description in every language the bridge speaks. What a command means is the
+//! core's ([`crate::interaction::command`]), running it the engine's
+//! ([`crate::engine::CommandOutcome`]); [`reply`] words the outcome for every platform.
 
-use super::locale::Locale;
+use super::locale::{self, Locale, Msg};
+use crate::engine::CommandOutcome;
 
 /// One chat command: its name (without the slash) and what it does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +73,26 @@ impl ChatCommand {
             (_, _) => "",
         }
     }
+}
+
+/// The reply to a command's outcome, for the outcomes every platform words the same;
+/// `failed` is the platform's own "something went wrong". `None` for what a platform
+/// shows its own way: the pending list, and the `/id` and `/pair` it answers itself.
+pub fn reply(locale: Locale, outcome: &CommandOutcome, failed: &str) -> Option<String> {
+    Some(match outcome {
+        CommandOutcome::SessionStarted { .. } => locale::text(locale, Msg::NewSession).to_owned(),
+        CommandOutcome::Cancelled => locale::text(locale, Msg::Cancelled).to_owned(),
+        CommandOutcome::NoSession => locale::text(locale, Msg::NoSession).to_owned(),
+        CommandOutcome::Rules(rules) => locale::rules::listing(locale, rules),
+        CommandOutcome::Revoked(rule) => locale::rules::revoked(locale, rule),
+        CommandOutcome::RevokeRefused(refusal) => refusal.notice(locale).unwrap_or_else(|| failed.to_owned()),
+        CommandOutcome::RulesUsage => locale::rules::revoke_usage(locale).to_owned(),
+        CommandOutcome::Failed(e) => {
+            tracing::error!(error = %e, "a chat command failed");
+            failed.to_owned()
+        }
+        CommandOutcome::Pending(_) | CommandOutcome::ForThePlatform => return None,
+    })
 }
 
 /// The languages a menu is registered in, with each platform's code for them.

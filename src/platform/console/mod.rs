@@ -18,9 +18,11 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use self::input::{Parsed, Step};
 use self::settings::ConsoleSettings;
+use super::commands;
 use super::locale::Locale;
 use super::{Platform, PlatformError, reminder};
-use crate::engine::{ActOutcome, EngineHandle};
+use crate::engine::{ActOutcome, CommandOutcome, EngineError, EngineHandle};
+use crate::interaction::command::ChatCommand;
 use crate::interaction::policy::Mention;
 use crate::interaction::updates::ToolGroupStatus;
 use crate::interaction::{Actor, Draft, Interaction, RequestKind, UserAction};
@@ -79,36 +81,32 @@ impl Console {
         let mut lines = input.lines();
         while let Some(line) = lines.next_line().await.map_err(|e| PlatformError::Send { platform: PLATFORM, message: e.to_string() })? {
             let line = line.trim();
+            if let Some(command) = steering_command(line) {
+                self.run_command(&command, &engine).await?;
+                continue;
+            }
             match line {
                 "" => continue,
                 "/quit" => break,
-                "/new" => match engine.new_session(Self::chat()).await {
-                    Ok(session) => self.print(&format!("· new session {session}")).await?,
-                    Err(e) => self.print(&format!("! {e}")).await?,
-                },
-                "/cancel" => {
-                    if let Err(e) = engine.cancel(Self::chat(), self.actor.clone()).await {
-                        self.print(&format!("! {e}")).await?;
-                    }
-                }
-                "/rules" | "/rules list" => match engine.rules(Self::chat(), self.actor.clone()).await {
-                    Ok(rules) => self.print(&crate::platform::locale::rules::listing(Default::default(), &rules)).await?,
-                    Err(e) => self.print(&format!("! {e}")).await?,
-                },
-                _ if line.starts_with("/rules ") => {
-                    let notice = match line.strip_prefix("/rules revoke").map(str::trim).filter(|id| !id.is_empty()) {
-                        None => crate::platform::locale::rules::revoke_usage(Default::default()).to_owned(),
-                        Some(id) => match engine.revoke_rule(Self::chat(), self.actor.clone(), id).await {
-                            Ok(rule) => crate::platform::locale::rules::revoked(Default::default(), &rule),
-                            Err(refusal) => refusal.notice(Default::default()).map_or_else(|| "! cannot revoke the rule".to_owned(), |n| format!("! {n}")),
-                        },
-                    };
-                    self.print(&notice).await?;
-                }
                 _ => self.handle_line(line, &engine).await?,
             }
         }
         Ok(())
+    }
+
+    /// A chat command, its outcome printed as the console always has: `· ` for news,
+    /// `! ` for what went wrong, nothing for a cancel that worked.
+    async fn run_command(&self, command: &ChatCommand, engine: &EngineHandle) -> Result<(), PlatformError> {
+        let locale = Locale::default();
+        let printed = match engine.run_command(Self::chat(), self.actor.clone(), command).await {
+            CommandOutcome::SessionStarted { session_id } => format!("· new session {session_id}"),
+            CommandOutcome::Cancelled => return Ok(()),
+            CommandOutcome::NoSession => format!("! {}", EngineError::NoSession),
+            CommandOutcome::Failed(e) => format!("! {e}"),
+            CommandOutcome::RevokeRefused(refusal) => refusal.notice(locale).map_or_else(|| "! cannot revoke the rule".to_owned(), |n| format!("! {n}")),
+            outcome => commands::reply(locale, &outcome, "! the command failed").unwrap_or_default(),
+        };
+        self.print(&printed).await
     }
 
     async fn handle_line(&self, line: &str, engine: &EngineHandle) -> Result<(), PlatformError> {
@@ -326,4 +324,12 @@ impl Platform for Console {
             self.print(&reminder::plain(Locale::En, interaction, &people)).await
         })
     }
+}
+
+/// The commands the console takes (`/new`, `/cancel`, `/rules`, `/rules revoke ID`);
+/// any other line answers the current request or goes to the agent.
+fn steering_command(line: &str) -> Option<ChatCommand> {
+    let (name, args) = line.strip_prefix('/')?.split_once(char::is_whitespace).unwrap_or((&line[1..], ""));
+    ChatCommand::parse(name, args)
+        .filter(|c| matches!(c, ChatCommand::New | ChatCommand::Cancel | ChatCommand::Rules | ChatCommand::Revoke { .. } | ChatCommand::RulesUsage))
 }

@@ -21,8 +21,10 @@ use super::codes::Code;
 use super::text::{DMsg, dtext, truncate};
 use super::{PLATFORM, Shared, members, modal, render, rest};
 use crate::clock::now_ms;
-use crate::engine::{ActError, EngineError, paired_notice};
+use crate::engine::{ActError, CommandOutcome, EngineError, paired_notice};
+use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, RefusedAttempt, RequestKind, UserAction};
+use crate::platform::commands;
 use crate::platform::locale::{self, Locale, Msg};
 use crate::store::ChatKey;
 
@@ -306,37 +308,23 @@ async fn command_reply(shared: &Shared, c: &CommandInteraction, name: &str, chat
         Err(EngineError::NotAdmitted(stranger)) => return stranger.notice(locale),
         Err(e) => return engine_error(locale, &e),
     }
-    match name {
-        "new" => match shared.engine.new_session(chat.clone()).await {
-            Ok(_) => {
-                if let Ok(channel) = super::target(&chat) {
-                    shared.forget_statuses(channel.get());
-                }
-                locale::text(locale, Msg::NewSession).to_owned()
+    // The revoke option is the `/rules revoke ID` of other platforms.
+    let args = match c.data.options.iter().find(|o| o.name == "revoke").and_then(|o| o.value.as_str()) {
+        Some(id) => format!("revoke {id}"),
+        None => String::new(),
+    };
+    let Some(command) = ChatCommand::parse(name, &args) else { return dtext(locale, DMsg::NotHere).to_owned() };
+    let failed = dtext(locale, DMsg::Internal);
+    match shared.engine.run_command(chat.clone(), actor, &command).await {
+        CommandOutcome::SessionStarted { .. } => {
+            // A new session starts its tool lines afresh.
+            if let Ok(channel) = super::target(&chat) {
+                shared.forget_statuses(channel.get());
             }
-            Err(e) => engine_error(locale, &e),
-        },
-        "cancel" => match shared.engine.cancel(chat, actor).await {
-            Ok(()) => locale::text(locale, Msg::Cancelled).to_owned(),
-            Err(EngineError::NoSession) => locale::text(locale, Msg::NoSession).to_owned(),
-            Err(e) => engine_error(locale, &e),
-        },
-        "pending" => match shared.engine.pending_in_chat(chat).await {
-            Ok(pending) => pending_list(locale, guild, &pending),
-            Err(e) => engine_error(locale, &e),
-        },
-        "rules" => match c.data.options.iter().find(|o| o.name == "revoke").and_then(|o| o.value.as_str()).map(str::trim) {
-            None => match shared.engine.rules(chat, actor).await {
-                Ok(rules) => crate::platform::locale::rules::listing(locale, &rules),
-                Err(e) => engine_error(locale, &e),
-            },
-            Some("") => crate::platform::locale::rules::revoke_usage(locale).to_owned(),
-            Some(id) => match shared.engine.revoke_rule(chat, actor, id).await {
-                Ok(rule) => crate::platform::locale::rules::revoked(locale, &rule),
-                Err(refusal) => refusal.notice(locale).unwrap_or_else(|| dtext(locale, DMsg::Internal).to_owned()),
-            },
-        },
-        _ => dtext(locale, DMsg::NotHere).to_owned(),
+            locale::text(locale, Msg::NewSession).to_owned()
+        }
+        CommandOutcome::Pending(pending) => pending_list(locale, guild, &pending),
+        outcome => commands::reply(locale, &outcome, failed).unwrap_or_else(|| failed.to_owned()),
     }
 }
 

@@ -12,10 +12,11 @@ use super::send;
 use super::text::{MAX_PLACEHOLDER_CHARS, Tg, cut, escape, escape_cut, tg as tg_text};
 use super::wizard::{Prompt, PromptKind, View};
 use super::{PLATFORM, Telegram};
-use crate::engine::{ActError, ActOutcome, EngineError, PairRefusal, paired_notice};
+use crate::engine::{ActError, ActOutcome, CommandOutcome, EngineError, PairRefusal, PendingShown, paired_notice};
+use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Interaction, Refusal, RequestKind, UserAction};
-use crate::platform::PlatformError;
 use crate::platform::locale::{self, Locale, Msg, text};
+use crate::platform::{PlatformError, commands};
 use crate::store::ChatKey;
 
 /// The chat key of a message: the chat, plus the forum topic when it is in one.
@@ -66,37 +67,35 @@ pub async fn on_message(tg: &Telegram, message: Message) {
         if !target.is_empty() && !target.eq_ignore_ascii_case(&me_name) {
             return; // a command for another bot in the group
         }
-        let command = command.to_ascii_lowercase();
+        let parsed = ChatCommand::parse(command, rest);
         // `/pair` is the admins' business, whoever may talk; `/id` is for anyone (a
         // newcomer needs their id before anyone can admit them); everything else (even
         // /start and /help, which then explain the refusal) needs admission.
-        if command == "pair" {
-            return pair(tg, &chat, user, rest, private, locale).await;
-        }
-        if command == "id" {
-            return ids(tg, &chat, user, locale).await;
+        match &parsed {
+            Some(ChatCommand::Pair { code }) => return pair(tg, &chat, user, code, private, locale).await,
+            Some(ChatCommand::Id) => return ids(tg, &chat, user, locale).await,
+            _ => {}
         }
         if !admitted(tg, &chat, user, "command", typed, locale, message.id).await {
             return;
         }
-        let done = match command.as_str() {
-            "new" => tg.engine.new_session(chat.clone()).await.map(|_| text(locale, Msg::NewSession)),
-            "cancel" => match tg.engine.cancel(chat.clone(), actor_of(user)).await {
-                Ok(()) => Ok(text(locale, Msg::Cancelled)),
-                Err(EngineError::NoSession) => Ok(text(locale, Msg::NoSession)),
-                Err(e) => Err(e),
-            },
-            "start" | "help" => Ok(tg_text(locale, Tg::Help)),
-            "pending" => return pending(tg, &chat, locale).await,
-            "rules" => return rules(tg, &chat, user, rest, locale).await,
+        let Some(parsed) = parsed else {
+            let command = command.to_ascii_lowercase();
+            if command == "start" || command == "help" {
+                log_failure(send::html(&tg.bot, &chat, &escape(tg_text(locale, Tg::Help)), None).await.map(|_| ()));
+                return;
+            }
             // Any other command is a message for the agent, without the slash syntax.
-            _ => return to_agent(tg, chat, user, format!("/{command} {rest}").trim(), locale).await,
+            return to_agent(tg, chat, user, format!("/{command} {rest}").trim(), locale).await;
         };
-        let reply = done.unwrap_or_else(|e| {
-            tracing::error!(error = %e, "a chat command failed");
-            tg_text(locale, Tg::CommandFailed)
-        });
-        log_failure(send::html(&tg.bot, &chat, &escape(reply), None).await.map(|_| ()));
+        let failed = tg_text(locale, Tg::CommandFailed);
+        match tg.engine.run_command(chat.clone(), actor_of(user), &parsed).await {
+            CommandOutcome::Pending(waiting) => pending(tg, &chat, &waiting, locale).await,
+            outcome => {
+                let reply = commands::reply(locale, &outcome, failed).unwrap_or_else(|| failed.to_owned());
+                log_failure(send::html(&tg.bot, &chat, &escape(&reply), None).await.map(|_| ()));
+            }
+        }
         return;
     }
 
@@ -191,15 +190,7 @@ fn strip_mention(text: &str, mention: &str) -> String {
 
 /// `/pending`: each request still waiting here, as a reply to the message that shows
 /// it (tapping the quote jumps there), with its deadline.
-async fn pending(tg: &Telegram, chat: &ChatKey, locale: Locale) {
-    let waiting = match tg.engine.pending_in_chat(chat.clone()).await {
-        Ok(waiting) => waiting,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot list pending requests");
-            log_failure(send::html(&tg.bot, chat, &escape(tg_text(locale, Tg::CommandFailed)), None).await.map(|_| ()));
-            return;
-        }
-    };
+async fn pending(tg: &Telegram, chat: &ChatKey, waiting: &PendingShown, locale: Locale) {
     if waiting.is_empty() {
         log_failure(send::html(&tg.bot, chat, &escape(text(locale, Msg::NoPending)), None).await.map(|_| ()));
         return;
@@ -214,27 +205,6 @@ async fn pending(tg: &Telegram, chat: &ChatKey, locale: Locale) {
         let reply_to = messages.first().and_then(|m| m.message_id.parse::<i32>().ok()).map(teloxide::types::MessageId);
         log_failure(send::html_reply(&tg.bot, chat, &line, None, reply_to).await.map(|_| ()));
     }
-}
-
-/// `/rules`: the remembered approvals that apply here, with the ids that `/rules
-/// revoke ID` takes (allowed for an approver or the person who set the rule).
-async fn rules(tg: &Telegram, chat: &ChatKey, user: &User, rest: &str, locale: Locale) {
-    let mut words = rest.split_whitespace();
-    let reply = match (words.next(), words.next()) {
-        (None | Some("list"), None) => match tg.engine.rules(chat.clone(), actor_of(user)).await {
-            Ok(rules) => crate::platform::locale::rules::listing(locale, &rules),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot list rules");
-                tg_text(locale, Tg::CommandFailed).to_owned()
-            }
-        },
-        (Some("revoke"), Some(id)) => match tg.engine.revoke_rule(chat.clone(), actor_of(user), id).await {
-            Ok(rule) => crate::platform::locale::rules::revoked(locale, &rule),
-            Err(refusal) => refusal.notice(locale).unwrap_or_else(|| tg_text(locale, Tg::CommandFailed).to_owned()),
-        },
-        _ => crate::platform::locale::rules::revoke_usage(locale).to_owned(),
-    };
-    log_failure(send::html(&tg.bot, chat, &escape(&reply), None).await.map(|_| ()));
 }
 
 /// A message for the agent, from someone already admitted (the engine checks again).
