@@ -3,31 +3,31 @@
 //! The flow runs one way: a backend connector ([`backend`]) turns the agent's wire
 //! format into events, the pure core ([`interaction`]) merges and tracks requests, the
 //! store ([`store`]) makes every step durable, and platforms ([`platform`]) render
-//! requests and turn clicks into actions. The engine ([`engine`]) wires them together.
+//! requests and turn clicks into actions. The engine ([`engine`]) wires them together
+//! through the ports it owns ([`engine::Platform`], [`engine::Connector`]).
 //!
-//! Layout:
-//! - [`backend`]: the [`backend::Connector`] trait (the mirror of
-//!   [`platform::Platform`]) and its implementations:
-//!   - [`backend::stream`], the WebSocket stream protocol, on the shared session
-//!     machinery of [`backend::session`] (leases, reconnects, outbox, history);
-//!   - [`backend::http_api`], agents that push requests over HTTP (PROTOCOL.md §8).
-//! - [`interaction`]: the pure core (merging, questions, answers, decisions, who may
-//!   answer, the state machine).
-//! - [`store`]: SQLite or PostgreSQL; interactions, outbox, callbacks, audit.
-//! - [`engine`]: applies actions, settles, routes requests to chats
-//!   ([`engine::routing`]) and runs deadlines, on parallel shards that each own their
-//!   sessions; platform calls go through per-chat lanes.
-//! - [`platform`]: console, Telegram, Discord.
-//! - [`listener`]: what every HTTP listener allows a client (connections, timeouts).
-//! - [`server`]: the HTTP listener (`/healthz`, `/readyz`, `/metrics`, `/v1`).
-//! - [`mcp`]: the bridge as an MCP server (`/mcp`, `hitl-bridge mcp`), every tool
-//!   call a `/v1` request.
-//! - [`metrics`]: the Prometheus registry `/metrics` renders.
-//! - [`pairing`]: approving pairing codes (CLI and admin chats).
-//! - [`logging`]: the log format (pretty or JSON lines) and the per-interaction span.
-//! - [`admin`]: the operator's commands on the store (`pending`, `cancel`, `audit export`).
-//! - [`app`]: assembles all of it from [`config`]; `main` is the CLI.
-//! - [`agent_sim`]: a reference agent backend for the demo and the tests.
+//! Layers, from the bottom up; a module uses only layers below its own (never one
+//! above, never a sibling), as `tests/layers.rs` checks and `docs/architecture.md`
+//! explains:
+//! 1. foundations: [`clock`], [`error_chain`], [`redact`];
+//! 2. wire and listener: [`protocol`] (the wire contract's types), [`listener`] (what
+//!    every HTTP listener allows a client);
+//! 3. core: [`interaction`] (requests, the state machine, who may answer, policies,
+//!    chat keys and platforms' address grammar, chat commands, backend events), and
+//!    [`agent_sim`], a reference agent backend for the demo and the tests;
+//! 4. memory and words: [`store`] (SQLite or PostgreSQL), [`texts`] (every string
+//!    people read, in three languages), [`logging`];
+//! 5. instruments: [`metrics`];
+//! 6. [`engine`]: applies actions, settles, delivers, routes requests to chats and
+//!    runs deadlines, on parallel shards; platform calls go through per-chat lanes;
+//! 7. adapters: [`platform`] (console, Telegram, Discord) and [`backend`] (the stream
+//!    protocol, the HTTP API, LangGraph, Kimi, Agno, Claude Code);
+//! 8. front ends: [`server`] (`/healthz`, `/readyz`, `/metrics`, `/v1`) and [`mcp`]
+//!    (the bridge as an MCP server);
+//! 9. [`config`]: the file and the environment, each section defined by what it
+//!    configures;
+//! 10. assembly and commands: [`app`] (a running bridge), [`admin`], [`pairing`],
+//!     [`demo`]; `main` is the CLI.
 
 pub mod admin;
 pub mod agent_sim;
