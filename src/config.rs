@@ -108,11 +108,7 @@ impl Settings {
     /// Loads the built-in defaults, then `path` (without it, `config/default.toml` in
     /// the working directory if present), then the environment, and checks the result.
     pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
-        let mut builder = config::Config::builder().add_source(sources::defaults());
-        if let Some(file) = sources::file_layer(path) {
-            builder = builder.add_source(config::File::from(file.as_path()).required(true));
-        }
-        Self::from_config(builder.add_source(Self::environment()).build()?)
+        Self::load_with_overrides(path, &[])
     }
 
     /// As [`Settings::load`], with `overrides` (dotted key, value) winning over every

@@ -157,6 +157,11 @@ impl Api {
     /// A call whose answer is JSON; a refusal is an error too (used while connecting).
     async fn json(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value, LinkError> {
         let response = self.call(method, path, body).await?;
+        self.read_json(path, response).await
+    }
+
+    /// A response's JSON body when it is a success; its status and body otherwise.
+    async fn read_json(&self, path: &str, response: reqwest::Response) -> Result<Value, LinkError> {
         let response = checked(response).await.map_err(|r| LinkError::Transport(format!("LangGraph {path}: HTTP {}: {}", r.status, r.body)))?;
         tokio::time::timeout(self.timeout, response.json::<Value>())
             .await
@@ -187,9 +192,7 @@ impl Api {
                 // The thread was deleted: it waits for nothing.
                 return Ok(Value::Array(Vec::new()));
             }
-            let path = self.thread_path("");
-            let response = checked(response).await.map_err(|r| LinkError::Transport(format!("LangGraph {path}: HTTP {}: {}", r.status, r.body)))?;
-            let thread: Value = response.json().await.map_err(|e| LinkError::Transport(format!("LangGraph {path}: {e}")))?;
+            let thread = self.read_json(&self.thread_path(""), response).await?;
             if thread.get("status").and_then(Value::as_str) != Some("busy") {
                 break;
             }
