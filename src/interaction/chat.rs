@@ -87,9 +87,17 @@ impl Networks {
     }
 }
 
-/// The grammar of platforms whose chats are numeric ids with an optional numeric
-/// thread: `ID[/THREAD]` (an id may be negative, as Telegram's groups are).
-pub fn numeric_chat(platform: &str, rest: &str) -> Option<ChatKey> {
+/// The grammar of platforms whose chats are numeric ids: `ID[/THREAD]` for a chat
+/// (and its thread or topic; an id may be negative, as Telegram's groups are), or
+/// `user:USER` for a person's direct chat.
+pub fn numbered_chat(network: &dyn ChatNetwork, rest: &str) -> Option<ChatKey> {
+    match user_reference(rest) {
+        Some(user) => network.direct_chat(user?),
+        None => numeric_chat(network.name(), rest),
+    }
+}
+
+fn numeric_chat(platform: &str, rest: &str) -> Option<ChatKey> {
     let (chat, thread) = match rest.split_once('/') {
         Some((chat, thread)) if !thread.is_empty() => (chat, Some(thread)),
         Some(_) => return None,
@@ -101,7 +109,7 @@ pub fn numeric_chat(platform: &str, rest: &str) -> Option<ChatKey> {
 
 /// A person written as `user:USER` in configuration: `None` when `rest` is not one,
 /// `Some(None)` when it is one but malformed (the id must be digits).
-pub fn user_reference(rest: &str) -> Option<Option<&str>> {
+fn user_reference(rest: &str) -> Option<Option<&str>> {
     let user = rest.strip_prefix("user:")?;
     Some((!user.is_empty() && user.bytes().all(|b| b.is_ascii_digit())).then_some(user))
 }

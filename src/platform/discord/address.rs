@@ -3,7 +3,7 @@
 //! when it sends (the chat id keeps the `user:` prefix until then).
 
 use super::PLATFORM;
-use crate::interaction::chat::{ChatKey, ChatNetwork, numeric_chat, user_reference};
+use crate::interaction::chat::{ChatKey, ChatNetwork, numbered_chat};
 
 /// The chat id prefix of a DM target.
 pub const DM_PREFIX: &str = "user:";
@@ -17,10 +17,7 @@ impl ChatNetwork for Address {
     }
 
     fn parse_chat(&self, rest: &str) -> Option<ChatKey> {
-        match user_reference(rest) {
-            Some(user) => self.direct_chat(user?),
-            None => numeric_chat(PLATFORM, rest),
-        }
+        numbered_chat(self, rest)
     }
 
     fn direct_chat(&self, user_id: &str) -> Option<ChatKey> {

@@ -3,7 +3,7 @@
 //! id is the person's own.
 
 use super::PLATFORM;
-use crate::interaction::chat::{ChatKey, ChatNetwork, numeric_chat, user_reference};
+use crate::interaction::chat::{ChatKey, ChatNetwork, numbered_chat};
 
 /// The telegram platform's [`ChatNetwork`].
 pub struct Address;
@@ -14,10 +14,7 @@ impl ChatNetwork for Address {
     }
 
     fn parse_chat(&self, rest: &str) -> Option<ChatKey> {
-        match user_reference(rest) {
-            Some(user) => self.direct_chat(user?),
-            None => numeric_chat(PLATFORM, rest),
-        }
+        numbered_chat(self, rest)
     }
 
     fn direct_chat(&self, user_id: &str) -> Option<ChatKey> {
