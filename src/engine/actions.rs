@@ -6,7 +6,7 @@ use tokio::sync::oneshot;
 
 use super::lanes::Job;
 use super::shards::Input;
-use super::{ActError, ActOutcome, DRAFT_RACE_BACKOFF, Decided, EngineError, MAX_DRAFT_RACES, PushOutcome, Shard, now_ms, policies};
+use super::{ActError, ActOutcome, DRAFT_RACE_BACKOFF, Decided, EngineError, LOG_TARGET, MAX_DRAFT_RACES, PushOutcome, Shard, now_ms, policies};
 
 use crate::interaction::{Actor, Applied, Attempt, Interaction, Origin, UserAction};
 use crate::protocol::{Command, UserInfo};
@@ -23,7 +23,7 @@ impl Shard {
     pub(super) async fn new_session(&self, chat: &ChatKey) -> Result<String, EngineError> {
         let session = uuid::Uuid::new_v4().simple().to_string();
         self.store.bind_chat(chat, &session, now_ms()).await?;
-        tracing::info!(session_id = %session, platform = %chat.platform, chat = %chat.chat_id, "new session");
+        tracing::info!(target: LOG_TARGET, session_id = %session, platform = %chat.platform, chat = %chat.chat_id, "new session");
         Ok(session)
     }
 
@@ -49,7 +49,7 @@ impl Shard {
         if let Some(existing) = self.store.create_api_request(&request, &interaction, &self.show_claim(now_ms())).await? {
             return Ok(PushOutcome::Existing(existing));
         }
-        tracing::info!(approval_key = %interaction.approval_key(), agent = %request.agent, targets = request.targets.len(), "request pushed");
+        tracing::info!(target: LOG_TARGET, approval_key = %interaction.approval_key(), agent = %request.agent, targets = request.targets.len(), "request pushed");
         self.routes.insert(&interaction.id, &interaction.session_id);
         self.deadlines.insert(interaction.id.clone(), interaction.deadline_ms);
         self.watch_escalation(&interaction);
@@ -162,9 +162,9 @@ impl Shard {
                     };
                 }
                 if let Some(rule) = &rule {
-                    tracing::info!(approval_key = %interaction.approval_key(), rule = %rule.id, scope = rule.scope.as_str(), tool = %rule.tool, "approval remembered");
+                    tracing::info!(target: LOG_TARGET, approval_key = %interaction.approval_key(), rule = %rule.id, scope = rule.scope.as_str(), tool = %rule.tool, "approval remembered");
                 }
-                tracing::info!(approval_key = %interaction.approval_key(), session_id = %interaction.session_id, by = %actor.name, "decided");
+                tracing::info!(target: LOG_TARGET, approval_key = %interaction.approval_key(), session_id = %interaction.session_id, by = %actor.name, "decided");
                 Ok(Some(ActOutcome::Resolved(interaction)))
             }
         }

@@ -6,7 +6,7 @@ use tokio::sync::{mpsc, watch};
 use super::lanes::Job;
 use super::shards::{Input, Watched};
 use super::shows::pending_in_chat;
-use super::{EngineError, EngineRequest, Shard, TICK, now_ms};
+use super::{EngineError, EngineRequest, LOG_TARGET, Shard, TICK, now_ms};
 
 use crate::store::PendingShow;
 
@@ -24,10 +24,10 @@ impl Shard {
                 },
                 _ = tick.tick() => {
                     if let Err(e) = self.escalate_due(now_ms()).await {
-                        tracing::error!(error = %e, "escalation check failed");
+                        tracing::error!(target: LOG_TARGET, error = %e, "escalation check failed");
                     }
                     if let Err(e) = self.expire_due(now_ms()).await {
-                        tracing::error!(error = %e, "deadline check failed");
+                        tracing::error!(target: LOG_TARGET, error = %e, "deadline check failed");
                     }
                     self.show_undelivered(now_ms()).await;
                 }
@@ -46,7 +46,7 @@ impl Shard {
             Input::Backend(input) => {
                 let session_id = input.session_id.clone();
                 if let Err(e) = self.handle_backend(input).await {
-                    tracing::error!(%session_id, error = %e, "cannot handle a backend update");
+                    tracing::error!(target: LOG_TARGET, %session_id, error = %e, "cannot handle a backend update");
                 }
             }
             Input::CancelSession { session_id, actor, done } => {
@@ -55,7 +55,7 @@ impl Shard {
             Input::Watch(pending) => self.watch(pending),
             Input::Reshow(due) => {
                 if let Err(e) = self.reshow(due).await {
-                    tracing::error!(error = %e, "cannot show a request again");
+                    tracing::error!(target: LOG_TARGET, error = %e, "cannot show a request again");
                 }
             }
         }
@@ -79,7 +79,7 @@ impl Shard {
             self.store.drop_show(&due.interaction_id, &due.chat).await?;
             return Ok(());
         };
-        tracing::info!(approval_key = %interaction.approval_key(), platform = %due.chat.platform, chat = %due.chat.chat_id, attempts = due.attempts, "showing a request again");
+        tracing::info!(target: LOG_TARGET, approval_key = %interaction.approval_key(), platform = %due.chat.platform, chat = %due.chat.chat_id, attempts = due.attempts, "showing a request again");
         if !self.lanes.push(&due.chat, Job::Show(interaction)) {
             self.store.drop_show(&due.interaction_id, &due.chat).await?;
         }

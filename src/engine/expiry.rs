@@ -1,7 +1,7 @@
 //! Deadlines: a request whose time is up is expired (rejected or left, per
 //! `timeouts.on_expiry`), after the grace the backend's own timeout gets.
 
-use super::{EngineError, OnExpiry, Shard, policies};
+use super::{EngineError, LOG_TARGET, OnExpiry, Shard, policies};
 
 use crate::store::AuditEntry;
 
@@ -46,7 +46,7 @@ impl Shard {
             };
             interaction.reply = reply.clone();
             let command = reply.and_then(|reply| self.command_for(&interaction, reply));
-            tracing::info!(approval_key = %interaction.approval_key(), session_id = %interaction.session_id, fallback = under_fallback, "expired by the bridge");
+            tracing::info!(target: LOG_TARGET, approval_key = %interaction.approval_key(), session_id = %interaction.session_id, fallback = under_fallback, "expired by the bridge");
             if self.settle(&interaction, command.as_ref(), &AuditEntry::for_settled(&interaction, now)).await?
                 && let Some(action) = policies::fallback_action(&interaction)
             {

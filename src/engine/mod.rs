@@ -71,6 +71,11 @@ use crate::interaction::updates::BackendInput;
 use crate::interaction::{AccessPolicy, Allowlist, Interaction, PolicyRule, RememberedRule};
 use crate::store::{ChatKey, Store};
 
+/// The log target of the lines the engine's start-up, dispatch, actions, settling,
+/// updates, expiry and shows log, whichever file they are in: what operators filter
+/// on (`hitl_bridge::engine`) did not move when the engine was split by job.
+const LOG_TARGET: &str = "hitl_bridge::engine";
+
 /// How many times one click is applied again after a concurrent change of the same
 /// request's draft by another replica ([`Shard::act`]), waiting a little longer each
 /// time: about a second in all before the person is asked to try again.

@@ -1,7 +1,7 @@
 //! Settling: the decision made durable with its audit row and outbox command in one
 //! conditional write, then delivered; and what the backend says about delivery.
 
-use super::{DELIVERY_GRACE_MS, Decided, EngineError, Shard, now_ms};
+use super::{DELIVERY_GRACE_MS, Decided, EngineError, LOG_TARGET, Shard, now_ms};
 
 use crate::interaction::{Delivery, Interaction};
 use crate::protocol::{Command, Reply};
@@ -57,7 +57,7 @@ impl Shard {
         let due: Vec<String> = self.undelivered.iter().filter(|(_, (at, _))| now >= *at).map(|(id, _)| id.clone()).collect();
         for id in due {
             if let Some((_, interaction)) = self.undelivered.remove(&id) {
-                tracing::info!(approval_key = %interaction.approval_key(), session_id = %interaction.session_id, "decision saved; the backend has not confirmed it yet");
+                tracing::info!(target: LOG_TARGET, approval_key = %interaction.approval_key(), session_id = %interaction.session_id, "decision saved; the backend has not confirmed it yet");
                 self.refresh(&interaction).await;
             }
         }
@@ -75,7 +75,7 @@ impl Shard {
         interaction.delivery = delivery;
         self.store.save_delivery(&interaction).await?;
         self.undelivered.remove(&interaction.id);
-        tracing::info!(%approval_key, %session_id, ?delivery, "delivery settled");
+        tracing::info!(target: LOG_TARGET, %approval_key, %session_id, ?delivery, "delivery settled");
         self.refresh(&interaction).await;
         Ok(())
     }

@@ -4,7 +4,7 @@
 
 use super::lanes::Job;
 use super::shards::{Input, Shards, Watched};
-use super::{EngineError, PendingShown, SHOW_CLAIM_MS, Shared};
+use super::{EngineError, LOG_TARGET, PendingShown, SHOW_CLAIM_MS, Shared};
 
 use crate::interaction::{Interaction, Origin};
 use crate::store::{ChatKey, ShowClaim, Store};
@@ -64,12 +64,12 @@ impl Shared {
     pub(super) async fn show_pending(&self) {
         match self.store.stale_pending_messages().await {
             Ok(stale) => {
-                tracing::info!(messages = stale.len(), "rendering again what does not show its current state");
+                tracing::info!(target: LOG_TARGET, messages = stale.len(), "rendering again what does not show its current state");
                 for (interaction_id, chat) in stale {
                     self.lanes.push(&chat, Job::Rerender(interaction_id));
                 }
             }
-            Err(e) => tracing::error!(error = %e, "cannot list the messages to render again"),
+            Err(e) => tracing::error!(target: LOG_TARGET, error = %e, "cannot list the messages to render again"),
         }
     }
 
@@ -86,13 +86,13 @@ impl Shared {
         let mut chats = match self.store.chats_for_session(&interaction.session_id).await {
             Ok(chats) => chats,
             Err(e) => {
-                tracing::error!(error = %e, "cannot load the chats of a session");
+                tracing::error!(target: LOG_TARGET, error = %e, "cannot load the chats of a session");
                 return Vec::new();
             }
         };
         match self.store.message_refs(&interaction.id).await {
             Ok(messages) => chats.extend(messages.into_iter().map(|m| m.chat)),
-            Err(e) => tracing::error!(error = %e, "cannot load message references"),
+            Err(e) => tracing::error!(target: LOG_TARGET, error = %e, "cannot load message references"),
         }
         // Where a `Show` may still be queued: routed chats, or a pushed request's targets.
         match &interaction.origin {
@@ -100,7 +100,7 @@ impl Shared {
             Origin::Pushed { agent, .. } => match self.store.api_request(agent, interaction.approval_key()).await {
                 Ok(Some(request)) => chats.extend(request.targets),
                 Ok(None) => {}
-                Err(e) => tracing::error!(error = %e, "cannot load a pushed request's targets"),
+                Err(e) => tracing::error!(target: LOG_TARGET, error = %e, "cannot load a pushed request's targets"),
             },
         }
         chats.sort_by(|a, b| (&a.platform, &a.chat_id, &a.thread_id).cmp(&(&b.platform, &b.chat_id, &b.thread_id)));

@@ -2,7 +2,7 @@
 //! reconnect, errors, each turned into store writes and chat jobs.
 
 use super::lanes::Job;
-use super::{EngineError, Shard, now_ms, routing};
+use super::{EngineError, LOG_TARGET, Shard, now_ms, routing};
 
 use crate::interaction::updates::{self as history, BackendInput, HistoryResolution, SessionUpdate, ToolGroupStatus};
 use crate::interaction::{Delivery, Interaction, Request};
@@ -20,7 +20,7 @@ impl Shard {
             SessionUpdate::ToolGroup(status) => self.tool_status(&session_id, &status).await?,
             SessionUpdate::Request(request) => self.new_interaction(&session_id, request).await?,
             SessionUpdate::InvalidRequest { approval_key, reason } => {
-                tracing::warn!(%session_id, %approval_key, %reason, "cannot show an approval request");
+                tracing::warn!(target: LOG_TARGET, %session_id, %approval_key, %reason, "cannot show an approval request");
                 self.notice(&session_id, &format!("The agent sent a request the bridge cannot show ({approval_key}): {reason}")).await?;
             }
             SessionUpdate::Resolved { approval_key, reply } => {
@@ -45,10 +45,10 @@ impl Shard {
                 self.delivery_changed(&session_id, &approval_key, Delivery::Delivered { at_ms: now_ms() }).await?;
             }
             SessionUpdate::NoLongerWaiting { approval_key } => {
-                tracing::warn!(%session_id, %approval_key, "the backend no longer waits for this request; the reply was not delivered");
+                tracing::warn!(target: LOG_TARGET, %session_id, %approval_key, "the backend no longer waits for this request; the reply was not delivered");
                 self.delivery_changed(&session_id, &approval_key, Delivery::NotWaiting { at_ms: now_ms() }).await?;
             }
-            SessionUpdate::TurnEnded => tracing::debug!(%session_id, "turn ended"),
+            SessionUpdate::TurnEnded => tracing::debug!(target: LOG_TARGET, %session_id, "turn ended"),
             SessionUpdate::TurnFailed { message } => {
                 self.notice(&session_id, &format!("The agent reported an error: {message}")).await?;
             }
@@ -78,7 +78,7 @@ impl Shard {
         let interaction = self.policy_for(interaction, &backend, &chats, None);
         // Stored with the chats it must appear in: shown now, or retried until it is.
         if !self.store.insert_interaction_to_show(&interaction, &chats, &self.show_claim(now), now).await? {
-            tracing::debug!(%session_id, approval_key = %interaction.approval_key(), "request already known; ignoring the replay");
+            tracing::debug!(target: LOG_TARGET, %session_id, approval_key = %interaction.approval_key(), "request already known; ignoring the replay");
             return Ok(());
         }
         self.routes.insert(&interaction.id, &interaction.session_id);
@@ -86,7 +86,7 @@ impl Shard {
         self.watch_escalation(&interaction);
         let interaction = self.answer_by_rule(interaction, &backend).await?;
         if chats.is_empty() {
-            tracing::warn!(%session_id, approval_key = %interaction.approval_key(), "no chat is bound to this session; the request waits for its deadline");
+            tracing::warn!(target: LOG_TARGET, %session_id, approval_key = %interaction.approval_key(), "no chat is bound to this session; the request waits for its deadline");
         }
         for chat in chats {
             if !self.lanes.push(&chat, Job::Show(interaction.clone())) {
@@ -104,7 +104,7 @@ impl Shard {
             if let Some(found) = history::resolution_for(resolved, &interaction, &session)
                 && interaction.resolve_elsewhere(found.reply.clone(), now)
             {
-                tracing::info!(%session_id, approval_key = %interaction.approval_key(), "resolved while the bridge was away");
+                tracing::info!(target: LOG_TARGET, %session_id, approval_key = %interaction.approval_key(), "resolved while the bridge was away");
                 self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await?;
             }
         }
