@@ -15,18 +15,19 @@
 //! 3. core: [`interaction`] (requests, the state machine, who may answer, policies,
 //!    chat keys and platforms' address grammar, chat commands, backend events), and
 //!    [`agent_sim`], a reference agent backend for the demo and the tests;
-//! 4. memory and words: [`store`] (SQLite or PostgreSQL), [`texts`] (every string
-//!    people read, in three languages), [`logging`];
+//! 4. memory: [`store`] (SQLite or PostgreSQL), [`logging`];
 //! 5. instruments: [`metrics`];
 //! 6. [`engine`]: applies actions, settles, delivers, routes requests to chats and
-//!    runs deadlines, on parallel shards; platform calls go through per-chat lanes;
-//! 7. adapters: [`platform`] (console, Telegram, Discord) and [`backend`] (the stream
+//!    runs deadlines, on parallel shards; platform calls go through per-chat lanes. It
+//!    answers with typed outcomes and never words them;
+//! 7. words: [`texts`], every string people read, in three languages;
+//! 8. adapters: [`platform`] (console, Telegram, Discord) and [`backend`] (the stream
 //!    protocol, the HTTP API, LangGraph, Kimi, Agno, Claude Code);
-//! 8. front ends: [`server`] (`/healthz`, `/readyz`, `/metrics`, `/v1`) and [`mcp`]
+//! 9. front ends: [`server`] (`/healthz`, `/readyz`, `/metrics`, `/v1`) and [`mcp`]
 //!    (the bridge as an MCP server);
-//! 9. [`config`]: the file and the environment, each section defined by what it
-//!    configures;
-//! 10. assembly and commands: [`app`] (a running bridge), [`admin`], [`pairing`],
+//! 10. [`config`]: the file and the environment, each section defined by what it
+//!     configures;
+//! 11. assembly and commands: [`app`] (a running bridge), [`admin`], [`pairing`],
 //!     [`demo`]; `main` is the CLI.
 
 pub mod admin;

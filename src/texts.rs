@@ -6,6 +6,7 @@
 pub mod policy;
 pub mod rules;
 
+use crate::interaction::updates::Notice;
 use crate::interaction::{Decider, Delivery, Interaction, Refusal, Status};
 use crate::protocol::{Decision, Reply};
 
@@ -297,6 +298,16 @@ pub fn ids(locale: Locale, you: &str, chat: &str, topic: Option<&str>) -> String
         text.push_str(&format!("\n{this_topic}: {topic}  ({chats})"));
     }
     text
+}
+
+/// A notice the bridge sends on its own account, as people read it. The agent's
+/// troubles are worded in English, as the agent's own words around them are.
+pub fn notice(notice: &Notice) -> String {
+    match notice {
+        Notice::UnshowableRequest { approval_key, reason } => format!("The agent sent a request the bridge cannot show ({approval_key}): {reason}"),
+        Notice::AgentError { message } => format!("The agent reported an error: {message}"),
+        Notice::YouArePaired { locale } => access_text(Locale::from_code(locale).unwrap_or_default(), &AccessMsg::YouArePaired),
+    }
 }
 
 pub fn access_text(locale: Locale, msg: &AccessMsg<'_>) -> String {

@@ -15,9 +15,11 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("foundations", &["clock", "error_chain", "redact"]),
     ("wire and listener", &["protocol", "listener"]),
     ("core", &["interaction", "agent_sim"]),
-    ("memory and words", &["store", "texts", "logging"]),
+    ("memory", &["store", "logging"]),
     ("instruments", &["metrics"]),
     ("engine", &["engine"]),
+    // Above the engine: it answers with typed outcomes, and never words them.
+    ("words", &["texts"]),
     ("adapters", &["platform", "backend"]),
     ("front ends", &["server", "mcp"]),
     ("configuration", &["config"]),

@@ -67,7 +67,7 @@ impl Platform for Flaky {
         Box::pin(async { Ok(()) })
     }
 
-    fn send_notice<'a>(&'a self, _: &'a ChatKey, _: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_notice<'a>(&'a self, _: &'a ChatKey, _: &'a hitl_bridge::interaction::updates::Notice) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async { Ok(()) })
     }
 

@@ -10,8 +10,8 @@ use super::refusals::AtDoor;
 use super::{EngineError, Shared, now_ms};
 use crate::interaction::Actor;
 use crate::interaction::admission::{self, PairDenied, Verdict};
+use crate::interaction::updates::Notice;
 use crate::store::{AuditEntry, ChatKey, PairError, PairedUser, PairingCode};
-use crate::texts::{self, AccessMsg, Locale};
 
 /// Why someone may not talk: shown to them by their platform, in their language.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,24 +22,8 @@ pub struct Stranger {
     pub pairing: Option<PairingCode>,
     /// Already answered in this chat within `access.refusal_window_secs`: the
     /// platform sends nothing (an interaction that must be answered, such as a Discord
-    /// slash command, still shows [`Stranger::notice`] to them alone).
+    /// slash command, still shows the refusal to them alone).
     pub silent: bool,
-}
-
-impl Stranger {
-    /// The refusal as the stranger reads it: with their pairing code when there is one.
-    pub fn notice(&self, locale: Locale) -> String {
-        match &self.pairing {
-            Some(p) => texts::access_text(locale, &AccessMsg::PairingCode { code: &p.code, expires_at_ms: p.expires_at_ms }),
-            None => texts::access_text(locale, &AccessMsg::NotAllowed { id: &self.id }),
-        }
-    }
-}
-
-/// The admin's confirmation after `/pair`.
-pub fn paired_notice(locale: Locale, user: &PairedUser) -> String {
-    let who = format!("{}:{}", user.platform, user.user_id);
-    texts::access_text(locale, &AccessMsg::Paired { name: &user.user_name, who: &who })
 }
 
 /// Why `/pair CODE` changed nothing.
@@ -57,34 +41,14 @@ pub enum PairRefusal {
     Stopped,
 }
 
-impl PairRefusal {
-    /// As the admin reads it; `None` for an internal failure (the platform's generic
-    /// "something went wrong" fits better, and the error is logged).
-    pub fn notice(&self, locale: Locale) -> Option<String> {
-        let msg = match self {
-            PairRefusal::NotAdmin { .. } => AccessMsg::PairNotAdmin,
-            PairRefusal::NotAdminChat => AccessMsg::PairNotAdminChat,
-            PairRefusal::Code(PairError::OwnCode(code)) => AccessMsg::PairOwnCode { code },
-            PairRefusal::Code(PairError::Unknown(code)) if code.is_empty() => AccessMsg::PairUsage,
-            PairRefusal::Code(PairError::Unknown(code)) => AccessMsg::PairUnknown { code },
-            PairRefusal::Code(PairError::Expired(code)) => AccessMsg::PairExpired { code },
-            PairRefusal::Code(PairError::Store(e)) => {
-                tracing::error!(error = %e, "pairing failed in the store");
-                return None;
-            }
-            PairRefusal::Stopped => return None,
-        };
-        Some(texts::access_text(locale, &msg))
-    }
-}
-
 impl Shared {
     /// Whether `actor` may talk in `chat`. A stranger's attempt is counted, and
     /// audited and answered once per refusal window ([`Shared::refuse_at_door`]); with
     /// pairing on the answer carries a code (the same one while it is valid).
     /// `attempted` is `message` or `command`; `text` what they wrote; `locale` the
-    /// language the platform answers them in (kept for the "you are paired" notice).
-    pub(super) async fn gate(&self, chat: &ChatKey, actor: &Actor, attempted: &'static str, text: &str, locale: Locale) -> Result<(), EngineError> {
+    /// code of the language the platform answers them in (kept for the "you are
+    /// paired" notice).
+    pub(super) async fn gate(&self, chat: &ChatKey, actor: &Actor, attempted: &'static str, text: &str, locale: &str) -> Result<(), EngineError> {
         if self.allowlist.admits(&chat.platform, &chat.chat_id, actor) {
             return Ok(());
         }
@@ -93,11 +57,8 @@ impl Shared {
             return Ok(());
         };
         let answer = self.refuse_at_door(chat, actor, AtDoor::Talk { attempted, text }).await;
-        let pairing = if offer_pairing && answer {
-            Some(self.store.pairing_code(actor, chat, locale.code(), now_ms(), self.pairing_ttl_ms, fresh_code).await?)
-        } else {
-            None
-        };
+        let pairing =
+            if offer_pairing && answer { Some(self.store.pairing_code(actor, chat, locale, now_ms(), self.pairing_ttl_ms, fresh_code).await?) } else { None };
         Err(EngineError::NotAdmitted(Stranger { id: format!("{}:{}", actor.platform, actor.user_id), pairing, silent: !answer }))
     }
 
@@ -152,8 +113,7 @@ impl Shared {
     }
 
     fn tell_paired(&self, user: &PairedUser) {
-        let locale = Locale::from_code(&user.locale).unwrap_or_default();
-        self.lanes.push(&user.chat, Job::Text(texts::access_text(locale, &AccessMsg::YouArePaired)));
+        self.lanes.push(&user.chat, Job::Notice(Notice::YouArePaired { locale: user.locale.clone() }));
     }
 }
 

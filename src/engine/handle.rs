@@ -7,7 +7,6 @@ use super::gate::{PairRefusal, Stranger};
 use super::rules::RevokeRefusal;
 use crate::interaction::{Actor, Interaction, Refusal, RefusedAttempt, RememberedRule, UserAction};
 use crate::store::{ApiRequest, ChatKey, MessageRef, PairedUser, StoreError};
-use crate::texts::Locale;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -79,7 +78,7 @@ pub enum EngineRequest {
         actor: Actor,
         attempted: &'static str,
         text: String,
-        locale: Locale,
+        locale: &'static str,
         done: oneshot::Sender<Result<(), EngineError>>,
     },
     Pair {
@@ -167,9 +166,9 @@ impl EngineHandle {
     /// `Err(EngineError::NotAdmitted)` says why not, with a pairing code when pairing
     /// is on, and whether to stay silent ([`Stranger::silent`]: already answered in
     /// this chat within the refusal window). Every refusal is counted and audited, once
-    /// per window. `locale` is the language the platform answers them in.
+    /// per window. `locale` is the code of the language the platform answers them in.
     /// [`EngineHandle::user_message`] checks again itself.
-    pub async fn admit(&self, chat: ChatKey, actor: Actor, attempted: &'static str, text: &str, locale: Locale) -> Result<(), EngineError> {
+    pub async fn admit(&self, chat: ChatKey, actor: Actor, attempted: &'static str, text: &str, locale: &'static str) -> Result<(), EngineError> {
         let text = text.to_owned();
         self.call(|done| EngineRequest::Admit { chat, actor, attempted, text, locale, done }).await.unwrap_or(Err(EngineError::Stopped))
     }

@@ -23,7 +23,7 @@ use tracing::Instrument as _;
 use super::{Platform, PlatformError};
 use crate::interaction::Interaction;
 use crate::interaction::policy::Mention;
-use crate::interaction::updates::ToolGroupStatus;
+use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::store::{ChatKey, MessageRef, Store};
 
 /// One thing to do in one chat.
@@ -31,7 +31,7 @@ use crate::store::{ChatKey, MessageRef, Store};
 pub enum Job {
     Text(String),
     ToolStatus(ToolGroupStatus),
-    Notice(String),
+    Notice(Notice),
     /// Show a new interaction and remember the message that shows it.
     Show(Interaction),
     /// Re-render every message of this chat that shows the interaction.
@@ -157,7 +157,7 @@ async fn perform_job(store: &Store, platform: &dyn Platform, chat: &ChatKey, job
     let result = match job {
         Job::Text(text) => platform.send_text(chat, &text).await,
         Job::ToolStatus(status) => platform.tool_status(chat, &status).await,
-        Job::Notice(text) => platform.send_notice(chat, &text).await,
+        Job::Notice(notice) => platform.send_notice(chat, &notice).await,
         Job::Show(interaction) => show(store, platform, chat, &interaction).await,
         Job::Refresh(interaction) => refresh(store, platform, chat, &interaction).await,
         Job::Remind(interaction, mention) => {

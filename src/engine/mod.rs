@@ -50,7 +50,7 @@ pub use crate::clock::now_ms;
 pub use commands::CommandOutcome;
 pub use config::{EngineConfig, OnExpiry};
 pub use connector::{Connector, Connectors};
-pub use gate::{PairRefusal, Stranger, paired_notice};
+pub use gate::{PairRefusal, Stranger};
 pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, PendingShown, PushOutcome};
 pub use platform::{Platform, PlatformError};
 pub use rules::RevokeRefusal;

@@ -6,7 +6,7 @@ use futures_util::future::BoxFuture;
 
 use crate::interaction::Interaction;
 use crate::interaction::policy::Mention;
-use crate::interaction::updates::ToolGroupStatus;
+use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::store::{ChatKey, MessageRef};
 
 #[derive(Debug, thiserror::Error)]
@@ -40,8 +40,9 @@ pub trait Platform: Send + Sync {
     fn refresh_interaction<'a>(&'a self, message: &'a MessageRef, interaction: &'a Interaction) -> BoxFuture<'a, Result<(), PlatformError>>;
 
     /// A notice for a chat that is not agent output (an error from the backend, a
-    /// request that could not be understood).
-    fn send_notice<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>>;
+    /// request that could not be understood, "you may now talk"), worded by the
+    /// platform.
+    fn send_notice<'a>(&'a self, chat: &'a ChatKey, notice: &'a Notice) -> BoxFuture<'a, Result<(), PlatformError>>;
 
     /// An escalation reminder in `chat` that `interaction` still waits, mentioning
     /// `mention` (whom `Approvers` means is the platform's call), as a reply to

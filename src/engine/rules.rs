@@ -8,12 +8,11 @@
 //! or the person who set the rule; anyone else is refused, and the attempt is audited.
 //! The store's conditional revoke makes a rule revoked (and audited) once, whichever
 //! replica or CLI gets there first. What people read is in
-//! [`crate::texts::rules`].
+//! [`crate::texts::rules`], worded by the platforms.
 
 use super::{EngineError, Shard, now_ms};
 use crate::interaction::{Actor, RememberedRule};
 use crate::store::{AuditEntry, ChatKey};
-use crate::texts::{self, Locale};
 
 /// Why `/rules revoke ID` changed nothing.
 #[derive(Debug, thiserror::Error)]
@@ -30,21 +29,6 @@ pub enum RevokeRefusal {
 
 /// The refusal as the audit log words it.
 pub const NOT_ALLOWED: &str = "only an approver or the person who set it may revoke a rule";
-
-impl RevokeRefusal {
-    /// As the person reads it; `None` for an internal failure (the platform's generic
-    /// "something went wrong" fits better, and the error is logged).
-    pub fn notice(&self, locale: Locale) -> Option<String> {
-        match self {
-            RevokeRefusal::Unknown(id) => Some(texts::rules::unknown_rule(locale, id)),
-            RevokeRefusal::NotAllowed => Some(texts::rules::revoke_not_allowed(locale).to_owned()),
-            RevokeRefusal::Engine(e) => {
-                tracing::error!(error = %e, "cannot revoke a rule");
-                None
-            }
-        }
-    }
-}
 
 impl From<crate::store::StoreError> for RevokeRefusal {
     fn from(e: crate::store::StoreError) -> Self {
@@ -97,13 +81,6 @@ mod tests {
 
     /// 2025-06-01T08:30:00Z.
     const T0: i64 = 1_748_766_600_000;
-
-    #[test]
-    fn a_refused_revoke_reads_as_the_person_expects() {
-        assert_eq!(RevokeRefusal::NotAllowed.notice(Locale::En).as_deref(), Some("Only an approver or the person who set a rule may revoke it."));
-        assert_eq!(RevokeRefusal::Unknown("x".into()).notice(Locale::En).as_deref(), Some("No active rule has id x. /rules lists them."));
-        assert_eq!(RevokeRefusal::Engine(EngineError::Stopped).notice(Locale::En), None);
-    }
 
     fn thao() -> Actor {
         Actor::new("telegram", "1", "Thảo")

@@ -67,7 +67,7 @@ impl Platform for Recorder {
         Box::pin(async { Ok(()) })
     }
 
-    fn send_notice<'a>(&'a self, _: &'a ChatKey, _: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_notice<'a>(&'a self, _: &'a ChatKey, _: &'a crate::interaction::updates::Notice) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async { Ok(()) })
     }
 

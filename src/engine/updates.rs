@@ -4,7 +4,7 @@
 use super::lanes::Job;
 use super::{EngineError, LOG_TARGET, Shard, now_ms, routing};
 
-use crate::interaction::updates::{self as history, BackendInput, HistoryResolution, SessionUpdate, ToolGroupStatus};
+use crate::interaction::updates::{self as history, BackendInput, HistoryResolution, Notice, SessionUpdate, ToolGroupStatus};
 use crate::interaction::{Delivery, Interaction, Request};
 use crate::store::AuditEntry;
 
@@ -21,7 +21,7 @@ impl Shard {
             SessionUpdate::Request(request) => self.new_interaction(&session_id, request).await?,
             SessionUpdate::InvalidRequest { approval_key, reason } => {
                 tracing::warn!(target: LOG_TARGET, %session_id, %approval_key, %reason, "cannot show an approval request");
-                self.notice(&session_id, &format!("The agent sent a request the bridge cannot show ({approval_key}): {reason}")).await?;
+                self.notice(&session_id, Notice::UnshowableRequest { approval_key, reason }).await?;
             }
             SessionUpdate::Resolved { approval_key, reply } => {
                 let now = now_ms();
@@ -50,7 +50,7 @@ impl Shard {
             }
             SessionUpdate::TurnEnded => tracing::debug!(target: LOG_TARGET, %session_id, "turn ended"),
             SessionUpdate::TurnFailed { message } => {
-                self.notice(&session_id, &format!("The agent reported an error: {message}")).await?;
+                self.notice(&session_id, Notice::AgentError { message }).await?;
             }
             SessionUpdate::ResolvedInHistory(resolved) => self.reconcile(&session_id, &resolved).await?,
         }
@@ -111,9 +111,9 @@ impl Shard {
         Ok(())
     }
 
-    pub(super) async fn notice(&mut self, session_id: &str, text: &str) -> Result<(), EngineError> {
+    pub(super) async fn notice(&mut self, session_id: &str, notice: Notice) -> Result<(), EngineError> {
         for chat in self.store.chats_for_session(session_id).await? {
-            self.lanes.push(&chat, Job::Notice(text.to_owned()));
+            self.lanes.push(&chat, Job::Notice(notice.clone()));
         }
         Ok(())
     }

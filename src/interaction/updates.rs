@@ -146,3 +146,16 @@ fn args_contained(ours: &Value, theirs: &Value) -> bool {
         _ => ours == theirs,
     }
 }
+
+/// What the bridge tells a chat on its own account (not the agent's output), as data:
+/// each platform words it ([`crate::texts::notice`]) and shows it its own way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// The agent sent a request the bridge cannot show.
+    UnshowableRequest { approval_key: String, reason: String },
+    /// The agent reported an error and ended its turn.
+    AgentError { message: String },
+    /// A person's pairing code was approved: they may talk now. `locale` is the
+    /// language code they asked in (`en`, `vi`, `zh`).
+    YouArePaired { locale: String },
+}

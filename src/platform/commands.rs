@@ -5,6 +5,7 @@
 //! ([`crate::engine::CommandOutcome`]); [`reply`] words the outcome for every platform.
 
 use super::locale::{self, Locale, Msg};
+use super::refusals::Refused;
 use crate::engine::CommandOutcome;
 
 /// One chat command: its name (without the slash) and what it does.

@@ -9,6 +9,7 @@ pub mod bounded;
 pub mod commands;
 pub mod console;
 pub mod discord;
+pub mod refusals;
 pub mod reminder;
 pub mod telegram;
 pub mod token;

@@ -20,11 +20,12 @@ use self::input::{Parsed, Step};
 use self::settings::ConsoleSettings;
 use super::commands;
 use super::locale::Locale;
+use super::refusals::Refused;
 use super::{Platform, PlatformError, reminder};
 use crate::engine::{ActOutcome, CommandOutcome, EngineError, EngineHandle};
 use crate::interaction::command::ChatCommand;
 use crate::interaction::policy::Mention;
-use crate::interaction::updates::ToolGroupStatus;
+use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::interaction::{Actor, Draft, Interaction, RequestKind, UserAction};
 use crate::store::{ChatKey, MessageRef};
 
@@ -307,8 +308,14 @@ impl Platform for Console {
         })
     }
 
-    fn send_notice<'a>(&'a self, _chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
-        Box::pin(async move { self.print(&format!("! {text}")).await })
+    fn send_notice<'a>(&'a self, chat: &'a ChatKey, notice: &'a Notice) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async move {
+            let text = crate::texts::notice(notice);
+            match notice {
+                Notice::YouArePaired { .. } => self.send_text(chat, &text).await,
+                _ => self.print(&format!("! {text}")).await,
+            }
+        })
     }
 
     /// A terminal mentions nobody: the reminder names whom it is for.

@@ -16,6 +16,7 @@ use super::text::{DMsg, dtext, truncate};
 use super::{PLATFORM, Shared, members, render, rest};
 use crate::engine::EngineError;
 use crate::interaction::Actor;
+use crate::platform::refusals::stranger_notice;
 use crate::store::ChatKey;
 
 /// Discord's limit on a thread name.
@@ -92,11 +93,11 @@ pub async fn on_message(shared: &Shared, message: &Message, bot: UserId) {
         actor.role_ids = member.roles.iter().map(|r| r.get().to_string()).collect();
     }
     let locale = shared.locale(None);
-    match shared.engine.admit(key.clone(), actor.clone(), "message", &text, locale).await {
+    match shared.engine.admit(key.clone(), actor.clone(), "message", &text, locale.code()).await {
         Ok(()) => {}
         // Already answered in this channel within the refusal window: nothing more.
         Err(EngineError::NotAdmitted(stranger)) if stranger.silent => return,
-        Err(EngineError::NotAdmitted(stranger)) => return reply(shared, message, &stranger.notice(locale)).await,
+        Err(EngineError::NotAdmitted(stranger)) => return reply(shared, message, &stranger_notice(&stranger, locale)).await,
         Err(e) => {
             tracing::error!(error = %e, "cannot check who may talk");
             return reply(shared, message, dtext(locale, DMsg::Internal)).await;
@@ -125,7 +126,7 @@ async fn to_agent(shared: &Shared, message: &Message, key: ChatKey, actor: Actor
     match shared.engine.user_message(key, actor, text).await {
         Ok(_) => {}
         Err(EngineError::NotAdmitted(stranger)) if stranger.silent => {}
-        Err(EngineError::NotAdmitted(stranger)) => reply(shared, message, &stranger.notice(shared.locale(None))).await,
+        Err(EngineError::NotAdmitted(stranger)) => reply(shared, message, &stranger_notice(&stranger, shared.locale(None))).await,
         Err(e) => tracing::error!(error = %e, "cannot pass a Discord message to the agent"),
     }
 }

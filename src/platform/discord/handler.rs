@@ -21,11 +21,12 @@ use super::codes::Code;
 use super::text::{DMsg, dtext, truncate};
 use super::{PLATFORM, Shared, members, modal, render, rest};
 use crate::clock::now_ms;
-use crate::engine::{ActError, CommandOutcome, EngineError, paired_notice};
+use crate::engine::{ActError, CommandOutcome, EngineError};
 use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, RefusedAttempt, RequestKind, UserAction};
 use crate::platform::commands;
 use crate::platform::locale::{self, Locale, Msg};
+use crate::platform::refusals::{Refused, paired_notice, stranger_notice};
 use crate::store::ChatKey;
 
 /// What to answer at once, and what to do after the answer is out.
@@ -303,9 +304,9 @@ async fn command_reply(shared: &Shared, c: &CommandInteraction, name: &str, chat
     if name == "id" {
         return locale::ids(locale, &format!("discord:{}", c.user.id), &format!("discord:{}", chat.chat_id), None);
     }
-    match shared.engine.admit(chat.clone(), actor.clone(), "command", &format!("/{name}"), locale).await {
+    match shared.engine.admit(chat.clone(), actor.clone(), "command", &format!("/{name}"), locale.code()).await {
         Ok(()) => {}
-        Err(EngineError::NotAdmitted(stranger)) => return stranger.notice(locale),
+        Err(EngineError::NotAdmitted(stranger)) => return stranger_notice(&stranger, locale),
         Err(e) => return engine_error(locale, &e),
     }
     // The revoke option is the `/rules revoke ID` of other platforms.

@@ -36,7 +36,7 @@ use super::{Platform, PlatformError, reminder};
 use crate::clock::now_ms;
 use crate::engine::EngineHandle;
 use crate::interaction::policy::Mention;
-use crate::interaction::updates::ToolGroupStatus;
+use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::interaction::{AccessPolicy, Interaction};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
@@ -314,8 +314,13 @@ impl Platform for Discord {
         })
     }
 
-    fn send_notice<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_notice<'a>(&'a self, chat: &'a ChatKey, notice: &'a Notice) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
+            let text = crate::texts::notice(notice);
+            // Good news reads as a message, not as a warning.
+            if let Notice::YouArePaired { .. } = notice {
+                return self.send_text(chat, &text).await;
+            }
             let channel = self.channel(chat).await?;
             let content = text::truncate(&format!("⚠️ {text}"), render::limits::CONTENT);
             self.send(channel, CreateMessage::new().content(content)).await.map(|_| ())

@@ -12,10 +12,11 @@ use super::send;
 use super::text::{MAX_PLACEHOLDER_CHARS, Tg, cut, escape, escape_cut, tg as tg_text};
 use super::wizard::{Prompt, PromptKind, View};
 use super::{PLATFORM, Telegram};
-use crate::engine::{ActError, ActOutcome, CommandOutcome, EngineError, PairRefusal, PendingShown, paired_notice};
+use crate::engine::{ActError, ActOutcome, CommandOutcome, EngineError, PairRefusal, PendingShown};
 use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Interaction, Refusal, RequestKind, UserAction};
 use crate::platform::locale::{self, Locale, Msg, text};
+use crate::platform::refusals::{Refused, paired_notice, stranger_notice};
 use crate::platform::{PlatformError, commands};
 use crate::store::ChatKey;
 
@@ -127,11 +128,11 @@ async fn admitted(
     locale: Locale,
     message: teloxide::types::MessageId,
 ) -> bool {
-    match tg.engine.admit(chat.clone(), actor_of(user), attempted, typed, locale).await {
+    match tg.engine.admit(chat.clone(), actor_of(user), attempted, typed, locale.code()).await {
         Ok(()) => true,
         Err(EngineError::NotAdmitted(stranger)) => {
             if !stranger.silent {
-                log_failure(send::html_reply(&tg.bot, chat, &escape(&stranger.notice(locale)), None, Some(message)).await.map(|_| ()));
+                log_failure(send::html_reply(&tg.bot, chat, &escape(&stranger_notice(&stranger, locale)), None, Some(message)).await.map(|_| ()));
             }
             false
         }
@@ -212,7 +213,7 @@ async fn to_agent(tg: &Telegram, chat: ChatKey, user: &User, text: &str, locale:
     let notice = match tg.engine.user_message(chat.clone(), actor_of(user), text.to_owned()).await {
         Ok(_) => return,
         Err(EngineError::NotAdmitted(stranger)) if stranger.silent => return,
-        Err(EngineError::NotAdmitted(stranger)) => stranger.notice(locale),
+        Err(EngineError::NotAdmitted(stranger)) => stranger_notice(&stranger, locale),
         Err(e) => {
             tracing::error!(error = %e, "cannot pass a message to the agent");
             tg_text(locale, Tg::CommandFailed).to_owned()

@@ -47,7 +47,7 @@ use super::token::TokenSigner;
 use super::{Platform, PlatformError, reminder};
 use crate::engine::EngineHandle;
 use crate::interaction::policy::Mention;
-use crate::interaction::updates::ToolGroupStatus;
+use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::interaction::{AccessPolicy, Interaction};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
@@ -265,8 +265,14 @@ impl Platform for Telegram {
         })
     }
 
-    fn send_notice<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
-        Box::pin(async move { self.notice(chat, text).await })
+    fn send_notice<'a>(&'a self, chat: &'a ChatKey, notice: &'a Notice) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async move {
+            match notice {
+                // Good news reads as a message, not as a warning.
+                Notice::YouArePaired { .. } => self.send_text(chat, &locale::notice(notice)).await,
+                _ => self.notice(chat, &locale::notice(notice)).await,
+            }
+        })
     }
 
     fn send_reminder<'a>(
