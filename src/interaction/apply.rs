@@ -8,7 +8,7 @@ use super::answers::{self, AnswerDraft, MAX_TEXT_CHARS};
 use super::decisions::{self, DecisionDraft};
 use super::policy::quorum::{self, Cast, Vote};
 use super::refusal::Refusal;
-use super::state::UserAction;
+use super::user_action::UserAction;
 use crate::protocol::{Answers, Decision, DecisionType, Reply};
 
 pub(super) fn apply_decision(actions: &[super::Action], draft: &mut DecisionDraft, action: UserAction) -> Result<Option<Reply>, Refusal> {

@@ -19,6 +19,7 @@ pub mod refusal;
 pub mod request;
 pub mod state;
 pub mod updates;
+pub mod user_action;
 
 pub use access::{AccessPolicy, Actor, Approvers, Origin};
 pub use admission::{Allowlist, Verdict};

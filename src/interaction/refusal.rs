@@ -10,7 +10,7 @@ use super::access::Actor;
 use super::answers::MAX_TEXT_CHARS;
 use super::decisions::EditError;
 use super::policy::RememberScope;
-use super::state::UserAction;
+use super::user_action::UserAction;
 use crate::protocol::DecisionType;
 
 /// Why an action was refused. Nothing changed.
