@@ -50,7 +50,7 @@ pub enum UserAction {
     /// Send what has been chosen.
     Submit,
     /// Approve the one action and remember it ("Approve for this session", "Always
-    /// approve"), where the policy offers it: [`Interaction::remember_offered`].
+    /// approve"), where the policy offers it: [`super::Interaction::remember_offered`].
     Remember {
         scope: RememberScope,
     },
