@@ -46,7 +46,7 @@ pub struct AuditEntry {
     pub reason: Option<String>,
     /// How many attempts the entry stands for: 1, except for a stranger's refusal,
     /// written once per refusal window and counted up in place while it lasts
-    /// ([`super::Store::refuse_stranger`]).
+    /// ([`super::Store::open_refusal_window`], [`super::Store::count_refused_attempt`]).
     pub attempts: i64,
 }
 
