@@ -9,7 +9,7 @@
 //! same request streamed would mean. Errors name the offending field.
 //!
 //! An approval may carry its own decision `policy` (quorum, approvers, escalation,
-//! fallback), validated by the core's [`PolicySpec`] with `show_in` chats parsed as
+//! fallback), validated by the core's [`PolicyTerms`] with `show_in` chats parsed as
 //! `routing.channels` are and held to the enabled platforms, like targets. A matching
 //! `[[policies]]` config entry still overrides it when the engine takes the request.
 
@@ -21,8 +21,8 @@ use utoipa::ToSchema;
 
 use super::error::ApiError;
 use crate::interaction::chat::Networks;
-use crate::interaction::policy::spec::{DurationSpec, StepSpec};
-use crate::interaction::policy::{Policy, PolicySpec};
+use crate::interaction::policy::Policy;
+use crate::interaction::policy::spec::PolicyTerms;
 use crate::interaction::{Approvers, Request, RequestBuilder, RequestError, TimeoutDefaults};
 use crate::protocol::{ActionRequest, ReviewConfig};
 use crate::store::ChatKey;
@@ -66,90 +66,7 @@ pub struct PushBody {
     pub allow_freeform: Option<bool>,
     /// A decision policy for this approval (tool calls only; refused on questions).
     /// A matching `[[policies]]` entry of the bridge's config overrides it.
-    pub policy: Option<ApiPolicy>,
-}
-
-/// A request's own decision policy: who must approve, how many of them, what may be
-/// remembered, and what happens when nobody answers. The keys of a `[[policies]]`
-/// config entry minus its match filters.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"approver_roles": ["1200000000000000000"], "quorum": 2,
-    "escalation": [{"after": "5m", "remind": "approvers"}, {"after": "15m", "show_in": "discord:1300000000000000000"}, {"after": "30m", "fallback": "reject"}]}))]
-pub struct ApiPolicy {
-    /// `"platform:user_id"` entries. With these or `approver_roles`, only they decide
-    /// (they replace the request's `approvers` and the configured ones).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub approvers: Vec<String>,
-    /// Discord role ids whose members decide.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub approver_roles: Vec<String>,
-    /// Distinct people who must approve the same decisions (1–50, default 1). A
-    /// reject by anyone ends the request at once.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quorum: Option<i64>,
-    /// Which of `session` ("approve for this session") and `always` may be offered
-    /// beside "Approve"; not with a quorum above 1.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub remember: Vec<String>,
-    /// What a remembered approval compares besides the tool: `same` args (default) or `any`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remember_args: Option<String>,
-    /// Steps in time order; a `fallback`, if any, is the last one, and its moment
-    /// becomes the request's deadline (`expires_at`), replacing `timeout_seconds`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub escalation: Vec<ApiEscalationStep>,
-}
-
-/// One escalation step: `after` and exactly one of `remind`, `show_in`, `fallback`.
-#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ApiEscalationStep {
-    /// After this long since the request was created: whole seconds, or text such as
-    /// `90s`, `5m`, `1h30m`, `1d`.
-    pub after: ApiDuration,
-    /// Post a reminder mentioning `approvers`, `role:ROLE_ID` or `platform:user_id`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remind: Option<String>,
-    /// Show the request in one more chat, written as in `routing.channels`:
-    /// `telegram:CHAT[/TOPIC]`, `discord:CHANNEL[/THREAD]`, `discord:user:USER`, `console`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub show_in: Option<String>,
-    /// End the request: `approve`, `reject` or `leave` (send nothing).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fallback: Option<String>,
-}
-
-/// Whole seconds, or text such as `5m`.
-#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum ApiDuration {
-    Seconds(i64),
-    Text(String),
-}
-
-impl ApiPolicy {
-    /// The core's spec of the same policy.
-    fn spec(&self) -> PolicySpec {
-        let step = |s: &ApiEscalationStep| StepSpec {
-            after: match &s.after {
-                ApiDuration::Seconds(n) => DurationSpec::Secs(*n),
-                ApiDuration::Text(t) => DurationSpec::Text(t.clone()),
-            },
-            remind: s.remind.clone(),
-            show_in: s.show_in.clone(),
-            fallback: s.fallback.clone(),
-        };
-        PolicySpec {
-            approvers: self.approvers.clone(),
-            approver_roles: self.approver_roles.clone(),
-            quorum: self.quorum,
-            remember: self.remember.clone(),
-            remember_args: self.remember_args.clone(),
-            escalation: self.escalation.iter().map(step).collect(),
-            ..PolicySpec::default()
-        }
-    }
+    pub policy: Option<PolicyTerms>,
 }
 
 /// A chat, channel or person to show the request to.
@@ -256,7 +173,7 @@ pub fn validate(body: &PushBody, approval_key: &str, platforms: &Platforms, defa
 
 /// The request's own policy, validated by the core with `show_in` chats parsed as
 /// `routing.channels` are and on enabled platforms only.
-fn policy(spec: &ApiPolicy, approvers: Option<&Approvers>, platforms: &Platforms) -> Result<Policy, ApiError> {
+fn policy(terms: &PolicyTerms, approvers: Option<&Approvers>, platforms: &Platforms) -> Result<Policy, ApiError> {
     // The core's check only says yes or no; remember why a chat was refused, so a chat
     // on a disabled platform gets the same error as a target on one.
     let disabled: RefCell<Option<String>> = RefCell::new(None);
@@ -268,7 +185,7 @@ fn policy(spec: &ApiPolicy, approvers: Option<&Approvers>, platforms: &Platforms
         }
         None => false,
     };
-    let policy = spec.spec().to_request_policy(&is_target).map_err(|e| match disabled.take() {
+    let policy = terms.to_request_policy(&is_target).map_err(|e| match disabled.take() {
         Some(platform) if e.key.ends_with(".show_in") => ApiError::invalid("platform_not_enabled", format!("{platform} is not enabled on this bridge"), e.key),
         _ => ApiError::invalid("invalid_policy", e.reason, e.key),
     })?;

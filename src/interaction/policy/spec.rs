@@ -30,58 +30,117 @@ pub const MAX_STEPS: usize = 20;
 /// The latest an escalation step may come: 30 days, the longest request timeout.
 pub const MAX_AFTER_SECS: u64 = 30 * 24 * 3600;
 
-/// A policy as written. See config/default.toml for every key.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A policy as written in the config: a `[[policies]]` entry, its match filters and
+/// its [`PolicyTerms`]. See config/default.toml for every key. It reads as one flat
+/// table (the filters beside the terms), and a key that is neither is refused by name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PolicySpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub backends: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sessions: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<String>,
+    #[serde(flatten)]
+    pub terms: PolicyTerms,
+}
+
+/// The keys of a policy that say what it does, as a `[[policies]]` entry and a pushed
+/// request's own `policy` both write them: who must approve, how many of them, what may
+/// be remembered, and what happens when nobody answers. The HTTP API documents it as
+/// `ApiPolicy`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = ApiPolicy, example = json!({"approver_roles": ["1200000000000000000"], "quorum": 2,
+    "escalation": [{"after": "5m", "remind": "approvers"}, {"after": "15m", "show_in": "discord:1300000000000000000"}, {"after": "30m", "fallback": "reject"}]}))]
+pub struct PolicyTerms {
+    /// `"platform:user_id"` entries. With these or `approver_roles`, only they decide
+    /// (they replace the request's `approvers` and the configured ones).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approvers: Vec<String>,
+    /// Discord role ids whose members decide.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approver_roles: Vec<String>,
-    /// Signed, so that `-1` gets "must be at least 1" rather than a type error.
+    /// Distinct people who must approve the same decisions (1–50, default 1). A
+    /// reject by anyone ends the request at once. Signed, so that `-1` gets "must be
+    /// at least 1" rather than a type error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quorum: Option<i64>,
+    /// Which of `session` ("approve for this session") and `always` may be offered
+    /// beside "Approve"; not with a quorum above 1.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remember: Vec<String>,
+    /// What a remembered approval compares besides the tool: `same` args (default) or `any`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remember_args: Option<String>,
+    /// Steps in time order; a `fallback`, if any, is the last one, and its moment
+    /// becomes the request's deadline (`expires_at`), replacing `timeout_seconds`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub escalation: Vec<StepSpec>,
 }
 
-/// One escalation step as written: `after` and exactly one of `remind`, `show_in`,
-/// `fallback`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One escalation step: `after` and exactly one of `remind`, `show_in`, `fallback`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = ApiEscalationStep)]
 pub struct StepSpec {
+    /// After this long since the request was created: whole seconds, or text such as
+    /// `90s`, `5m`, `1h30m`, `1d`.
     pub after: DurationSpec,
-    /// `approvers`, `role:ROLE_ID`, or a person as `platform:user_id`.
+    /// Post a reminder mentioning `approvers`, `role:ROLE_ID` or `platform:user_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remind: Option<String>,
-    /// A chat as in `routing.channels`.
+    /// Show the request in one more chat, written as in `routing.channels`:
+    /// `telegram:CHAT[/TOPIC]`, `discord:CHANNEL[/THREAD]`, `discord:user:USER`, `console`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub show_in: Option<String>,
-    /// `approve`, `reject` or `leave`; only as the last step.
+    /// End the request: `approve`, `reject` or `leave` (send nothing); only as the
+    /// last step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
 }
 
-/// Seconds, or text like `5m`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Whole seconds, or text such as `5m`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
+#[schema(as = ApiDuration)]
 pub enum DurationSpec {
     Secs(i64),
     Text(String),
+}
+
+/// The match filters of a `[[policies]]` entry, read apart from its terms.
+#[derive(Deserialize)]
+struct Filters {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    tools: Vec<String>,
+    #[serde(default)]
+    backends: Vec<String>,
+    #[serde(default)]
+    sessions: Vec<String>,
+    #[serde(default)]
+    targets: Vec<String>,
+}
+
+const FILTER_KEYS: [&str; 5] = ["name", "tools", "backends", "sessions", "targets"];
+
+// By hand, because serde's `flatten` cannot refuse unknown keys: the filters are taken
+// out of the table, and the terms, which refuse unknown keys, read the rest.
+impl<'de> Deserialize<'de> for PolicySpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let mut terms = serde_json::Map::deserialize(deserializer)?;
+        let filters: serde_json::Map<String, serde_json::Value> = FILTER_KEYS.iter().filter_map(|k| terms.remove_entry(*k)).collect();
+        let filters: Filters = serde_json::from_value(filters.into()).map_err(D::Error::custom)?;
+        let terms: PolicyTerms = serde_json::from_value(terms.into()).map_err(D::Error::custom)?;
+        Ok(PolicySpec { name: filters.name, tools: filters.tools, backends: filters.backends, sessions: filters.sessions, targets: filters.targets, terms })
+    }
 }
 
 /// A spec that does not validate: which key, and why.
@@ -121,7 +180,7 @@ impl PolicySpec {
             Some(n) => n.trim().to_owned(),
             None => key.clone(),
         };
-        let policy = self.policy(&key, name, is_target)?;
+        let policy = self.terms.policy(&key, name, is_target)?;
         let matcher = Matcher { tools: self.tools.clone(), backends: self.backends.clone(), sessions: self.sessions.clone(), targets: self.targets.clone() };
         Ok(PolicyRule { matcher, policy })
     }
@@ -141,7 +200,14 @@ impl PolicySpec {
                 return Err(PolicyError { key: format!("{key}.{field}"), reason: "is a config filter; a request's policy applies to that request".into() });
             }
         }
-        self.policy(key, "request".into(), is_target)
+        self.terms.to_request_policy(is_target)
+    }
+}
+
+impl PolicyTerms {
+    /// A request's own policy (the HTTP API's `policy`).
+    pub fn to_request_policy(&self, is_target: TargetCheck<'_>) -> Result<Policy, PolicyError> {
+        self.policy("policy", "request".into(), is_target)
     }
 
     fn policy(&self, key: &str, name: String, is_target: TargetCheck<'_>) -> Result<Policy, PolicyError> {
