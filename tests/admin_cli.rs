@@ -6,8 +6,7 @@
 //! the reject.
 
 mod support;
-#[path = "support/test_db.rs"]
-mod test_db;
+use support::test_db;
 
 use std::process::Output;
 

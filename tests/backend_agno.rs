@@ -7,17 +7,12 @@
 //!
 //! AgentOS starts once for this test binary, on a free port, and exits with it.
 
-#[path = "support/backends.rs"]
-mod backends;
-#[path = "support/bridge_process.rs"]
-mod bridge_process;
-#[path = "support/fake_telegram.rs"]
-mod fake_telegram;
+use support::backends;
+use support::bridge_process;
+use support::fake_telegram;
 mod support;
-#[path = "support/telegram_chat.rs"]
-mod telegram_chat;
-#[path = "support/withholding_proxy.rs"]
-mod withholding_proxy;
+use support::telegram_chat;
+use support::withholding_proxy;
 
 use telegram_chat::TelegramChat;
 

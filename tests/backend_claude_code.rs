@@ -5,15 +5,11 @@
 //! next: the `tool_result` Claude Code built from the bridge's control response (the
 //! tool's output with the approved or edited input, the deny message, the answers).
 
-#[path = "support/backends.rs"]
-mod backends;
-#[path = "support/bridge_process.rs"]
-mod bridge_process;
-#[path = "support/fake_telegram.rs"]
-mod fake_telegram;
+use support::backends;
+use support::bridge_process;
+use support::fake_telegram;
 mod support;
-#[path = "support/telegram_chat.rs"]
-mod telegram_chat;
+use support::telegram_chat;
 
 use telegram_chat::TelegramChat;
 

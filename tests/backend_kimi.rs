@@ -8,15 +8,11 @@
 //!
 //! They are `#[ignore]`d: a plain `cargo test` reports them ignored; `cargo test -- --include-ignored` runs them, and fails without the install.
 
-#[path = "support/backends.rs"]
-mod backends;
-#[path = "support/bridge_process.rs"]
-mod bridge_process;
-#[path = "support/fake_telegram.rs"]
-mod fake_telegram;
+use support::backends;
+use support::bridge_process;
+use support::fake_telegram;
 mod support;
-#[path = "support/telegram_chat.rs"]
-mod telegram_chat;
+use support::telegram_chat;
 
 use telegram_chat::TelegramChat;
 

@@ -3,13 +3,10 @@
 //! agent, once. Figures (rounds, lost, duplicates, detection and restart times) are
 //! printed; run with `--nocapture` to see them.
 
-#[path = "support/bridge_process.rs"]
-mod bridge_process;
-#[path = "support/chaos_proxy.rs"]
-mod chaos_proxy;
+use support::bridge_process;
+use support::chaos_proxy;
 mod support;
-#[path = "support/withholding_proxy.rs"]
-mod withholding_proxy;
+use support::withholding_proxy;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

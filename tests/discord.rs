@@ -3,8 +3,7 @@
 //! gateway exactly as Discord would send them; the tests assert the exact commands the
 //! agent received and snapshot the payloads the bridge sent to Discord.
 
-#[path = "support/fake_discord.rs"]
-mod fake_discord;
+use support::fake_discord;
 mod support;
 
 use std::time::Duration;
@@ -13,7 +12,8 @@ use fake_discord::*;
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
 use serde_json::{Value, json};
-use support::{approvals, session_id, start_sim, wait_approvals, wait_until};
+use support::harness::NoConsole;
+use support::{Chat, approvals, session_id, wait_approvals, wait_until};
 
 const THAO: &str = "500000000000000001";
 const STRANGER: &str = "500000000000000666";
@@ -23,13 +23,23 @@ fn thao() -> Value {
     user(THAO, "Thảo")
 }
 
-/// The agent, the fake Discord and a bridge wired to both.
+/// The agent, the fake Discord and a bridge wired to both (a [`support::Harness`] on
+/// Discord, with this suite's channel, approver role and user).
 struct Rig {
-    sim: hitl_bridge::agent_sim::SimHandle,
-    fake: FakeDiscord,
-    dir: tempfile::TempDir,
-    settings: Settings,
-    app: Option<App>,
+    base: support::Harness,
+}
+
+impl std::ops::Deref for Rig {
+    type Target = support::Harness;
+    fn deref(&self) -> &support::Harness {
+        &self.base
+    }
+}
+
+impl std::ops::DerefMut for Rig {
+    fn deref_mut(&mut self) -> &mut support::Harness {
+        &mut self.base
+    }
 }
 
 impl Rig {
@@ -37,80 +47,47 @@ impl Rig {
         Self::start_with(timeout_secs, extra, |_| {}).await
     }
 
-    async fn start_with(timeout_secs: u64, extra: &[(&str, &str)], tweak: impl FnOnce(&mut Settings)) -> Rig {
-        let sim = start_sim(timeout_secs).await;
-        let fake = FakeDiscord::start().await;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let api = fake.api_url();
-        let mut pairs: Vec<(&str, &str)> = vec![
-            ("console.enabled", "false"),
-            ("discord.enabled", "true"),
-            ("discord.token", "fake-bot-token"),
-            ("discord.api_url", &api),
-            ("tokens.secret", "test-secret"),
-        ];
-        pairs.extend_from_slice(extra);
-        let mut settings = support::settings(&sim, &dir, &pairs);
-        settings.discord.channels = vec![CHANNEL_ID.into()];
-        settings.access.approver_roles = vec![LEAD_ROLE.into()];
-        // Thảo may talk to the agent; the stranger may not.
-        settings.access.users = vec![format!("discord:{THAO}")];
-        tweak(&mut settings);
-        let mut rig = Rig { sim, fake, dir, settings, app: None };
-        rig.boot(1).await;
-        rig
-    }
-
-    /// Starts the bridge and waits until it has identified (the `n`-th time) and
-    /// registered its slash commands.
-    async fn boot(&mut self, n: u32) {
-        let registrations = |fake: &FakeDiscord| fake.requests().iter().filter(|r| r.method == "PUT" && r.path.ends_with("/commands")).count();
-        let before = registrations(&self.fake);
-        let app = App::start(&self.settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge starts");
-        self.app = Some(app);
-        self.fake.wait_identified(n).await;
-        let fake = &self.fake;
-        wait_until(|| async move { (registrations(fake) > before).then_some(()) }).await;
-    }
-
-    async fn restart(&mut self) {
-        if let Some(app) = self.app.take() {
-            app.stop().await;
-        }
-        let n = self.fake.identifies() + 1;
-        self.boot(n).await;
+    async fn start_with(timeout_secs: u64, extra: &[(&str, &str)], tweak: impl FnOnce(&mut Settings) + 'static) -> Rig {
+        let base = support::Harness::on(Chat::Discord)
+            .agent(timeout_secs)
+            .settings(extra)
+            .tweak(|s| {
+                s.discord.channels = vec![CHANNEL_ID.into()];
+                s.access.approver_roles = vec![LEAD_ROLE.into()];
+                // Thảo may talk to the agent; the stranger may not.
+                s.access.users = vec![format!("discord:{THAO}")];
+            })
+            .tweak(tweak)
+            .start()
+            .await;
+        Rig { base }
     }
 
     /// A chat message from `who` in the configured channel.
     fn say(&self, who: &Value, text: &str) {
-        self.fake.dispatch("MESSAGE_CREATE", guild_message(&self.fake, CHANNEL_ID, who, text, false));
+        self.discord().dispatch("MESSAGE_CREATE", guild_message(self.discord(), CHANNEL_ID, who, text, false));
     }
 
     /// Waits for the next interaction message (a POST with an embed) after `skip`
     /// requests; returns it with its message id.
     async fn wait_card(&self, skip: usize) -> (Recorded, String) {
-        let card = self.fake.wait_request(skip, |r| r.method == "POST" && r.path.ends_with("/messages") && has_embed(&r.body)).await;
+        let card = self.discord().wait_request(skip, |r| r.method == "POST" && r.path.ends_with("/messages") && has_embed(&r.body)).await;
         let id = card.response.as_ref().and_then(|m| m["id"].as_str()).expect("message id").to_owned();
         (card, id)
     }
 
     fn push(&self, interaction: Value) {
-        self.fake.dispatch("INTERACTION_CREATE", interaction);
+        self.discord().dispatch("INTERACTION_CREATE", interaction);
     }
 
     /// Clicks the button whose label contains `label` on `card`.
     fn click(&self, card: &Recorded, message_id: &str, label: &str, who: &Value, roles: &[&str]) {
         let id = button(&card.body, label);
-        self.push(click(&self.fake, &id, message_id, CHANNEL_ID, who, roles));
+        self.push(click(self.discord(), &id, message_id, CHANNEL_ID, who, roles));
     }
 
-    async fn stop(mut self) {
-        if let Some(app) = self.app.take() {
-            app.stop().await;
-        }
-        self.sim.shutdown().await;
-        self.fake.shutdown().await;
-        drop(self.dir);
+    async fn stop(self) {
+        self.base.shutdown().await;
     }
 }
 
@@ -277,14 +254,14 @@ async fn seed_002_approve() {
     let (card, id) = rig.wait_card(0).await;
     insta::assert_json_snapshot!("seed_002_card", shot(&card));
     rig.click(&card, &id, "Approve", &thao(), &[]);
-    let got = wait_approvals(&rig.sim, 1).await;
-    let s = session_id(&rig.sim);
+    let got = wait_approvals(rig.sim(), 1).await;
+    let s = session_id(rig.sim());
     assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
-    let ack = callbacks(&rig.fake, 1).await;
+    let ack = callbacks(rig.discord(), 1).await;
     assert_eq!(ack[0].body, json!({"type":6,"data":null}), "a deferred update first");
-    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    let done = wait_edit(rig.discord(), &id, |b| b["components"] == json!([])).await;
     insta::assert_json_snapshot!("seed_002_approved", shot(&done));
-    wait_text(&rig.fake, "Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    wait_text(rig.discord(), "Đã đặt lệnh: buy 100 VNM @ 82000").await;
     rig.stop().await;
 }
 
@@ -295,12 +272,12 @@ async fn seed_002_reject() {
     rig.say(&thao(), "trade");
     let (card, id) = rig.wait_card(0).await;
     rig.click(&card, &id, "Reject", &thao(), &[]);
-    let got = wait_approvals(&rig.sim, 1).await;
-    let s = session_id(&rig.sim);
+    let got = wait_approvals(rig.sim(), 1).await;
+    let s = session_id(rig.sim());
     assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"reject"}]})]);
-    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    let done = wait_edit(rig.discord(), &id, |b| b["components"] == json!([])).await;
     assert_eq!(mask(&done.body["embeds"][0]["fields"]), json!([{"name":"Decision","value":"❌ Reject by Thảo at [hh:mm] UTC","inline":false}]));
-    wait_text(&rig.fake, "Lệnh đã bị hủy.").await;
+    wait_text(rig.discord(), "Lệnh đã bị hủy.").await;
     rig.stop().await;
 }
 
@@ -312,32 +289,32 @@ async fn seed_002_edit_via_modal() {
     rig.say(&thao(), "trade");
     let (card, id) = rig.wait_card(0).await;
     rig.click(&card, &id, "Edit", &thao(), &[]);
-    let opened = callbacks(&rig.fake, 1).await.remove(0);
+    let opened = callbacks(rig.discord(), 1).await.remove(0);
     insta::assert_json_snapshot!("seed_002_edit_modal", shot(&opened));
     assert_eq!(opened.body["type"], 9, "the modal is the first response");
     let modal_id = opened.body["data"]["custom_id"].as_str().expect("modal id").to_owned();
 
-    rig.push(modal_submit(&rig.fake, &modal_id, &[("args", "{quantity: 50")], &id, CHANNEL_ID, &thao()));
-    let notes = wait_followups(&rig.fake, 1).await;
+    rig.push(modal_submit(rig.discord(), &modal_id, &[("args", "{quantity: 50")], &id, CHANNEL_ID, &thao()));
+    let notes = wait_followups(rig.discord(), 1).await;
     assert_eq!(notes[0].body["flags"], 64, "ephemeral");
     let text = notes[0].body["content"].as_str().unwrap_or_default().to_owned();
     assert!(text.starts_with("Not accepted: invalid JSON"), "{text}");
-    rig.push(modal_submit(&rig.fake, &modal_id, &[("args", "[50]")], &id, CHANNEL_ID, &thao()));
-    let notes = wait_followups(&rig.fake, 2).await;
+    rig.push(modal_submit(rig.discord(), &modal_id, &[("args", "[50]")], &id, CHANNEL_ID, &thao()));
+    let notes = wait_followups(rig.discord(), 2).await;
     assert_eq!(notes[1].body["content"], "Not accepted: the args must be a JSON object, not an array. Send a JSON object.");
-    assert!(approvals(&rig.sim).is_empty(), "nothing is sent for a refused edit");
+    assert!(approvals(rig.sim()).is_empty(), "nothing is sent for a refused edit");
 
-    rig.push(modal_submit(&rig.fake, &modal_id, &[("args", r#"{"symbol":"VNM","quantity":50,"side":"buy","price":82000}"#)], &id, CHANNEL_ID, &thao()));
-    let got = wait_approvals(&rig.sim, 1).await;
-    let s = session_id(&rig.sim);
+    rig.push(modal_submit(rig.discord(), &modal_id, &[("args", r#"{"symbol":"VNM","quantity":50,"side":"buy","price":82000}"#)], &id, CHANNEL_ID, &thao()));
+    let got = wait_approvals(rig.sim(), 1).await;
+    let s = session_id(rig.sim());
     assert_eq!(
         got,
         vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
         "decisions":[{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}]})]
     );
-    let acks: Vec<Value> = callbacks(&rig.fake, 4).await.iter().map(|r| r.body["type"].clone()).collect();
+    let acks: Vec<Value> = callbacks(rig.discord(), 4).await.iter().map(|r| r.body["type"].clone()).collect();
     assert_eq!(acks, vec![json!(9), json!(6), json!(6), json!(6)]);
-    wait_text(&rig.fake, "Đã đặt lệnh: buy 50 VNM @ 82000").await;
+    wait_text(rig.discord(), "Đã đặt lệnh: buy 50 VNM @ 82000").await;
     rig.stop().await;
 }
 
@@ -352,19 +329,19 @@ async fn two_actions() {
     assert_eq!(labels, ["1. Approve", "1. Reject", "1. Edit", "2. Approve", "2. Reject", "Approve all", "Reject all", "Submit"]);
     rig.click(&card, &id, "1. Approve", &thao(), &[]);
     // The card is re-rendered with the choice marked before the next click.
-    wait_edit(&rig.fake, &id, |b| components(b).iter().any(|c| c["label"] == "✓ 1. Approve")).await;
+    wait_edit(rig.discord(), &id, |b| components(b).iter().any(|c| c["label"] == "✓ 1. Approve")).await;
     rig.click(&card, &id, "2. Reject", &thao(), &[]);
-    wait_edit(&rig.fake, &id, |b| components(b).iter().any(|c| c["label"] == "✓ 2. Reject")).await;
-    assert!(approvals(&rig.sim).is_empty(), "nothing is sent before Submit");
+    wait_edit(rig.discord(), &id, |b| components(b).iter().any(|c| c["label"] == "✓ 2. Reject")).await;
+    assert!(approvals(rig.sim()).is_empty(), "nothing is sent before Submit");
     rig.click(&card, &id, "Submit", &thao(), &[]);
-    let got = wait_approvals(&rig.sim, 1).await;
-    let s = session_id(&rig.sim);
+    let got = wait_approvals(rig.sim(), 1).await;
+    let s = session_id(rig.sim());
     assert_eq!(
         got,
         vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
         "decisions":[{"type":"approve"},{"type":"reject"}]})]
     );
-    wait_text(&rig.fake, "execute_trade: approve; send_report: reject").await;
+    wait_text(rig.discord(), "execute_trade: approve; send_report: reject").await;
     rig.stop().await;
 }
 
@@ -374,28 +351,28 @@ async fn two_actions() {
 async fn seed_000_questions() {
     let rig = Rig::start(20, &[]).await;
     rig.say(&thao(), "hỏi 2 lần");
-    wait_text(&rig.fake, "Chuẩn bị câu hỏi lần 1").await;
+    wait_text(rig.discord(), "Chuẩn bị câu hỏi lần 1").await;
     let (card, id) = rig.wait_card(0).await;
     insta::assert_json_snapshot!("seed_000_card", shot(&card));
-    rig.push(select(&rig.fake, &select_id(&card.body, 0), &["0"], &id, CHANNEL_ID, &thao()));
-    rig.push(select(&rig.fake, &select_id(&card.body, 1), &["2"], &id, CHANNEL_ID, &thao()));
-    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][2]["value"] == "Khác").await;
+    rig.push(select(rig.discord(), &select_id(&card.body, 0), &["0"], &id, CHANNEL_ID, &thao()));
+    rig.push(select(rig.discord(), &select_id(&card.body, 1), &["2"], &id, CHANNEL_ID, &thao()));
+    wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][2]["value"] == "Khác").await;
     rig.click(&card, &id, "Other…", &thao(), &[]);
-    let opened = callbacks(&rig.fake, 3).await.remove(2);
+    let opened = callbacks(rig.discord(), 3).await.remove(2);
     insta::assert_json_snapshot!("seed_000_other_modal", shot(&opened));
     let modal_id = opened.body["data"]["custom_id"].as_str().expect("modal id").to_owned();
-    rig.push(modal_submit(&rig.fake, &modal_id, &[("q1", "Ngắn hạn")], &id, CHANNEL_ID, &thao()));
-    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][2]["value"] == "Ngắn hạn").await;
-    let mark = rig.fake.requests().len();
+    rig.push(modal_submit(rig.discord(), &modal_id, &[("q1", "Ngắn hạn")], &id, CHANNEL_ID, &thao()));
+    wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][2]["value"] == "Ngắn hạn").await;
+    let mark = rig.discord().requests().len();
     rig.click(&card, &id, "Submit", &thao(), &[]);
     let (second, id2) = rig.wait_card(mark).await;
-    rig.push(select(&rig.fake, &select_id(&second.body, 0), &["1"], &id2, CHANNEL_ID, &thao()));
-    wait_edit(&rig.fake, &id2, |b| b["embeds"][0]["fields"][1]["value"] == "Telegram").await;
+    rig.push(select(rig.discord(), &select_id(&second.body, 0), &["1"], &id2, CHANNEL_ID, &thao()));
+    wait_edit(rig.discord(), &id2, |b| b["embeds"][0]["fields"][1]["value"] == "Telegram").await;
     rig.click(&second, &id2, "Submit", &thao(), &[]);
-    wait_text(&rig.fake, "Cảm ơn! Tổng kết: mục tiêu = Cổ tức bền vững (Recommended); kỳ hạn = Ngắn hạn; kênh = Telegram").await;
+    wait_text(rig.discord(), "Cảm ơn! Tổng kết: mục tiêu = Cổ tức bền vững (Recommended); kỳ hạn = Ngắn hạn; kênh = Telegram").await;
 
-    let s = session_id(&rig.sim);
-    let got = approvals(&rig.sim);
+    let s = session_id(rig.sim());
+    let got = approvals(rig.sim());
     assert_eq!(
         serde_json::to_string(&got[0]).expect("json"),
         serde_json::to_string(&json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
@@ -408,7 +385,7 @@ async fn seed_000_questions() {
         "answers":{"Bạn muốn nhận báo cáo qua kênh nào?":"Telegram"}})
     );
     assert_eq!(got.len(), 2);
-    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    let done = wait_edit(rig.discord(), &id, |b| b["components"] == json!([])).await;
     insta::assert_json_snapshot!("seed_000_answered", shot(&done));
     rig.stop().await;
 }
@@ -421,23 +398,23 @@ async fn multi_select_with_other() {
     let (card, id) = rig.wait_card(0).await;
     let menu = components(&card.body).into_iter().find(|c| c["type"] == 3).expect("select");
     assert_eq!((menu["min_values"].clone(), menu["max_values"].clone()), (json!(1), json!(4)));
-    rig.push(select(&rig.fake, &select_id(&card.body, 0), &["0", "1", "3"], &id, CHANNEL_ID, &thao()));
-    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][1]["value"] == "Ngân hàng, Thép (Steel), Khác").await;
+    rig.push(select(rig.discord(), &select_id(&card.body, 0), &["0", "1", "3"], &id, CHANNEL_ID, &thao()));
+    wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][1]["value"] == "Ngân hàng, Thép (Steel), Khác").await;
     rig.click(&card, &id, "Other…", &thao(), &[]);
-    let opened = callbacks(&rig.fake, 2).await.remove(1);
+    let opened = callbacks(rig.discord(), 2).await.remove(1);
     assert_eq!(opened.body["data"]["components"][0]["components"][0]["label"], "Khác · 1. Ngành");
     let modal_id = opened.body["data"]["custom_id"].as_str().expect("modal id").to_owned();
-    rig.push(modal_submit(&rig.fake, &modal_id, &[("q0", "Năng lượng")], &id, CHANNEL_ID, &thao()));
-    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][1]["value"] == "Ngân hàng, Thép (Steel), Năng lượng").await;
+    rig.push(modal_submit(rig.discord(), &modal_id, &[("q0", "Năng lượng")], &id, CHANNEL_ID, &thao()));
+    wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][1]["value"] == "Ngân hàng, Thép (Steel), Năng lượng").await;
     rig.click(&card, &id, "Submit", &thao(), &[]);
-    let got = wait_approvals(&rig.sim, 1).await;
-    let s = session_id(&rig.sim);
+    let got = wait_approvals(rig.sim(), 1).await;
+    let s = session_id(rig.sim());
     assert_eq!(
         got,
         vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
         "answers":{"Nhóm ngành quan tâm?":"Ngân hàng, Thép (Steel), Năng lượng"}})]
     );
-    wait_text(&rig.fake, "Bạn chọn: Ngân hàng, Thép (Steel), Năng lượng").await;
+    wait_text(rig.discord(), "Bạn chọn: Ngân hàng, Thép (Steel), Năng lượng").await;
     rig.stop().await;
 }
 
@@ -448,14 +425,14 @@ async fn skip() {
     rig.say(&thao(), "multi");
     let (card, id) = rig.wait_card(0).await;
     rig.click(&card, &id, "Skip", &thao(), &[]);
-    let got = wait_approvals(&rig.sim, 1).await;
-    let s = session_id(&rig.sim);
+    let got = wait_approvals(rig.sim(), 1).await;
+    let s = session_id(rig.sim());
     assert_eq!(
         got,
         vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
         "answers":{"Nhóm ngành quan tâm?":"[No preference]"}})]
     );
-    wait_text(&rig.fake, "Bạn chọn: [No preference]").await;
+    wait_text(rig.discord(), "Bạn chọn: [No preference]").await;
     rig.stop().await;
 }
 
@@ -466,14 +443,14 @@ async fn expiry() {
     let rig = Rig::start(1, &[]).await;
     rig.say(&thao(), "timeout");
     let (card, id) = rig.wait_card(0).await;
-    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    let done = wait_edit(rig.discord(), &id, |b| b["components"] == json!([])).await;
     assert_eq!(mask(&done.body["embeds"][0]["fields"]), json!([{"name":"Decision","value":"⌛ Expired at [hh:mm] UTC with no decision","inline":false}]));
-    wait_text(&rig.fake, "Không ai trả lời trong 1 giây; thao tác đã bị hủy.").await;
+    wait_text(rig.discord(), "Không ai trả lời trong 1 giây; thao tác đã bị hủy.").await;
     rig.click(&card, &id, "Approve", &thao(), &[]);
-    let notes = wait_followups(&rig.fake, 1).await;
+    let notes = wait_followups(rig.discord(), 1).await;
     assert_eq!(notes[0].body["content"], "This request has expired.");
     assert_eq!(notes[0].body["flags"], 64);
-    assert!(approvals(&rig.sim).is_empty());
+    assert!(approvals(rig.sim()).is_empty());
     rig.stop().await;
 }
 
@@ -486,20 +463,20 @@ async fn unauthorized_user_then_approver_role() {
     let (card, id) = rig.wait_card(0).await;
     let stranger = user(STRANGER, "Mallory");
     rig.click(&card, &id, "Approve", &stranger, &[]);
-    let notes = wait_followups(&rig.fake, 1).await;
+    let notes = wait_followups(rig.discord(), 1).await;
     assert_eq!(
         shot(&notes[0]),
         json!({"method":"POST","path":"/api/v10/webhooks/[id]/[id]",
         "body":{"content":"You are not allowed to answer this request.","embeds":[],"flags":64,"attachments":[]},"files":[]})
     );
     // Edit would open a modal: a stranger gets the refusal instead, in their language.
-    let mut edit = click(&rig.fake, &button(&card.body, "Edit"), &id, CHANNEL_ID, &stranger, &[]);
+    let mut edit = click(rig.discord(), &button(&card.body, "Edit"), &id, CHANNEL_ID, &stranger, &[]);
     edit["locale"] = json!("vi");
     rig.push(edit);
-    let refused = callbacks(&rig.fake, 2).await.remove(1);
+    let refused = callbacks(rig.discord(), 2).await.remove(1);
     assert_eq!(refused.body, json!({"type":4,"data":{"content":"Bạn không được phép trả lời yêu cầu này.","flags":64,"attachments":[]}}));
-    assert!(approvals(&rig.sim).is_empty());
-    assert!(!rig.fake.requests().iter().any(|r| r.method == "PATCH"), "the card is untouched");
+    assert!(approvals(rig.sim()).is_empty());
+    assert!(!rig.discord().requests().iter().any(|r| r.method == "PATCH"), "the card is untouched");
     // Approve was refused by the engine, Edit before it: each audited once, by the engine.
     let store = hitl_bridge::store::Store::connect(&rig.settings.store.url).await.unwrap();
     let refused = wait_until(|| async { store.refused_attempts(0).await.ok().filter(|r| r.len() >= 2) }).await;
@@ -507,7 +484,7 @@ async fn unauthorized_user_then_approver_role() {
     assert_eq!(store.refused_attempts(0).await.unwrap().len(), 2, "no refusal audited twice");
     let seen: Vec<(Value, Value, Option<String>, String)> =
         refused.iter().map(|e| (json!(e.actor), e.reply.clone().unwrap(), e.reason.clone(), e.approval_key.clone())).collect();
-    let key = format!("{}_1", session_id(&rig.sim));
+    let key = format!("{}_1", session_id(rig.sim()));
     let mallory = json!({"platform": "discord", "user_id": STRANGER, "name": "Mallory", "guild_id": GUILD_ID});
     let why = "you are not allowed to answer this request";
     assert_eq!(
@@ -524,9 +501,9 @@ async fn unauthorized_user_then_approver_role() {
     );
     store.close().await;
     rig.click(&card, &id, "Approve", &user("500000000000000002", "Lead"), &[LEAD_ROLE]);
-    let got = wait_approvals(&rig.sim, 1).await;
+    let got = wait_approvals(rig.sim(), 1).await;
     assert_eq!(got[0]["decisions"], json!([{"type":"approve"}]));
-    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][0]["value"].as_str().is_some_and(|v| v.contains("by Lead"))).await;
+    wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][0]["value"].as_str().is_some_and(|v| v.contains("by Lead"))).await;
     rig.stop().await;
 }
 
@@ -538,11 +515,11 @@ async fn double_click() {
     let (card, id) = rig.wait_card(0).await;
     rig.click(&card, &id, "Approve", &thao(), &[]);
     rig.click(&card, &id, "Approve", &thao(), &[]);
-    let notes = wait_followups(&rig.fake, 1).await;
+    let notes = wait_followups(rig.discord(), 1).await;
     assert!(mask(&notes[0].body["content"]) == json!("Already decided by Thảo at [hh:mm] UTC."), "{}", notes[0].body);
-    wait_text(&rig.fake, "Đã đặt lệnh").await;
+    wait_text(rig.discord(), "Đã đặt lệnh").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(approvals(&rig.sim).len(), 1);
+    assert_eq!(approvals(rig.sim()).len(), 1);
     rig.stop().await;
 }
 
@@ -553,20 +530,20 @@ async fn restart_keeps_partial_selections() {
     let mut rig = Rig::start(30, &[]).await;
     rig.say(&thao(), "hỏi 2 lần");
     let (card, id) = rig.wait_card(0).await;
-    rig.push(select(&rig.fake, &select_id(&card.body, 0), &["1"], &id, CHANNEL_ID, &thao()));
-    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][1]["value"] == "Tăng trưởng dài hạn").await;
+    rig.push(select(rig.discord(), &select_id(&card.body, 0), &["1"], &id, CHANNEL_ID, &thao()));
+    wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][1]["value"] == "Tăng trưởng dài hạn").await;
 
-    let before = rig.fake.requests().len();
+    let before = rig.discord().requests().len();
     rig.restart().await;
     // After the restart the card is re-rendered from the store with the selection.
-    let again = rig.fake.wait_request(before, |r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{id}"))).await;
+    let again = rig.discord().wait_request(before, |r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{id}"))).await;
     let first = &components(&again.body)[0];
     assert_eq!(first["options"][1]["default"], true, "{first}");
-    rig.push(select(&rig.fake, &select_id(&card.body, 1), &["0"], &id, CHANNEL_ID, &thao()));
-    wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][2]["value"] == "Trên 3 năm").await;
+    rig.push(select(rig.discord(), &select_id(&card.body, 1), &["0"], &id, CHANNEL_ID, &thao()));
+    wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][2]["value"] == "Trên 3 năm").await;
     rig.click(&card, &id, "Submit", &thao(), &[]);
-    let got = wait_approvals(&rig.sim, 1).await;
-    let s = session_id(&rig.sim);
+    let got = wait_approvals(rig.sim(), 1).await;
+    let s = session_id(rig.sim());
     assert_eq!(
         got[0],
         json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
@@ -579,10 +556,10 @@ async fn restart_keeps_partial_selections() {
 #[tokio::test]
 async fn rate_limit_is_retried() {
     let rig = Rig::start(20, &[]).await;
-    rig.fake.rate_limit_next(1);
+    rig.discord().rate_limit_next(1);
     rig.say(&thao(), "xin chào");
-    wait_text(&rig.fake, "Tôi đã nhận: xin chào.").await;
-    let statuses: Vec<u16> = rig.fake.requests().iter().filter(|r| r.path.ends_with("/messages")).map(|r| r.status).collect();
+    wait_text(rig.discord(), "Tôi đã nhận: xin chào.").await;
+    let statuses: Vec<u16> = rig.discord().requests().iter().filter(|r| r.path.ends_with("/messages")).map(|r| r.status).collect();
     assert_eq!(statuses, vec![429, 200]);
     rig.stop().await;
 }
@@ -593,14 +570,14 @@ async fn rate_limit_is_retried() {
 async fn id_is_answered_to_anyone() {
     let rig = Rig::start(20, &[]).await;
     let stranger = user(STRANGER, "Mallory");
-    rig.push(command(&rig.fake, "id", CHANNEL_ID, &stranger));
+    rig.push(command(rig.discord(), "id", CHANNEL_ID, &stranger));
     assert_eq!(
-        command_answers(&rig.fake, 1).await,
+        command_answers(rig.discord(), 1).await,
         [format!(
             "🆔 You: discord:{STRANGER}  (access.users, access.approvers, access.admins)\nThis chat: discord:{CHANNEL_ID}  (access.chats, routing.channels)"
         )]
     );
-    assert!(rig.sim.commands().is_empty());
+    assert!(rig.sim().commands().is_empty());
     rig.stop().await;
 }
 
@@ -608,22 +585,22 @@ async fn id_is_answered_to_anyone() {
 #[tokio::test]
 async fn slash_commands() {
     let rig = Rig::start(20, &[]).await;
-    let commands = rig.fake.requests().into_iter().find(|r| r.method == "PUT").expect("registered");
+    let commands = rig.discord().requests().into_iter().find(|r| r.method == "PUT").expect("registered");
     insta::assert_json_snapshot!("slash_commands", shot(&commands));
     rig.say(&thao(), "trade");
     let (_, id) = rig.wait_card(0).await;
-    rig.push(command(&rig.fake, "pending", CHANNEL_ID, &thao()));
-    let reply = wait_until(|| async { rig.fake.requests().into_iter().find(|r| r.method == "PATCH" && r.path.ends_with("/messages/@original")) }).await;
+    rig.push(command(rig.discord(), "pending", CHANNEL_ID, &thao()));
+    let reply = wait_until(|| async { rig.discord().requests().into_iter().find(|r| r.method == "PATCH" && r.path.ends_with("/messages/@original")) }).await;
     assert_eq!(
         mask(&reply.body["content"]),
         json!(format!("**Waiting for a decision**\n• execute_trade · <t:[unix]:R> · [open](https://discord.com/channels/{GUILD_ID}/{CHANNEL_ID}/{id})"))
     );
-    let acks = callbacks(&rig.fake, 1).await;
+    let acks = callbacks(rig.discord(), 1).await;
     assert_eq!(acks[0].body, json!({"type":5,"data":{"flags":64,"attachments":[]}}));
-    rig.push(command(&rig.fake, "cancel", CHANNEL_ID, &thao()));
-    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    rig.push(command(rig.discord(), "cancel", CHANNEL_ID, &thao()));
+    let done = wait_edit(rig.discord(), &id, |b| b["components"] == json!([])).await;
     assert_eq!(mask(&done.body["embeds"][0]["fields"][0]["value"]), json!("✖ Cancelled at [hh:mm] UTC (cancelled by Thảo)"));
-    assert_eq!(rig.sim.commands().last().map(|c| c["type"].clone()), Some(json!("cancel")));
+    assert_eq!(rig.sim().commands().last().map(|c| c["type"].clone()), Some(json!("cancel")));
     rig.stop().await;
 }
 
@@ -688,18 +665,18 @@ async fn signed_http_endpoint() {
     rig.say(&thao(), "trade");
     let (card, id) = rig.wait_card(0).await;
     let approve = button(&card.body, "Approve");
-    let body = click(&rig.fake, &approve, &id, CHANNEL_ID, &thao(), &[]).to_string();
+    let body = click(rig.discord(), &approve, &id, CHANNEL_ID, &thao(), &[]).to_string();
     let bad = post(body.clone(), sign(&ping)).await;
     assert_eq!(bad.status(), 401);
-    assert!(approvals(&rig.sim).is_empty(), "a forged click changes nothing");
+    assert!(approvals(rig.sim()).is_empty(), "a forged click changes nothing");
     let answer = post(body.clone(), sign(&body)).await;
     assert_eq!(answer.status(), 200);
     assert_eq!(answer.json::<Value>().await.expect("json"), json!({"type":6}));
-    let got = wait_approvals(&rig.sim, 1).await;
-    let s = session_id(&rig.sim);
+    let got = wait_approvals(rig.sim(), 1).await;
+    let s = session_id(rig.sim());
     assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
-    assert!(!rig.fake.requests().iter().any(|r| r.path.ends_with("/callback")), "answered over HTTP, not via the callback route");
-    wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    assert!(!rig.discord().requests().iter().any(|r| r.path.ends_with("/callback")), "answered over HTTP, not via the callback route");
+    wait_edit(rig.discord(), &id, |b| b["components"] == json!([])).await;
     rig.stop().await;
 }
 
@@ -739,7 +716,7 @@ async fn http_endpoint_refuses_replays_and_huge_bodies() {
     rig.say(&thao(), "trade");
     let (card, id) = rig.wait_card(0).await;
     let approve = button(&card.body, "Approve");
-    let body = click(&rig.fake, &approve, &id, CHANNEL_ID, &thao(), &[]).to_string();
+    let body = click(rig.discord(), &approve, &id, CHANNEL_ID, &thao(), &[]).to_string();
     let now = unix_now();
     for (timestamp, why) in [(now - 301, "signed 5 min 1 s ago"), (now - 24 * 3600, "signed yesterday"), (now + 301, "signed 5 min 1 s ahead")] {
         let old = post(body.clone(), timestamp.to_string()).await;
@@ -758,31 +735,18 @@ async fn http_endpoint_refuses_replays_and_huge_bodies() {
     assert_eq!(post(at_limit, now.to_string()).await.status(), 400);
 
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(approvals(&rig.sim).is_empty(), "a replayed click changes nothing");
+    assert!(approvals(rig.sim()).is_empty(), "a replayed click changes nothing");
 
     // Within the window (4 minutes old) the same click is taken.
     let fresh = post(body.clone(), (now - 240).to_string()).await;
     assert_eq!(fresh.status(), 200);
-    assert_eq!(wait_approvals(&rig.sim, 1).await.len(), 1);
+    assert_eq!(wait_approvals(rig.sim(), 1).await.len(), 1);
     rig.stop().await;
 }
 
 /// Settings for a bridge on `fake` that is started by hand (to watch it fail).
-fn settings_on(sim: &hitl_bridge::agent_sim::SimHandle, fake: &FakeDiscord, dir: &tempfile::TempDir, extra: &[(&str, &str)]) -> Settings {
-    let api = fake.api_url();
-    let mut pairs: Vec<(&str, &str)> = vec![
-        ("console.enabled", "false"),
-        ("discord.enabled", "true"),
-        ("discord.token", "fake-bot-token"),
-        ("discord.api_url", &api),
-        ("tokens.secret", "test-secret"),
-    ];
-    pairs.extend_from_slice(extra);
-    support::settings(sim, dir, &pairs)
-}
-
 async fn start_error(settings: &Settings) -> String {
-    match App::start(settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await {
+    match App::start(settings, None as NoConsole).await {
         Ok(app) => {
             app.stop().await;
             panic!("the bridge started")
@@ -795,11 +759,10 @@ async fn start_error(settings: &Settings) -> String {
 /// discord.token, after one check and before any gateway connection.
 #[tokio::test]
 async fn a_refused_token_fails_startup() {
-    let sim = start_sim(20).await;
-    let fake = FakeDiscord::start().await;
+    let h = support::Harness::on(Chat::Discord).build().await;
+    let fake = h.discord();
     fake.require_token("the-real-token");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let message = start_error(&settings_on(&sim, &fake, &dir, &[])).await;
+    let message = start_error(&h.settings).await;
     assert_eq!(
         message,
         "cannot start discord: discord: discord.token was refused by Discord (HTTP 401 on GET /users/@me): \
@@ -811,48 +774,42 @@ async fn a_refused_token_fails_startup() {
 
     // The right token starts.
     fake.require_token("fake-bot-token");
-    let app = App::start(&settings_on(&sim, &fake, &dir, &[]), None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>)
-        .await
-        .expect("the accepted token starts");
+    let app = App::start(&h.settings, None as NoConsole).await.expect("the accepted token starts");
     assert_eq!(fake.identifies(), 1, "start returns once the gateway is READY");
     app.stop().await;
-    sim.shutdown().await;
-    fake.shutdown().await;
+    h.shutdown().await;
 }
 
 /// A gateway Discord closes before READY (here 4014: the bot's privileged intents are
 /// not enabled) stops the bridge at start instead of leaving it deaf.
 #[tokio::test]
 async fn a_gateway_closed_before_ready_fails_startup() {
-    let sim = start_sim(20).await;
-    let fake = FakeDiscord::start().await;
+    let h = support::Harness::on(Chat::Discord).build().await;
+    let fake = h.discord();
     fake.refuse_identify(4014);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let message =
-        tokio::time::timeout(Duration::from_secs(20), start_error(&settings_on(&sim, &fake, &dir, &[]))).await.expect("fails without waiting for READY");
+    let message = tokio::time::timeout(Duration::from_secs(20), start_error(&h.settings)).await.expect("fails without waiting for READY");
     assert_eq!(
         message,
         "cannot start discord: discord: cannot start the gateway: Disallowed gateway intents were provided: \
          enable the Message Content intent for the bot in the Discord Developer Portal (Bot → Privileged Gateway Intents)"
     );
     assert_eq!(fake.identifies(), 0);
-    sim.shutdown().await;
-    fake.shutdown().await;
+    h.shutdown().await;
 }
 
 /// The interactions endpoint's port taken by something else stops the bridge at start,
 /// naming discord.interactions_listen.
 #[tokio::test]
 async fn interactions_port_taken_fails_startup() {
-    let sim = start_sim(20).await;
-    let fake = FakeDiscord::start().await;
-    let dir = tempfile::tempdir().expect("tempdir");
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let listen = taken.local_addr().expect("addr").to_string();
     let key = ed25519_dalek::SigningKey::from_bytes(&[3u8; 32]);
     let public: String = key.verifying_key().to_bytes().iter().map(|b| format!("{b:02x}")).collect();
-    let settings = settings_on(&sim, &fake, &dir, &[("discord.public_key", &public), ("discord.interactions_listen", &listen), ("discord.gateway", "false")]);
-    let message = start_error(&settings).await;
+    let h = support::Harness::on(Chat::Discord)
+        .settings(&[("discord.public_key", &public), ("discord.interactions_listen", &listen), ("discord.gateway", "false")])
+        .build()
+        .await;
+    let message = start_error(&h.settings).await;
     assert!(
         message.starts_with(&format!(
             "cannot start discord: discord: cannot serve the interactions endpoint (discord.interactions_listen = {listen}): cannot listen: "
@@ -860,8 +817,7 @@ async fn interactions_port_taken_fails_startup() {
         "{message}"
     );
     drop(taken);
-    sim.shutdown().await;
-    fake.shutdown().await;
+    h.shutdown().await;
 }
 
 /// Routing: DMs and mentions reach the agent (the mention taken out); other
@@ -870,24 +826,24 @@ async fn interactions_port_taken_fails_startup() {
 async fn routing_dm_mention_and_long_text() {
     let rig = Rig::start(20, &[]).await;
     let other = "800000000000000099";
-    rig.fake.dispatch("MESSAGE_CREATE", guild_message(&rig.fake, other, &thao(), "not for the bot", false));
-    rig.fake.dispatch("MESSAGE_CREATE", guild_message(&rig.fake, other, &thao(), &format!("<@{BOT_ID}> xin chào"), true));
-    wait_text(&rig.fake, "Tôi đã nhận: xin chào.").await;
+    rig.discord().dispatch("MESSAGE_CREATE", guild_message(rig.discord(), other, &thao(), "not for the bot", false));
+    rig.discord().dispatch("MESSAGE_CREATE", guild_message(rig.discord(), other, &thao(), &format!("<@{BOT_ID}> xin chào"), true));
+    wait_text(rig.discord(), "Tôi đã nhận: xin chào.").await;
     let dm_channel = "800000000000000042";
     let long = "dài ".repeat(600);
-    rig.fake.dispatch("MESSAGE_CREATE", message(&rig.fake.snowflake(), dm_channel, &thao(), &long));
+    rig.discord().dispatch("MESSAGE_CREATE", message(&rig.discord().snowflake(), dm_channel, &thao(), &long));
     wait_until(|| async {
         let sent: Vec<Recorded> =
-            rig.fake.requests().into_iter().filter(|r| r.method == "POST" && r.path == format!("/api/v10/channels/{dm_channel}/messages")).collect();
+            rig.discord().requests().into_iter().filter(|r| r.method == "POST" && r.path == format!("/api/v10/channels/{dm_channel}/messages")).collect();
         (sent.len() >= 2).then_some(())
     })
     .await;
-    let messages: Vec<Value> = rig.sim.commands().into_iter().filter(|c| c["type"] == "message").collect();
+    let messages: Vec<Value> = rig.sim().commands().into_iter().filter(|c| c["type"] == "message").collect();
     let texts: Vec<&Value> = messages.iter().map(|c| &c["content"][0]["text"]).collect();
     assert_eq!(texts, [&json!("xin chào"), &json!(long.trim())], "the unmentioned message was ignored");
     assert_eq!(messages[0]["user"], json!({"platform":"discord","id":THAO,"name":"Thảo"}));
     let sent: Vec<String> = rig
-        .fake
+        .discord()
         .requests()
         .into_iter()
         .filter(|r| r.path == format!("/api/v10/channels/{dm_channel}/messages"))
@@ -905,19 +861,19 @@ async fn routing_dm_mention_and_long_text() {
 async fn thread_per_session() {
     let rig = Rig::start(20, &[("discord.thread_per_session", "true")]).await;
     rig.say(&thao(), "trade");
-    let opened = rig.fake.wait_request(0, |r| r.path.ends_with("/threads")).await;
+    let opened = rig.discord().wait_request(0, |r| r.path.ends_with("/threads")).await;
     assert_eq!(opened.body["name"], "trade");
     let thread = opened.response.as_ref().and_then(|t| t["id"].as_str()).expect("thread id").to_owned();
     let (card, id) = rig.wait_card(0).await;
     assert_eq!(card.path, format!("/api/v10/channels/{thread}/messages"));
     rig.click(&card, &id, "Approve", &thao(), &[]);
-    wait_text(&rig.fake, "Đã đặt lệnh").await;
-    rig.fake.dispatch("MESSAGE_CREATE", guild_message(&rig.fake, &thread, &thao(), "xin chào", false));
-    wait_text(&rig.fake, "Tôi đã nhận: xin chào.").await;
-    let sessions: Vec<Value> = rig.sim.commands().iter().filter(|c| c["type"] == "message").map(|c| c["session_id"].clone()).collect();
+    wait_text(rig.discord(), "Đã đặt lệnh").await;
+    rig.discord().dispatch("MESSAGE_CREATE", guild_message(rig.discord(), &thread, &thao(), "xin chào", false));
+    wait_text(rig.discord(), "Tôi đã nhận: xin chào.").await;
+    let sessions: Vec<Value> = rig.sim().commands().iter().filter(|c| c["type"] == "message").map(|c| c["session_id"].clone()).collect();
     assert_eq!(sessions.len(), 2);
     assert_eq!(sessions[0], sessions[1], "the thread keeps its session");
-    let in_thread = rig.fake.requests().iter().filter(|r| r.path == format!("/api/v10/channels/{thread}/messages")).count();
+    let in_thread = rig.discord().requests().iter().filter(|r| r.path == format!("/api/v10/channels/{thread}/messages")).count();
     assert_eq!(in_thread, 4, "text, card, final text, echo: all in the thread");
     rig.stop().await;
 }
@@ -928,7 +884,7 @@ async fn tool_status_line_is_edited() {
     let rig = Rig::start(20, &[]).await;
     rig.say(&thao(), "hỏi 2 lần");
     rig.wait_card(0).await;
-    let requests = rig.fake.requests();
+    let requests = rig.discord().requests();
     let created = requests.iter().find(|r| r.body["content"].as_str().is_some_and(|c| c.starts_with("⚙ Chuẩn bị câu hỏi lần 1"))).expect("status line");
     let id = created.response.as_ref().and_then(|m| m["id"].as_str()).expect("id");
     let edits: Vec<&Value> = requests.iter().filter(|r| r.method == "PATCH" && r.path.ends_with(id)).map(|r| &r.body["content"]).collect();
@@ -944,11 +900,11 @@ async fn forged_custom_id() {
     rig.say(&thao(), "trade");
     let (card, id) = rig.wait_card(0).await;
     let forged = button(&card.body, "Reject").replace(":rj.0:", ":ap.0:");
-    rig.push(click(&rig.fake, &forged, &id, CHANNEL_ID, &thao(), &[]));
-    let answer = callbacks(&rig.fake, 1).await.remove(0);
+    rig.push(click(rig.discord(), &forged, &id, CHANNEL_ID, &thao(), &[]));
+    let answer = callbacks(rig.discord(), 1).await.remove(0);
     assert_eq!(answer.body, json!({"type":4,"data":{"content":"This button is not valid (unknown, outdated or forged).","flags":64,"attachments":[]}}));
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(approvals(&rig.sim).is_empty());
+    assert!(approvals(rig.sim()).is_empty());
     rig.stop().await;
 }
 
@@ -960,15 +916,15 @@ async fn bridge_expiry_rejects_and_locks_the_card() {
     let rig = Rig::start_with(1, &[("timeouts.grace_secs", "0")], |s| s.backend.history_url = None).await;
     rig.say(&thao(), "timeout");
     let (_, id) = rig.wait_card(0).await;
-    rig.sim.set_down(true);
-    let done = wait_edit(&rig.fake, &id, |b| b["components"] == json!([])).await;
+    rig.sim().set_down(true);
+    let done = wait_edit(rig.discord(), &id, |b| b["components"] == json!([])).await;
     assert_eq!(
         mask(&done.body["embeds"][0]["fields"]),
         json!([{"name":"Decision","value":"⌛ Expired at [hh:mm] UTC with no decision · ⏳ saved, not yet delivered to the agent","inline":false}])
     );
-    rig.sim.set_down(false);
-    let got = wait_approvals(&rig.sim, 1).await;
-    let s = session_id(&rig.sim);
+    rig.sim().set_down(false);
+    let got = wait_approvals(rig.sim(), 1).await;
+    let s = session_id(rig.sim());
     assert_eq!(
         got,
         vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
@@ -976,7 +932,7 @@ async fn bridge_expiry_rejects_and_locks_the_card() {
     );
     // The agent had timed the request out itself while down: depending on which it
     // read first, the card ends as plainly expired or says the reject came too late.
-    let settled = wait_edit(&rig.fake, &id, |b| b["embeds"][0]["fields"][0]["value"].as_str().is_some_and(|v| !v.contains("not yet delivered"))).await;
+    let settled = wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][0]["value"].as_str().is_some_and(|v| !v.contains("not yet delivered"))).await;
     let line = mask(&settled.body["embeds"][0]["fields"])[0]["value"].as_str().unwrap().to_owned();
     assert!(
         ["", " · ⚠\u{fe0f} the agent timed out before this reached it"].iter().any(|tail| line == format!("⌛ Expired at [hh:mm] UTC with no decision{tail}")),
@@ -995,19 +951,19 @@ async fn comment_via_modal_is_a_respond_decision() {
     let labels: Vec<String> = components(&card.body).iter().filter_map(|c| c["label"].as_str().map(str::to_owned)).collect();
     assert_eq!(labels, ["Approve", "Reject", "Comment"], "only the allowed decisions");
     rig.click(&card, &id, "Comment", &thao(), &[]);
-    let opened = callbacks(&rig.fake, 1).await.remove(0);
+    let opened = callbacks(rig.discord(), 1).await.remove(0);
     assert_eq!(opened.body["type"], 9, "the modal is the first response");
     let modal_id = opened.body["data"]["custom_id"].as_str().expect("modal id").to_owned();
     let input_id = opened.body["data"]["components"][0]["components"][0]["custom_id"].as_str().expect("input id").to_owned();
-    rig.push(modal_submit(&rig.fake, &modal_id, &[(input_id.as_str(), "chạy lúc 2 giờ sáng")], &id, CHANNEL_ID, &thao()));
-    let got = wait_approvals(&rig.sim, 1).await;
-    let s = session_id(&rig.sim);
+    rig.push(modal_submit(rig.discord(), &modal_id, &[(input_id.as_str(), "chạy lúc 2 giờ sáng")], &id, CHANNEL_ID, &thao()));
+    let got = wait_approvals(rig.sim(), 1).await;
+    let s = session_id(rig.sim());
     assert_eq!(
         got,
         vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
         "decisions":[{"type":"respond","message":"chạy lúc 2 giờ sáng"}]})]
     );
-    wait_text(&rig.fake, "run_migration: respond (chạy lúc 2 giờ sáng)").await;
+    wait_text(rig.discord(), "run_migration: respond (chạy lúc 2 giờ sáng)").await;
     rig.stop().await;
 }
 
@@ -1017,7 +973,7 @@ async fn comment_via_modal_is_a_respond_decision() {
 
 /// The `message` commands the agent received, as `(user id, text)`.
 fn agent_messages(rig: &Rig) -> Vec<(String, String)> {
-    rig.sim
+    rig.sim()
         .commands()
         .into_iter()
         .filter(|c| c["type"] == "message")
@@ -1074,17 +1030,17 @@ async fn strangers_are_refused_and_reach_nothing() {
     let rig = Rig::start(20, &[]).await;
     let stranger = user(STRANGER, "Mallory");
     rig.say(&stranger, "trade");
-    let refusal = wait_until(|| async { replies_in(&rig.fake, CHANNEL_ID).into_iter().next() }).await;
+    let refusal = wait_until(|| async { replies_in(rig.discord(), CHANNEL_ID).into_iter().next() }).await;
     assert_eq!(refusal.body["content"], format!("⛔ You are not allowed to talk to this agent. Ask an admin to add you: your id is discord:{STRANGER}."));
     assert!(refusal.body["message_reference"]["message_id"].is_string(), "{}", refusal.body);
     let dm = "800000000000000043";
-    rig.fake.dispatch("MESSAGE_CREATE", message(&rig.fake.snowflake(), dm, &stranger, "hello"));
-    wait_until(|| async { replies_in(&rig.fake, dm).into_iter().next() }).await;
+    rig.discord().dispatch("MESSAGE_CREATE", message(&rig.discord().snowflake(), dm, &stranger, "hello"));
+    wait_until(|| async { replies_in(rig.discord(), dm).into_iter().next() }).await;
     // A slash command is answered to them alone even within the channel's refusal
     // window (Discord shows an error otherwise), and counted on that window's entry.
-    rig.push(command(&rig.fake, "new", CHANNEL_ID, &stranger));
+    rig.push(command(rig.discord(), "new", CHANNEL_ID, &stranger));
     assert_eq!(
-        command_answers(&rig.fake, 1).await,
+        command_answers(rig.discord(), 1).await,
         [format!("⛔ You are not allowed to talk to this agent. Ask an admin to add you: your id is discord:{STRANGER}.")]
     );
     // A second message in the channel within the window: no second reply.
@@ -1095,7 +1051,7 @@ async fn strangers_are_refused_and_reach_nothing() {
     assert_eq!(agent_messages(&rig), vec![(THAO.to_owned(), "xin chào".to_owned())]);
     let store = hitl_bridge::store::Store::connect(&rig.settings.store.url).await.unwrap();
     let entries = wait_until(|| async { store.refused_attempts(0).await.ok().filter(|r| r.first().is_some_and(|e| e.attempts == 3)) }).await;
-    assert_eq!(replies_in(&rig.fake, CHANNEL_ID).len(), 1, "one reply in the channel for the window");
+    assert_eq!(replies_in(rig.discord(), CHANNEL_ID).len(), 1, "one reply in the channel for the window");
     let refused: Vec<(String, Value, i64)> = entries.into_iter().map(|e| (e.actor.unwrap().user_id, e.reply.unwrap(), e.attempts)).collect();
     assert_eq!(refused.len(), 2, "{refused:?}");
     assert!(refused.iter().all(|(who, _, _)| who == STRANGER));
@@ -1114,12 +1070,12 @@ async fn guild_and_role_allowlists_admit() {
         s.access.roles = vec!["600000000000000555".into()];
     })
     .await;
-    let mut with_role = guild_message(&rig.fake, CHANNEL_ID, &user(STRANGER, "Mallory"), "with role", false);
+    let mut with_role = guild_message(rig.discord(), CHANNEL_ID, &user(STRANGER, "Mallory"), "with role", false);
     with_role["member"]["roles"] = json!(["600000000000000555"]);
-    rig.fake.dispatch("MESSAGE_CREATE", with_role);
+    rig.discord().dispatch("MESSAGE_CREATE", with_role);
     wait_until(|| async { (!agent_messages(&rig).is_empty()).then_some(()) }).await;
     rig.say(&thao(), "no role");
-    wait_until(|| async { replies_in(&rig.fake, CHANNEL_ID).into_iter().next() }).await;
+    wait_until(|| async { replies_in(rig.discord(), CHANNEL_ID).into_iter().next() }).await;
     assert_eq!(agent_messages(&rig), vec![(STRANGER.to_owned(), "with role".to_owned())]);
     rig.stop().await;
 
@@ -1150,38 +1106,38 @@ async fn pairing_with_the_pair_command() {
     .await;
     let stranger = user(STRANGER, "Mallory");
     let dm = "800000000000000044";
-    rig.fake.dispatch("MESSAGE_CREATE", message(&rig.fake.snowflake(), dm, &stranger, "hello"));
-    let notice = wait_until(|| async { replies_in(&rig.fake, dm).into_iter().next() }).await;
+    rig.discord().dispatch("MESSAGE_CREATE", message(&rig.discord().snowflake(), dm, &stranger, "hello"));
+    let notice = wait_until(|| async { replies_in(rig.discord(), dm).into_iter().next() }).await;
     let text = notice.body["content"].as_str().unwrap().to_owned();
     let at = text.find("code is ").expect("a code") + "code is ".len();
     let code = text[at..at + 8].to_owned();
-    rig.push(command_with(&rig.fake, "pair", ADMINS, &thao(), ("code", &code)));
-    assert_eq!(command_answers(&rig.fake, 1).await[0], "⛔ Only an admin (access.admins) may approve pairing codes.");
-    rig.push(command_with(&rig.fake, "pair", CHANNEL_ID, &user("500000000000000002", "Lead"), ("code", &code)));
-    assert_eq!(command_answers(&rig.fake, 2).await[1], "⛔ /pair only works in an admin chat (access.admin_chats) or in your direct chat with the bot.");
-    rig.push(command_with(&rig.fake, "pair", ADMINS, &user("500000000000000002", "Lead"), ("code", &code)));
-    assert_eq!(command_answers(&rig.fake, 3).await[2], format!("✅ Paired Mallory (discord:{STRANGER}): they may now talk to the agent."));
+    rig.push(command_with(rig.discord(), "pair", ADMINS, &thao(), ("code", &code)));
+    assert_eq!(command_answers(rig.discord(), 1).await[0], "⛔ Only an admin (access.admins) may approve pairing codes.");
+    rig.push(command_with(rig.discord(), "pair", CHANNEL_ID, &user("500000000000000002", "Lead"), ("code", &code)));
+    assert_eq!(command_answers(rig.discord(), 2).await[1], "⛔ /pair only works in an admin chat (access.admin_chats) or in your direct chat with the bot.");
+    rig.push(command_with(rig.discord(), "pair", ADMINS, &user("500000000000000002", "Lead"), ("code", &code)));
+    assert_eq!(command_answers(rig.discord(), 3).await[2], format!("✅ Paired Mallory (discord:{STRANGER}): they may now talk to the agent."));
     wait_until(|| async {
-        rig.fake
+        rig.discord()
             .requests()
             .into_iter()
             .find(|r| r.path == format!("/api/v10/channels/{dm}/messages") && r.body["content"].as_str().is_some_and(|c| c.contains("you may now talk")))
     })
     .await;
     assert!(agent_messages(&rig).is_empty());
-    rig.fake.dispatch("MESSAGE_CREATE", message(&rig.fake.snowflake(), dm, &stranger, "trade"));
+    rig.discord().dispatch("MESSAGE_CREATE", message(&rig.discord().snowflake(), dm, &stranger, "trade"));
     wait_until(|| async { (!agent_messages(&rig).is_empty()).then_some(()) }).await;
     assert_eq!(agent_messages(&rig), vec![(STRANGER.to_owned(), "trade".to_owned())]);
     // An admin pairs from their DM with the bot too.
     let eve = user("500000000000000667", "Eve");
     let eves_dm = "800000000000000045";
-    rig.fake.dispatch("MESSAGE_CREATE", message(&rig.fake.snowflake(), eves_dm, &eve, "hello"));
-    let notice = wait_until(|| async { replies_in(&rig.fake, eves_dm).into_iter().next() }).await;
+    rig.discord().dispatch("MESSAGE_CREATE", message(&rig.discord().snowflake(), eves_dm, &eve, "hello"));
+    let notice = wait_until(|| async { replies_in(rig.discord(), eves_dm).into_iter().next() }).await;
     let text = notice.body["content"].as_str().unwrap().to_owned();
     let at = text.find("code is ").expect("a code") + "code is ".len();
     let leads_dm = "800000000000000046";
-    rig.push(dm_command_with(&rig.fake, "pair", leads_dm, &user("500000000000000002", "Lead"), ("code", &text[at..at + 8])));
-    assert_eq!(command_answers(&rig.fake, 4).await[3], "✅ Paired Eve (discord:500000000000000667): they may now talk to the agent.");
+    rig.push(dm_command_with(rig.discord(), "pair", leads_dm, &user("500000000000000002", "Lead"), ("code", &text[at..at + 8])));
+    assert_eq!(command_answers(rig.discord(), 4).await[3], "✅ Paired Eve (discord:500000000000000667): they may now talk to the agent.");
     rig.stop().await;
 }
 
@@ -1198,24 +1154,24 @@ async fn approver_role_counts_in_a_dm_click() {
         s.routing.channels = vec![format!("discord:user:{LEAD}")];
     })
     .await;
-    rig.fake.add_member(&user(LEAD, "Lead"), &[LEAD_ROLE]);
-    rig.fake.add_member(&user(NO_ROLE, "Dev"), &["600000000000000001"]);
+    rig.discord().add_member(&user(LEAD, "Lead"), &[LEAD_ROLE]);
+    rig.discord().add_member(&user(NO_ROLE, "Dev"), &["600000000000000001"]);
     rig.say(&thao(), "trade");
-    let card = rig.fake.wait_request(0, |r| r.method == "POST" && has_embed(&r.body) && !r.path.contains(CHANNEL_ID)).await;
-    let dm = rig.fake.dm_channel(LEAD).expect("the lead's DM was opened");
+    let card = rig.discord().wait_request(0, |r| r.method == "POST" && has_embed(&r.body) && !r.path.contains(CHANNEL_ID)).await;
+    let dm = rig.discord().dm_channel(LEAD).expect("the lead's DM was opened");
     assert_eq!(card.path, format!("/api/v10/channels/{dm}/messages"));
     let id = card.response.as_ref().and_then(|m| m["id"].as_str()).unwrap().to_owned();
     let approve = button(&card.body, "Approve");
     for (n, who) in [(1, user(STRANGER, "Mallory")), (2, user(NO_ROLE, "Dev"))] {
-        rig.push(dm_click(&rig.fake, &approve, &id, &dm, &who));
-        let notes = wait_followups(&rig.fake, n).await;
+        rig.push(dm_click(rig.discord(), &approve, &id, &dm, &who));
+        let notes = wait_followups(rig.discord(), n).await;
         assert_eq!(notes[n - 1].body["content"], "You are not allowed to answer this request.");
     }
-    assert!(approvals(&rig.sim).is_empty());
-    rig.push(dm_click(&rig.fake, &approve, &id, &dm, &user(LEAD, "Lead")));
-    let got = wait_approvals(&rig.sim, 1).await;
+    assert!(approvals(rig.sim()).is_empty());
+    rig.push(dm_click(rig.discord(), &approve, &id, &dm, &user(LEAD, "Lead")));
+    let got = wait_approvals(rig.sim(), 1).await;
     assert_eq!(got[0]["decisions"], json!([{"type":"approve"}]));
-    let lookups: Vec<String> = rig.fake.requests().into_iter().filter(|r| r.method == "GET" && r.path.contains("/members/")).map(|r| r.path).collect();
+    let lookups: Vec<String> = rig.discord().requests().into_iter().filter(|r| r.method == "GET" && r.path.contains("/members/")).map(|r| r.path).collect();
     assert_eq!(lookups, [STRANGER, NO_ROLE, LEAD].map(|u| format!("/api/v10/guilds/{GUILD_ID}/members/{u}")));
     rig.stop().await;
 }
@@ -1229,15 +1185,15 @@ async fn without_a_guild_a_dm_click_has_no_roles() {
         s.routing.channels = vec![format!("discord:user:{LEAD}")];
     })
     .await;
-    rig.fake.add_member(&user(LEAD, "Lead"), &[LEAD_ROLE]);
+    rig.discord().add_member(&user(LEAD, "Lead"), &[LEAD_ROLE]);
     rig.say(&thao(), "trade");
-    let card = rig.fake.wait_request(0, |r| r.method == "POST" && has_embed(&r.body) && !r.path.contains(CHANNEL_ID)).await;
-    let dm = rig.fake.dm_channel(LEAD).expect("the lead's DM was opened");
+    let card = rig.discord().wait_request(0, |r| r.method == "POST" && has_embed(&r.body) && !r.path.contains(CHANNEL_ID)).await;
+    let dm = rig.discord().dm_channel(LEAD).expect("the lead's DM was opened");
     let id = card.response.as_ref().and_then(|m| m["id"].as_str()).unwrap().to_owned();
-    rig.push(dm_click(&rig.fake, &button(&card.body, "Approve"), &id, &dm, &user(LEAD, "Lead")));
-    assert_eq!(wait_followups(&rig.fake, 1).await[0].body["content"], "You are not allowed to answer this request.");
-    assert!(approvals(&rig.sim).is_empty());
-    assert!(!rig.fake.requests().iter().any(|r| r.path.contains("/members/")));
+    rig.push(dm_click(rig.discord(), &button(&card.body, "Approve"), &id, &dm, &user(LEAD, "Lead")));
+    assert_eq!(wait_followups(rig.discord(), 1).await[0].body["content"], "You are not allowed to answer this request.");
+    assert!(approvals(rig.sim()).is_empty());
+    assert!(!rig.discord().requests().iter().any(|r| r.path.contains("/members/")));
     rig.stop().await;
 }
 

@@ -3,12 +3,9 @@
 //! Telegram and fake Discord, clicked there, and read back by `GET` and by the signed
 //! callback, whose exact JSON and signature are checked.
 
-#[path = "support/backends.rs"]
-mod backends;
-#[path = "support/fake_discord.rs"]
-mod fake_discord;
-#[path = "support/fake_telegram.rs"]
-mod fake_telegram;
+use support::backends;
+use support::fake_discord;
+use support::fake_telegram;
 mod support;
 
 use std::collections::VecDeque;

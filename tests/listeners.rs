@@ -3,8 +3,8 @@
 //! Each case is driven over raw TCP, so the test sees exactly when the bridge answers
 //! or hangs up, with no client library buffering in between.
 
-#[path = "support/fake_telegram.rs"]
-mod fake_telegram;
+mod support;
+use support::fake_telegram;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -5,13 +5,10 @@
 //! expected, labels and values, histogram series included. A Discord 429 on the fake
 //! Discord is counted under its own label.
 
-#[path = "support/fake_discord.rs"]
-mod fake_discord;
-#[path = "support/fake_telegram.rs"]
-mod fake_telegram;
+use support::fake_discord;
+use support::fake_telegram;
 mod support;
-#[path = "support/telegram_chat.rs"]
-mod telegram_chat;
+use support::telegram_chat;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

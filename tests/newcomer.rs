@@ -5,11 +5,9 @@
 //! the decision. Telegram is the fake Bot API (`telegram.api_url`), the one thing a
 //! newcomer would not set.
 
-#[path = "support/fake_telegram.rs"]
-mod fake_telegram;
+use support::fake_telegram;
 mod support;
-#[path = "support/telegram_chat.rs"]
-mod telegram_chat;
+use support::telegram_chat;
 
 use std::process::{Child, Command, Stdio};
 

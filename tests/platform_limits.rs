@@ -5,8 +5,7 @@
 //! handled. Render checks: 30 actions paged on Telegram,
 //! 300 options within Discord's select and row limits.
 
-#[path = "support/fake_telegram.rs"]
-mod fake_telegram;
+use support::fake_telegram;
 mod support;
 
 use std::time::Duration;

@@ -11,10 +11,8 @@
 //!
 //! The agent's commands are asserted exactly; the audit log is read back from the store.
 
-#[path = "support/fake_discord.rs"]
-mod fake_discord;
-#[path = "support/fake_telegram.rs"]
-mod fake_telegram;
+use support::fake_discord;
+use support::fake_telegram;
 mod support;
 
 use std::time::Duration;

@@ -12,11 +12,9 @@
 //! A fresh schema per run, dropped afterwards. The test is `#[ignore]`d: it runs with
 //! `cargo test -- --include-ignored`, and fails when PostgreSQL cannot be reached.
 
-#[path = "support/fake_telegram.rs"]
-mod fake_telegram;
+use support::fake_telegram;
 mod support;
-#[path = "support/test_db.rs"]
-mod test_db;
+use support::test_db;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -9,8 +9,8 @@ use hitl_bridge::store::{ApiRequest, AuditEntry, ChatKey, MessageRef, Pruned, Sh
 use serde_json::json;
 use sqlx::{AssertSqlSafe, Row};
 
-#[path = "support/test_db.rs"]
-mod test_db;
+mod support;
+use support::test_db;
 
 use test_db::TestDatabase;
 

@@ -11,8 +11,8 @@ use hitl_bridge::protocol::{ActionRequest, Command, Decision, DecisionType, Repl
 use hitl_bridge::store::{AuditEntry, ChatKey, MessageRef, Store, StoreError};
 use serde_json::{Value, json};
 
-#[path = "support/test_db.rs"]
-mod test_db;
+mod support;
+use support::test_db;
 
 use test_db::{TestDatabase, execute};
 

@@ -3,8 +3,7 @@
 //! agent received and snapshots the keyboards the bridge sent (ids and token tags
 //! masked). Render unit tests at the end check the limits without any IO.
 
-#[path = "support/fake_telegram.rs"]
-mod fake_telegram;
+use support::fake_telegram;
 mod support;
 
 use std::time::Duration;
@@ -19,7 +18,8 @@ use hitl_bridge::platform::telegram::render::{render, step_for};
 use hitl_bridge::platform::token::TokenSigner;
 use hitl_bridge::protocol::ActionRequest;
 use serde_json::{Value, json};
-use support::{approvals, session_id, start_sim, wait_approvals, wait_until};
+use support::harness::NoConsole;
+use support::{Chat, approvals, session_id, wait_approvals, wait_until};
 
 const Q1: &str = "Thảo muốn tập trung vào mục tiêu nào?";
 const Q2: &str = "Thời gian nắm giữ dự kiến?";
@@ -51,19 +51,16 @@ impl Harness {
     }
 
     /// As [`Harness::start`], with a last change to the settings.
-    async fn start_with(sim_timeout: u64, extra: &[(&str, &str)], tweak: impl FnOnce(&mut Settings)) -> Harness {
-        // Logs when RUST_LOG is set (e.g. RUST_LOG=hitl_bridge=debug); once per process.
-        let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
-        let sim = start_sim(sim_timeout).await;
-        let fake = FakeTelegram::start().await;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut pairs: Vec<(&str, &str)> =
-            vec![("console.enabled", "false"), ("telegram.enabled", "true"), ("telegram.token", fake_telegram::TOKEN), ("telegram.api_url", &fake.url)];
-        pairs.extend_from_slice(extra);
-        let mut settings = support::settings(&sim, &dir, &pairs);
-        // Thảo may talk to the agent; the stranger may not.
-        settings.access.users = vec![format!("telegram:{}", thao().id)];
-        tweak(&mut settings);
+    async fn start_with(sim_timeout: u64, extra: &[(&str, &str)], tweak: impl FnOnce(&mut Settings) + 'static) -> Harness {
+        let support::Harness { sim, telegram, dir, settings, .. } = support::Harness::on(Chat::Telegram)
+            .agent(sim_timeout)
+            .settings(extra)
+            // Thảo may talk to the agent; the stranger may not.
+            .tweak(|s| s.access.users = vec![format!("telegram:{}", thao().id)])
+            .tweak(tweak)
+            .build()
+            .await;
+        let (sim, fake) = (sim.expect("the reference agent"), telegram.expect("the fake Bot API"));
         let chat = fake.private_chat(&thao());
         let mut h = Harness { sim, fake, dir, settings, app: None, chat, allow_unmodified: false };
         h.start_bridge().await;
@@ -71,8 +68,7 @@ impl Harness {
     }
 
     async fn start_bridge(&mut self) {
-        let app = App::start(&self.settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge starts");
-        self.app = Some(app);
+        self.app = Some(App::start(&self.settings, None as NoConsole).await.expect("bridge starts"));
     }
 
     async fn stop_bridge(&mut self) {
@@ -1066,7 +1062,7 @@ async fn pairing_is_approved_by_admins_not_by_admin_chats() {
     const ADMINS: i64 = -100999;
     const ELSEWHERE: i64 = -100555;
     let ops = User::new(3003, "Ops", Some("en"));
-    let h = Harness::start_with(20, &[], |s| {
+    let h = Harness::start_with(20, &[], move |s| {
         s.access.pairing = true;
         s.access.admin_chats = vec![format!("telegram:{ADMINS}")];
         // Mallory is an admin too: still not for her own code.

@@ -4,8 +4,7 @@
 //! chat (not just the one refused), and the refused one is sent again afterwards.
 //! Checked by the order of the requests the fake recorded, not by timing.
 
-#[path = "support/fake_telegram.rs"]
-mod fake_telegram;
+use support::fake_telegram;
 mod support;
 
 use fake_telegram::{FakeTelegram, Recorded, User};

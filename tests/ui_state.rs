@@ -9,8 +9,8 @@ use hitl_bridge::protocol::ActionRequest;
 use hitl_bridge::store::UiState;
 use serde_json::json;
 
-#[path = "support/test_db.rs"]
-mod test_db;
+mod support;
+use support::test_db;
 
 use test_db::TestDatabase as Db;
 

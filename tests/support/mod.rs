@@ -1,8 +1,22 @@
-//! Test harness: the reference agent and a real bridge (console platform) in one
-//! process, wired as in production, with the console's stdin/stdout replaced by
-//! in-memory pipes the test writes to and reads from.
+//! Test support, shared by every suite: [`harness`] builds the bridge under test (its
+//! chat platform, backend, store and settings); the fakes stand in for Telegram and
+//! Discord; this file holds the console bridge (stdin/stdout replaced by in-memory
+//! pipes the test writes to and reads from) and the waits every suite uses.
 
 #![allow(dead_code)]
+
+pub mod backends;
+pub mod bridge_process;
+pub mod chaos_proxy;
+pub mod fake_discord;
+pub mod fake_telegram;
+pub mod harness;
+pub mod telegram_chat;
+pub mod test_db;
+pub mod withholding_proxy;
+
+#[allow(unused_imports)] // each suite uses its own part of the support
+pub use harness::{Chat, Harness, HarnessBuilder, settings};
 
 use std::time::Duration;
 
@@ -22,26 +36,6 @@ pub const WAIT: Duration = Duration::from_secs(30);
 pub async fn start_sim(timeout_secs: u64) -> SimHandle {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     agent_sim::spawn(listener, SimOptions { timeout_secs, token: None }).await.expect("sim")
-}
-
-/// Settings pointing at `sim`, with an SQLite store in `dir`, quick reconnects, and
-/// the console enabled. `extra` overrides keys.
-pub fn settings(sim: &SimHandle, dir: &tempfile::TempDir, extra: &[(&str, &str)]) -> Settings {
-    let url = format!("ws://{}/ws/{{session_id}}", sim.addr);
-    let history = format!("http://{}/sessions/{{session_id}}/history", sim.addr);
-    let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
-    let mut pairs: Vec<(&str, &str)> = vec![
-        ("backend.url", &url),
-        ("backend.history_url", &history),
-        ("backend.reconnect_max_secs", "1"),
-        ("store.url", &store),
-        ("console.enabled", "true"),
-        ("console.user_name", "Thảo"),
-        // Any free port: tests run in parallel.
-        ("http.listen", "127.0.0.1:0"),
-    ];
-    pairs.extend_from_slice(extra);
-    Settings::from_pairs(&pairs).expect("settings")
 }
 
 /// A running bridge whose console the test types into and reads from.
@@ -156,10 +150,9 @@ pub struct Rig {
 
 impl Rig {
     pub async fn start(timeout_secs: u64, extra: &[(&str, &str)]) -> Rig {
-        let sim = start_sim(timeout_secs).await;
-        let dir = tempfile::tempdir().expect("temp dir");
-        let bridge = Bridge::start(&settings(&sim, &dir, extra)).await;
-        Rig { sim, bridge, dir }
+        let Harness { sim, dir, settings, .. } = Harness::on(Chat::Console).agent(timeout_secs).settings(extra).build().await;
+        let bridge = Bridge::start(&settings).await;
+        Rig { sim: sim.expect("the reference agent"), bridge, dir }
     }
 }
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::fake_telegram::{FakeTelegram, User, button};
-use crate::support::{WAIT, wait_until};
+use super::fake_telegram::{FakeTelegram, User, button};
+use super::{WAIT, wait_until};
 
 pub struct TelegramChat<'a> {
     pub fake: &'a FakeTelegram,

@@ -1,0 +1,257 @@
+//! One way to build a bridge for a test: which chat platform it runs on, which backend
+//! it talks to, which store keeps its state, and the settings on top. Every suite that
+//! runs a bridge in-process starts here; suites add only their own verbs (a Telegram
+//! click, a Discord modal) on top of the [`Harness`] this builds.
+//!
+//! ```ignore
+//! let mut h = Harness::on(Chat::Telegram).agent(20).set("timeouts.grace_secs", "0").start().await;
+//! h.restart().await;
+//! h.shutdown().await;
+//! ```
+
+use hitl_bridge::agent_sim::SimHandle;
+use hitl_bridge::app::App;
+use hitl_bridge::config::Settings;
+use tokio::io::{BufReader, Empty, Sink};
+
+use super::fake_discord::FakeDiscord;
+use super::fake_telegram::{self, FakeTelegram};
+use super::{start_sim, wait_until};
+
+/// The chat platform the bridge runs on, with its fake started beside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chat {
+    /// The console, fed through in-memory pipes (see [`super::Bridge`]).
+    Console,
+    /// The real teloxide client against [`FakeTelegram`].
+    Telegram,
+    /// The real serenity client against [`FakeDiscord`].
+    Discord,
+    /// No chat platform: the HTTP API or MCP only, or a suite that wires its own.
+    Headless,
+}
+
+/// A settings change that cannot be said as a `key = value` pair (a list, an `Option`).
+type Tweak = Box<dyn FnOnce(&mut Settings)>;
+
+/// What the bridge under test is made of; [`HarnessBuilder::start`] runs it.
+pub struct HarnessBuilder {
+    chat: Chat,
+    /// `Some(approval_timeout)`: the reference agent is started and is the backend;
+    /// `None`: the test's pairs name the backend (a real one, or none at all).
+    agent_timeout: Option<u64>,
+    store_url: Option<String>,
+    pairs: Vec<(String, String)>,
+    tweaks: Vec<Tweak>,
+}
+
+impl HarnessBuilder {
+    /// The reference agent is the backend, with its `approval_timeout` in seconds.
+    pub fn agent(mut self, approval_timeout_secs: u64) -> Self {
+        self.agent_timeout = Some(approval_timeout_secs);
+        self
+    }
+
+    /// No reference agent: the backend is whatever the test's settings name.
+    pub fn no_agent(mut self) -> Self {
+        self.agent_timeout = None;
+        self
+    }
+
+    /// The store at `url` (PostgreSQL, or an SQLite file shared with another bridge)
+    /// instead of a fresh SQLite file in the test's directory.
+    pub fn store(mut self, url: &str) -> Self {
+        self.store_url = Some(url.to_owned());
+        self
+    }
+
+    /// One setting, as a config file's dotted key would say it; later ones win.
+    pub fn set(mut self, key: &str, value: &str) -> Self {
+        self.pairs.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Several settings at once; see [`HarnessBuilder::set`].
+    pub fn settings(mut self, pairs: &[(&str, &str)]) -> Self {
+        self.pairs.extend(pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        self
+    }
+
+    /// A change made to the loaded settings, after every pair.
+    pub fn tweak(mut self, change: impl FnOnce(&mut Settings) + 'static) -> Self {
+        self.tweaks.push(Box::new(change));
+        self
+    }
+
+    /// The agent, the platform's fake, the directory and the settings, with the bridge
+    /// not yet started (a test that needs to prepare the store first, or to start a
+    /// second bridge on the same settings, boots it itself).
+    pub async fn build(self) -> Harness {
+        // Logs when RUST_LOG is set (e.g. RUST_LOG=hitl_bridge=debug); once per process.
+        let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
+        let sim = match self.agent_timeout {
+            Some(secs) => Some(start_sim(secs).await),
+            None => None,
+        };
+        let telegram = match self.chat {
+            Chat::Telegram => Some(FakeTelegram::start().await),
+            _ => None,
+        };
+        let discord = match self.chat {
+            Chat::Discord => Some(FakeDiscord::start().await),
+            _ => None,
+        };
+        let dir = tempfile::tempdir().expect("temp dir");
+
+        let store_url = self.store_url.unwrap_or_else(|| sqlite_in(&dir));
+        let mut settings = settings_of(self.chat, sim.as_ref(), &store_url, telegram.as_ref(), discord.as_ref(), &self.pairs);
+        for change in self.tweaks {
+            change(&mut settings);
+        }
+        Harness { chat: self.chat, sim, telegram, discord, dir, settings, app: None }
+    }
+
+    /// [`HarnessBuilder::build`], then the bridge started and ready.
+    pub async fn start(self) -> Harness {
+        let mut harness = self.build().await;
+        harness.boot().await;
+        harness
+    }
+}
+
+/// A fresh SQLite file in `dir`.
+fn sqlite_in(dir: &tempfile::TempDir) -> String {
+    format!("sqlite://{}", dir.path().join("bridge.db").display())
+}
+
+/// The settings of a bridge on `chat` (pointed at its fake), whose backend is `sim`
+/// (when given) and whose store is `store_url`, with `extra` on top.
+fn settings_of(
+    chat: Chat,
+    sim: Option<&SimHandle>,
+    store_url: &str,
+    telegram: Option<&FakeTelegram>,
+    discord: Option<&FakeDiscord>,
+    extra: &[(String, String)],
+) -> Settings {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut put = |k: &str, v: String| pairs.push((k.to_owned(), v));
+    if let Some(sim) = sim {
+        put("backend.url", format!("ws://{}/ws/{{session_id}}", sim.addr));
+        put("backend.history_url", format!("http://{}/sessions/{{session_id}}/history", sim.addr));
+        put("backend.reconnect_max_secs", "1".into());
+    }
+    put("store.url", store_url.to_owned());
+    // Any free port: tests run in parallel.
+    put("http.listen", "127.0.0.1:0".into());
+    put("console.enabled", (chat == Chat::Console).to_string());
+    if chat == Chat::Console {
+        put("console.user_name", "Thảo".into());
+    }
+    if let Some(fake) = telegram {
+        put("telegram.enabled", "true".into());
+        put("telegram.token", fake_telegram::TOKEN.into());
+        put("telegram.api_url", fake.url.clone());
+    }
+    if let Some(fake) = discord {
+        put("discord.enabled", "true".into());
+        put("discord.token", "fake-bot-token".into());
+        put("discord.api_url", fake.api_url());
+        put("tokens.secret", "test-secret".into());
+    }
+    pairs.extend_from_slice(extra);
+    let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Settings::from_pairs(&borrowed).expect("settings")
+}
+
+/// Settings for one more console bridge on the running agent `sim`, its SQLite file in
+/// `dir`, `extra` on top: for a second bridge beside a harness's (a restart, a
+/// replica), or one whose backend a test puts a proxy in front of.
+pub fn settings(sim: &SimHandle, dir: &tempfile::TempDir, extra: &[(&str, &str)]) -> Settings {
+    let extra: Vec<(String, String)> = extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    settings_of(Chat::Console, Some(sim), &sqlite_in(dir), None, None, &extra)
+}
+
+/// A bridge under test and everything around it. Fields are public so a suite can
+/// keep what it needs in its own rig.
+pub struct Harness {
+    pub chat: Chat,
+    pub sim: Option<SimHandle>,
+    pub telegram: Option<FakeTelegram>,
+    pub discord: Option<FakeDiscord>,
+    /// Holds the SQLite file (and anything else the test keeps) for the test's life.
+    pub dir: tempfile::TempDir,
+    pub settings: Settings,
+    /// The running bridge, if started. A console harness's bridge runs in a
+    /// [`super::Bridge`] instead, which owns the console's pipes.
+    pub app: Option<App>,
+}
+
+/// The console's stdin and stdout when a chat-platform bridge has no console.
+pub type NoConsole = Option<(BufReader<Empty>, Sink)>;
+
+impl Harness {
+    /// A bridge on `chat`, with the reference agent (approval_timeout 20 s) and a
+    /// fresh SQLite store unless told otherwise.
+    pub fn on(chat: Chat) -> HarnessBuilder {
+        HarnessBuilder { chat, agent_timeout: Some(20), store_url: None, pairs: Vec::new(), tweaks: Vec::new() }
+    }
+
+    /// The reference agent.
+    pub fn sim(&self) -> &SimHandle {
+        self.sim.as_ref().expect("this harness runs the reference agent")
+    }
+
+    pub fn telegram(&self) -> &FakeTelegram {
+        self.telegram.as_ref().expect("this harness runs on Telegram")
+    }
+
+    pub fn discord(&self) -> &FakeDiscord {
+        self.discord.as_ref().expect("this harness runs on Discord")
+    }
+
+    /// The running bridge.
+    pub fn app(&self) -> &App {
+        self.app.as_ref().expect("the bridge is running")
+    }
+
+    /// Starts the bridge on the settings and waits until it is ready: on Discord, until
+    /// it has identified and registered its slash commands once more.
+    pub async fn boot(&mut self) {
+        assert!(self.chat != Chat::Console, "a console bridge runs in support::Bridge, which owns its pipes");
+        let registrations = |fake: &FakeDiscord| fake.requests().iter().filter(|r| r.method == "PUT" && r.path.ends_with("/commands")).count();
+        let before = self.discord.as_ref().map(|fake| (fake.identifies(), registrations(fake)));
+        self.app = Some(App::start(&self.settings, None as NoConsole).await.expect("bridge starts"));
+        if let (Some(fake), Some((identified, registered))) = (&self.discord, before) {
+            fake.wait_identified(identified + 1).await;
+            wait_until(|| async move { (registrations(fake) > registered).then_some(()) }).await;
+        }
+    }
+
+    /// Stops the bridge (the agent and the fakes keep running).
+    pub async fn stop_bridge(&mut self) {
+        if let Some(app) = self.app.take() {
+            app.stop().await;
+        }
+    }
+
+    /// Stops the bridge and starts it again on the same settings and store.
+    pub async fn restart(&mut self) {
+        self.stop_bridge().await;
+        self.boot().await;
+    }
+
+    /// Stops the bridge, the fakes and the agent.
+    pub async fn shutdown(mut self) {
+        self.stop_bridge().await;
+        if let Some(fake) = self.telegram.take() {
+            fake.shutdown();
+        }
+        if let Some(fake) = self.discord.take() {
+            fake.shutdown().await;
+        }
+        if let Some(sim) = self.sim.take() {
+            sim.shutdown().await;
+        }
+    }
+}
