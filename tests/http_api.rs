@@ -16,12 +16,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use fake_discord::{CHANNEL_ID, FakeDiscord};
 use fake_telegram::{FakeTelegram, User};
-use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
-use support::wait_until;
+use support::{Chat, Harness, wait_until};
 
 const SECRET: &str = "ci-secret";
 const OPS: i64 = -100_777;
@@ -36,56 +35,52 @@ fn mallory() -> User {
 
 /// A bridge with Telegram and Discord on fakes and the API on a free port.
 struct Api {
-    tg: FakeTelegram,
-    dc: FakeDiscord,
-    app: Option<App>,
-    settings: Settings,
+    harness: Harness,
     base: String,
     http: reqwest::Client,
-    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Api {
+    type Target = Harness;
+    fn deref(&self) -> &Harness {
+        &self.harness
+    }
+}
+
+impl std::ops::DerefMut for Api {
+    fn deref_mut(&mut self) -> &mut Harness {
+        &mut self.harness
+    }
 }
 
 impl Api {
-    async fn start(tweak: impl FnOnce(&mut Settings)) -> Api {
-        let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
-        let tg = FakeTelegram::start().await;
-        let dc = FakeDiscord::start().await;
-        tg.group(OPS, "ops", false);
-        tg.private_chat(&ana());
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
-        let dc_url = dc.api_url();
-        let mut settings = Settings::from_pairs(&[
-            ("store.url", &store),
-            ("http.listen", "127.0.0.1:0"),
-            ("telegram.enabled", "true"),
-            ("telegram.token", fake_telegram::TOKEN),
-            ("telegram.api_url", &tg.url),
-            ("discord.enabled", "true"),
-            ("discord.token", "fake-bot-token"),
-            ("discord.api_url", &dc_url),
-            ("timeouts.grace_secs", "0"),
-        ])
-        .expect("settings");
-        settings.http.api_tokens = vec![format!("ci:{SECRET}"), "other:other-secret".into()];
-        // The receivers listen on loopback.
-        settings.http.callback_allow_private = true;
-        tweak(&mut settings);
-        let mut api = Api { tg, dc, app: None, settings, base: String::new(), http: reqwest::Client::new(), _dir: dir };
+    async fn start(tweak: impl FnOnce(&mut Settings) + 'static) -> Api {
+        let harness = Harness::on(Chat::Telegram)
+            .and(Chat::Discord)
+            .no_agent()
+            .set("timeouts.grace_secs", "0")
+            .tweak(|settings| {
+                settings.http.api_tokens = vec![format!("ci:{SECRET}"), "other:other-secret".into()];
+                // The receivers listen on loopback.
+                settings.http.callback_allow_private = true;
+            })
+            .tweak(tweak)
+            .build()
+            .await;
+        harness.telegram().group(OPS, "ops", false);
+        harness.telegram().private_chat(&ana());
+        let mut api = Api { harness, base: String::new(), http: reqwest::Client::new() };
         api.boot().await;
         api
     }
 
     async fn boot(&mut self) {
-        let app = App::start(&self.settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge starts");
-        self.base = format!("http://{}", app.http_addr().expect("http listener"));
-        self.app = Some(app);
+        self.harness.boot().await;
+        self.base = format!("http://{}", self.harness.app().http_addr().expect("http listener"));
     }
 
     async fn restart(&mut self) {
-        if let Some(app) = self.app.take() {
-            app.stop().await;
-        }
+        self.harness.stop_bridge().await;
         self.boot().await;
     }
 
@@ -128,28 +123,32 @@ impl Api {
 
     /// The bot's message in `chat` whose text contains `needle`.
     async fn tg_message(&self, chat: i64, needle: &str) -> Value {
-        wait_until(|| async { self.tg.bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+        wait_until(|| async { self.tg().bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
     }
 
     /// Waits until message `id` in `chat` shows `needle`.
     async fn tg_shows(&self, chat: i64, id: i64, needle: &str) -> Value {
-        wait_until(|| async { self.tg.message(chat, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+        wait_until(|| async { self.tg().message(chat, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
     }
 
     /// Clicks the button labelled `label` on message `id`; returns the toast.
     async fn tg_click(&self, chat: i64, id: i64, label: &str, user: &User) -> Value {
-        let message = self.tg.message(chat, id).expect("message");
+        let message = self.tg().message(chat, id).expect("message");
         let data = fake_telegram::button(&message, label);
-        let query = self.tg.push_click(chat, user, id, &data);
-        wait_until(|| async { self.tg.answer_to(&query) }).await
+        let query = self.tg().push_click(chat, user, id, &data);
+        wait_until(|| async { self.tg().answer_to(&query) }).await
     }
 
-    async fn stop(mut self) {
-        if let Some(app) = self.app.take() {
-            app.stop().await;
-        }
-        self.tg.shutdown();
-        self.dc.shutdown().await;
+    fn tg(&self) -> &FakeTelegram {
+        self.harness.telegram()
+    }
+
+    fn dc(&self) -> &FakeDiscord {
+        self.harness.discord()
+    }
+
+    async fn stop(self) {
+        self.harness.shutdown().await;
     }
 }
 
@@ -314,7 +313,7 @@ async fn questions_answered_on_telegram_with_selected_options() {
     api.tg_shows(OPS, id, "→ EU, US").await;
     api.tg_click(OPS, id, "Other region", &ana()).await;
     let prompt = api.tg_message(OPS, "Reply with your answer").await;
-    api.tg.push_message(OPS, &ana(), "APAC", None, Some(id_of(&prompt)));
+    api.tg().push_message(OPS, &ana(), "APAC", None, Some(id_of(&prompt)));
     api.tg_shows(OPS, id, "→ EU, US, APAC").await;
     api.tg_click(OPS, id, "Done", &ana()).await;
     api.tg_shows(OPS, id, "[2/3] Window").await;
@@ -345,23 +344,23 @@ async fn questions_answered_on_telegram_with_selected_options() {
 #[tokio::test]
 async fn seed_003_question_with_choices_on_discord() {
     let api = Api::start(|_| {}).await;
-    api.dc.wait_identified(1).await;
+    api.dc().wait_identified(1).await;
     let body = json!({"approval_key": "db-1", "targets": [{"platform": "discord", "channel_id": CHANNEL_ID}],
         "question": "Which DB?", "choices": ["Postgres", "SQLite"], "allow_freeform": false});
     assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
-    let card = api.dc.wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
+    let card = api.dc().wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
     let message_id = card.response.as_ref().and_then(|m| m["id"].as_str()).unwrap().to_owned();
     let rows = card.body["components"].as_array().unwrap();
     let select = rows.iter().flat_map(|r| r["components"].as_array().unwrap()).find(|c| c["type"] == 3).expect("a select");
     let labels: Vec<&str> = select["options"].as_array().unwrap().iter().filter_map(|o| o["label"].as_str()).collect();
     assert_eq!(labels, ["Postgres", "SQLite"], "no Other: allow_freeform is false");
     let who = fake_discord::user("500000000000000001", "Lan");
-    api.dc.dispatch("INTERACTION_CREATE", fake_discord::select(&api.dc, select["custom_id"].as_str().unwrap(), &["0"], &message_id, CHANNEL_ID, &who));
+    api.dc().dispatch("INTERACTION_CREATE", fake_discord::select(api.dc(), select["custom_id"].as_str().unwrap(), &["0"], &message_id, CHANNEL_ID, &who));
     let submit = rows.iter().flat_map(|r| r["components"].as_array().unwrap()).find(|c| c["label"] == "Submit").expect("Submit");
     // The selection is stored (and the card re-rendered) before Submit is pressed.
-    api.dc.wait_request(0, |r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{message_id}"))).await;
+    api.dc().wait_request(0, |r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{message_id}"))).await;
     assert_eq!(api.get("db-1").await["status"], "pending");
-    api.dc.dispatch("INTERACTION_CREATE", fake_discord::click(&api.dc, submit["custom_id"].as_str().unwrap(), &message_id, CHANNEL_ID, &who, &[]));
+    api.dc().dispatch("INTERACTION_CREATE", fake_discord::click(api.dc(), submit["custom_id"].as_str().unwrap(), &message_id, CHANNEL_ID, &who, &[]));
     let state = api.decided("db-1").await;
     assert_eq!(state["reply"], json!({"answers": {"Which DB?": "Postgres"}, "selected_options": [["Postgres"]]}));
     assert_eq!(state["decided_by"], json!({"platform": "discord", "id": "500000000000000001", "name": "Lan"}));
@@ -373,29 +372,29 @@ async fn seed_003_question_with_choices_on_discord() {
 #[tokio::test]
 async fn two_targets_a_click_in_one_locks_the_other() {
     let api = Api::start(|_| {}).await;
-    api.dc.wait_identified(1).await;
+    api.dc().wait_identified(1).await;
     let body = json!({"approval_key": "both-1", "targets": [ops_target(), {"platform": "discord", "channel_id": CHANNEL_ID}],
         "actions": [{"name": "restart_api", "args": {"region": "eu"}}]});
     assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
     let tg_card = api.tg_message(OPS, "restart_api").await;
-    let card = api.dc.wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
+    let card = api.dc().wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
     let message_id = card.response.as_ref().and_then(|m| m["id"].as_str()).unwrap().to_owned();
     let approve = card.body["components"][0]["components"].as_array().unwrap().iter().find(|c| c["label"] == "Approve").unwrap()["custom_id"]
         .as_str()
         .unwrap()
         .to_owned();
     let lan = fake_discord::user("500000000000000001", "Lan");
-    api.dc.dispatch("INTERACTION_CREATE", fake_discord::click(&api.dc, &approve, &message_id, CHANNEL_ID, &lan, &[]));
+    api.dc().dispatch("INTERACTION_CREATE", fake_discord::click(api.dc(), &approve, &message_id, CHANNEL_ID, &lan, &[]));
     let state = api.decided("both-1").await;
     assert_eq!(state["decided_by"]["platform"], "discord");
     let locked = api.tg_shows(OPS, id_of(&tg_card), "Lan").await;
     assert!(!has_keyboard(&locked), "the other copy is locked");
     // The Discord copy is edited too: no components left.
-    let edit = api.dc.wait_request(0, |r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{message_id}"))).await;
+    let edit = api.dc().wait_request(0, |r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{message_id}"))).await;
     assert_eq!(edit.body["components"], json!([]));
     // A stale button (pressed before the edit reached the person) is refused.
-    let query = api.tg.push_click(OPS, &ana(), id_of(&tg_card), &fake_telegram::button(&tg_card, "Approve"));
-    let toast = wait_until(|| async { api.tg.answer_to(&query) }).await;
+    let query = api.tg().push_click(OPS, &ana(), id_of(&tg_card), &fake_telegram::button(&tg_card, "Approve"));
+    let toast = wait_until(|| async { api.tg().answer_to(&query) }).await;
     assert!(toast["text"].as_str().is_some_and(|t| t.contains("Already decided by Lan")), "{toast}");
     assert_eq!(api.get("both-1").await, state, "nothing changed");
     api.stop().await;
@@ -525,7 +524,7 @@ async fn idempotency_and_every_error_code() {
     let (_, theirs) = api.send(reqwest::Method::GET, "/v1/requests?status=pending", Some("other-secret"), None).await;
     assert_eq!(theirs, json!({"requests": [], "next_cursor": null}), "the caller's requests only");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(api.tg.calls("sendMessage").len(), 1, "refused requests are never shown");
+    assert_eq!(api.tg().calls("sendMessage").len(), 1, "refused requests are never shown");
     api.stop().await;
 }
 
@@ -578,7 +577,7 @@ async fn unauthorized_click_changes_nothing() {
     let toast = api.tg_click(OPS, id_of(&card), "Approve", &mallory()).await;
     assert_eq!(toast["show_alert"], true, "{toast}");
     assert_eq!(api.get("auth-1").await["status"], "pending");
-    assert!(has_keyboard(&api.tg.message(OPS, id_of(&card)).unwrap()));
+    assert!(has_keyboard(&api.tg().message(OPS, id_of(&card)).unwrap()));
     api.tg_click(OPS, id_of(&card), "Reject", &ana()).await;
     let state = api.decided("auth-1").await;
     assert_eq!(state["reply"], json!({"decisions": [{"type": "reject"}]}));
@@ -693,8 +692,8 @@ async fn chat_turn_routed_to_an_approvers_dm() {
     })
     .await;
     let requester = User::new(1001, "Thao", Some("en"));
-    let origin = api.tg.private_chat(&requester);
-    api.tg.push_message(origin, &requester, "trade", None, None);
+    let origin = api.tg().private_chat(&requester);
+    api.tg().push_message(origin, &requester, "trade", None, None);
     api.tg_message(origin, "execute_trade").await;
     let dm = api.tg_message(3003, "execute_trade").await;
     api.tg_click(3003, id_of(&dm), "Approve", &ana()).await;
@@ -804,7 +803,7 @@ async fn policy_validation_and_idempotency() {
     without.as_object_mut().unwrap().remove("policy");
     assert_eq!(api.push(&without).await.0, StatusCode::CONFLICT, "dropping the policy is another request");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(api.tg.calls("sendMessage").len(), 1, "refused requests are never shown");
+    assert_eq!(api.tg().calls("sendMessage").len(), 1, "refused requests are never shown");
     api.stop().await;
 }
 
@@ -844,7 +843,7 @@ async fn quorum_of_two_named_approvers() {
     let toast = api.tg_click(OPS, id, "Approve", &mallory()).await;
     assert_eq!(toast["show_alert"], true, "{toast}");
     assert_eq!(api.get("q2-1").await, state, "nothing changed");
-    assert!(has_keyboard(&api.tg.message(OPS, id).unwrap()));
+    assert!(has_keyboard(&api.tg().message(OPS, id).unwrap()));
 
     api.tg_click(OPS, id, "Approve", &binh()).await;
     let done = api.decided("q2-1").await;
@@ -935,7 +934,7 @@ async fn two_agents_may_use_the_same_key() {
     api.tg_shows(OPS, id_of(&our_card), "ancelled").await;
     let (_, other) = api.send(reqwest::Method::GET, "/v1/requests/deploy-43_1", Some("other-secret"), None).await;
     assert_eq!(other["status"], "pending");
-    assert!(has_keyboard(&api.tg.message(OPS, id_of(&their_card)).unwrap()));
+    assert!(has_keyboard(&api.tg().message(OPS, id_of(&their_card)).unwrap()));
     api.tg_click(OPS, id_of(&their_card), "Approve", &ana()).await;
     let (_, other) = api.send(reqwest::Method::GET, "/v1/requests/deploy-43_1?wait=5", Some("other-secret"), None).await;
     assert_eq!((other["status"].as_str(), other["reply"].clone()), (Some("resolved"), json!({"decisions": [{"type": "approve"}]})));
@@ -1303,7 +1302,7 @@ async fn mcp_approval_prompt_answers_as_claude_code_expects() {
     let mut client = McpClient::start(&api, SECRET, "call", prompt("toolu_2")).unwrap();
     client.next("calling").await;
     let card = wait_until(|| async {
-        api.tg.bot_messages(OPS).into_iter().rev().find(|m| m["text"].as_str().is_some_and(|t| t.contains("touch done.txt")) && has_keyboard(m))
+        api.tg().bot_messages(OPS).into_iter().rev().find(|m| m["text"].as_str().is_some_and(|t| t.contains("touch done.txt")) && has_keyboard(m))
     })
     .await;
     api.tg_click(OPS, id_of(&card), "Reject", &ana()).await;
@@ -1319,28 +1318,29 @@ async fn mcp_approval_prompt_answers_as_claude_code_expects() {
 #[ignore = "needs the mcp_client backend: bash tests/backends/install.sh mcp_client, then cargo test -- --include-ignored"]
 async fn mcp_ask_user_question_is_answered_on_discord() {
     let api = mcp_api().await;
-    api.dc.wait_identified(1).await;
+    api.dc().wait_identified(1).await;
     let args = call(
         "ask_user_question",
         json!({"questions": [{"question": "Which DB?", "header": "DB", "options": [{"label": "Postgres"}, {"label": "SQLite"}]}],
         "targets": [format!("discord:{CHANNEL_ID}")]}),
     );
     let Some(mut client) = McpClient::start(&api, SECRET, "call", args) else { return api.stop().await };
-    let card = api.dc.wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
+    let card = api.dc().wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
     let message_id = card.response.as_ref().and_then(|m| m["id"].as_str()).unwrap().to_owned();
     let rows = card.body["components"].as_array().unwrap();
     let buttons: Vec<&Value> = rows.iter().flat_map(|r| r["components"].as_array().unwrap()).collect();
     let who = fake_discord::user("500000000000000001", "Lan");
     match buttons.iter().find(|c| c["type"] == 3) {
         Some(select) => {
-            api.dc.dispatch("INTERACTION_CREATE", fake_discord::select(&api.dc, select["custom_id"].as_str().unwrap(), &["0"], &message_id, CHANNEL_ID, &who));
-            api.dc.wait_request(0, |r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{message_id}"))).await;
+            api.dc()
+                .dispatch("INTERACTION_CREATE", fake_discord::select(api.dc(), select["custom_id"].as_str().unwrap(), &["0"], &message_id, CHANNEL_ID, &who));
+            api.dc().wait_request(0, |r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{message_id}"))).await;
             let submit = buttons.iter().find(|c| c["label"] == "Submit").expect("Submit");
-            api.dc.dispatch("INTERACTION_CREATE", fake_discord::click(&api.dc, submit["custom_id"].as_str().unwrap(), &message_id, CHANNEL_ID, &who, &[]));
+            api.dc().dispatch("INTERACTION_CREATE", fake_discord::click(api.dc(), submit["custom_id"].as_str().unwrap(), &message_id, CHANNEL_ID, &who, &[]));
         }
         None => {
             let postgres = buttons.iter().find(|c| c["label"].as_str().is_some_and(|l| l.contains("Postgres"))).expect("a Postgres button");
-            api.dc.dispatch("INTERACTION_CREATE", fake_discord::click(&api.dc, postgres["custom_id"].as_str().unwrap(), &message_id, CHANNEL_ID, &who, &[]));
+            api.dc().dispatch("INTERACTION_CREATE", fake_discord::click(api.dc(), postgres["custom_id"].as_str().unwrap(), &message_id, CHANNEL_ID, &who, &[]));
         }
     }
     let result = client.next("result").await;
@@ -1390,7 +1390,7 @@ async fn mcp_a_repeated_key_joins_the_request_and_bad_arguments_name_the_field()
     client.next("progress").await;
     let card = api.tg_message(OPS, "restart_db").await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let cards = api.tg.bot_messages(OPS).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("restart_db"))).count();
+    let cards = api.tg().bot_messages(OPS).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("restart_db"))).count();
     assert_eq!(cards, 1, "one request, one card");
     api.tg_click(OPS, id_of(&card), "Approve", &ana()).await;
     let (first, second) = (client.next("result").await, client.next("result").await);

@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use fake_telegram::{FakeTelegram, User, button};
+use fake_telegram::{User, button};
 use hitl_bridge::server::{self, ProbeError};
-use support::{WAIT, start_headless, start_sim};
+use support::{Chat, Harness, WAIT};
 use telegram_chat::TelegramChat;
 
 fn thao() -> User {
@@ -153,23 +153,14 @@ async fn scrape_until(addr: SocketAddr, want: &BTreeMap<String, String>) -> Scra
 #[tokio::test]
 async fn metric_families_after_a_known_sequence() {
     // The agent gives up on "timeout" after 1 s; "trade" waits 300 s.
-    let sim = start_sim(1).await;
-    let fake = FakeTelegram::start().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut settings = support::settings(
-        &sim,
-        &dir,
-        &[
-            ("console.enabled", "false"),
-            ("telegram.enabled", "true"),
-            ("telegram.token", fake_telegram::TOKEN),
-            ("telegram.api_url", &fake.url),
-            // The connection stays up while the test looks at it.
-            ("backend.idle_close_secs", "600"),
-        ],
-    );
-    settings.access.users = vec![format!("telegram:{}", thao().id)];
-    let app = start_headless(&settings).await;
+    let h = Harness::on(Chat::Telegram)
+        .agent(1)
+        // The connection stays up while the test looks at it.
+        .set("backend.idle_close_secs", "600")
+        .tweak(|settings| settings.access.users = vec![format!("telegram:{}", thao().id)])
+        .start()
+        .await;
+    let (sim, fake, app) = (h.sim(), h.telegram(), h.app());
     let addr = app.http_addr().expect("the HTTP listener is on");
     let chat = TelegramChat { chat: fake.private_chat(&thao()), user: thao(), fake: &fake };
 
@@ -225,34 +216,24 @@ async fn metric_families_after_a_known_sequence() {
     // The agent goes away: its live connection is no longer counted.
     sim.set_down(true);
     scrape_until(addr, &expected(0)).await;
-
-    app.stop().await;
-    fake.shutdown();
-    sim.shutdown().await;
+    h.shutdown().await;
 }
 
 /// Discord's 429s are counted as well (each answer, the retried one included), under
 /// their own platform label; its other error kinds exist at zero from the start.
 #[tokio::test]
 async fn discord_rate_limits_are_counted() {
-    use fake_discord::{CHANNEL_ID, FakeDiscord, guild_message, user};
-    let sim = start_sim(20).await;
-    let fake = FakeDiscord::start().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let api = fake.api_url();
-    let mut settings = support::settings(
-        &sim,
-        &dir,
-        &[("console.enabled", "false"), ("discord.enabled", "true"), ("discord.token", "fake-bot-token"), ("discord.api_url", &api)],
-    );
-    settings.discord.channels = vec![CHANNEL_ID.into()];
+    use fake_discord::{CHANNEL_ID, guild_message, user};
     let thao = user("500000000000000001", "Thảo");
-    settings.access.users = vec!["discord:500000000000000001".into()];
-    let app = start_headless(&settings).await;
-    let addr = app.http_addr().expect("the HTTP listener is on");
-    fake.wait_identified(1).await;
-    // Slash commands are registered once the gateway is ready: let that call pass first.
-    fake.wait_request(0, |r| r.method == "PUT" && r.path.ends_with("/commands")).await;
+    // Started once the gateway is ready and the slash commands are registered.
+    let h = Harness::on(Chat::Discord)
+        .tweak(|settings| {
+            settings.discord.channels = vec![CHANNEL_ID.into()];
+            settings.access.users = vec!["discord:500000000000000001".into()];
+        })
+        .start()
+        .await;
+    let (fake, addr) = (h.discord(), h.app().http_addr().expect("the HTTP listener is on"));
 
     let seen = fake.requests().len();
     fake.rate_limit_next(1);
@@ -267,21 +248,15 @@ async fn discord_rate_limits_are_counted() {
         .collect();
     assert_eq!(discord, BTreeMap::from([("client\"}", "0"), ("network\"}", "0"), ("rate_limited\"}", "1"), ("server\"}", "0")]));
     assert!(!scraped.samples.keys().any(|s| s.contains("platform=\"telegram\"")), "telegram is not enabled");
-
-    app.stop().await;
-    fake.shutdown().await;
-    sim.shutdown().await;
+    h.shutdown().await;
 }
 
 /// `hitl-bridge health` asks /readyz: 0 with a line on stdout when ready; 1 with one
 /// line on stderr when the answer is not 2xx or there is none.
 #[tokio::test]
 async fn health_command_reports_readiness_in_one_line() {
-    let sim = start_sim(20).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let settings = support::settings(&sim, &dir, &[("console.enabled", "false")]);
-    let app = start_headless(&settings).await;
-    let addr = app.http_addr().expect("the HTTP listener is on");
+    let mut h = Harness::on(Chat::Headless).start().await;
+    let addr = h.app().http_addr().expect("the HTTP listener is on");
 
     let ready = format!("http://{addr}/readyz");
     let answer = server::probe(&ready).await.expect("ready");
@@ -298,7 +273,7 @@ async fn health_command_reports_readiness_in_one_line() {
     assert_eq!(ok.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&ok.stdout), format!("healthy: {answer}\n"));
 
-    app.stop().await;
+    h.stop_bridge().await;
     // Nobody listens there any more.
     let down = run(ready.clone()).await;
     assert_eq!(down.status.code(), Some(1));
@@ -310,5 +285,5 @@ async fn health_command_reports_readiness_in_one_line() {
     let bad = run("not a url".into()).await;
     assert_eq!(bad.status.code(), Some(1));
     assert_eq!(String::from_utf8_lossy(&bad.stderr), "unhealthy: not a url is not a URL: relative URL without a base\n");
-    sim.shutdown().await;
+    h.shutdown().await;
 }

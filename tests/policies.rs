@@ -18,13 +18,10 @@ mod support;
 use std::time::Duration;
 
 use hitl_bridge::app::App;
-use hitl_bridge::config::Settings;
 use hitl_bridge::interaction::PolicySpec;
 use hitl_bridge::store::Store;
 use serde_json::{Value, json};
-use support::{approvals, session_id, start_sim, wait_approvals, wait_until};
-
-type NoConsole = Option<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>;
+use support::{Chat, approvals, session_id, wait_approvals, wait_until};
 
 fn policy(spec: Value) -> PolicySpec {
     serde_json::from_value(spec).expect("a policy spec")
@@ -65,7 +62,7 @@ async fn audit_reasons(store_url: &str, key: &str) -> Vec<(String, Option<String
 }
 
 mod telegram {
-    use super::fake_telegram::{FakeTelegram, User, button};
+    use super::fake_telegram::{User, button};
     use super::*;
 
     const OPS: i64 = -100_500;
@@ -84,69 +81,67 @@ mod telegram {
         User::new(3003, "Ha", Some("en"))
     }
 
+    /// A [`support::Harness`] on Telegram with Thảo's chat, the ops and on-call groups.
     struct Rig {
-        sim: hitl_bridge::agent_sim::SimHandle,
-        fake: FakeTelegram,
-        dir: tempfile::TempDir,
-        settings: Settings,
-        app: Option<App>,
+        base: support::Harness,
         chat: i64,
+    }
+
+    impl std::ops::Deref for Rig {
+        type Target = support::Harness;
+        fn deref(&self) -> &support::Harness {
+            &self.base
+        }
+    }
+
+    impl std::ops::DerefMut for Rig {
+        fn deref_mut(&mut self) -> &mut support::Harness {
+            &mut self.base
+        }
     }
 
     impl Rig {
         async fn start(extra: &[(&str, &str)], policies: Vec<PolicySpec>) -> Rig {
-            let sim = start_sim(600).await;
-            let fake = FakeTelegram::start().await;
-            let dir = tempfile::tempdir().expect("tempdir");
-            let mut pairs: Vec<(&str, &str)> = vec![
-                ("console.enabled", "false"),
-                ("telegram.enabled", "true"),
-                ("telegram.token", super::fake_telegram::TOKEN),
-                ("telegram.api_url", &fake.url),
-            ];
-            pairs.extend_from_slice(extra);
-            let mut settings = support::settings(&sim, &dir, &pairs);
-            settings.access.users = vec![format!("telegram:{}", thao().id)];
-            // Used when `routing.target` says so: the team's ops group.
-            settings.routing.channels = vec![format!("telegram:{OPS}")];
-            settings.policies = policies;
+            let base = support::Harness::on(Chat::Telegram)
+                .agent(600)
+                .settings(extra)
+                .tweak(move |settings| {
+                    settings.access.users = vec![format!("telegram:{}", thao().id)];
+                    // Used when `routing.target` says so: the team's ops group.
+                    settings.routing.channels = vec![format!("telegram:{OPS}")];
+                    settings.policies = policies;
+                })
+                .build()
+                .await;
+            let fake = base.telegram();
             let chat = fake.private_chat(&thao());
             fake.group(OPS, "Ops", false);
             fake.group(ONCALL, "On call", false);
-            let mut rig = Rig { sim, fake, dir, settings, app: None, chat };
+            let mut rig = Rig { base, chat };
             rig.boot().await;
             rig
         }
 
-        async fn boot(&mut self) {
-            self.app = Some(App::start(&self.settings, None as NoConsole).await.expect("bridge starts"));
-        }
-
-        async fn halt(&mut self) {
-            if let Some(app) = self.app.take() {
-                app.stop().await;
-            }
-        }
-
         fn say(&self, text: &str) {
-            self.fake.push_message(self.chat, &thao(), text, None, None);
+            self.telegram().push_message(self.chat, &thao(), text, None, None);
         }
 
         /// The `n`-th bot message (from 0) in `chat` whose text contains `needle`.
         async fn nth_message(&self, chat: i64, needle: &str, n: usize) -> Value {
-            wait_until(|| async { self.fake.bot_messages(chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))).nth(n) }).await
+            wait_until(|| async { self.telegram().bot_messages(chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))).nth(n) })
+                .await
         }
 
         async fn shows(&self, chat: i64, id: i64, needle: &str) -> Value {
-            wait_until(|| async { self.fake.message(chat, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
+            wait_until(|| async { self.telegram().message(chat, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
         }
 
         /// Clicks the button labelled `label` on message `id` of `chat` as `who`; the
         /// toast the bridge answered with.
         async fn click(&self, chat: i64, id: i64, label: &str, who: &User) -> String {
-            let message = self.fake.message(chat, id).expect("message exists");
-            let query = self.fake.push_click(chat, who, id, &button(&message, label));
-            let answer = wait_until(|| async { self.fake.answer_to(&query) }).await;
+            let message = self.telegram().message(chat, id).expect("message exists");
+            let query = self.telegram().push_click(chat, who, id, &button(&message, label));
+            let answer = wait_until(|| async { self.telegram().answer_to(&query) }).await;
             answer["text"].as_str().unwrap_or_default().to_owned()
         }
 
@@ -155,12 +150,10 @@ mod telegram {
         }
 
         async fn finish(mut self) {
-            self.halt().await;
-            let refused: Vec<_> = self.fake.errors().into_iter().filter(|(_, e)| !e.starts_with("Bad Request: message is not modified")).collect();
+            self.stop_bridge().await;
+            let refused: Vec<_> = self.telegram().errors().into_iter().filter(|(_, e)| !e.starts_with("Bad Request: message is not modified")).collect();
             assert!(refused.is_empty(), "Telegram would have refused: {refused:?}");
-            self.fake.shutdown();
-            self.sim.shutdown().await;
-            drop(self.dir);
+            self.base.shutdown().await;
         }
     }
 
@@ -185,21 +178,21 @@ mod telegram {
 
         rig.click(OPS, id, "Approve", &lan()).await;
         rig.shows(OPS, id, "1 of 2 approvals: Lan ✔").await;
-        assert!(approvals(&rig.sim).is_empty(), "one vote sends nothing");
+        assert!(approvals(rig.sim()).is_empty(), "one vote sends nothing");
         assert!(rig.click(OPS, id, "Approve", &lan()).await.contains("already voted"), "one person votes once");
         assert!(rig.click(OPS, id, "Approve", &thao()).await.contains("not allowed"), "only the listed approvers vote");
-        assert!(approvals(&rig.sim).is_empty());
+        assert!(approvals(rig.sim()).is_empty());
 
         // Hà clicks the same button as it was before Minh decided (the card may
         // already have lost its buttons by then).
-        let stale = button(&rig.fake.message(OPS, id).expect("the card"), "Approve");
+        let stale = button(&rig.telegram().message(OPS, id).expect("the card"), "Approve");
         rig.click(OPS, id, "Approve", &minh()).await;
-        let s = session_id(&rig.sim);
-        assert_eq!(wait_approvals(&rig.sim, 1).await, vec![approval(&s, 1, json!([{"type":"approve"}]))]);
-        let query = rig.fake.push_click(OPS, &ha(), id, &stale);
-        let third = wait_until(|| async { rig.fake.answer_to(&query) }).await["text"].as_str().unwrap_or_default().to_owned();
+        let s = session_id(rig.sim());
+        assert_eq!(wait_approvals(rig.sim(), 1).await, vec![approval(&s, 1, json!([{"type":"approve"}]))]);
+        let query = rig.telegram().push_click(OPS, &ha(), id, &stale);
+        let third = wait_until(|| async { rig.telegram().answer_to(&query) }).await["text"].as_str().unwrap_or_default().to_owned();
         assert!(third.starts_with("Already decided by Minh"), "{third}");
-        still_exactly(&rig.sim, 1).await;
+        still_exactly(rig.sim(), 1).await;
 
         let done = rig.shows(OPS, id, "Lan, Minh").await;
         assert!(!has_buttons(&done), "the buttons are gone: {done}");
@@ -229,12 +222,12 @@ mod telegram {
         assert!(labels.iter().any(|l| l.contains("Approve for this session")), "{labels:?}");
         assert!(!labels.iter().any(|l| l.contains("Always approve")), "only the offered scope: {labels:?}");
         rig.click(rig.chat, id_of(&card), "Approve for this session", &thao()).await;
-        let s = session_id(&rig.sim);
-        assert_eq!(wait_approvals(&rig.sim, 1).await, vec![approval(&s, 1, json!([{"type":"approve"}]))]);
+        let s = session_id(rig.sim());
+        assert_eq!(wait_approvals(rig.sim(), 1).await, vec![approval(&s, 1, json!([{"type":"approve"}]))]);
         rig.nth_message(rig.chat, "Đã đặt lệnh", 0).await;
 
         rig.say("trade");
-        let got = wait_approvals(&rig.sim, 2).await;
+        let got = wait_approvals(rig.sim(), 2).await;
         assert_eq!(got[1], approval(&s, 2, json!([{"type":"approve"}])), "approved by the rule, without a click");
         let second = rig.nth_message(rig.chat, "execute_trade", 1).await;
         let second = rig.shows(rig.chat, id_of(&second), "rule set by Thao").await;
@@ -244,7 +237,7 @@ mod telegram {
         rig.say("migration");
         let other = rig.nth_message(rig.chat, "run_migration", 0).await;
         assert!(has_buttons(&other), "a different tool still asks");
-        still_exactly(&rig.sim, 2).await;
+        still_exactly(rig.sim(), 2).await;
         let audit = audit_reasons(&rig.store_url(), &format!("{s}_2")).await;
         assert!(audit.iter().any(|(_, r)| r.as_deref().is_some_and(|r| r.starts_with("approved by rule") && r.contains("set by Thao"))), "{audit:?}");
         let counted = policy_actions(rig.app.as_ref().expect("running")).await;
@@ -266,25 +259,26 @@ mod telegram {
         let shown_at = std::time::Instant::now();
         let reminder = rig.nth_message(rig.chat, "tg://user?id=3001", 0).await;
         assert!(reminder["text"].as_str().unwrap_or_default().contains("run_migration"), "{reminder}");
-        let sent = rig.fake.calls("sendMessage").into_iter().find(|c| c["text"].as_str().is_some_and(|t| t.contains("tg://user?id=3001"))).expect("sent");
+        let sent = rig.telegram().calls("sendMessage").into_iter().find(|c| c["text"].as_str().is_some_and(|t| t.contains("tg://user?id=3001"))).expect("sent");
         assert_eq!(sent["reply_parameters"]["message_id"], id_of(&card), "a reply to the request's card");
-        assert!(rig.fake.bot_messages(ONCALL).is_empty(), "not moved yet");
+        assert!(rig.telegram().bot_messages(ONCALL).is_empty(), "not moved yet");
 
-        rig.halt().await;
+        rig.stop_bridge().await;
         tokio::time::sleep(Duration::from_secs(5).saturating_sub(shown_at.elapsed())).await;
         rig.boot().await;
         let moved = rig.nth_message(ONCALL, "run_migration", 0).await;
         assert!(has_buttons(&moved), "shown with its buttons in the second chat");
 
-        let s = session_id(&rig.sim);
-        let got = wait_approvals(&rig.sim, 1).await;
+        let s = session_id(rig.sim());
+        let got = wait_approvals(rig.sim(), 1).await;
         assert_eq!(got, vec![approval(&s, 1, json!([{"type":"reject","message":"no human decision after 7 s: rejected by policy migrations"}]))]);
         for (chat, id) in [(rig.chat, id_of(&card)), (ONCALL, id_of(&moved))] {
             let ended = rig.shows(chat, id, "Rejected by policy: no decision within 7 s").await;
             assert!(!has_buttons(&ended), "{ended}");
         }
-        still_exactly(&rig.sim, 1).await;
-        let reminders = rig.fake.bot_messages(rig.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("tg://user?id=3001"))).count();
+        still_exactly(rig.sim(), 1).await;
+        let reminders =
+            rig.telegram().bot_messages(rig.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("tg://user?id=3001"))).count();
         assert_eq!(reminders, 1, "the reminder is sent once, restart or not");
         // Counted by the replica that did it: the reminder by the bridge before the
         // restart, the move and the fallback by this one.
@@ -315,62 +309,48 @@ mod discord {
     const DBA: &str = "600000000000000123";
     const ONCALL: &str = "800000000000000002";
 
+    /// A [`support::Harness`] on Discord, in the suite's channel.
     struct Rig {
-        sim: hitl_bridge::agent_sim::SimHandle,
-        fake: FakeDiscord,
-        dir: tempfile::TempDir,
-        settings: Settings,
-        app: Option<App>,
+        base: support::Harness,
+    }
+
+    impl std::ops::Deref for Rig {
+        type Target = support::Harness;
+        fn deref(&self) -> &support::Harness {
+            &self.base
+        }
+    }
+
+    impl std::ops::DerefMut for Rig {
+        fn deref_mut(&mut self) -> &mut support::Harness {
+            &mut self.base
+        }
     }
 
     impl Rig {
         async fn start(extra: &[(&str, &str)], policies: Vec<PolicySpec>) -> Rig {
-            let sim = start_sim(600).await;
-            let fake = FakeDiscord::start().await;
-            let dir = tempfile::tempdir().expect("tempdir");
-            let api = fake.api_url();
-            let mut pairs: Vec<(&str, &str)> = vec![
-                ("console.enabled", "false"),
-                ("discord.enabled", "true"),
-                ("discord.token", "fake-bot-token"),
-                ("discord.api_url", &api),
-                ("tokens.secret", "test-secret"),
-            ];
-            pairs.extend_from_slice(extra);
-            let mut settings = support::settings(&sim, &dir, &pairs);
-            settings.discord.channels = vec![CHANNEL_ID.into()];
-            settings.access.users = vec![format!("discord:{THAO}")];
-            settings.policies = policies;
-            let mut rig = Rig { sim, fake, dir, settings, app: None };
-            rig.boot().await;
-            rig
-        }
-
-        async fn boot(&mut self) {
-            let registrations = |fake: &FakeDiscord| fake.requests().iter().filter(|r| r.method == "PUT" && r.path.ends_with("/commands")).count();
-            let before = registrations(&self.fake);
-            let n = self.fake.identifies() + 1;
-            self.app = Some(App::start(&self.settings, None as NoConsole).await.expect("bridge starts"));
-            self.fake.wait_identified(n).await;
-            let fake = &self.fake;
-            wait_until(|| async move { (registrations(fake) > before).then_some(()) }).await;
-        }
-
-        async fn halt(&mut self) {
-            if let Some(app) = self.app.take() {
-                app.stop().await;
-            }
+            let base = support::Harness::on(Chat::Discord)
+                .agent(600)
+                .settings(extra)
+                .tweak(move |settings| {
+                    settings.discord.channels = vec![CHANNEL_ID.into()];
+                    settings.access.users = vec![format!("discord:{THAO}")];
+                    settings.policies = policies;
+                })
+                .start()
+                .await;
+            Rig { base }
         }
 
         fn say(&self, text: &str) {
-            self.fake.dispatch("MESSAGE_CREATE", guild_message(&self.fake, CHANNEL_ID, &user(THAO, "Thao"), text, false));
+            self.discord().dispatch("MESSAGE_CREATE", guild_message(self.discord(), CHANNEL_ID, &user(THAO, "Thao"), text, false));
         }
 
         /// The `n`-th card (a message with an embed) posted in `channel` whose embed
         /// mentions `needle`, with its message id.
         async fn card(&self, channel: &str, needle: &str, n: usize) -> (Value, String) {
             wait_until(|| async {
-                self.fake
+                self.discord()
                     .requests()
                     .into_iter()
                     .filter(|r| r.method == "POST" && r.path.ends_with(&format!("/channels/{channel}/messages")) && r.status == 200)
@@ -383,7 +363,7 @@ mod discord {
 
         /// Plain messages (no embed) posted in `channel`.
         fn texts(&self, channel: &str) -> Vec<Value> {
-            self.fake
+            self.discord()
                 .requests()
                 .into_iter()
                 .filter(|r| r.method == "POST" && r.path.ends_with(&format!("/channels/{channel}/messages")) && r.status == 200)
@@ -395,7 +375,7 @@ mod discord {
         /// The last edit of message `id` that satisfies `pred`.
         async fn edit(&self, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
             wait_until(|| async {
-                self.fake
+                self.discord()
                     .requests()
                     .into_iter()
                     .rev()
@@ -409,7 +389,7 @@ mod discord {
         /// bridge answered with, if it answered with one (a refusal or a note).
         async fn click(&self, channel: &str, card: &Value, id: &str, label: &str, who: (&str, &str), roles: &[&str]) -> Option<String> {
             let before = self.answers().len();
-            self.fake.dispatch("INTERACTION_CREATE", click(&self.fake, &button(card, label), id, channel, &user(who.0, who.1), roles));
+            self.discord().dispatch("INTERACTION_CREATE", click(self.discord(), &button(card, label), id, channel, &user(who.0, who.1), roles));
             wait_until(|| async { (self.answers().len() > before).then_some(()) }).await;
             // A refusal may come as the first answer (type 4) or as a follow-up.
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -420,20 +400,21 @@ mod discord {
         /// Runs the slash command `/name` (with its `revoke` option when given) as Thao
         /// and returns the reply it edits in.
         async fn slash(&self, name: &str, revoke: Option<&str>) -> String {
-            let replies = || self.fake.requests().into_iter().filter(|r| r.method == "PATCH" && r.path.ends_with("/messages/@original")).collect::<Vec<_>>();
+            let replies =
+                || self.discord().requests().into_iter().filter(|r| r.method == "PATCH" && r.path.ends_with("/messages/@original")).collect::<Vec<_>>();
             let before = replies().len();
-            let mut invoked = command(&self.fake, name, CHANNEL_ID, &user(THAO, "Thao"));
+            let mut invoked = command(self.discord(), name, CHANNEL_ID, &user(THAO, "Thao"));
             if let Some(id) = revoke {
                 invoked["data"]["options"] = json!([{"name": "revoke", "type": 3, "value": id}]);
             }
-            self.fake.dispatch("INTERACTION_CREATE", invoked);
+            self.discord().dispatch("INTERACTION_CREATE", invoked);
             let reply = wait_until(|| async { replies().get(before).cloned() }).await;
             reply.body["content"].as_str().unwrap_or_default().to_owned()
         }
 
         /// Every answer to a click, in order: the ephemeral text, or `Null` for a silent ack.
         fn answers(&self) -> Vec<Value> {
-            self.fake
+            self.discord()
                 .requests()
                 .into_iter()
                 .filter_map(|r| {
@@ -448,11 +429,8 @@ mod discord {
                 .collect()
         }
 
-        async fn finish(mut self) {
-            self.halt().await;
-            self.sim.shutdown().await;
-            self.fake.shutdown().await;
-            drop(self.dir);
+        async fn finish(self) {
+            self.base.shutdown().await;
         }
     }
 
@@ -488,19 +466,19 @@ mod discord {
 
         rig.click(CHANNEL_ID, &card, &id, "Approve", (LAN, "Lan"), &[DBA]).await;
         rig.edit(&id, |b| b.to_string().contains("1 of 2 approvals: Lan ✔")).await;
-        assert!(approvals(&rig.sim).is_empty(), "one vote sends nothing");
+        assert!(approvals(rig.sim()).is_empty(), "one vote sends nothing");
         let again = rig.click(CHANNEL_ID, &card, &id, "Approve", (LAN, "Lan"), &[DBA]).await;
         assert!(again.as_deref().is_some_and(|t| t.contains("already voted")), "{again:?}");
         let no_role = rig.click(CHANNEL_ID, &card, &id, "Approve", (THAO, "Thao"), &[]).await;
         assert!(no_role.as_deref().is_some_and(|t| t.contains("not allowed")), "{no_role:?}");
-        assert!(approvals(&rig.sim).is_empty());
+        assert!(approvals(rig.sim()).is_empty());
 
         rig.click(CHANNEL_ID, &card, &id, "Approve", (MINH, "Minh"), &[DBA]).await;
-        let s = session_id(&rig.sim);
-        assert_eq!(wait_approvals(&rig.sim, 1).await, vec![approval(&s, 1, json!([{"type":"approve"}]))]);
+        let s = session_id(rig.sim());
+        assert_eq!(wait_approvals(rig.sim(), 1).await, vec![approval(&s, 1, json!([{"type":"approve"}]))]);
         let third = rig.click(CHANNEL_ID, &card, &id, "Approve", (HA, "Ha"), &[DBA]).await;
         assert!(third.as_deref().is_some_and(|t| t.starts_with("Already decided by Minh")), "{third:?}");
-        still_exactly(&rig.sim, 1).await;
+        still_exactly(rig.sim(), 1).await;
         let done = rig.edit(&id, |b| b["components"] == json!([])).await;
         assert!(done.to_string().contains("Lan, Minh"), "{done}");
         rig.finish().await;
@@ -517,11 +495,11 @@ mod discord {
             assert!(offered.iter().any(|l| l.contains(label)), "{label} in {offered:?}");
         }
         rig.click(CHANNEL_ID, &card, &id, "Approve for this session", (THAO, "Thao"), &[]).await;
-        let s = session_id(&rig.sim);
-        assert_eq!(wait_approvals(&rig.sim, 1).await, vec![approval(&s, 1, json!([{"type":"approve"}]))]);
+        let s = session_id(rig.sim());
+        assert_eq!(wait_approvals(rig.sim(), 1).await, vec![approval(&s, 1, json!([{"type":"approve"}]))]);
 
         rig.say("trade");
-        let got = wait_approvals(&rig.sim, 2).await;
+        let got = wait_approvals(rig.sim(), 2).await;
         assert_eq!(got[1], approval(&s, 2, json!([{"type":"approve"}])), "approved by the rule, without a click");
         let (second, second_id) = rig.card(CHANNEL_ID, "execute_trade", 1).await;
         let shown = if labels(&second).is_empty() { second } else { rig.edit(&second_id, |b| b["components"] == json!([])).await };
@@ -535,14 +513,14 @@ mod discord {
         rig.say("trade");
         let (third, third_id) = rig.card(CHANNEL_ID, "execute_trade", 2).await;
         assert!(labels(&third).iter().any(|l| l.contains("Approve once")), "asked again: {third}");
-        still_exactly(&rig.sim, 2).await;
+        still_exactly(rig.sim(), 2).await;
         rig.click(CHANNEL_ID, &third, &third_id, "Approve once", (THAO, "Thao"), &[]).await;
-        assert_eq!(wait_approvals(&rig.sim, 3).await[2], approval(&s, 3, json!([{"type":"approve"}])));
+        assert_eq!(wait_approvals(rig.sim(), 3).await[2], approval(&s, 3, json!([{"type":"approve"}])));
 
         rig.say("migration");
         let (other, _) = rig.card(CHANNEL_ID, "run_migration", 0).await;
         assert!(!labels(&other).is_empty(), "a different tool still asks");
-        still_exactly(&rig.sim, 3).await;
+        still_exactly(rig.sim(), 3).await;
         rig.finish().await;
     }
 
@@ -559,20 +537,20 @@ mod discord {
         assert_eq!(reminder["allowed_mentions"]["roles"], json!([DBA]), "the role is pinged, nobody else: {reminder}");
         assert_eq!(reminder["message_reference"]["message_id"], json!(id), "a reply to the request's card");
 
-        rig.halt().await;
+        rig.stop_bridge().await;
         tokio::time::sleep(Duration::from_secs(5).saturating_sub(shown_at.elapsed())).await;
         rig.boot().await;
         let (moved, moved_id) = rig.card(ONCALL, "run_migration", 0).await;
         assert!(!labels(&moved).is_empty(), "shown with its buttons in the second channel");
 
-        let s = session_id(&rig.sim);
-        let got = wait_approvals(&rig.sim, 1).await;
+        let s = session_id(rig.sim());
+        let got = wait_approvals(rig.sim(), 1).await;
         assert_eq!(got, vec![approval(&s, 1, json!([{"type":"reject","message":"no human decision after 7 s: rejected by policy migrations"}]))]);
         for message in [&id, &moved_id] {
             let ended = rig.edit(message, |b| b["components"] == json!([])).await;
             assert!(ended.to_string().contains("policy"), "{ended}");
         }
-        still_exactly(&rig.sim, 1).await;
+        still_exactly(rig.sim(), 1).await;
         let reminders = rig.texts(CHANNEL_ID).into_iter().filter(|b| b["content"].as_str().is_some_and(|c| c.contains(&format!("<@&{DBA}>")))).count();
         assert_eq!(reminders, 1, "reminded once");
         rig.finish().await;

@@ -36,7 +36,7 @@ type Tweak = Box<dyn FnOnce(&mut Settings)>;
 
 /// What the bridge under test is made of; [`HarnessBuilder::start`] runs it.
 pub struct HarnessBuilder {
-    chat: Chat,
+    chats: Vec<Chat>,
     /// `Some(approval_timeout)`: the reference agent is started and is the backend;
     /// `None`: the test's pairs name the backend (a real one, or none at all).
     agent_timeout: Option<u64>,
@@ -46,6 +46,12 @@ pub struct HarnessBuilder {
 }
 
 impl HarnessBuilder {
+    /// One more chat platform beside the first (the HTTP API suite runs both fakes).
+    pub fn and(mut self, chat: Chat) -> Self {
+        self.chats.push(chat);
+        self
+    }
+
     /// The reference agent is the backend, with its `approval_timeout` in seconds.
     pub fn agent(mut self, approval_timeout_secs: u64) -> Self {
         self.agent_timeout = Some(approval_timeout_secs);
@@ -93,22 +99,17 @@ impl HarnessBuilder {
             Some(secs) => Some(start_sim(secs).await),
             None => None,
         };
-        let telegram = match self.chat {
-            Chat::Telegram => Some(FakeTelegram::start().await),
-            _ => None,
-        };
-        let discord = match self.chat {
-            Chat::Discord => Some(FakeDiscord::start().await),
-            _ => None,
-        };
+        let telegram = if self.chats.contains(&Chat::Telegram) { Some(FakeTelegram::start().await) } else { None };
+        let discord = if self.chats.contains(&Chat::Discord) { Some(FakeDiscord::start().await) } else { None };
+        let console = self.chats.contains(&Chat::Console);
         let dir = tempfile::tempdir().expect("temp dir");
 
         let store_url = self.store_url.unwrap_or_else(|| sqlite_in(&dir));
-        let mut settings = settings_of(self.chat, sim.as_ref(), &store_url, telegram.as_ref(), discord.as_ref(), &self.pairs);
+        let mut settings = settings_of(console, sim.as_ref(), &store_url, telegram.as_ref(), discord.as_ref(), &self.pairs);
         for change in self.tweaks {
             change(&mut settings);
         }
-        Harness { chat: self.chat, sim, telegram, discord, dir, settings, app: None }
+        Harness { chats: self.chats, sim, telegram, discord, dir, settings, app: None }
     }
 
     /// [`HarnessBuilder::build`], then the bridge started and ready.
@@ -124,10 +125,10 @@ fn sqlite_in(dir: &tempfile::TempDir) -> String {
     format!("sqlite://{}", dir.path().join("bridge.db").display())
 }
 
-/// The settings of a bridge on `chat` (pointed at its fake), whose backend is `sim`
-/// (when given) and whose store is `store_url`, with `extra` on top.
+/// The settings of a bridge on the given fakes (and the console, if `console`), whose
+/// backend is `sim` (when given) and whose store is `store_url`, with `extra` on top.
 fn settings_of(
-    chat: Chat,
+    console: bool,
     sim: Option<&SimHandle>,
     store_url: &str,
     telegram: Option<&FakeTelegram>,
@@ -144,8 +145,8 @@ fn settings_of(
     put("store.url", store_url.to_owned());
     // Any free port: tests run in parallel.
     put("http.listen", "127.0.0.1:0".into());
-    put("console.enabled", (chat == Chat::Console).to_string());
-    if chat == Chat::Console {
+    put("console.enabled", console.to_string());
+    if console {
         put("console.user_name", "Thảo".into());
     }
     if let Some(fake) = telegram {
@@ -169,13 +170,13 @@ fn settings_of(
 /// replica), or one whose backend a test puts a proxy in front of.
 pub fn settings(sim: &SimHandle, dir: &tempfile::TempDir, extra: &[(&str, &str)]) -> Settings {
     let extra: Vec<(String, String)> = extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-    settings_of(Chat::Console, Some(sim), &sqlite_in(dir), None, None, &extra)
+    settings_of(true, Some(sim), &sqlite_in(dir), None, None, &extra)
 }
 
 /// A bridge under test and everything around it. Fields are public so a suite can
 /// keep what it needs in its own rig.
 pub struct Harness {
-    pub chat: Chat,
+    pub chats: Vec<Chat>,
     pub sim: Option<SimHandle>,
     pub telegram: Option<FakeTelegram>,
     pub discord: Option<FakeDiscord>,
@@ -194,7 +195,7 @@ impl Harness {
     /// A bridge on `chat`, with the reference agent (approval_timeout 20 s) and a
     /// fresh SQLite store unless told otherwise.
     pub fn on(chat: Chat) -> HarnessBuilder {
-        HarnessBuilder { chat, agent_timeout: Some(20), store_url: None, pairs: Vec::new(), tweaks: Vec::new() }
+        HarnessBuilder { chats: vec![chat], agent_timeout: Some(20), store_url: None, pairs: Vec::new(), tweaks: Vec::new() }
     }
 
     /// The reference agent.
@@ -215,12 +216,14 @@ impl Harness {
         self.app.as_ref().expect("the bridge is running")
     }
 
-    /// Starts the bridge on the settings and waits until it is ready: on Discord, until
-    /// it has identified and registered its slash commands once more.
+    /// Starts the bridge on the settings and waits until it is ready: on Discord's
+    /// gateway, until it has identified and registered its slash commands once more.
     pub async fn boot(&mut self) {
-        assert!(self.chat != Chat::Console, "a console bridge runs in support::Bridge, which owns its pipes");
+        assert!(!self.chats.contains(&Chat::Console), "a console bridge runs in support::Bridge, which owns its pipes");
         let registrations = |fake: &FakeDiscord| fake.requests().iter().filter(|r| r.method == "PUT" && r.path.ends_with("/commands")).count();
-        let before = self.discord.as_ref().map(|fake| (fake.identifies(), registrations(fake)));
+        // Only a Discord the settings still enable, on the gateway, identifies.
+        let gateway = self.settings.discord.enabled && self.settings.discord.gateway;
+        let before = self.discord.as_ref().filter(|_| gateway).map(|fake| (fake.identifies(), registrations(fake)));
         self.app = Some(App::start(&self.settings, None as NoConsole).await.expect("bridge starts"));
         if let (Some(fake), Some((identified, registered))) = (&self.discord, before) {
             fake.wait_identified(identified + 1).await;
