@@ -12,14 +12,11 @@
 //! decisions figure; skipped with a line when unset), `LOAD_SKIP` (comma-separated
 //! phases to skip: `limits`, `store`, `pending`).
 
-#[path = "../tests/support/fake_telegram.rs"]
-mod fake_telegram;
 #[path = "common/seed.rs"]
 mod seed;
 #[path = "../tests/support/mod.rs"]
 mod support;
-#[path = "../tests/support/test_db.rs"]
-mod test_db;
+use support::{fake_telegram, test_db};
 
 use std::collections::HashMap;
 use std::process::Stdio;

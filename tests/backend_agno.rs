@@ -28,7 +28,7 @@ use hitl_bridge::config::Settings;
 use hitl_bridge::interaction::Interaction;
 use hitl_bridge::store::Store;
 use serde_json::{Value, json};
-use support::wait_until;
+use support::{Chat, wait_until};
 
 /// The running AgentOS. Lives in a static, which is never dropped: the process also
 /// exits when its stdin (held here) closes, i.e. when this test binary ends.
@@ -165,27 +165,22 @@ struct Harness {
 
 impl Harness {
     async fn start(os: &'static AgentOs) -> Harness {
-        let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
-        let fake = FakeTelegram::start().await;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store_url = format!("sqlite://{}", dir.path().join("bridge.db").display());
-        let mut settings = Settings::from_pairs(&[
-            ("backend.kind", "agno"),
-            ("backend.reconnect_max_secs", "1"),
-            ("agno.url", &os.url),
-            ("agno.agent_id", "ops"),
-            ("store.url", &store_url),
-            ("console.enabled", "false"),
-            ("http.enabled", "false"),
-            ("telegram.enabled", "true"),
-            ("telegram.token", fake_telegram::TOKEN),
-            ("telegram.api_url", &fake.url),
-        ])
-        .expect("settings");
-        settings.access.users = vec![format!("telegram:{}", anh().id)];
+        let support::Harness { telegram, dir, settings, .. } = support::Harness::on(Chat::Telegram)
+            .no_agent()
+            .settings(&[
+                ("backend.kind", "agno"),
+                ("backend.reconnect_max_secs", "1"),
+                ("agno.url", &os.url),
+                ("agno.agent_id", "ops"),
+                ("http.enabled", "false"),
+            ])
+            .tweak(|settings| settings.access.users = vec![format!("telegram:{}", anh().id)])
+            .build()
+            .await;
+        let fake = telegram.expect("the fake Bot API");
         let chat = fake.private_chat(&anh());
         let app = support::start_headless(&settings).await;
-        let store = Store::connect(&store_url).await.expect("store");
+        let store = Store::connect(&settings.store.url).await.expect("store");
         Harness { os, fake, settings, app: Some(app), store, chat, _dir: dir }
     }
 

@@ -23,7 +23,7 @@ use fake_telegram::{FakeTelegram, User};
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
 use serde_json::{Value, json};
-use support::wait_until;
+use support::{Chat, wait_until};
 
 fn thao() -> User {
     User::new(1001, "Thảo", Some("en"))
@@ -122,25 +122,16 @@ struct Harness {
 impl Harness {
     /// (`installed` fails the test when Claude Code is not installed.)
     async fn start(extra: &[(&str, &str)]) -> Option<Harness> {
-        let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
         let venv = backends::installed("claude_code")?;
         let model = fake_model(&venv);
-        let fake = FakeTelegram::start().await;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
-        let mut pairs: Vec<(&str, &str)> = vec![
-            ("backend.kind", "claude_code"),
-            ("backend.reconnect_max_secs", "1"),
-            ("store.url", &store),
-            ("console.enabled", "false"),
-            ("http.listen", "127.0.0.1:0"),
-            ("telegram.enabled", "true"),
-            ("telegram.token", fake_telegram::TOKEN),
-            ("telegram.api_url", &fake.url),
-        ];
-        pairs.extend_from_slice(extra);
-        let mut settings = Settings::from_pairs(&pairs).expect("settings");
-        settings.access.users = vec![format!("telegram:{}", thao().id)];
+        let support::Harness { telegram, dir, mut settings, .. } = support::Harness::on(Chat::Telegram)
+            .no_agent()
+            .settings(&[("backend.kind", "claude_code"), ("backend.reconnect_max_secs", "1")])
+            .settings(extra)
+            .tweak(|settings| settings.access.users = vec![format!("telegram:{}", thao().id)])
+            .build()
+            .await;
+        let fake = telegram.expect("the fake Bot API");
         let home = dir.path().join("home");
         std::fs::create_dir_all(&home).expect("home");
         let cc = &mut settings.claude_code;

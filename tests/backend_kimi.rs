@@ -21,9 +21,8 @@ use std::path::{Path, PathBuf};
 use fake_telegram::{FakeTelegram, User};
 use hitl_bridge::app::App;
 use hitl_bridge::backend::kimi::KimiSettings;
-use hitl_bridge::config::Settings;
 use serde_json::{Value, json};
-use support::wait_until;
+use support::{Chat, wait_until};
 
 fn lan() -> User {
     User::new(1001, "Lan", Some("en"))
@@ -59,28 +58,19 @@ impl Harness {
     /// As [`Harness::start`], with more settings.
     async fn start_with(scripts: &[String], extra: &[(&str, &str)]) -> Option<Harness> {
         let venv = backends::installed("kimi")?;
-        let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
-        let dir = tempfile::tempdir().expect("tempdir");
+        let support::Harness { telegram, dir, mut settings, .. } = support::Harness::on(Chat::Telegram)
+            .no_agent()
+            .settings(&[("backend.kind", "kimi"), ("backend.reconnect_max_secs", "1")])
+            .settings(extra)
+            .tweak(|settings| settings.access.users = vec![format!("telegram:{}", lan().id)])
+            .build()
+            .await;
         for sub in ["home", "work"] {
             std::fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
         }
         std::fs::copy(backends::spec_dir("kimi").join("config.toml"), dir.path().join("config.toml")).expect("kimi config");
-        let h = Harness { dir, fake: FakeTelegram::start().await, app: None, chat: 0 };
+        let h = Harness { dir, fake: telegram.expect("the fake Bot API"), app: None, chat: 0 };
         h.script(scripts);
-        let store = format!("sqlite://{}", h.dir.path().join("bridge.db").display());
-        let mut pairs = vec![
-            ("backend.kind", "kimi"),
-            ("backend.reconnect_max_secs", "1"),
-            ("store.url", &store),
-            ("console.enabled", "false"),
-            ("telegram.enabled", "true"),
-            ("telegram.token", fake_telegram::TOKEN),
-            ("telegram.api_url", &h.fake.url),
-            ("http.listen", "127.0.0.1:0"),
-        ];
-        pairs.extend_from_slice(extra);
-        let mut settings = Settings::from_pairs(&pairs).expect("settings");
-        settings.access.users = vec![format!("telegram:{}", lan().id)];
         let path = |p: &str| h.dir.path().join(p).display().to_string();
         settings.kimi = KimiSettings {
             command: venv.join("bin/kimi").display().to_string(),

@@ -27,7 +27,7 @@ use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
 use hitl_bridge::store::{ChatKey, Store};
 use serde_json::{Value, json};
-use support::wait_until;
+use support::{Chat, wait_until};
 
 /// The server, once started: its base URL (`None`: not installed, the tests skip).
 static SERVER: tokio::sync::OnceCell<Option<String>> = tokio::sync::OnceCell::const_new();
@@ -93,28 +93,17 @@ struct Harness {
 impl Harness {
     /// (`installed` fails the test when the backend is not installed.)
     async fn start(assistant_id: &str) -> Option<Harness> {
-        let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
         let base = server().await?;
-        let fake = FakeTelegram::start().await;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store_url = format!("sqlite://{}", dir.path().join("bridge.db").display());
-        let mut settings = Settings::from_pairs(&[
-            ("backend.kind", "langgraph"),
-            ("backend.reconnect_max_secs", "1"),
-            ("langgraph.url", &base),
-            ("langgraph.assistant_id", assistant_id),
-            ("store.url", &store_url),
-            ("console.enabled", "false"),
-            ("http.listen", "127.0.0.1:0"),
-            ("telegram.enabled", "true"),
-            ("telegram.token", fake_telegram::TOKEN),
-            ("telegram.api_url", &fake.url),
-        ])
-        .expect("settings");
-        settings.access.users = vec![format!("telegram:{}", ann().id)];
+        let support::Harness { telegram, dir, settings, .. } = support::Harness::on(Chat::Telegram)
+            .no_agent()
+            .settings(&[("backend.kind", "langgraph"), ("backend.reconnect_max_secs", "1"), ("langgraph.url", &base), ("langgraph.assistant_id", assistant_id)])
+            .tweak(|settings| settings.access.users = vec![format!("telegram:{}", ann().id)])
+            .build()
+            .await;
+        let fake = telegram.expect("the fake Bot API");
         let chat = fake.private_chat(&ann());
         let app = support::start_headless(&settings).await;
-        let store = Store::connect(&store_url).await.expect("store");
+        let store = Store::connect(&settings.store.url).await.expect("store");
         Some(Harness { base, settings, fake, app: Some(app), store, chat, _dir: dir })
     }
 

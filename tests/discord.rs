@@ -3,6 +3,7 @@
 //! gateway exactly as Discord would send them; the tests assert the exact commands the
 //! agent received and snapshot the payloads the bridge sent to Discord.
 
+use support::discord_chat::*;
 use support::fake_discord;
 mod support;
 
@@ -89,23 +90,6 @@ impl Rig {
     async fn stop(self) {
         self.base.shutdown().await;
     }
-}
-
-fn has_embed(body: &Value) -> bool {
-    body["embeds"].as_array().is_some_and(|e| !e.is_empty())
-}
-
-/// Every component of a message or modal body, flattened.
-fn components(body: &Value) -> Vec<Value> {
-    let rows = body["components"].as_array().cloned().unwrap_or_default();
-    rows.iter().flat_map(|r| r["components"].as_array().cloned().unwrap_or_default()).collect()
-}
-
-/// The custom_id of the button labelled `label` (exactly, or containing it).
-fn button(body: &Value, label: &str) -> String {
-    let all = components(body);
-    let found = all.iter().find(|c| c["label"] == label).or_else(|| all.iter().find(|c| c["label"].as_str().is_some_and(|l| l.contains(label))));
-    found.and_then(|c| c["custom_id"].as_str()).unwrap_or_else(|| panic!("no button {label:?} in {body}")).to_owned()
 }
 
 /// The custom_id of the `n`-th select menu.
@@ -203,15 +187,6 @@ fn shot(r: &Recorded) -> Value {
     json!({"method": r.method, "path": path.join("/"), "body": sorted(mask(&r.body)), "files": r.files.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()})
 }
 
-/// Waits for the interaction callback answering the pushed interaction `n` (by order).
-async fn callbacks(fake: &FakeDiscord, n: usize) -> Vec<Recorded> {
-    wait_until(|| async {
-        let got: Vec<Recorded> = fake.requests().into_iter().filter(|r| r.path.ends_with("/callback")).collect();
-        (got.len() >= n).then_some(got)
-    })
-    .await
-}
-
 /// The ephemeral follow-ups sent so far.
 fn followups(fake: &FakeDiscord) -> Vec<Recorded> {
     fake.requests().into_iter().filter(|r| r.method == "POST" && r.path.starts_with("/api/v10/webhooks/")).collect()
@@ -223,25 +198,6 @@ async fn wait_followups(fake: &FakeDiscord, n: usize) -> Vec<Recorded> {
         (got.len() >= n).then_some(got)
     })
     .await
-}
-
-/// Agent text sent to the channel (not embeds), in order.
-fn texts(fake: &FakeDiscord) -> Vec<String> {
-    fake.requests()
-        .iter()
-        .filter(|r| r.method == "POST" && r.path.ends_with("/messages") && r.status == 200 && !has_embed(&r.body))
-        .filter_map(|r| r.body["content"].as_str().map(str::to_owned))
-        .collect()
-}
-
-async fn wait_text(fake: &FakeDiscord, needle: &str) {
-    wait_until(|| async { texts(fake).iter().any(|t| t.contains(needle)).then_some(()) }).await;
-}
-
-/// The last edit of message `id`.
-async fn wait_edit(fake: &FakeDiscord, id: &str, pred: impl Fn(&Value) -> bool) -> Recorded {
-    wait_until(|| async { fake.requests().into_iter().rev().find(|r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{id}")) && pred(&r.body)) })
-        .await
 }
 
 // ---------------------------------------------------------------------------------

@@ -4,16 +4,13 @@
 //! or hangs up, with no client library buffering in between.
 
 mod support;
-use support::fake_telegram;
+use support::{Chat, Harness};
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::routing::{get, post};
-use fake_telegram::FakeTelegram;
-use hitl_bridge::app::App;
-use hitl_bridge::config::Settings;
 use hitl_bridge::listener::{self, Limits};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -145,24 +142,19 @@ async fn a_body_that_trickles_in_is_cut_off_at_the_deadline() {
 
 /// A bridge with the inbound API on (token `ops:s3cret`) and the Telegram webhook,
 /// against the fake Bot API.
-async fn bridge(fake: &FakeTelegram, webhook_listen: &str, dir: &tempfile::TempDir) -> App {
+async fn bridge(webhook_listen: &str) -> Harness {
     let url = format!("http://{webhook_listen}/telegram/hook");
-    let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
-    let mut settings = Settings::from_pairs(&[
-        ("console.enabled", "false"),
-        ("store.url", &store),
-        ("http.listen", "127.0.0.1:0"),
-        ("telegram.enabled", "true"),
-        ("telegram.token", fake_telegram::TOKEN),
-        ("telegram.api_url", &fake.url),
-        ("telegram.mode", "webhook"),
-        ("telegram.webhook_url", &url),
-        ("telegram.webhook_listen", webhook_listen),
-        ("telegram.webhook_secret", "hook-secret"),
-    ])
-    .expect("settings");
-    settings.http.api_tokens = vec!["ops:s3cret".into()];
-    App::start(&settings, None::<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>).await.expect("bridge starts")
+    Harness::on(Chat::Telegram)
+        .no_agent()
+        .settings(&[
+            ("telegram.mode", "webhook"),
+            ("telegram.webhook_url", &url),
+            ("telegram.webhook_listen", webhook_listen),
+            ("telegram.webhook_secret", "hook-secret"),
+        ])
+        .tweak(|settings| settings.http.api_tokens = vec!["ops:s3cret".into()])
+        .start()
+        .await
 }
 
 fn free_port() -> u16 {
@@ -174,11 +166,9 @@ fn free_port() -> u16 {
 /// answer at once instead of the bridge waiting for (and buffering) the body.
 #[tokio::test]
 async fn the_api_and_the_webhook_refuse_before_reading_the_body() {
-    let fake = FakeTelegram::start().await;
     let hook = format!("127.0.0.1:{}", free_port());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let app = bridge(&fake, &hook, &dir).await;
-    let api = app.http_addr().expect("http listener");
+    let bridge = bridge(&hook).await;
+    let api = bridge.app().http_addr().expect("http listener");
     let within = Duration::from_secs(2);
     let post = |auth: &str, length: usize| {
         format!("POST /v1/requests HTTP/1.1\r\nHost: bridge\r\n{auth}Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n")
@@ -197,5 +187,5 @@ async fn the_api_and_the_webhook_refuse_before_reading_the_body() {
     assert_eq!(answer_to(hook_addr, &webhook(""), within).await.as_deref(), Some("HTTP/1.1 401 Unauthorized"));
     let wrong = answer_to(hook_addr, &webhook("X-Telegram-Bot-Api-Secret-Token: guess\r\n"), within).await;
     assert_eq!(wrong.as_deref(), Some("HTTP/1.1 401 Unauthorized"));
-    app.stop().await;
+    bridge.shutdown().await;
 }

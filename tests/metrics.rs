@@ -162,7 +162,7 @@ async fn metric_families_after_a_known_sequence() {
         .await;
     let (sim, fake, app) = (h.sim(), h.telegram(), h.app());
     let addr = app.http_addr().expect("the HTTP listener is on");
-    let chat = TelegramChat { chat: fake.private_chat(&thao()), user: thao(), fake: &fake };
+    let chat = TelegramChat { chat: fake.private_chat(&thao()), user: thao(), fake };
 
     // Telegram answers the first two sends with 429: waited out and counted.
     fake.throttle_next(2, 1);
@@ -237,7 +237,7 @@ async fn discord_rate_limits_are_counted() {
 
     let seen = fake.requests().len();
     fake.rate_limit_next(1);
-    fake.dispatch("MESSAGE_CREATE", guild_message(&fake, CHANNEL_ID, &thao, "xin chào", false));
+    fake.dispatch("MESSAGE_CREATE", guild_message(fake, CHANNEL_ID, &thao, "xin chào", false));
     fake.wait_request(seen, |r| r.path.ends_with("/messages") && r.status == 200).await;
 
     let scraped = scrape(addr).await;

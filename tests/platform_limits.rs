@@ -14,7 +14,7 @@ use fake_telegram::{FakeTelegram, User, button, callback_data};
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
 use serde_json::{Value, json};
-use support::wait_until;
+use support::{Chat, Harness, wait_until};
 
 const OPS: i64 = -100_777;
 const SECRET: &str = "ci-secret";
@@ -48,23 +48,18 @@ fn option_labels(message: &Value) -> Vec<String> {
 /// turns pages, an option on page 12 is selected, the choice is what the agent gets.
 #[tokio::test]
 async fn three_hundred_options_are_paged() {
-    let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
-    let tg = FakeTelegram::start().await;
-    tg.group(OPS, "ops", false);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
-    let mut settings = Settings::from_pairs(&[
-        ("store.url", &store),
-        ("http.listen", "127.0.0.1:0"),
-        ("telegram.enabled", "true"),
-        ("telegram.token", fake_telegram::TOKEN),
-        ("telegram.api_url", &tg.url),
-    ])
-    .expect("settings");
-    settings.http.api_tokens = vec![format!("ci:{SECRET}")];
-    settings.access.users = vec!["telegram:3003".into()];
-    let app = App::start(&settings, no_console()).await.expect("bridge starts");
-    let base = format!("http://{}", app.http_addr().expect("http"));
+    let mut h = Harness::on(Chat::Telegram)
+        .no_agent()
+        .tweak(|settings| {
+            settings.http.api_tokens = vec![format!("ci:{SECRET}")];
+            settings.access.users = vec!["telegram:3003".into()];
+        })
+        .build()
+        .await;
+    h.telegram().group(OPS, "ops", false);
+    h.boot().await;
+    let tg = h.telegram();
+    let base = format!("http://{}", h.app().http_addr().expect("http"));
     let http = reqwest::Client::new();
 
     let options: Vec<Value> = (1..=300).map(|n| json!({"label": format!("Option {n}")})).collect();
@@ -110,9 +105,10 @@ async fn three_hundred_options_are_paged() {
     })
     .await;
     assert_eq!(decided["reply"]["answers"], json!({"Which server?": "Option 287"}));
-    app.stop().await;
+    h.stop_bridge().await;
+    let tg = h.telegram();
     assert!(tg.errors().is_empty(), "the fake refused: {:?}", tg.errors());
-    tg.shutdown();
+    h.shutdown().await;
 }
 
 /// The fake refuses a keyboard Telegram would refuse, with Telegram's 400.

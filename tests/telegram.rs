@@ -277,18 +277,6 @@ async fn seed_002_approve() {
     h.finish().await;
 }
 
-#[tokio::test]
-async fn seed_002_reject() {
-    let h = Harness::start(20, &[]).await;
-    h.say("trade");
-    let m = h.message_with("execute_trade").await;
-    h.click(id_of(&m), "Từ chối", &thao()).await;
-    h.message_with("Lệnh đã bị hủy.").await;
-    let s = session_id(&h.sim);
-    assert_eq!(approvals(&h.sim), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"reject"}]})]);
-    h.finish().await;
-}
-
 /// Edit: ForceReply; invalid JSON gets a clear error and a new prompt; a non-object
 /// too; the valid JSON is sent as `edited_action` with the original tool name.
 #[tokio::test]

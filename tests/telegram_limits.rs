@@ -8,10 +8,8 @@ use support::fake_telegram;
 mod support;
 
 use fake_telegram::{FakeTelegram, Recorded, User};
-use hitl_bridge::app::App;
-use hitl_bridge::config::Settings;
 use serde_json::{Value, json};
-use support::wait_until;
+use support::{Chat, Harness, wait_until};
 
 const ANA: i64 = 3003;
 const OPS: i64 = -100_777;
@@ -19,35 +17,34 @@ const DEV: i64 = -100_888;
 const SECRET: &str = "ci-secret";
 
 struct Rig {
-    tg: FakeTelegram,
-    app: App,
+    harness: Harness,
     base: String,
     http: reqwest::Client,
-    _dir: tempfile::TempDir,
 }
 
 impl Rig {
     async fn start() -> Rig {
-        let tg = FakeTelegram::start().await;
+        let harness = Harness::on(Chat::Telegram)
+            .no_agent()
+            .tweak(|settings| {
+                assert!(settings.telegram.rate_limits, "the limits are on by default");
+                settings.http.api_tokens = vec![format!("ci:{SECRET}")];
+                settings.access.users = vec![format!("telegram:{ANA}")];
+            })
+            .build()
+            .await;
+        let tg = harness.telegram();
         tg.private_chat(&User::new(ANA, "Ana", Some("en")));
         tg.group(OPS, "ops", false);
         tg.group(DEV, "dev", false);
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
-        let mut settings = Settings::from_pairs(&[
-            ("store.url", &store),
-            ("http.listen", "127.0.0.1:0"),
-            ("telegram.enabled", "true"),
-            ("telegram.token", fake_telegram::TOKEN),
-            ("telegram.api_url", &tg.url),
-        ])
-        .expect("settings");
-        assert!(settings.telegram.rate_limits, "the limits are on by default");
-        settings.http.api_tokens = vec![format!("ci:{SECRET}")];
-        settings.access.users = vec![format!("telegram:{ANA}")];
-        let app = support::start_headless(&settings).await;
-        let base = format!("http://{}", app.http_addr().expect("http"));
-        Rig { tg, app, base, http: reqwest::Client::new(), _dir: dir }
+        let mut harness = harness;
+        harness.boot().await;
+        let base = format!("http://{}", harness.app().http_addr().expect("http"));
+        Rig { harness, base, http: reqwest::Client::new() }
+    }
+
+    fn tg(&self) -> &FakeTelegram {
+        self.harness.telegram()
     }
 
     /// Pushes a one-question request to `chat` over the HTTP API.
@@ -60,7 +57,7 @@ impl Rig {
 
     /// The sendMessage calls so far, as (chat, question key, refused?), in arrival order.
     fn sends(&self) -> Vec<(i64, String, bool)> {
-        self.tg.requests().iter().filter(|r| r.method == "sendmessage").map(summary).collect()
+        self.tg().requests().iter().filter(|r| r.method == "sendmessage").map(summary).collect()
     }
 
     async fn wait_sends(&self, n: usize) -> Vec<(i64, String, bool)> {
@@ -72,8 +69,7 @@ impl Rig {
     }
 
     async fn stop(self) {
-        self.app.stop().await;
-        self.tg.shutdown();
+        self.harness.shutdown().await;
     }
 }
 
@@ -100,11 +96,11 @@ fn ok(chat: i64, key: &str) -> (i64, String, bool) {
 #[tokio::test]
 async fn a_429_pauses_its_chat_and_no_other() {
     let rig = Rig::start().await;
-    rig.tg.throttle_next(1, 5);
+    rig.tg().throttle_next(1, 5);
     rig.push("a1", ANA).await;
-    wait_until(|| async { (!rig.tg.errors().is_empty()).then_some(()) }).await;
-    assert_eq!(rig.tg.errors(), vec![("sendmessage".to_owned(), "Too Many Requests: retry after 5".to_owned())]);
-    rig.tg.push_message(ANA, &User::new(ANA, "Ana", Some("en")), "/help", None, None);
+    wait_until(|| async { (!rig.tg().errors().is_empty()).then_some(()) }).await;
+    assert_eq!(rig.tg().errors(), vec![("sendmessage".to_owned(), "Too Many Requests: retry after 5".to_owned())]);
+    rig.tg().push_message(ANA, &User::new(ANA, "Ana", Some("en")), "/help", None, None);
     // Time for the bridge to take /help and answer it, were Ana's chat not paused.
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     rig.push("o1", OPS).await;
@@ -134,6 +130,6 @@ async fn a_busy_group_waits_alone() {
     first.sort();
     assert_eq!(first, vec![ok(OPS, "o1"), ok(OPS, "o2"), ok(OPS, "o3")], "{order:?}");
     assert_eq!(sends[3..], [ok(DEV, "d1"), ok(OPS, "o4")], "{order:?}");
-    assert!(rig.tg.errors().is_empty(), "{:?}", rig.tg.errors());
+    assert!(rig.tg().errors().is_empty(), "{:?}", rig.tg().errors());
     rig.stop().await;
 }

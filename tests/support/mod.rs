@@ -8,6 +8,7 @@
 pub mod backends;
 pub mod bridge_process;
 pub mod chaos_proxy;
+pub mod discord_chat;
 pub mod fake_discord;
 pub mod fake_telegram;
 pub mod harness;

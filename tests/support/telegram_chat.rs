@@ -1,7 +1,6 @@
 //! One person's chat with the bot on the fake Telegram, as the backend connector tests
 //! drive it: say something, wait for a message or an edit, click a button and get its
-//! toast, answer a prompt. Include next to `support` and `fake_telegram`:
-//! `#[path = "support/telegram_chat.rs"] mod telegram_chat;`.
+//! toast, answer a prompt.
 
 // Each test binary uses the part it needs.
 #![allow(dead_code)]

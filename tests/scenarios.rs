@@ -1,0 +1,331 @@
+//! The seed flows written once and run on every chat platform: the console, Telegram
+//! (teloxide against the fake Bot API) and Discord (serenity against the fake Discord).
+//! Each scenario talks to a [`Person`], a platform-neutral "someone in the chat", and
+//! asserts the exact commands the reference agent received; how each platform shows a
+//! request (keyboards, embeds, wording) is the platform suites' business.
+//!
+//! A new platform gets this whole suite by implementing [`Person`] and adding one line
+//! to [`on_every_platform!`].
+
+mod support;
+
+use hitl_bridge::agent_sim::SimHandle;
+use serde_json::{Value, json};
+use support::discord_chat::{button as discord_button, callbacks, components, has_embed, wait_edit, wait_text};
+use support::fake_discord::{self, CHANNEL_ID};
+use support::fake_telegram::User;
+use support::telegram_chat::{TelegramChat, text_of};
+use support::{Bridge, Chat, Harness, Rig, approvals, session_id, wait_until};
+
+/// One choice for one action of an approval request.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Choice<'a> {
+    Approve,
+    Reject,
+    /// Edit with these args (a JSON object).
+    Edit(&'a str),
+}
+
+/// Someone in the chat, on some platform: says things, sees the agent's replies, and
+/// decides the request in front of them.
+trait Person {
+    /// Sends `text` to the agent, as a chat message.
+    async fn say(&mut self, text: &str);
+    /// Waits until the agent's reply containing `text` is shown in the chat.
+    async fn sees(&mut self, text: &str);
+    /// Decides the one approval request in the chat, one choice per action in order,
+    /// and submits it the way the platform does.
+    async fn decide(&mut self, choices: &[Choice<'_>]);
+    /// The reference agent behind the bridge.
+    fn agent(&self) -> &SimHandle;
+    /// Stops the bridge, the fakes and the agent, checking the platform saw nothing it
+    /// would have refused.
+    async fn finish(self);
+}
+
+/// Seed 002: approve sends exactly one approve decision.
+async fn approve(mut p: impl Person) {
+    p.say("trade").await;
+    p.decide(&[Choice::Approve]).await;
+    p.sees("Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    let s = session_id(p.agent());
+    assert_eq!(approvals(p.agent()), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    p.finish().await;
+}
+
+/// Seed 002: reject sends one reject decision, without a message.
+async fn reject(mut p: impl Person) {
+    p.say("trade").await;
+    p.decide(&[Choice::Reject]).await;
+    p.sees("Lệnh đã bị hủy.").await;
+    let s = session_id(p.agent());
+    assert_eq!(approvals(p.agent()), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"reject"}]})]);
+    p.finish().await;
+}
+
+/// Seed 002: an edit is sent as `edited_action` with the original tool name, and
+/// changes what the agent does.
+async fn edit(mut p: impl Person) {
+    p.say("trade").await;
+    p.decide(&[Choice::Edit(r#"{"symbol":"VNM","quantity":50,"side":"buy","price":82000}"#)]).await;
+    p.sees("Đã đặt lệnh: buy 50 VNM @ 82000").await;
+    let s = session_id(p.agent());
+    assert_eq!(
+        approvals(p.agent()),
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"edit","edited_action":{"name":"execute_trade","args":{"symbol":"VNM","quantity":50,"side":"buy","price":82000}}}]})]
+    );
+    p.finish().await;
+}
+
+/// Two actions: one decision each, full length, in action order, in one command.
+async fn two_actions(mut p: impl Person) {
+    p.say("two actions").await;
+    p.decide(&[Choice::Approve, Choice::Reject]).await;
+    p.sees("execute_trade: approve; send_report: reject").await;
+    let s = session_id(p.agent());
+    assert_eq!(
+        approvals(p.agent()),
+        vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
+        "decisions":[{"type":"approve"},{"type":"reject"}]})]
+    );
+    p.finish().await;
+}
+
+/// One test per scenario and platform: `approve::on_telegram`, `edit::on_console`, …
+macro_rules! on_every_platform {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            use super::*;
+
+            #[tokio::test]
+            async fn on_console() {
+                super::$scenario(OnConsole::start().await).await;
+            }
+
+            #[tokio::test]
+            async fn on_telegram() {
+                super::$scenario(OnTelegram::start().await).await;
+            }
+
+            #[tokio::test]
+            async fn on_discord() {
+                super::$scenario(OnDiscord::start().await).await;
+            }
+        }
+    )*};
+}
+
+on_every_platform!(approve, reject, edit, two_actions);
+
+// --- The console: Thảo types at the prompt. ----------------------------------------
+
+struct OnConsole {
+    sim: SimHandle,
+    bridge: Bridge,
+    _dir: tempfile::TempDir,
+}
+
+impl OnConsole {
+    async fn start() -> Self {
+        let Rig { sim, bridge, dir } = Rig::start(20, &[]).await;
+        OnConsole { sim, bridge, _dir: dir }
+    }
+}
+
+impl Person for OnConsole {
+    async fn say(&mut self, text: &str) {
+        self.bridge.send(text).await;
+    }
+
+    async fn sees(&mut self, text: &str) {
+        self.bridge.expect(&format!("agent: {text}")).await;
+    }
+
+    async fn decide(&mut self, choices: &[Choice<'_>]) {
+        // The console asks action by action and sends once the last is decided.
+        for choice in choices {
+            self.bridge.expect("? [a]pprove").await;
+            let line = match choice {
+                Choice::Approve => "a".to_owned(),
+                Choice::Reject => "r".to_owned(),
+                Choice::Edit(args) => format!("e {args}"),
+            };
+            self.bridge.send(&line).await;
+        }
+    }
+
+    fn agent(&self) -> &SimHandle {
+        &self.sim
+    }
+
+    async fn finish(self) {
+        support::stop(self.bridge, self.sim).await;
+    }
+}
+
+// --- Telegram: Thảo (Vietnamese client) in her private chat with the bot. ----------
+
+fn thao_on_telegram() -> User {
+    User::new(1001, "Thảo", Some("vi"))
+}
+
+struct OnTelegram {
+    harness: Harness,
+    chat: i64,
+}
+
+impl OnTelegram {
+    async fn start() -> Self {
+        let harness = Harness::on(Chat::Telegram).tweak(|settings| settings.access.users = vec![format!("telegram:{}", thao_on_telegram().id)]).build().await;
+        let chat = harness.telegram().private_chat(&thao_on_telegram());
+        let mut on = OnTelegram { harness, chat };
+        on.harness.boot().await;
+        on
+    }
+
+    fn person(&self) -> TelegramChat<'_> {
+        TelegramChat { fake: self.harness.telegram(), chat: self.chat, user: thao_on_telegram() }
+    }
+
+    /// The one message with a keyboard: the request.
+    async fn request(&self) -> Value {
+        let fake = self.harness.telegram();
+        wait_until(|| async {
+            fake.bot_messages(self.chat).into_iter().find(|m| m["reply_markup"]["inline_keyboard"].as_array().is_some_and(|k| !k.is_empty()))
+        })
+        .await
+    }
+}
+
+impl Person for OnTelegram {
+    async fn say(&mut self, text: &str) {
+        self.person().say(text);
+    }
+
+    async fn sees(&mut self, text: &str) {
+        self.person().message_with(text).await;
+    }
+
+    async fn decide(&mut self, choices: &[Choice<'_>]) {
+        let id = self.request().await["message_id"].as_i64().expect("message id");
+        let person = self.person();
+        if let [single] = choices {
+            match single {
+                Choice::Approve => person.click(id, "Duyệt").await,
+                Choice::Reject => person.click(id, "Từ chối").await,
+                Choice::Edit(args) => {
+                    person.click(id, "Sửa").await;
+                    person.reply_to_prompt("Trả lời bằng tham số mới dạng đối tượng JSON.", args).await;
+                    return;
+                }
+            };
+            return;
+        }
+        // Several actions: a row each, the message re-rendered with each choice, then Gửi.
+        for (n, choice) in choices.iter().enumerate() {
+            let (label, shown) = match choice {
+                Choice::Approve => ("Duyệt", "→ ✅ Duyệt"),
+                Choice::Reject => ("Từ chối", "→ ❌ Từ chối"),
+                Choice::Edit(_) => panic!("no scenario edits one of several actions; the Telegram suite tests that"),
+            };
+            let before = self.harness.telegram().message(self.chat, id).map(|m| text_of(&m).matches(shown).count()).unwrap_or(0);
+            assert_eq!(person.click(id, &format!("{label} #{}", n + 1)).await["text"], "Đã lưu");
+            let fake = self.harness.telegram();
+            wait_until(|| async { fake.message(self.chat, id).filter(|m| text_of(m).matches(shown).count() > before) }).await;
+        }
+        person.click(id, "Gửi").await;
+    }
+
+    fn agent(&self) -> &SimHandle {
+        self.harness.sim()
+    }
+
+    async fn finish(mut self) {
+        self.harness.stop_bridge().await;
+        let refused = self.harness.telegram().errors();
+        assert!(refused.is_empty(), "Telegram would have refused: {refused:?}");
+        self.harness.shutdown().await;
+    }
+}
+
+// --- Discord: Thảo in the bot's channel. --------------------------------------------
+
+const THAO_ON_DISCORD: &str = "500000000000000001";
+
+fn thao_on_discord() -> Value {
+    fake_discord::user(THAO_ON_DISCORD, "Thảo")
+}
+
+struct OnDiscord {
+    harness: Harness,
+}
+
+impl OnDiscord {
+    async fn start() -> Self {
+        let harness = Harness::on(Chat::Discord)
+            .tweak(|settings| {
+                settings.discord.channels = vec![CHANNEL_ID.into()];
+                settings.access.users = vec![format!("discord:{THAO_ON_DISCORD}")];
+            })
+            .start()
+            .await;
+        OnDiscord { harness }
+    }
+
+    fn click(&self, card: &Value, message_id: &str, label: &str) {
+        let fake = self.harness.discord();
+        fake.dispatch("INTERACTION_CREATE", fake_discord::click(fake, &discord_button(card, label), message_id, CHANNEL_ID, &thao_on_discord(), &[]));
+    }
+}
+
+impl Person for OnDiscord {
+    async fn say(&mut self, text: &str) {
+        let fake = self.harness.discord();
+        fake.dispatch("MESSAGE_CREATE", fake_discord::guild_message(fake, CHANNEL_ID, &thao_on_discord(), text, false));
+    }
+
+    async fn sees(&mut self, text: &str) {
+        wait_text(self.harness.discord(), text).await;
+    }
+
+    async fn decide(&mut self, choices: &[Choice<'_>]) {
+        let fake = self.harness.discord();
+        let card = fake.wait_request(0, |r| r.method == "POST" && r.path.ends_with("/messages") && has_embed(&r.body)).await;
+        let id = card.response.as_ref().and_then(|m| m["id"].as_str()).expect("message id").to_owned();
+        if let [single] = choices {
+            match single {
+                Choice::Approve => self.click(&card.body, &id, "Approve"),
+                Choice::Reject => self.click(&card.body, &id, "Reject"),
+                Choice::Edit(args) => {
+                    // Edit opens a modal prefilled with the args; its submission decides.
+                    self.click(&card.body, &id, "Edit");
+                    let opened = callbacks(fake, 1).await.remove(0);
+                    let modal = opened.body["data"]["custom_id"].as_str().expect("modal id");
+                    fake.dispatch("INTERACTION_CREATE", fake_discord::modal_submit(fake, modal, &[("args", args)], &id, CHANNEL_ID, &thao_on_discord()));
+                }
+            }
+            return;
+        }
+        // Several actions: a row each, the card re-rendered with the choice marked, then Submit.
+        for (n, choice) in choices.iter().enumerate() {
+            let label = match choice {
+                Choice::Approve => format!("{}. Approve", n + 1),
+                Choice::Reject => format!("{}. Reject", n + 1),
+                Choice::Edit(_) => panic!("no scenario edits one of several actions; the Discord suite tests that"),
+            };
+            self.click(&card.body, &id, &label);
+            let marked = format!("✓ {label}");
+            wait_edit(fake, &id, |b| components(b).iter().any(|c| c["label"] == marked.as_str())).await;
+        }
+        self.click(&card.body, &id, "Submit");
+    }
+
+    fn agent(&self) -> &SimHandle {
+        self.harness.sim()
+    }
+
+    async fn finish(self) {
+        self.harness.shutdown().await;
+    }
+}
