@@ -30,18 +30,7 @@ struct Rig {
     base: support::Harness,
 }
 
-impl std::ops::Deref for Rig {
-    type Target = support::Harness;
-    fn deref(&self) -> &support::Harness {
-        &self.base
-    }
-}
-
-impl std::ops::DerefMut for Rig {
-    fn deref_mut(&mut self) -> &mut support::Harness {
-        &mut self.base
-    }
-}
+crate::wraps_harness!(Rig, base);
 
 impl Rig {
     async fn start(timeout_secs: u64, extra: &[(&str, &str)]) -> Rig {

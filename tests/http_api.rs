@@ -40,18 +40,7 @@ struct Api {
     http: reqwest::Client,
 }
 
-impl std::ops::Deref for Api {
-    type Target = Harness;
-    fn deref(&self) -> &Harness {
-        &self.harness
-    }
-}
-
-impl std::ops::DerefMut for Api {
-    fn deref_mut(&mut self) -> &mut Harness {
-        &mut self.harness
-    }
-}
+crate::wraps_harness!(Api, harness);
 
 impl Api {
     async fn start(tweak: impl FnOnce(&mut Settings) + 'static) -> Api {

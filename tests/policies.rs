@@ -87,18 +87,7 @@ mod telegram {
         chat: i64,
     }
 
-    impl std::ops::Deref for Rig {
-        type Target = support::Harness;
-        fn deref(&self) -> &support::Harness {
-            &self.base
-        }
-    }
-
-    impl std::ops::DerefMut for Rig {
-        fn deref_mut(&mut self) -> &mut support::Harness {
-            &mut self.base
-        }
-    }
+    crate::wraps_harness!(Rig, base);
 
     impl Rig {
         async fn start(extra: &[(&str, &str)], policies: Vec<PolicySpec>) -> Rig {
@@ -314,18 +303,7 @@ mod discord {
         base: support::Harness,
     }
 
-    impl std::ops::Deref for Rig {
-        type Target = support::Harness;
-        fn deref(&self) -> &support::Harness {
-            &self.base
-        }
-    }
-
-    impl std::ops::DerefMut for Rig {
-        fn deref_mut(&mut self) -> &mut support::Harness {
-            &mut self.base
-        }
-    }
+    crate::wraps_harness!(Rig, base);
 
     impl Rig {
         async fn start(extra: &[(&str, &str)], policies: Vec<PolicySpec>) -> Rig {

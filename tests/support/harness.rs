@@ -258,3 +258,23 @@ impl Harness {
         }
     }
 }
+
+/// Lets a suite's rig that wraps a [`Harness`] (in field `$field`) be used as one:
+/// `rig.sim()`, `rig.settings`, `rig.restart().await`.
+#[macro_export]
+macro_rules! wraps_harness {
+    ($rig:ty, $field:ident) => {
+        impl std::ops::Deref for $rig {
+            type Target = $crate::support::Harness;
+            fn deref(&self) -> &Self::Target {
+                &self.$field
+            }
+        }
+
+        impl std::ops::DerefMut for $rig {
+            fn deref_mut(&mut self) -> &mut Self::Target {
+                &mut self.$field
+            }
+        }
+    };
+}
