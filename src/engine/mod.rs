@@ -120,7 +120,7 @@ const RESCAN: Duration = Duration::from_secs(10);
 /// durable commit), so several per core keep the cores busy and let concurrent
 /// decisions share a commit, while a session stuck on a slow call holds back only the
 /// few sessions that share its shard.
-const SHARDS_PER_CORE: usize = 16;
+const SHARDS_PER_CORE: usize = 64;
 
 /// What every shard shares: configuration, the store, the connectors, the chat lanes.
 struct Shared {
