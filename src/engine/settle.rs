@@ -45,6 +45,9 @@ impl Shard {
         self.connectors.settled(&interaction);
         if command.is_some() {
             self.connectors.deliver(&interaction.session_id);
+            // Kept as the store now holds it (a settle bumps the revision), for the
+            // delivery proof.
+            interaction.revision.0 += 1;
             self.undelivered.insert(interaction.id.clone(), (now_ms() + DELIVERY_GRACE_MS, interaction));
         } else {
             self.refresh(&interaction).await;
@@ -68,7 +71,16 @@ impl Shard {
     /// re-render.
     #[tracing::instrument(name = "interaction", skip(self, delivery))]
     pub(super) async fn delivery_changed(&mut self, session_id: &str, approval_key: &str, delivery: Delivery) -> Result<(), EngineError> {
-        let Some(mut interaction) = self.store.interaction_by_key(session_id, approval_key).await? else { return Ok(()) };
+        // The copy this shard settled, when it is still waiting for the proof: it is
+        // what the store holds (a settled request changes only its delivery), so the
+        // proof costs no read. Otherwise (settled on another replica, or shown as
+        // undelivered already) the store's copy.
+        let settled_here = self.undelivered.values().find(|(_, i)| i.session_id == session_id && i.approval_key() == approval_key).map(|(_, i)| i.clone());
+        let stored = match settled_here {
+            Some(interaction) => Some(interaction),
+            None => self.store.interaction_by_key(session_id, approval_key).await?,
+        };
+        let Some(mut interaction) = stored else { return Ok(()) };
         if interaction.delivery != Delivery::Queued {
             return Ok(());
         }
