@@ -212,14 +212,13 @@ impl Person for OnTelegram {
         let person = self.person();
         if let [single] = choices {
             match single {
-                Choice::Approve => person.click(id, "Duyệt").await,
-                Choice::Reject => person.click(id, "Từ chối").await,
+                Choice::Approve => _ = person.click(id, "Duyệt").await,
+                Choice::Reject => _ = person.click(id, "Từ chối").await,
                 Choice::Edit(args) => {
                     person.click(id, "Sửa").await;
                     person.reply_to_prompt("Trả lời bằng tham số mới dạng đối tượng JSON.", args).await;
-                    return;
                 }
-            };
+            }
             return;
         }
         // Several actions: a row each, the message re-rendered with each choice, then Gửi.
