@@ -468,8 +468,9 @@ async fn double_click() {
     rig.stop().await;
 }
 
-/// A selection made before a restart is kept: the card is re-rendered with it after
-/// the restart, and clicks on the old message still work.
+/// A selection made before a restart is kept, and clicks on the old message still
+/// work. The card already shows it (the edit recorded the revision it shows), so the
+/// restart does not edit it again.
 #[tokio::test]
 async fn restart_keeps_partial_selections() {
     let mut rig = Rig::start(30, &[]).await;
@@ -480,10 +481,9 @@ async fn restart_keeps_partial_selections() {
 
     let before = rig.discord().requests().len();
     rig.restart().await;
-    // After the restart the card is re-rendered from the store with the selection.
-    let again = rig.discord().wait_request(before, |r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{id}"))).await;
-    let first = &components(&again.body)[0];
-    assert_eq!(first["options"][1]["default"], true, "{first}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let edits = rig.discord().requests()[before..].iter().filter(|r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{id}"))).count();
+    assert_eq!(edits, 0, "the card already showed the selection");
     rig.push(select(rig.discord(), &select_id(&card.body, 1), &["0"], &id, CHANNEL_ID, &thao()));
     wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][2]["value"] == "Trên 3 năm").await;
     rig.click(&card, &id, "Submit", &thao(), &[]);

@@ -866,4 +866,10 @@ async fn the_update_inbox_stores_once_claims_and_forgets(db: &mut TestDb) {
     assert!(store.claim_stranded_updates(&b, i64::MAX).await.unwrap().is_empty(), "handled rows are never claimed");
     assert_eq!(store.prune_handled_updates(T0 + 10_000).await.unwrap(), 1, "only 2 was handled before then");
     assert_eq!(store.store_updates(&[update(2)], &a, T0 + 70_000).await.unwrap(), vec![2], "forgotten once pruned");
+    // A batch longer than one statement's rows (100), overlapping what is stored: the
+    // new ids come back in the order given, each once.
+    let batch: Vec<InboxUpdate> = (1..=250).rev().map(update).collect();
+    let new = store.store_updates(&batch, &a, T0 + 71_000).await.unwrap();
+    assert_eq!(new, (4..=250).rev().collect::<Vec<i64>>(), "1 and 3 are handled, 2 was stored just before");
+    assert_eq!(store.stored_updates().await.unwrap(), 248, "2 and the 247 new");
 }

@@ -50,6 +50,7 @@ impl Shard {
             return Ok(PushOutcome::Existing(existing));
         }
         tracing::info!(target: LOG_TARGET, approval_key = %interaction.approval_key(), agent = %request.agent, targets = request.targets.len(), "request pushed");
+        self.copies.keep(&interaction);
         self.routes.insert(&interaction.id, &interaction.session_id);
         self.deadlines.insert(interaction.id.clone(), interaction.deadline_ms);
         self.watch_escalation(&interaction);
@@ -66,7 +67,7 @@ impl Shard {
     /// one that had already ended is returned unchanged.
     #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = tracing::field::Empty, session_id = tracing::field::Empty))]
     pub(super) async fn cancel_interaction(&mut self, interaction_id: &str, reason: &str) -> Result<Option<Interaction>, EngineError> {
-        let Some(mut interaction) = self.store.interaction(interaction_id).await? else { return Ok(None) };
+        let Some(mut interaction) = self.load(interaction_id).await? else { return Ok(None) };
         crate::logging::record_interaction(&interaction);
         let now = now_ms();
         if interaction.cancel(now, reason) && !self.settle(&interaction, None, &AuditEntry::for_settled(&interaction, now)).await? {
@@ -128,7 +129,7 @@ impl Shard {
 
     /// One attempt at [`Shard::act`]: `None` when the draft changed under it.
     pub(super) async fn act_once(&mut self, interaction_id: &str, actor: &Actor, action: UserAction) -> Result<Option<ActOutcome>, ActError> {
-        let mut interaction = self.store.interaction(interaction_id).await?.ok_or(ActError::UnknownInteraction)?;
+        let mut interaction = self.load(interaction_id).await?.ok_or(ActError::UnknownInteraction)?;
         crate::logging::record_interaction(&interaction);
         let now = now_ms();
         let applied = match interaction.apply(actor, action.clone(), &self.policy, now) {
@@ -141,11 +142,16 @@ impl Shard {
         match applied {
             Applied::Updated => {
                 if !self.store.save_draft(&interaction).await? {
+                    // The copy was stale (another replica wrote the row): read again.
+                    self.copies.forget(interaction_id);
                     return match self.store.interaction(interaction_id).await? {
                         Some(current) if current.status.is_pending() => Ok(None),
                         _ => Err(self.lost_race(interaction_id, actor, action, now).await),
                     };
                 }
+                // As the store holds it now: saving a draft bumps the revision.
+                interaction.revision.0 += 1;
+                self.copies.keep(&interaction);
                 self.refresh(&interaction).await;
                 Ok(Some(ActOutcome::Updated(interaction)))
             }

@@ -64,7 +64,7 @@ impl Shard {
     /// Watches the timers of pending interactions found in the store. One already
     /// watched keeps its own (this shard may have moved it on since the read).
     pub(super) fn watch(&mut self, pending: Vec<Watched>) {
-        for Watched { id, deadline_ms, escalation_ms } in pending {
+        for Watched { id, deadline_ms, escalation_ms, .. } in pending {
             if let Some(at) = escalation_ms {
                 self.escalations.entry(id.clone()).or_insert(at);
             }
@@ -112,7 +112,7 @@ impl Shard {
                 let _ = done.send(self.cancel_interaction(&interaction_id, &reason).await);
             }
             EngineRequest::Interaction { interaction_id, done } => {
-                let _ = done.send(self.store.interaction(&interaction_id).await.map_err(EngineError::from));
+                let _ = done.send(self.load(&interaction_id).await.map_err(EngineError::from));
             }
             EngineRequest::PendingInChat { chat, done } => {
                 // Answered after the chat's queued messages are out, so a request shown

@@ -17,8 +17,9 @@
 //!   configuration and its two ports, [`Platform`] and [`Connector`];
 //! - [`handle`]: the [`EngineHandle`] the platforms and the HTTP API call;
 //!   [`commands`]: the chat commands every platform runs through it;
-//! - [`dispatch`]: a shard's loop; [`actions`]: what people do; [`settle`]: decisions
-//!   made durable and delivered; [`updates`]: what a backend said; [`expiry`]:
+//! - [`dispatch`]: a shard's loop; [`actions`]: what people do; [`copies`]: the
+//!   pending requests a shard keeps in memory; [`settle`]: decisions made durable and
+//!   delivered; [`updates`]: what a backend said; [`expiry`]:
 //!   deadlines; [`shows`]: showing requests in chats; [`lanes`]: the per-chat queues
 //!   of platform calls;
 //! - [`gate`], [`refusals`], [`policies`], [`rules`], [`routing`]: who may talk, the
@@ -28,6 +29,7 @@ mod actions;
 mod commands;
 mod config;
 mod connector;
+mod copies;
 mod dispatch;
 mod expiry;
 mod gate;
@@ -122,6 +124,10 @@ const RESCAN: Duration = Duration::from_secs(10);
 /// few sessions that share its shard.
 const SHARDS_PER_CORE: usize = 64;
 
+/// Pending interactions each shard keeps in memory ([`copies`]): on two cores at most
+/// 2 × 64 × 16 = 2,048 copies, whatever the number pending.
+const COPIES_PER_SHARD: usize = 16;
+
 /// What every shard shares: configuration, the store, the connectors, the chat lanes.
 struct Shared {
     store: Store,
@@ -176,6 +182,8 @@ struct Shard {
     /// Settled interactions whose reply is queued and not yet proven delivered: when
     /// to show them as "not yet delivered" unless the proof arrives first.
     undelivered: HashMap<String, (i64, Interaction)>,
+    /// The pending interactions it created or read last, as the store holds them.
+    copies: copies::Copies,
 }
 
 /// A shard reads the shared configuration and handles as its own fields.
@@ -199,7 +207,7 @@ impl Engine {
         backend: mpsc::Receiver<BackendInput>,
         requests: mpsc::Receiver<EngineRequest>,
     ) -> Result<Self, EngineError> {
-        let pending = store.pending_interactions().await?;
+        let pending = store.pending_timers().await?;
         for session in store.sessions_with_work().await? {
             connectors.deliver(&session);
         }
@@ -232,9 +240,9 @@ impl Engine {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (shards, receivers) = Shards::new(cores * SHARDS_PER_CORE);
         let mut workers: Vec<(mpsc::Receiver<Input>, Vec<Watched>)> = receivers.into_iter().map(|rx| (rx, Vec::new())).collect();
-        for interaction in pending {
-            shared.routes.insert(&interaction.id, &interaction.session_id);
-            workers[shards.of_session(&interaction.session_id)].1.push(Watched::of(&interaction));
+        for timers in pending {
+            shared.routes.insert(&timers.id, &timers.session_id);
+            workers[shards.of_session(&timers.session_id)].1.push(timers);
         }
         Ok(Self { shared, shards, workers, requests, backend })
     }
@@ -259,8 +267,14 @@ impl Engine {
         let (stop, stopping) = watch::channel(false);
         let mut tasks = JoinSet::new();
         for (inputs, watched) in workers {
-            let mut shard =
-                Shard { shared: shared.clone(), shards: shards.clone(), deadlines: HashMap::new(), escalations: HashMap::new(), undelivered: HashMap::new() };
+            let mut shard = Shard {
+                shared: shared.clone(),
+                shards: shards.clone(),
+                deadlines: HashMap::new(),
+                escalations: HashMap::new(),
+                undelivered: HashMap::new(),
+                copies: copies::Copies::new(COPIES_PER_SHARD),
+            };
             shard.watch(watched);
             tasks.spawn(shard.run(inputs, stopping.clone()));
         }

@@ -96,6 +96,8 @@ impl Shard {
     /// Records, then performs, every step of `interaction` due at `now` (after
     /// downtime there may be several: each runs, oldest first).
     async fn escalate(&mut self, interaction: Interaction, now: i64) -> Result<(), EngineError> {
+        // Recorded below with a new revision (or found changed): the copy is not current.
+        self.copies.forget(&interaction.id);
         let steps: Vec<_> = interaction.due_escalations(now).into_iter().map(|d| (d.index, d.step.clone())).collect();
         let Some(&(last, _)) = steps.last() else {
             self.watch_escalation(&interaction);

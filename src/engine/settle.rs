@@ -27,6 +27,9 @@ impl Shard {
         audit: &AuditEntry,
         decided: Decided<'_>,
     ) -> Result<bool, EngineError> {
+        // Settled now, or stale if the settle finds nothing: either way the copy is no
+        // longer what the store holds.
+        self.copies.forget(&interaction.id);
         let mut interaction = interaction.clone();
         if command.is_some() {
             interaction.delivery = Delivery::Queued;

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, oneshot};
 
 use super::handle::{EngineError, EngineRequest};
+use crate::interaction::Actor;
 use crate::interaction::updates::BackendInput;
-use crate::interaction::{Actor, Interaction};
 use crate::store::{ChatKey, PendingShow};
 
 /// How many inputs may wait for one shard before whoever routes them waits too.
@@ -46,19 +46,7 @@ pub(super) enum Input {
 
 /// A pending interaction's timers, as its stored state gives them: so a restart, or
 /// another replica's rescan, watches exactly what the store says is still to come.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Watched {
-    pub id: String,
-    pub deadline_ms: i64,
-    /// When its policy's next escalation step is due, if one is left.
-    pub escalation_ms: Option<i64>,
-}
-
-impl Watched {
-    pub fn of(interaction: &Interaction) -> Self {
-        Self { id: interaction.id.clone(), deadline_ms: interaction.deadline_ms, escalation_ms: interaction.next_escalation_at() }
-    }
-}
+pub(super) type Watched = crate::store::PendingTimers;
 
 /// The senders to every shard. Cheap to clone.
 #[derive(Clone)]

@@ -15,9 +15,9 @@ impl Shared {
     /// lease it can take).
     pub(super) async fn rescan(&self, shards: &Shards) -> Result<(), EngineError> {
         let mut watch: Vec<Vec<Watched>> = vec![Vec::new(); shards.count()];
-        for interaction in self.store.pending_interactions().await? {
-            self.routes.insert(&interaction.id, &interaction.session_id);
-            watch[shards.of_session(&interaction.session_id)].push(Watched::of(&interaction));
+        for timers in self.store.pending_timers().await? {
+            self.routes.insert(&timers.id, &timers.session_id);
+            watch[shards.of_session(&timers.session_id)].push(timers);
         }
         for (shard, pending) in watch.into_iter().enumerate().filter(|(_, pending)| !pending.is_empty()) {
             shards.send(shard, Input::Watch(pending)).await;

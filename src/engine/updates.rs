@@ -84,6 +84,7 @@ impl Shard {
         self.routes.insert(&interaction.id, &interaction.session_id);
         self.deadlines.insert(interaction.id.clone(), interaction.deadline_ms);
         self.watch_escalation(&interaction);
+        self.copies.keep(&interaction);
         let interaction = self.answer_by_rule(interaction, &backend).await?;
         if chats.is_empty() {
             tracing::warn!(target: LOG_TARGET, %session_id, approval_key = %interaction.approval_key(), "no chat is bound to this session; the request waits for its deadline");

@@ -5,6 +5,9 @@
 //! between confirming and handling loses nothing: the row is still here, handled by the
 //! next start or, once its claim lapses, by another replica.
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
 use futures_util::future::BoxFuture;
 use sqlx::AnyConnection;
 
@@ -25,31 +28,15 @@ pub struct InboxUpdate {
 
 impl Store {
     /// Stores `updates` claimed by `claim` in one transaction; returns the ids that
-    /// were new (an update Telegram delivered again is already here, being handled or
-    /// handled, and is not handled twice).
+    /// were new, in the order given (an update Telegram delivered again is already
+    /// here, being handled or handled, and is not handled twice). One statement per
+    /// [`UPDATES_PER_STATEMENT`] updates, and on SQLite the transaction is the next
+    /// group commit, shared with the decisions of the clicks stored before.
     pub async fn store_updates(&self, updates: &[InboxUpdate], claim: &ShowClaim, now_ms: i64) -> Result<Vec<i64>> {
-        let mut tx = self.pool.begin().await.map_err(StoreError::query("begin storing updates"))?;
-        let mut new = Vec::with_capacity(updates.len());
-        for update in updates {
-            let done = sqlx::query(
-                "INSERT INTO telegram_inbox (update_id, chat_id, body, received_at_ms, claimed_by, claimed_until_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (update_id) DO NOTHING",
-            )
-            .bind(update.update_id)
-            .bind(update.chat_id)
-            .bind(update.body.as_str())
-            .bind(now_ms)
-            .bind(claim.owner.as_str())
-            .bind(claim.until_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(StoreError::query("store an update"))?;
-            if done.rows_affected() == 1 {
-                new.push(update.update_id);
-            }
-        }
-        tx.commit().await.map_err(StoreError::query("commit updates"))?;
-        Ok(new)
+        let new = Arc::new(Mutex::new(HashSet::new()));
+        self.write(StoreUpdates { updates: updates.to_vec(), claim: claim.clone(), now_ms, new: new.clone() }).await?;
+        let new = new.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        Ok(updates.iter().map(|u| u.update_id).filter(|id| new.contains(id)).collect())
     }
 
     /// How many updates wait in the inbox (stored, not yet handled).
@@ -122,6 +109,56 @@ impl Store {
             .await
             .map_err(StoreError::query("prune handled updates"))?;
         Ok(done.rows_affected())
+    }
+}
+
+/// Telegram hands out at most 100 updates per `getUpdates`: one statement each.
+const UPDATES_PER_STATEMENT: usize = 100;
+
+/// Inserts a batch of updates, skipping those already stored; the ids it inserted
+/// land in `new` (cleared first: a write runs again alone when its group failed).
+struct StoreUpdates {
+    updates: Vec<InboxUpdate>,
+    claim: ShowClaim,
+    now_ms: i64,
+    new: Arc<Mutex<HashSet<i64>>>,
+}
+
+impl Write for StoreUpdates {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let mut inserted = HashSet::new();
+            for chunk in self.updates.chunks(UPDATES_PER_STATEMENT) {
+                let rows: Vec<String> = (0..chunk.len())
+                    .map(|n| {
+                        let p = n * 6;
+                        format!("(${}, ${}, ${}, ${}, ${}, ${})", p + 1, p + 2, p + 3, p + 4, p + 5, p + 6)
+                    })
+                    .collect();
+                let sql = format!(
+                    "INSERT INTO telegram_inbox (update_id, chat_id, body, received_at_ms, claimed_by, claimed_until_ms)
+                     VALUES {} ON CONFLICT (update_id) DO NOTHING RETURNING update_id",
+                    rows.join(", ")
+                );
+                // Safe: the text is only numbered placeholders; every value is bound.
+                let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql));
+                for update in chunk {
+                    insert = insert
+                        .bind(update.update_id)
+                        .bind(update.chat_id)
+                        .bind(update.body.as_str())
+                        .bind(self.now_ms)
+                        .bind(self.claim.owner.as_str())
+                        .bind(self.claim.until_ms);
+                }
+                for row in insert.fetch_all(&mut *conn).await.map_err(StoreError::query("store updates"))? {
+                    inserted.insert(column::<i64>(&row, "update_id")?);
+                }
+            }
+            let any = !inserted.is_empty();
+            *self.new.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = inserted;
+            Ok(any)
+        })
     }
 }
 

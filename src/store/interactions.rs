@@ -3,6 +3,7 @@
 //! Settling, the one multi-table write, lives here too: it must be a single transaction
 //! (on SQLite shared with other writes by [`super::group_commit`]).
 
+use futures_util::TryStreamExt;
 use futures_util::future::BoxFuture;
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, AnyExecutor};
@@ -20,6 +21,28 @@ use super::rules::insert_rule;
 use super::shows::{ShowClaim, drop_shows, insert_shows};
 use crate::interaction::{Interaction, RememberedRule, Revision, Status};
 use crate::protocol::Command;
+
+/// What a shard needs of a pending interaction to watch it: where it goes and when
+/// its deadline and its policy's next escalation step are due.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingTimers {
+    pub id: String,
+    pub session_id: String,
+    pub deadline_ms: i64,
+    /// When its policy's next escalation step is due, if one is left.
+    pub escalation_ms: Option<i64>,
+}
+
+impl PendingTimers {
+    pub fn of(interaction: &Interaction) -> Self {
+        Self {
+            id: interaction.id.clone(),
+            session_id: interaction.session_id.clone(),
+            deadline_ms: interaction.deadline_ms,
+            escalation_ms: interaction.next_escalation_at(),
+        }
+    }
+}
 
 /// The value of the `status` column while an interaction is open.
 fn pending() -> &'static str {
@@ -69,6 +92,21 @@ impl Store {
             .await
             .map_err(StoreError::query("list pending interactions"))?;
         Ok(decode_rows(&rows))
+    }
+
+    /// Every pending interaction's session and timers, oldest first (a restart, a
+    /// rescan). Rows are decoded one at a time and their bodies dropped, so listing
+    /// thousands pending holds no more than one of them at once.
+    pub async fn pending_timers(&self) -> Result<Vec<PendingTimers>> {
+        let mut rows =
+            sqlx::query("SELECT id, body, revision FROM interactions WHERE status = $1 ORDER BY created_at_ms, id").bind(pending()).fetch(&self.pool);
+        let mut timers = Vec::new();
+        while let Some(row) = rows.try_next().await.map_err(StoreError::query("list pending interactions' timers"))? {
+            if let Some(interaction) = skip_corrupt(decode_row(&row)) {
+                timers.push(PendingTimers::of(&interaction));
+            }
+        }
+        Ok(timers)
     }
 
     /// The session's pending interactions, oldest first.
