@@ -111,6 +111,7 @@ suite!(
     rules_are_listed_by_session_and_backend_and_revoked_once,
     settle_decision_stores_the_rule_only_for_the_winner,
     the_update_inbox_stores_once_claims_and_forgets,
+    a_push_is_stored_whole_once_or_not_at_all,
 );
 
 // ---------------------------------------------------------------------------------
@@ -872,4 +873,40 @@ async fn the_update_inbox_stores_once_claims_and_forgets(db: &mut TestDb) {
     let new = store.store_updates(&batch, &a, T0 + 71_000).await.unwrap();
     assert_eq!(new, (4..=250).rev().collect::<Vec<i64>>(), "1 and 3 are handled, 2 was stored just before");
     assert_eq!(store.stored_updates().await.unwrap(), 248, "2 and the 247 new");
+}
+
+/// A pushed request is stored with its interaction and shows; the same agent's key
+/// again returns the stored row and changes nothing; a key whose interaction exists
+/// already (from the chat) is refused, and leaves no request row behind.
+async fn a_push_is_stored_whole_once_or_not_at_all(db: &mut TestDb) {
+    use hitl_bridge::store::{ApiRequest, ShowClaim};
+    let store = &db.store;
+    let claim = ShowClaim { owner: "test".into(), until_ms: T0 + 60_000 };
+    let request = |i: &Interaction, hash: &str| ApiRequest {
+        approval_key: i.approval_key().to_owned(),
+        interaction_id: i.id.clone(),
+        session_id: i.session_id.clone(),
+        client_session: None,
+        agent: "ci".into(),
+        body_hash: hash.into(),
+        targets: vec![ChatKey::new("telegram", "7", None)],
+        callback_url: Some("http://127.0.0.1:9/cb".into()),
+        created_at_ms: T0,
+    };
+    let pushed = approval("api:p", "p_1", T0);
+    assert_eq!(store.create_api_request(&request(&pushed, "aa"), &pushed, &claim).await.expect("push"), None);
+    assert_eq!(store.interaction(&pushed.id).await.expect("load"), Some(pushed.clone()));
+    let mut again = approval("api:p", "p_1", T0 + 5);
+    again.id = "another-id".into();
+    let existing = store.create_api_request(&request(&again, "bb"), &again, &claim).await.expect("push again");
+    assert_eq!(existing.map(|r| r.body_hash), Some("aa".to_owned()), "the first push's row");
+    assert_eq!(store.interaction("another-id").await.expect("load"), None);
+
+    let chat_turn = approval("api:q", "q_1", T0);
+    assert!(store.insert_interaction(&chat_turn).await.expect("insert"));
+    let mut clash = approval("api:q", "q_1", T0);
+    clash.id = "clash-id".into();
+    let refused = store.create_api_request(&request(&clash, "cc"), &clash, &claim).await;
+    assert!(matches!(refused, Err(StoreError::WrongState { .. })), "{refused:?}");
+    assert_eq!(store.api_request("ci", "q_1").await.expect("load"), None, "nothing of the refused push is stored");
 }

@@ -5,11 +5,14 @@
 //! A pushed request and its interaction are written in one transaction, so a request
 //! is either fully known or not at all.
 
+use futures_util::future::BoxFuture;
+use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use super::Store;
 use super::chats::ChatKey;
 use super::error::{Result, StoreError};
+use super::group_commit::Write;
 use super::interactions::insert_interaction;
 use super::json;
 use super::row::column;
@@ -41,6 +44,67 @@ pub struct PageMark {
     pub approval_key: String,
 }
 
+/// A push: the request's row, its interaction, the chats it must be shown in and its
+/// callback, all or nothing. Nothing (false) when the agent already used the key. On
+/// SQLite it shares the next group commit, so pushes that arrive together do not queue
+/// for the write lock one transaction at a time.
+struct Push {
+    row: ApiRequest,
+    /// `row.targets` as stored.
+    targets: String,
+    interaction: Interaction,
+    claim: ShowClaim,
+}
+
+impl Write for Push {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let row = &self.row;
+            let done = sqlx::query(
+                "INSERT INTO api_requests (approval_key, interaction_id, session_id, client_session, agent, body_hash,
+                                           targets, callback_url, created_at_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                 ON CONFLICT (agent, approval_key) DO NOTHING",
+            )
+            .bind(row.approval_key.as_str())
+            .bind(row.interaction_id.as_str())
+            .bind(row.session_id.as_str())
+            .bind(row.client_session.as_deref())
+            .bind(row.agent.as_str())
+            .bind(row.body_hash.as_str())
+            .bind(self.targets.as_str())
+            .bind(row.callback_url.as_deref())
+            .bind(row.created_at_ms)
+            .execute(&mut *conn)
+            .await
+            .map_err(StoreError::query("insert api request"))?;
+            if done.rows_affected() == 0 {
+                return Ok(false);
+            }
+            if !insert_interaction(&mut *conn, &self.interaction).await? {
+                // The key is new to the API but its (session, key) interaction exists: a
+                // conflict, reported as the key being taken (the error undoes the row).
+                return Err(StoreError::WrongState { op: "push", id: row.approval_key.clone(), reason: "an interaction with this key exists" });
+            }
+            insert_shows(&mut *conn, &self.interaction.id, &row.targets, &self.claim, row.created_at_ms).await?;
+            if let Some(url) = &row.callback_url {
+                sqlx::query(
+                    "INSERT INTO callback_outbox (approval_key, interaction_id, url, agent, attempts, next_attempt_ms)
+                     VALUES ($1, $2, $3, $4, 0, 0)",
+                )
+                .bind(row.approval_key.as_str())
+                .bind(row.interaction_id.as_str())
+                .bind(url.as_str())
+                .bind(row.agent.as_str())
+                .execute(&mut *conn)
+                .await
+                .map_err(StoreError::query("queue callback"))?;
+            }
+            Ok(true)
+        })
+    }
+}
+
 /// A callback whose request has ended and whose next attempt is due.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DueCallback {
@@ -58,51 +122,11 @@ impl Store {
     /// agent already used the approval key (keys are per agent: another agent's same
     /// key is a different request).
     pub async fn create_api_request(&self, row: &ApiRequest, interaction: &Interaction, claim: &ShowClaim) -> Result<Option<ApiRequest>> {
-        let mut tx = self.pool.begin().await.map_err(StoreError::query("begin push"))?;
-        let done = sqlx::query(
-            "INSERT INTO api_requests (approval_key, interaction_id, session_id, client_session, agent, body_hash,
-                                       targets, callback_url, created_at_ms)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-             ON CONFLICT (agent, approval_key) DO NOTHING",
-        )
-        .bind(row.approval_key.as_str())
-        .bind(row.interaction_id.as_str())
-        .bind(row.session_id.as_str())
-        .bind(row.client_session.as_deref())
-        .bind(row.agent.as_str())
-        .bind(row.body_hash.as_str())
-        .bind(json::encode(&row.targets, "request targets")?)
-        .bind(row.callback_url.as_deref())
-        .bind(row.created_at_ms)
-        .execute(&mut *tx)
-        .await
-        .map_err(StoreError::query("insert api request"))?;
-        if done.rows_affected() == 0 {
-            tx.rollback().await.map_err(StoreError::query("roll back push"))?;
-            return self.api_request(&row.agent, &row.approval_key).await;
+        let push = Push { row: row.clone(), targets: json::encode(&row.targets, "request targets")?, interaction: interaction.clone(), claim: claim.clone() };
+        if self.write(push).await? {
+            return Ok(None);
         }
-        if !insert_interaction(&mut *tx, interaction).await? {
-            // The key is new to the API but its (session, key) interaction exists: a
-            // conflict, reported as the key being taken.
-            tx.rollback().await.map_err(StoreError::query("roll back push"))?;
-            return Err(StoreError::WrongState { op: "push", id: row.approval_key.clone(), reason: "an interaction with this key exists" });
-        }
-        insert_shows(&mut tx, &interaction.id, &row.targets, claim, row.created_at_ms).await?;
-        if let Some(url) = &row.callback_url {
-            sqlx::query(
-                "INSERT INTO callback_outbox (approval_key, interaction_id, url, agent, attempts, next_attempt_ms)
-                 VALUES ($1, $2, $3, $4, 0, 0)",
-            )
-            .bind(row.approval_key.as_str())
-            .bind(row.interaction_id.as_str())
-            .bind(url.as_str())
-            .bind(row.agent.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(StoreError::query("queue callback"))?;
-        }
-        tx.commit().await.map_err(StoreError::query("commit push"))?;
-        Ok(None)
+        self.api_request(&row.agent, &row.approval_key).await
     }
 
     /// `agent`'s request under `approval_key`.
