@@ -245,6 +245,13 @@ impl FakeTelegram {
         self.inner().requests.clone()
     }
 
+    /// The requests from the `start`-th on: only those are copied, so polling for the
+    /// last few is cheap however many came before.
+    #[allow(dead_code)] // only the load benchmark polls this way
+    pub fn requests_from(&self, start: usize) -> Vec<Recorded> {
+        self.inner().requests.get(start..).map(<[Recorded]>::to_vec).unwrap_or_default()
+    }
+
     /// How many requests arrived so far (cheap, unlike [`FakeTelegram::requests`]).
     pub fn request_count(&self) -> usize {
         self.inner().requests.len()
