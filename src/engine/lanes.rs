@@ -11,8 +11,14 @@
 //! Every engine shard pushes here (a chat can show requests of several sessions), so
 //! [`Lanes`] is shared: its map sits behind a lock held only to find or start a lane,
 //! never across a platform call.
+//!
+//! A lane holds at most [`HELD_SHOWS`] requests to show whole. A flood into a chat
+//! that sends slowly (Telegram's 20 messages a minute to a group) queues the rest by
+//! id only, read from the store when their turn comes, so ten thousand waiting shows
+//! cost about a hundred bytes each rather than the whole request.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -34,6 +40,9 @@ pub enum Job {
     Notice(Notice),
     /// Show a new interaction and remember the message that shows it.
     Show(Interaction),
+    /// [`Job::Show`] queued behind [`HELD_SHOWS`] others: the interaction is read from
+    /// the store when the job runs (one settled meanwhile is not shown).
+    ShowStored(String),
     /// Re-render every message of this chat that shows the interaction.
     Refresh(Interaction),
     /// Re-render the interaction with this id as the store has it when the job runs
@@ -50,8 +59,14 @@ pub enum Job {
 /// How long a lane waits for more work before it ends.
 const IDLE: Duration = Duration::from_secs(120);
 
+/// Requests one lane holds whole while they wait to be shown; more are queued by id.
+/// Enough for a burst to go out without a store read each.
+pub const HELD_SHOWS: usize = if cfg!(test) { 4 } else { 64 };
+
 struct Lane {
     jobs: mpsc::UnboundedSender<Job>,
+    /// Shows queued and not yet done, whole or by id.
+    shows: Arc<AtomicUsize>,
     task: JoinHandle<()>,
 }
 
@@ -75,13 +90,20 @@ impl Lanes {
     /// Queues `job` for `chat`. False when the chat is on a platform that is not
     /// enabled (logged; the job is dropped).
     pub fn push(&self, chat: &ChatKey, job: Job) -> bool {
+        let is_show = matches!(job, Job::Show(_));
         let mut lanes = self.lanes();
         let job = match lanes.get(chat) {
-            Some(lane) => match lane.jobs.send(job) {
-                Ok(()) => return true,
-                // The lane ended after a quiet spell: start a new one with the job.
-                Err(mpsc::error::SendError(job)) => job,
-            },
+            Some(lane) => {
+                let job = match job {
+                    Job::Show(interaction) if lane.shows.fetch_add(1, Ordering::Relaxed) >= HELD_SHOWS => Job::ShowStored(interaction.id),
+                    job => job,
+                };
+                match lane.jobs.send(job) {
+                    Ok(()) => return true,
+                    // The lane ended after a quiet spell: start a new one with the job.
+                    Err(mpsc::error::SendError(job)) => job,
+                }
+            }
             None => job,
         };
         let Some(platform) = self.platforms.get(chat.platform.as_str()).cloned() else {
@@ -91,10 +113,11 @@ impl Lanes {
         // Forget lanes that ended, so the map holds only live chats.
         lanes.retain(|_, lane| !lane.jobs.is_closed());
         let (jobs, rx) = mpsc::unbounded_channel();
+        let shows = Arc::new(AtomicUsize::new(usize::from(is_show)));
         // Cannot fail: the receiver is alive right here.
         let _ = jobs.send(job);
-        let task = tokio::spawn(run(self.store.clone(), platform, chat.clone(), rx));
-        lanes.insert(chat.clone(), Lane { jobs, task });
+        let task = tokio::spawn(run(self.store.clone(), platform, chat.clone(), rx, shows.clone()));
+        lanes.insert(chat.clone(), Lane { jobs, shows, task });
         true
     }
 
@@ -124,7 +147,14 @@ impl Lanes {
 
 /// Performs one chat's jobs in order until the engine drops its lanes or the chat has
 /// been quiet for [`IDLE`].
-async fn run(store: Store, platform: Arc<dyn Platform>, chat: ChatKey, mut jobs: mpsc::UnboundedReceiver<Job>) {
+async fn run(store: Store, platform: Arc<dyn Platform>, chat: ChatKey, mut jobs: mpsc::UnboundedReceiver<Job>, shows: Arc<AtomicUsize>) {
+    let perform_counted = async |job: Job| {
+        let is_show = matches!(job, Job::Show(_) | Job::ShowStored(_));
+        perform(&store, platform.as_ref(), &chat, job).await;
+        if is_show {
+            shows.fetch_sub(1, Ordering::Relaxed);
+        }
+    };
     loop {
         let job = match tokio::time::timeout(IDLE, jobs.recv()).await {
             Ok(Some(job)) => job,
@@ -134,12 +164,12 @@ async fn run(store: Store, platform: Arc<dyn Platform>, chat: ChatKey, mut jobs:
                 // whatever slipped in before that.
                 jobs.close();
                 while let Ok(job) = jobs.try_recv() {
-                    perform(&store, platform.as_ref(), &chat, job).await;
+                    perform_counted(job).await;
                 }
                 return;
             }
         };
-        perform(&store, platform.as_ref(), &chat, job).await;
+        perform_counted(job).await;
     }
 }
 
@@ -159,6 +189,22 @@ async fn perform_job(store: &Store, platform: &dyn Platform, chat: &ChatKey, job
         Job::ToolStatus(status) => platform.tool_status(chat, &status).await,
         Job::Notice(notice) => platform.send_notice(chat, &notice).await,
         Job::Show(interaction) => show(store, platform, chat, &interaction).await,
+        Job::ShowStored(id) => match store.interaction(&id).await {
+            Ok(Some(interaction)) if interaction.status.is_pending() => {
+                let span = crate::logging::interaction_span(&interaction);
+                show(store, platform, chat, &interaction).instrument(span).await
+            }
+            // Settled meanwhile: its settle dropped the show.
+            Ok(_) => Ok(()),
+            Err(e) => {
+                tracing::error!(error = %e, interaction = %id, "cannot load an interaction to show it; trying again later");
+                // Gives the claim up, so a later round shows it.
+                if let Err(e) = store.show_failed(&id, chat, crate::clock::now_ms(), &e.to_string()).await {
+                    tracing::error!(error = %e, interaction = %id, "cannot record a failed show; it is retried after the claim lapses");
+                }
+                Ok(())
+            }
+        },
         Job::Refresh(interaction) => refresh(store, platform, chat, &interaction).await,
         Job::Remind(interaction, mention) => {
             // Read when the job runs: a `Show` queued before it is recorded by then.

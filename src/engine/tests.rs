@@ -507,3 +507,33 @@ async fn a_stranger_is_answered_once_per_window_and_every_attempt_counted() {
     assert_eq!((entries[0].attempts, entries[0].reply.as_ref().unwrap()["text"].clone()), (5, json!("hi 0")));
     running.stop().await;
 }
+
+/// A chat's lane holds the first [`lanes::HELD_SHOWS`] requests to show whole and the
+/// rest by id, read when their turn comes: every one is shown once, in order, except
+/// one settled while it waited, which is not shown at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_chat_queues_requests_beyond_the_held_ones_by_id() {
+    let platform = Arc::new(Recorder { show_delay: Duration::from_millis(150), ..Recorder::default() });
+    let engine = start(platform.clone(), Arc::new(Agent::default()), 1, &[]).await;
+    let n = 8;
+    assert!(lanes::HELD_SHOWS < n - 1, "the last one waits by id");
+    for k in 0..n {
+        engine.send("s0", SessionUpdate::Request(request(&format!("trade_{k}"), 600))).await;
+    }
+    let last = format!("trade_{}", n - 1);
+    let waiting = loop {
+        if let Some(i) = engine.store.interaction_by_key("s0", &last).await.unwrap() {
+            break i;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    // Settled while its show waits behind the others (about a second of them).
+    engine.handle.cancel_interaction(&waiting.id, "test".into()).await.unwrap();
+    wait_until("the others shown", async || platform.shown().len() >= n - 1).await;
+    // Longer than its turn: it would have been shown by now.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let keys: Vec<String> = platform.shown().iter().map(|i| i.approval_key().to_owned()).collect();
+    let expected: Vec<String> = (0..n - 1).map(|k| format!("trade_{k}")).collect();
+    assert_eq!(keys, expected, "in order, each once, the settled one not at all");
+    engine.stop().await;
+}
