@@ -46,6 +46,13 @@ const MAX_DETAIL_CHARS: usize = 300;
 
 /// The key under which a run's metadata carries the bridge command that started it.
 const COMMAND_ID_KEY: &str = "hitl_bridge_command";
+
+/// A reply sent again after a crash may find its run already continuing (the first
+/// send reached AgentOS) before AgentOS has recorded the answer in the run's tools:
+/// the run is read again this often, at most [`CONTINUING_READS`] times, before the
+/// reply is judged.
+const CONTINUING_READ_EVERY: Duration = Duration::from_millis(250);
+const CONTINUING_READS: usize = 40;
 const COMMAND_ID_POINTER: &str = "/metadata/hitl_bridge_command";
 
 /// Connects bridge sessions to AgentOS sessions.
@@ -284,10 +291,24 @@ impl AgnoLink {
             tracing::warn!(%session_id, %approval_key, "a reply whose key names no Agno run; it cannot be delivered");
             return Ok(Sent::NotWaiting);
         };
-        let Some(run) = self.api.run(&run_id).await? else {
+        let Some(mut run) = self.api.run(&run_id).await? else {
             tracing::warn!(%session_id, %approval_key, "AgentOS no longer has the run; the reply cannot be delivered");
             return Ok(Sent::NotWaiting);
         };
+        let mut reads = 0;
+        while reads < CONTINUING_READS && continuing_without_record(&run, approval_key) {
+            tokio::time::sleep(CONTINUING_READ_EVERY).await;
+            reads += 1;
+            match self.api.run(&run_id).await? {
+                Some(now) => run = now,
+                None => return Ok(Sent::NotWaiting),
+            }
+        }
+        if continuing_without_record(&run, approval_key) {
+            // Only a reply moves a run on from its pause: this one, sent before a crash.
+            tracing::info!(%session_id, %approval_key, "the run went on from the pause this reply answers; taking it as received");
+            return Ok(Sent::AlreadyReceived);
+        }
         let tools = run.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
         let paused = pause::pause_of(&run_id, &tools);
         let part = paused.parts.iter().find(|p| p.approval_key == approval_key).cloned();
@@ -330,6 +351,14 @@ impl AgnoLink {
         }
         Ok(())
     }
+}
+
+/// The run is going on (not paused, not finished) and its tools do not show the
+/// answer to `approval_key` yet.
+fn continuing_without_record(run: &Value, approval_key: &str) -> bool {
+    let going_on = matches!(run.get("status").and_then(Value::as_str), Some("RUNNING" | "PENDING"));
+    let tools = run.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    going_on && !pause::answered_in(tools, approval_key)
 }
 
 impl Link for AgnoLink {
@@ -395,5 +424,74 @@ impl Link for AgnoLink {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use axum::Json;
+    use axum::extract::State;
+    use axum::routing::get;
+    use serde_json::{Value, json};
+
+    use super::{AgnoSettings, AgnoTransport};
+    use crate::backend::session::{Link, Outgoing, Sent, Transport};
+    use crate::interaction::TimeoutDefaults;
+    use crate::protocol::{Command, Decision, Reply};
+
+    /// An AgentOS whose run `r1` answers `states` in turn to each read (the last one
+    /// from then on), and which has no paused run.
+    async fn agent_os(states: Vec<Value>) -> (String, Arc<AtomicUsize>) {
+        let reads = Arc::new(AtomicUsize::new(0));
+        let state = (Arc::new(states), reads.clone());
+        let app = axum::Router::new()
+            .route("/agents/a/runs", get(|| async { Json(json!([])) }))
+            .route(
+                "/agents/a/runs/r1",
+                get(|State((states, reads)): State<(Arc<Vec<Value>>, Arc<AtomicUsize>)>| async move {
+                    let n = reads.fetch_add(1, Ordering::SeqCst);
+                    Json(states[n.min(states.len() - 1)].clone())
+                }),
+            )
+            .with_state(state);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (url, reads)
+    }
+
+    async fn send_again(url: String) -> Sent {
+        let settings = AgnoSettings { url, agent_id: "a".into(), ..AgnoSettings::default() };
+        let mut link = AgnoTransport::new(settings, TimeoutDefaults::default()).connect("s1").await.unwrap();
+        let command = Command::Approval {
+            session_id: "s1".into(),
+            approval_key: "r1:c1".into(),
+            reply: Reply::Decisions { decisions: vec![Decision::Approve], user_edit_content: None },
+        };
+        link.send(Outgoing { id: "7", command: &command, maybe_received: true }).await.unwrap()
+    }
+
+    fn run(status: &str, confirmed: Option<bool>) -> Value {
+        json!({"run_id": "r1", "status": status, "tools": [{"tool_call_id": "c1", "tool_name": "deploy", "confirmed": confirmed}]})
+    }
+
+    /// Sent again after a crash, the reply finds its run going on before AgentOS has
+    /// recorded the answer: it waits for the record and reports the reply received,
+    /// not "not delivered".
+    #[tokio::test]
+    async fn a_reply_whose_run_goes_on_is_received_once_the_run_records_it() {
+        let (url, reads) = agent_os(vec![run("RUNNING", None), run("RUNNING", None), run("COMPLETED", Some(true))]).await;
+        assert!(matches!(send_again(url).await, Sent::AlreadyReceived));
+        assert_eq!(reads.load(Ordering::SeqCst), 3, "read until the record showed the answer");
+    }
+
+    /// A run that finished without the answer did not get it: not delivered.
+    #[tokio::test]
+    async fn a_reply_whose_run_ended_without_it_is_not_delivered() {
+        let (url, _) = agent_os(vec![run("RUNNING", None), run("CANCELLED", None)]).await;
+        assert!(matches!(send_again(url).await, Sent::NotWaiting));
     }
 }
