@@ -143,6 +143,9 @@ impl App {
         let names: Vec<&'static str> = platforms.iter().map(|p| p.name()).collect();
         let known = crate::platform::networks();
         let http_api = HttpApi::start(&settings.http, settings.timeouts.defaults(), Platforms { known, enabled: names }, store.clone(), engine.clone());
+        // Before any agent process starts: none left by a crashed bridge may go on
+        // beside the ones this bridge starts.
+        crate::backend::child::end_agents_left_by_dead_bridges().await;
         let (backend_tx, backend_rx) = tokio::sync::mpsc::channel(1024);
         let chat_backend = chat_connector(settings, &store, backend_tx, &metrics);
         let connectors = Connectors::new(vec![http_api.clone() as Arc<dyn Connector>, chat_backend]);

@@ -402,6 +402,12 @@ fn processes_in(work: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// Whether `pid` is a process that has not ended (a zombie has: it waits only for a
+/// parent to read its status).
+fn still_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+}
+
 /// The last lines of the newest log in `logs`, to say where a process hung.
 fn log_tail(logs: &Path) -> String {
     let newest = std::fs::read_dir(logs).into_iter().flatten().flatten().max_by_key(|entry| entry.metadata().and_then(|m| m.modified()).ok());
@@ -411,41 +417,73 @@ fn log_tail(logs: &Path) -> String {
     lines[lines.len().saturating_sub(30)..].join("\n")
 }
 
-/// Killed while kimi's approval request is shown: kimi dies with the bridge (no
+/// Killed while kimi's approval request is shown: kimi ends with the bridge (no
 /// orphan goes on with the turn), the restarted bridge shows the request again, and
 /// the click is reported as not delivered (no kimi process waits for it); the tool
 /// never runs.
 #[test]
 #[ignore = "needs the kimi backend: bash tests/backends/install.sh kimi, then cargo test -- --include-ignored"]
-fn sigkill_while_the_request_is_shown_kimi_dies_too_and_the_click_is_not_delivered() {
+fn sigkill_while_the_request_is_shown_kimi_ends_and_the_click_is_not_delivered() {
     let dir = tempfile::tempdir().expect("tempdir");
     let scripts = [shell("c1", "echo ran > ran.txt"), text("after")];
     let Some(mut bridge) = kimi_bridge(dir.path(), &scripts) else { return };
     bridge.type_line("run it");
     bridge.expect("Shell? [a]pprove");
     assert!(!processes_in(&dir.path().join("work")).is_empty(), "kimi runs");
+    let kimi = processes_in(&dir.path().join("work"));
     bridge.kill();
-    // Kimi exits within a second here when idle; the deadline leaves room for a
-    // loaded CI machine, where Python's shutdown (its SessionEnd hook, background
-    // tasks) competes with the other suites.
+    // Kimi gets SIGINT as the bridge dies and exits within a second or two. On a loaded
+    // CI machine it was seen to hang on its way out (its turn never ended); the restarted
+    // bridge ends such a leftover before it starts anything, so none runs beside it.
     let killed = std::time::Instant::now();
-    let deadline = killed + std::time::Duration::from_secs(30);
-    while !processes_in(&dir.path().join("work")).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "kimi outlived the killed bridge by 30 s: {:?}\nkimi's log ends:\n{}",
-            processes_in(&dir.path().join("work")),
-            log_tail(&dir.path().join("home/.kimi/logs"))
-        );
+    let deadline = killed + std::time::Duration::from_secs(10);
+    while kimi.iter().any(|pid| still_running(*pid)) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    println!("kimi exited {} ms after the bridge was killed", killed.elapsed().as_millis());
+    match kimi.iter().any(|pid| still_running(*pid)) {
+        false => println!("kimi exited {} ms after the bridge was killed", killed.elapsed().as_millis()),
+        true => println!("kimi still runs 10 s after the bridge was killed; its log ends:\n{}", log_tail(&dir.path().join("home/.kimi/logs"))),
+    }
 
     let mut bridge = kimi_bridge(dir.path(), &scripts).expect("installed");
     bridge.expect("Shell? [a]pprove");
+    let left = kimi.iter().filter(|pid| still_running(**pid)).collect::<Vec<_>>();
+    assert!(left.is_empty(), "the kimi of the killed bridge still runs after the restart: {left:?}");
     bridge.type_line("a");
     bridge.expect("not delivered: the agent stopped waiting for this");
     std::thread::sleep(std::time::Duration::from_secs(1));
+    assert!(!dir.path().join("work/ran.txt").exists(), "the tool never ran");
+    bridge.stop();
+}
+
+/// A kimi that does not exit on the SIGINT it gets when the bridge dies (stopped here,
+/// as one stuck on its way out) is ended by the restarted bridge before the bridge
+/// starts anything: after its grace, with SIGKILL.
+#[test]
+#[ignore = "needs the kimi backend: bash tests/backends/install.sh kimi, then cargo test -- --include-ignored"]
+fn a_kimi_stuck_when_the_bridge_died_is_ended_by_the_restarted_bridge() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scripts = [shell("c1", "echo ran > ran.txt"), text("after")];
+    let Some(mut bridge) = kimi_bridge(dir.path(), &scripts) else { return };
+    bridge.type_line("run it");
+    bridge.expect("Shell? [a]pprove");
+    let kimi = processes_in(&dir.path().join("work"));
+    assert!(!kimi.is_empty(), "kimi runs");
+    for pid in &kimi {
+        assert!(std::process::Command::new("kill").args(["-STOP", &pid.to_string()]).status().expect("kill").success());
+    }
+    bridge.kill();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert!(kimi.iter().all(|pid| still_running(*pid)), "a stopped kimi outlives the SIGINT");
+
+    let restarted = std::time::Instant::now();
+    let mut bridge = kimi_bridge(dir.path(), &scripts).expect("installed");
+    bridge.expect("Shell? [a]pprove");
+    let left = kimi.iter().filter(|pid| still_running(**pid)).collect::<Vec<_>>();
+    assert!(left.is_empty(), "the stuck kimi still runs after the restart: {left:?}");
+    println!("the stuck kimi was ended and the request shown again {} ms after the restart", restarted.elapsed().as_millis());
+    bridge.type_line("a");
+    bridge.expect("not delivered: the agent stopped waiting for this");
     assert!(!dir.path().join("work/ran.txt").exists(), "the tool never ran");
     bridge.stop();
 }

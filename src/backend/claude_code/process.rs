@@ -24,6 +24,7 @@ use super::transcript::{Transcripts, message_uuid};
 use super::translate::Translator;
 use super::wire;
 use crate::backend::SessionUpdate;
+use crate::backend::child::AgentRecord;
 use crate::backend::session::{Link, LinkError, Outgoing, Received, Sent};
 use crate::backend::tool_groups::ToolGroups;
 use crate::protocol::Command;
@@ -66,6 +67,8 @@ pub struct ClaudeCodeLink {
     ended: bool,
     /// Where this process's conversation is recorded, when it has a stable id.
     record: Option<(Transcripts, String)>,
+    /// Kept until the process has exited: a crash leaves it for the next bridge to end.
+    process_record: Option<AgentRecord>,
 }
 
 impl ClaudeCodeLink {
@@ -117,6 +120,7 @@ impl ClaudeCodeLink {
             return Err(StartError::Failed(LinkError::Transport("Claude Code's pipes are missing".into())));
         };
         tracing::info!(pid = ?child.id(), %program, work_dir = %work_dir.display(), "started Claude Code");
+        let process_record = Some(crate::backend::child::record(child.id()));
         let stderr_tail = Arc::new(Mutex::new(String::new()));
         let stderr_task = tokio::spawn(log_stderr(stderr, stderr_tail.clone()).in_current_span());
         let mut link = ClaudeCodeLink {
@@ -133,6 +137,7 @@ impl ClaudeCodeLink {
             turn_open: false,
             ended: false,
             record: None,
+            process_record,
         };
         link.out.extend_from_slice(wire::line(&wire::initialize()).as_bytes());
         match tokio::time::timeout(startup, link.initialize()).await {
@@ -301,9 +306,11 @@ impl Drop for ClaudeCodeLink {
             last.extend_from_slice(wire::line(&wire::interrupt("bridge_interrupt_close")).as_bytes());
         }
         let Some(mut child) = self.child.take() else { return };
+        let process_record = self.process_record.take();
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 runtime.spawn(async move {
+                    let _process_record = process_record;
                     if let Some(mut stdin) = stdin
                         && !last.is_empty()
                     {

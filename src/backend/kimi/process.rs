@@ -16,6 +16,7 @@ use tokio::process::{Child, ChildStdout, Command};
 use tokio::sync::mpsc;
 
 use super::settings::KimiSettings;
+use crate::backend::child::AgentRecord;
 
 /// Lines longer than this are skipped (kimi's own stdio limit is 100 MiB; nothing the
 /// bridge shows comes near this).
@@ -33,6 +34,8 @@ pub struct KimiProcess {
     /// Bytes of the current line beyond [`MAX_LINE_BYTES`].
     overflow: usize,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// Kept while the process is ours: a crash leaves it for the next bridge to end.
+    _record: AgentRecord,
 }
 
 /// The kimi session id for a bridge session: kimi keeps a session in a directory of
@@ -76,6 +79,7 @@ impl KimiProcess {
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
             return Err(std::io::Error::other("kimi's stdio pipes are missing"));
         };
+        let record = crate::backend::child::record(child.id());
         let pid = child.id().unwrap_or(0);
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         tokio::spawn(async move {
@@ -117,7 +121,7 @@ impl KimiProcess {
                 }
             }
         });
-        Ok(KimiProcess { child, stdin: tx, stdout: BufReader::new(stdout), partial: Vec::new(), overflow: 0, stderr_tail })
+        Ok(KimiProcess { child, stdin: tx, stdout: BufReader::new(stdout), partial: Vec::new(), overflow: 0, stderr_tail, _record: record })
     }
 
     pub fn pid(&self) -> Option<u32> {
