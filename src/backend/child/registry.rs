@@ -114,17 +114,29 @@ impl Registry {
             tracing::warn!(pid = agent.pid, "an agent process left by a bridge that died is still running; ending it");
             signal(agent.pid, libc::SIGINT);
         }
-        let deadline = tokio::time::Instant::now() + grace;
-        while orphans.iter().any(|(agent, _)| agent.is_running()) && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        for (agent, path) in orphans {
+        until_ended(&orphans, grace).await;
+        for (agent, _) in &orphans {
             if agent.is_running() {
                 tracing::warn!(pid = agent.pid, grace_secs = grace.as_secs(), "the agent did not exit on SIGINT; killing it");
                 signal(agent.pid, libc::SIGKILL);
             }
+        }
+        // A killed process takes a moment to go (a large one, to free its memory).
+        until_ended(&orphans, KILL_WAIT).await;
+        for (_, path) in orphans {
             let _ = std::fs::remove_file(path);
         }
+    }
+}
+
+/// How long a killed agent may take to be gone before start-up goes on regardless.
+const KILL_WAIT: Duration = Duration::from_secs(2);
+
+/// Waits until none of `agents` runs, for `at_most`.
+async fn until_ended(agents: &[(ProcessId, PathBuf)], at_most: Duration) {
+    let deadline = tokio::time::Instant::now() + at_most;
+    while agents.iter().any(|(agent, _)| agent.is_running()) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
