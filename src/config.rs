@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineConfig;
 use crate::interaction::admission::PairingAdmins;
+use crate::interaction::policy::Known;
 use crate::interaction::{AccessPolicy, Allowlist, PolicyRule, PolicySpec, TimeoutDefaults};
 
 pub use access::AccessSettings;
@@ -215,13 +216,14 @@ impl Settings {
     fn try_policies(&self) -> Result<Vec<PolicyRule>, ConfigError> {
         let networks = crate::platform::networks();
         let is_target = |t: &str| networks.parse_chat(t).is_some();
+        let known = Known { is_target: &is_target, networks: &networks };
         let is_backend = |b: &str| {
             use serde::de::value::{Error, StrDeserializer};
             b == "http" || BackendKind::deserialize(StrDeserializer::<Error>::new(b)).is_ok()
         };
         let mut rules = Vec::with_capacity(self.policies.len());
         for (i, spec) in self.policies.iter().enumerate() {
-            rules.push(spec.to_rule(i, &is_target, &is_backend)?);
+            rules.push(spec.to_rule(i, &known, &is_backend)?);
         }
         Ok(rules)
     }
@@ -479,7 +481,7 @@ mod tests {
         let l = s.allowlist();
         assert_eq!(l.users, vec![("telegram".to_string(), "1".to_string())]);
         assert_eq!(l.chats, vec![("telegram".to_string(), "-100123".to_string())]);
-        assert_eq!(l.guilds, vec!["700".to_string()]);
+        assert_eq!(l.spaces, vec![("discord".to_string(), "700".to_string())]);
         let admins = s.pairing_admins();
         assert_eq!(admins.admin_chats, vec![("telegram".to_string(), "-100999".to_string())]);
         assert_eq!(admins.admins, vec![("telegram".to_string(), "3003".to_string())]);

@@ -3,8 +3,9 @@
 //! fallback. Time is passed in; a "restart" is a JSON round trip of the interaction,
 //! which is exactly what the store keeps.
 
+use hitl_bridge::interaction::chat::Networks;
 use hitl_bridge::interaction::policy::{
-    self, Fallback, FallbackDecision, Matcher, Mention, Policy, PolicyRule, PolicySettlement, PolicySpec, RememberScope, RememberedRule, RequestFacts,
+    self, Fallback, FallbackDecision, Known, Matcher, Mention, Policy, PolicyRule, PolicySettlement, PolicySpec, RememberScope, RememberedRule, RequestFacts,
     StepAction,
 };
 use hitl_bridge::interaction::{AccessPolicy, Action, Actor, Applied, Decider, Draft, Interaction, Refusal, Request, RequestKind, Status, UserAction};
@@ -26,7 +27,7 @@ fn person(id: &str, name: &str) -> Actor {
 }
 
 fn dba(id: &str, name: &str) -> Actor {
-    Actor { role_ids: vec![DBA.into()], ..person(id, name) }
+    Actor { groups: vec![DBA.into()], ..person(id, name) }
 }
 
 fn lan() -> Actor {
@@ -75,8 +76,13 @@ fn target_ok(t: &str) -> bool {
     t.starts_with("discord:") || t.starts_with("telegram:")
 }
 
+static NETWORKS: std::sync::LazyLock<Networks> = std::sync::LazyLock::new(hitl_bridge::platform::networks);
+fn known() -> Known<'static> {
+    Known { is_target: &target_ok, networks: &NETWORKS }
+}
+
 fn request_policy(value: Value) -> Policy {
-    spec(value).to_request_policy(&target_ok).expect("a valid policy")
+    spec(value).to_request_policy(&known()).expect("a valid policy")
 }
 
 /// The policy of the issue: 2 of the DBA role, remind after 5 min, escalate to #oncall
@@ -141,7 +147,7 @@ fn rules() -> Vec<PolicyRule> {
         json!({"name": "migrations", "tools": ["run_migration", "drop_*"], "quorum": 2, "approver_roles": [DBA]}),
         json!({"name": "oncall-chat", "tools": ["restart_?"], "targets": ["discord:1300*"]}),
     ];
-    entries.iter().enumerate().map(|(i, e)| spec(e.clone()).to_rule(i, &target_ok, &|_| true).unwrap()).collect()
+    entries.iter().enumerate().map(|(i, e)| spec(e.clone()).to_rule(i, &known(), &|_| true).unwrap()).collect()
 }
 
 fn selected(actions: Vec<Action>, backend: &str, session: &str, targets: &[&str], requested: Option<&Policy>) -> Option<String> {
@@ -186,7 +192,7 @@ fn a_requests_own_policy_applies_only_where_no_entry_matches() {
 
 #[test]
 fn questions_take_no_policy() {
-    let rules = vec![spec(json!({"tools": ["*"], "quorum": 2})).to_rule(0, &target_ok, &|_| true).unwrap()];
+    let rules = vec![spec(json!({"tools": ["*"], "quorum": 2})).to_rule(0, &known(), &|_| true).unwrap()];
     let question = Request {
         approval_key: "q".into(),
         kind: RequestKind::Questions { questions: vec![], actions: vec![tool("ask_user")] },
@@ -657,7 +663,7 @@ fn a_stored_policy_round_trips() {
     // The config form and the stored form describe the same policy.
     let from_config = spec(json!({"tools": ["run_migration"], "approver_roles": [DBA], "quorum": 2, "escalation": [
         {"after": 300, "remind": format!("role:{DBA}")}, {"after": "15m", "show_in": "discord:1300"}, {"after": "30m", "fallback": "reject"}]}))
-    .to_rule(0, &target_ok, &|_| true)
+    .to_rule(0, &known(), &|_| true)
     .unwrap();
     assert_eq!(from_config.matcher, Matcher { tools: vec!["run_migration".into()], ..Matcher::default() });
     assert_eq!(Policy { name: "request".into(), ..from_config.policy }, dba_policy());

@@ -380,7 +380,7 @@ async fn requester_is_replaced(db: &mut TestDb) {
     assert_eq!(store.requester("S").await.expect("load"), None);
     store.set_requester("S", &thao()).await.expect("set");
     let mut lead = Actor::new("discord", "9", "Lead");
-    lead.role_ids = vec!["777".into()];
+    lead.groups = vec!["777".into()];
     store.set_requester("S", &lead).await.expect("replace");
     assert_eq!(store.requester("S").await.expect("load"), Some(lead));
     assert_eq!(store.requester("T").await.expect("load"), None);

@@ -70,16 +70,17 @@ impl AccessSettings {
                 return Some(("access.users", format!("`{user}` is not of the form platform:user_id")));
             }
         }
-        if let Err(entry) = Allowlist::parse_chats(&self.chats) {
-            return Some(("access.chats", format!("`{entry}` is not telegram:CHAT_ID, discord:CHANNEL_ID or discord:guild:GUILD_ID")));
+        let networks = crate::platform::networks();
+        if let Err(entry) = Allowlist::parse_chats(&networks, &self.chats) {
+            return Some(("access.chats", format!("`{entry}` is not {}", networks.allowed_chats_forms(true))));
         }
         for admin in &self.admins {
             if parse_user(admin).is_none() {
                 return Some(("access.admins", format!("`{admin}` is not of the form platform:user_id")));
             }
         }
-        if let Err(entry) = Allowlist::parse_chats(&self.admin_chats) {
-            return Some(("access.admin_chats", format!("`{entry}` is not telegram:CHAT_ID or discord:CHANNEL_ID")));
+        if let Err(entry) = Allowlist::parse_chats(&networks, &self.admin_chats) {
+            return Some(("access.admin_chats", format!("`{entry}` is not {}", networks.allowed_chats_forms(false))));
         }
         if self.pairing_code_secs < 60 {
             return Some(("access.pairing_code_secs", "must be at least 60".to_owned()));
@@ -98,15 +99,11 @@ impl AccessSettings {
 
     /// Who may talk to the agent (entries that do not parse were refused by `validate`).
     pub fn allowlist(&self) -> Allowlist {
-        let (chats, guilds) = Allowlist::parse_chats(&self.chats).unwrap_or_default();
-        Allowlist {
-            users: self.users.iter().filter_map(|u| parse_user(u)).collect(),
-            chats,
-            guilds,
-            roles: self.roles.clone(),
-            approvers: self.policy(),
-            pairing: self.pairing,
-        }
+        let networks = crate::platform::networks();
+        let (chats, spaces) = Allowlist::parse_chats(&networks, &self.chats).unwrap_or_default();
+        // `access.roles` are ids of groups on each platform that has them (Discord's roles).
+        let groups = networks.with_groups().flat_map(|platform| self.roles.iter().map(move |role| (platform.to_owned(), role.clone()))).collect();
+        Allowlist { users: self.users.iter().filter_map(|u| parse_user(u)).collect(), chats, spaces, groups, approvers: self.policy(), pairing: self.pairing }
     }
 
     /// Who may approve pairing codes with `/pair CODE`, and in which chats besides
@@ -114,7 +111,7 @@ impl AccessSettings {
     pub fn pairing_admins(&self) -> PairingAdmins {
         PairingAdmins {
             admins: self.admins.iter().filter_map(|a| parse_user(a)).collect(),
-            admin_chats: Allowlist::parse_chats(&self.admin_chats).map(|(chats, _)| chats).unwrap_or_default(),
+            admin_chats: Allowlist::parse_chats(&crate::platform::networks(), &self.admin_chats).map(|(chats, _)| chats).unwrap_or_default(),
         }
     }
 
@@ -135,8 +132,9 @@ impl AccessSettings {
             ];
         }
         let allowlist = self.allowlist();
+        let networks = crate::platform::networks();
         enabled
-            .filter(|platform| allowlist.is_closed_on(platform))
+            .filter(|platform| allowlist.is_closed_on(platform, networks.has_groups(platform)))
             .map(|platform| {
                 format!(
                     "{platform} is enabled but nobody may talk to the agent there: access.users, access.chats, access.roles \

@@ -18,17 +18,18 @@ pub struct Actor {
     pub platform: String,
     pub user_id: String,
     pub name: String,
-    /// Discord role ids of the member, empty elsewhere.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub role_ids: Vec<String>,
-    /// The Discord guild the roles (and the message) belong to, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub guild_id: Option<String>,
+    /// The groups the person is in on their platform (a Discord member's role ids);
+    /// empty where the platform has none. Stored under Discord's word, as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", rename = "role_ids")]
+    pub groups: Vec<String>,
+    /// The space the groups (and the chat) belong to, when known: a Discord guild.
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "guild_id")]
+    pub space: Option<String>,
 }
 
 impl Actor {
     pub fn new(platform: &str, user_id: &str, name: &str) -> Self {
-        Self { platform: platform.into(), user_id: user_id.into(), name: name.into(), role_ids: Vec::new(), guild_id: None }
+        Self { platform: platform.into(), user_id: user_id.into(), name: name.into(), groups: Vec::new(), space: None }
     }
 
     pub fn is_same_person(&self, other: &Actor) -> bool {
@@ -41,7 +42,8 @@ impl Actor {
 pub struct AccessPolicy {
     /// `(platform, user id)` pairs.
     pub approver_users: Vec<(String, String)>,
-    /// Discord role ids.
+    /// Groups whose members approve (Discord role ids; the key's name in the
+    /// configuration and the API).
     pub approver_roles: Vec<String>,
     /// `access.self_approval = false`: the requester may not decide their own turn's
     /// tool calls while someone else is configured to.
@@ -99,10 +101,10 @@ impl AccessPolicy {
         self.approver_users.is_empty() && self.approver_roles.is_empty()
     }
 
-    /// Whether `actor` is a configured approver (by user id or Discord role).
+    /// Whether `actor` is a configured approver (by user id or group).
     pub fn is_approver(&self, actor: &Actor) -> bool {
         self.approver_users.iter().any(|(platform, id)| *platform == actor.platform && *id == actor.user_id)
-            || actor.role_ids.iter().any(|role| self.approver_roles.contains(role))
+            || actor.groups.iter().any(|group| self.approver_roles.contains(group))
     }
 
     /// Four eyes: whether `actor`, having started the turn (`requester`), must leave
@@ -144,7 +146,7 @@ mod tests {
         let requester = Actor::new("telegram", "1", "Thảo");
         assert!(policy().may_answer(&Actor::new("telegram", "42", "Ops"), Some(&requester)));
         let mut lead = Actor::new("discord", "9", "Lead");
-        lead.role_ids = vec!["555".into(), "777".into()];
+        lead.groups = vec!["555".into(), "777".into()];
         assert!(policy().may_answer(&lead, Some(&requester)));
     }
 
@@ -165,7 +167,7 @@ mod tests {
         assert!(!pushed(Some(named)).allows(&ops, None, &policy()));
         let by_role = Approvers { users: vec![], roles: vec!["900".into()] };
         let mut dba = Actor::new("discord", "5", "Dba");
-        dba.role_ids = vec!["900".into()];
+        dba.groups = vec!["900".into()];
         assert!(pushed(Some(by_role.clone())).allows(&dba, None, &none));
         assert!(!pushed(Some(by_role)).allows(&stranger, None, &none));
         // A chat turn never opens to everyone.

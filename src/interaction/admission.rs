@@ -5,8 +5,9 @@
 //!
 //! - the console (the terminal, and so `demo`) is always admitted: whoever types there
 //!   already controls the process;
-//! - a user in `access.users`, a chat in `access.chats` (a Discord guild with
-//!   `discord:guild:ID`), a Discord member with a role in `access.roles`;
+//! - a user in `access.users`, a chat in `access.chats` (or every chat of a space, as
+//!   a Discord guild, in each platform's grammar: [`ChatNetwork::allowed_chats`]), a
+//!   person in a group of `access.roles` (a Discord role) on a platform with groups;
 //! - a configured approver (`access.approvers`, `access.approver_roles`): someone
 //!   trusted to approve tool calls is trusted to ask for them;
 //! - a user paired by an admin (the engine looks that up in the store).
@@ -19,12 +20,12 @@
 //! code's alphabet and shape; it does no IO, so the randomness comes in as bytes.
 
 use super::access::{AccessPolicy, Actor};
+#[cfg(doc)]
+use super::chat::ChatNetwork;
+use super::chat::{AllowedChats, Networks};
 
 /// The platform that is never refused.
 pub const CONSOLE: &str = "console";
-
-/// A Discord chat entry naming a whole guild: `discord:guild:ID`.
-const GUILD_PREFIX: &str = "guild:";
 
 /// Pairing code characters: no 0/O, 1/I/L, so a code read aloud or retyped from a
 /// phone survives.
@@ -33,8 +34,9 @@ pub const CODE_ALPHABET: &[u8] = b"23456789ABCDEFGHJKMNPQRSTUVWXYZ";
 /// Characters in a pairing code: 31^8 ≈ 8.5e11, far beyond guessing within its hour.
 pub const CODE_LEN: usize = 8;
 
-/// `access.chats` parsed: `(platform, chat id)` pairs, and Discord guild ids.
-pub type ChatEntries = (Vec<(String, String)>, Vec<String>);
+/// `access.chats` parsed: `(platform, chat id)` pairs, and `(platform, space id)`
+/// pairs.
+pub type ChatEntries = (Vec<(String, String)>, Vec<(String, String)>);
 
 /// The talk allowlist, from `[access]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,10 +46,10 @@ pub struct Allowlist {
     /// `(platform, chat id)`: a Telegram chat (every topic in it), a Discord channel
     /// (threads under it too) or DM channel.
     pub chats: Vec<(String, String)>,
-    /// Discord guild ids whose channels are open.
-    pub guilds: Vec<String>,
-    /// Discord role ids whose members may talk.
-    pub roles: Vec<String>,
+    /// `(platform, space id)`: spaces whose every chat is open (a Discord guild).
+    pub spaces: Vec<(String, String)>,
+    /// `(platform, group id)`: groups whose members may talk (a Discord role).
+    pub groups: Vec<(String, String)>,
     /// Approvers may talk too.
     pub approvers: AccessPolicy,
     /// Strangers get a pairing code instead of a plain refusal.
@@ -65,36 +67,32 @@ pub enum Verdict {
 }
 
 impl Allowlist {
-    /// Parses `access.chats` entries into chats and guilds; `None` names the first bad
-    /// entry. Accepted: `telegram:CHAT_ID`, `discord:CHANNEL_ID`, `discord:guild:ID`.
-    pub fn parse_chats(entries: &[String]) -> Result<ChatEntries, String> {
+    /// Parses `access.chats` entries, each in its platform's grammar, into chats and
+    /// spaces; the error is the first entry that names neither.
+    pub fn parse_chats(networks: &Networks, entries: &[String]) -> Result<ChatEntries, String> {
         let mut chats = Vec::new();
-        let mut guilds = Vec::new();
+        let mut spaces = Vec::new();
         for entry in entries {
-            let bad = || entry.clone();
-            let (platform, rest) = entry.split_once(':').ok_or_else(bad)?;
-            match (platform, rest.strip_prefix(GUILD_PREFIX)) {
-                ("discord", Some(guild)) if is_id(guild) => guilds.push(guild.to_owned()),
-                ("telegram" | "discord", None) if is_id(rest.trim_start_matches('-')) => chats.push((platform.to_owned(), rest.to_owned())),
-                _ => return Err(bad()),
+            match networks.allowed_chats(entry).ok_or_else(|| entry.clone())? {
+                (platform, AllowedChats::Chat(chat)) => chats.push((platform, chat)),
+                (platform, AllowedChats::Space(space)) => spaces.push((platform, space)),
             }
         }
-        Ok((chats, guilds))
+        Ok((chats, spaces))
     }
 
     /// Whether nobody on `platform` could ever be admitted by configuration alone
-    /// (pairing aside): what the start-up warning is about.
-    pub fn is_closed_on(&self, platform: &str) -> bool {
-        let on = |p: &String| p == platform;
-        let discord = platform == "discord";
-        !self.users.iter().any(|(p, _)| on(p))
-            && !self.chats.iter().any(|(p, _)| on(p))
-            && !(discord && (!self.guilds.is_empty() || !self.roles.is_empty() || !self.approvers.approver_roles.is_empty()))
-            && !self.approvers.approver_users.iter().any(|(p, _)| on(p))
+    /// (pairing aside): what the start-up warning is about. `has_groups`: whether its
+    /// people are in groups, which approver groups may name.
+    pub fn is_closed_on(&self, platform: &str, has_groups: bool) -> bool {
+        let mut entries = self.users.iter().chain(&self.chats).chain(&self.spaces).chain(&self.groups).chain(&self.approvers.approver_users);
+        let names_someone_here = entries.any(|(p, _)| p == platform);
+        let approver_groups_apply = has_groups && !self.approvers.approver_roles.is_empty();
+        !(names_someone_here || approver_groups_apply)
     }
 
     /// Whether configuration admits `actor` writing in `chat_id` on `platform` (the
-    /// chat's platform; `actor.guild_id` is the Discord guild the chat is in, if any).
+    /// chat's platform; `actor.space` is the space the chat is in, if any).
     /// Paired users are the store's business: see [`Allowlist::verdict`].
     pub fn admits(&self, platform: &str, chat_id: &str, actor: &Actor) -> bool {
         if platform == CONSOLE {
@@ -103,8 +101,8 @@ impl Allowlist {
         let same = |(p, id): &(String, String), value: &str| p == platform && id == value;
         self.users.iter().any(|u| same(u, &actor.user_id) && actor.platform == platform)
             || self.chats.iter().any(|c| same(c, chat_id))
-            || (platform == "discord" && actor.guild_id.as_ref().is_some_and(|g| self.guilds.contains(g)))
-            || actor.role_ids.iter().any(|r| self.roles.contains(r))
+            || actor.space.as_ref().is_some_and(|space| self.spaces.iter().any(|s| same(s, space)))
+            || self.groups.iter().any(|(p, group)| *p == actor.platform && actor.groups.contains(group))
             || self.approvers.is_approver(actor)
     }
 
@@ -147,10 +145,6 @@ impl PairingAdmins {
     }
 }
 
-fn is_id(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
-}
-
 /// A pairing code from random bytes: each byte below the largest multiple of the
 /// alphabet's size picks a character (no modulo bias); `None` if the bytes ran out
 /// first (the caller draws more).
@@ -173,12 +167,13 @@ mod tests {
     use super::*;
 
     fn list() -> Allowlist {
-        let (chats, guilds) = Allowlist::parse_chats(&["telegram:-100123".into(), "discord:800".into(), "discord:guild:700".into()]).unwrap();
+        let entries = ["telegram:-100123".into(), "discord:800".into(), "discord:guild:700".into()];
+        let (chats, spaces) = Allowlist::parse_chats(&crate::platform::networks(), &entries).unwrap();
         Allowlist {
             users: vec![("telegram".into(), "1".into()), ("discord".into(), "5".into())],
             chats,
-            guilds,
-            roles: vec!["900".into()],
+            spaces,
+            groups: vec![("discord".into(), "900".into())],
             approvers: AccessPolicy { approver_users: vec![("telegram".into(), "42".into())], ..AccessPolicy::default() },
             pairing: false,
         }
@@ -198,10 +193,10 @@ mod tests {
         assert!(!l.admits("discord", "-100123", &Actor::new("discord", "13", "Guest")));
         let mut in_guild = Actor::new("discord", "13", "Guest");
         assert!(!l.admits("discord", "801", &in_guild));
-        in_guild.guild_id = Some("700".into());
+        in_guild.space = Some("700".into());
         assert!(l.admits("discord", "801", &in_guild));
         let mut with_role = Actor::new("discord", "14", "Dev");
-        with_role.role_ids = vec!["1".into(), "900".into()];
+        with_role.groups = vec!["1".into(), "900".into()];
         assert!(l.admits("discord", "801", &with_role));
         assert!(l.admits("telegram", "42", &Actor::new("telegram", "42", "Ops")));
     }
@@ -221,18 +216,22 @@ mod tests {
 
     #[test]
     fn closed_platforms_are_named() {
+        let networks = crate::platform::networks();
+        let closed = |l: &Allowlist, platform: &str| l.is_closed_on(platform, networks.has_groups(platform));
         let empty = Allowlist::default();
-        assert!(empty.is_closed_on("telegram") && empty.is_closed_on("discord"));
+        assert!(closed(&empty, "telegram") && closed(&empty, "discord"));
         let l = list();
-        assert!(!l.is_closed_on("telegram") && !l.is_closed_on("discord"));
-        let roles_only = Allowlist { roles: vec!["9".into()], ..Allowlist::default() };
-        assert!(roles_only.is_closed_on("telegram") && !roles_only.is_closed_on("discord"));
+        assert!(!closed(&l, "telegram") && !closed(&l, "discord"));
+        let roles_only = Allowlist { groups: vec![("discord".into(), "9".into())], ..Allowlist::default() };
+        assert!(closed(&roles_only, "telegram") && !closed(&roles_only, "discord"));
+        let approver_roles_only = Allowlist { approvers: AccessPolicy { approver_roles: vec!["9".into()], ..AccessPolicy::default() }, ..Allowlist::default() };
+        assert!(closed(&approver_roles_only, "telegram") && !closed(&approver_roles_only, "discord"));
     }
 
     #[test]
     fn bad_chat_entries_are_named() {
         for bad in ["telegram", "irc:#ops", "discord:guild:", "telegram:guild:1", "discord:abc", "telegram:"] {
-            assert_eq!(Allowlist::parse_chats(&[bad.into()]), Err(bad.to_owned()), "{bad}");
+            assert_eq!(Allowlist::parse_chats(&crate::platform::networks(), &[bad.into()]), Err(bad.to_owned()), "{bad}");
         }
     }
 

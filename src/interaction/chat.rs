@@ -34,6 +34,36 @@ pub trait ChatNetwork: Send + Sync {
 
     /// A person's direct chat with the bot, when the platform has them.
     fn direct_chat(&self, user_id: &str) -> Option<ChatKey>;
+
+    /// What an `access.chats` entry opens, as written after `name:`; `None` when the
+    /// platform takes no such entry (the console needs none: it is always open).
+    fn allowed_chats(&self, _rest: &str) -> Option<AllowedChats> {
+        None
+    }
+
+    /// How an entry naming one chat is written (`telegram:CHAT_ID`), for messages.
+    fn chat_form(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// How an entry naming a space is written (`discord:guild:GUILD_ID`), for messages.
+    fn space_form(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Whether its people are in groups the configuration may name (Discord's roles:
+    /// `access.roles`, `access.approver_roles`).
+    fn has_groups(&self) -> bool {
+        false
+    }
+}
+
+/// What an `access.chats` entry opens: one chat (every topic or thread in it), or
+/// every chat of a space (a Discord guild).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllowedChats {
+    Chat(String),
+    Space(String),
 }
 
 /// The chat platforms the bridge knows, in the order messages list them.
@@ -64,12 +94,7 @@ impl Networks {
 
     /// Their names, as a sentence lists them: `telegram, discord or console`.
     pub fn listed(&self) -> String {
-        let names: Vec<&str> = self.list.iter().map(|n| n.name()).collect();
-        match names.split_last() {
-            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
-            Some((last, _)) => (*last).to_owned(),
-            None => String::new(),
-        }
+        as_sentence(&self.list.iter().map(|n| n.name()).collect::<Vec<_>>())
     }
 
     /// A chat as written in configuration: `platform:…`, or a platform's name alone.
@@ -85,6 +110,46 @@ impl Networks {
     pub fn direct_chat(&self, platform: &str, user_id: &str) -> Option<ChatKey> {
         self.get(platform)?.direct_chat(user_id)
     }
+
+    /// An `access.chats` entry (`platform:…`): its platform and what it opens.
+    pub fn allowed_chats(&self, entry: &str) -> Option<(String, AllowedChats)> {
+        let (platform, rest) = entry.split_once(':')?;
+        Some((platform.to_owned(), self.get(platform)?.allowed_chats(rest)?))
+    }
+
+    /// The ways an `access.chats` entry is written, as a sentence lists them: each
+    /// platform's chat form, then (with `spaces`) each space form.
+    pub fn allowed_chats_forms(&self, spaces: bool) -> String {
+        let chats = self.list.iter().filter_map(|n| n.chat_form());
+        let space_forms = self.list.iter().filter(|_| spaces).filter_map(|n| n.space_form());
+        as_sentence(&chats.chain(space_forms).collect::<Vec<_>>())
+    }
+
+    /// Whether `platform`'s people are in groups the configuration may name.
+    pub fn has_groups(&self, platform: &str) -> bool {
+        self.get(platform).is_some_and(|n| n.has_groups())
+    }
+
+    /// The platforms whose people are in groups.
+    pub fn with_groups(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.list.iter().filter(|n| n.has_groups()).map(|n| n.name())
+    }
+}
+
+/// `a, b or c`.
+fn as_sentence(items: &[&str]) -> String {
+    match items.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        Some((last, _)) => (*last).to_owned(),
+        None => String::new(),
+    }
+}
+
+/// A platform id as written in `access.chats`: digits, after leading `-`s (Telegram's
+/// groups have negative ids).
+pub fn is_numeric_id(text: &str) -> bool {
+    let digits = text.trim_start_matches('-');
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The grammar of platforms whose chats are numeric ids: `ID[/THREAD]` for a chat

@@ -21,8 +21,8 @@ use utoipa::ToSchema;
 
 use super::error::ApiError;
 use crate::interaction::chat::Networks;
-use crate::interaction::policy::Policy;
 use crate::interaction::policy::spec::PolicyTerms;
+use crate::interaction::policy::{Known, Policy};
 use crate::interaction::{Approvers, Request, RequestBuilder, RequestError, TimeoutDefaults};
 use crate::protocol::{ActionRequest, ReviewConfig};
 use crate::store::ChatKey;
@@ -144,7 +144,7 @@ pub struct Platforms {
 
 pub fn validate(body: &PushBody, approval_key: &str, platforms: &Platforms, defaults: TimeoutDefaults) -> Result<Validated, ApiError> {
     let targets = targets(&body.targets, platforms)?;
-    let approvers = approvers(body)?;
+    let approvers = approvers(body, &platforms.known)?;
     if let Some(secs) = body.timeout_seconds
         && !(1..=MAX_TIMEOUT_SECS).contains(&secs)
     {
@@ -185,7 +185,7 @@ fn policy(terms: &PolicyTerms, approvers: Option<&Approvers>, platforms: &Platfo
         }
         None => false,
     };
-    let policy = terms.to_request_policy(&is_target).map_err(|e| match disabled.take() {
+    let policy = terms.to_request_policy(&Known { is_target: &is_target, networks: &platforms.known }).map_err(|e| match disabled.take() {
         Some(platform) if e.key.ends_with(".show_in") => ApiError::invalid("platform_not_enabled", format!("{platform} is not enabled on this bridge"), e.key),
         _ => ApiError::invalid("invalid_policy", e.reason, e.key),
     })?;
@@ -362,13 +362,13 @@ fn is_id(value: &str, signed: bool) -> bool {
     !digits.is_empty() && digits.len() <= 20 && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
-fn approvers(body: &PushBody) -> Result<Option<Approvers>, ApiError> {
+fn approvers(body: &PushBody, networks: &Networks) -> Result<Option<Approvers>, ApiError> {
     if body.approvers.is_none() && body.approver_roles.is_none() {
         return Ok(None);
     }
     let mut users = Vec::new();
     for (i, entry) in body.approvers.iter().flatten().enumerate() {
-        let parsed = entry.split_once(':').filter(|(platform, id)| ["telegram", "discord", "console"].contains(platform) && !id.is_empty());
+        let parsed = entry.split_once(':').filter(|(platform, id)| networks.knows(platform) && !id.is_empty());
         match parsed {
             Some((platform, id)) => users.push((platform.to_owned(), id.to_owned())),
             None => return Err(ApiError::invalid("invalid_approver", format!("`{entry}` is not platform:user_id"), format!("approvers[{i}]"))),

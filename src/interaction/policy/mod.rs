@@ -30,7 +30,7 @@ use super::request::Request;
 pub use escalation::{DueStep, EscalationStep, Fallback, FallbackDecision, Mention, StepAction};
 pub use quorum::{QuorumProgress, Tally, Vote};
 pub use remember::{RememberArgs, RememberChoice, RememberScope, RememberedRule, rule_answers};
-pub use spec::{PolicyError, PolicySpec, StepSpec};
+pub use spec::{Known, PolicyError, PolicySpec, StepSpec};
 
 /// A validated policy, as stored with an interaction.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

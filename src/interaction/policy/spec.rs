@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::escalation::{EscalationStep, Fallback, FallbackDecision, Mention, StepAction};
 use super::remember::{RememberArgs, RememberScope};
 use super::{Matcher, Policy, PolicyRule};
+use crate::interaction::chat::Networks;
 
 /// The most approvals a quorum may ask for.
 pub const MAX_QUORUM: i64 = 50;
@@ -151,14 +152,18 @@ pub struct PolicyError {
     pub reason: String,
 }
 
-/// Whether a text names a chat the bridge can show a request in (`show_in`). The
-/// caller knows the chat syntax (the engine's routing); the core does not.
-pub type TargetCheck<'a> = &'a dyn Fn(&str) -> bool;
+/// What a spec is checked against that the caller knows: whether a text names a chat
+/// the bridge can show a request in (`show_in`), and the platforms people are on
+/// (`approvers`, mentions).
+pub struct Known<'a> {
+    pub is_target: &'a dyn Fn(&str) -> bool,
+    pub networks: &'a Networks,
+}
 
 impl PolicySpec {
     /// A `[[policies]]` entry, number `index` in the file. `is_backend` says which
     /// backend names exist.
-    pub fn to_rule(&self, index: usize, is_target: TargetCheck<'_>, is_backend: &dyn Fn(&str) -> bool) -> Result<PolicyRule, PolicyError> {
+    pub fn to_rule(&self, index: usize, known: &Known<'_>, is_backend: &dyn Fn(&str) -> bool) -> Result<PolicyRule, PolicyError> {
         let key = format!("policies[{index}]");
         let err = |field: &str, reason: String| PolicyError { key: format!("{key}.{field}"), reason };
         if self.tools.is_empty() {
@@ -180,14 +185,14 @@ impl PolicySpec {
             Some(n) => n.trim().to_owned(),
             None => key.clone(),
         };
-        let policy = self.terms.policy(&key, name, is_target)?;
+        let policy = self.terms.policy(&key, name, known)?;
         let matcher = Matcher { tools: self.tools.clone(), backends: self.backends.clone(), sessions: self.sessions.clone(), targets: self.targets.clone() };
         Ok(PolicyRule { matcher, policy })
     }
 
     /// A request's own policy (the HTTP API's `policy`): no match filters, since it
     /// applies to the request that carries it.
-    pub fn to_request_policy(&self, is_target: TargetCheck<'_>) -> Result<Policy, PolicyError> {
+    pub fn to_request_policy(&self, known: &Known<'_>) -> Result<Policy, PolicyError> {
         let key = "policy";
         for (field, set) in [
             ("name", self.name.is_some()),
@@ -200,23 +205,23 @@ impl PolicySpec {
                 return Err(PolicyError { key: format!("{key}.{field}"), reason: "is a config filter; a request's policy applies to that request".into() });
             }
         }
-        self.terms.to_request_policy(is_target)
+        self.terms.to_request_policy(known)
     }
 }
 
 impl PolicyTerms {
     /// A request's own policy (the HTTP API's `policy`).
-    pub fn to_request_policy(&self, is_target: TargetCheck<'_>) -> Result<Policy, PolicyError> {
-        self.policy("policy", "request".into(), is_target)
+    pub fn to_request_policy(&self, known: &Known<'_>) -> Result<Policy, PolicyError> {
+        self.policy("policy", "request".into(), known)
     }
 
-    fn policy(&self, key: &str, name: String, is_target: TargetCheck<'_>) -> Result<Policy, PolicyError> {
+    fn policy(&self, key: &str, name: String, known: &Known<'_>) -> Result<Policy, PolicyError> {
         let err = |field: &str, reason: String| PolicyError { key: format!("{key}.{field}"), reason };
         let mut approvers = Vec::new();
         for (i, entry) in self.approvers.iter().enumerate() {
-            match parse_person(entry) {
+            match parse_person(entry, known.networks) {
                 Some(p) => approvers.push(p),
-                None => return Err(err(&format!("approvers[{i}]"), format!("`{entry}` is not of the form platform:user_id (telegram, discord or console)"))),
+                None => return Err(err(&format!("approvers[{i}]"), format!("`{entry}` is not of the form platform:user_id ({})", known.networks.listed()))),
             }
         }
         if let Some((i, role)) = self.approver_roles.iter().enumerate().find(|(_, r)| !is_id(r)) {
@@ -245,11 +250,11 @@ impl PolicyTerms {
             Some("any") => RememberArgs::Any,
             Some(other) => return Err(err("remember_args", format!("`{other}` is neither \"same\" nor \"any\""))),
         };
-        let (escalation, fallback) = self.steps(key, is_target)?;
+        let (escalation, fallback) = self.steps(key, known)?;
         Ok(Policy { name, approvers, approver_roles: self.approver_roles.clone(), quorum: quorum as u32, remember, remember_args, escalation, fallback })
     }
 
-    fn steps(&self, key: &str, is_target: TargetCheck<'_>) -> Result<(Vec<EscalationStep>, Option<Fallback>), PolicyError> {
+    fn steps(&self, key: &str, known: &Known<'_>) -> Result<(Vec<EscalationStep>, Option<Fallback>), PolicyError> {
         if self.escalation.len() > MAX_STEPS {
             return Err(PolicyError { key: format!("{key}.escalation"), reason: format!("lists {} steps; at most {MAX_STEPS}", self.escalation.len()) });
         }
@@ -271,12 +276,12 @@ impl PolicyTerms {
             }
             match (&spec.remind, &spec.show_in, &spec.fallback) {
                 (Some(who), None, None) => {
-                    let mention =
-                        parse_mention(who).ok_or_else(|| err(".remind", format!("`{who}` is not \"approvers\", role:ROLE_ID or platform:user_id")))?;
+                    let mention = parse_mention(who, known.networks)
+                        .ok_or_else(|| err(".remind", format!("`{who}` is not \"approvers\", role:ROLE_ID or platform:user_id")))?;
                     steps.push(EscalationStep { after_secs: after, action: StepAction::Remind { mention } });
                 }
                 (None, Some(target), None) => {
-                    if !is_target(target) {
+                    if !(known.is_target)(target) {
                         return Err(err(".show_in", format!("`{target}` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…)")));
                     }
                     steps.push(EscalationStep { after_secs: after, action: StepAction::ShowIn { target: target.clone() } });
@@ -298,23 +303,23 @@ impl PolicyTerms {
 }
 
 /// `platform:user_id` on a platform the bridge knows.
-fn parse_person(entry: &str) -> Option<(String, String)> {
+fn parse_person(entry: &str, networks: &Networks) -> Option<(String, String)> {
     let (platform, id) = entry.split_once(':')?;
-    (["telegram", "discord", "console"].contains(&platform) && !id.is_empty()).then(|| (platform.to_owned(), id.to_owned()))
+    (networks.knows(platform) && !id.is_empty()).then(|| (platform.to_owned(), id.to_owned()))
 }
 
 fn is_id(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
 }
 
-fn parse_mention(text: &str) -> Option<Mention> {
+fn parse_mention(text: &str, networks: &Networks) -> Option<Mention> {
     if text == "approvers" {
         return Some(Mention::Approvers);
     }
     if let Some(role) = text.strip_prefix("role:") {
         return is_id(role).then(|| Mention::Role { role_id: role.to_owned() });
     }
-    parse_person(text).map(|(platform, user_id)| Mention::User { platform, user_id })
+    parse_person(text, networks).map(|(platform, user_id)| Mention::User { platform, user_id })
 }
 
 /// Seconds from a number or from text such as `90s`, `5m`, `1h30m`, `1d`.
@@ -372,6 +377,11 @@ mod tests {
         t.starts_with("discord:") || t.starts_with("telegram:")
     }
 
+    static NETWORKS: std::sync::LazyLock<Networks> = std::sync::LazyLock::new(crate::platform::networks);
+    fn known() -> Known<'static> {
+        Known { is_target: &any_target, networks: &NETWORKS }
+    }
+
     fn known_backend(b: &str) -> bool {
         ["stream", "kimi", "http"].contains(&b)
     }
@@ -381,7 +391,7 @@ mod tests {
     }
 
     fn rule_error(value: serde_json::Value) -> String {
-        spec(value).to_rule(3, &any_target, &known_backend).expect_err("refused").to_string()
+        spec(value).to_rule(3, &known(), &known_backend).expect_err("refused").to_string()
     }
 
     #[test]
@@ -414,7 +424,7 @@ mod tests {
                 {"after": "30m", "fallback": "reject"}
             ]
         }))
-        .to_rule(0, &any_target, &known_backend)
+        .to_rule(0, &known(), &known_backend)
         .unwrap();
         assert_eq!(rule.policy.name, "migrations");
         assert_eq!(rule.policy.quorum, 2);
@@ -480,14 +490,14 @@ mod tests {
     #[test]
     fn a_requests_policy_has_no_filters() {
         let ok = spec(json!({"quorum": 2, "approvers": ["telegram:1", "discord:2"], "escalation": [{"after": 60, "fallback": "approve"}]}))
-            .to_request_policy(&any_target)
+            .to_request_policy(&known())
             .unwrap();
         assert_eq!(ok.name, "request");
         assert_eq!(ok.approvers, [("telegram".to_string(), "1".to_string()), ("discord".to_string(), "2".to_string())]);
         assert_eq!(ok.fallback, Some(Fallback { after_secs: 60, decision: FallbackDecision::Approve }));
-        let err = spec(json!({"tools": ["t"]})).to_request_policy(&any_target).unwrap_err();
+        let err = spec(json!({"tools": ["t"]})).to_request_policy(&known()).unwrap_err();
         assert_eq!(err.key, "policy.tools");
-        let err = spec(json!({"quorum": 0})).to_request_policy(&any_target).unwrap_err();
+        let err = spec(json!({"quorum": 0})).to_request_policy(&known()).unwrap_err();
         assert_eq!(err.to_string(), "`policy.quorum`: must be between 1 and 50, not 0");
     }
 }

@@ -1,12 +1,17 @@
 //! How Discord's chats are written in configuration: `discord:CHANNEL[/THREAD]`, and
 //! `discord:user:USER` for a person's DMs, which the platform resolves to a DM channel
-//! when it sends (the chat id keeps the `user:` prefix until then).
+//! when it sends (the chat id keeps the `user:` prefix until then). In `access.chats`,
+//! `discord:CHANNEL` opens a channel and `discord:guild:GUILD` a whole guild (a space);
+//! a member's roles are the groups `access.roles` names.
 
 use super::PLATFORM;
-use crate::interaction::chat::{ChatKey, ChatNetwork, numbered_chat};
+use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, is_numeric_id, numbered_chat};
 
 /// The chat id prefix of a DM target.
 pub const DM_PREFIX: &str = "user:";
+
+/// An `access.chats` entry naming a whole guild: `discord:guild:ID`.
+const GUILD_PREFIX: &str = "guild:";
 
 /// The discord platform's [`ChatNetwork`].
 pub struct Address;
@@ -22,5 +27,26 @@ impl ChatNetwork for Address {
 
     fn direct_chat(&self, user_id: &str) -> Option<ChatKey> {
         Some(ChatKey::new(PLATFORM, &format!("{DM_PREFIX}{user_id}"), None))
+    }
+
+    /// A channel (its threads too) or DM channel, or a whole guild.
+    fn allowed_chats(&self, rest: &str) -> Option<AllowedChats> {
+        match rest.strip_prefix(GUILD_PREFIX) {
+            Some(guild) => (!guild.is_empty() && guild.bytes().all(|b| b.is_ascii_digit())).then(|| AllowedChats::Space(guild.to_owned())),
+            None => is_numeric_id(rest).then(|| AllowedChats::Chat(rest.to_owned())),
+        }
+    }
+
+    fn chat_form(&self) -> Option<&'static str> {
+        Some("discord:CHANNEL_ID")
+    }
+
+    fn space_form(&self) -> Option<&'static str> {
+        Some("discord:guild:GUILD_ID")
+    }
+
+    /// Roles: a member's are looked up in the guild the message or click came from.
+    fn has_groups(&self) -> bool {
+        true
     }
 }

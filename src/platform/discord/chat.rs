@@ -90,7 +90,7 @@ pub async fn on_message(shared: &Shared, message: &Message, bot: UserId) {
         if let Some(nick) = &member.nick {
             actor.name = nick.clone();
         }
-        actor.role_ids = member.roles.iter().map(|r| r.get().to_string()).collect();
+        actor.groups = member.roles.iter().map(|r| r.get().to_string()).collect();
     }
     let locale = shared.locale(None);
     match shared.engine.admit(key.clone(), actor.clone(), "message", &text, locale.code()).await {

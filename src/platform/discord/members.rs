@@ -50,9 +50,9 @@ impl MemberCache {
 /// sent them; without a member (a DM) the roles come from `discord.guild_id`.
 pub async fn person(shared: &Shared, user: &User, member: Option<&Member>, guild: Option<GuildId>) -> Actor {
     let mut actor = actor(user, member);
-    actor.guild_id = guild.map(|g| g.get().to_string());
+    actor.space = guild.map(|g| g.get().to_string());
     if member.is_none() && guild.is_none() {
-        actor.role_ids = dm_roles(shared, user.id).await;
+        actor.groups = dm_roles(shared, user.id).await;
     }
     actor
 }
@@ -89,6 +89,6 @@ async fn dm_roles(shared: &Shared, user: UserId) -> Vec<String> {
 pub fn actor(user: &User, member: Option<&Member>) -> Actor {
     let name = member.and_then(|m| m.nick.clone()).or_else(|| user.global_name.clone()).unwrap_or_else(|| user.name.clone());
     let mut actor = Actor::new(PLATFORM, &user.id.get().to_string(), &name);
-    actor.role_ids = member.map(|m| m.roles.iter().map(|r| r.get().to_string()).collect()).unwrap_or_default();
+    actor.groups = member.map(|m| m.roles.iter().map(|r| r.get().to_string()).collect()).unwrap_or_default();
     actor
 }

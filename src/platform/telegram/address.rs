@@ -3,7 +3,7 @@
 //! id is the person's own.
 
 use super::PLATFORM;
-use crate::interaction::chat::{ChatKey, ChatNetwork, numbered_chat};
+use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, is_numeric_id, numbered_chat};
 
 /// The telegram platform's [`ChatNetwork`].
 pub struct Address;
@@ -19,5 +19,13 @@ impl ChatNetwork for Address {
 
     fn direct_chat(&self, user_id: &str) -> Option<ChatKey> {
         Some(ChatKey::new(PLATFORM, user_id, None))
+    }
+
+    fn allowed_chats(&self, rest: &str) -> Option<AllowedChats> {
+        is_numeric_id(rest).then(|| AllowedChats::Chat(rest.to_owned()))
+    }
+
+    fn chat_form(&self) -> Option<&'static str> {
+        Some("telegram:CHAT_ID")
     }
 }
