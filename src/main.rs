@@ -189,6 +189,7 @@ enum AuditCommand {
 /// Runs the command; an error is printed once, as one line with its causes, and the
 /// exit status is 1. A closed stdout (`… | head`) ends the command quietly.
 fn main() -> ExitCode {
+    limit_malloc_arenas();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -210,6 +211,21 @@ fn main() -> ExitCode {
             }
             eprintln!("error: {}", line.join(": "));
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// glibc gives threads that allocate at the same time arenas of their own (up to 8
+/// per core) and keeps what each has freed, so a burst spread over the runtime's and
+/// SQLite's threads leaves megabytes of idle heap behind (`docs/performance.md`: the
+/// peak with 10,000 pending). Two arenas hold the heap near what the work needs. A
+/// `MALLOC_ARENA_MAX` set in the environment wins.
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: runs before any other thread exists; mallopt only sets a parameter.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 2);
         }
     }
 }

@@ -53,4 +53,19 @@ mod tests {
         assert!(networks().knows("discord") && !networks().knows("slack"));
         assert_eq!(networks().direct_chat("console", "c"), None);
     }
+
+    #[test]
+    fn access_entries_are_read_in_each_platforms_grammar() {
+        use crate::interaction::chat::AllowedChats::{Chat, Space};
+        let n = networks();
+        assert_eq!(n.allowed_chats("telegram:-100123"), Some(("telegram".into(), Chat("-100123".into()))));
+        assert_eq!(n.allowed_chats("discord:800"), Some(("discord".into(), Chat("800".into()))));
+        assert_eq!(n.allowed_chats("discord:guild:700"), Some(("discord".into(), Space("700".into()))));
+        for bad in ["telegram:guild:7", "discord:guild:-7", "console:stdin", "console", "discord:#ops"] {
+            assert_eq!(n.allowed_chats(bad), None, "{bad}");
+        }
+        assert_eq!(n.allowed_chats_forms(true), "telegram:CHAT_ID, discord:CHANNEL_ID or discord:guild:GUILD_ID");
+        assert_eq!(n.allowed_chats_forms(false), "telegram:CHAT_ID or discord:CHANNEL_ID");
+        assert!(n.has_groups("discord") && !n.has_groups("telegram") && !n.has_groups("console"));
+    }
 }
