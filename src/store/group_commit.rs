@@ -15,16 +15,19 @@ use futures_util::future::BoxFuture;
 use sqlx::{AnyConnection, AnyPool};
 use tokio::sync::{mpsc, oneshot};
 
+use super::appends::Appends;
 use super::error::{Result, StoreError};
 
 /// At most this many writes share one transaction, so one commit stays short.
 const MAX_BATCH: usize = 256;
 
-/// One write: its statements, run inside a transaction it does not own. Returns false
-/// when it had nothing to do, and then must have written nothing. Runs again, in a
+/// One write: its statements, run inside a transaction it does not own, and the rows it
+/// appends to the audit log and the outbox, which the transaction inserts for all its
+/// writes at once before it commits ([`Appends`]). Returns false when it had nothing
+/// to do, and then must have written and appended nothing. Runs again, in a
 /// transaction of its own, when the batch it was in failed.
 pub(super) trait Write: Send + Sync + 'static {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>>;
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, appends: &'a mut Appends) -> BoxFuture<'a, Result<bool>>;
 }
 
 struct Queued {
@@ -96,9 +99,11 @@ async fn commit(pool: &AnyPool, batch: Vec<Queued>) {
 async fn together(pool: &AnyPool, batch: &[Queued]) -> Result<Vec<bool>> {
     let mut tx = pool.begin().await.map_err(StoreError::query("begin a group commit"))?;
     let mut outcomes = Vec::with_capacity(batch.len());
+    let mut appends = Appends::default();
     for queued in batch {
-        outcomes.push(queued.write.apply(&mut tx).await?);
+        outcomes.push(queued.write.apply(&mut tx, &mut appends).await?);
     }
+    appends.insert(&mut tx).await?;
     tx.commit().await.map_err(StoreError::query("commit a group commit"))?;
     Ok(outcomes)
 }
@@ -106,10 +111,12 @@ async fn together(pool: &AnyPool, batch: &[Queued]) -> Result<Vec<bool>> {
 /// One write in its own transaction.
 pub(super) async fn alone(pool: &AnyPool, write: &dyn Write) -> Result<bool> {
     let mut tx = pool.begin().await.map_err(StoreError::query("begin a write"))?;
-    if !write.apply(&mut tx).await? {
+    let mut appends = Appends::default();
+    if !write.apply(&mut tx, &mut appends).await? {
         tx.rollback().await.map_err(StoreError::query("roll back a write"))?;
         return Ok(false);
     }
+    appends.insert(&mut tx).await?;
     tx.commit().await.map_err(StoreError::query("commit a write"))?;
     Ok(true)
 }
@@ -120,7 +127,7 @@ mod tests {
     use serde_json::json;
 
     use crate::interaction::{Interaction, RequestBuilder, TimeoutDefaults};
-    use crate::protocol::ActionRequest;
+    use crate::protocol::{ActionRequest, Command};
     use crate::store::{AuditEntry, ChatKey, MessageRef, Store};
 
     fn interaction(n: usize) -> Interaction {
@@ -136,10 +143,11 @@ mod tests {
         (i, audit)
     }
 
-    /// Forty writes at once, as forty shards would send them: twenty settles, the same
-    /// twenty again (each loses: false, nothing written twice), and one shown message
-    /// for an interaction that does not exist (a foreign key error). The bad write
-    /// fails alone; every other write has its own, correct outcome.
+    /// Forty writes at once, as forty shards would send them: twenty settles, each
+    /// queueing a command, the same twenty again (each loses: false, nothing written
+    /// or queued twice), and one shown message for an interaction that does not exist
+    /// (a foreign key error). The bad write fails alone; every other write has its own,
+    /// correct outcome, and the winners' audit rows and commands are all there, once.
     #[tokio::test]
     async fn concurrent_writes_keep_their_own_outcomes_and_a_bad_one_fails_alone() {
         let dir = tempfile::tempdir().unwrap();
@@ -151,7 +159,8 @@ mod tests {
             let store = store.clone();
             async move {
                 let (i, audit) = cancelled(k % 20);
-                store.settle(&i, None, &audit).await.unwrap()
+                let command = Command::Cancel { session_id: format!("s{}", k % 20) };
+                store.settle(&i, Some(&command), &audit).await.unwrap()
             }
         });
         let chat = ChatKey::new("telegram", "-100", None);
@@ -163,6 +172,8 @@ mod tests {
             let won = [outcomes[n], outcomes[n + 20]];
             assert_eq!(won.iter().filter(|&&w| w).count(), 1, "interaction {n}: {won:?}");
             assert_eq!(store.audit_log(&format!("trade_{n}")).await.unwrap().len(), 1);
+            let queued: Vec<Command> = store.outbox_for_session(&format!("s{n}")).await.unwrap().into_iter().map(|(_, c)| c).collect();
+            assert_eq!(queued, [Command::Cancel { session_id: format!("s{n}") }]);
             assert!(!store.interaction(&format!("i{n:011}")).await.unwrap().unwrap().status.is_pending());
         }
     }

@@ -9,13 +9,12 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, AnyExecutor};
 
 use super::Store;
-use super::audit::insert_audit;
+use super::appends::Appends;
 use super::audit_entry::AuditEntry;
 use super::chats::ChatKey;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
 use super::json::{self, skip_corrupt};
-use super::outbox::insert_command;
 use super::row::column;
 use super::rules::insert_rule;
 use super::shows::{ShowClaim, drop_shows, insert_shows};
@@ -222,7 +221,7 @@ struct InsertToShow {
 }
 
 impl Write for InsertToShow {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _appends: &'a mut Appends) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             if !insert_interaction(&mut *conn, &self.interaction).await? {
                 return Ok(false);
@@ -245,7 +244,7 @@ struct SaveBody {
 }
 
 impl Write for SaveBody {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _appends: &'a mut Appends) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             let done = match self.revision {
                 Some(revision) => sqlx::query("UPDATE interactions SET body = $1, revision = revision + 1 WHERE id = $2 AND status = $3 AND revision = $4")
@@ -281,7 +280,7 @@ struct Settle {
 }
 
 impl Write for Settle {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection) -> BoxFuture<'a, Result<bool>> {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, appends: &'a mut Appends) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             // First wins on the status (and, for a person's decision, the revision it
             // was read at); every settle bumps the revision.
@@ -306,9 +305,9 @@ impl Write for Settle {
             }
             if let Some(command) = &self.command {
                 // Queued at the settle time: the audit entry carries it.
-                insert_command(&mut *conn, command, self.audit.at_ms).await?;
+                appends.command(command, self.audit.at_ms);
             }
-            insert_audit(&mut *conn, &self.audit).await?;
+            appends.audit(&self.audit);
             if let Some(rule) = &self.rule {
                 insert_rule(&mut *conn, rule).await?;
             }

@@ -13,6 +13,7 @@
 
 mod admin;
 mod api_requests;
+mod appends;
 mod audit;
 mod audit_entry;
 mod chats;
