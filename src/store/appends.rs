@@ -6,6 +6,7 @@
 
 use sqlx::AnyConnection;
 
+use super::audit::bind_entry;
 use super::audit_entry::AuditEntry;
 use super::error::{Result, StoreError};
 use super::json;
@@ -59,23 +60,8 @@ impl Appends {
             );
             // Safe: the text is only numbered placeholders; every value is bound.
             let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for e in chunk {
-                insert = insert
-                    .bind(e.at_ms)
-                    .bind(e.session_id.clone())
-                    .bind(e.approval_key.clone())
-                    .bind(e.interaction_id.clone())
-                    .bind(json::encode_opt(e.actor.as_ref(), "audit actor")?)
-                    .bind(e.outcome.as_str())
-                    .bind(json::encode_opt(e.reply.as_ref(), "audit reply")?)
-                    .bind(json::encode(&e.original_args, "audit args")?)
-                    .bind(json::encode_opt(e.edited_args.as_ref(), "audit edited args")?)
-                    .bind(e.latency_ms)
-                    .bind(e.agent.clone())
-                    .bind(e.kind.clone())
-                    .bind(json::encode_opt(e.tools.as_ref(), "audit tools")?)
-                    .bind(e.reason.clone())
-                    .bind(e.attempts);
+            for entry in chunk {
+                insert = bind_entry(insert, entry)?;
             }
             insert.execute(&mut *conn).await.map_err(StoreError::query("append audit entries"))?;
         }

@@ -3,8 +3,10 @@
 //! never changed afterwards; read back per request and for the refused.
 
 use serde::de::DeserializeOwned;
-use sqlx::AnyExecutor;
+use sqlx::any::AnyArguments;
 use sqlx::any::AnyRow;
+use sqlx::query::Query;
+use sqlx::{Any, AnyExecutor};
 
 use super::Store;
 use super::audit_entry::AuditEntry;
@@ -49,33 +51,37 @@ impl Store {
     }
 }
 
-/// Appends an entry on any executor, so [`Store::settle`] can do it inside its
+/// Appends an entry on any executor, so a write can do it inside its
 /// transaction; returns the entry's row id.
 pub(super) async fn insert_audit<'e>(executor: impl AnyExecutor<'e>, e: &AuditEntry) -> Result<i64> {
-    let row = sqlx::query(
+    let insert = sqlx::query(
         "INSERT INTO audit_log (at_ms, session_id, approval_key, interaction_id, actor, outcome, reply,
                                 original_args, edited_args, latency_ms, agent, kind, tools, reason, attempts)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id",
-    )
-    .bind(e.at_ms)
-    .bind(e.session_id.as_str())
-    .bind(e.approval_key.as_str())
-    .bind(e.interaction_id.as_str())
-    .bind(json::encode_opt(e.actor.as_ref(), "audit actor")?)
-    .bind(e.outcome.as_str())
-    .bind(json::encode_opt(e.reply.as_ref(), "audit reply")?)
-    .bind(json::encode(&e.original_args, "audit args")?)
-    .bind(json::encode_opt(e.edited_args.as_ref(), "audit edited args")?)
-    .bind(e.latency_ms)
-    .bind(e.agent.as_deref())
-    .bind(e.kind.as_deref())
-    .bind(json::encode_opt(e.tools.as_ref(), "audit tools")?)
-    .bind(e.reason.as_deref())
-    .bind(e.attempts)
-    .fetch_one(executor)
-    .await
-    .map_err(StoreError::query("append audit entry"))?;
+    );
+    let row = bind_entry(insert, e)?.fetch_one(executor).await.map_err(StoreError::query("append audit entry"))?;
     column(&row, "id")
+}
+
+/// Binds an entry's 15 values in the order of the audit table's columns as both
+/// inserts name them (`at_ms` … `attempts`).
+pub(super) fn bind_entry<'q>(query: Query<'q, Any, AnyArguments>, e: &AuditEntry) -> Result<Query<'q, Any, AnyArguments>> {
+    Ok(query
+        .bind(e.at_ms)
+        .bind(e.session_id.clone())
+        .bind(e.approval_key.clone())
+        .bind(e.interaction_id.clone())
+        .bind(json::encode_opt(e.actor.as_ref(), "audit actor")?)
+        .bind(e.outcome.clone())
+        .bind(json::encode_opt(e.reply.as_ref(), "audit reply")?)
+        .bind(json::encode(&e.original_args, "audit args")?)
+        .bind(json::encode_opt(e.edited_args.as_ref(), "audit edited args")?)
+        .bind(e.latency_ms)
+        .bind(e.agent.clone())
+        .bind(e.kind.clone())
+        .bind(json::encode_opt(e.tools.as_ref(), "audit tools")?)
+        .bind(e.reason.clone())
+        .bind(e.attempts))
 }
 
 pub(super) fn decode_row(row: &AnyRow) -> Result<AuditEntry> {
