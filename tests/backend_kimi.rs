@@ -417,6 +417,17 @@ fn log_tail(logs: &Path) -> String {
     lines[lines.len().saturating_sub(30)..].join("\n")
 }
 
+/// A bridge process whose kimi asks to run `scripts`' shell command, the request shown;
+/// with the kimi processes running (`None` when kimi is not installed).
+fn shell_request_shown(dir: &Path, scripts: &[String]) -> Option<(BridgeProcess, Vec<u32>)> {
+    let mut bridge = kimi_bridge(dir, scripts)?;
+    bridge.type_line("run it");
+    bridge.expect("Shell? [a]pprove");
+    let kimi = processes_in(&dir.join("work"));
+    assert!(!kimi.is_empty(), "kimi runs");
+    Some((bridge, kimi))
+}
+
 /// Killed while kimi's approval request is shown: kimi ends with the bridge (no
 /// orphan goes on with the turn), the restarted bridge shows the request again, and
 /// the click is reported as not delivered (no kimi process waits for it); the tool
@@ -426,11 +437,7 @@ fn log_tail(logs: &Path) -> String {
 fn sigkill_while_the_request_is_shown_kimi_ends_and_the_click_is_not_delivered() {
     let dir = tempfile::tempdir().expect("tempdir");
     let scripts = [shell("c1", "echo ran > ran.txt"), text("after")];
-    let Some(mut bridge) = kimi_bridge(dir.path(), &scripts) else { return };
-    bridge.type_line("run it");
-    bridge.expect("Shell? [a]pprove");
-    assert!(!processes_in(&dir.path().join("work")).is_empty(), "kimi runs");
-    let kimi = processes_in(&dir.path().join("work"));
+    let Some((bridge, kimi)) = shell_request_shown(dir.path(), &scripts) else { return };
     bridge.kill();
     // Kimi gets SIGINT as the bridge dies and exits within a second or two. On a loaded
     // CI machine it was seen to hang on its way out (its turn never ended); the restarted
@@ -464,11 +471,7 @@ fn sigkill_while_the_request_is_shown_kimi_ends_and_the_click_is_not_delivered()
 fn a_kimi_stuck_when_the_bridge_died_is_ended_by_the_restarted_bridge() {
     let dir = tempfile::tempdir().expect("tempdir");
     let scripts = [shell("c1", "echo ran > ran.txt"), text("after")];
-    let Some(mut bridge) = kimi_bridge(dir.path(), &scripts) else { return };
-    bridge.type_line("run it");
-    bridge.expect("Shell? [a]pprove");
-    let kimi = processes_in(&dir.path().join("work"));
-    assert!(!kimi.is_empty(), "kimi runs");
+    let Some((bridge, kimi)) = shell_request_shown(dir.path(), &scripts) else { return };
     for pid in &kimi {
         assert!(std::process::Command::new("kill").args(["-STOP", &pid.to_string()]).status().expect("kill").success());
     }

@@ -73,7 +73,7 @@ impl Drop for AgentRecord {
 /// agent still gets SIGINT when the bridge dies; only a stuck one would outlive it.
 pub fn record(pid: Option<u32>) -> AgentRecord {
     #[cfg(target_os = "linux")]
-    let path = registry::Registry::of_this_bridge().and_then(|registry| registry.record(pid?));
+    let path = this_bridges_registry().and_then(|registry| registry.record(pid?));
     #[cfg(not(target_os = "linux"))]
     let path = pid.and(None);
     AgentRecord { path }
@@ -87,7 +87,15 @@ pub fn record(pid: Option<u32>) -> AgentRecord {
 /// any agent is started; costs one directory listing when nothing is left.
 pub async fn end_agents_left_by_dead_bridges() {
     #[cfg(target_os = "linux")]
-    if let Some(registry) = registry::Registry::of_this_bridge() {
+    if let Some(registry) = this_bridges_registry() {
         registry.end_orphans(GRACE).await;
     }
+}
+
+/// The registry, looked up (and its ownership checked, a refusal logged) once per
+/// process rather than at every agent started.
+#[cfg(target_os = "linux")]
+fn this_bridges_registry() -> Option<&'static registry::Registry> {
+    static REGISTRY: std::sync::OnceLock<Option<registry::Registry>> = std::sync::OnceLock::new();
+    REGISTRY.get_or_init(registry::Registry::of_this_bridge).as_ref()
 }
