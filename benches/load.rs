@@ -9,7 +9,8 @@
 //! Environment: `LOAD_SESSIONS` (default 1000), `LOAD_PENDING` (default 10000),
 //! `LOAD_CLICKS` (simultaneous clicks, default 200), `LOAD_DECISIONS` (store decisions
 //! per run, default 2000), `HITL_BRIDGE_TEST_POSTGRES_URL` (PostgreSQL for the durable
-//! decisions figure; skipped with a line when unset), `LOAD_SKIP` (comma-separated
+//! decisions figure and a second run of the pending phase; each skipped with a line when
+//! unset), `LOAD_SKIP` (comma-separated
 //! phases to skip: `limits`, `store`, `pending`).
 
 #[path = "common/seed.rs"]
@@ -462,7 +463,11 @@ async fn durable(n: usize) {
         println!("  SQLite (WAL), {tasks:>2} at once: {rate:>8.0} decisions/s ({n} decisions; target ≥ 2,000/s)");
     }
     store.close().await;
-    match test_db::TestDatabase::postgres().await {
+    let postgres = match std::env::var(test_db::POSTGRES_ENV) {
+        Ok(_) => test_db::TestDatabase::postgres().await,
+        Err(_) => None,
+    };
+    match postgres {
         Some(pg) => {
             let store = pg.store().await;
             for tasks in [1, 16] {
@@ -528,20 +533,32 @@ impl Child {
     }
 }
 
-async fn pending(n: usize) {
-    println!("\n## {n} pending interactions in the release binary (a child process)");
+/// The pending phase on SQLite, then on PostgreSQL when [`test_db::POSTGRES_ENV`] is set.
+async fn pending_on_each_store(n: usize) {
+    let sqlite = test_db::TestDatabase::sqlite();
+    pending(n, "SQLite", &sqlite.url).await;
+    if std::env::var(test_db::POSTGRES_ENV).is_err() {
+        println!("\n## {n} pending on PostgreSQL: skipped ({} unset)", test_db::POSTGRES_ENV);
+        return;
+    }
+    if let Some(pg) = test_db::TestDatabase::postgres().await {
+        pending(n, "PostgreSQL", &pg.url).await;
+        pg.finish().await;
+    }
+}
+
+async fn pending(n: usize, database: &str, store_url: &str) {
+    println!("\n## {n} pending interactions in the release binary (a child process), on {database}");
     let tg = FakeTelegram::start().await;
     for c in 0..PENDING_CHATS {
         tg.group(-(1_000_000 + c), &format!("ops{c}"), false);
     }
-    let dir = tempfile::tempdir().expect("temp dir");
     let port = {
         let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
         probe.local_addr().expect("addr").port()
     };
-    let db = dir.path().join("bridge.db");
     let env: Vec<(String, String)> = [
-        ("STORE__URL", format!("sqlite://{}", db.display())),
+        ("STORE__URL", store_url.to_owned()),
         ("HTTP__LISTEN", format!("127.0.0.1:{port}")),
         ("HTTP__API_TOKENS", format!("bench:{SECRET}")),
         ("TELEGRAM__ENABLED", "true".into()),
@@ -666,7 +683,7 @@ async fn pending(n: usize) {
             resolved += 1;
         }
     }
-    let store = Store::connect(&format!("sqlite://{}", db.display())).await.expect("store");
+    let store = Store::connect(store_url).await.expect("store");
     let still = store.pending_interactions().await.expect("pending").len();
     store.close().await;
     println!(
@@ -745,6 +762,6 @@ async fn main() {
         durable(decisions_n).await;
     }
     if !skipped("pending") {
-        pending(pending_n).await;
+        pending_on_each_store(pending_n).await;
     }
 }

@@ -112,6 +112,7 @@ suite!(
     settle_decision_stores_the_rule_only_for_the_winner,
     the_update_inbox_stores_once_claims_and_forgets,
     a_push_is_stored_whole_once_or_not_at_all,
+    pending_pushes_are_paged_by_push_time_then_key,
 );
 
 // ---------------------------------------------------------------------------------
@@ -909,4 +910,42 @@ async fn a_push_is_stored_whole_once_or_not_at_all(db: &mut TestDb) {
     let refused = store.create_api_request(&request(&clash, "cc"), &clash, &claim).await;
     assert!(matches!(refused, Err(StoreError::WrongState { .. })), "{refused:?}");
     assert_eq!(store.api_request("ci", "q_1").await.expect("load"), None, "nothing of the refused push is stored");
+}
+
+/// Pushed requests are listed a page at a time in push order, ties broken by key: a
+/// page mark inside a run of equal push times neither repeats nor skips a row, and
+/// another agent's requests are never listed.
+async fn pending_pushes_are_paged_by_push_time_then_key(db: &mut TestDb) {
+    use hitl_bridge::store::{ApiRequest, PageMark, ShowClaim};
+    let store = &db.store;
+    let claim = ShowClaim { owner: "test".into(), until_ms: T0 + 60_000 };
+    let push = async |agent: &str, key: &str, at_ms: i64| {
+        let mut pushed = approval(&format!("api:{key}"), key, at_ms);
+        pushed.id = format!("{agent}-{key}");
+        let row = ApiRequest {
+            approval_key: key.to_owned(),
+            interaction_id: pushed.id.clone(),
+            session_id: pushed.session_id.clone(),
+            client_session: None,
+            agent: agent.to_owned(),
+            body_hash: key.to_owned(),
+            targets: vec![ChatKey::new("telegram", "7", None)],
+            callback_url: None,
+            created_at_ms: at_ms,
+        };
+        assert_eq!(store.create_api_request(&row, &pushed, &claim).await.expect("push"), None);
+    };
+    for (key, at_ms) in [("c", T0), ("a", T0), ("e", T0 + 1), ("b", T0), ("f", T0 + 2), ("d", T0 + 1), ("g", T0 - 1)] {
+        push("ci", key, at_ms).await;
+    }
+    push("other", "a0", T0).await;
+    let mut pages = Vec::new();
+    let mut after: Option<PageMark> = None;
+    loop {
+        let page = store.pending_api_requests_page("ci", after.as_ref(), 2).await.expect("page");
+        let Some((last, _)) = page.last() else { break };
+        after = Some(PageMark { created_at_ms: last.created_at_ms, approval_key: last.approval_key.clone() });
+        pages.push(page.iter().map(|(request, _)| request.approval_key.clone()).collect::<Vec<_>>().join(""));
+    }
+    assert_eq!(pages, ["ga", "bc", "de", "f"]);
 }

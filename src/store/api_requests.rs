@@ -147,7 +147,9 @@ impl Store {
 
     /// One page of the agent's pending requests with their interactions, oldest first
     /// (by push time, then key): at most `limit`, after `after` (the last row of the
-    /// previous page). One query, on the `(agent, created_at_ms)` index.
+    /// previous page). One query, on the `(agent, created_at_ms)` index. The mark is
+    /// compared as a row value: PostgreSQL's generic plan for the same test written with
+    /// `OR` read every pending row and sorted them (27 ms with 10,000, against 0.4 ms).
     pub async fn pending_api_requests_page(&self, agent: &str, after: Option<&PageMark>, limit: i64) -> Result<Vec<(ApiRequest, Interaction)>> {
         let (after_ms, after_key) = after.map_or((i64::MIN, ""), |mark| (mark.created_at_ms, mark.approval_key.as_str()));
         let rows = sqlx::query(
@@ -155,7 +157,7 @@ impl Store {
                     a.callback_url, a.created_at_ms, i.id, i.body, i.revision
              FROM api_requests a JOIN interactions i ON i.id = a.interaction_id
              WHERE a.agent = $1 AND i.status = $2
-               AND (a.created_at_ms > $3 OR (a.created_at_ms = $3 AND a.approval_key > $4))
+               AND (a.created_at_ms, a.approval_key) > ($3, $4)
              ORDER BY a.created_at_ms, a.approval_key LIMIT $5",
         )
         .bind(agent)
