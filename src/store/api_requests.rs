@@ -10,8 +10,8 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use super::Store;
-use super::appends::Appends;
 use super::chats::ChatKey;
+use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
 use super::interactions::insert_interaction;
@@ -58,7 +58,7 @@ struct Push {
 }
 
 impl Write for Push {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _appends: &'a mut Appends) -> BoxFuture<'a, Result<bool>> {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             let row = &self.row;
             let done = sqlx::query(

@@ -11,7 +11,7 @@
 use futures_util::future::BoxFuture;
 use sqlx::AnyConnection;
 
-use super::appends::Appends;
+use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
 use super::json;
@@ -60,7 +60,7 @@ struct RecordEscalation {
 }
 
 impl Write for RecordEscalation {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, appends: &'a mut Appends) -> BoxFuture<'a, Result<bool>> {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             let done = sqlx::query("UPDATE interactions SET body = $1, revision = revision + 1 WHERE id = $2 AND status = 'pending' AND revision = $3")
                 .bind(self.body.as_str())
@@ -74,7 +74,7 @@ impl Write for RecordEscalation {
             }
             insert_shows(&mut *conn, &self.id, &self.new_chats, &self.claim, self.now_ms).await?;
             for audit in &self.audits {
-                appends.audit(audit);
+                deferred.audit(audit);
             }
             Ok(true)
         })

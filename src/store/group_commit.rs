@@ -15,19 +15,20 @@ use futures_util::future::BoxFuture;
 use sqlx::{AnyConnection, AnyPool};
 use tokio::sync::{mpsc, oneshot};
 
-use super::appends::Appends;
+use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 
 /// At most this many writes share one transaction, so one commit stays short.
 const MAX_BATCH: usize = 256;
 
-/// One write: its statements, run inside a transaction it does not own, and the rows it
-/// appends to the audit log and the outbox, which the transaction inserts for all its
-/// writes at once before it commits ([`Appends`]). Returns false when it had nothing
-/// to do, and then must have written and appended nothing. Runs again, in a
-/// transaction of its own, when the batch it was in failed.
+/// One write: its statements, run inside a transaction it does not own, and those it
+/// leaves to the end (rows appended to the audit log and the outbox, rows removed or
+/// marked), which the transaction runs for all its writes at once before it commits
+/// ([`Deferred`]). Returns false when it had nothing to do, and then must have written
+/// and deferred nothing. Runs again, in a transaction of its own, when the batch it was
+/// in failed.
 pub(super) trait Write: Send + Sync + 'static {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, appends: &'a mut Appends) -> BoxFuture<'a, Result<bool>>;
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>>;
 }
 
 struct Queued {
@@ -99,11 +100,11 @@ async fn commit(pool: &AnyPool, batch: Vec<Queued>) {
 async fn together(pool: &AnyPool, batch: &[Queued]) -> Result<Vec<bool>> {
     let mut tx = pool.begin().await.map_err(StoreError::query("begin a group commit"))?;
     let mut outcomes = Vec::with_capacity(batch.len());
-    let mut appends = Appends::default();
+    let mut deferred = Deferred::default();
     for queued in batch {
-        outcomes.push(queued.write.apply(&mut tx, &mut appends).await?);
+        outcomes.push(queued.write.apply(&mut tx, &mut deferred).await?);
     }
-    appends.insert(&mut tx).await?;
+    deferred.run(&mut tx).await?;
     tx.commit().await.map_err(StoreError::query("commit a group commit"))?;
     Ok(outcomes)
 }
@@ -111,12 +112,12 @@ async fn together(pool: &AnyPool, batch: &[Queued]) -> Result<Vec<bool>> {
 /// One write in its own transaction.
 pub(super) async fn alone(pool: &AnyPool, write: &dyn Write) -> Result<bool> {
     let mut tx = pool.begin().await.map_err(StoreError::query("begin a write"))?;
-    let mut appends = Appends::default();
-    if !write.apply(&mut tx, &mut appends).await? {
+    let mut deferred = Deferred::default();
+    if !write.apply(&mut tx, &mut deferred).await? {
         tx.rollback().await.map_err(StoreError::query("roll back a write"))?;
         return Ok(false);
     }
-    appends.insert(&mut tx).await?;
+    deferred.run(&mut tx).await?;
     tx.commit().await.map_err(StoreError::query("commit a write"))?;
     Ok(true)
 }
@@ -176,5 +177,46 @@ mod tests {
             assert_eq!(queued, [Command::Cancel { session_id: format!("s{n}") }]);
             assert!(!store.interaction(&format!("i{n:011}")).await.unwrap().unwrap().status.is_pending());
         }
+    }
+
+    /// Writes whose statements are left to the end of the batch: ten settles drop the
+    /// shows their requests still had, ten handled updates are marked, ten delivered
+    /// commands removed, all at once. Each is done, and the handled updates stay stored
+    /// (the same update delivered again is not new).
+    #[tokio::test]
+    async fn removals_and_marks_left_to_the_end_of_a_batch_are_all_done() {
+        use crate::store::{InboxUpdate, ShowClaim};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::connect(&format!("sqlite://{}", dir.path().join("g.db").display())).await.unwrap();
+        let claim = ShowClaim { owner: "test".into(), until_ms: 60_000 };
+        let chat = ChatKey::new("telegram", "-100", None);
+        for n in 0..10 {
+            assert!(store.insert_interaction_to_show(&interaction(n), std::slice::from_ref(&chat), &claim, 0).await.unwrap());
+        }
+        let updates: Vec<InboxUpdate> = (0..10).map(|n| InboxUpdate { update_id: 500 + n, chat_id: -100, body: "{}".into() }).collect();
+        assert_eq!(store.store_updates(&updates, &claim, 0).await.unwrap().len(), 10);
+        let mut commands = Vec::new();
+        for n in 0..10 {
+            commands.push(store.enqueue(&Command::Cancel { session_id: format!("s{n}") }, 0).await.unwrap());
+        }
+        assert_eq!((store.pending_shows().await.unwrap().len(), store.stored_updates().await.unwrap(), store.outbox_depth().await.unwrap()), (10, 10, 10));
+
+        let settles = join_all((0..10).map(|n| {
+            let store = store.clone();
+            async move {
+                let (i, audit) = cancelled(n);
+                store.settle(&i, None, &audit).await.unwrap()
+            }
+        }));
+        let handled = join_all(updates.iter().map(|u| store.finish_update(u.update_id, 7)));
+        let removed = join_all(commands.iter().map(|&id| store.remove_outbox(id)));
+        let (settled, handled, removed) = tokio::join!(settles, handled, removed);
+        assert!(settled.into_iter().all(|won| won));
+        assert!(handled.into_iter().chain(removed).all(|done| done.is_ok()));
+
+        assert_eq!(store.pending_shows().await.unwrap(), [], "an ended request is never shown late");
+        assert_eq!(store.stored_updates().await.unwrap(), 0, "every update is marked handled");
+        assert_eq!(store.outbox_depth().await.unwrap(), 0, "every delivered command is removed");
+        assert_eq!(store.store_updates(&updates, &claim, 0).await.unwrap(), Vec::<i64>::new(), "handled updates stay stored");
     }
 }

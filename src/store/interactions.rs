@@ -9,15 +9,15 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, AnyExecutor};
 
 use super::Store;
-use super::appends::Appends;
 use super::audit_entry::AuditEntry;
 use super::chats::ChatKey;
+use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
 use super::json::{self, skip_corrupt};
 use super::row::column;
 use super::rules::insert_rule;
-use super::shows::{ShowClaim, drop_shows, insert_shows};
+use super::shows::{ShowClaim, insert_shows};
 use crate::interaction::{Interaction, RememberedRule, Revision, Status};
 use crate::protocol::Command;
 
@@ -221,7 +221,7 @@ struct InsertToShow {
 }
 
 impl Write for InsertToShow {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _appends: &'a mut Appends) -> BoxFuture<'a, Result<bool>> {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             if !insert_interaction(&mut *conn, &self.interaction).await? {
                 return Ok(false);
@@ -244,7 +244,7 @@ struct SaveBody {
 }
 
 impl Write for SaveBody {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _appends: &'a mut Appends) -> BoxFuture<'a, Result<bool>> {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             let done = match self.revision {
                 Some(revision) => sqlx::query("UPDATE interactions SET body = $1, revision = revision + 1 WHERE id = $2 AND status = $3 AND revision = $4")
@@ -280,7 +280,7 @@ struct Settle {
 }
 
 impl Write for Settle {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, appends: &'a mut Appends) -> BoxFuture<'a, Result<bool>> {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             // First wins on the status (and, for a person's decision, the revision it
             // was read at); every settle bumps the revision.
@@ -305,13 +305,13 @@ impl Write for Settle {
             }
             if let Some(command) = &self.command {
                 // Queued at the settle time: the audit entry carries it.
-                appends.command(command, self.audit.at_ms);
+                deferred.command(command, self.audit.at_ms);
             }
-            appends.audit(&self.audit);
+            deferred.audit(&self.audit);
             if let Some(rule) = &self.rule {
                 insert_rule(&mut *conn, rule).await?;
             }
-            drop_shows(conn, &self.id).await?;
+            deferred.drop_shows(&self.id);
             Ok(true)
         })
     }

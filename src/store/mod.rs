@@ -13,11 +13,11 @@
 
 mod admin;
 mod api_requests;
-mod appends;
 mod audit;
 mod audit_entry;
 mod chats;
 mod connect;
+mod deferred;
 mod error;
 mod escalations;
 mod group_commit;

@@ -7,7 +7,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, AnyExecutor};
 
 use super::Store;
-use super::appends::Appends;
+use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
 use super::json::{self, skip_corrupt};
@@ -141,10 +141,8 @@ fn decode_row(row: &AnyRow) -> Result<(i64, Command)> {
 struct RemoveOutbox(i64);
 
 impl Write for RemoveOutbox {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _appends: &'a mut Appends) -> BoxFuture<'a, Result<bool>> {
-        Box::pin(async move {
-            let done = sqlx::query("DELETE FROM outbox WHERE id = $1").bind(self.0).execute(conn).await.map_err(StoreError::query("remove outbox entry"))?;
-            Ok(done.rows_affected() > 0)
-        })
+    fn apply<'a>(&'a self, _conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
+        deferred.remove_command(self.0);
+        Box::pin(async { Ok(true) })
     }
 }

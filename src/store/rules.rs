@@ -13,8 +13,8 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, AnyExecutor};
 
 use super::Store;
-use super::appends::Appends;
 use super::audit_entry::AuditEntry;
+use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
 use super::json::{self, skip_corrupt};
@@ -91,7 +91,7 @@ impl Store {
 struct SaveRule(RememberedRule);
 
 impl Write for SaveRule {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _appends: &'a mut Appends) -> BoxFuture<'a, Result<bool>> {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move { insert_rule(conn, &self.0).await })
     }
 }
@@ -106,7 +106,7 @@ struct RevokeRule {
 }
 
 impl Write for RevokeRule {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, appends: &'a mut Appends) -> BoxFuture<'a, Result<bool>> {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             let done = sqlx::query("UPDATE remembered_rules SET revoked_by = $1, revoked_at_ms = $2 WHERE id = $3 AND revoked_at_ms IS NULL")
                 .bind(self.by.as_str())
@@ -118,7 +118,7 @@ impl Write for RevokeRule {
             if done.rows_affected() == 0 {
                 return Ok(false);
             }
-            appends.audit(&self.audit);
+            deferred.audit(&self.audit);
             Ok(true)
         })
     }

@@ -8,7 +8,7 @@ use futures_util::future::BoxFuture;
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
-use super::appends::Appends;
+use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
 use super::row::column;
@@ -187,7 +187,7 @@ struct Shown {
 }
 
 impl Write for Shown {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _appends: &'a mut Appends) -> BoxFuture<'a, Result<bool>> {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             if let Some(message) = &self.message {
                 super::messages::insert_message_ref(&mut *conn, message).await?;
