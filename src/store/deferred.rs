@@ -13,6 +13,7 @@ use super::audit::bind_entry;
 use super::audit_entry::AuditEntry;
 use super::error::{Result, StoreError};
 use super::json;
+use super::placeholders::Marks;
 use crate::protocol::Command;
 
 /// Audit rows per statement: 15 values each, far below SQLite's limit of 32,766.
@@ -70,9 +71,10 @@ impl Deferred {
 
     /// Runs everything left to the end, in the transaction `conn` is in.
     pub async fn run(self, conn: &mut AnyConnection) -> Result<()> {
+        let marks = Marks::of(conn);
         for chunk in self.commands.chunks(COMMANDS_PER_STATEMENT) {
-            let sql = format!("INSERT INTO outbox (session_id, approval_key, command, created_at_ms) VALUES {}", placeholders(chunk.len(), 4));
-            // Safe: the text is only numbered placeholders; every value is bound.
+            let sql = format!("INSERT INTO outbox (session_id, approval_key, command, created_at_ms) VALUES {}", marks.rows(chunk.len(), 4));
+            // Safe: the text is only value marks; every value is bound.
             let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql));
             for (command, at_ms) in chunk {
                 let approval_key = match command {
@@ -88,9 +90,9 @@ impl Deferred {
                 "INSERT INTO audit_log (at_ms, session_id, approval_key, interaction_id, actor, outcome, reply,
                                         original_args, edited_args, latency_ms, agent, kind, tools, reason, attempts)
                  VALUES {}",
-                placeholders(chunk.len(), 15)
+                marks.rows(chunk.len(), 15)
             );
-            // Safe: the text is only numbered placeholders; every value is bound.
+            // Safe: the text is only value marks; every value is bound.
             let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql));
             for entry in chunk {
                 insert = bind_entry(insert, entry)?;
@@ -98,20 +100,20 @@ impl Deferred {
             insert.execute(&mut *conn).await.map_err(StoreError::query("append audit entries"))?;
         }
         for chunk in self.ended.chunks(KEYS_PER_STATEMENT) {
-            let sql = format!("DELETE FROM pending_shows WHERE interaction_id IN ({})", numbered(1, chunk.len()));
-            // Safe: the text is only numbered placeholders; every value is bound.
+            let sql = format!("DELETE FROM pending_shows WHERE interaction_id IN ({})", marks.list(1, chunk.len()));
+            // Safe: the text is only value marks; every value is bound.
             let delete = chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |query, id| query.bind(id.as_str()));
             delete.execute(&mut *conn).await.map_err(StoreError::query("drop the shows of ended interactions"))?;
         }
         for chunk in self.delivered.chunks(KEYS_PER_STATEMENT) {
-            let sql = format!("DELETE FROM outbox WHERE id IN ({})", numbered(1, chunk.len()));
-            // Safe: the text is only numbered placeholders; every value is bound.
+            let sql = format!("DELETE FROM outbox WHERE id IN ({})", marks.list(1, chunk.len()));
+            // Safe: the text is only value marks; every value is bound.
             let delete = chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |query, id| query.bind(*id));
             delete.execute(&mut *conn).await.map_err(StoreError::query("remove delivered commands"))?;
         }
         for chunk in self.handled.chunks(KEYS_PER_STATEMENT) {
-            let sql = format!("UPDATE telegram_inbox SET handled_at_ms = $1 WHERE update_id IN ({})", numbered(2, chunk.len()));
-            // Safe: the text is only numbered placeholders; every value is bound.
+            let sql = format!("UPDATE telegram_inbox SET handled_at_ms = {} WHERE update_id IN ({})", marks.list(1, 1), marks.list(2, chunk.len()));
+            // Safe: the text is only value marks; every value is bound.
             let mark = chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)).bind(self.handled_at_ms), |query, id| query.bind(*id));
             mark.execute(&mut *conn).await.map_err(StoreError::query("mark updates handled"))?;
         }
@@ -122,23 +124,4 @@ impl Deferred {
 /// `$3, $4` for two values numbered from 3.
 fn numbered(from: usize, count: usize) -> String {
     (from..from + count).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ")
-}
-
-/// `($1, $2), ($3, $4)` for two rows of two values.
-fn placeholders(rows: usize, columns: usize) -> String {
-    let row = |r: usize| format!("({})", (1..=columns).map(|c| format!("${}", r * columns + c)).collect::<Vec<_>>().join(", "));
-    (0..rows).map(row).collect::<Vec<_>>().join(", ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{numbered, placeholders};
-
-    #[test]
-    fn placeholders_number_every_value_once() {
-        assert_eq!(placeholders(2, 3), "($1, $2, $3), ($4, $5, $6)");
-        assert_eq!(placeholders(1, 1), "($1)");
-        assert_eq!(numbered(2, 3), "$2, $3, $4");
-        assert_eq!(numbered(1, 1), "$1");
-    }
 }

@@ -14,6 +14,7 @@ use sqlx::AnyConnection;
 use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
+use super::placeholders::Marks;
 use super::row::column;
 use super::{ShowClaim, Store};
 
@@ -130,18 +131,12 @@ impl Write for StoreUpdates {
         Box::pin(async move {
             let mut inserted = HashSet::new();
             for chunk in self.updates.chunks(UPDATES_PER_STATEMENT) {
-                let rows: Vec<String> = (0..chunk.len())
-                    .map(|n| {
-                        let p = n * 6;
-                        format!("(${}, ${}, ${}, ${}, ${}, ${})", p + 1, p + 2, p + 3, p + 4, p + 5, p + 6)
-                    })
-                    .collect();
                 let sql = format!(
                     "INSERT INTO telegram_inbox (update_id, chat_id, body, received_at_ms, claimed_by, claimed_until_ms)
                      VALUES {} ON CONFLICT (update_id) DO NOTHING RETURNING update_id",
-                    rows.join(", ")
+                    Marks::of(conn).rows(chunk.len(), 6)
                 );
-                // Safe: the text is only numbered placeholders; every value is bound.
+                // Safe: the text is only value marks; every value is bound.
                 let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql));
                 for update in chunk {
                     insert = insert

@@ -29,6 +29,7 @@ pub mod lock;
 mod messages;
 mod outbox;
 mod pairing;
+mod placeholders;
 mod refusals;
 pub mod retention;
 mod row;
