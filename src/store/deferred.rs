@@ -120,8 +120,3 @@ impl Deferred {
         Ok(())
     }
 }
-
-/// `$3, $4` for two values numbered from 3.
-fn numbered(from: usize, count: usize) -> String {
-    (from..from + count).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ")
-}
