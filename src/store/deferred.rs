@@ -13,7 +13,7 @@ use super::audit::bind_entry;
 use super::audit_entry::AuditEntry;
 use super::error::{Result, StoreError};
 use super::json;
-use super::placeholders::Marks;
+use super::placeholders::{Marks, run_time_statement};
 use crate::protocol::Command;
 
 /// Audit rows per statement: 15 values each, far below SQLite's limit of 32,766.
@@ -75,7 +75,7 @@ impl Deferred {
         for chunk in self.commands.chunks(COMMANDS_PER_STATEMENT) {
             let sql = format!("INSERT INTO outbox (session_id, approval_key, command, created_at_ms) VALUES {}", marks.rows(chunk.len(), 4));
             // Safe: the text is only value marks; every value is bound.
-            let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql));
+            let mut insert = run_time_statement(sql);
             for (command, at_ms) in chunk {
                 let approval_key = match command {
                     Command::Approval { approval_key, .. } => Some(approval_key.clone()),
@@ -93,7 +93,7 @@ impl Deferred {
                 marks.rows(chunk.len(), 15)
             );
             // Safe: the text is only value marks; every value is bound.
-            let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql));
+            let mut insert = run_time_statement(sql);
             for entry in chunk {
                 insert = bind_entry(insert, entry)?;
             }
@@ -102,19 +102,19 @@ impl Deferred {
         for chunk in self.ended.chunks(KEYS_PER_STATEMENT) {
             let sql = format!("DELETE FROM pending_shows WHERE interaction_id IN ({})", marks.list(1, chunk.len()));
             // Safe: the text is only value marks; every value is bound.
-            let delete = chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |query, id| query.bind(id.as_str()));
+            let delete = chunk.iter().fold(run_time_statement(sql), |query, id| query.bind(id.as_str()));
             delete.execute(&mut *conn).await.map_err(StoreError::query("drop the shows of ended interactions"))?;
         }
         for chunk in self.delivered.chunks(KEYS_PER_STATEMENT) {
             let sql = format!("DELETE FROM outbox WHERE id IN ({})", marks.list(1, chunk.len()));
             // Safe: the text is only value marks; every value is bound.
-            let delete = chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |query, id| query.bind(*id));
+            let delete = chunk.iter().fold(run_time_statement(sql), |query, id| query.bind(*id));
             delete.execute(&mut *conn).await.map_err(StoreError::query("remove delivered commands"))?;
         }
         for chunk in self.handled.chunks(KEYS_PER_STATEMENT) {
             let sql = format!("UPDATE telegram_inbox SET handled_at_ms = {} WHERE update_id IN ({})", marks.list(1, 1), marks.list(2, chunk.len()));
             // Safe: the text is only value marks; every value is bound.
-            let mark = chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)).bind(self.handled_at_ms), |query, id| query.bind(*id));
+            let mark = chunk.iter().fold(run_time_statement(sql).bind(self.handled_at_ms), |query, id| query.bind(*id));
             mark.execute(&mut *conn).await.map_err(StoreError::query("mark updates handled"))?;
         }
         Ok(())

@@ -14,7 +14,7 @@ use sqlx::AnyConnection;
 use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
-use super::placeholders::Marks;
+use super::placeholders::{Marks, run_time_statement};
 use super::row::column;
 use super::{ShowClaim, Store};
 
@@ -137,7 +137,7 @@ impl Write for StoreUpdates {
                     Marks::of(conn).rows(chunk.len(), 6)
                 );
                 // Safe: the text is only value marks; every value is bound.
-                let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql));
+                let mut insert = run_time_statement(sql);
                 for update in chunk {
                     insert = insert
                         .bind(update.update_id)
