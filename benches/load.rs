@@ -463,11 +463,7 @@ async fn durable(n: usize) {
         println!("  SQLite (WAL), {tasks:>2} at once: {rate:>8.0} decisions/s ({n} decisions; target ≥ 2,000/s)");
     }
     store.close().await;
-    let postgres = match std::env::var(test_db::POSTGRES_ENV) {
-        Ok(_) => test_db::TestDatabase::postgres().await,
-        Err(_) => None,
-    };
-    match postgres {
+    match test_db::TestDatabase::postgres_if_set().await {
         Some(pg) => {
             let store = pg.store().await;
             for tasks in [1, 16] {
@@ -535,20 +531,19 @@ impl Child {
 
 /// The pending phase on SQLite, then on PostgreSQL when [`test_db::POSTGRES_ENV`] is set.
 async fn pending_on_each_store(n: usize) {
-    let sqlite = test_db::TestDatabase::sqlite();
-    pending(n, "SQLite", &sqlite.url, None).await;
-    if std::env::var(test_db::POSTGRES_ENV).is_err() {
-        println!("\n## {n} pending on PostgreSQL: skipped ({} unset)", test_db::POSTGRES_ENV);
-        return;
-    }
-    if let Some(pg) = test_db::TestDatabase::postgres().await {
-        pending(n, "PostgreSQL", &pg.url, Some(&pg)).await;
-        pg.finish().await;
+    pending(n, &test_db::TestDatabase::sqlite()).await;
+    match test_db::TestDatabase::postgres_if_set().await {
+        Some(pg) => {
+            pending(n, &pg).await;
+            pg.finish().await;
+        }
+        None => println!("\n## {n} pending on PostgreSQL: skipped ({} unset)", test_db::POSTGRES_ENV),
     }
 }
 
-/// `postgres`: the database to `ANALYZE` before listing again (see below).
-async fn pending(n: usize, database: &str, store_url: &str, postgres: Option<&test_db::TestDatabase>) {
+async fn pending(n: usize, db: &test_db::TestDatabase) {
+    let store_url = db.url.as_str();
+    let database = if db.is_postgres() { "PostgreSQL" } else { "SQLite" };
     println!("\n## {n} pending interactions in the release binary (a child process), on {database}");
     let tg = FakeTelegram::start().await;
     for c in 0..PENDING_CHATS {
@@ -613,11 +608,11 @@ async fn pending(n: usize, database: &str, store_url: &str, postgres: Option<&te
     println!("  with {n} pending: peak RSS (VmHWM) {peak:.1} MiB, RSS now {now:.1} MiB (target peak ≤ 50 MiB)");
     let (list, bytes) = median_get(&http, &format!("{}/v1/requests?status=pending", child.base), Some(SECRET)).await;
     println!("  GET /v1/requests?status=pending (first page of 100): p50 {:.1} ms, {bytes} bytes (target ≤ 20 ms)", ms(list));
-    if let Some(postgres) = postgres {
+    if db.is_postgres() {
         // The 10,000 rows came in seconds, and autovacuum analyzes a table within about
         // a minute of such a change: until then PostgreSQL plans from no statistics and
         // may sort every pending row for one page. Listed again as it would be then.
-        let raw = postgres.raw().await;
+        let raw = db.raw().await;
         test_db::execute(&raw, "ANALYZE").await;
         raw.close().await;
         let (list, _) = median_get(&http, &format!("{}/v1/requests?status=pending", child.base), Some(SECRET)).await;

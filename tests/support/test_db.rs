@@ -41,6 +41,17 @@ impl TestDatabase {
         Some(TestDatabase::schema_on(&base).await.expect("connect to PostgreSQL"))
     }
 
+    /// A fresh schema on the PostgreSQL named by [`POSTGRES_ENV`], or `None` when it is
+    /// unset (the benchmark then skips its PostgreSQL figures with a line).
+    pub async fn postgres_if_set() -> Option<TestDatabase> {
+        let base = std::env::var(POSTGRES_ENV).ok()?;
+        Some(TestDatabase::schema_on(&base).await.expect("connect to PostgreSQL"))
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        self.schema.is_some()
+    }
+
     /// A fresh schema on the PostgreSQL at `base`.
     pub async fn schema_on(base: &str) -> Result<TestDatabase, sqlx::Error> {
         sqlx::any::install_default_drivers();
