@@ -53,7 +53,7 @@ async fn store() {
         let start = Instant::now();
         let _ = answer(&mut i);
         let audit = AuditEntry::for_settled(&i, 1);
-        assert!(store.settle(&i, None, &audit).await.expect("settle"));
+        assert!(store.settle(&i, None, &audit).await.expect("settle").won());
         samples.push(start.elapsed());
     }
     println!("store (SQLite, WAL): a decision made durable (settle + audit in one transaction): {}", percentiles(samples));

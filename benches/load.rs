@@ -443,7 +443,7 @@ async fn decisions(store: &Store, n: usize, tasks: usize, tag: &str) -> f64 {
                     let Some(mut i) = next else { return };
                     answer(&mut i);
                     let audit = AuditEntry::for_settled(&i, 1);
-                    assert!(store.settle(&i, None, &audit).await.expect("settle"));
+                    assert!(store.settle(&i, None, &audit).await.expect("settle").won());
                 }
             })
         })

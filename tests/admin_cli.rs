@@ -190,7 +190,7 @@ async fn pending_prints_one_aligned_row_per_request(db: &TestDatabase) {
     let mut over = approval("S", "S_0", created);
     assert!(store.insert_interaction(&over).await.expect("insert"));
     assert!(over.expire(now, false));
-    assert!(store.settle(&over, None, &AuditEntry::for_settled(&over, now)).await.expect("settle"));
+    assert!(store.settle(&over, None, &AuditEntry::for_settled(&over, now)).await.expect("settle").won());
 
     assert_eq!(
         ok(&admin(&db.url, &["pending"]).await),
@@ -219,7 +219,7 @@ async fn cancel_settles_queues_reports_and_notifies_once(db: &TestDatabase) {
     let Applied::Resolved(reply) = act(&mut decided, UserAction::DecideAll { decision: hitl_bridge::protocol::DecisionType::Approve }, T0) else {
         panic!("approve all resolves")
     };
-    assert!(store.settle(&decided, Some(&approval_command(&decided, reply)), &AuditEntry::for_settled(&decided, T0)).await.expect("settle"));
+    assert!(store.settle(&decided, Some(&approval_command(&decided, reply)), &AuditEntry::for_settled(&decided, T0)).await.expect("settle").won());
     for (id, _) in store.outbox_for_session("S").await.expect("outbox") {
         store.remove_outbox(id).await.expect("delivered");
     }
@@ -317,7 +317,7 @@ async fn audit_export_prints_entries_in_time_order(db: &TestDatabase) {
     act(&mut edited, UserAction::Decide { action: 0, decision: Decision::Approve }, T0 + 3_500);
     act(&mut edited, UserAction::EditArgs { action: 1, json: r#"{"to": "lead@example.com", "note": "say \"hi\", then go"}"#.into() }, T0 + 3_500);
     let Applied::Resolved(reply) = act(&mut edited, UserAction::Submit, T0 + 3_500) else { panic!("submit resolves") };
-    assert!(store.settle(&edited, Some(&approval_command(&edited, reply)), &AuditEntry::for_settled(&edited, T0 + 3_500)).await.expect("settle"));
+    assert!(store.settle(&edited, Some(&approval_command(&edited, reply)), &AuditEntry::for_settled(&edited, T0 + 3_500)).await.expect("settle").won());
     // Appended after, but earlier: mallory may not answer S_2 (T0 + 1 s); a stranger
     // may not talk (T0 + 2 s).
     let other = approval("S", "S_2", T0);
@@ -332,19 +332,19 @@ async fn audit_export_prints_entries_in_time_order(db: &TestDatabase) {
     assert!(store.insert_interaction(&asked).await.expect("insert"));
     act(&mut asked, UserAction::Select { question: 0, options: vec![1] }, T0 + 6_000);
     let Applied::Resolved(reply) = act(&mut asked, UserAction::Submit, T0 + 6_000) else { panic!("submit resolves") };
-    assert!(store.settle(&asked, Some(&approval_command(&asked, reply)), &AuditEntry::for_settled(&asked, T0 + 6_000)).await.expect("settle"));
+    assert!(store.settle(&asked, Some(&approval_command(&asked, reply)), &AuditEntry::for_settled(&asked, T0 + 6_000)).await.expect("settle").won());
     // An operator cancels S_3 (T0 + 8 s).
     let mut cancelled = approval("S", "S_3", T0);
     assert!(store.insert_interaction(&cancelled).await.expect("insert"));
     assert!(cancelled.cancel(T0 + 8_000, "cancelled by an operator: maintenance"));
     let mut entry = AuditEntry::for_settled(&cancelled, T0 + 8_000);
     entry.actor = Some(Actor::new("cli", "alice", "alice"));
-    assert!(store.settle(&cancelled, None, &entry).await.expect("settle"));
+    assert!(store.settle(&cancelled, None, &entry).await.expect("settle").won());
     // An entry from before kinds and tools were kept: taken from the interaction.
     let mut old = question("S", "Q_2", T0);
     assert!(store.insert_interaction(&old).await.expect("insert"));
     assert!(old.expire(T0 + 9_000, true));
-    assert!(store.settle(&old, None, &AuditEntry { kind: None, tools: None, ..AuditEntry::for_settled(&old, T0 + 9_000) }).await.expect("settle"));
+    assert!(store.settle(&old, None, &AuditEntry { kind: None, tools: None, ..AuditEntry::for_settled(&old, T0 + 9_000) }).await.expect("settle").won());
 
     let approval_tools = json!(["execute_trade", "send_email"]);
     let original = json!([{"symbol": "VNM", "quantity": 100}, {"to": "ops@example.com"}]);
@@ -464,7 +464,7 @@ async fn audit_export_carries_policy_entries(db: &TestDatabase) {
     // T0 + 1 s: Thảo's rule approves P_1 at once.
     let mut by_rule = trade_under(&store, "P_1", trades(1)).await;
     by_rule.resolve_by_rule(&always_rule(), T0 + 1_000).expect("the rule approves");
-    assert!(store.settle(&by_rule, None, &AuditEntry::for_settled(&by_rule, T0 + 1_000)).await.expect("settle"));
+    assert!(store.settle(&by_rule, None, &AuditEntry::for_settled(&by_rule, T0 + 1_000)).await.expect("settle").won());
     // T0 + 2 s: nobody answered P_2; the approvers' role is reminded.
     let escalating = trade_under(&store, "P_2", trades(1)).await;
     let step = EscalationStep { after_secs: 2, action: StepAction::Remind { mention: Mention::Role { role_id: "900".into() } } };
@@ -474,12 +474,12 @@ async fn audit_export_carries_policy_entries(db: &TestDatabase) {
     for (who, at) in [(lan(), T0 + 2_500), (minh(), T0 + 3_000)] {
         voted.apply(&who, UserAction::DecideAll { decision: hitl_bridge::protocol::DecisionType::Approve }, &AccessPolicy::default(), at).expect("vote");
     }
-    assert!(store.settle(&voted, None, &AuditEntry::for_settled(&voted, T0 + 3_000)).await.expect("settle"));
+    assert!(store.settle(&voted, None, &AuditEntry::for_settled(&voted, T0 + 3_000)).await.expect("settle").won());
     // T0 + 4 s: P_4's fallback rejects it.
     let mut fell_back =
         trade_under(&store, "P_4", Policy { fallback: Some(Fallback { after_secs: 4, decision: FallbackDecision::Reject }), ..trades(1) }).await;
     assert!(fell_back.apply_fallback(T0 + 4_000));
-    assert!(store.settle(&fell_back, None, &AuditEntry::for_settled(&fell_back, T0 + 4_000)).await.expect("settle"));
+    assert!(store.settle(&fell_back, None, &AuditEntry::for_settled(&fell_back, T0 + 4_000)).await.expect("settle").won());
     // T0 + 5 s: Eve may not revoke the rule; T0 + 6 s: alice does.
     let eve = Actor::new("telegram", "99", "Eve");
     let why = "only an approver or the person who set it may revoke a rule";

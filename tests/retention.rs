@@ -108,7 +108,7 @@ async fn stored(store: &Store, session: &str, key: &str, at_ms: i64, settle_at: 
     store.add_message_ref(&shown).await.expect("message ref");
     if let Some(t) = settle_at {
         assert!(i.expire(t, false));
-        assert!(store.settle(&i, None, &AuditEntry::for_settled(&i, t)).await.expect("settle"));
+        assert!(store.settle(&i, None, &AuditEntry::for_settled(&i, t)).await.expect("settle").won());
     }
     i
 }
@@ -196,7 +196,7 @@ async fn an_owed_callback_keeps_its_request(db: &TestDb) {
     }
     for i in [&mut delivered, &mut owed] {
         assert!(i.expire(OLD + 61_000, false));
-        assert!(store.settle(i, None, &AuditEntry::for_settled(i, OLD + 61_000)).await.expect("settle"));
+        assert!(store.settle(i, None, &AuditEntry::for_settled(i, OLD + 61_000)).await.expect("settle").won());
     }
     let due = store.due_callbacks(i64::MAX, 10).await.expect("due");
     store.callback_delivered(due.iter().find(|d| d.approval_key == "a_1").expect("a_1 owed")).await.expect("delivered");

@@ -8,7 +8,7 @@
 use hitl_bridge::interaction::policy::{RememberArgs, RememberScope, RememberedRule};
 use hitl_bridge::interaction::{AccessPolicy, Actor, Applied, Draft, Interaction, Policy, RequestBuilder, Status, TimeoutDefaults, UserAction};
 use hitl_bridge::protocol::{ActionRequest, Command, Decision, DecisionType, Reply};
-use hitl_bridge::store::{AuditEntry, ChatKey, MessageRef, Store, StoreError};
+use hitl_bridge::store::{AuditEntry, ChatKey, MessageRef, Queued, Settled, Store, StoreError};
 use serde_json::{Value, json};
 
 mod support;
@@ -189,7 +189,7 @@ async fn interaction_round_trips(db: &mut TestDb) {
     // A settled question keeps its answers (an ordered map on the wire) intact.
     act(&mut q, UserAction::Select { question: 0, options: vec![1] }, T0 + 10);
     let Applied::Resolved(reply) = act(&mut q, UserAction::Submit, T0 + 20) else { panic!("submit resolves") };
-    assert!(store.settle(&q, Some(&approval_command(&q, reply)), &AuditEntry::for_settled(&q, T0 + 20)).await.expect("settle"));
+    assert!(store.settle(&q, Some(&approval_command(&q, reply)), &AuditEntry::for_settled(&q, T0 + 20)).await.expect("settle").won());
     assert_eq!(store.interaction("id-S_2").await.expect("load"), Some(q));
 }
 
@@ -221,7 +221,7 @@ async fn pending_lists_are_oldest_first(db: &mut TestDb) {
     let mut done = approval("S", "S_0", T0 - 1);
     assert!(store.insert_interaction(&done).await.expect("insert"));
     assert!(done.cancel(T0 + 4, "turn ended"));
-    assert!(store.settle(&done, None, &AuditEntry::for_settled(&done, T0 + 4)).await.expect("settle"));
+    assert!(store.settle(&done, None, &AuditEntry::for_settled(&done, T0 + 4)).await.expect("settle").won());
 
     let all = store.pending_interactions().await.expect("list");
     assert_eq!(ids(&all), ["id-S_1", "id-T_1", "id-S_2", "id-S_3"]);
@@ -244,7 +244,7 @@ async fn draft_persists_until_settled(db: &mut TestDb) {
     // Another replica settles it; a draft saved from a stale copy is refused.
     let stale = i.clone();
     resolve_with_edit(&mut i, T0 + 2);
-    assert!(store.settle(&i, None, &AuditEntry::for_settled(&i, T0 + 2)).await.expect("settle"));
+    assert!(store.settle(&i, None, &AuditEntry::for_settled(&i, T0 + 2)).await.expect("settle").won());
     assert!(!store.save_draft(&stale).await.expect("save draft"), "no longer pending");
     assert_eq!(store.interaction("id-S_1").await.expect("load"), Some(i.clone()));
 
@@ -265,9 +265,9 @@ async fn settle_is_first_wins(db: &mut TestDb) {
     let expiry = timed_out.expiry_reply().expect("approvals reject on expiry");
 
     let first = approval_command(&clicked, reply);
-    assert!(store.settle(&clicked, Some(&first), &AuditEntry::for_settled(&clicked, T0 + 1_000)).await.expect("settle"));
+    assert!(store.settle(&clicked, Some(&first), &AuditEntry::for_settled(&clicked, T0 + 1_000)).await.expect("settle").won());
     let second = approval_command(&timed_out, expiry);
-    assert!(!store.settle(&timed_out, Some(&second), &AuditEntry::for_settled(&timed_out, T0 + 1_001)).await.expect("settle"));
+    assert!(!store.settle(&timed_out, Some(&second), &AuditEntry::for_settled(&timed_out, T0 + 1_001)).await.expect("settle").won());
 
     assert_eq!(commands(&store.outbox_for_session("S").await.expect("outbox")), vec![first]);
     let audit = store.audit_log("S_1").await.expect("audit");
@@ -283,7 +283,7 @@ async fn settle_is_first_wins(db: &mut TestDb) {
     assert!(matches!(store.settle(&other, None, &AuditEntry::for_settled(&other, T0)).await, Err(StoreError::WrongState { .. })));
     assert!(store.audit_log("S_2").await.expect("audit").is_empty());
     assert!(other.cancel(T0 + 1, "turn ended"));
-    assert!(store.settle(&other, None, &AuditEntry::for_settled(&other, T0 + 1)).await.expect("settle"));
+    assert!(store.settle(&other, None, &AuditEntry::for_settled(&other, T0 + 1)).await.expect("settle").won());
     assert_eq!(store.outbox_for_session("S").await.expect("outbox").len(), 1, "no command: none queued");
 }
 
@@ -304,10 +304,13 @@ async fn concurrent_settles_have_one_winner(db: &mut TestDb) {
     // Both in flight at once: their statements interleave at every await.
     let (a, b) = tokio::join!(db.store.settle(&clicked, Some(&click), &click_audit), replica.settle(&expired, Some(&expiry), &expiry_audit),);
     let (a, b) = (a.expect("settle"), b.expect("settle"));
-    assert!(a ^ b, "exactly one wins: {a} {b}");
+    assert!(a.won() ^ b.won(), "exactly one wins: {a:?} {b:?}");
 
-    let winner = if a { (click, "resolved") } else { (expiry, "expired") };
-    assert_eq!(commands(&db.store.outbox_for_session("S").await.expect("outbox")), vec![winner.0]);
+    let (winner, settled) = if a.won() { ((click, "resolved"), a) } else { ((expiry, "expired"), b) };
+    let queued = db.store.outbox_for_session("S").await.expect("outbox");
+    assert_eq!(commands(&queued), vec![winner.0.clone()]);
+    // The winner is told the row its command got, for the connector to send unread.
+    assert_eq!(settled, Settled::Won { queued: Some(Queued { id: queued[0].0, created_at_ms: T0 + 10, command: winner.0 }) });
     let audit = db.store.audit_log("S_1").await.expect("audit");
     assert_eq!(audit.iter().map(|e| e.outcome.as_str()).collect::<Vec<_>>(), [winner.1]);
     replica.close().await;
@@ -334,8 +337,8 @@ async fn outbox_keeps_order_and_removes(db: &mut TestDb) {
 
     store.remove_outbox(ids[0]).await.expect("remove");
     store.remove_outbox(ids[0]).await.expect("removing twice is harmless");
-    assert_eq!(store.drop_outbox_for_key("S", "S_1").await.expect("drop"), 2);
-    assert_eq!(store.drop_outbox_for_key("S", "S_1").await.expect("drop"), 0);
+    assert_eq!(store.drop_outbox_for_key("S", "S_1").await.expect("drop").len(), 2);
+    assert_eq!(store.drop_outbox_for_key("S", "S_1").await.expect("drop"), Vec::<i64>::new());
     assert_eq!(commands(&store.outbox_for_session("S").await.expect("outbox")), vec![cancel]);
     assert_eq!(commands(&store.outbox_for_session("T").await.expect("outbox")), vec![elsewhere]);
 }
@@ -423,7 +426,7 @@ async fn pending_in_chat_lists_what_a_chat_shows(db: &mut TestDb) {
     // S_3 ends: it is no longer pending anywhere.
     let mut done = store.interaction("id-S_3").await.expect("load").expect("exists");
     assert!(done.expire(T0 + 10, true));
-    assert!(store.settle(&done, None, &AuditEntry::for_settled(&done, T0 + 10)).await.expect("settle"));
+    assert!(store.settle(&done, None, &AuditEntry::for_settled(&done, T0 + 10)).await.expect("settle").won());
 
     assert_eq!(ids(&store.pending_in_chat(&topic).await.expect("list")), ["id-S_1"], "once, though shown twice");
     assert_eq!(ids(&store.pending_in_chat(&main_chat).await.expect("list")), ["id-S_2"]);
@@ -465,7 +468,7 @@ async fn sessions_with_work_are_listed_once(db: &mut TestDb) {
     let mut done = approval("D", "D_1", T0);
     assert!(store.insert_interaction(&done).await.expect("insert"));
     assert!(done.expire(T0 + 1, true));
-    assert!(store.settle(&done, None, &AuditEntry::for_settled(&done, T0 + 1)).await.expect("settle"));
+    assert!(store.settle(&done, None, &AuditEntry::for_settled(&done, T0 + 1)).await.expect("settle").won());
 
     assert_eq!(store.sessions_with_work().await.expect("list"), ["A", "B", "C"]);
 }
@@ -476,7 +479,7 @@ async fn audit_records_edits_and_latency(db: &mut TestDb) {
     assert!(store.insert_interaction(&i).await.expect("insert"));
     let reply = resolve_with_edit(&mut i, T0 + 3_500);
     let entry = AuditEntry::for_settled(&i, T0 + 9_999);
-    assert!(store.settle(&i, Some(&approval_command(&i, reply)), &entry).await.expect("settle"));
+    assert!(store.settle(&i, Some(&approval_command(&i, reply)), &entry).await.expect("settle").won());
 
     let expected = AuditEntry {
         at_ms: T0 + 3_500,
@@ -508,7 +511,7 @@ async fn audit_records_expiry_by_backend(db: &mut TestDb) {
     let mut i = question("S", "S_1", T0);
     assert!(store.insert_interaction(&i).await.expect("insert"));
     assert!(i.expire(T0 + 600_000, true));
-    assert!(store.settle(&i, None, &AuditEntry::for_settled(&i, T0 + 600_001)).await.expect("settle"));
+    assert!(store.settle(&i, None, &AuditEntry::for_settled(&i, T0 + 600_001)).await.expect("settle").won());
 
     let audit = store.audit_log("S_1").await.expect("audit");
     let [entry] = audit.as_slice() else { panic!("one entry, got {audit:?}") };
@@ -741,7 +744,7 @@ async fn a_draft_saved_from_a_stale_copy_changes_nothing(db: &mut TestDb) {
     let mut late = here.clone();
     let reject = UserAction::DecideAll { decision: DecisionType::Reject };
     let Ok(Applied::Resolved(_)) = late.apply(&voter("12", "Ha"), reject, none, T0 + 4) else { panic!("a reject ends it") };
-    assert!(!db.store.settle_decision(&late, None, &AuditEntry::for_settled(&late, T0 + 4), None).await.expect("settle"), "read before Minh's vote");
+    assert!(!db.store.settle_decision(&late, None, &AuditEntry::for_settled(&late, T0 + 4), None).await.expect("settle").won(), "read before Minh's vote");
     assert!(db.store.interaction("id-S_1").await.expect("load").expect("stored").status.is_pending());
 
     // Timers and the backend settle first-wins on the status alone: a cancel made on a
@@ -749,7 +752,7 @@ async fn a_draft_saved_from_a_stale_copy_changes_nothing(db: &mut TestDb) {
     // refused.
     let mut stale = here.clone();
     assert!(stale.cancel(T0 + 4, "turn ended"));
-    assert!(db.store.settle(&stale, None, &AuditEntry::for_settled(&stale, T0 + 4)).await.expect("settle"));
+    assert!(db.store.settle(&stale, None, &AuditEntry::for_settled(&stale, T0 + 4)).await.expect("settle").won());
     assert!(!replica.save_draft(&fresh).await.expect("save draft"));
     assert_eq!(db.store.interaction("id-S_1").await.expect("load").expect("stored").status.name(), "cancelled");
     replica.close().await;
@@ -820,12 +823,12 @@ async fn settle_decision_stores_the_rule_only_for_the_winner(db: &mut TestDb) {
     assert!(store.insert_interaction(&created).await.expect("insert"));
     let mut expired = created.clone();
     assert!(expired.expire(T0 + 5, false));
-    assert!(store.settle(&expired, None, &AuditEntry::for_settled(&expired, T0 + 5)).await.expect("settle"));
+    assert!(store.settle(&expired, None, &AuditEntry::for_settled(&expired, T0 + 5)).await.expect("settle").won());
     let mut late = created.clone();
     let Ok(Applied::Resolved(reply)) = late.apply(&voter("10", "Lan"), remember(), none, T0 + 6) else { panic!("remembered approval resolves") };
     let rule = late.rule_to_save("stream").expect("a rule to save");
     let command = approval_command(&late, reply);
-    assert!(!store.settle_decision(&late, Some(&command), &AuditEntry::for_settled(&late, T0 + 6), Some(&rule)).await.expect("settle"));
+    assert!(!store.settle_decision(&late, Some(&command), &AuditEntry::for_settled(&late, T0 + 6), Some(&rule)).await.expect("settle").won());
     assert!(store.active_rules().await.expect("rules").is_empty());
     assert!(store.outbox_for_session("S").await.expect("outbox").is_empty());
 
@@ -836,7 +839,7 @@ async fn settle_decision_stores_the_rule_only_for_the_winner(db: &mut TestDb) {
     let rule = won.rule_to_save("stream").expect("a rule to save");
     assert_eq!((rule.id.as_str(), rule.scope, rule.session_id.as_deref(), rule.set_at_ms), ("id-S_2", RememberScope::Always, None, T0 + 7));
     let command = approval_command(&won, reply);
-    assert!(store.settle_decision(&won, Some(&command), &AuditEntry::for_settled(&won, T0 + 7), Some(&rule)).await.expect("settle"));
+    assert!(store.settle_decision(&won, Some(&command), &AuditEntry::for_settled(&won, T0 + 7), Some(&rule)).await.expect("settle").won());
     assert_eq!(store.rules_for("stream", "any session").await.expect("rules"), vec![rule.clone()]);
     assert_eq!(commands(&store.outbox_for_session("S").await.expect("outbox")), vec![command]);
     assert_eq!(store.audit_log("S_2").await.expect("audit").len(), 1);

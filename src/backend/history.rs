@@ -63,8 +63,8 @@ async fn drop_answered_commands(store: &Store, session_id: &str, session: &[Inte
         let Some(interaction) = session.iter().find(|i| i.approval_key() == approval_key) else { continue };
         if resolution_for(resolved, interaction, session).is_some() {
             let dropped = store.drop_outbox_for_key(session_id, &approval_key).await?;
-            tracing::info!(%session_id, %approval_key, dropped, "history shows the backend has this decision; not re-sending");
-            if dropped > 0 {
+            tracing::info!(%session_id, %approval_key, dropped = dropped.len(), "history shows the backend has this decision; not re-sending");
+            if !dropped.is_empty() {
                 delivered.push(approval_key);
             }
         }

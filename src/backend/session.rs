@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use tokio::sync::{Notify, mpsc};
@@ -22,11 +22,11 @@ use tracing::Instrument;
 
 use super::lease::Lease;
 pub use super::link::{Link, LinkError, Outgoing, Received, Sent, Transport};
-use super::outbox::InFlight;
+use super::outbox::{InFlight, Source};
 use super::{BackendInput, Connector, SessionUpdate, history, outbox};
 use crate::clock::now_ms;
 use crate::protocol::Command;
-use crate::store::Store;
+use crate::store::{Queued, Store};
 
 /// How often a connected session looks for commands other replicas queued (clicks
 /// that reached another replica wake no one here).
@@ -73,8 +73,24 @@ struct SessionTask {
 struct Signals {
     /// New commands are in the outbox.
     wake: Notify,
+    /// Some of them were not handed over: read the outbox.
+    read_outbox: AtomicBool,
+    /// Rows just committed and handed over, to send without reading them back.
+    handed: Mutex<Vec<Queued>>,
     /// A `message` was sent and no end of turn has come back yet.
     turn_open: AtomicBool,
+}
+
+impl Signals {
+    /// Where the next flush takes its commands from; `None`: nothing new. Taken before
+    /// any read, so whatever is handed over meanwhile waits for the next flush.
+    fn take_source(&self, lease_vouched: bool) -> Option<Source> {
+        let handed = std::mem::take(&mut *self.handed.lock().unwrap_or_else(|p| p.into_inner()));
+        if self.read_outbox.swap(false, Ordering::AcqRel) || (!handed.is_empty() && !lease_vouched) {
+            return Some(Source::Store);
+        }
+        (!handed.is_empty()).then_some(Source::Handed(handed))
+    }
 }
 
 impl<T: Transport> SessionConnector<T> {
@@ -93,16 +109,18 @@ impl<T: Transport> Connector for SessionConnector<T> {
         true
     }
 
-    /// Makes sure `session_id` has a task and tells it to deliver its outbox.
+    /// Makes sure `session_id` has a task and tells it to read and deliver its outbox.
     fn deliver(&self, session_id: &str) {
-        let mut sessions = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = sessions.entry(session_id.to_owned()).or_insert_with(|| {
-            let signals = Arc::new(Signals::default());
-            let span = tracing::info_span!("session", session_id = %session_id);
-            let task = tokio::spawn(run(self.inner.clone(), session_id.to_owned(), signals.clone()).instrument(span));
-            SessionTask { signals, task }
-        });
-        entry.signals.wake.notify_one();
+        let signals = self.task_for(session_id);
+        signals.read_outbox.store(true, Ordering::Release);
+        signals.wake.notify_one();
+    }
+
+    /// Hands `queued` to its session's task, which sends it without reading it back.
+    fn deliver_queued(&self, queued: Queued) {
+        let signals = self.task_for(queued.command.session_id());
+        signals.handed.lock().unwrap_or_else(|p| p.into_inner()).push(queued);
+        signals.wake.notify_one();
     }
 
     /// Stops every session task and gives up their leases; the outbox keeps what was
@@ -123,6 +141,20 @@ impl<T: Transport> Connector for SessionConnector<T> {
                 self.inner.lease.release(&session).await;
             }
         })
+    }
+}
+
+impl<T: Transport> SessionConnector<T> {
+    /// The signals of `session_id`'s task, started if it has none.
+    fn task_for(&self, session_id: &str) -> Arc<Signals> {
+        let mut sessions = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = sessions.entry(session_id.to_owned()).or_insert_with(|| {
+            let signals = Arc::new(Signals::default());
+            let span = tracing::info_span!("session", session_id = %session_id);
+            let task = tokio::spawn(run(self.inner.clone(), session_id.to_owned(), signals.clone()).instrument(span));
+            SessionTask { signals, task }
+        });
+        entry.signals.clone()
     }
 }
 
@@ -147,6 +179,7 @@ async fn run<T: Transport>(inner: Arc<Inner<T>>, session_id: String, signals: Ar
             }
             Err(e) => tracing::warn!(%session_id, error = %e, "cannot read the outbox; retrying"),
         }
+        let taking = Instant::now();
         match inner.lease.take(&session_id).await {
             Ok(true) => {}
             Ok(false) => {
@@ -166,7 +199,7 @@ async fn run<T: Transport>(inner: Arc<Inner<T>>, session_id: String, signals: Ar
                 backoff = Duration::from_secs(1);
                 tracing::info!(%session_id, backend = inner.transport.name(), "connected to backend");
                 let connected = inner.options.metrics.session_connected();
-                match pump(&inner, &session_id, &signals, &mut state, link).await {
+                match pump(&inner, &session_id, &signals, &mut state, link, taking).await {
                     Ok(()) => tracing::info!(%session_id, "backend closed the connection"),
                     Err(LinkError::EngineGone) => return,
                     Err(e) => tracing::warn!(%session_id, error = %e, "backend connection lost"),
@@ -189,22 +222,30 @@ async fn run<T: Transport>(inner: Arc<Inner<T>>, session_id: String, signals: Ar
 /// Whether the session should be connected: an open turn, pending interactions, or
 /// commands waiting.
 async fn has_work<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals) -> Result<bool, LinkError> {
-    Ok(signals.turn_open.load(Ordering::Acquire)
-        || outbox::has_commands(&inner.store, session_id).await?
-        || !inner.store.pending_in_session(session_id).await?.is_empty())
+    Ok(signals.turn_open.load(Ordering::Acquire) || inner.store.has_commands(session_id).await? || inner.store.has_pending_in_session(session_id).await?)
 }
 
 /// Runs one connection: reconcile, deliver the outbox, then relay updates until the
 /// backend closes, the link fails, or the session has been idle for
 /// `options.idle_close`. Outbox deliveries are triggered by `wake` and by a slow poll.
-async fn pump<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals, state: &mut T::State, mut link: T::Link) -> Result<(), LinkError> {
+/// `lease_taken`: when the lease was last taken (just before the call that took it).
+async fn pump<T: Transport>(
+    inner: &Inner<T>,
+    session_id: &str,
+    signals: &Signals,
+    state: &mut T::State,
+    mut link: T::Link,
+    mut lease_taken: Instant,
+) -> Result<(), LinkError> {
     if let Some(template) = &inner.options.history_url {
         for update in history::reconcile(&inner.store, &inner.http, template, session_id, inner.options.defaults).await? {
             send_update(inner, session_id, update).await?;
         }
     }
     let mut in_flight = InFlight::opened_at(now_ms());
-    flush(inner, session_id, signals, &mut link, &mut in_flight).await?;
+    // Whatever was handed over before now is in the outbox this read sees.
+    drop(signals.take_source(false));
+    flush(inner, session_id, signals, &mut link, &mut in_flight, Source::Store).await?;
     let mut renew = tokio::time::interval(inner.lease.renew_every());
     renew.tick().await; // the first tick is immediate; the lease was just taken
     let mut poll = tokio::time::interval(OUTBOX_POLL);
@@ -213,12 +254,15 @@ async fn pump<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signal
     loop {
         tokio::select! {
             _ = renew.tick() => {
+                let taking = Instant::now();
                 if !inner.lease.take(session_id).await? {
                     return Err(LinkError::LeaseLost);
                 }
+                lease_taken = taking;
             }
             _ = poll.tick() => {
-                flush(inner, session_id, signals, &mut link, &mut in_flight).await?;
+                drop(signals.take_source(false));
+                flush(inner, session_id, signals, &mut link, &mut in_flight, Source::Store).await?;
                 if in_flight.is_empty() && !has_work(inner, session_id, signals).await? {
                     let since = *idle_since.get_or_insert_with(tokio::time::Instant::now);
                     if since.elapsed() >= inner.options.idle_close {
@@ -229,7 +273,15 @@ async fn pump<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signal
                     idle_since = None;
                 }
             }
-            _ = signals.wake.notified() => flush(inner, session_id, signals, &mut link, &mut in_flight).await?,
+            _ = signals.wake.notified() => {
+                // The lease lasts `period` from when it was taken; renewed every third
+                // of it, it normally has two thirds left. Past half, it is not vouched
+                // for in memory: the outbox read checks it in the store.
+                let lease_vouched = lease_taken.elapsed() < inner.lease.period() / 2;
+                if let Some(source) = signals.take_source(lease_vouched) {
+                    flush(inner, session_id, signals, &mut link, &mut in_flight, source).await?;
+                }
+            }
             received = link.recv(state) => match received {
                 Some(Ok(received)) => relay(inner, session_id, signals, received, &mut in_flight).await?,
                 Some(Err(e)) => return Err(e),
@@ -270,8 +322,15 @@ async fn relay<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signa
 
 /// Delivers the outbox, noting an open turn when a `message` goes out, and tells the
 /// engine about replies settled without a write.
-async fn flush<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals, link: &mut T::Link, in_flight: &mut InFlight) -> Result<(), LinkError> {
-    let settled = outbox::flush(&inner.store, &inner.lease, session_id, link, in_flight, |command| {
+async fn flush<T: Transport>(
+    inner: &Inner<T>,
+    session_id: &str,
+    signals: &Signals,
+    link: &mut T::Link,
+    in_flight: &mut InFlight,
+    source: Source,
+) -> Result<(), LinkError> {
+    let settled = outbox::flush(&inner.store, &inner.lease, session_id, link, in_flight, source, |command| {
         if matches!(command, Command::Message { .. }) {
             signals.turn_open.store(true, Ordering::Release);
         }

@@ -10,7 +10,7 @@ use super::{ActError, ActOutcome, DRAFT_RACE_BACKOFF, Decided, EngineError, LOG_
 
 use crate::interaction::{Actor, Applied, Attempt, Interaction, Origin, UserAction};
 use crate::protocol::{Command, UserInfo};
-use crate::store::{ApiRequest, AuditEntry, ChatKey};
+use crate::store::{ApiRequest, AuditEntry, ChatKey, Queued};
 
 impl Shard {
     pub(super) async fn session_for(&self, chat: &ChatKey) -> Result<String, EngineError> {
@@ -34,8 +34,9 @@ impl Shard {
         let session = self.session_for(chat).await?;
         self.store.set_requester(&session, actor).await?;
         let user = UserInfo { platform: actor.platform.clone(), id: actor.user_id.clone(), name: actor.name.clone() };
-        self.store.enqueue(&Command::message(&session, text, Some(user)), now_ms()).await?;
-        self.connectors.deliver(&session);
+        let (command, now) = (Command::message(&session, text, Some(user)), now_ms());
+        let id = self.store.enqueue(&command, now).await?;
+        self.connectors.deliver_queued(Queued { id, created_at_ms: now, command });
         Ok(session)
     }
 
@@ -85,10 +86,11 @@ impl Shard {
             Ok(None) => return drop(done.send(Err(EngineError::NoSession))),
             Err(e) => return drop(done.send(Err(e.into()))),
         };
-        if let Err(e) = self.store.enqueue(&Command::Cancel { session_id: session_id.clone() }, now_ms()).await {
-            return drop(done.send(Err(e.into())));
+        let (command, now) = (Command::Cancel { session_id: session_id.clone() }, now_ms());
+        match self.store.enqueue(&command, now).await {
+            Ok(id) => self.connectors.deliver_queued(Queued { id, created_at_ms: now, command }),
+            Err(e) => return drop(done.send(Err(e.into()))),
         }
-        self.connectors.deliver(&session_id);
         // Sent from a task: the session's shard may be this one, whose queue this
         // shard must not wait on.
         let (shards, actor) = (self.shards.clone(), actor.clone());

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use crate::interaction::Interaction;
+use crate::store::Queued;
 
 /// What the engine asks of a backend connector.
 pub trait Connector: Send + Sync {
@@ -30,6 +31,12 @@ pub trait Connector: Send + Sync {
     /// Commands for `session_id` may be waiting in the outbox: deliver them (and keep
     /// the session connected while it has work). Never blocks.
     fn deliver(&self, session_id: &str);
+
+    /// `queued` was just committed to the outbox: deliver it, and whatever else waits
+    /// for its session, without reading it back where the connector can. Never blocks.
+    fn deliver_queued(&self, queued: Queued) {
+        self.deliver(queued.command.session_id());
+    }
 
     /// An interaction of one of its sessions has ended; the outcome is already
     /// durable. Never blocks.
@@ -64,6 +71,13 @@ impl Connectors {
         match self.for_session(session_id) {
             Some(connector) => connector.deliver(session_id),
             None => tracing::warn!(%session_id, "no backend connector serves this session; its commands wait"),
+        }
+    }
+
+    pub fn deliver_queued(&self, queued: Queued) {
+        match self.for_session(queued.command.session_id()) {
+            Some(connector) => connector.deliver_queued(queued),
+            None => tracing::warn!(session_id = %queued.command.session_id(), "no backend connector serves this session; its commands wait"),
         }
     }
 

@@ -5,7 +5,7 @@ use super::{DELIVERY_GRACE_MS, Decided, EngineError, LOG_TARGET, Shard, now_ms};
 
 use crate::interaction::{Delivery, Interaction};
 use crate::protocol::{Command, Reply};
-use crate::store::AuditEntry;
+use crate::store::{AuditEntry, Settled};
 
 impl Shard {
     /// Persists a settled interaction with its command and audit entry, then delivers
@@ -34,20 +34,21 @@ impl Shard {
         if command.is_some() {
             interaction.delivery = Delivery::Queued;
         }
-        let stored = match decided {
+        let settled = match decided {
             Decided::ByPerson { rule } => self.store.settle_decision(&interaction, command, audit, rule).await?,
             Decided::Otherwise => self.store.settle(&interaction, command, audit).await?,
         };
-        if !stored {
-            return Ok(false);
-        }
+        let Settled::Won { queued } = settled else { return Ok(false) };
         self.deadlines.remove(&interaction.id);
         self.escalations.remove(&interaction.id);
         self.routes.remove(&interaction.id);
         self.metrics.settled(&interaction);
         self.connectors.settled(&interaction);
         if command.is_some() {
-            self.connectors.deliver(&interaction.session_id);
+            match queued {
+                Some(queued) => self.connectors.deliver_queued(queued),
+                None => self.connectors.deliver(&interaction.session_id),
+            }
             // Kept as the store now holds it (a settle bumps the revision), for the
             // delivery proof.
             interaction.revision.0 += 1;

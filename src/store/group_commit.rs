@@ -104,8 +104,9 @@ async fn together(pool: &AnyPool, batch: &[Queued]) -> Result<Vec<bool>> {
     for queued in batch {
         outcomes.push(queued.write.apply(&mut tx, &mut deferred).await?);
     }
-    deferred.run(&mut tx).await?;
+    let assigned = deferred.run(&mut tx).await?;
     tx.commit().await.map_err(StoreError::query("commit a group commit"))?;
+    assigned.publish();
     Ok(outcomes)
 }
 
@@ -117,8 +118,9 @@ pub(super) async fn alone(pool: &AnyPool, write: &dyn Write) -> Result<bool> {
         tx.rollback().await.map_err(StoreError::query("roll back a write"))?;
         return Ok(false);
     }
-    deferred.run(&mut tx).await?;
+    let assigned = deferred.run(&mut tx).await?;
     tx.commit().await.map_err(StoreError::query("commit a write"))?;
+    assigned.publish();
     Ok(true)
 }
 
@@ -129,7 +131,7 @@ mod tests {
 
     use crate::interaction::{Interaction, RequestBuilder, TimeoutDefaults};
     use crate::protocol::{ActionRequest, Command};
-    use crate::store::{AuditEntry, ChatKey, MessageRef, Store};
+    use crate::store::{AuditEntry, ChatKey, MessageRef, Queued, Settled, Store};
 
     fn interaction(n: usize) -> Interaction {
         let action = ActionRequest { name: "execute_trade".into(), args: json!({"n": n}), description: None, tool_use_id: None };
@@ -149,6 +151,8 @@ mod tests {
     /// or queued twice), and one shown message for an interaction that does not exist
     /// (a foreign key error). The bad write fails alone; every other write has its own,
     /// correct outcome, and the winners' audit rows and commands are all there, once.
+    /// Each winner is told the outbox row its command got (the rows of one multi-row
+    /// insert are matched to their commands), so the connector need not read it back.
     #[tokio::test]
     async fn concurrent_writes_keep_their_own_outcomes_and_a_bad_one_fails_alone() {
         let dir = tempfile::tempdir().unwrap();
@@ -170,11 +174,13 @@ mod tests {
 
         assert!(bad.is_err(), "{bad:?}");
         for n in 0..20 {
-            let won = [outcomes[n], outcomes[n + 20]];
-            assert_eq!(won.iter().filter(|&&w| w).count(), 1, "interaction {n}: {won:?}");
+            let won: Vec<&Settled> = [&outcomes[n], &outcomes[n + 20]].into_iter().filter(|s| s.won()).collect();
+            assert_eq!(won.len(), 1, "interaction {n}: {:?}", [&outcomes[n], &outcomes[n + 20]]);
             assert_eq!(store.audit_log(&format!("trade_{n}")).await.unwrap().len(), 1);
-            let queued: Vec<Command> = store.outbox_for_session(&format!("s{n}")).await.unwrap().into_iter().map(|(_, c)| c).collect();
-            assert_eq!(queued, [Command::Cancel { session_id: format!("s{n}") }]);
+            let queued = store.outbox_for_session(&format!("s{n}")).await.unwrap();
+            let command = Command::Cancel { session_id: format!("s{n}") };
+            assert_eq!(queued, [(queued[0].0, command.clone())]);
+            assert_eq!(won[0], &Settled::Won { queued: Some(Queued { id: queued[0].0, created_at_ms: 5, command }) }, "interaction {n}: told its row");
             assert!(!store.interaction(&format!("i{n:011}")).await.unwrap().unwrap().status.is_pending());
         }
     }
@@ -205,7 +211,7 @@ mod tests {
             let store = store.clone();
             async move {
                 let (i, audit) = cancelled(n);
-                store.settle(&i, None, &audit).await.unwrap()
+                store.settle(&i, None, &audit).await.unwrap().won()
             }
         }));
         let handled = join_all(updates.iter().map(|u| store.finish_update(u.update_id, 7)));

@@ -11,10 +11,11 @@ use sqlx::{AnyConnection, AnyExecutor};
 use super::Store;
 use super::audit_entry::AuditEntry;
 use super::chats::ChatKey;
-use super::deferred::Deferred;
+use super::deferred::{Deferred, OutboxId};
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
 use super::json::{self, skip_corrupt};
+use super::outbox::Queued;
 use super::row::column;
 use super::rules::insert_rule;
 use super::shows::{ShowClaim, insert_shows};
@@ -119,6 +120,17 @@ impl Store {
         Ok(decode_rows(&rows))
     }
 
+    /// Whether `session_id` has an interaction pending; reads no body.
+    pub async fn has_pending_in_session(&self, session_id: &str) -> Result<bool> {
+        let row = sqlx::query("SELECT id FROM interactions WHERE session_id = $1 AND status = $2 LIMIT 1")
+            .bind(session_id)
+            .bind(pending())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(StoreError::query("look for pending interactions of a session"))?;
+        Ok(row.is_some())
+    }
+
     /// Every interaction of the session, whatever its status, oldest first (history
     /// matching must see requests asked again).
     pub async fn interactions_in_session(&self, session_id: &str) -> Result<Vec<Interaction>> {
@@ -173,16 +185,11 @@ impl Store {
     /// transaction, marks it settled only if it is still pending in the database, then
     /// queues `command` for the backend, then appends `audit`.
     ///
-    /// Returns false and changes nothing if it was already settled: with several
-    /// replicas (or a timer racing a click) the first decision wins and later ones
-    /// must neither send a second reply nor log a second outcome.
-    pub async fn settle(&self, i: &Interaction, command: Option<&Command>, audit: &AuditEntry) -> Result<bool> {
-        if i.status.is_pending() {
-            return Err(StoreError::WrongState { op: "settle", id: i.id.clone(), reason: "it is still pending" });
-        }
-        let body = json::encode(i, "interaction")?;
-        let settle = Settle { id: i.id.clone(), status: i.status.name(), body, command: command.cloned(), audit: audit.clone(), rule: None, revision: None };
-        self.write(settle).await
+    /// Returns [`Settled::Lost`] and changes nothing if it was already settled: with
+    /// several replicas (or a timer racing a click) the first decision wins and later
+    /// ones must neither send a second reply nor log a second outcome.
+    pub async fn settle(&self, i: &Interaction, command: Option<&Command>, audit: &AuditEntry) -> Result<Settled> {
+        self.settle_over(i, command, audit, None, None).await
     }
 
     /// Settles `i` as a person decided it, from the copy they acted on: only if the row
@@ -194,21 +201,56 @@ impl Store {
     /// rule never exists for a decision that lost its race.
     ///
     /// Timers and the backend settle with [`Store::settle`], on the status alone.
-    pub async fn settle_decision(&self, i: &Interaction, command: Option<&Command>, audit: &AuditEntry, rule: Option<&RememberedRule>) -> Result<bool> {
+    pub async fn settle_decision(&self, i: &Interaction, command: Option<&Command>, audit: &AuditEntry, rule: Option<&RememberedRule>) -> Result<Settled> {
+        self.settle_over(i, command, audit, rule, Some(i.revision.0)).await
+    }
+
+    async fn settle_over(
+        &self,
+        i: &Interaction,
+        command: Option<&Command>,
+        audit: &AuditEntry,
+        rule: Option<&RememberedRule>,
+        revision: Option<i64>,
+    ) -> Result<Settled> {
         if i.status.is_pending() {
             return Err(StoreError::WrongState { op: "settle", id: i.id.clone(), reason: "it is still pending" });
         }
-        let body = json::encode(i, "interaction")?;
+        let outbox_id = OutboxId::default();
         let settle = Settle {
             id: i.id.clone(),
             status: i.status.name(),
-            body,
+            body: json::encode(i, "interaction")?,
             command: command.cloned(),
             audit: audit.clone(),
             rule: rule.cloned(),
-            revision: Some(i.revision.0),
+            revision,
+            outbox_id: outbox_id.clone(),
         };
-        self.write(settle).await
+        if !self.write(settle).await? {
+            return Ok(Settled::Lost);
+        }
+        let queued = command.zip(outbox_id.get()).map(|(command, &id)| Queued { id, created_at_ms: audit.at_ms, command: command.clone() });
+        Ok(Settled::Won { queued })
+    }
+}
+
+/// What a settle did.
+#[derive(Debug, Clone, PartialEq)]
+#[must_use]
+pub enum Settled {
+    /// The interaction was no longer pending (or, for a person's decision, no longer at
+    /// the revision it was read at): nothing changed.
+    Lost,
+    /// Settled, with the command it queued as the outbox now holds it, for the
+    /// connector to send without reading it back (`None` without a command, or in the
+    /// rare case its id could not be told: the connector reads the outbox then).
+    Won { queued: Option<Queued> },
+}
+
+impl Settled {
+    pub fn won(&self) -> bool {
+        matches!(self, Settled::Won { .. })
     }
 }
 
@@ -277,6 +319,8 @@ struct Settle {
     /// Only over this revision ([`Store::settle_decision`]); `None`: first wins on the
     /// status alone.
     revision: Option<i64>,
+    /// Told the outbox id of `command` once the settle has committed.
+    outbox_id: OutboxId,
 }
 
 impl Write for Settle {
@@ -305,7 +349,7 @@ impl Write for Settle {
             }
             if let Some(command) = &self.command {
                 // Queued at the settle time: the audit entry carries it.
-                deferred.command(command, self.audit.at_ms);
+                deferred.command(command, self.audit.at_ms, &self.outbox_id);
             }
             deferred.audit(&self.audit);
             if let Some(rule) = &self.rule {

@@ -48,7 +48,7 @@ pub use chats::ChatKey;
 pub use connect::DEFAULT_URL;
 pub use error::{Result, StoreError};
 pub use inbox::InboxUpdate;
-pub use interactions::PendingTimers;
+pub use interactions::{PendingTimers, Settled};
 pub use messages::MessageRef;
 pub use outbox::Queued;
 pub use pairing::{PairError, PairedUser, PairingCode};

@@ -57,16 +57,25 @@ impl Store {
     }
 
     /// Drops queued replies for one request, when history shows the backend already
-    /// has an answer for it (sending another would be a second reply). Returns how
-    /// many were dropped.
-    pub async fn drop_outbox_for_key(&self, session_id: &str, approval_key: &str) -> Result<u64> {
-        let done = sqlx::query("DELETE FROM outbox WHERE session_id = $1 AND approval_key = $2")
+    /// has an answer for it (sending another would be a second reply). Returns the ids
+    /// dropped.
+    pub async fn drop_outbox_for_key(&self, session_id: &str, approval_key: &str) -> Result<Vec<i64>> {
+        sqlx::query_scalar("DELETE FROM outbox WHERE session_id = $1 AND approval_key = $2 RETURNING id")
             .bind(session_id)
             .bind(approval_key)
-            .execute(&self.pool)
+            .fetch_all(&self.pool)
             .await
-            .map_err(StoreError::query("drop outbox entries for an approval key"))?;
-        Ok(done.rows_affected())
+            .map_err(StoreError::query("drop outbox entries for an approval key"))
+    }
+
+    /// Whether `session_id` has commands queued.
+    pub async fn has_commands(&self, session_id: &str) -> Result<bool> {
+        let row = sqlx::query("SELECT id FROM outbox WHERE session_id = $1 LIMIT 1")
+            .bind(session_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(StoreError::query("look for queued commands"))?;
+        Ok(row.is_some())
     }
 
     /// How many commands wait in the outbox, all sessions together (`/metrics`).
