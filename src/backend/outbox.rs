@@ -53,6 +53,11 @@ impl InFlight {
         self.written.is_empty()
     }
 
+    /// How many commands wait for their proof.
+    pub fn len(&self) -> usize {
+        self.written.len()
+    }
+
     fn contains(&self, id: i64) -> bool {
         self.written.iter().any(|(_, written, _)| *written == id)
     }

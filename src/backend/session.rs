@@ -11,8 +11,8 @@
 //! [`SessionConnector`] is the resulting [`Connector`].
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
@@ -28,8 +28,9 @@ use crate::clock::now_ms;
 use crate::protocol::Command;
 use crate::store::{Queued, Store};
 
-/// How often a connected session looks for commands other replicas queued (clicks
-/// that reached another replica wake no one here).
+/// How often the connector looks at the whole outbox for commands no one here was told
+/// of: clicks that reached another replica, `hitl-bridge cancel` run beside the bridge.
+/// One query for every session, not one per session.
 const OUTBOX_POLL: Duration = Duration::from_secs(1);
 
 /// Settings shared by every session task.
@@ -79,6 +80,9 @@ struct Signals {
     handed: Mutex<Vec<Queued>>,
     /// A `message` was sent and no end of turn has come back yet.
     turn_open: AtomicBool,
+    /// Commands written on the current connection and not yet proven read: the outbox
+    /// poll wakes the task when the session has more queued than this.
+    in_flight: AtomicUsize,
 }
 
 impl Signals {
@@ -96,7 +100,9 @@ impl Signals {
 impl<T: Transport> SessionConnector<T> {
     pub fn new(transport: T, options: SessionOptions, lease: Lease, store: Store, updates: mpsc::Sender<BackendInput>) -> Self {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap_or_default();
-        Self { inner: Arc::new(Inner { transport, options, lease, store, http, updates, sessions: Mutex::new(HashMap::new()) }) }
+        let inner = Arc::new(Inner { transport, options, lease, store, http, updates, sessions: Mutex::new(HashMap::new()) });
+        tokio::spawn(poll_outbox(Arc::downgrade(&inner)));
+        Self { inner }
     }
 }
 
@@ -111,14 +117,14 @@ impl<T: Transport> Connector for SessionConnector<T> {
 
     /// Makes sure `session_id` has a task and tells it to read and deliver its outbox.
     fn deliver(&self, session_id: &str) {
-        let signals = self.task_for(session_id);
+        let signals = self.inner.task_for(session_id);
         signals.read_outbox.store(true, Ordering::Release);
         signals.wake.notify_one();
     }
 
     /// Hands `queued` to its session's task, which sends it without reading it back.
     fn deliver_queued(&self, queued: Queued) {
-        let signals = self.task_for(queued.command.session_id());
+        let signals = self.inner.task_for(queued.command.session_id());
         signals.handed.lock().unwrap_or_else(|p| p.into_inner()).push(queued);
         signals.wake.notify_one();
     }
@@ -144,17 +150,43 @@ impl<T: Transport> Connector for SessionConnector<T> {
     }
 }
 
-impl<T: Transport> SessionConnector<T> {
+impl<T: Transport> Inner<T> {
     /// The signals of `session_id`'s task, started if it has none.
-    fn task_for(&self, session_id: &str) -> Arc<Signals> {
-        let mut sessions = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner());
+    fn task_for(self: &Arc<Self>, session_id: &str) -> Arc<Signals> {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         let entry = sessions.entry(session_id.to_owned()).or_insert_with(|| {
             let signals = Arc::new(Signals::default());
             let span = tracing::info_span!("session", session_id = %session_id);
-            let task = tokio::spawn(run(self.inner.clone(), session_id.to_owned(), signals.clone()).instrument(span));
+            let task = tokio::spawn(run(self.clone(), session_id.to_owned(), signals.clone()).instrument(span));
             SessionTask { signals, task }
         });
         entry.signals.clone()
+    }
+}
+
+/// Every [`OUTBOX_POLL`] while the connector lives: counts the outbox by session and
+/// tells each session with more queued than it has in flight to read its outbox
+/// (starting its task if it has none).
+async fn poll_outbox<T: Transport>(inner: Weak<Inner<T>>) {
+    let mut poll = tokio::time::interval(OUTBOX_POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        poll.tick().await;
+        let Some(inner) = inner.upgrade() else { return };
+        let queued = match inner.store.outbox_by_session().await {
+            Ok(queued) => queued,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot count the outbox; looking again soon");
+                continue;
+            }
+        };
+        for (session_id, count) in queued {
+            let signals = inner.task_for(&session_id);
+            if count > signals.in_flight.load(Ordering::Acquire) {
+                signals.read_outbox.store(true, Ordering::Release);
+                signals.wake.notify_one();
+            }
+        }
     }
 }
 
@@ -199,7 +231,10 @@ async fn run<T: Transport>(inner: Arc<Inner<T>>, session_id: String, signals: Ar
                 backoff = Duration::from_secs(1);
                 tracing::info!(%session_id, backend = inner.transport.name(), "connected to backend");
                 let connected = inner.options.metrics.session_connected();
-                match pump(&inner, &session_id, &signals, &mut state, link, taking).await {
+                let ended = pump(&inner, &session_id, &signals, &mut state, link, taking).await;
+                // What was in flight is written again on the next connection.
+                signals.in_flight.store(0, Ordering::Release);
+                match ended {
                     Ok(()) => tracing::info!(%session_id, "backend closed the connection"),
                     Err(LinkError::EngineGone) => return,
                     Err(e) => tracing::warn!(%session_id, error = %e, "backend connection lost"),
@@ -227,7 +262,8 @@ async fn has_work<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Si
 
 /// Runs one connection: reconcile, deliver the outbox, then relay updates until the
 /// backend closes, the link fails, or the session has been idle for
-/// `options.idle_close`. Outbox deliveries are triggered by `wake` and by a slow poll.
+/// `options.idle_close`. Outbox deliveries are triggered by `wake` (the engine, or the
+/// connector's outbox poll).
 /// `lease_taken`: when the lease was last taken (just before the call that took it).
 async fn pump<T: Transport>(
     inner: &Inner<T>,
@@ -248,8 +284,9 @@ async fn pump<T: Transport>(
     flush(inner, session_id, signals, &mut link, &mut in_flight, Source::Store).await?;
     let mut renew = tokio::time::interval(inner.lease.renew_every());
     renew.tick().await; // the first tick is immediate; the lease was just taken
-    let mut poll = tokio::time::interval(OUTBOX_POLL);
-    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Idleness is looked at a few times per `idle_close`: it only decides when to close.
+    let mut idle_check = tokio::time::interval((inner.options.idle_close / 4).clamp(Duration::from_secs(1), Duration::from_secs(15)));
+    idle_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut idle_since: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
@@ -260,9 +297,7 @@ async fn pump<T: Transport>(
                 }
                 lease_taken = taking;
             }
-            _ = poll.tick() => {
-                drop(signals.take_source(false));
-                flush(inner, session_id, signals, &mut link, &mut in_flight, Source::Store).await?;
+            _ = idle_check.tick() => {
                 if in_flight.is_empty() && !has_work(inner, session_id, signals).await? {
                     let since = *idle_since.get_or_insert_with(tokio::time::Instant::now);
                     if since.elapsed() >= inner.options.idle_close {
@@ -288,6 +323,7 @@ async fn pump<T: Transport>(
                 None => return Ok(()),
             },
         }
+        signals.in_flight.store(in_flight.len(), Ordering::Release);
     }
 }
 

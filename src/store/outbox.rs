@@ -78,6 +78,16 @@ impl Store {
         Ok(row.is_some())
     }
 
+    /// How many commands each session has queued (sessions with none are left out):
+    /// one count on the `(session_id, id)` index, whatever the number of sessions.
+    pub async fn outbox_by_session(&self) -> Result<Vec<(String, usize)>> {
+        let rows = sqlx::query("SELECT session_id, COUNT(*) AS queued FROM outbox GROUP BY session_id")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StoreError::query("count the outbox by session"))?;
+        rows.iter().map(|row| Ok((column(row, "session_id")?, column::<i64>(row, "queued")?.max(0) as usize))).collect()
+    }
+
     /// How many commands wait in the outbox, all sessions together (`/metrics`).
     pub async fn outbox_depth(&self) -> Result<i64> {
         let row = sqlx::query("SELECT COUNT(*) AS depth FROM outbox").fetch_one(&self.pool).await.map_err(StoreError::query("count the outbox"))?;
