@@ -154,7 +154,9 @@ impl Agent {
 }
 
 async fn upgrade(State(agent): State<Arc<Agent>>, Path(session): Path<String>, ws: WebSocketUpgrade) -> Response {
-    ws.on_upgrade(move |socket| connection(agent, session, socket))
+    // A stand-in for an agent on another machine, sharing the bridge's two cores: its
+    // reads use small buffers (tungstenite zero-fills a 128 KiB one on every read).
+    ws.read_buffer_size(4096).on_upgrade(move |socket| connection(agent, session, socket))
 }
 
 async fn connection(agent: Arc<Agent>, session: String, socket: WebSocket) {

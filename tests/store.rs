@@ -410,6 +410,16 @@ async fn message_refs_are_kept_in_order(db: &mut TestDb) {
     // Foreign keys are enforced: a message for an unknown interaction is refused.
     let orphan = MessageRef { interaction_id: "id-other".into(), ..refs[1].clone() };
     assert!(store.add_message_ref(&orphan).await.is_err());
+
+    // Where a refresh edits, in one read: the session's chats in the order they were
+    // bound (another session's chat left out), and the request's messages in order.
+    let (later, first, elsewhere) = (ChatKey::new("discord", "9", Some("t")), ChatKey::new("telegram", "42", None), ChatKey::new("telegram", "77", None));
+    store.bind_chat(&later, "S", T0 + 5).await.expect("bind");
+    store.bind_chat(&first, "S", T0 + 1).await.expect("bind");
+    store.bind_chat(&elsewhere, "S9", T0).await.expect("bind");
+    assert_eq!(store.showing("S", "id-S_1").await.expect("showing"), (vec![first.clone(), later.clone()], refs.to_vec()));
+    assert_eq!(store.showing("S", "id-other").await.expect("showing"), (vec![first, later], vec![]));
+    assert_eq!(store.showing("S-none", "id-S_1").await.expect("showing"), (vec![], refs.to_vec()));
 }
 
 async fn pending_in_chat_lists_what_a_chat_shows(db: &mut TestDb) {

@@ -43,8 +43,12 @@ pub enum Job {
     /// [`Job::Show`] queued behind [`HELD_SHOWS`] others: the interaction is read from
     /// the store when the job runs (one settled meanwhile is not shown).
     ShowStored(String),
-    /// Re-render every message of this chat that shows the interaction.
-    Refresh(Interaction),
+    /// Re-render every message of this chat that shows the interaction: those given,
+    /// known when the job was queued, or, when none were, those the store has when
+    /// the job runs (a `Show` queued before it has recorded its message by then). A
+    /// chat with a message for a request gets no second one: a known message is all
+    /// of them.
+    Refresh(Interaction, Vec<MessageRef>),
     /// Re-render the interaction with this id as the store has it when the job runs
     /// (after a restart: a click handled meanwhile is never overwritten by the state
     /// read at start).
@@ -177,7 +181,7 @@ async fn run(store: Store, platform: Arc<dyn Platform>, chat: ChatKey, mut jobs:
 /// lines (a refused send, a retry) carry its `approval_key`.
 async fn perform(store: &Store, platform: &dyn Platform, chat: &ChatKey, job: Job) {
     let span = match &job {
-        Job::Show(interaction) | Job::Refresh(interaction) | Job::Remind(interaction, _) => crate::logging::interaction_span(interaction),
+        Job::Show(interaction) | Job::Refresh(interaction, _) | Job::Remind(interaction, _) => crate::logging::interaction_span(interaction),
         _ => tracing::Span::none(),
     };
     perform_job(store, platform, chat, job).instrument(span).await;
@@ -205,7 +209,7 @@ async fn perform_job(store: &Store, platform: &dyn Platform, chat: &ChatKey, job
                 Ok(())
             }
         },
-        Job::Refresh(interaction) => refresh(store, platform, chat, &interaction).await,
+        Job::Refresh(interaction, messages) => refresh(store, platform, chat, &interaction, messages).await,
         Job::Remind(interaction, mention) => {
             // Read when the job runs: a `Show` queued before it is recorded by then.
             let card = match store.message_refs(&interaction.id).await {
@@ -220,7 +224,7 @@ async fn perform_job(store: &Store, platform: &dyn Platform, chat: &ChatKey, job
         Job::Rerender(id) => match store.interaction(&id).await {
             Ok(Some(interaction)) => {
                 let span = crate::logging::interaction_span(&interaction);
-                refresh(store, platform, chat, &interaction).instrument(span).await
+                refresh(store, platform, chat, &interaction, Vec::new()).instrument(span).await
             }
             Ok(None) => Ok(()),
             Err(e) => {
@@ -262,15 +266,20 @@ async fn show(store: &Store, platform: &dyn Platform, chat: &ChatKey, interactio
     }
 }
 
-/// Reads the message references when the job runs, not when it was queued, so a
-/// `Show` queued just before is already recorded.
-async fn refresh(store: &Store, platform: &dyn Platform, chat: &ChatKey, interaction: &Interaction) -> Result<(), PlatformError> {
-    let messages = match store.message_refs(&interaction.id).await {
-        Ok(messages) => messages,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot load message references");
-            return Ok(());
+/// Edits the messages of this chat that show `interaction`: `known`, or when it is
+/// empty, those the store has now, not when the job was queued, so a `Show` queued
+/// just before is already recorded.
+async fn refresh(store: &Store, platform: &dyn Platform, chat: &ChatKey, interaction: &Interaction, known: Vec<MessageRef>) -> Result<(), PlatformError> {
+    let messages = if known.is_empty() {
+        match store.message_refs(&interaction.id).await {
+            Ok(messages) => messages,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot load message references");
+                return Ok(());
+            }
         }
+    } else {
+        known
     };
     for message in messages.iter().filter(|m| m.chat == *chat) {
         platform.refresh_interaction(message, interaction).await?;

@@ -7,7 +7,7 @@ use super::shards::{Input, Shards, Watched};
 use super::{EngineError, LOG_TARGET, PendingShown, SHOW_CLAIM_MS, Shared};
 
 use crate::interaction::{Interaction, Origin};
-use crate::store::{ChatKey, ShowClaim, Store};
+use crate::store::{ChatKey, MessageRef, ShowClaim, Store};
 
 impl Shared {
     /// Picks up what other replicas started: deadlines to watch (each handed to its
@@ -73,27 +73,32 @@ impl Shared {
         }
     }
 
-    /// Re-renders every message that shows `interaction`, in each chat's lane.
+    /// Re-renders every message that shows `interaction`, in each chat's lane, handing
+    /// each lane the messages known in its chat (it reads them itself when there are
+    /// none yet: a `Show` queued there records its message before the refresh runs).
     pub(super) async fn refresh(&self, interaction: &Interaction) {
-        for chat in self.chats_showing(interaction).await {
-            self.lanes.push(&chat, Job::Refresh(interaction.clone()));
+        for (chat, messages) in self.showing(interaction).await {
+            self.lanes.push(&chat, Job::Refresh(interaction.clone(), messages));
         }
     }
 
-    /// The chats that show `interaction` or may yet: those bound to its session (a
-    /// `Show` may still be queued there) and any other chat with a message showing it.
+    /// The chats that show `interaction` or may yet.
     pub(super) async fn chats_showing(&self, interaction: &Interaction) -> Vec<ChatKey> {
-        let mut chats = match self.store.chats_for_session(&interaction.session_id).await {
-            Ok(chats) => chats,
+        self.showing(interaction).await.into_iter().map(|(chat, _)| chat).collect()
+    }
+
+    /// The chats that show `interaction` or may yet, each with the messages there that
+    /// show it: those bound to its session (a `Show` may still be queued there) and any
+    /// other chat with a message showing it.
+    async fn showing(&self, interaction: &Interaction) -> Vec<(ChatKey, Vec<MessageRef>)> {
+        let (mut chats, messages) = match self.store.showing(&interaction.session_id, &interaction.id).await {
+            Ok(found) => found,
             Err(e) => {
-                tracing::error!(target: LOG_TARGET, error = %e, "cannot load the chats of a session");
+                tracing::error!(target: LOG_TARGET, error = %e, "cannot load where an interaction is shown");
                 return Vec::new();
             }
         };
-        match self.store.message_refs(&interaction.id).await {
-            Ok(messages) => chats.extend(messages.into_iter().map(|m| m.chat)),
-            Err(e) => tracing::error!(target: LOG_TARGET, error = %e, "cannot load message references"),
-        }
+        chats.extend(messages.iter().map(|m| m.chat.clone()));
         // Where a `Show` may still be queued: routed chats, or a pushed request's targets.
         match &interaction.origin {
             Origin::Chat => chats.extend(self.extra_chats.iter().cloned()),
@@ -106,6 +111,12 @@ impl Shared {
         chats.sort_by(|a, b| (&a.platform, &a.chat_id, &a.thread_id).cmp(&(&b.platform, &b.chat_id, &b.thread_id)));
         chats.dedup();
         chats
+            .into_iter()
+            .map(|chat| {
+                let here = messages.iter().filter(|m| m.chat == chat).cloned().collect();
+                (chat, here)
+            })
+            .collect()
     }
 }
 

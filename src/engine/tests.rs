@@ -30,6 +30,8 @@ struct Recorder {
     texts: Mutex<HashMap<String, Vec<String>>>,
     shown: Mutex<Vec<Interaction>>,
     refreshed: Mutex<Vec<Interaction>>,
+    /// The message of every refresh, in order.
+    edited: Mutex<Vec<String>>,
     /// `(chat, interaction id)` of every escalation reminder.
     reminders: Mutex<Vec<(String, String)>>,
 }
@@ -62,8 +64,9 @@ impl Platform for Recorder {
         })
     }
 
-    fn refresh_interaction<'a>(&'a self, _: &'a MessageRef, interaction: &'a Interaction) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn refresh_interaction<'a>(&'a self, message: &'a MessageRef, interaction: &'a Interaction) -> BoxFuture<'a, Result<(), PlatformError>> {
         self.refreshed.lock().unwrap().push(interaction.clone());
+        self.edited.lock().unwrap().push(message.message_id.clone());
         Box::pin(async { Ok(()) })
     }
 
@@ -536,4 +539,25 @@ async fn a_busy_chat_queues_requests_beyond_the_held_ones_by_id() {
     let expected: Vec<String> = (0..n - 1).map(|k| format!("trade_{k}")).collect();
     assert_eq!(keys, expected, "in order, each once, the settled one not at all");
     engine.stop().await;
+}
+
+/// A refresh edits the messages it was handed, as the engine knew them when it queued
+/// it, without reading them again: here the store has another one by then, which it
+/// does not edit. Handed none (a `Show` may be queued before it), it edits what the
+/// store has when it runs.
+#[tokio::test]
+async fn a_refresh_edits_the_messages_it_was_handed_and_reads_them_only_when_handed_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::connect(&format!("sqlite://{}", dir.path().join("r.db").display())).await.unwrap();
+    let interaction = Interaction::new("i-1".into(), "s0".into(), request("trade_1", 600), None, 0);
+    assert!(store.insert_interaction(&interaction).await.unwrap());
+    let message = |id: &str| MessageRef { interaction_id: interaction.id.clone(), chat: chat(0), message_id: id.into() };
+    store.add_message_ref(&message("m-stored")).await.unwrap();
+
+    let platform = Arc::new(Recorder::default());
+    let lanes = Lanes::new(store.clone(), vec![platform.clone()]);
+    lanes.push(&chat(0), lanes::Job::Refresh(interaction.clone(), vec![message("m-handed")]));
+    lanes.push(&chat(0), lanes::Job::Refresh(interaction.clone(), vec![]));
+    lanes.barrier(&chat(0)).await.unwrap();
+    assert_eq!(*platform.edited.lock().unwrap(), ["m-handed", "m-stored"]);
 }

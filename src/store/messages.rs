@@ -41,6 +41,32 @@ impl Store {
         rows.iter().map(|row| Ok((column(row, "interaction_id")?, ChatKey::from_row(row)?))).collect()
     }
 
+    /// Where an interaction of `session_id` is or may yet be shown, in one read: the
+    /// chats bound to the session, in the order they were bound, and the messages
+    /// showing `interaction_id`, in the order they were sent.
+    pub async fn showing(&self, session_id: &str, interaction_id: &str) -> Result<(Vec<ChatKey>, Vec<MessageRef>)> {
+        let rows = sqlx::query(
+            "SELECT platform, chat_id, thread_id, NULL AS message_id, bound_at_ms, 0 AS ref_id FROM chat_bindings WHERE session_id = $1
+             UNION ALL
+             SELECT platform, chat_id, thread_id, message_id, 0, id FROM message_refs WHERE interaction_id = $2
+             ORDER BY bound_at_ms, ref_id, platform, chat_id, thread_id",
+        )
+        .bind(session_id)
+        .bind(interaction_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("list where an interaction is shown"))?;
+        let (mut bound, mut messages) = (Vec::new(), Vec::new());
+        for row in &rows {
+            let chat = ChatKey::from_row(row)?;
+            match column::<Option<String>>(row, "message_id")? {
+                Some(message_id) => messages.push(MessageRef { interaction_id: interaction_id.to_owned(), chat, message_id }),
+                None => bound.push(chat),
+            }
+        }
+        Ok((bound, messages))
+    }
+
     /// The interaction's messages, in the order they were sent.
     pub async fn message_refs(&self, interaction_id: &str) -> Result<Vec<MessageRef>> {
         let rows = sqlx::query("SELECT platform, chat_id, thread_id, message_id FROM message_refs WHERE interaction_id = $1 ORDER BY id")
