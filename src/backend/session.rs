@@ -211,6 +211,9 @@ async fn run<T: Transport>(inner: Arc<Inner<T>>, session_id: String, signals: Ar
             }
             Err(e) => tracing::warn!(%session_id, error = %e, "cannot read the outbox; retrying"),
         }
+        // Not connected: what was handed over is read from the outbox at connect (and
+        // must not pile up while the backend is down or another replica holds it).
+        drop(signals.take_source(false));
         let taking = Instant::now();
         match inner.lease.take(&session_id).await {
             Ok(true) => {}
