@@ -36,8 +36,20 @@ pub mod settings;
 
 pub use settings::{ApiToken, HttpSettings};
 
-/// The largest request body the bridge's own API accepts (PROTOCOL.md §8).
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// The largest request body the bridge's own API (`/v1`, `/mcp`) accepts unless
+/// `http.max_body_bytes` says otherwise (docs/protocol.md, Part 2).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// "the request body is over 1 MiB": what a refused body is told, in the units the
+/// limit reads best in.
+pub fn body_over(limit: usize) -> String {
+    let size = match limit {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} bytes"),
+    };
+    format!("the request body is over {size}")
+}
 
 /// How many file descriptors the process keeps for itself (store, backends, platform
 /// calls, logs) when the connection cap is derived from the open-files limit.
@@ -49,6 +61,8 @@ pub struct Limits {
     pub max_connections: usize,
     pub header_read_timeout: Duration,
     pub body_read_timeout: Duration,
+    /// The largest body the bridge's own routes read (`http.max_body_bytes`).
+    pub max_body_bytes: usize,
 }
 
 impl Limits {
@@ -62,6 +76,7 @@ impl Limits {
             max_connections: configured.min(fits),
             header_read_timeout: Duration::from_secs(http.header_read_timeout_secs.max(1)),
             body_read_timeout: Duration::from_secs(http.body_read_timeout_secs.max(1)),
+            max_body_bytes: http.max_body_bytes,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! `/readyz` (the store answers and every enabled platform has started), `/metrics`
 //! (Prometheus, see [`crate::metrics`]), and whatever routes the parts mount on it (the
 //! inbound API's `/v1`), through [`crate::listener`]'s limits on connections and
-//! timeouts. Bodies over 1 MiB are refused with 413 before any handler reads them. [`probe`] is the other side: `hitl-bridge health` (the container's
+//! timeouts. Bodies over `http.max_body_bytes` (1 MiB) are refused with 413 before any handler reads them. [`probe`] is the other side: `hitl-bridge health` (the container's
 //! `HEALTHCHECK`) asking `/readyz`.
 
 use std::net::SocketAddr;
@@ -25,7 +25,6 @@ use crate::listener::Limits;
 use crate::metrics::{self, Metrics, StoreFigures};
 use crate::store::Store;
 
-pub use crate::listener::MAX_BODY_BYTES;
 
 /// What `hitl-bridge health` asks by default: `/readyz` on the default `http.listen`.
 pub const DEFAULT_PROBE_URL: &str = "http://127.0.0.1:8790/readyz";
@@ -71,7 +70,7 @@ pub async fn serve(listen: &str, limits: Limits, readiness: Arc<Readiness>, metr
         .route("/readyz", get(readyz).with_state(readiness))
         .route("/metrics", get(metrics_page).with_state(scrape))
         .merge(routes)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+        .layer(DefaultBodyLimit::max(limits.max_body_bytes));
     let task = tokio::spawn(crate::listener::serve(listener, app, limits));
     tracing::info!(%addr, "HTTP listener up");
     Ok((addr, task))

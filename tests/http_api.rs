@@ -389,6 +389,33 @@ async fn two_targets_a_click_in_one_locks_the_other() {
     api.stop().await;
 }
 
+/// What an agent put in a request cannot hide or reorder what a card says: NUL, BEL,
+/// ESC and a right-to-left override in an action's name, arguments and context reach
+/// Telegram and Discord as visible markers, while `GET` answers the request as pushed.
+#[tokio::test]
+async fn hidden_characters_are_shown_as_markers_on_every_platform() {
+    let api = Api::start(|_| {}).await;
+    api.dc().wait_identified(1).await;
+    let body = json!({"approval_key": "rlo-1", "targets": [ops_target(), {"platform": "discord", "channel_id": CHANNEL_ID}],
+        "text": "clean\u{7}up", "actions": [{"name": "rm\u{0}", "args": {"path": "/\u{202e}gpj.txt", "color": "\u{1b}[8mhidden"}}]});
+    assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    let tg_card = api.tg_message(OPS, "rm[U+0000]").await;
+    let text = tg_card["text"].as_str().unwrap();
+    let dc_card = api.dc().wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
+    let embed = dc_card.body["embeds"][0].to_string();
+    for shown in [text.to_owned(), embed] {
+        for marker in ["rm[U+0000]", "/[U+202E]gpj.txt", "[U+001B][8mhidden", "clean[U+0007]up"] {
+            assert!(shown.contains(marker), "{marker} in {shown}");
+        }
+        for hidden in ['\u{0}', '\u{7}', '\u{1b}', '\u{202e}'] {
+            assert!(!shown.contains(hidden), "{hidden:?} in {shown}");
+        }
+    }
+    // The stored request is what was pushed: the same body again is the same request.
+    assert_eq!(api.push(&body).await.0, StatusCode::OK);
+    api.stop().await;
+}
+
 /// Idempotency by approval_key and every error code; nothing refused is stored or
 /// shown.
 #[tokio::test]
@@ -1393,6 +1420,178 @@ async fn mcp_a_repeated_key_joins_the_request_and_bad_arguments_name_the_field()
     assert_eq!(result["isError"], true);
     assert_eq!(result["structured"]["error"]["field"], "targets[1]", "{result}");
     client.end().await;
+    api.stop().await;
+}
+
+// `/mcp` under hostile traffic, over raw HTTP (no MCP SDK needed): sessions bound to
+// their token, bounded, closed when idle; a call whose client left is cancelled; one
+// body limit.
+
+const OTHER: &str = "other-secret";
+
+/// One POST to `/mcp`: its status, the session id it names, and its body (the
+/// JSON-RPC message of an SSE answer, or the error body).
+async fn mcp_post(api: &Api, token: &str, session: Option<&str>, message: &Value) -> (StatusCode, Option<String>, Value) {
+    let response = mcp_request(api, token, session, message).send().await.expect("request");
+    let status = StatusCode::from_u16(response.status().as_u16()).unwrap();
+    let id = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let text = response.text().await.expect("body");
+    let data = text.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).find(|d| !d.is_empty());
+    let body = serde_json::from_str(data.unwrap_or(&text)).unwrap_or(Value::String(text));
+    (status, id, body)
+}
+
+fn mcp_request(api: &Api, token: &str, session: Option<&str>, message: &Value) -> reqwest::RequestBuilder {
+    let mut request = api
+        .http
+        .post(format!("{}/mcp", api.base))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(message.to_string());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-06-18");
+    }
+    request
+}
+
+/// A session opened (initialize, then initialized) with `token`, or the refusal.
+async fn mcp_open(api: &Api, token: &str) -> Result<String, (StatusCode, Value)> {
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let (status, id, body) = mcp_post(api, token, None, &initialize).await;
+    let Some(id) = id.filter(|_| status == StatusCode::OK) else { return Err((status, body)) };
+    let (status, _, _) = mcp_post(api, token, Some(&id), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    Ok(id)
+}
+
+async fn mcp_list(api: &Api, token: &str, session: &str) -> (StatusCode, Value) {
+    let (status, _, body) = mcp_post(api, token, Some(session), &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+    (status, body)
+}
+
+fn approval_call(id: u64, key: &str, action: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "request_approval", "arguments": {"actions": [{"name": action}], "approval_key": key}}})
+}
+
+/// Another token's session is unknown to a token: it cannot list, call or cancel there.
+#[tokio::test]
+async fn mcp_a_session_belongs_to_the_token_that_opened_it() {
+    let api = mcp_api().await;
+    let mine = mcp_open(&api, SECRET).await.expect("opened");
+    assert_eq!(mcp_list(&api, SECRET, &mine).await.0, StatusCode::OK);
+    // A call waits in the owner's session.
+    let waiting = mcp_request(&api, SECRET, Some(&mine), &approval_call(2, "mcp-owned", "drop_table")).send().await.expect("call");
+    api.tg_message(OPS, "drop_table").await;
+    let (status, body) = mcp_list(&api, OTHER, &mine).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("unknown_session")), "{body}");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}});
+    let (status, _, _) = mcp_post(&api, OTHER, Some(&mine), &cancel).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, _) = mcp_post(&api, OTHER, Some(&mine), &approval_call(3, "mcp-intruder", "drop_table")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(api.get("mcp-owned").await["status"], "pending", "the other token's cancel changed nothing");
+    assert_eq!(api.send(reqwest::Method::GET, "/v1/requests/mcp-intruder", Some(OTHER), None).await.0, StatusCode::NOT_FOUND);
+    // The owner still uses it, and its own cancel works.
+    let (status, _, _) = mcp_post(&api, SECRET, Some(&mine), &cancel).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    assert_eq!(api.decided("mcp-owned").await["status"], "cancelled");
+    drop(waiting);
+    api.stop().await;
+}
+
+/// Sessions are capped per token and in all, the refusal naming the setting; a
+/// session nobody is connected to closes after `mcp.session_idle_secs`, freeing its
+/// place.
+#[tokio::test]
+async fn mcp_sessions_are_capped_and_idle_ones_close() {
+    let api = Api::start(|s| {
+        s.mcp.default_targets = vec![format!("telegram:{OPS}")];
+        s.mcp.max_sessions_per_token = 2;
+        s.mcp.max_sessions = 3;
+        s.mcp.session_idle_secs = 1;
+    })
+    .await;
+    let first = mcp_open(&api, SECRET).await.expect("first");
+    mcp_open(&api, SECRET).await.expect("second");
+    let (status, body) = mcp_open(&api, SECRET).await.expect_err("a third for one token");
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        body["error"]["message"],
+        "`ci` already has 2 open MCP sessions, the most mcp.max_sessions_per_token allows; end one (DELETE /mcp) or let an idle one expire (mcp.session_idle_secs)"
+    );
+    mcp_open(&api, OTHER).await.expect("another token's first");
+    let (status, body) = mcp_open(&api, OTHER).await.expect_err("a fourth in all");
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body["error"]["message"].as_str().unwrap().contains("the most mcp.max_sessions allows"), "{body}");
+    // Nobody is connected to them: they close, and their places are free again.
+    let reopened = wait_until(|| async { mcp_open(&api, SECRET).await.ok() }).await;
+    assert_eq!(mcp_list(&api, SECRET, &first).await.0, StatusCode::NOT_FOUND, "the idle session is gone");
+    assert_eq!(mcp_list(&api, SECRET, &reopened).await.0, StatusCode::OK);
+    api.stop().await;
+}
+
+/// A call whose client left (its stream closed, no resume) is cancelled within
+/// seconds: the request is cancelled and the card locks. A session with a call
+/// waiting is not idle, however long the call takes.
+#[tokio::test]
+async fn mcp_a_call_whose_client_left_is_cancelled_and_a_waiting_one_is_not() {
+    let api = Api::start(|s| {
+        s.mcp.default_targets = vec![format!("telegram:{OPS}")];
+        s.mcp.session_idle_secs = 1;
+    })
+    .await;
+    let session = mcp_open(&api, SECRET).await.expect("opened");
+    let kept = mcp_request(&api, SECRET, Some(&session), &approval_call(2, "mcp-kept", "keep_table")).send().await.expect("call");
+    let left = mcp_request(&api, SECRET, Some(&session), &approval_call(3, "mcp-left", "drop_table")).send().await.expect("call");
+    let left_card = api.tg_message(OPS, "drop_table").await;
+    let kept_card = api.tg_message(OPS, "keep_table").await;
+    drop(left);
+    assert_eq!(api.decided("mcp-left").await["status"], "cancelled");
+    let locked = api.tg_shows(OPS, id_of(&left_card), "ancel").await;
+    assert!(!has_keyboard(&locked), "the card of the abandoned call is locked: {locked}");
+    // Well past the idle time, the call whose client is still there still waits.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(api.get("mcp-kept").await["status"], "pending");
+    api.tg_click(OPS, id_of(&kept_card), "Approve", &ana()).await;
+    let answer = kept.text().await.expect("the answer streams once decided");
+    assert!(answer.contains(r#"\"decisions\":[{\"type\":\"approve\"}]"#), "{answer}");
+    api.stop().await;
+}
+
+/// The status line's code of a chunked POST of `body` (no Content-Length), written by
+/// hand: the server may answer before the body is sent whole.
+async fn chunked_post_status(base: &str, path: &str, body: &[u8]) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(base.trim_start_matches("http://")).await.expect("connect");
+    let head = format!("POST {path} HTTP/1.1\r\nHost: bridge\r\nAuthorization: Bearer {SECRET}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+    let _ = socket.write_all(head.as_bytes()).await;
+    for chunk in body.chunks(64 * 1024) {
+        if socket.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).await.is_err() || socket.write_all(chunk).await.is_err() || socket.write_all(b"\r\n").await.is_err() {
+            break;
+        }
+    }
+    let _ = socket.write_all(b"0\r\n\r\n").await;
+    let mut answer = vec![0; 64];
+    let n = socket.read(&mut answer).await.unwrap_or(0);
+    String::from_utf8_lossy(&answer[..n]).split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0)
+}
+
+/// One body limit on `/mcp` and `/v1`: a declared length over it is refused before
+/// a byte is read, a streamed body when it passes the limit, both with the limit named.
+#[tokio::test]
+async fn mcp_and_v1_refuse_a_body_over_the_limit_by_name() {
+    let api = mcp_api().await;
+    let big = vec![b' '; (1 << 20) + 1];
+    for path in ["/mcp", "/v1/requests"] {
+        let (status, body) = api.send(reqwest::Method::POST, path, Some(SECRET), Some(big.clone())).await;
+        assert_eq!((status, body["error"]["message"].as_str()), (StatusCode::PAYLOAD_TOO_LARGE, Some("the request body is over 1 MiB")), "{path}");
+        // No Content-Length: counted as it streams in.
+        assert_eq!(chunked_post_status(&api.base, path, &big).await, 413, "{path} streamed");
+    }
     api.stop().await;
 }
 

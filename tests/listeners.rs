@@ -62,7 +62,7 @@ async fn tiny_listener(limits: Limits) -> SocketAddr {
 }
 
 fn limits(max_connections: usize) -> Limits {
-    Limits { max_connections, header_read_timeout: Duration::from_secs(1), body_read_timeout: Duration::from_secs(1) }
+    Limits { max_connections, header_read_timeout: Duration::from_secs(1), body_read_timeout: Duration::from_secs(1), max_body_bytes: 1 << 20 }
 }
 
 const HEALTHZ: &str = "GET /healthz HTTP/1.1\r\nHost: bridge\r\n\r\n";

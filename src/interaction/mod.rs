@@ -15,6 +15,7 @@ pub mod command;
 pub mod decisions;
 pub mod policy;
 pub mod question;
+pub mod readable;
 pub mod refusal;
 pub mod request;
 pub mod state;

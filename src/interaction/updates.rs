@@ -86,7 +86,8 @@ pub enum ToolState {
 }
 
 impl ToolGroupStatus {
-    /// A compact one-line rendering shared by text-only platforms.
+    /// A compact one-line rendering shared by text-only platforms, its tool names and
+    /// summary made [`readable`](super::readable).
     pub fn line(&self) -> String {
         let tools = self
             .tools
@@ -102,7 +103,8 @@ impl ToolGroupStatus {
             .collect::<Vec<_>>()
             .join(", ");
         let summary = self.summary.as_deref().unwrap_or("tools");
-        if tools.is_empty() { format!("⚙ {summary}") } else { format!("⚙ {summary}: {tools}") }
+        let line = if tools.is_empty() { format!("⚙ {summary}") } else { format!("⚙ {summary}: {tools}") };
+        super::readable::text(&line).into_owned()
     }
 }
 

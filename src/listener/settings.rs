@@ -34,6 +34,9 @@ pub struct HttpSettings {
     pub header_read_timeout_secs: u64,
     /// A request's body must arrive whole within this.
     pub body_read_timeout_secs: u64,
+    /// The largest body `/v1` and `/mcp` accept, checked from `Content-Length` before
+    /// a byte is read and again while the body streams in.
+    pub max_body_bytes: usize,
 }
 
 impl Default for HttpSettings {
@@ -49,9 +52,13 @@ impl Default for HttpSettings {
             max_connections: 4096,
             header_read_timeout_secs: 10,
             body_read_timeout_secs: 30,
+            max_body_bytes: crate::listener::DEFAULT_MAX_BODY_BYTES,
         }
     }
 }
+
+/// The smallest `http.max_body_bytes` allowed.
+const MIN_BODY_BYTES: usize = 1024;
 
 /// One named API token.
 #[derive(Debug, Clone)]
@@ -93,6 +100,9 @@ impl HttpSettings {
                 Some(t) => return Some(("http.api_tokens", format!("the name `{}` is used twice", t.name))),
                 None => return Some(("http.api_tokens", "each entry must be \"name:secret\" with both parts non-empty".to_owned())),
             }
+        }
+        if self.max_body_bytes < MIN_BODY_BYTES {
+            return Some(("http.max_body_bytes", format!("must be at least {MIN_BODY_BYTES} (a request with one action takes a few hundred bytes)")));
         }
         if self.enabled && self.listen.parse::<std::net::SocketAddr>().is_err() {
             return Some(("http.listen", "must be an address like 127.0.0.1:8790".to_owned()));

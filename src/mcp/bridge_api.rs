@@ -27,11 +27,12 @@ pub struct BridgeApi {
     base: String,
     token: String,
     http: reqwest::Client,
+    max_body_bytes: usize,
 }
 
 impl BridgeApi {
-    pub fn new(base: &str, token: &str, http: reqwest::Client) -> Self {
-        Self { base: base.trim_end_matches('/').to_owned(), token: token.to_owned(), http }
+    pub fn new(base: &str, token: &str, http: reqwest::Client, max_body_bytes: usize) -> Self {
+        Self { base: base.trim_end_matches('/').to_owned(), token: token.to_owned(), http, max_body_bytes }
     }
 
     /// A client whose calls never outlive a long-poll by much.
@@ -41,8 +42,20 @@ impl BridgeApi {
 
     /// `POST /v1/requests`: the request's state (a repeat of the same body under the
     /// same key answers the existing request's state).
+    /// A body over the bridge's limit is refused here as `/v1` would (413): sent, the
+    /// bridge would answer before reading it and close the connection under the
+    /// upload, which reads as "unreachable".
     pub async fn push(&self, body: &Value) -> Result<Value, ApiCallError> {
-        self.call(self.http.post(self.url("/v1/requests")).json(body)).await
+        let bytes = serde_json::to_vec(body).unwrap_or_default();
+        if bytes.len() > self.max_body_bytes {
+            return Err(ApiCallError::Refused {
+                status: 413,
+                code: "payload_too_large".into(),
+                field: None,
+                message: crate::listener::body_over(self.max_body_bytes),
+            });
+        }
+        self.call(self.http.post(self.url("/v1/requests")).header(reqwest::header::CONTENT_TYPE, "application/json").body(bytes)).await
     }
 
     /// `GET /v1/requests/{key}?wait=POLL_SECS`: the state once it is decided, or after
@@ -64,8 +77,18 @@ impl BridgeApi {
         let unreachable = |e: reqwest::Error| ApiCallError::Unreachable { base: self.base.clone(), reason: e.to_string() };
         let response = request.bearer_auth(&self.token).send().await.map_err(unreachable)?;
         let status = response.status().as_u16();
-        let body: Value = response.json().await.map_err(unreachable)?;
-        if (200..300).contains(&status) {
+        let text = response.text().await.map_err(unreachable)?;
+        let ok = (200..300).contains(&status);
+        let body: Value = match serde_json::from_str(&text) {
+            Ok(body) => body,
+            // Something answered, but not the API (a proxy's error page): say what it said.
+            Err(_) if !ok => {
+                let said: String = text.chars().take(200).collect();
+                return Err(ApiCallError::Refused { status, code: "error".into(), field: None, message: format!("HTTP {status}: {said}") });
+            }
+            Err(e) => return Err(ApiCallError::Unreachable { base: self.base.clone(), reason: format!("its answer is not JSON: {e}") }),
+        };
+        if ok {
             return Ok(body);
         }
         let error = &body["error"];
@@ -90,6 +113,20 @@ fn encode(key: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A body the bridge would refuse is refused before it is sent, with the bridge's
+    /// words, never as "cannot reach the bridge" (nothing listens on port 9).
+    #[tokio::test]
+    async fn a_body_over_the_limit_is_refused_by_its_size() {
+        let api = super::BridgeApi::new("http://127.0.0.1:9", "t", super::BridgeApi::http_client(), 100);
+        let body = serde_json::json!({"approval_key": "k", "text": "x".repeat(200)});
+        match api.push(&body).await {
+            Err(super::ApiCallError::Refused { status, code, message, .. }) => {
+                assert_eq!((status, code.as_str(), message.as_str()), (413, "payload_too_large", "the request body is over 100 bytes"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn keys_are_one_path_segment() {
         assert_eq!(super::encode("deploy-43_1"), "deploy-43_1");

@@ -7,11 +7,13 @@
 //! - [`bridge_api`]: the `/v1` client the tools call.
 //! - [`server`]: the rmcp server: pushing, waiting, progress, cancellation.
 //! - [`http`]: `/mcp` on the bridge's listener (Streamable HTTP, bearer tokens).
+//! - [`sessions`]: who may use a session, how many there are, calls whose client left.
 //! - [`stdio`]: `hitl-bridge mcp`, a stdio server forwarding to a running bridge.
 
 pub mod bridge_api;
 pub mod http;
 pub mod server;
+pub mod sessions;
 pub mod settings;
 pub mod stdio;
 pub mod tools;

@@ -29,6 +29,9 @@ pub struct Upstream {
     /// request's own `Authorization` header is forwarded.
     pub token: Option<String>,
     pub http: reqwest::Client,
+    /// The largest `/v1` body the bridge accepts (`http.max_body_bytes`): a bigger one
+    /// is refused here, by its size, rather than cut off mid-upload.
+    pub max_body_bytes: usize,
 }
 
 /// One MCP connection's server: rmcp makes one per session.
@@ -129,7 +132,7 @@ impl HitlTools {
                 .and_then(|parts| parts.headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?.split_once(' ').map(|(_, t)| t.trim().to_owned()))
                 .ok_or_else(|| Failed::Protocol(ErrorData::invalid_request("no bearer token", None)))?,
         };
-        Ok(BridgeApi::new(&self.upstream.base, &token, self.upstream.http.clone()))
+        Ok(BridgeApi::new(&self.upstream.base, &token, self.upstream.http.clone(), self.upstream.max_body_bytes))
     }
 
     /// Pushes `body` and waits until the request leaves `pending`, reporting progress
@@ -137,7 +140,17 @@ impl HitlTools {
     async fn ask(&self, body: &Value, ctx: &RequestContext<RoleServer>) -> Result<Value, Failed> {
         let api = self.api(ctx)?;
         let key = body["approval_key"].as_str().unwrap_or_default().to_owned();
-        let mut state = api.push(body).await?;
+        let state = api.push(body).await?;
+        // rmcp drops a call's future when its session or stateless request ends; the
+        // person must not go on deciding what nobody waits for.
+        let watch = CancelIfDropped { api: Some(api.clone()), key: key.clone() };
+        let waited = self.wait_for_decision(&api, &key, state, body, ctx).await;
+        watch.disarm();
+        waited
+    }
+
+    /// Waits until the request leaves `pending` ([`Self::ask`]).
+    async fn wait_for_decision(&self, api: &BridgeApi, key: &str, mut state: Value, body: &Value, ctx: &RequestContext<RoleServer>) -> Result<Value, Failed> {
         let shown_in = describe_targets(&body["targets"]);
         let progress_token = ctx.meta.get_progress_token();
         let mut polls = 0u32;
@@ -150,15 +163,41 @@ impl HitlTools {
             tokio::select! {
                 () = ctx.ct.cancelled() => {
                     tracing::info!(approval_key = %key, "the MCP client cancelled the call; cancelling the request");
-                    if let Err(e) = api.cancel(&key).await {
+                    if let Err(e) = api.cancel(key).await {
                         tracing::warn!(approval_key = %key, error = %e, "cannot cancel the request the client gave up on");
                     }
                     return Err(Failed::Protocol(ErrorData::internal_error("cancelled by the client", None)));
                 }
-                polled = api.wait(&key) => state = polled?,
+                polled = api.wait(key) => state = polled?,
             }
         }
         Ok(state)
+    }
+}
+
+/// Cancels the request of a call whose future is dropped before it ended.
+struct CancelIfDropped {
+    api: Option<BridgeApi>,
+    key: String,
+}
+
+impl CancelIfDropped {
+    /// The call ended on its own (answered, expired, cancelled, failed).
+    fn disarm(mut self) {
+        self.api = None;
+    }
+}
+
+impl Drop for CancelIfDropped {
+    fn drop(&mut self) {
+        let (Some(api), Ok(runtime)) = (self.api.take(), tokio::runtime::Handle::try_current()) else { return };
+        let key = std::mem::take(&mut self.key);
+        tracing::info!(approval_key = %key, "the MCP call ended without an answer; cancelling its request");
+        runtime.spawn(async move {
+            if let Err(e) = api.cancel(&key).await {
+                tracing::warn!(approval_key = %key, error = %e, "cannot cancel the request of an abandoned call");
+            }
+        });
     }
 }
 

@@ -16,11 +16,25 @@ pub struct McpSettings {
     /// Where a tool call's request is shown when it names no `targets`, written as in
     /// `routing.channels`.
     pub default_targets: Vec<String>,
+    /// Open sessions one token may hold (each costs about 50 KiB).
+    pub max_sessions_per_token: usize,
+    /// Open sessions in all.
+    pub max_sessions: usize,
+    /// A session with no client connected (no call or stream open) this long is
+    /// closed; a call that waits for a person keeps its session open.
+    pub session_idle_secs: u64,
 }
 
 impl Default for McpSettings {
     fn default() -> Self {
-        Self { enabled: true, tools: MCP_TOOLS.iter().map(|t| (*t).to_owned()).collect(), default_targets: Vec::new() }
+        Self {
+            enabled: true,
+            tools: MCP_TOOLS.iter().map(|t| (*t).to_owned()).collect(),
+            default_targets: Vec::new(),
+            max_sessions_per_token: 32,
+            max_sessions: 512,
+            session_idle_secs: 300,
+        }
     }
 }
 
@@ -31,6 +45,13 @@ impl McpSettings {
             if !MCP_TOOLS.contains(&tool.as_str()) {
                 return Some(("mcp.tools", format!("`{tool}` is not a tool; the tools are {}", MCP_TOOLS.join(", "))));
             }
+        }
+        if self.max_sessions_per_token == 0 || self.max_sessions == 0 {
+            let key = if self.max_sessions == 0 { "mcp.max_sessions" } else { "mcp.max_sessions_per_token" };
+            return Some((key, "must be at least 1 (turn the server off with mcp.enabled = false)".to_owned()));
+        }
+        if self.session_idle_secs == 0 {
+            return Some(("mcp.session_idle_secs", "must be at least 1".to_owned()));
         }
         for target in &self.default_targets {
             if crate::platform::networks().parse_chat(target).is_none() {

@@ -55,6 +55,8 @@ pub struct HttpApi {
     platforms: body::Platforms,
     /// `http.callback_allow_private`: callback URLs may point inside the network.
     callback_allow_private: bool,
+    /// `http.max_body_bytes`.
+    max_body_bytes: usize,
     /// Notified whenever one of its interactions settles (long-polls wait on it).
     changed: Notify,
     wake_callbacks: Arc<Notify>,
@@ -85,6 +87,7 @@ impl HttpApi {
             defaults,
             platforms,
             callback_allow_private,
+            max_body_bytes: settings.max_body_bytes,
             changed: Notify::new(),
             wake_callbacks,
             deliverer: Mutex::new(task),

@@ -43,14 +43,14 @@ pub async fn guard(State(api): Api, request: axum::extract::Request, next: axum:
         return ApiError::unauthorized().into_response();
     }
     let declared = request.headers().get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > crate::listener::MAX_BODY_BYTES as u64) {
-        return too_large().into_response();
+    if declared.is_some_and(|n| n > api.max_body_bytes as u64) {
+        return too_large(api.max_body_bytes).into_response();
     }
     next.run(request).await
 }
 
-fn too_large() -> ApiError {
-    ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the body is over 1 MiB")
+fn too_large(limit: usize) -> ApiError {
+    ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", crate::listener::body_over(limit))
 }
 
 /// Create a request and show it on its targets.
@@ -61,13 +61,13 @@ fn too_large() -> ApiError {
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "No valid token", body = ErrorBody),
         (status = 409, description = "Another body was pushed under this key", body = ErrorBody),
-        (status = 413, description = "Body over 1 MiB", body = ErrorBody),
+        (status = 413, description = "Body over http.max_body_bytes (1 MiB)", body = ErrorBody),
         (status = 422, description = "Not a valid request; `field` names the problem", body = ErrorBody),
     ))]
 pub async fn create(State(api): Api, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
     let agent = api.authenticate(&headers)?;
     let bytes = body.map_err(|rejection| match rejection.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => too_large(),
+        StatusCode::PAYLOAD_TOO_LARGE => too_large(api.max_body_bytes),
         _ => ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", format!("cannot read the body: {rejection}")),
     })?;
     let (push, raw) = parse(&bytes)?;

@@ -26,7 +26,7 @@ use crate::engine::{ActOutcome, CommandOutcome, EngineError, EngineHandle};
 use crate::interaction::command::ChatCommand;
 use crate::interaction::policy::Mention;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
-use crate::interaction::{Actor, Draft, Interaction, RequestKind, UserAction};
+use crate::interaction::{Actor, Draft, Interaction, RequestKind, UserAction, readable};
 use crate::store::{ChatKey, MessageRef};
 
 pub const PLATFORM: &str = "console";
@@ -256,7 +256,7 @@ impl Platform for Console {
     }
 
     fn send_text<'a>(&'a self, _chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
-        Box::pin(async move { self.print(&format!("agent: {text}")).await })
+        Box::pin(async move { self.print(&format!("agent: {}", readable::text(text))).await })
     }
 
     fn tool_status<'a>(&'a self, _chat: &'a ChatKey, status: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>> {

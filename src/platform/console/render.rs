@@ -1,7 +1,9 @@
 //! Plain-text rendering of interactions for the terminal. Pure functions of the
-//! interaction and the time, so the exact output is easy to test.
+//! interaction and the time, so the exact output is easy to test. Hidden characters
+//! (an ESC could restyle the terminal itself) are shown as markers
+//! ([`readable`](crate::interaction::readable)).
 
-use crate::interaction::{Decider, Delivery, FreeText, Interaction, Question, RememberScope, RequestKind, Status};
+use crate::interaction::{Decider, Delivery, FreeText, Interaction, Question, RememberScope, RequestKind, Status, readable};
 use crate::platform::locale::{Locale, policy};
 use crate::protocol::{Decision, DecisionType, Reply};
 
@@ -13,6 +15,7 @@ pub fn clock(ms: i64) -> String {
 
 /// The block printed when an interaction arrives.
 pub fn interaction(i: &Interaction) -> String {
+    let i = &*readable::interaction(i);
     let deadline = format!("answer by {} ({} s)", clock(i.deadline_ms), i.request.timeout_secs);
     let context = i.request.context.as_deref().map(|c| format!("\n│ {c}")).unwrap_or_default();
     match &i.request.kind {
@@ -40,6 +43,7 @@ pub fn interaction(i: &Interaction) -> String {
 
 /// The prompt for deciding action `index`.
 pub fn action_prompt(i: &Interaction, index: usize) -> String {
+    let i = &*readable::interaction(i);
     let Some(action) = i.request.actions().get(index) else { return String::new() };
     let offered = i.remember_offered();
     let mut choices = Vec::new();
@@ -77,6 +81,7 @@ pub fn quorum_line(progress: &crate::interaction::policy::QuorumProgress) -> Str
 
 /// The prompt for question `index`: header, text, numbered options.
 pub fn question_prompt(i: &Interaction, index: usize) -> String {
+    let i = &*readable::interaction(i);
     let RequestKind::Questions { questions, .. } = &i.request.kind else { return String::new() };
     let Some(q) = questions.get(index) else { return String::new() };
     let mut out = format!("[{}/{}]", index + 1, questions.len());
@@ -108,12 +113,13 @@ pub fn question_prompt(i: &Interaction, index: usize) -> String {
 
 /// The prompt when free text is expected next.
 pub fn text_prompt(q: &Question) -> String {
-    format!("{}: type your answer >", q.free_text_label().unwrap_or("Other"))
+    format!("{}: type your answer >", readable::text(q.free_text_label().unwrap_or("Other")))
 }
 
 /// The line printed when an interaction ends, and again when its reply reaches the
 /// agent after a delay (the first line said it was not delivered yet).
 pub fn outcome(i: &Interaction) -> String {
+    let i = &*readable::interaction(i);
     let status = status(i);
     match i.delivery {
         Delivery::Queued => format!("{status} (saved, not yet delivered to the agent)"),
@@ -202,6 +208,17 @@ mod tests {
             escalation: vec![],
             fallback: None,
         }
+    }
+
+    #[test]
+    fn hidden_characters_reach_the_terminal_as_markers() {
+        let action = ActionRequest { name: "rm\u{0}".into(), args: serde_json::json!({"path": "/\u{202e}gpj.txt", "c": "\u{1b}[2J"}), description: None, tool_use_id: None };
+        let request = RequestBuilder::start("k_1", vec![action], vec![ReviewConfig::default()], Some(600)).finish(TimeoutDefaults::default()).expect("request");
+        let i = Interaction::new("i".into(), "s".into(), request, None, 0);
+        let card = interaction(&i);
+        assert!(card.contains("│ 1. rm[U+0000]\n│    args: {\"path\":\"/[U+202E]gpj.txt\",\"c\":\"[U+001B][2J\"}"), "{card}");
+        assert!(!card.contains(['\u{0}', '\u{1b}', '\u{202e}']), "{card}");
+        assert!(action_prompt(&i, 0).starts_with("rm[U+0000]? "));
     }
 
     #[test]

@@ -37,7 +37,7 @@ use crate::clock::now_ms;
 use crate::engine::EngineHandle;
 use crate::interaction::policy::Mention;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
-use crate::interaction::{AccessPolicy, Interaction};
+use crate::interaction::{AccessPolicy, Interaction, readable};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
 use crate::platform::bounded::BoundedMap;
@@ -240,7 +240,7 @@ impl Platform for Discord {
     fn send_text<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
             let channel = self.channel(chat).await?;
-            for piece in text::split(text, render::limits::CONTENT) {
+            for piece in text::split(&readable::text(text), render::limits::CONTENT) {
                 if piece.trim().is_empty() {
                     continue; // Discord refuses empty messages.
                 }

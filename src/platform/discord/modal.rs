@@ -9,7 +9,7 @@ use serenity::all::{ActionRowComponent, CreateActionRow, CreateInputText, Create
 use super::codes::Code;
 use super::render::{PER_PAGE, free_text_label, limits};
 use super::text::{DMsg, dtext, truncate};
-use crate::interaction::{Draft, Interaction, RequestKind, UserAction};
+use crate::interaction::{Draft, Interaction, RequestKind, UserAction, readable};
 use crate::platform::locale::{self, Locale, Msg};
 use crate::platform::token::TokenSigner;
 use crate::protocol::Decision;
@@ -26,6 +26,7 @@ fn input_value(value: &str) -> Option<String> {
 /// The edit modal for action `index`, prefilled with the args as they stand (the
 /// draft's edited args if any, else the request's).
 pub fn edit(interaction: &Interaction, index: usize, locale: Locale, signer: &TokenSigner) -> Option<CreateModal> {
+    let interaction = &*readable::interaction(interaction);
     let action = interaction.request.actions().get(index)?;
     let current = match &interaction.draft {
         Draft::Decisions(d) => match d.decisions.get(index) {
@@ -48,6 +49,7 @@ pub fn edit(interaction: &Interaction, index: usize, locale: Locale, signer: &To
 
 /// The comment modal for action `index`.
 pub fn respond(interaction: &Interaction, index: usize, locale: Locale, signer: &TokenSigner) -> Option<CreateModal> {
+    let interaction = &*readable::interaction(interaction);
     let action = interaction.request.actions().get(index)?;
     let input = CreateInputText::new(InputTextStyle::Paragraph, truncate(dtext(locale, DMsg::CommentLabel), limits::INPUT_LABEL), TEXT_INPUT)
         .max_length(limits::INPUT_VALUE as u16);
@@ -59,6 +61,7 @@ pub fn respond(interaction: &Interaction, index: usize, locale: Locale, signer: 
 /// The Other… modal for the questions on `page` that take free text: one optional
 /// input each, prefilled with text already typed. `None` when none takes text.
 pub fn other(interaction: &Interaction, page: usize, locale: Locale, signer: &TokenSigner) -> Option<CreateModal> {
+    let interaction = &*readable::interaction(interaction);
     let RequestKind::Questions { questions, .. } = &interaction.request.kind else { return None };
     let typed = |i: usize| match &interaction.draft {
         Draft::Answers { answers } => answers.get(i).and_then(|a| a.text.clone()),

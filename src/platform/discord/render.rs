@@ -16,7 +16,7 @@ use serenity::all::{
 use super::codes::Code;
 use super::text::{DMsg, dtext, truncate};
 use crate::interaction::policy::{FallbackDecision, PolicySettlement};
-use crate::interaction::{Action, Draft, FreeText, Interaction, Question, RememberScope, RequestKind, Status, answers};
+use crate::interaction::{Action, Draft, readable, FreeText, Interaction, Question, RememberScope, RequestKind, Status, answers};
 use crate::platform::locale::policy::Addressed;
 use crate::platform::locale::{self, Locale, Msg};
 use crate::platform::reminder::Recipients;
@@ -78,6 +78,7 @@ pub fn pages(interaction: &Interaction) -> usize {
 
 /// The message for `interaction`, its controls showing page `page` (clamped).
 pub fn view(interaction: &Interaction, locale: Locale, signer: &TokenSigner, page: usize) -> View {
+    let interaction = &*readable::interaction(interaction);
     let page = page.min(pages(interaction) - 1);
     let ended = !interaction.status.is_pending();
     let mut fields: Vec<(String, String)> = Vec::new();
@@ -386,6 +387,7 @@ const MAX_MENTIONS: usize = 50;
 /// role or user someone typed into a tool name). A person on another platform is
 /// named as text. The deadline is a Discord timestamp, shown in each reader's time.
 pub fn reminder(interaction: &Interaction, people: &Recipients, locale: Locale) -> CreateMessage {
+    let interaction = &*readable::interaction(interaction);
     let id = |s: &String| s.parse::<u64>().ok().filter(|&n| n != 0);
     let users: Vec<u64> = people.users.iter().filter_map(id).take(MAX_MENTIONS).collect();
     let roles: Vec<u64> = people.roles.iter().filter_map(id).take(MAX_MENTIONS).collect();

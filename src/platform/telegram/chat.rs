@@ -132,7 +132,7 @@ async fn admitted(
         Ok(()) => true,
         Err(EngineError::NotAdmitted(stranger)) => {
             if !stranger.silent {
-                log_failure(send::html_reply(&tg.bot, chat, &escape(&stranger_notice(&stranger, locale)), None, Some(message)).await.map(|_| ()));
+                log_failure(send::refusal(&tg.bot, chat, &escape(&stranger_notice(&stranger, locale)), Some(message)).await.map(|_| ()));
             }
             false
         }
@@ -213,7 +213,10 @@ async fn to_agent(tg: &Telegram, chat: ChatKey, user: &User, text: &str, locale:
     let notice = match tg.engine.user_message(chat.clone(), actor_of(user), text.to_owned()).await {
         Ok(_) => return,
         Err(EngineError::NotAdmitted(stranger)) if stranger.silent => return,
-        Err(EngineError::NotAdmitted(stranger)) => stranger_notice(&stranger, locale),
+        Err(EngineError::NotAdmitted(stranger)) => {
+            let refusal = escape(&stranger_notice(&stranger, locale));
+            return log_failure(send::refusal(&tg.bot, &chat, &refusal, None).await.map(|_| ()));
+        }
         Err(e) => {
             tracing::error!(error = %e, "cannot pass a message to the agent");
             tg_text(locale, Tg::CommandFailed).to_owned()

@@ -7,15 +7,22 @@
 //! A 429 pauses the chat it was about (or every chat, for a call that names none) for
 //! the `retry_after` Telegram gave; sends and edits to a paused chat wait.
 //!
+//! When the overall quota is what holds sends back (a crowd of strangers each owed a
+//! refusal), sends wait in one line by [`Priority`]: approval cards first, then the
+//! agent's text, then refusals; in order within each. A new card then waits for at
+//! most the sends already admitted, not for a thousand refusals.
+//!
 //! This module only decides and waits: it never sends, retries or drops anything
 //! (that is [`super::send`]). [`Limits`] is pure bookkeeping over a clock (tested with
 //! governor's fake clock); [`Limiter`] is the async wrapper on the real clock.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::num::NonZeroU32;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use tokio::sync::Notify;
 
 use governor::clock::{Clock, MonotonicClock, Reference};
 use governor::middleware::NoOpMiddleware;
@@ -43,6 +50,17 @@ type Keyed<C> = RateLimiter<i64, HashMapStateStore<i64>, C, NoOpMiddleware<<C as
 
 fn nz(n: u32) -> NonZeroU32 {
     NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN)
+}
+
+/// Which new messages go first when the overall quota is short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Priority {
+    /// Approval cards and what belongs to them (their attachments, reminders).
+    Card = 0,
+    /// The agent's text, notices, command answers.
+    Text = 1,
+    /// Refusals to people who may not talk here.
+    Refusal = 2,
 }
 
 /// Who a 429 is about.
@@ -134,7 +152,15 @@ impl<C: Clock> Limits<C> {
     /// One more message to `chat`: `Ok` when it may go now, else how long to wait
     /// before asking again with the same `admission`. Quotas are checked strictest
     /// first (group, chat, overall) and each is charged once, when it admits the send.
+    #[cfg(test)]
     pub fn admit(&self, chat: i64, admission: &mut Admission) -> Result<(), Duration> {
+        self.admit_in_chat(chat, admission)?;
+        self.admit_overall(admission)
+    }
+
+    /// The pauses and the quotas of `chat` (and its group): the first part of
+    /// [`Self::admit`].
+    pub fn admit_in_chat(&self, chat: i64, admission: &mut Admission) -> Result<(), Duration> {
         if let Some(wait) = self.paused(chat) {
             return Err(wait);
         }
@@ -149,6 +175,11 @@ impl<C: Clock> Limits<C> {
             self.chats.check_key(&chat).map_err(|n| self.wait(&n))?;
             admission.passed = 2;
         }
+        Ok(())
+    }
+
+    /// The overall quota, once the chat's are passed: the rest of [`Self::admit`].
+    pub fn admit_overall(&self, admission: &mut Admission) -> Result<(), Duration> {
         if admission.passed == 2 {
             self.global.check().map_err(|n| self.wait(&n))?;
             admission.passed = 3;
@@ -179,20 +210,23 @@ impl<C: Clock> Limits<C> {
 /// only waited out by the call that got it.
 pub struct Limiter {
     limits: Option<Limits<MonotonicClock>>,
+    line: Line,
 }
 
 impl Limiter {
     pub fn new(enabled: bool) -> Self {
-        Limiter { limits: enabled.then(|| Limits::new(MonotonicClock)) }
+        Limiter { limits: enabled.then(|| Limits::new(MonotonicClock)), line: Line::default() }
     }
 
-    /// Waits until a new message to `chat` is within every quota and no pause.
-    pub async fn before_send(&self, chat: i64) {
+    /// Waits until a new message to `chat` is within every quota and no pause; for
+    /// the overall quota, in line by `priority`.
+    pub async fn before_send(&self, chat: i64, priority: Priority) {
         let Some(limits) = &self.limits else { return };
         let mut admission = Admission::default();
-        while let Err(wait) = limits.admit(chat, &mut admission) {
+        while let Err(wait) = limits.admit_in_chat(chat, &mut admission) {
             tokio::time::sleep(wait).await;
         }
+        self.line.take_turn(priority, || limits.admit_overall(&mut admission)).await;
     }
 
     /// Waits out a 429 pause on `chat` (edits are not counted against the quotas,
@@ -215,6 +249,80 @@ impl Limiter {
     pub fn pause(&self, scope: Scope, retry_after: Duration) {
         if let Some(limits) = &self.limits {
             limits.pause(scope, retry_after);
+        }
+    }
+}
+
+/// Sends waiting for the overall quota, by priority then arrival. Only the first in
+/// line polls the quota; the others sleep until it is their turn, so a crowd waiting
+/// costs no wake-ups.
+#[derive(Default)]
+struct Line {
+    queues: Mutex<[VecDeque<(u64, Arc<Notify>)>; 3]>,
+    tickets: AtomicU64,
+}
+
+impl Line {
+    fn queues(&self) -> std::sync::MutexGuard<'_, [VecDeque<(u64, Arc<Notify>)>; 3]> {
+        self.queues.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Waits until `admit` lets this send through, taking turns with the others.
+    async fn take_turn(&self, priority: Priority, mut admit: impl FnMut() -> Result<(), Duration>) {
+        {
+            // Nobody waiting: no line to join.
+            let queues = self.queues();
+            if queues.iter().all(VecDeque::is_empty) && admit().is_ok() {
+                return;
+            }
+        }
+        let place = Place::join(self, priority);
+        loop {
+            if place.is_first() {
+                match admit() {
+                    Ok(()) => return,
+                    Err(wait) => tokio::time::sleep(wait).await,
+                }
+            } else {
+                place.turn.notified().await;
+            }
+        }
+    }
+}
+
+/// A send's place in the [`Line`]; leaving it (admitted, or the send dropped) tells
+/// the next one it is first.
+struct Place<'a> {
+    line: &'a Line,
+    priority: Priority,
+    ticket: u64,
+    turn: Arc<Notify>,
+}
+
+impl<'a> Place<'a> {
+    fn join(line: &'a Line, priority: Priority) -> Self {
+        let ticket = line.tickets.fetch_add(1, Ordering::Relaxed);
+        let turn = Arc::new(Notify::new());
+        line.queues()[priority as usize].push_back((ticket, turn.clone()));
+        Place { line, priority, ticket, turn }
+    }
+
+    #[cfg(test)]
+    fn waiting(line: &Line) -> usize {
+        line.queues().iter().map(VecDeque::len).sum()
+    }
+
+    fn is_first(&self) -> bool {
+        self.line.queues().iter().find_map(VecDeque::front).is_some_and(|(t, _)| *t == self.ticket)
+    }
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        let mut queues = self.line.queues();
+        queues[self.priority as usize].retain(|(t, _)| *t != self.ticket);
+        if let Some((_, next)) = queues.iter().find_map(VecDeque::front) {
+            next.notify_one();
         }
     }
 }
@@ -381,18 +489,59 @@ mod tests {
         let limiter = Limiter::new(false);
         limiter.pause(Scope::All, Duration::from_secs(60));
         for _ in 0..100 {
-            assert!(limiter.before_send(42).now_or_never().is_some(), "a switched-off limiter never waits");
+            assert!(limiter.before_send(42, Priority::Text).now_or_never().is_some(), "a switched-off limiter never waits");
         }
         assert!(limiter.before_edit(42).now_or_never().is_some());
+    }
+
+    /// A card sent while a crowd of refusals waits for the overall quota goes next,
+    /// not after the crowd.
+    #[tokio::test]
+    async fn a_card_goes_before_a_crowd_of_refusals() {
+        const CROWD: i64 = 40;
+        let limiter = Arc::new(Limiter::new(true));
+        let (sent, mut order) = tokio::sync::mpsc::unbounded_channel();
+        for chat in 0..CROWD {
+            let (limiter, sent) = (limiter.clone(), sent.clone());
+            tokio::spawn(async move {
+                limiter.before_send(1000 + chat, Priority::Refusal).await;
+                let _ = sent.send(chat);
+            });
+        }
+        // The crowd is in line once all but the burst wait.
+        while Place::waiting(&limiter.line) < (CROWD as usize).saturating_sub(GLOBAL_BURST as usize + 2) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let mut before = Vec::new();
+        while let Ok(chat) = order.try_recv() {
+            before.push(chat);
+        }
+        let card = {
+            let (limiter, sent) = (limiter.clone(), sent.clone());
+            tokio::spawn(async move {
+                limiter.before_send(9999, Priority::Card).await;
+                let _ = sent.send(-1);
+            })
+        };
+        let mut after = Vec::new();
+        while after.len() < (CROWD as usize + 1 - before.len()) {
+            after.push(order.recv().await.expect("every send goes"));
+        }
+        card.await.unwrap();
+        let card_at = after.iter().position(|c| *c == -1).expect("the card went");
+        // At most the refusal already first in line (and one admitted as the card
+        // joined) goes before it.
+        assert!(card_at <= 2, "the card went after {card_at} refusals that were waiting: {after:?}");
+        assert!(after.len() - card_at > CROWD as usize / 2, "most of the crowd went after the card: {after:?}");
     }
 
     #[tokio::test]
     async fn switched_on_a_paused_chat_waits() {
         use futures_util::FutureExt;
         let limiter = Limiter::new(true);
-        assert!(limiter.before_send(42).now_or_never().is_some(), "the first send goes at once");
+        assert!(limiter.before_send(42, Priority::Text).now_or_never().is_some(), "the first send goes at once");
         limiter.pause(Scope::Chat(42), Duration::from_secs(60));
-        assert!(limiter.before_send(42).now_or_never().is_none());
+        assert!(limiter.before_send(42, Priority::Text).now_or_never().is_none());
         assert!(limiter.before_edit(42).now_or_never().is_none());
         assert!(limiter.before_edit(43).now_or_never().is_some());
     }

@@ -48,7 +48,7 @@ use super::{Platform, PlatformError, reminder};
 use crate::engine::EngineHandle;
 use crate::interaction::policy::Mention;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
-use crate::interaction::{AccessPolicy, Interaction};
+use crate::interaction::{AccessPolicy, Interaction, readable};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
 use crate::store::{ChatKey, MessageRef, Store};
@@ -203,7 +203,7 @@ impl Platform for Telegram {
 
     fn send_text<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
-            for chunk in text::split_escaped(text, text::MAX_TEXT_CHARS) {
+            for chunk in text::split_escaped(&readable::text(text), text::MAX_TEXT_CHARS) {
                 send::html(&self.bot, chat, &chunk, None).await?;
             }
             Ok(())
@@ -241,7 +241,7 @@ impl Platform for Telegram {
         Box::pin(async move {
             let locale = self.locale(&chat.chat_id, None);
             let r = self.rendered(interaction, locale).await;
-            let id = send::html(&self.bot, chat, &r.text, Some(ReplyMarkup::InlineKeyboard(r.keyboard))).await?;
+            let id = send::card(&self.bot, chat, &r.text, Some(ReplyMarkup::InlineKeyboard(r.keyboard)), None).await?;
             for (name, json) in r.full_args {
                 // The request is already shown; a missing attachment is logged, not fatal.
                 if let Err(e) = send::document(&self.bot, chat, &name, json, locale::text(locale, Msg::ArgsAttached)).await {
@@ -287,7 +287,7 @@ impl Platform for Telegram {
             let people = reminder::recipients(PLATFORM, interaction, mention, Some(&self.policy));
             let reply_to = card.and_then(|m| m.message_id.parse().ok()).map(MessageId);
             // A new message (not an edit), so it notifies: through the rate limits like any.
-            send::html_reply(&self.bot, chat, &render::reminder(interaction, &people, locale), None, reply_to).await.map(|_| ())
+            send::card(&self.bot, chat, &render::reminder(interaction, &people, locale), None, reply_to).await.map(|_| ())
         })
     }
 

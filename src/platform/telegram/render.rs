@@ -14,7 +14,7 @@ use super::callback::Code;
 use super::text::{MAX_TEXT_CHARS, Tg, cut, escape, escape_cut, tg};
 use super::wizard::View;
 use crate::interaction::answers::encode;
-use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question, RememberScope, RequestKind};
+use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question, RememberScope, RequestKind, readable};
 use crate::platform::locale::policy::Addressed;
 use crate::platform::locale::{self, Locale, Msg, text};
 use crate::platform::reminder::Recipients;
@@ -74,6 +74,7 @@ pub fn render(interaction: &Interaction, step: usize, locale: Locale, signer: &T
 
 /// The message showing `view` (its page clamped to the pages there are).
 pub fn render_page(interaction: &Interaction, view: View, locale: Locale, signer: &TokenSigner) -> Rendered {
+    let interaction = &*readable::interaction(interaction);
     let step = view.step;
     let page = view.page.min(pages(interaction, step) - 1);
     let pending = interaction.status.is_pending();
@@ -303,6 +304,7 @@ fn remember_emoji(scope: RememberScope) -> &'static str {
 /// (which notifies them), others named. Telegram has no roles: a role's reminder
 /// mentions nobody and says whose decision it waits for.
 pub fn reminder(interaction: &Interaction, people: &Recipients, locale: Locale) -> String {
+    let interaction = &*readable::interaction(interaction);
     // At most MAX_MENTIONS people (~50 characters each) and a cut subject keep the
     // text within Telegram's limit without cutting through a tag.
     let mut named: Vec<String> = people

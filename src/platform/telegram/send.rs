@@ -18,6 +18,7 @@ use teloxide::types::{
 use teloxide::{ApiError, RequestError};
 
 use super::TgBot;
+pub use super::limits::Priority;
 use super::limits::Scope;
 use crate::metrics::PlatformErrorKind;
 use crate::platform::PlatformError;
@@ -53,7 +54,7 @@ const MIN_RETRY_WAIT: Duration = Duration::from_millis(100);
 /// What a call counts against: a new message in a chat, a change to one, or no chat.
 #[derive(Debug, Clone, Copy)]
 enum Call {
-    Send(ChatId),
+    Send(ChatId, Priority),
     Edit(ChatId),
     Chatless,
 }
@@ -75,7 +76,7 @@ where
 {
     // A new message is charged to the quotas once; its retries only wait out pauses.
     match call {
-        Call::Send(chat) => bot.limiter.before_send(chat.0).await,
+        Call::Send(chat, priority) => bot.limiter.before_send(chat.0, priority).await,
         Call::Edit(chat) => bot.limiter.before_edit(chat.0).await,
         Call::Chatless => bot.limiter.before_any().await,
     }
@@ -102,14 +103,14 @@ where
                     continue;
                 };
                 let scope = match call {
-                    Call::Send(chat) | Call::Edit(chat) => Scope::Chat(chat.0),
+                    Call::Send(chat, _) | Call::Edit(chat) => Scope::Chat(chat.0),
                     Call::Chatless => Scope::All,
                 };
                 bot.limiter.pause(scope, wait);
                 tokio::time::sleep(wait).await;
                 // Another 429 meanwhile may have paused it for longer.
                 match call {
-                    Call::Send(chat) | Call::Edit(chat) => bot.limiter.before_edit(chat.0).await,
+                    Call::Send(chat, _) | Call::Edit(chat) => bot.limiter.before_edit(chat.0).await,
                     Call::Chatless => bot.limiter.before_any().await,
                 }
             }
@@ -144,11 +145,33 @@ fn no_preview() -> LinkPreviewOptions {
 
 /// One HTML message; returns its id.
 pub async fn html(bot: &TgBot, chat: &ChatKey, text: &str, markup: Option<ReplyMarkup>) -> Result<MessageId, PlatformError> {
-    html_reply(bot, chat, text, markup, None).await
+    message(bot, chat, text, markup, None, Priority::Text).await
 }
 
 /// One HTML message, optionally quoting `reply_to` (sent anyway if that one is gone).
 pub async fn html_reply(bot: &TgBot, chat: &ChatKey, text: &str, markup: Option<ReplyMarkup>, reply_to: Option<MessageId>) -> Result<MessageId, PlatformError> {
+    message(bot, chat, text, markup, reply_to, Priority::Text).await
+}
+
+/// An approval card, or a message that belongs to one (a reminder quoting it): ahead
+/// of text and refusals when the overall quota is short.
+pub async fn card(bot: &TgBot, chat: &ChatKey, text: &str, markup: Option<ReplyMarkup>, reply_to: Option<MessageId>) -> Result<MessageId, PlatformError> {
+    message(bot, chat, text, markup, reply_to, Priority::Card).await
+}
+
+/// A refusal to someone who may not talk here: behind cards and text.
+pub async fn refusal(bot: &TgBot, chat: &ChatKey, text: &str, reply_to: Option<MessageId>) -> Result<MessageId, PlatformError> {
+    message(bot, chat, text, None, reply_to, Priority::Refusal).await
+}
+
+async fn message(
+    bot: &TgBot,
+    chat: &ChatKey,
+    text: &str,
+    markup: Option<ReplyMarkup>,
+    reply_to: Option<MessageId>,
+    priority: Priority,
+) -> Result<MessageId, PlatformError> {
     let (chat_id, thread) = target(chat)?;
     let mut request = bot.send_message(chat_id, text).parse_mode(ParseMode::Html).link_preview_options(no_preview());
     if let Some(reply_to) = reply_to {
@@ -160,7 +183,7 @@ pub async fn html_reply(bot: &TgBot, chat: &ChatKey, text: &str, markup: Option<
     if let Some(markup) = markup {
         request = request.reply_markup(markup);
     }
-    limited(bot, Call::Send(chat_id), request).await.map(|m| m.id).map_err(fail)
+    limited(bot, Call::Send(chat_id, priority), request).await.map(|m| m.id).map_err(fail)
 }
 
 /// Replaces a message's text and keyboard. "message is not modified" is success: the
@@ -185,14 +208,15 @@ pub async fn answer(bot: &TgBot, id: CallbackQueryId, text: Option<&str>, alert:
     }
 }
 
-/// A JSON file (the full args of an action when the message had to cut them).
+/// A JSON file (the full args of an action when the message had to cut them), sent
+/// as part of its card.
 pub async fn document(bot: &TgBot, chat: &ChatKey, name: &str, content: String, caption: &str) -> Result<(), PlatformError> {
     let (chat_id, thread) = target(chat)?;
     let mut request = bot.send_document(chat_id, InputFile::memory(content.into_bytes()).file_name(name.to_owned())).caption(caption);
     if let Some(thread) = thread {
         request = request.message_thread_id(thread);
     }
-    limited(bot, Call::Send(chat_id), request).await.map(|_| ()).map_err(fail)
+    limited(bot, Call::Send(chat_id, Priority::Card), request).await.map(|_| ()).map_err(fail)
 }
 
 #[cfg(test)]
