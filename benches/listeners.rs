@@ -9,7 +9,16 @@
 //!   1,024 open files, which the bridge raises to the hard limit) and with a hard
 //!   limit of 1,024 (the connection cap, not the limit, keeps it answering).
 //!
-//! `cargo bench --bench listeners`
+//! - MCP sessions (issue #31): memory per abandoned session and after idle expiry,
+//!   the per-token cap, 200 calls whose clients vanish (half RST, half FIN), and 64
+//!   authenticated 5 MiB uploads to `/mcp`.
+//! - A crowd of 1,000 strangers writing at once on Telegram (rate limits on): how long
+//!   a new approval card takes to be sent meanwhile. Target: under 1 s.
+//!
+//! `cargo bench --bench listeners` (`LISTENERS_ONLY=mcp,crowd,flood,idle` runs a subset)
+
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 use std::os::unix::process::CommandExt;
 use std::process::Stdio;
@@ -18,7 +27,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const TOKEN: &str = "bench:bench-secret";
+const TOKEN: &str = "bench:bench-secret"; // name:SECRET
 const FLOOD: usize = 1_000;
 const IDLE: usize = 1_100;
 
@@ -32,6 +41,11 @@ impl Bridge {
     /// The release binary with the default config, a fresh SQLite store and the inbound
     /// API on, its open-files limit set to (`soft`, `hard`) before it starts.
     async fn start(soft: u64, hard: u64) -> Bridge {
+        Self::start_with(soft, hard, &[]).await
+    }
+
+    /// [`Bridge::start`] with more settings, as `HITL_BRIDGE__` variables (`("MCP__MAX_SESSIONS", "10")`).
+    async fn start_with(soft: u64, hard: u64, settings: &[(&str, String)]) -> Bridge {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
         let addr = format!("127.0.0.1:{port}");
@@ -42,6 +56,7 @@ impl Bridge {
             .env("HITL_BRIDGE__HTTP__LISTEN", &addr)
             .env("HITL_BRIDGE__HTTP__API_TOKENS", TOKEN)
             .env("HITL_BRIDGE__CONSOLE__ENABLED", "false")
+            .envs(settings.iter().map(|(k, v)| (format!("HITL_BRIDGE__{k}"), v.clone())))
             .env("RUST_LOG", "error")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -73,6 +88,10 @@ impl Bridge {
             status.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<f64>().ok()).unwrap_or(0.0) / 1024.0
         };
         (field("VmHWM:"), field("VmRSS:"))
+    }
+
+    fn open_files(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.process.id())).map(|d| d.count()).unwrap_or(0)
     }
 
     fn stop(mut self) {
@@ -193,14 +212,307 @@ fn raise_own_limit() {
     }
 }
 
+// ---------------------------------------------------------------------------------
+// MCP
+
+const SECRET: &str = "bench-secret";
+
+fn mcp_post(http: &reqwest::Client, base: &str, session: Option<&str>, message: &serde_json::Value) -> reqwest::RequestBuilder {
+    let mut request = http
+        .post(format!("{base}/mcp"))
+        .bearer_auth(SECRET)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(message.to_string());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-06-18");
+    }
+    request
+}
+
+/// Opens a session (initialize, initialized): its id, or the refusal's status.
+async fn mcp_open(http: &reqwest::Client, base: &str) -> Result<String, u16> {
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}});
+    let response = mcp_post(http, base, None, &initialize).send().await.map_err(|_| 0u16)?;
+    let status = response.status().as_u16();
+    let id = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let _ = response.bytes().await;
+    let id = id.filter(|_| status == 200).ok_or(status)?;
+    let _ = mcp_post(http, base, Some(&id), &serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).send().await;
+    Ok(id)
+}
+
+/// Opens `n` sessions, 32 at a time: the ids opened and the refusals by status.
+async fn open_many(base: &str, n: usize) -> (Vec<String>, std::collections::BTreeMap<u16, usize>) {
+    let http = reqwest::Client::new();
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let workers: Vec<_> = (0..32)
+        .map(|_| {
+            let (http, base, next) = (http.clone(), base.to_owned(), next.clone());
+            tokio::spawn(async move {
+                let mut got = (Vec::new(), Vec::new());
+                while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < n {
+                    match mcp_open(&http, &base).await {
+                        Ok(id) => got.0.push(id),
+                        Err(status) => got.1.push(status),
+                    }
+                }
+                got
+            })
+        })
+        .collect();
+    let (mut ids, mut refused) = (Vec::new(), std::collections::BTreeMap::new());
+    for worker in workers {
+        let (opened, refusals) = worker.await.expect("worker");
+        ids.extend(opened);
+        for status in refusals {
+            *refused.entry(status).or_default() += 1;
+        }
+    }
+    (ids, refused)
+}
+
+async fn mcp_session_memory() {
+    const WAVE: usize = 2_000;
+    println!("\n## MCP: {WAVE} sessions opened and abandoned, twice (caps raised, mcp.session_idle_secs = 5)");
+    let hard = own_hard_limit();
+    raise_own_limit();
+    let raised = [("MCP__MAX_SESSIONS", "100000".to_owned()), ("MCP__MAX_SESSIONS_PER_TOKEN", "100000".to_owned()), ("MCP__SESSION_IDLE_SECS", "5".to_owned())];
+    let bridge = Bridge::start_with(hard, hard, &raised).await;
+    let base = format!("http://{}", bridge.addr);
+    let (_, baseline) = bridge.memory();
+    println!("  RSS at start {baseline:.1} MiB");
+    for wave in 1..=2 {
+        let started = Instant::now();
+        let (ids, refused) = open_many(&base, WAVE).await;
+        let (_, open) = bridge.memory();
+        println!(
+            "  wave {wave}: {} opened in {:.2?} (refused: {refused:?}); RSS {open:.1} MiB, +{:.1} MiB over the start ({:.0} KiB a session)",
+            ids.len(),
+            started.elapsed(),
+            open - baseline,
+            (open - baseline) * 1024.0 / ids.len().max(1) as f64
+        );
+        // Expired once the first one is unknown; then the sweep's trim has run.
+        let http = reqwest::Client::new();
+        let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let expiry = Instant::now();
+        while mcp_post(&http, &base, ids.first().map(String::as_str), &list).send().await.map(|r| r.status().as_u16()).unwrap_or(0) != 404 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let (_, after) = bridge.memory();
+        println!(
+            "  wave {wave}: expired {:.1?} after the last was opened; RSS {after:.1} MiB, +{:.1} MiB over the start (target: near the start)",
+            expiry.elapsed(),
+            after - baseline
+        );
+    }
+    bridge.stop();
+}
+
+async fn mcp_session_cap() {
+    const TRIES: usize = 2_000;
+    println!("\n## MCP: one token tries {TRIES} sessions (default caps: 32 per token, 512 in all)");
+    let bridge = Bridge::start(own_hard_limit(), own_hard_limit()).await;
+    let base = format!("http://{}", bridge.addr);
+    let (_, baseline) = bridge.memory();
+    let started = Instant::now();
+    let (ids, refused) = open_many(&base, TRIES).await;
+    let (_, open) = bridge.memory();
+    println!("  {} opened, refused {refused:?} in {:.2?}; RSS +{:.1} MiB", ids.len(), started.elapsed(), open - baseline);
+    bridge.stop();
+}
+
+/// One `tools/call` on its own connection, written by hand so the client can vanish
+/// with a FIN or an RST: the socket, once the call's stream has begun.
+async fn call_on_own_socket(addr: &str, session: &str, key: &str) -> TcpStream {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "request_approval",
+        "arguments": {"actions": [{"name": "deploy"}], "approval_key": key, "targets": ["telegram:-100777"]}}})
+    .to_string();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: bridge\r\nAuthorization: Bearer {SECRET}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-06-18\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(head.as_bytes()).await.expect("send the call");
+    let mut first = [0u8; 12];
+    stream.read_exact(&mut first).await.expect("the call's answer begins");
+    stream
+}
+
+async fn abandoned_calls() {
+    const CALLS: usize = 200;
+    println!("\n## MCP: {CALLS} waiting calls whose clients vanish (half RST, half FIN)");
+    let tg = support::fake_telegram::FakeTelegram::start().await;
+    tg.group(-100_777, "ops", false);
+    let hard = own_hard_limit();
+    raise_own_limit();
+    let settings = [
+        ("MCP__MAX_SESSIONS_PER_TOKEN", "1000".to_owned()),
+        ("MCP__MAX_SESSIONS", "1000".to_owned()),
+        ("TELEGRAM__ENABLED", "true".to_owned()),
+        ("TELEGRAM__TOKEN", support::fake_telegram::TOKEN.to_owned()),
+        ("TELEGRAM__API_URL", tg.url.clone()),
+        ("TELEGRAM__RATE_LIMITS", "false".to_owned()),
+    ];
+    let bridge = Bridge::start_with(hard, hard, &settings).await;
+    let base = format!("http://{}", bridge.addr);
+    let fds_idle = bridge.open_files();
+    let (ids, _) = open_many(&base, CALLS).await;
+    let mut sockets = Vec::new();
+    for (n, id) in ids.iter().enumerate() {
+        sockets.push(call_on_own_socket(&bridge.addr, id, &format!("gone-{n}")).await);
+    }
+    while tg.bot_messages(-100_777).len() < CALLS {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let fds_held = bridge.open_files();
+    let left = Instant::now();
+    for (n, socket) in sockets.into_iter().enumerate() {
+        if n % 2 == 0 {
+            let _ = socket.set_linger(Some(Duration::ZERO)); // dropped with an RST
+        }
+        drop(socket);
+    }
+    let http = reqwest::Client::new();
+    let mut cancelled = 0;
+    let mut all_in = None;
+    while left.elapsed() < Duration::from_secs(30) {
+        cancelled = 0;
+        for n in 0..CALLS {
+            let state: serde_json::Value = match http.get(format!("{base}/v1/requests/gone-{n}")).bearer_auth(SECRET).send().await {
+                Ok(r) => r.json().await.unwrap_or_default(),
+                Err(_) => serde_json::Value::Null,
+            };
+            cancelled += usize::from(state["status"] == "cancelled");
+        }
+        if cancelled == CALLS {
+            all_in = Some(left.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    match all_in {
+        Some(took) => println!("  all {CALLS} requests cancelled {took:.1?} after their clients left (target: a few seconds)"),
+        None => println!("  {cancelled} of {CALLS} requests cancelled 30 s after their clients left"),
+    }
+    println!("  open files: {fds_idle} idle, {fds_held} while the calls waited, {} after", bridge.open_files());
+    bridge.stop();
+}
+
+async fn big_mcp_uploads() {
+    const UPLOADS: usize = 64;
+    println!("\n## MCP: {UPLOADS} authenticated 5 MiB uploads to /mcp in parallel");
+    let bridge = Bridge::start(own_hard_limit(), own_hard_limit()).await;
+    let (before, _) = bridge.memory();
+    let body = std::sync::Arc::new(vec![b' '; 5 << 20]);
+    let posts: Vec<_> = (0..UPLOADS)
+        .map(|_| {
+            let (addr, body) = (bridge.addr.clone(), body.clone());
+            tokio::spawn(async move {
+                let Ok(mut stream) = TcpStream::connect(&addr).await else { return "connect failed" };
+                let head = format!("POST /mcp HTTP/1.1\r\nHost: bridge\r\nAuthorization: Bearer {SECRET}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len());
+                if stream.write_all(head.as_bytes()).await.is_err() {
+                    return "closed";
+                }
+                let (mut read, mut write) = stream.into_split();
+                let writer = tokio::spawn(async move {
+                    let _ = write.write_all(&body).await;
+                });
+                let mut first = [0u8; 12];
+                let answer = match tokio::time::timeout(Duration::from_secs(30), read.read_exact(&mut first)).await {
+                    Ok(Ok(_)) if &first == b"HTTP/1.1 413" => "413",
+                    Ok(Ok(_)) => "other",
+                    _ => "no answer",
+                };
+                writer.abort();
+                answer
+            })
+        })
+        .collect();
+    let mut outcomes = std::collections::BTreeMap::<&str, usize>::new();
+    for post in posts {
+        *outcomes.entry(post.await.unwrap_or("panicked")).or_default() += 1;
+    }
+    let (peak, _) = bridge.memory();
+    println!("  answers: {outcomes:?}; peak RSS {before:.1} → {peak:.1} MiB: +{:.1} MiB", peak - before);
+    bridge.stop();
+}
+
+// ---------------------------------------------------------------------------------
+// A crowd of strangers
+
+async fn card_behind_a_crowd() {
+    const CROWD: i64 = 1_000;
+    const OPS: i64 = -100_900;
+    println!("\n## A new approval card while {CROWD} strangers are each owed a refusal (Telegram rate limits on)");
+    let tg = support::fake_telegram::FakeTelegram::start().await;
+    tg.group(OPS, "ops", false);
+    let settings = [
+        ("TELEGRAM__ENABLED", "true".to_owned()),
+        ("TELEGRAM__TOKEN", support::fake_telegram::TOKEN.to_owned()),
+        ("TELEGRAM__API_URL", tg.url.clone()),
+    ];
+    let bridge = Bridge::start_with(own_hard_limit(), own_hard_limit(), &settings).await;
+    let base = format!("http://{}", bridge.addr);
+    for n in 0..CROWD {
+        let stranger = support::fake_telegram::User::new(5_000_000 + n, "Stranger", Some("en"));
+        let chat = tg.private_chat(&stranger);
+        tg.push_message(chat, &stranger, "hello", None, None);
+    }
+    let refusals = || (0..CROWD).filter(|n| !tg.bot_messages(5_000_000 + n).is_empty()).count();
+    // The bridge is busy refusing: the overall quota (30 a second) is what holds sends back.
+    while refusals() < 60 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let http = reqwest::Client::new();
+    let mut samples = Vec::new();
+    for round in 0..3 {
+        let pushed = Instant::now();
+        let body = serde_json::json!({"approval_key": format!("crowd-{round}"), "targets": [{"platform": "telegram", "chat_id": OPS.to_string()}],
+            "actions": [{"name": "deploy"}]});
+        let response = http.post(format!("{base}/v1/requests")).bearer_auth(SECRET).json(&body).send().await.expect("push");
+        assert!(response.status().is_success(), "push: {}", response.status());
+        while tg.bot_messages(OPS).len() <= round {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        samples.push(pushed.elapsed());
+        println!("  card {} sent {:.0?} after the push, with {} of {CROWD} refusals sent", round + 1, pushed.elapsed(), refusals());
+    }
+    let worst = samples.iter().max().copied().unwrap_or_default();
+    println!("  slowest card {worst:.0?} (target < 1 s)");
+    bridge.stop();
+    tg.shutdown();
+}
+
+fn runs(phase: &str) -> bool {
+    std::env::var("LISTENERS_ONLY").map_or(true, |only| only.split(',').any(|p| p.trim() == phase))
+}
+
 #[tokio::main]
 async fn main() {
     if std::env::args().any(|a| a == "--list") {
         // `cargo test --benches` asks for a listing; there is nothing to list.
         return;
     }
-    flood_of_unauthenticated_posts().await;
-    let hard = own_hard_limit();
-    healthz_behind_idle_connections(1_024, hard).await;
-    healthz_behind_idle_connections(1_024, 1_024).await;
+    if runs("flood") {
+        flood_of_unauthenticated_posts().await;
+    }
+    if runs("idle") {
+        let hard = own_hard_limit();
+        healthz_behind_idle_connections(1_024, hard).await;
+        healthz_behind_idle_connections(1_024, 1_024).await;
+    }
+    if runs("mcp") {
+        mcp_session_memory().await;
+        mcp_session_cap().await;
+        abandoned_calls().await;
+        big_mcp_uploads().await;
+    }
+    if runs("crowd") {
+        card_behind_a_crowd().await;
+    }
 }
