@@ -759,7 +759,10 @@ mod tests {
         let file = dir.path().join("bridge.toml");
         std::fs::write(&file, "[telegram]\nenabled = \"maybe\"\n").unwrap();
         let err = Settings::load_from(Some(&file), env(&[]), &[]).unwrap_err().to_string();
-        assert_eq!(err, format!("configuration: invalid type: string \"maybe\", expected a boolean for key `telegram.enabled` (set by {} line 2)", file.display()));
+        assert_eq!(
+            err,
+            format!("configuration: invalid type: string \"maybe\", expected a boolean for key `telegram.enabled` (set by {} line 2)", file.display())
+        );
     }
 
     #[test]

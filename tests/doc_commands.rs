@@ -46,21 +46,45 @@ const RUN: &[(&str, &str, &str)] = &[
     ("docs/discord.md", "hitl-bridge agent-sim --listen 127.0.0.1:8787 &      # or your own agent", "discord_md_for_real"),
     ("docs/http-api.md", "export HITL_BRIDGE__HTTP__API_TOKENS='ci:a-long-random-secret,cron:another-secret'", "http_api_md_turn_it_on"),
     ("docs/http-api.md", "curl -s http://127.0.0.1:8790/v1/requests -H 'Authorization: Bearer demo-token' \\", "http_api_md_try_it_with_the_demo"),
-    ("docs/http-api.md", "curl -s 'http://127.0.0.1:8790/v1/requests/deploy-42_1?wait=60' -H 'Authorization: Bearer demo-token'", "http_api_md_try_it_with_the_demo"),
+    (
+        "docs/http-api.md",
+        "curl -s 'http://127.0.0.1:8790/v1/requests/deploy-42_1?wait=60' -H 'Authorization: Bearer demo-token'",
+        "http_api_md_try_it_with_the_demo",
+    ),
     ("clients/python/README.md", "cargo run --release -- demo        # or: hitl-bridge demo", "http_api_md_try_it_with_the_demo"),
     ("docs/mcp.md", "export HITL_BRIDGE__HTTP__API_TOKENS='claude:S3CRET'", "mcp_md_over_http"),
 ];
 
 /// The shell blocks left unmarked, by document and first line, and why.
 const NOT_RUN: &[(&str, &str, &str)] = &[
-    ("README.md", "cargo test --locked             # every test that needs nothing installed; the rest report \"ignored\"", "the test suite itself: CI runs it"),
+    (
+        "README.md",
+        "cargo test --locked             # every test that needs nothing installed; the rest report \"ignored\"",
+        "the test suite itself: CI runs it",
+    ),
     ("README.md", "# LangGraph Server on :2024 serving graph \"agent\"", "needs the real backends installed (tests/backend_*.rs run each)"),
-    ("README.md", "hitl-bridge run --config config/default.toml   # the bridge", "a reference list with placeholders; tests/cli.rs and tests/admin_cli.rs run each command"),
+    (
+        "README.md",
+        "hitl-bridge run --config config/default.toml   # the bridge",
+        "a reference list with placeholders; tests/cli.rs and tests/admin_cli.rs run each command",
+    ),
     ("docs/mcp.md", "claude mcp add --transport http hitl http://127.0.0.1:8790/mcp --header \"Authorization: Bearer S3CRET\"", "needs the Claude Code CLI"),
-    ("docs/mcp.md", "claude -p \"…\" --permission-prompt-tool mcp__hitl__approval_prompt", "needs the Claude Code CLI and a model (tests/backend_claude_code.rs)"),
+    (
+        "docs/mcp.md",
+        "claude -p \"…\" --permission-prompt-tool mcp__hitl__approval_prompt",
+        "needs the Claude Code CLI and a model (tests/backend_claude_code.rs)",
+    ),
     ("clients/python/README.md", "pip install ./clients/python", "installs from PyPI; clients/python/run-tests.sh does it in CI"),
-    ("clients/python/README.md", "clients/python/run-tests.sh          # from any directory; extra arguments go to pytest", "CI runs this very command (.ci/run)"),
-    ("clients/python/README.md", "pip install ./clients/python langgraph langchain-core", "needs LangGraph from PyPI (clients/python/tests/test_example.py covers the example)"),
+    (
+        "clients/python/README.md",
+        "clients/python/run-tests.sh          # from any directory; extra arguments go to pytest",
+        "CI runs this very command (.ci/run)",
+    ),
+    (
+        "clients/python/README.md",
+        "pip install ./clients/python langgraph langchain-core",
+        "needs LangGraph from PyPI (clients/python/tests/test_example.py covers the example)",
+    ),
 ];
 
 /// A Discord bot token for the fake (any is accepted).
@@ -208,7 +232,11 @@ fn shows(pattern: &str, actual: &str) -> bool {
 /// The ports the guides' commands use; one test at a time holds them.
 static PORTS: Mutex<()> = Mutex::new(());
 
-fn hold_the_ports() -> MutexGuard<'static, ()> {
+/// The guides' ports, held until dropped; across a test's awaits too (each test has
+/// a runtime of its own, so nothing else waits on this thread meanwhile).
+struct PortsHeld(#[allow(dead_code)] MutexGuard<'static, ()>);
+
+fn hold_the_ports() -> PortsHeld {
     let guard = PORTS.lock().unwrap_or_else(|p| p.into_inner());
     let deadline = Instant::now() + Duration::from_secs(10);
     for port in [8787, 8790] {
@@ -217,7 +245,7 @@ fn hold_the_ports() -> MutexGuard<'static, ()> {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
-    guard
+    PortsHeld(guard)
 }
 
 type Lines = Arc<Mutex<Vec<String>>>;
@@ -597,7 +625,9 @@ async fn discord_md_for_real() {
     let skip = fake.requests().len();
     fake.dispatch("MESSAGE_CREATE", fake_discord::guild_message(&fake, CHANNEL, &me, "trade", false));
     let card = fake
-        .wait_request(skip, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL}/messages")) && r.body.to_string().contains("execute_trade"))
+        .wait_request(skip, |r| {
+            r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL}/messages")) && r.body.to_string().contains("execute_trade")
+        })
         .await;
     let message_id = card.response.as_ref().and_then(|m| m["id"].as_str()).expect("the card's id").to_owned();
     let approve = support::discord_chat::button(&card.body, "Approve");

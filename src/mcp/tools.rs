@@ -184,8 +184,11 @@ fn invalid(field: impl Into<String>, reason: impl Into<String>) -> InputError {
 fn routed(body: &mut Map<String, Value>, routing: &Routing, defaults: &[String], key: String) -> Result<(), InputError> {
     let targets = routing.targets.as_deref().unwrap_or(defaults);
     if targets.is_empty() {
-        return Err(invalid("targets", "no chat to ask in: pass targets, or give the server default targets \
-             (mcp.default_targets in the bridge's config for /mcp; --target or HITL_BRIDGE_MCP_TARGETS for `hitl-bridge mcp` on stdio)"));
+        return Err(invalid(
+            "targets",
+            "no chat to ask in: pass targets, or give the server default targets \
+             (mcp.default_targets in the bridge's config for /mcp; --target or HITL_BRIDGE_MCP_TARGETS for `hitl-bridge mcp` on stdio)",
+        ));
     }
     let parsed = targets
         .iter()
