@@ -649,11 +649,18 @@ fn http_api_md_turn_it_on() {
     assert!(shell.stderr().iter().any(|l| l.contains("http.api_tokens[1]  (env HITL_BRIDGE__HTTP__API_TOKENS)")), "{:?}", shell.stderr());
 }
 
+/// `curl`, which the HTTP guides use, is installed.
+fn needs_curl() {
+    let found = Command::new("curl").arg("--version").output().is_ok_and(|o| o.status.success());
+    assert!(found, "the guides' commands need curl: install it (apt-get install curl)");
+}
+
 /// docs/http-api.md's "try it with the demo": the demo started as clients/python's
 /// README starts it (terminal 1), the push and the read in terminal 2, with `a` typed in
 /// the demo between them; each prints what the guide shows.
 #[test]
 fn http_api_md_try_it_with_the_demo() {
+    needs_curl();
     let _ports = hold_the_ports();
     let table = table(None, None);
     let (doc, first, _) = RUN[8];
@@ -686,6 +693,7 @@ fn http_api_md_try_it_with_the_demo() {
 /// docs/mcp.md: `/mcp` refuses a request without the token and initializes with it.
 #[test]
 fn mcp_md_over_http() {
+    needs_curl();
     let _ports = hold_the_ports();
     let (doc, first, _) = RUN[9];
     let block = run_block(doc, first);
@@ -693,4 +701,23 @@ fn mcp_md_over_http() {
     let mut shell = Shell::start(&script(&block, &table, ""), &table);
     assert!(shell.wait_exit().success(), "{}", shell.stderr().join("\n"));
     shell.expect_output(&block.expected_output(), &block);
+}
+
+/// docs/telegram.md: "Each retry in those 30 s is logged once". A Bot API that does
+/// not answer gets one warning per getMe retry, naming where it was tried, and no
+/// second line from the request's own quick retry.
+#[test]
+fn an_unreachable_bot_api_is_logged_once_per_retry() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr");
+    let mut table = table(None, None);
+    table.push(Placeholder::Env { name: "HITL_BRIDGE__TELEGRAM__API_URL", value: format!("http://{closed}") });
+    let shell = Shell::start("HITL_BRIDGE__TELEGRAM__ENABLED=true HITL_BRIDGE__TELEGRAM__TOKEN=1:x HITL_BRIDGE__HTTP__ENABLED=false hitl-bridge run", &table);
+    let deadline = Instant::now() + WAIT;
+    while shell.stderr().iter().filter(|l| l.contains("telegram getMe failed; retrying")).count() < 3 {
+        assert!(Instant::now() < deadline, "{}", shell.stderr().join("\n"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = shell.stderr();
+    assert!(log.iter().filter(|l| l.contains("getMe failed")).all(|l| l.contains(&format!("http://{closed} (telegram.api_url)"))), "{log:?}");
+    assert!(!log.iter().any(|l| l.contains("telegram request failed")), "a retry logged twice: {log:?}");
 }
