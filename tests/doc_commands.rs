@@ -721,3 +721,35 @@ fn an_unreachable_bot_api_is_logged_once_per_retry() {
     assert!(log.iter().filter(|l| l.contains("getMe failed")).all(|l| l.contains(&format!("http://{closed} (telegram.api_url)"))), "{log:?}");
     assert!(!log.iter().any(|l| l.contains("telegram request failed")), "a retry logged twice: {log:?}");
 }
+
+/// docs/configuration.md's example of a misspelled variable is what the binary says,
+/// and a variable with one underscore too few is warned about once at start, with the
+/// variable meant.
+#[test]
+fn configuration_md_names_the_variable_and_the_nearest_key() {
+    let doc = std::fs::read_to_string(root().join("docs/configuration.md")).expect("configuration.md");
+    let example =
+        doc.lines().map(str::trim).find(|l| l.starts_with("error: configuration: HITL_BRIDGE__TELEGRAM__TOKN")).expect("the example in configuration.md");
+    let table = table(None, None);
+    let mut shell = Shell::start("HITL_BRIDGE__TELEGRAM__TOKN=x hitl-bridge check-config", &table);
+    assert!(!shell.wait_exit().success());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while shell.stderr().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(shell.stderr(), [example]);
+
+    let shell = Shell::start("HITL_BRIDGE_TELEGRAM__TOKEN=x HITL_BRIDGE__HTTP__ENABLED=false hitl-bridge run", &table);
+    let deadline = Instant::now() + WAIT;
+    while !shell.stderr().iter().any(|l| l.contains("starting: config")) || !shell.stderr().iter().any(|l| l.contains("is not read")) {
+        assert!(Instant::now() < deadline, "{}", shell.stderr().join("\n"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let warnings: Vec<String> = shell.stderr().into_iter().filter(|l| l.contains("HITL_BRIDGE_TELEGRAM__TOKEN")).collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].ends_with("the environment variable HITL_BRIDGE_TELEGRAM__TOKEN is not read: did you mean HITL_BRIDGE__TELEGRAM__TOKEN?"),
+        "{warnings:?}"
+    );
+}
