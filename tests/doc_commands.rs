@@ -53,6 +53,7 @@ const RUN: &[(&str, &str, &str)] = &[
     ),
     ("clients/python/README.md", "cargo run --release -- demo        # or: hitl-bridge demo", "http_api_md_try_it_with_the_demo"),
     ("docs/mcp.md", "export HITL_BRIDGE__HTTP__API_TOKENS='claude:S3CRET'", "mcp_md_over_http"),
+    ("docs/discord.md", "HITL_BRIDGE__DISCORD__TOKEN='…' HITL_BRIDGE__DISCORD__CHANNELS='123456789012345678' hitl-bridge demo --discord", "discord_md_demo"),
 ];
 
 /// The shell blocks left unmarked, by document and first line, and why.
@@ -633,6 +634,40 @@ async fn discord_md_for_real() {
     let approve = support::discord_chat::button(&card.body, "Approve");
     fake.dispatch("INTERACTION_CREATE", fake_discord::click(&fake, &approve, &message_id, CHANNEL, &me, &[]));
     support::discord_chat::wait_text(&fake, "Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    fake.shutdown().await;
+}
+
+/// docs/discord.md's demo: one channel id from the environment; a stranger's message
+/// gets a pairing code, the terminal asks as the guide says, `y` lets them in, and
+/// their "trade" is approved in the channel. The demo does not warn that nobody may
+/// approve pairing codes: its terminal does.
+#[tokio::test(flavor = "multi_thread")]
+async fn discord_md_demo() {
+    let _ports = hold_the_ports();
+    let fake = FakeDiscord::start().await;
+    let (doc, first, _) = RUN[10];
+    let table = table(None, Some(&fake));
+    let mut shell = Shell::start(&script(&run_block(doc, first), &table, ""), &table);
+    const CHANNEL: &str = "123456789012345678";
+    let me = fake_discord::user("80351110224678912", "Lan");
+    shell.expect("your Discord bot as the chat");
+    fake.wait_identified(1).await;
+    fake.dispatch("MESSAGE_CREATE", fake_discord::guild_message(&fake, CHANNEL, &me, "trade", false));
+    assert_eq!(shell.expect("wants to talk").1, "Lan (discord:80351110224678912) wants to talk: approve? [y/N]");
+    shell.type_line("y");
+    shell.expect("approved: Lan may talk to the agent now");
+    let skip = fake.requests().len();
+    fake.dispatch("MESSAGE_CREATE", fake_discord::guild_message(&fake, CHANNEL, &me, "trade", false));
+    let card = fake
+        .wait_request(skip, |r| {
+            r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL}/messages")) && r.body.to_string().contains("execute_trade")
+        })
+        .await;
+    let message_id = card.response.as_ref().and_then(|m| m["id"].as_str()).expect("the card's id").to_owned();
+    let approve = support::discord_chat::button(&card.body, "Approve");
+    fake.dispatch("INTERACTION_CREATE", fake_discord::click(&fake, &approve, &message_id, CHANNEL, &me, &[]));
+    support::discord_chat::wait_text(&fake, "Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    assert!(!shell.stderr().iter().any(|l| l.contains("access.admins is empty")), "the demo approves codes itself: {:?}", shell.stderr());
     fake.shutdown().await;
 }
 
