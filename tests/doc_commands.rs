@@ -267,7 +267,7 @@ struct Shell {
     stdin: Option<ChildStdin>,
     stdout: Lines,
     stderr: Lines,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Shell {
@@ -288,7 +288,12 @@ impl Shell {
         collect(child.stdout.take().expect("stdout"), stdout.clone());
         collect(child.stderr.take().expect("stderr"), stderr.clone());
         let stdin = child.stdin.take();
-        Shell { child, stdin, stdout, stderr, _dir: dir }
+        Shell { child, stdin, stdout, stderr, dir }
+    }
+
+    /// The directory it runs in.
+    fn dir(&self) -> &Path {
+        self.dir.path()
     }
 
     fn stdout(&self) -> Vec<String> {
@@ -528,6 +533,8 @@ fn readme_demo_in_the_terminal() {
     let expected: Vec<String> = output_block(&block).lines.iter().map(|l| normalized(l)).collect();
     let actual: Vec<String> = transcript.iter().map(|l| normalized(l)).collect();
     assert_eq!(actual, expected, "the README's transcript is not what the console prints");
+    // "data in ./data".
+    assert!(shell.dir().join("data/demo.db").is_file(), "the demo's store is in ./data");
     // `/quit` (or Ctrl-D) exits.
     shell.close_input();
     assert!(shell.wait_exit().success(), "{}", shell.stderr().join("\n"));
