@@ -88,7 +88,7 @@ async fn identify(tg: &Telegram) -> Result<(), StartError> {
         // self-hosted Bot API server) is the usual cause.
         let at = match &tg.settings.api_url {
             Some(url) => format!("{url} (telegram.api_url)"),
-            None => "https://api.telegram.org (the default telegram.api_url; set HITL_BRIDGE__TELEGRAM__API_URL for a self-hosted Bot API server)".to_owned(),
+            None => "https://api.telegram.org (the default of telegram.api_url)".to_owned(),
         };
         if started.elapsed() + backoff > START_RETRY {
             return Err(StartError::Unreachable { at, secs: START_RETRY.as_secs(), error });
