@@ -1,6 +1,7 @@
 //! Configuration: the built-in defaults, a file and environment overrides
 //! `HITL_BRIDGE__SECTION__KEY` ([`sources`]), checked once at start-up so a bad key
-//! fails with a message naming it instead of surfacing later at run time.
+//! fails with a message naming it, where it was set (the variable, or the file and
+//! line) and the nearest known key, instead of surfacing later at run time.
 
 pub mod access;
 pub mod sources;
@@ -71,6 +72,10 @@ pub struct Settings {
     /// and [`crate::interaction::policy`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policies: Vec<PolicySpec>,
+    /// Not a key: set by `demo`, whose terminal approves pairing codes, so an empty
+    /// `access.admins` there is no cause for a warning.
+    #[serde(skip)]
+    pub pairing_approved_at_terminal: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -103,6 +108,63 @@ pub enum ConfigError {
     /// A `[[policies]]` entry; the error names the key (`policies[0].quorum`).
     #[error("configuration key {0}")]
     Policy(#[from] crate::interaction::policy::PolicyError),
+    /// A variable or a file line that names no key: a typo, named where it was made.
+    #[error("configuration: {at} sets `{key}`, which is not a configuration key{}", hint(nearest.as_deref(), at))]
+    UnknownKey { at: String, key: String, nearest: Option<String> },
+    /// Another error, with where the value at fault was set.
+    #[error("{message} (set by {at})")]
+    Located { at: String, message: String },
+}
+
+/// "; did you mean …?", in the form the mistake was made in (a variable or a key).
+fn hint(nearest: Option<&str>, at: &str) -> String {
+    match nearest {
+        Some(key) if at.starts_with(ENV_PREFIX) => format!("; did you mean `{key}` ({ENV_PREFIX}__{})?", key.replace('.', "__").to_uppercase()),
+        Some(key) => format!("; did you mean `{key}`?"),
+        None => String::new(),
+    }
+}
+
+/// The keys `check-config` prints, as `section.key`; keys holding a table of free
+/// names (`telegram.chat_locales`, `kimi.env`) are in `tables`.
+#[derive(Debug, Clone, Default)]
+pub struct KnownKeys {
+    pub keys: Vec<String>,
+    pub tables: Vec<String>,
+    pub sections: Vec<String>,
+}
+
+impl KnownKeys {
+    /// Read from the built-in defaults, so a new key is known the moment it exists.
+    pub fn new() -> Result<Self, ConfigError> {
+        let value = serde_json::to_value(Settings::from_pairs(&[])?).map_err(|e| ConfigError::Invalid { key: "(defaults)", reason: e.to_string() })?;
+        let mut known = KnownKeys { sections: vec!["policies".into()], ..KnownKeys::default() };
+        for (section, members) in value.as_object().into_iter().flatten() {
+            known.sections.push(section.clone());
+            for (key, member) in members.as_object().into_iter().flatten() {
+                let dotted = format!("{section}.{key}");
+                if member.is_object() {
+                    known.tables.push(dotted.clone());
+                }
+                known.keys.push(dotted);
+            }
+        }
+        Ok(known)
+    }
+
+    /// `key` is a key, or a name inside a table key, or inside `[[policies]]` (which
+    /// its own rules check).
+    pub fn knows(&self, key: &str) -> bool {
+        let section = key.split(['.', '[']).next().unwrap_or(key);
+        section == "policies" || self.keys.iter().any(|k| k == key) || self.tables.iter().any(|t| key.starts_with(&format!("{t}.")))
+    }
+
+    /// The nearest key to an unknown one: among the keys, or the sections when it
+    /// names a section.
+    pub fn nearest(&self, key: &str) -> Option<String> {
+        let pool = if key.contains('.') { &self.keys } else { &self.sections };
+        sources::nearest(key, pool)
+    }
 }
 
 impl Settings {
@@ -115,21 +177,56 @@ impl Settings {
     /// As [`Settings::load`], with `overrides` (dotted key, value) winning over every
     /// source: what a command fixes whatever the environment says (`demo`).
     pub fn load_with_overrides(path: Option<&Path>, overrides: &[(&str, &str)]) -> Result<Self, ConfigError> {
+        Self::load_from(path, sources::Environment::from_process(), overrides)
+    }
+
+    /// As [`Settings::load_with_overrides`], with the environment given.
+    pub fn load_from(path: Option<&Path>, environment: sources::Environment, overrides: &[(&str, &str)]) -> Result<Self, ConfigError> {
+        let file = sources::file_layer(path);
+        let file_text = file.as_deref().and_then(|f| std::fs::read_to_string(f).ok());
+        let known = KnownKeys::new()?;
+        for (variable, key) in environment.keys() {
+            if !known.knows(&key) {
+                return Err(ConfigError::UnknownKey { at: variable.to_owned(), nearest: known.nearest(&key), key });
+            }
+        }
+        if let (Some(file), Some(text)) = (&file, &file_text)
+            && file.extension().is_none_or(|e| e == "toml")
+        {
+            for (key, line) in sources::file_keys(text) {
+                let is_section = !key.contains('.');
+                if (is_section && known.sections.contains(&key)) || (!is_section && known.knows(&key)) {
+                    continue;
+                }
+                return Err(ConfigError::UnknownKey { at: format!("{} line {line}", file.display()), nearest: known.nearest(&key), key });
+            }
+        }
         let mut builder = config::Config::builder().add_source(sources::defaults());
-        if let Some(file) = sources::file_layer(path) {
+        if let Some(file) = &file {
             builder = builder.add_source(config::File::from(file.as_path()).required(true));
         }
-        builder = builder.add_source(Self::environment());
+        builder = builder.add_source(environment.clone());
         for (key, value) in overrides {
             builder = builder.set_override(*key, *value)?;
         }
-        Self::from_config(builder.build()?)
+        builder.build().map_err(ConfigError::from).and_then(Self::from_config).map_err(|error| {
+            let file = file.as_deref().zip(file_text.as_deref());
+            locate(error, &environment, file)
+        })
+    }
+
+    /// One warning per environment variable that looks meant for the bridge but sets
+    /// nothing (`HITL_BRIDGE_TELEGRAM__TOKEN`), with the nearest variable that does:
+    /// for the log at start.
+    pub fn environment_warnings() -> Vec<String> {
+        let known = KnownKeys::new().map(|k| k.keys).unwrap_or_default();
+        sources::Environment::from_process().unread(&known)
     }
 
     /// Which source set each value that differs from the built-in default (for
     /// `check-config`).
     pub fn provenance(path: Option<&Path>) -> Result<Vec<(String, sources::Source)>, ConfigError> {
-        sources::provenance(path, Self::environment())
+        sources::provenance(path, sources::Environment::from_process())
     }
 
     /// Builds settings from in-memory overrides on top of defaults (tests and `demo`).
@@ -139,26 +236,6 @@ impl Settings {
             builder = builder.set_override(*key, *value)?;
         }
         Self::from_config(builder.build()?)
-    }
-
-    fn environment() -> config::Environment {
-        config::Environment::with_prefix(ENV_PREFIX)
-            .prefix_separator("__")
-            .separator("__")
-            .try_parsing(true)
-            .list_separator(",")
-            .with_list_parse_key("access.approvers")
-            .with_list_parse_key("access.approver_roles")
-            .with_list_parse_key("access.users")
-            .with_list_parse_key("access.chats")
-            .with_list_parse_key("access.roles")
-            .with_list_parse_key("access.admin_chats")
-            .with_list_parse_key("access.admins")
-            .with_list_parse_key("discord.channels")
-            .with_list_parse_key("http.api_tokens")
-            .with_list_parse_key("routing.channels")
-            .with_list_parse_key("mcp.tools")
-            .with_list_parse_key("mcp.default_targets")
     }
 
     fn from_config(config: config::Config) -> Result<Self, ConfigError> {
@@ -248,7 +325,11 @@ impl Settings {
     /// from a chat.
     pub fn access_warnings(&self) -> Vec<String> {
         let enabled = [("telegram", self.telegram.enabled), ("discord", self.discord.enabled)];
-        self.access.warnings(enabled.into_iter().filter(|&(_, on)| on).map(|(platform, _)| platform))
+        let mut warnings = self.access.warnings(enabled.into_iter().filter(|&(_, on)| on).map(|(platform, _)| platform));
+        if self.pairing_approved_at_terminal {
+            warnings.retain(|w| !w.starts_with("access.pairing is on but access.admins is empty"));
+        }
+        warnings
     }
 
     /// What the engine runs with.
@@ -273,6 +354,39 @@ impl Settings {
     pub fn redacted_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("(cannot print settings: {e})"))
     }
+}
+
+/// `error` with where the value at fault was set: the variable, or the file and line
+/// (unless the message names it already).
+fn locate(error: ConfigError, environment: &sources::Environment, file: Option<(&Path, &str)>) -> ConfigError {
+    let key = match &error {
+        ConfigError::Load(config::ConfigError::Type { key: Some(key), .. } | config::ConfigError::At { key: Some(key), .. }) => key.clone(),
+        ConfigError::Load(config::ConfigError::NotFound(key)) => key.clone(),
+        ConfigError::Invalid { key, .. } => (*key).to_owned(),
+        _ => return error,
+    };
+    let key = key.split('[').next().unwrap_or_default().to_owned();
+    let message = error.to_string();
+    let (at, message) = match environment.variable_for(&key) {
+        Some(variable) => (variable.to_owned(), message),
+        None => match file.and_then(|(path, text)| sources::file_keys(text).into_iter().find(|(k, _)| *k == key).map(|(_, line)| (path, line))) {
+            Some((path, line)) => {
+                // The `config` crate may have named the file already (by a path of its
+                // own making): the line says more.
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let message = match message.rsplit_once(" in ") {
+                    Some((before, file)) if !name.is_empty() && file.ends_with(&name) => before.to_owned(),
+                    _ => message,
+                };
+                (format!("{} line {line}", path.display()), message)
+            }
+            None => return error,
+        },
+    };
+    if message.contains(&at) {
+        return error;
+    }
+    ConfigError::Located { at, message }
 }
 
 #[cfg(test)]
@@ -496,5 +610,183 @@ mod tests {
             let err = t.validate().unwrap_err();
             assert!(err.to_string().contains(key) && err.to_string().contains(bad), "{err}");
         }
+    }
+
+    fn env(vars: &[(&str, &str)]) -> sources::Environment {
+        sources::Environment::from_vars(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+    }
+
+    /// Loads the built-in defaults, an empty file and `vars` as the environment.
+    fn load_env(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("empty.toml");
+        std::fs::write(&file, "").unwrap();
+        Settings::load_from(Some(&file), env(vars), &[])
+    }
+
+    fn variable(key: &str) -> String {
+        format!("HITL_BRIDGE__{}", key.replace('.', "__").to_uppercase())
+    }
+
+    /// Every key whose value is a list in the defaults is read as a list from the
+    /// environment: none is forgotten when a key is added.
+    #[test]
+    fn every_list_key_is_known_as_one() {
+        let value = serde_json::to_value(Settings::from_pairs(&[]).unwrap()).unwrap();
+        let mut lists: Vec<String> = Vec::new();
+        for (section, members) in value.as_object().unwrap() {
+            for (key, member) in members.as_object().into_iter().flatten() {
+                if member.is_array() {
+                    lists.push(format!("{section}.{key}"));
+                }
+            }
+        }
+        let mut declared: Vec<String> = sources::LIST_KEYS.iter().map(|k| k.to_string()).collect();
+        lists.sort();
+        declared.sort();
+        assert_eq!(declared, lists);
+    }
+
+    /// Each list key takes, from the environment, one id of digits (not an integer),
+    /// one id of letters, quotes around an item (taken off) and a comma-separated list.
+    #[test]
+    fn each_list_key_takes_one_id_or_a_comma_separated_list_from_the_environment() {
+        for key in sources::LIST_KEYS {
+            let name = variable(key);
+            for (given, expected) in [
+                ("123456789012345678", vec!["123456789012345678"]),
+                ("telegram:-1001234567890", vec!["telegram:-1001234567890"]),
+                ("1100,1200", vec!["1100", "1200"]),
+                ("\"1100\", 'a b' ,", vec!["1100", "a b"]),
+                ("", vec![]),
+            ] {
+                let config = config::Config::builder().add_source(sources::defaults()).add_source(env(&[(&name, given)])).build().unwrap();
+                let read: Vec<String> = config.get(key).unwrap_or_else(|e| panic!("{name}={given:?}: {e}"));
+                assert_eq!(read, expected, "{name}={given:?}");
+            }
+        }
+    }
+
+    /// The same through the whole load, with values each key accepts: one id alone
+    /// (the form the Discord guide starts with) and a list.
+    #[test]
+    fn each_list_key_loads_one_id_and_a_list() {
+        let cases: &[(&str, &str, &[&str])] = &[
+            ("access.approvers", "telegram:123456789", &["telegram:123456789"]),
+            ("access.approvers", "telegram:1,discord:80351110224678912", &["telegram:1", "discord:80351110224678912"]),
+            ("access.approver_roles", "234567890123456789", &["234567890123456789"]),
+            ("access.approver_roles", "1100,1200", &["1100", "1200"]),
+            ("access.users", "discord:80351110224678912", &["discord:80351110224678912"]),
+            ("access.users", "telegram:123,discord:456", &["telegram:123", "discord:456"]),
+            ("access.chats", "telegram:-1001234567890", &["telegram:-1001234567890"]),
+            ("access.chats", "telegram:-1001,discord:guild:700", &["telegram:-1001", "discord:guild:700"]),
+            ("access.roles", "900", &["900"]),
+            ("access.roles", "900,901", &["900", "901"]),
+            ("access.admins", "telegram:3003", &["telegram:3003"]),
+            ("access.admins", "telegram:3003,discord:4004", &["telegram:3003", "discord:4004"]),
+            ("access.admin_chats", "telegram:-100999", &["telegram:-100999"]),
+            ("access.admin_chats", "telegram:-100999,discord:1100", &["telegram:-100999", "discord:1100"]),
+            ("discord.channels", "123456789012345678", &["123456789012345678"]),
+            ("discord.channels", "1100,1200", &["1100", "1200"]),
+            ("http.api_tokens", "ci:a-long-random-secret", &["ci:a-long-random-secret"]),
+            ("http.api_tokens", "ci:a,cron:b", &["ci:a", "cron:b"]),
+            ("routing.channels", "telegram:-1001234567890/7", &["telegram:-1001234567890/7"]),
+            ("routing.channels", "console,discord:1100", &["console", "discord:1100"]),
+            ("mcp.tools", "approval_prompt", &["approval_prompt"]),
+            ("mcp.tools", "request_approval,ask_user_question", &["request_approval", "ask_user_question"]),
+            ("mcp.default_targets", "telegram:-1001234567890", &["telegram:-1001234567890"]),
+            ("mcp.default_targets", "console,discord:1100", &["console", "discord:1100"]),
+            ("claude_code.allowed_tools", "Bash", &["Bash"]),
+            ("claude_code.allowed_tools", "Bash,Read", &["Bash", "Read"]),
+            ("claude_code.disallowed_tools", "WebFetch", &["WebFetch"]),
+            ("claude_code.disallowed_tools", "WebFetch,Write", &["WebFetch", "Write"]),
+            ("claude_code.env", "A=1", &["A=1"]),
+            ("claude_code.env", "A=1,B=2", &["A=1", "B=2"]),
+            ("claude_code.extra_args", "--verbose", &["--verbose"]),
+            ("claude_code.extra_args", "--a,--b", &["--a", "--b"]),
+            ("kimi.args", "--yolo", &["--yolo"]),
+            ("kimi.args", "--a,--b", &["--a", "--b"]),
+        ];
+        let covered: std::collections::BTreeSet<&str> = cases.iter().map(|(k, _, _)| *k).collect();
+        assert_eq!(covered, sources::LIST_KEYS.iter().copied().collect(), "a case for every list key");
+        for (key, given, expected) in cases {
+            let name = variable(key);
+            let s = load_env(&[(&name, given)]).unwrap_or_else(|e| panic!("{name}={given}: {e}"));
+            let printed = serde_json::to_value(&s).unwrap();
+            let (section, member) = key.split_once('.').unwrap();
+            let read: Vec<String> = serde_json::from_value(printed[section][member].clone()).unwrap();
+            // Secrets are printed redacted: compare the names only.
+            if *key == "http.api_tokens" {
+                assert_eq!(s.http.api_tokens, *expected, "{name}={given}");
+            } else if *key == "claude_code.env" {
+                assert_eq!(s.claude_code.env, *expected, "{name}={given}");
+            } else {
+                assert_eq!(read, *expected, "{name}={given}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_unknown_key_is_named_with_its_variable_or_file_line_and_the_nearest_key() {
+        let err = load_env(&[("HITL_BRIDGE__TELEGRAM__TOKN", "x")]).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "configuration: HITL_BRIDGE__TELEGRAM__TOKN sets `telegram.tokn`, which is not a configuration key; \
+             did you mean `telegram.token` (HITL_BRIDGE__TELEGRAM__TOKEN)?"
+        );
+        let err = load_env(&[("HITL_BRIDGE__TELEGRM__ENABLED", "true")]).unwrap_err().to_string();
+        assert!(err.contains("HITL_BRIDGE__TELEGRM__ENABLED sets `telegrm.enabled`") && err.contains("did you mean `telegram.enabled`"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bridge.toml");
+        std::fs::write(&file, "# mine\n[telegram]\nenabled = true\n\n[access]\nusers = [\n  \"telegram:1\",\n]\napprover = [\"telegram:2\"]\n").unwrap();
+        let err = Settings::load_from(Some(&file), env(&[]), &[]).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!("configuration: {} line 9 sets `access.approver`, which is not a configuration key; did you mean `access.approvers`?", file.display())
+        );
+        // Table keys take any name; [[policies]] entries are checked by their own rules.
+        std::fs::write(&file, "[telegram.chat_locales]\n\"-100123\" = \"zh\"\n[[policies]]\ntools = [\"t\"]\n").unwrap();
+        Settings::load_from(Some(&file), env(&[]), &[]).unwrap();
+    }
+
+    #[test]
+    fn a_bad_value_is_named_with_where_it_was_set() {
+        let err = load_env(&[("HITL_BRIDGE__ACCESS__USERS", "nobody")]).unwrap_err().to_string();
+        assert_eq!(err, "configuration key `access.users`: `nobody` is not of the form platform:user_id (set by HITL_BRIDGE__ACCESS__USERS)");
+        let err = load_env(&[("HITL_BRIDGE__TIMEOUTS__APPROVAL_SECS", "soon")]).unwrap_err().to_string();
+        assert!(err.contains("timeouts.approval_secs") && err.contains("HITL_BRIDGE__TIMEOUTS__APPROVAL_SECS"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bridge.toml");
+        std::fs::write(&file, "[telegram]\nenabled = \"maybe\"\n").unwrap();
+        let err = Settings::load_from(Some(&file), env(&[]), &[]).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!("configuration: invalid type: string \"maybe\", expected a boolean for key `telegram.enabled` (set by {} line 2)", file.display())
+        );
+    }
+
+    #[test]
+    fn variables_that_set_nothing_are_warned_about_with_the_nearest_name() {
+        let known = KnownKeys::new().unwrap().keys;
+        let warnings = env(&[
+            ("HITL_BRIDGE_TELEGRAM__TOKEN", "x"),
+            ("HITL_BRIDGE_ACCESS_USERS", "x"),
+            ("HITL_BRIDGE_MCP_TARGET", "x"),
+            ("HITL_BRIDGE_SOMETHING_ELSE_ENTIRELY", "x"),
+            // Read elsewhere, or keys: no warning.
+            ("HITL_BRIDGE_MCP_TARGETS", "x"),
+            ("HITL_BRIDGE_TEST_POSTGRES_URL", "x"),
+            ("HITL_BRIDGE__TELEGRAM__TOKEN", "x"),
+        ])
+        .unread(&known);
+        assert_eq!(
+            warnings,
+            [
+                "the environment variable HITL_BRIDGE_ACCESS_USERS is not read: did you mean HITL_BRIDGE__ACCESS__USERS?",
+                "the environment variable HITL_BRIDGE_MCP_TARGET is not read: did you mean HITL_BRIDGE_MCP_TARGETS?",
+                "the environment variable HITL_BRIDGE_SOMETHING_ELSE_ENTIRELY is not read: a key is set as HITL_BRIDGE__SECTION__KEY, two underscores each",
+                "the environment variable HITL_BRIDGE_TELEGRAM__TOKEN is not read: did you mean HITL_BRIDGE__TELEGRAM__TOKEN?",
+            ]
+        );
     }
 }

@@ -10,6 +10,7 @@ use std::io::BufRead;
 use std::time::Duration;
 
 use crate::clock::now_ms;
+use crate::config::sources::Environment;
 use crate::config::{ConfigError, Settings};
 use crate::store::Store;
 
@@ -31,6 +32,10 @@ pub enum DemoChat {
 /// demo's store, the HTTP API on `http_listen`; for a bot chat, that platform on with
 /// pairing (so strangers get a code the terminal approves) and the terminal chat off.
 pub fn settings(chat: DemoChat, backend_url: &str, history_url: &str, http_listen: &str) -> Result<Settings, ConfigError> {
+    settings_from(chat, backend_url, history_url, http_listen, Environment::from_process())
+}
+
+fn settings_from(chat: DemoChat, backend_url: &str, history_url: &str, http_listen: &str, environment: Environment) -> Result<Settings, ConfigError> {
     let mut overrides = vec![
         ("backend.kind", "stream"),
         ("backend.url", backend_url),
@@ -50,7 +55,54 @@ pub fn settings(chat: DemoChat, backend_url: &str, history_url: &str, http_liste
     }
     overrides.extend([("console.enabled", "false"), ("access.pairing", "true")]);
     // The bot's keys (token, api_url, channels, …) come from the environment.
-    Settings::load_with_overrides(None, &overrides)
+    let mut settings = Settings::load_from(None, environment, &overrides)?;
+    // Nobody needs to be in access.admins: this terminal approves the codes.
+    settings.pairing_approved_at_terminal = true;
+    Ok(settings)
+}
+
+/// The scenarios of the reference agent, as the demo's banner lists them: what to
+/// type and what the agent then does (the README's table says the same).
+pub const SCENARIOS: &[(&str, &str)] = &[
+    ("hỏi 2 lần", "two rounds of questions"),
+    ("trade", "approve / edit / reject a trade"),
+    ("two actions", "two tool calls in one request"),
+    ("timeout", "nobody answers in time"),
+    ("shapes", "the two request shapes"),
+    ("multi", "multi-select + Other"),
+    ("migration", "a comment is the decision"),
+    ("malformed", "broken frames, then carries on"),
+];
+
+/// What the demo prints first. `program` is how it was started (`hitl-bridge`, or
+/// `target/release/hitl-bridge` after `cargo run`), so the command it suggests runs
+/// as written.
+pub fn banner(chat: DemoChat, agent: &str, http_listen: &str, token: &str, timeout_secs: u64, program: &str) -> String {
+    let scenarios: Vec<String> = SCENARIOS
+        .iter()
+        .map(|(keyword, what)| match *keyword {
+            "timeout" => format!("\"{keyword}\" ({what}, {timeout_secs} s)"),
+            _ => format!("\"{keyword}\" ({what})"),
+        })
+        .collect();
+    let scenarios = format!("Keywords pick a scenario:\n  {},\n  {},\n  {}.", scenarios[..3].join(", "), scenarios[3..6].join(", "), scenarios[6..].join(", "));
+    match chat {
+        DemoChat::Terminal => format!(
+            "hitl-bridge demo: a reference agent at {agent} and this terminal as the chat.\n\
+             Type a message for the agent. {scenarios}\n\
+             /new starts a new session, /cancel cancels the turn, /quit or Ctrl-D exits.\n\
+             Agents can push requests here too: POST http://{http_listen}/v1/requests with\n  \
+             Authorization: Bearer {token} and \"targets\":[{{\"platform\":\"console\"}}] (see the README).\n\
+             Its store is {STORE}: `HITL_BRIDGE__STORE__URL={STORE} {program} pending` reads it."
+        ),
+        DemoChat::Telegram | DemoChat::Discord => format!(
+            "hitl-bridge demo: a reference agent at {agent} and your {} bot as the chat.\n\
+             Write to the bot (in a group, mention it). Whoever does is asked about here first:\n  \
+             answer y to let them talk. {scenarios}\n\
+             Its store is {STORE}. Ctrl-C stops the demo.",
+            if chat == DemoChat::Telegram { "Telegram" } else { "Discord" }
+        ),
+    }
 }
 
 /// Asks at the terminal about everyone given a pairing code, one at a time, and
@@ -89,5 +141,32 @@ pub async fn approve_at_the_terminal(store: Store) {
             }
         }
         tokio::time::sleep(PAIRING_POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_banner_names_every_scenario_and_a_command_that_runs_as_started() {
+        let banner = banner(DemoChat::Terminal, "127.0.0.1:1", "127.0.0.1:8790", "demo-token", 20, "target/release/hitl-bridge");
+        for (keyword, _) in SCENARIOS {
+            assert!(banner.contains(&format!("\"{keyword}\"")), "{keyword} missing from:\n{banner}");
+        }
+        assert!(banner.contains("\"timeout\" (nobody answers in time, 20 s)"), "{banner}");
+        assert!(banner.contains("`HITL_BRIDGE__STORE__URL=sqlite://data/demo.db target/release/hitl-bridge pending` reads it"), "{banner}");
+    }
+
+    #[test]
+    fn a_bot_demo_is_not_warned_about_pairing_without_admins() {
+        let environment = Environment::from_vars([("HITL_BRIDGE__TELEGRAM__TOKEN".to_owned(), "123456:abc".to_owned())]);
+        let settings = settings_from(DemoChat::Telegram, "ws://127.0.0.1:1/ws/{session_id}", "http://127.0.0.1:1/h", "127.0.0.1:0", environment).unwrap();
+        assert!(settings.telegram.enabled && settings.access.pairing && settings.access.admins.is_empty());
+        assert!(settings.access_warnings().is_empty(), "{:?}", settings.access_warnings());
+        let mut s = Settings::from_pairs(&[("access.pairing", "true")]).unwrap();
+        assert_eq!(s.access_warnings().len(), 1, "a real bridge is still warned");
+        s.pairing_approved_at_terminal = true;
+        assert!(s.access_warnings().is_empty());
     }
 }

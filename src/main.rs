@@ -241,6 +241,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let settings = Settings::load(config.as_deref())?;
             println!("{}", settings.redacted_json());
             // Where the changes came from, for people; stdout stays the JSON.
+            for warning in Settings::environment_warnings() {
+                eprintln!("warning: {warning}");
+            }
             let changed = Settings::provenance(config.as_deref())?;
             if changed.is_empty() {
                 eprintln!("every value is the built-in default");
@@ -256,6 +259,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let settings = Settings::load(config.as_deref())?;
             hitl_bridge::logging::init(&settings.log);
             tracing::info!("{}", startup_line(&settings, config.as_deref()));
+            warn_about_unread_variables();
             run_until_stopped(&settings).await
         }
         Command::AgentSim { listen, timeout_secs, token } => {
@@ -380,30 +384,10 @@ async fn demo(chat: DemoChat, timeout_secs: u64, http_listen: String) -> anyhow:
     let history = format!("http://{}/sessions/{{session_id}}/history", sim.addr);
     let mut settings = hitl_bridge::demo::settings(chat, &url, &history, &http_listen)?;
     settings.http.api_tokens = vec![format!("demo:{DEMO_TOKEN}")];
-    let scenarios = format!(
-        "Keywords pick a scenario:\n  \
-         \"hỏi 2 lần\" (two rounds of questions), \"trade\" (approve / edit / reject a trade),\n  \
-         \"two actions\", \"timeout\" (nobody answers, {timeout_secs} s), \"shapes\", \"multi\" (multi-select + Other)."
-    );
-    match chat {
-        DemoChat::Terminal => println!(
-            "hitl-bridge demo: a reference agent at {} and this terminal as the chat.\n\
-             Type a message for the agent. {scenarios}\n\
-             /new starts a new session, /cancel cancels the turn, /quit or Ctrl-D exits.\n\
-             Agents can push requests here too: POST http://{http_listen}/v1/requests with\n  \
-             Authorization: Bearer {DEMO_TOKEN} and \"targets\":[{{\"platform\":\"console\"}}] (see the README).\n\
-             Its store is {DEMO_STORE}: `HITL_BRIDGE__STORE__URL={DEMO_STORE} hitl-bridge pending` reads it.",
-            sim.addr
-        ),
-        DemoChat::Telegram | DemoChat::Discord => println!(
-            "hitl-bridge demo: a reference agent at {} and your {} bot as the chat.\n\
-             Write to the bot (in a group, mention it). Whoever does is asked about here first:\n  \
-             answer y to let them talk. {scenarios}\n\
-             Its store is {DEMO_STORE}. Ctrl-C stops the demo.",
-            sim.addr,
-            if chat == DemoChat::Telegram { "Telegram" } else { "Discord" }
-        ),
-    }
+    // As typed: `hitl-bridge`, or `target/release/hitl-bridge` after `cargo run`.
+    let program = std::env::args().next().unwrap_or_else(|| "hitl-bridge".to_owned());
+    println!("{}", hitl_bridge::demo::banner(chat, &sim.addr.to_string(), &http_listen, DEMO_TOKEN, timeout_secs, &program));
+    warn_about_unread_variables();
     let pairing = if chat == DemoChat::Terminal {
         None
     } else {
@@ -454,6 +438,14 @@ async fn terminated() {
         }
     }
     std::future::pending::<()>().await
+}
+
+/// Variables meant for the bridge that set nothing (`HITL_BRIDGE_TELEGRAM__TOKEN`),
+/// logged once each at start.
+fn warn_about_unread_variables() {
+    for warning in Settings::environment_warnings() {
+        tracing::warn!("{warning}");
+    }
 }
 
 /// Pretty logs with `default_filter` (`RUST_LOG` wins), for the commands without a config.

@@ -318,15 +318,15 @@ pub fn access_text(locale: Locale, msg: &AccessMsg<'_>) -> String {
         (NotAllowed { id }, Vi) => format!("⛔ Bạn không được phép trò chuyện với tác tử này. Hãy nhờ quản trị viên thêm bạn: mã của bạn là {id}."),
         (NotAllowed { id }, Zh) => format!("⛔ 你无权与此智能体对话。请联系管理员添加你：你的编号是 {id}。"),
         (PairingCode { code, expires_at_ms }, En) => format!(
-            "⛔ You are not allowed to talk to this agent yet. Your pairing code is {code} (valid until {}).              Ask an admin to approve it: `hitl-bridge pair {code}`, or /pair {code} in the admin chat.",
+            "⛔ You are not allowed to talk to this agent yet. Your pairing code is {code} (valid until {}). Ask an admin to approve it: `hitl-bridge pair {code}`, or /pair {code} in the admin chat.",
             clock(*expires_at_ms)
         ),
         (PairingCode { code, expires_at_ms }, Vi) => format!(
-            "⛔ Bạn chưa được phép trò chuyện với tác tử này. Mã ghép nối của bạn là {code} (hiệu lực đến {}).              Hãy nhờ quản trị viên duyệt: `hitl-bridge pair {code}`, hoặc /pair {code} trong nhóm quản trị.",
+            "⛔ Bạn chưa được phép trò chuyện với tác tử này. Mã ghép nối của bạn là {code} (hiệu lực đến {}). Hãy nhờ quản trị viên duyệt: `hitl-bridge pair {code}`, hoặc /pair {code} trong nhóm quản trị.",
             clock(*expires_at_ms)
         ),
         (PairingCode { code, expires_at_ms }, Zh) => format!(
-            "⛔ 你暂时无权与此智能体对话。你的配对码是 {code}（有效期至 {}）。             请管理员批准：`hitl-bridge pair {code}`，或在管理聊天中发送 /pair {code}。",
+            "⛔ 你暂时无权与此智能体对话。你的配对码是 {code}（有效期至 {}）。请管理员批准：`hitl-bridge pair {code}`，或在管理聊天中发送 /pair {code}。",
             clock(*expires_at_ms)
         ),
         (YouArePaired, En) => "✅ An admin approved your pairing code: you may now talk to the agent.".into(),
@@ -465,5 +465,21 @@ mod tests {
         let always = Refusal::RememberNotOffered { scope: crate::interaction::RememberScope::Always };
         assert_eq!(refusal(Locale::En, &always), "“Always approve” is not offered for this request.");
         assert_eq!(refusal(Locale::Vi, &always), "Yêu cầu này không có lựa chọn “Luôn duyệt”.");
+    }
+
+    /// The first reply a stranger reads under pairing: one sentence after another,
+    /// no run of spaces in between, in every language.
+    #[test]
+    fn the_pairing_code_reply_reads_as_one_paragraph() {
+        let msg = AccessMsg::PairingCode { code: "K7Q2", expires_at_ms: 120_000 };
+        assert_eq!(
+            access_text(Locale::En, &msg),
+            "⛔ You are not allowed to talk to this agent yet. Your pairing code is K7Q2 (valid until 00:02 UTC). \
+             Ask an admin to approve it: `hitl-bridge pair K7Q2`, or /pair K7Q2 in the admin chat."
+        );
+        for locale in [Locale::Vi, Locale::Zh] {
+            let text = access_text(locale, &msg);
+            assert!(!text.contains("  ") && text.contains("K7Q2") && text.contains("00:02 UTC"), "{text}");
+        }
     }
 }

@@ -92,7 +92,7 @@ fn an_error_is_printed_once_and_config_is_explained() {
     let out = hitl_bridge().args(["check-config"]).env("HITL_BRIDGE__BACKEND__URL", "http://agent/ws").env("RUST_BACKTRACE", "1").output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(stderr.trim(), "error: configuration key `backend.url`: must start with ws:// or wss://", "{stderr}");
+    assert_eq!(stderr.trim(), "error: configuration key `backend.url`: must start with ws:// or wss:// (set by HITL_BRIDGE__BACKEND__URL)", "{stderr}");
     for command in [&["run"][..], &["check-config"], &["pair"], &["pending"], &["cancel"], &["rules"], &["audit", "export"]] {
         let out = hitl_bridge().args(command).arg("--help").output().unwrap();
         let help = String::from_utf8_lossy(&out.stdout);

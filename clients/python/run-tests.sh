@@ -3,9 +3,11 @@
 #
 # Installs the package with its test extra into a throw-away venv and runs pytest:
 # unit tests always; integration tests against the real bridge binary
-# ($HITL_BRIDGE_BIN, default <repo>/target/debug/hitl-bridge, built by `cargo build` or
-# `cargo test`). Without the binary the integration tests are skipped, except with
-# CI=true, where they fail. Works from any directory; exits non-zero on any failure.
+# ($HITL_BRIDGE_BIN; by default the newer of <target>/debug/hitl-bridge, built by
+# `cargo build` or `cargo test`, and <target>/release/hitl-bridge, built by
+# `cargo build --release`; <target> is $CARGO_TARGET_DIR or <repo>/target). Without the
+# binary the integration tests are skipped, except with CI=true, where they fail.
+# Works from any directory; exits non-zero on any failure.
 #
 #   clients/python/run-tests.sh            # everything
 #   clients/python/run-tests.sh -k unit    # extra arguments go to pytest
@@ -21,8 +23,20 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null
   exit 1
 fi
 
+if [[ -z "${HITL_BRIDGE_BIN:-}" ]]; then
+  target="${CARGO_TARGET_DIR:-$repo/target}"
+  bin=""
+  for candidate in "$target/debug/hitl-bridge" "$target/release/hitl-bridge"; do
+    if [[ -x "$candidate" && ( -z "$bin" || "$candidate" -nt "$bin" ) ]]; then
+      bin="$candidate"
+    fi
+  done
+  export HITL_BRIDGE_BIN="${bin:-$target/debug/hitl-bridge}"
+fi
+echo "run-tests.sh: the bridge binary is $HITL_BRIDGE_BIN" >&2
+
 if [[ "${CI:-}" == "true" ]]; then
-  bin="${HITL_BRIDGE_BIN:-$repo/target/debug/hitl-bridge}"
+  bin="$HITL_BRIDGE_BIN"
   if [[ ! -x "$bin" ]]; then
     echo "run-tests.sh: CI=true and the bridge binary $bin is missing: the integration tests will fail" >&2
   fi

@@ -138,7 +138,9 @@ impl AccessSettings {
             .map(|platform| {
                 format!(
                     "{platform} is enabled but nobody may talk to the agent there: access.users, access.chats, access.roles \
-                     and the approvers name nobody on {platform}, and access.pairing is off; every message will be refused"
+                     and the approvers name nobody on {platform}, and access.pairing is off; every message will be refused. \
+                     Send the bot /id: it answers your id as access.users takes it; restart with it in \
+                     HITL_BRIDGE__ACCESS__USERS (or turn on access.pairing)"
                 )
             })
             .collect()
@@ -161,6 +163,12 @@ mod tests {
         let closed = s.access_warnings();
         assert_eq!(closed.len(), 1);
         assert!(closed[0].starts_with("telegram is enabled but nobody may talk"), "{closed:?}");
+        assert!(
+            closed[0].ends_with(
+                "Send the bot /id: it answers your id as access.users takes it; restart with it in HITL_BRIDGE__ACCESS__USERS (or turn on access.pairing)"
+            ),
+            "{closed:?}"
+        );
         s.access.pairing = true;
         assert_eq!(
             s.access_warnings(),

@@ -26,7 +26,9 @@ pub struct Routing {
     /// Chats to show the request in, written as in the bridge's `routing.channels`:
     /// `telegram:CHAT_ID`, `telegram:CHAT_ID/TOPIC_ID`, `telegram:user:USER_ID`,
     /// `discord:CHANNEL_ID`, `discord:CHANNEL_ID/THREAD_ID`, `discord:user:USER_ID`,
-    /// `console`. Default: the bridge's `mcp.default_targets`.
+    /// `console`. Default: the server's default targets: `mcp.default_targets` in the
+    /// bridge's config at `/mcp`; `--target` (or `HITL_BRIDGE_MCP_TARGETS`) of
+    /// `hitl-bridge mcp` on stdio.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub targets: Option<Vec<String>>,
     /// `platform:user_id` entries allowed to answer (default: the bridge's approvers).
@@ -182,7 +184,11 @@ fn invalid(field: impl Into<String>, reason: impl Into<String>) -> InputError {
 fn routed(body: &mut Map<String, Value>, routing: &Routing, defaults: &[String], key: String) -> Result<(), InputError> {
     let targets = routing.targets.as_deref().unwrap_or(defaults);
     if targets.is_empty() {
-        return Err(invalid("targets", "no chat to ask in: pass targets, or set mcp.default_targets in the bridge's config"));
+        return Err(invalid(
+            "targets",
+            "no chat to ask in: pass targets, or give the server default targets \
+             (mcp.default_targets in the bridge's config for /mcp; --target or HITL_BRIDGE_MCP_TARGETS for `hitl-bridge mcp` on stdio)",
+        ));
     }
     let parsed = targets
         .iter()

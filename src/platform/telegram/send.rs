@@ -114,10 +114,12 @@ where
                     Call::Chatless => bot.limiter.before_any().await,
                 }
             }
-            // A network hiccup: one quick retry, then report.
+            // A network hiccup: one quick retry, then report. Logged at debug: the
+            // caller reports a failure that lasts (getMe and getUpdates log each of
+            // their own retries), so one outage is not logged twice per retry.
             Err(RequestError::Network(e)) if attempts == 0 => {
                 attempts += 1;
-                tracing::warn!(error = %e, "telegram request failed; retrying once");
+                tracing::debug!(error = %e, "telegram request failed; retrying once");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
             other => return other,

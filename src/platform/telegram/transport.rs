@@ -84,9 +84,11 @@ async fn identify(tg: &Telegram) -> Result<(), StartError> {
         };
         // teloxide's own message hides why ("error sending request"); the causes say it.
         let error = crate::error_chain::one_line(&error);
+        // Named with its setting either way: a wrong or missing telegram.api_url (a
+        // self-hosted Bot API server) is the usual cause.
         let at = match &tg.settings.api_url {
             Some(url) => format!("{url} (telegram.api_url)"),
-            None => "https://api.telegram.org".to_owned(),
+            None => "https://api.telegram.org (the default of telegram.api_url)".to_owned(),
         };
         if started.elapsed() + backoff > START_RETRY {
             return Err(StartError::Unreachable { at, secs: START_RETRY.as_secs(), error });
