@@ -156,7 +156,8 @@ impl App {
             let own_base = Arc::new(std::sync::OnceLock::new());
             let mut routes = http_api.router();
             if http_api.enabled() && settings.mcp.enabled {
-                routes = routes.merge(crate::mcp::http::router(&settings.mcp, Tokens::new(settings.http.tokens()), own_base.clone(), settings.http.max_body_bytes));
+                routes =
+                    routes.merge(crate::mcp::http::router(&settings.mcp, Tokens::new(settings.http.tokens()), own_base.clone(), settings.http.max_body_bytes));
             }
             let served = crate::server::serve(&settings.http.listen, limits, readiness.clone(), metrics.clone(), routes)
                 .await

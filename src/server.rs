@@ -25,7 +25,6 @@ use crate::listener::Limits;
 use crate::metrics::{self, Metrics, StoreFigures};
 use crate::store::Store;
 
-
 /// What `hitl-bridge health` asks by default: `/readyz` on the default `http.listen`.
 pub const DEFAULT_PROBE_URL: &str = "http://127.0.0.1:8790/readyz";
 

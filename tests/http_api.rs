@@ -1567,10 +1567,15 @@ async fn mcp_a_call_whose_client_left_is_cancelled_and_a_waiting_one_is_not() {
 async fn chunked_post_status(base: &str, path: &str, body: &[u8]) -> u16 {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut socket = tokio::net::TcpStream::connect(base.trim_start_matches("http://")).await.expect("connect");
-    let head = format!("POST {path} HTTP/1.1\r\nHost: bridge\r\nAuthorization: Bearer {SECRET}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: bridge\r\nAuthorization: Bearer {SECRET}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    );
     let _ = socket.write_all(head.as_bytes()).await;
     for chunk in body.chunks(64 * 1024) {
-        if socket.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).await.is_err() || socket.write_all(chunk).await.is_err() || socket.write_all(b"\r\n").await.is_err() {
+        if socket.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).await.is_err()
+            || socket.write_all(chunk).await.is_err()
+            || socket.write_all(b"\r\n").await.is_err()
+        {
             break;
         }
     }

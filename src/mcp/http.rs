@@ -37,10 +37,7 @@ pub fn router(settings: &McpSettings, tokens: Tokens, base: Arc<OnceLock<String>
         manager,
         // Host checks guard unauthenticated local servers against DNS rebinding; this
         // one is behind a bearer token and often reached by a public name.
-        StreamableHttpServerConfig::default()
-            .disable_allowed_hosts()
-            .with_max_request_body_bytes(max_body_bytes)
-            .with_sse_keep_alive(Some(KEEP_ALIVE)),
+        StreamableHttpServerConfig::default().disable_allowed_hosts().with_max_request_body_bytes(max_body_bytes).with_sse_keep_alive(Some(KEEP_ALIVE)),
     );
     Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn_with_state(sessions, super::sessions::guard))
 }

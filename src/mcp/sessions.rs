@@ -118,13 +118,17 @@ impl IntoResponse for Refused {
         let (status, code, message) = match self {
             Refused::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized", "a valid bearer token (http.api_tokens) is required".to_owned()),
             Refused::TooLarge(limit) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", crate::listener::body_over(limit)),
-            Refused::UnknownSession => {
-                (StatusCode::NOT_FOUND, "unknown_session", "no such MCP session for this token (it ended, or another token opened it); initialize a new one".to_owned())
-            }
+            Refused::UnknownSession => (
+                StatusCode::NOT_FOUND,
+                "unknown_session",
+                "no such MCP session for this token (it ended, or another token opened it); initialize a new one".to_owned(),
+            ),
             Refused::TokenFull { agent, cap } => (
                 StatusCode::TOO_MANY_REQUESTS,
                 "too_many_sessions",
-                format!("`{agent}` already has {cap} open MCP sessions, the most mcp.max_sessions_per_token allows; end one (DELETE /mcp) or let an idle one expire (mcp.session_idle_secs)"),
+                format!(
+                    "`{agent}` already has {cap} open MCP sessions, the most mcp.max_sessions_per_token allows; end one (DELETE /mcp) or let an idle one expire (mcp.session_idle_secs)"
+                ),
             ),
             Refused::BridgeFull { cap } => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -349,10 +353,8 @@ async fn guarded(sessions: &Arc<Sessions>, request: Request, next: Next) -> Resu
         (body, None)
     };
     let response = next.run(Request::from_parts(parts, body)).await;
-    if let Some(opening) = opening {
-        if let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
-            opening.opened(id);
-        }
+    if let (Some(opening), Some(id)) = (opening, response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())) {
+        opening.opened(id);
     }
     let Some(id) = session else { return Ok(response) };
     if method == Method::DELETE && response.status().is_success() {
@@ -426,5 +428,4 @@ mod tests {
         assert_eq!(tool_call_id(&list), None);
         assert_eq!(tool_call_id(&Bytes::from_static(b"not json")), None);
     }
-
 }

@@ -22,7 +22,12 @@ pub enum StdioError {
 
 /// Serves until the client closes standard input.
 pub async fn run(url: &str, token: &str, default_targets: Vec<String>) -> Result<(), StdioError> {
-    let upstream = Upstream { base: url.to_owned(), token: Some(token.to_owned()), http: BridgeApi::http_client(), max_body_bytes: crate::listener::DEFAULT_MAX_BODY_BYTES };
+    let upstream = Upstream {
+        base: url.to_owned(),
+        token: Some(token.to_owned()),
+        http: BridgeApi::http_client(),
+        max_body_bytes: crate::listener::DEFAULT_MAX_BODY_BYTES,
+    };
     let offered: Vec<String> = tools::ALL.iter().map(|t| (*t).to_owned()).collect();
     let server = HitlTools::new(upstream, Arc::new(default_targets), &offered);
     let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| StdioError::Start(e.to_string()))?;

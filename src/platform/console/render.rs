@@ -212,7 +212,12 @@ mod tests {
 
     #[test]
     fn hidden_characters_reach_the_terminal_as_markers() {
-        let action = ActionRequest { name: "rm\u{0}".into(), args: serde_json::json!({"path": "/\u{202e}gpj.txt", "c": "\u{1b}[2J"}), description: None, tool_use_id: None };
+        let action = ActionRequest {
+            name: "rm\u{0}".into(),
+            args: serde_json::json!({"path": "/\u{202e}gpj.txt", "c": "\u{1b}[2J"}),
+            description: None,
+            tool_use_id: None,
+        };
         let request = RequestBuilder::start("k_1", vec![action], vec![ReviewConfig::default()], Some(600)).finish(TimeoutDefaults::default()).expect("request");
         let i = Interaction::new("i".into(), "s".into(), request, None, 0);
         let card = interaction(&i);

@@ -16,7 +16,7 @@ use serenity::all::{
 use super::codes::Code;
 use super::text::{DMsg, dtext, truncate};
 use crate::interaction::policy::{FallbackDecision, PolicySettlement};
-use crate::interaction::{Action, Draft, readable, FreeText, Interaction, Question, RememberScope, RequestKind, Status, answers};
+use crate::interaction::{Action, Draft, FreeText, Interaction, Question, RememberScope, RequestKind, Status, answers, readable};
 use crate::platform::locale::policy::Addressed;
 use crate::platform::locale::{self, Locale, Msg};
 use crate::platform::reminder::Recipients;

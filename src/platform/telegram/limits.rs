@@ -258,12 +258,16 @@ impl Limiter {
 /// costs no wake-ups.
 #[derive(Default)]
 struct Line {
-    queues: Mutex<[VecDeque<(u64, Arc<Notify>)>; 3]>,
+    queues: Mutex<Queues>,
     tickets: AtomicU64,
 }
 
+/// One queue per [`Priority`]: each waiting send's ticket and the bell that tells it
+/// it is first.
+type Queues = [VecDeque<(u64, Arc<Notify>)>; 3];
+
 impl Line {
-    fn queues(&self) -> std::sync::MutexGuard<'_, [VecDeque<(u64, Arc<Notify>)>; 3]> {
+    fn queues(&self) -> std::sync::MutexGuard<'_, Queues> {
         self.queues.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
