@@ -13,6 +13,7 @@ pub mod refusals;
 pub mod reminder;
 pub mod telegram;
 pub mod token;
+pub mod turns;
 
 /// The texts people read, under the name the platforms have always used.
 pub use crate::texts as locale;

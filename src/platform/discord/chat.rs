@@ -17,6 +17,7 @@ use super::{PLATFORM, Shared, members, render, rest};
 use crate::engine::EngineError;
 use crate::interaction::Actor;
 use crate::platform::refusals::stranger_notice;
+use crate::platform::turns::Priority;
 use crate::store::ChatKey;
 
 /// Discord's limit on a thread name.
@@ -97,10 +98,10 @@ pub async fn on_message(shared: &Shared, message: &Message, bot: UserId) {
         Ok(()) => {}
         // Already answered in this channel within the refusal window: nothing more.
         Err(EngineError::NotAdmitted(stranger)) if stranger.silent => return,
-        Err(EngineError::NotAdmitted(stranger)) => return reply(shared, message, &stranger_notice(&stranger, locale)).await,
+        Err(EngineError::NotAdmitted(stranger)) => return reply(shared, message, &stranger_notice(&stranger, locale), Priority::Refusal).await,
         Err(e) => {
             tracing::error!(error = %e, "cannot check who may talk");
-            return reply(shared, message, dtext(locale, DMsg::Internal)).await;
+            return reply(shared, message, dtext(locale, DMsg::Internal), Priority::Text).await;
         }
     }
     let key = if open_new_thread {
@@ -126,16 +127,15 @@ async fn to_agent(shared: &Shared, message: &Message, key: ChatKey, actor: Actor
     match shared.engine.user_message(key, actor, text).await {
         Ok(_) => {}
         Err(EngineError::NotAdmitted(stranger)) if stranger.silent => {}
-        Err(EngineError::NotAdmitted(stranger)) => reply(shared, message, &stranger_notice(&stranger, shared.locale(None))).await,
+        Err(EngineError::NotAdmitted(stranger)) => reply(shared, message, &stranger_notice(&stranger, shared.locale(None)), Priority::Refusal).await,
         Err(e) => tracing::error!(error = %e, "cannot pass a Discord message to the agent"),
     }
 }
 
-/// Answers `message` in its channel, as a reply to it.
-async fn reply(shared: &Shared, message: &Message, text: &str) {
+/// Answers `message` in its channel, as a reply to it, when its turn comes.
+async fn reply(shared: &Shared, message: &Message, text: &str, priority: Priority) {
     let answer = CreateMessage::new().content(truncate(text, render::limits::CONTENT)).reference_message(message);
-    let http = &shared.http;
-    if let Err(e) = rest::retrying(&shared.metrics, "reply", || message.channel_id.send_message(http, answer.clone())).await {
+    if let Err(e) = shared.send(message.channel_id, answer, priority).await {
         tracing::warn!(error = %e, "cannot answer a Discord message");
     }
 }

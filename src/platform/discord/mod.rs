@@ -29,7 +29,9 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 use secrecy::ExposeSecret;
-use serenity::all::{ChannelId, CreateAttachment, CreateMessage, EditMessage, Http, MessageId, MessageReference, MessageReferenceKind, ShardManager, UserId};
+use serenity::all::{
+    ChannelId, CreateAttachment, CreateMessage, EditMessage, Http, Message, MessageId, MessageReference, MessageReferenceKind, ShardManager, UserId,
+};
 
 use self::settings::DiscordSettings;
 use super::{Platform, PlatformError, reminder};
@@ -43,6 +45,7 @@ use crate::metrics::Metrics;
 use crate::platform::bounded::BoundedMap;
 use crate::platform::locale::Locale;
 use crate::platform::token::TokenSigner;
+use crate::platform::turns::{Line, Priority};
 use crate::store::{ChatKey, MessageRef, Store};
 
 /// Entries each cache keeps at most.
@@ -76,11 +79,31 @@ pub struct Shared {
     dms: Mutex<BoundedMap<u64, ChannelId>>,
     /// Roles of members looked up for DMs (`discord.guild_id`).
     members: members::MemberCache,
+    /// One line per channel: its new messages go one at a time, cards first, so a
+    /// card never waits behind a crowd's refusals in the channel's rate limit.
+    turns: Mutex<BoundedMap<u64, Arc<Line>>>,
     /// Where failed REST calls are counted (refusals are the engine's to count).
     pub metrics: Metrics,
 }
 
 impl Shared {
+    /// Sends `message` to `channel` when its turn comes ([`Priority`]).
+    pub async fn send(&self, channel: ChannelId, message: CreateMessage, priority: Priority) -> Result<Message, serenity::Error> {
+        let line = {
+            let mut turns = Shared::lock(&self.turns);
+            match turns.get(&channel.get()) {
+                Some(line) => line.clone(),
+                None => {
+                    let line = Arc::new(Line::default());
+                    turns.insert(channel.get(), line.clone());
+                    line
+                }
+            }
+        };
+        let _turn = line.turn(priority).await;
+        rest::retrying(&self.metrics, "send message", || channel.send_message(&self.http, message.clone())).await
+    }
+
     /// The configured locale, else the interaction's, else English.
     pub fn locale(&self, interaction_locale: Option<&str>) -> Locale {
         Locale::pick([self.settings.locale.as_deref(), interaction_locale])
@@ -182,6 +205,7 @@ pub async fn start(
         looked_up: Mutex::new(BoundedMap::new(CACHE_CAP)),
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
         members: members::MemberCache::default(),
+        turns: Mutex::new(BoundedMap::new(CACHE_CAP)),
         metrics,
     });
     shared.metrics.platform_started(PLATFORM);
@@ -223,12 +247,8 @@ impl Discord {
         Ok(dm.id)
     }
 
-    async fn send(&self, channel: ChannelId, message: CreateMessage) -> Result<MessageId, PlatformError> {
-        let http = &self.shared.http;
-        rest::retrying(&self.shared.metrics, "send message", || channel.send_message(http, message.clone()))
-            .await
-            .map(|m| m.id)
-            .map_err(|e| send_error(format!("send to {channel}: {e}")))
+    async fn send(&self, channel: ChannelId, message: CreateMessage, priority: Priority) -> Result<MessageId, PlatformError> {
+        self.shared.send(channel, message, priority).await.map(|m| m.id).map_err(|e| send_error(format!("send to {channel}: {e}")))
     }
 }
 
@@ -244,7 +264,7 @@ impl Platform for Discord {
                 if piece.trim().is_empty() {
                     continue; // Discord refuses empty messages.
                 }
-                self.send(channel, CreateMessage::new().content(piece)).await?;
+                self.send(channel, CreateMessage::new().content(piece), Priority::Text).await?;
             }
             Ok(())
         })
@@ -265,7 +285,7 @@ impl Platform for Discord {
                         .map_err(|e| send_error(format!("edit status in {channel}: {e}")))?;
                 }
                 None => {
-                    let id = self.send(channel, CreateMessage::new().content(line)).await?;
+                    let id = self.send(channel, CreateMessage::new().content(line), Priority::Text).await?;
                     Shared::lock(&self.shared.statuses).insert(key, id);
                 }
             }
@@ -285,7 +305,7 @@ impl Platform for Discord {
             if let Some((name, bytes)) = view.attachment {
                 message = message.add_file(CreateAttachment::bytes(bytes, name));
             }
-            let id = self.send(channel, message).await?;
+            let id = self.send(channel, message, Priority::Card).await?;
             Ok(Some(id.get().to_string()))
         })
     }
@@ -323,7 +343,7 @@ impl Platform for Discord {
             }
             let channel = self.channel(chat).await?;
             let content = text::truncate(&format!("⚠️ {text}"), render::limits::CONTENT);
-            self.send(channel, CreateMessage::new().content(content)).await.map(|_| ())
+            self.send(channel, CreateMessage::new().content(content), Priority::Text).await.map(|_| ())
         })
     }
 
@@ -344,7 +364,7 @@ impl Platform for Discord {
                 let reference = MessageReference::new(MessageReferenceKind::Default, channel).message_id(MessageId::new(card)).fail_if_not_exists(false);
                 message = message.reference_message(reference);
             }
-            self.send(channel, message).await.map(|_| ())
+            self.send(channel, message, Priority::Card).await.map(|_| ())
         })
     }
 

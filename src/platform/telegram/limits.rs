@@ -16,13 +16,11 @@
 //! (that is [`super::send`]). [`Limits`] is pure bookkeeping over a clock (tested with
 //! governor's fake clock); [`Limiter`] is the async wrapper on the real clock.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
-
-use tokio::sync::Notify;
 
 use governor::clock::{Clock, MonotonicClock, Reference};
 use governor::middleware::NoOpMiddleware;
@@ -30,6 +28,9 @@ use governor::nanos::Nanos;
 use governor::state::keyed::HashMapStateStore;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{NotUntil, Quota, RateLimiter};
+
+use crate::platform::turns::Line;
+pub use crate::platform::turns::Priority;
 
 /// Messages a second to all chats together.
 pub const GLOBAL_PER_SEC: u32 = 30;
@@ -50,17 +51,6 @@ type Keyed<C> = RateLimiter<i64, HashMapStateStore<i64>, C, NoOpMiddleware<<C as
 
 fn nz(n: u32) -> NonZeroU32 {
     NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN)
-}
-
-/// Which new messages go first when the overall quota is short.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Priority {
-    /// Approval cards and what belongs to them (their attachments, reminders).
-    Card = 0,
-    /// The agent's text, notices, command answers.
-    Text = 1,
-    /// Refusals to people who may not talk here.
-    Refusal = 2,
 }
 
 /// Who a 429 is about.
@@ -226,7 +216,11 @@ impl Limiter {
         while let Err(wait) = limits.admit_in_chat(chat, &mut admission) {
             tokio::time::sleep(wait).await;
         }
-        self.line.take_turn(priority, || limits.admit_overall(&mut admission)).await;
+        // First in line by priority, then as long as the overall quota says.
+        let _turn = self.line.turn(priority).await;
+        while let Err(wait) = limits.admit_overall(&mut admission) {
+            tokio::time::sleep(wait).await;
+        }
     }
 
     /// Waits out a 429 pause on `chat` (edits are not counted against the quotas,
@@ -249,84 +243,6 @@ impl Limiter {
     pub fn pause(&self, scope: Scope, retry_after: Duration) {
         if let Some(limits) = &self.limits {
             limits.pause(scope, retry_after);
-        }
-    }
-}
-
-/// Sends waiting for the overall quota, by priority then arrival. Only the first in
-/// line polls the quota; the others sleep until it is their turn, so a crowd waiting
-/// costs no wake-ups.
-#[derive(Default)]
-struct Line {
-    queues: Mutex<Queues>,
-    tickets: AtomicU64,
-}
-
-/// One queue per [`Priority`]: each waiting send's ticket and the bell that tells it
-/// it is first.
-type Queues = [VecDeque<(u64, Arc<Notify>)>; 3];
-
-impl Line {
-    fn queues(&self) -> std::sync::MutexGuard<'_, Queues> {
-        self.queues.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Waits until `admit` lets this send through, taking turns with the others.
-    async fn take_turn(&self, priority: Priority, mut admit: impl FnMut() -> Result<(), Duration>) {
-        {
-            // Nobody waiting: no line to join.
-            let queues = self.queues();
-            if queues.iter().all(VecDeque::is_empty) && admit().is_ok() {
-                return;
-            }
-        }
-        let place = Place::join(self, priority);
-        loop {
-            if place.is_first() {
-                match admit() {
-                    Ok(()) => return,
-                    Err(wait) => tokio::time::sleep(wait).await,
-                }
-            } else {
-                place.turn.notified().await;
-            }
-        }
-    }
-}
-
-/// A send's place in the [`Line`]; leaving it (admitted, or the send dropped) tells
-/// the next one it is first.
-struct Place<'a> {
-    line: &'a Line,
-    priority: Priority,
-    ticket: u64,
-    turn: Arc<Notify>,
-}
-
-impl<'a> Place<'a> {
-    fn join(line: &'a Line, priority: Priority) -> Self {
-        let ticket = line.tickets.fetch_add(1, Ordering::Relaxed);
-        let turn = Arc::new(Notify::new());
-        line.queues()[priority as usize].push_back((ticket, turn.clone()));
-        Place { line, priority, ticket, turn }
-    }
-
-    #[cfg(test)]
-    fn waiting(line: &Line) -> usize {
-        line.queues().iter().map(VecDeque::len).sum()
-    }
-
-    fn is_first(&self) -> bool {
-        self.line.queues().iter().find_map(VecDeque::front).is_some_and(|(t, _)| *t == self.ticket)
-    }
-}
-
-impl Drop for Place<'_> {
-    fn drop(&mut self) {
-        let mut queues = self.line.queues();
-        queues[self.priority as usize].retain(|(t, _)| *t != self.ticket);
-        if let Some((_, next)) = queues.iter().find_map(VecDeque::front) {
-            next.notify_one();
         }
     }
 }
@@ -502,6 +418,7 @@ mod tests {
     /// not after the crowd.
     #[tokio::test]
     async fn a_card_goes_before_a_crowd_of_refusals() {
+        use std::sync::Arc;
         const CROWD: i64 = 40;
         let limiter = Arc::new(Limiter::new(true));
         let (sent, mut order) = tokio::sync::mpsc::unbounded_channel();
@@ -513,7 +430,7 @@ mod tests {
             });
         }
         // The crowd is in line once all but the burst wait.
-        while Place::waiting(&limiter.line) < (CROWD as usize).saturating_sub(GLOBAL_BURST as usize + 2) {
+        while limiter.line.waiting() < (CROWD as usize).saturating_sub(GLOBAL_BURST as usize + 2) {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let mut before = Vec::new();
