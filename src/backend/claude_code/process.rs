@@ -24,7 +24,7 @@ use super::transcript::{Transcripts, message_uuid};
 use super::translate::Translator;
 use super::wire;
 use crate::backend::SessionUpdate;
-use crate::backend::child::AgentRecord;
+use crate::backend::child::{AgentRecord, Agents};
 use crate::backend::session::{Link, LinkError, Outgoing, Received, Sent};
 use crate::backend::tool_groups::ToolGroups;
 use crate::protocol::Command;
@@ -102,6 +102,7 @@ impl ClaudeCodeLink {
         work_dir: &Path,
         startup: Duration,
         translator: Translator,
+        agents: &Agents,
     ) -> Result<Self, StartError> {
         let mut process = Process::new(program);
         process
@@ -120,7 +121,7 @@ impl ClaudeCodeLink {
             return Err(StartError::Failed(LinkError::Transport("Claude Code's pipes are missing".into())));
         };
         tracing::info!(pid = ?child.id(), %program, work_dir = %work_dir.display(), "started Claude Code");
-        let process_record = Some(crate::backend::child::record(child.id()));
+        let process_record = Some(agents.record(child.id()));
         let stderr_tail = Arc::new(Mutex::new(String::new()));
         let stderr_task = tokio::spawn(log_stderr(stderr, stderr_tail.clone()).in_current_span());
         let mut link = ClaudeCodeLink {

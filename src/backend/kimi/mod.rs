@@ -39,6 +39,7 @@ use self::requests::OpenRequests;
 use self::translate::Translator;
 use self::wire::{Incoming, OurId};
 use super::SessionUpdate;
+use super::child::Agents;
 use super::session::{Link, LinkError, Outgoing, Received, Sent, Transport};
 use crate::interaction::TimeoutDefaults;
 use crate::protocol::{Answers, Command, Reply};
@@ -47,11 +48,19 @@ use crate::protocol::{Answers, Command, Reply};
 pub struct KimiTransport {
     settings: KimiSettings,
     defaults: TimeoutDefaults,
+    /// Where each process is recorded, for this deployment's next bridge to end it
+    /// if this one dies.
+    agents: Agents,
 }
 
 impl KimiTransport {
     pub fn new(settings: KimiSettings, defaults: TimeoutDefaults) -> Self {
-        Self { settings, defaults }
+        Self { settings, defaults, agents: Agents::default() }
+    }
+
+    /// Records the processes it starts in `agents` (the deployment's registry).
+    pub fn with_agents(self, agents: Agents) -> Self {
+        Self { agents, ..self }
     }
 }
 
@@ -68,7 +77,7 @@ impl Transport for KimiTransport {
     }
 
     async fn connect(&self, session_id: &str) -> Result<KimiLink, LinkError> {
-        let mut process = KimiProcess::spawn(&self.settings, session_id)
+        let mut process = KimiProcess::spawn(&self.settings, session_id, &self.agents)
             .map_err(|e| LinkError::Transport(format!("cannot start kimi (`{}`): {e}", self.settings.command)))?;
         process.write(wire::initialize());
         let limit = Duration::from_secs(self.settings.start_timeout_secs.max(1));
