@@ -80,6 +80,11 @@ struct Signals {
     handed: Mutex<Vec<Queued>>,
     /// A `message` was sent and no end of turn has come back yet.
     turn_open: AtomicBool,
+    /// The store says the agent was in a turn when this task started: a bridge (this
+    /// one before a restart, or a replica that died) sent the message and did not hear
+    /// the turn end. Work until the backend is heard from on a connection (then the turn
+    /// is [`Signals::turn_open`]) or has said nothing for `idle_close`.
+    turn_restored: AtomicBool,
     /// Commands written on the current connection and not yet proven read: the outbox
     /// poll wakes the task when the session has more queued than this.
     in_flight: AtomicUsize,
@@ -166,7 +171,8 @@ impl<T: Transport> Inner<T> {
 
 /// Every [`OUTBOX_POLL`] while the connector lives: counts the outbox by session and
 /// tells each session with more queued than it has in flight to read its outbox
-/// (starting its task if it has none).
+/// (starting its task if it has none); and takes over the turns in progress no replica
+/// holds any more (one died mid-turn), once their lease has lapsed.
 async fn poll_outbox<T: Transport>(inner: Weak<Inner<T>>) {
     let mut poll = tokio::time::interval(OUTBOX_POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -187,6 +193,18 @@ async fn poll_outbox<T: Transport>(inner: Weak<Inner<T>>) {
                 signals.wake.notify_one();
             }
         }
+        match inner.store.orphaned_turns(now_ms()).await {
+            Ok(orphaned) => {
+                for session_id in orphaned {
+                    let signals = inner.task_for(&session_id);
+                    if !signals.turn_open.load(Ordering::Acquire) && !signals.turn_restored.swap(true, Ordering::AcqRel) {
+                        tracing::info!(%session_id, "the agent is in a turn no replica holds; taking the session over");
+                        signals.wake.notify_one();
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot list the turns no replica holds; looking again soon"),
+        }
     }
 }
 
@@ -202,6 +220,10 @@ impl<T: Transport> Drop for Inner<T> {
 async fn run<T: Transport>(inner: Arc<Inner<T>>, session_id: String, signals: Arc<Signals>) {
     let mut backoff = Duration::from_secs(1);
     let mut state = inner.transport.new_state();
+    match inner.store.has_open_turn(&session_id).await {
+        Ok(open) => signals.turn_restored.store(open, Ordering::Release),
+        Err(e) => tracing::warn!(%session_id, error = %e, "cannot tell whether the agent is in a turn; connecting only for other work"),
+    }
     loop {
         match has_work(&inner, &session_id, &signals).await {
             Ok(true) => {}
@@ -257,9 +279,17 @@ async fn run<T: Transport>(inner: Arc<Inner<T>>, session_id: String, signals: Ar
     }
 }
 
-/// Whether the session should be connected: an open turn, pending interactions, or
-/// commands waiting.
+/// Whether the session should be connected: an open turn (one this task saw start, or
+/// one the store says a bridge before it did), pending interactions, or commands
+/// waiting.
 async fn has_work<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals) -> Result<bool, LinkError> {
+    Ok(signals.turn_restored.load(Ordering::Acquire) || is_busy(inner, session_id, signals).await?)
+}
+
+/// [`has_work`] but for a turn only restored from the store: what keeps a connection
+/// from closing when idle. A restored turn the backend says nothing about (it ended
+/// while no bridge listened) must not hold the connection forever.
+async fn is_busy<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals) -> Result<bool, LinkError> {
     Ok(signals.turn_open.load(Ordering::Acquire) || inner.store.has_commands(session_id).await? || inner.store.has_pending_in_session(session_id).await?)
 }
 
@@ -301,9 +331,13 @@ async fn pump<T: Transport>(
                 lease_taken = taking;
             }
             _ = idle_check.tick() => {
-                if in_flight.is_empty() && !has_work(inner, session_id, signals).await? {
+                if in_flight.is_empty() && !is_busy(inner, session_id, signals).await? {
                     let since = *idle_since.get_or_insert_with(tokio::time::Instant::now);
                     if since.elapsed() >= inner.options.idle_close {
+                        if signals.turn_restored.swap(false, Ordering::AcqRel) {
+                            tracing::info!(%session_id, "the turn open when the bridge stopped was not heard from; taking it as ended");
+                            inner.store.close_turn(session_id).await?;
+                        }
                         tracing::info!(%session_id, "idle; closing the backend connection");
                         return Ok(());
                     }
@@ -337,9 +371,16 @@ async fn relay<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signa
             send_update(inner, session_id, SessionUpdate::Delivered { approval_key }).await?;
         }
     }
+    // The backend speaks: a turn restored from the store is alive (or ends below).
+    if !received.updates.is_empty() && signals.turn_restored.swap(false, Ordering::AcqRel) {
+        signals.turn_open.store(true, Ordering::Release);
+    }
     for update in received.updates {
         match &update {
-            SessionUpdate::TurnEnded | SessionUpdate::TurnFailed { .. } => signals.turn_open.store(false, Ordering::Release),
+            SessionUpdate::TurnEnded | SessionUpdate::TurnFailed { .. } => {
+                signals.turn_open.store(false, Ordering::Release);
+                inner.store.close_turn(session_id).await?;
+            }
             // The backend has an outcome for the request: a reply still held for it is
             // delivered (approval_result) or too late (approval_timeout); either way it
             // is not sent (again).
@@ -369,12 +410,20 @@ async fn flush<T: Transport>(
     in_flight: &mut InFlight,
     source: Source,
 ) -> Result<(), LinkError> {
+    let mut turn_started = false;
     let settled = outbox::flush(&inner.store, &inner.lease, session_id, link, in_flight, source, |command| {
         if matches!(command, Command::Message { .. }) {
             signals.turn_open.store(true, Ordering::Release);
+            turn_started = true;
         }
     })
     .await?;
+    if turn_started {
+        // Durable, so a bridge that dies before the turn ends is replaced by one that
+        // connects this session again. Written after the message: until the backend
+        // proves it read it, the outbox row is work enough.
+        inner.store.open_turn(session_id, now_ms()).await?;
+    }
     for update in settled {
         send_update(inner, session_id, update).await?;
     }

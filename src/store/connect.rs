@@ -85,6 +85,7 @@ const MIGRATIONS: &[(i64, &str, Schema)] = &[
     ),
     (17, "shown revision", Schema::Shared(include_str!("../../migrations/shared/0017_shown_revision.sql"))),
     (18, "pending list index", Schema::Shared(include_str!("../../migrations/shared/0018_pending_page_index.sql"))),
+    (19, "open turns", Schema::Shared(include_str!("../../migrations/shared/0019_open_turns.sql"))),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.

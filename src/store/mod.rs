@@ -2,8 +2,9 @@
 //! with their drafts, the platform messages showing them, chat ↔ session bindings,
 //! who started each session's turn, the outbox of commands for the backend, requests
 //! pushed over the HTTP API with the callbacks owed for them, pairing codes and paired
-//! users, remembered approval rules ([`rules`]), the audit log, and what the admin
-//! commands need ([`admin`]).
+//! users, remembered approval rules ([`rules`]), the audit log, the sessions whose
+//! agent is in the middle of a turn ([`turns`]), and what the admin commands need
+//! ([`admin`]).
 //!
 //! One code path serves SQLite (embedded default) and PostgreSQL (several replicas)
 //! through sqlx's Any driver. The store makes no decisions: the core
@@ -37,6 +38,7 @@ mod rules;
 mod secrets;
 pub mod settings;
 mod shows;
+mod turns;
 mod ui_state;
 
 use sqlx::AnyPool;
