@@ -312,6 +312,10 @@ async fn pump<T: Transport>(
         }
     }
     let mut in_flight = InFlight::opened_at(now_ms());
+    if signals.turn_restored.load(Ordering::Acquire) {
+        let updates = link.resume_turn().await?;
+        relay(inner, session_id, signals, Received::updates(updates), &mut in_flight).await?;
+    }
     // Whatever was handed over before now is in the outbox this read sees.
     drop(signals.take_source(false));
     flush(inner, session_id, signals, &mut link, &mut in_flight, Source::Store).await?;

@@ -238,8 +238,21 @@ impl ClaudeCodeLink {
     }
 }
 
+/// Said once in the chat when the bridge finds that Claude Code was in a turn when
+/// the bridge before it stopped: the process ended with that bridge (it is started
+/// again with `--resume` of the same `--session-id`, so the conversation is kept, but
+/// not the turn it was in).
+pub const TURN_ENDED_WITH_THE_BRIDGE: &str = "the bridge restarted while Claude Code was working on your last message, and that turn ended with it. \
+     The conversation is kept: send your message again (or say \"go on\") to continue.";
+
 impl Link for ClaudeCodeLink {
     type State = ToolGroups;
+
+    /// The process that was in the turn died with the bridge: the chat is told so once
+    /// (the turn then counts as ended).
+    async fn resume_turn(&mut self) -> Result<Vec<SessionUpdate>, LinkError> {
+        Ok(vec![SessionUpdate::TurnFailed { message: TURN_ENDED_WITH_THE_BRIDGE.into() }])
+    }
 
     async fn send(&mut self, outgoing: Outgoing<'_>) -> Result<Sent, LinkError> {
         let command = outgoing.command;
