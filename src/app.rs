@@ -272,10 +272,7 @@ async fn deployment_agents(settings: &Settings, store: &Store) -> Result<crate::
     if !matches!(settings.backend.kind, BackendKind::ClaudeCode | BackendKind::Kimi) {
         return Ok(crate::backend::child::Agents::default());
     }
-    let deployment = store
-        .deployment_id()
-        .await
-        .map_err(|source| AppError::Store { url: crate::config::url_without_password(&settings.store.url), source })?;
+    let deployment = store.deployment_id().await.map_err(|source| AppError::Store { url: crate::config::url_without_password(&settings.store.url), source })?;
     Ok(crate::backend::child::Agents::of_deployment(&deployment))
 }
 

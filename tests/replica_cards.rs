@@ -64,7 +64,10 @@ async fn a_decision_settled_on_the_replica_without_the_session_leaves_the_card_d
     // The click reaches the second replica; the first holds the session.
     let decided = second.engine.act(&pending.id, Actor::new("telegram", "1001", "Thảo"), UserAction::Decide { action: 0, decision: Decision::Approve }).await;
     assert!(matches!(decided, Ok(hitl_bridge::engine::ActOutcome::Resolved(_))), "{decided:?}");
-    wait_until(|| async { fake.bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains("Đã đặt lệnh: buy 100 VNM @ 82000"))) }).await;
+    wait_until(|| async {
+        fake.bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains("Đã đặt lệnh: buy 100 VNM @ 82000")))
+    })
+    .await;
     wait_until(|| async { fake.message(chat, card_id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains("✅ Duyệt bởi Thảo"))) }).await;
     let s = session_id(h.sim());
     assert_eq!(approvals(h.sim()), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);

@@ -72,7 +72,9 @@ impl Shard {
                 Ok(Some(stored)) if stored.delivery == Delivery::Queued => {}
                 Ok(_) => continue,
                 // Each lane reads it again before it renders.
-                Err(e) => tracing::warn!(target: LOG_TARGET, error = %e, approval_key = %copy.approval_key(), "cannot read the delivery state; rendering what the store has when each lane gets to it"),
+                Err(e) => {
+                    tracing::warn!(target: LOG_TARGET, error = %e, approval_key = %copy.approval_key(), "cannot read the delivery state; rendering what the store has when each lane gets to it")
+                }
             }
             tracing::info!(target: LOG_TARGET, approval_key = %copy.approval_key(), session_id = %copy.session_id, "decision saved; the backend has not confirmed it yet");
             self.rerender(&copy).await;

@@ -258,8 +258,7 @@ impl KimiLink {
 
 /// Said once in the chat when the bridge finds that Kimi was in a turn when the bridge
 /// before it stopped: the `kimi --wire` process ended with that bridge, and its turn.
-pub const TURN_ENDED_WITH_THE_BRIDGE: &str =
-    "the bridge restarted while Kimi was working on your last message, and that turn ended with it. The conversation is kept: send your message again to continue.";
+pub const TURN_ENDED_WITH_THE_BRIDGE: &str = "the bridge restarted while Kimi was working on your last message, and that turn ended with it. The conversation is kept: send your message again to continue.";
 
 impl Link for KimiLink {
     type State = Translator;
