@@ -1,4 +1,5 @@
-//! Two replicas on one store (in-process, one SQLite file), Telegram under both: the
+//! Two replicas on one store (in-process: one SQLite file, or a PostgreSQL schema for
+//! the hand-over figures), Telegram under both: the
 //! first polls and holds the agent's session; the second takes only what is handed to
 //! it directly (a webhook nobody posts to here), as a replica behind a load balancer
 //! that got the click. Every card must say what the store holds, whichever replica
@@ -16,6 +17,7 @@ use hitl_bridge::store::Store;
 use serde_json::json;
 use support::fake_telegram::User;
 use support::harness::NoConsole;
+use support::test_db::{POSTGRES_ENV, TestDatabase};
 use support::{Chat, Harness, approvals, session_id, wait_until};
 
 fn thao() -> User {
@@ -90,4 +92,52 @@ async fn a_decision_settled_on_the_replica_without_the_session_leaves_the_card_d
     second.stop().await;
     h.stop_bridge().await;
     h.shutdown().await;
+}
+
+/// PostgreSQL: a decision taken on the replica without the session reaches the agent
+/// through the holder at once (the outbox's NOTIFY), not at the holder's next count of
+/// the outbox (once a second). Five rounds, each under 300 ms; the figures are printed.
+#[tokio::test]
+#[ignore = "needs PostgreSQL: HITL_BRIDGE_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test), then cargo test -- --include-ignored"]
+async fn on_postgres_a_decision_taken_on_the_other_replica_reaches_the_agent_at_once() {
+    let base = std::env::var(POSTGRES_ENV).unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let db = TestDatabase::schema_on(&base).await.unwrap_or_else(|e| panic!("PostgreSQL at {base} is unreachable: {e}"));
+    let mut h = Harness::on(Chat::Telegram)
+        .agent(20)
+        .store(&db.url)
+        .settings(&[("backend.lease_secs", "3"), ("backend.replica_id", "first")])
+        .tweak(|s| s.access.users = vec![format!("telegram:{}", thao().id)])
+        .start()
+        .await;
+    let second = App::start(&second_replica(&h.settings), None as NoConsole).await.expect("the second replica starts");
+    let store = Store::connect(&db.url).await.expect("store");
+    let fake = h.telegram();
+    let chat = fake.private_chat(&thao());
+
+    let mut took = Vec::new();
+    for round in 1..=5usize {
+        fake.push_message(chat, &thao(), "trade", None, None);
+        let pending = wait_until(|| async { store.pending_interactions().await.ok()?.into_iter().next() }).await;
+        let decided_at = std::time::Instant::now();
+        let decided = second.engine.act(&pending.id, Actor::new("telegram", "1001", "Thảo"), UserAction::Decide { action: 0, decision: Decision::Approve }).await;
+        assert!(matches!(decided, Ok(hitl_bridge::engine::ActOutcome::Resolved(_))), "{decided:?}");
+        wait_until(|| async { (approvals(h.sim()).len() == round).then_some(()) }).await;
+        took.push(decided_at.elapsed());
+        // The agent's turn ends before the next message.
+        wait_until(|| async {
+            let done = fake.bot_messages(chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("Đã đặt lệnh"))).count();
+            (done == round).then_some(())
+        })
+        .await;
+    }
+    let mut sorted = took.clone();
+    sorted.sort();
+    println!("cross-replica click → command on PostgreSQL, 5 rounds: p50 {:?}, max {:?} ({took:?})", sorted[2], sorted[4]);
+    assert!(sorted[4] < Duration::from_millis(300), "every decision crossed at once: {took:?}");
+
+    second.stop().await;
+    h.stop_bridge().await;
+    h.shutdown().await;
+    store.close().await;
+    db.finish().await;
 }

@@ -11,7 +11,7 @@
 //! [`SessionConnector`] is the resulting [`Connector`].
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -62,6 +62,8 @@ struct Inner<T: Transport> {
     http: reqwest::Client,
     updates: mpsc::Sender<BackendInput>,
     sessions: Mutex<HashMap<String, SessionTask>>,
+    /// Hears PostgreSQL's announcements of queued commands ([`listen_outbox`]).
+    listener: Mutex<Option<JoinHandle<()>>>,
 }
 
 struct SessionTask {
@@ -78,6 +80,9 @@ struct Signals {
     read_outbox: AtomicBool,
     /// Rows just committed and handed over, to send without reading them back.
     handed: Mutex<Vec<Queued>>,
+    /// The highest outbox id handed over here: PostgreSQL's announcement of a row up to
+    /// it needs no outbox read.
+    handed_through: AtomicI64,
     /// A `message` was sent and no end of turn has come back yet.
     turn_open: AtomicBool,
     /// The store says the agent was in a turn when this task started: a bridge (this
@@ -105,8 +110,10 @@ impl Signals {
 impl<T: Transport> SessionConnector<T> {
     pub fn new(transport: T, options: SessionOptions, lease: Lease, store: Store, updates: mpsc::Sender<BackendInput>) -> Self {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap_or_default();
-        let inner = Arc::new(Inner { transport, options, lease, store, http, updates, sessions: Mutex::new(HashMap::new()) });
+        let inner = Arc::new(Inner { transport, options, lease, store, http, updates, sessions: Mutex::new(HashMap::new()), listener: Mutex::new(None) });
         tokio::spawn(poll_outbox(Arc::downgrade(&inner)));
+        let listener = tokio::spawn(listen_outbox(Arc::downgrade(&inner)));
+        *inner.listener.lock().unwrap_or_else(|p| p.into_inner()) = Some(listener);
         Self { inner }
     }
 }
@@ -130,6 +137,7 @@ impl<T: Transport> Connector for SessionConnector<T> {
     /// Hands `queued` to its session's task, which sends it without reading it back.
     fn deliver_queued(&self, queued: Queued) {
         let signals = self.inner.task_for(queued.command.session_id());
+        signals.handed_through.fetch_max(queued.id, Ordering::AcqRel);
         signals.handed.lock().unwrap_or_else(|p| p.into_inner()).push(queued);
         signals.wake.notify_one();
     }
@@ -208,8 +216,49 @@ async fn poll_outbox<T: Transport>(inner: Weak<Inner<T>>) {
     }
 }
 
+/// PostgreSQL: hears each command queued by any replica (a click handled elsewhere,
+/// `hitl-bridge cancel`) as it commits, and tells its session's task to read the
+/// outbox at once, unless it was handed over here already. The holder of the session
+/// then sends it within milliseconds rather than at the next [`OUTBOX_POLL`], which
+/// stays as the safety net for announcements lost while the listener reconnects. Ends
+/// at once on SQLite (one process: everything is handed over in memory).
+async fn listen_outbox<T: Transport>(inner: Weak<Inner<T>>) {
+    loop {
+        let Some(store) = inner.upgrade().map(|inner| inner.store.clone()) else { return };
+        let mut listener = match store.outbox_listener().await {
+            Ok(Some(listener)) => listener,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for queued commands; counting the outbox once a second meanwhile");
+                tokio::time::sleep(OUTBOX_POLL * 5).await;
+                continue;
+            }
+        };
+        drop(store);
+        loop {
+            let notice = match listener.recv().await {
+                Ok(notice) => notice,
+                Err(e) => {
+                    tracing::warn!(error = %e, "lost the listener for queued commands; listening again");
+                    break;
+                }
+            };
+            let Some(inner) = inner.upgrade() else { return };
+            let signals = inner.task_for(&notice.session_id);
+            if notice.id > signals.handed_through.load(Ordering::Acquire) {
+                signals.read_outbox.store(true, Ordering::Release);
+                signals.wake.notify_one();
+            }
+        }
+        tokio::time::sleep(OUTBOX_POLL).await;
+    }
+}
+
 impl<T: Transport> Drop for Inner<T> {
     fn drop(&mut self) {
+        if let Some(listener) = self.listener.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
+            listener.abort();
+        }
         let sessions = self.sessions.get_mut().unwrap_or_else(|p| p.into_inner());
         for (_, task) in sessions.drain() {
             task.task.abort();

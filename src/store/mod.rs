@@ -28,6 +28,7 @@ mod json;
 mod leases;
 pub mod lock;
 mod messages;
+mod notify;
 mod outbox;
 mod pairing;
 mod placeholders;
@@ -52,6 +53,7 @@ pub use error::{Result, StoreError};
 pub use inbox::InboxUpdate;
 pub use interactions::{PendingTimers, Settled};
 pub use messages::MessageRef;
+pub use notify::{OutboxListener, QueuedNotice};
 pub use outbox::Queued;
 pub use pairing::{PairError, PairedUser, PairingCode};
 pub use refusals::StrangerWindow;
@@ -65,6 +67,9 @@ pub struct Store {
     pool: AnyPool,
     /// SQLite only: the hot writes share commits ([`group_commit`]).
     group: Option<group_commit::GroupCommit>,
+    /// PostgreSQL only: where a listener for the outbox's announcements connects
+    /// ([`notify`]). Never shown (it may hold a password).
+    listen_url: Option<std::sync::Arc<str>>,
 }
 
 impl Store {
