@@ -119,7 +119,8 @@ async fn on_postgres_a_decision_taken_on_the_other_replica_reaches_the_agent_at_
         fake.push_message(chat, &thao(), "trade", None, None);
         let pending = wait_until(|| async { store.pending_interactions().await.ok()?.into_iter().next() }).await;
         let decided_at = std::time::Instant::now();
-        let decided = second.engine.act(&pending.id, Actor::new("telegram", "1001", "Thảo"), UserAction::Decide { action: 0, decision: Decision::Approve }).await;
+        let decided =
+            second.engine.act(&pending.id, Actor::new("telegram", "1001", "Thảo"), UserAction::Decide { action: 0, decision: Decision::Approve }).await;
         assert!(matches!(decided, Ok(hitl_bridge::engine::ActOutcome::Resolved(_))), "{decided:?}");
         wait_until(|| async { (approvals(h.sim()).len() == round).then_some(()) }).await;
         took.push(decided_at.elapsed());
