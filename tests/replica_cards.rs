@@ -142,3 +142,48 @@ async fn on_postgres_a_decision_taken_on_the_other_replica_reaches_the_agent_at_
     store.close().await;
     db.finish().await;
 }
+
+/// The replica holding a session stops while the agent is in a turn (the reference
+/// agent thinks 2 s before it asks): the other replica takes the turn over once the
+/// lease is free, and the request the agent then sends is shown and answered there.
+#[tokio::test]
+async fn a_turn_in_progress_on_a_replica_that_stops_is_taken_over_by_the_other() {
+    let mut h = Harness::on(Chat::Telegram)
+        .agent(20)
+        .settings(&[("backend.lease_secs", "3"), ("backend.replica_id", "first")])
+        .tweak(|s| s.access.users = vec![format!("telegram:{}", thao().id)])
+        .start()
+        .await;
+    let second = App::start(&second_replica(&h.settings), None as NoConsole).await.expect("the second replica starts");
+    let store = Store::connect(&h.settings.store.url).await.expect("store");
+    let chat = h.telegram().private_chat(&thao());
+
+    h.telegram().push_message(chat, &thao(), "slow trade", None, None);
+    wait_until(|| async { h.sim().commands().iter().any(|c| c["type"] == "message").then_some(()) }).await;
+    // Proven read: the outbox is empty, so only the open turn says the session has work.
+    let s = session_id(h.sim());
+    wait_until(|| async { store.outbox_for_session(&s).await.ok()?.is_empty().then_some(()) }).await;
+    // The holder goes (its lease given up) while the agent still thinks.
+    h.stop_bridge().await;
+    let stopped = std::time::Instant::now();
+
+    let fake = h.telegram();
+    wait_until(|| async { fake.bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains("execute_trade"))) }).await;
+    // The agent asks 2 s after the message; the other replica is connected by then
+    // (its next count of the turns no replica holds, within a second).
+    let shown_after = stopped.elapsed();
+    println!("turn taken over: the request was shown {shown_after:?} after the holder stopped");
+    assert!(shown_after < Duration::from_secs(4), "taken over at once, not at a later rescan: {shown_after:?}");
+    let pending = wait_until(|| async { store.pending_interactions().await.ok()?.into_iter().next() }).await;
+    let decided = second.engine.act(&pending.id, Actor::new("telegram", "1001", "Thảo"), UserAction::Decide { action: 0, decision: Decision::Approve }).await;
+    assert!(matches!(decided, Ok(hitl_bridge::engine::ActOutcome::Resolved(_))), "{decided:?}");
+    wait_until(|| async {
+        fake.bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains("Đã đặt lệnh: buy 100 VNM @ 82000")))
+    })
+    .await;
+    assert_eq!(approvals(h.sim()), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    assert!(!store.has_open_turn(&s).await.expect("read"), "the turn ended, and the store says so");
+
+    second.stop().await;
+    h.shutdown().await;
+}

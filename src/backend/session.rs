@@ -64,6 +64,9 @@ struct Inner<T: Transport> {
     sessions: Mutex<HashMap<String, SessionTask>>,
     /// Hears PostgreSQL's announcements of queued commands ([`listen_outbox`]).
     listener: Mutex<Option<JoinHandle<()>>>,
+    /// Set by `shutdown`: the polls and the listener start no session task after it
+    /// (a turn whose lease was just given up is for the next bridge or another replica).
+    stopped: AtomicBool,
 }
 
 struct SessionTask {
@@ -110,7 +113,17 @@ impl Signals {
 impl<T: Transport> SessionConnector<T> {
     pub fn new(transport: T, options: SessionOptions, lease: Lease, store: Store, updates: mpsc::Sender<BackendInput>) -> Self {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap_or_default();
-        let inner = Arc::new(Inner { transport, options, lease, store, http, updates, sessions: Mutex::new(HashMap::new()), listener: Mutex::new(None) });
+        let inner = Arc::new(Inner {
+            transport,
+            options,
+            lease,
+            store,
+            http,
+            updates,
+            sessions: Mutex::new(HashMap::new()),
+            listener: Mutex::new(None),
+            stopped: AtomicBool::new(false),
+        });
         tokio::spawn(poll_outbox(Arc::downgrade(&inner)));
         let listener = tokio::spawn(listen_outbox(Arc::downgrade(&inner)));
         *inner.listener.lock().unwrap_or_else(|p| p.into_inner()) = Some(listener);
@@ -146,6 +159,7 @@ impl<T: Transport> Connector for SessionConnector<T> {
     /// not sent.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
+            self.inner.stopped.store(true, Ordering::Release);
             let stopped: Vec<String> = {
                 let mut sessions = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner());
                 sessions
@@ -164,9 +178,14 @@ impl<T: Transport> Connector for SessionConnector<T> {
 }
 
 impl<T: Transport> Inner<T> {
-    /// The signals of `session_id`'s task, started if it has none.
+    /// The signals of `session_id`'s task, started if it has none (unless the connector
+    /// is stopping).
     fn task_for(self: &Arc<Self>, session_id: &str) -> Arc<Signals> {
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        if self.stopped.load(Ordering::Acquire) {
+            // Signals nobody reads: a stopping connector starts nothing.
+            return Arc::new(Signals::default());
+        }
         let entry = sessions.entry(session_id.to_owned()).or_insert_with(|| {
             let signals = Arc::new(Signals::default());
             let span = tracing::info_span!("session", session_id = %session_id);
