@@ -47,8 +47,10 @@ fn kill_while_the_agent_thinks(db: &std::path::Path, sim: &hitl_bridge::agent_si
 /// The restarted bridge shows the request, takes the decision, and relays the agent's
 /// answer; the agent got exactly one decision.
 fn the_request_is_shown_and_answered(db: &std::path::Path, sim: &hitl_bridge::agent_sim::SimHandle) {
+    let restarted = std::time::Instant::now();
     let mut bridge = BridgeProcess::start(db, &backend_env(sim));
     bridge.expect_within("execute_trade?", Duration::from_secs(20));
+    println!("stream: the request was shown {:?} after the restart", restarted.elapsed());
     bridge.type_line("a");
     bridge.expect("agent: Đã đặt lệnh: buy 100 VNM @ 82000");
     let s = session_id(sim);
