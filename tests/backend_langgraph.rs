@@ -641,3 +641,34 @@ fn sigkill_while_the_model_works_then_the_request_is_shown_after_the_restart() {
     assert_eq!((humans, tools, runs), (vec!["trade slowly".to_owned()], traded_once(), 2));
     bridge.stop();
 }
+
+/// Killed after the click while the model works on its answer (3 s), and started again
+/// only once the run has finished: the agent's answer, given while no bridge ran, is
+/// read from the thread's state and shown once.
+#[test]
+#[ignore = "needs the langgraph backend: bash tests/backends/install.sh langgraph, then cargo test -- --include-ignored"]
+fn an_answer_given_while_no_bridge_ran_is_shown_once_after_the_restart() {
+    let rt = runtime();
+    let Some(base) = rt.block_on(server()) else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("bridge.db");
+    let mut bridge = bridge_on(&db, &base);
+    let thread = new_thread(&mut bridge);
+    bridge.type_line("trade slowly");
+    bridge.expect_within("execute_trade? [a]pprove", Duration::from_secs(30));
+    bridge.type_line("a");
+    // The decision reached LangGraph (its resumed run is going), then the bridge dies.
+    rt.block_on(wait_until(|| async { (get_json(format!("{base}/threads/{thread}")).await["status"] == "busy").then_some(()) }));
+    bridge.kill();
+    rt.block_on(wait_until(|| async { (get_json(format!("{base}/threads/{thread}")).await["status"] == "idle").then_some(()) }));
+
+    let restarted = std::time::Instant::now();
+    let mut bridge = bridge_on(&db, &base);
+    bridge.expect_within("done. execute_trade=success: bought 100 VNM", Duration::from_secs(30));
+    println!("langgraph: answered while no bridge ran; shown {:?} after the restart", restarted.elapsed());
+    let lines = bridge.drain(Duration::from_secs(2)).join("\n");
+    assert_eq!(lines.matches("done. execute_trade=success").count(), 1, "once:\n{lines}");
+    let (humans, tools, runs) = rt.block_on(thread_record(&base, &thread));
+    assert_eq!((humans, tools, runs), (vec!["trade slowly".to_owned()], traded_once(), 2));
+    bridge.stop();
+}

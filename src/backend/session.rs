@@ -380,7 +380,10 @@ async fn pump<T: Transport>(
         }
     }
     let mut in_flight = InFlight::opened_at(now_ms());
-    if signals.turn_restored.load(Ordering::Acquire) {
+    // With the turn's message still queued, the backend may not have it: the flush
+    // below sends it (or finds it received), and what the backend says then is the
+    // turn; a backend's latest outcome would be the turn before's.
+    if signals.turn_restored.load(Ordering::Acquire) && !message_queued(inner, session_id).await? {
         let updates = link.resume_turn().await?;
         relay(inner, session_id, signals, Received::updates(updates), &mut in_flight).await?;
     }
@@ -436,6 +439,11 @@ async fn pump<T: Transport>(
     }
 }
 
+/// Whether a chat message waits in the session's outbox (unproven, or not sent yet).
+async fn message_queued<T: Transport>(inner: &Inner<T>, session_id: &str) -> Result<bool, LinkError> {
+    Ok(inner.store.outbox_for_session(session_id).await?.iter().any(|(_, command)| matches!(command, Command::Message { .. })))
+}
+
 /// Confirms what the backend proved it read, then hands the updates to the engine.
 async fn relay<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals, received: Received, in_flight: &mut InFlight) -> Result<(), LinkError> {
     if let Some(written) = received.proves_first {
@@ -483,16 +491,21 @@ async fn flush<T: Transport>(
     source: Source,
 ) -> Result<(), LinkError> {
     let mut turn_started = false;
-    let settled = outbox::flush(&inner.store, &inner.lease, session_id, link, in_flight, source, |command| {
-        if matches!(command, Command::Message { .. }) {
+    let settled = outbox::flush(&inner.store, &inner.lease, session_id, link, in_flight, source, |command, sent| match command {
+        Command::Message { .. } => {
             signals.turn_open.store(true, Ordering::Release);
             turn_started = true;
         }
+        // The agent goes on working with the decision: what it says next belongs to a
+        // turn as much as what follows a message (a backend may have ended the turn
+        // at the request, as LangGraph's run does at its interrupt).
+        Command::Approval { .. } if sent == Sent::Written => turn_started = true,
+        _ => {}
     })
     .await?;
     if turn_started {
         // Durable, so a bridge that dies before the turn ends is replaced by one that
-        // connects this session again. Written after the message: until the backend
+        // connects this session again. Written after the command: until the backend
         // proves it read it, the outbox row is work enough.
         inner.store.open_turn(session_id, now_ms()).await?;
     }
