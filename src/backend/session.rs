@@ -498,8 +498,12 @@ async fn flush<T: Transport>(
         }
         // The agent goes on working with the decision: what it says next belongs to a
         // turn as much as what follows a message (a backend may have ended the turn
-        // at the request, as LangGraph's run does at its interrupt).
-        Command::Approval { .. } if sent == Sent::Written => turn_started = true,
+        // at the request, as LangGraph's run does at its interrupt), and the
+        // connection stays until it ends.
+        Command::Approval { .. } if sent == Sent::Written => {
+            signals.turn_open.store(true, Ordering::Release);
+            turn_started = true;
+        }
         _ => {}
     })
     .await?;
