@@ -143,11 +143,12 @@ impl App {
         let names: Vec<&'static str> = platforms.iter().map(|p| p.name()).collect();
         let known = crate::platform::networks();
         let http_api = HttpApi::start(&settings.http, settings.timeouts.defaults(), Platforms { known, enabled: names }, store.clone(), engine.clone());
-        // Before any agent process starts: none left by a crashed bridge may go on
-        // beside the ones this bridge starts.
-        crate::backend::child::end_agents_left_by_dead_bridges().await;
+        // Before any agent process starts: none left by a crashed bridge of this
+        // deployment may go on beside the ones this bridge starts.
+        let agents = deployment_agents(settings, &store).await?;
+        agents.end_left_by_dead_bridges().await;
         let (backend_tx, backend_rx) = tokio::sync::mpsc::channel(1024);
-        let chat_backend = chat_connector(settings, &store, backend_tx, &metrics);
+        let chat_backend = chat_connector(settings, &store, backend_tx, &metrics, agents);
         let connectors = Connectors::new(vec![http_api.clone() as Arc<dyn Connector>, chat_backend]);
 
         let readiness = Readiness::new(store.clone());
@@ -265,6 +266,17 @@ async fn token_signer(settings: &Settings, store: &Store) -> Result<TokenSigner,
     Ok(TokenSigner::new(generated.as_bytes()))
 }
 
+/// The registry of agent processes (Claude Code, Kimi) of this deployment: named after
+/// the store's identity, so bridges of other stores on the host never end this one's
+/// agents nor it theirs. Only the backends that start processes look it up.
+async fn deployment_agents(settings: &Settings, store: &Store) -> Result<crate::backend::child::Agents, AppError> {
+    if !matches!(settings.backend.kind, BackendKind::ClaudeCode | BackendKind::Kimi) {
+        return Ok(crate::backend::child::Agents::default());
+    }
+    let deployment = store.deployment_id().await.map_err(|source| AppError::Store { url: crate::config::url_without_password(&settings.store.url), source })?;
+    Ok(crate::backend::child::Agents::of_deployment(&deployment))
+}
+
 /// The connector for chat sessions: the session machinery (leases, outbox, reconnects)
 /// around the transport `backend.kind` names.
 fn chat_connector(
@@ -272,6 +284,7 @@ fn chat_connector(
     store: &Store,
     updates: tokio::sync::mpsc::Sender<crate::backend::BackendInput>,
     metrics: &Metrics,
+    agents: crate::backend::child::Agents,
 ) -> Arc<dyn Connector> {
     let backend = &settings.backend;
     let defaults = settings.timeouts.defaults();
@@ -286,12 +299,12 @@ fn chat_connector(
     match backend.kind {
         BackendKind::Stream => Arc::new(SessionConnector::new(StreamTransport::new(backend.clone(), defaults), options, lease, store.clone(), updates)),
         BackendKind::ClaudeCode => {
-            let transport = crate::backend::claude_code::ClaudeCodeTransport::new(settings.claude_code.clone(), defaults);
+            let transport = crate::backend::claude_code::ClaudeCodeTransport::new(settings.claude_code.clone(), defaults).with_agents(agents);
             Arc::new(SessionConnector::new(transport, options, lease, store.clone(), updates))
         }
         BackendKind::Agno => Arc::new(SessionConnector::new(AgnoTransport::new(settings.agno.clone(), defaults), options, lease, store.clone(), updates)),
         BackendKind::Kimi => {
-            let transport = KimiTransport::new(settings.kimi.clone(), defaults);
+            let transport = KimiTransport::new(settings.kimi.clone(), defaults).with_agents(agents);
             Arc::new(SessionConnector::new(transport, options, lease, store.clone(), updates))
         }
         BackendKind::Langgraph => Arc::new(SessionConnector::new(

@@ -583,3 +583,74 @@ fn sigkill_right_after_the_click_continues_the_run_exactly_once() {
         bridge.stop();
     }
 }
+
+/// Waits until the model has been called `n` times for `word` (a call is recorded
+/// when it arrives, before a slow model answers it).
+async fn model_called(os: &AgentOs, word: &str, n: usize) {
+    wait_until(|| async { (os.model_requests(word).await.len() >= n).then_some(()) }).await
+}
+
+/// Killed while the model is still working on the message (it takes 3 s): AgentOS
+/// pauses the run while no bridge listens; the restarted bridge connects the session
+/// again by itself (the turn was open) and shows the request without the person
+/// writing again, and the click continues the run once.
+#[test]
+#[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
+fn sigkill_while_the_model_works_then_the_request_is_shown_after_the_restart() {
+    let Some(os) = agent_os() else { return };
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("bridge.db");
+    let target = unique("crash-thinking");
+    let mut bridge = bridge_on(&db, &os.url);
+    let session = new_session(&mut bridge);
+    bridge.type_line(&format!("deploy {target} slowly"));
+    rt.block_on(one_run_with_status(os, &session, "RUNNING"));
+    std::thread::sleep(Duration::from_millis(700));
+    bridge.kill();
+
+    let restarted = Instant::now();
+    let mut bridge = bridge_on(&db, &os.url);
+    bridge.expect_within("deploy? [a]pprove", Duration::from_secs(30));
+    println!("agno: killed while the model worked; the request was shown {:?} after the restart", restarted.elapsed());
+    bridge.type_line("a");
+    bridge.expect(&format!("model saw: deployed to {target}"));
+    let run = rt.block_on(one_run_with_status(os, &session, "COMPLETED"));
+    assert_eq!(run["tools"][0]["confirmed"], json!(true));
+    assert_eq!(rt.block_on(os.model_requests(&target)).len(), 2, "one call before the pause, one after");
+    bridge.stop();
+}
+
+/// Killed after AgentOS took the decision and while the model works on its answer
+/// (3 s): the restarted bridge follows the run and relays the answer once, and the
+/// decision is not sent again.
+#[test]
+#[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
+fn sigkill_after_the_continue_then_the_final_answer_arrives_once() {
+    let Some(os) = agent_os() else { return };
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("bridge.db");
+    let target = unique("crash-answer");
+    let mut bridge = bridge_on(&db, &os.url);
+    let session = new_session(&mut bridge);
+    bridge.type_line(&format!("deploy {target} slowly"));
+    bridge.expect_within("deploy? [a]pprove", Duration::from_secs(30));
+    bridge.type_line("a");
+    // AgentOS took the decision: the model works on its answer.
+    rt.block_on(model_called(os, &target, 2));
+    std::thread::sleep(Duration::from_millis(300));
+    bridge.kill();
+
+    let restarted = Instant::now();
+    let mut bridge = bridge_on(&db, &os.url);
+    bridge.expect_within(&format!("model saw: deployed to {target}"), Duration::from_secs(30));
+    println!("agno: killed after the continue; the answer arrived {:?} after the restart", restarted.elapsed());
+    let lines = bridge.drain(Duration::from_secs(2)).join("\n");
+    assert_eq!(lines.matches(&format!("model saw: deployed to {target}")).count(), 1, "the answer once:\n{lines}");
+    assert!(!lines.contains("not delivered"), "{lines}");
+    assert_eq!(rt.block_on(os.model_requests(&target)).len(), 2, "continued once");
+    let run = rt.block_on(one_run_with_status(os, &session, "COMPLETED"));
+    assert_eq!(run["tools"][0]["confirmed"], json!(true));
+    bridge.stop();
+}

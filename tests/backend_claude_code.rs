@@ -679,3 +679,32 @@ fn sigkill_while_the_request_is_shown_then_the_click_is_not_delivered_and_nothin
     assert_eq!(rt.block_on(model_requests(model, &key)).len(), 1, "the message was asked once");
     bridge.stop();
 }
+
+/// Killed while the model works on the message (3 s): Claude Code ended with the
+/// bridge, and its turn with it. The restarted bridge connects the session again by
+/// itself (the turn was open) and says so once in the chat, with how to go on.
+#[test]
+#[ignore = "needs the claude_code backend: bash tests/backends/install.sh claude_code, then cargo test -- --include-ignored"]
+fn sigkill_while_the_model_works_then_the_chat_is_told_once_that_the_turn_ended() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flag = dir.path().join("withhold");
+    let Some(mut bridge) = claude_bridge(dir.path(), &flag) else { return };
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let venv = backends::installed("claude_code").expect("installed");
+    let model = fake_model(&venv);
+    let key = unique("crash-thinking");
+    rt.block_on(script(model, &key, json!([[{"delay": 3}, {"text": "Slow answer."}]])));
+    bridge.type_line(&format!("{key}: start"));
+    rt.block_on(wait_until(|| async { (!model_requests(model, &key).await.is_empty()).then_some(()) }));
+    std::thread::sleep(Duration::from_millis(500));
+    bridge.kill();
+
+    let restarted = std::time::Instant::now();
+    let mut bridge = claude_bridge(dir.path(), &flag).expect("installed");
+    bridge.expect_within("the bridge restarted while Claude Code was working on your last message", Duration::from_secs(30));
+    println!("claude_code: killed while the model worked; the chat was told {:?} after the restart", restarted.elapsed());
+    let lines = bridge.drain(Duration::from_secs(4)).join("\n");
+    assert_eq!(lines.matches("the bridge restarted while Claude Code was working").count(), 1, "told once:\n{lines}");
+    assert!(!lines.contains("Slow answer."), "the turn died with the bridge:\n{lines}");
+    bridge.stop();
+}

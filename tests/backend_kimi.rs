@@ -429,9 +429,9 @@ fn shell_request_shown(dir: &Path, scripts: &[String]) -> Option<(BridgeProcess,
 }
 
 /// Killed while kimi's approval request is shown: kimi ends with the bridge (no
-/// orphan goes on with the turn), the restarted bridge shows the request again, and
-/// the click is reported as not delivered (no kimi process waits for it); the tool
-/// never runs.
+/// orphan goes on with the turn), the restarted bridge shows the request again, says
+/// once that kimi's turn ended with the bridge, and the click is reported as not
+/// delivered (no kimi process waits for it); the tool never runs.
 #[test]
 #[ignore = "needs the kimi backend: bash tests/backends/install.sh kimi, then cargo test -- --include-ignored"]
 fn sigkill_while_the_request_is_shown_kimi_ends_and_the_click_is_not_delivered() {
@@ -460,6 +460,8 @@ fn sigkill_while_the_request_is_shown_kimi_ends_and_the_click_is_not_delivered()
     bridge.expect("not delivered: the agent stopped waiting for this");
     std::thread::sleep(std::time::Duration::from_secs(1));
     assert!(!dir.path().join("work/ran.txt").exists(), "the tool never ran");
+    let lines = bridge.drain(std::time::Duration::from_millis(500)).join("\n");
+    assert_eq!(lines.matches("the bridge restarted while Kimi was working on your last message").count(), 1, "told once:\n{lines}");
     bridge.stop();
 }
 

@@ -11,8 +11,9 @@
 //! (tests/backend_claude_code.rs saw both).
 //!
 //! An agent stuck on its way out would outlive the SIGINT, so each running agent is
-//! recorded ([`record`]) and the next bridge to start on the host ends what a dead
-//! bridge left: SIGINT again, a grace, then SIGKILL ([`end_agents_left_by_dead_bridges`]).
+//! recorded ([`Agents::record`]) and the next bridge of the same deployment (store) to
+//! start on the host ends what a dead one left: SIGINT again, a grace, then SIGKILL
+//! ([`Agents::end_left_by_dead_bridges`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -55,8 +56,8 @@ pub fn dies_with_the_bridge(command: &mut Command) -> &mut Command {
 const GRACE: Duration = Duration::from_secs(5);
 
 /// The record of one running agent process, kept while the bridge holds it and removed
-/// when dropped. What a crash leaves of it tells the next bridge on this host which
-/// processes to end ([`end_agents_left_by_dead_bridges`]).
+/// when dropped. What a crash leaves of it tells the deployment's next bridge on this
+/// host which processes to end ([`Agents::end_left_by_dead_bridges`]).
 pub struct AgentRecord {
     path: Option<PathBuf>,
 }
@@ -69,33 +70,56 @@ impl Drop for AgentRecord {
     }
 }
 
-/// Records the agent process `pid` as started by this bridge. Without a record the
-/// agent still gets SIGINT when the bridge dies; only a stuck one would outlive it.
-pub fn record(pid: Option<u32>) -> AgentRecord {
+/// The agent processes of one deployment (the bridges sharing a store: its replicas
+/// and its restarts) on this host. Cheap to clone; the default records nothing (a
+/// bridge whose store has no identity yet, a test).
+#[derive(Clone, Default)]
+pub struct Agents {
     #[cfg(target_os = "linux")]
-    let path = this_bridges_registry().and_then(|registry| registry.record(pid?));
-    #[cfg(not(target_os = "linux"))]
-    let path = pid.and(None);
-    AgentRecord { path }
+    registry: Option<std::sync::Arc<registry::Registry>>,
 }
 
-/// Ends the agent processes a bridge on this host left behind when it died (a SIGKILL,
-/// an OOM kill): normally they exit on the SIGINT they got then, but one stuck on its
-/// way out (Kimi CLI was seen to hang there) would stay beside the agent the restarted
-/// bridge starts on the same conversation. Each gets SIGINT again and [`GRACE`] to exit
-/// (Claude Code writes its transcript then), then SIGKILL. Called at start-up, before
-/// any agent is started; costs one directory listing when nothing is left.
-pub async fn end_agents_left_by_dead_bridges() {
-    #[cfg(target_os = "linux")]
-    if let Some(registry) = this_bridges_registry() {
-        registry.end_orphans(GRACE).await;
+impl std::fmt::Debug for Agents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agents").finish_non_exhaustive()
     }
 }
 
-/// The registry, looked up (and its ownership checked, a refusal logged) once per
-/// process rather than at every agent started.
-#[cfg(target_os = "linux")]
-fn this_bridges_registry() -> Option<&'static registry::Registry> {
-    static REGISTRY: std::sync::OnceLock<Option<registry::Registry>> = std::sync::OnceLock::new();
-    REGISTRY.get_or_init(registry::Registry::of_this_bridge).as_ref()
+impl Agents {
+    /// The agents of `deployment`, the store's identity ([`crate::store::Store::deployment_id`]):
+    /// a bridge of another store on this host keeps its own, never touched here.
+    pub fn of_deployment(deployment: &str) -> Agents {
+        #[cfg(target_os = "linux")]
+        return Agents { registry: registry::Registry::of_deployment(deployment).map(std::sync::Arc::new) };
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = deployment;
+            Agents {}
+        }
+    }
+
+    /// Records the agent process `pid` as started by this bridge. Without a record the
+    /// agent still gets SIGINT when the bridge dies; only a stuck one would outlive it.
+    pub fn record(&self, pid: Option<u32>) -> AgentRecord {
+        #[cfg(target_os = "linux")]
+        let path = self.registry.as_ref().and_then(|registry| registry.record(pid?));
+        #[cfg(not(target_os = "linux"))]
+        let path = pid.and(None);
+        AgentRecord { path }
+    }
+
+    /// Ends the agent processes a bridge of this deployment left behind when it died (a
+    /// SIGKILL, an OOM kill): normally they exit on the SIGINT they got then, but one
+    /// stuck on its way out (Kimi CLI was seen to hang there) would stay beside the
+    /// agent the restarted bridge starts on the same conversation. Each gets SIGINT
+    /// again and [`GRACE`] to exit (Claude Code writes its transcript then), then
+    /// SIGKILL. Agents of other deployments' bridges are not looked at, so nothing of
+    /// theirs is ended or waited on. Called at start-up, before any agent is started;
+    /// costs one directory listing when nothing is left.
+    pub async fn end_left_by_dead_bridges(&self) {
+        #[cfg(target_os = "linux")]
+        if let Some(registry) = &self.registry {
+            registry.end_orphans(GRACE).await;
+        }
+    }
 }

@@ -50,6 +50,18 @@ pub trait Link: Send {
     /// Only [`Sent::Written`] counts towards the proofs of [`Received::proves_first`].
     fn send(&mut self, outgoing: Outgoing<'_>) -> impl Future<Output = Result<Sent, LinkError>> + Send;
 
+    /// The store says the agent was in a turn when the bridge before this connection
+    /// stopped (a crash, a replica that died), and nobody heard it end. What the
+    /// backend can tell of that turn, once per connection that finds it so: a backend
+    /// that keeps running its turns is followed (a running run read until it pauses or
+    /// ends, through [`Link::recv`]) and a turn that ended meanwhile has its last words
+    /// relayed; a backend whose turn died with the bridge (an agent process) says so.
+    /// Nothing by default: a stream backend's new connection carries the turn on, and
+    /// its history (read at every connect) shows a request sent meanwhile.
+    fn resume_turn(&mut self) -> impl Future<Output = Result<Vec<SessionUpdate>, LinkError>> + Send {
+        async { Ok(Vec::new()) }
+    }
+
     /// Waits for the next updates; `None` when the backend closed the connection.
     /// Must be cancel-safe: it is raced against timers and outbox wake-ups. A link
     /// that can tell a half-open connection (no ping answered in time) returns an error.

@@ -75,7 +75,7 @@ pub enum Source {
 /// Writes the queued commands of `session_id` that are not already in flight, in
 /// order: those of the outbox, read while this replica holds the lease, or those
 /// handed over (read from the outbox after all when one may have been sent already).
-/// `on_send` sees each command just before it is written (to note an open turn).
+/// `on_send` sees each command with what the link did with it (to note an open turn).
 /// Returns what the engine must hear about replies the link settled without writing
 /// them: `Delivered` when the backend's record shows it has the reply,
 /// `NoLongerWaiting` when it waits for it no more.
@@ -86,7 +86,7 @@ pub async fn flush<L: Link>(
     link: &mut L,
     in_flight: &mut InFlight,
     source: Source,
-    mut on_send: impl FnMut(&Command),
+    mut on_send: impl FnMut(&Command, Sent),
 ) -> Result<Vec<SessionUpdate>, LinkError> {
     let queued = match source {
         Source::Handed(mut handed) if handed.iter().all(|queued| queued.id > in_flight.seen_through) => {
@@ -101,10 +101,11 @@ pub async fn flush<L: Link>(
         if in_flight.contains(queued.id) {
             continue;
         }
-        on_send(&queued.command);
         let id = queued.stable_id();
         let outgoing = Outgoing { id: &id, command: &queued.command, maybe_received: queued.created_at_ms <= in_flight.opened_at_ms };
-        match link.send(outgoing).await? {
+        let sent = link.send(outgoing).await?;
+        on_send(&queued.command, sent);
+        match sent {
             Sent::Written => {
                 in_flight.writes += 1;
                 tracing::debug!(%session_id, outbox_id = queued.id, sequence = in_flight.writes, "command written; waiting for the backend to prove it read it");
@@ -195,13 +196,13 @@ mod tests {
         let mut link = Recorder::default();
         let mut in_flight = InFlight::opened_at(0);
         let handed = vec![Queued { id: 8, created_at_ms: 1, command: approval("b") }, Queued { id: 7, created_at_ms: 1, command: approval("a") }];
-        flush(&store, &lease, "s", &mut link, &mut in_flight, Source::Handed(handed), |_| {}).await.unwrap();
+        flush(&store, &lease, "s", &mut link, &mut in_flight, Source::Handed(handed), |_, _| {}).await.unwrap();
         assert_eq!(link.0, [approval("a"), approval("b")]);
         // The backend proved it read both: they are no longer in flight.
         assert_eq!(confirm_first(&store, "s", &mut in_flight, 2).await.unwrap(), ["a", "b"]);
 
         let late = vec![Queued { id: 7, created_at_ms: 1, command: approval("a") }];
-        flush(&store, &lease, "s", &mut link, &mut in_flight, Source::Handed(late), |_| {}).await.unwrap();
+        flush(&store, &lease, "s", &mut link, &mut in_flight, Source::Handed(late), |_, _| {}).await.unwrap();
         assert_eq!(link.0.len(), 2, "a row this connection saw is looked up, not written again: {:?}", link.0);
     }
 
@@ -213,15 +214,15 @@ mod tests {
         let id = store.enqueue(&approval("a"), 1).await.unwrap();
         let mut link = Recorder::default();
         let mut in_flight = InFlight::opened_at(0);
-        flush(&store, &lease, "s", &mut link, &mut in_flight, Source::Store, |_| {}).await.unwrap();
+        flush(&store, &lease, "s", &mut link, &mut in_flight, Source::Store, |_, _| {}).await.unwrap();
         let handed = vec![Queued { id, created_at_ms: 1, command: approval("a") }];
-        flush(&store, &lease, "s", &mut link, &mut in_flight, Source::Handed(handed), |_| {}).await.unwrap();
+        flush(&store, &lease, "s", &mut link, &mut in_flight, Source::Handed(handed), |_, _| {}).await.unwrap();
         assert_eq!(link.0, [approval("a")], "in flight already");
 
         store.release_lease("s", "me").await.unwrap();
         assert!(Lease::new(store.clone(), 15, "other".into()).take("s").await.unwrap());
         let mut fresh = InFlight::opened_at(0);
-        flush(&store, &lease, "s", &mut link, &mut fresh, Source::Store, |_| {}).await.unwrap();
+        flush(&store, &lease, "s", &mut link, &mut fresh, Source::Store, |_, _| {}).await.unwrap();
         assert_eq!(link.0.len(), 1, "another replica holds the session");
     }
 }

@@ -11,7 +11,7 @@
 //! [`SessionConnector`] is the resulting [`Connector`].
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -62,6 +62,11 @@ struct Inner<T: Transport> {
     http: reqwest::Client,
     updates: mpsc::Sender<BackendInput>,
     sessions: Mutex<HashMap<String, SessionTask>>,
+    /// Hears PostgreSQL's announcements of queued commands ([`listen_outbox`]).
+    listener: Mutex<Option<JoinHandle<()>>>,
+    /// Set by `shutdown`: the polls and the listener start no session task after it
+    /// (a turn whose lease was just given up is for the next bridge or another replica).
+    stopped: AtomicBool,
 }
 
 struct SessionTask {
@@ -78,8 +83,16 @@ struct Signals {
     read_outbox: AtomicBool,
     /// Rows just committed and handed over, to send without reading them back.
     handed: Mutex<Vec<Queued>>,
+    /// The highest outbox id handed over here: PostgreSQL's announcement of a row up to
+    /// it needs no outbox read.
+    handed_through: AtomicI64,
     /// A `message` was sent and no end of turn has come back yet.
     turn_open: AtomicBool,
+    /// The store says the agent was in a turn when this task started: a bridge (this
+    /// one before a restart, or a replica that died) sent the message and did not hear
+    /// the turn end. Work until the backend is heard from on a connection (then the turn
+    /// is [`Signals::turn_open`]) or has said nothing for `idle_close`.
+    turn_restored: AtomicBool,
     /// Commands written on the current connection and not yet proven read: the outbox
     /// poll wakes the task when the session has more queued than this.
     in_flight: AtomicUsize,
@@ -100,8 +113,20 @@ impl Signals {
 impl<T: Transport> SessionConnector<T> {
     pub fn new(transport: T, options: SessionOptions, lease: Lease, store: Store, updates: mpsc::Sender<BackendInput>) -> Self {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap_or_default();
-        let inner = Arc::new(Inner { transport, options, lease, store, http, updates, sessions: Mutex::new(HashMap::new()) });
+        let inner = Arc::new(Inner {
+            transport,
+            options,
+            lease,
+            store,
+            http,
+            updates,
+            sessions: Mutex::new(HashMap::new()),
+            listener: Mutex::new(None),
+            stopped: AtomicBool::new(false),
+        });
         tokio::spawn(poll_outbox(Arc::downgrade(&inner)));
+        let listener = tokio::spawn(listen_outbox(Arc::downgrade(&inner)));
+        *inner.listener.lock().unwrap_or_else(|p| p.into_inner()) = Some(listener);
         Self { inner }
     }
 }
@@ -125,6 +150,7 @@ impl<T: Transport> Connector for SessionConnector<T> {
     /// Hands `queued` to its session's task, which sends it without reading it back.
     fn deliver_queued(&self, queued: Queued) {
         let signals = self.inner.task_for(queued.command.session_id());
+        signals.handed_through.fetch_max(queued.id, Ordering::AcqRel);
         signals.handed.lock().unwrap_or_else(|p| p.into_inner()).push(queued);
         signals.wake.notify_one();
     }
@@ -133,6 +159,7 @@ impl<T: Transport> Connector for SessionConnector<T> {
     /// not sent.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
+            self.inner.stopped.store(true, Ordering::Release);
             let stopped: Vec<String> = {
                 let mut sessions = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner());
                 sessions
@@ -151,9 +178,14 @@ impl<T: Transport> Connector for SessionConnector<T> {
 }
 
 impl<T: Transport> Inner<T> {
-    /// The signals of `session_id`'s task, started if it has none.
+    /// The signals of `session_id`'s task, started if it has none (unless the connector
+    /// is stopping).
     fn task_for(self: &Arc<Self>, session_id: &str) -> Arc<Signals> {
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        if self.stopped.load(Ordering::Acquire) {
+            // Signals nobody reads: a stopping connector starts nothing.
+            return Arc::new(Signals::default());
+        }
         let entry = sessions.entry(session_id.to_owned()).or_insert_with(|| {
             let signals = Arc::new(Signals::default());
             let span = tracing::info_span!("session", session_id = %session_id);
@@ -166,7 +198,8 @@ impl<T: Transport> Inner<T> {
 
 /// Every [`OUTBOX_POLL`] while the connector lives: counts the outbox by session and
 /// tells each session with more queued than it has in flight to read its outbox
-/// (starting its task if it has none).
+/// (starting its task if it has none); and takes over the turns in progress no replica
+/// holds any more (one died mid-turn), once their lease has lapsed.
 async fn poll_outbox<T: Transport>(inner: Weak<Inner<T>>) {
     let mut poll = tokio::time::interval(OUTBOX_POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -187,11 +220,64 @@ async fn poll_outbox<T: Transport>(inner: Weak<Inner<T>>) {
                 signals.wake.notify_one();
             }
         }
+        match inner.store.orphaned_turns(now_ms()).await {
+            Ok(orphaned) => {
+                for session_id in orphaned {
+                    let signals = inner.task_for(&session_id);
+                    if !signals.turn_open.load(Ordering::Acquire) && !signals.turn_restored.swap(true, Ordering::AcqRel) {
+                        tracing::info!(%session_id, "the agent is in a turn no replica holds; taking the session over");
+                        signals.wake.notify_one();
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot list the turns no replica holds; looking again soon"),
+        }
+    }
+}
+
+/// PostgreSQL: hears each command queued by any replica (a click handled elsewhere,
+/// `hitl-bridge cancel`) as it commits, and tells its session's task to read the
+/// outbox at once, unless it was handed over here already. The holder of the session
+/// then sends it within milliseconds rather than at the next [`OUTBOX_POLL`], which
+/// stays as the safety net for announcements lost while the listener reconnects. Ends
+/// at once on SQLite (one process: everything is handed over in memory).
+async fn listen_outbox<T: Transport>(inner: Weak<Inner<T>>) {
+    loop {
+        let Some(store) = inner.upgrade().map(|inner| inner.store.clone()) else { return };
+        let mut listener = match store.outbox_listener().await {
+            Ok(Some(listener)) => listener,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for queued commands; counting the outbox once a second meanwhile");
+                tokio::time::sleep(OUTBOX_POLL * 5).await;
+                continue;
+            }
+        };
+        drop(store);
+        loop {
+            let notice = match listener.recv().await {
+                Ok(notice) => notice,
+                Err(e) => {
+                    tracing::warn!(error = %e, "lost the listener for queued commands; listening again");
+                    break;
+                }
+            };
+            let Some(inner) = inner.upgrade() else { return };
+            let signals = inner.task_for(&notice.session_id);
+            if notice.id > signals.handed_through.load(Ordering::Acquire) {
+                signals.read_outbox.store(true, Ordering::Release);
+                signals.wake.notify_one();
+            }
+        }
+        tokio::time::sleep(OUTBOX_POLL).await;
     }
 }
 
 impl<T: Transport> Drop for Inner<T> {
     fn drop(&mut self) {
+        if let Some(listener) = self.listener.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
+            listener.abort();
+        }
         let sessions = self.sessions.get_mut().unwrap_or_else(|p| p.into_inner());
         for (_, task) in sessions.drain() {
             task.task.abort();
@@ -202,6 +288,10 @@ impl<T: Transport> Drop for Inner<T> {
 async fn run<T: Transport>(inner: Arc<Inner<T>>, session_id: String, signals: Arc<Signals>) {
     let mut backoff = Duration::from_secs(1);
     let mut state = inner.transport.new_state();
+    match inner.store.has_open_turn(&session_id).await {
+        Ok(open) => signals.turn_restored.store(open, Ordering::Release),
+        Err(e) => tracing::warn!(%session_id, error = %e, "cannot tell whether the agent is in a turn; connecting only for other work"),
+    }
     loop {
         match has_work(&inner, &session_id, &signals).await {
             Ok(true) => {}
@@ -257,9 +347,17 @@ async fn run<T: Transport>(inner: Arc<Inner<T>>, session_id: String, signals: Ar
     }
 }
 
-/// Whether the session should be connected: an open turn, pending interactions, or
-/// commands waiting.
+/// Whether the session should be connected: an open turn (one this task saw start, or
+/// one the store says a bridge before it did), pending interactions, or commands
+/// waiting.
 async fn has_work<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals) -> Result<bool, LinkError> {
+    Ok(signals.turn_restored.load(Ordering::Acquire) || is_busy(inner, session_id, signals).await?)
+}
+
+/// [`has_work`] but for a turn only restored from the store: what keeps a connection
+/// from closing when idle. A restored turn the backend says nothing about (it ended
+/// while no bridge listened) must not hold the connection forever.
+async fn is_busy<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals) -> Result<bool, LinkError> {
     Ok(signals.turn_open.load(Ordering::Acquire) || inner.store.has_commands(session_id).await? || inner.store.has_pending_in_session(session_id).await?)
 }
 
@@ -282,6 +380,13 @@ async fn pump<T: Transport>(
         }
     }
     let mut in_flight = InFlight::opened_at(now_ms());
+    // With the turn's message still queued, the backend may not have it: the flush
+    // below sends it (or finds it received), and what the backend says then is the
+    // turn; a backend's latest outcome would be the turn before's.
+    if signals.turn_restored.load(Ordering::Acquire) && !message_queued(inner, session_id).await? {
+        let updates = link.resume_turn().await?;
+        relay(inner, session_id, signals, Received::updates(updates), &mut in_flight).await?;
+    }
     // Whatever was handed over before now is in the outbox this read sees.
     drop(signals.take_source(false));
     flush(inner, session_id, signals, &mut link, &mut in_flight, Source::Store).await?;
@@ -301,9 +406,13 @@ async fn pump<T: Transport>(
                 lease_taken = taking;
             }
             _ = idle_check.tick() => {
-                if in_flight.is_empty() && !has_work(inner, session_id, signals).await? {
+                if in_flight.is_empty() && !is_busy(inner, session_id, signals).await? {
                     let since = *idle_since.get_or_insert_with(tokio::time::Instant::now);
                     if since.elapsed() >= inner.options.idle_close {
+                        if signals.turn_restored.swap(false, Ordering::AcqRel) {
+                            tracing::info!(%session_id, "the turn open when the bridge stopped was not heard from; taking it as ended");
+                            inner.store.close_turn(session_id).await?;
+                        }
                         tracing::info!(%session_id, "idle; closing the backend connection");
                         return Ok(());
                     }
@@ -330,6 +439,11 @@ async fn pump<T: Transport>(
     }
 }
 
+/// Whether a chat message waits in the session's outbox (unproven, or not sent yet).
+async fn message_queued<T: Transport>(inner: &Inner<T>, session_id: &str) -> Result<bool, LinkError> {
+    Ok(inner.store.outbox_for_session(session_id).await?.iter().any(|(_, command)| matches!(command, Command::Message { .. })))
+}
+
 /// Confirms what the backend proved it read, then hands the updates to the engine.
 async fn relay<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals, received: Received, in_flight: &mut InFlight) -> Result<(), LinkError> {
     if let Some(written) = received.proves_first {
@@ -337,9 +451,16 @@ async fn relay<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signa
             send_update(inner, session_id, SessionUpdate::Delivered { approval_key }).await?;
         }
     }
+    // The backend speaks: a turn restored from the store is alive (or ends below).
+    if !received.updates.is_empty() && signals.turn_restored.swap(false, Ordering::AcqRel) {
+        signals.turn_open.store(true, Ordering::Release);
+    }
     for update in received.updates {
         match &update {
-            SessionUpdate::TurnEnded | SessionUpdate::TurnFailed { .. } => signals.turn_open.store(false, Ordering::Release),
+            SessionUpdate::TurnEnded | SessionUpdate::TurnFailed { .. } => {
+                signals.turn_open.store(false, Ordering::Release);
+                inner.store.close_turn(session_id).await?;
+            }
             // The backend has an outcome for the request: a reply still held for it is
             // delivered (approval_result) or too late (approval_timeout); either way it
             // is not sent (again).
@@ -369,12 +490,29 @@ async fn flush<T: Transport>(
     in_flight: &mut InFlight,
     source: Source,
 ) -> Result<(), LinkError> {
-    let settled = outbox::flush(&inner.store, &inner.lease, session_id, link, in_flight, source, |command| {
-        if matches!(command, Command::Message { .. }) {
+    let mut turn_started = false;
+    let settled = outbox::flush(&inner.store, &inner.lease, session_id, link, in_flight, source, |command, sent| match command {
+        Command::Message { .. } => {
             signals.turn_open.store(true, Ordering::Release);
+            turn_started = true;
         }
+        // The agent goes on working with the decision: what it says next belongs to a
+        // turn as much as what follows a message (a backend may have ended the turn
+        // at the request, as LangGraph's run does at its interrupt), and the
+        // connection stays until it ends.
+        Command::Approval { .. } if sent == Sent::Written => {
+            signals.turn_open.store(true, Ordering::Release);
+            turn_started = true;
+        }
+        _ => {}
     })
     .await?;
+    if turn_started {
+        // Durable, so a bridge that dies before the turn ends is replaced by one that
+        // connects this session again. Written after the command: until the backend
+        // proves it read it, the outbox row is work enough.
+        inner.store.open_turn(session_id, now_ms()).await?;
+    }
     for update in settled {
         send_update(inner, session_id, update).await?;
     }

@@ -46,10 +46,13 @@ impl Shard {
             };
             interaction.reply = reply.clone();
             let command = reply.and_then(|reply| self.command_for(&interaction, reply));
+            // Logged by the replica whose settle won, once per expiry: another replica
+            // may have read it pending too.
+            if !self.settle(&interaction, command.as_ref(), &AuditEntry::for_settled(&interaction, now)).await? {
+                continue;
+            }
             tracing::info!(target: LOG_TARGET, approval_key = %interaction.approval_key(), session_id = %interaction.session_id, fallback = under_fallback, "expired by the bridge");
-            if self.settle(&interaction, command.as_ref(), &AuditEntry::for_settled(&interaction, now)).await?
-                && let Some(action) = policies::fallback_action(&interaction)
-            {
+            if let Some(action) = policies::fallback_action(&interaction) {
                 self.metrics.policy_action(action);
             }
         }

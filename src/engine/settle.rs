@@ -59,14 +59,25 @@ impl Shard {
         Ok(true)
     }
 
-    /// Shows as "not yet delivered" what waited longer than the grace for its proof.
+    /// Shows as "not yet delivered" what waited longer than the grace for its proof,
+    /// as the store holds it: when another replica holds the session, the proof
+    /// reached that replica, which saved the delivery and edited the cards, and this
+    /// replica's copy is stale. What changed since is left to the replica that changed
+    /// it; what is still queued is rendered from the store when each lane's turn comes.
     pub(super) async fn show_undelivered(&mut self, now: i64) {
         let due: Vec<String> = self.undelivered.iter().filter(|(_, (at, _))| now >= *at).map(|(id, _)| id.clone()).collect();
         for id in due {
-            if let Some((_, interaction)) = self.undelivered.remove(&id) {
-                tracing::info!(target: LOG_TARGET, approval_key = %interaction.approval_key(), session_id = %interaction.session_id, "decision saved; the backend has not confirmed it yet");
-                self.refresh(&interaction).await;
+            let Some((_, copy)) = self.undelivered.remove(&id) else { continue };
+            match self.store.interaction(&id).await {
+                Ok(Some(stored)) if stored.delivery == Delivery::Queued => {}
+                Ok(_) => continue,
+                // Each lane reads it again before it renders.
+                Err(e) => {
+                    tracing::warn!(target: LOG_TARGET, error = %e, approval_key = %copy.approval_key(), "cannot read the delivery state; rendering what the store has when each lane gets to it")
+                }
             }
+            tracing::info!(target: LOG_TARGET, approval_key = %copy.approval_key(), session_id = %copy.session_id, "decision saved; the backend has not confirmed it yet");
+            self.rerender(&copy).await;
         }
     }
 

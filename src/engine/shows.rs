@@ -82,6 +82,15 @@ impl Shared {
         }
     }
 
+    /// Re-renders every message that shows `interaction` as the store has it when each
+    /// chat's lane gets to it: a change another replica saves meanwhile (a delivery
+    /// proof, a click) is never overwritten by an older copy.
+    pub(super) async fn rerender(&self, interaction: &Interaction) {
+        for (chat, _) in self.showing(interaction).await {
+            self.lanes.push(&chat, Job::Rerender(interaction.id.clone()));
+        }
+    }
+
     /// The chats that show `interaction` or may yet.
     pub(super) async fn chats_showing(&self, interaction: &Interaction) -> Vec<ChatKey> {
         self.showing(interaction).await.into_iter().map(|(chat, _)| chat).collect()

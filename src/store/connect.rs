@@ -85,6 +85,15 @@ const MIGRATIONS: &[(i64, &str, Schema)] = &[
     ),
     (17, "shown revision", Schema::Shared(include_str!("../../migrations/shared/0017_shown_revision.sql"))),
     (18, "pending list index", Schema::Shared(include_str!("../../migrations/shared/0018_pending_page_index.sql"))),
+    (19, "open turns", Schema::Shared(include_str!("../../migrations/shared/0019_open_turns.sql"))),
+    (
+        20,
+        "outbox notify",
+        Schema::PerDatabase {
+            sqlite: include_str!("../../migrations/sqlite/0020_outbox_notify.sql"),
+            postgres: include_str!("../../migrations/postgres/0020_outbox_notify.sql"),
+        },
+    ),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.
@@ -160,7 +169,8 @@ impl Store {
         let pool: AnyPool = options.connect(url).await.map_err(connect_error)?;
         backend.migrator().run(&pool).await?;
         let group = (backend == Backend::Sqlite).then(|| GroupCommit::start(pool.clone()));
-        Ok(Store { pool, group })
+        let listen_url = (backend == Backend::Postgres).then(|| std::sync::Arc::from(url));
+        Ok(Store { pool, group, listen_url })
     }
 }
 

@@ -2,8 +2,9 @@
 //! with their drafts, the platform messages showing them, chat ↔ session bindings,
 //! who started each session's turn, the outbox of commands for the backend, requests
 //! pushed over the HTTP API with the callbacks owed for them, pairing codes and paired
-//! users, remembered approval rules ([`rules`]), the audit log, and what the admin
-//! commands need ([`admin`]).
+//! users, remembered approval rules ([`rules`]), the audit log, the sessions whose
+//! agent is in the middle of a turn ([`turns`]), and what the admin commands need
+//! ([`admin`]).
 //!
 //! One code path serves SQLite (embedded default) and PostgreSQL (several replicas)
 //! through sqlx's Any driver. The store makes no decisions: the core
@@ -27,6 +28,7 @@ mod json;
 mod leases;
 pub mod lock;
 mod messages;
+mod notify;
 mod outbox;
 mod pairing;
 mod placeholders;
@@ -37,6 +39,7 @@ mod rules;
 mod secrets;
 pub mod settings;
 mod shows;
+mod turns;
 mod ui_state;
 
 use sqlx::AnyPool;
@@ -50,6 +53,7 @@ pub use error::{Result, StoreError};
 pub use inbox::InboxUpdate;
 pub use interactions::{PendingTimers, Settled};
 pub use messages::MessageRef;
+pub use notify::{OutboxListener, QueuedNotice};
 pub use outbox::Queued;
 pub use pairing::{PairError, PairedUser, PairingCode};
 pub use refusals::StrangerWindow;
@@ -63,6 +67,9 @@ pub struct Store {
     pool: AnyPool,
     /// SQLite only: the hot writes share commits ([`group_commit`]).
     group: Option<group_commit::GroupCommit>,
+    /// PostgreSQL only: where a listener for the outbox's announcements connects
+    /// ([`notify`]). Never shown (it may hold a password).
+    listen_url: Option<std::sync::Arc<str>>,
 }
 
 impl Store {

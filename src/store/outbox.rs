@@ -94,13 +94,15 @@ impl Store {
         column(&row, "depth")
     }
 
-    /// Sessions that need a backend connection: pending interactions or unsent
-    /// commands. Sorted, no duplicates.
+    /// Sessions that need a backend connection: pending interactions, unsent commands
+    /// or a turn in progress. Sorted, no duplicates.
     pub async fn sessions_with_work(&self) -> Result<Vec<String>> {
         let rows = sqlx::query(
             "SELECT session_id FROM interactions WHERE status = $1
              UNION
              SELECT session_id FROM outbox
+             UNION
+             SELECT session_id FROM open_turns
              ORDER BY 1",
         )
         .bind(crate::interaction::Status::Pending.name())

@@ -12,6 +12,18 @@ use super::plain;
 
 const APPROVAL_TIMEOUT: u64 = 300;
 
+/// How long (b′) thinks before it asks: long enough for a test to kill the bridge while
+/// the agent is still working.
+const SLOW_TRADE_THINKING: Duration = Duration::from_secs(2);
+
+/// (b′) The trade, after the model has worked a while in silence: a bridge that dies in
+/// the meantime must still show the request.
+pub(super) async fn slow_trade(turn: &Turn) {
+    turn.thinking("Đang phân tích thị trường…");
+    tokio::time::sleep(SLOW_TRADE_THINKING).await;
+    trade(turn).await;
+}
+
 /// (b) Seed 002: one trade to approve, edit or reject.
 pub(super) async fn trade(turn: &Turn) {
     turn.text("Tôi sẽ đặt lệnh mua VNM.", false);

@@ -7,6 +7,7 @@
 //! | # | keywords | script |
 //! |---|----------|--------|
 //! | a | `hỏi 2 lần`, `ask twice` | thinking; group "Chuẩn bị câu hỏi lần 1" (tool_use `tc-1` write_todos + tool_result); shape B `{S}_1` with seed 000's two questions, `timeout_seconds` 600; approval_result; group "Chuẩn bị câu hỏi lần 2" (`tc-2`); shape B `{S}_2` "Bạn muốn nhận báo cáo qua kênh nào?" (Email / Telegram / Khác+input); approval_result; final `Cảm ơn! Tổng kết: mục tiêu = {A1}; kỳ hạn = {A2}; kênh = {A3}` |
+//! | b′ | `slow trade`, `giao dịch chậm` | thinking `Đang phân tích thị trường…`, then 2 s of silence (the model still working), then (b) |
 //! | b | `trade`, `giao dịch` | text `Tôi sẽ đặt lệnh mua VNM.`; shape A `{S}_1` as seed 002 (execute_trade VNM 100 buy 82000, `toolu_01XyzAbc`, `message_id` "msg-abc", timeout 300); approval_result; final `Đã đặt lệnh: {side} {quantity} {symbol} @ {price}` (approve: original args, edit: edited args) or `Lệnh đã bị hủy.` + ` Lý do: {message}` (reject); + ` Ghi chú: {user_edit_content}` when given |
 //! | c | `two actions`, `hai lệnh` | shape A `{S}_1`: execute_trade FPT 10 sell 120000 (approve/edit/reject) + send_report to ops@example.com (approve/reject), timeout 300; approval_result; final `execute_trade: {type}; send_report: {type}` (+ Ghi chú) |
 //! | d | `timeout`, `hết giờ` | shape A `{S}_1`: drop_table {table:"users"}, timeout = `timeout_secs`; no valid reply in time → approval_timeout, final `Không ai trả lời trong {N} giây; thao tác đã bị hủy.`; answered → approval_result, final `drop_table: {type}` (+ Ghi chú) |
@@ -33,6 +34,7 @@ use super::validate::Reply;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Scenario {
     AskTwice,
+    SlowTrade,
     Trade,
     TwoActions,
     Timeout,
@@ -44,8 +46,10 @@ pub(crate) enum Scenario {
 }
 
 /// Keyword rows in match order; keywords are lowercase.
-const KEYWORDS: [(Scenario, &[&str]); 8] = [
+const KEYWORDS: [(Scenario, &[&str]); 9] = [
     (Scenario::AskTwice, &["hỏi 2 lần", "ask twice"]),
+    // Before `trade`, which its keywords contain.
+    (Scenario::SlowTrade, &["slow trade", "giao dịch chậm"]),
     (Scenario::Trade, &["trade", "giao dịch"]),
     (Scenario::TwoActions, &["two actions", "hai lệnh"]),
     (Scenario::Timeout, &["timeout", "hết giờ"]),
@@ -64,6 +68,7 @@ pub(crate) fn pick(text: &str) -> Scenario {
 pub(crate) async fn run(turn: Turn, text: String) {
     match pick(&text) {
         Scenario::AskTwice => questions::ask_twice(&turn).await,
+        Scenario::SlowTrade => approvals::slow_trade(&turn).await,
         Scenario::Trade => approvals::trade(&turn).await,
         Scenario::TwoActions => approvals::two_actions(&turn).await,
         Scenario::Timeout => approvals::timeout(&turn).await,
@@ -101,6 +106,8 @@ mod tests {
         assert_eq!(pick("Hãy HỎI 2 LẦN rồi trade"), Scenario::AskTwice);
         assert_eq!(pick("please TRADE two actions"), Scenario::Trade);
         assert_eq!(pick("Giao dịch"), Scenario::Trade);
+        assert_eq!(pick("slow trade"), Scenario::SlowTrade);
+        assert_eq!(pick("Giao dịch chậm"), Scenario::SlowTrade);
         assert_eq!(pick("hai lệnh"), Scenario::TwoActions);
         assert_eq!(pick("hết giờ"), Scenario::Timeout);
         assert_eq!(pick("Hai dạng"), Scenario::Shapes);

@@ -13,6 +13,10 @@
 //! - `background=true` keeps a run going when its event stream is dropped (idle
 //!   close, restart); every new link lists the session's `PAUSED` runs and replays
 //!   their requests (the engine ignores the ones it knows).
+//! - A turn the bridge was in when it stopped ([`Link::resume_turn`]) is found in the
+//!   session's latest run: one still running is read every [`FOLLOW_EVERY`] until it
+//!   pauses or ends, and one that ended has its outcome (the final content, or the
+//!   failure) relayed, so a reply the agent gave while no bridge listened arrives.
 //! - Proof of delivery is the 2xx of the call. A 4xx is AgentOS refusing the command
 //!   for good: proven too (sending it again cannot help) and shown in the chat as a
 //!   failed turn. A 5xx or a network error drops the link; the outbox resends.
@@ -54,6 +58,10 @@ const COMMAND_ID_KEY: &str = "hitl_bridge_command";
 const CONTINUING_READ_EVERY: Duration = Duration::from_millis(250);
 const CONTINUING_READS: usize = 40;
 const COMMAND_ID_POINTER: &str = "/metadata/hitl_bridge_command";
+
+/// How often a run the bridge follows without its event stream (one that was running
+/// when the bridge before this one stopped) is read.
+const FOLLOW_EVERY: Duration = Duration::from_millis(500);
 
 /// Connects bridge sessions to AgentOS sessions.
 pub struct AgnoTransport {
@@ -99,6 +107,7 @@ impl Transport for AgnoTransport {
 }
 
 /// AgentOS's HTTP API for one session.
+#[derive(Clone)]
 struct Api {
     http: reqwest::Client,
     settings: AgnoSettings,
@@ -223,6 +232,53 @@ fn event_stream(response: reqwest::Response) -> BoxStream<'static, StreamItem> {
             }
             Ok(None) => Some((StreamItem::Ended { finished }, None)),
             Err(e) => Some((StreamItem::Failed(e.to_string()), None)),
+        }
+    })
+    .boxed()
+}
+
+/// The session's latest run (the one started last), if any.
+fn latest_run(runs: &[Value]) -> Option<&Value> {
+    let created = |run: &Value| run.get("created_at").and_then(Value::as_i64).unwrap_or(0);
+    // Ties (no times) go to the later one in AgentOS's list.
+    runs.iter().enumerate().max_by_key(|(n, run)| (created(run), *n)).map(|(_, run)| run)
+}
+
+/// The events AgentOS's stream would have carried to say how `run` ended (or that it
+/// paused), made from the run as AgentOS records it; none while it still runs.
+fn outcome_events(run: &Value) -> Option<Vec<SseEvent>> {
+    let event = match run.get("status").and_then(Value::as_str)? {
+        "PAUSED" => "RunPaused",
+        "COMPLETED" => "RunCompleted",
+        "ERROR" => "RunError",
+        "CANCELLED" => "RunCancelled",
+        _ => return None,
+    };
+    let data = run.to_string();
+    // `RunContinued` first: the content is the run's whole answer, none of it streamed.
+    Some(vec![SseEvent { event: "RunContinued".into(), data: "{}".into() }, SseEvent { event: event.into(), data }])
+}
+
+/// Reads run `run_id` every [`FOLLOW_EVERY`] until it pauses or ends, then yields the
+/// events that say so. A run AgentOS no longer has ends as failed; a read that fails
+/// is tried again.
+fn follow_run(api: Api, run_id: String) -> BoxStream<'static, StreamItem> {
+    futures_util::stream::unfold(Some((api, run_id)), |state| async move {
+        let (api, run_id) = state?;
+        loop {
+            tokio::time::sleep(FOLLOW_EVERY).await;
+            match api.run(&run_id).await {
+                Ok(Some(run)) => {
+                    if let Some(events) = outcome_events(&run) {
+                        return Some((StreamItem::Events(events), None));
+                    }
+                }
+                Ok(None) => {
+                    let data = json!({"content": "AgentOS no longer has the run the agent was in"}).to_string();
+                    return Some((StreamItem::Events(vec![SseEvent { event: "RunError".into(), data }]), None));
+                }
+                Err(e) => tracing::warn!(session_id = %api.session_id, %run_id, error = %e, "cannot read the run the agent is in; reading again"),
+            }
         }
     })
     .boxed()
@@ -364,6 +420,30 @@ fn continuing_without_record(run: &Value, approval_key: &str) -> bool {
 impl Link for AgnoLink {
     type State = RunEvents;
 
+    /// The session's latest run: followed while it runs; its end relayed if it ended
+    /// (a paused one is replayed by every connect already).
+    async fn resume_turn(&mut self) -> Result<Vec<SessionUpdate>, LinkError> {
+        let runs = self.api.runs().await?;
+        let Some(run) = latest_run(&runs) else { return Ok(Vec::new()) };
+        let run_id = run.get("run_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let status = run.get("status").and_then(Value::as_str).unwrap_or_default();
+        let session_id = &self.api.session_id;
+        match status {
+            "RUNNING" | "PENDING" if !run_id.is_empty() => {
+                tracing::info!(%session_id, %run_id, "the agent's run goes on in AgentOS; following it until it pauses or ends");
+                self.streams.push(follow_run(self.api.clone(), run_id));
+            }
+            "PAUSED" => {}
+            _ => {
+                if let Some(events) = outcome_events(run) {
+                    tracing::info!(%session_id, %run_id, status, "the agent's run ended while no bridge listened; relaying how");
+                    self.streams.push(futures_util::stream::iter([StreamItem::Events(events)]).boxed());
+                }
+            }
+        }
+        Ok(Vec::new())
+    }
+
     async fn send(&mut self, outgoing: Outgoing<'_>) -> Result<Sent, LinkError> {
         match outgoing.command {
             Command::Message { content, user, .. } => {
@@ -486,6 +566,80 @@ mod tests {
         let (url, reads) = agent_os(vec![run("RUNNING", None), run("RUNNING", None), run("COMPLETED", Some(true))]).await;
         assert!(matches!(send_again(url).await, Sent::AlreadyReceived));
         assert_eq!(reads.load(Ordering::SeqCst), 3, "read until the record showed the answer");
+    }
+
+    /// An AgentOS whose session `s1` has an older completed run `r0` and its latest run
+    /// `r1`, which answers `states` in turn to each read (the last one from then on).
+    async fn agent_os_with_runs(states: Vec<Value>) -> String {
+        let reads = Arc::new(AtomicUsize::new(0));
+        let state = (Arc::new(states), reads);
+        let older = json!({"run_id": "r0", "status": "COMPLETED", "created_at": 100, "content": "câu trả lời cũ"});
+        let app = axum::Router::new()
+            .route(
+                "/agents/a/runs",
+                get(move |State((states, reads)): State<(Arc<Vec<Value>>, Arc<AtomicUsize>)>| async move {
+                    let n = reads.fetch_add(1, Ordering::SeqCst);
+                    Json(json!([older, states[n.min(states.len() - 1)]]))
+                }),
+            )
+            .route(
+                "/agents/a/runs/r1",
+                get(|State((states, reads)): State<(Arc<Vec<Value>>, Arc<AtomicUsize>)>| async move {
+                    let n = reads.fetch_add(1, Ordering::SeqCst);
+                    Json(states[n.min(states.len() - 1)].clone())
+                }),
+            )
+            .with_state(state);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        url
+    }
+
+    /// Connects to `url`, resumes the turn the store says was open, and reads what
+    /// the link yields until the turn ends.
+    async fn resumed_turn(url: String) -> Vec<crate::backend::SessionUpdate> {
+        use crate::backend::SessionUpdate;
+        let settings = AgnoSettings { url, agent_id: "a".into(), ..AgnoSettings::default() };
+        let transport = AgnoTransport::new(settings, TimeoutDefaults::default());
+        let mut link = transport.connect("s1").await.unwrap();
+        let mut state = transport.new_state();
+        let mut seen = link.resume_turn().await.unwrap();
+        while !seen.iter().any(|u| matches!(u, SessionUpdate::TurnEnded | SessionUpdate::TurnFailed { .. } | SessionUpdate::Request(_))) {
+            let received = tokio::time::timeout(std::time::Duration::from_secs(10), link.recv(&mut state)).await.expect("the turn's end in time");
+            seen.extend(received.expect("open").expect("read").updates);
+        }
+        seen
+    }
+
+    fn latest(status: &str, content: Option<&str>) -> Value {
+        json!({"run_id": "r1", "status": status, "created_at": 200, "content": content, "tools": []})
+    }
+
+    /// The bridge died while the model worked: the run, still running, is followed
+    /// until it completes, and its answer is relayed as the turn's final text.
+    #[tokio::test]
+    async fn a_run_still_running_after_a_restart_is_followed_until_its_answer() {
+        use crate::backend::SessionUpdate;
+        let url = agent_os_with_runs(vec![latest("RUNNING", None), latest("RUNNING", None), latest("COMPLETED", Some("Đã triển khai lên staging."))]).await;
+        assert_eq!(resumed_turn(url).await, vec![SessionUpdate::Text { text: "Đã triển khai lên staging.".into(), is_final: true }, SessionUpdate::TurnEnded]);
+    }
+
+    /// The bridge died after the continue reached AgentOS and before the answer was
+    /// relayed: the completed run's content is relayed (the older run's is not).
+    #[tokio::test]
+    async fn a_run_that_completed_while_no_bridge_listened_has_its_answer_relayed() {
+        use crate::backend::SessionUpdate;
+        let url = agent_os_with_runs(vec![latest("COMPLETED", Some("Xong: deployed to prod"))]).await;
+        assert_eq!(resumed_turn(url).await, vec![SessionUpdate::Text { text: "Xong: deployed to prod".into(), is_final: true }, SessionUpdate::TurnEnded]);
+    }
+
+    /// A run that failed meanwhile is said to have failed.
+    #[tokio::test]
+    async fn a_run_that_failed_while_no_bridge_listened_is_said_to_have_failed() {
+        use crate::backend::SessionUpdate;
+        let url = agent_os_with_runs(vec![latest("ERROR", Some("model overloaded"))]).await;
+        assert_eq!(resumed_turn(url).await, vec![SessionUpdate::TurnFailed { message: "model overloaded".into() }]);
     }
 
     /// A run that finished without the answer did not get it: not delivered.

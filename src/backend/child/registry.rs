@@ -1,6 +1,10 @@
-//! Which agent processes were started by bridges that have died, on Linux: a directory
-//! of records (one file per running agent, named after the agent, holding the bridge
-//! that started it) and the process identities read from `/proc`.
+//! Which agent processes were started by bridges of this deployment that have died, on
+//! Linux: a directory of records (one file per running agent, named after the agent,
+//! holding the bridge that started it) and the process identities read from `/proc`.
+//!
+//! The directory is the deployment's (named after the store's identity): bridges of
+//! other stores on the same host, another project's or a test's, keep their own, so a
+//! bridge never ends, nor waits on, an agent that is not its own predecessors'.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -52,14 +56,25 @@ pub(super) struct Registry {
 }
 
 impl Registry {
-    /// This user's registry in the temporary directory, shared by the bridges of this
-    /// host (a container's processes end with its temporary directory's), if this is
-    /// Linux and the directory is this user's alone: a record is an order to kill, so
-    /// nobody else may write one.
-    pub(super) fn of_this_bridge() -> Option<Registry> {
+    /// The registry of `deployment` (the store's identity) for this user in the
+    /// temporary directory, shared by this deployment's bridges on this host (its
+    /// replicas and restarts; a container's processes end with its temporary
+    /// directory's), if this is Linux and the directory is this user's alone: a record
+    /// is an order to kill, so nobody else may write one.
+    pub(super) fn of_deployment(deployment: &str) -> Option<Registry> {
         let bridge = ProcessId::running(std::process::id())?;
-        let dir = std::env::temp_dir().join(format!("hitl-bridge-agents-{}", effective_uid()));
-        Registry::at(dir, bridge)
+        Registry::at(Registry::dir_in(&std::env::temp_dir(), deployment)?, bridge)
+    }
+
+    /// The directory of `deployment`'s records under `base`; none for a name that is
+    /// not a plain file name (the store makes it, but a path must never come of it).
+    fn dir_in(base: &std::path::Path, deployment: &str) -> Option<PathBuf> {
+        let plain = !deployment.is_empty() && deployment.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !plain {
+            tracing::warn!(deployment, "the deployment's name is not a plain file name; agents a crash leaves are not ended at start-up");
+            return None;
+        }
+        Some(base.join(format!("hitl-bridge-agents-{}-{deployment}", effective_uid())))
     }
 
     fn at(dir: PathBuf, bridge: ProcessId) -> Option<Registry> {
@@ -162,8 +177,11 @@ mod tests {
     const DEAD_BRIDGE: ProcessId = ProcessId { pid: 0, start: 0 };
 
     fn registry(dir: &tempfile::TempDir, bridge: ProcessId) -> Registry {
-        let dir = dir.path().join("agents");
-        Registry::at(dir, bridge).expect("a private registry")
+        deployment_registry(dir, "d1", bridge)
+    }
+
+    fn deployment_registry(dir: &tempfile::TempDir, deployment: &str, bridge: ProcessId) -> Registry {
+        Registry::at(Registry::dir_in(dir.path(), deployment).expect("a plain name"), bridge).expect("a private registry")
     }
 
     fn agent(script: &str) -> Child {
@@ -221,6 +239,38 @@ mod tests {
         ours.wait().expect("wait");
     }
 
+    /// Two bridges on two stores on one host: the agent left by a dead bridge of store A
+    /// is not the business of store B's bridge, which neither ends it nor waits on it;
+    /// the next bridge of store A ends it.
+    #[tokio::test]
+    async fn a_bridge_of_another_store_leaves_a_dead_bridges_agent_alone_and_does_not_wait_on_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stuck = agent("trap '' INT; exec sleep 60");
+        let record = deployment_registry(&dir, "store-a", DEAD_BRIDGE).record(stuck.id()).expect("recorded");
+
+        let this_bridge = ProcessId::running(std::process::id()).expect("this process");
+        let other_store = deployment_registry(&dir, "store-b", this_bridge);
+        let started = std::time::Instant::now();
+        other_store.end_orphans(Duration::from_secs(5)).await;
+        assert!(started.elapsed() < Duration::from_millis(500), "no wait on another store's agents: {:?}", started.elapsed());
+        assert!(ProcessId::running(stuck.id()).is_some(), "another store's agent runs on");
+        assert!(record.exists(), "its record stays for its own deployment");
+
+        deployment_registry(&dir, "store-a", this_bridge).end_orphans(Duration::from_millis(200)).await;
+        assert_eq!(signal_of(ended_by(stuck)), Some(libc::SIGKILL), "its own deployment's next bridge ends it");
+        assert!(!record.exists());
+    }
+
+    #[test]
+    fn a_deployment_name_that_is_not_a_plain_file_name_gets_no_registry() {
+        let base = std::path::Path::new("/tmp");
+        for name in ["", "../x", "a/b", "a b", "."] {
+            assert_eq!(Registry::dir_in(base, name), None, "{name:?}");
+        }
+        let dir = Registry::dir_in(base, "0f3a-b_c").expect("plain");
+        assert_eq!(dir, base.join(format!("hitl-bridge-agents-{}-0f3a-b_c", effective_uid())));
+    }
+
     #[test]
     fn a_reused_pid_is_not_the_recorded_process() {
         let this = ProcessId::running(std::process::id()).expect("this process");
@@ -234,7 +284,7 @@ mod tests {
     fn a_registry_others_can_write_to_is_not_used() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("tempdir");
-        let shared = dir.path().join("agents");
+        let shared = Registry::dir_in(dir.path(), "d1").expect("a plain name");
         std::fs::create_dir(&shared).expect("mkdir");
         std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).expect("chmod");
         assert!(Registry::at(shared, DEAD_BRIDGE).is_none());

@@ -36,6 +36,7 @@ use sha2::{Digest, Sha256};
 use self::process::{ClaudeCodeLink, StartError};
 use self::transcript::Transcripts;
 use self::translate::Translator;
+use super::child::Agents;
 use super::session::{LinkError, Transport};
 use crate::backend::tool_groups::ToolGroups;
 use crate::interaction::TimeoutDefaults;
@@ -58,11 +59,19 @@ pub struct ClaudeCodeTransport {
     /// Sessions whose conversation exists (a process ran for it here), so the next
     /// process resumes first.
     started: Mutex<HashSet<String>>,
+    /// Where each process is recorded, for this deployment's next bridge to end it
+    /// if this one dies.
+    agents: Agents,
 }
 
 impl ClaudeCodeTransport {
     pub fn new(settings: ClaudeCodeSettings, defaults: TimeoutDefaults) -> Self {
-        Self { settings, defaults, started: Mutex::new(HashSet::new()) }
+        Self { settings, defaults, started: Mutex::new(HashSet::new()), agents: Agents::default() }
+    }
+
+    /// Records the processes it starts in `agents` (the deployment's registry).
+    pub fn with_agents(self, agents: Agents) -> Self {
+        Self { agents, ..self }
     }
 
     /// The CLI's arguments, in the order the SDK builds them.
@@ -153,7 +162,7 @@ impl Transport for ClaudeCodeTransport {
         for conversation in self.conversation_order(session_id) {
             let args = self.args(conversation.map(|c| (c, claude_session.as_str())));
             let translator = Translator::new(session_id, self.defaults, &self.settings.deny_message);
-            match ClaudeCodeLink::start(&self.settings.cli_path, &args, &env, &work_dir, startup, translator).await {
+            match ClaudeCodeLink::start(&self.settings.cli_path, &args, &env, &work_dir, startup, translator, &self.agents).await {
                 Ok(mut link) => {
                     if conversation.is_some() {
                         link.keep_record(Transcripts::locate(&env), claude_session.clone());

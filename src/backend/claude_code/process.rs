@@ -24,7 +24,7 @@ use super::transcript::{Transcripts, message_uuid};
 use super::translate::Translator;
 use super::wire;
 use crate::backend::SessionUpdate;
-use crate::backend::child::AgentRecord;
+use crate::backend::child::{AgentRecord, Agents};
 use crate::backend::session::{Link, LinkError, Outgoing, Received, Sent};
 use crate::backend::tool_groups::ToolGroups;
 use crate::protocol::Command;
@@ -102,6 +102,7 @@ impl ClaudeCodeLink {
         work_dir: &Path,
         startup: Duration,
         translator: Translator,
+        agents: &Agents,
     ) -> Result<Self, StartError> {
         let mut process = Process::new(program);
         process
@@ -120,7 +121,7 @@ impl ClaudeCodeLink {
             return Err(StartError::Failed(LinkError::Transport("Claude Code's pipes are missing".into())));
         };
         tracing::info!(pid = ?child.id(), %program, work_dir = %work_dir.display(), "started Claude Code");
-        let process_record = Some(crate::backend::child::record(child.id()));
+        let process_record = Some(agents.record(child.id()));
         let stderr_tail = Arc::new(Mutex::new(String::new()));
         let stderr_task = tokio::spawn(log_stderr(stderr, stderr_tail.clone()).in_current_span());
         let mut link = ClaudeCodeLink {
@@ -237,8 +238,21 @@ impl ClaudeCodeLink {
     }
 }
 
+/// Said once in the chat when the bridge finds that Claude Code was in a turn when
+/// the bridge before it stopped: the process ended with that bridge (it is started
+/// again with `--resume` of the same `--session-id`, so the conversation is kept, but
+/// not the turn it was in).
+pub const TURN_ENDED_WITH_THE_BRIDGE: &str = "the bridge restarted while Claude Code was working on your last message, and that turn ended with it. \
+     The conversation is kept: send your message again (or say \"go on\") to continue.";
+
 impl Link for ClaudeCodeLink {
     type State = ToolGroups;
+
+    /// The process that was in the turn died with the bridge: the chat is told so once
+    /// (the turn then counts as ended).
+    async fn resume_turn(&mut self) -> Result<Vec<SessionUpdate>, LinkError> {
+        Ok(vec![SessionUpdate::TurnFailed { message: TURN_ENDED_WITH_THE_BRIDGE.into() }])
+    }
 
     async fn send(&mut self, outgoing: Outgoing<'_>) -> Result<Sent, LinkError> {
         let command = outgoing.command;

@@ -39,6 +39,7 @@ use self::requests::OpenRequests;
 use self::translate::Translator;
 use self::wire::{Incoming, OurId};
 use super::SessionUpdate;
+use super::child::Agents;
 use super::session::{Link, LinkError, Outgoing, Received, Sent, Transport};
 use crate::interaction::TimeoutDefaults;
 use crate::protocol::{Answers, Command, Reply};
@@ -47,11 +48,19 @@ use crate::protocol::{Answers, Command, Reply};
 pub struct KimiTransport {
     settings: KimiSettings,
     defaults: TimeoutDefaults,
+    /// Where each process is recorded, for this deployment's next bridge to end it
+    /// if this one dies.
+    agents: Agents,
 }
 
 impl KimiTransport {
     pub fn new(settings: KimiSettings, defaults: TimeoutDefaults) -> Self {
-        Self { settings, defaults }
+        Self { settings, defaults, agents: Agents::default() }
+    }
+
+    /// Records the processes it starts in `agents` (the deployment's registry).
+    pub fn with_agents(self, agents: Agents) -> Self {
+        Self { agents, ..self }
     }
 }
 
@@ -68,7 +77,7 @@ impl Transport for KimiTransport {
     }
 
     async fn connect(&self, session_id: &str) -> Result<KimiLink, LinkError> {
-        let mut process = KimiProcess::spawn(&self.settings, session_id)
+        let mut process = KimiProcess::spawn(&self.settings, session_id, &self.agents)
             .map_err(|e| LinkError::Transport(format!("cannot start kimi (`{}`): {e}", self.settings.command)))?;
         process.write(wire::initialize());
         let limit = Duration::from_secs(self.settings.start_timeout_secs.max(1));
@@ -247,8 +256,18 @@ impl KimiLink {
     }
 }
 
+/// Said once in the chat when the bridge finds that Kimi was in a turn when the bridge
+/// before it stopped: the `kimi --wire` process ended with that bridge, and its turn.
+pub const TURN_ENDED_WITH_THE_BRIDGE: &str = "the bridge restarted while Kimi was working on your last message, and that turn ended with it. The conversation is kept: send your message again to continue.";
+
 impl Link for KimiLink {
     type State = Translator;
+
+    /// The process that was in the turn died with the bridge: the chat is told so once
+    /// (the turn then counts as ended).
+    async fn resume_turn(&mut self) -> Result<Vec<SessionUpdate>, LinkError> {
+        Ok(vec![SessionUpdate::TurnFailed { message: TURN_ENDED_WITH_THE_BRIDGE.into() }])
+    }
 
     async fn send(&mut self, outgoing: Outgoing<'_>) -> Result<Sent, LinkError> {
         match outgoing.command {

@@ -16,7 +16,7 @@ use tokio::process::{Child, ChildStdout, Command};
 use tokio::sync::mpsc;
 
 use super::settings::KimiSettings;
-use crate::backend::child::AgentRecord;
+use crate::backend::child::{AgentRecord, Agents};
 
 /// Lines longer than this are skipped (kimi's own stdio limit is 100 MiB; nothing the
 /// bridge shows comes near this).
@@ -62,7 +62,7 @@ pub fn arguments(settings: &KimiSettings, session_id: &str) -> Vec<String> {
 }
 
 impl KimiProcess {
-    pub fn spawn(settings: &KimiSettings, session_id: &str) -> std::io::Result<KimiProcess> {
+    pub fn spawn(settings: &KimiSettings, session_id: &str, agents: &Agents) -> std::io::Result<KimiProcess> {
         let args = arguments(settings, session_id);
         tracing::info!(command = %settings.command, ?args, "starting kimi");
         let mut command = Command::new(&settings.command);
@@ -79,7 +79,7 @@ impl KimiProcess {
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
             return Err(std::io::Error::other("kimi's stdio pipes are missing"));
         };
-        let record = crate::backend::child::record(child.id());
+        let record = agents.record(child.id());
         let pid = child.id().unwrap_or(0);
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         tokio::spawn(async move {

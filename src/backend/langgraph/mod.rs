@@ -458,6 +458,26 @@ impl LangGraphLink {
 impl Link for LangGraphLink {
     type State = RunTranslator;
 
+    /// A run still going was joined at connect, and the interrupts the thread waits on
+    /// are shown from its state: their streams and cards say how the turn goes on.
+    /// Otherwise the turn ended while no bridge listened: the thread's last message, if
+    /// it is the agent's answer, is relayed as the turn's last words.
+    async fn resume_turn(&mut self) -> Result<Vec<SessionUpdate>, LinkError> {
+        if !self.streams.is_empty() || self.waiting_on_connect.is_some() {
+            return Ok(Vec::new());
+        }
+        let state = self.api.json(reqwest::Method::GET, &self.api.thread_path("/state"), None).await?;
+        let last = state.pointer("/values/messages").and_then(Value::as_array).and_then(|messages| messages.last());
+        let answer = last.filter(|m| m.get("type").and_then(Value::as_str) == Some("ai")).map(|m| run::message_text(m.get("content"))).unwrap_or_default();
+        let mut out = Vec::new();
+        if !answer.is_empty() {
+            tracing::info!(thread_id = %self.api.thread_id, "the agent answered while no bridge listened; relaying its answer");
+            out.push(SessionUpdate::Text { text: answer, is_final: true });
+        }
+        out.push(SessionUpdate::TurnEnded);
+        Ok(out)
+    }
+
     async fn send(&mut self, outgoing: Outgoing<'_>) -> Result<Sent, LinkError> {
         // Sent before a crash? Then its run exists (and was joined on connect if still
         // going): a message run twice would replace what the thread waits for, and a

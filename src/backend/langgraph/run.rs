@@ -158,7 +158,7 @@ impl RunTranslator {
 }
 
 /// A message's text: a string, or the `text` of its text blocks.
-fn message_text(content: Option<&Value>) -> String {
+pub(super) fn message_text(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.trim().to_owned(),
         Some(Value::Array(blocks)) => blocks

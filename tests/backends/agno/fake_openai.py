@@ -23,6 +23,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REQUESTS = []
 _LOCK = threading.Lock()
+
+# A conversation whose user says "slowly" gets each answer after this many seconds:
+# a model still working when the bridge is killed.
+SLOW_SECONDS = 3
 _CALLS = [0]
 
 TRIP_QUESTIONS = [
@@ -107,7 +111,10 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))) or b"{}")
         with _LOCK:
             REQUESTS.append(body)
-        text, calls = decide(body.get("messages", []))
+        messages = body.get("messages", [])
+        if any(m.get("role") == "user" and "slowly" in str(m.get("content")) for m in messages):
+            time.sleep(SLOW_SECONDS)
+        text, calls = decide(messages)
         tool_calls = [
             {"id": _call_id(), "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
             for name, args in calls

@@ -10,8 +10,9 @@ It exits when its stdin closes, so it never outlives the test binary that starte
 Endpoints:
 - POST /script {"key": K, "turns": [TURN, ...]} registers a script. A conversation
   follows script K when one of its user messages contains the text K. TURN is a list
-  of blocks, each {"text": "..."} or {"tool_use": {"id"?, "name", "input"}}; a turn
-  with a tool_use ends with stop_reason "tool_use", otherwise "end_turn".
+  of blocks, each {"text": "..."}, {"tool_use": {"id"?, "name", "input"}} or
+  {"delay": SECONDS} (the model works that long before it answers); a turn with a
+  tool_use ends with stop_reason "tool_use", otherwise "end_turn".
 - POST /v1/messages: the model. Stateless: the turn played is the number of
   assistant messages after the latest user message that contains K, so a retried
   request gets the same answer. Requests without tools (titles, summaries, quota
@@ -24,6 +25,7 @@ import json
 import os
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
@@ -76,7 +78,9 @@ def blocks_for(body):
         return key, [{"type": "text", "text": f"(no scripted turn {turn} for {key})"}]
     out = []
     for block in script[turn]:
-        if "tool_use" in block:
+        if "delay" in block:
+            time.sleep(block["delay"])
+        elif "tool_use" in block:
             use = block["tool_use"]
             out.append({"type": "tool_use", "id": use.get("id") or next_id("toolu"), "name": use["name"], "input": use.get("input", {})})
         else:

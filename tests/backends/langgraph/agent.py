@@ -14,9 +14,12 @@ User text → tool calls:
   "two"       execute_trade(...) and send_report(to="ops@example.com")
   "ask"       ask_user_question(questions=[...]) (answered by the bridge with `respond`)
   anything else: a plain text answer, no tool.
+A conversation whose user says "slowly" gets each answer after SLOW_SECONDS: a model
+still working when the bridge is killed.
 """
 
 import json
+import time
 from typing import Any
 
 from langchain.agents import create_agent
@@ -79,6 +82,9 @@ def _calls_for(text: str) -> list[dict[str, Any]]:
     return []
 
 
+SLOW_SECONDS = 3
+
+
 class ScriptedModel(FakeMessagesListChatModel):
     """Decides from the conversation alone, so resumes and restarts replay it exactly."""
 
@@ -88,6 +94,8 @@ class ScriptedModel(FakeMessagesListChatModel):
         return self
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        if any(isinstance(m, HumanMessage) and "slowly" in str(m.content) for m in messages):
+            time.sleep(SLOW_SECONDS)
         last = messages[-1]
         if isinstance(last, HumanMessage):
             text = last.content if isinstance(last.content, str) else json.dumps(last.content)

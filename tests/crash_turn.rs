@@ -1,0 +1,86 @@
+//! The bridge killed (SIGKILL) while the agent is in the middle of a turn: the person
+//! wrote, the message reached the agent, and the agent is still thinking (scenario b′
+//! of the reference agent thinks 2 s before it asks). The bridge started again on the
+//! same store must connect the session again by itself and show the request the agent
+//! sends meanwhile or later, without the person writing again.
+//!
+//! Two kill points: a restart at once (the agent asks on the new connection), and a
+//! restart after the agent asked (the request went out while no bridge listened; it is
+//! in the agent's history).
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::json;
+use support::bridge_process::BridgeProcess;
+use support::{session_id, start_sim};
+
+/// From the message reaching the agent to the kill: the agent is still thinking.
+const KILL_AFTER: Duration = Duration::from_millis(700);
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime")
+}
+
+fn backend_env(sim: &hitl_bridge::agent_sim::SimHandle) -> Vec<(&'static str, String)> {
+    vec![
+        ("HITL_BRIDGE__BACKEND__URL", format!("ws://{}/ws/{{session_id}}", sim.addr)),
+        ("HITL_BRIDGE__BACKEND__HISTORY_URL", format!("http://{}/sessions/{{session_id}}/history", sim.addr)),
+    ]
+}
+
+/// Types `slow trade`, waits until the agent has the message, then waits `KILL_AFTER`
+/// and kills the bridge.
+fn kill_while_the_agent_thinks(db: &std::path::Path, sim: &hitl_bridge::agent_sim::SimHandle) {
+    let mut bridge = BridgeProcess::start(db, &backend_env(sim));
+    bridge.type_line("slow trade");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !sim.commands().iter().any(|c| c["type"] == "message") {
+        assert!(std::time::Instant::now() < deadline, "the message never reached the agent");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(KILL_AFTER);
+    bridge.kill();
+}
+
+/// The restarted bridge shows the request, takes the decision, and relays the agent's
+/// answer; the agent got exactly one decision.
+fn the_request_is_shown_and_answered(db: &std::path::Path, sim: &hitl_bridge::agent_sim::SimHandle) {
+    let restarted = std::time::Instant::now();
+    let mut bridge = BridgeProcess::start(db, &backend_env(sim));
+    bridge.expect_within("execute_trade?", Duration::from_secs(20));
+    println!("stream: the request was shown {:?} after the restart", restarted.elapsed());
+    bridge.type_line("a");
+    bridge.expect("agent: Đã đặt lệnh: buy 100 VNM @ 82000");
+    let s = session_id(sim);
+    let approvals: Vec<_> = sim.commands().into_iter().filter(|c| c["type"] == "approval").collect();
+    assert_eq!(approvals, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+    let messages = sim.commands().into_iter().filter(|c| c["type"] == "message").count();
+    assert_eq!(messages, 1, "the person wrote once; nothing was sent again as a new turn");
+    bridge.stop();
+}
+
+#[test]
+fn a_request_asked_after_a_sigkill_mid_turn_is_shown_by_the_bridge_started_at_once() {
+    let rt = runtime();
+    let sim = rt.block_on(start_sim(300));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("bridge.db");
+    kill_while_the_agent_thinks(&db, &sim);
+    the_request_is_shown_and_answered(&db, &sim);
+    rt.block_on(sim.shutdown());
+}
+
+#[test]
+fn a_request_asked_while_no_bridge_ran_is_shown_by_the_next_one() {
+    let rt = runtime();
+    let sim = rt.block_on(start_sim(300));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("bridge.db");
+    kill_while_the_agent_thinks(&db, &sim);
+    // The agent asks while no bridge runs.
+    std::thread::sleep(Duration::from_secs(3));
+    the_request_is_shown_and_answered(&db, &sim);
+    rt.block_on(sim.shutdown());
+}
