@@ -240,10 +240,9 @@ async fn on_postgres_an_update_stored_by_a_dead_replica_is_handled_by_the_other_
     assert_eq!(store.store_updates(std::slice::from_ref(&row), &claim, hitl_bridge::clock::now_ms()).await.expect("stored"), vec![900_001]);
 
     let sim = h.sim();
-    let reached = time_until(died, Duration::from_secs(90), || async {
-        sim.commands().iter().any(|c| c["type"] == "message" && c.to_string().contains("xin chào"))
-    })
-    .await;
+    let reached =
+        time_until(died, Duration::from_secs(90), || async { sim.commands().iter().any(|c| c["type"] == "message" && c.to_string().contains("xin chào")) })
+            .await;
     println!("an update stranded by a dead replica reached the agent {reached:?} after the death (claim {:?})", hitl_bridge::platform::telegram::INBOX_CLAIM);
     let took = reached.expect("the stranded update is handled");
     assert!(took <= Duration::from_secs(15), "taken over within about one lease period: {took:?}");
