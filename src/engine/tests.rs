@@ -382,8 +382,10 @@ async fn a_request_a_dead_replica_claimed_to_show_is_shown_once_its_claim_lapses
     wait_until("the stranded request shown", async || platform.shown().iter().any(|i| i.id == "stranded0001")).await;
     let took = died.elapsed();
     let claim = Duration::from_millis(SHOW_CLAIM_MS as u64);
-    assert!(took >= claim - Duration::from_millis(100), "not while the claim held: {took:?}");
-    assert!(took <= claim + SHOW_RETRY + Duration::from_millis(500), "at the first sweep after it lapsed: {took:?}");
+    // Margins for a busy machine: the claim still held at the sweeps before (every
+    // 2 s), and the sweep after its lapse took it.
+    assert!(took >= claim - Duration::from_secs(1), "not while the claim held: {took:?}");
+    assert!(took <= claim + SHOW_RETRY + Duration::from_millis(1500), "at the first sweep after it lapsed: {took:?}");
     // Another sweep or two: this replica's own claim holds, nothing is shown twice.
     tokio::time::sleep(SHOW_RETRY * 2).await;
     assert_eq!(platform.shown().iter().filter(|i| i.id == "stranded0001").count(), 1);
