@@ -8,10 +8,11 @@
 //!
 //! Environment: `LOAD_SESSIONS` (default 1000), `LOAD_PENDING` (default 10000),
 //! `LOAD_CLICKS` (simultaneous clicks, default 200), `LOAD_DECISIONS` (store decisions
-//! per run, default 2000), `HITL_BRIDGE_TEST_POSTGRES_URL` (PostgreSQL for the durable
-//! decisions figure and a second run of the pending phase; each skipped with a line when
-//! unset), `LOAD_SKIP` (comma-separated
-//! phases to skip: `limits`, `store`, `pending`).
+//! per run, default 2000), `LOAD_CROSS` (sessions of the cross-replica phase, default
+//! 200), `HITL_BRIDGE_TEST_POSTGRES_URL` (PostgreSQL for the durable decisions figure,
+//! the cross-replica hand-off and a second run of the pending phase; each skipped with a
+//! line when unset), `LOAD_SKIP` (comma-separated phases to skip: `limits`, `store`,
+//! `cross`, `pending`).
 
 #[path = "common/seed.rs"]
 mod seed;
@@ -414,6 +415,96 @@ async fn with_limits(n: usize) {
 }
 
 // ---------------------------------------------------------------------------------
+// Two replicas on one PostgreSQL database: the click lands on the one without the
+// session.
+
+/// The webhook secret of the cross-replica phase's second replica.
+const HOOK_SECRET: &str = "load-hook-secret";
+
+/// `n` sessions held by the first replica (it polls Telegram and connected them); each
+/// click is posted to the second replica's webhook, as a load balancer would, one
+/// every 20 ms. The decision is stored there and announced at commit (`NOTIFY`); the
+/// holder sends the command. Measured from the post to the agent's read.
+async fn cross_replica(n: usize) {
+    let Some(db) = test_db::TestDatabase::postgres_if_set().await else {
+        println!("\n## cross-replica hand-off on PostgreSQL: skipped ({} unset)", test_db::POSTGRES_ENV);
+        return;
+    };
+    println!("\n## {n} sessions on two replicas, PostgreSQL: each click handled by the replica without the session");
+    let tg = FakeTelegram::start().await;
+    let (agent, agent_url) = Agent::start().await;
+    let mut first = Settings::from_pairs(&[
+        ("backend.url", &agent_url),
+        ("backend.replica_id", "first"),
+        ("store.url", &db.url),
+        ("http.enabled", "false"),
+        ("telegram.enabled", "true"),
+        ("telegram.token", fake_telegram::TOKEN),
+        ("telegram.api_url", &tg.url),
+        ("telegram.rate_limits", "false"),
+        ("log.filter", "warn"),
+    ])
+    .expect("settings");
+    let users: Vec<User> = (0..n as i64).map(|k| User::new(FIRST_USER + k, &format!("U{k}"), Some("en"))).collect();
+    first.access.users = users.iter().map(|u| format!("telegram:{}", u.id)).collect();
+    let listen = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").to_string();
+    let hook = format!("http://{listen}/telegram/hook");
+    let mut second = first.clone();
+    second.backend.replica_id = Some("second".into());
+    second.telegram.mode = hitl_bridge::platform::telegram::settings::TelegramMode::Webhook;
+    second.telegram.webhook_url = Some(hook.clone());
+    second.telegram.webhook_listen = listen;
+    second.telegram.webhook_secret = Some(HOOK_SECRET.to_owned().into());
+    let holder = support::start_headless(&first).await;
+    let other = support::start_headless(&second).await;
+    for user in &users {
+        tg.private_chat(user);
+        tg.push_message(user.id, user, "hello", None, None);
+    }
+    agent.wait("every session's first message", |s| s.sessions.len() >= n).await;
+    let sessions: HashMap<String, String> = agent.state().sessions.clone();
+    let key_of = |user: &User| format!("kx-{}", user.id);
+    for user in &users {
+        agent.request(&sessions[&user.id.to_string()], 0, &key_of(user));
+    }
+    let deadline = Instant::now() + PATIENCE;
+    let mut keyboards = Vec::with_capacity(n);
+    for user in &users {
+        let key = key_of(user);
+        let message = loop {
+            let shown = tg.bot_messages(user.id).into_iter().find(|m| m["text"].as_str().is_some_and(|t| mentions(t, &key)) && m.get("reply_markup").is_some());
+            if let Some(message) = shown {
+                break message;
+            }
+            assert!(Instant::now() < deadline, "the keyboard of {key} was never shown");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        keyboards.push((user, key, message["message_id"].as_i64().expect("id"), button(&message, "Approve")));
+    }
+
+    let pace = Duration::from_millis(20);
+    let mut posted = Vec::with_capacity(n);
+    let mut next = tokio::time::Instant::now();
+    for (user, key, message_id, data) in &keyboards {
+        let (_, update) = tg.click_update(user.id, user, *message_id, data);
+        let at = Instant::now();
+        tg.deliver(&hook, HOOK_SECRET, update, Duration::from_secs(10)).await;
+        posted.push((key.clone(), at));
+        next += pace;
+        tokio::time::sleep_until(next).await;
+    }
+    let keys: Vec<String> = keyboards.iter().map(|k| k.1.clone()).collect();
+    agent.wait("the approval commands", |s| keys.iter().all(|k| s.approvals.contains_key(k))).await;
+    let approvals = agent.state().approvals.clone();
+    let crossed = Samples(posted.iter().map(|(key, at)| approvals[key].saturating_duration_since(*at)).collect());
+    crossed.line_against(&format!("click on the other replica → command, one every {} ms", pace.as_millis()), "p99 ≤ 50 ms");
+    other.stop().await;
+    holder.stop().await;
+    tg.shutdown();
+    db.finish().await;
+}
+
+// ---------------------------------------------------------------------------------
 // Durable decisions: the store alone, as the engine uses it.
 
 fn answer(i: &mut Interaction) {
@@ -768,6 +859,9 @@ async fn main() {
     }
     if !skipped("store") {
         durable(decisions_n).await;
+    }
+    if !skipped("cross") {
+        cross_replica(env_usize("LOAD_CROSS", 200)).await;
     }
     if !skipped("pending") {
         pending_on_each_store(pending_n).await;

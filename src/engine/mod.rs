@@ -23,9 +23,11 @@
 //!   deadlines; [`shows`]: showing requests in chats; [`lanes`]: the per-chat queues
 //!   of platform calls;
 //! - [`gate`], [`refusals`], [`policies`], [`rules`], [`routing`]: who may talk, the
-//!   refused, decision policies, remembered rules, where requests go.
+//!   refused, decision policies, remembered rules, where requests go;
+//! - [`announced`]: requests other replicas store, watched as they commit.
 
 mod actions;
+mod announced;
 mod commands;
 mod config;
 mod connector;
@@ -115,7 +117,8 @@ const SHOW_CLAIM_MS: i64 = 8_000;
 const LANE_DRAIN: Duration = Duration::from_secs(5);
 
 /// How often the store is re-read for work other replicas left: requests they showed
-/// (whose deadlines this replica must also watch) and sessions whose lease lapsed.
+/// (whose deadlines this replica must also watch; on PostgreSQL each is also heard at
+/// once, [`announced`]) and sessions whose lease lapsed.
 const RESCAN: Duration = Duration::from_secs(10);
 
 /// Shards per core. A shard waits on the store most of the time (a decision is a
@@ -278,6 +281,7 @@ impl Engine {
             shard.watch(watched);
             tasks.spawn(shard.run(inputs, stopping.clone()));
         }
+        tasks.spawn(announced::watch_announced(shared.clone(), shards.clone(), stopping.clone()));
         tasks.spawn(housekeeping(shared.clone(), shards.clone(), stopping));
         loop {
             tokio::select! {

@@ -367,6 +367,31 @@ async fn a_stop_drains_the_chat_lanes_and_releases_claims() {
     assert_eq!(due, vec![PendingShow { interaction_id: "claimed00001".into(), chat: chat(1), attempts: 0 }]);
 }
 
+/// A replica killed between claiming a request to show and showing it: a live replica
+/// shows it once the dead one's claim lapses (claims are renewed every [`SHOW_RETRY`]
+/// only while their replica lives), within about one lease period, and once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_a_dead_replica_claimed_to_show_is_shown_once_its_claim_lapses() {
+    let platform = Arc::new(Recorder::default());
+    let engine = start(platform.clone(), Arc::new(Agent::default()), 2, &[]).await;
+    let now = now_ms();
+    let stranded = Interaction::new("stranded0001".into(), "s1".into(), request("stranded", 600), None, now);
+    let dead = ShowClaim { owner: "dead".into(), until_ms: now + SHOW_CLAIM_MS };
+    assert!(engine.store.insert_interaction_to_show(&stranded, &[chat(1)], &dead, now).await.unwrap());
+    let died = std::time::Instant::now();
+    wait_until("the stranded request shown", async || platform.shown().iter().any(|i| i.id == "stranded0001")).await;
+    let took = died.elapsed();
+    let claim = Duration::from_millis(SHOW_CLAIM_MS as u64);
+    // Margins for a busy machine: the claim still held at the sweeps before (every
+    // 2 s), and the sweep after its lapse took it.
+    assert!(took >= claim - Duration::from_secs(1), "not while the claim held: {took:?}");
+    assert!(took <= claim + SHOW_RETRY + Duration::from_millis(1500), "at the first sweep after it lapsed: {took:?}");
+    // Another sweep or two: this replica's own claim holds, nothing is shown twice.
+    tokio::time::sleep(SHOW_RETRY * 2).await;
+    assert_eq!(platform.shown().iter().filter(|i| i.id == "stranded0001").count(), 1);
+    engine.stop().await;
+}
+
 /// A panic on a shard (here in the connector, on the decision path) is the engine's
 /// panic: `run` panics with it, so the app reports it and the process exits non-zero,
 /// instead of one shard silently answering nothing.

@@ -94,6 +94,14 @@ const MIGRATIONS: &[(i64, &str, Schema)] = &[
             postgres: include_str!("../../migrations/postgres/0020_outbox_notify.sql"),
         },
     ),
+    (
+        21,
+        "pending notify",
+        Schema::PerDatabase {
+            sqlite: include_str!("../../migrations/sqlite/0021_pending_notify.sql"),
+            postgres: include_str!("../../migrations/postgres/0021_pending_notify.sql"),
+        },
+    ),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.

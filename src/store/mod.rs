@@ -53,7 +53,7 @@ pub use error::{Result, StoreError};
 pub use inbox::InboxUpdate;
 pub use interactions::{PendingTimers, Settled};
 pub use messages::MessageRef;
-pub use notify::{OutboxListener, QueuedNotice};
+pub use notify::{OutboxListener, PendingListener, QueuedNotice};
 pub use outbox::Queued;
 pub use pairing::{PairError, PairedUser, PairingCode};
 pub use refusals::StrangerWindow;

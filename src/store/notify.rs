@@ -1,7 +1,11 @@
-//! PostgreSQL's announcements of queued commands (`LISTEN hitl_bridge_outbox`): a
-//! trigger on `outbox` notifies at commit, from whichever replica queued the command
-//! (or `hitl-bridge cancel` beside them), and every replica listening hears it at once.
-//! SQLite has one process, which hands its commands over in memory: no listener.
+//! PostgreSQL's announcements, heard by every replica at once:
+//! - queued commands (`LISTEN hitl_bridge_outbox`): a trigger on `outbox` notifies at
+//!   commit, from whichever replica queued the command (or `hitl-bridge cancel` beside
+//!   them), so the session's holder sends it;
+//! - new pending requests (`LISTEN hitl_bridge_pending`): a trigger on `interactions`
+//!   notifies at commit, so every replica watches the request's deadline.
+//!
+//! SQLite has one process, which hands both over in memory: no listener.
 
 use sqlx::postgres::PgListener;
 
@@ -11,6 +15,8 @@ use super::row::column;
 
 /// The channel the outbox trigger notifies on (migration 20).
 const CHANNEL: &str = "hitl_bridge_outbox";
+/// The channel the interactions trigger notifies on (migration 21).
+const PENDING_CHANNEL: &str = "hitl_bridge_pending";
 
 /// A command queued in the outbox, as announced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,15 +33,32 @@ pub struct OutboxListener {
     schema: String,
 }
 
+/// Hears the announcements of requests stored pending in this store's schema.
+pub struct PendingListener {
+    listener: PgListener,
+    schema: String,
+}
+
 impl Store {
     /// A listener for commands queued by any replica; `None` on SQLite.
     pub async fn outbox_listener(&self) -> Result<Option<OutboxListener>> {
+        Ok(self.listen(CHANNEL, "listen for queued commands").await?.map(|(listener, schema)| OutboxListener { listener, schema }))
+    }
+
+    /// A listener for requests stored pending by any replica; `None` on SQLite.
+    pub async fn pending_listener(&self) -> Result<Option<PendingListener>> {
+        Ok(self.listen(PENDING_CHANNEL, "listen for new requests").await?.map(|(listener, schema)| PendingListener { listener, schema }))
+    }
+
+    /// A connection listening on `channel`, with this store's schema (what the
+    /// triggers put first in each payload); `None` on SQLite.
+    async fn listen(&self, channel: &str, doing: &'static str) -> Result<Option<(PgListener, String)>> {
         let Some(url) = &self.listen_url else { return Ok(None) };
         let row = sqlx::query("SELECT current_schema()::text AS schema").fetch_one(&self.pool).await.map_err(StoreError::query("read the current schema"))?;
         let schema: String = column(&row, "schema")?;
         let mut listener = PgListener::connect(url).await.map_err(StoreError::query("connect a listener"))?;
-        listener.listen(CHANNEL).await.map_err(StoreError::query("listen for queued commands"))?;
-        Ok(Some(OutboxListener { listener, schema }))
+        listener.listen(channel).await.map_err(StoreError::query(doing))?;
+        Ok(Some((listener, schema)))
     }
 }
 
@@ -51,6 +74,25 @@ impl OutboxListener {
             }
         }
     }
+}
+
+impl PendingListener {
+    /// The id of the next request stored pending in this store. Reconnects by itself
+    /// as [`OutboxListener::recv`] does (the rescan is the safety net).
+    pub async fn recv(&mut self) -> Result<String> {
+        loop {
+            let notification = self.listener.recv().await.map_err(StoreError::query("receive a new request's notice"))?;
+            if let Some(id) = parse_pending(notification.payload(), &self.schema) {
+                return Ok(id);
+            }
+        }
+    }
+}
+
+/// `"<schema> <interaction id>"`, if it is of `schema`.
+fn parse_pending(payload: &str, schema: &str) -> Option<String> {
+    let (of, id) = payload.split_once(' ')?;
+    (of == schema && !id.is_empty()).then(|| id.to_owned())
 }
 
 /// `"<schema> <session_id> <id>"`, if it is of `schema`.
@@ -72,5 +114,13 @@ mod tests {
         assert_eq!(parse("public s-1 x", "public"), None);
         assert_eq!(parse("public  42", "public"), None);
         assert_eq!(parse("garbage", "public"), None);
+    }
+
+    #[test]
+    fn a_pending_notice_of_this_schema_is_read_and_others_are_skipped() {
+        assert_eq!(parse_pending("public 0b7c-41", "public"), Some("0b7c-41".to_owned()));
+        assert_eq!(parse_pending("t_other 0b7c-41", "public"), None);
+        assert_eq!(parse_pending("public ", "public"), None);
+        assert_eq!(parse_pending("garbage", "public"), None);
     }
 }

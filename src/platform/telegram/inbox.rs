@@ -9,7 +9,9 @@
 //!   nothing yet) and handles every stored update whose claim is free, oldest first,
 //!   before it polls again;
 //! - every [`SWEEP`] it renews its claims and takes over the updates of a replica that
-//!   died (their claims lapsed after [`CLAIM`]).
+//!   died: a live replica's renewals are its heartbeat, so a dead one's claims lapse
+//!   after [`CLAIM`], a few missed sweeps, and the update reaches the agent within
+//!   `CLAIM + SWEEP` (10 s) of the death rather than a minute later.
 //!
 //! An update the handler panics on is still marked handled (its lane's `Done` is dropped
 //! either way), so a poison update is logged once and never retried forever. Handled
@@ -25,10 +27,15 @@ use super::lanes::{Job, Lanes};
 use crate::clock::now_ms;
 use crate::store::{InboxUpdate, ShowClaim, StoreError};
 
-/// How long a replica's claim on the updates it is handling lasts without renewal.
-pub const CLAIM: Duration = Duration::from_secs(60);
-/// How often claims are renewed and stranded updates looked for.
-pub const SWEEP: Duration = Duration::from_secs(10);
+/// How long a replica's claim on the updates it is handling lasts without renewal:
+/// four sweeps, so a live replica slowed down by a sweep or two keeps what it handles,
+/// and a dead one's updates are taken over about as soon as its session leases are.
+pub const CLAIM: Duration = Duration::from_secs(8);
+/// How often claims are renewed and stranded updates looked for: two statements on
+/// the few unhandled rows (an index on `handled_at_ms, claimed_until_ms`).
+pub const SWEEP: Duration = Duration::from_secs(2);
+/// How often handled updates past [`KEEP_HANDLED`] are pruned.
+const PRUNE: Duration = Duration::from_secs(600);
 /// How long a handled update is remembered: Telegram keeps an unconfirmed update a
 /// day, so within that it may deliver one again, and it must still be a no-op.
 pub const KEEP_HANDLED: Duration = Duration::from_secs(24 * 3600);
@@ -132,16 +139,26 @@ pub async fn start(tg: &Arc<Telegram>) {
     recover(tg).await;
 }
 
-/// Renews this replica's claims and takes over stranded updates, every [`SWEEP`].
+/// Renews this replica's claims and takes over stranded updates, every [`SWEEP`];
+/// prunes what was handled long ago, every [`PRUNE`].
 pub async fn sweep(tg: Arc<Telegram>) {
+    let mut sweep = tokio::time::interval(SWEEP);
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    sweep.tick().await; // the first tick is immediate; start just recovered
+    let mut prune = tokio::time::interval(PRUNE);
     loop {
-        tokio::time::sleep(SWEEP).await;
-        if let Err(e) = tg.store.renew_update_claims(&tg.inbox_claim()).await {
-            tracing::warn!(error = %e, "cannot renew update claims");
-        }
-        recover(&tg).await;
-        if let Err(e) = tg.store.prune_handled_updates(now_ms() - KEEP_HANDLED.as_millis() as i64).await {
-            tracing::warn!(error = %e, "cannot prune handled updates");
+        tokio::select! {
+            _ = sweep.tick() => {
+                if let Err(e) = tg.store.renew_update_claims(&tg.inbox_claim()).await {
+                    tracing::warn!(error = %e, "cannot renew update claims");
+                }
+                recover(&tg).await;
+            }
+            _ = prune.tick() => {
+                if let Err(e) = tg.store.prune_handled_updates(now_ms() - KEEP_HANDLED.as_millis() as i64).await {
+                    tracing::warn!(error = %e, "cannot prune handled updates");
+                }
+            }
         }
     }
 }

@@ -31,6 +31,10 @@ pub mod text;
 mod transport;
 pub mod wizard;
 
+/// How long a replica's claim on a stored update outlives its last renewal: a dead
+/// replica's updates are handled by another replica this long (plus one sweep) after.
+pub use inbox::CLAIM as INBOX_CLAIM;
+
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures_util::future::BoxFuture;
