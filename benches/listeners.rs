@@ -113,10 +113,12 @@ async fn healthz(addr: &str) -> Option<Duration> {
     tokio::time::timeout(Duration::from_secs(5), attempt).await.ok().flatten().map(|()| started.elapsed())
 }
 
-/// One unauthenticated POST announcing (and trying to send) 1 MiB: what came back.
-async fn unauthenticated_post(addr: String, body: std::sync::Arc<Vec<u8>>) -> &'static str {
+/// One POST to `path` announcing (and trying to send) `body`, with a bearer `token`
+/// or none: the status code that came back, or what happened instead.
+async fn post_announcing(addr: String, path: &'static str, token: Option<&'static str>, body: std::sync::Arc<Vec<u8>>) -> &'static str {
     let Ok(mut stream) = TcpStream::connect(&addr).await else { return "connect failed" };
-    let head = format!("POST /v1/requests HTTP/1.1\r\nHost: bridge\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len());
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let head = format!("POST {path} HTTP/1.1\r\nHost: bridge\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len());
     if stream.write_all(head.as_bytes()).await.is_err() {
         return "closed";
     }
@@ -129,6 +131,7 @@ async fn unauthenticated_post(addr: String, body: std::sync::Arc<Vec<u8>>) -> &'
     let mut first = [0u8; 12];
     let answer = match tokio::time::timeout(Duration::from_secs(30), read.read_exact(&mut first)).await {
         Ok(Ok(_)) if &first == b"HTTP/1.1 401" => "401",
+        Ok(Ok(_)) if &first == b"HTTP/1.1 413" => "413",
         Ok(Ok(_)) => "other",
         Ok(Err(_)) => "closed",
         Err(_) => "no answer in 30 s",
@@ -144,7 +147,7 @@ async fn flood_of_unauthenticated_posts() {
     let (before, _) = bridge.memory();
     let body = std::sync::Arc::new(vec![b'x'; 1 << 20]);
     let started = Instant::now();
-    let posts: Vec<_> = (0..FLOOD).map(|_| tokio::spawn(unauthenticated_post(bridge.addr.clone(), body.clone()))).collect();
+    let posts: Vec<_> = (0..FLOOD).map(|_| tokio::spawn(post_announcing(bridge.addr.clone(), "/v1/requests", None, body.clone()))).collect();
     let mut outcomes = std::collections::BTreeMap::<&str, usize>::new();
     for post in posts {
         *outcomes.entry(post.await.unwrap_or("panicked")).or_default() += 1;
@@ -417,31 +420,7 @@ async fn big_mcp_uploads() {
     let (before, _) = bridge.memory();
     let body = std::sync::Arc::new(vec![b' '; 5 << 20]);
     let posts: Vec<_> = (0..UPLOADS)
-        .map(|_| {
-            let (addr, body) = (bridge.addr.clone(), body.clone());
-            tokio::spawn(async move {
-                let Ok(mut stream) = TcpStream::connect(&addr).await else { return "connect failed" };
-                let head = format!(
-                    "POST /mcp HTTP/1.1\r\nHost: bridge\r\nAuthorization: Bearer {SECRET}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-                    body.len()
-                );
-                if stream.write_all(head.as_bytes()).await.is_err() {
-                    return "closed";
-                }
-                let (mut read, mut write) = stream.into_split();
-                let writer = tokio::spawn(async move {
-                    let _ = write.write_all(&body).await;
-                });
-                let mut first = [0u8; 12];
-                let answer = match tokio::time::timeout(Duration::from_secs(30), read.read_exact(&mut first)).await {
-                    Ok(Ok(_)) if &first == b"HTTP/1.1 413" => "413",
-                    Ok(Ok(_)) => "other",
-                    _ => "no answer",
-                };
-                writer.abort();
-                answer
-            })
-        })
+        .map(|_| tokio::spawn(post_announcing(bridge.addr.clone(), "/mcp", Some(SECRET), body.clone())))
         .collect();
     let mut outcomes = std::collections::BTreeMap::<&str, usize>::new();
     for post in posts {

@@ -334,24 +334,28 @@ async fn guarded(sessions: &Arc<Sessions>, request: Request, next: Next) -> Resu
         return Err(refuse(Refused::TooLarge(limit)));
     }
     let session: Option<Arc<str>> = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(Arc::from);
+    if let Some(id) = &session {
+        sessions.enter(id, &agent).map_err(refuse)?;
+        if request.headers().contains_key(LAST_EVENT_HEADER) {
+            sessions.resumed(id);
+        }
+    }
     let method = request.method().clone();
-    let mut opening = None;
-    match &session {
-        Some(id) => sessions.enter(id, &agent).map_err(refuse)?,
-        None if method == Method::POST => opening = Some(sessions.reserve(&agent).map_err(refuse)?),
-        None => {}
-    }
-    if let (Some(id), true) = (&session, request.headers().contains_key(LAST_EVENT_HEADER)) {
-        sessions.resumed(id);
-    }
     let (parts, body) = request.into_parts();
-    let (body, call) = if method == Method::POST {
+    let (body, rpc) = if method == Method::POST {
         let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| refuse(Refused::TooLarge(limit)))?;
-        let call = tool_call_id(&bytes);
-        (Body::from(bytes), call)
+        let rpc = Rpc::read(&bytes);
+        (Body::from(bytes), rpc)
     } else {
-        (body, None)
+        (body, Rpc::default())
     };
+    // Only an `initialize` opens a session; a stateless call (protocol 2026-07-28)
+    // holds no place while it waits.
+    let opening = match (&session, rpc.method.as_deref()) {
+        (None, Some("initialize")) => Some(sessions.reserve(&agent).map_err(refuse)?),
+        _ => None,
+    };
+    let call = rpc.tool_call();
     let response = next.run(Request::from_parts(parts, body)).await;
     if let (Some(opening), Some(id)) = (opening, response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())) {
         opening.opened(id);
@@ -367,15 +371,22 @@ async fn guarded(sessions: &Arc<Sessions>, request: Request, next: Next) -> Resu
     Ok(Response::from_parts(parts, Body::new(watched)))
 }
 
-/// The JSON-RPC id of a `tools/call` request, the one kind of call worth cancelling.
-fn tool_call_id(body: &Bytes) -> Option<Value> {
-    #[derive(serde::Deserialize)]
-    struct Call {
-        method: Option<String>,
-        id: Option<Value>,
+/// What the guard reads of a JSON-RPC message (rmcp reads the rest).
+#[derive(Default, serde::Deserialize)]
+struct Rpc {
+    method: Option<String>,
+    id: Option<Value>,
+}
+
+impl Rpc {
+    fn read(body: &Bytes) -> Self {
+        serde_json::from_slice(body).unwrap_or_default()
     }
-    let call: Call = serde_json::from_slice(body).ok()?;
-    (call.method.as_deref() == Some("tools/call")).then_some(call.id).flatten()
+
+    /// The id of a `tools/call` request, the one kind of call worth cancelling.
+    fn tool_call(self) -> Option<Value> {
+        (self.method.as_deref() == Some("tools/call")).then_some(self.id).flatten()
+    }
 }
 
 /// A response body that tells [`Sessions`] when it closes, and whether it got to its
@@ -423,9 +434,9 @@ mod tests {
     #[test]
     fn only_tool_calls_are_watched_for_cancellation() {
         let call = Bytes::from_static(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}"#);
-        assert_eq!(tool_call_id(&call), Some(json!(7)));
+        assert_eq!(Rpc::read(&call).tool_call(), Some(json!(7)));
         let list = Bytes::from_static(br#"{"jsonrpc":"2.0","id":"a","method":"tools/list"}"#);
-        assert_eq!(tool_call_id(&list), None);
-        assert_eq!(tool_call_id(&Bytes::from_static(b"not json")), None);
+        assert_eq!(Rpc::read(&list).tool_call(), None);
+        assert_eq!(Rpc::read(&Bytes::from_static(b"not json")).tool_call(), None);
     }
 }
