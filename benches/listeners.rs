@@ -419,9 +419,7 @@ async fn big_mcp_uploads() {
     let bridge = Bridge::start(own_hard_limit(), own_hard_limit()).await;
     let (before, _) = bridge.memory();
     let body = std::sync::Arc::new(vec![b' '; 5 << 20]);
-    let posts: Vec<_> = (0..UPLOADS)
-        .map(|_| tokio::spawn(post_announcing(bridge.addr.clone(), "/mcp", Some(SECRET), body.clone())))
-        .collect();
+    let posts: Vec<_> = (0..UPLOADS).map(|_| tokio::spawn(post_announcing(bridge.addr.clone(), "/mcp", Some(SECRET), body.clone()))).collect();
     let mut outcomes = std::collections::BTreeMap::<&str, usize>::new();
     for post in posts {
         *outcomes.entry(post.await.unwrap_or("panicked")).or_default() += 1;
