@@ -40,6 +40,8 @@ use tokio::sync::{Notify, mpsc};
 
 /// Requests pushed just before the crash whose messages are still unsent then.
 const UNSENT: usize = 200;
+/// Decisions clicked at once on the child process to measure its CPU per decision.
+const BURST: usize = 200;
 
 /// Telegram user (and private chat) ids of the sessions start here.
 const FIRST_USER: i64 = 100_000;
@@ -599,6 +601,19 @@ impl Child {
     }
 
     /// (VmHWM, VmRSS) in MiB, from /proc.
+    /// The child's own CPU time so far (user + system), from `/proc/<pid>/stat`.
+    fn cpu(&self) -> Duration {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.process.id())).unwrap_or_default();
+        // Fields after the command name (which may hold spaces) start at the state, field 3.
+        let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<u64> = after_name.split_whitespace().map(|f| f.parse().unwrap_or(0)).collect();
+        // utime and stime are fields 14 and 15, in clock ticks.
+        let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
+        // SAFETY: sysconf only reads a system constant.
+        let per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        Duration::from_millis(ticks * 1000 / per_sec)
+    }
+
     fn memory(&self) -> (f64, f64) {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.process.id())).unwrap_or_default();
         let field = |name: &str| {
@@ -716,6 +731,47 @@ async fn pending(n: usize, db: &test_db::TestDatabase) {
     let (metrics, _) = median_get(&http, &format!("{}/metrics", child.base), None).await;
     println!("  GET /metrics: p50 {:.1} ms (target ≤ 10 ms)", ms(metrics));
 
+    // Idle with n pending: the bridge's own CPU over 20 s (issue #36: ≤ 1 % of a core).
+    let idle_from = child.cpu();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let idle = child.cpu().saturating_sub(idle_from);
+    println!("  idle with {n} pending: {:.2} % of a core over 20 s (target ≤ 1 %)", idle.as_secs_f64() / 20.0 * 100.0);
+
+    // CPU per decision: BURST of them clicked at once, the bridge's own user + system
+    // time from the first click until every one is answered, divided by BURST (issue
+    // #36: ≤ 0.4 ms). Keys p1..=p{BURST}: never the restart's clicks below (multiples
+    // of n / 20).
+    let clicker = User::new(CLICKER, "Clicker", Some("en"));
+    let calls_before_burst = tg.request_count();
+    let mut burst = Vec::new();
+    for k in 1..=BURST.min(n.saturating_sub(1)) {
+        let chat = -(1_000_000 + (k as i64 % PENDING_CHATS));
+        let key = format!("p{k}");
+        let message = tg.bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| mentions(t, &key))).expect("shown");
+        burst.push((chat, message["message_id"].as_i64().expect("id"), button(&message, "Approve")));
+    }
+    let cpu_before = child.cpu();
+    let clicked_at = Instant::now();
+    let queries: Vec<String> = burst.iter().map(|(chat, id, data)| tg.push_click(*chat, &clicker, *id, data)).collect();
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let answered = tg.requests_from(calls_before_burst).iter().filter(|r| r.method == "answercallbackquery").count();
+        if answered >= queries.len() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the burst of clicks was never answered");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The card edits and the store's writes finish just after the answers.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let spent = child.cpu().saturating_sub(cpu_before);
+    println!(
+        "  {} decisions at once (Telegram, {database}): answered in {:.0} ms; the bridge's CPU {:.2} ms a decision (user + system / decisions; target ≤ 0.4 ms)",
+        queries.len(),
+        clicked_at.elapsed().as_secs_f64() * 1000.0 - 500.0,
+        spent.as_secs_f64() * 1000.0 / queries.len().max(1) as f64
+    );
+
     // A backlog the crash leaves unsent: Telegram answers the first send to one more
     // group with a 429 for ten minutes, so the requests pushed there next are stored
     // but wait in that chat's lane when the bridge is killed.
@@ -733,7 +789,7 @@ async fn pending(n: usize, db: &test_db::TestDatabase) {
 
     // Restart after a crash, with clicks on 20 of them already waiting at Telegram.
     child.kill();
-    let clicker = User::new(CLICKER, "Clicker", Some("en"));
+    let decided_before = queries.len();
     let mut queries = Vec::new();
     for k in (0..n).step_by((n / 20).max(1)) {
         let chat = -(1_000_000 + (k as i64 % PENDING_CHATS));
@@ -791,7 +847,7 @@ async fn pending(n: usize, db: &test_db::TestDatabase) {
         queries.len(),
         clicked.as_secs_f64()
     );
-    println!("    {resolved}/{} clicked requests resolved; {still} still pending (expected {})", queries.len(), n + UNSENT - queries.len());
+    println!("    {resolved}/{} clicked requests resolved; {still} still pending (expected {})", queries.len(), n + UNSENT - queries.len() - decided_before);
     println!("    Telegram calls from the restart until the last click was answered: {calls:?}");
     let spans: Vec<String> = spans.iter().map(|(method, (first, last))| format!("{method} {first:.2}–{last:.2} s")).collect();
     // The backlog: every request of it shown, timed by when its send reached the fake.
