@@ -195,11 +195,6 @@ impl Sessions {
         self.book().sessions.remove(id);
     }
 
-    /// How many sessions are open (for tests and the bench).
-    pub fn open(&self) -> usize {
-        self.book().sessions.len()
-    }
-
     /// Closes sessions idle for the limit, drops entries rmcp no longer holds, and
     /// closes sessions rmcp holds that no entry names (twice seen: an `initialize`
     /// may be between rmcp and [`guard`]). Memory freed is handed back to the OS.
