@@ -56,6 +56,32 @@ pub trait ChatNetwork: Send + Sync {
     fn has_groups(&self) -> bool {
         false
     }
+
+    /// Whether `id` is a group id as the platform writes them (`approver_roles`
+    /// entries); only asked of platforms that [`has_groups`](Self::has_groups).
+    fn is_group_id(&self, _id: &str) -> bool {
+        false
+    }
+
+    /// How a group id is written, for messages (`a Discord role id (digits)`).
+    fn group_form(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Whether anyone writing in its chats may talk without an `[access]` entry: the
+    /// local terminal, whose only user is whoever started the bridge.
+    fn always_open(&self) -> bool {
+        false
+    }
+
+    /// A chat as configuration writes it, the inverse of [`parse_chat`](Self::parse_chat):
+    /// `name:CHAT` or `name:CHAT/THREAD`.
+    fn display_chat(&self, chat: &ChatKey) -> String {
+        match &chat.thread_id {
+            Some(thread) => format!("{}:{}/{thread}", chat.platform, chat.chat_id),
+            None => format!("{}:{}", chat.platform, chat.chat_id),
+        }
+    }
 }
 
 /// What an `access.chats` entry opens: one chat (every topic or thread in it), or
@@ -133,6 +159,54 @@ impl Networks {
     /// The platforms whose people are in groups.
     pub fn with_groups(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.list.iter().filter(|n| n.has_groups()).map(|n| n.name())
+    }
+
+    /// Whether `id` is a group id on some platform whose people are in groups.
+    pub fn is_group_id(&self, id: &str) -> bool {
+        self.list.iter().any(|n| n.has_groups() && n.is_group_id(id))
+    }
+
+    /// How group ids are written, as a sentence lists them, for messages.
+    pub fn group_forms(&self) -> String {
+        as_sentence(&self.list.iter().filter_map(|n| n.group_form()).collect::<Vec<_>>())
+    }
+
+    /// The platforms anyone may talk in without an `[access]` entry.
+    pub fn always_open(&self) -> Vec<String> {
+        self.list.iter().filter(|n| n.always_open()).map(|n| n.name().to_owned()).collect()
+    }
+
+    /// A chat as configuration and operators write it (`telegram:-100123/7`,
+    /// `console`): the one chat-to-text, the inverse of [`Networks::parse_chat`]. A
+    /// chat of a platform the bridge does not know (an old row) is written
+    /// `platform:chat[/thread]`.
+    pub fn display_chat(&self, chat: &ChatKey) -> String {
+        match self.get(&chat.platform) {
+            Some(network) => network.display_chat(chat),
+            None => PlainChat.display_chat(chat),
+        }
+    }
+
+    /// A person as `[access]`, policies, the HTTP API and the CLI write them:
+    /// `platform:user_id` on a platform the bridge knows. The one parser of that form.
+    pub fn parse_user(&self, entry: &str) -> Option<(String, String)> {
+        let (platform, id) = entry.split_once(':')?;
+        (self.knows(platform) && !id.is_empty()).then(|| (platform.to_owned(), id.to_owned()))
+    }
+}
+
+/// The default way of writing a chat, for chats of platforms no longer registered.
+struct PlainChat;
+
+impl ChatNetwork for PlainChat {
+    fn name(&self) -> &'static str {
+        ""
+    }
+    fn parse_chat(&self, _rest: &str) -> Option<ChatKey> {
+        None
+    }
+    fn direct_chat(&self, _user_id: &str) -> Option<ChatKey> {
+        None
     }
 }
 

@@ -368,15 +368,14 @@ fn approvers(body: &PushBody, networks: &Networks) -> Result<Option<Approvers>, 
     }
     let mut users = Vec::new();
     for (i, entry) in body.approvers.iter().flatten().enumerate() {
-        let parsed = entry.split_once(':').filter(|(platform, id)| networks.knows(platform) && !id.is_empty());
-        match parsed {
-            Some((platform, id)) => users.push((platform.to_owned(), id.to_owned())),
+        match networks.parse_user(entry) {
+            Some(person) => users.push(person),
             None => return Err(ApiError::invalid("invalid_approver", format!("`{entry}` is not platform:user_id"), format!("approvers[{i}]"))),
         }
     }
     let roles = body.approver_roles.clone().unwrap_or_default();
-    if let Some(i) = roles.iter().position(|r| !is_id(r, false)) {
-        return Err(ApiError::invalid("invalid_approver", "a role id is numeric", format!("approver_roles[{i}]")));
+    if let Some((i, role)) = roles.iter().enumerate().find(|(_, r)| !networks.is_group_id(r) || r.len() > 20) {
+        return Err(ApiError::invalid("invalid_approver", format!("`{role}` is not {}", networks.group_forms()), format!("approver_roles[{i}]")));
     }
     if users.is_empty() && roles.is_empty() {
         return Err(ApiError::invalid("invalid_approver", "approvers is empty: nobody could answer", "approvers"));

@@ -19,4 +19,13 @@ impl ChatNetwork for Address {
     fn direct_chat(&self, _user_id: &str) -> Option<ChatKey> {
         None
     }
+
+    /// Whoever types at the terminal started the bridge.
+    fn always_open(&self) -> bool {
+        true
+    }
+
+    fn display_chat(&self, _chat: &ChatKey) -> String {
+        PLATFORM.to_owned()
+    }
 }

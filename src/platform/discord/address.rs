@@ -49,4 +49,13 @@ impl ChatNetwork for Address {
     fn has_groups(&self) -> bool {
         true
     }
+
+    /// A role id: a snowflake, digits.
+    fn is_group_id(&self, id: &str) -> bool {
+        !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())
+    }
+
+    fn group_form(&self) -> Option<&'static str> {
+        Some("a Discord role id (digits)")
+    }
 }
