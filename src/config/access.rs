@@ -91,11 +91,7 @@ impl AccessSettings {
 
     /// Who may answer requests beyond the requester.
     pub fn policy(&self) -> AccessPolicy {
-        AccessPolicy {
-            approver_users: users(&self.approvers),
-            approver_roles: self.approver_roles.clone(),
-            four_eyes: !self.self_approval,
-        }
+        AccessPolicy { approver_users: users(&self.approvers), approver_roles: self.approver_roles.clone(), four_eyes: !self.self_approval }
     }
 
     /// Who may talk to the agent (entries that do not parse were refused by `validate`).
