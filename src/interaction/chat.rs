@@ -74,6 +74,19 @@ pub trait ChatNetwork: Send + Sync {
         false
     }
 
+    /// The chat an HTTP API target names, from the target object's fields besides
+    /// `platform` (`{"platform": "telegram", "chat_id": "-100…"}`); on error, the
+    /// field at fault and why. The platform's target grammar, as its
+    /// [`target_schema`](Self::target_schema) publishes it.
+    fn target_chat(&self, fields: &TargetFields) -> Result<ChatKey, (&'static str, String)>;
+
+    /// The target object naming `chat` (the inverse of [`target_chat`](Self::target_chat)).
+    fn target_of(&self, chat: &ChatKey) -> serde_json::Value;
+
+    /// The JSON Schema of its target object, for the HTTP API's OpenAPI document: an
+    /// object whose `platform` is this platform's name.
+    fn target_schema(&self) -> serde_json::Value;
+
     /// A chat as configuration writes it, the inverse of [`parse_chat`](Self::parse_chat):
     /// `name:CHAT` or `name:CHAT/THREAD`.
     fn display_chat(&self, chat: &ChatKey) -> String {
@@ -176,6 +189,26 @@ impl Networks {
         self.list.iter().filter(|n| n.always_open()).map(|n| n.name().to_owned()).collect()
     }
 
+    /// The chat an HTTP API target names: `platform` must be one of them; on error,
+    /// the field at fault and why.
+    pub fn target_chat(&self, platform: &str, fields: &TargetFields) -> Result<ChatKey, (&'static str, String)> {
+        match self.get(platform) {
+            Some(network) => network.target_chat(fields),
+            None => Err(("platform", format!("unknown platform `{platform}` ({})", self.listed()))),
+        }
+    }
+
+    /// The HTTP API target naming `chat`, when its platform is one of them.
+    pub fn target_of(&self, chat: &ChatKey) -> Option<serde_json::Value> {
+        self.get(&chat.platform).map(|network| network.target_of(chat))
+    }
+
+    /// The target object's schema: one of each platform's.
+    pub fn target_schema(&self) -> serde_json::Value {
+        let each: Vec<serde_json::Value> = self.list.iter().map(|n| n.target_schema()).collect();
+        serde_json::json!({ "description": "A chat, channel or person to show the request to.", "oneOf": each })
+    }
+
     /// A chat as configuration and operators write it (`telegram:-100123/7`,
     /// `console`): the one chat-to-text, the inverse of [`Networks::parse_chat`]. A
     /// chat of a platform the bridge does not know (an old row) is written
@@ -208,6 +241,45 @@ impl ChatNetwork for PlainChat {
     fn direct_chat(&self, _user_id: &str) -> Option<ChatKey> {
         None
     }
+    fn target_chat(&self, _fields: &TargetFields) -> Result<ChatKey, (&'static str, String)> {
+        Err(("platform", "no such platform".into()))
+    }
+    fn target_of(&self, chat: &ChatKey) -> serde_json::Value {
+        serde_json::json!({ "platform": chat.platform })
+    }
+    fn target_schema(&self) -> serde_json::Value {
+        serde_json::json!({})
+    }
+}
+
+/// An HTTP API target object's fields besides `platform`.
+pub type TargetFields = serde_json::Map<String, serde_json::Value>;
+
+/// A target's field `name` that must be an id of at most 20 digits (after a `-` when
+/// `signed`): `None` when absent.
+pub fn id_field(fields: &TargetFields, name: &'static str, signed: bool) -> Result<Option<String>, (&'static str, String)> {
+    let value = match fields.get(name) {
+        None | Some(serde_json::Value::Null) => return Ok(None),
+        Some(serde_json::Value::String(value)) => value,
+        Some(other) => return Err((name, format!("`{other}` is not a string"))),
+    };
+    let digits = if signed { value.strip_prefix('-').unwrap_or(value) } else { value };
+    if !digits.is_empty() && digits.len() <= 20 && digits.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(Some(value.clone()))
+    } else {
+        Err((name, format!("`{value}` is not a numeric id")))
+    }
+}
+
+/// The schema of a target object: `platform` fixed to `name`, and `fields` as
+/// `(name, description)` string properties.
+pub fn target_object_schema(name: &str, fields: &[(&str, &str)]) -> serde_json::Value {
+    let mut properties = serde_json::Map::new();
+    properties.insert("platform".into(), serde_json::json!({ "type": "string", "const": name }));
+    for (field, description) in fields {
+        properties.insert((*field).into(), serde_json::json!({ "type": "string", "description": description }));
+    }
+    serde_json::json!({ "type": "object", "title": name, "required": ["platform"], "properties": properties })
 }
 
 /// `a, b or c`.

@@ -1,7 +1,9 @@
 //! How the console's one chat is written in configuration: `console`.
 
 use super::PLATFORM;
-use crate::interaction::chat::{ChatKey, ChatNetwork};
+use serde_json::{Value, json};
+
+use crate::interaction::chat::{ChatKey, ChatNetwork, TargetFields, target_object_schema};
 
 /// The console platform's [`ChatNetwork`].
 pub struct Address;
@@ -27,5 +29,18 @@ impl ChatNetwork for Address {
 
     fn display_chat(&self, _chat: &ChatKey) -> String {
         PLATFORM.to_owned()
+    }
+
+    /// The terminal: nothing to name.
+    fn target_chat(&self, _fields: &TargetFields) -> Result<ChatKey, (&'static str, String)> {
+        Ok(super::Console::chat())
+    }
+
+    fn target_of(&self, _chat: &ChatKey) -> Value {
+        json!({ "platform": PLATFORM })
+    }
+
+    fn target_schema(&self) -> Value {
+        target_object_schema(PLATFORM, &[])
     }
 }
