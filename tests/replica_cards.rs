@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use hitl_bridge::app::App;
 use hitl_bridge::interaction::{Actor, Delivery, UserAction};
-use hitl_bridge::platform::telegram::settings::TelegramMode;
+use hitl_bridge::platform::telegram::settings::{TelegramMode, TelegramSettings};
 use hitl_bridge::protocol::Decision;
 use hitl_bridge::store::Store;
 use serde_json::json;
@@ -37,10 +37,11 @@ fn second_replica(first: &hitl_bridge::config::Settings) -> hitl_bridge::config:
     let mut second = first.clone();
     second.backend.replica_id = Some("second".into());
     let listen = format!("127.0.0.1:{}", free_port());
-    second.telegram.mode = TelegramMode::Webhook;
-    second.telegram.webhook_url = Some(format!("http://{listen}/telegram/hook"));
-    second.telegram.webhook_listen = listen;
-    second.telegram.webhook_secret = Some("hook-secret".to_owned().into());
+    let telegram = second.platforms.get_mut::<TelegramSettings>();
+    telegram.mode = TelegramMode::Webhook;
+    telegram.webhook_url = Some(format!("http://{listen}/telegram/hook"));
+    telegram.webhook_listen = listen;
+    telegram.webhook_secret = Some("hook-secret".to_owned().into());
     second
 }
 

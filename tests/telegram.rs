@@ -3,6 +3,7 @@
 //! agent received and snapshots the keyboards the bridge sent (ids and token tags
 //! masked). Render unit tests at the end check the limits without any IO.
 
+use hitl_bridge::platform::telegram::settings::TelegramSettings;
 use support::fake_telegram;
 mod support;
 
@@ -745,7 +746,7 @@ async fn long_args_are_attached_as_a_json_document() {
     let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
     let store = hitl_bridge::store::Store::connect("sqlite::memory:").await.expect("store");
     let telegram = hitl_bridge::platform::telegram::start(
-        &settings.telegram,
+        settings.platforms.get::<TelegramSettings>(),
         settings.access_policy(),
         settings.backend.replica_id(),
         hitl_bridge::listener::Limits::from_settings(&settings.http, None),
@@ -1366,7 +1367,7 @@ mod policies {
         let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
         let store = hitl_bridge::store::Store::connect("sqlite::memory:").await.expect("store");
         let telegram = hitl_bridge::platform::telegram::start(
-            &settings.telegram,
+            settings.platforms.get::<TelegramSettings>(),
             settings.access_policy(),
             settings.backend.replica_id(),
             hitl_bridge::listener::Limits::from_settings(&settings.http, None),

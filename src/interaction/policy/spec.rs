@@ -282,7 +282,7 @@ impl PolicyTerms {
                 }
                 (None, Some(target), None) => {
                     if !(known.is_target)(target) {
-                        return Err(err(".show_in", format!("`{target}` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…)")));
+                        return Err(err(".show_in", format!("`{target}` is not platform:chat {}", known.networks.chat_examples(false))));
                     }
                     steps.push(EscalationStep { after_secs: after, action: StepAction::ShowIn { target: target.clone() } });
                 }
