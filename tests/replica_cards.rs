@@ -232,13 +232,13 @@ async fn on_postgres_an_update_stored_by_a_dead_replica_is_handled_by_the_other_
     // as its last renewal can make it, and never handled.
     let mut update = fake.message_update(chat, &thao(), "xin chào", None, None);
     update["update_id"] = json!(900_001);
-    let row = hitl_bridge::store::InboxUpdate { update_id: 900_001, chat_id: chat, body: update.to_string() };
+    let row = hitl_bridge::store::InboxUpdate { update_id: "900001".into(), seq: 900_001, lane: chat.to_string(), body: update.to_string() };
     let died = std::time::Instant::now();
     let claim = hitl_bridge::store::ShowClaim {
         owner: "second".into(),
         until_ms: hitl_bridge::clock::now_ms() + hitl_bridge::platform::telegram::INBOX_CLAIM.as_millis() as i64,
     };
-    assert_eq!(store.store_updates(std::slice::from_ref(&row), &claim, hitl_bridge::clock::now_ms()).await.expect("stored"), vec![900_001]);
+    assert_eq!(store.store_updates("telegram", std::slice::from_ref(&row), &claim, hitl_bridge::clock::now_ms()).await.expect("stored"), vec!["900001"]);
 
     let sim = h.sim();
     let reached =
@@ -247,7 +247,7 @@ async fn on_postgres_an_update_stored_by_a_dead_replica_is_handled_by_the_other_
     println!("an update stranded by a dead replica reached the agent {reached:?} after the death (claim {:?})", hitl_bridge::platform::telegram::INBOX_CLAIM);
     let took = reached.expect("the stranded update is handled");
     assert!(took <= Duration::from_secs(15), "taken over within about one lease period: {took:?}");
-    wait_until(|| async { (store.stored_updates().await.ok()? == 0).then_some(()) }).await;
+    wait_until(|| async { (store.stored_updates("telegram").await.ok()? == 0).then_some(()) }).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let messages: Vec<_> = h.sim().commands().into_iter().filter(|c| c["type"] == "message").collect();
     assert_eq!(messages.len(), 1, "handled once: {messages:?}");

@@ -1464,13 +1464,13 @@ async fn an_update_stored_before_a_crash_is_handled_after_the_restart() {
     let mut update = h.fake.message_update(h.chat, &thao(), "xin chào", None, None);
     update["update_id"] = json!(900);
     let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
-    let row = hitl_bridge::store::InboxUpdate { update_id: update["update_id"].as_i64().unwrap(), chat_id: h.chat, body: update.to_string() };
+    let row = hitl_bridge::store::InboxUpdate { update_id: "900".into(), seq: 900, lane: h.chat.to_string(), body: update.to_string() };
     let claim = hitl_bridge::store::ShowClaim { owner: h.settings.backend.replica_id(), until_ms: i64::MAX };
-    assert_eq!(store.store_updates(std::slice::from_ref(&row), &claim, 0).await.unwrap(), vec![row.update_id]);
-    assert_eq!(store.store_updates(&[row], &claim, 0).await.unwrap(), Vec::<i64>::new(), "stored once");
+    assert_eq!(store.store_updates("telegram", std::slice::from_ref(&row), &claim, 0).await.unwrap(), vec![row.update_id.clone()]);
+    assert_eq!(store.store_updates("telegram", &[row], &claim, 0).await.unwrap(), Vec::<String>::new(), "stored once");
     h.start_bridge().await;
     h.message_with("Tôi đã nhận: xin chào").await;
-    wait_until(|| async { (store.stored_updates().await.unwrap() == 0).then_some(()) }).await;
+    wait_until(|| async { (store.stored_updates("telegram").await.unwrap() == 0).then_some(()) }).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let messages: Vec<_> = h.sim.commands().into_iter().filter(|c| c["type"] == "message").collect();
     assert_eq!(messages.len(), 1, "handled once: {messages:?}");
