@@ -367,7 +367,7 @@ mod tests {
         t.starts_with("discord:") || t.starts_with("telegram:")
     }
 
-    static NETWORKS: std::sync::LazyLock<Networks> = std::sync::LazyLock::new(crate::platform::networks);
+    static NETWORKS: std::sync::LazyLock<Networks> = std::sync::LazyLock::new(crate::interaction::test_networks::networks);
     fn known() -> Known<'static> {
         Known { is_target: &any_target, networks: &NETWORKS }
     }
