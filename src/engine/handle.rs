@@ -169,6 +169,8 @@ impl EngineHandle {
     }
 
     /// Sends `cancel` and cancels the session's pending interactions (`/cancel`).
+    // The shard answers with a receiver, awaited here, outside the shard.
+    #[allow(clippy::async_yields_async)]
     pub async fn cancel(&self, chat: ChatKey, actor: Actor) -> Result<(), EngineError> {
         // Queued in the chat's shard; the session's shard answers once its requests are
         // settled, without holding up the chat's.
@@ -237,6 +239,8 @@ impl EngineHandle {
     }
 
     /// Pending interactions shown in `chat`, with the messages that show them (`/pending`).
+    // The shard answers with a receiver, awaited here, outside the shard.
+    #[allow(clippy::async_yields_async)]
     pub async fn pending_in_chat(&self, chat: ChatKey) -> Result<PendingShown, EngineError> {
         // Read after the chat's queued messages are out, so a request shown a moment
         // ago is listed; the shard does not wait for it.
