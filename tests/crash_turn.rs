@@ -140,3 +140,28 @@ fn the_agents_last_words_are_shown_once_when_the_agent_sends_them_again_too() {
     last_words_after_a_restart(&rt, &sim);
     rt.block_on(sim.shutdown());
 }
+
+/// Killed after the chat showed the final answer and the turn ended: the restarted
+/// bridge shows nothing of that turn again, and the store holds no turn in progress.
+#[test]
+fn an_answer_shown_before_a_sigkill_is_not_shown_again_after_the_restart() {
+    let rt = runtime();
+    let sim = rt.block_on(start_sim(300));
+    sim.forget_unsent();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("bridge.db");
+    let mut bridge = BridgeProcess::start(&db, &backend_env(&sim));
+    bridge.type_line("slow answer");
+    bridge.expect_within(LAST_WORDS, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    bridge.kill();
+    let store = rt.block_on(hitl_bridge::store::Store::connect(&format!("sqlite://{}", db.display()))).expect("store");
+    assert!(!rt.block_on(store.has_open_turn(&session_id(&sim))).expect("read"), "the turn's end was recorded once its answer was shown");
+    rt.block_on(store.close());
+
+    let mut bridge = BridgeProcess::start(&db, &backend_env(&sim));
+    let seen = bridge.drain(Duration::from_secs(3)).to_vec();
+    assert!(!seen.iter().any(|line| line.contains("Để tôi tra cứu") || line.contains("Giá đóng cửa")), "nothing of the ended turn again:\n{}", seen.join("\n"));
+    bridge.stop();
+    rt.block_on(sim.shutdown());
+}
