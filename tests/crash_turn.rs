@@ -12,7 +12,9 @@
 //! before its final answer (scenario i), started again after the agent answered while
 //! no bridge ran: the chat shows the answer exactly once and the first text not again,
 //! whether the agent sends again what it said while no connection was open (the
-//! reference agent's default) or only keeps it in its history.
+//! reference agent's default) or only keeps it in its history. Killed after the answer
+//! was shown: nothing of the turn again. An agent that only keeps its history and asked
+//! while no bridge ran: its words, then its request, in that order.
 
 mod support;
 
@@ -162,6 +164,28 @@ fn an_answer_shown_before_a_sigkill_is_not_shown_again_after_the_restart() {
     let mut bridge = BridgeProcess::start(&db, &backend_env(&sim));
     let seen = bridge.drain(Duration::from_secs(3)).to_vec();
     assert!(!seen.iter().any(|line| line.contains("Để tôi tra cứu") || line.contains("Giá đóng cửa")), "nothing of the ended turn again:\n{}", seen.join("\n"));
+    bridge.stop();
+    rt.block_on(sim.shutdown());
+}
+
+/// The agent asked while no bridge ran and does not send again what it said then: the
+/// restarted bridge shows its words from the history, then the request, in that order.
+#[test]
+fn words_and_a_request_said_while_no_bridge_ran_are_shown_in_order_from_the_history() {
+    let rt = runtime();
+    let sim = rt.block_on(start_sim(300));
+    sim.forget_unsent();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("bridge.db");
+    kill_while_the_agent_thinks(&db, &sim);
+    std::thread::sleep(Duration::from_secs(3));
+    let mut bridge = BridgeProcess::start(&db, &backend_env(&sim));
+    bridge.expect_within("agent: Tôi sẽ đặt lệnh mua VNM.", Duration::from_secs(20));
+    bridge.expect_within("execute_trade?", Duration::from_secs(5));
+    bridge.type_line("a");
+    bridge.expect("agent: Đã đặt lệnh: buy 100 VNM @ 82000");
+    let seen = bridge.drain(Duration::from_secs(1)).to_vec();
+    assert_eq!(seen.iter().filter(|line| line.contains("Tôi sẽ đặt lệnh mua VNM.")).count(), 1, "{}", seen.join("\n"));
     bridge.stop();
     rt.block_on(sim.shutdown());
 }

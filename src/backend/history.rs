@@ -21,10 +21,7 @@ use crate::store::{Store, StoreError};
 /// sent again.
 pub async fn read(http: &reqwest::Client, template: &str, session_id: &str) -> Option<Vec<HistoryMessage>> {
     let url = template.replace("{session_id}", session_id);
-    fetch(http, &url)
-        .await
-        .inspect_err(|e| tracing::warn!(%session_id, %url, error = %e, "cannot read history; continuing without it"))
-        .ok()
+    fetch(http, &url).await.inspect_err(|e| tracing::warn!(%session_id, %url, error = %e, "cannot read history; continuing without it")).ok()
 }
 
 /// What the engine should learn from the history `messages`: the requests still waiting

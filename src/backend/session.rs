@@ -462,7 +462,12 @@ async fn message_queued<T: Transport>(inner: &Inner<T>, session_id: &str) -> Res
 /// The agent's texts of the open turn that the history holds beyond what the chats were
 /// shown (it spoke while no bridge listened, or on a connection that died before its
 /// words were relayed), relayed once, with what to record once they are shown.
-async fn relay_last_words<T: Transport>(inner: &Inner<T>, session_id: &str, texts: &mut TurnTexts, messages: &[crate::protocol::HistoryMessage]) -> Result<(), LinkError> {
+async fn relay_last_words<T: Transport>(
+    inner: &Inner<T>,
+    session_id: &str,
+    texts: &mut TurnTexts,
+    messages: &[crate::protocol::HistoryMessage],
+) -> Result<(), LinkError> {
     let last_words = texts.beyond(messages);
     if last_words.is_empty() {
         return Ok(());
