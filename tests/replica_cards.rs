@@ -185,7 +185,8 @@ async fn a_turn_in_progress_on_a_replica_that_stops_is_taken_over_by_the_other()
     })
     .await;
     assert_eq!(approvals(h.sim()), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
-    assert!(!store.has_open_turn(&s).await.expect("read"), "the turn ended, and the store says so");
+    // The turn's end is recorded once the chat has shown its last words.
+    wait_until(|| async { (!store.has_open_turn(&s).await.expect("read")).then_some(()) }).await;
 
     second.stop().await;
     h.shutdown().await;

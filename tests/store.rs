@@ -104,6 +104,7 @@ suite!(
     pending_in_chat_lists_what_a_chat_shows,
     secrets_are_created_once,
     a_session_lease_has_one_holder,
+    an_open_turn_counts_what_its_chats_showed_and_ends_only_itself,
     pairing_codes_are_reused_expire_and_pair_once,
     refused_talk_is_audited_with_where_and_what,
     a_strangers_refusal_window_counts_on_one_entry_across_replicas,
@@ -465,6 +466,35 @@ async fn a_session_lease_has_one_holder(db: &mut TestDb) {
     store.release_lease("S", "replica-b").await.expect("release");
     assert!(store.try_lease("S", "replica-a", T0 + 15_004, 10_000).await.expect("free again"));
     assert!(store.try_lease("T", "replica-b", T0, 10_000).await.expect("another session"));
+}
+
+async fn an_open_turn_counts_what_its_chats_showed_and_ends_only_itself(db: &mut TestDb) {
+    use hitl_bridge::store::OpenTurn;
+    let store = &db.store;
+    assert_eq!(store.open_turn_of("S").await.expect("read"), None);
+    let first = store.start_turn("S", T0).await.expect("start");
+    assert_eq!(first, T0);
+    assert_eq!(store.open_turn("S", T0 + 5).await.expect("a decision in the same turn"), T0, "the turn keeps when it opened");
+    // Notes may land out of order; the count never goes down.
+    store.note_texts_shown("S", first, 2).await.expect("note");
+    store.note_texts_shown("S", first, 1).await.expect("note");
+    assert_eq!(store.open_turn_of("S").await.expect("read"), Some(OpenTurn { opened_at_ms: T0, texts_shown: 2 }));
+    db.reopen().await;
+    let store = &db.store;
+    assert_eq!(store.open_turn_of("S").await.expect("read"), Some(OpenTurn { opened_at_ms: T0, texts_shown: 2 }), "kept across a restart");
+
+    // The next message starts a new turn before the first one's end was recorded, in
+    // the same millisecond: it gets a later time, and the first turn's late writes miss it.
+    let second = store.start_turn("S", T0).await.expect("start again");
+    assert_eq!(second, T0 + 1);
+    store.note_texts_shown("S", first, 5).await.expect("late note");
+    store.end_turn("S", first).await.expect("late end");
+    assert_eq!(store.open_turn_of("S").await.expect("read"), Some(OpenTurn { opened_at_ms: second, texts_shown: 0 }));
+    store.end_turn("S", second).await.expect("end");
+    assert_eq!(store.open_turn_of("S").await.expect("read"), None);
+    assert!(!store.has_open_turn("S").await.expect("read"));
+    store.note_texts_shown("S", second, 1).await.expect("a note after the end does nothing");
+    assert_eq!(store.open_turn_of("S").await.expect("read"), None);
 }
 
 async fn sessions_with_work_are_listed_once(db: &mut TestDb) {

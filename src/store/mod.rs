@@ -59,6 +59,7 @@ pub use pairing::{PairError, PairedUser, PairingCode};
 pub use refusals::StrangerWindow;
 pub use retention::Pruned;
 pub use shows::{PendingShow, ShowClaim};
+pub use turns::OpenTurn;
 pub use ui_state::UiState;
 
 /// A handle to the database. Cheap to clone: clones share one connection pool.
