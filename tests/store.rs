@@ -113,6 +113,7 @@ suite!(
     settle_decision_stores_the_rule_only_for_the_winner,
     the_update_inbox_stores_once_claims_and_forgets,
     the_inbox_migration_keeps_updates_in_flight,
+    pending_timers_are_read_from_their_columns,
     a_push_is_stored_whole_once_or_not_at_all,
     pending_pushes_are_paged_by_push_time_then_key,
 );
@@ -961,6 +962,40 @@ async fn the_inbox_migration_keeps_updates_in_flight(db: &mut TestDb) {
     let raw = db.raw().await;
     let old: Option<(i64,)> = sqlx::query_as("SELECT COUNT(*) FROM telegram_inbox").fetch_one(&raw).await.ok();
     assert_eq!(old, None, "the old table is gone");
+    raw.close().await;
+}
+
+/// The rescan's timers come from their columns: a new request's deadline and next
+/// escalation step, moved on when a step is recorded; a row written before the
+/// columns existed is read from its body once, and its columns filled in.
+async fn pending_timers_are_read_from_their_columns(db: &mut TestDb) {
+    use hitl_bridge::interaction::policy::{EscalationStep, Mention, StepAction};
+    use hitl_bridge::store::{PendingTimers, ShowClaim};
+    let store = &db.store;
+    let mut escalating = policy(1, vec![]);
+    let remind = |after_secs| EscalationStep { after_secs, action: StepAction::Remind { mention: Mention::Approvers } };
+    escalating.escalation = vec![remind(10), remind(20)];
+    let created = trade_under("S", "S_t", escalating);
+    assert!(store.insert_interaction(&created).await.unwrap());
+    let plain = trade_under("S", "S_p", policy(1, vec![]));
+    assert!(store.insert_interaction(&plain).await.unwrap());
+    let timers = |list: Vec<PendingTimers>, id: &str| list.into_iter().find(|t| t.id == id).expect("listed");
+    let first = timers(store.pending_timers().await.unwrap(), "id-S_t");
+    assert_eq!(first, PendingTimers::of(&created));
+    assert_eq!(first.escalation_ms, Some(T0 + 10_000));
+    assert_eq!(timers(store.pending_timers().await.unwrap(), "id-S_p").escalation_ms, None);
+    let read = store.interaction("id-S_t").await.unwrap().unwrap();
+    let mut escalated = read.clone();
+    escalated.mark_escalated(0);
+    let claim = ShowClaim { owner: "a".into(), until_ms: T0 + 60_000 };
+    assert!(store.record_escalation(&read, &escalated, &[], &claim, &[]).await.unwrap());
+    assert_eq!(timers(store.pending_timers().await.unwrap(), "id-S_t").escalation_ms, Some(T0 + 20_000), "the next step");
+    // As an older bridge left it: no timer columns.
+    let raw = db.raw().await;
+    sqlx::query("UPDATE interactions SET escalation_ms = NULL, timers_known = 0").execute(&raw).await.unwrap();
+    assert_eq!(timers(store.pending_timers().await.unwrap(), "id-S_t").escalation_ms, Some(T0 + 20_000), "read from the body");
+    let filled: (Option<i64>, i64) = sqlx::query_as("SELECT escalation_ms, timers_known FROM interactions WHERE id = 'id-S_t'").fetch_one(&raw).await.unwrap();
+    assert_eq!(filled, (Some(T0 + 20_000), 1), "and written back");
     raw.close().await;
 }
 
