@@ -187,4 +187,12 @@ mod tests {
         s.pairing_approved_at_terminal = true;
         assert!(s.access_warnings().is_empty());
     }
+
+    #[test]
+    fn a_bot_chat_is_any_registered_platform_but_the_terminal() {
+        assert_eq!(DemoChat::bot("telegram"), Some(DemoChat::Bot("telegram")));
+        assert_eq!(DemoChat::bot("discord"), Some(DemoChat::Bot("discord")));
+        assert_eq!(DemoChat::bot("console"), None, "the terminal is the default chat, not a bot");
+        assert_eq!(DemoChat::bot("irc"), None);
+    }
 }

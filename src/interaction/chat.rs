@@ -284,6 +284,16 @@ pub fn id_field(fields: &TargetFields, name: &'static str, signed: bool) -> Resu
     }
 }
 
+/// The target object naming `chat` by its `field` (`chat_id`, `channel_id`), with
+/// its `thread_id` when it has one.
+pub fn chat_target(chat: &ChatKey, field: &str) -> serde_json::Value {
+    let mut target = serde_json::json!({ "platform": chat.platform, field: chat.chat_id });
+    if let Some(thread) = &chat.thread_id {
+        target["thread_id"] = serde_json::json!(thread);
+    }
+    target
+}
+
 /// The schema of a target object: `platform` fixed to `name`, and `fields` as
 /// `(name, description)` string properties.
 pub fn target_object_schema(name: &str, fields: &[(&str, &str)]) -> serde_json::Value {

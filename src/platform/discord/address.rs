@@ -7,7 +7,7 @@
 use super::PLATFORM;
 use serde_json::{Value, json};
 
-use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, TargetFields, id_field, is_numeric_id, numbered_chat, target_object_schema};
+use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, TargetFields, chat_target, id_field, is_numeric_id, numbered_chat, target_object_schema};
 
 /// The chat id prefix of a DM target.
 pub const DM_PREFIX: &str = "user:";
@@ -64,11 +64,7 @@ impl ChatNetwork for Address {
         if let Some(user) = chat.chat_id.strip_prefix(DM_PREFIX) {
             return json!({ "platform": PLATFORM, "user_id": user });
         }
-        let mut target = json!({ "platform": PLATFORM, "channel_id": chat.chat_id });
-        if let Some(thread) = &chat.thread_id {
-            target["thread_id"] = json!(thread);
-        }
-        target
+        chat_target(chat, "channel_id")
     }
 
     fn target_schema(&self) -> Value {

@@ -3,9 +3,9 @@
 //! id is the person's own.
 
 use super::PLATFORM;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, TargetFields, id_field, is_numeric_id, numbered_chat, target_object_schema};
+use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, TargetFields, chat_target, id_field, is_numeric_id, numbered_chat, target_object_schema};
 
 /// The telegram platform's [`ChatNetwork`].
 pub struct Address;
@@ -45,11 +45,7 @@ impl ChatNetwork for Address {
     }
 
     fn target_of(&self, chat: &ChatKey) -> Value {
-        let mut target = json!({ "platform": PLATFORM, "chat_id": chat.chat_id });
-        if let Some(thread) = &chat.thread_id {
-            target["thread_id"] = json!(thread);
-        }
-        target
+        chat_target(chat, "chat_id")
     }
 
     fn target_schema(&self) -> Value {
