@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::Shard;
 use super::gate::{PairRefusal, Stranger};
 use super::rules::RevokeRefusal;
-use crate::interaction::{Actor, Attempt, Interaction, Refusal, RefusedAttempt, RememberedRule, UserAction};
+use crate::interaction::{Actor, Attempt, Interaction, Refusal, RememberedRule, UserAction};
 use crate::store::{ApiRequest, ChatKey, MessageRef, PairedUser, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -200,19 +200,6 @@ impl EngineHandle {
         self.call(Route::Interaction(id.clone()), move |shard| Box::pin(async move { shard.open(&id, &actor, attempt, valid).await }))
             .await
             .unwrap_or(Err(ActError::Internal("the bridge is shutting down".into())))
-    }
-
-    /// Hands over a refusal the platform decided itself (a stranger's click refused
-    /// before a form opens): the engine counts it and audits it once, as it does the
-    /// refusals it decides. Returns once the engine has it queued, without waiting for
-    /// the audit write, so the click is answered at once.
-    pub async fn refused(&self, refused: RefusedAttempt) {
-        let who = (refused.actor.platform.clone(), refused.actor.user_id.clone(), refused.refusal.to_string());
-        let route = Route::Interaction(refused.interaction_id.clone());
-        let work: Work = Box::new(move |shard| Box::pin(async move { shard.platform_refusal(refused).await }));
-        if self.tx.send(EngineRequest { route, work }).await.is_err() {
-            tracing::warn!(platform = %who.0, user = %who.1, refusal = %who.2, "the bridge is shutting down: a refused attempt is not audited");
-        }
     }
 
     /// The stored interaction (e.g. to prefill an edit form).

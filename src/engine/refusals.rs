@@ -14,7 +14,7 @@
 //!   and one row per window.
 
 use super::{Shared, now_ms};
-use crate::interaction::{Actor, Attempt, Interaction, Refusal, RefusedAttempt};
+use crate::interaction::{Actor, Attempt, Interaction, Refusal};
 use crate::store::{AuditEntry, ChatKey, StrangerWindow};
 
 /// What someone refused at the door attempted.
@@ -57,25 +57,6 @@ impl Shared {
         let entry = AuditEntry::for_refused(interaction, actor, attempt, &refusal.to_string(), now_ms());
         if let Err(e) = self.store.append_audit(&entry).await {
             tracing::error!(error = %e, interaction = %interaction.id, platform = %actor.platform, user = %actor.user_id, %refusal, "cannot audit a refused attempt");
-        }
-    }
-
-    /// A refusal a platform decided itself, before the engine: recorded as if the
-    /// engine had refused it, the interaction read from the store only when the
-    /// refusal is audited.
-    pub(super) async fn platform_refusal(&self, refused: RefusedAttempt) {
-        let RefusedAttempt { interaction_id, actor, attempt, refusal } = refused;
-        if !refusal.is_audited() {
-            self.metrics.refused(&refusal);
-            return;
-        }
-        match self.store.interaction(&interaction_id).await {
-            Ok(Some(interaction)) => self.record_refusal(&interaction, &actor, &attempt, &refusal).await,
-            found => {
-                self.metrics.refused(&refusal);
-                let error = found.err().map(|e| e.to_string()).unwrap_or_else(|| "the interaction is gone".to_owned());
-                tracing::error!(%error, interaction = %interaction_id, platform = %actor.platform, user = %actor.user_id, %refusal, "cannot audit a refused attempt");
-            }
         }
     }
 

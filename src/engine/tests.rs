@@ -478,13 +478,13 @@ async fn an_escalation_step_watched_by_two_replicas_runs_once() {
     a.stop().await;
 }
 
-/// Whoever refuses an attempt on a request, the engine (applying an action) or a
-/// platform (before opening a form, through [`EngineHandle::refused`]), it is counted
-/// every time and audited once when it is about the person; a stale click is only
-/// counted.
+/// Whatever refuses an attempt on a request, the engine's own check (applying an
+/// action, opening a form) or the platform's check it runs ([`EngineHandle::open`]),
+/// it is counted every time and audited once when it is about the person; a stale
+/// click is only counted.
 #[tokio::test]
 async fn every_refusal_is_counted_and_audited_once_whoever_refused_it() {
-    use crate::interaction::{Attempt, Opening, Refusal, RefusedAttempt};
+    use crate::interaction::{Attempt, Opening, Refusal};
     let platform = Arc::new(Recorder::default());
     let running = start(platform.clone(), Arc::new(Agent::default()), 1, &[]).await;
     running.send("s0", SessionUpdate::Request(request("trade_0", 600))).await;
@@ -495,9 +495,13 @@ async fn every_refusal_is_counted_and_audited_once_whoever_refused_it() {
     let acted = running.handle.act(&id, mallory.clone(), approve()).await;
     assert!(matches!(acted, Err(ActError::Refused(Refusal::NotAllowed))), "{acted:?}");
     let edit = Attempt::Open { open: Opening::Edit, index: 0 };
-    running.handle.refused(RefusedAttempt { interaction_id: id.clone(), actor: mallory.clone(), attempt: edit, refusal: Refusal::NotAllowed }).await;
+    let opened = running.handle.open(&id, mallory.clone(), edit, Box::new(|_| Ok(()))).await;
+    assert!(matches!(opened, Err(ActError::Refused(Refusal::NotAllowed))), "{opened:?}");
     let page = Attempt::Open { open: Opening::Page, index: 9 };
-    running.handle.refused(RefusedAttempt { interaction_id: id.clone(), actor: requester(0), attempt: page, refusal: Refusal::OutOfRange("question") }).await;
+    let opened = running.handle.open(&id, requester(0), page, Box::new(|_| Err(Refusal::OutOfRange("question")))).await;
+    assert!(matches!(opened, Err(ActError::Refused(Refusal::OutOfRange(_)))), "{opened:?}");
+    let fine = running.handle.open(&id, requester(0), Attempt::Open { open: Opening::Edit, index: 0 }, Box::new(|_| Ok(()))).await;
+    assert_eq!(fine.map(|i| i.id).ok(), Some(id.clone()), "the requester may open the edit form");
     wait_until("both refusals to be counted", async || running.refusals("not_allowed") == 2 && running.refusals("out_of_range") == 1).await;
 
     let audited: Vec<(Option<Actor>, Option<serde_json::Value>, String)> =

@@ -30,6 +30,6 @@ pub use answers::{AnswerDraft, NO_PREFERENCE, selected_labels};
 pub use decisions::DecisionDraft;
 pub use policy::{Policy, PolicyRule, PolicySpec, RememberScope, RememberedRule};
 pub use question::{FreeText, Question, QuestionError, QuestionOption};
-pub use refusal::{Attempt, Opening, Refusal, RefusedAttempt};
+pub use refusal::{Attempt, Opening, Refusal};
 pub use request::{Action, Request, RequestBuilder, RequestError, RequestKind, TimeoutDefaults};
 pub use state::{Applied, Decider, Delivery, Draft, Interaction, Revision, Status, UserAction};

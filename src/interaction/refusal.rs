@@ -6,7 +6,6 @@
 
 use serde::Serialize;
 
-use super::access::Actor;
 use super::answers::MAX_TEXT_CHARS;
 use super::decisions::EditError;
 use super::policy::RememberScope;
@@ -80,15 +79,6 @@ pub enum Opening {
     Text,
     /// Step or page `index` of the request.
     Page,
-}
-
-/// One refused attempt on interaction `interaction_id`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RefusedAttempt {
-    pub interaction_id: String,
-    pub actor: Actor,
-    pub attempt: Attempt,
-    pub refusal: Refusal,
 }
 
 impl Refusal {

@@ -22,7 +22,7 @@ use super::text::{DMsg, dtext, truncate};
 use super::{PLATFORM, Shared, members, modal, render, rest};
 use crate::engine::{ActError, CommandOutcome, EngineError};
 use crate::interaction::command::ChatCommand;
-use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, RefusedAttempt, RequestKind, UserAction};
+use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, RequestKind, UserAction};
 use crate::platform::commands;
 use crate::platform::locale::{self, Locale, Msg};
 use crate::platform::refusals::{Refused, paired_notice, stranger_notice};
@@ -221,12 +221,13 @@ async fn modal_submit(shared: Arc<Shared>, m: ModalInteraction) -> Handled {
     let actions = modal::actions(code, &m.data);
     if actions.is_empty() {
         let notice = ephemeral(&locale::refusal(locale, &Refusal::EmptyText));
-        // Counted by the engine, as every refusal; the clicker is looked up after the
-        // answer is out (a DM's roles may take a moment).
+        // Counted and audited by the engine, as every refusal (after its own check of
+        // who may act); the clicker is looked up after the answer is out (a DM's roles
+        // may take a moment).
         return Handled::then(notice, async move {
             let actor = members::person(&shared, &m.user, m.member.as_ref(), m.guild_id).await;
             let attempt = Attempt::Act(UserAction::Submit);
-            shared.engine.refused(RefusedAttempt { interaction_id: id, actor, attempt, refusal: Refusal::EmptyText }).await;
+            let _ = shared.engine.open(&id, actor, attempt, Box::new(|_| Err(Refusal::EmptyText))).await;
         });
     }
     let token = m.token.clone();
