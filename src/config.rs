@@ -26,6 +26,7 @@ pub use crate::engine::routing::{RouteTarget, RoutingSettings};
 pub use crate::listener::settings::{ApiToken, HttpSettings};
 pub use crate::logging::{LogFormat, LogSettings};
 pub use crate::mcp::settings::{MCP_TOOLS, McpSettings};
+pub use crate::web::WebSettings;
 pub use crate::platform::console::settings::ConsoleSettings;
 pub use crate::platform::discord::settings::DiscordSettings;
 pub use crate::platform::telegram::settings::{TelegramMode, TelegramSettings};
@@ -59,6 +60,9 @@ pub struct Settings {
     /// The MCP server at `/mcp` (on with the inbound API).
     #[serde(default)]
     pub mcp: McpSettings,
+    /// The web inbox at `/inbox` (off by default).
+    #[serde(default)]
+    pub web: WebSettings,
     #[serde(default)]
     pub claude_code: crate::backend::claude_code::ClaudeCodeSettings,
     #[serde(default)]
@@ -269,7 +273,7 @@ impl Settings {
         if let Some((key, reason)) = self.access.problem() {
             return Err(ConfigError::Invalid { key, reason });
         }
-        if let Some((key, reason)) = self.http.problem().or_else(|| self.mcp.problem()) {
+        if let Some((key, reason)) = self.http.problem().or_else(|| self.mcp.problem()).or_else(|| self.web.problem()) {
             return Err(ConfigError::Invalid { key, reason });
         }
         for channel in &self.routing.channels {

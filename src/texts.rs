@@ -5,6 +5,7 @@
 
 pub mod policy;
 pub mod rules;
+pub mod web;
 
 use crate::interaction::updates::Notice;
 use crate::interaction::{Decider, Delivery, Interaction, Refusal, Status};

@@ -102,6 +102,7 @@ const MIGRATIONS: &[(i64, &str, Schema)] = &[
             postgres: include_str!("../../migrations/postgres/0021_pending_notify.sql"),
         },
     ),
+    (22, "web inbox", Schema::Shared(include_str!("../../migrations/shared/0022_web.sql"))),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.
