@@ -97,7 +97,7 @@ mod tests {
     #[test]
     fn json_is_coloured_and_escaped() {
         let html = json(&json!({"name": "<script>alert(1)</script>", "n": 3, "ok": true, "list": [], "o": {"a": null}})).into_string();
-        assert!(html.contains(r#"<span class="key">"name"</span>"#), "{html}");
+        assert!(html.contains(r#"<span class="key">&quot;name&quot;</span>"#), "{html}");
         assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{html}");
         assert!(!html.contains("<script>"), "{html}");
         assert!(html.contains(r#"<span class="num">3</span>"#) && html.contains(r#"<span class="lit">true</span>"#), "{html}");
