@@ -46,6 +46,7 @@ async fn approve_in_the_browser_is_a_click() {
     }
     assert!(page.contains(r#"<span class="key">&quot;symbol&quot;</span>: <span class="str">&quot;VNM&quot;</span>"#), "{page}");
     assert!(page.contains("Nightly rebalance.") && page.contains("Buy VNM"));
+    assert!(page.contains("<dd>telegram:-100777</dd>"), "where it is shown: {page}");
 
     let csrf = ana.csrf().await;
     let (status, headers, _) = ana.post(&format!("/inbox/requests/{id}/decide"), &[("csrf", &csrf), ("action", "0"), ("decision", "approve")]).await;
@@ -343,4 +344,35 @@ async fn web_login_prints_a_link_that_signs_in() {
     assert!(!off.status.success());
     assert!(String::from_utf8_lossy(&off.stderr).contains("web.enabled = true"), "{}", String::from_utf8_lossy(&off.stderr));
     inbox.stop().await;
+}
+
+/// Live updates: an open `/inbox/events` stream says `change` when a request is pushed
+/// and again when it is decided (here in chat); without a session there is no stream.
+#[tokio::test]
+async fn the_event_stream_announces_new_and_decided_requests() {
+    let inbox = Inbox::start().await;
+    let ana_session = inbox.sign_in(&ana()).await;
+    let anonymous = inbox.http.get(format!("{}/inbox/events", inbox.base)).send().await.unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    let mut stream = inbox.http.get(format!("{}/inbox/events", inbox.base)).header("cookie", &ana_session.cookie).send().await.unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    // The first mark the watcher reads for a new watcher is a change: what happened
+    // since the page was rendered is fetched.
+    let event = String::from_utf8(next_chunk(&mut stream).await).unwrap();
+    assert_eq!(event, "event: change\ndata: 1\n\n");
+    inbox.push(trade("web-live")).await;
+    let event = String::from_utf8(next_chunk(&mut stream).await).unwrap();
+    assert_eq!(event, "event: change\ndata: 2\n\n");
+    let card = inbox.tg_message("execute_trade").await;
+    let data = support::fake_telegram::button(&card, "Approve");
+    inbox.tg().push_click(support::web_inbox::OPS, &minh(), card["message_id"].as_i64().unwrap(), &data);
+    let event = String::from_utf8(next_chunk(&mut stream).await).unwrap();
+    assert_eq!(event, "event: change\ndata: 3\n\n");
+    inbox.stop().await;
+}
+
+async fn next_chunk(stream: &mut reqwest::Response) -> Vec<u8> {
+    let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), stream.chunk()).await.expect("an event within 10 s");
+    chunk.expect("readable").expect("still open").to_vec()
 }

@@ -32,15 +32,17 @@ pub(super) fn watch_changes(web: Weak<Web>, changes: watch::Sender<u64>) {
         loop {
             ticker.tick().await;
             let Some(web) = web.upgrade() else { return };
-            // Nobody watching: no query.
+            // Nobody watching: no query, and the next watcher starts afresh.
             if changes.receiver_count() <= 1 {
+                last = None;
                 continue;
             }
             match web.store.web_change_mark().await {
+                // The first mark after a quiet spell counts as a change too: what
+                // happened between a page's rendering and its stream's opening is
+                // then fetched as well.
                 Ok(mark) if last != Some(mark) => {
-                    if last.is_some() {
-                        changes.send_modify(|n| *n += 1);
-                    }
+                    changes.send_modify(|n| *n += 1);
                     last = Some(mark);
                 }
                 Ok(_) => {}

@@ -21,7 +21,7 @@ use super::visibility::{may_see, waits_on};
 use crate::clock::now_ms;
 use crate::interaction::{Action, FreeText, Interaction, Question, RequestKind};
 use crate::protocol::DecisionType;
-use crate::store::AuditEntry;
+use crate::store::{AuditEntry, MessageRef};
 use crate::texts::web::WebMsg;
 use crate::texts::{Msg, outcome, policy as policy_texts};
 
@@ -55,7 +55,7 @@ pub(super) async fn render(frame: &Frame<'_>, viewer: &Viewer, id: &str, notice:
         Err(e) => return unavailable(&e),
     };
     let (shown, audit) = match tokio::try_join!(web.store.showing(&interaction.session_id, &interaction.id), web.store.audit_log(interaction.approval_key())) {
-        Ok((shown, audit)) => (shown.0, audit.into_iter().filter(|e| e.interaction_id == interaction.id).collect::<Vec<_>>()),
+        Ok(((_, messages), audit)) => (shown_in(&messages), audit.into_iter().filter(|e| e.interaction_id == interaction.id).collect::<Vec<_>>()),
         Err(e) => return unavailable(&e),
     };
     let answerable = waits_on(web, &interaction, &viewer.actor, now);
@@ -72,7 +72,7 @@ pub(super) async fn render(frame: &Frame<'_>, viewer: &Viewer, id: &str, notice:
             dl.meta {
                 dt { (frame.t(WebMsg::Status)) } dd.status { (outcome(frame.locale, i)) }
                 dt { (frame.t(WebMsg::StartedBy)) } dd { (started_by(frame, i)) }
-                dt { (frame.t(WebMsg::Where)) } dd { (shown.iter().map(chat_label).collect::<Vec<_>>().join(", ")) }
+                dt { (frame.t(WebMsg::Where)) } dd { (shown.join(", ")) }
                 dt { (frame.t(WebMsg::When)) } dd { (when(i.created_at_ms)) }
                 @if i.status.is_pending() { dt { (frame.t(WebMsg::Deadline)) } dd { (countdown(i.deadline_ms, now)) } }
             }
@@ -98,6 +98,17 @@ pub(super) async fn render(frame: &Frame<'_>, viewer: &Viewer, id: &str, notice:
         }
     };
     html(status, frame.page(&asks(i), body))
+}
+
+/// The chats whose messages show the request, each once, in the order first shown.
+fn shown_in(messages: &[MessageRef]) -> Vec<String> {
+    let mut chats: Vec<String> = Vec::new();
+    for label in messages.iter().map(|m| chat_label(&m.chat)) {
+        if !chats.contains(&label) {
+            chats.push(label);
+        }
+    }
+    chats
 }
 
 pub(super) fn not_found(frame: &Frame<'_>) -> Response {

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::wait_until;
 
 /// The key W3C WebDriver names element references with.
-const ELEMENT: &str = "element-6066-11e4-a52e-4f926d4cb19b";
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 /// Where Debian installs the driver and the browser.
 pub const DRIVER: &str = "/usr/bin/chromedriver";

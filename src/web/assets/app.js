@@ -39,6 +39,9 @@ function listen() {
   if (!url || !window.EventSource) return;
   const source = new EventSource(url);
   source.addEventListener("change", () => { refresh().catch(() => {}); });
+  // After a reconnect, whatever changed while the stream was down is fetched.
+  let opened = false;
+  source.addEventListener("open", () => { if (opened) refresh().catch(() => {}); opened = true; });
 }
 
 document.addEventListener("DOMContentLoaded", () => {
