@@ -376,3 +376,44 @@ async fn next_chunk(stream: &mut reqwest::Response) -> Vec<u8> {
     let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), stream.chunk()).await.expect("an event within 10 s");
     chunk.expect("readable").expect("still open").to_vec()
 }
+
+/// A quorum of two: Ana's approval from the browser is a vote. Her page shows "1 of 2"
+/// with her name, her inbox no longer lists it (she has voted), Minh's does; his vote
+/// decides it.
+#[tokio::test]
+async fn a_quorum_vote_from_the_browser() {
+    let inbox = Inbox::start().await;
+    let mut body = trade("web-quorum");
+    body["policy"] = json!({"approvers": ["telegram:3003", "telegram:4004"], "quorum": 2});
+    let id = inbox.push(body).await;
+    let (ana, minh) = (inbox.sign_in(&ana()).await, inbox.sign_in(&minh()).await);
+    let csrf = ana.csrf().await;
+    let path = format!("/inbox/requests/{id}/decide");
+    let (status, _, _) = ana.post(&path, &[("csrf", &csrf), ("action", "0"), ("decision", "approve")]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (_, _, page) = ana.get(&format!("/inbox/requests/{id}")).await;
+    assert!(page.contains("1 of 2 approvals") && page.contains("Votes: Ana"), "{page}");
+    assert!(!page.contains(">Approve</button>"), "she has voted: {page}");
+    assert_eq!(title(&ana.get("/inbox").await.2), "(0) Inbox");
+    assert_eq!(title(&minh.get("/inbox").await.2), "(1) Inbox");
+    assert_eq!(inbox.agent_view("web-quorum").await["status"], "pending");
+    let csrf = minh.csrf().await;
+    let (status, _, _) = minh.post(&path, &[("csrf", &csrf), ("action", "0"), ("decision", "approve")]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(inbox.decided("web-quorum").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    inbox.stop().await;
+}
+
+/// The pages speak the browser's language among the bridge's three.
+#[tokio::test]
+async fn pages_follow_the_browsers_language() {
+    let inbox = Inbox::start().await;
+    let ana = inbox.sign_in(&ana()).await;
+    for (language, inbox_word, sign_out) in [("vi-VN,vi;q=0.9", "Hộp chờ duyệt", "Đăng xuất"), ("zh-CN", "待办", "退出登录"), ("fr", "Inbox", "Sign out")] {
+        let response = inbox.http.get(format!("{}/inbox", inbox.base)).header("cookie", &ana.cookie).header("accept-language", language).send().await.unwrap();
+        let page = response.text().await.unwrap();
+        assert_eq!(title(&page), format!("(0) {inbox_word}"), "{language}");
+        assert!(page.contains(&format!(">{sign_out}</button>")), "{language}: {page}");
+    }
+    inbox.stop().await;
+}

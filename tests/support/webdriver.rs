@@ -31,6 +31,9 @@ impl Driver {
             let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
             socket.local_addr().expect("addr").port()
         };
+        for (path, package) in [(DRIVER, "chromium-driver"), (CHROMIUM, "chromium")] {
+            assert!(std::path::Path::new(path).exists(), "{path} is missing: apt-get install -y chromium chromium-driver (package {package})");
+        }
         let child = Command::new(DRIVER).arg(format!("--port={port}")).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("chromedriver starts");
         let driver = Driver { child, url: format!("http://127.0.0.1:{port}"), http: reqwest::Client::new() };
         wait_until(|| async {
