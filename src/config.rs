@@ -26,13 +26,13 @@ pub use crate::engine::routing::{RouteTarget, RoutingSettings};
 pub use crate::listener::settings::{ApiToken, HttpSettings};
 pub use crate::logging::{LogFormat, LogSettings};
 pub use crate::mcp::settings::{MCP_TOOLS, McpSettings};
-pub use crate::web::WebSettings;
 pub use crate::platform::console::settings::ConsoleSettings;
 pub use crate::platform::discord::settings::DiscordSettings;
 pub use crate::platform::telegram::settings::{TelegramMode, TelegramSettings};
 pub use crate::platform::token::TokenSettings;
 pub use crate::redact::url_without_password;
 pub use crate::store::settings::StoreSettings;
+pub use crate::web::WebSettings;
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

@@ -156,7 +156,11 @@ async fn a_post_without_its_csrf_token_is_refused() {
     let (ana_csrf, minh_csrf) = (ana.csrf().await, minh.csrf().await);
     assert_ne!(ana_csrf, minh_csrf, "one token per session");
     let path = format!("/inbox/requests/{id}/decide");
-    for fields in [vec![("action", "0"), ("decision", "approve")], vec![("csrf", ""), ("action", "0"), ("decision", "approve")], vec![("csrf", minh_csrf.as_str()), ("action", "0"), ("decision", "approve")]] {
+    for fields in [
+        vec![("action", "0"), ("decision", "approve")],
+        vec![("csrf", ""), ("action", "0"), ("decision", "approve")],
+        vec![("csrf", minh_csrf.as_str()), ("action", "0"), ("decision", "approve")],
+    ] {
         let (status, _, page) = ana.post(&path, &fields).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{fields:?}");
         assert!(page.contains("no longer valid"), "{page}");
@@ -409,7 +413,8 @@ async fn a_quorum_vote_from_the_browser() {
 async fn pages_follow_the_browsers_language() {
     let inbox = Inbox::start().await;
     let ana = inbox.sign_in(&ana()).await;
-    for (language, inbox_word, sign_out) in [("vi-VN,vi;q=0.9", "Hộp chờ duyệt", "Đăng xuất"), ("zh-CN", "待办", "退出登录"), ("fr", "Inbox", "Sign out")] {
+    for (language, inbox_word, sign_out) in [("vi-VN,vi;q=0.9", "Hộp chờ duyệt", "Đăng xuất"), ("zh-CN", "待办", "退出登录"), ("fr", "Inbox", "Sign out")]
+    {
         let response = inbox.http.get(format!("{}/inbox", inbox.base)).header("cookie", &ana.cookie).header("accept-language", language).send().await.unwrap();
         let page = response.text().await.unwrap();
         assert_eq!(title(&page), format!("(0) {inbox_word}"), "{language}");

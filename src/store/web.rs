@@ -134,11 +134,7 @@ impl Store {
 
     /// Signs a session out.
     pub async fn end_web_session(&self, id_hash: &str) -> Result<()> {
-        sqlx::query("DELETE FROM web_sessions WHERE id_hash = $1")
-            .bind(id_hash)
-            .execute(&self.pool)
-            .await
-            .map_err(StoreError::query("end a web session"))?;
+        sqlx::query("DELETE FROM web_sessions WHERE id_hash = $1").bind(id_hash).execute(&self.pool).await.map_err(StoreError::query("end a web session"))?;
         Ok(())
     }
 

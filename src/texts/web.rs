@@ -79,8 +79,12 @@ pub fn web_text(locale: Locale, msg: WebMsg) -> &'static str {
         (LinkRefused, En) => "This sign-in link has been used, has expired, or is unknown. Ask for a new one.",
         (LinkRefused, Vi) => "Liên kết đăng nhập này đã được dùng, đã hết hạn hoặc không tồn tại. Hãy xin một liên kết mới.",
         (LinkRefused, Zh) => "此登录链接已被使用、已过期或不存在。请重新获取。",
-        (HowToSignIn, En) => "To sign in, send /web to the bot in a direct message; or an operator runs `hitl-bridge web login telegram:USER_ID` and gives you the link.",
-        (HowToSignIn, Vi) => "Để đăng nhập, hãy gửi /web cho bot trong tin nhắn riêng; hoặc người vận hành chạy `hitl-bridge web login telegram:USER_ID` và gửi bạn liên kết.",
+        (HowToSignIn, En) => {
+            "To sign in, send /web to the bot in a direct message; or an operator runs `hitl-bridge web login telegram:USER_ID` and gives you the link."
+        }
+        (HowToSignIn, Vi) => {
+            "Để đăng nhập, hãy gửi /web cho bot trong tin nhắn riêng; hoặc người vận hành chạy `hitl-bridge web login telegram:USER_ID` và gửi bạn liên kết."
+        }
         (HowToSignIn, Zh) => "登录方法：在与机器人的私聊中发送 /web；或由运维人员运行 `hitl-bridge web login telegram:USER_ID` 并把链接给你。",
         (SignOut, En) => "Sign out",
         (SignOut, Vi) => "Đăng xuất",

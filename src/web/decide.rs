@@ -35,8 +35,13 @@ pub(super) async fn answer(state: State<Arc<Web>>, id: Path<String>, headers: He
     handle(state, id, headers, body, |i, form| Ok(answer_actions(i, form))).await
 }
 
-
-async fn handle(State(web): State<Arc<Web>>, Path(id): Path<String>, headers: HeaderMap, body: Bytes, read: impl Fn(&Interaction, &Fields) -> Result<Vec<UserAction>, Notice>) -> Response {
+async fn handle(
+    State(web): State<Arc<Web>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+    read: impl Fn(&Interaction, &Fields) -> Result<Vec<UserAction>, Notice>,
+) -> Response {
     let viewer = match session::viewer(&web, &headers).await {
         Ok(v) => v,
         Err(e) => return unavailable(&e),
@@ -54,11 +59,16 @@ async fn handle(State(web): State<Arc<Web>>, Path(id): Path<String>, headers: He
     };
     let actions = match read(&interaction, &form) {
         Ok(actions) if !actions.is_empty() => actions,
-        Ok(_) => return render(&frame, viewer, &id, Some(Notice::Refused(refusal_text(frame.locale, &Refusal::OutOfRange("form")))), None, StatusCode::BAD_REQUEST).await,
+        Ok(_) => {
+            return render(&frame, viewer, &id, Some(Notice::Refused(refusal_text(frame.locale, &Refusal::OutOfRange("form")))), None, StatusCode::BAD_REQUEST)
+                .await;
+        }
         Err(notice) => return render(&frame, viewer, &id, Some(notice), None, StatusCode::UNPROCESSABLE_ENTITY).await,
     };
     if let Some(refusal) = web_only_refusal(&web, &interaction, viewer) {
-        web.engine.refused(RefusedAttempt { interaction_id: id.clone(), actor: viewer.actor.clone(), attempt: Attempt::Act(actions[0].clone()), refusal }).await;
+        web.engine
+            .refused(RefusedAttempt { interaction_id: id.clone(), actor: viewer.actor.clone(), attempt: Attempt::Act(actions[0].clone()), refusal })
+            .await;
         return not_found(&frame);
     }
     match act(&web, &id, viewer, actions).await {
@@ -66,7 +76,11 @@ async fn handle(State(web): State<Arc<Web>>, Path(id): Path<String>, headers: He
         // Someone who may not answer learns nothing about the request.
         Err(ActError::Refused(Refusal::NotAllowed | Refusal::SelfApproval)) | Err(ActError::UnknownInteraction) => not_found(&frame),
         Err(ActError::Refused(refusal)) => {
-            let status = if matches!(refusal, Refusal::AlreadyDecided { .. } | Refusal::Expired | Refusal::Cancelled) { StatusCode::CONFLICT } else { StatusCode::UNPROCESSABLE_ENTITY };
+            let status = if matches!(refusal, Refusal::AlreadyDecided { .. } | Refusal::Expired | Refusal::Cancelled) {
+                StatusCode::CONFLICT
+            } else {
+                StatusCode::UNPROCESSABLE_ENTITY
+            };
             render(&frame, viewer, &id, Some(Notice::Refused(refusal_text(frame.locale, &refusal))), None, status).await
         }
         Err(ActError::Internal(reason)) => {

@@ -24,7 +24,9 @@ pub async fn sign_in_link(store: &Store, settings: &WebSettings, person: &Actor)
 
 /// The page of request `interaction_id`, when the inbox is on.
 pub fn request_link(settings: &WebSettings, interaction_id: &str) -> Option<String> {
-    settings.enabled.then(|| format!("{}/inbox/requests/{}", settings.base(), url::form_urlencoded::byte_serialize(interaction_id.as_bytes()).collect::<String>()))
+    settings
+        .enabled
+        .then(|| format!("{}/inbox/requests/{}", settings.base(), url::form_urlencoded::byte_serialize(interaction_id.as_bytes()).collect::<String>()))
 }
 
 /// 256 random bits as 64 hex digits (two v4 UUIDs' random parts, as the bridge's

@@ -266,4 +266,3 @@ pub(super) fn person(frame: &Frame<'_>, e: &AuditEntry) -> String {
         None => "—".to_owned(),
     }
 }
-

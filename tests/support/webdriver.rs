@@ -130,7 +130,8 @@ impl Browser {
 
     /// The accessible name of `element`.
     pub async fn label(&self, element: &Element) -> String {
-        let value = self.http.get(format!("{}/element/{}/computedlabel", self.base, element.0)).send().await.expect("label").json::<Value>().await.expect("json");
+        let value =
+            self.http.get(format!("{}/element/{}/computedlabel", self.base, element.0)).send().await.expect("label").json::<Value>().await.expect("json");
         value["value"].as_str().unwrap_or_default().to_owned()
     }
 
