@@ -11,9 +11,8 @@ use maud::html;
 
 use super::Web;
 use super::forms::Fields;
-use super::layout::{Frame, html, locale, signed_out, unavailable, when};
+use super::layout::{Frame, html, unavailable, visit, when};
 use super::request_page::person;
-use super::session;
 use crate::store::AuditFilter;
 use crate::texts::web::WebMsg;
 
@@ -23,12 +22,12 @@ const PAGE: i64 = 50;
 const OUTCOMES: [&str; 8] = ["resolved", "resolved_elsewhere", "expired", "expired_by_backend", "cancelled", "refused", "escalated", "rule_revoked"];
 
 pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
-    let viewer = match session::viewer(&web, &headers).await {
-        Ok(v) => v,
-        Err(e) => return unavailable(&e),
+    let (viewer, locale) = match visit(&web, &headers).await {
+        Ok(visitor) => visitor,
+        Err(answer) => return answer,
     };
-    let frame = Frame { web: &web, locale: locale(&headers), viewer: viewer.as_ref() };
-    let Some(viewer) = viewer.as_ref() else { return signed_out(&frame) };
+    let viewer = &viewer;
+    let frame = Frame { web: &web, locale, viewer: Some(viewer) };
     if !web.policy.is_approver(&viewer.actor) && !web.is_open_viewer(&viewer.actor) {
         return super::request_page::not_found(&frame);
     }

@@ -15,9 +15,9 @@ use axum::response::Response;
 
 use super::Web;
 use super::forms::Fields;
-use super::layout::{Frame, form_expired, locale, see_other, signed_out, unavailable};
+use super::layout::{Frame, form_expired, see_other, unavailable, visit};
 use super::request_page::{Notice, not_found, render};
-use super::session::{self, Viewer};
+use super::session::Viewer;
 use super::visibility;
 use crate::clock::now_ms;
 use crate::engine::{ActError, ActOutcome};
@@ -42,12 +42,12 @@ async fn handle(
     body: Bytes,
     read: impl Fn(&Interaction, &Fields) -> Result<Vec<UserAction>, Notice>,
 ) -> Response {
-    let viewer = match session::viewer(&web, &headers).await {
-        Ok(v) => v,
-        Err(e) => return unavailable(&e),
+    let (viewer, locale) = match visit(&web, &headers).await {
+        Ok(visitor) => visitor,
+        Err(answer) => return answer,
     };
-    let frame = Frame { web: &web, locale: locale(&headers), viewer: viewer.as_ref() };
-    let Some(viewer) = viewer.as_ref() else { return signed_out(&frame) };
+    let viewer = &viewer;
+    let frame = Frame { web: &web, locale, viewer: Some(viewer) };
     let form = Fields::parse(&body);
     if !viewer.csrf_ok(&form) {
         return form_expired(&frame);

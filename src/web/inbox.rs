@@ -12,8 +12,7 @@ use maud::{Markup, html};
 
 use super::Web;
 use super::forms::Fields;
-use super::layout::{Frame, html, locale, signed_out, span, unavailable};
-use super::session;
+use super::layout::{Frame, html, span, unavailable, visit};
 use super::visibility::waits_on;
 use crate::clock::now_ms;
 use crate::interaction::{Interaction, Origin, RequestKind};
@@ -27,12 +26,12 @@ const PAGE: usize = 50;
 const AGES: [(&str, i64, WebMsg); 3] = [("5m", 300_000, WebMsg::Older5m), ("1h", 3_600_000, WebMsg::Older1h), ("1d", 86_400_000, WebMsg::Older1d)];
 
 pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
-    let viewer = match session::viewer(&web, &headers).await {
-        Ok(v) => v,
-        Err(e) => return unavailable(&e),
+    let (viewer, locale) = match visit(&web, &headers).await {
+        Ok(visitor) => visitor,
+        Err(answer) => return answer,
     };
-    let frame = Frame { web: &web, locale: locale(&headers), viewer: viewer.as_ref() };
-    let Some(viewer) = viewer.as_ref() else { return signed_out(&frame) };
+    let viewer = &viewer;
+    let frame = Frame { web: &web, locale, viewer: Some(viewer) };
     let (pending, targets) = match tokio::try_join!(web.store.pending_interactions(), web.store.pending_targets()) {
         Ok(both) => both,
         Err(e) => return unavailable(&e),

@@ -90,6 +90,17 @@ pub(super) fn see_other(location: &str) -> Response {
     }
 }
 
+/// Who is asking, for a page only a signed-in person sees: their session and language,
+/// or the answer to give instead (how to sign in; the store did not answer).
+pub(super) async fn visit(web: &Web, headers: &HeaderMap) -> Result<(Viewer, Locale), Response> {
+    let locale = locale(headers);
+    match super::session::viewer(web, headers).await {
+        Ok(Some(viewer)) => Ok((viewer, locale)),
+        Ok(None) => Err(signed_out(&Frame { web, locale, viewer: None })),
+        Err(e) => Err(unavailable(&e)),
+    }
+}
+
 /// The page for someone not signed in: how to get a sign-in link.
 pub(super) fn signed_out(frame: &Frame<'_>) -> Response {
     let body = html! {

@@ -15,8 +15,8 @@ use super::Web;
 use super::forms::Fields;
 use super::inbox::{asks, chat_label, countdown, started_by};
 use super::json_view::{blocks, json};
-use super::layout::{Frame, html, locale, signed_out, unavailable, when};
-use super::session::{self, Viewer};
+use super::layout::{Frame, html, unavailable, visit, when};
+use super::session::Viewer;
 use super::visibility::{may_see, waits_on};
 use crate::clock::now_ms;
 use crate::interaction::{Action, FreeText, Interaction, Question, RequestKind};
@@ -34,12 +34,12 @@ pub(super) enum Notice {
 }
 
 pub(super) async fn page(State(web): State<Arc<Web>>, Path(id): Path<String>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
-    let viewer = match session::viewer(&web, &headers).await {
-        Ok(v) => v,
-        Err(e) => return unavailable(&e),
+    let (viewer, locale) = match visit(&web, &headers).await {
+        Ok(visitor) => visitor,
+        Err(answer) => return answer,
     };
-    let frame = Frame { web: &web, locale: locale(&headers), viewer: viewer.as_ref() };
-    let Some(viewer) = viewer.as_ref() else { return signed_out(&frame) };
+    let viewer = &viewer;
+    let frame = Frame { web: &web, locale, viewer: Some(viewer) };
     let edit = Fields::query(query.as_deref()).get("edit").and_then(|e| e.parse().ok());
     render(&frame, viewer, &id, None, edit, StatusCode::OK).await
 }
