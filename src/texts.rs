@@ -7,6 +7,22 @@ pub mod policy;
 pub mod rules;
 pub mod web;
 
+/// `text` whole when it has at most `max` characters, else its first `max - 1` and
+/// `…` (counted in `max`; nothing at all when `max` is 0). The one truncator of
+/// plain text: every platform's limits and every listing cut through it (cut before
+/// escaping, so an entity or tag is never split).
+pub fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut out: String = text.chars().take(max - 1).collect();
+    out.push('…');
+    out
+}
+
 use crate::interaction::updates::Notice;
 use crate::interaction::{Decider, Delivery, Interaction, Refusal, Status};
 use crate::protocol::{Decision, Reply};

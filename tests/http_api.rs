@@ -672,6 +672,13 @@ async fn health_readiness_and_openapi() {
         assert!(schemas.contains_key(name), "schema {name}");
     }
     assert!(schemas["ApiQuestion"]["properties"]["multiSelect"].is_object());
+    // Each platform's own target object, as its descriptor publishes it.
+    let targets = schemas["Target"]["oneOf"].as_array().unwrap();
+    let platforms: Vec<&Value> = targets.iter().map(|t| &t["properties"]["platform"]["const"]).collect();
+    assert_eq!(platforms, ["telegram", "discord", "console"]);
+    let telegram: Vec<&String> = targets[0]["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(telegram, ["platform", "chat_id", "thread_id", "user_id"]);
+    assert!(targets[1]["properties"]["channel_id"].is_object());
     // The request's own policy, and what a policy adds to the state.
     assert_eq!(schemas["PushBody"]["properties"]["policy"]["oneOf"][1]["$ref"], "#/components/schemas/ApiPolicy");
     let policy = &schemas["ApiPolicy"]["properties"];

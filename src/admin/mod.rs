@@ -156,11 +156,7 @@ pub fn human_duration(ms: i64) -> String {
 /// A chat as an operator names it: `telegram:-100123`, `telegram:-100123/7` (a topic
 /// or thread), `discord:1100000000000000000`, or `console`.
 pub fn chat_label(chat: &ChatKey) -> String {
-    match (&chat.platform[..], &chat.thread_id) {
-        ("console", _) => "console".to_owned(),
-        (_, Some(thread)) => format!("{}:{}/{thread}", chat.platform, chat.chat_id),
-        (_, None) => format!("{}:{}", chat.platform, chat.chat_id),
-    }
+    crate::platform::networks().display_chat(chat)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 use super::{AdminError, cancel, rfc3339_s};
 use crate::interaction::RememberedRule;
 use crate::store::Store;
+use crate::texts::cut;
 
 /// The columns of `rules list`.
 pub const HEADER: [&str; 9] = ["ID", "SCOPE", "TOOL", "ARGS", "SESSION", "BACKEND", "SET_BY", "SET_AT", "POLICY"];
@@ -40,16 +41,6 @@ pub fn cells(rule: &RememberedRule) -> [String; 9] {
         rfc3339_s(rule.set_at_ms),
         rule.policy.clone(),
     ]
-}
-
-/// `text` whole when it has at most `max` characters, else its first `max - 1` and `…`.
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 fn setter(rule: &RememberedRule) -> String {

@@ -60,6 +60,7 @@ impl Default for AccessSettings {
 impl AccessSettings {
     /// What is wrong with the section, as (key, reason); `None` when it is sound.
     pub fn problem(&self) -> Option<(&'static str, String)> {
+        let parse_user = |entry: &str| crate::platform::networks().parse_user(entry);
         for approver in &self.approvers {
             if parse_user(approver).is_none() {
                 return Some(("access.approvers", format!("`{approver}` is not of the form platform:user_id")));
@@ -90,11 +91,7 @@ impl AccessSettings {
 
     /// Who may answer requests beyond the requester.
     pub fn policy(&self) -> AccessPolicy {
-        AccessPolicy {
-            approver_users: self.approvers.iter().filter_map(|a| parse_user(a)).collect(),
-            approver_roles: self.approver_roles.clone(),
-            four_eyes: !self.self_approval,
-        }
+        AccessPolicy { approver_users: users(&self.approvers), approver_roles: self.approver_roles.clone(), four_eyes: !self.self_approval }
     }
 
     /// Who may talk to the agent (entries that do not parse were refused by `validate`).
@@ -103,14 +100,14 @@ impl AccessSettings {
         let (chats, spaces) = Allowlist::parse_chats(&networks, &self.chats).unwrap_or_default();
         // `access.roles` are ids of groups on each platform that has them (Discord's roles).
         let groups = networks.with_groups().flat_map(|platform| self.roles.iter().map(move |role| (platform.to_owned(), role.clone()))).collect();
-        Allowlist { users: self.users.iter().filter_map(|u| parse_user(u)).collect(), chats, spaces, groups, approvers: self.policy(), pairing: self.pairing }
+        Allowlist { users: users(&self.users), chats, spaces, groups, open: networks.always_open(), approvers: self.policy(), pairing: self.pairing }
     }
 
     /// Who may approve pairing codes with `/pair CODE`, and in which chats besides
     /// their direct chat with the bot.
     pub fn pairing_admins(&self) -> PairingAdmins {
         PairingAdmins {
-            admins: self.admins.iter().filter_map(|a| parse_user(a)).collect(),
+            admins: users(&self.admins),
             admin_chats: Allowlist::parse_chats(&crate::platform::networks(), &self.admin_chats).map(|(chats, _)| chats).unwrap_or_default(),
         }
     }
@@ -147,10 +144,11 @@ impl AccessSettings {
     }
 }
 
-/// `platform:user_id` as written in `[access]`, for a known platform.
-fn parse_user(entry: &str) -> Option<(String, String)> {
-    let (platform, id) = entry.split_once(':')?;
-    (crate::platform::networks().knows(platform) && !id.is_empty()).then(|| (platform.to_owned(), id.to_owned()))
+/// `platform:user_id` entries as `(platform, user id)` (entries that do not parse
+/// were refused by `problem`).
+fn users(entries: &[String]) -> Vec<(String, String)> {
+    let networks = crate::platform::networks();
+    entries.iter().filter_map(|entry| networks.parse_user(entry)).collect()
 }
 
 #[cfg(test)]

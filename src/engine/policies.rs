@@ -25,23 +25,12 @@ use crate::store::{AuditEntry, ChatKey};
 /// The backend name policies and rules use for requests pushed over the HTTP API.
 pub(super) const PUSHED_BACKEND: &str = "http";
 
-/// A chat as policies' `targets` filters write it (`routing.channels` syntax).
-fn chat_text(chat: &ChatKey) -> String {
-    if chat.platform == "console" {
-        return "console".into();
-    }
-    match &chat.thread_id {
-        Some(thread) => format!("{}:{}/{}", chat.platform, chat.chat_id, thread),
-        None => format!("{}:{}", chat.platform, chat.chat_id),
-    }
-}
-
 impl Shard {
     /// Puts a new approval under its policy: the first `[[policies]]` entry that
     /// matches, else `requested` (a pushed request's own). The deadline is the
     /// request's own timeout unless the chosen policy has a fallback.
     pub(super) fn policy_for(&self, interaction: Interaction, backend: &str, chats: &[ChatKey], requested: Option<Policy>) -> Interaction {
-        let targets: Vec<String> = chats.iter().map(chat_text).collect();
+        let targets: Vec<String> = chats.iter().map(|chat| self.networks.display_chat(chat)).collect();
         let facts = RequestFacts { request: &interaction.request, backend, session_id: &interaction.session_id, targets: &targets };
         let chosen = policy::select(&self.policies, &facts, requested.as_ref()).cloned();
         if let Some(p) = &chosen {

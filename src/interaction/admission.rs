@@ -24,9 +24,6 @@ use super::access::{AccessPolicy, Actor};
 use super::chat::ChatNetwork;
 use super::chat::{AllowedChats, Networks};
 
-/// The platform that is never refused.
-pub const CONSOLE: &str = "console";
-
 /// Pairing code characters: no 0/O, 1/I/L, so a code read aloud or retyped from a
 /// phone survives.
 pub const CODE_ALPHABET: &[u8] = b"23456789ABCDEFGHJKMNPQRSTUVWXYZ";
@@ -50,6 +47,9 @@ pub struct Allowlist {
     pub spaces: Vec<(String, String)>,
     /// `(platform, group id)`: groups whose members may talk (a Discord role).
     pub groups: Vec<(String, String)>,
+    /// Platforms anyone may talk in (the local terminal): see
+    /// [`ChatNetwork::always_open`].
+    pub open: Vec<String>,
     /// Approvers may talk too.
     pub approvers: AccessPolicy,
     /// Strangers get a pairing code instead of a plain refusal.
@@ -95,7 +95,7 @@ impl Allowlist {
     /// chat's platform; `actor.space` is the space the chat is in, if any).
     /// Paired users are the store's business: see [`Allowlist::verdict`].
     pub fn admits(&self, platform: &str, chat_id: &str, actor: &Actor) -> bool {
-        if platform == CONSOLE {
+        if self.open.iter().any(|open| open == platform) {
             return true;
         }
         let same = |(p, id): &(String, String), value: &str| p == platform && id == value;
@@ -174,6 +174,7 @@ mod tests {
             chats,
             spaces,
             groups: vec![("discord".into(), "900".into())],
+            open: Vec::new(),
             approvers: AccessPolicy { approver_users: vec![("telegram".into(), "42".into())], ..AccessPolicy::default() },
             pairing: false,
         }
@@ -210,7 +211,9 @@ mod tests {
         assert_eq!(l.verdict("telegram", "13", &stranger, false), Verdict::Stranger { offer_pairing: true });
         assert_eq!(l.verdict("telegram", "13", &stranger, true), Verdict::Admitted);
         let empty = Allowlist::default();
-        assert!(empty.admits(CONSOLE, CONSOLE, &Actor::new(CONSOLE, "console", "me")));
+        let terminal = Allowlist { open: vec!["console".into()], ..Allowlist::default() };
+        assert!(terminal.admits("console", "stdin", &Actor::new("console", "console", "me")));
+        assert!(!empty.admits("console", "stdin", &Actor::new("console", "console", "me")));
         assert!(!empty.admits("telegram", "13", &stranger));
     }
 

@@ -56,6 +56,45 @@ pub trait ChatNetwork: Send + Sync {
     fn has_groups(&self) -> bool {
         false
     }
+
+    /// Whether `id` is a group id as the platform writes them (`approver_roles`
+    /// entries); only asked of platforms that [`has_groups`](Self::has_groups).
+    fn is_group_id(&self, _id: &str) -> bool {
+        false
+    }
+
+    /// How a group id is written, for messages (`a Discord role id (digits)`).
+    fn group_form(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Whether anyone writing in its chats may talk without an `[access]` entry: the
+    /// local terminal, whose only user is whoever started the bridge.
+    fn always_open(&self) -> bool {
+        false
+    }
+
+    /// The chat an HTTP API target names, from the target object's fields besides
+    /// `platform` (`{"platform": "telegram", "chat_id": "-100…"}`); on error, the
+    /// field at fault and why. The platform's target grammar, as its
+    /// [`target_schema`](Self::target_schema) publishes it.
+    fn target_chat(&self, fields: &TargetFields) -> Result<ChatKey, (&'static str, String)>;
+
+    /// The target object naming `chat` (the inverse of [`target_chat`](Self::target_chat)).
+    fn target_of(&self, chat: &ChatKey) -> serde_json::Value;
+
+    /// The JSON Schema of its target object, for the HTTP API's OpenAPI document: an
+    /// object whose `platform` is this platform's name.
+    fn target_schema(&self) -> serde_json::Value;
+
+    /// A chat as configuration writes it, the inverse of [`parse_chat`](Self::parse_chat):
+    /// `name:CHAT` or `name:CHAT/THREAD`.
+    fn display_chat(&self, chat: &ChatKey) -> String {
+        match &chat.thread_id {
+            Some(thread) => format!("{}:{}/{thread}", chat.platform, chat.chat_id),
+            None => format!("{}:{}", chat.platform, chat.chat_id),
+        }
+    }
 }
 
 /// What an `access.chats` entry opens: one chat (every topic or thread in it), or
@@ -134,6 +173,113 @@ impl Networks {
     pub fn with_groups(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.list.iter().filter(|n| n.has_groups()).map(|n| n.name())
     }
+
+    /// Whether `id` is a group id on some platform whose people are in groups.
+    pub fn is_group_id(&self, id: &str) -> bool {
+        self.list.iter().any(|n| n.has_groups() && n.is_group_id(id))
+    }
+
+    /// How group ids are written, as a sentence lists them, for messages.
+    pub fn group_forms(&self) -> String {
+        as_sentence(&self.list.iter().filter_map(|n| n.group_form()).collect::<Vec<_>>())
+    }
+
+    /// The platforms anyone may talk in without an `[access]` entry.
+    pub fn always_open(&self) -> Vec<String> {
+        self.list.iter().filter(|n| n.always_open()).map(|n| n.name().to_owned()).collect()
+    }
+
+    /// The chat an HTTP API target names: `platform` must be one of them; on error,
+    /// the field at fault and why.
+    pub fn target_chat(&self, platform: &str, fields: &TargetFields) -> Result<ChatKey, (&'static str, String)> {
+        match self.get(platform) {
+            Some(network) => network.target_chat(fields),
+            None => Err(("platform", format!("unknown platform `{platform}` ({})", self.listed()))),
+        }
+    }
+
+    /// The HTTP API target naming `chat`, when its platform is one of them.
+    pub fn target_of(&self, chat: &ChatKey) -> Option<serde_json::Value> {
+        self.get(&chat.platform).map(|network| network.target_of(chat))
+    }
+
+    /// The target object's schema: one of each platform's.
+    pub fn target_schema(&self) -> serde_json::Value {
+        let each: Vec<serde_json::Value> = self.list.iter().map(|n| n.target_schema()).collect();
+        serde_json::json!({ "description": "A chat, channel or person to show the request to.", "oneOf": each })
+    }
+
+    /// A chat as configuration and operators write it (`telegram:-100123/7`,
+    /// `console`): the one chat-to-text, the inverse of [`Networks::parse_chat`]. A
+    /// chat of a platform the bridge does not know (an old row) is written
+    /// `platform:chat[/thread]`.
+    pub fn display_chat(&self, chat: &ChatKey) -> String {
+        match self.get(&chat.platform) {
+            Some(network) => network.display_chat(chat),
+            None => PlainChat.display_chat(chat),
+        }
+    }
+
+    /// A person as `[access]`, policies, the HTTP API and the CLI write them:
+    /// `platform:user_id` on a platform the bridge knows. The one parser of that form.
+    pub fn parse_user(&self, entry: &str) -> Option<(String, String)> {
+        let (platform, id) = entry.split_once(':')?;
+        (self.knows(platform) && !id.is_empty()).then(|| (platform.to_owned(), id.to_owned()))
+    }
+}
+
+/// The default way of writing a chat, for chats of platforms no longer registered.
+struct PlainChat;
+
+impl ChatNetwork for PlainChat {
+    fn name(&self) -> &'static str {
+        ""
+    }
+    fn parse_chat(&self, _rest: &str) -> Option<ChatKey> {
+        None
+    }
+    fn direct_chat(&self, _user_id: &str) -> Option<ChatKey> {
+        None
+    }
+    fn target_chat(&self, _fields: &TargetFields) -> Result<ChatKey, (&'static str, String)> {
+        Err(("platform", "no such platform".into()))
+    }
+    fn target_of(&self, chat: &ChatKey) -> serde_json::Value {
+        serde_json::json!({ "platform": chat.platform })
+    }
+    fn target_schema(&self) -> serde_json::Value {
+        serde_json::json!({})
+    }
+}
+
+/// An HTTP API target object's fields besides `platform`.
+pub type TargetFields = serde_json::Map<String, serde_json::Value>;
+
+/// A target's field `name` that must be an id of at most 20 digits (after a `-` when
+/// `signed`): `None` when absent.
+pub fn id_field(fields: &TargetFields, name: &'static str, signed: bool) -> Result<Option<String>, (&'static str, String)> {
+    let value = match fields.get(name) {
+        None | Some(serde_json::Value::Null) => return Ok(None),
+        Some(serde_json::Value::String(value)) => value,
+        Some(other) => return Err((name, format!("`{other}` is not a string"))),
+    };
+    let digits = if signed { value.strip_prefix('-').unwrap_or(value) } else { value };
+    if !digits.is_empty() && digits.len() <= 20 && digits.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(Some(value.clone()))
+    } else {
+        Err((name, format!("`{value}` is not a numeric id")))
+    }
+}
+
+/// The schema of a target object: `platform` fixed to `name`, and `fields` as
+/// `(name, description)` string properties.
+pub fn target_object_schema(name: &str, fields: &[(&str, &str)]) -> serde_json::Value {
+    let mut properties = serde_json::Map::new();
+    properties.insert("platform".into(), serde_json::json!({ "type": "string", "const": name }));
+    for (field, description) in fields {
+        properties.insert((*field).into(), serde_json::json!({ "type": "string", "description": description }));
+    }
+    serde_json::json!({ "type": "object", "title": name, "required": ["platform"], "properties": properties })
 }
 
 /// `a, b or c`.

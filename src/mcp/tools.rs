@@ -140,32 +140,8 @@ pub struct PromptInput {
 /// A target as the HTTP API's body takes it, from its `routing.channels` spelling;
 /// `None` when it is not one.
 pub fn target(text: &str) -> Option<Value> {
-    let text = text.trim();
-    if text == "console" {
-        return Some(json!({"platform": "console"}));
-    }
-    let (platform, rest) = text.split_once(':')?;
-    let numeric = |s: &str| !s.is_empty() && s.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit());
-    if let Some(user) = rest.strip_prefix("user:") {
-        return (matches!(platform, "telegram" | "discord") && numeric(user)).then(|| json!({"platform": platform, "user_id": user}));
-    }
-    let (chat, thread) = match rest.split_once('/') {
-        Some((chat, thread)) => (chat, Some(thread)),
-        None => (rest, None),
-    };
-    if !numeric(chat) || thread.is_some_and(|t| !numeric(t)) {
-        return None;
-    }
-    let chat_field = match platform {
-        "telegram" => "chat_id",
-        "discord" => "channel_id",
-        _ => return None,
-    };
-    let mut target = json!({"platform": platform, chat_field: chat});
-    if let Some(thread) = thread {
-        target["thread_id"] = json!(thread);
-    }
-    Some(target)
+    let networks = crate::platform::networks();
+    networks.target_of(&networks.parse_chat(text.trim())?)
 }
 
 /// Why a tool's input cannot become a request: the argument and what is wrong.

@@ -2,6 +2,7 @@
 //! remembered approvals that apply in a chat, the confirmation of a revoke, and why a
 //! revoke changed nothing. Shared by every platform; pure.
 
+use super::cut;
 use super::{Locale, clock};
 use crate::interaction::{RememberScope, RememberedRule};
 
@@ -107,15 +108,6 @@ fn rule_line(locale: Locale, rule: &RememberedRule) -> String {
         (RememberScope::Always, Locale::Zh) => "始终",
     };
     format!("• {} · {} {args} · {scope} · {}, {}", rule.id, rule.tool, rule.set_by.name, clock(rule.set_at_ms))
-}
-
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
 use super::error::ApiError;
-use crate::interaction::chat::Networks;
+use crate::interaction::chat::{Networks, TargetFields};
 use crate::interaction::policy::spec::PolicyTerms;
 use crate::interaction::policy::{Known, Policy};
 use crate::interaction::{Approvers, Request, RequestBuilder, RequestError, TimeoutDefaults};
@@ -69,19 +69,17 @@ pub struct PushBody {
     pub policy: Option<PolicyTerms>,
 }
 
-/// A chat, channel or person to show the request to.
+/// A chat, channel or person to show the request to: `platform` and the fields its
+/// platform's target grammar names (`chat_id`, `channel_id`, `thread_id`, `user_id`,
+/// …); the OpenAPI document lists each platform's ([`Networks::target_schema`]).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 pub struct Target {
-    /// `telegram`, `discord` or `console`.
+    /// A platform's name, e.g. `telegram`.
     pub platform: String,
-    /// Telegram chat id (groups are negative).
-    pub chat_id: Option<String>,
-    /// Telegram forum topic, or Discord thread.
-    pub thread_id: Option<String>,
-    /// Discord channel id.
-    pub channel_id: Option<String>,
-    /// A person: their DM (Discord) or private chat (Telegram).
-    pub user_id: Option<String>,
+    /// The platform's own fields.
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub fields: TargetFields,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
@@ -325,41 +323,12 @@ fn targets(targets: &[Target], platforms: &Platforms) -> Result<Vec<ChatKey>, Ap
         if !platforms.enabled.contains(&t.platform.as_str()) {
             return Err(ApiError::invalid("platform_not_enabled", format!("{} is not enabled on this bridge", t.platform), field("platform")));
         }
-        let chat = target_chat(t, &platforms.known).map_err(|(name, message)| ApiError::invalid("invalid_target", message, field(name)))?;
+        let chat = platforms.known.target_chat(&t.platform, &t.fields).map_err(|(name, message)| ApiError::invalid("invalid_target", message, field(name)))?;
         if !chats.contains(&chat) {
             chats.push(chat);
         }
     }
     Ok(chats)
-}
-
-/// The chat a target names; on error, the field at fault and why.
-fn target_chat(t: &Target, networks: &Networks) -> Result<ChatKey, (&'static str, String)> {
-    let id = |name: &'static str, value: &Option<String>, signed: bool| -> Result<Option<String>, (&'static str, String)> {
-        match value.as_deref() {
-            None => Ok(None),
-            Some(v) if is_id(v, signed) => Ok(Some(v.to_owned())),
-            Some(v) => Err((name, format!("`{v}` is not a numeric id"))),
-        }
-    };
-    match t.platform.as_str() {
-        "console" => networks.parse_chat("console").ok_or(("platform", "no console chat".into())),
-        "telegram" => match (id("chat_id", &t.chat_id, true)?, id("user_id", &t.user_id, false)?) {
-            (Some(chat), None) => Ok(ChatKey::new("telegram", &chat, id("thread_id", &t.thread_id, false)?.as_deref())),
-            (None, Some(user)) => networks.direct_chat("telegram", &user).ok_or(("user_id", "no private chat".into())),
-            _ => Err(("chat_id", "a Telegram target needs chat_id or user_id (one of them)".into())),
-        },
-        _ => match (id("channel_id", &t.channel_id, false)?, id("user_id", &t.user_id, false)?) {
-            (Some(channel), None) => Ok(ChatKey::new("discord", &channel, id("thread_id", &t.thread_id, false)?.as_deref())),
-            (None, Some(user)) => networks.direct_chat("discord", &user).ok_or(("user_id", "no DM".into())),
-            _ => Err(("channel_id", "a Discord target needs channel_id or user_id (one of them)".into())),
-        },
-    }
-}
-
-fn is_id(value: &str, signed: bool) -> bool {
-    let digits = if signed { value.strip_prefix('-').unwrap_or(value) } else { value };
-    !digits.is_empty() && digits.len() <= 20 && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 fn approvers(body: &PushBody, networks: &Networks) -> Result<Option<Approvers>, ApiError> {
@@ -368,15 +337,14 @@ fn approvers(body: &PushBody, networks: &Networks) -> Result<Option<Approvers>, 
     }
     let mut users = Vec::new();
     for (i, entry) in body.approvers.iter().flatten().enumerate() {
-        let parsed = entry.split_once(':').filter(|(platform, id)| networks.knows(platform) && !id.is_empty());
-        match parsed {
-            Some((platform, id)) => users.push((platform.to_owned(), id.to_owned())),
+        match networks.parse_user(entry) {
+            Some(person) => users.push(person),
             None => return Err(ApiError::invalid("invalid_approver", format!("`{entry}` is not platform:user_id"), format!("approvers[{i}]"))),
         }
     }
     let roles = body.approver_roles.clone().unwrap_or_default();
-    if let Some(i) = roles.iter().position(|r| !is_id(r, false)) {
-        return Err(ApiError::invalid("invalid_approver", "a role id is numeric", format!("approver_roles[{i}]")));
+    if let Some((i, role)) = roles.iter().enumerate().find(|(_, r)| !networks.is_group_id(r) || r.len() > 20) {
+        return Err(ApiError::invalid("invalid_approver", format!("`{role}` is not {}", networks.group_forms()), format!("approver_roles[{i}]")));
     }
     if users.is_empty() && roles.is_empty() {
         return Err(ApiError::invalid("invalid_approver", "approvers is empty: nobody could answer", "approvers"));

@@ -219,13 +219,13 @@ impl PolicyTerms {
         let err = |field: &str, reason: String| PolicyError { key: format!("{key}.{field}"), reason };
         let mut approvers = Vec::new();
         for (i, entry) in self.approvers.iter().enumerate() {
-            match parse_person(entry, known.networks) {
+            match known.networks.parse_user(entry) {
                 Some(p) => approvers.push(p),
                 None => return Err(err(&format!("approvers[{i}]"), format!("`{entry}` is not of the form platform:user_id ({})", known.networks.listed()))),
             }
         }
-        if let Some((i, role)) = self.approver_roles.iter().enumerate().find(|(_, r)| !is_id(r)) {
-            return Err(err(&format!("approver_roles[{i}]"), format!("`{role}` is not a Discord role id (digits)")));
+        if let Some((i, role)) = self.approver_roles.iter().enumerate().find(|(_, r)| !known.networks.is_group_id(r)) {
+            return Err(err(&format!("approver_roles[{i}]"), format!("`{role}` is not {}", known.networks.group_forms())));
         }
         let quorum = self.quorum.unwrap_or(1);
         if !(1..=MAX_QUORUM).contains(&quorum) {
@@ -302,24 +302,14 @@ impl PolicyTerms {
     }
 }
 
-/// `platform:user_id` on a platform the bridge knows.
-fn parse_person(entry: &str, networks: &Networks) -> Option<(String, String)> {
-    let (platform, id) = entry.split_once(':')?;
-    (networks.knows(platform) && !id.is_empty()).then(|| (platform.to_owned(), id.to_owned()))
-}
-
-fn is_id(text: &str) -> bool {
-    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
-}
-
 fn parse_mention(text: &str, networks: &Networks) -> Option<Mention> {
     if text == "approvers" {
         return Some(Mention::Approvers);
     }
     if let Some(role) = text.strip_prefix("role:") {
-        return is_id(role).then(|| Mention::Role { role_id: role.to_owned() });
+        return networks.is_group_id(role).then(|| Mention::Role { role_id: role.to_owned() });
     }
-    parse_person(text, networks).map(|(platform, user_id)| Mention::User { platform, user_id })
+    networks.parse_user(text).map(|(platform, user_id)| Mention::User { platform, user_id })
 }
 
 /// Seconds from a number or from text such as `90s`, `5m`, `1h30m`, `1d`.

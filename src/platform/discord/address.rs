@@ -5,7 +5,9 @@
 //! a member's roles are the groups `access.roles` names.
 
 use super::PLATFORM;
-use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, is_numeric_id, numbered_chat};
+use serde_json::{Value, json};
+
+use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, TargetFields, id_field, is_numeric_id, numbered_chat, target_object_schema};
 
 /// The chat id prefix of a DM target.
 pub const DM_PREFIX: &str = "user:";
@@ -45,8 +47,48 @@ impl ChatNetwork for Address {
         Some("discord:guild:GUILD_ID")
     }
 
+    /// `channel_id` (and a thread's `thread_id`), or `user_id` for a DM.
+    fn target_chat(&self, fields: &TargetFields) -> Result<ChatKey, (&'static str, String)> {
+        match (id_field(fields, "channel_id", false)?, id_field(fields, "user_id", false)?) {
+            (Some(channel), None) => Ok(ChatKey::new(PLATFORM, &channel, id_field(fields, "thread_id", false)?.as_deref())),
+            (None, Some(user)) => Ok(ChatKey::new(PLATFORM, &format!("{DM_PREFIX}{user}"), None)),
+            _ => Err(("channel_id", "a Discord target needs channel_id or user_id (one of them)".into())),
+        }
+    }
+
+    fn target_of(&self, chat: &ChatKey) -> Value {
+        if let Some(user) = chat.chat_id.strip_prefix(DM_PREFIX) {
+            return json!({ "platform": PLATFORM, "user_id": user });
+        }
+        let mut target = json!({ "platform": PLATFORM, "channel_id": chat.chat_id });
+        if let Some(thread) = &chat.thread_id {
+            target["thread_id"] = json!(thread);
+        }
+        target
+    }
+
+    fn target_schema(&self) -> Value {
+        target_object_schema(
+            PLATFORM,
+            &[
+                ("channel_id", "Discord channel id."),
+                ("thread_id", "A thread under the channel."),
+                ("user_id", "A person: their DM with the bot (instead of channel_id)."),
+            ],
+        )
+    }
+
     /// Roles: a member's are looked up in the guild the message or click came from.
     fn has_groups(&self) -> bool {
         true
+    }
+
+    /// A role id: a snowflake, digits.
+    fn is_group_id(&self, id: &str) -> bool {
+        !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())
+    }
+
+    fn group_form(&self) -> Option<&'static str> {
+        Some("a Discord role id (digits)")
     }
 }

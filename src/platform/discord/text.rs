@@ -76,18 +76,7 @@ pub fn dtext(locale: Locale, msg: DMsg) -> &'static str {
     }
 }
 
-/// At most `max` characters of `s`; a cut string ends with `…` (counted in `max`).
-pub fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_owned();
-    }
-    if max == 0 {
-        return String::new();
-    }
-    let mut out: String = s.chars().take(max - 1).collect();
-    out.push('…');
-    out
-}
+pub use crate::texts::cut as truncate;
 
 /// Splits `text` into pieces of at most `max` characters, preferring to break after a
 /// newline, then after a space, so that long agent replies stay readable.

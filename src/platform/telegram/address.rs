@@ -3,7 +3,9 @@
 //! id is the person's own.
 
 use super::PLATFORM;
-use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, is_numeric_id, numbered_chat};
+use serde_json::{Value, json};
+
+use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, TargetFields, id_field, is_numeric_id, numbered_chat, target_object_schema};
 
 /// The telegram platform's [`ChatNetwork`].
 pub struct Address;
@@ -27,5 +29,33 @@ impl ChatNetwork for Address {
 
     fn chat_form(&self) -> Option<&'static str> {
         Some("telegram:CHAT_ID")
+    }
+
+    /// `chat_id` (and a forum topic's `thread_id`), or `user_id` for a private chat.
+    fn target_chat(&self, fields: &TargetFields) -> Result<ChatKey, (&'static str, String)> {
+        match (id_field(fields, "chat_id", true)?, id_field(fields, "user_id", false)?) {
+            (Some(chat), None) => Ok(ChatKey::new(PLATFORM, &chat, id_field(fields, "thread_id", false)?.as_deref())),
+            (None, Some(user)) => Ok(ChatKey::new(PLATFORM, &user, None)),
+            _ => Err(("chat_id", "a Telegram target needs chat_id or user_id (one of them)".into())),
+        }
+    }
+
+    fn target_of(&self, chat: &ChatKey) -> Value {
+        let mut target = json!({ "platform": PLATFORM, "chat_id": chat.chat_id });
+        if let Some(thread) = &chat.thread_id {
+            target["thread_id"] = json!(thread);
+        }
+        target
+    }
+
+    fn target_schema(&self) -> Value {
+        target_object_schema(
+            PLATFORM,
+            &[
+                ("chat_id", "Telegram chat id (groups are negative)."),
+                ("thread_id", "A forum topic in the chat."),
+                ("user_id", "A person: their private chat with the bot (instead of chat_id)."),
+            ],
+        )
     }
 }

@@ -67,16 +67,7 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// `text` cut to at most `max` characters, ending in `…` when cut. Cut plain text
-/// (before escaping) so that an entity or tag is never split.
-pub fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
+pub use crate::texts::cut;
 
 /// `text` escaped for HTML and cut so that the *escaped* result has at most `max`
 /// characters (ending in `…` when cut). Escaping can make text five times longer
