@@ -16,7 +16,6 @@ use super::layout::{Frame, html, span, unavailable, visit};
 use super::visibility::waits_on;
 use crate::clock::now_ms;
 use crate::interaction::{Interaction, Origin, RequestKind};
-use crate::store::ChatKey;
 use crate::texts::web::{WebMsg, waiting_title};
 
 /// Requests per page.
@@ -36,6 +35,8 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
         Ok(both) => both,
         Err(e) => return unavailable(&e),
     };
+    let networks = crate::platform::networks();
+    let targets: Places = targets.into_iter().map(|(id, chats)| (id, chats.iter().map(|c| networks.display_chat(c)).collect())).collect();
     let now = now_ms();
     let mut waiting: Vec<Interaction> = pending.into_iter().filter(|i| waits_on(&web, i, &viewer.actor, now)).collect();
     waiting.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then_with(|| b.id.cmp(&a.id)));
@@ -84,7 +85,7 @@ impl Filter {
         }
     }
 
-    fn keeps(&self, i: &Interaction, targets: &BTreeMap<String, Vec<ChatKey>>, now: i64) -> bool {
+    fn keeps(&self, i: &Interaction, targets: &Places, now: i64) -> bool {
         self.agent.as_ref().is_none_or(|a| *a == agent_of(i))
             && self.target.as_ref().is_none_or(|t| shown_in(targets, i).any(|s| s == *t))
             && self.age.is_none_or(|(_, ms)| now - i.created_at_ms >= ms)
@@ -112,16 +113,13 @@ fn agent_of(i: &Interaction) -> String {
     i.origin.agent().unwrap_or("chat").to_owned()
 }
 
-/// `platform:chat[/thread]` of every chat showing the request.
-fn shown_in<'a>(targets: &'a BTreeMap<String, Vec<ChatKey>>, i: &Interaction) -> impl Iterator<Item = String> + 'a {
-    targets.get(&i.id).into_iter().flatten().map(chat_label)
-}
+/// Where each pending request is shown, by interaction id, each chat as operators
+/// write it (`telegram:-100123/7`).
+type Places = BTreeMap<String, Vec<String>>;
 
-pub(super) fn chat_label(chat: &ChatKey) -> String {
-    match &chat.thread_id {
-        Some(t) => format!("{}:{}/{t}", chat.platform, chat.chat_id),
-        None => format!("{}:{}", chat.platform, chat.chat_id),
-    }
+/// Every chat showing the request.
+fn shown_in<'a>(targets: &'a Places, i: &Interaction) -> impl Iterator<Item = String> + 'a {
+    targets.get(&i.id).into_iter().flatten().cloned()
 }
 
 /// What the request asks, in a line: its actions' names or its first question.
@@ -141,7 +139,7 @@ pub(super) fn started_by(frame: &Frame<'_>, i: &Interaction) -> String {
     }
 }
 
-fn row(frame: &Frame<'_>, i: &Interaction, targets: &BTreeMap<String, Vec<ChatKey>>, now: i64) -> Markup {
+fn row(frame: &Frame<'_>, i: &Interaction, targets: &Places, now: i64) -> Markup {
     let places: Vec<String> = shown_in(targets, i).collect();
     html! {
         li.request {

@@ -64,7 +64,7 @@ impl Web {
     /// The inbox for a running bridge. `open_viewers` are `access.users` and
     /// `access.admins` (`platform:user_id`).
     pub fn new(store: Store, engine: EngineHandle, policy: AccessPolicy, open_viewers: &[String], settings: WebSettings) -> Arc<Web> {
-        let open_viewers = open_viewers.iter().filter_map(|e| e.split_once(':')).map(|(p, id)| (p.to_owned(), id.to_owned())).collect();
+        let open_viewers = open_viewers.iter().filter_map(|e| crate::platform::networks().parse_user(e)).collect();
         let prefix = url::Url::parse(&settings.public_url).map(|u| u.path().trim_end_matches('/').to_owned()).unwrap_or_default();
         let (changes_tx, changes) = watch::channel(0);
         let web = Arc::new(Web { store, engine, policy, open_viewers, settings, prefix, changes });

@@ -13,7 +13,7 @@ use maud::{Markup, html};
 
 use super::Web;
 use super::forms::Fields;
-use super::inbox::{asks, chat_label, countdown, started_by};
+use super::inbox::{asks, countdown, started_by};
 use super::json_view::{blocks, json};
 use super::layout::{Frame, html, unavailable, visit, when};
 use super::session::Viewer;
@@ -102,8 +102,9 @@ pub(super) async fn render(frame: &Frame<'_>, viewer: &Viewer, id: &str, notice:
 
 /// The chats whose messages show the request, each once, in the order first shown.
 fn shown_in(messages: &[MessageRef]) -> Vec<String> {
+    let networks = crate::platform::networks();
     let mut chats: Vec<String> = Vec::new();
-    for label in messages.iter().map(|m| chat_label(&m.chat)) {
+    for label in messages.iter().map(|m| networks.display_chat(&m.chat)) {
         if !chats.contains(&label) {
             chats.push(label);
         }
