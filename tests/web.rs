@@ -64,6 +64,10 @@ async fn approve_in_the_browser_is_a_click() {
     let resolved = audit.iter().find(|e| e.outcome == "resolved").expect("a resolved entry");
     let actor = resolved.actor.as_ref().expect("who");
     assert_eq!((actor.platform.as_str(), actor.user_id.as_str(), actor.channel.as_deref()), ("telegram", "3003", Some("web")));
+    let mut export = Vec::new();
+    hitl_bridge::admin::audit_export::run(&store, i64::MIN, hitl_bridge::admin::audit_export::Format::Jsonl, &mut export).await.unwrap();
+    let export = String::from_utf8(export).unwrap();
+    assert!(export.contains(r#""who":{"platform":"telegram","user_id":"3003","name":"Ana","channel":"web"}"#), "{export}");
     store.close().await;
 
     let (_, _, page) = ana.get("/inbox").await;
