@@ -125,6 +125,11 @@ async fn sign_in_links_work_once_and_expire() {
     }
     let token = link.rsplit('/').next().unwrap().to_owned();
     let spend = || inbox.http.post(format!("{}/inbox/sign-in", inbox.base)).form(&[("token", token.clone())]).send();
+    // Another site's page posting the link (login CSRF) is refused and spends nothing.
+    let cross =
+        inbox.http.post(format!("{}/inbox/sign-in", inbox.base)).header("sec-fetch-site", "cross-site").form(&[("token", token.clone())]).send().await.unwrap();
+    assert_eq!(cross.status(), StatusCode::FORBIDDEN);
+    assert!(cross.headers().get(SET_COOKIE).is_none());
     let first = spend().await.unwrap();
     assert_eq!(first.status(), StatusCode::SEE_OTHER);
     assert!(support::web_inbox::session_cookie(first.headers()).is_some());

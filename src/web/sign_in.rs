@@ -1,6 +1,7 @@
 //! Signing in and out. A sign-in link opens a page with a **Sign in** button: only
 //! the POST spends the link, so a link preview or a scanner fetching it changes
-//! nothing. Signing out ends the session in the store.
+//! nothing, and a form posted from another site is refused. Signing out ends the
+//! session in the store.
 
 use std::sync::Arc;
 
@@ -42,6 +43,11 @@ pub(super) async fn page(State(web): State<Arc<Web>>, Path(token): Path<String>,
 /// `POST /inbox/sign-in`: spends the link and opens the session.
 pub(super) async fn spend(State(web): State<Arc<Web>>, headers: HeaderMap, body: Bytes) -> Response {
     let frame = Frame { web: &web, locale: locale(&headers), viewer: None };
+    // A page of another site submitting someone's link would sign the browser in as
+    // that someone (login CSRF); browsers say where a form came from.
+    if headers.get("sec-fetch-site").is_some_and(|site| site == "cross-site") {
+        return form_expired(&frame);
+    }
     let form = Fields::parse(&body);
     let Some(token) = form.non_empty("token") else { return refused(&frame) };
     let actor = match web.store.spend_sign_in_link(&hash(token), now_ms()).await {
