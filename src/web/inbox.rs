@@ -50,7 +50,7 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
     let page = filter.page.clamp(1, pages);
     let rows = &chosen[(page - 1) * PAGE..(page * PAGE).min(chosen.len())];
     let body = html! {
-        h1 { (frame.t(WebMsg::Inbox)) " " span.count { "(" (total) ")" } }
+        h1 { (frame.t(WebMsg::Inbox)) " " span.count id="inbox-count" data-live { "(" (total) ")" } }
         (filters(&frame, &filter, &agents, &places))
         div id="inbox-list" data-live {
             @if rows.is_empty() {
