@@ -276,6 +276,9 @@ impl Settings {
         if let Some((key, reason)) = self.http.problem().or_else(|| self.mcp.problem()).or_else(|| self.web.problem()) {
             return Err(ConfigError::Invalid { key, reason });
         }
+        if self.web.enabled && !self.http.enabled {
+            return invalid("web.enabled", "the web inbox is served on the HTTP listener: set http.enabled = true too");
+        }
         for channel in &self.routing.channels {
             if crate::platform::networks().parse_chat(channel).is_none() {
                 return invalid(
@@ -398,6 +401,15 @@ mod tests {
     use secrecy::ExposeSecret;
 
     use super::*;
+
+    #[test]
+    fn the_web_inbox_needs_the_http_listener() {
+        let err = Settings::from_pairs(&[("web.enabled", "true"), ("http.enabled", "false")]).unwrap_err().to_string();
+        assert!(err.contains("web.enabled") && err.contains("http.enabled = true"), "{err}");
+        assert!(Settings::from_pairs(&[("web.enabled", "true")]).is_ok());
+        let err = Settings::from_pairs(&[("web.public_url", "ftp://x")]).unwrap_err().to_string();
+        assert!(err.contains("web.public_url"), "{err}");
+    }
 
     #[test]
     fn defaults_load_and_validate() {
