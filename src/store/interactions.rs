@@ -98,15 +98,22 @@ impl Store {
     /// rescan). Rows are decoded one at a time and their bodies dropped, so listing
     /// thousands pending holds no more than one of them at once.
     pub async fn pending_timers(&self) -> Result<Vec<PendingTimers>> {
+        self.pending_each(|interaction| Some(PendingTimers::of(&interaction))).await
+    }
+
+    /// What `keep` makes of each pending interaction, oldest first, where it makes
+    /// something. Rows are decoded one at a time and dropped once `keep` has seen them,
+    /// so going through thousands holds no more than one of them at once.
+    pub async fn pending_each<T>(&self, mut keep: impl FnMut(Interaction) -> Option<T>) -> Result<Vec<T>> {
         let mut rows =
             sqlx::query("SELECT id, body, revision FROM interactions WHERE status = $1 ORDER BY created_at_ms, id").bind(pending()).fetch(&self.pool);
-        let mut timers = Vec::new();
-        while let Some(row) = rows.try_next().await.map_err(StoreError::query("list pending interactions' timers"))? {
-            if let Some(interaction) = skip_corrupt(decode_row(&row)) {
-                timers.push(PendingTimers::of(&interaction));
+        let mut kept = Vec::new();
+        while let Some(row) = rows.try_next().await.map_err(StoreError::query("go through pending interactions"))? {
+            if let Some(made) = skip_corrupt(decode_row(&row)).and_then(&mut keep) {
+                kept.push(made);
             }
         }
-        Ok(timers)
+        Ok(kept)
     }
 
     /// The session's pending interactions, oldest first.

@@ -31,24 +31,35 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
     };
     let viewer = &viewer;
     let frame = Frame { web: &web, locale, viewer: Some(viewer) };
-    let (pending, targets) = match tokio::try_join!(web.store.pending_interactions(), web.store.pending_targets()) {
+    let now = now_ms();
+    // One request at a time is decoded and only what the list needs is kept: the
+    // inbox's memory does not grow with the number pending.
+    let waiting = web.store.pending_each(|i| waits_on(&web, &i, &viewer.actor, now).then(|| Waiting::of(&i)));
+    let (waiting, targets) = match tokio::try_join!(waiting, web.store.pending_targets()) {
         Ok(both) => both,
         Err(e) => return unavailable(&e),
     };
     let networks = crate::platform::networks();
     let targets: Places = targets.into_iter().map(|(id, chats)| (id, chats.iter().map(|c| networks.display_chat(c)).collect())).collect();
-    let now = now_ms();
-    let mut waiting: Vec<Interaction> = pending.into_iter().filter(|i| waits_on(&web, i, &viewer.actor, now)).collect();
+    let mut waiting = waiting;
     waiting.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then_with(|| b.id.cmp(&a.id)));
     let total = waiting.len();
     let filter = Filter::read(&Fields::query(query.as_deref()));
     // The choices come from everything waiting, so a filter can always be undone.
-    let agents: BTreeSet<String> = waiting.iter().map(agent_of).collect();
-    let places: BTreeSet<String> = waiting.iter().flat_map(|i| shown_in(&targets, i)).collect();
-    let chosen: Vec<&Interaction> = waiting.iter().filter(|i| filter.keeps(i, &targets, now)).collect();
+    let agents: BTreeSet<&str> = waiting.iter().map(|w| w.agent.as_str()).collect();
+    let places: BTreeSet<String> = waiting.iter().flat_map(|w| shown_in(&targets, &w.id)).collect();
+    let chosen: Vec<&Waiting> = waiting.iter().filter(|w| filter.keeps(w, &targets, now)).collect();
     let pages = chosen.len().div_ceil(PAGE).max(1);
     let page = filter.page.clamp(1, pages);
-    let rows = &chosen[(page - 1) * PAGE..(page * PAGE).min(chosen.len())];
+    let mut rows = Vec::with_capacity(PAGE);
+    for w in &chosen[(page - 1) * PAGE..(page * PAGE).min(chosen.len())] {
+        match web.store.interaction(&w.id).await {
+            Ok(Some(i)) => rows.push(i),
+            // Settled and pruned since: no longer waiting.
+            Ok(None) => {}
+            Err(e) => return unavailable(&e),
+        }
+    }
     let body = html! {
         h1 { (frame.t(WebMsg::Inbox)) " " span.count id="inbox-count" data-live { "(" (total) ")" } }
         (filters(&frame, &filter, &agents, &places))
@@ -57,13 +68,26 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
                 p.empty { (frame.t(WebMsg::NothingWaiting)) }
             } @else {
                 ul.requests {
-                    @for i in rows { (row(&frame, i, &targets, now)) }
+                    @for i in &rows { (row(&frame, i, &targets, now)) }
                 }
             }
             (pager(&frame, &filter, page, pages))
         }
     };
     html(StatusCode::OK, frame.page(&waiting_title(total, frame.t(WebMsg::Inbox)), body))
+}
+
+/// What the list keeps of a request waiting on the person.
+struct Waiting {
+    id: String,
+    created_at_ms: i64,
+    agent: String,
+}
+
+impl Waiting {
+    fn of(i: &Interaction) -> Waiting {
+        Waiting { id: i.id.clone(), created_at_ms: i.created_at_ms, agent: agent_of(i) }
+    }
 }
 
 /// What the query asks for.
@@ -85,10 +109,10 @@ impl Filter {
         }
     }
 
-    fn keeps(&self, i: &Interaction, targets: &Places, now: i64) -> bool {
-        self.agent.as_ref().is_none_or(|a| *a == agent_of(i))
-            && self.target.as_ref().is_none_or(|t| shown_in(targets, i).any(|s| s == *t))
-            && self.age.is_none_or(|(_, ms)| now - i.created_at_ms >= ms)
+    fn keeps(&self, w: &Waiting, targets: &Places, now: i64) -> bool {
+        self.agent.as_ref().is_none_or(|a| *a == w.agent)
+            && self.target.as_ref().is_none_or(|t| shown_in(targets, &w.id).any(|s| s == *t))
+            && self.age.is_none_or(|(_, ms)| now - w.created_at_ms >= ms)
     }
 
     /// The query of this filter on page `page`.
@@ -117,9 +141,9 @@ fn agent_of(i: &Interaction) -> String {
 /// write it (`telegram:-100123/7`).
 type Places = BTreeMap<String, Vec<String>>;
 
-/// Every chat showing the request.
-fn shown_in<'a>(targets: &'a Places, i: &Interaction) -> impl Iterator<Item = String> + 'a {
-    targets.get(&i.id).into_iter().flatten().cloned()
+/// Every chat showing request `id`.
+fn shown_in<'a>(targets: &'a Places, id: &str) -> impl Iterator<Item = String> + 'a {
+    targets.get(id).into_iter().flatten().cloned()
 }
 
 /// What the request asks, in a line: its actions' names or its first question.
@@ -140,7 +164,7 @@ pub(super) fn started_by(frame: &Frame<'_>, i: &Interaction) -> String {
 }
 
 fn row(frame: &Frame<'_>, i: &Interaction, targets: &Places, now: i64) -> Markup {
-    let places: Vec<String> = shown_in(targets, i).collect();
+    let places: Vec<String> = shown_in(targets, &i.id).collect();
     html! {
         li.request {
             a.asks href=(frame.path(&format!("/inbox/requests/{}", i.id))) { (asks(i)) }
@@ -159,13 +183,13 @@ pub(super) fn countdown(deadline_ms: i64, now: i64) -> Markup {
     html! { time.countdown data-deadline=(deadline_ms) datetime=(super::layout::when(deadline_ms)) { (span(deadline_ms - now)) } }
 }
 
-fn filters(frame: &Frame<'_>, f: &Filter, agents: &BTreeSet<String>, places: &BTreeSet<String>) -> Markup {
+fn filters(frame: &Frame<'_>, f: &Filter, agents: &BTreeSet<&str>, places: &BTreeSet<String>) -> Markup {
     html! {
         form.filters method="get" action=(frame.path("/inbox")) {
             label { (frame.t(WebMsg::Agent)) " "
                 select name="agent" {
                     option value="" { "—" }
-                    @for a in agents { option value=(a) selected[f.agent.as_ref() == Some(a)] { (a) } }
+                    @for a in agents { option value=(a) selected[f.agent.as_deref() == Some(*a)] { (a) } }
                 }
             }
             label { (frame.t(WebMsg::Where)) " "
