@@ -453,10 +453,11 @@ async fn cross_replica(n: usize) {
     let hook = format!("http://{listen}/telegram/hook");
     let mut second = first.clone();
     second.backend.replica_id = Some("second".into());
-    second.telegram.mode = hitl_bridge::platform::telegram::settings::TelegramMode::Webhook;
-    second.telegram.webhook_url = Some(hook.clone());
-    second.telegram.webhook_listen = listen;
-    second.telegram.webhook_secret = Some(HOOK_SECRET.to_owned().into());
+    let telegram = second.platforms.get_mut::<hitl_bridge::platform::telegram::settings::TelegramSettings>();
+    telegram.mode = hitl_bridge::platform::telegram::settings::TelegramMode::Webhook;
+    telegram.webhook_url = Some(hook.clone());
+    telegram.webhook_listen = listen;
+    telegram.webhook_secret = Some(HOOK_SECRET.to_owned().into());
     let holder = support::start_headless(&first).await;
     let other = support::start_headless(&second).await;
     for user in &users {

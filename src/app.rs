@@ -27,7 +27,7 @@ use crate::config::{BackendKind, Settings};
 use crate::engine::{Engine, EngineError, EngineHandle};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
-use crate::platform::console::Console;
+use crate::platform::descriptor::{StartContext, Terminal};
 use crate::platform::token::TokenSigner;
 use crate::platform::{Platform, PlatformError};
 use crate::server::Readiness;
@@ -68,7 +68,8 @@ pub struct App {
     engine_task: JoinHandle<()>,
     /// Set once by the engine's task as it ends, however it ends.
     engine_end: watch::Receiver<Option<EngineEnd>>,
-    console_task: Option<JoinHandle<Result<(), PlatformError>>>,
+    /// Platforms' work whose end ends the bridge (the console reading its input).
+    foreground: Vec<JoinHandle<Result<(), PlatformError>>>,
     platforms: Vec<Arc<dyn Platform>>,
     http: Option<(SocketAddr, JoinHandle<()>)>,
     store: Store,
@@ -77,9 +78,9 @@ pub struct App {
 }
 
 impl App {
-    /// Starts the bridge. `console` is the terminal's input and output, used when
-    /// `console.enabled` is set.
-    pub async fn start<R, W>(settings: &Settings, console: Option<(R, W)>) -> Result<App, AppError>
+    /// Starts the bridge. `terminal` is the terminal's input and output, for the
+    /// platform that is the terminal (`console.enabled`).
+    pub async fn start<R, W>(settings: &Settings, terminal: Option<(R, W)>) -> Result<App, AppError>
     where
         R: AsyncBufRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -94,48 +95,33 @@ impl App {
         let metrics = Metrics::new();
         // Every listener (HTTP API, Telegram webhook, Discord endpoint) shares these.
         let limits = Limits::from_settings(&settings.http, crate::listener::raise_open_files_limit());
+        // Chat platforms, in the registry's order: each `start` spawns its own
+        // background tasks (polling, gateway, HTTP endpoints) and returns the platform
+        // for the engine. A platform that is enabled but cannot start stops the bridge
+        // with a clear error, rather than running without it.
+        let context = StartContext {
+            policy: settings.access_policy(),
+            replica_id: settings.backend.replica_id(),
+            limits,
+            engine: engine.clone(),
+            signer: signer.clone(),
+            store: store.clone(),
+            metrics: metrics.clone(),
+            terminal: std::sync::Mutex::new(terminal.map(|(input, output)| Terminal { input: Box::new(input), output: Box::new(output) })),
+        };
         let mut platforms: Vec<Arc<dyn Platform>> = Vec::new();
-        let mut console_input = None;
-        if let (true, Some((input, output))) = (settings.console.enabled, console) {
-            let console = Console::new(&settings.console, output);
-            platforms.push(console.clone());
-            console_input = Some((console, input));
-        }
-        // Chat platforms: each `start` spawns its own background tasks (polling, gateway,
-        // HTTP endpoints) and returns the platform for the engine.
-        // A platform that is enabled but cannot start stops the bridge with a clear
-        // error, rather than running without it.
-        if settings.telegram.enabled {
-            let telegram = crate::platform::telegram::start(
-                &settings.telegram,
-                settings.access_policy(),
-                settings.backend.replica_id(),
-                limits,
-                engine.clone(),
-                signer.clone(),
-                store.clone(),
-                metrics.clone(),
-            )
-            .await
-            .map_err(|e| AppError::Platform { platform: "telegram", reason: e.to_string() })?;
-            platforms.push(telegram);
-        }
-        if settings.discord.enabled {
-            let discord = crate::platform::discord::start(
-                &settings.discord,
-                limits,
-                settings.access_policy(),
-                signer.clone(),
-                engine.clone(),
-                store.clone(),
-                metrics.clone(),
-            )
-            .await
-            .map_err(|e| AppError::Platform { platform: "discord", reason: e.to_string() })?;
-            platforms.push(discord);
+        let mut foreground = Vec::new();
+        for descriptor in crate::platform::registry::DESCRIPTORS {
+            let name = descriptor.network().name();
+            let Some(section) = settings.platforms.named(name).filter(|s| s.enabled()) else { continue };
+            let started = descriptor.start(section, &context).await.map_err(|reason| AppError::Platform { platform: name, reason })?;
+            if let Some(started) = started {
+                platforms.push(started.platform);
+                foreground.extend(started.foreground);
+            }
         }
         if platforms.is_empty() {
-            tracing::warn!("no platform is enabled: requests will wait for their deadline (enable console, telegram or discord)");
+            tracing::warn!("no platform is enabled: requests will wait for their deadline (enable one of {})", crate::platform::networks().listed());
         }
 
         // Backends: the inbound HTTP API serves `api:` sessions; the configured
@@ -186,9 +172,9 @@ impl App {
             }),
             ended,
         ));
-        let console_task = console_input.map(|(console, input)| tokio::spawn(console.run(input, engine.clone())));
+        let foreground = foreground.into_iter().map(tokio::spawn).collect();
         readiness.platforms_started();
-        Ok(App { engine, stop, engine_task, engine_end, console_task, platforms, http, store, retention })
+        Ok(App { engine, stop, engine_task, engine_end, foreground, platforms, http, store, retention })
     }
 
     /// The address the HTTP listener is bound to (`http.listen`; port 0 picks one).
@@ -196,17 +182,21 @@ impl App {
         self.http.as_ref().map(|(addr, _)| *addr)
     }
 
-    /// Resolves when the console's input ends (EOF or `/quit`); never without a console.
+    /// Resolves when a platform's foreground work ends: the console's input (EOF or
+    /// `/quit`). Never when no platform has any.
     pub async fn console_closed(&mut self) {
-        match self.console_task.as_mut() {
-            Some(task) => match task.await {
-                Ok(Err(e)) => tracing::error!(error = %e, "console failed"),
-                Err(e) => tracing::error!(error = %e, "console task panicked"),
-                Ok(Ok(())) => {}
-            },
-            None => std::future::pending().await,
+        if self.foreground.is_empty() {
+            return std::future::pending().await;
         }
-        self.console_task = None;
+        // By reference: dropped unfinished (another branch of a `select!` won), the
+        // tasks stay here for `stop` to abort.
+        let (ended, index, _) = futures_util::future::select_all(self.foreground.iter_mut()).await;
+        match ended {
+            Ok(Err(e)) => tracing::error!(error = %e, "console failed"),
+            Err(e) => tracing::error!(error = %e, "console task panicked"),
+            Ok(Ok(())) => {}
+        }
+        self.foreground.remove(index);
     }
 
     /// Resolves when the engine's task ends, with how it ended. Before [`App::stop`]
@@ -230,7 +220,7 @@ impl App {
         for platform in &self.platforms {
             platform.shutdown();
         }
-        if let Some(task) = &self.console_task {
+        for task in &self.foreground {
             task.abort();
         }
         if let Some((_, task)) = &self.http {

@@ -26,16 +26,16 @@ pub use crate::engine::routing::{RouteTarget, RoutingSettings};
 pub use crate::listener::settings::{ApiToken, HttpSettings};
 pub use crate::logging::{LogFormat, LogSettings};
 pub use crate::mcp::settings::{MCP_TOOLS, McpSettings};
-pub use crate::platform::console::settings::ConsoleSettings;
-pub use crate::platform::discord::settings::DiscordSettings;
-pub use crate::platform::telegram::settings::{TelegramMode, TelegramSettings};
+pub use crate::platform::descriptor::Sections;
 pub use crate::platform::token::TokenSettings;
 pub use crate::redact::url_without_password;
 pub use crate::store::settings::StoreSettings;
 pub use crate::web::WebSettings;
 
+/// The whole configuration. Unknown keys are refused before it is read (see
+/// [`Settings::load_from`]): the chat platforms' sections are not fields here but
+/// [`Sections`], each read by its platform's descriptor.
 #[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
 pub struct Settings {
     pub backend: BackendSettings,
     pub store: StoreSettings,
@@ -44,15 +44,9 @@ pub struct Settings {
     #[serde(default)]
     pub access: AccessSettings,
     #[serde(default)]
-    pub console: ConsoleSettings,
-    #[serde(default)]
     pub log: LogSettings,
     #[serde(default)]
     pub tokens: TokenSettings,
-    #[serde(default)]
-    pub telegram: TelegramSettings,
-    #[serde(default)]
-    pub discord: DiscordSettings,
     #[serde(default)]
     pub http: HttpSettings,
     #[serde(default)]
@@ -76,6 +70,10 @@ pub struct Settings {
     /// and [`crate::interaction::policy`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policies: Vec<PolicySpec>,
+    /// Each chat platform's section (`[telegram]`, `[discord]`, `[console]`, …), in
+    /// the registry's order, read by the platform's own descriptor.
+    #[serde(skip)]
+    pub platforms: Sections,
     /// Not a key: set by `demo`, whose terminal approves pairing codes, so an empty
     /// `access.admins` there is no cause for a warning.
     #[serde(skip)]
@@ -141,7 +139,7 @@ pub struct KnownKeys {
 impl KnownKeys {
     /// Read from the built-in defaults, so a new key is known the moment it exists.
     pub fn new() -> Result<Self, ConfigError> {
-        let value = serde_json::to_value(Settings::from_pairs(&[])?).map_err(|e| ConfigError::Invalid { key: "(defaults)", reason: e.to_string() })?;
+        let value = Settings::from_pairs(&[])?.to_json();
         let mut known = KnownKeys { sections: vec!["policies".into()], ..KnownKeys::default() };
         for (section, members) in value.as_object().into_iter().flatten() {
             known.sections.push(section.clone());
@@ -213,10 +211,17 @@ impl Settings {
         for (key, value) in overrides {
             builder = builder.set_override(*key, *value)?;
         }
-        builder.build().map_err(ConfigError::from).and_then(Self::from_config).map_err(|error| {
-            let file = file.as_deref().zip(file_text.as_deref());
-            locate(error, &environment, file)
-        })
+        let located = |error| locate(error, &environment, file.as_deref().zip(file_text.as_deref()));
+        let config = builder.build().map_err(|e| located(e.into()))?;
+        // A section no part of the bridge reads, in a file that is not TOML (a TOML
+        // file's keys were checked line by line above, with their line numbers).
+        if let Some(file) = &file {
+            let top: config::Map<String, config::Value> = config.clone().try_deserialize().map_err(|e| located(e.into()))?;
+            if let Some(section) = top.keys().find(|section| !known.sections.contains(section)) {
+                return Err(ConfigError::UnknownKey { at: file.display().to_string(), nearest: known.nearest(section), key: section.to_owned() });
+            }
+        }
+        Self::from_config(config).map_err(located)
     }
 
     /// One warning per environment variable that looks meant for the bridge but sets
@@ -243,9 +248,25 @@ impl Settings {
     }
 
     fn from_config(config: config::Config) -> Result<Self, ConfigError> {
-        let settings: Settings = config.try_deserialize()?;
+        let mut platforms = Vec::new();
+        for descriptor in crate::platform::registry::DESCRIPTORS {
+            platforms.push((descriptor.network().name(), descriptor.read_section(&config)?));
+        }
+        let mut settings: Settings = config.try_deserialize()?;
+        settings.platforms = Sections::new(platforms);
         settings.validate()?;
         Ok(settings)
+    }
+
+    /// The settings as JSON, every platform's section included (secrets redacted).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        if let Some(sections) = value.as_object_mut() {
+            for (name, section) in self.platforms.iter() {
+                sections.insert(name.to_owned(), section.to_json());
+            }
+        }
+        value
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
@@ -267,7 +288,7 @@ impl Settings {
         if self.timeouts.approval_secs == 0 || self.timeouts.question_secs == 0 {
             return invalid("timeouts.approval_secs", "timeouts must be at least 1 second");
         }
-        if let Some((key, reason)) = owned(self.telegram.problem()).or_else(|| owned(self.discord.problem())) {
+        if let Some((key, reason)) = self.platforms.iter().find_map(|(_, section)| section.problem()) {
             return Err(ConfigError::Invalid { key, reason });
         }
         if let Some((key, reason)) = self.access.problem() {
@@ -279,12 +300,10 @@ impl Settings {
         if self.web.enabled && !self.http.enabled {
             return invalid("web.enabled", "the web inbox is served on the HTTP listener: set http.enabled = true too");
         }
+        let networks = crate::platform::networks();
         for channel in &self.routing.channels {
-            if crate::platform::networks().parse_chat(channel).is_none() {
-                return invalid(
-                    "routing.channels",
-                    &format!("`{channel}` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, console)"),
-                );
+            if networks.parse_chat(channel).is_none() {
+                return invalid("routing.channels", &format!("`{channel}` is not platform:chat {}", networks.chat_examples(true)));
             }
         }
         self.try_policies()?;
@@ -331,8 +350,9 @@ impl Settings {
     /// enabled chat platform where nobody could talk, or pairing nobody may approve
     /// from a chat.
     pub fn access_warnings(&self) -> Vec<String> {
-        let enabled = [("telegram", self.telegram.enabled), ("discord", self.discord.enabled)];
-        let mut warnings = self.access.warnings(enabled.into_iter().filter(|&(_, on)| on).map(|(platform, _)| platform));
+        // The terminal needs nobody on a list: whoever types there started the bridge.
+        let open = crate::platform::networks().always_open();
+        let mut warnings = self.access.warnings(self.platforms.enabled().filter(|platform| !open.iter().any(|o| o == platform)));
         if self.pairing_approved_at_terminal {
             warnings.retain(|w| !w.starts_with("access.pairing is on but access.admins is empty"));
         }
@@ -359,7 +379,7 @@ impl Settings {
 
     /// The effective configuration as pretty JSON, secrets redacted.
     pub fn redacted_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("(cannot print settings: {e})"))
+        serde_json::to_string_pretty(&self.to_json()).unwrap_or_else(|e| format!("(cannot print settings: {e})"))
     }
 }
 
@@ -648,7 +668,7 @@ mod tests {
     /// environment: none is forgotten when a key is added.
     #[test]
     fn every_list_key_is_known_as_one() {
-        let value = serde_json::to_value(Settings::from_pairs(&[]).unwrap()).unwrap();
+        let value = Settings::from_pairs(&[]).unwrap().to_json();
         let mut lists: Vec<String> = Vec::new();
         for (section, members) in value.as_object().unwrap() {
             for (key, member) in members.as_object().into_iter().flatten() {
@@ -728,7 +748,7 @@ mod tests {
         for (key, given, expected) in cases {
             let name = variable(key);
             let s = load_env(&[(&name, given)]).unwrap_or_else(|e| panic!("{name}={given}: {e}"));
-            let printed = serde_json::to_value(&s).unwrap();
+            let printed = s.to_json();
             let (section, member) = key.split_once('.').unwrap();
             let read: Vec<String> = serde_json::from_value(printed[section][member].clone()).unwrap();
             // Secrets are printed redacted: compare the names only.

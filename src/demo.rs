@@ -23,9 +23,20 @@ const PAIRING_POLL: Duration = Duration::from_millis(500);
 /// Which chat the demo uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DemoChat {
+    /// The terminal (the platform that is always open).
     Terminal,
-    Telegram,
-    Discord,
+    /// A chat platform's bot (its name in the registry, e.g. `telegram`).
+    Bot(&'static str),
+}
+
+impl DemoChat {
+    /// The bot chat of the platform named `name`, when the registry has it and it
+    /// is not the terminal.
+    pub fn bot(name: &str) -> Option<Self> {
+        let descriptor = crate::platform::registry::descriptor(name)?;
+        let network = descriptor.network();
+        (!network.always_open()).then_some(Self::Bot(network.name()))
+    }
 }
 
 /// The demo's settings: the reference agent at `backend_url` / `history_url`, the
@@ -35,27 +46,33 @@ pub fn settings(chat: DemoChat, backend_url: &str, history_url: &str, http_liste
     settings_from(chat, backend_url, history_url, http_listen, Environment::from_process())
 }
 
+/// Owned overrides as `Settings` takes them.
+fn pairs(overrides: &[(String, String)]) -> Vec<(&str, &str)> {
+    overrides.iter().map(|(key, value)| (key.as_str(), value.as_str())).collect()
+}
+
 fn settings_from(chat: DemoChat, backend_url: &str, history_url: &str, http_listen: &str, environment: Environment) -> Result<Settings, ConfigError> {
-    let mut overrides = vec![
-        ("backend.kind", "stream"),
-        ("backend.url", backend_url),
-        ("backend.history_url", history_url),
-        ("store.url", STORE),
-        ("http.listen", http_listen),
-    ];
-    match chat {
-        DemoChat::Terminal => {
-            overrides.push(("console.enabled", "true"));
-            // The terminal is the chat: no bot is started whatever the environment says.
-            overrides.extend([("telegram.enabled", "false"), ("discord.enabled", "false")]);
-            return Settings::from_pairs(&overrides);
-        }
-        DemoChat::Telegram => overrides.extend([("telegram.enabled", "true"), ("discord.enabled", "false")]),
-        DemoChat::Discord => overrides.extend([("discord.enabled", "true"), ("telegram.enabled", "false")]),
+    let mut overrides: Vec<(String, String)> =
+        [("backend.kind", "stream"), ("backend.url", backend_url), ("backend.history_url", history_url), ("store.url", STORE), ("http.listen", http_listen)]
+            .into_iter()
+            .map(|(key, value)| (key.to_owned(), value.to_owned()))
+            .collect();
+    // One chat: the chosen bot, or the terminal; no other bot is started whatever the
+    // environment says.
+    for descriptor in crate::platform::registry::DESCRIPTORS {
+        let network = descriptor.network();
+        let on = match chat {
+            DemoChat::Terminal => network.always_open(),
+            DemoChat::Bot(name) => network.name() == name,
+        };
+        overrides.push((format!("{}.enabled", network.name()), on.to_string()));
     }
-    overrides.extend([("console.enabled", "false"), ("access.pairing", "true")]);
+    if chat == DemoChat::Terminal {
+        return Settings::from_pairs(&pairs(&overrides));
+    }
+    overrides.push(("access.pairing".into(), "true".into()));
     // The bot's keys (token, api_url, channels, …) come from the environment.
-    let mut settings = Settings::load_from(None, environment, &overrides)?;
+    let mut settings = Settings::load_from(None, environment, &pairs(&overrides))?;
     // Nobody needs to be in access.admins: this terminal approves the codes.
     settings.pairing_approved_at_terminal = true;
     Ok(settings)
@@ -95,12 +112,12 @@ pub fn banner(chat: DemoChat, agent: &str, http_listen: &str, token: &str, timeo
              Authorization: Bearer {token} and \"targets\":[{{\"platform\":\"console\"}}] (see the README).\n\
              Its store is {STORE}: `HITL_BRIDGE__STORE__URL={STORE} {program} pending` reads it."
         ),
-        DemoChat::Telegram | DemoChat::Discord => format!(
+        DemoChat::Bot(name) => format!(
             "hitl-bridge demo: a reference agent at {agent} and your {} bot as the chat.\n\
              Write to the bot (in a group, mention it). Whoever does is asked about here first:\n  \
              answer y to let them talk. {scenarios}\n\
              Its store is {STORE}. Ctrl-C stops the demo.",
-            if chat == DemoChat::Telegram { "Telegram" } else { "Discord" }
+            crate::platform::registry::descriptor(name).map_or(name, |d| d.title())
         ),
     }
 }
@@ -161,8 +178,9 @@ mod tests {
     #[test]
     fn a_bot_demo_is_not_warned_about_pairing_without_admins() {
         let environment = Environment::from_vars([("HITL_BRIDGE__TELEGRAM__TOKEN".to_owned(), "123456:abc".to_owned())]);
-        let settings = settings_from(DemoChat::Telegram, "ws://127.0.0.1:1/ws/{session_id}", "http://127.0.0.1:1/h", "127.0.0.1:0", environment).unwrap();
-        assert!(settings.telegram.enabled && settings.access.pairing && settings.access.admins.is_empty());
+        let settings =
+            settings_from(DemoChat::Bot("telegram"), "ws://127.0.0.1:1/ws/{session_id}", "http://127.0.0.1:1/h", "127.0.0.1:0", environment).unwrap();
+        assert!(settings.platforms.named("telegram").is_some_and(|s| s.enabled()) && settings.access.pairing && settings.access.admins.is_empty());
         assert!(settings.access_warnings().is_empty(), "{:?}", settings.access_warnings());
         let mut s = Settings::from_pairs(&[("access.pairing", "true")]).unwrap();
         assert_eq!(s.access_warnings().len(), 1, "a real bridge is still warned");

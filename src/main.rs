@@ -41,8 +41,12 @@ enum Command {
         #[arg(long, conflicts_with = "discord")]
         telegram: bool,
         /// Use your Discord bot as the chat (HITL_BRIDGE__DISCORD__CHANNELS: where).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "chat")]
         discord: bool,
+        /// Use your bot on this chat platform as the chat (`--chat telegram` is
+        /// `--telegram`); its keys from HITL_BRIDGE__<PLATFORM>__*.
+        #[arg(long, value_name = "PLATFORM", conflicts_with = "telegram")]
+        chat: Option<String>,
         /// Seconds before the "timeout" scenario gives up.
         #[arg(long, default_value_t = 20)]
         timeout_secs: u64,
@@ -292,11 +296,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             agent_sim::serve(listener, SimOptions { timeout_secs, token }).await?;
             Ok(())
         }
-        Command::Demo { timeout_secs, http_listen, telegram, discord } => {
-            let chat = match (telegram, discord) {
-                (true, _) => DemoChat::Telegram,
-                (_, true) => DemoChat::Discord,
-                _ => DemoChat::Terminal,
+        Command::Demo { timeout_secs, http_listen, telegram, discord, chat } => {
+            let bot = chat.or_else(|| telegram.then(|| "telegram".to_owned())).or_else(|| discord.then(|| "discord".to_owned()));
+            let chat = match bot {
+                None => DemoChat::Terminal,
+                Some(name) => DemoChat::bot(&name)
+                    .with_context(|| format!("--chat {name}: not a chat platform with a bot ({})", hitl_bridge::platform::networks().listed()))?,
             };
             demo(chat, timeout_secs, http_listen).await
         }
@@ -304,7 +309,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             // stdout carries the protocol: logs go to stderr only (init_logging does).
             init_logging("warn");
             if let Some(bad) = targets.iter().find(|t| hitl_bridge::mcp::tools::target(t).is_none()) {
-                anyhow::bail!("--target {bad:?} is not platform:chat (e.g. telegram:-100123/7, discord:1100…, console)");
+                anyhow::bail!("--target {bad:?} is not platform:chat {}", hitl_bridge::platform::networks().chat_examples(true));
             }
             hitl_bridge::mcp::stdio::run(&url, &token, targets).await?;
             Ok(())
@@ -383,16 +388,7 @@ fn startup_line(settings: &Settings, config: Option<&std::path::Path>) -> String
         hitl_bridge::config::BackendKind::Agno => format!("agno {}", settings.agno.url),
         kind => serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
     };
-    let mut platforms = Vec::new();
-    if settings.telegram.enabled {
-        platforms.push("telegram");
-    }
-    if settings.discord.enabled {
-        platforms.push("discord");
-    }
-    if settings.console.enabled {
-        platforms.push("console");
-    }
+    let platforms: Vec<&str> = settings.platforms.enabled().collect();
     let http = if settings.http.enabled { settings.http.listen.clone() } else { "off".to_owned() };
     format!(
         "hitl-bridge {} starting: config {source}; store {}; backend {backend}; platforms {}; http {http}",
@@ -432,7 +428,8 @@ async fn demo(chat: DemoChat, timeout_secs: u64, http_listen: String) -> anyhow:
 async fn run_until_stopped(settings: &Settings) -> anyhow::Result<()> {
     // One bridge per SQLite file; released by the OS however this process ends.
     let _store_lock = hitl_bridge::store::lock::lock_store(&settings.store.url)?;
-    let console = settings.console.enabled.then(|| (BufReader::new(tokio::io::stdin()), tokio::io::stdout()));
+    // The terminal, for the platform that is the terminal (when it is enabled).
+    let console = Some((BufReader::new(tokio::io::stdin()), tokio::io::stdout()));
     let mut app = App::start(settings, console).await?;
     let engine_stopped = app.engine_stopped();
     tokio::select! {

@@ -3,6 +3,7 @@
 //! gateway exactly as Discord would send them; the tests assert the exact commands the
 //! agent received and snapshot the payloads the bridge sent to Discord.
 
+use hitl_bridge::platform::discord::settings::DiscordSettings;
 use support::discord_chat::*;
 use support::fake_discord;
 mod support;
@@ -42,7 +43,7 @@ impl Rig {
             .agent(timeout_secs)
             .settings(extra)
             .tweak(|s| {
-                s.discord.channels = vec![CHANNEL_ID.into()];
+                s.platforms.get_mut::<DiscordSettings>().channels = vec![CHANNEL_ID.into()];
                 s.access.approver_roles = vec![LEAD_ROLE.into()];
                 // Thảo may talk to the agent; the stranger may not.
                 s.access.users = vec![format!("discord:{THAO}")];
@@ -1094,7 +1095,7 @@ async fn approver_role_counts_in_a_dm_click() {
     const LEAD: &str = "500000000000000002";
     const NO_ROLE: &str = "500000000000000003";
     let rig = Rig::start_with(20, &[], |s| {
-        s.discord.guild_id = Some(GUILD_ID.into());
+        s.platforms.get_mut::<DiscordSettings>().guild_id = Some(GUILD_ID.into());
         s.routing.target = hitl_bridge::config::RouteTarget::Channel;
         s.routing.channels = vec![format!("discord:user:{LEAD}")];
     })
@@ -1318,7 +1319,7 @@ mod policies {
         let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
         let store = hitl_bridge::store::Store::connect("sqlite::memory:").await.expect("store");
         let discord = hitl_bridge::platform::discord::start(
-            &settings.discord,
+            settings.platforms.get::<DiscordSettings>(),
             hitl_bridge::listener::Limits::from_settings(&settings.http, None),
             settings.access_policy(),
             TokenSigner::new(b"k"),

@@ -3,6 +3,7 @@
 //! Telegram and fake Discord, clicked there, and read back by `GET` and by the signed
 //! callback, whose exact JSON and signature are checked.
 
+use hitl_bridge::platform::discord::settings::DiscordSettings;
 use support::backends;
 use support::fake_discord;
 use support::fake_telegram;
@@ -420,7 +421,7 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
 /// shown.
 #[tokio::test]
 async fn idempotency_and_every_error_code() {
-    let api = Api::start(|s| s.discord.enabled = false).await;
+    let api = Api::start(|s| s.platforms.get_mut::<DiscordSettings>().enabled = false).await;
     let body = json!({"approval_key": "k-1", "targets": [ops_target()], "actions": [{"name": "deploy", "args": {"v": "2.3"}}]});
     assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
     // The same body again (keys reordered, other whitespace): 200 with the current state.
@@ -707,7 +708,7 @@ async fn chat_turn_routed_to_an_approvers_dm() {
     let url = format!("ws://{}/ws/{{session_id}}", sim.addr);
     let api = Api::start(|s| {
         s.backend.url = url;
-        s.discord.enabled = false;
+        s.platforms.get_mut::<DiscordSettings>().enabled = false;
         s.access.approvers = vec!["telegram:3003".into()];
         // The requester may talk to the agent.
         s.access.users = vec!["telegram:1001".into()];
@@ -740,7 +741,7 @@ fn ms_until(rfc3339: &Value) -> i64 {
 /// the idempotency check covers the policy; a fallback sets `expires_at`.
 #[tokio::test]
 async fn policy_validation_and_idempotency() {
-    let api = Api::start(|s| s.discord.enabled = false).await;
+    let api = Api::start(|s| s.platforms.get_mut::<DiscordSettings>().enabled = false).await;
     let with = |policy: Value| json!({"targets": [ops_target()], "actions": [{"name": "run_migration", "args": {}}], "policy": policy});
     let error = |code: &str, message: &str, field: &str| json!({"error": {"code": code, "message": message, "field": field}});
     let cases: Vec<(Value, Value)> = vec![
@@ -835,7 +836,7 @@ async fn policy_validation_and_idempotency() {
 /// second approver's click resolves it.
 #[tokio::test]
 async fn quorum_of_two_named_approvers() {
-    let api = Api::start(|s| s.discord.enabled = false).await;
+    let api = Api::start(|s| s.platforms.get_mut::<DiscordSettings>().enabled = false).await;
     let body = json!({"approval_key": "q2-1", "targets": [ops_target()],
         "actions": [{"name": "run_migration", "args": {"db": "orders"}}],
         "policy": {"approvers": ["telegram:3003", "telegram:3004"], "quorum": 2}});
@@ -887,7 +888,7 @@ async fn quorum_of_two_named_approvers() {
 #[tokio::test]
 async fn a_configured_policy_overrides_the_requests_own() {
     let api = Api::start(|s| {
-        s.discord.enabled = false;
+        s.platforms.get_mut::<DiscordSettings>().enabled = false;
         s.policies = vec![
             serde_json::from_value(json!({"name": "migrations", "tools": ["run_migration"], "backends": ["http"], "approvers": ["telegram:3004"]})).unwrap(),
         ];
@@ -915,7 +916,7 @@ async fn a_configured_policy_overrides_the_requests_own() {
 /// moment, its reject decisions in `reply`, and `settled_by` says so.
 #[tokio::test]
 async fn policy_fallback_rejects_when_nobody_decides() {
-    let api = Api::start(|s| s.discord.enabled = false).await;
+    let api = Api::start(|s| s.platforms.get_mut::<DiscordSettings>().enabled = false).await;
     let body = json!({"approval_key": "fb-1", "targets": [ops_target()], "timeout_seconds": 600,
         "actions": [{"name": "a", "args": {}}, {"name": "b", "args": {}}],
         "policy": {"escalation": [{"after": "1s", "fallback": "reject"}]}});

@@ -5,6 +5,7 @@
 //! expected, labels and values, histogram series included. A Discord 429 on the fake
 //! Discord is counted under its own label.
 
+use hitl_bridge::platform::discord::settings::DiscordSettings;
 use support::fake_discord;
 use support::fake_telegram;
 mod support;
@@ -228,7 +229,7 @@ async fn discord_rate_limits_are_counted() {
     // Started once the gateway is ready and the slash commands are registered.
     let h = Harness::on(Chat::Discord)
         .tweak(|settings| {
-            settings.discord.channels = vec![CHANNEL_ID.into()];
+            settings.platforms.get_mut::<DiscordSettings>().channels = vec![CHANNEL_ID.into()];
             settings.access.users = vec!["discord:500000000000000001".into()];
         })
         .start()

@@ -11,6 +11,7 @@
 //!
 //! The agent's commands are asserted exactly; the audit log is read back from the store.
 
+use hitl_bridge::platform::discord::settings::DiscordSettings;
 use support::fake_discord;
 use support::fake_telegram;
 mod support;
@@ -311,7 +312,7 @@ mod discord {
                 .agent(600)
                 .settings(extra)
                 .tweak(move |settings| {
-                    settings.discord.channels = vec![CHANNEL_ID.into()];
+                    settings.platforms.get_mut::<DiscordSettings>().channels = vec![CHANNEL_ID.into()];
                     settings.access.users = vec![format!("discord:{THAO}")];
                     settings.policies = policies;
                 })

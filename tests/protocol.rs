@@ -124,7 +124,7 @@ const FIXTURES: &[(&str, As, &str)] = &[
     (
         "seed000/10_history_two_rounds.json",
         As::HistoryList,
-        "user: other | assistant: other | assistant:  | tool:  | assistant: request resolved=true [ask_user_question] answers 1 | assistant: other | assistant:  | tool:  | assistant: request resolved=true [ask_user_question] answers 1 | assistant: other",
+        "user: text \"hãy hỏi 2 lần\" | assistant: other | assistant:  | tool:  | assistant: request resolved=true [ask_user_question] answers 1 | assistant: other | assistant:  | tool:  | assistant: request resolved=true [ask_user_question] answers 1 | assistant: text \"Cảm ơn! Tổng kết...\" final",
     ),
     (
         "seed001/01_tool_params_questions.json",
@@ -215,6 +215,7 @@ fn summarize_history(message: &HistoryMessage) -> String {
                 action_requests.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", "),
                 submitted_answers.as_ref().map_or(0, |a| a.0.len())
             ),
+            HistoryBlock::Text { text, is_final } => format!("text {text:?}{}", if *is_final { " final" } else { "" }),
             HistoryBlock::Other => "other".into(),
         })
         .collect();

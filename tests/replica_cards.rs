@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use hitl_bridge::app::App;
 use hitl_bridge::interaction::{Actor, Delivery, UserAction};
-use hitl_bridge::platform::telegram::settings::TelegramMode;
+use hitl_bridge::platform::telegram::settings::{TelegramMode, TelegramSettings};
 use hitl_bridge::protocol::Decision;
 use hitl_bridge::store::Store;
 use serde_json::json;
@@ -37,10 +37,11 @@ fn second_replica(first: &hitl_bridge::config::Settings) -> hitl_bridge::config:
     let mut second = first.clone();
     second.backend.replica_id = Some("second".into());
     let listen = format!("127.0.0.1:{}", free_port());
-    second.telegram.mode = TelegramMode::Webhook;
-    second.telegram.webhook_url = Some(format!("http://{listen}/telegram/hook"));
-    second.telegram.webhook_listen = listen;
-    second.telegram.webhook_secret = Some("hook-secret".to_owned().into());
+    let telegram = second.platforms.get_mut::<TelegramSettings>();
+    telegram.mode = TelegramMode::Webhook;
+    telegram.webhook_url = Some(format!("http://{listen}/telegram/hook"));
+    telegram.webhook_listen = listen;
+    telegram.webhook_secret = Some("hook-secret".to_owned().into());
     second
 }
 
@@ -184,7 +185,8 @@ async fn a_turn_in_progress_on_a_replica_that_stops_is_taken_over_by_the_other()
     })
     .await;
     assert_eq!(approvals(h.sim()), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
-    assert!(!store.has_open_turn(&s).await.expect("read"), "the turn ended, and the store says so");
+    // The turn's end is recorded once the chat has shown its last words.
+    wait_until(|| async { (!store.has_open_turn(&s).await.expect("read")).then_some(()) }).await;
 
     second.stop().await;
     h.shutdown().await;
@@ -231,13 +233,13 @@ async fn on_postgres_an_update_stored_by_a_dead_replica_is_handled_by_the_other_
     // as its last renewal can make it, and never handled.
     let mut update = fake.message_update(chat, &thao(), "xin chào", None, None);
     update["update_id"] = json!(900_001);
-    let row = hitl_bridge::store::InboxUpdate { update_id: 900_001, chat_id: chat, body: update.to_string() };
+    let row = hitl_bridge::store::InboxUpdate { update_id: "900001".into(), seq: 900_001, lane: chat.to_string(), body: update.to_string() };
     let died = std::time::Instant::now();
     let claim = hitl_bridge::store::ShowClaim {
         owner: "second".into(),
         until_ms: hitl_bridge::clock::now_ms() + hitl_bridge::platform::telegram::INBOX_CLAIM.as_millis() as i64,
     };
-    assert_eq!(store.store_updates(std::slice::from_ref(&row), &claim, hitl_bridge::clock::now_ms()).await.expect("stored"), vec![900_001]);
+    assert_eq!(store.store_updates("telegram", std::slice::from_ref(&row), &claim, hitl_bridge::clock::now_ms()).await.expect("stored"), vec!["900001"]);
 
     let sim = h.sim();
     let reached =
@@ -246,7 +248,7 @@ async fn on_postgres_an_update_stored_by_a_dead_replica_is_handled_by_the_other_
     println!("an update stranded by a dead replica reached the agent {reached:?} after the death (claim {:?})", hitl_bridge::platform::telegram::INBOX_CLAIM);
     let took = reached.expect("the stranded update is handled");
     assert!(took <= Duration::from_secs(15), "taken over within about one lease period: {took:?}");
-    wait_until(|| async { (store.stored_updates().await.ok()? == 0).then_some(()) }).await;
+    wait_until(|| async { (store.stored_updates("telegram").await.ok()? == 0).then_some(()) }).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let messages: Vec<_> = h.sim().commands().into_iter().filter(|c| c["type"] == "message").collect();
     assert_eq!(messages.len(), 1, "handled once: {messages:?}");

@@ -10,6 +10,7 @@
 mod support;
 
 use hitl_bridge::agent_sim::SimHandle;
+use hitl_bridge::platform::discord::settings::DiscordSettings;
 use serde_json::{Value, json};
 use support::discord_chat::{button as discord_button, callbacks, components, has_embed, wait_edit, wait_text};
 use support::fake_discord::{self, CHANNEL_ID};
@@ -264,7 +265,7 @@ impl OnDiscord {
     async fn start() -> Self {
         let harness = Harness::on(Chat::Discord)
             .tweak(|settings| {
-                settings.discord.channels = vec![CHANNEL_ID.into()];
+                settings.platforms.get_mut::<DiscordSettings>().channels = vec![CHANNEL_ID.into()];
                 settings.access.users = vec![format!("discord:{THAO_ON_DISCORD}")];
             })
             .start()

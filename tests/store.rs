@@ -104,6 +104,7 @@ suite!(
     pending_in_chat_lists_what_a_chat_shows,
     secrets_are_created_once,
     a_session_lease_has_one_holder,
+    an_open_turn_counts_what_its_chats_showed_and_ends_only_itself,
     pairing_codes_are_reused_expire_and_pair_once,
     refused_talk_is_audited_with_where_and_what,
     a_strangers_refusal_window_counts_on_one_entry_across_replicas,
@@ -111,6 +112,8 @@ suite!(
     rules_are_listed_by_session_and_backend_and_revoked_once,
     settle_decision_stores_the_rule_only_for_the_winner,
     the_update_inbox_stores_once_claims_and_forgets,
+    the_inbox_migration_keeps_updates_in_flight,
+    pending_timers_are_read_from_their_columns,
     a_push_is_stored_whole_once_or_not_at_all,
     pending_pushes_are_paged_by_push_time_then_key,
     web_sign_in_links_are_spent_once_and_expire,
@@ -467,6 +470,35 @@ async fn a_session_lease_has_one_holder(db: &mut TestDb) {
     store.release_lease("S", "replica-b").await.expect("release");
     assert!(store.try_lease("S", "replica-a", T0 + 15_004, 10_000).await.expect("free again"));
     assert!(store.try_lease("T", "replica-b", T0, 10_000).await.expect("another session"));
+}
+
+async fn an_open_turn_counts_what_its_chats_showed_and_ends_only_itself(db: &mut TestDb) {
+    use hitl_bridge::store::OpenTurn;
+    let store = &db.store;
+    assert_eq!(store.open_turn_of("S").await.expect("read"), None);
+    let first = store.start_turn("S", T0).await.expect("start");
+    assert_eq!(first, T0);
+    assert_eq!(store.open_turn("S", T0 + 5).await.expect("a decision in the same turn"), T0, "the turn keeps when it opened");
+    // Notes may land out of order; the count never goes down.
+    store.note_texts_shown("S", first, 2).await.expect("note");
+    store.note_texts_shown("S", first, 1).await.expect("note");
+    assert_eq!(store.open_turn_of("S").await.expect("read"), Some(OpenTurn { opened_at_ms: T0, texts_shown: 2 }));
+    db.reopen().await;
+    let store = &db.store;
+    assert_eq!(store.open_turn_of("S").await.expect("read"), Some(OpenTurn { opened_at_ms: T0, texts_shown: 2 }), "kept across a restart");
+
+    // The next message starts a new turn before the first one's end was recorded, in
+    // the same millisecond: it gets a later time, and the first turn's late writes miss it.
+    let second = store.start_turn("S", T0).await.expect("start again");
+    assert_eq!(second, T0 + 1);
+    store.note_texts_shown("S", first, 5).await.expect("late note");
+    store.end_turn("S", first).await.expect("late end");
+    assert_eq!(store.open_turn_of("S").await.expect("read"), Some(OpenTurn { opened_at_ms: second, texts_shown: 0 }));
+    store.end_turn("S", second).await.expect("end");
+    assert_eq!(store.open_turn_of("S").await.expect("read"), None);
+    assert!(!store.has_open_turn("S").await.expect("read"));
+    store.note_texts_shown("S", second, 1).await.expect("a note after the end does nothing");
+    assert_eq!(store.open_turn_of("S").await.expect("read"), None);
 }
 
 async fn sessions_with_work_are_listed_once(db: &mut TestDb) {
@@ -859,37 +891,115 @@ async fn settle_decision_stores_the_rule_only_for_the_winner(db: &mut TestDb) {
     assert_eq!(store.interaction("id-S_2").await.expect("load"), Some(won));
 }
 
-/// The Telegram inbox: an update is stored once (a redelivery, even after it was
+/// The platforms' inbox: an update is stored once (a redelivery, even after it was
 /// handled, is no new row), a live claim is not taken over, a lapsed one is (oldest
-/// first), a handled update is never claimed again, and handled rows are pruned.
+/// first), a handled update is never claimed again, and handled rows are pruned. Each
+/// platform's updates are its own: the same id on another platform is another update.
 async fn the_update_inbox_stores_once_claims_and_forgets(db: &mut TestDb) {
     use hitl_bridge::store::{InboxUpdate, ShowClaim};
     let store = &db.store;
-    let update = |id: i64| InboxUpdate { update_id: id, chat_id: 7, body: format!("{{\"update_id\":{id}}}") };
+    const TG: &str = "telegram";
+    let update = |id: i64| InboxUpdate { update_id: id.to_string(), seq: id, lane: "7".into(), body: format!("{{\"update_id\":{id}}}") };
+    let ids = |ids: &[i64]| ids.iter().map(i64::to_string).collect::<Vec<String>>();
     let a = ShowClaim { owner: "a".into(), until_ms: T0 + 60_000 };
-    assert_eq!(store.store_updates(&[update(2), update(1)], &a, T0).await.unwrap(), vec![2, 1]);
-    assert_eq!(store.store_updates(&[update(1), update(3)], &a, T0).await.unwrap(), vec![3], "1 is already stored");
-    assert_eq!(store.stored_updates().await.unwrap(), 3);
+    assert_eq!(store.store_updates(TG, &[update(2), update(1)], &a, T0).await.unwrap(), ids(&[2, 1]));
+    assert_eq!(store.store_updates(TG, &[update(1), update(3)], &a, T0).await.unwrap(), ids(&[3]), "1 is already stored");
+    assert_eq!(store.store_updates("slack", &[update(1)], &a, T0).await.unwrap(), ids(&[1]), "another platform's update 1");
+    assert_eq!((store.stored_updates(TG).await.unwrap(), store.stored_updates("slack").await.unwrap()), (3, 1));
     let b = ShowClaim { owner: "b".into(), until_ms: T0 + 200_000 };
-    assert!(store.claim_stranded_updates(&b, T0 + 1_000).await.unwrap().is_empty(), "a's claims are live");
-    store.finish_update(2, T0 + 2_000).await.unwrap();
+    assert!(store.claim_stranded_updates(TG, &b, T0 + 1_000).await.unwrap().is_empty(), "a's claims are live");
+    store.finish_update(TG, "2", T0 + 2_000).await.unwrap();
     // a died: its claims lapse and b takes over what was not handled, oldest first.
-    let taken = store.claim_stranded_updates(&b, T0 + 61_000).await.unwrap();
-    assert_eq!(taken.iter().map(|u| u.update_id).collect::<Vec<_>>(), vec![1, 3]);
+    let taken = store.claim_stranded_updates(TG, &b, T0 + 61_000).await.unwrap();
+    assert_eq!(taken.iter().map(|u| u.update_id.clone()).collect::<Vec<_>>(), ids(&[1, 3]));
     assert_eq!(taken[0], update(1));
-    store.finish_update(1, T0 + 62_000).await.unwrap();
-    store.finish_update(3, T0 + 62_000).await.unwrap();
-    assert_eq!(store.stored_updates().await.unwrap(), 0);
-    assert!(store.store_updates(&[update(2)], &a, T0 + 63_000).await.unwrap().is_empty(), "handled, still recognised");
-    assert!(store.claim_stranded_updates(&b, i64::MAX).await.unwrap().is_empty(), "handled rows are never claimed");
-    assert_eq!(store.prune_handled_updates(T0 + 10_000).await.unwrap(), 1, "only 2 was handled before then");
-    assert_eq!(store.store_updates(&[update(2)], &a, T0 + 70_000).await.unwrap(), vec![2], "forgotten once pruned");
+    store.finish_update(TG, "1", T0 + 62_000).await.unwrap();
+    store.finish_update(TG, "3", T0 + 62_000).await.unwrap();
+    assert_eq!(store.stored_updates(TG).await.unwrap(), 0);
+    assert_eq!(store.stored_updates("slack").await.unwrap(), 1, "finishing Telegram's 1 left Slack's alone");
+    assert!(store.store_updates(TG, &[update(2)], &a, T0 + 63_000).await.unwrap().is_empty(), "handled, still recognised");
+    assert!(store.claim_stranded_updates(TG, &b, i64::MAX).await.unwrap().is_empty(), "handled rows are never claimed");
+    assert_eq!(store.prune_handled_updates(TG, T0 + 10_000).await.unwrap(), 1, "only 2 was handled before then");
+    assert_eq!(store.store_updates(TG, &[update(2)], &a, T0 + 70_000).await.unwrap(), ids(&[2]), "forgotten once pruned");
     // A batch longer than one statement's rows (100), overlapping what is stored: the
     // new ids come back in the order given, each once.
     let batch: Vec<InboxUpdate> = (1..=250).rev().map(update).collect();
-    let new = store.store_updates(&batch, &a, T0 + 71_000).await.unwrap();
-    assert_eq!(new, (4..=250).rev().collect::<Vec<i64>>(), "1 and 3 are handled, 2 was stored just before");
-    assert_eq!(store.stored_updates().await.unwrap(), 248, "2 and the 247 new");
+    let new = store.store_updates(TG, &batch, &a, T0 + 71_000).await.unwrap();
+    assert_eq!(new, ids(&(4..=250).rev().collect::<Vec<i64>>()), "1 and 3 are handled, 2 was stored just before");
+    assert_eq!(store.stored_updates(TG).await.unwrap(), 248, "2 and the 247 new");
+}
+
+/// Upgrading a store whose `telegram_inbox` holds updates in every state: the
+/// migration to `platform_inbox` keeps each one as it was, so a waiting update is
+/// handled once after the upgrade, a claimed one stays claimed, and a handled one is
+/// still recognised and never handled again.
+async fn the_inbox_migration_keeps_updates_in_flight(db: &mut TestDb) {
+    use hitl_bridge::store::{InboxUpdate, ShowClaim};
+    // Back to the schema before the migration, with rows as an older bridge left them.
+    let raw = db.raw().await;
+    for statement in [
+        "DROP TABLE platform_inbox",
+        "CREATE TABLE telegram_inbox (update_id BIGINT PRIMARY KEY NOT NULL, chat_id BIGINT NOT NULL, body TEXT NOT NULL,
+             received_at_ms BIGINT NOT NULL, claimed_by TEXT NOT NULL, claimed_until_ms BIGINT NOT NULL, handled_at_ms BIGINT)",
+        "INSERT INTO telegram_inbox VALUES (901, -100, '{\"update_id\":901}', 1000, 'old', 0, NULL)",
+        "INSERT INTO telegram_inbox VALUES (902, -100, '{\"update_id\":902}', 1000, 'old', 9000000000000, NULL)",
+        "INSERT INTO telegram_inbox VALUES (900, 7, '{\"update_id\":900}', 1000, 'old', 0, 2000)",
+        "DELETE FROM _sqlx_migrations WHERE version = 23",
+    ] {
+        sqlx::query(statement).execute(&raw).await.unwrap_or_else(|e| panic!("{statement}: {e}"));
+    }
+    raw.close().await;
+    db.reopen().await;
+    let store = &db.store;
+    assert_eq!(store.stored_updates("telegram").await.unwrap(), 2, "901 and 902 wait");
+    let claim = ShowClaim { owner: "new".into(), until_ms: i64::MAX };
+    let stranded = store.claim_stranded_updates("telegram", &claim, 5_000).await.unwrap();
+    assert_eq!(
+        stranded,
+        vec![InboxUpdate { update_id: "901".into(), seq: 901, lane: "-100".into(), body: "{\"update_id\":901}".into() }],
+        "902's claim is live"
+    );
+    let again = |id: i64| InboxUpdate { update_id: id.to_string(), seq: id, lane: "-100".into(), body: "{}".into() };
+    let new = store.store_updates("telegram", &[again(900), again(901), again(902), again(903)], &claim, 5_000).await.unwrap();
+    assert_eq!(new, vec!["903".to_owned()], "handled, waiting and claimed updates are all still known");
+    let raw = db.raw().await;
+    let old: Option<(i64,)> = sqlx::query_as("SELECT COUNT(*) FROM telegram_inbox").fetch_one(&raw).await.ok();
+    assert_eq!(old, None, "the old table is gone");
+    raw.close().await;
+}
+
+/// The rescan's timers come from their columns: a new request's deadline and next
+/// escalation step, moved on when a step is recorded; a row written before the
+/// columns existed is read from its body once, and its columns filled in.
+async fn pending_timers_are_read_from_their_columns(db: &mut TestDb) {
+    use hitl_bridge::interaction::policy::{EscalationStep, Mention, StepAction};
+    use hitl_bridge::store::{PendingTimers, ShowClaim};
+    let store = &db.store;
+    let mut escalating = policy(1, vec![]);
+    let remind = |after_secs| EscalationStep { after_secs, action: StepAction::Remind { mention: Mention::Approvers } };
+    escalating.escalation = vec![remind(10), remind(20)];
+    let created = trade_under("S", "S_t", escalating);
+    assert!(store.insert_interaction(&created).await.unwrap());
+    let plain = trade_under("S", "S_p", policy(1, vec![]));
+    assert!(store.insert_interaction(&plain).await.unwrap());
+    let timers = |list: Vec<PendingTimers>, id: &str| list.into_iter().find(|t| t.id == id).expect("listed");
+    let first = timers(store.pending_timers().await.unwrap(), "id-S_t");
+    assert_eq!(first, PendingTimers::of(&created));
+    assert_eq!(first.escalation_ms, Some(T0 + 10_000));
+    assert_eq!(timers(store.pending_timers().await.unwrap(), "id-S_p").escalation_ms, None);
+    let read = store.interaction("id-S_t").await.unwrap().unwrap();
+    let mut escalated = read.clone();
+    escalated.mark_escalated(0);
+    let claim = ShowClaim { owner: "a".into(), until_ms: T0 + 60_000 };
+    assert!(store.record_escalation(&read, &escalated, &[], &claim, &[]).await.unwrap());
+    assert_eq!(timers(store.pending_timers().await.unwrap(), "id-S_t").escalation_ms, Some(T0 + 20_000), "the next step");
+    // As an older bridge left it: no timer columns.
+    let raw = db.raw().await;
+    sqlx::query("UPDATE interactions SET escalation_ms = NULL, timers_known = 0").execute(&raw).await.unwrap();
+    assert_eq!(timers(store.pending_timers().await.unwrap(), "id-S_t").escalation_ms, Some(T0 + 20_000), "read from the body");
+    let filled: (Option<i64>, i64) = sqlx::query_as("SELECT escalation_ms, timers_known FROM interactions WHERE id = 'id-S_t'").fetch_one(&raw).await.unwrap();
+    assert_eq!(filled, (Some(T0 + 20_000), 1), "and written back");
+    raw.close().await;
 }
 
 /// A pushed request is stored with its interaction and shows; the same agent's key

@@ -3,6 +3,7 @@
 //! agent received and snapshots the keyboards the bridge sent (ids and token tags
 //! masked). Render unit tests at the end check the limits without any IO.
 
+use hitl_bridge::platform::telegram::settings::TelegramSettings;
 use support::fake_telegram;
 mod support;
 
@@ -745,7 +746,7 @@ async fn long_args_are_attached_as_a_json_document() {
     let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
     let store = hitl_bridge::store::Store::connect("sqlite::memory:").await.expect("store");
     let telegram = hitl_bridge::platform::telegram::start(
-        &settings.telegram,
+        settings.platforms.get::<TelegramSettings>(),
         settings.access_policy(),
         settings.backend.replica_id(),
         hitl_bridge::listener::Limits::from_settings(&settings.http, None),
@@ -1366,7 +1367,7 @@ mod policies {
         let (engine, _requests) = hitl_bridge::engine::EngineHandle::channel();
         let store = hitl_bridge::store::Store::connect("sqlite::memory:").await.expect("store");
         let telegram = hitl_bridge::platform::telegram::start(
-            &settings.telegram,
+            settings.platforms.get::<TelegramSettings>(),
             settings.access_policy(),
             settings.backend.replica_id(),
             hitl_bridge::listener::Limits::from_settings(&settings.http, None),
@@ -1463,13 +1464,13 @@ async fn an_update_stored_before_a_crash_is_handled_after_the_restart() {
     let mut update = h.fake.message_update(h.chat, &thao(), "xin chào", None, None);
     update["update_id"] = json!(900);
     let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
-    let row = hitl_bridge::store::InboxUpdate { update_id: update["update_id"].as_i64().unwrap(), chat_id: h.chat, body: update.to_string() };
+    let row = hitl_bridge::store::InboxUpdate { update_id: "900".into(), seq: 900, lane: h.chat.to_string(), body: update.to_string() };
     let claim = hitl_bridge::store::ShowClaim { owner: h.settings.backend.replica_id(), until_ms: i64::MAX };
-    assert_eq!(store.store_updates(std::slice::from_ref(&row), &claim, 0).await.unwrap(), vec![row.update_id]);
-    assert_eq!(store.store_updates(&[row], &claim, 0).await.unwrap(), Vec::<i64>::new(), "stored once");
+    assert_eq!(store.store_updates("telegram", std::slice::from_ref(&row), &claim, 0).await.unwrap(), vec![row.update_id.clone()]);
+    assert_eq!(store.store_updates("telegram", &[row], &claim, 0).await.unwrap(), Vec::<String>::new(), "stored once");
     h.start_bridge().await;
     h.message_with("Tôi đã nhận: xin chào").await;
-    wait_until(|| async { (store.stored_updates().await.unwrap() == 0).then_some(()) }).await;
+    wait_until(|| async { (store.stored_updates("telegram").await.unwrap() == 0).then_some(()) }).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let messages: Vec<_> = h.sim.commands().into_iter().filter(|c| c["type"] == "message").collect();
     assert_eq!(messages.len(), 1, "handled once: {messages:?}");

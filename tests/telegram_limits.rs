@@ -4,6 +4,7 @@
 //! chat (not just the one refused), and the refused one is sent again afterwards.
 //! Checked by the order of the requests the fake recorded, not by timing.
 
+use hitl_bridge::platform::telegram::settings::TelegramSettings;
 use support::fake_telegram;
 mod support;
 
@@ -27,7 +28,7 @@ impl Rig {
         let harness = Harness::on(Chat::Telegram)
             .no_agent()
             .tweak(|settings| {
-                assert!(settings.telegram.rate_limits, "the limits are on by default");
+                assert!(settings.platforms.get::<TelegramSettings>().rate_limits, "the limits are on by default");
                 settings.http.api_tokens = vec![format!("ci:{SECRET}")];
                 settings.access.users = vec![format!("telegram:{ANA}")];
             })

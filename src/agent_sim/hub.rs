@@ -21,6 +21,8 @@ struct State {
     sessions: HashMap<String, Session>,
     commands: Vec<Value>,
     down: bool,
+    /// Set by `forget_unsent`: a new connection gets only what is said from then on.
+    forgets_unsent: bool,
     /// Set by `close`: nothing new starts after it.
     closed: bool,
     next_conn_id: u64,
@@ -80,6 +82,10 @@ impl Hub {
         tracing::info!(down, "agent sim availability changed");
     }
 
+    pub(crate) fn set_forgets_unsent(&self, forgets: bool) {
+        self.lock().forgets_unsent = forgets;
+    }
+
     /// Makes a new connection the session's live one, replacing (and closing) any older
     /// one. `None` while down or closed: the upgrade raced with an outage.
     pub(crate) fn attach(&self, session_id: &str) -> Option<Live> {
@@ -89,7 +95,11 @@ impl Hub {
         }
         state.next_conn_id += 1;
         let id = state.next_conn_id;
+        let forgets_unsent = state.forgets_unsent;
         let session = state.sessions.entry(session_id.to_owned()).or_default();
+        if forgets_unsent {
+            session.forget_unsent();
+        }
         Some(session.attach(id))
     }
 

@@ -79,6 +79,14 @@ impl SimHandle {
         self.hub.set_down(down);
     }
 
+    /// From now on, a new connection of a session gets only what the agent says after
+    /// it: what it said while no connection was open (or on one that died before taking
+    /// it) is not sent again, and only the history has it. The protocol does not promise
+    /// the re-sending this simulator does by default.
+    pub fn forget_unsent(&self) {
+        self.hub.set_forgets_unsent(true);
+    }
+
     /// Closes every connection, stops running turns and the HTTP server.
     pub async fn shutdown(self) {
         self.hub.close();

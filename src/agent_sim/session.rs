@@ -127,6 +127,15 @@ impl Session {
         }
     }
 
+    /// Drops the frames no connection took: a backend that does not send again what it
+    /// said while no connection was open (its history still has it).
+    pub(crate) fn forget_unsent(&mut self) {
+        if !self.outbox.is_empty() {
+            tracing::info!(frames = self.outbox.len(), "forgetting what no connection took");
+            self.outbox.clear();
+        }
+    }
+
     pub(crate) fn delivered(&mut self, seq: u64) {
         if self.outbox.front().is_some_and(|(s, _)| *s == seq) {
             self.outbox.pop_front();

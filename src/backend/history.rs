@@ -3,8 +3,9 @@
 //! interaction. Matching is by `approval_key` when the backend includes it, else by
 //! the requested actions (history may add fields to the args, e.g. `answers`).
 //!
-//! [`reconcile`] runs after every (re)connect: it reads the history, drops queued
-//! replies the backend already has, and reports the rest to the engine. A request the
+//! [`read`] and [`reconcile`] run after every (re)connect: the history is read, queued
+//! replies the backend already has are dropped, and the rest is reported to the engine
+//! (the agent's texts in it are [`super::last_words`]' business). A request the
 //! history shows still waiting, with its `approval_key`, is reported too: the bridge
 //! may have died between the backend sending it and storing it, and the engine shows
 //! it unless it already knows the key.
@@ -15,34 +16,27 @@ use crate::interaction::{Interaction, Request, RequestBuilder, TimeoutDefaults};
 use crate::protocol::{Command, HistoryBlock, HistoryMessage, Reply};
 use crate::store::{Store, StoreError};
 
-/// Reads `template` (with `{session_id}` replaced) and returns what the engine should
-/// learn: the resolved requests, and a `Delivered` for each queued reply the backend
-/// already has. Those replies are dropped from the outbox first, so they are not sent
-/// twice. A history that cannot be read is logged and skipped: the connection goes
-/// on without it, and every unproven command is sent again.
-pub async fn reconcile(
-    store: &Store,
-    http: &reqwest::Client,
-    template: &str,
-    session_id: &str,
-    defaults: TimeoutDefaults,
-) -> Result<Vec<SessionUpdate>, StoreError> {
+/// Reads `template` (with `{session_id}` replaced). A history that cannot be read is
+/// logged and `None`: the connection goes on without it, and every unproven command is
+/// sent again.
+pub async fn read(http: &reqwest::Client, template: &str, session_id: &str) -> Option<Vec<HistoryMessage>> {
     let url = template.replace("{session_id}", session_id);
-    let messages: Vec<HistoryMessage> = match fetch(http, &url).await {
-        Ok(messages) => messages,
-        Err(e) => {
-            tracing::warn!(%session_id, %url, error = %e, "cannot read history; continuing without it");
-            return Ok(Vec::new());
-        }
-    };
+    fetch(http, &url).await.inspect_err(|e| tracing::warn!(%session_id, %url, error = %e, "cannot read history; continuing without it")).ok()
+}
+
+/// What the engine should learn from the history `messages`: the requests still waiting
+/// that it never stored, the resolved requests, and a `Delivered` for each queued reply
+/// the backend already has. Those replies are dropped from the outbox first, so they are
+/// not sent twice.
+pub async fn reconcile(store: &Store, messages: &[HistoryMessage], session_id: &str, defaults: TimeoutDefaults) -> Result<Vec<SessionUpdate>, StoreError> {
     let session = store.interactions_in_session(session_id).await?;
     // Only requests this bridge never stored; the engine would ignore the others anyway.
-    let mut updates: Vec<SessionUpdate> = waiting_requests(&messages, defaults)
+    let mut updates: Vec<SessionUpdate> = waiting_requests(messages, defaults)
         .into_iter()
         .filter(|request| !session.iter().any(|known| known.approval_key() == request.approval_key))
         .map(SessionUpdate::Request)
         .collect();
-    let resolved = resolved_requests(messages);
+    let resolved = resolved_requests(messages.to_vec());
     if !resolved.is_empty() {
         let delivered = drop_answered_commands(store, session_id, &session, &resolved).await?;
         updates.push(SessionUpdate::ResolvedInHistory(resolved));

@@ -6,7 +6,8 @@
 //! Layout:
 //! - [`session`]: what every connection-based backend shares: one supervised task per
 //!   session, reconnects with backoff, and the replica lease ([`lease`]), the durable
-//!   outbox ([`outbox`]) and reconciliation from history ([`history`]).
+//!   outbox ([`outbox`]), reconciliation from history ([`history`]) and the agent's
+//!   texts a restart must still relay from it ([`last_words`]).
 //! - [`link`]: the seam a backend plugs into: a [`link::Transport`] opens
 //!   [`link::Link`]s that write commands and read updates.
 //! - [`stream`]: the stream protocol over WebSocket, a [`session::Transport`]; its pure
@@ -27,6 +28,7 @@ pub mod history;
 pub mod http_api;
 pub mod kimi;
 pub mod langgraph;
+pub mod last_words;
 pub mod lease;
 pub mod link;
 pub mod outbox;

@@ -4,6 +4,8 @@
 //! [`Lease`] while connected, reconnects with capped exponential backoff, reconciles
 //! from history on every connect, delivers the outbox in order and at least once,
 //! closes the connection when idle, and relays the backend's updates to the engine.
+//! What the chats have shown of an open turn's texts is recorded with the turn, so a
+//! reconnect relays the texts the history holds beyond it once ([`super::last_words`]).
 //!
 //! A backend plugs in as a [`Transport`]: how to open a session's [`Link`], how to write
 //! one command to it and how to read the next updates from it, including whether they
@@ -20,6 +22,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
+use super::last_words::TurnTexts;
 use super::lease::Lease;
 pub use super::link::{Link, LinkError, Outgoing, Received, Sent, Transport};
 use super::outbox::{InFlight, Source};
@@ -288,6 +291,7 @@ impl<T: Transport> Drop for Inner<T> {
 async fn run<T: Transport>(inner: Arc<Inner<T>>, session_id: String, signals: Arc<Signals>) {
     let mut backoff = Duration::from_secs(1);
     let mut state = inner.transport.new_state();
+    let mut texts = TurnTexts::default();
     match inner.store.has_open_turn(&session_id).await {
         Ok(open) => signals.turn_restored.store(open, Ordering::Release),
         Err(e) => tracing::warn!(%session_id, error = %e, "cannot tell whether the agent is in a turn; connecting only for other work"),
@@ -324,7 +328,7 @@ async fn run<T: Transport>(inner: Arc<Inner<T>>, session_id: String, signals: Ar
                 backoff = Duration::from_secs(1);
                 tracing::info!(%session_id, backend = inner.transport.name(), "connected to backend");
                 let connected = inner.options.metrics.session_connected();
-                let ended = pump(&inner, &session_id, &signals, &mut state, link, taking).await;
+                let ended = pump(&inner, &session_id, &signals, &mut state, &mut texts, link, taking).await;
                 // What was in flight is written again on the next connection.
                 signals.in_flight.store(0, Ordering::Release);
                 match ended {
@@ -371,11 +375,22 @@ async fn pump<T: Transport>(
     session_id: &str,
     signals: &Signals,
     state: &mut T::State,
+    texts: &mut TurnTexts,
     mut link: T::Link,
     mut lease_taken: Instant,
 ) -> Result<(), LinkError> {
-    if let Some(template) = &inner.options.history_url {
-        for update in history::reconcile(&inner.store, &inner.http, template, session_id, inner.options.defaults).await? {
+    match inner.store.open_turn_of(session_id).await? {
+        Some(turn) => texts.track(turn.opened_at_ms, turn.texts_shown),
+        // No turn open (or its end was recorded): nothing of one to relay or count.
+        None => drop(texts.end()),
+    }
+    if let Some(template) = &inner.options.history_url
+        && let Some(messages) = history::read(&inner.http, template, session_id).await
+    {
+        // Read before anything of this connection is relayed: what arrives live after
+        // it and repeats these texts is the backend sending them again.
+        relay_last_words(inner, session_id, texts, &messages).await?;
+        for update in history::reconcile(&inner.store, &messages, session_id, inner.options.defaults).await? {
             send_update(inner, session_id, update).await?;
         }
     }
@@ -385,11 +400,11 @@ async fn pump<T: Transport>(
     // turn; a backend's latest outcome would be the turn before's.
     if signals.turn_restored.load(Ordering::Acquire) && !message_queued(inner, session_id).await? {
         let updates = link.resume_turn().await?;
-        relay(inner, session_id, signals, Received::updates(updates), &mut in_flight).await?;
+        relay(inner, session_id, signals, texts, Received::updates(updates), &mut in_flight).await?;
     }
     // Whatever was handed over before now is in the outbox this read sees.
     drop(signals.take_source(false));
-    flush(inner, session_id, signals, &mut link, &mut in_flight, Source::Store).await?;
+    flush(inner, session_id, signals, texts, &mut link, &mut in_flight, Source::Store).await?;
     let mut renew = tokio::time::interval(inner.lease.renew_every());
     renew.tick().await; // the first tick is immediate; the lease was just taken
     // Idleness is looked at a few times per `idle_close`: it only decides when to close.
@@ -411,7 +426,7 @@ async fn pump<T: Transport>(
                     if since.elapsed() >= inner.options.idle_close {
                         if signals.turn_restored.swap(false, Ordering::AcqRel) {
                             tracing::info!(%session_id, "the turn open when the bridge stopped was not heard from; taking it as ended");
-                            inner.store.close_turn(session_id).await?;
+                            end_turn(inner, session_id, texts).await?;
                         }
                         tracing::info!(%session_id, "idle; closing the backend connection");
                         return Ok(());
@@ -426,11 +441,11 @@ async fn pump<T: Transport>(
                 // for in memory: the outbox read checks it in the store.
                 let lease_vouched = lease_taken.elapsed() < inner.lease.period() / 2;
                 if let Some(source) = signals.take_source(lease_vouched) {
-                    flush(inner, session_id, signals, &mut link, &mut in_flight, source).await?;
+                    flush(inner, session_id, signals, texts, &mut link, &mut in_flight, source).await?;
                 }
             }
             received = link.recv(state) => match received {
-                Some(Ok(received)) => relay(inner, session_id, signals, received, &mut in_flight).await?,
+                Some(Ok(received)) => relay(inner, session_id, signals, texts, received, &mut in_flight).await?,
                 Some(Err(e)) => return Err(e),
                 None => return Ok(()),
             },
@@ -444,8 +459,48 @@ async fn message_queued<T: Transport>(inner: &Inner<T>, session_id: &str) -> Res
     Ok(inner.store.outbox_for_session(session_id).await?.iter().any(|(_, command)| matches!(command, Command::Message { .. })))
 }
 
+/// The agent's texts of the open turn that the history holds beyond what the chats were
+/// shown (it spoke while no bridge listened, or on a connection that died before its
+/// words were relayed), relayed once, with what to record once they are shown.
+async fn relay_last_words<T: Transport>(
+    inner: &Inner<T>,
+    session_id: &str,
+    texts: &mut TurnTexts,
+    messages: &[crate::protocol::HistoryMessage],
+) -> Result<(), LinkError> {
+    let last_words = texts.beyond(messages);
+    if last_words.is_empty() {
+        return Ok(());
+    }
+    tracing::info!(%session_id, texts = last_words.len(), "the history holds texts of this turn the chats were not shown; relaying them");
+    for text in last_words {
+        send_update(inner, session_id, text.into_update()).await?;
+    }
+    match texts.shown() {
+        Some(shown) => send_update(inner, session_id, shown).await,
+        None => Ok(()),
+    }
+}
+
+/// The open turn ended (or is taken as ended): its end is recorded once the chats have
+/// shown its last words, so a bridge killed before that still relays them after its
+/// restart. A turn this task does not know is closed at once.
+async fn end_turn<T: Transport>(inner: &Inner<T>, session_id: &str, texts: &mut TurnTexts) -> Result<(), LinkError> {
+    match texts.end() {
+        Some(ended) => send_update(inner, session_id, ended).await,
+        None => Ok(inner.store.close_turn(session_id).await?),
+    }
+}
+
 /// Confirms what the backend proved it read, then hands the updates to the engine.
-async fn relay<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signals, received: Received, in_flight: &mut InFlight) -> Result<(), LinkError> {
+async fn relay<T: Transport>(
+    inner: &Inner<T>,
+    session_id: &str,
+    signals: &Signals,
+    texts: &mut TurnTexts,
+    received: Received,
+    in_flight: &mut InFlight,
+) -> Result<(), LinkError> {
     if let Some(written) = received.proves_first {
         for approval_key in outbox::confirm_first(&inner.store, session_id, in_flight, written).await? {
             send_update(inner, session_id, SessionUpdate::Delivered { approval_key }).await?;
@@ -457,9 +512,22 @@ async fn relay<T: Transport>(inner: &Inner<T>, session_id: &str, signals: &Signa
     }
     for update in received.updates {
         match &update {
+            SessionUpdate::Text { text, .. } => {
+                if !texts.live(text) {
+                    tracing::info!(%session_id, "the backend sent again a text already relayed from its history; not shown twice");
+                    continue;
+                }
+                send_update(inner, session_id, update).await?;
+                if let Some(shown) = texts.shown() {
+                    send_update(inner, session_id, shown).await?;
+                }
+                continue;
+            }
             SessionUpdate::TurnEnded | SessionUpdate::TurnFailed { .. } => {
                 signals.turn_open.store(false, Ordering::Release);
-                inner.store.close_turn(session_id).await?;
+                send_update(inner, session_id, update).await?;
+                end_turn(inner, session_id, texts).await?;
+                continue;
             }
             // The backend has an outcome for the request: a reply still held for it is
             // delivered (approval_result) or too late (approval_timeout); either way it
@@ -486,10 +554,14 @@ async fn flush<T: Transport>(
     inner: &Inner<T>,
     session_id: &str,
     signals: &Signals,
+    texts: &mut TurnTexts,
     link: &mut T::Link,
     in_flight: &mut InFlight,
     source: Source,
 ) -> Result<(), LinkError> {
+    // A message or decision sent while the agent is in a turn belongs to that turn; one
+    // sent after its end starts a new turn.
+    let in_turn = signals.turn_open.load(Ordering::Acquire) || signals.turn_restored.load(Ordering::Acquire);
     let mut turn_started = false;
     let settled = outbox::flush(&inner.store, &inner.lease, session_id, link, in_flight, source, |command, sent| match command {
         Command::Message { .. } => {
@@ -511,7 +583,8 @@ async fn flush<T: Transport>(
         // Durable, so a bridge that dies before the turn ends is replaced by one that
         // connects this session again. Written after the command: until the backend
         // proves it read it, the outbox row is work enough.
-        inner.store.open_turn(session_id, now_ms()).await?;
+        let opened_at_ms = if in_turn { inner.store.open_turn(session_id, now_ms()).await? } else { inner.store.start_turn(session_id, now_ms()).await? };
+        texts.track(opened_at_ms, 0);
     }
     for update in settled {
         send_update(inner, session_id, update).await?;

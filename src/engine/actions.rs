@@ -6,7 +6,7 @@ use tokio::sync::oneshot;
 
 use super::lanes::Job;
 use super::shards::Input;
-use super::{ActError, ActOutcome, DRAFT_RACE_BACKOFF, Decided, EngineError, LOG_TARGET, MAX_DRAFT_RACES, PushOutcome, Shard, now_ms, policies};
+use super::{ActError, ActOutcome, DRAFT_RACE_BACKOFF, Decided, EngineError, LOG_TARGET, MAX_DRAFT_RACES, OpeningCheck, PushOutcome, Shard, now_ms, policies};
 
 use crate::interaction::{Actor, Applied, Attempt, Interaction, Origin, UserAction};
 use crate::protocol::{Command, UserInfo};
@@ -79,17 +79,19 @@ impl Shard {
     }
 
     /// `/cancel` in `chat`: the `cancel` command is queued here, in the chat's shard;
-    /// the session's shard settles its pending interactions and answers `done`.
-    pub(super) async fn cancel(&mut self, chat: &ChatKey, actor: &Actor, done: oneshot::Sender<Result<(), EngineError>>) {
+    /// the session's shard settles its pending interactions and answers on the
+    /// returned channel.
+    pub(super) async fn cancel(&mut self, chat: &ChatKey, actor: &Actor) -> oneshot::Receiver<Result<(), EngineError>> {
+        let (done, settled) = oneshot::channel();
         let session_id = match self.store.session_for_chat(chat).await {
             Ok(Some(session)) => session,
-            Ok(None) => return drop(done.send(Err(EngineError::NoSession))),
-            Err(e) => return drop(done.send(Err(e.into()))),
+            Ok(None) => return answered(done, Err(EngineError::NoSession), settled),
+            Err(e) => return answered(done, Err(e.into()), settled),
         };
         let (command, now) = (Command::Cancel { session_id: session_id.clone() }, now_ms());
         match self.store.enqueue(&command, now).await {
             Ok(id) => self.connectors.deliver_queued(Queued { id, created_at_ms: now, command }),
-            Err(e) => return drop(done.send(Err(e.into()))),
+            Err(e) => return answered(done, Err(e.into()), settled),
         }
         // Sent from a task: the session's shard may be this one, whose queue this
         // shard must not wait on.
@@ -98,6 +100,7 @@ impl Shard {
             let shard = shards.of_session(&session_id);
             shards.send(shard, Input::CancelSession { session_id, actor, done }).await;
         });
+        settled
     }
 
     /// Cancels the session's pending interactions on behalf of `actor` (`/cancel`).
@@ -178,6 +181,16 @@ impl Shard {
         }
     }
 
+    /// See [`EngineHandle::open`](super::EngineHandle::open).
+    pub(super) async fn open(&mut self, interaction_id: &str, actor: &Actor, attempt: Attempt, valid: OpeningCheck) -> Result<Interaction, ActError> {
+        let interaction = self.load(interaction_id).await?.ok_or(ActError::UnknownInteraction)?;
+        if let Err(refusal) = interaction.may_act(actor, &self.policy, now_ms()).and_then(|()| valid(&interaction)) {
+            self.record_refusal(&interaction, actor, &attempt, &refusal).await;
+            return Err(ActError::Refused(refusal));
+        }
+        Ok(interaction)
+    }
+
     /// The backend name rules and policies use for `interaction`'s requests.
     pub(super) fn backend_of(&self, interaction: &Interaction) -> String {
         match interaction.origin {
@@ -201,4 +214,10 @@ impl Shard {
             Err(e) => e.into(),
         }
     }
+}
+
+/// `settled`, with `result` already in it.
+fn answered<T>(done: oneshot::Sender<T>, result: T, settled: oneshot::Receiver<T>) -> oneshot::Receiver<T> {
+    let _ = done.send(result);
+    settled
 }

@@ -1,14 +1,14 @@
 //! A shard's loop: its inputs in order (a person's request, a backend update, a
 //! deadline), one at a time, and which handler each goes to.
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::lanes::Job;
 use super::shards::{Input, Watched};
 use super::shows::pending_in_chat;
-use super::{EngineError, EngineRequest, LOG_TARGET, Shard, TICK, now_ms};
+use super::{EngineError, EngineRequest, LOG_TARGET, PendingShown, Shard, TICK, now_ms};
 
-use crate::store::PendingShow;
+use crate::store::{ChatKey, PendingShow};
 
 impl Shard {
     /// Handles this shard's inputs in order, and its deadlines, until the engine
@@ -87,49 +87,19 @@ impl Shard {
     }
 
     pub(super) async fn handle_request(&mut self, request: EngineRequest) {
-        match request {
-            EngineRequest::UserMessage { chat, actor, text, done } => {
-                let _ = done.send(self.user_message(&chat, &actor, &text).await);
-            }
-            EngineRequest::Admit { chat, actor, attempted, text, locale, done } => {
-                let _ = done.send(self.gate(&chat, &actor, attempted, &text, locale).await);
-            }
-            EngineRequest::Pair { chat, actor, code, direct, done } => {
-                let _ = done.send(self.pair_in_chat(&chat, &actor, &code, direct).await);
-            }
-            EngineRequest::NewSession { chat, done } => {
-                let _ = done.send(self.new_session(&chat).await);
-            }
-            EngineRequest::Cancel { chat, actor, done } => self.cancel(&chat, &actor, done).await,
-            EngineRequest::Act { interaction_id, actor, action, done } => {
-                let _ = done.send(self.act(&interaction_id, &actor, action).await);
-            }
-            EngineRequest::Refused { refused } => self.platform_refusal(*refused).await,
-            EngineRequest::Push { request, interaction, done } => {
-                let _ = done.send(self.push(*request, *interaction).await);
-            }
-            EngineRequest::CancelInteraction { interaction_id, reason, done } => {
-                let _ = done.send(self.cancel_interaction(&interaction_id, &reason).await);
-            }
-            EngineRequest::Interaction { interaction_id, done } => {
-                let _ = done.send(self.load(&interaction_id).await.map_err(EngineError::from));
-            }
-            EngineRequest::PendingInChat { chat, done } => {
-                // Answered after the chat's queued messages are out, so a request shown
-                // a moment ago is listed; the engine does not wait for it.
-                let reached = self.lanes.barrier(&chat);
-                let store = self.store.clone();
-                tokio::spawn(async move {
-                    let _ = reached.await;
-                    let _ = done.send(pending_in_chat(&store, &chat).await);
-                });
-            }
-            EngineRequest::Rules { chat, actor, done } => {
-                let _ = done.send(self.rules_in_chat(&chat, &actor).await);
-            }
-            EngineRequest::RevokeRule { chat, actor, rule_id, done } => {
-                let _ = done.send(self.revoke_in_chat(&chat, &actor, &rule_id).await);
-            }
-        }
+        (request.work)(self).await;
+    }
+
+    /// `/pending`'s answer, read once the chat's queued messages are out (a request
+    /// shown a moment ago is then listed); the shard goes on meanwhile.
+    pub(super) fn pending_in_chat(&self, chat: ChatKey) -> oneshot::Receiver<Result<PendingShown, EngineError>> {
+        let (done, answer) = oneshot::channel();
+        let reached = self.lanes.barrier(&chat);
+        let store = self.store.clone();
+        tokio::spawn(async move {
+            let _ = reached.await;
+            let _ = done.send(pending_in_chat(&store, &chat).await);
+        });
+        answer
     }
 }

@@ -1,11 +1,15 @@
 //! The engine's front door for platforms: a cloneable handle whose calls travel over
-//! a channel to the engine task and come back with the outcome.
+//! a channel to the shard that handles them and come back with the outcome. Each call
+//! is written once: its method here names the shard ([`Route`]) and the work, and the
+//! router and the shards run any call alike.
 
+use futures_util::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 
+use super::Shard;
 use super::gate::{PairRefusal, Stranger};
 use super::rules::RevokeRefusal;
-use crate::interaction::{Actor, Interaction, Refusal, RefusedAttempt, RememberedRule, UserAction};
+use crate::interaction::{Actor, Attempt, Interaction, Refusal, RefusedAttempt, RememberedRule, UserAction};
 use crate::store::{ApiRequest, ChatKey, MessageRef, PairedUser, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -62,80 +66,41 @@ pub enum PushOutcome {
     Existing(ApiRequest),
 }
 
+/// A platform's check that what a click opens makes sense on the request as stored
+/// (beyond who may act: the action allows editing, the page exists): `Err` with the
+/// refusal to show and audit. Run by the engine, so the platform needs no second trip.
+pub type OpeningCheck = Box<dyn FnOnce(&Interaction) -> Result<(), Refusal> + Send>;
+
 /// Pending interactions with the messages that show them in one chat.
 pub type PendingShown = Vec<(Interaction, Vec<MessageRef>)>;
 
-#[derive(Debug)]
-pub enum EngineRequest {
-    UserMessage {
-        chat: ChatKey,
-        actor: Actor,
-        text: String,
-        done: oneshot::Sender<Result<String, EngineError>>,
-    },
-    Admit {
-        chat: ChatKey,
-        actor: Actor,
-        attempted: &'static str,
-        text: String,
-        locale: &'static str,
-        done: oneshot::Sender<Result<(), EngineError>>,
-    },
-    Pair {
-        chat: ChatKey,
-        actor: Actor,
-        code: String,
-        direct: bool,
-        done: oneshot::Sender<Result<PairedUser, PairRefusal>>,
-    },
-    /// A refusal a platform decided before the engine; nobody waits for it.
-    Refused {
-        refused: Box<RefusedAttempt>,
-    },
-    NewSession {
-        chat: ChatKey,
-        done: oneshot::Sender<Result<String, EngineError>>,
-    },
-    Cancel {
-        chat: ChatKey,
-        actor: Actor,
-        done: oneshot::Sender<Result<(), EngineError>>,
-    },
-    Act {
-        interaction_id: String,
-        actor: Actor,
-        action: UserAction,
-        done: oneshot::Sender<Result<ActOutcome, ActError>>,
-    },
-    Interaction {
-        interaction_id: String,
-        done: oneshot::Sender<Result<Option<Interaction>, EngineError>>,
-    },
-    Push {
-        request: Box<ApiRequest>,
-        interaction: Box<Interaction>,
-        done: oneshot::Sender<Result<PushOutcome, EngineError>>,
-    },
-    CancelInteraction {
-        interaction_id: String,
-        reason: String,
-        done: oneshot::Sender<Result<Option<Interaction>, EngineError>>,
-    },
-    PendingInChat {
-        chat: ChatKey,
-        done: oneshot::Sender<Result<PendingShown, EngineError>>,
-    },
-    Rules {
-        chat: ChatKey,
-        actor: Actor,
-        done: oneshot::Sender<Result<Vec<RememberedRule>, EngineError>>,
-    },
-    RevokeRule {
-        chat: ChatKey,
-        actor: Actor,
-        rule_id: String,
-        done: oneshot::Sender<Result<RememberedRule, RevokeRefusal>>,
-    },
+/// Which shard handles a request: a chat's, a session's, or the shard of the session
+/// an interaction belongs to (looked up when this replica does not know it yet).
+pub(super) enum Route {
+    Chat(ChatKey),
+    Session(String),
+    Interaction(String),
+}
+
+/// The work a request asks of its shard.
+type Work = Box<dyn for<'s> FnOnce(&'s mut Shard) -> BoxFuture<'s, ()> + Send>;
+
+/// A platform's call on its way to the engine: where it goes and what the shard does
+/// there. Each call is written once, in its [`EngineHandle`] method.
+pub struct EngineRequest {
+    pub(super) route: Route,
+    pub(super) work: Work,
+}
+
+impl std::fmt::Debug for EngineRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let route = match &self.route {
+            Route::Chat(chat) => format!("chat {}:{}", chat.platform, chat.chat_id),
+            Route::Session(session) => format!("session {session}"),
+            Route::Interaction(id) => format!("interaction {id}"),
+        };
+        f.debug_struct("EngineRequest").field("route", &route).finish_non_exhaustive()
+    }
 }
 
 /// Cheap to clone; every platform holds one.
@@ -151,15 +116,28 @@ impl EngineHandle {
         (Self { tx }, rx)
     }
 
-    async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> EngineRequest) -> Option<T> {
-        let (done, rx) = oneshot::channel();
-        self.tx.send(make(done)).await.ok()?;
-        rx.await.ok()
+    /// Runs `work` on the shard `route` names and returns what it answered; `None`
+    /// when the engine has stopped.
+    async fn call<T, F>(&self, route: Route, work: F) -> Option<T>
+    where
+        T: Send + 'static,
+        F: for<'s> FnOnce(&'s mut Shard) -> BoxFuture<'s, T> + Send + 'static,
+    {
+        let (done, answer) = oneshot::channel();
+        let work: Work = Box::new(move |shard| {
+            Box::pin(async move {
+                let _ = done.send(work(shard).await);
+            })
+        });
+        self.tx.send(EngineRequest { route, work }).await.ok()?;
+        answer.await.ok()
     }
 
     /// A chat message for the agent; returns the session it went to.
     pub async fn user_message(&self, chat: ChatKey, actor: Actor, text: String) -> Result<String, EngineError> {
-        self.call(|done| EngineRequest::UserMessage { chat, actor, text, done }).await.unwrap_or(Err(EngineError::Stopped))
+        self.call(Route::Chat(chat.clone()), move |shard| Box::pin(async move { shard.user_message(&chat, &actor, &text).await }))
+            .await
+            .unwrap_or(Err(EngineError::Stopped))
     }
 
     /// Whether `actor` may talk in `chat` (a message, or a chat command such as `/new`):
@@ -170,7 +148,9 @@ impl EngineHandle {
     /// [`EngineHandle::user_message`] checks again itself.
     pub async fn admit(&self, chat: ChatKey, actor: Actor, attempted: &'static str, text: &str, locale: &'static str) -> Result<(), EngineError> {
         let text = text.to_owned();
-        self.call(|done| EngineRequest::Admit { chat, actor, attempted, text, locale, done }).await.unwrap_or(Err(EngineError::Stopped))
+        self.call(Route::Chat(chat.clone()), move |shard| Box::pin(async move { shard.gate(&chat, &actor, attempted, &text, locale).await }))
+            .await
+            .unwrap_or(Err(EngineError::Stopped))
     }
 
     /// `/pair CODE` sent in `chat`; `direct` says the chat is the sender's own direct
@@ -178,23 +158,46 @@ impl EngineHandle {
     /// [`crate::interaction::admission::PairingAdmins`]); a refusal is audited.
     pub async fn pair(&self, chat: ChatKey, actor: Actor, code: &str, direct: bool) -> Result<PairedUser, PairRefusal> {
         let code = code.to_owned();
-        self.call(|done| EngineRequest::Pair { chat, actor, code, direct, done }).await.unwrap_or(Err(PairRefusal::Stopped))
+        self.call(Route::Chat(chat.clone()), move |shard| Box::pin(async move { shard.pair_in_chat(&chat, &actor, &code, direct).await }))
+            .await
+            .unwrap_or(Err(PairRefusal::Stopped))
     }
 
     /// Binds the chat to a fresh session (`/new`).
     pub async fn new_session(&self, chat: ChatKey) -> Result<String, EngineError> {
-        self.call(|done| EngineRequest::NewSession { chat, done }).await.unwrap_or(Err(EngineError::Stopped))
+        self.call(Route::Chat(chat.clone()), move |shard| Box::pin(async move { shard.new_session(&chat).await })).await.unwrap_or(Err(EngineError::Stopped))
     }
 
     /// Sends `cancel` and cancels the session's pending interactions (`/cancel`).
+    // The shard answers with a receiver, awaited here, outside the shard.
+    #[allow(clippy::async_yields_async)]
     pub async fn cancel(&self, chat: ChatKey, actor: Actor) -> Result<(), EngineError> {
-        self.call(|done| EngineRequest::Cancel { chat, actor, done }).await.unwrap_or(Err(EngineError::Stopped))
+        // Queued in the chat's shard; the session's shard answers once its requests are
+        // settled, without holding up the chat's.
+        let settled = self.call(Route::Chat(chat.clone()), move |shard| Box::pin(async move { shard.cancel(&chat, &actor).await })).await;
+        match settled {
+            Some(settled) => settled.await.unwrap_or(Err(EngineError::Stopped)),
+            None => Err(EngineError::Stopped),
+        }
     }
 
     /// A person's action on an interaction.
     pub async fn act(&self, interaction_id: &str, actor: Actor, action: UserAction) -> Result<ActOutcome, ActError> {
-        let interaction_id = interaction_id.to_owned();
-        self.call(|done| EngineRequest::Act { interaction_id, actor, action, done })
+        let id = interaction_id.to_owned();
+        self.call(Route::Interaction(id.clone()), move |shard| Box::pin(async move { shard.act(&id, &actor, action).await }))
+            .await
+            .unwrap_or(Err(ActError::Internal("the bridge is shutting down".into())))
+    }
+
+    /// Whether `actor` may open what `attempt` names on a request (a form, a prompt, a
+    /// page): the request as stored when they may, so the platform can fill the form
+    /// or draw the page; else why not. `valid` is the platform's own check of the
+    /// opening against the request (the action allows editing, the page exists). One
+    /// call: the engine loads the request, checks access and `valid`, and counts and
+    /// audits a refusal itself.
+    pub async fn open(&self, interaction_id: &str, actor: Actor, attempt: Attempt, valid: OpeningCheck) -> Result<Interaction, ActError> {
+        let id = interaction_id.to_owned();
+        self.call(Route::Interaction(id.clone()), move |shard| Box::pin(async move { shard.open(&id, &actor, attempt, valid).await }))
             .await
             .unwrap_or(Err(ActError::Internal("the bridge is shutting down".into())))
     }
@@ -205,44 +208,63 @@ impl EngineHandle {
     /// the audit write, so the click is answered at once.
     pub async fn refused(&self, refused: RefusedAttempt) {
         let who = (refused.actor.platform.clone(), refused.actor.user_id.clone(), refused.refusal.to_string());
-        if self.tx.send(EngineRequest::Refused { refused: Box::new(refused) }).await.is_err() {
+        let route = Route::Interaction(refused.interaction_id.clone());
+        let work: Work = Box::new(move |shard| Box::pin(async move { shard.platform_refusal(refused).await }));
+        if self.tx.send(EngineRequest { route, work }).await.is_err() {
             tracing::warn!(platform = %who.0, user = %who.1, refusal = %who.2, "the bridge is shutting down: a refused attempt is not audited");
         }
     }
 
     /// The stored interaction (e.g. to prefill an edit form).
     pub async fn interaction(&self, interaction_id: &str) -> Result<Option<Interaction>, EngineError> {
-        let interaction_id = interaction_id.to_owned();
-        self.call(|done| EngineRequest::Interaction { interaction_id, done }).await.unwrap_or(Err(EngineError::Stopped))
+        let id = interaction_id.to_owned();
+        self.call(Route::Interaction(id.clone()), move |shard| Box::pin(async move { shard.load(&id).await.map_err(EngineError::from) }))
+            .await
+            .unwrap_or(Err(EngineError::Stopped))
     }
 
     /// Stores and shows a request pushed over the HTTP API.
     pub async fn push(&self, request: ApiRequest, interaction: Interaction) -> Result<PushOutcome, EngineError> {
-        let (request, interaction) = (Box::new(request), Box::new(interaction));
-        self.call(|done| EngineRequest::Push { request, interaction, done }).await.unwrap_or(Err(EngineError::Stopped))
+        self.call(Route::Session(interaction.session_id.clone()), move |shard| Box::pin(async move { shard.push(request, interaction).await }))
+            .await
+            .unwrap_or(Err(EngineError::Stopped))
     }
 
     /// Cancels one interaction; returns it as it is afterwards (`None` if unknown).
     pub async fn cancel_interaction(&self, interaction_id: &str, reason: String) -> Result<Option<Interaction>, EngineError> {
-        let interaction_id = interaction_id.to_owned();
-        self.call(|done| EngineRequest::CancelInteraction { interaction_id, reason, done }).await.unwrap_or(Err(EngineError::Stopped))
+        let id = interaction_id.to_owned();
+        self.call(Route::Interaction(id.clone()), move |shard| Box::pin(async move { shard.cancel_interaction(&id, &reason).await }))
+            .await
+            .unwrap_or(Err(EngineError::Stopped))
     }
 
     /// Pending interactions shown in `chat`, with the messages that show them (`/pending`).
+    // The shard answers with a receiver, awaited here, outside the shard.
+    #[allow(clippy::async_yields_async)]
     pub async fn pending_in_chat(&self, chat: ChatKey) -> Result<PendingShown, EngineError> {
-        self.call(|done| EngineRequest::PendingInChat { chat, done }).await.unwrap_or(Err(EngineError::Stopped))
+        // Read after the chat's queued messages are out, so a request shown a moment
+        // ago is listed; the shard does not wait for it.
+        let listed = self.call(Route::Chat(chat.clone()), move |shard| Box::pin(async move { shard.pending_in_chat(chat) })).await;
+        match listed {
+            Some(listed) => listed.await.unwrap_or(Err(EngineError::Stopped)),
+            None => Err(EngineError::Stopped),
+        }
     }
 
     /// The remembered approvals that would answer a request in `chat`'s session, oldest
     /// first (`/rules`).
     pub async fn rules(&self, chat: ChatKey, actor: Actor) -> Result<Vec<RememberedRule>, EngineError> {
-        self.call(|done| EngineRequest::Rules { chat, actor, done }).await.unwrap_or(Err(EngineError::Stopped))
+        self.call(Route::Chat(chat.clone()), move |shard| Box::pin(async move { shard.rules_in_chat(&chat, &actor).await }))
+            .await
+            .unwrap_or(Err(EngineError::Stopped))
     }
 
     /// Revokes rule `rule_id` on behalf of `actor` (`/rules revoke ID`): a configured
     /// approver or the person who set it; anyone else is refused (and audited).
     pub async fn revoke_rule(&self, chat: ChatKey, actor: Actor, rule_id: &str) -> Result<RememberedRule, RevokeRefusal> {
         let rule_id = rule_id.to_owned();
-        self.call(|done| EngineRequest::RevokeRule { chat, actor, rule_id, done }).await.unwrap_or(Err(RevokeRefusal::Engine(EngineError::Stopped)))
+        self.call(Route::Chat(chat.clone()), move |shard| Box::pin(async move { shard.revoke_in_chat(&chat, &actor, &rule_id).await }))
+            .await
+            .unwrap_or(Err(RevokeRefusal::Engine(EngineError::Stopped)))
     }
 }

@@ -55,7 +55,8 @@ pub use commands::CommandOutcome;
 pub use config::{EngineConfig, OnExpiry};
 pub use connector::{Connector, Connectors};
 pub use gate::{PairRefusal, Stranger};
-pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, PendingShown, PushOutcome};
+use handle::Route;
+pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, OpeningCheck, PendingShown, PushOutcome};
 pub use platform::{Platform, PlatformError};
 pub use rules::RevokeRefusal;
 
@@ -327,26 +328,16 @@ impl Engine {
 /// interaction this replica does not know yet is looked up in the store off the
 /// router, so a slow read holds back nobody else.
 async fn route(shared: &Arc<Shared>, shards: &Shards, request: EngineRequest) {
-    let interaction_id = match &request {
-        EngineRequest::UserMessage { chat, .. }
-        | EngineRequest::Admit { chat, .. }
-        | EngineRequest::Pair { chat, .. }
-        | EngineRequest::NewSession { chat, .. }
-        | EngineRequest::Cancel { chat, .. }
-        | EngineRequest::PendingInChat { chat, .. }
-        | EngineRequest::Rules { chat, .. }
-        | EngineRequest::RevokeRule { chat, .. } => {
+    let interaction_id = match &request.route {
+        Route::Chat(chat) => {
             shards.send(shards.of_chat(chat), Input::Request(request)).await;
             return;
         }
-        EngineRequest::Push { interaction, .. } => {
-            shards.send(shards.of_session(&interaction.session_id), Input::Request(request)).await;
+        Route::Session(session) => {
+            shards.send(shards.of_session(session), Input::Request(request)).await;
             return;
         }
-        EngineRequest::Act { interaction_id, .. }
-        | EngineRequest::Interaction { interaction_id, .. }
-        | EngineRequest::CancelInteraction { interaction_id, .. } => interaction_id.clone(),
-        EngineRequest::Refused { refused } => refused.interaction_id.clone(),
+        Route::Interaction(id) => id.clone(),
     };
     if let Some(session) = shared.routes.session_of(&interaction_id) {
         shards.send(shards.of_session(&session), Input::Request(request)).await;

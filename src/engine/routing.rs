@@ -67,7 +67,7 @@ mod tests {
         };
         let channels = vec!["telegram:-100/3".to_owned(), "telegram:42".to_owned()];
         let routing = |target| RoutingSettings { target, channels: channels.clone() };
-        let networks = crate::platform::networks();
+        let networks = crate::interaction::test_networks::networks();
         assert!(extra_chats(&routing(RouteTarget::Origin), &approvers, &networks).is_empty());
         let dms = vec![ChatKey::new("telegram", "42", None), ChatKey::new("discord", "user:77", None)];
         assert_eq!(extra_chats(&routing(RouteTarget::Dm), &approvers, &networks), dms);

@@ -53,7 +53,27 @@ impl Shard {
                 self.notice(&session_id, Notice::AgentError { message }).await?;
             }
             SessionUpdate::ResolvedInHistory(resolved) => self.reconcile(&session_id, &resolved).await?,
+            SessionUpdate::TurnShown { opened_at_ms, texts, ended } => self.turn_shown(session_id, opened_at_ms, texts, ended).await?,
         }
+        Ok(())
+    }
+
+    /// Records what the turn has shown once every chat of the session has performed
+    /// the jobs queued before now (the texts are on screen, or their send failed and
+    /// was logged). Written after the chats, never before: a bridge killed in between
+    /// relays a text again after its restart rather than losing it. The engine does
+    /// not wait for the chats.
+    async fn turn_shown(&mut self, session_id: String, opened_at_ms: i64, texts: u64, ended: bool) -> Result<(), EngineError> {
+        let shown: Vec<_> = self.store.chats_for_session(&session_id).await?.iter().map(|chat| self.lanes.barrier(chat)).collect();
+        let store = self.store.clone();
+        tokio::spawn(async move {
+            // A lane that ended without reaching its barrier has nothing left to show.
+            futures_util::future::join_all(shown).await;
+            let noted = if ended { store.end_turn(&session_id, opened_at_ms).await } else { store.note_texts_shown(&session_id, opened_at_ms, texts).await };
+            if let Err(e) = noted {
+                tracing::warn!(target: LOG_TARGET, %session_id, error = %e, "cannot record what the turn has shown; a restart may show its last text again");
+            }
+        });
         Ok(())
     }
 

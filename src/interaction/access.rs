@@ -14,15 +14,17 @@ use serde::{Deserialize, Serialize};
 /// A person acting on a platform.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Actor {
-    /// `telegram`, `discord` or `console`.
+    /// The platform's name in the registry (`telegram`).
     pub platform: String,
     pub user_id: String,
     pub name: String,
-    /// The groups the person is in on their platform (a Discord member's role ids);
-    /// empty where the platform has none. Stored under Discord's word, as before.
+    /// The groups the person is in on their platform (opaque ids the platform
+    /// parses: a Discord member's role ids); empty where the platform has none.
+    /// Stored under Discord's word, so audit rows written before stay readable.
     #[serde(default, skip_serializing_if = "Vec::is_empty", rename = "role_ids")]
     pub groups: Vec<String>,
-    /// The space the groups (and the chat) belong to, when known: a Discord guild.
+    /// The space the groups (and the chat) belong to, when known (an opaque id: a
+    /// Discord guild).
     #[serde(default, skip_serializing_if = "Option::is_none", rename = "guild_id")]
     pub space: Option<String>,
     /// Where the person acted when it was not their platform's own chat: `web` for the

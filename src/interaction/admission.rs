@@ -168,7 +168,7 @@ mod tests {
 
     fn list() -> Allowlist {
         let entries = ["telegram:-100123".into(), "discord:800".into(), "discord:guild:700".into()];
-        let (chats, spaces) = Allowlist::parse_chats(&crate::platform::networks(), &entries).unwrap();
+        let (chats, spaces) = Allowlist::parse_chats(&crate::interaction::test_networks::networks(), &entries).unwrap();
         Allowlist {
             users: vec![("telegram".into(), "1".into()), ("discord".into(), "5".into())],
             chats,
@@ -219,7 +219,7 @@ mod tests {
 
     #[test]
     fn closed_platforms_are_named() {
-        let networks = crate::platform::networks();
+        let networks = crate::interaction::test_networks::networks();
         let closed = |l: &Allowlist, platform: &str| l.is_closed_on(platform, networks.has_groups(platform));
         let empty = Allowlist::default();
         assert!(closed(&empty, "telegram") && closed(&empty, "discord"));
@@ -234,7 +234,7 @@ mod tests {
     #[test]
     fn bad_chat_entries_are_named() {
         for bad in ["telegram", "irc:#ops", "discord:guild:", "telegram:guild:1", "discord:abc", "telegram:"] {
-            assert_eq!(Allowlist::parse_chats(&crate::platform::networks(), &[bad.into()]), Err(bad.to_owned()), "{bad}");
+            assert_eq!(Allowlist::parse_chats(&crate::interaction::test_networks::networks(), &[bad.into()]), Err(bad.to_owned()), "{bad}");
         }
     }
 

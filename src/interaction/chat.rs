@@ -46,6 +46,12 @@ pub trait ChatNetwork: Send + Sync {
         None
     }
 
+    /// Examples of its chats as configuration writes them (`telegram:-100123/7`), for
+    /// messages that say what a chat looks like.
+    fn chat_examples(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// How an entry naming a space is written (`discord:guild:GUILD_ID`), for messages.
     fn space_form(&self) -> Option<&'static str> {
         None
@@ -162,6 +168,13 @@ impl Networks {
         let chats = self.list.iter().filter_map(|n| n.chat_form());
         let space_forms = self.list.iter().filter(|_| spaces).filter_map(|n| n.space_form());
         as_sentence(&chats.chain(space_forms).collect::<Vec<_>>())
+    }
+
+    /// Examples of chats on every platform, for messages: `(e.g. telegram:-100123/7,
+    /// discord:1100…)`; with `open`, the always-open platforms' too.
+    pub fn chat_examples(&self, open: bool) -> String {
+        let examples: Vec<&str> = self.list.iter().filter(|n| open || !n.always_open()).flat_map(|n| n.chat_examples().iter().copied()).collect();
+        format!("(e.g. {})", examples.join(", "))
     }
 
     /// Whether `platform`'s people are in groups the configuration may name.

@@ -19,6 +19,8 @@ pub mod readable;
 pub mod refusal;
 pub mod request;
 pub mod state;
+#[cfg(test)]
+pub mod test_networks;
 pub mod updates;
 pub mod user_action;
 

@@ -59,6 +59,16 @@ pub enum SessionUpdate {
     NoLongerWaiting {
         approval_key: String,
     },
+    /// Once the chats have shown everything relayed before this, the turn opened at
+    /// `opened_at_ms` has shown its first `texts` texts and, when `ended`, is over: a
+    /// bridge started after that neither relays those texts again from the backend's
+    /// history nor reconnects for the turn. Made by the session task, never read from
+    /// the wire.
+    TurnShown {
+        opened_at_ms: i64,
+        texts: u64,
+        ended: bool,
+    },
 }
 
 /// One collapsible group of tool work.

@@ -206,19 +206,18 @@ fn http_parts(ctx: &RequestContext<RoleServer>) -> Option<&axum::http::request::
     ctx.extensions.get::<axum::http::request::Parts>()
 }
 
-/// "telegram:-100123, discord:456" from the body's targets.
+/// "telegram:-100123, discord:user:456" from the body's targets, each written as
+/// configuration writes chats (its platform's grammar, from the registry).
 fn describe_targets(targets: &Value) -> String {
+    let networks = crate::platform::networks();
     let names: Vec<String> = targets
         .as_array()
         .into_iter()
         .flatten()
-        .map(|t| {
-            let platform = t["platform"].as_str().unwrap_or("?");
-            let place = ["chat_id", "channel_id", "user_id"].iter().find_map(|f| t[*f].as_str());
-            match place {
-                Some(place) => format!("{platform}:{place}"),
-                None => platform.to_owned(),
-            }
+        .map(|target| {
+            let platform = target["platform"].as_str().unwrap_or("?");
+            let fields = target.as_object().cloned().unwrap_or_default();
+            networks.target_chat(platform, &fields).map_or_else(|_| platform.to_owned(), |chat| networks.display_chat(&chat))
         })
         .collect();
     names.join(", ")

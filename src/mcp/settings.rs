@@ -53,12 +53,10 @@ impl McpSettings {
         if self.session_idle_secs == 0 {
             return Some(("mcp.session_idle_secs", "must be at least 1".to_owned()));
         }
+        let networks = crate::platform::networks();
         for target in &self.default_targets {
-            if crate::platform::networks().parse_chat(target).is_none() {
-                return Some((
-                    "mcp.default_targets",
-                    format!("`{target}` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, console)"),
-                ));
+            if networks.parse_chat(target).is_none() {
+                return Some(("mcp.default_targets", format!("`{target}` is not platform:chat {}", networks.chat_examples(true))));
             }
         }
         None

@@ -8,8 +8,10 @@
 pub mod bounded;
 pub mod commands;
 pub mod console;
+pub mod descriptor;
 pub mod discord;
 pub mod refusals;
+pub mod registry;
 pub mod reminder;
 pub mod telegram;
 pub mod token;
@@ -20,16 +22,7 @@ pub use crate::texts as locale;
 
 pub use crate::engine::{Platform, PlatformError};
 
-use std::sync::Arc;
-
-use crate::interaction::chat::Networks;
-
-/// Every chat platform's address grammar, in the order messages list them: the one
-/// list of the platforms the configuration, the engine and the HTTP API know. A new
-/// platform adds its `address::Address` here.
-pub fn networks() -> Networks {
-    Networks::new(vec![Arc::new(telegram::address::Address), Arc::new(discord::address::Address), Arc::new(console::address::Address)])
-}
+pub use registry::networks;
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,6 @@
 //! The optional history endpoint's messages (seed 000 format), read after a reconnect
-//! to learn which requests were resolved while the bridge was away. Note the camelCase
-//! fields: history is not the stream.
+//! to learn which requests were resolved while the bridge was away, and what the agent
+//! said meanwhile. Note the camelCase fields: history is not the stream.
 
 use serde::Deserialize;
 
@@ -34,6 +34,15 @@ pub enum HistoryBlock {
         submitted_answers: Option<Answers>,
         #[serde(default, rename = "submittedDecisions")]
         submitted_decisions: Option<Vec<Decision>>,
+    },
+    /// Text shown to the person: the agent's words (or, in a user message, the
+    /// person's). After a restart the agent's texts of a turn in progress that no chat
+    /// has shown yet are relayed.
+    Text {
+        #[serde(default)]
+        text: String,
+        #[serde(default)]
+        is_final: bool,
     },
     #[serde(other)]
     Other,

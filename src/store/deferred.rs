@@ -2,7 +2,7 @@
 //! them just before it commits: the rows they append to the audit log and the outbox
 //! (one multi-row `INSERT` per table), and the rows they remove or mark (one statement
 //! each: the shows of ended requests, the commands the backend proved it read, the
-//! Telegram updates handled). A group commit of many decisions then costs a few
+//! platform updates handled). A group commit of many decisions then costs a few
 //! statements instead of several per decision. Nothing inside a transaction reads
 //! these rows back, so holding them to its end changes nothing but the count of
 //! statements; appended rows keep the order the writes added them in.
@@ -48,8 +48,9 @@ pub(super) struct Deferred {
     ended: Vec<String>,
     /// Outbox rows the backend proved it read.
     delivered: Vec<i64>,
-    /// Telegram updates handled, and the latest time one was.
-    handled: Vec<i64>,
+    /// Platform updates handled, as (platform, update id), and the latest time one
+    /// was.
+    handled: Vec<(String, String)>,
     handled_at_ms: i64,
 }
 
@@ -75,11 +76,11 @@ impl Deferred {
         self.delivered.push(id);
     }
 
-    /// Marks Telegram update `update_id` handled at `at_ms`. Updates handled in one
-    /// transaction share the latest of their times (they differ by milliseconds; the
-    /// time only says when the row may be pruned).
-    pub fn mark_handled(&mut self, update_id: i64, at_ms: i64) {
-        self.handled.push(update_id);
+    /// Marks `platform`'s update `update_id` handled at `at_ms`. Updates handled in
+    /// one transaction share the latest of their times (they differ by milliseconds;
+    /// the time only says when the row may be pruned).
+    pub fn mark_handled(&mut self, platform: &str, update_id: &str, at_ms: i64) {
+        self.handled.push((platform.to_owned(), update_id.to_owned()));
         self.handled_at_ms = self.handled_at_ms.max(at_ms);
     }
 
@@ -130,11 +131,21 @@ impl Deferred {
             let delete = chunk.iter().fold(run_time_statement(sql), |query, id| query.bind(*id));
             delete.execute(&mut *conn).await.map_err(StoreError::query("remove delivered commands"))?;
         }
-        for chunk in self.handled.chunks(KEYS_PER_STATEMENT) {
-            let sql = format!("UPDATE telegram_inbox SET handled_at_ms = {} WHERE update_id IN ({})", marks.list(1, 1), marks.list(2, chunk.len()));
-            // Safe: the text is only value marks; every value is bound.
-            let mark = chunk.iter().fold(run_time_statement(sql).bind(self.handled_at_ms), |query, id| query.bind(*id));
-            mark.execute(&mut *conn).await.map_err(StoreError::query("mark updates handled"))?;
+        let mut handled = self.handled;
+        handled.sort_unstable();
+        for platform_updates in handled.chunk_by(|a, b| a.0 == b.0) {
+            let platform = platform_updates[0].0.as_str();
+            for chunk in platform_updates.chunks(KEYS_PER_STATEMENT) {
+                let sql = format!(
+                    "UPDATE platform_inbox SET handled_at_ms = {} WHERE platform = {} AND update_id IN ({})",
+                    marks.list(1, 1),
+                    marks.list(2, 1),
+                    marks.list(3, chunk.len())
+                );
+                // Safe: the text is only value marks; every value is bound.
+                let mark = chunk.iter().fold(run_time_statement(sql).bind(self.handled_at_ms).bind(platform), |query, (_, id)| query.bind(id.as_str()));
+                mark.execute(&mut *conn).await.map_err(StoreError::query("mark updates handled"))?;
+            }
         }
         Ok(assigned)
     }

@@ -40,6 +40,7 @@ impl Store {
             id: escalated.id.clone(),
             revision: read.revision.0,
             body: json::encode(escalated, "interaction")?,
+            escalation_ms: escalated.next_escalation_at(),
             new_chats: new_chats.to_vec(),
             claim: claim.clone(),
             audits: audits.to_vec(),
@@ -52,6 +53,8 @@ impl Store {
 struct RecordEscalation {
     id: String,
     revision: i64,
+    /// The next step's time once this one is recorded (the timer column).
+    escalation_ms: Option<i64>,
     body: String,
     new_chats: Vec<ChatKey>,
     claim: ShowClaim,
@@ -62,13 +65,17 @@ struct RecordEscalation {
 impl Write for RecordEscalation {
     fn apply<'a>(&'a self, conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
-            let done = sqlx::query("UPDATE interactions SET body = $1, revision = revision + 1 WHERE id = $2 AND status = 'pending' AND revision = $3")
-                .bind(self.body.as_str())
-                .bind(self.id.as_str())
-                .bind(self.revision)
-                .execute(&mut *conn)
-                .await
-                .map_err(StoreError::query("record an escalation step"))?;
+            let done = sqlx::query(
+                "UPDATE interactions SET body = $1, escalation_ms = $2, timers_known = 1, revision = revision + 1
+                 WHERE id = $3 AND status = 'pending' AND revision = $4",
+            )
+            .bind(self.body.as_str())
+            .bind(self.escalation_ms)
+            .bind(self.id.as_str())
+            .bind(self.revision)
+            .execute(&mut *conn)
+            .await
+            .map_err(StoreError::query("record an escalation step"))?;
             if done.rows_affected() == 0 {
                 return Ok(false);
             }

@@ -1,9 +1,10 @@
-//! `telegram_inbox`: Telegram updates, stored before they are confirmed to Telegram and
-//! marked once handled (kept a day, so an update Telegram delivers again is still
-//! recognised, then pruned). Storing is the only thing a confirmation waits for, so no
-//! update (a stranger's flood, a slow handler) holds back the next batch, and a crash
-//! between confirming and handling loses nothing: the row is still here, handled by the
-//! next start or, once its claim lapses, by another replica.
+//! `platform_inbox`: every chat platform's updates (Telegram's updates, Slack's
+//! envelopes, …), stored before they are confirmed to the platform and marked once
+//! handled (kept as long as the platform may deliver them again, then pruned), keyed
+//! by platform. Storing is the only thing a confirmation waits for, so no update (a
+//! stranger's flood, a slow handler) holds back the next batch, and a crash between
+//! confirming and handling loses nothing: the row is still here, handled by the next
+//! start or, once its claim lapses, by another replica.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -21,29 +22,36 @@ use super::{ShowClaim, Store};
 /// One update as received.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InboxUpdate {
-    pub update_id: i64,
-    /// The chat whose lane handles it (0 for a click on an inline message).
-    pub chat_id: i64,
-    /// The update's JSON, as Telegram sent it.
+    /// The platform's own id of the update, unique on that platform (Telegram's
+    /// `update_id`, a Slack envelope's `envelope_id`).
+    pub update_id: String,
+    /// Its place in the platform's order: stranded updates are handled by it, oldest
+    /// first, so each chat's are handled in order (Telegram's `update_id`).
+    pub seq: i64,
+    /// The chat whose lane handles it ("0" for a click on a Telegram inline message).
+    pub lane: String,
+    /// The update's JSON, as the platform sent it.
     pub body: String,
 }
 
 impl Store {
-    /// Stores `updates` claimed by `claim` in one transaction; returns the ids that
-    /// were new, in the order given (an update Telegram delivered again is already
+    /// Stores `platform`'s `updates` claimed by `claim` in one transaction; returns the
+    /// ids that were new, in the order given (an update delivered again is already
     /// here, being handled or handled, and is not handled twice). One statement per
     /// [`UPDATES_PER_STATEMENT`] updates, and on SQLite the transaction is the next
     /// group commit, shared with the decisions of the clicks stored before.
-    pub async fn store_updates(&self, updates: &[InboxUpdate], claim: &ShowClaim, now_ms: i64) -> Result<Vec<i64>> {
+    pub async fn store_updates(&self, platform: &str, updates: &[InboxUpdate], claim: &ShowClaim, now_ms: i64) -> Result<Vec<String>> {
         let new = Arc::new(Mutex::new(HashSet::new()));
-        self.write(StoreUpdates { updates: updates.to_vec(), claim: claim.clone(), now_ms, new: new.clone() }).await?;
+        let write = StoreUpdates { platform: platform.to_owned(), updates: updates.to_vec(), claim: claim.clone(), now_ms, new: new.clone() };
+        self.write(write).await?;
         let new = new.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        Ok(updates.iter().map(|u| u.update_id).filter(|id| new.contains(id)).collect())
+        Ok(updates.iter().map(|u| &u.update_id).filter(|id| new.contains(*id)).cloned().collect())
     }
 
-    /// How many updates wait in the inbox (stored, not yet handled).
-    pub async fn stored_updates(&self) -> Result<i64> {
-        let row = sqlx::query("SELECT COUNT(*) AS n FROM telegram_inbox WHERE handled_at_ms IS NULL")
+    /// How many of `platform`'s updates wait in the inbox (stored, not yet handled).
+    pub async fn stored_updates(&self, platform: &str) -> Result<i64> {
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM platform_inbox WHERE platform = $1 AND handled_at_ms IS NULL")
+            .bind(platform)
             .fetch_one(&self.pool)
             .await
             .map_err(StoreError::query("count stored updates"))?;
@@ -54,37 +62,43 @@ impl Store {
     /// update delivered again is still a no-op, until [`Store::prune_handled_updates`]).
     /// On SQLite it shares the next group commit: a burst of clicks marks its updates
     /// handled in a few transactions, not one fsync each.
-    pub async fn finish_update(&self, update_id: i64, now_ms: i64) -> Result<()> {
-        self.write(FinishUpdate { update_id, now_ms }).await?;
+    pub async fn finish_update(&self, platform: &str, update_id: &str, now_ms: i64) -> Result<()> {
+        self.write(FinishUpdate { platform: platform.to_owned(), update_id: update_id.to_owned(), now_ms }).await?;
         Ok(())
     }
 
-    /// Claims for `claim.owner` the updates whose claim lapsed (their replica died)
-    /// and returns them oldest first, so each chat's are handled in order.
-    pub async fn claim_stranded_updates(&self, claim: &ShowClaim, now_ms: i64) -> Result<Vec<InboxUpdate>> {
+    /// Claims for `claim.owner` the `platform` updates whose claim lapsed (their
+    /// replica died) and returns them oldest first, so each chat's are handled in
+    /// order.
+    pub async fn claim_stranded_updates(&self, platform: &str, claim: &ShowClaim, now_ms: i64) -> Result<Vec<InboxUpdate>> {
         let rows = sqlx::query(
-            "UPDATE telegram_inbox SET claimed_by = $1, claimed_until_ms = $2
-             WHERE handled_at_ms IS NULL AND claimed_until_ms < $3
-             RETURNING update_id, chat_id, body",
+            "UPDATE platform_inbox SET claimed_by = $1, claimed_until_ms = $2
+             WHERE platform = $3 AND handled_at_ms IS NULL AND claimed_until_ms < $4
+             RETURNING update_id, seq, lane, body",
         )
         .bind(claim.owner.as_str())
         .bind(claim.until_ms)
+        .bind(platform)
         .bind(now_ms)
         .fetch_all(&self.pool)
         .await
         .map_err(StoreError::query("claim stranded updates"))?;
         let mut updates = rows
             .iter()
-            .map(|row| Ok(InboxUpdate { update_id: column(row, "update_id")?, chat_id: column(row, "chat_id")?, body: column(row, "body")? }))
+            .map(|row| {
+                Ok(InboxUpdate { update_id: column(row, "update_id")?, seq: column(row, "seq")?, lane: column(row, "lane")?, body: column(row, "body")? })
+            })
             .collect::<Result<Vec<_>>>()?;
-        updates.sort_by_key(|u| u.update_id);
+        updates.sort_by_key(|u| u.seq);
         Ok(updates)
     }
 
-    /// Keeps `claim.owner`'s updates (still queued or being handled) from lapsing.
-    pub async fn renew_update_claims(&self, claim: &ShowClaim) -> Result<()> {
-        sqlx::query("UPDATE telegram_inbox SET claimed_until_ms = $1 WHERE claimed_by = $2 AND handled_at_ms IS NULL")
+    /// Keeps `claim.owner`'s `platform` updates (still queued or being handled) from
+    /// lapsing.
+    pub async fn renew_update_claims(&self, platform: &str, claim: &ShowClaim) -> Result<()> {
+        sqlx::query("UPDATE platform_inbox SET claimed_until_ms = $1 WHERE platform = $2 AND claimed_by = $3 AND handled_at_ms IS NULL")
             .bind(claim.until_ms)
+            .bind(platform)
             .bind(claim.owner.as_str())
             .execute(&self.pool)
             .await
@@ -92,10 +106,12 @@ impl Store {
         Ok(())
     }
 
-    /// Frees `owner`'s claims at once: a replica starting under its own id is not
-    /// handling anything yet, so what it claimed before a crash is free.
-    pub async fn release_update_claims(&self, owner: &str) -> Result<()> {
-        sqlx::query("UPDATE telegram_inbox SET claimed_until_ms = 0 WHERE claimed_by = $1 AND handled_at_ms IS NULL")
+    /// Frees `owner`'s claims on `platform` updates at once: a replica starting under
+    /// its own id is not handling anything yet, so what it claimed before a crash is
+    /// free.
+    pub async fn release_update_claims(&self, platform: &str, owner: &str) -> Result<()> {
+        sqlx::query("UPDATE platform_inbox SET claimed_until_ms = 0 WHERE platform = $1 AND claimed_by = $2 AND handled_at_ms IS NULL")
+            .bind(platform)
             .bind(owner)
             .execute(&self.pool)
             .await
@@ -103,9 +119,11 @@ impl Store {
         Ok(())
     }
 
-    /// Forgets updates handled before `before_ms` (Telegram no longer delivers them).
-    pub async fn prune_handled_updates(&self, before_ms: i64) -> Result<u64> {
-        let done = sqlx::query("DELETE FROM telegram_inbox WHERE handled_at_ms < $1")
+    /// Forgets `platform`'s updates handled before `before_ms` (it no longer delivers
+    /// them again).
+    pub async fn prune_handled_updates(&self, platform: &str, before_ms: i64) -> Result<u64> {
+        let done = sqlx::query("DELETE FROM platform_inbox WHERE platform = $1 AND handled_at_ms < $2")
+            .bind(platform)
             .bind(before_ms)
             .execute(&self.pool)
             .await
@@ -120,10 +138,11 @@ const UPDATES_PER_STATEMENT: usize = 100;
 /// Inserts a batch of updates, skipping those already stored; the ids it inserted
 /// land in `new` (cleared first: a write runs again alone when its group failed).
 struct StoreUpdates {
+    platform: String,
     updates: Vec<InboxUpdate>,
     claim: ShowClaim,
     now_ms: i64,
-    new: Arc<Mutex<HashSet<i64>>>,
+    new: Arc<Mutex<HashSet<String>>>,
 }
 
 impl Write for StoreUpdates {
@@ -132,23 +151,25 @@ impl Write for StoreUpdates {
             let mut inserted = HashSet::new();
             for chunk in self.updates.chunks(UPDATES_PER_STATEMENT) {
                 let sql = format!(
-                    "INSERT INTO telegram_inbox (update_id, chat_id, body, received_at_ms, claimed_by, claimed_until_ms)
-                     VALUES {} ON CONFLICT (update_id) DO NOTHING RETURNING update_id",
-                    Marks::of(conn).rows(chunk.len(), 6)
+                    "INSERT INTO platform_inbox (platform, update_id, seq, lane, body, received_at_ms, claimed_by, claimed_until_ms)
+                     VALUES {} ON CONFLICT (platform, update_id) DO NOTHING RETURNING update_id",
+                    Marks::of(conn).rows(chunk.len(), 8)
                 );
                 // Safe: the text is only value marks; every value is bound.
                 let mut insert = run_time_statement(sql);
                 for update in chunk {
                     insert = insert
-                        .bind(update.update_id)
-                        .bind(update.chat_id)
+                        .bind(self.platform.as_str())
+                        .bind(update.update_id.as_str())
+                        .bind(update.seq)
+                        .bind(update.lane.as_str())
                         .bind(update.body.as_str())
                         .bind(self.now_ms)
                         .bind(self.claim.owner.as_str())
                         .bind(self.claim.until_ms);
                 }
                 for row in insert.fetch_all(&mut *conn).await.map_err(StoreError::query("store updates"))? {
-                    inserted.insert(column::<i64>(&row, "update_id")?);
+                    inserted.insert(column::<String>(&row, "update_id")?);
                 }
             }
             let any = !inserted.is_empty();
@@ -160,13 +181,14 @@ impl Write for StoreUpdates {
 
 /// Marks one update handled.
 struct FinishUpdate {
-    update_id: i64,
+    platform: String,
+    update_id: String,
     now_ms: i64,
 }
 
 impl Write for FinishUpdate {
     fn apply<'a>(&'a self, _conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
-        deferred.mark_handled(self.update_id, self.now_ms);
+        deferred.mark_handled(&self.platform, &self.update_id, self.now_ms);
         Box::pin(async { Ok(true) })
     }
 }

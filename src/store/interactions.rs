@@ -97,8 +97,46 @@ impl Store {
     /// Every pending interaction's session and timers, oldest first (a restart, a
     /// rescan). Rows are decoded one at a time and their bodies dropped, so listing
     /// thousands pending holds no more than one of them at once.
+    ///
+    /// Reads the timer columns, not the bodies: a replica rescans every pending
+    /// request every few seconds. Rows written before the columns existed are decoded
+    /// once and their columns filled in.
     pub async fn pending_timers(&self) -> Result<Vec<PendingTimers>> {
-        self.pending_each(|interaction| Some(PendingTimers::of(&interaction))).await
+        let mut rows = sqlx::query(
+            "SELECT id, session_id, deadline_ms, escalation_ms, timers_known, revision, CASE WHEN timers_known = 0 THEN body END AS body
+             FROM interactions WHERE status = $1 ORDER BY created_at_ms, id",
+        )
+        .bind(pending())
+        .fetch(&self.pool);
+        let mut timers = Vec::new();
+        let mut unknown = Vec::new();
+        while let Some(row) = rows.try_next().await.map_err(StoreError::query("list pending interactions' timers"))? {
+            if column::<i64>(&row, "timers_known")? != 0 {
+                timers.push(PendingTimers {
+                    id: column(&row, "id")?,
+                    session_id: column(&row, "session_id")?,
+                    deadline_ms: column(&row, "deadline_ms")?,
+                    escalation_ms: column(&row, "escalation_ms")?,
+                });
+            } else if let Some(interaction) = skip_corrupt(decode_row(&row)) {
+                unknown.push((interaction.revision.0, PendingTimers::of(&interaction)));
+            }
+        }
+        drop(rows);
+        for (revision, found) in unknown {
+            // Best effort: a row changed meanwhile is read from its body next time.
+            let filled = sqlx::query("UPDATE interactions SET escalation_ms = $1, timers_known = 1 WHERE id = $2 AND revision = $3")
+                .bind(found.escalation_ms)
+                .bind(found.id.as_str())
+                .bind(revision)
+                .execute(&self.pool)
+                .await;
+            if let Err(e) = filled {
+                tracing::warn!(interaction = %found.id, error = %e, "cannot fill in a pending request's timer columns");
+            }
+            timers.push(found);
+        }
+        Ok(timers)
     }
 
     /// What `keep` makes of each pending interaction, oldest first, where it makes
@@ -372,8 +410,8 @@ impl Write for Settle {
 pub(super) async fn insert_interaction<'e>(executor: impl AnyExecutor<'e>, i: &Interaction) -> Result<bool> {
     let body = json::encode(i, "interaction")?;
     let done = sqlx::query(
-        "INSERT INTO interactions (id, session_id, approval_key, status, deadline_ms, created_at_ms, body, kind)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        "INSERT INTO interactions (id, session_id, approval_key, status, deadline_ms, created_at_ms, body, kind, escalation_ms, timers_known)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1)
          ON CONFLICT (session_id, approval_key) DO NOTHING",
     )
     .bind(i.id.as_str())
@@ -384,6 +422,7 @@ pub(super) async fn insert_interaction<'e>(executor: impl AnyExecutor<'e>, i: &I
     .bind(i.created_at_ms)
     .bind(body)
     .bind(kind_column(i))
+    .bind(i.next_escalation_at())
     .execute(executor)
     .await
     .map_err(StoreError::query("insert interaction"))?;

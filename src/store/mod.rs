@@ -60,6 +60,7 @@ pub use pairing::{PairError, PairedUser, PairingCode};
 pub use refusals::StrangerWindow;
 pub use retention::Pruned;
 pub use shows::{PendingShow, ShowClaim};
+pub use turns::OpenTurn;
 pub use ui_state::UiState;
 pub use web::{AuditFilter, WebSession};
 

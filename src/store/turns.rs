@@ -2,21 +2,101 @@
 //! ended its turn yet. Kept in the store, not only in the connection's memory, so that
 //! a bridge killed mid-turn, or a replica taking over a dead one's sessions, connects
 //! the session again and hears what the agent says next (or said meanwhile).
+//!
+//! A turn is known by when it opened (`opened_at_ms`), and counts how many of the
+//! agent's texts in it the chats have shown (`texts_shown`): after a restart, what the
+//! backend's history holds beyond them is relayed once. Both the count and the turn's
+//! end are written once the chats have shown what came before, for that turn only, so
+//! a late write for a turn that is over never touches the next one.
 
 use super::Store;
 use super::error::{Result, StoreError};
 use super::row::column;
 
+/// A session's turn in progress, as the store has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenTurn {
+    /// When the turn opened; it names the turn in [`Store::note_texts_shown`] and
+    /// [`Store::end_turn`].
+    pub opened_at_ms: i64,
+    /// How many of the agent's texts in this turn the chats have shown.
+    pub texts_shown: u64,
+}
+
 impl Store {
-    /// Notes that `session_id`'s agent is in a turn (a message went to it). A turn
-    /// already open keeps when it was opened.
-    pub async fn open_turn(&self, session_id: &str, now_ms: i64) -> Result<()> {
+    /// Notes that `session_id`'s agent is in a turn (a message or a decision went to
+    /// it). A turn already open keeps when it was opened and what it has shown. Returns
+    /// when the session's turn opened.
+    pub async fn open_turn(&self, session_id: &str, now_ms: i64) -> Result<i64> {
         sqlx::query("INSERT INTO open_turns (session_id, opened_at_ms) VALUES ($1, $2) ON CONFLICT (session_id) DO NOTHING")
             .bind(session_id)
             .bind(now_ms)
             .execute(&self.pool)
             .await
             .map_err(StoreError::query("note an open turn"))?;
+        self.opened_at(session_id, now_ms).await
+    }
+
+    /// Notes that `session_id`'s agent starts a new turn: a row the turn before left
+    /// (its end is written once the chats have shown its last words, which may come
+    /// after this) is replaced, with nothing shown yet and a later `opened_at_ms`, so
+    /// that turn's late writes miss this one. Returns when the new turn opened.
+    pub async fn start_turn(&self, session_id: &str, now_ms: i64) -> Result<i64> {
+        sqlx::query(
+            "INSERT INTO open_turns (session_id, opened_at_ms) VALUES ($1, $2) ON CONFLICT (session_id) DO UPDATE SET
+             opened_at_ms = CASE WHEN open_turns.opened_at_ms >= excluded.opened_at_ms THEN open_turns.opened_at_ms + 1 ELSE excluded.opened_at_ms END,
+             texts_shown = 0",
+        )
+        .bind(session_id)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await
+        .map_err(StoreError::query("note a new turn"))?;
+        self.opened_at(session_id, now_ms).await
+    }
+
+    /// When the session's turn opened, just written (`written_ms` if it is gone already).
+    async fn opened_at(&self, session_id: &str, written_ms: i64) -> Result<i64> {
+        Ok(self.open_turn_of(session_id).await?.map_or(written_ms, |turn| turn.opened_at_ms))
+    }
+
+    /// `session_id`'s turn in progress, if the store has one.
+    pub async fn open_turn_of(&self, session_id: &str) -> Result<Option<OpenTurn>> {
+        let row = sqlx::query("SELECT opened_at_ms, texts_shown FROM open_turns WHERE session_id = $1")
+            .bind(session_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(StoreError::query("read an open turn"))?;
+        let Some(row) = row else { return Ok(None) };
+        let texts_shown: i64 = column(&row, "texts_shown")?;
+        Ok(Some(OpenTurn { opened_at_ms: column(&row, "opened_at_ms")?, texts_shown: u64::try_from(texts_shown).unwrap_or(0) }))
+    }
+
+    /// Notes that the chats have shown the first `texts` texts of the turn opened at
+    /// `opened_at_ms`. Never lowers the count (notes may land out of order), and does
+    /// nothing once that turn is over.
+    pub async fn note_texts_shown(&self, session_id: &str, opened_at_ms: i64, texts: u64) -> Result<()> {
+        sqlx::query(
+            "UPDATE open_turns SET texts_shown = CASE WHEN texts_shown < $3 THEN $3 ELSE texts_shown END
+             WHERE session_id = $1 AND opened_at_ms = $2",
+        )
+        .bind(session_id)
+        .bind(opened_at_ms)
+        .bind(i64::try_from(texts).unwrap_or(i64::MAX))
+        .execute(&self.pool)
+        .await
+        .map_err(StoreError::query("note the texts a turn has shown"))?;
+        Ok(())
+    }
+
+    /// Notes that the turn opened at `opened_at_ms` ended; a later turn is left alone.
+    pub async fn end_turn(&self, session_id: &str, opened_at_ms: i64) -> Result<()> {
+        sqlx::query("DELETE FROM open_turns WHERE session_id = $1 AND opened_at_ms = $2")
+            .bind(session_id)
+            .bind(opened_at_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("note a turn's end"))?;
         Ok(())
     }
 

@@ -12,6 +12,7 @@
 use hitl_bridge::agent_sim::SimHandle;
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
+use hitl_bridge::platform::discord::settings::DiscordSettings;
 use tokio::io::{BufReader, Empty, Sink};
 
 use super::fake_discord::FakeDiscord;
@@ -222,7 +223,7 @@ impl Harness {
         assert!(!self.chats.contains(&Chat::Console), "a console bridge runs in support::Bridge, which owns its pipes");
         let registrations = |fake: &FakeDiscord| fake.requests().iter().filter(|r| r.method == "PUT" && r.path.ends_with("/commands")).count();
         // Only a Discord the settings still enable, on the gateway, identifies.
-        let gateway = self.settings.discord.enabled && self.settings.discord.gateway;
+        let gateway = self.settings.platforms.get::<DiscordSettings>().enabled && self.settings.platforms.get::<DiscordSettings>().gateway;
         let before = self.discord.as_ref().filter(|_| gateway).map(|fake| (fake.identifies(), registrations(fake)));
         self.app = Some(App::start(&self.settings, None as NoConsole).await.expect("bridge starts"));
         if let (Some(fake), Some((identified, registered))) = (&self.discord, before) {

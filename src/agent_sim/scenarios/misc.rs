@@ -1,4 +1,7 @@
-//! Scenario (g), the malformed frames a bridge must survive, and the default echo.
+//! Scenario (g), the malformed frames a bridge must survive, (i) an answer that takes a
+//! while, and the default echo.
+
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -16,6 +19,18 @@ pub(super) fn malformed(turn: &Turn) {
     turn.send_all(vec![events::block_delta(index, json!({"type": "text_delta", "text": huge}))]);
     turn.send_all(vec![json!({"type": "mystery_event"})]);
     turn.text("Vẫn chạy.", false);
+}
+
+/// How long (i) works between its first words and its answer: long enough for a test to
+/// kill the bridge in between and start it again after the answer.
+const SLOW_ANSWER_WORK: Duration = Duration::from_secs(2);
+
+/// (i) A few words at once, then the final answer after a while: the last words a bridge
+/// that died meanwhile must still relay.
+pub(super) async fn slow_answer(turn: &Turn) {
+    turn.text("Để tôi tra cứu giá VNM.", false);
+    tokio::time::sleep(SLOW_ANSWER_WORK).await;
+    turn.text("Giá đóng cửa VNM hôm nay: 82000.", true);
 }
 
 pub(super) fn echo(turn: &Turn, text: &str) {

@@ -214,9 +214,13 @@ mod tests {
         let mut raw = json!({"targets": [{"platform": "telegram", "chat_id": "-100777"}], "actions": [{"name": "run_migration", "args": {"db": "orders"}}]});
         raw.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         let push: PushBody = serde_json::from_value(raw).unwrap();
-        let valid =
-            body::validate(&push, "mig-7", &body::Platforms { known: crate::platform::networks(), enabled: vec!["telegram"] }, TimeoutDefaults::default())
-                .unwrap();
+        let valid = body::validate(
+            &push,
+            "mig-7",
+            &body::Platforms { known: crate::interaction::test_networks::networks(), enabled: vec!["telegram"] },
+            TimeoutDefaults::default(),
+        )
+        .unwrap();
         let mut interaction = Interaction::new("i1".into(), "api:mig-7".into(), valid.request, None, T0).with_policy(valid.policy);
         interaction.origin = Origin::Pushed { agent: "ci".into(), approvers: valid.approvers };
         let request = ApiRequest {

@@ -535,7 +535,14 @@ impl Link for LangGraphLink {
                 RunChunk::Bytes(n, bytes) => self.chunk(n, &bytes, translator),
                 RunChunk::End(n) => {
                     let failed = self.streams.remove(&n).is_some_and(|s| s.failed);
-                    translator.run_ended(failed)
+                    let mut updates = translator.run_ended(failed);
+                    // A run whose stream closes after the next run started (a decision
+                    // sent as soon as the interrupt was shown) does not end the turn:
+                    // the run going on does. Else the turn's record would go with it.
+                    if !self.streams.is_empty() {
+                        updates.retain(|update| *update != SessionUpdate::TurnEnded);
+                    }
+                    updates
                 }
                 RunChunk::Broken(n, error) => {
                     self.streams.remove(&n);

@@ -282,7 +282,7 @@ impl PolicyTerms {
                 }
                 (None, Some(target), None) => {
                     if !(known.is_target)(target) {
-                        return Err(err(".show_in", format!("`{target}` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…)")));
+                        return Err(err(".show_in", format!("`{target}` is not platform:chat {}", known.networks.chat_examples(false))));
                     }
                     steps.push(EscalationStep { after_secs: after, action: StepAction::ShowIn { target: target.clone() } });
                 }
@@ -367,7 +367,7 @@ mod tests {
         t.starts_with("discord:") || t.starts_with("telegram:")
     }
 
-    static NETWORKS: std::sync::LazyLock<Networks> = std::sync::LazyLock::new(crate::platform::networks);
+    static NETWORKS: std::sync::LazyLock<Networks> = std::sync::LazyLock::new(crate::interaction::test_networks::networks);
     fn known() -> Known<'static> {
         Known { is_target: &any_target, networks: &NETWORKS }
     }

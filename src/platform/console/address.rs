@@ -27,6 +27,10 @@ impl ChatNetwork for Address {
         true
     }
 
+    fn chat_examples(&self) -> &'static [&'static str] {
+        &["console"]
+    }
+
     fn display_chat(&self, _chat: &ChatKey) -> String {
         PLATFORM.to_owned()
     }

@@ -6,6 +6,7 @@
 //! (which action or question is being asked), what an answer means is the core's call.
 
 pub mod address;
+pub mod descriptor;
 pub mod input;
 pub mod render;
 pub mod settings;

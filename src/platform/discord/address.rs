@@ -43,6 +43,10 @@ impl ChatNetwork for Address {
         Some("discord:CHANNEL_ID")
     }
 
+    fn chat_examples(&self) -> &'static [&'static str] {
+        &["discord:1100…", "discord:user:80…"]
+    }
+
     fn space_form(&self) -> Option<&'static str> {
         Some("discord:guild:GUILD_ID")
     }

@@ -20,7 +20,6 @@ use serenity::builder::Builder as _;
 use super::codes::Code;
 use super::text::{DMsg, dtext, truncate};
 use super::{PLATFORM, Shared, members, modal, render, rest};
-use crate::clock::now_ms;
 use crate::engine::{ActError, CommandOutcome, EngineError};
 use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, RefusedAttempt, RequestKind, UserAction};
@@ -95,25 +94,10 @@ fn act_error(locale: Locale, e: &ActError) -> String {
 }
 
 /// The stored interaction if `actor` may still act on it, for a click that would
-/// open something (`attempt`); else the notice to show.
+/// open something (`attempt`); else the notice to show. One call: the engine checks
+/// access, and counts and audits a refusal.
 async fn open_interaction(shared: &Shared, id: &str, actor: &Actor, attempt: Attempt, locale: Locale) -> Result<Interaction, String> {
-    match shared.engine.interaction(id).await {
-        Ok(Some(interaction)) => match interaction.may_act(actor, &shared.policy, now_ms()) {
-            Ok(()) => Ok(interaction),
-            Err(refusal) => {
-                // Refused before the engine, which is told so that it counts and
-                // audits it as it does its own refusals.
-                let notice = locale::refusal(locale, &refusal);
-                shared.engine.refused(RefusedAttempt { interaction_id: id.to_owned(), actor: actor.clone(), attempt, refusal }).await;
-                Err(notice)
-            }
-        },
-        Ok(None) => Err(locale::text(locale, Msg::UnknownButton).into()),
-        Err(e) => {
-            tracing::error!(error = %e, "cannot load an interaction for a click");
-            Err(dtext(locale, DMsg::Internal).into())
-        }
-    }
+    shared.engine.open(id, actor.clone(), attempt, Box::new(|_| Ok(()))).await.map_err(|e| act_error(locale, &e))
 }
 
 /// What a click asks the engine to do.

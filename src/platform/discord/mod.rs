@@ -14,6 +14,7 @@
 pub mod address;
 pub mod chat;
 pub mod codes;
+pub mod descriptor;
 pub mod gateway;
 pub mod handler;
 pub mod http_endpoint;

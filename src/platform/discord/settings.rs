@@ -53,7 +53,7 @@ impl Default for DiscordSettings {
 
 impl DiscordSettings {
     /// What is wrong with the section, as (key, reason); `None` when it is sound.
-    pub fn problem(&self) -> Option<(&'static str, &'static str)> {
+    pub fn check(&self) -> Option<(&'static str, &'static str)> {
         if self.enabled && self.token.as_ref().is_none_or(|t| t.expose_secret().is_empty()) {
             return Some(("discord.token", "is required when discord.enabled = true (env HITL_BRIDGE__DISCORD__TOKEN)"));
         }

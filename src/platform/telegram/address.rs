@@ -31,6 +31,10 @@ impl ChatNetwork for Address {
         Some("telegram:CHAT_ID")
     }
 
+    fn chat_examples(&self) -> &'static [&'static str] {
+        &["telegram:-100123/7"]
+    }
+
     /// `chat_id` (and a forum topic's `thread_id`), or `user_id` for a private chat.
     fn target_chat(&self, fields: &TargetFields) -> Result<ChatKey, (&'static str, String)> {
         match (id_field(fields, "chat_id", true)?, id_field(fields, "user_id", false)?) {

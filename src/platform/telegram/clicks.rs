@@ -12,8 +12,8 @@ use super::render::{OPTIONS_PER_PAGE, pages};
 use super::send;
 use super::text::{Tg, tg as tg_text};
 use super::wizard::{PromptKind, View};
-use crate::engine::{ActError, ActOutcome, now_ms};
-use crate::interaction::{Actor, Attempt, FreeText, Interaction, Opening, Refusal, RefusedAttempt, RequestKind, UserAction};
+use crate::engine::{ActError, ActOutcome};
+use crate::interaction::{Actor, Attempt, FreeText, Interaction, Opening, Refusal, RequestKind, UserAction};
 use crate::platform::locale::{self, Locale, Msg, text};
 use crate::protocol::DecisionType;
 use crate::store::ChatKey;
@@ -73,77 +73,95 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
         tracing::warn!(code = %verified.code, "a signed token with an unknown code");
         return unknown();
     };
-    let interaction = match tg.engine.interaction(&verified.interaction_id).await {
-        Ok(Some(i)) => i,
-        Ok(None) => return unknown(),
-        Err(e) => {
-            tracing::error!(error = %e, "cannot load an interaction for a click");
-            return Answer::toast(tg_text(locale, Tg::CommandFailed));
-        }
-    };
     let actor = actor_of(&query.from);
-    let Some(attempt) = attempt_of(code) else { return unknown() };
-    let refuser = Refuser { tg, interaction_id: &interaction.id, actor: &actor, attempt, locale };
-    // Checked here too (the engine checks again) because navigation and prompts do not
-    // reach the engine, and a stranger must not even open a prompt.
-    if let Some(refusal) = precheck(tg, &interaction, &actor) {
-        return refuser.refuse(refusal).await;
+    let id = verified.interaction_id;
+    // A decision is one call: the engine checks who may decide, applies and audits.
+    if let Code::Decide { .. } | Code::All(_) | Code::Submit | Code::Remember(_) = code {
+        return match code.direct_action() {
+            Some(action) => outcome_answer(tg.engine.act(&id, actor, action).await, locale),
+            None => unknown(),
+        };
     }
+    // Anything else opens something first (a prompt, a page, the next step): the
+    // engine checks access and what the button names, and hands back the request.
+    let Some(attempt) = attempt_of(code) else { return unknown() };
+    let interaction = match tg.engine.open(&id, actor.clone(), attempt, Box::new(move |i| valid(i, code))).await {
+        Ok(interaction) => interaction,
+        Err(e) => return outcome_answer(Err(e), locale),
+    };
     let i = &interaction;
     match code {
-        Code::Decide { .. } | Code::All(_) | Code::Submit | Code::Remember(_) => match code.direct_action() {
-            Some(action) => act(tg, i, actor.clone(), action, None, locale).await,
-            None => unknown(),
-        },
-        Code::Edit { action } => {
-            let Some(a) = interaction.request.actions().get(action) else { return refuser.refuse(Refusal::OutOfRange("action")).await };
-            if !a.allowed.contains(&DecisionType::Edit) {
-                return refuser.refuse(Refusal::DecisionNotAllowed { action: a.name.clone(), decision: DecisionType::Edit }).await;
-            }
-            prompt(tg, origin, &query.from, &interaction, PromptKind::Edit { action }, locale).await
-        }
-        Code::Comment { action } => {
-            if interaction.request.actions().get(action).is_none() || interaction.request.is_question() {
-                return refuser.refuse(Refusal::OutOfRange("action")).await;
-            }
-            prompt(tg, origin, &query.from, &interaction, PromptKind::Comment { action }, locale).await
-        }
+        Code::Decide { .. } | Code::All(_) | Code::Submit | Code::Remember(_) => unknown(),
+        Code::Edit { action } => prompt(tg, origin, &query.from, i, PromptKind::Edit { action }, locale).await,
+        Code::Comment { action } => prompt(tg, origin, &query.from, i, PromptKind::Comment { action }, locale).await,
         Code::Option { question, option } => {
-            let (RequestKind::Questions { questions, .. }, crate::interaction::Draft::Answers { answers }) = (&interaction.request.kind, &interaction.draft)
-            else {
-                return refuser.refuse(Refusal::WrongKind { expected: "decisions", got: "answers" }).await;
-            };
-            let Some(q) = questions.get(question) else { return refuser.refuse(Refusal::OutOfRange("question")).await };
-            let Some(o) = q.options.get(option) else { return refuser.refuse(Refusal::OutOfRange("option")).await };
+            let RequestKind::Questions { questions, .. } = &i.request.kind else { return unknown() };
+            let (Some(q), crate::interaction::Draft::Answers { answers }) = (questions.get(question), &i.draft) else { return unknown() };
             let selected = answers.get(question).is_some_and(|a| a.selected.contains(&option));
-            if o.input && !(q.multi_select && selected) {
+            if q.options.get(option).is_some_and(|o| o.input) && !(q.multi_select && selected) {
                 // The backend's own free-text option: its answer is typed.
-                return prompt(tg, origin, &query.from, &interaction, PromptKind::Text { question }, locale).await;
+                return prompt(tg, origin, &query.from, i, PromptKind::Text { question }, locale).await;
             }
             if q.multi_select {
                 // The question stays, on the page the option is on.
                 let view = View { step: question, page: option / OPTIONS_PER_PAGE };
-                act(tg, i, actor.clone(), UserAction::Toggle { question, option }, Some(view), locale).await
+                act(tg, i, actor, UserAction::Toggle { question, option }, Some(view), locale).await
             } else {
-                act(tg, i, actor.clone(), UserAction::Select { question, options: vec![option] }, Some(View { step: question + 1, page: 0 }), locale).await
+                act(tg, i, actor, UserAction::Select { question, options: vec![option] }, Some(View { step: question + 1, page: 0 }), locale).await
             }
         }
-        Code::Other { question } => {
-            let allowed = match &interaction.request.kind {
-                RequestKind::Questions { questions, .. } => questions.get(question).map(|q| q.free_text != FreeText::Disabled),
-                RequestKind::Approval { .. } => None,
-            };
-            match allowed {
-                Some(true) => prompt(tg, origin, &query.from, &interaction, PromptKind::Text { question }, locale).await,
-                Some(false) => refuser.refuse(Refusal::NoFreeText).await,
-                None => refuser.refuse(Refusal::OutOfRange("question")).await,
-            }
-        }
-        Code::Skip { question } => act(tg, i, actor.clone(), UserAction::Skip { question }, Some(View { step: question + 1, page: 0 }), locale).await,
-        Code::Done { question } => navigate(tg, &refuser, origin, &interaction, View { step: question + 1, page: 0 }).await,
-        Code::Goto { step } => navigate(tg, &refuser, origin, &interaction, View { step, page: 0 }).await,
-        Code::Page { step, page } => navigate(tg, &refuser, origin, &interaction, View { step, page }).await,
+        Code::Other { question } => prompt(tg, origin, &query.from, i, PromptKind::Text { question }, locale).await,
+        Code::Skip { question } => act(tg, i, actor, UserAction::Skip { question }, Some(View { step: question + 1, page: 0 }), locale).await,
+        Code::Done { question } => navigate(tg, origin, i, View { step: question + 1, page: 0 }, locale).await,
+        Code::Goto { step } => navigate(tg, origin, i, View { step, page: 0 }, locale).await,
+        Code::Page { step, page } => navigate(tg, origin, i, View { step, page }, locale).await,
     }
+}
+
+/// Whether what `code` opens makes sense on `interaction` as stored (who may act is
+/// the engine's check): run by the engine, which refuses and audits what it rejects.
+fn valid(interaction: &Interaction, code: Code) -> Result<(), Refusal> {
+    let actions = interaction.request.actions();
+    match code {
+        Code::Edit { action } => {
+            let a = actions.get(action).ok_or(Refusal::OutOfRange("action"))?;
+            if a.allowed.contains(&DecisionType::Edit) {
+                Ok(())
+            } else {
+                Err(Refusal::DecisionNotAllowed { action: a.name.clone(), decision: DecisionType::Edit })
+            }
+        }
+        Code::Comment { action } if actions.get(action).is_none() || interaction.request.is_question() => Err(Refusal::OutOfRange("action")),
+        Code::Option { question, option } => {
+            let (RequestKind::Questions { questions, .. }, crate::interaction::Draft::Answers { .. }) = (&interaction.request.kind, &interaction.draft) else {
+                return Err(Refusal::WrongKind { expected: "decisions", got: "answers" });
+            };
+            let q = questions.get(question).ok_or(Refusal::OutOfRange("question"))?;
+            q.options.get(option).map(|_| ()).ok_or(Refusal::OutOfRange("option"))
+        }
+        Code::Other { question } => match &interaction.request.kind {
+            RequestKind::Questions { questions, .. } => match questions.get(question) {
+                Some(q) if q.free_text != FreeText::Disabled => Ok(()),
+                Some(_) => Err(Refusal::NoFreeText),
+                None => Err(Refusal::OutOfRange("question")),
+            },
+            RequestKind::Approval { .. } => Err(Refusal::OutOfRange("question")),
+        },
+        Code::Done { question } => page_exists(interaction, View { step: question + 1, page: 0 }),
+        Code::Goto { step } => page_exists(interaction, View { step, page: 0 }),
+        Code::Page { step, page } => page_exists(interaction, View { step, page }),
+        Code::Comment { .. } | Code::Skip { .. } | Code::Decide { .. } | Code::All(_) | Code::Submit | Code::Remember(_) => Ok(()),
+    }
+}
+
+/// A wizard step (or the summary after the last) and a page of it that exist.
+fn page_exists(interaction: &Interaction, view: View) -> Result<(), Refusal> {
+    let count = match &interaction.request.kind {
+        RequestKind::Questions { questions, .. } => questions.len(),
+        // An approval has one step; only its pages turn.
+        RequestKind::Approval { .. } => 0,
+    };
+    if view.step > count || view.page >= pages(interaction, view.step) { Err(Refusal::OutOfRange("question")) } else { Ok(()) }
 }
 
 /// What a click on `code` tries, as the refusal's audit entry records it: the action
@@ -160,31 +178,6 @@ fn attempt_of(code: Code) -> Option<Attempt> {
         Code::Done { question } => open(Opening::Page, question + 1),
         Code::Goto { step } | Code::Page { step, .. } => open(Opening::Page, step),
         Code::Decide { .. } | Code::All(_) | Code::Submit | Code::Remember(_) => code.direct_action().map(Attempt::Act),
-    }
-}
-
-/// Why `actor` may not act on `interaction` now, judged from the stored state.
-fn precheck(tg: &Telegram, interaction: &Interaction, actor: &Actor) -> Option<Refusal> {
-    interaction.may_act(actor, &tg.policy, now_ms()).err()
-}
-
-/// Refuses a click here, before (or instead of) the engine: the answer is made at
-/// once, and the refusal handed to the engine, which counts and audits it as it does
-/// its own (what the engine refuses it records itself).
-struct Refuser<'a> {
-    tg: &'a Telegram,
-    interaction_id: &'a str,
-    actor: &'a Actor,
-    attempt: Attempt,
-    locale: Locale,
-}
-
-impl Refuser<'_> {
-    async fn refuse(&self, refusal: Refusal) -> Answer {
-        let answer = refused(self.locale, &refusal);
-        let refused = RefusedAttempt { interaction_id: self.interaction_id.to_owned(), actor: self.actor.clone(), attempt: self.attempt.clone(), refusal };
-        self.tg.engine.refused(refused).await;
-        answer
     }
 }
 
@@ -227,17 +220,9 @@ fn outcome_answer(result: Result<ActOutcome, ActError>, locale: Locale) -> Answe
     }
 }
 
-/// Shows another wizard step, or another page of one, in the clicked message.
-async fn navigate(tg: &Telegram, refuser: &Refuser<'_>, origin: Option<&Origin>, interaction: &Interaction, view: View) -> Answer {
-    let locale = refuser.locale;
-    let count = match &interaction.request.kind {
-        RequestKind::Questions { questions, .. } => questions.len(),
-        // An approval has one step; only its pages turn.
-        RequestKind::Approval { .. } => 0,
-    };
-    if view.step > count || view.page >= pages(interaction, view.step) {
-        return refuser.refuse(Refusal::OutOfRange("question")).await;
-    }
+/// Shows another wizard step, or another page of one, in the clicked message (the
+/// engine checked it exists).
+async fn navigate(tg: &Telegram, origin: Option<&Origin>, interaction: &Interaction, view: View, locale: Locale) -> Answer {
     if let Err(e) = tg.wizard.set_view(interaction, view).await {
         tracing::warn!(error = %e, "cannot store the wizard view");
         return Answer::toast(tg_text(locale, Tg::CommandFailed));

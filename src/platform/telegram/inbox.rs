@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use teloxide::types::{Update, UpdateKind};
 
-use super::Telegram;
 use super::lanes::{Job, Lanes};
+use super::{PLATFORM, Telegram};
 use crate::clock::now_ms;
 use crate::store::{InboxUpdate, ShowClaim, StoreError};
 
@@ -63,7 +63,8 @@ pub fn row(update: &Update) -> Option<InboxUpdate> {
         }
     };
     let body = serde_json::to_string(update).ok()?;
-    Some(InboxUpdate { update_id: i64::from(update.id.0), chat_id, body })
+    let id = i64::from(update.id.0);
+    Some(InboxUpdate { update_id: id.to_string(), seq: id, lane: chat_id.to_string(), body })
 }
 
 /// Stores `updates` and hands the new ones to their lanes; an error means nothing was
@@ -74,12 +75,12 @@ pub async fn receive(tg: &Arc<Telegram>, updates: Vec<Update>) -> Result<(), Sto
         return Ok(());
     }
     let stored: Vec<InboxUpdate> = rows.iter().map(|(r, _)| r.clone()).collect();
-    let new = tg.store.store_updates(&stored, &tg.inbox_claim(), now_ms()).await?;
+    let new = tg.store.store_updates(PLATFORM, &stored, &tg.inbox_claim(), now_ms()).await?;
     for (row, update) in rows {
         if new.contains(&row.update_id) {
             handle(tg, row.update_id, update);
         } else {
-            tracing::debug!(update_id = row.update_id, "an update delivered again; already stored");
+            tracing::debug!(update_id = %row.update_id, "an update delivered again; already stored");
         }
     }
     Ok(())
@@ -87,7 +88,7 @@ pub async fn receive(tg: &Arc<Telegram>, updates: Vec<Update>) -> Result<(), Sto
 
 /// Queues one stored update on its chat's lane; its row is marked handled once the lane
 /// finished it.
-fn handle(tg: &Arc<Telegram>, update_id: i64, update: Update) {
+fn handle(tg: &Arc<Telegram>, update_id: String, update: Update) {
     let (done, handled) = tokio::sync::oneshot::channel();
     match update.kind {
         UpdateKind::Message(message) => Lanes::push(tg, message.chat.id.0, Job::Message(Box::new(message), done)),
@@ -100,8 +101,8 @@ fn handle(tg: &Arc<Telegram>, update_id: i64, update: Update) {
     let tg = tg.clone();
     tokio::spawn(async move {
         let _ = handled.await;
-        if let Err(e) = tg.store.finish_update(update_id, now_ms()).await {
-            tracing::warn!(update_id, error = %e, "cannot mark an update handled; it is handled again at the next start");
+        if let Err(e) = tg.store.finish_update(PLATFORM, &update_id, now_ms()).await {
+            tracing::warn!(%update_id, error = %e, "cannot mark an update handled; it is handled again at the next start");
         }
     });
 }
@@ -109,7 +110,7 @@ fn handle(tg: &Arc<Telegram>, update_id: i64, update: Update) {
 /// Handles what a previous run (or a dead replica) stored and never finished, oldest
 /// first. Called before polling starts, and by [`sweep`].
 pub async fn recover(tg: &Arc<Telegram>) {
-    let stranded = match tg.store.claim_stranded_updates(&tg.inbox_claim(), now_ms()).await {
+    let stranded = match tg.store.claim_stranded_updates(PLATFORM, &tg.inbox_claim(), now_ms()).await {
         Ok(stranded) => stranded,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the update inbox; retrying at the next sweep");
@@ -123,8 +124,8 @@ pub async fn recover(tg: &Arc<Telegram>) {
         match serde_json::from_str::<Update>(&row.body) {
             Ok(update) => handle(tg, row.update_id, update),
             Err(e) => {
-                tracing::warn!(update_id = row.update_id, error = %e, "a stored update no longer reads; dropped");
-                let _ = tg.store.finish_update(row.update_id, now_ms()).await;
+                tracing::warn!(update_id = %row.update_id, error = %e, "a stored update no longer reads; dropped");
+                let _ = tg.store.finish_update(PLATFORM, &row.update_id, now_ms()).await;
             }
         }
     }
@@ -133,7 +134,7 @@ pub async fn recover(tg: &Arc<Telegram>) {
 /// Frees this replica's earlier claims (it is handling nothing yet) and handles what
 /// is stranded.
 pub async fn start(tg: &Arc<Telegram>) {
-    if let Err(e) = tg.store.release_update_claims(&tg.replica).await {
+    if let Err(e) = tg.store.release_update_claims(PLATFORM, &tg.replica).await {
         tracing::warn!(error = %e, "cannot free this replica's earlier update claims; they lapse in {} s", CLAIM.as_secs());
     }
     recover(tg).await;
@@ -149,13 +150,13 @@ pub async fn sweep(tg: Arc<Telegram>) {
     loop {
         tokio::select! {
             _ = sweep.tick() => {
-                if let Err(e) = tg.store.renew_update_claims(&tg.inbox_claim()).await {
+                if let Err(e) = tg.store.renew_update_claims(PLATFORM, &tg.inbox_claim()).await {
                     tracing::warn!(error = %e, "cannot renew update claims");
                 }
                 recover(&tg).await;
             }
             _ = prune.tick() => {
-                if let Err(e) = tg.store.prune_handled_updates(now_ms() - KEEP_HANDLED.as_millis() as i64).await {
+                if let Err(e) = tg.store.prune_handled_updates(PLATFORM, now_ms() - KEEP_HANDLED.as_millis() as i64).await {
                     tracing::warn!(error = %e, "cannot prune handled updates");
                 }
             }

@@ -21,6 +21,7 @@ pub mod address;
 pub mod callback;
 mod chat;
 mod clicks;
+pub mod descriptor;
 mod inbox;
 mod lanes;
 mod limits;

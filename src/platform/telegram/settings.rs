@@ -61,7 +61,7 @@ pub enum TelegramMode {
 
 impl TelegramSettings {
     /// What is wrong with the section, as (key, reason); `None` when it is sound.
-    pub fn problem(&self) -> Option<(&'static str, &'static str)> {
+    pub fn check(&self) -> Option<(&'static str, &'static str)> {
         if self.enabled && self.token.as_ref().is_none_or(|t| t.expose_secret().is_empty()) {
             return Some(("telegram.token", "is required when telegram.enabled = true (env HITL_BRIDGE__TELEGRAM__TOKEN)"));
         }

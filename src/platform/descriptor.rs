@@ -1,0 +1,243 @@
+//! What the rest of the bridge knows of one chat platform: its [`Descriptor`]. Each
+//! platform writes its own in its folder; [`super::registry`] lists them, one line
+//! each, and configuration, the app, the HTTP API, MCP, pairing, the admin commands
+//! and the demo read that list instead of naming platforms.
+
+use std::any::Any;
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use std::marker::PhantomData;
+
+use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufRead, AsyncWrite};
+
+use crate::engine::{EngineHandle, Platform, PlatformError};
+use crate::interaction::AccessPolicy;
+use crate::interaction::chat::ChatNetwork;
+use crate::listener::Limits;
+use crate::metrics::Metrics;
+use crate::platform::token::TokenSigner;
+use crate::store::Store;
+
+/// One chat platform, as the bridge assembles it.
+pub trait Descriptor: Send + Sync {
+    /// Its address grammar: its name, how its chats, people, groups, spaces and HTTP
+    /// API targets are written (the part the core and the engine see).
+    fn network(&self) -> Arc<dyn ChatNetwork>;
+
+    /// Its name as people read it (`Telegram`).
+    fn title(&self) -> &'static str;
+
+    /// Its `[name]` section from the loaded configuration (the built-in defaults are
+    /// in `config/default.toml`); a section the file leaves out is the defaults.
+    fn read_section(&self, config: &config::Config) -> Result<Box<dyn Section>, config::ConfigError>;
+
+    /// Starts it from the shared context: `Ok(None)` when it has nothing to run (the
+    /// console without a terminal). A platform that is enabled but cannot start is an
+    /// error that stops the bridge.
+    fn start<'a>(&'a self, section: &'a dyn Section, context: &'a StartContext) -> BoxFuture<'a, Result<Option<Started>, String>>;
+}
+
+/// A platform's config section, read by its descriptor.
+pub trait Section: Any + Send + Sync + Debug {
+    /// `name.enabled`.
+    fn enabled(&self) -> bool;
+    /// What is invalid, as (key, reason); checked at load.
+    fn problem(&self) -> Option<(&'static str, String)>;
+    /// The section as JSON (secrets redacted), for `check-config` and the key list.
+    fn to_json(&self) -> serde_json::Value;
+    fn clone_section(&self) -> Box<dyn Section>;
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+/// A typed section: what a platform's settings struct provides to be a [`Section`].
+pub trait PlatformSettings: Serialize + DeserializeOwned + Default + Clone + Debug + Send + Sync + 'static {
+    fn enabled(&self) -> bool;
+    fn problem(&self) -> Option<(&'static str, String)> {
+        None
+    }
+}
+
+impl<T: PlatformSettings> Section for T {
+    fn enabled(&self) -> bool {
+        PlatformSettings::enabled(self)
+    }
+    fn problem(&self) -> Option<(&'static str, String)> {
+        PlatformSettings::problem(self)
+    }
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+    fn clone_section(&self) -> Box<dyn Section> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// Reads section `name` as `T`: the defaults when the configuration has none. Read
+/// from the whole configuration (not `Config::get`), so an error names the key in
+/// full (`telegram.enabled`), as for every other section.
+pub fn read_section<T: PlatformSettings>(config: &config::Config, name: &'static str) -> Result<Box<dyn Section>, config::ConfigError> {
+    let section = OneSection::<T> { name, section: PhantomData }.deserialize(config.clone())?;
+    Ok(Box::new(section.unwrap_or_default()))
+}
+
+/// Deserializes the top-level table's `name` member as `T`, skipping the others.
+struct OneSection<T> {
+    name: &'static str,
+    section: PhantomData<T>,
+}
+
+impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for OneSection<T> {
+    type Value = Option<T>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<T>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for OneSection<T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "a table with a [{}] section", self.name)
+    }
+
+    /// An empty configuration: every section is its defaults.
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<T>, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == self.name {
+                found = Some(map.next_value::<T>()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// What a platform starts from: the pieces every platform shares.
+pub struct StartContext {
+    /// Who may answer requests beyond the requester.
+    pub policy: AccessPolicy,
+    /// This process's name on claims other replicas see.
+    pub replica_id: String,
+    /// What every HTTP listener allows a client.
+    pub limits: Limits,
+    pub engine: EngineHandle,
+    pub signer: TokenSigner,
+    pub store: Store,
+    pub metrics: Metrics,
+    /// The terminal's input and output, for the platform that is the terminal; taken
+    /// by the first that asks.
+    pub terminal: Mutex<Option<Terminal>>,
+}
+
+impl StartContext {
+    /// The terminal, once.
+    pub fn take_terminal(&self) -> Option<Terminal> {
+        self.terminal.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// The bridge's standard input and output.
+pub struct Terminal {
+    pub input: Box<dyn AsyncBufRead + Unpin + Send>,
+    pub output: Box<dyn AsyncWrite + Unpin + Send>,
+}
+
+/// A started platform.
+pub struct Started {
+    pub platform: Arc<dyn Platform>,
+    /// Work whose end ends the bridge (reading the terminal until its input closes),
+    /// run once the engine runs.
+    pub foreground: Option<BoxFuture<'static, Result<(), PlatformError>>>,
+}
+
+/// Every platform's section, in the registry's order.
+pub struct Sections(Vec<(&'static str, Box<dyn Section>)>);
+
+impl Sections {
+    pub fn new(sections: Vec<(&'static str, Box<dyn Section>)>) -> Self {
+        Self(sections)
+    }
+
+    /// The section of platform `name`.
+    pub fn named(&self, name: &str) -> Option<&dyn Section> {
+        self.0.iter().find(|(n, _)| *n == name).map(|(_, s)| s.as_ref())
+    }
+
+    /// Each platform's name and section.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &dyn Section)> {
+        self.0.iter().map(|(name, section)| (*name, section.as_ref()))
+    }
+
+    /// The platforms that are enabled, in order.
+    pub fn enabled(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.iter().filter(|(_, s)| s.enabled()).map(|(name, _)| name)
+    }
+
+    /// The section of type `T` (its platform's settings struct).
+    ///
+    /// # Panics
+    /// When no registered platform has sections of type `T`: a programming error.
+    pub fn get<T: PlatformSettings>(&self) -> &T {
+        self.0.iter().find_map(|(_, s)| s.as_any().downcast_ref::<T>()).expect("a registered platform's settings")
+    }
+
+    /// As [`Sections::get`], to change it (tests, the demo).
+    pub fn get_mut<T: PlatformSettings>(&mut self) -> &mut T {
+        self.0.iter_mut().find_map(|(_, s)| s.as_any_mut().downcast_mut::<T>()).expect("a registered platform's settings")
+    }
+}
+
+impl Clone for Sections {
+    fn clone(&self) -> Self {
+        Self(self.0.iter().map(|(name, section)| (*name, section.clone_section())).collect())
+    }
+}
+
+impl Debug for Sections {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.0.iter().map(|(name, section)| (name, section))).finish()
+    }
+}
+
+impl Default for Sections {
+    /// Every registered platform's defaults.
+    fn default() -> Self {
+        let empty = config::Config::default();
+        let defaults =
+            super::registry::DESCRIPTORS.iter().map(|d| (d.network().name(), d.read_section(&empty).expect("an empty configuration reads as the defaults")));
+        Self(defaults.collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::telegram::settings::TelegramSettings;
+
+    #[test]
+    fn every_platform_has_its_defaults_without_configuration() {
+        let sections = Sections::default();
+        let names: Vec<&str> = sections.iter().map(|(name, _)| name).collect();
+        assert_eq!(names, ["telegram", "discord", "console"]);
+        assert!(sections.enabled().next().is_none(), "every platform is off by default");
+        assert!(sections.get::<TelegramSettings>().rate_limits);
+    }
+}
