@@ -11,7 +11,7 @@
 //! per run, default 2000), `LOAD_CROSS` (sessions of the cross-replica phase, default
 //! 200), `HITL_BRIDGE_TEST_POSTGRES_URL` (PostgreSQL for the durable decisions figure,
 //! the cross-replica hand-off and a second run of the pending phase; each skipped with a
-//! line when unset), `LOAD_SKIP` (comma-separated phases to skip: `limits`, `store`,
+//! line when unset; the pending phase also times the web inbox), `LOAD_SKIP` (comma-separated phases to skip: `limits`, `store`,
 //! `cross`, `pending`).
 
 #[path = "common/seed.rs"]
@@ -638,6 +638,45 @@ impl Child {
     }
 }
 
+/// Pages open on the web inbox's live updates, for their memory (issue #35).
+const LIVE_PAGES: usize = 200;
+
+/// The web inbox with `n` pending, all open to the person signed in (issue #35): the
+/// first inbox page and a request page (timed from loopback: the server's time plus a
+/// loopback round trip), and what [`LIVE_PAGES`] pages open on live updates cost.
+async fn inbox(child: &Child, http: &reqwest::Client, store_url: &str, n: usize) {
+    let store = Store::connect(store_url).await.expect("store");
+    let web = hitl_bridge::web::WebSettings { enabled: true, public_url: child.base.clone(), ..Default::default() };
+    let link = hitl_bridge::web::sign_in_link(&store, &web, &Actor::new("telegram", &CLICKER.to_string(), "Clicker")).await.expect("a sign-in link");
+    let id = store.interactions_with_key("p1").await.expect("read").into_iter().next().expect("p1 is pending").id;
+    store.close().await;
+    let token = link.rsplit('/').next().unwrap_or_default().to_owned();
+    let signing_in = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let signed_in = signing_in.post(format!("{}/inbox/sign-in", child.base)).form(&[("token", token)]).send().await.expect("sign in");
+    let cookie = signed_in.headers()[reqwest::header::SET_COOKIE].to_str().unwrap_or_default().split(';').next().unwrap_or_default().to_owned();
+    let page = |path: String| {
+        let (http, cookie) = (http.clone(), cookie.clone());
+        move || http.get(&path).header("cookie", &cookie)
+    };
+    let (first, bytes) = median_of(page(format!("{}/inbox", child.base))).await;
+    println!("  web inbox, first page of {n} waiting (50 rows): p50 {:.1} ms, {bytes} bytes (target ≤ 30 ms)", ms(first));
+    let (one, bytes) = median_of(page(format!("{}/inbox/requests/{id}", child.base))).await;
+    println!("  web inbox, a request's page: p50 {:.1} ms, {bytes} bytes (target ≤ 10 ms)", ms(one));
+    let (_, before) = child.memory();
+    let mut streams = Vec::new();
+    for _ in 0..LIVE_PAGES {
+        // A client each: one connection per open page, as browsers hold them.
+        let client = reqwest::Client::new();
+        let stream = client.get(format!("{}/inbox/events", child.base)).header("cookie", &cookie).send().await.expect("events");
+        assert!(stream.status().is_success(), "events: {}", stream.status());
+        streams.push((client, stream));
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (_, after) = child.memory();
+    println!("  {LIVE_PAGES} pages open on live updates: RSS {before:.1} → {after:.1} MiB, {:.2} MiB for them (target ≤ 10 MiB)", after - before);
+    drop(streams);
+}
+
 /// The pending phase on SQLite, then on PostgreSQL when [`test_db::POSTGRES_ENV`] is set.
 async fn pending_on_each_store(n: usize) {
     pending(n, &test_db::TestDatabase::sqlite()).await;
@@ -671,6 +710,7 @@ async fn pending(n: usize, db: &test_db::TestDatabase) {
         ("TELEGRAM__API_URL", tg.url.clone()),
         ("TELEGRAM__RATE_LIMITS", "false".into()),
         ("ACCESS__USERS", format!("telegram:{CLICKER}")),
+        ("WEB__ENABLED", "true".into()),
         ("LOG__FILTER", "warn".into()),
     ]
     .into_iter()
@@ -737,6 +777,7 @@ async fn pending(n: usize, db: &test_db::TestDatabase) {
     tokio::time::sleep(Duration::from_secs(20)).await;
     let idle = child.cpu().saturating_sub(idle_from);
     println!("  idle with {n} pending: {:.2} % of a core over 20 s (target ≤ 1 %)", idle.as_secs_f64() / 20.0 * 100.0);
+    inbox(&child, &http, store_url, n).await;
 
     // CPU per decision: BURST of them clicked at once, the bridge's own user + system
     // time from the first click until every one is answered, divided by BURST (issue
@@ -880,17 +921,26 @@ async fn pending(n: usize, db: &test_db::TestDatabase) {
 
 /// The median time of 21 GETs of `url`, and the size of the last answer.
 async fn median_get(http: &reqwest::Client, url: &str, token: Option<&str>) -> (Duration, usize) {
+    median_of(|| {
+        let request = http.get(url);
+        match token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
+    })
+    .await
+}
+
+/// The median time of 21 sends of the request `make` builds, and the size of the last
+/// answer.
+async fn median_of(make: impl Fn() -> reqwest::RequestBuilder) -> (Duration, usize) {
     let mut times = Vec::new();
     let mut bytes = 0;
     for _ in 0..21 {
-        let request = http.get(url);
-        let request = match token {
-            Some(token) => request.bearer_auth(token),
-            None => request,
-        };
+        let request = make();
         let started = Instant::now();
         let response = request.send().await.expect("GET");
-        assert!(response.status().is_success(), "{url}: {}", response.status());
+        assert!(response.status().is_success(), "{}: {}", response.url(), response.status());
         bytes = response.bytes().await.expect("body").len();
         times.push(started.elapsed());
     }

@@ -146,6 +146,11 @@ impl App {
                 routes =
                     routes.merge(crate::mcp::http::router(&settings.mcp, Tokens::new(settings.http.tokens()), own_base.clone(), settings.http.max_body_bytes));
             }
+            if settings.web.enabled {
+                let open_viewers: Vec<String> = settings.access.users.iter().chain(&settings.access.admins).cloned().collect();
+                let web = crate::web::Web::new(store.clone(), engine.clone(), settings.access_policy(), &open_viewers, settings.web.clone());
+                routes = routes.merge(crate::web::router(web));
+            }
             let served = crate::server::serve(&settings.http.listen, limits, readiness.clone(), metrics.clone(), routes)
                 .await
                 .map_err(|source| AppError::Listen { listen: settings.http.listen.clone(), source })?;

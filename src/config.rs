@@ -30,6 +30,7 @@ pub use crate::platform::descriptor::Sections;
 pub use crate::platform::token::TokenSettings;
 pub use crate::redact::url_without_password;
 pub use crate::store::settings::StoreSettings;
+pub use crate::web::WebSettings;
 
 /// The whole configuration. Unknown keys are refused before it is read (see
 /// [`Settings::load_from`]): the chat platforms' sections are not fields here but
@@ -53,6 +54,9 @@ pub struct Settings {
     /// The MCP server at `/mcp` (on with the inbound API).
     #[serde(default)]
     pub mcp: McpSettings,
+    /// The web inbox at `/inbox` (off by default).
+    #[serde(default)]
+    pub web: WebSettings,
     #[serde(default)]
     pub claude_code: crate::backend::claude_code::ClaudeCodeSettings,
     #[serde(default)]
@@ -290,8 +294,11 @@ impl Settings {
         if let Some((key, reason)) = self.access.problem() {
             return Err(ConfigError::Invalid { key, reason });
         }
-        if let Some((key, reason)) = self.http.problem().or_else(|| self.mcp.problem()) {
+        if let Some((key, reason)) = self.http.problem().or_else(|| self.mcp.problem()).or_else(|| self.web.problem()) {
             return Err(ConfigError::Invalid { key, reason });
+        }
+        if self.web.enabled && !self.http.enabled {
+            return invalid("web.enabled", "the web inbox is served on the HTTP listener: set http.enabled = true too");
         }
         let networks = crate::platform::networks();
         for channel in &self.routing.channels {
@@ -414,6 +421,15 @@ mod tests {
     use secrecy::ExposeSecret;
 
     use super::*;
+
+    #[test]
+    fn the_web_inbox_needs_the_http_listener() {
+        let err = Settings::from_pairs(&[("web.enabled", "true"), ("http.enabled", "false")]).unwrap_err().to_string();
+        assert!(err.contains("web.enabled") && err.contains("http.enabled = true"), "{err}");
+        assert!(Settings::from_pairs(&[("web.enabled", "true")]).is_ok());
+        let err = Settings::from_pairs(&[("web.public_url", "ftp://x")]).unwrap_err().to_string();
+        assert!(err.contains("web.public_url"), "{err}");
+    }
 
     #[test]
     fn defaults_load_and_validate() {

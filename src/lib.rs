@@ -23,8 +23,8 @@
 //! 7. words: [`texts`], every string people read, in three languages;
 //! 8. adapters: [`platform`] (console, Telegram, Discord) and [`backend`] (the stream
 //!    protocol, the HTTP API, LangGraph, Kimi, Agno, Claude Code);
-//! 9. front ends: [`server`] (`/healthz`, `/readyz`, `/metrics`, `/v1`) and [`mcp`]
-//!    (the bridge as an MCP server);
+//! 9. front ends: [`server`] (`/healthz`, `/readyz`, `/metrics`, `/v1`), [`mcp`]
+//!    (the bridge as an MCP server) and [`web`] (the inbox in a browser);
 //! 10. [`config`]: the file and the environment, each section defined by what it
 //!     configures;
 //! 11. assembly and commands: [`app`] (a running bridge), [`admin`], [`pairing`],
@@ -51,3 +51,4 @@ pub mod redact;
 pub mod server;
 pub mod store;
 pub mod texts;
+pub mod web;

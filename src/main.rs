@@ -1,5 +1,5 @@
 //! The `hitl-bridge` command: `run`, `demo`, `agent-sim`, `check-config`, `pair`, and
-//! the admin commands `pending`, `cancel`, `audit export` and `rules`.
+//! the admin commands `pending`, `cancel`, `audit export`, `rules` and `web login`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -153,6 +153,29 @@ enum Command {
         /// (without it: config/default.toml in this directory, if present). Every key can
         /// also be set as HITL_BRIDGE__SECTION__KEY.
         #[arg(long, global = true, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// The web inbox (web.enabled): `web login PLATFORM:USER_ID` prints a sign-in link.
+    Web {
+        #[command(subcommand)]
+        command: WebCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum WebCommand {
+    /// Print a one-time sign-in link to the web inbox for a platform user (valid 10
+    /// minutes, usable once), alone on one line.
+    Login {
+        /// Who signs in, as platform:user_id (e.g. telegram:123456789).
+        person: String,
+        /// Their name in the inbox and the audit log (default: platform:user_id).
+        #[arg(long)]
+        name: Option<String>,
+        /// A config file holding the keys you change, on top of the built-in defaults
+        /// (without it: config/default.toml in this directory, if present). Every key can
+        /// also be set as HITL_BRIDGE__SECTION__KEY.
+        #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
 }
@@ -323,6 +346,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 Some(RulesCommand::Revoke { id, by }) => AdminCommand::RulesRevoke { id, by },
             };
             run_admin(config, command).await
+        }
+        Command::Web { command: WebCommand::Login { person, name, config } } => {
+            let web = Settings::load(config.as_deref())?.web;
+            run_admin(config, AdminCommand::WebLogin { person, name, web }).await
         }
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod policy;
 pub mod rules;
+pub mod web;
 
 /// `text` whole when it has at most `max` characters, else its first `max - 1` and
 /// `…` (counted in `max`; nothing at all when `max` is 0). The one truncator of

@@ -23,7 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Above the engine: it answers with typed outcomes, and never words them.
     ("words", &["texts"]),
     ("adapters", &["platform", "backend"]),
-    ("front ends", &["server", "mcp"]),
+    ("front ends", &["server", "mcp", "web"]),
     ("configuration", &["config"]),
     ("assembly and commands", &["app", "admin", "pairing", "demo"]),
 ];

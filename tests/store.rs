@@ -8,7 +8,7 @@
 use hitl_bridge::interaction::policy::{RememberArgs, RememberScope, RememberedRule};
 use hitl_bridge::interaction::{AccessPolicy, Actor, Applied, Draft, Interaction, Policy, RequestBuilder, Status, TimeoutDefaults, UserAction};
 use hitl_bridge::protocol::{ActionRequest, Command, Decision, DecisionType, Reply};
-use hitl_bridge::store::{AuditEntry, ChatKey, MessageRef, Queued, Settled, Store, StoreError};
+use hitl_bridge::store::{AuditEntry, AuditFilter, ChatKey, MessageRef, Queued, Settled, Store, StoreError};
 use serde_json::{Value, json};
 
 mod support;
@@ -116,6 +116,9 @@ suite!(
     pending_timers_are_read_from_their_columns,
     a_push_is_stored_whole_once_or_not_at_all,
     pending_pushes_are_paged_by_push_time_then_key,
+    web_sign_in_links_are_spent_once_and_expire,
+    web_sessions_end_when_idle_or_signed_out,
+    web_audit_reads_newest_first_with_filters,
 );
 
 // ---------------------------------------------------------------------------------
@@ -1071,4 +1074,93 @@ async fn pending_pushes_are_paged_by_push_time_then_key(db: &mut TestDb) {
         pages.push(page.iter().map(|(request, _)| request.approval_key.clone()).collect::<Vec<_>>().join(""));
     }
     assert_eq!(pages, ["ga", "bc", "de", "f"]);
+}
+
+// ---------------------------------------------------------------------------------
+// The web inbox
+// ---------------------------------------------------------------------------------
+
+/// A link is good until its expiry, once; looking at it does not spend it.
+async fn web_sign_in_links_are_spent_once_and_expire(db: &mut TestDb) {
+    let store = &db.store;
+    store.create_sign_in_link("h1", &thao(), T0, T0 + 600_000).await.unwrap();
+    store.create_sign_in_link("h2", &thao(), T0, T0 + 600_000).await.unwrap();
+    assert_eq!(store.sign_in_link_person("h1", T0 + 1).await.unwrap(), Some(thao()));
+    assert_eq!(store.sign_in_link_person("h1", T0 + 2).await.unwrap(), Some(thao()), "looking does not spend");
+    assert_eq!(store.spend_sign_in_link("h1", T0 + 599_999).await.unwrap(), Some(thao()));
+    assert_eq!(store.spend_sign_in_link("h1", T0 + 599_999).await.unwrap(), None, "once");
+    assert_eq!(store.sign_in_link_person("h1", T0 + 599_999).await.unwrap(), None);
+    assert_eq!(store.spend_sign_in_link("h2", T0 + 600_000).await.unwrap(), None, "expired at its time");
+    assert_eq!(store.spend_sign_in_link("nope", T0).await.unwrap(), None);
+    // Two presses racing: one sign-in.
+    store.create_sign_in_link("h3", &thao(), T0, T0 + 600_000).await.unwrap();
+    let (a, b) = tokio::join!(store.spend_sign_in_link("h3", T0 + 5), store.spend_sign_in_link("h3", T0 + 5));
+    assert_eq!([a.unwrap().is_some(), b.unwrap().is_some()].iter().filter(|won| **won).count(), 1);
+}
+
+/// A session is found while used within the idle time; it ends when idle or signed out.
+async fn web_sessions_end_when_idle_or_signed_out(db: &mut TestDb) {
+    let store = &db.store;
+    let idle = 60_000;
+    store.create_web_session("s1", &thao(), "csrf-1", T0).await.unwrap();
+    store.create_web_session("s2", &thao(), "csrf-2", T0).await.unwrap();
+    let found = store.web_session("s1", T0 + 50_000, idle).await.unwrap().expect("in use");
+    assert_eq!((found.actor, found.csrf.as_str(), found.last_seen_ms), (thao(), "csrf-1", T0));
+    // Used at T0 + 50 s (marked then); still good 55 s later.
+    assert!(store.web_session("s1", T0 + 105_000, idle).await.unwrap().is_some());
+    db.reopen().await;
+    let store = &db.store;
+    assert!(store.web_session("s1", T0 + 150_000, idle).await.unwrap().is_some(), "kept across a restart");
+    assert!(store.web_session("s2", T0 + 150_000, idle).await.unwrap().is_none(), "idle since T0");
+    store.end_web_session("s1").await.unwrap();
+    assert!(store.web_session("s1", T0 + 150_001, idle).await.unwrap().is_none(), "signed out");
+}
+
+/// Newest first, filtered by agent, outcome and person, paged by row id; the change
+/// mark moves with each entry and each pending request.
+async fn web_audit_reads_newest_first_with_filters(db: &mut TestDb) {
+    let store = &db.store;
+    let mark = store.web_change_mark().await.unwrap();
+    let entry = |n: i64, agent: Option<&str>, outcome: &str, who: Option<Actor>| AuditEntry {
+        at_ms: T0 + n,
+        session_id: "S".into(),
+        approval_key: format!("k{n}"),
+        interaction_id: format!("i{n}"),
+        actor: who,
+        outcome: outcome.into(),
+        reply: None,
+        original_args: json!([]),
+        edited_args: None,
+        latency_ms: 0,
+        agent: agent.map(str::to_owned),
+        kind: Some("approval".into()),
+        tools: Some(vec!["t".into()]),
+        reason: None,
+        attempts: 1,
+    };
+    let mut web_ana = Actor::new("telegram", "3003", "Ana");
+    web_ana.channel = Some("web".into());
+    store.append_audit(&entry(1, Some("ci"), "resolved", Some(thao()))).await.unwrap();
+    store.append_audit(&entry(2, Some("cron"), "refused", Some(web_ana.clone()))).await.unwrap();
+    store.append_audit(&entry(3, Some("ci"), "expired", None)).await.unwrap();
+    store.append_audit(&entry(4, None, "resolved", Some(web_ana))).await.unwrap();
+    let keys = |rows: Vec<hitl_bridge::store::AuditRow>| rows.into_iter().map(|r| r.entry.approval_key).collect::<Vec<_>>();
+    let all = AuditFilter::default();
+    assert_eq!(keys(store.audit_newest(&all, None, 10).await.unwrap()), ["k4", "k3", "k2", "k1"]);
+    let first = store.audit_newest(&all, None, 2).await.unwrap();
+    let before = first.last().unwrap().id;
+    assert_eq!(keys(store.audit_newest(&all, Some(before), 2).await.unwrap()), ["k2", "k1"]);
+    let ci = AuditFilter { agent: Some("ci".into()), ..AuditFilter::default() };
+    assert_eq!(keys(store.audit_newest(&ci, None, 10).await.unwrap()), ["k3", "k1"]);
+    let resolved = AuditFilter { outcome: Some("resolved".into()), ..AuditFilter::default() };
+    assert_eq!(keys(store.audit_newest(&resolved, None, 10).await.unwrap()), ["k4", "k1"]);
+    let ana = AuditFilter { person: Some("telegram:3003".into()), ..AuditFilter::default() };
+    assert_eq!(keys(store.audit_newest(&ana, None, 10).await.unwrap()), ["k4", "k2"]);
+    let prefix = AuditFilter { person: Some("telegram:300".into()), ..AuditFilter::default() };
+    assert!(store.audit_newest(&prefix, None, 10).await.unwrap().is_empty(), "a whole id, not a prefix");
+    let after = store.web_change_mark().await.unwrap();
+    assert_eq!(after.0, mark.0);
+    assert!(after.1 > mark.1, "{after:?} after {mark:?}");
+    assert!(store.insert_interaction(&approval("S", "S_9", T0)).await.unwrap());
+    assert_eq!(store.web_change_mark().await.unwrap().0, mark.0 + 1);
 }

@@ -1,17 +1,18 @@
 //! The test suite's own rule, checked on its source: a test that needs something
-//! installed (a real backend, PostgreSQL) is `#[ignore]`d with the reason, so a plain
+//! installed (a real backend, PostgreSQL, Chromium) is `#[ignore]`d with the reason, so a plain
 //! `cargo test` reports it ignored, never passed; `-- --include-ignored` runs it, and
 //! it fails there when the prerequisite is missing.
 //!
 //! A test needs a prerequisite when its body, or a function of its file it calls
 //! (followed through the file's own functions, by name and `impl`), asks for one:
-//! `backends::installed`, `TestDatabase::postgres` or `schema_on`. The reading is line-based, as
+//! `backends::installed`, `TestDatabase::postgres`, `schema_on` or the browser's
+//! `Driver::start`. The reading is line-based, as
 //! rustfmt leaves the files; its own test below shows what it follows.
 
 use std::path::Path;
 
 /// What a test asks for when it needs something installed.
-const PREREQUISITES: &[&str] = &["installed(", "TestDatabase::postgres(", "TestDatabase::schema_on("];
+const PREREQUISITES: &[&str] = &["installed(", "TestDatabase::postgres(", "TestDatabase::schema_on(", "Driver::start("];
 
 /// One `fn` of a test file: its name, the type whose `impl` holds it, whether it is a
 /// test, whether it is ignored, and its text up to the next `fn`.

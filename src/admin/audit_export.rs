@@ -51,6 +51,10 @@ pub struct Who {
     pub platform: String,
     pub user_id: String,
     pub name: String,
+    /// Where they acted when not in their platform's chat (`web`); JSONL only, left
+    /// out when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
 }
 
 /// One exported audit entry. Field order is the JSON key order and the CSV column
@@ -151,7 +155,7 @@ pub fn record(entry: &AuditEntry, interaction: Option<&Interaction>) -> Record {
         interaction_id: non_empty(&entry.interaction_id),
         kind,
         tools,
-        who: entry.actor.as_ref().map(|a| Who { platform: a.platform.clone(), user_id: a.user_id.clone(), name: a.name.clone() }),
+        who: entry.actor.as_ref().map(|a| Who { platform: a.platform.clone(), user_id: a.user_id.clone(), name: a.name.clone(), channel: a.channel.clone() }),
         agent: entry.agent.clone(),
         decision,
         attempted,

@@ -1,7 +1,7 @@
 //! The operator's commands on a bridge's store, run from the CLI beside (or without)
 //! running bridges: `hitl-bridge pending` ([`pending`]), `hitl-bridge cancel`
-//! ([`cancel`]), `hitl-bridge audit export` ([`audit_export`]) and `hitl-bridge rules`
-//! ([`rules`]).
+//! ([`cancel`]), `hitl-bridge audit export` ([`audit_export`]), `hitl-bridge rules`
+//! ([`rules`]) and `hitl-bridge web login` ([`web_login`]).
 //!
 //! Each command opens the store named by the same config as `run`, does its work and
 //! returns what to print; running bridges pick up a change at their next rescan (as
@@ -13,6 +13,7 @@ pub mod audit_export;
 pub mod cancel;
 pub mod pending;
 pub mod rules;
+pub mod web_login;
 
 use std::io::Write;
 
@@ -41,6 +42,10 @@ pub enum AdminError {
     Csv(#[from] csv::Error),
     #[error("encoding an audit record: {0}")]
     Encode(#[from] serde_json::Error),
+    #[error("the web inbox is off: set web.enabled = true (and web.public_url) first")]
+    WebDisabled,
+    #[error("{0:?} is not platform:user_id (e.g. telegram:123456789, discord:80351110224678912)")]
+    NotAPerson(String),
 }
 
 fn in_session(session: Option<&str>) -> String {
@@ -69,6 +74,12 @@ pub enum AdminCommand {
         /// The operator's name, for the audit log.
         by: String,
     },
+    /// `web login PLATFORM:USER_ID`: a one-time sign-in link to the inbox.
+    WebLogin {
+        person: String,
+        name: Option<String>,
+        web: crate::web::WebSettings,
+    },
 }
 
 /// Runs `command` against the store of `settings` (opened and migrated as `run`
@@ -92,6 +103,7 @@ async fn run_on(store: &Store, command: &AdminCommand, out: &mut dyn Write) -> R
         }
         AdminCommand::RulesList => writeln!(out, "{}", rules::list(store).await?)?,
         AdminCommand::RulesRevoke { id, by } => writeln!(out, "{}", rules::revoke(store, id, by, now_ms()).await?)?,
+        AdminCommand::WebLogin { person, name, web } => writeln!(out, "{}", web_login::run(store, web, person, name.as_deref()).await?)?,
     }
     Ok(out.flush()?)
 }

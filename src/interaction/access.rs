@@ -27,11 +27,16 @@ pub struct Actor {
     /// Discord guild).
     #[serde(default, skip_serializing_if = "Option::is_none", rename = "guild_id")]
     pub space: Option<String>,
+    /// Where the person acted when it was not their platform's own chat: `web` for the
+    /// web inbox, where a platform user signs in (the audit row says so). Who the
+    /// person is stays `platform` and `user_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
 }
 
 impl Actor {
     pub fn new(platform: &str, user_id: &str, name: &str) -> Self {
-        Self { platform: platform.into(), user_id: user_id.into(), name: name.into(), groups: Vec::new(), space: None }
+        Self { platform: platform.into(), user_id: user_id.into(), name: name.into(), groups: Vec::new(), space: None, channel: None }
     }
 
     pub fn is_same_person(&self, other: &Actor) -> bool {

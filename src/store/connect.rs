@@ -102,6 +102,7 @@ const MIGRATIONS: &[(i64, &str, Schema)] = &[
             postgres: include_str!("../../migrations/postgres/0021_pending_notify.sql"),
         },
     ),
+    (22, "web inbox", Schema::Shared(include_str!("../../migrations/shared/0022_web.sql"))),
     (23, "platform inbox", Schema::Shared(include_str!("../../migrations/shared/0023_platform_inbox.sql"))),
     (24, "turn texts shown", Schema::Shared(include_str!("../../migrations/shared/0024_turn_texts_shown.sql"))),
     (25, "pending timers", Schema::Shared(include_str!("../../migrations/shared/0025_pending_timers.sql"))),

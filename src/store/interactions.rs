@@ -139,6 +139,21 @@ impl Store {
         Ok(timers)
     }
 
+    /// What `keep` makes of each pending interaction, oldest first, where it makes
+    /// something. Rows are decoded one at a time and dropped once `keep` has seen them,
+    /// so going through thousands holds no more than one of them at once.
+    pub async fn pending_each<T>(&self, mut keep: impl FnMut(Interaction) -> Option<T>) -> Result<Vec<T>> {
+        let mut rows =
+            sqlx::query("SELECT id, body, revision FROM interactions WHERE status = $1 ORDER BY created_at_ms, id").bind(pending()).fetch(&self.pool);
+        let mut kept = Vec::new();
+        while let Some(row) = rows.try_next().await.map_err(StoreError::query("go through pending interactions"))? {
+            if let Some(made) = skip_corrupt(decode_row(&row)).and_then(&mut keep) {
+                kept.push(made);
+            }
+        }
+        Ok(kept)
+    }
+
     /// The session's pending interactions, oldest first.
     pub async fn pending_in_session(&self, session_id: &str) -> Result<Vec<Interaction>> {
         let rows = sqlx::query("SELECT id, body, revision FROM interactions WHERE session_id = $1 AND status = $2 ORDER BY created_at_ms, id")

@@ -41,6 +41,7 @@ pub mod settings;
 mod shows;
 mod turns;
 mod ui_state;
+mod web;
 
 use sqlx::AnyPool;
 
@@ -61,6 +62,7 @@ pub use retention::Pruned;
 pub use shows::{PendingShow, ShowClaim};
 pub use turns::OpenTurn;
 pub use ui_state::UiState;
+pub use web::{AuditFilter, WebSession};
 
 /// A handle to the database. Cheap to clone: clones share one connection pool.
 #[derive(Clone)]

@@ -14,6 +14,8 @@ pub mod fake_telegram;
 pub mod harness;
 pub mod telegram_chat;
 pub mod test_db;
+pub mod web_inbox;
+pub mod webdriver;
 pub mod withholding_proxy;
 
 #[allow(unused_imports)] // each suite uses its own part of the support

@@ -1,0 +1,222 @@
+//! `GET /inbox`: the pending requests that wait on the signed-in person, newest first,
+//! 50 a page, filtered by agent, by where they are shown and by age. The title starts
+//! with how many wait, `(N)`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use maud::{Markup, html};
+
+use super::Web;
+use super::forms::Fields;
+use super::layout::{Frame, html, span, unavailable, visit};
+use super::visibility::waits_on;
+use crate::clock::now_ms;
+use crate::interaction::{Interaction, Origin, RequestKind};
+use crate::texts::web::{WebMsg, waiting_title};
+
+/// Requests per page.
+const PAGE: usize = 50;
+
+/// The age filter's choices: (query value, minimum age in ms, label).
+const AGES: [(&str, i64, WebMsg); 3] = [("5m", 300_000, WebMsg::Older5m), ("1h", 3_600_000, WebMsg::Older1h), ("1d", 86_400_000, WebMsg::Older1d)];
+
+pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+    let (viewer, locale) = match visit(&web, &headers).await {
+        Ok(visitor) => visitor,
+        Err(answer) => return answer,
+    };
+    let viewer = &viewer;
+    let frame = Frame { web: &web, locale, viewer: Some(viewer) };
+    let now = now_ms();
+    // One request at a time is decoded and only what the list needs is kept: the
+    // inbox's memory does not grow with the number pending.
+    let waiting = web.store.pending_each(|i| waits_on(&web, &i, &viewer.actor, now).then(|| Waiting::of(&i)));
+    let (waiting, targets) = match tokio::try_join!(waiting, web.store.pending_targets()) {
+        Ok(both) => both,
+        Err(e) => return unavailable(&e),
+    };
+    let networks = crate::platform::networks();
+    let targets: Places = targets.into_iter().map(|(id, chats)| (id, chats.iter().map(|c| networks.display_chat(c)).collect())).collect();
+    let mut waiting = waiting;
+    waiting.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then_with(|| b.id.cmp(&a.id)));
+    let total = waiting.len();
+    let filter = Filter::read(&Fields::query(query.as_deref()));
+    // The choices come from everything waiting, so a filter can always be undone.
+    let agents: BTreeSet<&str> = waiting.iter().map(|w| w.agent.as_str()).collect();
+    let places: BTreeSet<String> = waiting.iter().flat_map(|w| shown_in(&targets, &w.id)).collect();
+    let chosen: Vec<&Waiting> = waiting.iter().filter(|w| filter.keeps(w, &targets, now)).collect();
+    let pages = chosen.len().div_ceil(PAGE).max(1);
+    let page = filter.page.clamp(1, pages);
+    let mut rows = Vec::with_capacity(PAGE);
+    for w in &chosen[(page - 1) * PAGE..(page * PAGE).min(chosen.len())] {
+        match web.store.interaction(&w.id).await {
+            Ok(Some(i)) => rows.push(i),
+            // Settled and pruned since: no longer waiting.
+            Ok(None) => {}
+            Err(e) => return unavailable(&e),
+        }
+    }
+    let body = html! {
+        h1 { (frame.t(WebMsg::Inbox)) " " span.count id="inbox-count" data-live { "(" (total) ")" } }
+        (filters(&frame, &filter, &agents, &places))
+        div id="inbox-list" data-live {
+            @if rows.is_empty() {
+                p.empty { (frame.t(WebMsg::NothingWaiting)) }
+            } @else {
+                ul.requests {
+                    @for i in &rows { (row(&frame, i, &targets, now)) }
+                }
+            }
+            (pager(&frame, &filter, page, pages))
+        }
+    };
+    html(StatusCode::OK, frame.page(&waiting_title(total, frame.t(WebMsg::Inbox)), body))
+}
+
+/// What the list keeps of a request waiting on the person.
+struct Waiting {
+    id: String,
+    created_at_ms: i64,
+    agent: String,
+}
+
+impl Waiting {
+    fn of(i: &Interaction) -> Waiting {
+        Waiting { id: i.id.clone(), created_at_ms: i.created_at_ms, agent: agent_of(i) }
+    }
+}
+
+/// What the query asks for.
+#[derive(Default)]
+struct Filter {
+    agent: Option<String>,
+    target: Option<String>,
+    age: Option<(&'static str, i64)>,
+    page: usize,
+}
+
+impl Filter {
+    fn read(q: &Fields) -> Filter {
+        Filter {
+            agent: q.non_empty("agent").map(str::to_owned),
+            target: q.non_empty("target").map(str::to_owned),
+            age: q.get("age").and_then(|a| AGES.iter().find(|(v, ..)| *v == a)).map(|(v, ms, _)| (*v, *ms)),
+            page: q.get("page").and_then(|p| p.parse().ok()).unwrap_or(1),
+        }
+    }
+
+    fn keeps(&self, w: &Waiting, targets: &Places, now: i64) -> bool {
+        self.agent.as_ref().is_none_or(|a| *a == w.agent)
+            && self.target.as_ref().is_none_or(|t| shown_in(targets, &w.id).any(|s| s == *t))
+            && self.age.is_none_or(|(_, ms)| now - w.created_at_ms >= ms)
+    }
+
+    /// The query of this filter on page `page`.
+    fn query(&self, page: usize) -> String {
+        let mut q = url::form_urlencoded::Serializer::new(String::new());
+        if let Some(a) = &self.agent {
+            q.append_pair("agent", a);
+        }
+        if let Some(t) = &self.target {
+            q.append_pair("target", t);
+        }
+        if let Some((a, _)) = self.age {
+            q.append_pair("age", a);
+        }
+        q.append_pair("page", &page.to_string());
+        q.finish()
+    }
+}
+
+/// The agent that pushed the request, or `chat` for a chat turn's.
+fn agent_of(i: &Interaction) -> String {
+    i.origin.agent().unwrap_or("chat").to_owned()
+}
+
+/// Where each pending request is shown, by interaction id, each chat as operators
+/// write it (`telegram:-100123/7`).
+type Places = BTreeMap<String, Vec<String>>;
+
+/// Every chat showing request `id`.
+fn shown_in<'a>(targets: &'a Places, id: &str) -> impl Iterator<Item = String> + 'a {
+    targets.get(id).into_iter().flatten().cloned()
+}
+
+/// What the request asks, in a line: its actions' names or its first question.
+pub(super) fn asks(i: &Interaction) -> String {
+    match &i.request.kind {
+        RequestKind::Questions { questions, .. } => questions.first().map(|q| q.text.clone()).unwrap_or_default(),
+        RequestKind::Approval { actions } => actions.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// Who started it: the person whose turn it is, or the agent that pushed it.
+pub(super) fn started_by(frame: &Frame<'_>, i: &Interaction) -> String {
+    match (&i.requester, &i.origin) {
+        (Some(person), _) => format!("{} ({}:{})", person.name, person.platform, person.user_id),
+        (None, Origin::Pushed { agent, .. }) => format!("{} {agent}", frame.t(WebMsg::Agent)),
+        (None, Origin::Chat) => frame.t(WebMsg::Chat).to_owned(),
+    }
+}
+
+fn row(frame: &Frame<'_>, i: &Interaction, targets: &Places, now: i64) -> Markup {
+    let places: Vec<String> = shown_in(targets, &i.id).collect();
+    html! {
+        li.request {
+            a.asks href=(frame.path(&format!("/inbox/requests/{}", i.id))) { (asks(i)) }
+            dl {
+                dt { (frame.t(WebMsg::StartedBy)) } dd { (started_by(frame, i)) }
+                dt { (frame.t(WebMsg::Where)) } dd { (places.join(", ")) }
+                dt { (frame.t(WebMsg::Age)) } dd { (span(now - i.created_at_ms)) }
+                dt { (frame.t(WebMsg::Deadline)) } dd { (countdown(i.deadline_ms, now)) }
+            }
+        }
+    }
+}
+
+/// The time left, counted down live by the page's script.
+pub(super) fn countdown(deadline_ms: i64, now: i64) -> Markup {
+    html! { time.countdown data-deadline=(deadline_ms) datetime=(super::layout::when(deadline_ms)) { (span(deadline_ms - now)) } }
+}
+
+fn filters(frame: &Frame<'_>, f: &Filter, agents: &BTreeSet<&str>, places: &BTreeSet<String>) -> Markup {
+    html! {
+        form.filters method="get" action=(frame.path("/inbox")) {
+            label { (frame.t(WebMsg::Agent)) " "
+                select name="agent" {
+                    option value="" { "—" }
+                    @for a in agents { option value=(a) selected[f.agent.as_deref() == Some(*a)] { (a) } }
+                }
+            }
+            label { (frame.t(WebMsg::Where)) " "
+                select name="target" {
+                    option value="" { "—" }
+                    @for t in places { option value=(t) selected[f.target.as_ref() == Some(t)] { (t) } }
+                }
+            }
+            label { (frame.t(WebMsg::Age)) " "
+                select name="age" {
+                    option value="" { (frame.t(WebMsg::AnyAge)) }
+                    @for (v, _, label) in AGES { option value=(v) selected[f.age.map(|a| a.0) == Some(v)] { (frame.t(label)) } }
+                }
+            }
+            button type="submit" { (frame.t(WebMsg::Filter)) }
+        }
+    }
+}
+
+fn pager(frame: &Frame<'_>, f: &Filter, page: usize, pages: usize) -> Markup {
+    html! {
+        @if pages > 1 {
+            nav.pager aria-label="pages" {
+                @if page > 1 { a rel="prev" href=(frame.path(&format!("/inbox?{}", f.query(page - 1)))) { (frame.t(WebMsg::PreviousPage)) } }
+                span { (page) " / " (pages) }
+                @if page < pages { a rel="next" href=(frame.path(&format!("/inbox?{}", f.query(page + 1)))) { (frame.t(WebMsg::NextPage)) } }
+            }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! The links the bridge hands out: a one-time sign-in link bound to one platform user
+//! (what `/web` in a chat and `hitl-bridge web login` answer with), and the link to a
+//! request's page (what a chat card's "Open in browser" points at).
+
+use sha2::{Digest, Sha256};
+
+use super::WebSettings;
+use crate::clock::now_ms;
+use crate::interaction::Actor;
+use crate::store::{Store, StoreError};
+
+/// How long a sign-in link is valid, by the wall clock.
+pub const SIGN_IN_LINK_SECS: i64 = 600;
+
+/// A fresh one-time sign-in link for `person` (their platform, user id and name, as
+/// the platform vouches for them): valid [`SIGN_IN_LINK_SECS`], usable once. The store
+/// keeps only the token's hash.
+pub async fn sign_in_link(store: &Store, settings: &WebSettings, person: &Actor) -> Result<String, StoreError> {
+    let token = secret();
+    let now = now_ms();
+    store.create_sign_in_link(&hash(&token), person, now, now + SIGN_IN_LINK_SECS * 1000).await?;
+    Ok(format!("{}/inbox/sign-in/{token}", settings.base()))
+}
+
+/// The page of request `interaction_id`, when the inbox is on.
+pub fn request_link(settings: &WebSettings, interaction_id: &str) -> Option<String> {
+    settings
+        .enabled
+        .then(|| format!("{}/inbox/requests/{}", settings.base(), url::form_urlencoded::byte_serialize(interaction_id.as_bytes()).collect::<String>()))
+}
+
+/// 256 random bits as 64 hex digits (two v4 UUIDs' random parts, as the bridge's
+/// other generated secrets).
+pub(super) fn secret() -> String {
+    format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
+}
+
+/// What the store keeps of a secret.
+pub(super) fn hash(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_links_only_when_enabled_and_under_the_public_url() {
+        let off = WebSettings::default();
+        assert_eq!(request_link(&off, "abc"), None);
+        let on = WebSettings { enabled: true, public_url: "https://ops.example.com/bridge/".into(), ..WebSettings::default() };
+        assert_eq!(request_link(&on, "abc-1").as_deref(), Some("https://ops.example.com/bridge/inbox/requests/abc-1"));
+    }
+
+    #[test]
+    fn secrets_are_fresh_and_hashed() {
+        let (a, b) = (secret(), secret());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 64);
+        assert_eq!(hash(&a).len(), 64);
+        assert_ne!(hash(&a), a);
+    }
+}

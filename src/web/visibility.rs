@@ -1,0 +1,39 @@
+//! Who sees and answers what in the browser: exactly the core's rule for a click
+//! ([`Interaction::may_act`]: approvers, roles, four eyes, a decision policy's
+//! approvers, the request's state), plus what a chat gives for free and the web cannot
+//! know: a request open to anyone in its chat is shown only to `access.users` and
+//! `access.admins`. A person who already cast a quorum vote is not asked again.
+
+use super::Web;
+use crate::interaction::policy::quorum;
+use crate::interaction::{Actor, Draft, Interaction, Refusal};
+
+/// Why `actor` may not answer `i` now; `None` when they may.
+pub(super) fn refusal(web: &Web, i: &Interaction, actor: &Actor, now_ms: i64) -> Option<Refusal> {
+    if open_to_anyone(web, i) && !web.is_open_viewer(actor) {
+        return Some(Refusal::NotAllowed);
+    }
+    i.may_act(actor, &web.policy, now_ms).err()
+}
+
+/// Whether `actor` may see `i`'s page: they may answer it, or could have before it
+/// ended. Anyone else is told no such request exists.
+pub(super) fn may_see(web: &Web, i: &Interaction, actor: &Actor, now_ms: i64) -> bool {
+    !matches!(refusal(web, i, actor, now_ms), Some(Refusal::NotAllowed | Refusal::SelfApproval))
+}
+
+/// Whether `i` waits on `actor`: they may answer it and have not voted on it yet.
+pub(super) fn waits_on(web: &Web, i: &Interaction, actor: &Actor, now_ms: i64) -> bool {
+    refusal(web, i, actor, now_ms).is_none() && !already_voted(i, actor)
+}
+
+fn already_voted(i: &Interaction, actor: &Actor) -> bool {
+    matches!(&i.draft, Draft::Decisions(d) if quorum::earlier_vote(&d.votes, actor).is_some())
+}
+
+/// Whether the core would let anyone at all answer `i` (a pushed request naming no
+/// approvers, with none configured): asked of a person who is nobody.
+fn open_to_anyone(web: &Web, i: &Interaction) -> bool {
+    let nobody = Actor::new("", "", "");
+    !matches!(i.may_act(&nobody, &web.policy, i.created_at_ms), Err(Refusal::NotAllowed))
+}
