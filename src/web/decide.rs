@@ -21,7 +21,7 @@ use super::session::Viewer;
 use super::visibility;
 use crate::clock::now_ms;
 use crate::engine::{ActError, ActOutcome};
-use crate::interaction::{Attempt, Interaction, Refusal, RefusedAttempt, RequestKind, UserAction};
+use crate::interaction::{Attempt, Interaction, Refusal, RequestKind, UserAction};
 use crate::protocol::{Decision, DecisionType};
 use crate::texts::refusal as refusal_text;
 
@@ -66,9 +66,9 @@ async fn handle(
         Err(notice) => return render(&frame, viewer, &id, Some(notice), None, StatusCode::UNPROCESSABLE_ENTITY).await,
     };
     if let Some(refusal) = web_only_refusal(&web, &interaction, viewer) {
-        web.engine
-            .refused(RefusedAttempt { interaction_id: id.clone(), actor: viewer.actor.clone(), attempt: Attempt::Act(actions[0].clone()), refusal })
-            .await;
+        // Refused and audited by the engine, after its own check of who may act.
+        let attempt = Attempt::Act(actions[0].clone());
+        let _ = web.engine.open(&id, viewer.actor.clone(), attempt, Box::new(move |_| Err(refusal))).await;
         return not_found(&frame);
     }
     match act(&web, &id, viewer, actions).await {
