@@ -657,8 +657,9 @@ fn an_answer_given_while_no_bridge_ran_is_shown_once_after_the_restart() {
     bridge.type_line("trade slowly");
     bridge.expect_within("execute_trade? [a]pprove", Duration::from_secs(30));
     bridge.type_line("a");
-    // The decision reached LangGraph (its resumed run is going), then the bridge dies.
-    rt.block_on(wait_until(|| async { (get_json(format!("{base}/threads/{thread}")).await["status"] == "busy").then_some(()) }));
+    // The decision reached LangGraph (its resumed run exists: a second run on the
+    // thread; "busy" alone may still be the first run ending), then the bridge dies.
+    rt.block_on(wait_until(|| async { (get_json(format!("{base}/threads/{thread}/runs?limit=100")).await.as_array().map_or(0, Vec::len) == 2).then_some(()) }));
     bridge.kill();
     rt.block_on(wait_until(|| async { (get_json(format!("{base}/threads/{thread}")).await["status"] == "idle").then_some(()) }));
 
