@@ -79,15 +79,23 @@ pub struct Element(String);
 
 impl Browser {
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        match self.try_call(method, path, body).await {
+            Ok(value) => value,
+            Err(error) => panic!("webdriver {path}: {error}"),
+        }
+    }
+
+    /// As `call`, with WebDriver's error as `Err` (its code, then its message).
+    async fn try_call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, String> {
         let mut request = self.http.request(method, format!("{}{path}", self.base));
         if let Some(body) = body {
             request = request.json(&body);
         }
         let answer: Value = request.send().await.expect("webdriver").json().await.expect("webdriver json");
-        if let Some(error) = answer["value"]["error"].as_str() {
-            panic!("webdriver {path}: {error}: {}", answer["value"]["message"]);
+        match answer["value"]["error"].as_str() {
+            Some(error) => Err(format!("{error}: {}", answer["value"]["message"])),
+            None => Ok(answer["value"].clone()),
         }
-        answer["value"].clone()
     }
 
     pub async fn goto(&self, url: &str) {
@@ -149,11 +157,17 @@ impl Browser {
         self.call(reqwest::Method::GET, &format!("/element/{}/text", element.0), None).await.as_str().unwrap_or_default().to_owned()
     }
 
-    /// Waits until the page's text (the body's) contains `needle`.
+    /// Waits until the page's text (the body's) contains `needle`. A body that goes
+    /// stale while it is read (the page was replaced: a form posted, a redirect) is
+    /// looked up again.
     pub async fn wait_text(&self, needle: &str) -> String {
         wait_until(|| async {
             let body = self.all("body").await.into_iter().next()?;
-            let text = self.text(&body).await;
+            let text = match self.try_call(reqwest::Method::GET, &format!("/element/{}/text", body.0), None).await {
+                Ok(text) => text.as_str().unwrap_or_default().to_owned(),
+                Err(error) if error.starts_with("stale element reference") => return None,
+                Err(error) => panic!("webdriver text: {error}"),
+            };
             text.contains(needle).then_some(text)
         })
         .await
