@@ -39,7 +39,6 @@ pub enum WebMsg {
     Status,
     Questions,
     NotFound,
-    Saved,
     Outcome,
     Person,
     When,
@@ -49,12 +48,9 @@ pub enum WebMsg {
     Back,
     OtherText,
     SkipQuestion,
-    ApproveAll,
-    RejectAll,
     Chat,
     Votes,
     Nobody,
-    Cancel,
 }
 
 pub fn web_text(locale: Locale, msg: WebMsg) -> &'static str {
@@ -164,9 +160,6 @@ pub fn web_text(locale: Locale, msg: WebMsg) -> &'static str {
         (NotFound, En) => "No such request is waiting for you.",
         (NotFound, Vi) => "Không có yêu cầu nào như vậy đang chờ bạn.",
         (NotFound, Zh) => "没有这样一个等待你处理的请求。",
-        (Saved, En) => "Decision saved",
-        (Saved, Vi) => "Đã lưu quyết định",
-        (Saved, Zh) => "决定已保存",
         (Outcome, En) => "Outcome",
         (Outcome, Vi) => "Kết quả",
         (Outcome, Zh) => "结果",
@@ -194,12 +187,6 @@ pub fn web_text(locale: Locale, msg: WebMsg) -> &'static str {
         (SkipQuestion, En) => "Skip this question",
         (SkipQuestion, Vi) => "Bỏ qua câu hỏi này",
         (SkipQuestion, Zh) => "跳过此问题",
-        (ApproveAll, En) => "Approve all",
-        (ApproveAll, Vi) => "Duyệt tất cả",
-        (ApproveAll, Zh) => "全部批准",
-        (RejectAll, En) => "Reject all",
-        (RejectAll, Vi) => "Từ chối tất cả",
-        (RejectAll, Zh) => "全部拒绝",
         (Chat, En) => "chat turn",
         (Chat, Vi) => "lượt chat",
         (Chat, Zh) => "聊天轮次",
@@ -209,9 +196,6 @@ pub fn web_text(locale: Locale, msg: WebMsg) -> &'static str {
         (Nobody, En) => "nobody yet",
         (Nobody, Vi) => "chưa có ai",
         (Nobody, Zh) => "尚无",
-        (Cancel, En) => "Cancel",
-        (Cancel, Vi) => "Hủy",
-        (Cancel, Zh) => "取消",
     }
 }
 

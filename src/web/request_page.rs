@@ -198,8 +198,8 @@ fn all_actions(frame: &Frame<'_>, i: &Interaction, actions: &[Action]) -> Markup
     let every = |d: DecisionType| actions.iter().all(|a| a.allowed.contains(&d));
     html! {
         div.buttons.all {
-            @if every(DecisionType::Approve) { (decide_form(frame, i, 0, "approve_all", html! {}, frame.t(WebMsg::ApproveAll))) }
-            @if every(DecisionType::Reject) { (decide_form(frame, i, 0, "reject_all", html! {}, frame.t(WebMsg::RejectAll))) }
+            @if every(DecisionType::Approve) { (decide_form(frame, i, 0, "approve_all", html! {}, crate::texts::text(frame.locale, crate::texts::Msg::ApproveAll))) }
+            @if every(DecisionType::Reject) { (decide_form(frame, i, 0, "reject_all", html! {}, crate::texts::text(frame.locale, crate::texts::Msg::RejectAll))) }
             (decide_form(frame, i, 0, "submit", html! {}, frame.chat(Msg::Submit)))
         }
     }
