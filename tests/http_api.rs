@@ -463,7 +463,7 @@ async fn idempotency_and_every_error_code() {
             Some("choices"),
         ),
         (
-            json!({"targets": [{"platform": "slack", "chat_id": "1"}], "actions": [{"name": "a"}]}),
+            json!({"targets": [{"platform": "matrix", "chat_id": "1"}], "actions": [{"name": "a"}]}),
             StatusCode::UNPROCESSABLE_ENTITY,
             "unknown_platform",
             Some("targets[0].platform"),
@@ -768,10 +768,10 @@ async fn policy_validation_and_idempotency() {
             error("invalid_policy", "comes after the fallback; the fallback must be the last step", "policy.escalation[1]"),
         ),
         (
-            with(json!({"escalation": [{"after": "5m", "show_in": "slack:C123"}]})),
+            with(json!({"escalation": [{"after": "5m", "show_in": "matrix:!ops"}]})),
             error(
                 "invalid_policy",
-                "`slack:C123` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…)",
+                "`matrix:!ops` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, slack:C0123…, slack:user:U0123…)",
                 "policy.escalation[0].show_in",
             ),
         ),

@@ -236,7 +236,7 @@ mod tests {
     fn every_platform_has_its_defaults_without_configuration() {
         let sections = Sections::default();
         let names: Vec<&str> = sections.iter().map(|(name, _)| name).collect();
-        assert_eq!(names, ["telegram", "discord", "console"]);
+        assert_eq!(names, ["telegram", "discord", "slack", "console"]);
         assert!(sections.enabled().next().is_none(), "every platform is off by default");
         assert!(sections.get::<TelegramSettings>().rate_limits);
     }

@@ -13,6 +13,7 @@ pub mod discord;
 pub mod refusals;
 pub mod registry;
 pub mod reminder;
+pub mod slack;
 pub mod telegram;
 pub mod token;
 pub mod turns;
@@ -36,15 +37,15 @@ mod tests {
         assert_eq!(networks().parse_chat("discord:user:80351110224678912"), Some(ChatKey::new("discord", "user:80351110224678912", None)));
         assert_eq!(networks().parse_chat("telegram:user:42"), Some(ChatKey::new("telegram", "42", None)));
         assert_eq!(networks().parse_chat("console"), Some(ChatKey::new("console", "stdin", None)));
-        for bad in ["irc:#ops", "telegram:", "telegram:abc", "discord:1/", "discord:user:", "discord:user:x1", "slack"] {
+        for bad in ["irc:#ops", "telegram:", "telegram:abc", "discord:1/", "discord:user:", "discord:user:x1", "slack", "slack:ops"] {
             assert_eq!(networks().parse_chat(bad), None, "{bad}");
         }
     }
 
     #[test]
     fn the_networks_are_listed_as_messages_name_them() {
-        assert_eq!(networks().listed(), "telegram, discord or console");
-        assert!(networks().knows("discord") && !networks().knows("slack"));
+        assert_eq!(networks().listed(), "telegram, discord, slack or console");
+        assert!(networks().knows("slack") && !networks().knows("irc"));
         assert_eq!(networks().direct_chat("console", "c"), None);
     }
 
@@ -58,8 +59,11 @@ mod tests {
         for bad in ["telegram:guild:7", "discord:guild:-7", "console:stdin", "console", "discord:#ops"] {
             assert_eq!(n.allowed_chats(bad), None, "{bad}");
         }
-        assert_eq!(n.allowed_chats_forms(true), "telegram:CHAT_ID, discord:CHANNEL_ID or discord:guild:GUILD_ID");
-        assert_eq!(n.allowed_chats_forms(false), "telegram:CHAT_ID or discord:CHANNEL_ID");
+        assert_eq!(
+            n.allowed_chats_forms(true),
+            "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, discord:guild:GUILD_ID or slack:team:TEAM_ID"
+        );
+        assert_eq!(n.allowed_chats_forms(false), "telegram:CHAT_ID, discord:CHANNEL_ID or slack:CHANNEL_ID");
         assert!(n.has_groups("discord") && !n.has_groups("telegram") && !n.has_groups("console"));
     }
 }

@@ -1,0 +1,138 @@
+//! Clicks and modal submissions: verify the signed token, then one call to the
+//! engine, which checks who may act (the same access rules as every platform),
+//! applies, audits and refreshes every copy of the card (`chat.update`). This file
+//! never decides anything itself.
+//!
+//! - Approve, Approve all, Reject all, Submit and the remember buttons act at once.
+//! - Edit, Reject and Comment open a modal (`views.open`, with the click's
+//!   `trigger_id`) once the engine has said the clicker may (a stranger gets the
+//!   refusal, not a form); its submission acts.
+//! - Whatever is refused (a stranger, a late or repeated click, a forged value) gets
+//!   an ephemeral notice (`chat.postEphemeral`) that only the clicker sees, and
+//!   changes nothing. A refused submission is answered in the modal, under its input
+//!   (`response_action: errors`), and nothing is sent.
+
+use serde_json::{Value, json};
+
+use super::Shared;
+use super::codes::Code;
+use super::payload::{BlockActions, User, ViewSubmission};
+use super::render::modal;
+use super::text::{SMsg, stext};
+use crate::engine::ActError;
+use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, UserAction};
+use crate::protocol::DecisionType;
+use crate::texts::{self, Msg};
+
+/// The person acting, with their workspace as the space `access.chats` may open.
+fn actor(user: &User, team: Option<&str>) -> Actor {
+    let mut actor = Actor::new(super::PLATFORM, &user.id, &user.display());
+    actor.space = team.or(user.team_id.as_deref()).map(str::to_owned);
+    actor
+}
+
+/// The interaction id and code a signed value names, if it verifies and parses.
+fn verify(shared: &Shared, value: &str) -> Option<(String, Code)> {
+    let verified = shared.signer.verify(value).map_err(|e| tracing::info!(error = %e, "refusing a Slack value that does not verify")).ok()?;
+    let code = Code::parse(&verified.code)?;
+    Some((verified.interaction_id, code))
+}
+
+/// What to tell the clicker when the engine refused or failed.
+fn notice(shared: &Shared, e: &ActError) -> String {
+    match e {
+        ActError::Refused(refusal) => texts::refusal(shared.locale, refusal),
+        ActError::UnknownInteraction => texts::text(shared.locale, Msg::UnknownButton).to_owned(),
+        ActError::Internal(why) => {
+            tracing::error!(error = %why, "acting on a Slack click failed");
+            stext(shared.locale, SMsg::Internal).to_owned()
+        }
+    }
+}
+
+/// A `block_actions` payload: one button clicked on a card.
+pub async fn click(shared: &Shared, click: BlockActions) {
+    let Some(value) = click.actions.first().and_then(|a| a.value.clone()) else {
+        tracing::debug!("a block action without a value; not one of the bridge's buttons");
+        return;
+    };
+    let actor = actor(&click.user, click.team.as_ref().map(|t| t.id.as_str()));
+    let result = match verify(shared, &value) {
+        None => Err(texts::text(shared.locale, Msg::UnknownButton).to_owned()),
+        Some((id, code)) => match code.direct_action() {
+            Some(action) => shared.engine.act(&id, actor, action).await.map(|_| ()).map_err(|e| notice(shared, &e)),
+            None => open_modal(shared, &click, &id, code, actor).await,
+        },
+    };
+    if let Err(text) = result {
+        ephemeral(shared, &click, &text).await;
+    }
+}
+
+/// Opens the modal of an Edit, Reject or Comment button, once the engine has said the
+/// clicker may act on that action.
+async fn open_modal(shared: &Shared, click: &BlockActions, id: &str, code: Code, actor: Actor) -> Result<(), String> {
+    let unknown = || texts::text(shared.locale, Msg::UnknownButton).to_owned();
+    let (attempt, needed) = match code {
+        Code::Edit(index) => (Attempt::Open { open: Opening::Edit, index }, Some((index, DecisionType::Edit))),
+        Code::Comment(index) => (Attempt::Open { open: Opening::Comment, index }, None),
+        Code::Reject(index) => (Attempt::Act(UserAction::Decide { action: index, decision: crate::protocol::Decision::Reject { message: None } }), Some((index, DecisionType::Reject))),
+        _ => return Err(unknown()),
+    };
+    let index = match code {
+        Code::Edit(i) | Code::Comment(i) | Code::Reject(i) => i,
+        _ => return Err(unknown()),
+    };
+    let check = Box::new(move |interaction: &Interaction| valid(interaction, index, needed));
+    let interaction = shared.engine.open(id, actor, attempt, check).await.map_err(|e| notice(shared, &e))?;
+    let Some(view) = modal::for_code(&interaction, code, shared.locale, &shared.signer) else { return Err(unknown()) };
+    let Some(trigger) = click.trigger_id.as_deref() else { return Err(unknown()) };
+    shared.api.open_view(trigger, &view).await.map_err(|e| {
+        tracing::warn!(error = %e, "cannot open a modal");
+        stext(shared.locale, SMsg::Internal).to_owned()
+    })
+}
+
+/// Whether the action a modal is for exists and allows the decision it leads to (who
+/// may act is the engine's check): run by the engine, which refuses and audits.
+fn valid(interaction: &Interaction, index: usize, needed: Option<(usize, DecisionType)>) -> Result<(), Refusal> {
+    let action = interaction.request.actions().get(index).ok_or(Refusal::OutOfRange("action"))?;
+    if interaction.request.is_question() {
+        return Err(Refusal::OutOfRange("action"));
+    }
+    match needed {
+        Some((_, decision)) if !action.allowed.contains(&decision) => Err(Refusal::DecisionNotAllowed { action: action.name.clone(), decision }),
+        _ => Ok(()),
+    }
+}
+
+/// A notice only the clicker sees, where they clicked.
+async fn ephemeral(shared: &Shared, click: &BlockActions, text: &str) {
+    let Some(channel) = click.channel_id() else {
+        tracing::info!(notice = %text, "a refused click outside a channel; no notice to show");
+        return;
+    };
+    let text = super::text::escape_cut(text, 3000);
+    if let Err(e) = shared.api.post_ephemeral(channel, &click.user.id, click.thread_ts(), &text).await {
+        tracing::warn!(error = %e, "cannot show a notice to the clicker");
+    }
+}
+
+/// A `view_submission`: the answer Slack shows in the modal (`None` closes it).
+pub async fn submission(shared: &Shared, submission: ViewSubmission) -> Option<Value> {
+    let errors = |block: &str, text: String| Some(json!({ "response_action": "errors", "errors": { block: super::text::escape_cut(&text, 300) } }));
+    let Some((id, code)) = verify(shared, &submission.view.private_metadata) else {
+        return errors(modal::ARGS_BLOCK, texts::text(shared.locale, Msg::UnknownButton).to_owned());
+    };
+    let block = modal::error_block(code);
+    let actor = actor(&submission.user, submission.team.as_ref().map(|t| t.id.as_str()));
+    let Some(action) = modal::action(code, &submission.view.state.values) else {
+        // An empty comment: the engine counts and audits the refusal, as every one.
+        let _ = shared.engine.open(&id, actor, Attempt::Act(UserAction::Submit), Box::new(|_| Err(Refusal::EmptyText))).await;
+        return errors(block, texts::refusal(shared.locale, &Refusal::EmptyText));
+    };
+    match shared.engine.act(&id, actor, action).await {
+        Ok(_) => None,
+        Err(e) => errors(block, notice(shared, &e)),
+    }
+}

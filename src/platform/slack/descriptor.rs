@@ -1,0 +1,53 @@
+//! Slack's [`Descriptor`]: its address grammar, its `[slack]` section and how it
+//! starts.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+
+use super::inbox::Inbox;
+use super::settings::SlackSettings;
+use crate::interaction::chat::ChatNetwork;
+use crate::platform::descriptor::{self, Descriptor, PlatformSettings, Section, StartContext, Started};
+
+/// The Slack platform.
+pub struct Slack;
+
+impl Descriptor for Slack {
+    fn network(&self) -> Arc<dyn ChatNetwork> {
+        Arc::new(super::address::Address)
+    }
+
+    fn title(&self) -> &'static str {
+        "Slack"
+    }
+
+    fn read_section(&self, config: &config::Config) -> Result<Box<dyn Section>, config::ConfigError> {
+        descriptor::read_section::<SlackSettings>(config, super::PLATFORM)
+    }
+
+    fn start<'a>(&'a self, section: &'a dyn Section, context: &'a StartContext) -> BoxFuture<'a, Result<Option<Started>, String>> {
+        Box::pin(async move {
+            let Some(settings) = section.as_any().downcast_ref::<SlackSettings>() else { return Err("not Slack's section".into()) };
+            let wiring = super::Wiring {
+                engine: context.engine.clone(),
+                signer: context.signer.clone(),
+                policy: context.policy.clone(),
+                metrics: context.metrics.clone(),
+                inbox: Inbox::new(context.store.clone(), context.replica_id.clone()),
+            };
+            let slack = super::start(settings, wiring).await.map_err(|e| e.to_string())?;
+            Ok(Some(Started { platform: slack, foreground: None }))
+        })
+    }
+}
+
+impl PlatformSettings for SlackSettings {
+    fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    fn problem(&self) -> Option<(&'static str, String)> {
+        self.check().map(|(key, reason)| (key, reason.to_owned()))
+    }
+}

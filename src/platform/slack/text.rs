@@ -1,0 +1,174 @@
+//! Slack's own strings (beyond the shared [`texts`](crate::texts) table) in English,
+//! Vietnamese and Chinese, and mrkdwn escaping.
+//!
+//! Slack reads `<…>` in mrkdwn as a mention (`<@U…>`, `<!channel>`, `<!here>`) or a
+//! link (`<http://x|y>`), and `&` starts an entity. Every text an agent or a person
+//! supplied goes through [`escape`] (after [`cut`](crate::texts::cut), so an entity is
+//! never split), so it can neither notify anyone nor link anywhere; plain_text fields
+//! are shown literally by Slack and are only cut.
+
+use crate::texts::Locale;
+
+/// Strings only the Slack front end needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SMsg {
+    /// The card's header.
+    ApprovalTitle,
+    /// A question card's header.
+    QuestionTitle,
+    /// Who pushed the request (`Agent: ci`).
+    Agent,
+    /// Whose turn it is (`For: Ana`).
+    For,
+    /// Under args cut to fit a section.
+    ArgsCut,
+    /// Under actions left out to fit Slack's 50 blocks.
+    MoreActions,
+    /// A question card answered elsewhere.
+    AnswerElsewhere,
+    /// The confirm dialog of Reject.
+    RejectConfirmTitle,
+    RejectConfirmText,
+    RejectAllConfirmText,
+    Cancel,
+    /// Modal titles (24 characters at most).
+    EditTitle,
+    RejectTitle,
+    CommentTitle,
+    /// Modal inputs.
+    ArgsLabel,
+    ReasonLabel,
+    CommentLabel,
+    /// A click the bridge could not handle.
+    Internal,
+}
+
+pub fn stext(locale: Locale, msg: SMsg) -> &'static str {
+    use Locale::*;
+    use SMsg::*;
+    match (msg, locale) {
+        (ApprovalTitle, En) => "🔐 Approval needed",
+        (ApprovalTitle, Vi) => "🔐 Cần phê duyệt",
+        (ApprovalTitle, Zh) => "🔐 需要批准",
+        (QuestionTitle, En) => "❓ The agent asks",
+        (QuestionTitle, Vi) => "❓ Tác tử hỏi",
+        (QuestionTitle, Zh) => "❓ 智能体提问",
+        (Agent, En) => "Agent",
+        (Agent, Vi) => "Tác tử",
+        (Agent, Zh) => "智能体",
+        (For, En) => "For",
+        (For, Vi) => "Cho",
+        (For, Zh) => "发起人",
+        (ArgsCut, En) => "✂️ The arguments are cut to fit Slack; Edit shows them whole.",
+        (ArgsCut, Vi) => "✂️ Tham số đã bị cắt cho vừa Slack; nút Sửa hiện đầy đủ.",
+        (ArgsCut, Zh) => "✂️ 参数已截断以适应 Slack；点“编辑”可查看完整内容。",
+        (MoreActions, En) => "More actions than one Slack message holds: use Approve all / Reject all, or the web inbox.",
+        (MoreActions, Vi) => "Nhiều thao tác hơn một tin nhắn Slack chứa được: dùng Duyệt tất cả / Từ chối tất cả, hoặc hộp thư web.",
+        (MoreActions, Zh) => "操作多于一条 Slack 消息可容纳的数量：请用“全部批准/全部拒绝”或网页收件箱。",
+        (AnswerElsewhere, En) => "Questions are answered in the web inbox or another chat for now.",
+        (AnswerElsewhere, Vi) => "Hiện tại hãy trả lời câu hỏi trong hộp thư web hoặc một cuộc trò chuyện khác.",
+        (AnswerElsewhere, Zh) => "目前请在网页收件箱或其他聊天中回答问题。",
+        (RejectConfirmTitle, En) => "Reject?",
+        (RejectConfirmTitle, Vi) => "Từ chối?",
+        (RejectConfirmTitle, Zh) => "拒绝？",
+        (RejectConfirmText, En) => "The agent will not run this action. You can give a reason next.",
+        (RejectConfirmText, Vi) => "Tác tử sẽ không chạy thao tác này. Bạn có thể nêu lý do ở bước sau.",
+        (RejectConfirmText, Zh) => "智能体将不会执行此操作。下一步可填写理由。",
+        (RejectAllConfirmText, En) => "The agent will run none of these actions.",
+        (RejectAllConfirmText, Vi) => "Tác tử sẽ không chạy thao tác nào trong số này.",
+        (RejectAllConfirmText, Zh) => "智能体将不会执行其中任何操作。",
+        (Cancel, En) => "Cancel",
+        (Cancel, Vi) => "Hủy",
+        (Cancel, Zh) => "取消",
+        (EditTitle, En) => "Edit arguments",
+        (EditTitle, Vi) => "Sửa tham số",
+        (EditTitle, Zh) => "编辑参数",
+        (RejectTitle, En) => "Reject",
+        (RejectTitle, Vi) => "Từ chối",
+        (RejectTitle, Zh) => "拒绝",
+        (CommentTitle, En) => "Comment",
+        (CommentTitle, Vi) => "Bình luận",
+        (CommentTitle, Zh) => "评论",
+        (ArgsLabel, En) => "Arguments (a JSON object)",
+        (ArgsLabel, Vi) => "Tham số (một đối tượng JSON)",
+        (ArgsLabel, Zh) => "参数（JSON 对象）",
+        (ReasonLabel, En) => "Reason (optional)",
+        (ReasonLabel, Vi) => "Lý do (không bắt buộc)",
+        (ReasonLabel, Zh) => "理由（可选）",
+        (CommentLabel, En) => "Your comment",
+        (CommentLabel, Vi) => "Bình luận của bạn",
+        (CommentLabel, Zh) => "你的评论",
+        (Internal, En) => "Something went wrong inside the bridge; nothing was changed. Try again.",
+        (Internal, Vi) => "Đã có lỗi bên trong bridge; không có gì thay đổi. Hãy thử lại.",
+        (Internal, Zh) => "桥接服务内部出错；未做任何更改。请重试。",
+    }
+}
+
+/// `text` with `&`, `<` and `>` as entities: shown as typed, never a mention or link.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `text` cut to `max` characters once escaped: cut first (the `…` counted), then
+/// escaped, shortening the cut until the escaped text fits.
+pub fn escape_cut(text: &str, max: usize) -> String {
+    let mut keep = max;
+    loop {
+        let escaped = escape(&crate::texts::cut(text, keep));
+        if escaped.chars().count() <= max || keep == 0 {
+            return escaped;
+        }
+        // Each entity costs at most 4 more characters than its character.
+        keep = keep.saturating_sub((escaped.chars().count() - max).div_ceil(4).max(1));
+    }
+}
+
+/// `text` for inside a ``` code block: escaped, and a ``` in it cannot close the block.
+pub fn code(text: &str) -> String {
+    escape(text).replace("```", "`\u{200b}`\u{200b}`")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_and_links_are_shown_as_typed() {
+        assert_eq!(escape("<!channel> & <@U1> <http://x|y>"), "&lt;!channel&gt; &amp; &lt;@U1&gt; &lt;http://x|y&gt;");
+        assert_eq!(escape("a&amp;b"), "a&amp;amp;b", "an entity typed is shown as typed");
+    }
+
+    #[test]
+    fn cutting_never_splits_an_entity_and_keeps_to_the_limit() {
+        let cut = escape_cut(&"<".repeat(100), 20);
+        assert!(cut.chars().count() <= 20, "{cut}");
+        assert!(cut.ends_with('…') && cut.starts_with("&lt;"), "{cut}");
+        assert_eq!(cut.matches("&lt;").count() * 4 + 1, cut.chars().count());
+        assert_eq!(escape_cut("short", 20), "short");
+    }
+
+    #[test]
+    fn a_code_block_cannot_be_closed_from_inside() {
+        assert!(!code("x```y").contains("```"));
+        assert_eq!(code("<b>"), "&lt;b&gt;");
+    }
+
+    #[test]
+    fn every_string_is_translated() {
+        for locale in [Locale::En, Locale::Vi, Locale::Zh] {
+            for msg in [SMsg::EditTitle, SMsg::RejectTitle, SMsg::CommentTitle, SMsg::Cancel] {
+                // Modal titles and button texts: Slack's 24-character limit.
+                assert!(stext(locale, msg).chars().count() <= 24, "{msg:?} {locale:?}");
+            }
+        }
+    }
+}
