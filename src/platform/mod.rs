@@ -59,10 +59,7 @@ mod tests {
         for bad in ["telegram:guild:7", "discord:guild:-7", "console:stdin", "console", "discord:#ops"] {
             assert_eq!(n.allowed_chats(bad), None, "{bad}");
         }
-        assert_eq!(
-            n.allowed_chats_forms(true),
-            "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, discord:guild:GUILD_ID or slack:team:TEAM_ID"
-        );
+        assert_eq!(n.allowed_chats_forms(true), "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, discord:guild:GUILD_ID or slack:team:TEAM_ID");
         assert_eq!(n.allowed_chats_forms(false), "telegram:CHAT_ID, discord:CHANNEL_ID or slack:CHANNEL_ID");
         assert!(n.has_groups("discord") && !n.has_groups("telegram") && !n.has_groups("console"));
     }

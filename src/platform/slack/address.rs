@@ -28,10 +28,7 @@ const MAX_ID: usize = 24;
 /// An id of kind `first` (one of its letters) followed by upper-case letters and digits.
 fn is_id(text: &str, first: &[u8]) -> bool {
     let bytes = text.as_bytes();
-    bytes.len() >= 2
-        && bytes.len() <= MAX_ID
-        && first.contains(&bytes[0])
-        && bytes[1..].iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    bytes.len() >= 2 && bytes.len() <= MAX_ID && first.contains(&bytes[0]) && bytes[1..].iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
 }
 
 /// A conversation id: a channel (`C…`), a private channel (`G…`) or a DM (`D…`).

@@ -167,10 +167,7 @@ impl Api {
     /// `apps.connections.open`: a Socket Mode WebSocket URL (app-level token).
     pub async fn connections_open(&self) -> Result<String, ApiError> {
         let answer = self.call("apps.connections.open", Token::App, &json!({})).await?;
-        answer["url"]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or(ApiError::Body { method: "apps.connections.open", message: "no url in the answer".into() })
+        answer["url"].as_str().map(str::to_owned).ok_or(ApiError::Body { method: "apps.connections.open", message: "no url in the answer".into() })
     }
 
     /// `conversations.open`: the DM channel with `user`.

@@ -76,7 +76,10 @@ async fn open_modal(shared: &Shared, click: &BlockActions, id: &str, code: Code,
     let (attempt, needed) = match code {
         Code::Edit(index) => (Attempt::Open { open: Opening::Edit, index }, Some((index, DecisionType::Edit))),
         Code::Comment(index) => (Attempt::Open { open: Opening::Comment, index }, None),
-        Code::Reject(index) => (Attempt::Act(UserAction::Decide { action: index, decision: crate::protocol::Decision::Reject { message: None } }), Some((index, DecisionType::Reject))),
+        Code::Reject(index) => (
+            Attempt::Act(UserAction::Decide { action: index, decision: crate::protocol::Decision::Reject { message: None } }),
+            Some((index, DecisionType::Reject)),
+        ),
         _ => return Err(unknown()),
     };
     let index = match code {

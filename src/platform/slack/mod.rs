@@ -227,7 +227,11 @@ impl Platform for Slack {
             }
             let channel = self.shared.channel(&message.chat).await?;
             let card = render::card(interaction, self.shared.locale, &self.shared.signer);
-            self.shared.api.update_message(&channel, &message.message_id, &card).await.map_err(|e| api_error(&format!("edit {} in {channel}", message.message_id), e))
+            self.shared
+                .api
+                .update_message(&channel, &message.message_id, &card)
+                .await
+                .map_err(|e| api_error(&format!("edit {} in {channel}", message.message_id), e))
         })
     }
 
@@ -276,12 +280,8 @@ const MAX_MENTIONS: usize = 25;
 /// notifies them, and only them: anything else in the text is escaped), others named.
 fn reminder_text(interaction: &Interaction, people: &reminder::Recipients, locale: Locale) -> String {
     let interaction = &*readable::interaction(interaction);
-    let mut named: Vec<String> = people
-        .users
-        .iter()
-        .take(MAX_MENTIONS)
-        .map(|id| if address::is_user_id(id) { format!("<@{id}>") } else { text::escape_cut(id, 60) })
-        .collect();
+    let mut named: Vec<String> =
+        people.users.iter().take(MAX_MENTIONS).map(|id| if address::is_user_id(id) { format!("<@{id}>") } else { text::escape_cut(id, 60) }).collect();
     named.extend(people.others.iter().take(MAX_MENTIONS).map(|o| text::escape_cut(o, 60)));
     let named = named.join(" ");
     let roles = text::escape_cut(&people.roles.join(", "), 500);

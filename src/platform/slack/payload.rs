@@ -165,9 +165,10 @@ mod tests {
     #[test]
     fn a_redelivered_event_has_the_key_of_its_first_delivery() {
         let first: Envelope = serde_json::from_value(json!({"type": "events_api", "envelope_id": "e1", "payload": {"event_id": "Ev1"}})).unwrap();
-        let again: Envelope =
-            serde_json::from_value(json!({"type": "events_api", "envelope_id": "e2", "retry_attempt": 1, "retry_reason": "timeout", "payload": {"event_id": "Ev1"}}))
-                .unwrap();
+        let again: Envelope = serde_json::from_value(
+            json!({"type": "events_api", "envelope_id": "e2", "retry_attempt": 1, "retry_reason": "timeout", "payload": {"event_id": "Ev1"}}),
+        )
+        .unwrap();
         assert_eq!(first.dedup_key(), again.dedup_key());
         let click: Envelope = serde_json::from_value(json!({"type": "interactive", "envelope_id": "e3", "payload": {"type": "block_actions"}})).unwrap();
         assert_eq!(click.dedup_key().as_deref(), Some("envelope:e3"));

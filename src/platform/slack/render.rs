@@ -122,7 +122,11 @@ fn meta(interaction: &Interaction, locale: Locale) -> Vec<Value> {
     if interaction.status.is_pending() {
         // Slack shows a date token in each reader's own time zone; the fallback is UTC.
         let secs = interaction.deadline_ms.div_euclid(1000);
-        out.push(mrkdwn(format!("⏰ *{}:* <!date^{secs}^{{date_short_pretty}} {{time}}|{}>", text(locale, Msg::Deadline), texts::clock(interaction.deadline_ms))));
+        out.push(mrkdwn(format!(
+            "⏰ *{}:* <!date^{secs}^{{date_short_pretty}} {{time}}|{}>",
+            text(locale, Msg::Deadline),
+            texts::clock(interaction.deadline_ms)
+        )));
         if let Some(progress) = interaction.quorum_progress() {
             out.push(mrkdwn(format!("👥 {}", escape(&texts::policy::quorum_line(locale, &progress)))));
         }

@@ -126,12 +126,7 @@ mod tests {
     use super::*;
 
     fn enabled(bot: &str, app: Option<&str>) -> SlackSettings {
-        SlackSettings {
-            enabled: true,
-            bot_token: Some(bot.into()),
-            app_token: app.map(|a| SecretString::from(a.to_owned())),
-            ..SlackSettings::default()
-        }
+        SlackSettings { enabled: true, bot_token: Some(bot.into()), app_token: app.map(|a| SecretString::from(a.to_owned())), ..SlackSettings::default() }
     }
 
     #[test]

@@ -1,0 +1,384 @@
+//! Slack end to end: requests pushed over the HTTP API to a real bridge, shown on a
+//! fake Slack (tests/support/fake_slack.rs) through the bridge's own Web API client,
+//! clicked there over Socket Mode, and read back by `GET` (the exact decision JSON the
+//! agent gets). Each test asserts the exact JSON that crossed into Slack where it
+//! matters: the card, the acknowledgements, the modal and its answer.
+
+mod support;
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use hitl_bridge::app::App;
+use hitl_bridge::config::Settings;
+use serde_json::{Value, json};
+use support::fake_slack::{self, FakeSlack, OPS, Person, button, has_buttons};
+use support::harness::NoConsole;
+use support::{Chat, Harness, wait_until};
+
+const SECRET: &str = "ci-secret";
+
+fn ana() -> Person {
+    Person::new("U0ANA", "ana")
+}
+
+fn mallory() -> Person {
+    Person::new("U0MAL", "mallory")
+}
+
+/// A bridge with Slack on the fake and the HTTP API on a free port; Ana approves.
+struct Rig {
+    harness: Harness,
+    fake: FakeSlack,
+    base: String,
+    http: reqwest::Client,
+}
+
+fn slack_settings(fake: &FakeSlack) -> Vec<(&'static str, String)> {
+    vec![
+        ("slack.enabled", "true".into()),
+        ("slack.bot_token", fake_slack::BOT_TOKEN.into()),
+        ("slack.app_token", fake_slack::APP_TOKEN.into()),
+        ("slack.api_url", fake.api_url()),
+        ("tokens.secret", "test-secret".into()),
+        ("timeouts.grace_secs", "0".into()),
+    ]
+}
+
+async fn settings(fake: &FakeSlack) -> Harness {
+    let pairs = slack_settings(fake);
+    let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Harness::on(Chat::Headless).no_agent().settings(&borrowed).tweak(|s: &mut Settings| s.http.api_tokens = vec![format!("ci:{SECRET}")]).build().await
+}
+
+impl Rig {
+    async fn start() -> Rig {
+        let fake = FakeSlack::start().await;
+        let mut harness = settings(&fake).await;
+        harness.boot().await;
+        fake.wait_connections(1).await;
+        let base = format!("http://{}", harness.app().http_addr().expect("http listener"));
+        Rig { harness, fake, base, http: reqwest::Client::new() }
+    }
+
+    async fn send(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> (StatusCode, Value) {
+        let mut request = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(SECRET);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.expect("request");
+        let status = StatusCode::from_u16(response.status().as_u16()).expect("status");
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Pushes an approval of `execute_trade` to the ops channel, Ana its approver; the
+    /// card's `ts` once Slack has it.
+    async fn push_trade(&self, key: &str) -> String {
+        let before = self.fake.posted().len();
+        let body = json!({
+            "approval_key": key, "targets": [{"platform": "slack", "channel_id": OPS}], "approvers": ["slack:U0ANA"],
+            "text": "Nightly rebalance <!channel>", "timeout_seconds": 300,
+            "actions": [{"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 100}}]
+        });
+        let (status, created) = self.send(reqwest::Method::POST, "/v1/requests", Some(&body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        wait_until(|| async { self.fake.posted().get(before).map(|(_, ts)| ts.clone()) }).await
+    }
+
+    async fn state(&self, key: &str) -> Value {
+        let (status, body) = self.send(reqwest::Method::GET, &format!("/v1/requests/{key}"), None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body
+    }
+
+    async fn decided(&self, key: &str) -> Value {
+        wait_until(|| async {
+            let (_, body) = self.send(reqwest::Method::GET, &format!("/v1/requests/{key}?wait=5"), None).await;
+            (body["status"] != "pending").then_some(body)
+        })
+        .await
+    }
+
+    /// Waits for an ephemeral notice to `user`; its body.
+    async fn ephemeral_to(&self, user: &str, skip: usize) -> Value {
+        wait_until(|| async { self.fake.bodies("chat.postEphemeral").into_iter().filter(|b| b["user"] == user).nth(skip) }).await
+    }
+
+    /// The last chat.update of message `ts`.
+    async fn updated(&self, ts: &str, needle: &str) -> Value {
+        wait_until(|| async { self.fake.bodies("chat.update").into_iter().rev().find(|b| b["ts"] == ts && b.to_string().contains(needle)) }).await
+    }
+
+    async fn stop(mut self) {
+        self.harness.stop_bridge().await;
+        // Apart from what a test asks for (429s, refusals it provokes), Slack must
+        // never have refused anything the bridge sent.
+        let unexpected: Vec<_> = self.fake.errors().into_iter().filter(|(_, e)| e != "ratelimited").collect();
+        assert!(unexpected.is_empty(), "Slack would have refused: {unexpected:?}");
+        self.fake.shutdown();
+        self.harness.shutdown().await;
+    }
+}
+
+/// A card with each button's token tag and the deadline's time masked.
+fn masked(body: &Value) -> Value {
+    let mut body = body.clone();
+    for block in body["blocks"].as_array_mut().into_iter().flatten() {
+        for element in block.get_mut("elements").and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(value) = element["value"].as_str() {
+                let parts: Vec<&str> = value.split(':').collect();
+                element["value"] = json!(format!("{}:[id]:{}:[tag]", parts[0], parts[2]));
+            }
+            if let Some(text) = element["text"].as_str().filter(|t| t.contains("<!date^")) {
+                let (lead, _) = text.split_once("<!date^").unwrap();
+                element["text"] = json!(format!("{lead}<!date^[deadline]>"));
+            }
+        }
+    }
+    body
+}
+
+/// An approval end to end: the exact card, a click, the exact decision JSON, and the
+/// card edited to the outcome with its buttons gone.
+#[tokio::test]
+async fn an_approval_is_shown_clicked_decided_and_closed() {
+    let rig = Rig::start().await;
+    let ts = rig.push_trade("trade-1").await;
+    let posted = rig.fake.bodies("chat.postMessage").remove(0);
+    let button = |code: &str, text: &str, style: Option<&str>| {
+        let mut b = json!({"type": "button", "action_id": format!("hitl.{code}"), "text": {"type": "plain_text", "text": text, "emoji": true}, "value": format!("1:[id]:{code}:[tag]")});
+        if let Some(style) = style {
+            b["style"] = json!(style);
+        }
+        b
+    };
+    let mut reject = button("rj.0", "❌ Reject", Some("danger"));
+    reject["confirm"] = json!({
+        "title": {"type": "plain_text", "text": "Reject?", "emoji": true},
+        "text": {"type": "plain_text", "text": "The agent will not run this action. You can give a reason next.", "emoji": true},
+        "confirm": {"type": "plain_text", "text": "Reject", "emoji": true},
+        "deny": {"type": "plain_text", "text": "Cancel", "emoji": true},
+        "style": "danger"
+    });
+    assert_eq!(
+        masked(&posted),
+        json!({
+            "channel": OPS,
+            "text": "🔐 Approval needed: execute_trade",
+            "blocks": [
+                {"type": "header", "block_id": "title", "text": {"type": "plain_text", "text": "🔐 Approval needed", "emoji": true}},
+                {"type": "section", "block_id": "context", "text": {"type": "mrkdwn", "text": "Nightly rebalance &lt;!channel&gt;"}},
+                {"type": "context", "block_id": "meta", "elements": [
+                    {"type": "mrkdwn", "text": "*Agent:* ci"},
+                    {"type": "mrkdwn", "text": "⏰ *Answer by:* <!date^[deadline]>"}
+                ]},
+                {"type": "section", "block_id": "action.0", "text": {"type": "mrkdwn", "text": "*execute_trade*\n```\n{\n  \"symbol\": \"VNM\",\n  \"quantity\": 100\n}\n```"}},
+                {"type": "actions", "block_id": "buttons.0", "elements": [
+                    button("ap.0", "✅ Approve", Some("primary")), button("ed.0", "✏️ Edit", None), reject, button("cm.0", "💬 Comment", None)
+                ]}
+            ]
+        })
+    );
+    let click = rig.fake.click(&ana(), OPS, &ts, "Approve");
+    assert_eq!(rig.fake.wait_ack(&click).await, json!({"envelope_id": click}));
+    let state = rig.decided("trade-1").await;
+    assert_eq!(state["reply"], json!({"decisions": [{"type": "approve"}]}));
+    assert_eq!(state["decided_by"], json!({"platform": "slack", "id": "U0ANA", "name": "ana"}));
+    let update = rig.updated(&ts, "Approve by ana").await;
+    assert_eq!(update["channel"], OPS);
+    let blocks = update["blocks"].as_array().unwrap();
+    assert!(!has_buttons(&update), "the buttons are gone: {update}");
+    let outcome = blocks.last().unwrap()["text"]["text"].as_str().unwrap();
+    assert!(outcome.starts_with("*✅ Approve by ana at ") && outcome.ends_with(" UTC*"), "{outcome}");
+    assert!(!has_buttons(&rig.fake.message(OPS, &ts).unwrap()));
+    rig.stop().await;
+}
+
+/// A second click (here Reject on the same, now decided, card) gets an ephemeral
+/// notice and never a second decision.
+#[tokio::test]
+async fn a_second_click_is_told_and_changes_nothing() {
+    let rig = Rig::start().await;
+    let ts = rig.push_trade("trade-2").await;
+    let card = rig.fake.message(OPS, &ts).unwrap();
+    let approve = button(&card, "Approve");
+    let reject = button(&card, "Reject");
+    let first = rig.fake.click_envelope(&ana(), OPS, &ts, "hitl.ap.0", approve["value"].as_str().unwrap());
+    rig.fake.push(first);
+    rig.decided("trade-2").await;
+    let second = rig.fake.click_envelope(&ana(), OPS, &ts, "hitl.rj.0", reject["value"].as_str().unwrap());
+    rig.fake.push(second);
+    let notice = rig.ephemeral_to("U0ANA", 0).await;
+    assert_eq!(notice["channel"], OPS);
+    let text = notice["text"].as_str().unwrap();
+    assert!(text.starts_with("Already decided by ana at ") && text.ends_with(" UTC."), "{text}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(rig.state("trade-2").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    assert!(rig.fake.views().is_empty(), "no modal opens for a decided request");
+    rig.stop().await;
+}
+
+/// A stranger's click gets an ephemeral refusal and an audit row; the card keeps its
+/// buttons and Ana can still decide.
+#[tokio::test]
+async fn a_strangers_click_is_refused_and_audited() {
+    let rig = Rig::start().await;
+    let ts = rig.push_trade("trade-3").await;
+    rig.fake.click(&mallory(), OPS, &ts, "Approve");
+    let notice = rig.ephemeral_to("U0MAL", 0).await;
+    assert_eq!(notice, json!({"channel": OPS, "user": "U0MAL", "text": "You are not allowed to answer this request."}));
+    // An Edit press does not open a form for them either.
+    rig.fake.click(&mallory(), OPS, &ts, "Edit");
+    rig.ephemeral_to("U0MAL", 1).await;
+    assert!(rig.fake.views().is_empty());
+    let store = hitl_bridge::store::Store::connect(&rig.harness.settings.store.url).await.unwrap();
+    let refused = wait_until(|| async { store.refused_attempts(0).await.ok().filter(|r| r.len() >= 2) }).await;
+    let who = json!({"platform": "slack", "user_id": "U0MAL", "name": "mallory", "guild_id": fake_slack::TEAM});
+    let why = "you are not allowed to answer this request";
+    let seen: Vec<(Value, Value)> = refused.iter().map(|e| (json!(e.actor), e.reply.clone().unwrap())).collect();
+    assert_eq!(
+        seen,
+        vec![
+            (who.clone(), json!({"attempted": {"op": "decide", "action": 0, "decision": {"type": "approve"}}, "reason": why})),
+            (who, json!({"attempted": {"open": "edit", "index": 0}, "reason": why})),
+        ]
+    );
+    store.close().await;
+    assert_eq!(rig.state("trade-3").await["status"], "pending");
+    assert!(has_buttons(&rig.fake.message(OPS, &ts).unwrap()));
+    rig.fake.click(&ana(), OPS, &ts, "Approve");
+    assert_eq!(rig.decided("trade-3").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    rig.stop().await;
+}
+
+/// A value under another code than the one signed, or from another secret, is refused
+/// with a notice and changes nothing.
+#[tokio::test]
+async fn a_forged_value_changes_nothing() {
+    let rig = Rig::start().await;
+    let ts = rig.push_trade("trade-4").await;
+    let card = rig.fake.message(OPS, &ts).unwrap();
+    let comment = button(&card, "Comment")["value"].as_str().unwrap().to_owned();
+    let forged = comment.replace(":cm.0:", ":ap.0:");
+    let other_secret = hitl_bridge::platform::token::TokenSigner::new(b"other").sign(comment.split(':').nth(1).unwrap(), "ap.0").unwrap();
+    for value in [forged, other_secret, "garbage".to_owned()] {
+        rig.fake.push(rig.fake.click_envelope(&ana(), OPS, &ts, "hitl.ap.0", &value));
+    }
+    for n in 0..3 {
+        assert_eq!(rig.ephemeral_to("U0ANA", n).await["text"], "This button is not valid (unknown, outdated or forged).");
+    }
+    assert_eq!(rig.state("trade-4").await["status"], "pending");
+    assert!(rig.fake.bodies("chat.update").is_empty(), "the card is not touched");
+    rig.stop().await;
+}
+
+/// An envelope delivered twice is acknowledged twice and handled once: one decision,
+/// and no "already decided" notice, which a second handling would have posted.
+#[tokio::test]
+async fn a_redelivered_envelope_is_handled_once() {
+    let rig = Rig::start().await;
+    let ts = rig.push_trade("trade-5").await;
+    let card = rig.fake.message(OPS, &ts).unwrap();
+    let envelope = rig.fake.click_envelope(&ana(), OPS, &ts, "hitl.ap.0", button(&card, "Approve")["value"].as_str().unwrap());
+    let id = envelope["envelope_id"].as_str().unwrap().to_owned();
+    rig.fake.push(envelope.clone());
+    rig.fake.push(envelope);
+    wait_until(|| async { (rig.fake.acks_of(&id).len() == 2).then_some(()) }).await;
+    assert_eq!(rig.decided("trade-5").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(rig.fake.bodies("chat.postEphemeral").is_empty(), "handled once: {:?}", rig.fake.bodies("chat.postEphemeral"));
+    rig.stop().await;
+}
+
+/// Edit opens a modal with the args; invalid JSON is answered under the field in the
+/// acknowledgement and nothing is sent; valid JSON is the edit decision.
+#[tokio::test]
+async fn the_edit_modal_refuses_invalid_json_then_sends_the_edit() {
+    let rig = Rig::start().await;
+    let ts = rig.push_trade("trade-6").await;
+    rig.fake.click(&ana(), OPS, &ts, "Edit");
+    let view = wait_until(|| async { rig.fake.views().into_iter().next() }).await;
+    assert_eq!(view["title"], json!({"type": "plain_text", "text": "Edit arguments", "emoji": true}));
+    assert_eq!(view["blocks"][1]["block_id"], "args");
+    assert_eq!(view["blocks"][1]["element"]["initial_value"], "{\n  \"symbol\": \"VNM\",\n  \"quantity\": 100\n}");
+    let bad = rig.fake.submission_envelope(&ana(), &view, &[("args", "json", "{quantity: 50")]);
+    let bad_id = bad["envelope_id"].as_str().unwrap().to_owned();
+    rig.fake.push(bad);
+    let ack = rig.fake.wait_ack(&bad_id).await;
+    assert_eq!(
+        ack,
+        json!({"envelope_id": bad_id, "payload": {"response_action": "errors",
+            "errors": {"args": "Not accepted: invalid JSON: key must be a string at line 1 column 2. Send a JSON object."}}})
+    );
+    assert_eq!(rig.state("trade-6").await["status"], "pending", "nothing is sent for a refused edit");
+    let good = rig.fake.submission_envelope(&ana(), &view, &[("args", "json", r#"{"symbol":"VNM","quantity":50}"#)]);
+    let good_id = good["envelope_id"].as_str().unwrap().to_owned();
+    rig.fake.push(good);
+    assert_eq!(rig.fake.wait_ack(&good_id).await, json!({"envelope_id": good_id}), "the modal closes");
+    assert_eq!(
+        rig.decided("trade-6").await["reply"],
+        json!({"decisions": [{"type": "edit", "edited_action": {"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 50}}}]})
+    );
+    rig.updated(&ts, "Edit by ana").await;
+    rig.stop().await;
+}
+
+/// Reject asks for an optional reason in a modal; the reason goes with the decision.
+#[tokio::test]
+async fn reject_takes_a_reason_from_its_modal() {
+    let rig = Rig::start().await;
+    let ts = rig.push_trade("trade-7").await;
+    rig.fake.click(&ana(), OPS, &ts, "Reject");
+    let view = wait_until(|| async { rig.fake.views().into_iter().next() }).await;
+    assert_eq!(view["submit"]["text"], "Reject");
+    assert_eq!(view["blocks"][1]["optional"], true);
+    let submit = rig.fake.submission_envelope(&ana(), &view, &[("reason", "text", "market is closed <!here>")]);
+    rig.fake.push(submit);
+    assert_eq!(rig.decided("trade-7").await["reply"], json!({"decisions": [{"type": "reject", "message": "market is closed <!here>"}]}));
+    rig.stop().await;
+}
+
+/// Slack asks for a new connection (`disconnect`), then the socket drops: the bridge
+/// reconnects each time and clicks keep working.
+#[tokio::test]
+async fn socket_mode_reconnects_after_disconnect_and_drop() {
+    let rig = Rig::start().await;
+    rig.fake.disconnect();
+    rig.fake.wait_connections(2).await;
+    rig.fake.drop_socket();
+    rig.fake.wait_connections(3).await;
+    let ts = rig.push_trade("trade-8").await;
+    rig.fake.click(&ana(), OPS, &ts, "Approve");
+    assert_eq!(rig.decided("trade-8").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    let opens = rig.fake.calls().into_iter().filter(|c| c.method == "apps.connections.open").count();
+    assert_eq!(opens, 3, "one apps.connections.open per connection");
+    rig.stop().await;
+}
+
+/// A 429 with Retry-After is waited out and the card still arrives, once.
+#[tokio::test]
+async fn a_rate_limited_post_is_retried_after_retry_after() {
+    let rig = Rig::start().await;
+    rig.fake.rate_limit_next(2, 1);
+    let started = std::time::Instant::now();
+    rig.push_trade("trade-9").await;
+    assert!(started.elapsed() >= Duration::from_secs(2), "waited Retry-After each time: {:?}", started.elapsed());
+    let posts: Vec<_> = rig.fake.calls().into_iter().filter(|c| c.method == "chat.postMessage").map(|c| c.error).collect();
+    assert_eq!(posts, [Some("ratelimited".to_owned()), Some("ratelimited".to_owned()), None]);
+    rig.stop().await;
+}
+
+/// A bot token Slack refuses stops the start with a message naming the setting.
+#[tokio::test]
+async fn a_refused_bot_token_is_named_at_start() {
+    let fake = FakeSlack::start().await;
+    let mut harness = settings(&fake).await;
+    harness.settings.platforms.get_mut::<hitl_bridge::platform::slack::settings::SlackSettings>().bot_token = Some("xoxb-wrong".into());
+    let error = match App::start(&harness.settings, None as NoConsole).await {
+        Ok(_) => panic!("the bridge must not start with a refused token"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(error.contains("slack.bot_token") && error.contains("invalid_auth"), "{error}");
+    fake.shutdown();
+    harness.shutdown().await;
+}
