@@ -724,6 +724,8 @@ mod tests {
             ("access.admin_chats", "telegram:-100999,discord:1100", &["telegram:-100999", "discord:1100"]),
             ("discord.channels", "123456789012345678", &["123456789012345678"]),
             ("discord.channels", "1100,1200", &["1100", "1200"]),
+            ("slack.channels", "C0OPS", &["C0OPS"]),
+            ("slack.channels", "C0OPS,C0DEV", &["C0OPS", "C0DEV"]),
             ("http.api_tokens", "ci:a-long-random-secret", &["ci:a-long-random-secret"]),
             ("http.api_tokens", "ci:a,cron:b", &["ci:a", "cron:b"]),
             ("routing.channels", "telegram:-1001234567890/7", &["telegram:-1001234567890/7"]),

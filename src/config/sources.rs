@@ -37,6 +37,7 @@ pub const LIST_KEYS: &[&str] = &[
     "access.admins",
     "access.admin_chats",
     "discord.channels",
+    "slack.channels",
     "http.api_tokens",
     "routing.channels",
     "mcp.tools",
