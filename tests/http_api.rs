@@ -676,10 +676,12 @@ async fn health_readiness_and_openapi() {
     // Each platform's own target object, as its descriptor publishes it.
     let targets = schemas["Target"]["oneOf"].as_array().unwrap();
     let platforms: Vec<&Value> = targets.iter().map(|t| &t["properties"]["platform"]["const"]).collect();
-    assert_eq!(platforms, ["telegram", "discord", "console"]);
+    assert_eq!(platforms, ["telegram", "discord", "slack", "console"]);
     let telegram: Vec<&String> = targets[0]["properties"].as_object().unwrap().keys().collect();
     assert_eq!(telegram, ["platform", "chat_id", "thread_id", "user_id"]);
     assert!(targets[1]["properties"]["channel_id"].is_object());
+    let slack: Vec<&String> = targets[2]["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(slack, ["platform", "channel_id", "thread_ts", "user_id"]);
     // The request's own policy, and what a policy adds to the state.
     assert_eq!(schemas["PushBody"]["properties"]["policy"]["oneOf"][1]["$ref"], "#/components/schemas/ApiPolicy");
     let policy = &schemas["ApiPolicy"]["properties"];
