@@ -382,3 +382,152 @@ async fn a_refused_bot_token_is_named_at_start() {
     fake.shutdown();
     harness.shutdown().await;
 }
+
+/// Pushes `body` (targets and all) and returns the ts of the card it posted.
+async fn push(rig: &Rig, body: Value) -> String {
+    let before = rig.fake.posted().len();
+    let (status, created) = rig.send(reqwest::Method::POST, "/v1/requests", Some(&body)).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    wait_until(|| async { rig.fake.posted().get(before).map(|(_, ts)| ts.clone()) }).await
+}
+
+/// Nobody answers: the card is edited to the expiry without buttons, and a late click
+/// is told and changes nothing.
+#[tokio::test]
+async fn expiry_edits_the_card_and_a_late_click_is_told() {
+    let rig = Rig::start().await;
+    let ts = push(
+        &rig,
+        json!({"approval_key": "late-1", "targets": [{"platform": "slack", "channel_id": OPS}], "approvers": ["slack:U0ANA"],
+               "timeout_seconds": 1, "actions": [{"name": "drop_table", "args": {"table": "users"}}]}),
+    )
+    .await;
+    let card = rig.fake.message(OPS, &ts).unwrap();
+    let expired = rig.updated(&ts, "Expired at").await;
+    assert!(!has_buttons(&expired));
+    let outcome = expired["blocks"].as_array().unwrap().last().unwrap()["text"]["text"].as_str().unwrap().to_owned();
+    assert!(outcome.starts_with("*⌛ Expired at ") && outcome.ends_with(" with no decision*"), "{outcome}");
+    let late = rig.fake.click_envelope(&ana(), OPS, &ts, "hitl.ap.0", button(&card, "Approve")["value"].as_str().unwrap());
+    rig.fake.push(late);
+    assert_eq!(rig.ephemeral_to("U0ANA", 0).await["text"], "This request has expired.");
+    assert_eq!(rig.state("late-1").await["status"], "expired");
+    rig.stop().await;
+}
+
+/// Two approvers click at once: the first decision wins, the other is told who
+/// decided, and the agent gets one decision.
+#[tokio::test]
+async fn two_people_clicking_at_once_make_one_decision() {
+    let rig = Rig::start().await;
+    let bob = Person::new("U0BOB", "bob");
+    let ts = push(
+        &rig,
+        json!({"approval_key": "both-1", "targets": [{"platform": "slack", "channel_id": OPS}], "approvers": ["slack:U0ANA", "slack:U0BOB"],
+               "actions": [{"name": "deploy", "args": {"v": "2.3"}}]}),
+    )
+    .await;
+    let card = rig.fake.message(OPS, &ts).unwrap();
+    let approve = button(&card, "Approve")["value"].as_str().unwrap().to_owned();
+    let reject = button(&card, "Reject")["value"].as_str().unwrap().to_owned();
+    // Ana approves, Bob presses Reject (its confirm accepted): both at once.
+    rig.fake.push(rig.fake.click_envelope(&ana(), OPS, &ts, "hitl.ap.0", &approve));
+    rig.fake.push(rig.fake.click_envelope(&bob, OPS, &ts, "hitl.rj.0", &reject));
+    let state = rig.decided("both-1").await;
+    assert_eq!(state["reply"], json!({"decisions": [{"type": "approve"}]}));
+    // Bob's Reject opens no form on a decided request: he is told instead.
+    let notice = rig.ephemeral_to("U0BOB", 0).await;
+    assert!(notice["text"].as_str().unwrap().starts_with("Already decided by ana at "), "{notice}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(rig.fake.views().is_empty());
+    assert_eq!(rig.state("both-1").await["decided_by"]["id"], "U0ANA");
+    rig.stop().await;
+}
+
+/// A card's ts is stored: after a restart, a click on the old card decides it, and the
+/// same message is edited.
+#[tokio::test]
+async fn after_a_restart_the_same_card_is_clicked_and_edited() {
+    let mut rig = Rig::start().await;
+    let ts = rig.push_trade("restart-1").await;
+    rig.harness.restart().await;
+    rig.fake.wait_connections(2).await;
+    rig.base = format!("http://{}", rig.harness.app().http_addr().expect("http listener"));
+    rig.fake.click(&ana(), OPS, &ts, "Approve");
+    assert_eq!(rig.decided("restart-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    let update = rig.updated(&ts, "Approve by ana").await;
+    assert_eq!((update["channel"].as_str(), update["ts"].as_str()), (Some(OPS), Some(ts.as_str())));
+    assert_eq!(rig.fake.posted().len(), 1, "no second card");
+    rig.stop().await;
+}
+
+/// The bridge died after storing an envelope and before handling it (kill -9 between
+/// receipt and ack): the next start handles it from the inbox.
+#[tokio::test]
+async fn an_envelope_stored_before_a_crash_is_handled_at_the_next_start() {
+    let mut rig = Rig::start().await;
+    let ts = rig.push_trade("crash-1").await;
+    let card = rig.fake.message(OPS, &ts).unwrap();
+    rig.harness.stop_bridge().await;
+    let envelope = rig.fake.click_envelope(&ana(), OPS, &ts, "hitl.ap.0", button(&card, "Approve")["value"].as_str().unwrap());
+    let store = hitl_bridge::store::Store::connect(&rig.harness.settings.store.url).await.unwrap();
+    let row = hitl_bridge::store::InboxUpdate {
+        update_id: format!("envelope:{}", envelope["envelope_id"].as_str().unwrap()),
+        seq: 1,
+        lane: OPS.into(),
+        body: envelope.to_string(),
+    };
+    let dead = hitl_bridge::store::ShowClaim { owner: "a-dead-replica".into(), until_ms: 0 };
+    assert_eq!(store.store_updates("slack", &[row], &dead, 0).await.unwrap().len(), 1);
+    store.close().await;
+    rig.harness.boot().await;
+    rig.base = format!("http://{}", rig.harness.app().http_addr().expect("http listener"));
+    assert_eq!(rig.decided("crash-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    rig.updated(&ts, "Approve by ana").await;
+    rig.stop().await;
+}
+
+/// A DM target opens the conversation with `conversations.open` and shows the card
+/// there; the click in the DM decides.
+#[tokio::test]
+async fn a_dm_target_is_opened_and_clicked_there() {
+    let rig = Rig::start().await;
+    let ts = push(
+        &rig,
+        json!({"approval_key": "dm-1", "targets": [{"platform": "slack", "user_id": "U0ANA"}], "approvers": ["slack:U0ANA"],
+               "actions": [{"name": "deploy", "args": {}}]}),
+    )
+    .await;
+    assert_eq!(rig.fake.bodies("conversations.open"), vec![json!({"users": "U0ANA"})]);
+    assert_eq!(rig.fake.posted()[0].0, "D0ANA");
+    rig.fake.click(&ana(), "D0ANA", &ts, "Approve");
+    assert_eq!(rig.decided("dm-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    let update = rig.updated(&ts, "Approve by ana").await;
+    assert_eq!(update["channel"], "D0ANA");
+    assert_eq!(rig.fake.bodies("conversations.open").len(), 1, "the DM channel is opened once");
+    rig.stop().await;
+}
+
+/// Comment asks for words in a modal (a `respond` decision where the action allows
+/// one); an empty one is refused under the field.
+#[tokio::test]
+async fn a_comment_comes_from_its_modal_and_an_empty_one_is_refused() {
+    let rig = Rig::start().await;
+    let ts = push(
+        &rig,
+        json!({"approval_key": "comment-1", "targets": [{"platform": "slack", "channel_id": OPS}], "approvers": ["slack:U0ANA"],
+               "actions": [{"name": "deploy", "args": {"v": 2}}],
+               "review_configs": [{"action_name": "deploy", "allowed_decisions": ["approve", "reject", "respond"]}]}),
+    )
+    .await;
+    rig.fake.click(&ana(), OPS, &ts, "Comment");
+    let view = wait_until(|| async { rig.fake.views().into_iter().next() }).await;
+    let empty = rig.fake.submission_envelope(&ana(), &view, &[("comment", "text", "   ")]);
+    let empty_id = empty["envelope_id"].as_str().unwrap().to_owned();
+    rig.fake.push(empty);
+    assert_eq!(rig.fake.wait_ack(&empty_id).await["payload"], json!({"response_action": "errors", "errors": {"comment": "the text is empty"}}));
+    let words = rig.fake.submission_envelope(&ana(), &view, &[("comment", "text", "only 50 please")]);
+    rig.fake.push(words);
+    let state = rig.decided("comment-1").await;
+    assert_eq!(state["reply"], json!({"decisions": [{"type": "respond", "message": "only 50 please"}]}));
+    rig.stop().await;
+}

@@ -155,7 +155,8 @@ impl Handler {
     }
 
     /// Handles what a previous run (or a dead replica) stored and never finished,
-    /// oldest first. A view submission handled this late has nobody to answer.
+    /// oldest first, in a task of its own: at start the engine runs only once every
+    /// platform has started. A view submission handled this late has nobody to answer.
     async fn recover(self: &Arc<Self>) {
         let stranded = match self.inbox.claim_stranded().await {
             Ok(stranded) => stranded,
@@ -164,18 +165,22 @@ impl Handler {
                 return;
             }
         };
-        if !stranded.is_empty() {
-            tracing::info!(envelopes = stranded.len(), "handling Slack envelopes stored before a restart");
+        if stranded.is_empty() {
+            return;
         }
-        for row in stranded {
-            match serde_json::from_str::<Envelope>(&row.body) {
-                Ok(envelope) => {
-                    self.handle(&envelope).await;
+        tracing::info!(envelopes = stranded.len(), "handling Slack envelopes stored before a restart");
+        let handler = self.clone();
+        tokio::spawn(async move {
+            for row in stranded {
+                match serde_json::from_str::<Envelope>(&row.body) {
+                    Ok(envelope) => {
+                        handler.handle(&envelope).await;
+                    }
+                    Err(e) => tracing::warn!(envelope = %row.update_id, error = %e, "a stored envelope no longer reads; dropped"),
                 }
-                Err(e) => tracing::warn!(envelope = %row.update_id, error = %e, "a stored envelope no longer reads; dropped"),
+                handler.inbox.finish(&row.update_id).await;
             }
-            self.inbox.finish(&row.update_id).await;
-        }
+        });
     }
 }
 

@@ -155,11 +155,18 @@ fn approval(interaction: &Interaction, actions: &[Action], locale: Locale, signe
         Draft::Answers { .. } => None,
     };
     let offered = interaction.remember_offered();
-    // Blocks kept for what follows the actions: the shared row, the remember row, a note.
-    let reserved = usize::from(pending && many) + usize::from(pending && !offered.is_empty()) + 1;
+    // Blocks kept beside the actions: the shared row, the remember row, the comment, and
+    // the note that some actions were left out.
+    let reserved = usize::from(pending && many) + usize::from(pending && !offered.is_empty()) + 2;
     let per_action = if pending { 2 } else { 1 };
     let shown = actions.len().min(room.saturating_sub(reserved) / per_action);
     let mut blocks = Vec::new();
+    // A comment for the whole request (where no action takes a `respond`), as typed.
+    if let Draft::Decisions(d) = &interaction.draft
+        && let Some(note) = &d.user_edit_content
+    {
+        blocks.push(section("note", format!("💬 {}", escape_cut(note, FIELD))));
+    }
     for (i, action) in actions.iter().enumerate().take(shown) {
         blocks.push(section(&format!("action.{i}"), action_text(action, i, many, decided(i).as_ref(), locale)));
         if pending {

@@ -150,3 +150,15 @@ fn edit_is_offered_only_where_allowed() {
     let ids: Vec<String> = buttons(&card(&i, Locale::Vi, &signer())).into_iter().map(|b| b.0).collect();
     assert_eq!(ids, ["hitl.ap.0", "hitl.rj.0", "hitl.cm.0"]);
 }
+
+#[test]
+fn a_comment_on_the_whole_request_is_shown_escaped() {
+    let mut i = interaction(vec![action("deploy", json!({}))], vec![]);
+    let ana = Actor::new("slack", "U0ANA", "ana");
+    let applied = i.apply(&ana, UserAction::Comment { action: 0, text: "not before <!here> 6pm".into() }, &AccessPolicy::default(), NOW + 1000).unwrap();
+    assert!(matches!(applied, Applied::Updated), "a note keeps the request pending");
+    let card = card(&i, Locale::En, &signer());
+    let note = card["blocks"].as_array().unwrap().iter().find(|b| b["block_id"] == "note").expect("the note");
+    assert_eq!(note["text"]["text"], "💬 not before &lt;!here&gt; 6pm");
+    assert_within_limits(&card);
+}
