@@ -531,3 +531,31 @@ async fn a_comment_comes_from_its_modal_and_an_empty_one_is_refused() {
     assert_eq!(state["reply"], json!({"decisions": [{"type": "respond", "message": "only 50 please"}]}));
     rig.stop().await;
 }
+
+/// Slack retries an event under a new envelope id with `retry_attempt`: both
+/// deliveries are acknowledged, and the inbox keeps one row, under the event's id.
+#[tokio::test]
+async fn a_retried_event_is_acknowledged_and_stored_once() {
+    let rig = Rig::start().await;
+    let event = |envelope: &str, retry: Option<u32>| {
+        let mut e = json!({"type": "events_api", "envelope_id": envelope, "accepts_response_payload": false,
+            "payload": {"type": "event_callback", "team_id": fake_slack::TEAM, "event_id": "Ev0RETRY", "event_time": 1_700_000_000,
+                        "event": {"type": "app_mention", "user": "U0ANA", "text": "<@U0BOT> hi", "channel": OPS, "ts": "1700000000.000900"}}});
+        if let Some(n) = retry {
+            e["retry_attempt"] = json!(n);
+            e["retry_reason"] = json!("timeout");
+        }
+        e
+    };
+    rig.fake.push(event("env-ev-1", None));
+    rig.fake.push(event("env-ev-2", Some(1)));
+    assert_eq!(rig.fake.wait_ack("env-ev-1").await, json!({"envelope_id": "env-ev-1"}));
+    assert_eq!(rig.fake.wait_ack("env-ev-2").await, json!({"envelope_id": "env-ev-2"}));
+    let store = hitl_bridge::store::Store::connect(&rig.harness.settings.store.url).await.unwrap();
+    let probe = |key: &str| hitl_bridge::store::InboxUpdate { update_id: key.into(), seq: 0, lane: OPS.into(), body: "{}".into() };
+    let claim = hitl_bridge::store::ShowClaim { owner: "probe".into(), until_ms: 0 };
+    let new = store.store_updates("slack", &[probe("event:Ev0RETRY"), probe("envelope:env-ev-2")], &claim, 0).await.unwrap();
+    assert_eq!(new, ["envelope:env-ev-2"], "the event is stored under its event_id, the retry's envelope id was never a row");
+    store.close().await;
+    rig.stop().await;
+}

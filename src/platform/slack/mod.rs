@@ -294,3 +294,22 @@ fn reminder_text(interaction: &Interaction, people: &reminder::Recipients, local
     let subject = text::escape_cut(&texts::policy::subject(interaction), 1000);
     texts::policy::reminder(locale, to, &subject, progress.as_deref(), &texts::clock(interaction.deadline_ms))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interaction::{RequestBuilder, TimeoutDefaults};
+    use crate::protocol::ActionRequest;
+
+    #[test]
+    fn a_reminder_mentions_slack_users_and_names_everyone_else_escaped() {
+        let action = ActionRequest { name: "drop <!channel>".into(), args: json!({}), description: None, tool_use_id: None };
+        let request = RequestBuilder::start("k", vec![action], vec![], Some(300)).finish(TimeoutDefaults::default()).unwrap();
+        let interaction = Interaction::new("a1b2c3d4e5f6".into(), "s".into(), request, None, 1_767_225_600_000);
+        let people = reminder::Recipients { users: vec!["U0ANA".into(), "<!here>".into()], roles: vec![], others: vec!["telegram:42".into()] };
+        let text = reminder_text(&interaction, &people, Locale::En);
+        assert!(text.starts_with("⏰ Reminder: <@U0ANA> &lt;!here&gt; telegram:42 — "), "{text}");
+        assert!(text.contains("drop &lt;!channel&gt;"), "{text}");
+        assert!(!text.contains("<!"), "no broadcast mention: {text}");
+    }
+}
