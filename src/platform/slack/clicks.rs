@@ -21,7 +21,7 @@ use super::render::modal;
 use super::text::{SMsg, stext};
 use crate::engine::ActError;
 use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, UserAction};
-use crate::protocol::DecisionType;
+use crate::protocol::{Decision, DecisionType};
 use crate::texts::{self, Msg};
 
 /// The person acting, with their workspace as the space `access.chats` may open.
@@ -70,20 +70,17 @@ pub async fn click(shared: &Shared, click: BlockActions) {
 }
 
 /// Opens the modal of an Edit, Reject or Comment button, once the engine has said the
-/// clicker may act on that action.
+/// clicker may act on that action (the refusal is audited as what the click tried).
 async fn open_modal(shared: &Shared, click: &BlockActions, id: &str, code: Code, actor: Actor) -> Result<(), String> {
     let unknown = || texts::text(shared.locale, Msg::UnknownButton).to_owned();
-    let (attempt, needed) = match code {
-        Code::Edit(index) => (Attempt::Open { open: Opening::Edit, index }, Some((index, DecisionType::Edit))),
-        Code::Comment(index) => (Attempt::Open { open: Opening::Comment, index }, None),
-        Code::Reject(index) => (
-            Attempt::Act(UserAction::Decide { action: index, decision: crate::protocol::Decision::Reject { message: None } }),
-            Some((index, DecisionType::Reject)),
-        ),
-        _ => return Err(unknown()),
-    };
-    let index = match code {
-        Code::Edit(i) | Code::Comment(i) | Code::Reject(i) => i,
+    // What the click tries, and the decision the modal leads to, which the action must allow.
+    let (index, attempt, needed) = match code {
+        Code::Edit(index) => (index, Attempt::Open { open: Opening::Edit, index }, Some(DecisionType::Edit)),
+        Code::Comment(index) => (index, Attempt::Open { open: Opening::Comment, index }, None),
+        Code::Reject(index) => {
+            let reject = UserAction::Decide { action: index, decision: Decision::Reject { message: None } };
+            (index, Attempt::Act(reject), Some(DecisionType::Reject))
+        }
         _ => return Err(unknown()),
     };
     let check = Box::new(move |interaction: &Interaction| valid(interaction, index, needed));
@@ -98,13 +95,13 @@ async fn open_modal(shared: &Shared, click: &BlockActions, id: &str, code: Code,
 
 /// Whether the action a modal is for exists and allows the decision it leads to (who
 /// may act is the engine's check): run by the engine, which refuses and audits.
-fn valid(interaction: &Interaction, index: usize, needed: Option<(usize, DecisionType)>) -> Result<(), Refusal> {
-    let action = interaction.request.actions().get(index).ok_or(Refusal::OutOfRange("action"))?;
+fn valid(interaction: &Interaction, index: usize, needed: Option<DecisionType>) -> Result<(), Refusal> {
     if interaction.request.is_question() {
         return Err(Refusal::OutOfRange("action"));
     }
+    let action = interaction.request.actions().get(index).ok_or(Refusal::OutOfRange("action"))?;
     match needed {
-        Some((_, decision)) if !action.allowed.contains(&decision) => Err(Refusal::DecisionNotAllowed { action: action.name.clone(), decision }),
+        Some(decision) if !action.allowed.contains(&decision) => Err(Refusal::DecisionNotAllowed { action: action.name.clone(), decision }),
         _ => Ok(()),
     }
 }
