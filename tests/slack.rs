@@ -559,3 +559,28 @@ async fn a_retried_event_is_acknowledged_and_stored_once() {
     store.close().await;
     rig.stop().await;
 }
+
+/// A burst into one channel through a 429 storm: every card arrives, in the order
+/// pushed, about one a second (Slack's pace for chat.postMessage in a channel).
+#[tokio::test]
+async fn a_burst_through_a_429_storm_arrives_whole_and_in_order() {
+    let rig = Rig::start().await;
+    rig.fake.rate_limit_next(3, 1);
+    let started = std::time::Instant::now();
+    for n in 0..5 {
+        let body = json!({"approval_key": format!("burst-{n}"), "targets": [{"platform": "slack", "channel_id": OPS}],
+                          "actions": [{"name": format!("step_{n}"), "args": {}}]});
+        let (status, created) = rig.send(reqwest::Method::POST, "/v1/requests", Some(&body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+    }
+    let posted = wait_until(|| async { (rig.fake.posted().len() == 5).then(|| rig.fake.posted()) }).await;
+    let names: Vec<String> = posted
+        .iter()
+        .map(|(channel, ts)| rig.fake.message(channel, ts).unwrap()["text"].as_str().unwrap().trim_start_matches("🔐 Approval needed: ").to_owned())
+        .collect();
+    assert_eq!(names, ["step_0", "step_1", "step_2", "step_3", "step_4"]);
+    assert!(started.elapsed() >= Duration::from_secs(4), "five posts to one channel take four seconds at least: {:?}", started.elapsed());
+    let refused = rig.fake.errors().into_iter().filter(|(m, e)| m == "chat.postMessage" && e == "ratelimited").count();
+    assert_eq!(refused, 3);
+    rig.stop().await;
+}
