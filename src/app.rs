@@ -105,7 +105,8 @@ impl App {
             limits,
             engine: engine.clone(),
             signer: signer.clone(),
-            store: store.clone(),
+            inboxes: store.inboxes(),
+            ui_states: store.ui_states(),
             metrics: metrics.clone(),
             terminal: std::sync::Mutex::new(terminal.map(|(input, output)| Terminal { input: Box::new(input), output: Box::new(output) })),
         };

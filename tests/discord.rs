@@ -1324,7 +1324,7 @@ mod policies {
             settings.access_policy(),
             TokenSigner::new(b"k"),
             engine,
-            store,
+            store.ui_states(),
             hitl_bridge::metrics::Metrics::new(),
         )
         .await

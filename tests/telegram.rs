@@ -752,7 +752,8 @@ async fn long_args_are_attached_as_a_json_document() {
         hitl_bridge::listener::Limits::from_settings(&settings.http, None),
         engine,
         TokenSigner::new(b"k"),
-        store,
+        store.platform_inbox("telegram"),
+        store.ui_states(),
         hitl_bridge::metrics::Metrics::new(),
     )
     .await
@@ -1373,7 +1374,8 @@ mod policies {
             hitl_bridge::listener::Limits::from_settings(&settings.http, None),
             engine,
             TokenSigner::new(b"k"),
-            store,
+            store.platform_inbox("telegram"),
+            store.ui_states(),
             hitl_bridge::metrics::Metrics::new(),
         )
         .await
@@ -1466,11 +1468,11 @@ async fn an_update_stored_before_a_crash_is_handled_after_the_restart() {
     let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
     let row = hitl_bridge::store::InboxUpdate { update_id: "900".into(), seq: 900, lane: h.chat.to_string(), body: update.to_string() };
     let claim = hitl_bridge::store::ShowClaim { owner: h.settings.backend.replica_id(), until_ms: i64::MAX };
-    assert_eq!(store.store_updates("telegram", std::slice::from_ref(&row), &claim, 0).await.unwrap(), vec![row.update_id.clone()]);
-    assert_eq!(store.store_updates("telegram", &[row], &claim, 0).await.unwrap(), Vec::<String>::new(), "stored once");
+    assert_eq!(store.platform_inbox("telegram").store(std::slice::from_ref(&row), &claim, 0).await.unwrap(), vec![row.update_id.clone()]);
+    assert_eq!(store.platform_inbox("telegram").store(&[row], &claim, 0).await.unwrap(), Vec::<String>::new(), "stored once");
     h.start_bridge().await;
     h.message_with("Tôi đã nhận: xin chào").await;
-    wait_until(|| async { (store.stored_updates("telegram").await.unwrap() == 0).then_some(()) }).await;
+    wait_until(|| async { (store.platform_inbox("telegram").waiting().await.unwrap() == 0).then_some(()) }).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let messages: Vec<_> = h.sim.commands().into_iter().filter(|c| c["type"] == "message").collect();
     assert_eq!(messages.len(), 1, "handled once: {messages:?}");

@@ -20,7 +20,7 @@ use crate::interaction::chat::ChatNetwork;
 use crate::listener::Limits;
 use crate::metrics::Metrics;
 use crate::platform::token::TokenSigner;
-use crate::store::Store;
+use crate::store::{Inboxes, UiStates};
 
 /// One chat platform, as the bridge assembles it.
 pub trait Descriptor: Send + Sync {
@@ -140,7 +140,12 @@ pub struct StartContext {
     pub limits: Limits,
     pub engine: EngineHandle,
     pub signer: TokenSigner,
-    pub store: Store,
+    /// Each platform's durable inbox of updates ([`super::inbox`]); a platform takes
+    /// its own.
+    pub inboxes: Inboxes,
+    /// What a platform keeps to understand the next click or reply (wizard steps,
+    /// prompts, pages).
+    pub ui_states: UiStates,
     pub metrics: Metrics,
     /// The terminal's input and output, for the platform that is the terminal; taken
     /// by the first that asks.

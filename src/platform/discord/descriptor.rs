@@ -34,7 +34,7 @@ impl Descriptor for Discord {
                 context.policy.clone(),
                 context.signer.clone(),
                 context.engine.clone(),
-                context.store.clone(),
+                context.ui_states.clone(),
                 context.metrics.clone(),
             )
             .await

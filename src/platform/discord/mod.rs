@@ -47,7 +47,7 @@ use crate::platform::bounded::BoundedMap;
 use crate::platform::locale::Locale;
 use crate::platform::token::TokenSigner;
 use crate::platform::turns::{Line, Priority};
-use crate::store::{ChatKey, MessageRef, Store};
+use crate::store::{ChatKey, MessageRef, UiStates};
 
 /// Entries each cache keeps at most.
 const CACHE_CAP: usize = 10_000;
@@ -68,7 +68,7 @@ pub struct Shared {
     /// checks again on every action.
     pub policy: AccessPolicy,
     /// Where the page each message shows is kept (shared by replicas).
-    store: Store,
+    ui_states: UiStates,
     /// Status line message per (channel, tool group); removed when the group finishes.
     statuses: Mutex<BoundedMap<(u64, u64), MessageId>>,
     /// Threads this bridge opened, with their parent channel (a forgotten one is looked
@@ -116,7 +116,7 @@ impl Shared {
 
     /// The page `message` shows: the one last turned to on any replica, else 0.
     pub async fn page_of(&self, message: u64) -> usize {
-        match self.store.ui_state(PAGE_KIND, &message.to_string(), now_ms()).await {
+        match self.ui_states.get(PAGE_KIND, &message.to_string(), now_ms()).await {
             Ok(found) => found.and_then(|s| s.value.parse().ok()).unwrap_or(0),
             Err(e) => {
                 tracing::warn!(error = %e, message, "cannot read a message's page; showing the first");
@@ -130,7 +130,7 @@ impl Shared {
     pub async fn set_page(&self, interaction: &Interaction, message: u64, page: usize) {
         let now = now_ms();
         let expires = interaction.deadline_ms.max(now).saturating_add(PAGE_GRACE_MS);
-        if let Err(e) = self.store.put_ui_state(PAGE_KIND, &message.to_string(), &interaction.id, &page.to_string(), now, expires).await {
+        if let Err(e) = self.ui_states.put(PAGE_KIND, &message.to_string(), &interaction.id, &page.to_string(), now, expires).await {
             tracing::warn!(error = %e, message, "cannot store a message's page; a re-render shows the first");
         }
     }
@@ -187,7 +187,7 @@ pub async fn start(
     policy: AccessPolicy,
     signer: TokenSigner,
     engine: EngineHandle,
-    store: Store,
+    ui_states: UiStates,
     metrics: Metrics,
 ) -> Result<Arc<Discord>, PlatformError> {
     let token = settings.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
@@ -200,7 +200,7 @@ pub async fn start(
         signer,
         settings: settings.clone(),
         policy,
-        store,
+        ui_states,
         statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
         threads: Mutex::new(BoundedMap::new(CACHE_CAP)),
         looked_up: Mutex::new(BoundedMap::new(CACHE_CAP)),
@@ -320,7 +320,7 @@ impl Platform for Discord {
             let page = self.shared.page_of(id.get()).await;
             if !interaction.status.is_pending() {
                 // Ended: no page will be turned again.
-                if let Err(e) = self.shared.store.forget_ui_state(&interaction.id).await {
+                if let Err(e) = self.shared.ui_states.forget(&interaction.id).await {
                     tracing::warn!(error = %e, "cannot forget ui state; it expires on its own");
                 }
             }

@@ -35,7 +35,8 @@ impl Descriptor for Telegram {
                 context.limits,
                 context.engine.clone(),
                 context.signer.clone(),
-                context.store.clone(),
+                context.inboxes.of(super::PLATFORM),
+                context.ui_states.clone(),
                 context.metrics.clone(),
             )
             .await
