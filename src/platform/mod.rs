@@ -14,6 +14,7 @@ pub mod inbox;
 pub mod refusals;
 pub mod registry;
 pub mod reminder;
+pub mod slack;
 pub mod telegram;
 pub mod token;
 pub mod turns;
