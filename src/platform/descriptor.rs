@@ -39,6 +39,18 @@ pub trait Descriptor: Send + Sync {
     /// console without a terminal). A platform that is enabled but cannot start is an
     /// error that stops the bridge.
     fn start<'a>(&'a self, section: &'a dyn Section, context: &'a StartContext) -> BoxFuture<'a, Result<Option<Started>, String>>;
+
+    /// Its own admin commands, as the subcommand named after it (`hitl-bridge slack
+    /// manifest`), if it has any: `hitl-bridge` adds it to its own.
+    fn admin_command(&self) -> Option<clap::Command> {
+        None
+    }
+
+    /// Runs its admin command (`matches` are its subcommand's); what to print.
+    fn run_admin_command(&self, matches: &clap::ArgMatches) -> Result<String, String> {
+        let _ = matches;
+        Err(format!("{} has no admin commands", self.title()))
+    }
 }
 
 /// A platform's config section, read by its descriptor.

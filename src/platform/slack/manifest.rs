@@ -82,6 +82,32 @@ pub fn check_public_url(url: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// `hitl-bridge slack …`: Slack's own admin commands.
+pub fn admin_command() -> clap::Command {
+    clap::Command::new("slack").about("Slack's set-up: `slack manifest` prints the app manifest").subcommand_required(true).subcommand(
+        clap::Command::new("manifest").about("Print the Slack app manifest (JSON) to create the app from: Socket Mode, or HTTP with --http").arg(
+            clap::Arg::new("http")
+                .long("http")
+                .value_name("PUBLIC_URL")
+                .help("The bridge's public https base URL: the manifest then uses HTTP mode, with PUBLIC_URL/slack/events as every request URL"),
+        ),
+    )
+}
+
+/// Runs `hitl-bridge slack …` (`matches` are `slack`'s).
+pub fn run_admin_command(matches: &clap::ArgMatches) -> Result<String, String> {
+    match matches.subcommand() {
+        Some(("manifest", args)) => {
+            let http = args.get_one::<String>("http").map(String::as_str);
+            if let Some(url) = http {
+                check_public_url(url)?;
+            }
+            serde_json::to_string_pretty(&manifest(http)).map_err(|e| e.to_string())
+        }
+        _ => Err("usage: hitl-bridge slack manifest [--http PUBLIC_URL]".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +140,19 @@ mod tests {
         for needed in ["chat:write", "commands", "im:write", "usergroups:read", "app_mentions:read", "im:history"] {
             assert!(scopes.contains(&needed), "{needed}");
         }
+    }
+
+    #[test]
+    fn the_admin_command_prints_the_manifest_or_refuses_a_bad_url() {
+        let run = |args: &[&str]| run_admin_command(&admin_command().try_get_matches_from(args).unwrap());
+        let printed: Value = serde_json::from_str(&run(&["slack", "manifest"]).unwrap()).unwrap();
+        assert_eq!(printed, manifest(None));
+        let printed: Value = serde_json::from_str(&run(&["slack", "manifest", "--http", "https://b.example.com"]).unwrap()).unwrap();
+        assert_eq!(printed, manifest(Some("https://b.example.com")));
+        assert_eq!(
+            run(&["slack", "manifest", "--http", "http://b.example.com"]),
+            Err("--http \"http://b.example.com\": Slack sends requests to https URLs only".into())
+        );
     }
 
     #[test]
