@@ -402,7 +402,11 @@ fn readme_is_a_front_door() {
 #[test]
 fn generated_tables_follow_the_registry() {
     let stale = regenerate("docs/configuration.md", "addresses", &hitl_bridge::platform::registry::addresses_table());
-    assert!(stale.is_none(), "docs/configuration.md's addresses table is out of date; run HITL_BRIDGE_BLESS_DOCS=1 cargo test --test docs. It should read:\n{}", stale.unwrap_or_default());
+    assert!(
+        stale.is_none(),
+        "docs/configuration.md's addresses table is out of date; run HITL_BRIDGE_BLESS_DOCS=1 cargo test --test docs. It should read:\n{}",
+        stale.unwrap_or_default()
+    );
 }
 
 /// Compares the generated block `name` of `doc` with `table`: `None` when current (or
@@ -433,6 +437,9 @@ fn splice(text: &str, name: &str, table: &str) -> Option<String> {
 #[test]
 fn a_generated_block_is_replaced_whole_and_only_it() {
     let doc = "intro\n<!-- generated from the platform registry: t -->\n| old |\n| rows |\n<!-- end of generated table -->\nafter\n";
-    assert_eq!(splice(doc, "t", "| new |\n").as_deref(), Some("intro\n<!-- generated from the platform registry: t -->\n| new |\n<!-- end of generated table -->\nafter\n"));
+    assert_eq!(
+        splice(doc, "t", "| new |\n").as_deref(),
+        Some("intro\n<!-- generated from the platform registry: t -->\n| new |\n<!-- end of generated table -->\nafter\n")
+    );
     assert_eq!(splice(doc, "other", "x"), None);
 }

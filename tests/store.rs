@@ -970,7 +970,8 @@ async fn the_inbox_migration_keeps_updates_in_flight(db: &mut TestDb) {
 
 /// The rescan's timers come from their columns: a new request's deadline and next
 /// escalation step, moved on when a step is recorded; a row written before the
-/// columns existed is read from its body once, and its columns filled in.
+/// columns existed is read from its body once, and its columns filled in. A narrow
+/// rescan reads only what was created since its look back.
 async fn pending_timers_are_read_from_their_columns(db: &mut TestDb) {
     use hitl_bridge::interaction::policy::{EscalationStep, Mention, StepAction};
     use hitl_bridge::store::{PendingTimers, ShowClaim};
@@ -983,20 +984,24 @@ async fn pending_timers_are_read_from_their_columns(db: &mut TestDb) {
     let plain = trade_under("S", "S_p", policy(1, vec![]));
     assert!(store.insert_interaction(&plain).await.unwrap());
     let timers = |list: Vec<PendingTimers>, id: &str| list.into_iter().find(|t| t.id == id).expect("listed");
-    let first = timers(store.pending_timers().await.unwrap(), "id-S_t");
+    let first = timers(store.pending_timers(None).await.unwrap(), "id-S_t");
     assert_eq!(first, PendingTimers::of(&created));
     assert_eq!(first.escalation_ms, Some(T0 + 10_000));
-    assert_eq!(timers(store.pending_timers().await.unwrap(), "id-S_p").escalation_ms, None);
+    assert_eq!(timers(store.pending_timers(None).await.unwrap(), "id-S_p").escalation_ms, None);
+    // A rescan's look back: only what was created since.
+    let ids = |list: Vec<PendingTimers>| list.into_iter().map(|t| t.id).collect::<Vec<_>>();
+    assert_eq!(ids(store.pending_timers(Some(T0)).await.unwrap()), ["id-S_p", "id-S_t"], "created together: by id");
+    assert_eq!(ids(store.pending_timers(Some(T0 + 1)).await.unwrap()), Vec::<String>::new());
     let read = store.interaction("id-S_t").await.unwrap().unwrap();
     let mut escalated = read.clone();
     escalated.mark_escalated(0);
     let claim = ShowClaim { owner: "a".into(), until_ms: T0 + 60_000 };
     assert!(store.record_escalation(&read, &escalated, &[], &claim, &[]).await.unwrap());
-    assert_eq!(timers(store.pending_timers().await.unwrap(), "id-S_t").escalation_ms, Some(T0 + 20_000), "the next step");
+    assert_eq!(timers(store.pending_timers(None).await.unwrap(), "id-S_t").escalation_ms, Some(T0 + 20_000), "the next step");
     // As an older bridge left it: no timer columns.
     let raw = db.raw().await;
     sqlx::query("UPDATE interactions SET escalation_ms = NULL, timers_known = 0").execute(&raw).await.unwrap();
-    assert_eq!(timers(store.pending_timers().await.unwrap(), "id-S_t").escalation_ms, Some(T0 + 20_000), "read from the body");
+    assert_eq!(timers(store.pending_timers(None).await.unwrap(), "id-S_t").escalation_ms, Some(T0 + 20_000), "read from the body");
     let filled: (Option<i64>, i64) = sqlx::query_as("SELECT escalation_ms, timers_known FROM interactions WHERE id = 'id-S_t'").fetch_one(&raw).await.unwrap();
     assert_eq!(filled, (Some(T0 + 20_000), 1), "and written back");
     raw.close().await;
