@@ -107,6 +107,7 @@ impl App {
             signer: signer.clone(),
             store: store.clone(),
             metrics: metrics.clone(),
+            web: Arc::new(crate::web::ChatLinks::new(store.clone(), settings.web.clone())),
             terminal: std::sync::Mutex::new(terminal.map(|(input, output)| Terminal { input: Box::new(input), output: Box::new(output) })),
         };
         let mut platforms: Vec<Arc<dyn Platform>> = Vec::new();

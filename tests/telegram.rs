@@ -752,8 +752,9 @@ async fn long_args_are_attached_as_a_json_document() {
         hitl_bridge::listener::Limits::from_settings(&settings.http, None),
         engine,
         TokenSigner::new(b"k"),
-        store,
+        store.clone(),
         hitl_bridge::metrics::Metrics::new(),
+        std::sync::Arc::new(hitl_bridge::web::ChatLinks::new(store, settings.web.clone())),
     )
     .await
     .expect("starts");
@@ -1373,8 +1374,9 @@ mod policies {
             hitl_bridge::listener::Limits::from_settings(&settings.http, None),
             engine,
             TokenSigner::new(b"k"),
-            store,
+            store.clone(),
             hitl_bridge::metrics::Metrics::new(),
+            std::sync::Arc::new(hitl_bridge::web::ChatLinks::new(store, settings.web.clone())),
         )
         .await
         .expect("starts");

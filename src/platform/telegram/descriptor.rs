@@ -37,6 +37,7 @@ impl Descriptor for Telegram {
                 context.signer.clone(),
                 context.store.clone(),
                 context.metrics.clone(),
+                context.web.clone(),
             )
             .await
             .map_err(|e| e.to_string())?;
