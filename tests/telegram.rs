@@ -969,7 +969,7 @@ async fn the_commands_are_registered_in_every_language() {
     })
     .await;
     let names: Vec<&str> = calls[0]["commands"].as_array().unwrap().iter().map(|c| c["command"].as_str().unwrap()).collect();
-    assert_eq!(names, ["new", "cancel", "pending", "rules", "id", "pair"]);
+    assert_eq!(names, ["new", "cancel", "pending", "rules", "id", "pair", "web"]);
     assert_eq!(calls[0].get("language_code"), None, "English is the default");
     assert_eq!((calls[1]["language_code"].as_str(), calls[2]["language_code"].as_str()), (Some("vi"), Some("zh")));
     assert_eq!(calls[1]["commands"][4]["description"], "Hiện mã của bạn và của cuộc trò chuyện này, theo cách cấu hình ghi");
