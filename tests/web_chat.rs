@@ -173,6 +173,51 @@ async fn telegram_web_reply_follows_the_persons_language() {
     inbox.stop().await;
 }
 
+/// The Telegram card's limits still hold with the link: 30 actions (the fullest
+/// keyboard, a page of 10 with every button) and 300 options keep within 100 buttons
+/// and 8 a row with the link's row last; 2,000-row args with the link in the text stay
+/// within 4,096 characters, the link line whole at the end.
+#[test]
+fn telegram_cards_keep_their_limits_with_the_link() {
+    use hitl_bridge::interaction::{Interaction, RequestBuilder, TimeoutDefaults};
+    use hitl_bridge::platform::descriptor::BrowserLink;
+    use hitl_bridge::platform::locale::Locale;
+    use hitl_bridge::platform::telegram::render::{pages, render_card};
+    use hitl_bridge::platform::telegram::wizard::View;
+    use hitl_bridge::platform::token::TokenSigner;
+    use hitl_bridge::protocol::ActionRequest;
+    let request = |actions: Vec<ActionRequest>| {
+        let request = RequestBuilder::start("S_1", actions, vec![], Some(600)).finish(TimeoutDefaults::default()).expect("request");
+        Interaction::new("a1b2c3d4e5f6".into(), "S".into(), request, None, 0)
+    };
+    let action = |name: &str, args: Value| ActionRequest { name: name.into(), args, description: None, tool_use_id: None };
+    let signer = TokenSigner::new(b"secret");
+    let button = BrowserLink::Button("https://inbox.example/inbox/requests/a1b2c3d4e5f6".into());
+    let link_row = json!([{"text": "🌐 Open in browser", "url": "https://inbox.example/inbox/requests/a1b2c3d4e5f6"}]);
+
+    let thirty = request((1..=30).map(|n| action(&format!("tool_{n}"), json!({"n": n}))).collect());
+    let options: Vec<Value> = (1..=300).map(|n| json!({"label": format!("Option {n}")})).collect();
+    let question = request(vec![action("ask_user_question", json!({"questions": [{"question": "Which?", "multiSelect": true, "options": options}]}))]);
+    for i in [&thirty, &question] {
+        for page in 0..pages(i, 0) {
+            let card = render_card(i, View { step: 0, page }, Locale::En, &signer, Some(&button));
+            let rows = serde_json::to_value(&card.keyboard).expect("json")["inline_keyboard"].as_array().cloned().expect("rows");
+            let total: usize = rows.iter().map(|r| r.as_array().map_or(0, Vec::len)).sum();
+            assert!(total <= 100 && rows.iter().all(|r| r.as_array().is_some_and(|r| r.len() <= 8)), "page {page}: {rows:?}");
+            assert_eq!(rows.last(), Some(&link_row), "page {page}");
+        }
+    }
+
+    let big = request(vec![action("bulk_insert", json!({"rows": (0..2000).map(|n| format!("row {n}")).collect::<Vec<_>>()}))]);
+    let url = "http://127.0.0.1:8790/inbox/requests/a1b2c3d4e5f6";
+    for locale in [Locale::En, Locale::Vi, Locale::Zh] {
+        let card = render_card(&big, View { step: 0, page: 0 }, locale, &signer, Some(&BrowserLink::InText(url.into())));
+        assert!(card.text.chars().count() <= 4096, "{locale:?}: {}", card.text.chars().count());
+        assert!(card.text.ends_with(&format!(": {url}")), "{locale:?}: the link line is last and whole");
+        assert!(!card.full_args.is_empty(), "the args are still attached whole");
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // Discord.
 
