@@ -190,6 +190,7 @@ pub struct Discord {
 /// a public key is configured) in the background. A token Discord refuses, a gateway
 /// that closes before READY or an endpoint port that cannot be bound is an error:
 /// the bridge must not run with a Discord that cannot work.
+#[allow(clippy::too_many_arguments)] // each is a separate piece the app hands over
 pub async fn start(
     settings: &DiscordSettings,
     limits: Limits,
