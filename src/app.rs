@@ -164,7 +164,8 @@ impl App {
             tracing::warn!("{warning}");
         }
         let core = Engine::start(&settings.engine_config(), store.clone(), platforms.clone(), connectors, backend_rx, requests).await?.with_metrics(metrics);
-        let retention = tokio::spawn(crate::store::retention::keep_pruning(store.clone(), settings.store.retention_days));
+        let web_idle_ms = i64::try_from(settings.web.session_idle_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+        let retention = tokio::spawn(crate::store::retention::keep_pruning(store.clone(), settings.store.retention_days, web_idle_ms));
         let (stop, stopped) = oneshot::channel::<()>();
         let (ended, engine_end) = watch::channel(None);
         let engine_task = tokio::spawn(report_end(
