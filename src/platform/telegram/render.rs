@@ -115,10 +115,12 @@ pub fn render_card(interaction: &Interaction, view: View, locale: Locale, signer
         out.keyboard = empty();
     }
     if let Some(BrowserLink::Button(url)) = link {
-        // A row of its own: every keyboard leaves room for it (at most 57 of
+        // A row of its own: every keyboard leaves room for it (at most 55 of
         // Telegram's 100 buttons, see ACTIONS_PER_PAGE and OPTIONS_PER_PAGE).
-        if let Ok(url) = reqwest::Url::parse(url) {
-            out.keyboard.inline_keyboard.push(vec![InlineKeyboardButton::url(format!("🌐 {}", web_text(locale, WebMsg::OpenInBrowser)), url)]);
+        match reqwest::Url::parse(url) {
+            Ok(url) => out.keyboard.inline_keyboard.push(vec![InlineKeyboardButton::url(format!("🌐 {}", web_text(locale, WebMsg::OpenInBrowser)), url)]),
+            // `web.public_url` is checked at load, so only a bug gets here.
+            Err(e) => tracing::error!(error = %e, interaction = %interaction.id, "the request's link is not a URL; no button"),
         }
     }
     out
