@@ -1326,6 +1326,7 @@ mod policies {
             engine,
             store.ui_states(),
             hitl_bridge::metrics::Metrics::new(),
+            std::sync::Arc::new(hitl_bridge::web::ChatLinks::new(store, settings.web.clone())),
         )
         .await
         .expect("starts");

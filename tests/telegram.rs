@@ -755,6 +755,7 @@ async fn long_args_are_attached_as_a_json_document() {
         store.platform_inbox("telegram"),
         store.ui_states(),
         hitl_bridge::metrics::Metrics::new(),
+        std::sync::Arc::new(hitl_bridge::web::ChatLinks::new(store, settings.web.clone())),
     )
     .await
     .expect("starts");
@@ -969,7 +970,7 @@ async fn the_commands_are_registered_in_every_language() {
     })
     .await;
     let names: Vec<&str> = calls[0]["commands"].as_array().unwrap().iter().map(|c| c["command"].as_str().unwrap()).collect();
-    assert_eq!(names, ["new", "cancel", "pending", "rules", "id", "pair"]);
+    assert_eq!(names, ["new", "cancel", "pending", "rules", "id", "pair", "web"]);
     assert_eq!(calls[0].get("language_code"), None, "English is the default");
     assert_eq!((calls[1]["language_code"].as_str(), calls[2]["language_code"].as_str()), (Some("vi"), Some("zh")));
     assert_eq!(calls[1]["commands"][4]["description"], "Hiện mã của bạn và của cuộc trò chuyện này, theo cách cấu hình ghi");
@@ -1377,6 +1378,7 @@ mod policies {
             store.platform_inbox("telegram"),
             store.ui_states(),
             hitl_bridge::metrics::Metrics::new(),
+            std::sync::Arc::new(hitl_bridge::web::ChatLinks::new(store, settings.web.clone())),
         )
         .await
         .expect("starts");

@@ -381,7 +381,7 @@ async fn housekeeping(shared: Arc<Shared>, shards: Shards, mut stopping: watch::
         tokio::select! {
             _ = rescan.tick() => {
                 rescans = rescans.wrapping_add(1);
-                let since = (rescans % FULL_RESCAN_EVERY != 0).then(|| now_ms() - RESCAN_LOOKBACK.as_millis() as i64);
+                let since = (!rescans.is_multiple_of(FULL_RESCAN_EVERY)).then(|| now_ms() - RESCAN_LOOKBACK.as_millis() as i64);
                 if let Err(e) = shared.rescan(&shards, since).await {
                     tracing::error!(error = %e, "rescanning the store failed");
                 }

@@ -62,7 +62,7 @@ pub use retention::Pruned;
 pub use shows::{PendingShow, ShowClaim};
 pub use turns::OpenTurn;
 pub use ui_state::{UiState, UiStates};
-pub use web::{AuditFilter, WebSession};
+pub use web::{AuditFilter, ClearedWeb, WebSession};
 
 /// A handle to the database. Cheap to clone: clones share one connection pool.
 #[derive(Clone)]

@@ -36,6 +36,7 @@ impl Descriptor for Discord {
                 context.engine.clone(),
                 context.ui_states.clone(),
                 context.metrics.clone(),
+                context.web.clone(),
             )
             .await
             .map_err(|e| e.to_string())?;

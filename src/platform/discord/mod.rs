@@ -35,6 +35,7 @@ use serenity::all::{
 };
 
 use self::settings::DiscordSettings;
+use super::descriptor::WebLinks;
 use super::{Platform, PlatformError, reminder};
 use crate::clock::now_ms;
 use crate::engine::EngineHandle;
@@ -85,6 +86,8 @@ pub struct Shared {
     turns: Mutex<BoundedMap<u64, Arc<Line>>>,
     /// Where failed REST calls are counted (refusals are the engine's to count).
     pub metrics: Metrics,
+    /// The web inbox's links: `/web`, and each card's "Open in browser".
+    pub web: Arc<dyn WebLinks>,
 }
 
 impl Shared {
@@ -103,6 +106,12 @@ impl Shared {
         };
         let _turn = line.turn(priority).await;
         rest::retrying(&self.metrics, "send message", || channel.send_message(&self.http, message.clone())).await
+    }
+
+    /// The message showing `interaction` at `page`, with its "Open in browser" when
+    /// the web inbox is on.
+    pub fn view(&self, interaction: &Interaction, locale: Locale, page: usize) -> render::View {
+        render::card(interaction, locale, &self.signer, page, self.web.card_link(&interaction.id).as_ref())
     }
 
     /// The configured locale, else the interaction's, else English.
@@ -181,6 +190,7 @@ pub struct Discord {
 /// a public key is configured) in the background. A token Discord refuses, a gateway
 /// that closes before READY or an endpoint port that cannot be bound is an error:
 /// the bridge must not run with a Discord that cannot work.
+#[allow(clippy::too_many_arguments)] // each is a separate piece the app hands over
 pub async fn start(
     settings: &DiscordSettings,
     limits: Limits,
@@ -189,6 +199,7 @@ pub async fn start(
     engine: EngineHandle,
     ui_states: UiStates,
     metrics: Metrics,
+    web: Arc<dyn WebLinks>,
 ) -> Result<Arc<Discord>, PlatformError> {
     let token = settings.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
     if token.is_empty() {
@@ -208,6 +219,7 @@ pub async fn start(
         members: members::MemberCache::default(),
         turns: Mutex::new(BoundedMap::new(CACHE_CAP)),
         metrics,
+        web,
     });
     shared.metrics.platform_started(PLATFORM);
     let me = login::check_token(&shared.http).await.map_err(|e| send_error(e.to_string()))?;
@@ -301,7 +313,7 @@ impl Platform for Discord {
     fn show_interaction<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
         Box::pin(async move {
             let channel = self.channel(chat).await?;
-            let view = render::view(interaction, self.shared.locale(None), &self.shared.signer, 0);
+            let view = self.shared.view(interaction, self.shared.locale(None), 0);
             let mut message = CreateMessage::new().embed(view.embed).components(view.components);
             if let Some((name, bytes)) = view.attachment {
                 message = message.add_file(CreateAttachment::bytes(bytes, name));
@@ -324,7 +336,7 @@ impl Platform for Discord {
                     tracing::warn!(error = %e, "cannot forget ui state; it expires on its own");
                 }
             }
-            let view = render::view(interaction, self.shared.locale(None), &self.shared.signer, page);
+            let view = self.shared.view(interaction, self.shared.locale(None), page);
             // An empty component list is what removes the buttons once it has ended.
             let edit = EditMessage::new().embed(view.embed).components(view.components);
             let http = &self.shared.http;

@@ -38,6 +38,7 @@ impl Descriptor for Telegram {
                 context.inboxes.of(super::PLATFORM),
                 context.ui_states.clone(),
                 context.metrics.clone(),
+                context.web.clone(),
             )
             .await
             .map_err(|e| e.to_string())?;

@@ -44,9 +44,10 @@ use teloxide::Bot;
 use teloxide::types::{ChatId, MessageId, ReplyMarkup};
 use tokio::task::JoinHandle;
 
-use self::render::{render_page, step_for};
+use self::render::{render_card, step_for};
 use self::settings::TelegramSettings;
 use self::wizard::{Caches, View, Wizard};
+use super::descriptor::WebLinks;
 use super::locale::{self, Locale, Msg};
 use super::token::TokenSigner;
 use super::{Platform, PlatformError, reminder};
@@ -100,6 +101,8 @@ pub struct Telegram {
     /// Where the platform says it has started (refusals are the engine's to count:
     /// [`clicks`] hands its own over).
     metrics: Metrics,
+    /// The web inbox's links: `/web`, and each card's "Open in browser".
+    web: Arc<dyn WebLinks>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -135,6 +138,7 @@ pub async fn start(
     inbox: PlatformInbox,
     ui_states: UiStates,
     metrics: Metrics,
+    web: Arc<dyn WebLinks>,
 ) -> Result<Arc<Telegram>, StartError> {
     let token = tg.token.as_ref().map(|t| t.expose_secret().to_owned()).filter(|t| !t.is_empty()).ok_or(StartError::NoToken)?;
     let mut bot = Bot::new(token);
@@ -157,6 +161,7 @@ pub async fn start(
         lanes: lanes::Lanes::default(),
         tasks: Mutex::new(Vec::new()),
         metrics,
+        web,
     });
     platform.metrics.platform_started(PLATFORM);
     let task = transport::start(platform.clone()).await?;
@@ -188,7 +193,8 @@ impl Telegram {
         let step = step_for(interaction, view.map(|v| v.step));
         // A page belongs to the step it was turned on.
         let page = view.filter(|v| v.step == step).map_or(0, |v| v.page);
-        render_page(interaction, View { step, page }, locale, &self.signer)
+        let link = self.web.card_link(&interaction.id);
+        render_card(interaction, View { step, page }, locale, &self.signer, link.as_ref())
     }
 
     /// Re-renders one message showing `interaction` (after a navigation click).
