@@ -85,7 +85,7 @@ impl App {
         R: AsyncBufRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let store = Store::connect(&settings.store.url)
+        let store = Store::connect_with(&settings.store.url, settings.store.sqlite_synchronous)
             .await
             .map_err(|source| AppError::Store { url: crate::config::url_without_password(&settings.store.url), source })?;
         let signer =

@@ -456,7 +456,7 @@ async fn demo(chat: DemoChat, timeout_secs: u64, http_listen: String) -> anyhow:
     let pairing = if chat == DemoChat::Terminal {
         None
     } else {
-        let store = hitl_bridge::store::Store::connect(&settings.store.url).await?;
+        let store = hitl_bridge::store::Store::connect_with(&settings.store.url, settings.store.sqlite_synchronous).await?;
         Some(tokio::spawn(hitl_bridge::demo::approve_at_the_terminal(store)))
     };
     let result = run_until_stopped(&settings).await;
