@@ -85,7 +85,7 @@ impl App {
         R: AsyncBufRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let store = Store::connect(&settings.store.url)
+        let store = Store::connect_with(&settings.store.url, settings.store.sqlite_synchronous)
             .await
             .map_err(|source| AppError::Store { url: crate::config::url_without_password(&settings.store.url), source })?;
         let signer =
@@ -105,8 +105,10 @@ impl App {
             limits,
             engine: engine.clone(),
             signer: signer.clone(),
-            store: store.clone(),
+            inboxes: store.inboxes(),
+            ui_states: store.ui_states(),
             metrics: metrics.clone(),
+            web: Arc::new(crate::web::ChatLinks::new(store.clone(), settings.web.clone())),
             terminal: std::sync::Mutex::new(terminal.map(|(input, output)| Terminal { input: Box::new(input), output: Box::new(output) })),
         };
         let mut platforms: Vec<Arc<dyn Platform>> = Vec::new();
@@ -163,7 +165,8 @@ impl App {
             tracing::warn!("{warning}");
         }
         let core = Engine::start(&settings.engine_config(), store.clone(), platforms.clone(), connectors, backend_rx, requests).await?.with_metrics(metrics);
-        let retention = tokio::spawn(crate::store::retention::keep_pruning(store.clone(), settings.store.retention_days));
+        let web_idle_ms = i64::try_from(settings.web.session_idle_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+        let retention = tokio::spawn(crate::store::retention::keep_pruning(store.clone(), settings.store.retention_days, web_idle_ms));
         let (stop, stopped) = oneshot::channel::<()>();
         let (ended, engine_end) = watch::channel(None);
         let engine_task = tokio::spawn(report_end(

@@ -1,18 +1,20 @@
 //! The `hitl-bridge` command: `run`, `demo`, `agent-sim`, `check-config`, `pair`, and
-//! the admin commands `pending`, `cancel`, `audit export`, `rules` and `web login`.
+//! the admin commands `pending`, `cancel`, `audit export`, `rules` and `web login`, and
+//! each platform's own (`slack manifest`), from the registry.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use hitl_bridge::admin::{self, AdminCommand, audit_export};
 use hitl_bridge::agent_sim::{self, SimOptions};
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
 use hitl_bridge::demo::{DemoChat, STORE as DEMO_STORE};
 use hitl_bridge::pairing::{self, PairCommand};
+use hitl_bridge::platform::registry;
 use tokio::io::BufReader;
 
 #[derive(Parser)]
@@ -224,7 +226,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(Cli::parse())) {
+    let cli = match parse() {
+        Parsed::Bridge(cli) => cli,
+        Parsed::Platform(done) => return done,
+    };
+    match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_closed_stdout(&e) => ExitCode::SUCCESS,
         Err(e) => {
@@ -240,6 +246,42 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// What the command line asks for.
+enum Parsed {
+    /// One of the bridge's own commands.
+    Bridge(Cli),
+    /// A platform's own admin command (`slack manifest`), already run.
+    Platform(ExitCode),
+}
+
+/// Parses the command line; the registry's platforms add their own subcommands
+/// (named after the platform), which run here.
+fn parse() -> Parsed {
+    let mut command = Cli::command();
+    for descriptor in registry::DESCRIPTORS {
+        if let Some(subcommand) = descriptor.admin_command() {
+            command = command.subcommand(subcommand);
+        }
+    }
+    let matches = command.get_matches();
+    if let Some((name, args)) = matches.subcommand()
+        && let Some(descriptor) = registry::descriptor(name)
+        && descriptor.admin_command().is_some()
+    {
+        return Parsed::Platform(match descriptor.run_admin_command(args) {
+            Ok(printed) => {
+                println!("{printed}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        });
+    }
+    Parsed::Bridge(Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit()))
 }
 
 /// glibc gives threads that allocate at the same time arenas of their own (up to 8
@@ -414,7 +456,7 @@ async fn demo(chat: DemoChat, timeout_secs: u64, http_listen: String) -> anyhow:
     let pairing = if chat == DemoChat::Terminal {
         None
     } else {
-        let store = hitl_bridge::store::Store::connect(&settings.store.url).await?;
+        let store = hitl_bridge::store::Store::connect_with(&settings.store.url, settings.store.sqlite_synchronous).await?;
         Some(tokio::spawn(hitl_bridge::demo::approve_at_the_terminal(store)))
     };
     let result = run_until_stopped(&settings).await;

@@ -1324,8 +1324,9 @@ mod policies {
             settings.access_policy(),
             TokenSigner::new(b"k"),
             engine,
-            store,
+            store.ui_states(),
             hitl_bridge::metrics::Metrics::new(),
+            std::sync::Arc::new(hitl_bridge::web::ChatLinks::new(store, settings.web.clone())),
         )
         .await
         .expect("starts");

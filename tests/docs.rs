@@ -396,3 +396,50 @@ fn readme_is_a_front_door() {
     );
     assert!(readme.contains("cargo run --release -- demo"), "the README's demo command is gone");
 }
+
+/// The docs' generated tables say what the platform registry says now: a platform
+/// added to the registry shows in them. `HITL_BRIDGE_BLESS_DOCS=1` rewrites them.
+#[test]
+fn generated_tables_follow_the_registry() {
+    let stale = regenerate("docs/configuration.md", "addresses", &hitl_bridge::platform::registry::addresses_table());
+    assert!(
+        stale.is_none(),
+        "docs/configuration.md's addresses table is out of date; run HITL_BRIDGE_BLESS_DOCS=1 cargo test --test docs. It should read:\n{}",
+        stale.unwrap_or_default()
+    );
+}
+
+/// Compares the generated block `name` of `doc` with `table`: `None` when current (or
+/// rewritten, with `HITL_BRIDGE_BLESS_DOCS=1`), else what it should be.
+fn regenerate(doc: &str, name: &str, table: &str) -> Option<String> {
+    let path = root().join(doc);
+    let text = std::fs::read_to_string(&path).expect("the doc");
+    let replaced = splice(&text, name, table).unwrap_or_else(|| panic!("{doc} has no generated block {name:?}"));
+    if replaced == text {
+        return None;
+    }
+    if std::env::var("HITL_BRIDGE_BLESS_DOCS").is_ok_and(|v| v == "1") {
+        std::fs::write(&path, replaced).expect("rewrite the doc");
+        return None;
+    }
+    Some(table.to_owned())
+}
+
+/// `text` with its generated block `name` holding `table`; `None` without the block.
+fn splice(text: &str, name: &str, table: &str) -> Option<String> {
+    let begin = format!("<!-- generated from the platform registry: {name} -->\n");
+    let end = "<!-- end of generated table -->";
+    let start = text.find(&begin)? + begin.len();
+    let stop = start + text[start..].find(end)?;
+    Some(format!("{}{table}{}", &text[..start], &text[stop..]))
+}
+
+#[test]
+fn a_generated_block_is_replaced_whole_and_only_it() {
+    let doc = "intro\n<!-- generated from the platform registry: t -->\n| old |\n| rows |\n<!-- end of generated table -->\nafter\n";
+    assert_eq!(
+        splice(doc, "t", "| new |\n").as_deref(),
+        Some("intro\n<!-- generated from the platform registry: t -->\n| new |\n<!-- end of generated table -->\nafter\n")
+    );
+    assert_eq!(splice(doc, "other", "x"), None);
+}

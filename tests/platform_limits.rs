@@ -341,5 +341,5 @@ async fn polling_confirms_an_update_once_stored_and_handles_it_after() {
 }
 
 async fn inbox_rows(store: &hitl_bridge::store::Store) -> i64 {
-    store.stored_updates("telegram").await.unwrap()
+    store.platform_inbox("telegram").waiting().await.unwrap()
 }

@@ -239,7 +239,7 @@ async fn on_postgres_an_update_stored_by_a_dead_replica_is_handled_by_the_other_
         owner: "second".into(),
         until_ms: hitl_bridge::clock::now_ms() + hitl_bridge::platform::telegram::INBOX_CLAIM.as_millis() as i64,
     };
-    assert_eq!(store.store_updates("telegram", std::slice::from_ref(&row), &claim, hitl_bridge::clock::now_ms()).await.expect("stored"), vec!["900001"]);
+    assert_eq!(store.platform_inbox("telegram").store(std::slice::from_ref(&row), &claim, hitl_bridge::clock::now_ms()).await.expect("stored"), vec!["900001"]);
 
     let sim = h.sim();
     let reached =
@@ -248,7 +248,7 @@ async fn on_postgres_an_update_stored_by_a_dead_replica_is_handled_by_the_other_
     println!("an update stranded by a dead replica reached the agent {reached:?} after the death (claim {:?})", hitl_bridge::platform::telegram::INBOX_CLAIM);
     let took = reached.expect("the stranded update is handled");
     assert!(took <= Duration::from_secs(15), "taken over within about one lease period: {took:?}");
-    wait_until(|| async { (store.stored_updates("telegram").await.ok()? == 0).then_some(()) }).await;
+    wait_until(|| async { (store.platform_inbox("telegram").waiting().await.ok()? == 0).then_some(()) }).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let messages: Vec<_> = h.sim().commands().into_iter().filter(|c| c["type"] == "message").collect();
     assert_eq!(messages.len(), 1, "handled once: {messages:?}");

@@ -243,7 +243,7 @@ async fn steps(rig: &mut Rig) {
     let interaction = interaction_of(&q);
     assert_eq!(rig.click(a, id, "Cổ tức bền vững").await["text"], "Đã lưu");
     let step2 = rig.message_shows(id, "[2/2] Kỳ hạn đầu tư").await;
-    assert_eq!(rig.store.count_ui_state(&interaction).await.expect("ui state"), 1, "the step is in the store");
+    assert_eq!(rig.store.ui_states().count(&interaction).await.expect("ui state"), 1, "the step is in the store");
     let second = step2["reply_markup"]["inline_keyboard"][0][0]["text"].as_str().expect("first option").to_owned();
     assert_eq!(rig.click(b, id, &second).await["text"], "Đã lưu");
     rig.message_shows(id, "Câu trả lời của bạn").await;
@@ -260,7 +260,7 @@ async fn steps(rig: &mut Rig) {
         got[0]["answers"],
         json!({"Thảo muốn tập trung vào mục tiêu nào?": "Cổ tức bền vững (Recommended)", "Thời gian nắm giữ dự kiến?": second.trim_start_matches("✓ ")})
     );
-    assert_eq!(rig.store.count_ui_state(&interaction).await.expect("ui state"), 0, "forgotten when it ended");
+    assert_eq!(rig.store.ui_states().count(&interaction).await.expect("ui state"), 0, "forgotten when it ended");
 
     // 2. Edit on A, the typed JSON on B: the edit, not a new turn.
     rig.say(b, "trade", None).await;

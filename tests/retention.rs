@@ -5,7 +5,7 @@
 
 use hitl_bridge::interaction::{Actor, Interaction, RequestBuilder, TimeoutDefaults};
 use hitl_bridge::protocol::{ActionRequest, Command};
-use hitl_bridge::store::{ApiRequest, AuditEntry, ChatKey, MessageRef, Pruned, ShowClaim, Store};
+use hitl_bridge::store::{ApiRequest, AuditEntry, ChatKey, ClearedWeb, MessageRef, Pruned, ShowClaim, Store};
 use serde_json::json;
 use sqlx::{AssertSqlSafe, Row};
 
@@ -83,7 +83,12 @@ macro_rules! suite {
     };
 }
 
-suite!(old_settled_rows_go_pending_and_recent_ones_stay, outbox_leftovers_go_only_for_idle_sessions, an_owed_callback_keeps_its_request);
+suite!(
+    old_settled_rows_go_pending_and_recent_ones_stay,
+    outbox_leftovers_go_only_for_idle_sessions,
+    an_owed_callback_keeps_its_request,
+    expired_sign_in_links_and_idle_web_sessions_are_cleared,
+);
 
 fn thao() -> Actor {
     Actor::new("telegram", "1", "Thảo")
@@ -210,6 +215,53 @@ async fn an_owed_callback_keeps_its_request(db: &TestDb) {
     assert!(store.interaction(&owed.id).await.expect("load").is_some());
     let due = store.due_callbacks(NOW, 10).await.expect("due");
     assert_eq!(due.iter().map(|d| d.approval_key.as_str()).collect::<Vec<_>>(), ["b_1"]);
+}
+
+const HOUR: i64 = 3600 * 1000;
+
+/// The web inbox's leftovers nobody comes back to: links past their ten minutes (used
+/// or not) and sessions idle longer than `web.session_idle_secs` go; a live link and a
+/// session in use stay and still work. A second pass finds nothing.
+async fn expired_sign_in_links_and_idle_web_sessions_are_cleared(db: &TestDb) {
+    let store = &db.store;
+    let made = NOW - 700_000;
+    store.create_sign_in_link("h-expired", &thao(), made, NOW - 100_000).await.expect("link");
+    store.create_sign_in_link("h-spent", &thao(), made, NOW - 100_000).await.expect("link");
+    store.create_sign_in_link("h-live", &thao(), made, NOW + 600_000).await.expect("link");
+    assert!(store.spend_sign_in_link("h-spent", made + 1000).await.expect("spend").is_some());
+    store.create_web_session("s-idle", &thao(), "csrf-1", NOW - 13 * HOUR).await.expect("session");
+    store.create_web_session("s-fresh", &thao(), "csrf-2", NOW - 1000).await.expect("session");
+    assert_eq!((db.count("web_sign_in_links").await, db.count("web_sessions").await), (3, 2));
+
+    let cleared = store.clear_expired_web(NOW, 12 * HOUR).await.expect("clear");
+    assert_eq!(cleared, ClearedWeb { sign_in_links: 2, sessions: 1 });
+    assert_eq!((db.count("web_sign_in_links").await, db.count("web_sessions").await), (1, 1));
+    assert_eq!(store.spend_sign_in_link("h-live", NOW).await.expect("spend"), Some(thao()));
+    assert!(store.web_session("s-fresh", NOW, 12 * HOUR).await.expect("session").is_some());
+    assert_eq!(store.clear_expired_web(NOW, 12 * HOUR).await.expect("clear again"), ClearedWeb::default());
+}
+
+/// The sweep clears expired sign-in links at its first pass even with
+/// `retention_days = 0`, which keeps the history whole.
+#[tokio::test]
+async fn the_sweep_clears_expired_sign_in_links_even_when_retention_is_off() {
+    let db = TestDb::sqlite().await;
+    let now = hitl_bridge::clock::now_ms();
+    db.store.create_sign_in_link("h-expired", &thao(), now - 700_000, now - 100_000).await.expect("link");
+    let old = stored(&db.store, "S", "old_1", now - 40 * DAY, Some(now - 40 * DAY + 61_000)).await;
+    let sweep = tokio::spawn(hitl_bridge::store::retention::keep_pruning(db.store.clone(), 0, 12 * HOUR));
+    let mut cleared = false;
+    for _ in 0..50 {
+        if db.count("web_sign_in_links").await == 0 {
+            cleared = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    sweep.abort();
+    assert!(cleared, "the expired link is gone");
+    assert!(db.store.interaction(&old.id).await.expect("load").is_some(), "retention off: history kept");
+    db.finish().await;
 }
 
 /// The bridge prunes once as it starts (then hourly): an old settled request in the

@@ -477,7 +477,7 @@ async fn an_envelope_stored_before_a_crash_is_handled_at_the_next_start() {
         body: envelope.to_string(),
     };
     let dead = hitl_bridge::store::ShowClaim { owner: "a-dead-replica".into(), until_ms: 0 };
-    assert_eq!(store.store_updates("slack", &[row], &dead, 0).await.unwrap().len(), 1);
+    assert_eq!(store.platform_inbox("slack").store(&[row], &dead, 0).await.unwrap().len(), 1);
     store.close().await;
     rig.harness.boot().await;
     rig.base = format!("http://{}", rig.harness.app().http_addr().expect("http listener"));
@@ -554,7 +554,7 @@ async fn a_retried_event_is_acknowledged_and_stored_once() {
     let store = hitl_bridge::store::Store::connect(&rig.harness.settings.store.url).await.unwrap();
     let probe = |key: &str| hitl_bridge::store::InboxUpdate { update_id: key.into(), seq: 0, lane: OPS.into(), body: "{}".into() };
     let claim = hitl_bridge::store::ShowClaim { owner: "probe".into(), until_ms: 0 };
-    let new = store.store_updates("slack", &[probe("event:Ev0RETRY"), probe("envelope:env-ev-2")], &claim, 0).await.unwrap();
+    let new = store.platform_inbox("slack").store(&[probe("event:Ev0RETRY"), probe("envelope:env-ev-2")], &claim, 0).await.unwrap();
     assert_eq!(new, ["envelope:env-ev-2"], "the event is stored under its event_id, the retry's envelope id was never a row");
     store.close().await;
     rig.stop().await;

@@ -902,31 +902,31 @@ async fn the_update_inbox_stores_once_claims_and_forgets(db: &mut TestDb) {
     let update = |id: i64| InboxUpdate { update_id: id.to_string(), seq: id, lane: "7".into(), body: format!("{{\"update_id\":{id}}}") };
     let ids = |ids: &[i64]| ids.iter().map(i64::to_string).collect::<Vec<String>>();
     let a = ShowClaim { owner: "a".into(), until_ms: T0 + 60_000 };
-    assert_eq!(store.store_updates(TG, &[update(2), update(1)], &a, T0).await.unwrap(), ids(&[2, 1]));
-    assert_eq!(store.store_updates(TG, &[update(1), update(3)], &a, T0).await.unwrap(), ids(&[3]), "1 is already stored");
-    assert_eq!(store.store_updates("slack", &[update(1)], &a, T0).await.unwrap(), ids(&[1]), "another platform's update 1");
-    assert_eq!((store.stored_updates(TG).await.unwrap(), store.stored_updates("slack").await.unwrap()), (3, 1));
+    assert_eq!(store.platform_inbox(TG).store(&[update(2), update(1)], &a, T0).await.unwrap(), ids(&[2, 1]));
+    assert_eq!(store.platform_inbox(TG).store(&[update(1), update(3)], &a, T0).await.unwrap(), ids(&[3]), "1 is already stored");
+    assert_eq!(store.platform_inbox("slack").store(&[update(1)], &a, T0).await.unwrap(), ids(&[1]), "another platform's update 1");
+    assert_eq!((store.platform_inbox(TG).waiting().await.unwrap(), store.platform_inbox("slack").waiting().await.unwrap()), (3, 1));
     let b = ShowClaim { owner: "b".into(), until_ms: T0 + 200_000 };
-    assert!(store.claim_stranded_updates(TG, &b, T0 + 1_000).await.unwrap().is_empty(), "a's claims are live");
-    store.finish_update(TG, "2", T0 + 2_000).await.unwrap();
+    assert!(store.platform_inbox(TG).claim_stranded(&b, T0 + 1_000).await.unwrap().is_empty(), "a's claims are live");
+    store.platform_inbox(TG).finish("2", T0 + 2_000).await.unwrap();
     // a died: its claims lapse and b takes over what was not handled, oldest first.
-    let taken = store.claim_stranded_updates(TG, &b, T0 + 61_000).await.unwrap();
+    let taken = store.platform_inbox(TG).claim_stranded(&b, T0 + 61_000).await.unwrap();
     assert_eq!(taken.iter().map(|u| u.update_id.clone()).collect::<Vec<_>>(), ids(&[1, 3]));
     assert_eq!(taken[0], update(1));
-    store.finish_update(TG, "1", T0 + 62_000).await.unwrap();
-    store.finish_update(TG, "3", T0 + 62_000).await.unwrap();
-    assert_eq!(store.stored_updates(TG).await.unwrap(), 0);
-    assert_eq!(store.stored_updates("slack").await.unwrap(), 1, "finishing Telegram's 1 left Slack's alone");
-    assert!(store.store_updates(TG, &[update(2)], &a, T0 + 63_000).await.unwrap().is_empty(), "handled, still recognised");
-    assert!(store.claim_stranded_updates(TG, &b, i64::MAX).await.unwrap().is_empty(), "handled rows are never claimed");
-    assert_eq!(store.prune_handled_updates(TG, T0 + 10_000).await.unwrap(), 1, "only 2 was handled before then");
-    assert_eq!(store.store_updates(TG, &[update(2)], &a, T0 + 70_000).await.unwrap(), ids(&[2]), "forgotten once pruned");
+    store.platform_inbox(TG).finish("1", T0 + 62_000).await.unwrap();
+    store.platform_inbox(TG).finish("3", T0 + 62_000).await.unwrap();
+    assert_eq!(store.platform_inbox(TG).waiting().await.unwrap(), 0);
+    assert_eq!(store.platform_inbox("slack").waiting().await.unwrap(), 1, "finishing Telegram's 1 left Slack's alone");
+    assert!(store.platform_inbox(TG).store(&[update(2)], &a, T0 + 63_000).await.unwrap().is_empty(), "handled, still recognised");
+    assert!(store.platform_inbox(TG).claim_stranded(&b, i64::MAX).await.unwrap().is_empty(), "handled rows are never claimed");
+    assert_eq!(store.platform_inbox(TG).prune(T0 + 10_000).await.unwrap(), 1, "only 2 was handled before then");
+    assert_eq!(store.platform_inbox(TG).store(&[update(2)], &a, T0 + 70_000).await.unwrap(), ids(&[2]), "forgotten once pruned");
     // A batch longer than one statement's rows (100), overlapping what is stored: the
     // new ids come back in the order given, each once.
     let batch: Vec<InboxUpdate> = (1..=250).rev().map(update).collect();
-    let new = store.store_updates(TG, &batch, &a, T0 + 71_000).await.unwrap();
+    let new = store.platform_inbox(TG).store(&batch, &a, T0 + 71_000).await.unwrap();
     assert_eq!(new, ids(&(4..=250).rev().collect::<Vec<i64>>()), "1 and 3 are handled, 2 was stored just before");
-    assert_eq!(store.stored_updates(TG).await.unwrap(), 248, "2 and the 247 new");
+    assert_eq!(store.platform_inbox(TG).waiting().await.unwrap(), 248, "2 and the 247 new");
 }
 
 /// Upgrading a store whose `telegram_inbox` holds updates in every state: the
@@ -951,16 +951,16 @@ async fn the_inbox_migration_keeps_updates_in_flight(db: &mut TestDb) {
     raw.close().await;
     db.reopen().await;
     let store = &db.store;
-    assert_eq!(store.stored_updates("telegram").await.unwrap(), 2, "901 and 902 wait");
+    assert_eq!(store.platform_inbox("telegram").waiting().await.unwrap(), 2, "901 and 902 wait");
     let claim = ShowClaim { owner: "new".into(), until_ms: i64::MAX };
-    let stranded = store.claim_stranded_updates("telegram", &claim, 5_000).await.unwrap();
+    let stranded = store.platform_inbox("telegram").claim_stranded(&claim, 5_000).await.unwrap();
     assert_eq!(
         stranded,
         vec![InboxUpdate { update_id: "901".into(), seq: 901, lane: "-100".into(), body: "{\"update_id\":901}".into() }],
         "902's claim is live"
     );
     let again = |id: i64| InboxUpdate { update_id: id.to_string(), seq: id, lane: "-100".into(), body: "{}".into() };
-    let new = store.store_updates("telegram", &[again(900), again(901), again(902), again(903)], &claim, 5_000).await.unwrap();
+    let new = store.platform_inbox("telegram").store(&[again(900), again(901), again(902), again(903)], &claim, 5_000).await.unwrap();
     assert_eq!(new, vec!["903".to_owned()], "handled, waiting and claimed updates are all still known");
     let raw = db.raw().await;
     let old: Option<(i64,)> = sqlx::query_as("SELECT COUNT(*) FROM telegram_inbox").fetch_one(&raw).await.ok();
@@ -970,7 +970,8 @@ async fn the_inbox_migration_keeps_updates_in_flight(db: &mut TestDb) {
 
 /// The rescan's timers come from their columns: a new request's deadline and next
 /// escalation step, moved on when a step is recorded; a row written before the
-/// columns existed is read from its body once, and its columns filled in.
+/// columns existed is read from its body once, and its columns filled in. A narrow
+/// rescan reads only what was created since its look back.
 async fn pending_timers_are_read_from_their_columns(db: &mut TestDb) {
     use hitl_bridge::interaction::policy::{EscalationStep, Mention, StepAction};
     use hitl_bridge::store::{PendingTimers, ShowClaim};
@@ -983,20 +984,24 @@ async fn pending_timers_are_read_from_their_columns(db: &mut TestDb) {
     let plain = trade_under("S", "S_p", policy(1, vec![]));
     assert!(store.insert_interaction(&plain).await.unwrap());
     let timers = |list: Vec<PendingTimers>, id: &str| list.into_iter().find(|t| t.id == id).expect("listed");
-    let first = timers(store.pending_timers().await.unwrap(), "id-S_t");
+    let first = timers(store.pending_timers(None).await.unwrap(), "id-S_t");
     assert_eq!(first, PendingTimers::of(&created));
     assert_eq!(first.escalation_ms, Some(T0 + 10_000));
-    assert_eq!(timers(store.pending_timers().await.unwrap(), "id-S_p").escalation_ms, None);
+    assert_eq!(timers(store.pending_timers(None).await.unwrap(), "id-S_p").escalation_ms, None);
+    // A rescan's look back: only what was created since.
+    let ids = |list: Vec<PendingTimers>| list.into_iter().map(|t| t.id).collect::<Vec<_>>();
+    assert_eq!(ids(store.pending_timers(Some(T0)).await.unwrap()), ["id-S_p", "id-S_t"], "created together: by id");
+    assert_eq!(ids(store.pending_timers(Some(T0 + 1)).await.unwrap()), Vec::<String>::new());
     let read = store.interaction("id-S_t").await.unwrap().unwrap();
     let mut escalated = read.clone();
     escalated.mark_escalated(0);
     let claim = ShowClaim { owner: "a".into(), until_ms: T0 + 60_000 };
     assert!(store.record_escalation(&read, &escalated, &[], &claim, &[]).await.unwrap());
-    assert_eq!(timers(store.pending_timers().await.unwrap(), "id-S_t").escalation_ms, Some(T0 + 20_000), "the next step");
+    assert_eq!(timers(store.pending_timers(None).await.unwrap(), "id-S_t").escalation_ms, Some(T0 + 20_000), "the next step");
     // As an older bridge left it: no timer columns.
     let raw = db.raw().await;
     sqlx::query("UPDATE interactions SET escalation_ms = NULL, timers_known = 0").execute(&raw).await.unwrap();
-    assert_eq!(timers(store.pending_timers().await.unwrap(), "id-S_t").escalation_ms, Some(T0 + 20_000), "read from the body");
+    assert_eq!(timers(store.pending_timers(None).await.unwrap(), "id-S_t").escalation_ms, Some(T0 + 20_000), "read from the body");
     let filled: (Option<i64>, i64) = sqlx::query_as("SELECT escalation_ms, timers_known FROM interactions WHERE id = 'id-S_t'").fetch_one(&raw).await.unwrap();
     assert_eq!(filled, (Some(T0 + 20_000), 1), "and written back");
     raw.close().await;

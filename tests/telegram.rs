@@ -752,8 +752,10 @@ async fn long_args_are_attached_as_a_json_document() {
         hitl_bridge::listener::Limits::from_settings(&settings.http, None),
         engine,
         TokenSigner::new(b"k"),
-        store,
+        store.platform_inbox("telegram"),
+        store.ui_states(),
         hitl_bridge::metrics::Metrics::new(),
+        std::sync::Arc::new(hitl_bridge::web::ChatLinks::new(store, settings.web.clone())),
     )
     .await
     .expect("starts");
@@ -968,7 +970,7 @@ async fn the_commands_are_registered_in_every_language() {
     })
     .await;
     let names: Vec<&str> = calls[0]["commands"].as_array().unwrap().iter().map(|c| c["command"].as_str().unwrap()).collect();
-    assert_eq!(names, ["new", "cancel", "pending", "rules", "id", "pair"]);
+    assert_eq!(names, ["new", "cancel", "pending", "rules", "id", "pair", "web"]);
     assert_eq!(calls[0].get("language_code"), None, "English is the default");
     assert_eq!((calls[1]["language_code"].as_str(), calls[2]["language_code"].as_str()), (Some("vi"), Some("zh")));
     assert_eq!(calls[1]["commands"][4]["description"], "Hiện mã của bạn và của cuộc trò chuyện này, theo cách cấu hình ghi");
@@ -1373,8 +1375,10 @@ mod policies {
             hitl_bridge::listener::Limits::from_settings(&settings.http, None),
             engine,
             TokenSigner::new(b"k"),
-            store,
+            store.platform_inbox("telegram"),
+            store.ui_states(),
             hitl_bridge::metrics::Metrics::new(),
+            std::sync::Arc::new(hitl_bridge::web::ChatLinks::new(store, settings.web.clone())),
         )
         .await
         .expect("starts");
@@ -1466,11 +1470,11 @@ async fn an_update_stored_before_a_crash_is_handled_after_the_restart() {
     let store = hitl_bridge::store::Store::connect(&h.settings.store.url).await.unwrap();
     let row = hitl_bridge::store::InboxUpdate { update_id: "900".into(), seq: 900, lane: h.chat.to_string(), body: update.to_string() };
     let claim = hitl_bridge::store::ShowClaim { owner: h.settings.backend.replica_id(), until_ms: i64::MAX };
-    assert_eq!(store.store_updates("telegram", std::slice::from_ref(&row), &claim, 0).await.unwrap(), vec![row.update_id.clone()]);
-    assert_eq!(store.store_updates("telegram", &[row], &claim, 0).await.unwrap(), Vec::<String>::new(), "stored once");
+    assert_eq!(store.platform_inbox("telegram").store(std::slice::from_ref(&row), &claim, 0).await.unwrap(), vec![row.update_id.clone()]);
+    assert_eq!(store.platform_inbox("telegram").store(&[row], &claim, 0).await.unwrap(), Vec::<String>::new(), "stored once");
     h.start_bridge().await;
     h.message_with("Tôi đã nhận: xin chào").await;
-    wait_until(|| async { (store.stored_updates("telegram").await.unwrap() == 0).then_some(()) }).await;
+    wait_until(|| async { (store.platform_inbox("telegram").waiting().await.unwrap() == 0).then_some(()) }).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let messages: Vec<_> = h.sim.commands().into_iter().filter(|c| c["type"] == "message").collect();
     assert_eq!(messages.len(), 1, "handled once: {messages:?}");

@@ -34,35 +34,35 @@ fn now() -> i64 {
 async fn entries_expire_replace_and_are_taken_once(db: &Db) {
     let (a, b) = (db.store().await, db.store().await);
     let t = now();
-    a.put_ui_state("k", "x", "i1", "one", t, t + 60_000).await.unwrap();
-    assert_eq!(b.ui_state("k", "x", t).await.unwrap(), Some(UiState { interaction_id: "i1".into(), value: "one".into() }));
-    assert_eq!(b.ui_state("other", "x", t).await.unwrap(), None, "kinds do not mix");
+    a.ui_states().put("k", "x", "i1", "one", t, t + 60_000).await.unwrap();
+    assert_eq!(b.ui_states().get("k", "x", t).await.unwrap(), Some(UiState { interaction_id: "i1".into(), value: "one".into() }));
+    assert_eq!(b.ui_states().get("other", "x", t).await.unwrap(), None, "kinds do not mix");
     // The latest write wins.
-    b.put_ui_state("k", "x", "i1", "two", t, t + 60_000).await.unwrap();
-    assert_eq!(a.ui_state("k", "x", t).await.unwrap().unwrap().value, "two");
+    b.ui_states().put("k", "x", "i1", "two", t, t + 60_000).await.unwrap();
+    assert_eq!(a.ui_states().get("k", "x", t).await.unwrap().unwrap().value, "two");
     // Taking needs the value still there: of two replicas racing, one wins.
-    assert!(!a.take_ui_state("k", "x", "one").await.unwrap(), "a stale value is not taken");
-    assert!(a.take_ui_state("k", "x", "two").await.unwrap());
-    assert!(!b.take_ui_state("k", "x", "two").await.unwrap(), "taken once");
+    assert!(!a.ui_states().take("k", "x", "one").await.unwrap(), "a stale value is not taken");
+    assert!(a.ui_states().take("k", "x", "two").await.unwrap());
+    assert!(!b.ui_states().take("k", "x", "two").await.unwrap(), "taken once");
     // An expired entry reads as none and is deleted by the next write.
-    a.put_ui_state("k", "old", "i2", "v", t - 10_000, t - 1).await.unwrap();
-    assert_eq!(a.ui_state("k", "old", t).await.unwrap(), None);
-    assert_eq!(a.count_ui_state("i2").await.unwrap(), 1);
-    a.put_ui_state("k", "new", "i3", "v", t, t + 1).await.unwrap();
-    assert_eq!(a.count_ui_state("i2").await.unwrap(), 0, "pruned on write");
+    a.ui_states().put("k", "old", "i2", "v", t - 10_000, t - 1).await.unwrap();
+    assert_eq!(a.ui_states().get("k", "old", t).await.unwrap(), None);
+    assert_eq!(a.ui_states().count("i2").await.unwrap(), 1);
+    a.ui_states().put("k", "new", "i3", "v", t, t + 1).await.unwrap();
+    assert_eq!(a.ui_states().count("i2").await.unwrap(), 0, "pruned on write");
 }
 
 async fn interaction_end_forgets_its_entries(db: &Db) {
     let s = db.store().await;
     let t = now();
-    s.put_ui_state("a", "1", "gone", "v", t, t + 60_000).await.unwrap();
-    s.put_ui_state("b", "2", "gone", "v", t, t + 60_000).await.unwrap();
-    s.put_ui_state("a", "3", "kept", "v", t, t + 60_000).await.unwrap();
-    s.forget_ui_state("gone").await.unwrap();
-    assert_eq!(s.count_ui_state("gone").await.unwrap(), 0);
-    assert_eq!(s.count_ui_state("kept").await.unwrap(), 1);
-    s.delete_ui_state("a", "3").await.unwrap();
-    assert_eq!(s.ui_state("a", "3", t).await.unwrap(), None);
+    s.ui_states().put("a", "1", "gone", "v", t, t + 60_000).await.unwrap();
+    s.ui_states().put("b", "2", "gone", "v", t, t + 60_000).await.unwrap();
+    s.ui_states().put("a", "3", "kept", "v", t, t + 60_000).await.unwrap();
+    s.ui_states().forget("gone").await.unwrap();
+    assert_eq!(s.ui_states().count("gone").await.unwrap(), 0);
+    assert_eq!(s.ui_states().count("kept").await.unwrap(), 1);
+    s.ui_states().delete("a", "3").await.unwrap();
+    assert_eq!(s.ui_states().get("a", "3", t).await.unwrap(), None);
 }
 
 fn interaction(id: &str) -> Interaction {
@@ -79,7 +79,7 @@ fn prompt(message_id: i32, user_id: u64, interaction_id: &str) -> Prompt {
 /// the person's next message; per person; the newest replaces the older; taken once.
 async fn prompts_are_shared_by_replicas(db: &Db) {
     let i = interaction("aaaaaaaaaaaa");
-    let (a, b) = (Wizard::new(db.store().await), Wizard::new(db.store().await));
+    let (a, b) = (Wizard::new(db.store().await.ui_states()), Wizard::new(db.store().await.ui_states()));
     a.add_prompt(&prompt(10, 7, &i.id), &i).await.unwrap();
     assert_eq!(b.take_prompt(-100, 8, Some(10), true).await.unwrap(), None, "someone else's prompt");
     assert_eq!(b.take_prompt(-100, 7, Some(99), false).await.unwrap(), None, "a reply to another message");
@@ -102,7 +102,7 @@ async fn prompts_are_shared_by_replicas(db: &Db) {
 /// the previous one back (or none).
 async fn views_are_shared_and_restored(db: &Db) {
     let i = interaction("bbbbbbbbbbbb");
-    let (a, b) = (Wizard::new(db.store().await), Wizard::new(db.store().await));
+    let (a, b) = (Wizard::new(db.store().await.ui_states()), Wizard::new(db.store().await.ui_states()));
     assert_eq!(b.view(&i.id).await, None);
     assert_eq!(a.set_view(&i, View { step: 1, page: 0 }).await.unwrap(), None);
     assert_eq!(b.view(&i.id).await, Some(View { step: 1, page: 0 }));

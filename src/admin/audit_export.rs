@@ -51,8 +51,8 @@ pub struct Who {
     pub platform: String,
     pub user_id: String,
     pub name: String,
-    /// Where they acted when not in their platform's chat (`web`); JSONL only, left
-    /// out when absent.
+    /// Where they acted when not in their platform's chat (`web`): left out of JSONL
+    /// when absent, an empty `who_channel` cell in CSV.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,
 }
@@ -99,7 +99,7 @@ pub struct Record {
 }
 
 /// The CSV columns, in order.
-pub const CSV_HEADER: [&str; 17] = [
+pub const CSV_HEADER: [&str; 18] = [
     "at",
     "outcome",
     "approval_key",
@@ -110,6 +110,7 @@ pub const CSV_HEADER: [&str; 17] = [
     "who_platform",
     "who_user_id",
     "who_name",
+    "who_channel",
     "agent",
     "decision",
     "attempted",
@@ -173,7 +174,7 @@ pub fn jsonl_line(record: &Record) -> Result<String, AdminError> {
 
 /// The CSV cells of `record`, in [`CSV_HEADER`] order: absent values empty, tool names
 /// joined with `;`, JSON values as compact JSON (the CSV writer quotes them).
-pub fn csv_fields(record: &Record) -> Result<[String; 17], AdminError> {
+pub fn csv_fields(record: &Record) -> Result<[String; 18], AdminError> {
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
     let json = |v: Option<&Value>| v.map(serde_json::to_string).transpose().map(Option::unwrap_or_default);
     let who = record.who.as_ref();
@@ -188,6 +189,7 @@ pub fn csv_fields(record: &Record) -> Result<[String; 17], AdminError> {
         who.map(|w| w.platform.clone()).unwrap_or_default(),
         who.map(|w| w.user_id.clone()).unwrap_or_default(),
         who.map(|w| w.name.clone()).unwrap_or_default(),
+        who.and_then(|w| w.channel.clone()).unwrap_or_default(),
         text(&record.agent),
         json(record.decision.as_ref())?,
         json(record.attempted.as_ref())?,
@@ -338,14 +340,31 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).unwrap(),
             concat!(
-                "at,outcome,approval_key,session_id,interaction_id,kind,tools,who_platform,who_user_id,who_name,agent,",
+                "at,outcome,approval_key,session_id,interaction_id,kind,tools,who_platform,who_user_id,who_name,who_channel,agent,",
                 "decision,attempted,original_args,edited_args,latency_ms,reason\n",
-                "2025-06-01T08:30:03.250Z,resolved,S_1,S,id1,approval,execute_trade,telegram,42,Thảo,,",
+                "2025-06-01T08:30:03.250Z,resolved,S_1,S,id1,approval,execute_trade,telegram,42,Thảo,,,",
                 r#""{""decisions"":[{""type"":""edit"",""edited_action"":{""name"":""execute_trade"",""args"":{""symbol"":""FPT"",""note"":""a,b""}}}]}",,"#,
                 r#""[{""symbol"":""VNM"",""note"":""say \""hi\"", then go""}]","[{""symbol"":""FPT"",""note"":""a,b""}]",3250,"#,
                 "\n"
             )
         );
+    }
+
+    /// A decision made in the web inbox carries its channel in both formats; a chat
+    /// click leaves the JSONL key out and the CSV cell empty.
+    #[test]
+    fn the_channel_of_a_web_decision_is_exported_in_jsonl_and_csv() {
+        let mut i = trade();
+        let on_web = Actor { channel: Some("web".into()), ..thao() };
+        i.apply(&on_web, UserAction::Decide { action: 0, decision: Decision::Approve }, &Default::default(), T0 + 1_000).expect("approved");
+        let r = record(&AuditEntry::for_settled(&i, T0 + 1_000), None);
+        assert!(jsonl_line(&r).unwrap().contains(r#""who":{"platform":"telegram","user_id":"42","name":"Thảo","channel":"web"}"#));
+        let cells = csv_fields(&r).unwrap();
+        let column = |name: &str| CSV_HEADER.iter().position(|h| *h == name).expect("a column");
+        assert_eq!((cells[column("who_name")].as_str(), cells[column("who_channel")].as_str()), ("Thảo", "web"));
+        let by_chat = record(&edited(), None);
+        assert!(!jsonl_line(&by_chat).unwrap().contains("channel"));
+        assert_eq!(csv_fields(&by_chat).unwrap()[column("who_channel")], "");
     }
 
     #[test]

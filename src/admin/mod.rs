@@ -85,7 +85,7 @@ pub enum AdminCommand {
 /// Runs `command` against the store of `settings` (opened and migrated as `run`
 /// would) and writes what it has to say to `out`.
 pub async fn run_cli(settings: &Settings, command: &AdminCommand, out: &mut dyn Write) -> Result<(), AdminError> {
-    let store = Store::connect(&settings.store.url).await?;
+    let store = Store::connect_with(&settings.store.url, settings.store.sqlite_synchronous).await?;
     let result = run_on(&store, command, out).await;
     store.close().await;
     result

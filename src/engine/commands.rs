@@ -1,7 +1,7 @@
 //! Running the chat commands that steer a session ([`ChatCommand`]), the same for
-//! every platform; each platform shows the [`CommandOutcome`] its own way. `/id` and
-//! `/pair` are the platform's to answer (they need what only it knows: how it writes
-//! ids, whether the chat is a direct one).
+//! every platform; each platform shows the [`CommandOutcome`] its own way. `/id`,
+//! `/pair` and `/web` are the platform's to answer (they need what only it knows: how
+//! it writes ids, whether the chat is a direct one).
 
 use super::{EngineError, EngineHandle, PendingShown, RevokeRefusal};
 use crate::interaction::chat::ChatKey;
@@ -24,7 +24,7 @@ pub enum CommandOutcome {
     RevokeRefused(RevokeRefusal),
     /// `/rules` with words it does not take.
     RulesUsage,
-    /// `/id` or `/pair`: the platform answers them itself.
+    /// `/id`, `/pair` or `/web`: the platform answers them itself.
     ForThePlatform,
     Failed(EngineError),
 }
@@ -47,7 +47,7 @@ impl EngineHandle {
                 self.revoke_rule(chat, actor, id).await.map_or_else(CommandOutcome::RevokeRefused, |rule| CommandOutcome::Revoked(Box::new(rule)))
             }
             ChatCommand::RulesUsage => CommandOutcome::RulesUsage,
-            ChatCommand::Id | ChatCommand::Pair { .. } => CommandOutcome::ForThePlatform,
+            ChatCommand::Id | ChatCommand::Pair { .. } | ChatCommand::Web => CommandOutcome::ForThePlatform,
         }
     }
 }

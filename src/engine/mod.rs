@@ -122,6 +122,17 @@ const LANE_DRAIN: Duration = Duration::from_secs(5);
 /// once, [`announced`]) and sessions whose lease lapsed.
 const RESCAN: Duration = Duration::from_secs(10);
 
+/// How far back a rescan looks for requests created elsewhere: a request is read by
+/// the first rescan after it was created, and the margin covers a write that
+/// committed late and clocks that disagree between replicas. Older ones were read
+/// by an earlier rescan (or at start).
+const RESCAN_LOOKBACK: Duration = Duration::from_secs(120);
+
+/// Every this many rescans, one reads every pending request again (every five
+/// minutes): the safety net for anything a narrower rescan could miss, such as a
+/// clock more than [`RESCAN_LOOKBACK`] behind another replica's.
+const FULL_RESCAN_EVERY: u32 = 30;
+
 /// Shards per core. A shard waits on the store most of the time (a decision is a
 /// durable commit), so several per core keep the cores busy and let concurrent
 /// decisions share a commit, while a session stuck on a slow call holds back only the
@@ -211,7 +222,7 @@ impl Engine {
         backend: mpsc::Receiver<BackendInput>,
         requests: mpsc::Receiver<EngineRequest>,
     ) -> Result<Self, EngineError> {
-        let pending = store.pending_timers().await?;
+        let pending = store.pending_timers(None).await?;
         for session in store.sessions_with_work().await? {
             connectors.deliver(&session);
         }
@@ -362,13 +373,16 @@ async fn route(shared: &Arc<Shared>, shards: &Shards, request: EngineRequest) {
 async fn housekeeping(shared: Arc<Shared>, shards: Shards, mut stopping: watch::Receiver<bool>) {
     let mut rescan = tokio::time::interval(RESCAN);
     rescan.tick().await; // the first tick is immediate; start already did this
+    let mut rescans: u32 = 0;
     // The first tick is immediate: after a restart, what was never shown is shown.
     let mut show_retry = tokio::time::interval(SHOW_RETRY);
     show_retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tokio::select! {
             _ = rescan.tick() => {
-                if let Err(e) = shared.rescan(&shards).await {
+                rescans = rescans.wrapping_add(1);
+                let since = (!rescans.is_multiple_of(FULL_RESCAN_EVERY)).then(|| now_ms() - RESCAN_LOOKBACK.as_millis() as i64);
+                if let Err(e) = shared.rescan(&shards, since).await {
                     tracing::error!(error = %e, "rescanning the store failed");
                 }
             }

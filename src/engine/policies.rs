@@ -75,9 +75,18 @@ impl Shard {
     pub(super) async fn escalate_due(&mut self, now: i64) -> Result<(), EngineError> {
         let due: Vec<String> = self.escalations.iter().filter(|(_, at)| now >= **at).map(|(id, _)| id.clone()).collect();
         for id in due {
-            self.escalations.remove(&id);
-            let Some(interaction) = self.store.interaction(&id).await? else { continue };
-            self.escalate(interaction, now).await?;
+            let Some(at) = self.escalations.remove(&id) else { continue };
+            let escalated = match self.store.interaction(&id).await {
+                Ok(Some(interaction)) => self.escalate(interaction, now).await,
+                Ok(None) => Ok(()),
+                Err(e) => Err(e.into()),
+            };
+            if let Err(e) = escalated {
+                // Not (all) recorded: tried again at the next tick (a step already
+                // recorded is not performed twice: the stored steps say what ran).
+                self.escalations.entry(id).or_insert(at);
+                return Err(e);
+            }
         }
         Ok(())
     }

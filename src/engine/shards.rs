@@ -108,6 +108,16 @@ impl Routes {
         self.map().insert(interaction_id.to_owned(), session_id.to_owned());
     }
 
+    /// Routes `interaction_id` unless it is routed already; true when it was new.
+    pub fn insert_new(&self, interaction_id: &str, session_id: &str) -> bool {
+        let mut map = self.map();
+        if map.contains_key(interaction_id) {
+            return false;
+        }
+        map.insert(interaction_id.to_owned(), session_id.to_owned());
+        true
+    }
+
     pub fn remove(&self, interaction_id: &str) {
         self.map().remove(interaction_id);
     }

@@ -13,11 +13,20 @@ impl Shared {
     /// Picks up what other replicas started: deadlines to watch (each handed to its
     /// session's shard), sessions to connect (the connector only connects those whose
     /// lease it can take).
-    pub(super) async fn rescan(&self, shards: &Shards) -> Result<(), EngineError> {
+    ///
+    /// A narrow rescan (`created_since`) reads the requests created since then and
+    /// hands over only those this replica does not route yet: the others' timers are
+    /// already watched, and with 10,000 pending, reading and handing them all over
+    /// every few seconds was most of an idle bridge's work. A full rescan (`None`)
+    /// hands every pending request over again, the safety net for a timer a shard
+    /// dropped (a shard keeps the timers it has: handing one twice is harmless).
+    pub(super) async fn rescan(&self, shards: &Shards, created_since: Option<i64>) -> Result<(), EngineError> {
         let mut watch: Vec<Vec<Watched>> = vec![Vec::new(); shards.count()];
-        for timers in self.store.pending_timers().await? {
-            self.routes.insert(&timers.id, &timers.session_id);
-            watch[shards.of_session(&timers.session_id)].push(timers);
+        for timers in self.store.pending_timers(created_since).await? {
+            let new = self.routes.insert_new(&timers.id, &timers.session_id);
+            if new || created_since.is_none() {
+                watch[shards.of_session(&timers.session_id)].push(timers);
+            }
         }
         for (shard, pending) in watch.into_iter().enumerate().filter(|(_, pending)| !pending.is_empty()) {
             shards.send(shard, Input::Watch(pending)).await;

@@ -52,6 +52,12 @@ pub trait ChatNetwork: Send + Sync {
         &[]
     }
 
+    /// Every form of its chats as configuration writes them, with placeholders
+    /// (`telegram:CHAT_ID/TOPIC_ID`), for the docs' table of addresses.
+    fn chat_forms(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// How an entry naming a space is written (`discord:guild:GUILD_ID`), for messages.
     fn space_form(&self) -> Option<&'static str> {
         None

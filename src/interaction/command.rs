@@ -1,5 +1,5 @@
 //! The chat commands as data: what a person asked for with `/new`, `/cancel`,
-//! `/pending`, `/rules [revoke ID]`, `/id` or `/pair CODE`, whichever platform they
+//! `/pending`, `/rules [revoke ID]`, `/id`, `/pair CODE` or `/web`, whichever platform they
 //! typed or clicked it on. Each platform turns its own input (a Telegram message, a
 //! Discord slash command, a terminal line) into a [`ChatCommand`]; the engine runs
 //! those that steer a session; the platform shows the outcome. The list platforms
@@ -24,6 +24,8 @@ pub enum ChatCommand {
     Id,
     /// Approve a pairing code (admins).
     Pair { code: String },
+    /// A one-time sign-in link to the web inbox, in a direct message with the bot.
+    Web,
 }
 
 impl ChatCommand {
@@ -38,6 +40,7 @@ impl ChatCommand {
             "pending" => ChatCommand::Pending,
             "id" => ChatCommand::Id,
             "pair" => ChatCommand::Pair { code: args.to_owned() },
+            "web" => ChatCommand::Web,
             "rules" => match (words.next(), words.next()) {
                 (None | Some("list"), None) => ChatCommand::Rules,
                 (Some("revoke"), Some(id)) => ChatCommand::Revoke { id: id.to_owned() },
@@ -48,10 +51,12 @@ impl ChatCommand {
     }
 
     /// Whether only someone admitted to talk may run it: everything but `/id` (a
-    /// newcomer needs their id before anyone can admit them) and `/pair` (the admins'
-    /// business, whoever may talk).
+    /// newcomer needs their id before anyone can admit them), `/pair` (the admins'
+    /// business, whoever may talk) and `/web` (an approver named on a request answers
+    /// its card without being admitted to talk; the inbox shows a person only what
+    /// they may answer).
     pub fn needs_admission(&self) -> bool {
-        !matches!(self, ChatCommand::Id | ChatCommand::Pair { .. })
+        !matches!(self, ChatCommand::Id | ChatCommand::Pair { .. } | ChatCommand::Web)
     }
 }
 
@@ -69,6 +74,8 @@ mod tests {
         assert_eq!(ChatCommand::parse("rules", "drop a1b2"), Some(ChatCommand::RulesUsage));
         assert_eq!(ChatCommand::parse("pair", "ABCD-1234"), Some(ChatCommand::Pair { code: "ABCD-1234".into() }));
         assert_eq!(ChatCommand::parse("weather", "today"), None);
+        assert_eq!(ChatCommand::parse("Web", ""), Some(ChatCommand::Web));
         assert!(!ChatCommand::Id.needs_admission() && ChatCommand::Cancel.needs_admission());
+        assert!(!ChatCommand::Web.needs_admission());
     }
 }

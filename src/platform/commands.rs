@@ -31,6 +31,7 @@ pub const COMMANDS: &[ChatCommand] = &[
     ChatCommand { name: "rules", argument: Some(Argument { name: "revoke", required: false }) },
     ChatCommand { name: "id", argument: None },
     ChatCommand { name: "pair", argument: Some(Argument { name: "code", required: true }) },
+    ChatCommand { name: "web", argument: None },
 ];
 
 impl ChatCommand {
@@ -57,6 +58,9 @@ impl ChatCommand {
             ("pair", En) => "Approve a pairing code (admin chats only)",
             ("pair", Vi) => "Duyệt một mã ghép nối (chỉ trong kênh quản trị)",
             ("pair", Zh) => "批准配对码（仅限管理频道）",
+            ("web", En) => "Get a one-time sign-in link to the web inbox (direct messages)",
+            ("web", Vi) => "Nhận liên kết đăng nhập một lần vào hộp chờ duyệt trên web (tin nhắn riêng)",
+            ("web", Zh) => "获取网页待办的一次性登录链接（仅限私聊）",
             (_, _) => "",
         }
     }
@@ -78,7 +82,8 @@ impl ChatCommand {
 
 /// The reply to a command's outcome, for the outcomes every platform words the same;
 /// `failed` is the platform's own "something went wrong". `None` for what a platform
-/// shows its own way: the pending list, and the `/id` and `/pair` it answers itself.
+/// shows its own way: the pending list, and the `/id`, `/pair` and `/web` it answers
+/// itself.
 pub fn reply(locale: Locale, outcome: &CommandOutcome, failed: &str) -> Option<String> {
     Some(match outcome {
         CommandOutcome::SessionStarted { .. } => locale::text(locale, Msg::NewSession).to_owned(),

@@ -15,12 +15,12 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncWrite};
 
 use crate::engine::{EngineHandle, Platform, PlatformError};
-use crate::interaction::AccessPolicy;
 use crate::interaction::chat::ChatNetwork;
+use crate::interaction::{AccessPolicy, Actor};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
 use crate::platform::token::TokenSigner;
-use crate::store::Store;
+use crate::store::{Inboxes, UiStates};
 
 /// One chat platform, as the bridge assembles it.
 pub trait Descriptor: Send + Sync {
@@ -39,6 +39,18 @@ pub trait Descriptor: Send + Sync {
     /// console without a terminal). A platform that is enabled but cannot start is an
     /// error that stops the bridge.
     fn start<'a>(&'a self, section: &'a dyn Section, context: &'a StartContext) -> BoxFuture<'a, Result<Option<Started>, String>>;
+
+    /// Its own admin commands, as the subcommand named after it (`hitl-bridge slack
+    /// manifest`), if it has any: `hitl-bridge` adds it to its own.
+    fn admin_command(&self) -> Option<clap::Command> {
+        None
+    }
+
+    /// Runs its admin command (`matches` are its subcommand's); what to print.
+    fn run_admin_command(&self, matches: &clap::ArgMatches) -> Result<String, String> {
+        let _ = matches;
+        Err(format!("{} has no admin commands", self.title()))
+    }
 }
 
 /// A platform's config section, read by its descriptor.
@@ -140,8 +152,15 @@ pub struct StartContext {
     pub limits: Limits,
     pub engine: EngineHandle,
     pub signer: TokenSigner,
-    pub store: Store,
+    /// Each platform's durable inbox of updates ([`super::inbox`]); a platform takes
+    /// its own.
+    pub inboxes: Inboxes,
+    /// What a platform keeps to understand the next click or reply (wizard steps,
+    /// prompts, pages).
+    pub ui_states: UiStates,
     pub metrics: Metrics,
+    /// The web inbox's links (`/web`, a card's "Open in browser").
+    pub web: Arc<dyn WebLinks>,
     /// The terminal's input and output, for the platform that is the terminal; taken
     /// by the first that asks.
     pub terminal: Mutex<Option<Terminal>>,
@@ -151,6 +170,44 @@ impl StartContext {
     /// The terminal, once.
     pub fn take_terminal(&self) -> Option<Terminal> {
         self.terminal.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// The web inbox's links as a chat hands them out: `/web`'s sign-in link and a card's
+/// "Open in browser". The inbox sits above the platforms, so they reach it through
+/// this port; the app passes in the inbox's own (`crate::web::ChatLinks`).
+pub trait WebLinks: Send + Sync {
+    /// The page of request `interaction_id`; `None` when the inbox is off.
+    fn request_link(&self, interaction_id: &str) -> Option<String>;
+
+    /// A fresh one-time sign-in link for `person`, as their platform vouches for them;
+    /// `Ok(None)` when the inbox is off.
+    fn sign_in_link<'a>(&'a self, person: &'a Actor) -> BoxFuture<'a, Result<Option<String>, SignInLinkError>>;
+
+    /// Where a card shows the link to request `interaction_id`, when the inbox is on.
+    fn card_link(&self, interaction_id: &str) -> Option<BrowserLink> {
+        self.request_link(interaction_id).map(BrowserLink::of)
+    }
+}
+
+/// A sign-in link could not be stored.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot store a sign-in link: {0}")]
+pub struct SignInLinkError(pub String);
+
+/// A card's "Open in browser": a URL button when browsers reach the inbox over https,
+/// else the link in the card's text (a chat app opens a plain-http or loopback
+/// address from text, while Telegram refuses such a button and a link button to a
+/// page that will not load reads as broken).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BrowserLink {
+    Button(String),
+    InText(String),
+}
+
+impl BrowserLink {
+    pub fn of(url: String) -> Self {
+        if url.starts_with("https://") { BrowserLink::Button(url) } else { BrowserLink::InText(url) }
     }
 }
 

@@ -10,6 +10,7 @@ pub mod commands;
 pub mod console;
 pub mod descriptor;
 pub mod discord;
+pub mod inbox;
 pub mod refusals;
 pub mod registry;
 pub mod reminder;

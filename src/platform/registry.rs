@@ -18,6 +18,36 @@ pub fn networks() -> Networks {
     Networks::new(DESCRIPTORS.iter().map(|d| d.network()).collect::<Vec<Arc<_>>>())
 }
 
+/// The docs' table of every platform's addresses (docs/configuration.md,
+/// "Addresses"; `tests/docs.rs` keeps that copy current): how its chats, people,
+/// groups and spaces are written in configuration, and the fields of its HTTP API
+/// target object.
+pub fn addresses_table() -> String {
+    let mut table = String::from(
+        "| platform | a chat (`routing.channels`, `access.chats`, MCP `targets`) | a person (`access.users`, `access.approvers`, `access.admins`) | a space (`access.chats`) | a group (`access.roles`, `access.approver_roles`) | HTTP API target (`targets`) |\n|---|---|---|---|---|---|\n",
+    );
+    let code = |text: &str| format!("`{text}`");
+    for descriptor in DESCRIPTORS {
+        let network = descriptor.network();
+        let name = network.name();
+        let chats: Vec<String> = network.chat_forms().iter().map(|form| code(form)).collect();
+        let person = if network.always_open() { "anyone at it".to_owned() } else { code(&format!("{name}:USER_ID")) };
+        let space = network.space_form().map_or_else(|| "—".to_owned(), code);
+        let group = if network.has_groups() { network.group_form().unwrap_or("—").to_owned() } else { "—".to_owned() };
+        let schema = network.target_schema();
+        let fields: Vec<String> = schema["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(field, _)| field.as_str() != "platform")
+            .map(|(field, property)| format!("`{field}`: {}", property["description"].as_str().unwrap_or("").trim_end_matches('.')))
+            .collect();
+        let target = std::iter::once(code(&format!("\"platform\": \"{name}\""))).chain(fields).collect::<Vec<_>>().join("; ");
+        table.push_str(&format!("| {} | {} | {person} | {space} | {group} | {target} |\n", descriptor.title(), chats.join(", ")));
+    }
+    table
+}
+
 /// The platform named `name`.
 pub fn descriptor(name: &str) -> Option<&'static dyn Descriptor> {
     DESCRIPTORS.iter().copied().find(|d| d.network().name() == name)

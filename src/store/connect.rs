@@ -5,16 +5,15 @@
 use std::borrow::Cow;
 use std::str::FromStr;
 
-use futures_util::future::BoxFuture;
 use sqlx::any::AnyPoolOptions;
 use sqlx::migrate::{MigrateDatabase, Migration, MigrationType, Migrator};
-use sqlx::pool::PoolConnectionMetadata;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{AnyConnection, AnyPool, SqlSafeStr, Sqlite};
 
 use super::Store;
 use super::error::{Result, StoreError};
 use super::group_commit::GroupCommit;
+use super::settings::SqliteSync;
 
 /// Where the store lives when the config names no database.
 pub const DEFAULT_URL: &str = "sqlite://data/hitl-bridge.db";
@@ -163,6 +162,12 @@ impl Store {
     /// Opens (creating if needed) and migrates the database at `url`: `sqlite://path`
     /// or `postgres://…` / `postgresql://…`.
     pub async fn connect(url: &str) -> Result<Store> {
+        Self::connect_with(url, SqliteSync::default()).await
+    }
+
+    /// [`Store::connect`] with SQLite's `synchronous` set to `sync` (ignored on
+    /// PostgreSQL, whose own settings decide).
+    pub async fn connect_with(url: &str, sync: SqliteSync) -> Result<Store> {
         // The Any driver dispatches on the url; it needs the drivers registered once.
         // Calling it again is a no-op.
         sqlx::any::install_default_drivers();
@@ -174,7 +179,7 @@ impl Store {
                 if !in_memory {
                     create_sqlite_file(url).await?;
                 }
-                sqlite_pool_options(in_memory)
+                sqlite_pool_options(in_memory, sync)
             }
             Backend::Postgres => AnyPoolOptions::new(),
         };
@@ -204,11 +209,12 @@ async fn create_sqlite_file(url: &str) -> Result<()> {
     Ok(())
 }
 
-fn sqlite_pool_options(in_memory: bool) -> AnyPoolOptions {
+fn sqlite_pool_options(in_memory: bool, sync: SqliteSync) -> AnyPoolOptions {
     // No ping before each use: a SQLite connection is an open file, which no server can
     // have closed meanwhile, and the ping is a round trip to the connection's thread
     // on every query (measured: ~1 % of a burst's CPU, and a hand-off each time).
-    let options = AnyPoolOptions::new().after_connect(sqlite_session_settings).test_before_acquire(false);
+    let options =
+        AnyPoolOptions::new().after_connect(move |conn, _| Box::pin(async move { sqlite_session_settings(conn, sync).await })).test_before_acquire(false);
     if in_memory {
         // One connection kept forever, so the database lives as long as the Store.
         options.max_connections(1).idle_timeout(None).max_lifetime(None)
@@ -219,18 +225,18 @@ fn sqlite_pool_options(in_memory: bool) -> AnyPoolOptions {
 
 /// Run on every new SQLite connection. The Any driver only takes settings from the
 /// url, which has no parameters for these, so they are set here instead.
-fn sqlite_session_settings(conn: &mut AnyConnection, _: PoolConnectionMetadata) -> BoxFuture<'_, Result<(), sqlx::Error>> {
-    Box::pin(async move {
-        // WAL lets readers (listing, rendering) proceed while a decision commits. It is
-        // stored in the file, so after the first connection this is a no-op.
-        sqlx::query("PRAGMA journal_mode = WAL").execute(&mut *conn).await?;
-        // Several writers (timers, clicks) queue for the lock instead of failing at once.
-        sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}"))).execute(&mut *conn).await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA cache_size = -{SQLITE_CACHE_KIB}"))).execute(&mut *conn).await?;
-        // Off by default in SQLite; message refs rely on their interaction existing.
-        sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
-        Ok(())
-    })
+async fn sqlite_session_settings(conn: &mut AnyConnection, sync: SqliteSync) -> Result<(), sqlx::Error> {
+    // WAL lets readers (listing, rendering) proceed while a decision commits. It is
+    // stored in the file, so after the first connection this is a no-op.
+    sqlx::query("PRAGMA journal_mode = WAL").execute(&mut *conn).await?;
+    // Several writers (timers, clicks) queue for the lock instead of failing at once.
+    sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}"))).execute(&mut *conn).await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA cache_size = -{SQLITE_CACHE_KIB}"))).execute(&mut *conn).await?;
+    // Off by default in SQLite; message refs rely on their interaction existing.
+    sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
+    // Set whatever the default: `store.sqlite_synchronous` says what it keeps.
+    sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA synchronous = {}", sync.pragma()))).execute(&mut *conn).await?;
+    Ok(())
 }
 
 impl Store {
@@ -243,5 +249,27 @@ impl Store {
     /// Clones of this Store can no longer query afterwards.
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `store.sqlite_synchronous` is what every connection of the pool runs with, not
+    /// only the first.
+    #[tokio::test]
+    async fn sqlite_synchronous_is_set_on_every_connection() {
+        for (sync, expected) in [(SqliteSync::Full, 2), (SqliteSync::Normal, 1)] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::connect_with(&format!("sqlite://{}", dir.path().join("s.db").display()), sync).await.unwrap();
+            let mut held = Vec::new();
+            for _ in 0..3 {
+                let mut conn = store.pool.acquire().await.unwrap();
+                let (value,): (i64,) = sqlx::query_as("PRAGMA synchronous").fetch_one(&mut *conn).await.unwrap();
+                assert_eq!(value, expected, "{sync:?}");
+                held.push(conn);
+            }
+        }
     }
 }

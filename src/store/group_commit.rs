@@ -201,13 +201,13 @@ mod tests {
         }
         let updates: Vec<InboxUpdate> =
             (0..10).map(|n| InboxUpdate { update_id: (500 + n).to_string(), seq: 500 + n, lane: "-100".into(), body: "{}".into() }).collect();
-        assert_eq!(store.store_updates("telegram", &updates, &claim, 0).await.unwrap().len(), 10);
+        assert_eq!(store.platform_inbox("telegram").store(&updates, &claim, 0).await.unwrap().len(), 10);
         let mut commands = Vec::new();
         for n in 0..10 {
             commands.push(store.enqueue(&Command::Cancel { session_id: format!("s{n}") }, 0).await.unwrap());
         }
         assert_eq!(
-            (store.pending_shows().await.unwrap().len(), store.stored_updates("telegram").await.unwrap(), store.outbox_depth().await.unwrap()),
+            (store.pending_shows().await.unwrap().len(), store.platform_inbox("telegram").waiting().await.unwrap(), store.outbox_depth().await.unwrap()),
             (10, 10, 10)
         );
 
@@ -218,15 +218,16 @@ mod tests {
                 store.settle(&i, None, &audit).await.unwrap().won()
             }
         }));
-        let handled = join_all(updates.iter().map(|u| store.finish_update("telegram", &u.update_id, 7)));
+        let inbox = store.platform_inbox("telegram");
+        let handled = join_all(updates.iter().map(|u| inbox.finish(&u.update_id, 7)));
         let removed = join_all(commands.iter().map(|&id| store.remove_outbox(id)));
         let (settled, handled, removed) = tokio::join!(settles, handled, removed);
         assert!(settled.into_iter().all(|won| won));
         assert!(handled.into_iter().chain(removed).all(|done| done.is_ok()));
 
         assert_eq!(store.pending_shows().await.unwrap(), [], "an ended request is never shown late");
-        assert_eq!(store.stored_updates("telegram").await.unwrap(), 0, "every update is marked handled");
+        assert_eq!(store.platform_inbox("telegram").waiting().await.unwrap(), 0, "every update is marked handled");
         assert_eq!(store.outbox_depth().await.unwrap(), 0, "every delivered command is removed");
-        assert_eq!(store.store_updates("telegram", &updates, &claim, 0).await.unwrap(), Vec::<String>::new(), "handled updates stay stored");
+        assert_eq!(store.platform_inbox("telegram").store(&updates, &claim, 0).await.unwrap(), Vec::<String>::new(), "handled updates stay stored");
     }
 }

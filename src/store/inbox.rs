@@ -5,6 +5,9 @@
 //! stranger's flood, a slow handler) holds back the next batch, and a crash between
 //! confirming and handling loses nothing: the row is still here, handled by the next
 //! start or, once its claim lapses, by another replica.
+//!
+//! A platform reaches its own rows through [`PlatformInbox`], its narrow port: it
+//! holds no [`Store`] and cannot touch another platform's updates.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -34,43 +37,77 @@ pub struct InboxUpdate {
     pub body: String,
 }
 
+/// One platform's rows of `platform_inbox` and nothing else of the store: what a
+/// platform is handed.
+#[derive(Clone)]
+pub struct PlatformInbox {
+    store: Store,
+    platform: &'static str,
+}
+
 impl Store {
-    /// Stores `platform`'s `updates` claimed by `claim` in one transaction; returns the
+    /// Platform `platform`'s inbox, as its port.
+    pub fn platform_inbox(&self, platform: &'static str) -> PlatformInbox {
+        PlatformInbox { store: self.clone(), platform }
+    }
+
+    /// Every platform's inbox, each reached by its platform's name: what the app hands
+    /// the platforms.
+    pub fn inboxes(&self) -> Inboxes {
+        Inboxes { store: self.clone() }
+    }
+}
+
+/// Every platform's inbox and nothing else of the store.
+#[derive(Clone)]
+pub struct Inboxes {
+    store: Store,
+}
+
+impl Inboxes {
+    /// Platform `platform`'s inbox.
+    pub fn of(&self, platform: &'static str) -> PlatformInbox {
+        self.store.platform_inbox(platform)
+    }
+}
+
+impl PlatformInbox {
+    /// Stores the platform's `updates` claimed by `claim` in one transaction; returns the
     /// ids that were new, in the order given (an update delivered again is already
     /// here, being handled or handled, and is not handled twice). One statement per
     /// [`UPDATES_PER_STATEMENT`] updates, and on SQLite the transaction is the next
     /// group commit, shared with the decisions of the clicks stored before.
-    pub async fn store_updates(&self, platform: &str, updates: &[InboxUpdate], claim: &ShowClaim, now_ms: i64) -> Result<Vec<String>> {
+    pub async fn store(&self, updates: &[InboxUpdate], claim: &ShowClaim, now_ms: i64) -> Result<Vec<String>> {
         let new = Arc::new(Mutex::new(HashSet::new()));
-        let write = StoreUpdates { platform: platform.to_owned(), updates: updates.to_vec(), claim: claim.clone(), now_ms, new: new.clone() };
-        self.write(write).await?;
+        let write = StoreUpdates { platform: self.platform.to_owned(), updates: updates.to_vec(), claim: claim.clone(), now_ms, new: new.clone() };
+        self.store.write(write).await?;
         let new = new.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         Ok(updates.iter().map(|u| &u.update_id).filter(|id| new.contains(*id)).cloned().collect())
     }
 
-    /// How many of `platform`'s updates wait in the inbox (stored, not yet handled).
-    pub async fn stored_updates(&self, platform: &str) -> Result<i64> {
+    /// How many of the platform's updates wait in the inbox (stored, not yet handled).
+    pub async fn waiting(&self) -> Result<i64> {
         let row = sqlx::query("SELECT COUNT(*) AS n FROM platform_inbox WHERE platform = $1 AND handled_at_ms IS NULL")
-            .bind(platform)
-            .fetch_one(&self.pool)
+            .bind(self.platform)
+            .fetch_one(&self.store.pool)
             .await
             .map_err(StoreError::query("count stored updates"))?;
         column(&row, "n")
     }
 
     /// The update was handled: it is never handled again (the row stays, so the same
-    /// update delivered again is still a no-op, until [`Store::prune_handled_updates`]).
+    /// update delivered again is still a no-op, until [`PlatformInbox::prune`]).
     /// On SQLite it shares the next group commit: a burst of clicks marks its updates
     /// handled in a few transactions, not one fsync each.
-    pub async fn finish_update(&self, platform: &str, update_id: &str, now_ms: i64) -> Result<()> {
-        self.write(FinishUpdate { platform: platform.to_owned(), update_id: update_id.to_owned(), now_ms }).await?;
+    pub async fn finish(&self, update_id: &str, now_ms: i64) -> Result<()> {
+        self.store.write(FinishUpdate { platform: self.platform.to_owned(), update_id: update_id.to_owned(), now_ms }).await?;
         Ok(())
     }
 
-    /// Claims for `claim.owner` the `platform` updates whose claim lapsed (their
+    /// Claims for `claim.owner` the platform's updates whose claim lapsed (their
     /// replica died) and returns them oldest first, so each chat's are handled in
     /// order.
-    pub async fn claim_stranded_updates(&self, platform: &str, claim: &ShowClaim, now_ms: i64) -> Result<Vec<InboxUpdate>> {
+    pub async fn claim_stranded(&self, claim: &ShowClaim, now_ms: i64) -> Result<Vec<InboxUpdate>> {
         let rows = sqlx::query(
             "UPDATE platform_inbox SET claimed_by = $1, claimed_until_ms = $2
              WHERE platform = $3 AND handled_at_ms IS NULL AND claimed_until_ms < $4
@@ -78,9 +115,9 @@ impl Store {
         )
         .bind(claim.owner.as_str())
         .bind(claim.until_ms)
-        .bind(platform)
+        .bind(self.platform)
         .bind(now_ms)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.store.pool)
         .await
         .map_err(StoreError::query("claim stranded updates"))?;
         let mut updates = rows
@@ -93,39 +130,39 @@ impl Store {
         Ok(updates)
     }
 
-    /// Keeps `claim.owner`'s `platform` updates (still queued or being handled) from
+    /// Keeps `claim.owner`'s updates (still queued or being handled) from
     /// lapsing.
-    pub async fn renew_update_claims(&self, platform: &str, claim: &ShowClaim) -> Result<()> {
+    pub async fn renew(&self, claim: &ShowClaim) -> Result<()> {
         sqlx::query("UPDATE platform_inbox SET claimed_until_ms = $1 WHERE platform = $2 AND claimed_by = $3 AND handled_at_ms IS NULL")
             .bind(claim.until_ms)
-            .bind(platform)
+            .bind(self.platform)
             .bind(claim.owner.as_str())
-            .execute(&self.pool)
+            .execute(&self.store.pool)
             .await
             .map_err(StoreError::query("renew update claims"))?;
         Ok(())
     }
 
-    /// Frees `owner`'s claims on `platform` updates at once: a replica starting under
+    /// Frees `owner`'s claims on the platform's updates at once: a replica starting under
     /// its own id is not handling anything yet, so what it claimed before a crash is
     /// free.
-    pub async fn release_update_claims(&self, platform: &str, owner: &str) -> Result<()> {
+    pub async fn release(&self, owner: &str) -> Result<()> {
         sqlx::query("UPDATE platform_inbox SET claimed_until_ms = 0 WHERE platform = $1 AND claimed_by = $2 AND handled_at_ms IS NULL")
-            .bind(platform)
+            .bind(self.platform)
             .bind(owner)
-            .execute(&self.pool)
+            .execute(&self.store.pool)
             .await
             .map_err(StoreError::query("release update claims"))?;
         Ok(())
     }
 
-    /// Forgets `platform`'s updates handled before `before_ms` (it no longer delivers
+    /// Forgets the platform's updates handled before `before_ms` (it no longer delivers
     /// them again).
-    pub async fn prune_handled_updates(&self, platform: &str, before_ms: i64) -> Result<u64> {
+    pub async fn prune(&self, before_ms: i64) -> Result<u64> {
         let done = sqlx::query("DELETE FROM platform_inbox WHERE platform = $1 AND handled_at_ms < $2")
-            .bind(platform)
+            .bind(self.platform)
             .bind(before_ms)
-            .execute(&self.pool)
+            .execute(&self.store.pool)
             .await
             .map_err(StoreError::query("prune handled updates"))?;
         Ok(done.rows_affected())

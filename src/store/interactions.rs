@@ -95,18 +95,20 @@ impl Store {
     }
 
     /// Every pending interaction's session and timers, oldest first (a restart, a
-    /// rescan). Rows are decoded one at a time and their bodies dropped, so listing
+    /// rescan); only those created at or after `created_since`, when given (a
+    /// rescan's look back, on the `(status, created_at_ms)` index). Rows are decoded one at a time and their bodies dropped, so listing
     /// thousands pending holds no more than one of them at once.
     ///
     /// Reads the timer columns, not the bodies: a replica rescans every pending
     /// request every few seconds. Rows written before the columns existed are decoded
     /// once and their columns filled in.
-    pub async fn pending_timers(&self) -> Result<Vec<PendingTimers>> {
+    pub async fn pending_timers(&self, created_since: Option<i64>) -> Result<Vec<PendingTimers>> {
         let mut rows = sqlx::query(
             "SELECT id, session_id, deadline_ms, escalation_ms, timers_known, revision, CASE WHEN timers_known = 0 THEN body END AS body
-             FROM interactions WHERE status = $1 ORDER BY created_at_ms, id",
+             FROM interactions WHERE status = $1 AND created_at_ms >= $2 ORDER BY created_at_ms, id",
         )
         .bind(pending())
+        .bind(created_since.unwrap_or(i64::MIN))
         .fetch(&self.pool);
         let mut timers = Vec::new();
         let mut unknown = Vec::new();

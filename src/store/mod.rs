@@ -51,7 +51,7 @@ pub use audit_entry::{AuditEntry, kind_and_tools};
 pub use chats::ChatKey;
 pub use connect::DEFAULT_URL;
 pub use error::{Result, StoreError};
-pub use inbox::InboxUpdate;
+pub use inbox::{InboxUpdate, Inboxes, PlatformInbox};
 pub use interactions::{PendingTimers, Settled};
 pub use messages::MessageRef;
 pub use notify::{OutboxListener, PendingListener, QueuedNotice};
@@ -61,8 +61,8 @@ pub use refusals::StrangerWindow;
 pub use retention::Pruned;
 pub use shows::{PendingShow, ShowClaim};
 pub use turns::OpenTurn;
-pub use ui_state::UiState;
-pub use web::{AuditFilter, WebSession};
+pub use ui_state::{UiState, UiStates};
+pub use web::{AuditFilter, ClearedWeb, WebSession};
 
 /// A handle to the database. Cheap to clone: clones share one connection pool.
 #[derive(Clone)]

@@ -12,7 +12,10 @@
 //! - session leases that lapsed before the cutoff.
 //!
 //! Nothing pending is ever touched. Every statement is idempotent and safe to run on
-//! several replicas at once. [`keep_pruning`] runs a pass at start and then hourly.
+//! several replicas at once. [`keep_pruning`] runs a pass at start and then hourly;
+//! each pass also clears the web inbox's expired sign-in links and idle sessions
+//! ([`Store::clear_expired_web`]), whatever the retention: they are dead secrets'
+//! hashes, not history.
 
 use std::time::Duration;
 
@@ -93,18 +96,26 @@ pub fn cutoff_ms(retention_days: u64, now_ms: i64) -> Option<i64> {
 }
 
 /// Prunes now and then every [`PRUNE_EVERY`], forever (abort the task to stop it).
-/// A failed pass is logged and tried again at the next one. Does nothing when
-/// `retention_days` is 0.
-pub async fn keep_pruning(store: Store, retention_days: u64) {
+/// A failed pass is logged and tried again at the next one. History is kept whole
+/// when `retention_days` is 0; the web inbox's expired links and sessions unused for
+/// `web_session_idle_ms` are cleared either way.
+pub async fn keep_pruning(store: Store, retention_days: u64, web_session_idle_ms: i64) {
     if retention_days == 0 {
         tracing::info!("store.retention_days = 0: keeping everything");
-        return;
     }
     let mut every = tokio::time::interval(PRUNE_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await; // the first tick is immediate: a pass at start
-        let Some(cutoff) = cutoff_ms(retention_days, crate::clock::now_ms()) else { return };
+        let now = crate::clock::now_ms();
+        match store.clear_expired_web(now, web_session_idle_ms).await {
+            Ok(cleared) if cleared.sign_in_links + cleared.sessions > 0 => {
+                tracing::debug!(sign_in_links = cleared.sign_in_links, sessions = cleared.sessions, "cleared expired web sign-in links and sessions")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "clearing expired web sign-in links failed; trying again next hour"),
+        }
+        let Some(cutoff) = cutoff_ms(retention_days, now) else { continue };
         match store.prune_before(cutoff).await {
             Ok(pruned) if pruned.total() > 0 => tracing::info!(
                 retention_days,

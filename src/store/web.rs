@@ -2,7 +2,7 @@
 //! inbox makes (the audit log newest first, the change mark its live updates watch).
 //! Tokens arrive here already hashed: the store never sees a secret a browser holds.
 //! Whether a link or a session is still good is decided by the clock values the
-//! caller passes; expired rows are cleared on the way.
+//! caller passes; expired rows are cleared on the way, and by the hourly sweep.
 
 use sqlx::any::AnyRow;
 
@@ -30,6 +30,13 @@ pub struct AuditFilter {
     /// `platform:user_id` of the person who acted.
     pub person: Option<String>,
     pub outcome: Option<String>,
+}
+
+/// What [`Store::clear_expired_web`] removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClearedWeb {
+    pub sign_in_links: u64,
+    pub sessions: u64,
 }
 
 /// How often a session's `last_seen_ms` is written at most: reading a page must not
@@ -130,6 +137,26 @@ impl Store {
                 .map_err(StoreError::query("mark a web session used"))?;
         }
         Ok(Some(session))
+    }
+
+    /// Clears what can no longer sign anyone in: links past their expiry (used or not)
+    /// and sessions unused for `session_idle_ms`. Using a link or a session clears
+    /// these too; this is for the ones nobody comes back to (the hourly sweep,
+    /// [`super::retention::keep_pruning`]).
+    pub async fn clear_expired_web(&self, now_ms: i64, session_idle_ms: i64) -> Result<ClearedWeb> {
+        let sign_in_links = sqlx::query("DELETE FROM web_sign_in_links WHERE expires_at_ms <= $1")
+            .bind(now_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("clear expired sign-in links"))?
+            .rows_affected();
+        let sessions = sqlx::query("DELETE FROM web_sessions WHERE last_seen_ms < $1")
+            .bind(now_ms.saturating_sub(session_idle_ms))
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("end idle web sessions"))?
+            .rows_affected();
+        Ok(ClearedWeb { sign_in_links, sessions })
     }
 
     /// Signs a session out.

@@ -51,6 +51,12 @@ pub enum WebMsg {
     Chat,
     Votes,
     Nobody,
+    /// A chat's `/web` outside a direct message with the bot.
+    DirectOnly,
+    /// A chat's `/web` while `web.enabled` is off.
+    InboxOff,
+    /// A chat card's link to its request's page.
+    OpenInBrowser,
 }
 
 pub fn web_text(locale: Locale, msg: WebMsg) -> &'static str {
@@ -196,7 +202,27 @@ pub fn web_text(locale: Locale, msg: WebMsg) -> &'static str {
         (Nobody, En) => "nobody yet",
         (Nobody, Vi) => "chưa có ai",
         (Nobody, Zh) => "尚无",
+        (DirectOnly, En) => "/web works in a direct message with the bot only: a sign-in link is personal.",
+        (DirectOnly, Vi) => "/web chỉ dùng được khi nhắn riêng với bot: liên kết đăng nhập là của riêng bạn.",
+        (DirectOnly, Zh) => "/web 只能在与机器人的私聊中使用：登录链接仅属于你本人。",
+        (InboxOff, En) => "The web inbox is off on this bridge (web.enabled = false).",
+        (InboxOff, Vi) => "Hộp chờ duyệt trên web đang tắt ở bridge này (web.enabled = false).",
+        (InboxOff, Zh) => "此桥接服务未开启网页待办（web.enabled = false）。",
+        (OpenInBrowser, En) => "Open in browser",
+        (OpenInBrowser, Vi) => "Mở trong trình duyệt",
+        (OpenInBrowser, Zh) => "在浏览器中打开",
     }
+}
+
+/// `/web`'s answer in a direct message: the one-time sign-in link, on its own line so
+/// a chat app links all of it.
+pub fn sign_in_reply(locale: Locale, link: &str) -> String {
+    let words = match locale {
+        Locale::En => "🔑 Your sign-in link to the web inbox. It works once, within 10 minutes; do not pass it on.",
+        Locale::Vi => "🔑 Liên kết đăng nhập hộp chờ duyệt trên web của bạn. Chỉ dùng được một lần, trong 10 phút; đừng chuyển cho người khác.",
+        Locale::Zh => "🔑 你的网页待办登录链接。仅可使用一次，10 分钟内有效；请勿转给他人。",
+    };
+    format!("{words}\n{link}")
 }
 
 /// `(N) ` before a page title: how many requests wait for this person.

@@ -1,12 +1,15 @@
 //! The links the bridge hands out: a one-time sign-in link bound to one platform user
 //! (what `/web` in a chat and `hitl-bridge web login` answer with), and the link to a
-//! request's page (what a chat card's "Open in browser" points at).
+//! request's page (what a chat card's "Open in browser" points at); and [`ChatLinks`],
+//! the same two as the chat platforms reach them.
 
+use futures_util::future::BoxFuture;
 use sha2::{Digest, Sha256};
 
 use super::WebSettings;
 use crate::clock::now_ms;
 use crate::interaction::Actor;
+use crate::platform::descriptor::{SignInLinkError, WebLinks};
 use crate::store::{Store, StoreError};
 
 /// How long a sign-in link is valid, by the wall clock.
@@ -27,6 +30,34 @@ pub fn request_link(settings: &WebSettings, interaction_id: &str) -> Option<Stri
     settings
         .enabled
         .then(|| format!("{}/inbox/requests/{}", settings.base(), url::form_urlencoded::byte_serialize(interaction_id.as_bytes()).collect::<String>()))
+}
+
+/// The inbox's links for the chat platforms ([`WebLinks`]): none while `web.enabled`
+/// is off.
+pub struct ChatLinks {
+    store: Store,
+    settings: WebSettings,
+}
+
+impl ChatLinks {
+    pub fn new(store: Store, settings: WebSettings) -> Self {
+        Self { store, settings }
+    }
+}
+
+impl WebLinks for ChatLinks {
+    fn request_link(&self, interaction_id: &str) -> Option<String> {
+        request_link(&self.settings, interaction_id)
+    }
+
+    fn sign_in_link<'a>(&'a self, person: &'a Actor) -> BoxFuture<'a, Result<Option<String>, SignInLinkError>> {
+        Box::pin(async move {
+            if !self.settings.enabled {
+                return Ok(None);
+            }
+            sign_in_link(&self.store, &self.settings, person).await.map(Some).map_err(|e| SignInLinkError(e.to_string()))
+        })
+    }
 }
 
 /// 256 random bits as 64 hex digits (two v4 UUIDs' random parts, as the bridge's

@@ -496,6 +496,12 @@ fn validate(path: &str, body: &Value) -> Vec<Problem> {
             for (c, item) in items.iter().enumerate() {
                 let at = p(&row_path, &["components", &c.to_string()]);
                 check_len(&mut problems, &at, item, "custom_id", 1, 100);
+                // A link button has a URL and no custom_id; every other button the reverse.
+                let link = item["type"] == 2 && item["style"] == 5;
+                if (item["type"] == 2 && link == item.get("custom_id").is_some()) || (link && item.get("url").is_none()) {
+                    problems.push((at.clone(), "COMPONENT_INVALID", "A link button takes a url and no custom_id; other buttons a custom_id".into()));
+                }
+                check_len(&mut problems, &at, item, "url", 1, 512);
                 check_len(&mut problems, &at, item, "label", 0, if item["type"] == 4 { 45 } else { 80 });
                 check_len(&mut problems, &at, item, "placeholder", 0, 150);
                 check_len(&mut problems, &at, item, "value", 0, 4000);

@@ -6,7 +6,8 @@
 //!
 //! It rejects what Telegram rejects, with Telegram's error JSON, so a rendering bug
 //! fails a test: callback_data outside 1–64 bytes, an inline keyboard of more than 100
-//! buttons or a row of more than 8, empty or over-4096-character text,
+//! buttons or a row of more than 8, a URL button to a loopback address, empty or
+//! over-4096-character text,
 //! an unknown chat or message (to edit or to reply to), an edit that changes nothing. It can also answer the
 //! next calls with 429 and `retry_after`.
 //!
@@ -345,6 +346,15 @@ fn check_markup(markup: &Value) -> Result<(), Value> {
         for button in row.as_array().into_iter().flatten() {
             if button["text"].as_str().is_none_or(str::is_empty) {
                 return Err(error(400, "Bad Request: text buttons are unallowed in the inline keyboard"));
+            }
+            // Telegram refuses a URL button to an address it cannot open for everyone.
+            if let Some(url) = button.get("url") {
+                let parsed = url.as_str().and_then(|u| reqwest::Url::parse(u).ok());
+                let public = parsed
+                    .is_some_and(|u| matches!(u.scheme(), "http" | "https" | "tg") && u.host_str().is_some_and(|h| h != "localhost" && !h.starts_with("127.")));
+                if !public {
+                    return Err(error(400, "Bad Request: BUTTON_URL_INVALID"));
+                }
             }
             if let Some(data) = button.get("callback_data") {
                 let len = data.as_str().map_or(0, str::len);

@@ -48,11 +48,18 @@ crate::wraps_harness!(Inbox, harness);
 
 impl Inbox {
     pub async fn start() -> Inbox {
+        Self::start_with(&[]).await
+    }
+
+    /// As [`Inbox::start`], with `extra` settings on top (`web.enabled = false`, an
+    /// https `web.public_url`).
+    pub async fn start_with(extra: &[(&str, &str)]) -> Inbox {
         let harness = Harness::on(Chat::Telegram)
             .no_agent()
             .set("timeouts.grace_secs", "0")
             .set("web.enabled", "true")
             .set("web.public_url", PUBLIC_URL)
+            .settings(extra)
             .tweak(|settings| {
                 settings.http.api_tokens = vec![format!("ci:{SECRET}")];
                 settings.access.approvers = vec!["telegram:3003".into(), "telegram:4004".into()];

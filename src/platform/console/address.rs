@@ -27,6 +27,10 @@ impl ChatNetwork for Address {
         true
     }
 
+    fn chat_forms(&self) -> &'static [&'static str] {
+        &["console"]
+    }
+
     fn chat_examples(&self) -> &'static [&'static str] {
         &["console"]
     }

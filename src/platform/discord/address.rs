@@ -43,6 +43,10 @@ impl ChatNetwork for Address {
         Some("discord:CHANNEL_ID")
     }
 
+    fn chat_forms(&self) -> &'static [&'static str] {
+        &["discord:CHANNEL_ID", "discord:CHANNEL_ID/THREAD_ID", "discord:user:USER_ID"]
+    }
+
     fn chat_examples(&self) -> &'static [&'static str] {
         &["discord:1100…", "discord:user:80…"]
     }

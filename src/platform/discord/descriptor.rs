@@ -34,8 +34,9 @@ impl Descriptor for Discord {
                 context.policy.clone(),
                 context.signer.clone(),
                 context.engine.clone(),
-                context.store.clone(),
+                context.ui_states.clone(),
                 context.metrics.clone(),
+                context.web.clone(),
             )
             .await
             .map_err(|e| e.to_string())?;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serenity::all::{
     ChannelType, CommandInteraction, ComponentInteraction, ComponentInteractionDataKind, CreateInteractionResponse, CreateInteractionResponseFollowup,
-    CreateInteractionResponseMessage, EditInteractionResponse, GuildId, ModalInteraction,
+    CreateInteractionResponseMessage, EditInteractionResponse, GuildId, InteractionContext, MessageFlags, ModalInteraction,
 };
 use serenity::builder::Builder as _;
 
@@ -24,6 +24,7 @@ use crate::engine::{ActError, CommandOutcome, EngineError};
 use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, RequestKind, UserAction};
 use crate::platform::commands;
+use crate::platform::locale::web::{WebMsg, web_text};
 use crate::platform::locale::{self, Locale, Msg};
 use crate::platform::refusals::{Refused, paired_notice, stranger_notice};
 use crate::store::ChatKey;
@@ -147,7 +148,7 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
                 Err(notice) => return Handled::now(ephemeral(&notice)),
             };
             shared.set_page(&interaction, c.message.id.get(), page).await;
-            let view = render::view(&interaction, locale, &shared.signer, page);
+            let view = shared.view(&interaction, locale, page);
             let update = CreateInteractionResponseMessage::new().embed(view.embed).components(view.components);
             return Handled::now(CreateInteractionResponse::UpdateMessage(update));
         }
@@ -264,7 +265,11 @@ async fn command(shared: Arc<Shared>, c: CommandInteraction) -> Handled {
     Handled::then(defer, async move {
         let actor = members::person(&shared, &c.user, c.member.as_deref(), guild).await;
         let reply = command_reply(&shared, &c, &name, chat, actor, guild, locale).await;
-        let edit = EditInteractionResponse::new().content(truncate(&reply, render::limits::CONTENT));
+        let mut edit = EditInteractionResponse::new().content(truncate(&reply, render::limits::CONTENT));
+        if name == "web" {
+            // A preview would fetch the sign-in link's page (it does not spend it).
+            edit = edit.flags(MessageFlags::SUPPRESS_EMBEDS);
+        }
         let http = shared.http.clone();
         if let Err(e) = rest::retrying(&shared.metrics, "command reply", || edit.clone().execute(&*http, &token)).await {
             tracing::error!(error = %e, command = %name, "cannot answer a slash command");
@@ -273,7 +278,8 @@ async fn command(shared: Arc<Shared>, c: CommandInteraction) -> Handled {
 }
 
 /// What a slash command answers. `/pair` is for admins (`access.admins`), whoever may
-/// talk; `/id` for anyone (a newcomer needs their id to be admitted); the others steer
+/// talk; `/id` for anyone (a newcomer needs their id to be admitted), `/web` too (it
+/// answers in a DM with the bot only); the others steer
 /// a session and need admission (a stranger gets the refusal or code). A slash command is always answered, to its user alone, even within a
 /// refusal window: Discord shows an error otherwise, and the answer is no channel
 /// message.
@@ -288,6 +294,12 @@ async fn command_reply(shared: &Shared, c: &CommandInteraction, name: &str, chat
     }
     if name == "id" {
         return locale::ids(locale, &format!("discord:{}", c.user.id), &format!("discord:{}", chat.chat_id), None);
+    }
+    if name == "web" {
+        // A DM with the bot has no guild; a group DM has none either, but is no
+        // place for a personal link.
+        let direct = guild.is_none() && c.context != Some(InteractionContext::PrivateChannel);
+        return web_reply(shared, &actor, direct, locale).await;
     }
     match shared.engine.admit(chat.clone(), actor.clone(), "command", &format!("/{name}"), locale.code()).await {
         Ok(()) => {}
@@ -311,6 +323,22 @@ async fn command_reply(shared: &Shared, c: &CommandInteraction, name: &str, chat
         }
         CommandOutcome::Pending(pending) => pending_list(locale, guild, &pending),
         outcome => commands::reply(locale, &outcome, failed).unwrap_or_else(|| failed.to_owned()),
+    }
+}
+
+/// `/web`: a one-time sign-in link to the web inbox, in a DM with the bot only (the
+/// link signs in whoever opens it first).
+async fn web_reply(shared: &Shared, actor: &Actor, direct: bool, locale: Locale) -> String {
+    if !direct {
+        return web_text(locale, WebMsg::DirectOnly).to_owned();
+    }
+    match shared.web.sign_in_link(actor).await {
+        Ok(Some(link)) => locale::web::sign_in_reply(locale, &link),
+        Ok(None) => web_text(locale, WebMsg::InboxOff).to_owned(),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot make a sign-in link");
+            dtext(locale, DMsg::Internal).to_owned()
+        }
     }
 }
 

@@ -35,6 +35,7 @@ use serenity::all::{
 };
 
 use self::settings::DiscordSettings;
+use super::descriptor::WebLinks;
 use super::{Platform, PlatformError, reminder};
 use crate::clock::now_ms;
 use crate::engine::EngineHandle;
@@ -47,7 +48,7 @@ use crate::platform::bounded::BoundedMap;
 use crate::platform::locale::Locale;
 use crate::platform::token::TokenSigner;
 use crate::platform::turns::{Line, Priority};
-use crate::store::{ChatKey, MessageRef, Store};
+use crate::store::{ChatKey, MessageRef, UiStates};
 
 /// Entries each cache keeps at most.
 const CACHE_CAP: usize = 10_000;
@@ -68,7 +69,7 @@ pub struct Shared {
     /// checks again on every action.
     pub policy: AccessPolicy,
     /// Where the page each message shows is kept (shared by replicas).
-    store: Store,
+    ui_states: UiStates,
     /// Status line message per (channel, tool group); removed when the group finishes.
     statuses: Mutex<BoundedMap<(u64, u64), MessageId>>,
     /// Threads this bridge opened, with their parent channel (a forgotten one is looked
@@ -85,6 +86,8 @@ pub struct Shared {
     turns: Mutex<BoundedMap<u64, Arc<Line>>>,
     /// Where failed REST calls are counted (refusals are the engine's to count).
     pub metrics: Metrics,
+    /// The web inbox's links: `/web`, and each card's "Open in browser".
+    pub web: Arc<dyn WebLinks>,
 }
 
 impl Shared {
@@ -105,6 +108,12 @@ impl Shared {
         rest::retrying(&self.metrics, "send message", || channel.send_message(&self.http, message.clone())).await
     }
 
+    /// The message showing `interaction` at `page`, with its "Open in browser" when
+    /// the web inbox is on.
+    pub fn view(&self, interaction: &Interaction, locale: Locale, page: usize) -> render::View {
+        render::card(interaction, locale, &self.signer, page, self.web.card_link(&interaction.id).as_ref())
+    }
+
     /// The configured locale, else the interaction's, else English.
     pub fn locale(&self, interaction_locale: Option<&str>) -> Locale {
         Locale::pick([self.settings.locale.as_deref(), interaction_locale])
@@ -116,7 +125,7 @@ impl Shared {
 
     /// The page `message` shows: the one last turned to on any replica, else 0.
     pub async fn page_of(&self, message: u64) -> usize {
-        match self.store.ui_state(PAGE_KIND, &message.to_string(), now_ms()).await {
+        match self.ui_states.get(PAGE_KIND, &message.to_string(), now_ms()).await {
             Ok(found) => found.and_then(|s| s.value.parse().ok()).unwrap_or(0),
             Err(e) => {
                 tracing::warn!(error = %e, message, "cannot read a message's page; showing the first");
@@ -130,7 +139,7 @@ impl Shared {
     pub async fn set_page(&self, interaction: &Interaction, message: u64, page: usize) {
         let now = now_ms();
         let expires = interaction.deadline_ms.max(now).saturating_add(PAGE_GRACE_MS);
-        if let Err(e) = self.store.put_ui_state(PAGE_KIND, &message.to_string(), &interaction.id, &page.to_string(), now, expires).await {
+        if let Err(e) = self.ui_states.put(PAGE_KIND, &message.to_string(), &interaction.id, &page.to_string(), now, expires).await {
             tracing::warn!(error = %e, message, "cannot store a message's page; a re-render shows the first");
         }
     }
@@ -181,14 +190,16 @@ pub struct Discord {
 /// a public key is configured) in the background. A token Discord refuses, a gateway
 /// that closes before READY or an endpoint port that cannot be bound is an error:
 /// the bridge must not run with a Discord that cannot work.
+#[allow(clippy::too_many_arguments)] // each is a separate piece the app hands over
 pub async fn start(
     settings: &DiscordSettings,
     limits: Limits,
     policy: AccessPolicy,
     signer: TokenSigner,
     engine: EngineHandle,
-    store: Store,
+    ui_states: UiStates,
     metrics: Metrics,
+    web: Arc<dyn WebLinks>,
 ) -> Result<Arc<Discord>, PlatformError> {
     let token = settings.token.as_ref().map(|t| t.expose_secret().to_owned()).unwrap_or_default();
     if token.is_empty() {
@@ -200,7 +211,7 @@ pub async fn start(
         signer,
         settings: settings.clone(),
         policy,
-        store,
+        ui_states,
         statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
         threads: Mutex::new(BoundedMap::new(CACHE_CAP)),
         looked_up: Mutex::new(BoundedMap::new(CACHE_CAP)),
@@ -208,6 +219,7 @@ pub async fn start(
         members: members::MemberCache::default(),
         turns: Mutex::new(BoundedMap::new(CACHE_CAP)),
         metrics,
+        web,
     });
     shared.metrics.platform_started(PLATFORM);
     let me = login::check_token(&shared.http).await.map_err(|e| send_error(e.to_string()))?;
@@ -301,7 +313,7 @@ impl Platform for Discord {
     fn show_interaction<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
         Box::pin(async move {
             let channel = self.channel(chat).await?;
-            let view = render::view(interaction, self.shared.locale(None), &self.shared.signer, 0);
+            let view = self.shared.view(interaction, self.shared.locale(None), 0);
             let mut message = CreateMessage::new().embed(view.embed).components(view.components);
             if let Some((name, bytes)) = view.attachment {
                 message = message.add_file(CreateAttachment::bytes(bytes, name));
@@ -320,11 +332,11 @@ impl Platform for Discord {
             let page = self.shared.page_of(id.get()).await;
             if !interaction.status.is_pending() {
                 // Ended: no page will be turned again.
-                if let Err(e) = self.shared.store.forget_ui_state(&interaction.id).await {
+                if let Err(e) = self.shared.ui_states.forget(&interaction.id).await {
                     tracing::warn!(error = %e, "cannot forget ui state; it expires on its own");
                 }
             }
-            let view = render::view(interaction, self.shared.locale(None), &self.shared.signer, page);
+            let view = self.shared.view(interaction, self.shared.locale(None), page);
             // An empty component list is what removes the buttons once it has ended.
             let edit = EditMessage::new().embed(view.embed).components(view.components);
             let http = &self.shared.http;

@@ -5,6 +5,8 @@
 //! `custom_id` is a signed token naming an index (never a label), and the row and
 //! option counts stay within what Discord accepts, paginating where they would not.
 //! When the interaction has ended, the outcome is shown and the components removed.
+//! With the web inbox on, a pending card links to its request's page ([`card`]): a
+//! link button where the five rows leave room, else a field of the embed.
 //! Escalation reminders are rendered here too ([`reminder`]), with their mentions.
 
 use serde_json::Value;
@@ -17,7 +19,9 @@ use super::codes::Code;
 use super::text::{DMsg, dtext, truncate};
 use crate::interaction::policy::{FallbackDecision, PolicySettlement};
 use crate::interaction::{Action, Draft, FreeText, Interaction, Question, RememberScope, RequestKind, Status, answers, readable};
+use crate::platform::descriptor::BrowserLink;
 use crate::platform::locale::policy::Addressed;
+use crate::platform::locale::web::{WebMsg, web_text};
 use crate::platform::locale::{self, Locale, Msg};
 use crate::platform::reminder::Recipients;
 use crate::platform::token::TokenSigner;
@@ -43,6 +47,7 @@ pub mod limits {
     pub const FIELD_VALUE: usize = 1024;
     pub const FIELDS: usize = 25;
     pub const EMBED_TOTAL: usize = 6000;
+    pub const BUTTON_URL: usize = 512;
 }
 
 /// Actions or questions shown per page: the fifth row holds the shared buttons.
@@ -78,6 +83,12 @@ pub fn pages(interaction: &Interaction) -> usize {
 
 /// The message for `interaction`, its controls showing page `page` (clamped).
 pub fn view(interaction: &Interaction, locale: Locale, signer: &TokenSigner, page: usize) -> View {
+    card(interaction, locale, signer, page, None)
+}
+
+/// [`view`] with the request's "Open in browser" while it is pending: `link` when the
+/// web inbox is on. An ended card shows none (its buttons are gone too).
+pub fn card(interaction: &Interaction, locale: Locale, signer: &TokenSigner, page: usize, link: Option<&BrowserLink>) -> View {
     let interaction = &*readable::interaction(interaction);
     let page = page.min(pages(interaction) - 1);
     let ended = !interaction.status.is_pending();
@@ -100,6 +111,7 @@ pub fn view(interaction: &Interaction, locale: Locale, signer: &TokenSigner, pag
             fields.push((locale::text(locale, Msg::Approvals).into(), locale::policy::quorum_line(locale, &progress)));
         }
     }
+    let link = link.filter(|_| !ended);
     let (title, body, attachment, components) = match &interaction.request.kind {
         RequestKind::Approval { actions } => {
             // Several actions: what is decided so far, for the actions on this page.
@@ -110,9 +122,10 @@ pub fn view(interaction: &Interaction, locale: Locale, signer: &TokenSigner, pag
                     fields.push((name, value));
                 }
             }
+            let mut components = if ended { Vec::new() } else { approval_rows(interaction, actions, locale, signer, page) };
+            place_link(link, locale, &mut components, &mut fields);
             let (body, cut) = approval_body(actions, budget(&fields));
             let attachment = cut.then(|| full_args(actions));
-            let components = if ended { Vec::new() } else { approval_rows(interaction, actions, locale, signer, page) };
             (dtext(locale, DMsg::ApprovalTitle), body, attachment, components)
         }
         RequestKind::Questions { questions, .. } => {
@@ -122,8 +135,9 @@ pub fn view(interaction: &Interaction, locale: Locale, signer: &TokenSigner, pag
                     fields.push((format!("{}. {}", i + 1, q.header.as_deref().unwrap_or(&q.text)), truncate(&value, ANSWER_FIELD)));
                 }
             }
+            let mut components = if ended { Vec::new() } else { question_rows(interaction, questions, locale, signer, page) };
+            place_link(link, locale, &mut components, &mut fields);
             let body = question_body(questions, budget(&fields));
-            let components = if ended { Vec::new() } else { question_rows(interaction, questions, locale, signer, page) };
             (dtext(locale, DMsg::QuestionTitle), body, None, components)
         }
     };
@@ -135,6 +149,33 @@ pub fn view(interaction: &Interaction, locale: Locale, signer: &TokenSigner, pag
         embed = embed.footer(CreateEmbedFooter::new(locale::text(locale, Msg::ArgsAttached)));
     }
     View { embed, components, attachment }
+}
+
+/// Puts the "Open in browser" link where it fits: a link button (https only) in a row
+/// of its own while there are fewer than five rows, else at the end of the last row
+/// of buttons when it has room; otherwise, and for a plain-http link, a field of the
+/// embed (added before the description's budget is counted).
+fn place_link(link: Option<&BrowserLink>, locale: Locale, rows: &mut Vec<CreateActionRow>, fields: &mut Vec<(String, String)>) {
+    let label = format!("🌐 {}", web_text(locale, WebMsg::OpenInBrowser));
+    let url = match link {
+        None => return,
+        Some(BrowserLink::Button(url)) if url.chars().count() <= limits::BUTTON_URL => {
+            let button = CreateButton::new_link(url).label(truncate(&label, limits::BUTTON_LABEL));
+            if rows.len() < limits::ROWS {
+                rows.push(CreateActionRow::Buttons(vec![button]));
+                return;
+            }
+            if let Some(CreateActionRow::Buttons(last)) =
+                rows.last_mut().filter(|r| matches!(r, CreateActionRow::Buttons(b) if b.len() < limits::BUTTONS_PER_ROW))
+            {
+                last.push(button);
+                return;
+            }
+            url
+        }
+        Some(BrowserLink::Button(url) | BrowserLink::InText(url)) => url,
+    };
+    fields.push((label, url.clone()));
 }
 
 /// The description budget left once the fields (as they will be cut), the title and

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use super::inbox::Inbox;
 use super::settings::SlackSettings;
 use crate::interaction::chat::ChatNetwork;
 use crate::platform::descriptor::{self, Descriptor, PlatformSettings, Section, StartContext, Started};
+use crate::platform::inbox::DurableInbox;
 
 /// The Slack platform.
 pub struct Slack;
@@ -34,11 +34,20 @@ impl Descriptor for Slack {
                 signer: context.signer.clone(),
                 policy: context.policy.clone(),
                 metrics: context.metrics.clone(),
-                inbox: Inbox::new(context.store.clone(), context.replica_id.clone()),
+                inbox: DurableInbox::new(context.inboxes.of(super::PLATFORM), context.replica_id.clone()),
             };
             let slack = super::start(settings, wiring).await.map_err(|e| e.to_string())?;
             Ok(Some(Started { platform: slack, foreground: None }))
         })
+    }
+
+    /// `hitl-bridge slack manifest [--http PUBLIC_URL]`.
+    fn admin_command(&self) -> Option<clap::Command> {
+        Some(super::manifest::admin_command())
+    }
+
+    fn run_admin_command(&self, matches: &clap::ArgMatches) -> Result<String, String> {
+        super::manifest::run_admin_command(matches)
     }
 }
 

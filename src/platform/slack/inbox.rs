@@ -1,126 +1,91 @@
-//! Envelopes are acknowledged to Slack once stored, not once handled, as Telegram's
-//! updates are: [`Handler::receive`] stores the envelope in the store's durable inbox
-//! under platform `slack`, and only then may the socket acknowledge it; the handling
-//! follows, and the row is marked handled when it finished. So a crash between
-//! receipt and handling loses nothing (the row is handled at the next start, or by
-//! another replica once this one's claim lapses), and an envelope Slack delivers
-//! again is stored once and handled once ([`Envelope::dedup_key`]).
+//! Envelopes are acknowledged to Slack once stored, not once handled, through the
+//! bridge's durable inbox worker ([`DurableInbox`], under platform `slack`): the
+//! socket stores an envelope, acknowledges it, and [`Handler`] handles it after; its
+//! row is marked handled when that finished. So a crash between receipt and handling
+//! loses nothing (the row is handled at the next start, or by another replica once
+//! this one's claim lapses), and an envelope Slack delivers again is stored once and
+//! handled once ([`Envelope::dedup_key`]).
 //!
-//! A view submission is the exception that proves the rule: Slack waits for its
-//! answer (`response_action: errors`) in the acknowledgement itself, so it is stored,
-//! handled, and then acknowledged with the answer, well within Slack's 3 s.
-//!
-//! [`Inbox`] is the one place this platform touches the store: it is the narrow port
-//! (store / finish / claim stranded / renew / release / prune) the generic inbox
-//! worker will offer, so switching to it changes this file only.
+//! A view submission is the one Slack waits on: its answer (`response_action:
+//! errors`) goes in the acknowledgement itself. The socket registers a waiter for it
+//! ([`Handler::expect_answer`]) before storing it; the handling answers the waiter,
+//! and the socket acknowledges with that answer, well within Slack's 3 s.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
+use tokio::sync::oneshot;
 
 use super::payload::{Envelope, Interactive};
-use super::{PLATFORM, Shared, clicks};
+use super::{Shared, clicks};
 use crate::clock::now_ms;
-use crate::store::{InboxUpdate, ShowClaim, Store, StoreError};
+use crate::platform::inbox::{Done, DurableInbox, InboxHandler};
+use crate::store::{InboxUpdate, StoreError};
 
-/// How long a replica's claim on the envelopes it handles lasts without renewal.
-const CLAIM: Duration = Duration::from_secs(8);
-/// How often claims are renewed and stranded envelopes looked for.
-const SWEEP: Duration = Duration::from_secs(2);
-/// How often handled envelopes past [`KEEP_HANDLED`] are pruned.
-const PRUNE: Duration = Duration::from_secs(600);
-/// How long a handled envelope is remembered, so a redelivery is still a no-op: Slack
-/// retries an event for about an hour at most.
-const KEEP_HANDLED: Duration = Duration::from_secs(24 * 3600);
-
-/// This platform's durable inbox in the store.
-pub struct Inbox {
-    store: Store,
-    /// This replica's id, the owner of its claims.
-    replica: String,
+/// Handles stored envelopes.
+pub struct Handler {
+    pub shared: Arc<Shared>,
+    pub inbox: DurableInbox,
+    /// Answers awaited by the socket, by envelope id (live view submissions only).
+    answers: Mutex<HashMap<String, oneshot::Sender<Option<Value>>>>,
     /// Keeps the order of envelopes stored in the same millisecond.
     sequence: AtomicI64,
 }
 
-impl Inbox {
-    pub fn new(store: Store, replica: String) -> Self {
-        Self { store, replica, sequence: AtomicI64::new(0) }
+/// What [`Handler::receive`] did with an envelope.
+pub enum Received {
+    /// Stored (or already stored): acknowledge it now.
+    Ack,
+    /// Stored and being handled: acknowledge it with the answer this gives.
+    Answer(oneshot::Receiver<Option<Value>>),
+}
+
+impl Handler {
+    pub fn new(shared: Arc<Shared>, inbox: DurableInbox) -> Self {
+        Self { shared, inbox, answers: Mutex::new(HashMap::new()), sequence: AtomicI64::new(0) }
     }
 
-    fn claim(&self) -> ShowClaim {
-        ShowClaim { owner: self.replica.clone(), until_ms: now_ms() + CLAIM.as_millis() as i64 }
-    }
-
-    /// Stores `row`, claimed by this replica: whether it is new.
-    async fn store(&self, row: InboxUpdate) -> Result<bool, StoreError> {
-        let id = row.update_id.clone();
-        let new = self.store.store_updates(PLATFORM, &[row], &self.claim(), now_ms()).await?;
-        Ok(new.contains(&id))
-    }
-
-    async fn finish(&self, id: &str) {
-        if let Err(e) = self.store.finish_update(PLATFORM, id, now_ms()).await {
-            tracing::warn!(envelope = %id, error = %e, "cannot mark an envelope handled; it is handled again at the next start");
-        }
-    }
-
-    async fn claim_stranded(&self) -> Result<Vec<InboxUpdate>, StoreError> {
-        self.store.claim_stranded_updates(PLATFORM, &self.claim(), now_ms()).await
-    }
-
-    async fn renew(&self) -> Result<(), StoreError> {
-        self.store.renew_update_claims(PLATFORM, &self.claim()).await
-    }
-
-    async fn release(&self) -> Result<(), StoreError> {
-        self.store.release_update_claims(PLATFORM, &self.replica).await
-    }
-
-    async fn prune(&self) -> Result<u64, StoreError> {
-        self.store.prune_handled_updates(PLATFORM, now_ms() - KEEP_HANDLED.as_millis() as i64).await
+    fn answers(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Option<Value>>>> {
+        self.answers.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A place in the order envelopes arrived in: milliseconds, then arrival.
     fn next_seq(&self) -> i64 {
         now_ms().saturating_mul(1000) + self.sequence.fetch_add(1, Ordering::Relaxed).rem_euclid(1000)
     }
-}
 
-/// Receives envelopes into the inbox and handles them.
-pub struct Handler {
-    pub shared: Arc<Shared>,
-    pub inbox: Inbox,
-}
-
-impl Handler {
-    /// Stores `envelope` (whose text is `raw`); `Ok(payload)` means it may be
-    /// acknowledged now, with `payload` when Slack waits for one. An error means it
-    /// was not stored, and must not be acknowledged: Slack sends it again.
-    pub async fn receive(self: &Arc<Self>, envelope: Envelope, raw: &str) -> Result<Option<Value>, StoreError> {
-        let Some(key) = envelope.dedup_key() else { return Ok(None) };
-        let lane = envelope.payload["container"]["channel_id"].as_str().unwrap_or("0").to_owned();
-        let row = InboxUpdate { update_id: key.clone(), seq: self.inbox.next_seq(), lane, body: raw.to_owned() };
-        if !self.inbox.store(row).await? {
-            tracing::debug!(envelope = %key, retry = ?envelope.retry_attempt, "an envelope delivered again; already stored");
-            return Ok(None);
-        }
-        if envelope.accepts_response_payload && envelope.payload["type"] == "view_submission" {
-            let answer = self.handle(&envelope).await;
-            self.inbox.finish(&key).await;
-            return Ok(answer);
-        }
-        let handler = self.clone();
-        tokio::spawn(async move {
-            handler.handle(&envelope).await;
-            handler.inbox.finish(&key).await;
+    /// Stores `envelope` (whose text is `raw`) and hands it over when new. An error
+    /// means it was not stored and must not be acknowledged: Slack sends it again.
+    pub async fn receive(self: &Arc<Self>, envelope: Envelope, raw: &str) -> Result<Received, StoreError> {
+        let Some(key) = envelope.dedup_key() else { return Ok(Received::Ack) };
+        let waits = envelope.accepts_response_payload && envelope.payload["type"] == "view_submission";
+        let envelope_id = envelope.envelope_id.clone().unwrap_or_default();
+        let answer = waits.then(|| {
+            let (tx, rx) = oneshot::channel();
+            self.answers().insert(envelope_id.clone(), tx);
+            rx
         });
-        Ok(None)
+        let lane = envelope.payload["container"]["channel_id"].as_str().unwrap_or("0").to_owned();
+        let row = InboxUpdate { update_id: key, seq: self.next_seq(), lane, body: raw.to_owned() };
+        let stored = self.inbox.receive(self, vec![(row, envelope)]).await;
+        // Still waiting here means it was not handed over (stored before, or not stored).
+        let unclaimed = self.answers().remove(&envelope_id).is_some();
+        stored?;
+        Ok(match answer {
+            Some(rx) if !unclaimed => Received::Answer(rx),
+            _ => Received::Ack,
+        })
+    }
+
+    /// The socket's waiter for this envelope's answer, if it left one.
+    fn take_waiter(&self, envelope: &Envelope) -> Option<oneshot::Sender<Option<Value>>> {
+        envelope.envelope_id.as_ref().and_then(|id| self.answers().remove(id))
     }
 
     /// Handles one stored envelope: what Slack should be answered, if anything.
-    async fn handle(&self, envelope: &Envelope) -> Option<Value> {
+    async fn handle_envelope(&self, envelope: &Envelope) -> Option<Value> {
         match envelope.kind.as_str() {
             "interactive" => match serde_json::from_value::<Interactive>(envelope.payload.clone()) {
                 Ok(Interactive::BlockActions(click)) => {
@@ -144,66 +109,24 @@ impl Handler {
             }
         }
     }
-
-    /// Frees this replica's earlier claims (it is handling nothing yet) and handles
-    /// what is stranded.
-    pub async fn start(self: &Arc<Self>) {
-        if let Err(e) = self.inbox.release().await {
-            tracing::warn!(error = %e, "cannot free this replica's earlier envelope claims; they lapse in {} s", CLAIM.as_secs());
-        }
-        self.recover().await;
-    }
-
-    /// Handles what a previous run (or a dead replica) stored and never finished,
-    /// oldest first, in a task of its own: at start the engine runs only once every
-    /// platform has started. A view submission handled this late has nobody to answer.
-    async fn recover(self: &Arc<Self>) {
-        let stranded = match self.inbox.claim_stranded().await {
-            Ok(stranded) => stranded,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the envelope inbox; retrying at the next sweep");
-                return;
-            }
-        };
-        if stranded.is_empty() {
-            return;
-        }
-        tracing::info!(envelopes = stranded.len(), "handling Slack envelopes stored before a restart");
-        let handler = self.clone();
-        tokio::spawn(async move {
-            for row in stranded {
-                match serde_json::from_str::<Envelope>(&row.body) {
-                    Ok(envelope) => {
-                        handler.handle(&envelope).await;
-                    }
-                    Err(e) => tracing::warn!(envelope = %row.update_id, error = %e, "a stored envelope no longer reads; dropped"),
-                }
-                handler.inbox.finish(&row.update_id).await;
-            }
-        });
-    }
 }
 
-/// Renews this replica's claims and takes over stranded envelopes, every [`SWEEP`];
-/// prunes what was handled long ago, every [`PRUNE`].
-pub async fn sweep(handler: Arc<Handler>) {
-    let mut sweep = tokio::time::interval(SWEEP);
-    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    sweep.tick().await; // the first tick is immediate; start just recovered
-    let mut prune = tokio::time::interval(PRUNE);
-    loop {
-        tokio::select! {
-            _ = sweep.tick() => {
-                if let Err(e) = handler.inbox.renew().await {
-                    tracing::warn!(error = %e, "cannot renew envelope claims");
-                }
-                handler.recover().await;
+impl InboxHandler for Handler {
+    type Update = Envelope;
+
+    /// Handles the envelope in a task of its own (clicks on different cards do not wait
+    /// for each other; the engine orders what touches one request). A view submission
+    /// handled live answers the socket's waiter; one handled after a restart has
+    /// nobody to answer.
+    fn handle(self: &Arc<Self>, envelope: Envelope, done: Done) {
+        let waiter = self.take_waiter(&envelope);
+        let handler = self.clone();
+        tokio::spawn(async move {
+            let answer = handler.handle_envelope(&envelope).await;
+            if let Some(waiter) = waiter {
+                let _ = waiter.send(answer);
             }
-            _ = prune.tick() => {
-                if let Err(e) = handler.inbox.prune().await {
-                    tracing::warn!(error = %e, "cannot prune handled envelopes");
-                }
-            }
-        }
+            drop(done);
+        });
     }
 }

@@ -13,6 +13,8 @@
 //! - [`inbox`]: envelopes stored before they are acknowledged, handled from the store
 //! - [`payload`]: the few Slack payloads the bridge reads
 //! - [`clicks`]: block_actions and view_submission → the engine, in one call each
+//! - [`signature`]: the `v0` request signatures HTTP mode checks before parsing
+//! - [`manifest`]: the app manifest `hitl-bridge slack manifest` prints
 //!
 //! What a click means is always the core's call, through [`EngineHandle::act`].
 //!
@@ -33,9 +35,11 @@ mod clicks;
 pub mod codes;
 pub mod descriptor;
 mod inbox;
+pub mod manifest;
 pub mod payload;
 pub mod render;
 pub mod settings;
+pub mod signature;
 mod socket;
 pub mod text;
 
@@ -132,7 +136,7 @@ pub struct Wiring {
     pub signer: TokenSigner,
     pub policy: AccessPolicy,
     pub metrics: Metrics,
-    pub inbox: inbox::Inbox,
+    pub inbox: crate::platform::inbox::DurableInbox,
 }
 
 /// Checks the bot token with `auth.test`, then connects Socket Mode. A token Slack
@@ -160,15 +164,15 @@ pub async fn start(settings: &SlackSettings, wiring: Wiring) -> Result<Arc<Slack
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
         statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
     });
-    let handler = Arc::new(inbox::Handler { shared: shared.clone(), inbox: wiring.inbox });
-    // What a previous run stored and never finished is handled before new envelopes.
-    handler.start().await;
+    let handler = Arc::new(inbox::Handler::new(shared.clone(), wiring.inbox));
+    // What a previous run stored and never finished is handed over before new envelopes.
+    handler.inbox.start(&handler).await;
     let url = shared.api.connections_open().await.map_err(|e| match e.slack_error() {
         Some(error) => send_error(format!("Slack refused slack.app_token (apps.connections.open: {error}); it needs the connections:write scope")),
         None => send_error(format!("cannot open Socket Mode: {e}")),
     })?;
     let socket = tokio::spawn(socket::run(handler.clone(), Some(url)));
-    let sweep = tokio::spawn(inbox::sweep(handler));
+    let sweep = tokio::spawn(async move { handler.inbox.sweep(handler.clone()).await });
     Ok(Arc::new(Slack { shared, policy: wiring.policy, tasks: Mutex::new(vec![socket, sweep]) }))
 }
 

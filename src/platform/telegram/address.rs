@@ -31,6 +31,10 @@ impl ChatNetwork for Address {
         Some("telegram:CHAT_ID")
     }
 
+    fn chat_forms(&self) -> &'static [&'static str] {
+        &["telegram:CHAT_ID", "telegram:CHAT_ID/TOPIC_ID", "telegram:user:USER_ID"]
+    }
+
     fn chat_examples(&self) -> &'static [&'static str] {
         &["telegram:-100123/7"]
     }

@@ -1,5 +1,5 @@
 //! Incoming messages: a ForceReply answer (Other text, Edit JSON, a comment), a
-//! command (`/new`, `/cancel`, `/pending`, `/rules`, `/start`, `/help`, `/pair`), or a message
+//! command (`/new`, `/cancel`, `/pending`, `/rules`, `/start`, `/help`, `/pair`, `/web`), or a message
 //! for the agent. Commands and messages pass the engine's admission first: a stranger
 //! gets the refusal (or pairing code) as a reply, and nothing reaches the agent. In
 //! groups only messages addressed to the bot count (a command, an @mention, a reply
@@ -15,6 +15,7 @@ use super::{PLATFORM, Telegram};
 use crate::engine::{ActError, ActOutcome, CommandOutcome, EngineError, PairRefusal, PendingShown};
 use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Interaction, Refusal, RequestKind, UserAction};
+use crate::platform::locale::web::{WebMsg, web_text};
 use crate::platform::locale::{self, Locale, Msg, text};
 use crate::platform::refusals::{Refused, paired_notice, stranger_notice};
 use crate::platform::{PlatformError, commands};
@@ -70,11 +71,13 @@ pub async fn on_message(tg: &Telegram, message: Message) {
         }
         let parsed = ChatCommand::parse(command, rest);
         // `/pair` is the admins' business, whoever may talk; `/id` is for anyone (a
-        // newcomer needs their id before anyone can admit them); everything else (even
-        // /start and /help, which then explain the refusal) needs admission.
+        // newcomer needs their id before anyone can admit them), `/web` too (see
+        // `ChatCommand::needs_admission`); everything else (even /start and /help,
+        // which then explain the refusal) needs admission.
         match &parsed {
             Some(ChatCommand::Pair { code }) => return pair(tg, &chat, user, code, private, locale).await,
             Some(ChatCommand::Id) => return ids(tg, &chat, user, locale).await,
+            Some(ChatCommand::Web) => return web_link(tg, &chat, user, private, locale).await,
             _ => {}
         }
         if !admitted(tg, &chat, user, "command", typed, locale, message.id).await {
@@ -165,6 +168,25 @@ async fn pair(tg: &Telegram, chat: &ChatKey, user: &User, code: &str, private: b
         // Already told within the refusal window, like a stranger's messages.
         Err(PairRefusal::NotAdmin { silent: true }) => return,
         Err(refusal) => refusal.notice(locale).unwrap_or_else(|| tg_text(locale, Tg::CommandFailed).to_owned()),
+    };
+    log_failure(send::html(&tg.bot, chat, &escape(&reply), None).await.map(|_| ()));
+}
+
+/// `/web`: a one-time sign-in link to the web inbox, in a direct message only (the
+/// link signs in whoever opens it first). Sent without a link preview, like every
+/// message of the bridge ([`send`]): a preview would fetch the link's page.
+async fn web_link(tg: &Telegram, chat: &ChatKey, user: &User, private: bool, locale: Locale) {
+    let reply = if !private {
+        web_text(locale, WebMsg::DirectOnly).to_owned()
+    } else {
+        match tg.web.sign_in_link(&actor_of(user)).await {
+            Ok(Some(link)) => locale::web::sign_in_reply(locale, &link),
+            Ok(None) => web_text(locale, WebMsg::InboxOff).to_owned(),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot make a sign-in link");
+                tg_text(locale, Tg::CommandFailed).to_owned()
+            }
+        }
     };
     log_failure(send::html(&tg.bot, chat, &escape(&reply), None).await.map(|_| ()));
 }

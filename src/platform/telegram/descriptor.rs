@@ -35,8 +35,10 @@ impl Descriptor for Telegram {
                 context.limits,
                 context.engine.clone(),
                 context.signer.clone(),
-                context.store.clone(),
+                context.inboxes.of(super::PLATFORM),
+                context.ui_states.clone(),
                 context.metrics.clone(),
+                context.web.clone(),
             )
             .await
             .map_err(|e| e.to_string())?;

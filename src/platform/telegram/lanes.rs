@@ -18,12 +18,10 @@ use std::time::Duration;
 use teloxide::types::{CallbackQuery, Message};
 use tokio::sync::mpsc;
 
-use tokio::sync::oneshot;
-
 use super::{Telegram, chat, clicks};
 
 /// Fired (by being dropped) when a job's handling has finished, however it ended.
-pub type Done = oneshot::Sender<()>;
+pub use crate::platform::inbox::Done;
 
 /// How long a lane waits for more work before it ends.
 const IDLE: Duration = Duration::from_secs(300);

@@ -34,7 +34,7 @@ pub mod wizard;
 
 /// How long a replica's claim on a stored update outlives its last renewal: a dead
 /// replica's updates are handled by another replica this long (plus one sweep) after.
-pub use inbox::CLAIM as INBOX_CLAIM;
+pub use crate::platform::inbox::CLAIM as INBOX_CLAIM;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -44,9 +44,10 @@ use teloxide::Bot;
 use teloxide::types::{ChatId, MessageId, ReplyMarkup};
 use tokio::task::JoinHandle;
 
-use self::render::{render_page, step_for};
+use self::render::{render_card, step_for};
 use self::settings::TelegramSettings;
 use self::wizard::{Caches, View, Wizard};
+use super::descriptor::WebLinks;
 use super::locale::{self, Locale, Msg};
 use super::token::TokenSigner;
 use super::{Platform, PlatformError, reminder};
@@ -56,7 +57,8 @@ use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::interaction::{AccessPolicy, Interaction, readable};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
-use crate::store::{ChatKey, MessageRef, Store};
+use crate::platform::inbox::DurableInbox;
+use crate::store::{ChatKey, MessageRef, PlatformInbox, UiStates};
 
 pub const PLATFORM: &str = "telegram";
 
@@ -90,16 +92,17 @@ pub struct Telegram {
     /// group message is addressed to it).
     me: OnceLock<(u64, String)>,
     wizard: Wizard,
-    /// Where updates wait between being confirmed and handled ([`inbox`]).
-    store: Store,
-    /// This replica's id, the owner of its inbox claims.
-    replica: String,
+    /// Where updates wait between being confirmed and handled ([`inbox`]), claimed
+    /// under this replica's id.
+    inbox: DurableInbox,
     caches: Mutex<Caches>,
     lanes: lanes::Lanes,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// Where the platform says it has started (refusals are the engine's to count:
     /// [`clicks`] hands its own over).
     metrics: Metrics,
+    /// The web inbox's links: `/web`, and each card's "Open in browser".
+    web: Arc<dyn WebLinks>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -122,7 +125,8 @@ pub enum StartError {
 /// identified (getMe) and, in webhook mode, the listener bound and the webhook set
 /// before this returns, so a bad token or a taken port stops the bridge with an error
 /// instead of retrying in the background forever; updates then flow in the background.
-/// `policy` says who may answer; `replica` names this process on the update claims.
+/// `policy` says who may answer; `replica` names this process on the claims of the
+/// updates it stores in `inbox`; `ui_states` keeps the wizards' steps and prompts.
 #[allow(clippy::too_many_arguments)] // each is a separate piece the app hands over
 pub async fn start(
     tg: &TelegramSettings,
@@ -131,8 +135,10 @@ pub async fn start(
     limits: Limits,
     engine: EngineHandle,
     signer: TokenSigner,
-    store: Store,
+    inbox: PlatformInbox,
+    ui_states: UiStates,
     metrics: Metrics,
+    web: Arc<dyn WebLinks>,
 ) -> Result<Arc<Telegram>, StartError> {
     let token = tg.token.as_ref().map(|t| t.expose_secret().to_owned()).filter(|t| !t.is_empty()).ok_or(StartError::NoToken)?;
     let mut bot = Bot::new(token);
@@ -149,13 +155,13 @@ pub async fn start(
         settings: tg.clone(),
         limits,
         me: OnceLock::new(),
-        wizard: Wizard::new(store.clone()),
-        store,
-        replica,
+        wizard: Wizard::new(ui_states),
+        inbox: DurableInbox::new(inbox, replica),
         caches: Mutex::new(Caches::default()),
         lanes: lanes::Lanes::default(),
         tasks: Mutex::new(Vec::new()),
         metrics,
+        web,
     });
     platform.metrics.platform_started(PLATFORM);
     let task = transport::start(platform.clone()).await?;
@@ -187,7 +193,8 @@ impl Telegram {
         let step = step_for(interaction, view.map(|v| v.step));
         // A page belongs to the step it was turned on.
         let page = view.filter(|v| v.step == step).map_or(0, |v| v.page);
-        render_page(interaction, View { step, page }, locale, &self.signer)
+        let link = self.web.card_link(&interaction.id);
+        render_card(interaction, View { step, page }, locale, &self.signer, link.as_ref())
     }
 
     /// Re-renders one message showing `interaction` (after a navigation click).

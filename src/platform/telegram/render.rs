@@ -6,7 +6,9 @@
 //! args are cut, and the caller attaches the full JSON), every callback_data ≤ 64
 //! bytes (codes are indexes only; see [`super::callback`]), at most 100 buttons per
 //! keyboard and 8 per row: long option lists and many actions are shown a page at a
-//! time ([`OPTIONS_PER_PAGE`], [`ACTIONS_PER_PAGE`]) with ◀ ▶ buttons.
+//! time ([`OPTIONS_PER_PAGE`], [`ACTIONS_PER_PAGE`]) with ◀ ▶ buttons. With the web
+//! inbox on, a pending card also links to its request's page ([`render_card`]): a URL
+//! button in a row of its own, or a line of text within the same 4096 characters.
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
@@ -15,7 +17,9 @@ use super::text::{MAX_TEXT_CHARS, Tg, cut, escape, escape_cut, tg};
 use super::wizard::View;
 use crate::interaction::answers::encode;
 use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question, RememberScope, RequestKind, readable};
+use crate::platform::descriptor::BrowserLink;
 use crate::platform::locale::policy::Addressed;
+use crate::platform::locale::web::{WebMsg, web_text};
 use crate::platform::locale::{self, Locale, Msg, text};
 use crate::platform::reminder::Recipients;
 use crate::platform::token::TokenSigner;
@@ -74,19 +78,32 @@ pub fn render(interaction: &Interaction, step: usize, locale: Locale, signer: &T
 
 /// The message showing `view` (its page clamped to the pages there are).
 pub fn render_page(interaction: &Interaction, view: View, locale: Locale, signer: &TokenSigner) -> Rendered {
+    render_card(interaction, view, locale, signer, None)
+}
+
+/// [`render_page`] with the request's "Open in browser" while it is pending: `link`
+/// when the web inbox is on. An ended card shows neither (its buttons are gone too).
+pub fn render_card(interaction: &Interaction, view: View, locale: Locale, signer: &TokenSigner, link: Option<&BrowserLink>) -> Rendered {
     let interaction = &*readable::interaction(interaction);
     let step = view.step;
     let page = view.page.min(pages(interaction, step) - 1);
     let pending = interaction.status.is_pending();
+    let link = link.filter(|_| pending);
+    // A link in the text is one more line of the tail, so the cutting counts it.
+    let link_line = match link {
+        Some(BrowserLink::InText(url)) => Some(format!("🌐 {}: {}", escape(web_text(locale, WebMsg::OpenInBrowser)), escape(url))),
+        _ => None,
+    };
+    let extra = link_line.as_deref();
     let mut out = match (&interaction.request.kind, &interaction.draft) {
         (RequestKind::Approval { actions }, Draft::Decisions(draft)) => {
-            approval(interaction, actions, &draft.decisions, draft.user_edit_content.as_deref(), page, locale, signer)
+            approval(interaction, actions, &draft.decisions, draft.user_edit_content.as_deref(), page, locale, signer, extra)
         }
         (RequestKind::Questions { questions, .. }, Draft::Answers { answers }) if pending => {
             if step < questions.len() {
-                question_step(interaction, questions, answers, step, page, locale, signer)
+                question_step(interaction, questions, answers, step, page, locale, signer, extra)
             } else {
-                summary(interaction, questions, answers, locale, signer)
+                summary(interaction, questions, answers, locale, signer, extra)
             }
         }
         (RequestKind::Questions { questions, .. }, Draft::Answers { .. }) => ended_questions(interaction, questions, locale),
@@ -96,6 +113,15 @@ pub fn render_page(interaction: &Interaction, view: View, locale: Locale, signer
     };
     if !pending {
         out.keyboard = empty();
+    }
+    if let Some(BrowserLink::Button(url)) = link {
+        // A row of its own: every keyboard leaves room for it (at most 55 of
+        // Telegram's 100 buttons, see ACTIONS_PER_PAGE and OPTIONS_PER_PAGE).
+        match reqwest::Url::parse(url) {
+            Ok(url) => out.keyboard.inline_keyboard.push(vec![InlineKeyboardButton::url(format!("🌐 {}", web_text(locale, WebMsg::OpenInBrowser)), url)]),
+            // `web.public_url` is checked at load, so only a bug gets here.
+            Err(e) => tracing::error!(error = %e, interaction = %interaction.id, "the request's link is not a URL; no button"),
+        }
     }
     out
 }
@@ -179,6 +205,8 @@ fn decision_word(locale: Locale, decision: &Decision) -> String {
     }
 }
 
+// Each is a separate part of the card; bundling them would only rename them.
+#[allow(clippy::too_many_arguments)]
 fn approval(
     interaction: &Interaction,
     actions: &[crate::interaction::Action],
@@ -187,6 +215,7 @@ fn approval(
     page: usize,
     locale: Locale,
     signer: &TokenSigner,
+    link_line: Option<&str>,
 ) -> Rendered {
     let many = actions.len() > 1;
     let mut head = vec![format!("🔐 <b>{}</b>", escape(tg(locale, Tg::ApprovalNeeded)))];
@@ -199,6 +228,7 @@ fn approval(
         tail.push(format!("👥 {}", escape(&locale::policy::quorum_line(locale, &progress))));
     }
     tail.push(status_line(interaction, locale));
+    tail.extend(link_line.map(str::to_owned));
 
     // Everything but the args first, so the args get whatever room is left.
     let mut fixed: Vec<Vec<String>> = Vec::new();
@@ -347,6 +377,7 @@ fn context_line(interaction: &Interaction) -> Option<String> {
     interaction.request.context.as_deref().map(|c| format!("<i>{}</i>", escape_cut(c, MAX_FIELD_CHARS)))
 }
 
+#[allow(clippy::too_many_arguments)] // as for `approval`
 fn question_step(
     interaction: &Interaction,
     questions: &[Question],
@@ -355,8 +386,9 @@ fn question_step(
     page: usize,
     locale: Locale,
     signer: &TokenSigner,
+    link_line: Option<&str>,
 ) -> Rendered {
-    let Some(q) = questions.get(step) else { return summary(interaction, questions, answers, locale, signer) };
+    let Some(q) = questions.get(step) else { return summary(interaction, questions, answers, locale, signer, link_line) };
     let draft = answers.get(step).cloned().unwrap_or_default();
     let mut head: Vec<String> = context_line(interaction).into_iter().collect();
     head.extend([question_title(q, step, questions.len()), format!("<b>{}</b>", escape_cut(&q.text, MAX_FIELD_CHARS))]);
@@ -384,6 +416,7 @@ fn question_step(
         tail.push(format!("→ {}", escape_cut(&answer_text(q, &draft, locale), MAX_FIELD_CHARS)));
     }
     tail.push(status_line(interaction, locale));
+    tail.extend(link_line.map(str::to_owned));
 
     let mut rows: Vec<Vec<InlineKeyboardButton>> = Vec::new();
     for (n, o) in on_page() {
@@ -425,14 +458,22 @@ fn answer_text(q: &Question, draft: &AnswerDraft, locale: Locale) -> String {
     encode(q, draft)
 }
 
-fn summary(interaction: &Interaction, questions: &[Question], answers: &[AnswerDraft], locale: Locale, signer: &TokenSigner) -> Rendered {
+fn summary(
+    interaction: &Interaction,
+    questions: &[Question],
+    answers: &[AnswerDraft],
+    locale: Locale,
+    signer: &TokenSigner,
+    link_line: Option<&str>,
+) -> Rendered {
     let head = vec![format!("📝 <b>{}</b>", escape(text(locale, Msg::Summary)))];
     let body: Vec<String> = questions
         .iter()
         .zip(answers)
         .map(|(q, a)| format!("\n<b>{}</b>\n→ {}", escape_cut(&q.text, 500), escape_cut(&answer_text(q, a, locale), 500)))
         .collect();
-    let tail = vec![String::new(), status_line(interaction, locale)];
+    let mut tail = vec![String::new(), status_line(interaction, locale)];
+    tail.extend(link_line.map(str::to_owned));
     let row: Vec<InlineKeyboardButton> = [
         button(signer, interaction, Code::Submit, &format!("📨 {}", text(locale, Msg::Submit))),
         button(signer, interaction, Code::Goto { step: 0 }, &format!("✏️ {}", text(locale, Msg::Change))),

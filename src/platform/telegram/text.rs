@@ -39,13 +39,13 @@ pub fn tg(locale: Locale, msg: Tg) -> &'static str {
         (InvalidPrompt, Vi) => "Lời nhắc này không còn chờ câu trả lời.",
         (InvalidPrompt, Zh) => "此提示已不再等待回答。",
         (Help, En) => {
-            "Send a message to talk to the agent. /new starts a fresh session, /cancel stops the current turn, /pending shows what waits for a decision, /rules lists what is approved without asking (/rules revoke ID takes one back)."
+            "Send a message to talk to the agent. /new starts a fresh session, /cancel stops the current turn, /pending shows what waits for a decision, /rules lists what is approved without asking (/rules revoke ID takes one back), /web (here, in private) sends a sign-in link to the web inbox."
         }
         (Help, Vi) => {
-            "Gửi tin nhắn để trò chuyện với agent. /new bắt đầu phiên mới, /cancel dừng lượt hiện tại, /pending cho biết những gì đang chờ quyết định, /rules liệt kê những gì được duyệt tự động (/rules revoke MÃ để thu hồi)."
+            "Gửi tin nhắn để trò chuyện với agent. /new bắt đầu phiên mới, /cancel dừng lượt hiện tại, /pending cho biết những gì đang chờ quyết định, /rules liệt kê những gì được duyệt tự động (/rules revoke MÃ để thu hồi), /web (nhắn riêng tại đây) gửi liên kết đăng nhập hộp chờ duyệt trên web."
         }
         (Help, Zh) => {
-            "发送消息即可与智能体对话。/new 开始新会话，/cancel 停止当前回合，/pending 查看等待决定的请求，/rules 列出无需询问即批准的规则（/rules revoke 编号 可撤销）。"
+            "发送消息即可与智能体对话。/new 开始新会话，/cancel 停止当前回合，/pending 查看等待决定的请求，/rules 列出无需询问即批准的规则（/rules revoke 编号 可撤销），/web（在此私聊中）发送网页待办的登录链接。"
         }
         (CommandFailed, En) => "The bridge could not do that right now; try again.",
         (CommandFailed, Vi) => "Hiện không thể thực hiện; hãy thử lại.",

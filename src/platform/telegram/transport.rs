@@ -47,8 +47,9 @@ pub async fn start(tg: Arc<Telegram>) -> Result<JoinHandle<()>, StartError> {
     identify(&tg).await?;
     register_commands(&tg).await;
     // What a previous run stored and never finished goes first, in order.
-    inbox::start(&tg).await;
-    tg.tasks().push(tokio::spawn(inbox::sweep(tg.clone())));
+    tg.inbox.start(&tg).await;
+    let swept = tg.clone();
+    tg.tasks().push(tokio::spawn(async move { swept.inbox.sweep(swept.clone()).await }));
     Ok(match tg.settings.mode {
         TelegramMode::Polling => tokio::spawn(poll(tg)),
         TelegramMode::Webhook => {

@@ -1,6 +1,6 @@
 //! What the Telegram front end remembers between updates.
 //!
-//! In the store ([`crate::store::Store::put_ui_state`]), so that any replica behind a
+//! In the store ([`crate::store::UiStates::put`]), so that any replica behind a
 //! load balancer can handle the next update: the view each question message shows
 //! (wizard step and page of a long option list) and the ForceReply prompts waiting for
 //! typed text (Other text, Edit JSON, a comment). Both belong to their interaction and
@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::now_ms;
 use crate::interaction::Interaction;
 use crate::platform::bounded::BoundedMap;
-use crate::store::{Store, StoreError};
+use crate::store::{StoreError, UiStates};
 
 /// What typed text answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,18 +68,18 @@ fn prompt_key(chat_id: i64, user_id: u64) -> String {
 /// Steps and prompts, in the store.
 #[derive(Clone)]
 pub struct Wizard {
-    store: Store,
+    states: UiStates,
 }
 
 impl Wizard {
-    pub fn new(store: Store) -> Self {
-        Self { store }
+    pub fn new(states: UiStates) -> Self {
+        Self { states }
     }
 
     /// The remembered view of an interaction. A store error is logged and reads as
     /// none: the view is then derived from the stored draft, which is always valid.
     pub async fn view(&self, interaction_id: &str) -> Option<View> {
-        match self.store.ui_state(VIEW_KIND, interaction_id, now_ms()).await {
+        match self.states.get(VIEW_KIND, interaction_id, now_ms()).await {
             Ok(found) => found.and_then(|s| serde_json::from_str(&s.value).ok()),
             Err(e) => {
                 tracing::warn!(error = %e, interaction = %interaction_id, "cannot read the wizard view");
@@ -92,14 +92,14 @@ impl Wizard {
     pub async fn set_view(&self, interaction: &Interaction, view: View) -> Result<Option<View>, StoreError> {
         let previous = self.view(&interaction.id).await;
         let value = serde_json::to_string(&view).unwrap_or_default();
-        self.store.put_ui_state(VIEW_KIND, &interaction.id, &interaction.id, &value, now_ms(), expiry(interaction)).await?;
+        self.states.put(VIEW_KIND, &interaction.id, &interaction.id, &value, now_ms(), expiry(interaction)).await?;
         Ok(previous)
     }
 
     pub async fn restore_view(&self, interaction: &Interaction, previous: Option<View>) {
         let done = match previous {
             Some(view) => self.set_view(interaction, view).await.map(|_| ()),
-            None => self.store.delete_ui_state(VIEW_KIND, &interaction.id).await,
+            None => self.states.delete(VIEW_KIND, &interaction.id).await,
         };
         if let Err(e) = done {
             tracing::warn!(error = %e, interaction = %interaction.id, "cannot restore the wizard view");
@@ -108,7 +108,7 @@ impl Wizard {
 
     /// Forgets everything about an interaction that ended.
     pub async fn forget(&self, interaction_id: &str) {
-        if let Err(e) = self.store.forget_ui_state(interaction_id).await {
+        if let Err(e) = self.states.forget(interaction_id).await {
             tracing::warn!(error = %e, interaction = %interaction_id, "cannot forget ui state; it expires on its own");
         }
     }
@@ -119,7 +119,7 @@ impl Wizard {
         let now = now_ms();
         let expires = expiry(interaction).min(now.saturating_add(PROMPT_TTL_MS));
         let value = serde_json::to_string(prompt).unwrap_or_default();
-        self.store.put_ui_state(PROMPT_KIND, &prompt_key(prompt.chat_id, prompt.user_id), &prompt.interaction_id, &value, now, expires).await
+        self.states.put(PROMPT_KIND, &prompt_key(prompt.chat_id, prompt.user_id), &prompt.interaction_id, &value, now, expires).await
     }
 
     /// The prompt a message answers: the one it replies to, else (when `fallback`) the
@@ -127,16 +127,16 @@ impl Wizard {
     /// reply, one of them gets it.
     pub async fn take_prompt(&self, chat_id: i64, user_id: u64, reply_to: Option<i32>, fallback: bool) -> Result<Option<Prompt>, StoreError> {
         let key = prompt_key(chat_id, user_id);
-        let Some(stored) = self.store.ui_state(PROMPT_KIND, &key, now_ms()).await? else { return Ok(None) };
+        let Some(stored) = self.states.get(PROMPT_KIND, &key, now_ms()).await? else { return Ok(None) };
         let Ok(prompt) = serde_json::from_str::<Prompt>(&stored.value) else {
             tracing::warn!(%key, "an unreadable stored prompt; dropped");
-            self.store.delete_ui_state(PROMPT_KIND, &key).await?;
+            self.states.delete(PROMPT_KIND, &key).await?;
             return Ok(None);
         };
         if !(fallback || reply_to == Some(prompt.message_id)) {
             return Ok(None);
         }
-        Ok(self.store.take_ui_state(PROMPT_KIND, &key, &stored.value).await?.then_some(prompt))
+        Ok(self.states.take(PROMPT_KIND, &key, &stored.value).await?.then_some(prompt))
     }
 }
 

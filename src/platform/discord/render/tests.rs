@@ -40,7 +40,12 @@ fn assert_within_limits(view: &View) {
         let items = row["components"].as_array().cloned().unwrap_or_default();
         assert!(!items.is_empty() && items.len() <= limits::BUTTONS_PER_ROW);
         for item in &items {
-            assert!((1..=limits::CUSTOM_ID).contains(&chars(&item["custom_id"])));
+            if item["style"] == 5 {
+                // A link button: a URL and no custom_id.
+                assert!(item.get("custom_id").is_none() && (1..=limits::BUTTON_URL).contains(&chars(&item["url"])), "{item}");
+            } else {
+                assert!((1..=limits::CUSTOM_ID).contains(&chars(&item["custom_id"])));
+            }
             assert!(chars(&item["label"]) <= limits::BUTTON_LABEL);
             if item["type"] == 3 {
                 assert_eq!(items.len(), 1, "a select fills its row");
@@ -158,4 +163,61 @@ fn only_allowed_decisions_get_buttons_in_a_fixed_order() {
     let (_, rows) = json_of(&view(&i, Locale::En, &TokenSigner::new(b"k"), 0));
     let labels: Vec<&str> = rows[0]["components"].as_array().into_iter().flatten().filter_map(|b| b["label"].as_str()).collect();
     assert_eq!(labels, ["Approve", "Approve for session", "Reject"]);
+}
+
+/// "Open in browser": a link button in a row of its own, else at the end of a last row
+/// with room, else (five full rows, or a plain-http inbox) a field of the embed; an
+/// ended card shows it nowhere. Every placement stays within Discord's limits.
+#[test]
+fn open_in_browser_is_a_link_button_where_the_rows_leave_room_else_a_field() {
+    let signer = TokenSigner::new(b"k");
+    let url = "https://inbox.example/inbox/requests/a1b2c3d4e5f6";
+    let https = BrowserLink::Button(url.into());
+    let link_button = json!({"type": 2, "style": 5, "label": "🌐 Open in browser", "url": url, "disabled": false});
+    let link_field = |url: &str| json!({"name": "🌐 Open in browser", "value": url, "inline": false});
+    let fields = |view: &View| json_of(view).0["fields"].as_array().cloned().unwrap_or_default();
+
+    let one = interaction(vec![action("deploy", json!({"env": "prod"}))], vec![]);
+    let without = view(&one, Locale::En, &signer, 0);
+    let with = card(&one, Locale::En, &signer, 0, Some(&https));
+    assert_within_limits(&with);
+    let (embed, rows) = json_of(&with);
+    let mut expected = json_of(&without).1.as_array().cloned().unwrap_or_default();
+    expected.push(json!({"type": 1, "components": [link_button.clone()]}));
+    assert_eq!(rows, Value::Array(expected), "the decisions unchanged, the link in a row of its own");
+    assert_eq!(embed, json_of(&without).0, "no field when the button is there");
+
+    // Nine actions: page 1 fills five rows and its last row (5 buttons): a field; page
+    // 0's last row has 4 buttons: the link joins it.
+    let nine = interaction((0..9).map(|i| action(&format!("tool_{i}"), json!({"n": i}))).collect(), vec![]);
+    let middle = card(&nine, Locale::En, &signer, 1, Some(&https));
+    assert_within_limits(&middle);
+    assert_eq!(json_of(&middle).1, json_of(&view(&nine, Locale::En, &signer, 1)).1, "no room: the rows are unchanged");
+    assert_eq!(fields(&middle).last(), Some(&link_field(url)));
+    let first = card(&nine, Locale::En, &signer, 0, Some(&https));
+    assert_within_limits(&first);
+    let (_, rows) = json_of(&first);
+    assert_eq!(rows.as_array().map(Vec::len), Some(5));
+    assert_eq!(rows[4]["components"].as_array().and_then(|b| b.last()), Some(&link_button));
+
+    // A plain-http inbox: the link as text, no button.
+    let http = BrowserLink::InText("http://127.0.0.1:8790/inbox/requests/a1b2c3d4e5f6".into());
+    let plain = card(&one, Locale::Vi, &signer, 0, Some(&http));
+    assert_within_limits(&plain);
+    assert_eq!(json_of(&plain).1, json_of(&view(&one, Locale::Vi, &signer, 0)).1);
+    assert_eq!(
+        fields(&plain).last(),
+        Some(&json!({"name": "🌐 Mở trong trình duyệt", "value": "http://127.0.0.1:8790/inbox/requests/a1b2c3d4e5f6", "inline": false}))
+    );
+
+    // Long args: the field is counted before the description's budget.
+    let big = interaction(vec![action("import", json!({"rows": (0..2000).map(|n| format!("row-{n}")).collect::<Vec<_>>()}))], vec![]);
+    assert_within_limits(&card(&big, Locale::En, &signer, 0, Some(&http)));
+
+    // Ended: no components, no field.
+    let mut ended = one.clone();
+    assert!(ended.cancel(1_767_225_601_000, "user"));
+    let shown = card(&ended, Locale::En, &signer, 0, Some(&https));
+    assert!(shown.components.is_empty());
+    assert!(!json_of(&shown).0.to_string().contains("Open in browser"));
 }
