@@ -88,6 +88,10 @@ impl ChatNetwork for Address {
         Some("slack:CHANNEL_ID")
     }
 
+    fn chat_forms(&self) -> &'static [&'static str] {
+        &["slack:CHANNEL_ID", "slack:CHANNEL_ID/THREAD_TS", "slack:user:USER_ID"]
+    }
+
     fn chat_examples(&self) -> &'static [&'static str] {
         &["slack:C0123…", "slack:user:U0123…"]
     }
