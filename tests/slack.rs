@@ -584,3 +584,16 @@ async fn a_burst_through_a_429_storm_arrives_whole_and_in_order() {
     assert_eq!(refused, 3);
     rig.stop().await;
 }
+
+/// `check-config` (loading the settings) names the Slack key at fault: a token of
+/// the wrong kind is refused before anything is sent.
+#[test]
+fn a_token_of_the_wrong_kind_is_named_at_load() {
+    let load = |pairs: &[(&str, &str)]| Settings::from_pairs(pairs).err().map(|e| format!("{e:#}"));
+    let base = [("slack.enabled", "true"), ("slack.app_token", "xapp-1-A-2")];
+    let swapped = load(&[base[0], ("slack.bot_token", "xapp-1-A-2"), base[1]]).expect("refused");
+    assert!(swapped.contains("slack.bot_token") && swapped.contains("xoxb-"), "{swapped}");
+    let missing_app = load(&[base[0], ("slack.bot_token", "xoxb-1-2")]).expect("refused");
+    assert!(missing_app.contains("slack.app_token"), "{missing_app}");
+    assert_eq!(load(&[base[0], ("slack.bot_token", "xoxb-1-2"), base[1]]), None);
+}
