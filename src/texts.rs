@@ -442,18 +442,36 @@ fn status(locale: Locale, interaction: &Interaction) -> String {
 }
 
 fn reply_word(locale: Locale, reply: Option<&Reply>) -> String {
-    let decision = |d: &Decision| match d {
-        Decision::Approve => format!("✅ {}", text(locale, Msg::Approve)),
-        Decision::ApproveForSession => format!("🔓 {}", text(locale, Msg::ApproveForSession)),
-        Decision::Reject { .. } => format!("❌ {}", text(locale, Msg::Reject)),
-        Decision::Edit { .. } => format!("✏️ {}", text(locale, Msg::Edit)),
-        Decision::Respond { .. } => format!("💬 {}", text(locale, Msg::Respond)),
-    };
+    let decision = |d: &Decision| decided(locale, d);
     match reply {
         Some(Reply::Decisions { decisions, .. }) => decisions.iter().map(decision).collect::<Vec<_>>().join(" · "),
         Some(Reply::Answers { .. }) => format!("✅ {}", text(locale, Msg::Sent)),
         None => "✅".into(),
     }
+}
+
+/// What was decided, as the outcome line says it ("✅ Approved by Thảo at 14:02 UTC"):
+/// in the past tense, unlike the buttons.
+fn decided(locale: Locale, decision: &Decision) -> String {
+    use Locale::*;
+    let (emoji, word) = match (decision, locale) {
+        (Decision::Approve, En) => ("✅", "Approved"),
+        (Decision::Approve, Vi) => ("✅", "Đã duyệt"),
+        (Decision::Approve, Zh) => ("✅", "已批准"),
+        (Decision::ApproveForSession, En) => ("🔓", "Approved for the session"),
+        (Decision::ApproveForSession, Vi) => ("🔓", "Đã duyệt cả phiên"),
+        (Decision::ApproveForSession, Zh) => ("🔓", "已在本会话内批准"),
+        (Decision::Reject { .. }, En) => ("❌", "Rejected"),
+        (Decision::Reject { .. }, Vi) => ("❌", "Đã từ chối"),
+        (Decision::Reject { .. }, Zh) => ("❌", "已拒绝"),
+        (Decision::Edit { .. }, En) => ("✏️", "Edited"),
+        (Decision::Edit { .. }, Vi) => ("✏️", "Đã sửa"),
+        (Decision::Edit { .. }, Zh) => ("✏️", "已编辑"),
+        (Decision::Respond { .. }, En) => ("💬", "Commented"),
+        (Decision::Respond { .. }, Vi) => ("💬", "Đã bình luận"),
+        (Decision::Respond { .. }, Zh) => ("💬", "已评论"),
+    };
+    format!("{emoji} {word}")
 }
 
 #[cfg(test)]

@@ -248,7 +248,7 @@ async fn approve_runs_the_tool_and_the_model_sees_its_result() {
     assert_eq!(seen, vec![json!({"tool_call_id": run["tools"][0]["tool_call_id"], "content": format!("deployed to {target}")})]);
     // The continue was sent once: one call before the pause, one after.
     assert_eq!(h.os.model_requests(&target).await.len(), 2);
-    let done = h.person().message_shows(id_of(&m), "✅ Approve by Anh").await;
+    let done = h.person().message_shows(id_of(&m), "✅ Approved by Anh").await;
     assert!(done.get("reply_markup").is_none(), "the buttons are gone: {done}");
     h.finish(false).await;
 }

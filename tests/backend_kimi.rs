@@ -188,12 +188,12 @@ async fn approve_and_approve_for_session() {
     assert_eq!(labels(&first), ["✅ Approve", "🔓 Approve for session", "❌ Reject", "💬 Comment"]);
     assert!(first["text"].as_str().unwrap().contains("\"command\": \"echo one\""), "{}", first["text"]);
     h.person().click(id_of(&first), "Approve").await;
-    h.person().message_shows(id_of(&first), "✅ Approve by Lan").await;
+    h.person().message_shows(id_of(&first), "✅ Approved by Lan").await;
     assert!(h.tool_result("tc-1").await["return_value"]["output"].as_str().unwrap().contains("one"));
 
     let second = h.person().message_with("Run command `echo two`").await;
     h.person().click(id_of(&second), "Approve for session").await;
-    h.person().message_shows(id_of(&second), "🔓 Approve for session by Lan").await;
+    h.person().message_shows(id_of(&second), "🔓 Approved for the session by Lan").await;
     h.person().message_with("All three ran.").await;
     for (id, out) in [("tc-2", "two"), ("tc-3", "three")] {
         let result = h.tool_result(id).await;
@@ -225,7 +225,7 @@ async fn reject_with_feedback_and_without() {
 
     let second = h.person().message_with("Run command `rm -rf dist`").await;
     h.person().click(id_of(&second), "Reject").await;
-    h.person().message_shows(id_of(&second), "❌ Reject by Lan").await;
+    h.person().message_shows(id_of(&second), "❌ Rejected by Lan").await;
     let rejected = h.tool_result("tc-2").await;
     assert_eq!(
         rejected["return_value"]["message"],

@@ -222,7 +222,7 @@ async fn seed_002_reject() {
     let s = session_id(rig.sim());
     assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"reject"}]})]);
     let done = wait_edit(rig.discord(), &id, |b| b["components"] == json!([])).await;
-    assert_eq!(mask(&done.body["embeds"][0]["fields"]), json!([{"name":"Decision","value":"❌ Reject by Thảo at [hh:mm] UTC","inline":false}]));
+    assert_eq!(mask(&done.body["embeds"][0]["fields"]), json!([{"name":"Decision","value":"❌ Rejected by Thảo at [hh:mm] UTC","inline":false}]));
     wait_text(rig.discord(), "Lệnh đã bị hủy.").await;
     rig.stop().await;
 }
@@ -1257,7 +1257,7 @@ mod policies {
         i.apply(&lan(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), MIN).expect("counted");
         i.apply(&minh(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), 5 * MIN).expect("final");
         let (embed, rows) = rendered(&i, Locale::Vi);
-        assert_eq!(embed["fields"], json!([{"name": "Quyết định", "value": "✅ Duyệt bởi Lan, Minh lúc [hh:mm] UTC", "inline": false}]));
+        assert_eq!(embed["fields"], json!([{"name": "Quyết định", "value": "✅ Đã duyệt bởi Lan, Minh lúc [hh:mm] UTC", "inline": false}]));
         assert_eq!(rows, json!([]));
     }
 

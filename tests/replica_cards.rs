@@ -73,7 +73,7 @@ async fn a_decision_settled_on_the_replica_without_the_session_leaves_the_card_d
         fake.bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains("Đã đặt lệnh: buy 100 VNM @ 82000")))
     })
     .await;
-    wait_until(|| async { fake.message(chat, card_id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains("✅ Duyệt bởi Thảo"))) }).await;
+    wait_until(|| async { fake.message(chat, card_id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains("✅ Đã duyệt bởi Thảo"))) }).await;
     let s = session_id(h.sim());
     assert_eq!(approvals(h.sim()), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
 
@@ -83,7 +83,7 @@ async fn a_decision_settled_on_the_replica_without_the_session_leaves_the_card_d
     assert!(matches!(stored.delivery, Delivery::Delivered { .. }), "{:?}", stored.delivery);
     let shown = fake.message(chat, card_id).expect("the card");
     let text = shown["text"].as_str().expect("text");
-    assert!(text.contains("✅ Duyệt bởi Thảo"), "{text}");
+    assert!(text.contains("✅ Đã duyệt bởi Thảo"), "{text}");
     assert!(!text.contains("chưa gửi tới agent"), "the card says what the store holds (delivered): {text}");
     let stale_edits: Vec<_> = fake
         .calls("editMessageText")

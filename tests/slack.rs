@@ -184,12 +184,12 @@ async fn an_approval_is_shown_clicked_decided_and_closed() {
     let state = rig.decided("trade-1").await;
     assert_eq!(state["reply"], json!({"decisions": [{"type": "approve"}]}));
     assert_eq!(state["decided_by"], json!({"platform": "slack", "id": "U0ANA", "name": "ana"}));
-    let update = rig.updated(&ts, "Approve by ana").await;
+    let update = rig.updated(&ts, "Approved by ana").await;
     assert_eq!(update["channel"], OPS);
     let blocks = update["blocks"].as_array().unwrap();
     assert!(!has_buttons(&update), "the buttons are gone: {update}");
     let outcome = blocks.last().unwrap()["text"]["text"].as_str().unwrap();
-    assert!(outcome.starts_with("*✅ Approve by ana at ") && outcome.ends_with(" UTC*"), "{outcome}");
+    assert!(outcome.starts_with("*✅ Approved by ana at ") && outcome.ends_with(" UTC*"), "{outcome}");
     assert!(!has_buttons(&rig.fake.message(OPS, &ts).unwrap()));
     rig.stop().await;
 }
@@ -319,7 +319,7 @@ async fn the_edit_modal_refuses_invalid_json_then_sends_the_edit() {
         rig.decided("trade-6").await["reply"],
         json!({"decisions": [{"type": "edit", "edited_action": {"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 50}}}]})
     );
-    rig.updated(&ts, "Edit by ana").await;
+    rig.updated(&ts, "Edited by ana").await;
     rig.stop().await;
 }
 
@@ -454,7 +454,7 @@ async fn after_a_restart_the_same_card_is_clicked_and_edited() {
     rig.base = format!("http://{}", rig.harness.app().http_addr().expect("http listener"));
     rig.fake.click(&ana(), OPS, &ts, "Approve");
     assert_eq!(rig.decided("restart-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
-    let update = rig.updated(&ts, "Approve by ana").await;
+    let update = rig.updated(&ts, "Approved by ana").await;
     assert_eq!((update["channel"].as_str(), update["ts"].as_str()), (Some(OPS), Some(ts.as_str())));
     assert_eq!(rig.fake.posted().len(), 1, "no second card");
     rig.stop().await;
@@ -482,7 +482,7 @@ async fn an_envelope_stored_before_a_crash_is_handled_at_the_next_start() {
     rig.harness.boot().await;
     rig.base = format!("http://{}", rig.harness.app().http_addr().expect("http listener"));
     assert_eq!(rig.decided("crash-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
-    rig.updated(&ts, "Approve by ana").await;
+    rig.updated(&ts, "Approved by ana").await;
     rig.stop().await;
 }
 
@@ -501,7 +501,7 @@ async fn a_dm_target_is_opened_and_clicked_there() {
     assert_eq!(rig.fake.posted()[0].0, "D0ANA");
     rig.fake.click(&ana(), "D0ANA", &ts, "Approve");
     assert_eq!(rig.decided("dm-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
-    let update = rig.updated(&ts, "Approve by ana").await;
+    let update = rig.updated(&ts, "Approved by ana").await;
     assert_eq!(update["channel"], "D0ANA");
     assert_eq!(rig.fake.bodies("conversations.open").len(), 1, "the DM channel is opened once");
     rig.stop().await;

@@ -265,11 +265,11 @@ async fn seed_002_approve() {
     insta::assert_json_snapshot!("seed002_approval", masked_keyboard(&m));
     let answer = h.click(id_of(&m), "Duyệt", &thao()).await;
     assert_eq!(answer["text"], "Đã lưu quyết định");
-    let done = h.message_shows(id_of(&m), "✅ Duyệt bởi Thảo lúc").await;
+    let done = h.message_shows(id_of(&m), "✅ Đã duyệt bởi Thảo lúc").await;
     assert_eq!(
         without_clock(&done),
         "🔐 <b>Cần phê duyệt</b>\n\n<b>execute_trade</b>\nTham số:\n<pre>{\n  \"symbol\": \"VNM\",\n  \"quantity\": 100,\n  \"side\": \"buy\",\n  \"price\": 82000\n}</pre>\n\
-         <b>✅ Duyệt bởi Thảo lúc [HH:MM] UTC</b>"
+         <b>✅ Đã duyệt bởi Thảo lúc [HH:MM] UTC</b>"
     );
     assert!(!has_keyboard(&done));
     h.message_with("Đã đặt lệnh: buy 100 VNM @ 82000").await;
@@ -1300,7 +1300,7 @@ mod policies {
         let done = i.apply(&minh(), UserAction::Decide { action: 0, decision: Decision::Approve }, &nobody(), 5 * MIN).expect("final");
         assert!(matches!(done, Applied::Resolved(_)));
         let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
-        assert_eq!(r.text, format!("🔐 <b>Approval needed</b>\n\n{ARGS}\n<b>✅ Approve by Lan, Minh at 00:05 UTC</b>"));
+        assert_eq!(r.text, format!("🔐 <b>Approval needed</b>\n\n{ARGS}\n<b>✅ Approved by Lan, Minh at 00:05 UTC</b>"));
         assert_eq!(r.keyboard, hitl_bridge::platform::telegram::render::empty());
     }
 

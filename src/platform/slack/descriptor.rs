@@ -34,6 +34,7 @@ impl Descriptor for Slack {
                 signer: context.signer.clone(),
                 policy: context.policy.clone(),
                 metrics: context.metrics.clone(),
+                limits: context.limits,
                 inbox: DurableInbox::new(context.inboxes.of(super::PLATFORM), context.replica_id.clone()),
             };
             let slack = super::start(settings, wiring).await.map_err(|e| e.to_string())?;

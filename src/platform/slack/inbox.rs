@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -40,6 +41,27 @@ pub enum Received {
     Ack,
     /// Stored and being handled: acknowledge it with the answer this gives.
     Answer(oneshot::Receiver<Option<Value>>),
+}
+
+/// How long a view submission's answer is waited for before the acknowledgement goes
+/// without it: Slack gives up at 3 s.
+const ANSWER_WITHIN: Duration = Duration::from_millis(2500);
+
+impl Received {
+    /// What the acknowledgement carries, if anything: the answer Slack waits for,
+    /// when it comes in time. Slack shows an error after 3 s; an answer later than
+    /// this is dropped and the modal is closed, the action applied or not.
+    pub async fn answer(self) -> Option<Value> {
+        let Received::Answer(answer) = self else { return None };
+        match tokio::time::timeout(ANSWER_WITHIN, answer).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => None,
+            Err(_) => {
+                tracing::warn!("a view submission took too long to answer in the acknowledgement");
+                None
+            }
+        }
+    }
 }
 
 impl Handler {

@@ -1,4 +1,5 @@
-//! Slack: approvals as Block Kit cards with buttons and modals, over Socket Mode.
+//! Slack: approvals as Block Kit cards with buttons and modals, over Socket Mode or
+//! the Events API (HTTP).
 //!
 //! This file is the [`Platform`] the engine calls (sending text, status lines, showing
 //! and refreshing cards, notices, reminders) and [`start`]; the other files each own
@@ -10,6 +11,8 @@
 //! - [`codes`]: what a signed button value or modal metadata names
 //! - [`text`]: Slack-only strings and mrkdwn escaping
 //! - [`socket`]: the Socket Mode connection (envelopes, acks, reconnects)
+//! - [`http_events`]: HTTP mode's endpoint (signed posts read as the envelopes Socket
+//!   Mode would deliver)
 //! - [`inbox`]: envelopes stored before they are acknowledged, handled from the store
 //! - [`payload`]: the few Slack payloads the bridge reads
 //! - [`clicks`]: block_actions and view_submission → the engine, in one call each
@@ -34,6 +37,7 @@ pub mod api;
 mod clicks;
 pub mod codes;
 pub mod descriptor;
+mod http_events;
 mod inbox;
 pub mod manifest;
 pub mod payload;
@@ -136,6 +140,8 @@ pub struct Wiring {
     pub signer: TokenSigner,
     pub policy: AccessPolicy,
     pub metrics: Metrics,
+    /// What the HTTP events listener allows a client (HTTP mode).
+    pub limits: crate::listener::Limits,
     pub inbox: crate::platform::inbox::DurableInbox,
 }
 
@@ -146,9 +152,6 @@ pub async fn start(settings: &SlackSettings, wiring: Wiring) -> Result<Arc<Slack
     let Some(bot_token) = settings.bot_token() else {
         return Err(send_error("slack.enabled is set but slack.bot_token is empty (env HITL_BRIDGE__SLACK__BOT_TOKEN)"));
     };
-    if settings.mode == settings::SlackMode::Http {
-        return Err(send_error("slack.mode = \"http\" is not available in this version: use slack.mode = \"socket\""));
-    }
     let api = Api::new(&settings.api_url, bot_token, settings.app_token(), wiring.metrics.clone());
     wiring.metrics.platform_started(PLATFORM);
     let (bot, team) = api.auth_test().await.map_err(|e| match e.slack_error() {
@@ -167,13 +170,26 @@ pub async fn start(settings: &SlackSettings, wiring: Wiring) -> Result<Arc<Slack
     let handler = Arc::new(inbox::Handler::new(shared.clone(), wiring.inbox));
     // What a previous run stored and never finished is handed over before new envelopes.
     handler.inbox.start(&handler).await;
-    let url = shared.api.connections_open().await.map_err(|e| match e.slack_error() {
-        Some(error) => send_error(format!("Slack refused slack.app_token (apps.connections.open: {error}); it needs the connections:write scope")),
-        None => send_error(format!("cannot open Socket Mode: {e}")),
-    })?;
-    let socket = tokio::spawn(socket::run(handler.clone(), Some(url)));
+    let transport = match settings.mode {
+        settings::SlackMode::Socket => {
+            let url = shared.api.connections_open().await.map_err(|e| match e.slack_error() {
+                Some(error) => send_error(format!("Slack refused slack.app_token (apps.connections.open: {error}); it needs the connections:write scope")),
+                None => send_error(format!("cannot open Socket Mode: {e}")),
+            })?;
+            tokio::spawn(socket::run(handler.clone(), Some(url)))
+        }
+        settings::SlackMode::Http => {
+            let secret = settings.signing_secret.clone().ok_or_else(|| send_error("slack.mode = \"http\" needs slack.signing_secret"))?;
+            let listener = tokio::net::TcpListener::bind(&settings.events_listen)
+                .await
+                .map_err(|e| send_error(format!("cannot listen on slack.events_listen = {}: {e}", settings.events_listen)))?;
+            tracing::info!(listen = %settings.events_listen, path = manifest::EVENTS_PATH, "Slack events endpoint ready");
+            let endpoint = Arc::new(http_events::Endpoint { handler: handler.clone(), verifier: signature::Verifier::new(secret) });
+            tokio::spawn(crate::listener::serve(listener, http_events::router(endpoint), wiring.limits))
+        }
+    };
     let sweep = tokio::spawn(async move { handler.inbox.sweep(handler.clone()).await });
-    Ok(Arc::new(Slack { shared, policy: wiring.policy, tasks: Mutex::new(vec![socket, sweep]) }))
+    Ok(Arc::new(Slack { shared, policy: wiring.policy, tasks: Mutex::new(vec![transport, sweep]) }))
 }
 
 impl Platform for Slack {

@@ -6,7 +6,7 @@
 //! name, description and arguments (a code block cut to Slack's limits, with a visible
 //! note); and one button per allowed decision: Approve (primary), Edit, Reject (danger,
 //! with a confirm) and Comment. Once the interaction has ended the buttons are gone and
-//! the outcome line (`✅ Approve by Ana at 14:02 UTC`, or the expiry) takes their
+//! the outcome line (`✅ Approved by Ana at 14:02 UTC`, or the expiry) takes their
 //! place, on every copy the engine refreshes.
 //!
 //! Slack's limits (Block Kit reference) are kept here: 50 blocks a message, 3,000

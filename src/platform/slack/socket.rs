@@ -16,14 +16,11 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::inbox::{Handler, Received};
+use super::inbox::Handler;
 use super::payload::Envelope;
 
 const FIRST_PAUSE: Duration = Duration::from_millis(500);
 const LONGEST_PAUSE: Duration = Duration::from_secs(30);
-/// How long a view submission's answer is waited for before the acknowledgement goes
-/// without it: Slack gives up at 3 s.
-const ANSWER_WITHIN: Duration = Duration::from_millis(2500);
 
 /// How one connection ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -113,14 +110,8 @@ async fn connection(handler: &Arc<Handler>, url: &str) -> Ended {
                 match handler.receive(envelope, &text).await {
                     Ok(received) => {
                         let mut ack = json!({ "envelope_id": envelope_id });
-                        if let Received::Answer(answer) = received {
-                            // Slack shows an error after 3 s; an answer later than this is
-                            // dropped and the modal is closed, the action applied or not.
-                            match tokio::time::timeout(ANSWER_WITHIN, answer).await {
-                                Ok(Ok(Some(payload))) => ack["payload"] = payload,
-                                Ok(_) => {}
-                                Err(_) => tracing::warn!(%envelope_id, "a view submission took too long to answer in the acknowledgement"),
-                            }
+                        if let Some(payload) = received.answer().await {
+                            ack["payload"] = payload;
                         }
                         if let Err(e) = ws.send(Message::Text(ack.to_string())).await {
                             tracing::warn!(error = %e, "cannot acknowledge an envelope; Slack sends it again");

@@ -139,7 +139,7 @@ fn the_outcome_replaces_the_buttons() {
     assert_within_limits(&card);
     assert!(buttons(&card).is_empty());
     let blocks = card["blocks"].as_array().unwrap();
-    assert_eq!(blocks.last().unwrap()["text"]["text"], "*✅ Approve by ana at 00:01 UTC*");
+    assert_eq!(blocks.last().unwrap()["text"]["text"], "*✅ Approved by ana at 00:01 UTC*");
     assert_eq!(blocks[1]["elements"].as_array().unwrap().len(), 1, "no deadline once decided");
 }
 
