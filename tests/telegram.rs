@@ -1331,7 +1331,7 @@ mod policies {
         let mut i = migration(false, Policy { remember: vec![RememberScope::Always], ..policy() });
         i.apply(&minh(), UserAction::Remember { scope: RememberScope::Always }, &nobody(), 3 * MIN).expect("approved");
         let r = render(&i, 0, Locale::En, &TokenSigner::new(b"secret"));
-        assert!(r.text.ends_with("<b>✅ Approve (always) by Minh at 00:03 UTC</b>"), "{}", r.text);
+        assert!(r.text.ends_with("<b>✅ Approved (always) by Minh at 00:03 UTC</b>"), "{}", r.text);
     }
 
     /// Nobody decided: the fallback's outcome, for each kind of fallback.
