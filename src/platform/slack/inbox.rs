@@ -6,8 +6,9 @@
 //! this one's claim lapses), and an envelope Slack delivers again is stored once and
 //! handled once ([`Envelope::dedup_key`]).
 //!
-//! A view submission is the one Slack waits on: its answer (`response_action:
-//! errors`) goes in the acknowledgement itself. The socket registers a waiter for it
+//! A view submission and a slash command are the ones Slack waits on: their answer
+//! (`response_action: errors`; the text the person sees) goes in the acknowledgement
+//! itself. The socket registers a waiter for it
 //! ([`Handler::expect_answer`]) before storing it; the handling answers the waiter,
 //! and the socket acknowledges with that answer, well within Slack's 3 s.
 
@@ -20,7 +21,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::payload::{Envelope, Interactive};
-use super::{Shared, clicks};
+use super::{Shared, chat, clicks, commands};
 use crate::clock::now_ms;
 use crate::platform::inbox::{Done, DurableInbox, InboxHandler};
 use crate::store::{InboxUpdate, StoreError};
@@ -82,14 +83,14 @@ impl Handler {
     /// means it was not stored and must not be acknowledged: Slack sends it again.
     pub async fn receive(self: &Arc<Self>, envelope: Envelope, raw: &str) -> Result<Received, StoreError> {
         let Some(key) = envelope.dedup_key() else { return Ok(Received::Ack) };
-        let waits = envelope.accepts_response_payload && envelope.payload["type"] == "view_submission";
+        let waits = waits_for_answer(&envelope);
         let envelope_id = envelope.envelope_id.clone().unwrap_or_default();
         let answer = waits.then(|| {
             let (tx, rx) = oneshot::channel();
             self.answers().insert(envelope_id.clone(), tx);
             rx
         });
-        let lane = envelope.payload["container"]["channel_id"].as_str().unwrap_or("0").to_owned();
+        let lane = lane_of(&envelope).to_owned();
         let row = InboxUpdate { update_id: key, seq: self.next_seq(), lane, body: raw.to_owned() };
         let stored = self.inbox.receive(self, vec![(row, envelope)]).await;
         // Still waiting here means it was not handed over (stored before, or not stored).
@@ -124,13 +125,30 @@ impl Handler {
                     None
                 }
             },
+            "events_api" => {
+                chat::on_event(&self.shared, &envelope.payload).await;
+                None
+            }
+            "slash_commands" => commands::on_command(&self.shared, &envelope.payload).await,
             other => {
-                // Chat (events, the slash command) comes with the next slice.
-                tracing::debug!(kind = %other, "ignoring an envelope kind this version does not handle");
+                tracing::debug!(kind = %other, "ignoring an envelope kind the bridge does not use");
                 None
             }
         }
     }
+}
+
+/// Whether Slack waits for an answer in this envelope's acknowledgement: a view
+/// submission (the modal's errors) and a slash command (what the person sees).
+fn waits_for_answer(envelope: &Envelope) -> bool {
+    envelope.accepts_response_payload && (envelope.kind == "slash_commands" || envelope.payload["type"] == "view_submission")
+}
+
+/// The conversation an envelope is about, stored as its row's lane: a click's, an
+/// event's or a slash command's channel.
+fn lane_of(envelope: &Envelope) -> &str {
+    let payload = &envelope.payload;
+    [&payload["container"]["channel_id"], &payload["event"]["channel"], &payload["channel_id"]].into_iter().find_map(Value::as_str).unwrap_or("0")
 }
 
 impl InboxHandler for Handler {
