@@ -209,8 +209,9 @@ mod tests {
         let top = event(json!({"type": "message", "channel": "C0OPS", "channel_type": "channel", "user": "U0ANA", "text": "hi", "ts": "1.000100"}));
         let routed = route(&top, BOT, &channels()).unwrap();
         assert_eq!(routed, Routed { chat: ChatKey::new(PLATFORM, "C0OPS", Some("1.000100")), user: "U0ANA".into(), text: "hi".into() });
-        let reply =
-            event(json!({"type": "message", "channel": "C0OPS", "channel_type": "channel", "user": "U0ANA", "text": "more", "ts": "2.0", "thread_ts": "1.000100"}));
+        let reply = event(
+            json!({"type": "message", "channel": "C0OPS", "channel_type": "channel", "user": "U0ANA", "text": "more", "ts": "2.0", "thread_ts": "1.000100"}),
+        );
         assert_eq!(route(&reply, BOT, &channels()).unwrap().chat, routed.chat, "a reply continues the thread's session");
     }
 
@@ -239,7 +240,8 @@ mod tests {
         ] {
             assert_eq!(route(&event(ignored.clone()), BOT, &channels()), None, "{ignored}");
         }
-        let broadcast = event(json!({"type": "message", "subtype": "thread_broadcast", "channel": "C0OPS", "user": "U0ANA", "text": "x", "ts": "2.0", "thread_ts": "1.0"}));
+        let broadcast =
+            event(json!({"type": "message", "subtype": "thread_broadcast", "channel": "C0OPS", "user": "U0ANA", "text": "x", "ts": "2.0", "thread_ts": "1.0"}));
         assert!(route(&broadcast, BOT, &channels()).is_some());
     }
 

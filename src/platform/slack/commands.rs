@@ -111,11 +111,8 @@ async fn answer(shared: &Shared, command: &SlashCommand) -> String {
     let (name, rest) = command.text.trim().split_once(char::is_whitespace).unwrap_or((command.text.trim(), ""));
     let Some(parsed) = ChatCommand::parse(name, rest.trim()) else { return usage(locale) };
     let direct = is_dm_with_bot(shared, command).await;
-    let chat = if direct {
-        ChatKey::new(PLATFORM, &format!("{DM_PREFIX}{}", command.user_id), None)
-    } else {
-        ChatKey::new(PLATFORM, &command.channel_id, None)
-    };
+    let chat =
+        if direct { ChatKey::new(PLATFORM, &format!("{DM_PREFIX}{}", command.user_id), None) } else { ChatKey::new(PLATFORM, &command.channel_id, None) };
     let actor = actor(command);
     match &parsed {
         ChatCommand::Id => {
