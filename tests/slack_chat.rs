@@ -270,3 +270,25 @@ async fn a_turns_approval_is_a_card_listed_by_pending_and_clicked() {
     assert_eq!(after, json!({"response_type": "ephemeral", "text": "Nothing is waiting for a decision here."}));
     rig.stop().await;
 }
+
+/// In a DM with the bot, `/hitl new` starts a session the next message goes to and
+/// `/hitl cancel` answers for it; `web` is refused outside the DM and `pair` to
+/// someone who is no admin, each to the person alone.
+#[tokio::test]
+async fn hitl_new_cancel_web_and_pair() {
+    let rig = Rig::start().await;
+    let ana = Person::new(ANA, "ana");
+    assert_eq!(rig.hitl(&ana, "D0ANA", "cancel").await["text"], "There is no session in this chat yet.");
+    rig.say(ANA, "D0ANA", "im", "xin chào", "1700000100.000100", None);
+    rig.wait_text(&echo("xin chào")).await;
+    assert_eq!(rig.hitl(&ana, "D0ANA", "new").await, json!({"response_type": "ephemeral", "text": "Started a new session."}));
+    rig.say(ANA, "D0ANA", "im", "lần hai", "1700000200.000100", None);
+    rig.wait_text(&echo("lần hai")).await;
+    let sessions: Vec<Value> = rig.harness.sim().commands().into_iter().filter(|c| c["type"] == "message").map(|c| c["session_id"].clone()).collect();
+    assert_eq!(sessions.len(), 2);
+    assert_ne!(sessions[0], sessions[1], "/hitl new started another session");
+    assert_eq!(rig.hitl(&ana, "D0ANA", "cancel").await["text"], "Cancelled.");
+    assert_eq!(rig.hitl(&ana, OPS, "web").await["text"], "/web works in a direct message with the bot only: a sign-in link is personal.");
+    assert_eq!(rig.hitl(&ana, "D0ANA", "pair ABCD-1234").await["text"], "⛔ Only an admin (access.admins) may approve pairing codes.");
+    rig.stop().await;
+}
