@@ -292,3 +292,26 @@ async fn hitl_new_cancel_web_and_pair() {
     assert_eq!(rig.hitl(&ana, "D0ANA", "pair ABCD-1234").await["text"], "⛔ Only an admin (access.admins) may approve pairing codes.");
     rig.stop().await;
 }
+
+/// A conversation's chat is handled in the order Slack delivered it: `/hitl new`
+/// typed just before a message (whose handling has a Slack call to make first) still
+/// starts the session that message and the next one go to.
+#[tokio::test]
+async fn hitl_new_then_a_message_keep_their_order() {
+    let rig = Rig::start().await;
+    let id = format!("env-cmd-{}", rand_suffix());
+    rig.fake.push(json!({
+        "type": "slash_commands", "envelope_id": id, "accepts_response_payload": true,
+        "payload": {"team_id": TEAM, "channel_id": "D0ANA", "channel_name": "directmessage", "user_id": ANA, "user_name": "ana",
+                    "command": "/hitl", "text": "new", "response_url": "https://hooks.slack.com/commands/T0ACME/2/y", "trigger_id": "1.3.t"}
+    }));
+    rig.say(ANA, "D0ANA", "im", "xin chào", "1700000100.000100", None);
+    assert_eq!(rig.fake.wait_ack(&id).await["payload"]["text"], "Started a new session.");
+    rig.wait_text(&echo("xin chào")).await;
+    rig.say(ANA, "D0ANA", "im", "lần hai", "1700000200.000100", None);
+    rig.wait_text(&echo("lần hai")).await;
+    let sessions: Vec<Value> = rig.harness.sim().commands().into_iter().filter(|c| c["type"] == "message").map(|c| c["session_id"].clone()).collect();
+    assert_eq!(sessions.len(), 2);
+    assert_eq!(sessions[0], sessions[1], "both messages went to the session /hitl new started");
+    rig.stop().await;
+}
