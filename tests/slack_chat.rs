@@ -315,3 +315,81 @@ async fn hitl_new_then_a_message_keep_their_order() {
     assert_eq!(sessions[0], sessions[1], "both messages went to the session /hitl new started");
     rig.stop().await;
 }
+
+/// HTTP mode: a signed Events API post of a message reaches the agent, answered in its
+/// thread, and a signed `/hitl id` form post is answered in the 200 body, to the person.
+#[tokio::test]
+async fn http_mode_hears_messages_and_answers_hitl_in_the_response() {
+    use hmac::{Hmac, Mac};
+    use sha2::Sha256;
+    const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+    let fake = FakeSlack::start().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let pairs = [
+        ("slack.enabled", "true".to_owned()),
+        ("slack.mode", "http".to_owned()),
+        ("slack.bot_token", fake_slack::BOT_TOKEN.to_owned()),
+        ("slack.signing_secret", SECRET.to_owned()),
+        ("slack.events_listen", listen.clone()),
+        ("slack.api_url", fake.api_url()),
+        ("tokens.secret", "test-secret".to_owned()),
+    ];
+    let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let harness = Harness::on(Chat::Headless)
+        .settings(&borrowed)
+        .tweak(|s| {
+            s.platforms.get_mut::<SlackSettings>().channels = vec![OPS.into()];
+            s.access.users = vec![format!("slack:{ANA}")];
+        })
+        .start()
+        .await;
+    let rig = Rig { harness, fake };
+    let http = reqwest::Client::new();
+    let post = |content_type: &'static str, body: String| {
+        let http = http.clone();
+        let url = format!("http://{listen}/slack/events");
+        async move {
+            let now = hitl_bridge::clock::now_ms() / 1000;
+            let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
+            mac.update(format!("v0:{now}:{body}").as_bytes());
+            let signature = format!("v0={}", hex::encode(mac.finalize().into_bytes()));
+            let response = http
+                .post(url)
+                .header("content-type", content_type)
+                .header("x-slack-request-timestamp", now.to_string())
+                .header("x-slack-signature", signature)
+                .body(body)
+                .send()
+                .await
+                .expect("post");
+            (response.status().as_u16(), response.text().await.unwrap_or_default())
+        }
+    };
+    let ts = "1700000100.000100";
+    let event = json!({"token": "legacy", "team_id": TEAM, "api_app_id": "A0APP", "type": "event_callback", "event_id": "Ev0HTTP1", "event_time": 1_700_000_100,
+                       "event": {"type": "message", "channel": OPS, "channel_type": "channel", "user": ANA, "text": "xin chào", "ts": ts, "event_ts": ts, "team": TEAM}});
+    assert_eq!(post("application/json", event.to_string()).await.0, 200);
+    let answer = rig.wait_text(&echo("xin chào")).await;
+    assert_eq!(answer, json!({"channel": OPS, "text": echo("xin chào"), "thread_ts": ts}));
+    let form = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs([
+            ("command", "/hitl"),
+            ("text", "id"),
+            ("user_id", ANA),
+            ("user_name", "ana"),
+            ("channel_id", OPS),
+            ("team_id", TEAM),
+            ("trigger_id", "5.5.h"),
+        ])
+        .finish();
+    let (status, body) = post("application/x-www-form-urlencoded", form).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        json!({"response_type": "ephemeral", "text": format!(
+            "🆔 You: slack:{ANA}  (access.users, access.approvers, access.admins)\nThis chat: slack:{OPS}  (access.chats, routing.channels)"
+        )})
+    );
+    rig.stop().await;
+}

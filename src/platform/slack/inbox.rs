@@ -144,9 +144,11 @@ impl Handler {
 }
 
 /// Whether Slack waits for an answer in this envelope's acknowledgement: a view
-/// submission (the modal's errors) and a slash command (what the person sees).
+/// submission (the modal's errors) and a slash command (what the person sees). Slack
+/// always takes a slash command's answer there (Socket Mode says so with
+/// `accepts_response_payload`; HTTP mode's 200 body carries it without saying).
 fn waits_for_answer(envelope: &Envelope) -> bool {
-    envelope.accepts_response_payload && (envelope.kind == "slash_commands" || envelope.payload["type"] == "view_submission")
+    envelope.kind == "slash_commands" || (envelope.accepts_response_payload && envelope.payload["type"] == "view_submission")
 }
 
 /// The conversation an envelope is about, stored as its row's lane: a click's, an
