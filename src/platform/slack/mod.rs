@@ -28,8 +28,9 @@
 //! third tokio-tungstenite and signal handlers that fight the bridge's own SIGTERM
 //! handling, so the transport is the bridge's own (reqwest, tokio-tungstenite 0.21,
 //! both already in the tree). Its models alone (`default-features = false`) were not
-//! taken either: the bridge reads four payloads (the Socket Mode envelope, `hello`
-//! and `disconnect`, `block_actions`, `view_submission`), a few fields each, and
+//! taken either: the bridge reads a handful of payloads (the Socket Mode envelope,
+//! `hello` and `disconnect`, `block_actions`, `view_submission`, the `message` and
+//! `app_mention` events, the slash command), a few fields each, and
 //! writes Block Kit whose exact JSON the tests assert. Hand-written serde types for
 //! what is read ([`payload`]) and `json!` for what is written keep that JSON in plain
 //! sight, with one dependency fewer to build and keep current.
