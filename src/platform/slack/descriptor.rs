@@ -36,6 +36,7 @@ impl Descriptor for Slack {
                 metrics: context.metrics.clone(),
                 limits: context.limits,
                 inbox: DurableInbox::new(context.inboxes.of(super::PLATFORM), context.replica_id.clone()),
+                web: context.web.clone(),
             };
             let slack = super::start(settings, wiring).await.map_err(|e| e.to_string())?;
             Ok(Some(Started { platform: slack, foreground: None }))

@@ -6,8 +6,12 @@
 //! this one's claim lapses), and an envelope Slack delivers again is stored once and
 //! handled once ([`Envelope::dedup_key`]).
 //!
-//! A view submission is the one Slack waits on: its answer (`response_action:
-//! errors`) goes in the acknowledgement itself. The socket registers a waiter for it
+//! Chat (messages, mentions, slash commands) is handled one envelope after another
+//! per conversation, in the order Slack delivered it; clicks run in parallel.
+//!
+//! A view submission and a slash command are the ones Slack waits on: their answer
+//! (`response_action: errors`; the text the person sees) goes in the acknowledgement
+//! itself. The socket registers a waiter for it
 //! ([`Handler::expect_answer`]) before storing it; the handling answers the waiter,
 //! and the socket acknowledges with that answer, well within Slack's 3 s.
 
@@ -17,10 +21,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use super::payload::{Envelope, Interactive};
-use super::{Shared, clicks};
+use super::{Shared, chat, clicks, commands};
 use crate::clock::now_ms;
 use crate::platform::inbox::{Done, DurableInbox, InboxHandler};
 use crate::store::{InboxUpdate, StoreError};
@@ -33,6 +37,8 @@ pub struct Handler {
     answers: Mutex<HashMap<String, oneshot::Sender<Option<Value>>>>,
     /// Keeps the order of envelopes stored in the same millisecond.
     sequence: AtomicI64,
+    /// Each conversation's chat lane, while it has work.
+    lanes: Mutex<HashMap<String, mpsc::UnboundedSender<Job>>>,
 }
 
 /// What [`Handler::receive`] did with an envelope.
@@ -66,7 +72,7 @@ impl Received {
 
 impl Handler {
     pub fn new(shared: Arc<Shared>, inbox: DurableInbox) -> Self {
-        Self { shared, inbox, answers: Mutex::new(HashMap::new()), sequence: AtomicI64::new(0) }
+        Self { shared, inbox, answers: Mutex::new(HashMap::new()), sequence: AtomicI64::new(0), lanes: Mutex::new(HashMap::new()) }
     }
 
     fn answers(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Option<Value>>>> {
@@ -82,14 +88,14 @@ impl Handler {
     /// means it was not stored and must not be acknowledged: Slack sends it again.
     pub async fn receive(self: &Arc<Self>, envelope: Envelope, raw: &str) -> Result<Received, StoreError> {
         let Some(key) = envelope.dedup_key() else { return Ok(Received::Ack) };
-        let waits = envelope.accepts_response_payload && envelope.payload["type"] == "view_submission";
+        let waits = waits_for_answer(&envelope);
         let envelope_id = envelope.envelope_id.clone().unwrap_or_default();
         let answer = waits.then(|| {
             let (tx, rx) = oneshot::channel();
             self.answers().insert(envelope_id.clone(), tx);
             rx
         });
-        let lane = envelope.payload["container"]["channel_id"].as_str().unwrap_or("0").to_owned();
+        let lane = lane_of(&envelope).to_owned();
         let row = InboxUpdate { update_id: key, seq: self.next_seq(), lane, body: raw.to_owned() };
         let stored = self.inbox.receive(self, vec![(row, envelope)]).await;
         // Still waiting here means it was not handed over (stored before, or not stored).
@@ -124,10 +130,108 @@ impl Handler {
                     None
                 }
             },
-            other => {
-                // Chat (events, the slash command) comes with the next slice.
-                tracing::debug!(kind = %other, "ignoring an envelope kind this version does not handle");
+            "events_api" => {
+                chat::on_event(&self.shared, &envelope.payload).await;
                 None
+            }
+            "slash_commands" => commands::on_command(&self.shared, &envelope.payload).await,
+            other => {
+                tracing::debug!(kind = %other, "ignoring an envelope kind the bridge does not use");
+                None
+            }
+        }
+    }
+}
+
+/// Whether Slack waits for an answer in this envelope's acknowledgement: a view
+/// submission (the modal's errors) and a slash command (what the person sees). Slack
+/// always takes a slash command's answer there (Socket Mode says so with
+/// `accepts_response_payload`; HTTP mode's 200 body carries it without saying).
+fn waits_for_answer(envelope: &Envelope) -> bool {
+    envelope.kind == "slash_commands" || (envelope.accepts_response_payload && envelope.payload["type"] == "view_submission")
+}
+
+/// The conversation an envelope is about, stored as its row's lane: a click's, an
+/// event's or a slash command's channel.
+fn lane_of(envelope: &Envelope) -> &str {
+    let payload = &envelope.payload;
+    [&payload["container"]["channel_id"], &payload["event"]["channel"], &payload["channel_id"]].into_iter().find_map(Value::as_str).unwrap_or("0")
+}
+
+/// Whether an envelope is chat (a message, a mention, a slash command), which is
+/// handled in its conversation's order.
+fn is_chat(envelope: &Envelope) -> bool {
+    envelope.kind == "events_api" || envelope.kind == "slash_commands"
+}
+
+/// One envelope's work: the socket's waiter for its answer (a live view submission
+/// or slash command), and the signal that it was handled.
+struct Job {
+    envelope: Envelope,
+    waiter: Option<oneshot::Sender<Option<Value>>>,
+    done: Done,
+}
+
+/// How long a conversation's lane waits for more chat before it ends (idle
+/// conversations cost nothing).
+const LANE_IDLE: Duration = Duration::from_secs(300);
+
+impl Handler {
+    fn lanes(&self) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<Job>>> {
+        self.lanes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Handles `job`, answers its waiter, then marks it handled (`done` dropped).
+    async fn run(&self, job: Job) {
+        let answer = self.handle_envelope(&job.envelope).await;
+        if let Some(waiter) = job.waiter {
+            let _ = waiter.send(answer);
+        }
+        drop(job.done);
+    }
+
+    /// Queues `job` on the lane of conversation `key`, starting the lane if needed.
+    fn queue(self: &Arc<Self>, key: String, job: Job) {
+        let mut lanes = self.lanes();
+        let job = match lanes.get(&key) {
+            Some(lane) => match lane.send(job) {
+                Ok(()) => return,
+                // The lane ended (it cannot while listed; a panic could): start anew.
+                Err(mpsc::error::SendError(job)) => job,
+            },
+            None => job,
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        // Cannot fail: the receiver is alive right here.
+        let _ = tx.send(job);
+        lanes.insert(key.clone(), tx);
+        tokio::spawn(lane(self.clone(), key, rx));
+    }
+}
+
+/// A conversation's chat, one envelope after another in the order Slack delivered
+/// them: without this, two quick messages (or a message and `/hitl new`) could reach
+/// the engine in the wrong order.
+async fn lane(handler: Arc<Handler>, key: String, mut rx: mpsc::UnboundedReceiver<Job>) {
+    loop {
+        match tokio::time::timeout(LANE_IDLE, rx.recv()).await {
+            Ok(Some(job)) => {
+                // In a task of its own, awaited: an envelope the handling panics on is
+                // logged (and marked handled) and the lane goes on with the next.
+                let runner = handler.clone();
+                if let Err(e) = tokio::spawn(async move { runner.run(job).await }).await {
+                    tracing::error!(lane = %key, error = %e, "handling a Slack envelope failed; it is dropped and the conversation goes on");
+                }
+            }
+            Ok(None) => return,
+            Err(_) => {
+                // Removed under the map lock, which senders hold too: a job queued
+                // meanwhile is seen here and handled before leaving.
+                let mut lanes = handler.lanes();
+                if rx.is_empty() {
+                    lanes.remove(&key);
+                    return;
+                }
             }
         }
     }
@@ -136,19 +240,18 @@ impl Handler {
 impl InboxHandler for Handler {
     type Update = Envelope;
 
-    /// Handles the envelope in a task of its own (clicks on different cards do not wait
-    /// for each other; the engine orders what touches one request). A view submission
-    /// handled live answers the socket's waiter; one handled after a restart has
-    /// nobody to answer.
+    /// Chat goes on its conversation's lane, in order. A click or a submission is
+    /// handled in a task of its own (clicks on different cards do not wait for each
+    /// other; the engine orders what touches one request). A view submission or slash
+    /// command handled live answers the socket's waiter; one handled after a restart
+    /// has nobody to answer.
     fn handle(self: &Arc<Self>, envelope: Envelope, done: Done) {
         let waiter = self.take_waiter(&envelope);
+        let job = Job { envelope, waiter, done };
+        if is_chat(&job.envelope) {
+            return self.queue(lane_of(&job.envelope).to_owned(), job);
+        }
         let handler = self.clone();
-        tokio::spawn(async move {
-            let answer = handler.handle_envelope(&envelope).await;
-            if let Some(waiter) = waiter {
-                let _ = waiter.send(answer);
-            }
-            drop(done);
-        });
+        tokio::spawn(async move { handler.run(job).await });
     }
 }

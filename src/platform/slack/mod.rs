@@ -16,6 +16,8 @@
 //! - [`inbox`]: envelopes stored before they are acknowledged, handled from the store
 //! - [`payload`]: the few Slack payloads the bridge reads
 //! - [`clicks`]: block_actions and view_submission → the engine, in one call each
+//! - [`chat`]: messages and mentions → the agent's turns, one session per thread
+//! - [`commands`]: `/hitl <command>`, answered to the person in the acknowledgement
 //! - [`signature`]: the `v0` request signatures HTTP mode checks before parsing
 //! - [`manifest`]: the app manifest `hitl-bridge slack manifest` prints
 //!
@@ -26,16 +28,19 @@
 //! third tokio-tungstenite and signal handlers that fight the bridge's own SIGTERM
 //! handling, so the transport is the bridge's own (reqwest, tokio-tungstenite 0.21,
 //! both already in the tree). Its models alone (`default-features = false`) were not
-//! taken either: the bridge reads four payloads (the Socket Mode envelope, `hello`
-//! and `disconnect`, `block_actions`, `view_submission`), a few fields each, and
+//! taken either: the bridge reads a handful of payloads (the Socket Mode envelope,
+//! `hello` and `disconnect`, `block_actions`, `view_submission`, the `message` and
+//! `app_mention` events, the slash command), a few fields each, and
 //! writes Block Kit whose exact JSON the tests assert. Hand-written serde types for
 //! what is read ([`payload`]) and `json!` for what is written keep that JSON in plain
 //! sight, with one dependency fewer to build and keep current.
 
 pub mod address;
 pub mod api;
+pub mod chat;
 mod clicks;
 pub mod codes;
+pub mod commands;
 pub mod descriptor;
 mod http_events;
 mod inbox;
@@ -63,6 +68,7 @@ use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::interaction::{AccessPolicy, Interaction, readable};
 use crate::metrics::Metrics;
 use crate::platform::bounded::BoundedMap;
+use crate::platform::descriptor::WebLinks;
 use crate::platform::locale::policy::Addressed;
 use crate::platform::token::TokenSigner;
 use crate::platform::turns::Priority;
@@ -91,6 +97,12 @@ pub struct Shared {
     pub engine: EngineHandle,
     pub signer: TokenSigner,
     pub locale: Locale,
+    /// The bot's own user id (`auth.test`): its messages are not the agent's to hear.
+    pub bot_user: String,
+    /// `slack.channels`: where every message goes to the agent.
+    pub channels: Vec<String>,
+    /// The web inbox's links (`/hitl web`).
+    pub web: Arc<dyn WebLinks>,
     /// A person's DM channel, opened once per person.
     dms: Mutex<BoundedMap<String, String>>,
     /// The status line message per (channel, tool group); dropped once finished.
@@ -143,6 +155,7 @@ pub struct Wiring {
     /// What the HTTP events listener allows a client (HTTP mode).
     pub limits: crate::listener::Limits,
     pub inbox: crate::platform::inbox::DurableInbox,
+    pub web: Arc<dyn WebLinks>,
 }
 
 /// Checks the bot token with `auth.test`, then connects Socket Mode. A token Slack
@@ -164,6 +177,9 @@ pub async fn start(settings: &SlackSettings, wiring: Wiring) -> Result<Arc<Slack
         engine: wiring.engine,
         signer: wiring.signer,
         locale: settings.locale(),
+        bot_user: bot,
+        channels: settings.channels.clone(),
+        web: wiring.web,
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
         statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
     });
