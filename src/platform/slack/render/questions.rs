@@ -1,0 +1,186 @@
+//! A question request's blocks (1–4 questions on one card, all answerable at once):
+//! per question a section (its header, text, options' descriptions and the current
+//! answer, the draft) and a row of buttons, then one Submit for the whole set.
+//!
+//! How a question is answered depends on its options (the `input` option, whose
+//! answer is typed, is never listed among them: its own button opens the modal):
+//! - single select: a button per option up to [`BUTTONS`], else a `static_select`;
+//! - multi-select: `checkboxes` up to [`CHECKBOXES`], else a `multi_static_select`;
+//!   an `input` option already chosen is listed (ticked, with the typed text) so it
+//!   can be unticked;
+//! - a select or checkbox group holds at most [`limits::SELECT_OPTIONS`] options; the
+//!   rest are cut and a note says so;
+//! - **Other…** (or the `input` option's own label) opens a modal; **Skip** skips.
+//!
+//! A select or checkbox group is the section's accessory. Its `action_id` is the
+//! signed code of the question ([`Code::Choose`]), so that unticking the last box,
+//! which sends no option at all, still says which question; each option's `value` is
+//! the signed code of that option. Once the request has ended, the buttons are gone
+//! and each question shows the answer sent.
+
+use serde_json::{Value, json};
+
+use super::{FIELD, limits, mrkdwn, plain, section, sign};
+use crate::interaction::answers::encode;
+use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question};
+use crate::platform::slack::codes::Code;
+use crate::platform::slack::text::{SMsg, escape, escape_cut, stext};
+use crate::platform::token::TokenSigner;
+use crate::protocol::Reply;
+use crate::texts::{Locale, Msg, text};
+
+/// Single-select options shown as buttons at most; more become a select menu.
+pub const BUTTONS: usize = 5;
+/// Multi-select options shown as checkboxes at most (Slack's limit for a group).
+pub const CHECKBOXES: usize = 10;
+
+/// The blocks of `questions` within `room` blocks.
+pub fn blocks(interaction: &Interaction, questions: &[Question], locale: Locale, signer: &TokenSigner, room: usize) -> Vec<Value> {
+    let pending = interaction.status.is_pending();
+    let drafts = match &interaction.draft {
+        Draft::Answers { answers } => answers.as_slice(),
+        Draft::Decisions(_) => &[],
+    };
+    let count = questions.len();
+    let mut blocks = Vec::new();
+    if !pending {
+        let sent = match &interaction.reply {
+            Some(Reply::Answers { answers }) => Some(answers),
+            _ => None,
+        };
+        for (n, q) in questions.iter().enumerate().take(room.saturating_sub(1)) {
+            let mut text = title(q, n, count);
+            // Only what was sent: after an expiry the draft was never an answer.
+            if let Some(answer) = sent.and_then(|a| a.get(&q.text)) {
+                text += &format!("\n→ {}", escape_cut(answer, FIELD));
+            }
+            blocks.push(section(&format!("question.{n}"), text));
+        }
+        return blocks;
+    }
+    // Two blocks a question; kept back: Submit and the note of questions left out.
+    let shown = count.min(room.saturating_sub(2) / 2);
+    for (n, q) in questions.iter().enumerate().take(shown) {
+        let draft = drafts.get(n).cloned().unwrap_or_default();
+        let listed = listed(q, &draft);
+        let cut = listed.len() > limits::SELECT_OPTIONS;
+        let mut question = section(&format!("question.{n}"), body(q, n, count, &draft, cut, locale));
+        let as_buttons = !q.multi_select && listed.len() <= BUTTONS;
+        if !as_buttons && let Some(menu) = menu(interaction, q, n, &draft, &listed, locale, signer) {
+            question["accessory"] = menu;
+        }
+        blocks.push(question);
+        let mut row = Vec::new();
+        if as_buttons {
+            for &o in &listed {
+                let mark = if draft.selected.contains(&o) { "✓ " } else { "" };
+                let code = Code::Option { question: n, option: o };
+                row.extend(super::button(signer, interaction, code, &format!("{mark}{}", q.options[o].label), None, None));
+            }
+        }
+        if q.allows_free_text() {
+            let typed = draft.text.is_some() && !draft.skipped;
+            let mark = if typed { "✓ " } else { "" };
+            row.extend(super::button(signer, interaction, Code::Other(n), &format!("{mark}✏️ {}…", free_text_label(q, locale)), None, None));
+        }
+        row.extend(super::button(signer, interaction, Code::Skip(n), &format!("⏭ {}", text(locale, Msg::Skip)), None, None));
+        row.truncate(limits::ACTIONS_ELEMENTS);
+        blocks.push(json!({ "type": "actions", "block_id": format!("answer.{n}"), "elements": row }));
+    }
+    if shown < count {
+        blocks.push(json!({ "type": "context", "block_id": "more", "elements": [mrkdwn(escape(stext(locale, SMsg::MoreQuestions)))] }));
+    }
+    let submit = super::button(signer, interaction, Code::Submit, &format!("📨 {}", text(locale, Msg::Submit)), Some("primary"), None);
+    blocks.push(json!({ "type": "actions", "block_id": "submit", "elements": submit.into_iter().collect::<Vec<_>>() }));
+    blocks
+}
+
+/// The options a select, a checkbox group or the buttons list: all but the `input`
+/// option, which is listed only on a multi-select question where it is chosen.
+fn listed(q: &Question, draft: &AnswerDraft) -> Vec<usize> {
+    (0..q.options.len()).filter(|&o| q.free_text != FreeText::InputOption(o) || (q.multi_select && draft.selected.contains(&o))).collect()
+}
+
+/// `[1/2] Header` and the question, in bold.
+fn title(q: &Question, n: usize, count: usize) -> String {
+    let header = q.header.as_deref().map(|h| format!(" {}", escape_cut(h, 100))).unwrap_or_default();
+    format!("*[{}/{count}]{header}*\n*{}*", n + 1, escape_cut(&q.text, FIELD))
+}
+
+/// The question's section text: its title, the options that carry a description,
+/// the cut note, and the current answer (the draft), within a section's limit.
+fn body(q: &Question, n: usize, count: usize, draft: &AnswerDraft, cut: bool, locale: Locale) -> String {
+    let mut head = title(q, n, count);
+    if q.multi_select {
+        head += &format!("\n_{}_", escape(stext(locale, SMsg::ChooseMany)));
+    }
+    let mut tail = String::new();
+    if cut {
+        tail += &format!("\n_{}_", escape(stext(locale, SMsg::OptionsCut)));
+    }
+    if draft.is_answered() {
+        let answer = if draft.skipped { text(locale, Msg::Skipped).to_owned() } else { encode(q, draft) };
+        tail += &format!("\n→ {}", escape_cut(&answer, FIELD));
+    }
+    // Descriptions get what room is left, whole lines only.
+    let mut room = limits::SECTION_TEXT.saturating_sub(head.chars().count() + tail.chars().count() + 2);
+    for o in q.options.iter().filter(|o| o.description.is_some()) {
+        let line = format!("\n• {} — _{}_", escape_cut(&o.label, 200), escape_cut(o.description.as_deref().unwrap_or_default(), 300));
+        let len = line.chars().count();
+        if len > room {
+            head += "\n…";
+            break;
+        }
+        room -= len;
+        head += &line;
+    }
+    head + &tail
+}
+
+/// The label of the free-text button and modal: the `input` option's own, else "Other".
+pub fn free_text_label(q: &Question, locale: Locale) -> String {
+    q.free_text_label().map(str::to_owned).unwrap_or_else(|| text(locale, Msg::Other).to_owned())
+}
+
+/// An option object (plain text: Slack shows it as typed), its value signed.
+fn option(interaction: &Interaction, q: &Question, n: usize, o: usize, draft: &AnswerDraft, signer: &TokenSigner) -> Option<Value> {
+    let label = match (&draft.text, q.free_text) {
+        // The input option chosen on a multi-select question: what was typed.
+        (Some(typed), FreeText::InputOption(i)) if i == o => format!("{}: {typed}", q.options[o].label),
+        _ => q.options[o].label.clone(),
+    };
+    let mut option = json!({ "text": plain(&label, limits::OPTION_TEXT), "value": sign(signer, interaction, Code::Option { question: n, option: o }, limits::OPTION_VALUE)? });
+    if let Some(description) = q.options[o].description.as_deref().filter(|d| !d.is_empty()) {
+        option["description"] = plain(description, limits::OPTION_TEXT);
+    }
+    Some(option)
+}
+
+/// The select menu or checkbox group of question `n`, showing the draft's choices;
+/// `None` when it would list no option (Slack refuses an empty one).
+fn menu(interaction: &Interaction, q: &Question, n: usize, draft: &AnswerDraft, listed: &[usize], locale: Locale, signer: &TokenSigner) -> Option<Value> {
+    let kind = match (q.multi_select, listed.len() <= CHECKBOXES) {
+        (false, _) => "static_select",
+        (true, true) => "checkboxes",
+        (true, false) => "multi_static_select",
+    };
+    let made: Vec<(usize, Value)> =
+        listed.iter().take(limits::SELECT_OPTIONS).filter_map(|&o| option(interaction, q, n, o, draft, signer).map(|v| (o, v))).collect();
+    let chosen: Vec<Value> = made.iter().filter(|(o, _)| draft.selected.contains(o)).map(|(_, v)| v.clone()).collect();
+    let options: Vec<Value> = made.into_iter().map(|(_, v)| v).collect();
+    if options.is_empty() {
+        return None;
+    }
+    let mut element = json!({ "type": kind, "action_id": sign(signer, interaction, Code::Choose(n), limits::ACTION_ID)?, "options": options });
+    if kind != "checkboxes" {
+        let placeholder = if q.multi_select { SMsg::ChooseMany } else { SMsg::ChooseOne };
+        element["placeholder"] = plain(stext(locale, placeholder), limits::PLACEHOLDER);
+    }
+    match (kind, chosen.first()) {
+        // Slack refuses an initial option that is not exactly one of the options.
+        ("static_select", Some(first)) => element["initial_option"] = first.clone(),
+        (_, Some(_)) if q.multi_select => element["initial_options"] = json!(chosen),
+        _ => {}
+    }
+    Some(element)
+}
