@@ -184,3 +184,100 @@ fn menu(interaction: &Interaction, q: &Question, n: usize, draft: &AnswerDraft, 
     }
     Some(element)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interaction::{AccessPolicy, Actor, RequestBuilder, TimeoutDefaults, UserAction};
+    use crate::platform::slack::render::card;
+    use crate::protocol::ActionRequest;
+
+    const NOW: i64 = 1_767_225_600_000;
+
+    fn asking(questions: Value) -> Interaction {
+        let ask = ActionRequest { name: "ask_user_question".into(), args: json!({ "questions": questions }), description: None, tool_use_id: None };
+        let request = RequestBuilder::start("k_1", vec![ask], vec![], Some(300)).finish(TimeoutDefaults::default()).expect("request");
+        Interaction::new("a1b2c3d4e5f6".into(), "s".into(), request, Some(Actor::new("slack", "U0ANA", "ana")), NOW)
+    }
+
+    fn options(n: usize) -> Value {
+        json!((0..n).map(|i| json!({"label": format!("option {i}")})).collect::<Vec<_>>())
+    }
+
+    fn signer() -> TokenSigner {
+        TokenSigner::new(b"test-secret")
+    }
+
+    fn block<'a>(card: &'a Value, id: &str) -> &'a Value {
+        card["blocks"].as_array().unwrap().iter().find(|b| b["block_id"] == id).unwrap_or_else(|| panic!("no block {id} in {card}"))
+    }
+
+    fn code_of(token: &Value) -> String {
+        signer().verify(token.as_str().unwrap()).unwrap().code
+    }
+
+    #[test]
+    fn more_than_a_hundred_options_are_cut_with_a_note_and_every_value_is_signed() {
+        let i = asking(json!([{"question": "Which host?", "options": options(120)}]));
+        let card = card(&i, Locale::En, &signer());
+        let question = block(&card, "question.0");
+        let menu = &question["accessory"];
+        assert_eq!(menu["type"], "static_select");
+        assert_eq!(code_of(&menu["action_id"]), "ch.0");
+        let listed = menu["options"].as_array().unwrap();
+        assert_eq!(listed.len(), limits::SELECT_OPTIONS);
+        assert_eq!(code_of(&listed[99]["value"]), "op.0.99");
+        assert!(listed.iter().all(|o| o["value"].as_str().unwrap().chars().count() <= limits::OPTION_VALUE));
+        assert!(question["text"]["text"].as_str().unwrap().contains("_✂️ Only the first 100 options fit in Slack"), "{question}");
+        assert_eq!(card["blocks"].as_array().unwrap().len(), 5, "header, meta, question, its buttons, submit");
+    }
+
+    #[test]
+    fn the_element_follows_the_question_and_shows_the_draft() {
+        let mut i = asking(json!([
+            {"question": "One of three?", "options": options(3)},
+            {"question": "Some of three?", "multiSelect": true, "options": options(3)},
+            {"question": "Some of twelve?", "multiSelect": true, "options": options(12)},
+            {"question": "Or type?", "options": [{"label": "A"}, {"label": "Khác", "input": true}]},
+        ]));
+        let ana = Actor::new("slack", "U0ANA", "ana");
+        for action in [
+            UserAction::Select { question: 0, options: vec![1] },
+            UserAction::Select { question: 1, options: vec![0, 2] },
+            UserAction::Select { question: 2, options: vec![11] },
+        ] {
+            i.apply(&ana, action, &AccessPolicy::default(), NOW + 1000).expect("applied");
+        }
+        let card = card(&i, Locale::En, &signer());
+        let row = |n: usize| -> Vec<String> {
+            block(&card, &format!("answer.{n}"))["elements"].as_array().unwrap().iter().map(|b| b["text"]["text"].as_str().unwrap().to_owned()).collect()
+        };
+        assert_eq!(row(0), ["option 0", "✓ option 1", "option 2", "✏️ Other…", "⏭ Skip"]);
+        assert!(block(&card, "question.0").get("accessory").is_none(), "buttons only");
+        let boxes = &block(&card, "question.1")["accessory"];
+        assert_eq!(boxes["type"], "checkboxes");
+        let ticked: Vec<String> = boxes["initial_options"].as_array().unwrap().iter().map(|o| code_of(&o["value"])).collect();
+        assert_eq!(ticked, ["op.1.0", "op.1.2"]);
+        assert!(block(&card, "question.1")["text"]["text"].as_str().unwrap().ends_with("\n→ option 0, option 2"));
+        let many = &block(&card, "question.2")["accessory"];
+        assert_eq!((many["type"].as_str(), many["options"].as_array().unwrap().len()), (Some("multi_static_select"), 12));
+        assert_eq!(many["initial_options"][0]["text"]["text"], "option 11");
+        // The input option is its own button, never a listed choice.
+        assert_eq!(row(3), ["A", "✏️ Khác…", "⏭ Skip"]);
+        assert_eq!(code_of(&block(&card, "submit")["elements"][0]["value"]), "sub");
+    }
+
+    #[test]
+    fn many_questions_stay_within_fifty_blocks_and_text_cannot_mention() {
+        let questions: Vec<Value> = (0..30).map(|n| json!({"question": format!("<!channel> {n}?"), "header": "<@U1>", "options": options(2)})).collect();
+        let i = asking(json!(questions));
+        let card = card(&i, Locale::En, &signer());
+        let blocks = card["blocks"].as_array().unwrap();
+        assert!(blocks.len() <= limits::BLOCKS, "{}", blocks.len());
+        assert_eq!(block(&card, "more")["elements"][0]["text"], "More questions than one Slack message holds: answer the rest in the web inbox.");
+        assert_eq!(blocks.last().unwrap()["block_id"], "submit");
+        let all = card.to_string();
+        assert!(!all.contains("<!channel>") && !all.contains("<@U1>"), "{all}");
+        assert_eq!(block(&card, "question.0")["text"]["text"], "*[1/30] &lt;@U1&gt;*\n*&lt;!channel&gt; 0?*");
+    }
+}
