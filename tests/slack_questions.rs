@@ -222,7 +222,8 @@ async fn answers_are_the_same_as_on_telegram() {
     assert_eq!(accessory(&ticked, "question.0")["initial_options"].as_array().unwrap().len(), 2);
     let refused = rig.type_answer(&ts, "Other region", "   ").await;
     assert_eq!(refused["payload"]["response_action"], "errors");
-    assert!(refused["payload"]["errors"]["answer"].as_str().is_some_and(|e| !e.is_empty()), "{refused}");
+    assert_eq!(refused["payload"]["errors"], json!({"answer": hitl_bridge::interaction::Refusal::EmptyText.to_string()}));
+    assert!(!rig.fake.message(OPS, &ts).unwrap().to_string().contains("Other region:"), "nothing typed is kept");
     let view = rig.fake.views().remove(0);
     assert_eq!(view["title"]["text"], "Your answer");
     assert_eq!(view["blocks"][1]["label"]["text"], "Other region");
@@ -315,6 +316,10 @@ async fn a_strangers_choice_and_forged_values_change_nothing() {
         .await;
     rig.choose(&mallory(), &ts, 0, &["lint"]);
     assert_eq!(rig.ephemeral_to("U0MAL", 0).await, json!({"channel": OPS, "user": "U0MAL", "text": "You are not allowed to answer this request."}));
+    // Nor does their Other… open a form.
+    rig.fake.click(&mallory(), OPS, &ts, "Other");
+    rig.ephemeral_to("U0MAL", 1).await;
+    assert!(rig.fake.views().is_empty());
     let card = rig.fake.message(OPS, &ts).unwrap();
     let first = accessory(&card, "question.0");
     let second = accessory(&card, "question.1");

@@ -544,7 +544,10 @@ pub fn accessory(message: &Value, block_id: &str) -> Value {
 /// The options of `element` whose text contains one of `labels`.
 pub fn options_labelled(element: &Value, labels: &[&str]) -> Vec<Value> {
     let options = element["options"].as_array().cloned().unwrap_or_default();
-    labels.iter().map(|l| options.iter().find(|o| o["text"]["text"].as_str().is_some_and(|t| t.contains(l))).cloned().unwrap_or_else(|| panic!("no option {l:?}"))).collect()
+    labels
+        .iter()
+        .map(|l| options.iter().find(|o| o["text"]["text"].as_str().is_some_and(|t| t.contains(l))).cloned().unwrap_or_else(|| panic!("no option {l:?}")))
+        .collect()
 }
 
 /// What Slack would refuse in a message's section accessories (select menus and
@@ -573,7 +576,10 @@ pub fn accessory_problem(message: &Value) -> Option<String> {
             return Some("option values are not unique".into());
         }
         for option in &options {
-            if !(1..=75).contains(&chars(&option["text"]["text"])) || !(1..=150).contains(&chars(&option["value"])) || chars(&option["description"]["text"]) > 75 {
+            if !(1..=75).contains(&chars(&option["text"]["text"]))
+                || !(1..=150).contains(&chars(&option["value"]))
+                || chars(&option["description"]["text"]) > 75
+            {
                 return Some(format!("option out of limits: {option}"));
             }
         }
