@@ -529,13 +529,15 @@ impl FakeSlack {
     }
 }
 
-/// The accessory (select menu or checkbox group) of the section `block_id`.
+/// The accessory (select menu or checkbox group) of the section `block_id`, or of
+/// `block_id.{revision}` (a menu's block_id changes with what it shows).
 pub fn accessory(message: &Value, block_id: &str) -> Value {
+    let prefix = format!("{block_id}.");
     message["blocks"]
         .as_array()
         .into_iter()
         .flatten()
-        .find(|b| b["block_id"] == block_id)
+        .find(|b| b["block_id"].as_str().is_some_and(|id| id == block_id || id.starts_with(&prefix)))
         .map(|b| b["accessory"].clone())
         .filter(|a| !a.is_null())
         .unwrap_or_else(|| panic!("no accessory in {block_id} of {message}"))

@@ -68,6 +68,10 @@ pub fn blocks(interaction: &Interaction, questions: &[Question], locale: Locale,
         let as_buttons = !q.multi_select && listed.len() <= BUTTONS;
         if !as_buttons && let Some(menu) = menu(interaction, q, n, &draft, &listed, locale, signer) {
             question["accessory"] = menu;
+            // A new block_id for each new draft, as Slack asks of an updated message:
+            // a client shows the menu as the card now says, not as it was left there
+            // (by a refused click, or before someone else's).
+            question["block_id"] = json!(format!("question.{n}.{}", revision(&draft)));
         }
         blocks.push(question);
         let mut row = Vec::new();
@@ -93,6 +97,13 @@ pub fn blocks(interaction: &Interaction, questions: &[Question], locale: Locale,
     let submit = super::button(signer, interaction, Code::Submit, &format!("📨 {}", text(locale, Msg::Submit)), Some("primary"), None);
     blocks.push(json!({ "type": "actions", "block_id": "submit", "elements": submit.into_iter().collect::<Vec<_>>() }));
     blocks
+}
+
+/// A short fingerprint of a draft (FNV-1a): the same draft, the same block_id.
+fn revision(draft: &AnswerDraft) -> String {
+    let canonical = serde_json::to_string(draft).unwrap_or_default();
+    let hash = canonical.bytes().fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    format!("{hash:08x}")
 }
 
 /// The options a select, a checkbox group or the buttons list: all but the `input`
@@ -208,8 +219,10 @@ mod tests {
         TokenSigner::new(b"test-secret")
     }
 
+    /// The block `id`, or the question section `id.{revision}`.
     fn block<'a>(card: &'a Value, id: &str) -> &'a Value {
-        card["blocks"].as_array().unwrap().iter().find(|b| b["block_id"] == id).unwrap_or_else(|| panic!("no block {id} in {card}"))
+        let named = |b: &&Value| b["block_id"].as_str().is_some_and(|b| b == id || b.strip_prefix(id).is_some_and(|r| r.len() == 9 && r.starts_with('.')));
+        card["blocks"].as_array().unwrap().iter().find(named).unwrap_or_else(|| panic!("no block {id} in {card}"))
     }
 
     fn code_of(token: &Value) -> String {
@@ -265,6 +278,14 @@ mod tests {
         // The input option is its own button, never a listed choice.
         assert_eq!(row(3), ["A", "✏️ Khác…", "⏭ Skip"]);
         assert_eq!(code_of(&block(&card, "submit")["elements"][0]["value"]), "sub");
+        // Another draft, another block_id for the menu; the same draft, the same one.
+        let before = block(&card, "question.1")["block_id"].clone();
+        let render = |i: &Interaction| crate::platform::slack::render::card(i, Locale::En, &signer());
+        assert_eq!(render(&i), card, "rendering is pure");
+        i.apply(&ana, UserAction::Toggle { question: 1, option: 1 }, &AccessPolicy::default(), NOW + 2000).expect("applied");
+        let after = render(&i);
+        assert_ne!(block(&after, "question.1")["block_id"], before);
+        assert_eq!(block(&after, "question.0")["block_id"], "question.0", "buttons keep no state");
     }
 
     #[test]
