@@ -350,3 +350,29 @@ async fn a_strangers_choice_and_forged_values_change_nothing() {
     assert_eq!(rig.decided("forge-1").await["reply"]["answers"], json!({"Which checks?": "[No preference]", "Which host?": "[No preference]"}));
     rig.stop().await;
 }
+
+/// Seed 000's second question: a single answer whose `input` option ("Khác") is typed
+/// in its modal; the typed text is the answer, as on Telegram.
+#[tokio::test]
+async fn an_input_option_is_typed_in_its_modal() {
+    let rig = Rig::start().await;
+    let ts = rig
+        .ask(
+            "term-1",
+            json!([{"question": "Thời gian nắm giữ dự kiến?", "header": "Kỳ hạn đầu tư",
+                    "options": [{"label": "Dài hạn"}, {"label": "Khác", "description": "Nhập giá trị tùy chỉnh", "input": true}]}]),
+        )
+        .await;
+    let card = rig.fake.message(OPS, &ts).unwrap();
+    assert_eq!(card["blocks"][2]["text"]["text"], "*[1/1] Kỳ hạn đầu tư*\n*Thời gian nắm giữ dự kiến?*\n• Khác — _Nhập giá trị tùy chỉnh_");
+    rig.fake.click(&ana(), OPS, &ts, "Dài hạn");
+    rig.shows(&ts, "→ Dài hạn").await;
+    assert_eq!(rig.type_answer(&ts, "Khác", "Ngắn hạn").await.get("payload"), None);
+    let typed = rig.shows(&ts, "→ Ngắn hạn").await;
+    assert_eq!(button(&typed, "Khác")["text"]["text"], "✓ ✏️ Khác…");
+    assert_eq!(button(&typed, "Dài hạn")["text"]["text"], "Dài hạn", "one answer: the typed text replaced the option");
+    rig.fake.click(&ana(), OPS, &ts, "Submit");
+    let state = rig.decided("term-1").await;
+    assert_eq!(serde_json::to_string(&state["reply"]["answers"]).unwrap(), r#"{"Thời gian nắm giữ dự kiến?":"Ngắn hạn"}"#);
+    rig.stop().await;
+}
