@@ -6,9 +6,9 @@
 //! - Approve, Approve all, Reject all, Submit and the remember buttons act at once.
 //! - A question's option button, its select menu or checkbox group (the whole
 //!   selection, as [`UserAction::Select`]) and Skip act at once, like Telegram's.
-//! - Edit, Reject, Comment and a question's Other… open a modal (`views.open`, with the click's
-//!   `trigger_id`) once the engine has said the clicker may (a stranger gets the
-//!   refusal, not a form); its submission acts.
+//! - Edit, Reject, Comment and a question's Other… open a modal (`views.open`, with
+//!   the click's `trigger_id`) once the engine has said the clicker may (a stranger
+//!   gets the refusal, not a form); its submission acts.
 //! - Whatever is refused (a stranger, a late or repeated click, a forged value) gets
 //!   an ephemeral notice (`chat.postEphemeral`) that only the clicker sees, and
 //!   changes nothing. A refused submission is answered in the modal, under its input
@@ -190,7 +190,11 @@ pub async fn submission(shared: &Shared, submission: ViewSubmission) -> Option<V
     let actor = actor(&submission.user, submission.team.as_ref().map(|t| t.id.as_str()));
     let Some(action) = modal::action(code, &submission.view.state.values) else {
         // An empty comment: the engine counts and audits the refusal, as every one.
-        let _ = shared.engine.open(&id, actor, Attempt::Act(UserAction::Submit), Box::new(|_| Err(Refusal::EmptyText))).await;
+        let attempted = match code {
+            Code::OtherModal(question) => UserAction::OtherText { question, text: String::new() },
+            _ => UserAction::Submit,
+        };
+        let _ = shared.engine.open(&id, actor, Attempt::Act(attempted), Box::new(|_| Err(Refusal::EmptyText))).await;
         return errors(block, texts::refusal(shared.locale, &Refusal::EmptyText));
     };
     match shared.engine.act(&id, actor, action).await {

@@ -9,6 +9,10 @@
 //! the outcome line (`✅ Approved by Ana at 14:02 UTC`, or the expiry) takes their
 //! place, on every copy the engine refreshes.
 //!
+//! A question request's card ([`questions`]) has, per question, its text, the answer
+//! chosen so far and the element that answers it (buttons, a select menu or
+//! checkboxes), Other… and Skip, then one Submit for the set.
+//!
 //! Slack's limits (Block Kit reference) are kept here: 50 blocks a message, 3,000
 //! characters a section text, 75 a button text, 2,000 a button value, 25 elements an
 //! actions block, 150 a header. Agent text is escaped for mrkdwn

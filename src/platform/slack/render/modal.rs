@@ -1,5 +1,5 @@
-//! The modals Edit, Reject and Comment open (`views.open`), and reading their
-//! submissions (`view_submission`) back.
+//! The modals Edit, Reject, Comment and a question's Other… open (`views.open`), and
+//! reading their submissions (`view_submission`) back.
 //!
 //! A modal's `private_metadata` is a signed token (like every button's value) naming
 //! the interaction and the modal's code; the inputs inside carry plain ids, because
