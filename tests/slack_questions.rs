@@ -320,6 +320,13 @@ async fn a_strangers_choice_and_forged_values_change_nothing() {
     rig.fake.click(&mallory(), OPS, &ts, "Other");
     rig.ephemeral_to("U0MAL", 1).await;
     assert!(rig.fake.views().is_empty());
+    // Both are audited as what they tried.
+    let store = hitl_bridge::store::Store::connect(&rig.harness.settings.store.url).await.unwrap();
+    let refused = wait_until(|| async { store.refused_attempts(0).await.ok().filter(|r| r.len() >= 2) }).await;
+    let tried: Vec<Value> = refused.iter().map(|e| e.reply.clone().unwrap()["attempted"].clone()).collect();
+    assert_eq!(tried, [json!({"op": "select", "question": 0, "options": [0]}), json!({"open": "text", "index": 0})]);
+    assert!(refused.iter().all(|e| json!(e.actor)["user_id"] == "U0MAL"));
+    store.close().await;
     let card = rig.fake.message(OPS, &ts).unwrap();
     let first = accessory(&card, "question.0");
     let second = accessory(&card, "question.1");
