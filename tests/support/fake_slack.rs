@@ -492,3 +492,108 @@ fn message_problem(body: &Value) -> Option<&'static str> {
 
 /// How long the fake waits for things in its own helpers.
 pub const SETTLE: Duration = Duration::from_millis(300);
+
+// ---------------------------------------------------------------------------------
+// Questions: choices made in select menus and checkbox groups, and the limits Slack
+// puts on them (Block Kit reference: "Select menu element", "Checkboxes element",
+// "Option object": 100 options a menu, 10 a checkbox group, 75 characters an option's
+// text and description, 150 its value, 150 a placeholder, initial options exactly
+// among the options).
+
+impl FakeSlack {
+    /// A `block_actions` envelope: `who` chose `chosen` (option objects, as the card
+    /// lists them) in the select menu or checkbox group `element` of message `ts`.
+    /// A `static_select` sends its one choice as `selected_option`; a checkbox group
+    /// or multi-select sends the whole selection as `selected_options`.
+    pub fn choice_envelope(&self, who: &Person, channel: &str, ts: &str, element: &Value, chosen: &[Value]) -> Value {
+        let n = self.next();
+        let trigger = format!("{n}.{n}.trigger");
+        self.shared.inner().triggers.insert(trigger.clone());
+        let mut action = json!({"type": element["type"], "action_id": element["action_id"], "block_id": "question.0", "action_ts": format!("1700000{n}.000")});
+        if element["type"] == "static_select" {
+            action["selected_option"] = chosen.first().cloned().unwrap_or(Value::Null);
+        } else {
+            action["selected_options"] = json!(chosen);
+        }
+        json!({
+            "type": "interactive", "envelope_id": format!("env-choice-{n}"), "accepts_response_payload": false,
+            "payload": {
+                "type": "block_actions", "user": who.json(), "api_app_id": "A0APP", "token": "legacy",
+                "team": {"id": TEAM, "domain": "acme"}, "trigger_id": trigger,
+                "container": {"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": false},
+                "channel": {"id": channel, "name": "ops"},
+                "message": {"type": "message", "ts": ts, "user": BOT_USER},
+                "actions": [action]
+            }
+        })
+    }
+}
+
+/// The accessory (select menu or checkbox group) of the section `block_id`, or of
+/// `block_id.{revision}` (a menu's block_id changes with what it shows).
+pub fn accessory(message: &Value, block_id: &str) -> Value {
+    let prefix = format!("{block_id}.");
+    message["blocks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|b| b["block_id"].as_str().is_some_and(|id| id == block_id || id.starts_with(&prefix)))
+        .map(|b| b["accessory"].clone())
+        .filter(|a| !a.is_null())
+        .unwrap_or_else(|| panic!("no accessory in {block_id} of {message}"))
+}
+
+/// The options of `element` whose text contains one of `labels`.
+pub fn options_labelled(element: &Value, labels: &[&str]) -> Vec<Value> {
+    let options = element["options"].as_array().cloned().unwrap_or_default();
+    labels
+        .iter()
+        .map(|l| options.iter().find(|o| o["text"]["text"].as_str().is_some_and(|t| t.contains(l))).cloned().unwrap_or_else(|| panic!("no option {l:?}")))
+        .collect()
+}
+
+/// What Slack would refuse in a message's section accessories (select menus and
+/// checkbox groups), which `message_problem` does not look at.
+pub fn accessory_problem(message: &Value) -> Option<String> {
+    let chars = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
+    for block in message["blocks"].as_array().into_iter().flatten() {
+        let Some(element) = block.get("accessory") else { continue };
+        let max = match element["type"].as_str() {
+            Some("static_select" | "multi_static_select") => 100,
+            Some("checkboxes") => 10,
+            other => return Some(format!("an accessory Slack does not take here: {other:?}")),
+        };
+        let options = element["options"].as_array().cloned().unwrap_or_default();
+        if options.is_empty() || options.len() > max {
+            return Some(format!("{} options in a {}", options.len(), element["type"]));
+        }
+        if !(1..=255).contains(&chars(&element["action_id"])) {
+            return Some("action_id".into());
+        }
+        if element["type"] == "checkboxes" && element.get("placeholder").is_some() || chars(&element["placeholder"]["text"]) > 150 {
+            return Some("placeholder".into());
+        }
+        let values: HashSet<&str> = options.iter().filter_map(|o| o["value"].as_str()).collect();
+        if values.len() != options.len() {
+            return Some("option values are not unique".into());
+        }
+        for option in &options {
+            if !(1..=75).contains(&chars(&option["text"]["text"]))
+                || !(1..=150).contains(&chars(&option["value"]))
+                || chars(&option["description"]["text"]) > 75
+            {
+                return Some(format!("option out of limits: {option}"));
+            }
+        }
+        let initial: Vec<Value> = match (element.get("initial_option"), element.get("initial_options")) {
+            (Some(one), None) if element["type"] == "static_select" => vec![one.clone()],
+            (None, Some(Value::Array(all))) if element["type"] != "static_select" => all.clone(),
+            (None, None) => Vec::new(),
+            _ => return Some("initial option(s) of the wrong kind".into()),
+        };
+        if initial.iter().any(|i| !options.contains(i)) {
+            return Some("an initial option that is not one of the options".into());
+        }
+    }
+    None
+}

@@ -31,6 +31,20 @@ pub enum Code {
     RejectModal(usize),
     /// The comment modal's submission.
     CommentModal(usize),
+    /// One option of a question: a single-select button, or an option of a select
+    /// menu or checkbox group (whose value carries it).
+    Option {
+        question: usize,
+        option: usize,
+    },
+    /// A question's select menu or checkbox group itself (its `action_id`): names the
+    /// question even when the last box is unticked and no option value arrives.
+    Choose(usize),
+    /// Opens the free-text modal of a question (Other…, or its `input` option).
+    Other(usize),
+    Skip(usize),
+    /// The free-text modal's submission.
+    OtherModal(usize),
 }
 
 impl Code {
@@ -49,6 +63,11 @@ impl Code {
             Code::EditModal(i) => format!("med.{i}"),
             Code::RejectModal(i) => format!("mrj.{i}"),
             Code::CommentModal(i) => format!("mcm.{i}"),
+            Code::Option { question, option } => format!("op.{question}.{option}"),
+            Code::Choose(q) => format!("ch.{q}"),
+            Code::Other(q) => format!("ot.{q}"),
+            Code::Skip(q) => format!("sk.{q}"),
+            Code::OtherModal(q) => format!("mot.{q}"),
         }
     }
 
@@ -61,6 +80,10 @@ impl Code {
             Code::ApproveAll => UserAction::DecideAll { decision: DecisionType::Approve },
             Code::RejectAll => UserAction::DecideAll { decision: DecisionType::Reject },
             Code::Submit => UserAction::Submit,
+            // A button of a single-select question: that option is the answer (a value
+            // replayed on a multi-select question selects just it, which is allowed).
+            Code::Option { question, option } => UserAction::Select { question, options: vec![option] },
+            Code::Skip(question) => UserAction::Skip { question },
             // Whether the policy offers it is the core's call (RememberNotOffered).
             Code::Remember(scope) => UserAction::Remember { scope },
             _ => return None,
@@ -69,11 +92,20 @@ impl Code {
 
     pub fn parse(code: &str) -> Option<Code> {
         // Indexes are plain decimal: no sign (`usize::from_str` takes a '+'), bounded.
-        let index = |s: &str| (!s.is_empty() && s.len() <= 4 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<usize>().ok()).flatten();
-        let (name, index) = match code.split_once('.') {
-            Some((name, i)) => (name, Some(index(i)?)),
-            None => (code, None),
-        };
+        let number = |s: &str| (!s.is_empty() && s.len() <= 4 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<usize>().ok()).flatten();
+        let mut parts = code.split('.');
+        let name = parts.next()?;
+        let index = parts.next().map(|s| number(s).ok_or(())).transpose().ok()?;
+        let second = parts.next().map(|s| number(s).ok_or(())).transpose().ok()?;
+        if parts.next().is_some() {
+            return None;
+        }
+        if let ("op", Some(question), Some(option)) = (name, index, second) {
+            return Some(Code::Option { question, option });
+        }
+        if second.is_some() {
+            return None;
+        }
         Some(match (name, index) {
             ("ap", Some(i)) => Code::Approve(i),
             ("as", Some(i)) => Code::ApproveForSession(i),
@@ -88,6 +120,10 @@ impl Code {
             ("med", Some(i)) => Code::EditModal(i),
             ("mrj", Some(i)) => Code::RejectModal(i),
             ("mcm", Some(i)) => Code::CommentModal(i),
+            ("ch", Some(q)) => Code::Choose(q),
+            ("ot", Some(q)) => Code::Other(q),
+            ("sk", Some(q)) => Code::Skip(q),
+            ("mot", Some(q)) => Code::OtherModal(q),
             _ => return None,
         })
     }
@@ -113,6 +149,11 @@ mod tests {
             Code::EditModal(0),
             Code::RejectModal(7),
             Code::CommentModal(4),
+            Code::Option { question: 3, option: 99 },
+            Code::Choose(2),
+            Code::Other(1),
+            Code::Skip(0),
+            Code::OtherModal(3),
         ];
         for code in all {
             assert_eq!(Code::parse(&code.encode()), Some(code), "{code:?}");
@@ -123,14 +164,19 @@ mod tests {
     fn only_plain_buttons_act_on_their_own() {
         assert_eq!(Code::Approve(1).direct_action(), Some(UserAction::Decide { action: 1, decision: Decision::Approve }));
         assert_eq!(Code::RejectAll.direct_action(), Some(UserAction::DecideAll { decision: DecisionType::Reject }));
-        for opens in [Code::Reject(0), Code::Edit(0), Code::Comment(0), Code::EditModal(0)] {
+        assert_eq!(Code::Option { question: 1, option: 4 }.direct_action(), Some(UserAction::Select { question: 1, options: vec![4] }));
+        assert_eq!(Code::Skip(2).direct_action(), Some(UserAction::Skip { question: 2 }));
+        for opens in [Code::Reject(0), Code::Edit(0), Code::Comment(0), Code::EditModal(0), Code::Other(0), Code::Choose(0), Code::OtherModal(0)] {
             assert_eq!(opens.direct_action(), None, "{opens:?}");
         }
     }
 
     #[test]
     fn junk_does_not_parse() {
-        for junk in ["", "ap", "ap.", "ap.x", "ap.-1", "ap.+1", "ap.12345", "sub.1", "zz.1", "rms.0", "med", "AP.1", "ap.1 "] {
+        for junk in [
+            "", "ap", "ap.", "ap.x", "ap.-1", "ap.+1", "ap.12345", "sub.1", "zz.1", "rms.0", "med", "AP.1", "ap.1 ", "op.1", "op.1.", "op.1.2.3", "sk.1.2",
+            "ch", "ot.x",
+        ] {
             assert_eq!(Code::parse(junk), None, "{junk}");
         }
     }

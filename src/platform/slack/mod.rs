@@ -1,5 +1,6 @@
-//! Slack: approvals as Block Kit cards with buttons and modals, over Socket Mode or
-//! the Events API (HTTP).
+//! Slack: approvals and questions as Block Kit cards with buttons, menus and modals,
+//! and chat turns in channels, threads and DMs, over Socket Mode or the Events API
+//! (HTTP).
 //!
 //! This file is the [`Platform`] the engine calls (sending text, status lines, showing
 //! and refreshing cards, notices, reminders) and [`start`]; the other files each own

@@ -125,12 +125,26 @@ pub struct Message {
     pub thread_ts: Option<String>,
 }
 
-/// One clicked element: a button's `value` is the signed token.
+/// One clicked element: a button's `value` is the signed token; a select menu or
+/// checkbox group sends its choice in `selected_option` (`static_select`) or its whole
+/// selection in `selected_options` (`checkboxes`, `multi_static_select`).
 #[derive(Debug, Clone, Deserialize)]
 pub struct ActionClicked {
     pub action_id: String,
+    #[serde(default, rename = "type")]
+    pub kind: String,
     #[serde(default)]
     pub value: Option<String>,
+    #[serde(default)]
+    pub selected_option: Option<ChosenOption>,
+    #[serde(default)]
+    pub selected_options: Option<Vec<ChosenOption>>,
+}
+
+/// An option chosen in a select menu or checkbox group: its `value` is the signed token.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ChosenOption {
+    pub value: String,
 }
 
 /// Someone submitted a modal.

@@ -9,12 +9,17 @@
 //! the outcome line (`✅ Approved by Ana at 14:02 UTC`, or the expiry) takes their
 //! place, on every copy the engine refreshes.
 //!
+//! A question request's card ([`questions`]) has, per question, its text, the answer
+//! chosen so far and the element that answers it (buttons, a select menu or
+//! checkboxes), Other… and Skip, then one Submit for the set.
+//!
 //! Slack's limits (Block Kit reference) are kept here: 50 blocks a message, 3,000
 //! characters a section text, 75 a button text, 2,000 a button value, 25 elements an
 //! actions block, 150 a header. Agent text is escaped for mrkdwn
 //! ([`text::escape`](super::text::escape)) so it can neither mention nor link.
 
 pub mod modal;
+pub mod questions;
 
 use serde_json::{Value, json};
 
@@ -34,6 +39,12 @@ pub mod limits {
     pub const BUTTON_VALUE: usize = 2000;
     pub const ACTION_ID: usize = 255;
     pub const ACTIONS_ELEMENTS: usize = 25;
+    /// An option object's text and description, and its value (Block Kit reference,
+    /// "Option object"); the options of a select menu; a placeholder.
+    pub const OPTION_TEXT: usize = 75;
+    pub const OPTION_VALUE: usize = 150;
+    pub const SELECT_OPTIONS: usize = 100;
+    pub const PLACEHOLDER: usize = 150;
     pub const CONTEXT_ELEMENTS: usize = 10;
     pub const CONFIRM_TITLE: usize = 100;
     pub const CONFIRM_TEXT: usize = 300;
@@ -83,31 +94,10 @@ pub fn card(interaction: &Interaction, locale: Locale, signer: &TokenSigner) -> 
     }
     let body = match &interaction.request.kind {
         RequestKind::Approval { actions } => approval(interaction, actions, locale, signer, limits::BLOCKS - head.len() - tail.len()),
-        RequestKind::Questions { questions, .. } => {
-            let mut blocks: Vec<Value> = questions
-                .iter()
-                .enumerate()
-                .take(limits::BLOCKS - head.len() - tail.len() - 1)
-                .map(|(n, q)| {
-                    let mut lines = vec![format!("*{}. {}*", n + 1, escape_cut(&q.text, FIELD))];
-                    lines.extend(q.options.iter().map(|o| format!("• {}", escape_cut(&o.label, 200))));
-                    section(&format!("question.{n}"), cut_lines(&lines))
-                })
-                .collect();
-            if pending {
-                blocks.push(json!({ "type": "context", "block_id": "elsewhere", "elements": [mrkdwn(escape(stext(locale, SMsg::AnswerElsewhere)))] }));
-            }
-            blocks
-        }
+        RequestKind::Questions { questions, .. } => questions::blocks(interaction, questions, locale, signer, limits::BLOCKS - head.len() - tail.len()),
     };
     let blocks: Vec<Value> = head.into_iter().chain(body).chain(tail).collect();
     json!({ "text": escape_cut(&fallback, limits::MESSAGE_TEXT), "blocks": blocks })
-}
-
-/// Lines joined, within a section's limit.
-fn cut_lines(lines: &[String]) -> String {
-    let joined = lines.join("\n");
-    if joined.chars().count() <= limits::SECTION_TEXT { joined } else { cut(&joined, limits::SECTION_TEXT) }
 }
 
 /// Who asked, for whom, and until when (or the quorum's progress while pending).
@@ -286,13 +276,7 @@ fn confirm(locale: Locale, title: &str, body: &str, yes: &str) -> Value {
 /// A button whose value is the signed token of `code`; `None` (and an error logged)
 /// if it cannot be signed, rather than a button Slack would refuse.
 fn button(signer: &TokenSigner, interaction: &Interaction, code: Code, label: &str, style: Option<&str>, confirm: Option<Value>) -> Option<Value> {
-    let value = match signer.sign(&interaction.id, &code.encode()) {
-        Ok(token) if token.chars().count() <= limits::BUTTON_VALUE => token,
-        _ => {
-            tracing::error!(interaction = %interaction.id, ?code, "cannot sign a button; left out");
-            return None;
-        }
-    };
+    let value = sign(signer, interaction, code, limits::BUTTON_VALUE)?;
     let mut button = json!({ "type": "button", "action_id": format!("hitl.{}", code.encode()), "text": plain(label, limits::BUTTON_TEXT), "value": value });
     if let Some(style) = style {
         button["style"] = json!(style);
@@ -301,6 +285,18 @@ fn button(signer: &TokenSigner, interaction: &Interaction, code: Code, label: &s
         button["confirm"] = confirm;
     }
     Some(button)
+}
+
+/// The signed token of `code` within `max` characters; `None` (and an error logged)
+/// if it cannot be signed, rather than an element Slack would refuse.
+fn sign(signer: &TokenSigner, interaction: &Interaction, code: Code, max: usize) -> Option<String> {
+    match signer.sign(&interaction.id, &code.encode()) {
+        Ok(token) if token.chars().count() <= max => Some(token),
+        _ => {
+            tracing::error!(interaction = %interaction.id, ?code, "cannot sign an element; left out");
+            None
+        }
+    }
 }
 
 #[cfg(test)]

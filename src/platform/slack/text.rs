@@ -24,8 +24,15 @@ pub enum SMsg {
     ArgsCut,
     /// Under actions left out to fit Slack's 50 blocks.
     MoreActions,
-    /// A question card answered elsewhere.
-    AnswerElsewhere,
+    /// The placeholder of a question's select menus.
+    ChooseOne,
+    ChooseMany,
+    /// Under a select menu cut to Slack's 100 options.
+    OptionsCut,
+    /// Under questions left out to fit Slack's 50 blocks.
+    MoreQuestions,
+    /// The free-text modal's title.
+    AnswerTitle,
     /// The confirm dialog of Reject.
     RejectConfirmTitle,
     RejectConfirmText,
@@ -65,9 +72,21 @@ pub fn stext(locale: Locale, msg: SMsg) -> &'static str {
         (MoreActions, En) => "More actions than one Slack message holds: use Approve all / Reject all, or the web inbox.",
         (MoreActions, Vi) => "Nhiều thao tác hơn một tin nhắn Slack chứa được: dùng Duyệt tất cả / Từ chối tất cả, hoặc hộp thư web.",
         (MoreActions, Zh) => "操作多于一条 Slack 消息可容纳的数量：请用“全部批准/全部拒绝”或网页收件箱。",
-        (AnswerElsewhere, En) => "Questions are answered in the web inbox or another chat for now.",
-        (AnswerElsewhere, Vi) => "Hiện tại hãy trả lời câu hỏi trong hộp thư web hoặc một cuộc trò chuyện khác.",
-        (AnswerElsewhere, Zh) => "目前请在网页收件箱或其他聊天中回答问题。",
+        (ChooseOne, En) => "Choose an answer",
+        (ChooseOne, Vi) => "Chọn một câu trả lời",
+        (ChooseOne, Zh) => "选择一个答案",
+        (ChooseMany, En) => "Choose one or more",
+        (ChooseMany, Vi) => "Chọn một hoặc nhiều",
+        (ChooseMany, Zh) => "选择一项或多项",
+        (OptionsCut, En) => "✂️ Only the first 100 options fit in Slack; the web inbox lists them all.",
+        (OptionsCut, Vi) => "✂️ Slack chỉ chứa được 100 lựa chọn đầu; hộp thư web liệt kê đủ.",
+        (OptionsCut, Zh) => "✂️ Slack 只能显示前 100 个选项；网页收件箱列出全部选项。",
+        (MoreQuestions, En) => "More questions than one Slack message holds: answer the rest in the web inbox.",
+        (MoreQuestions, Vi) => "Nhiều câu hỏi hơn một tin nhắn Slack chứa được: trả lời phần còn lại trong hộp thư web.",
+        (MoreQuestions, Zh) => "问题多于一条 Slack 消息可容纳的数量：其余问题请在网页收件箱回答。",
+        (AnswerTitle, En) => "Your answer",
+        (AnswerTitle, Vi) => "Câu trả lời của bạn",
+        (AnswerTitle, Zh) => "你的回答",
         (RejectConfirmTitle, En) => "Reject?",
         (RejectConfirmTitle, Vi) => "Từ chối?",
         (RejectConfirmTitle, Zh) => "拒绝？",
@@ -165,7 +184,7 @@ mod tests {
     #[test]
     fn every_string_is_translated() {
         for locale in [Locale::En, Locale::Vi, Locale::Zh] {
-            for msg in [SMsg::EditTitle, SMsg::RejectTitle, SMsg::CommentTitle, SMsg::Cancel] {
+            for msg in [SMsg::EditTitle, SMsg::RejectTitle, SMsg::CommentTitle, SMsg::AnswerTitle, SMsg::Cancel] {
                 // Modal titles and button texts: Slack's 24-character limit.
                 assert!(stext(locale, msg).chars().count() <= 24, "{msg:?} {locale:?}");
             }

@@ -1,5 +1,5 @@
-//! The modals Edit, Reject and Comment open (`views.open`), and reading their
-//! submissions (`view_submission`) back.
+//! The modals Edit, Reject, Comment and a question's Other… open (`views.open`), and
+//! reading their submissions (`view_submission`) back.
 //!
 //! A modal's `private_metadata` is a signed token (like every button's value) naming
 //! the interaction and the modal's code; the inputs inside carry plain ids, because
@@ -7,8 +7,9 @@
 
 use serde_json::{Value, json};
 
-use super::{limits, plain};
-use crate::interaction::{Draft, Interaction, UserAction, readable};
+use super::{limits, plain, questions};
+use crate::interaction::answers::MAX_TEXT_CHARS;
+use crate::interaction::{Draft, Interaction, RequestKind, UserAction, readable};
 use crate::platform::slack::codes::Code;
 use crate::platform::slack::text::{SMsg, escape_cut, stext};
 use crate::platform::token::TokenSigner;
@@ -21,6 +22,8 @@ const ARGS_INPUT: &str = "json";
 const REASON_BLOCK: &str = "reason";
 const COMMENT_BLOCK: &str = "comment";
 const TEXT_INPUT: &str = "text";
+/// The block of the free-text modal's input (a question's Other…).
+pub const ANSWER_BLOCK: &str = "answer";
 /// What a view's `callback_id` says: only for people reading Slack's logs.
 const CALLBACK_ID: &str = "hitl";
 
@@ -76,6 +79,35 @@ pub fn for_code(interaction: &Interaction, code: Code, locale: Locale, signer: &
     }))
 }
 
+/// The modal of a question's Other… (or its `input` option): the question, and one
+/// input whose text is the answer (the current typed text prefilled). `None` for a
+/// question that does not exist or takes no free text.
+pub fn other(interaction: &Interaction, question: usize, locale: Locale, signer: &TokenSigner) -> Option<Value> {
+    let interaction = &*readable::interaction(interaction);
+    let RequestKind::Questions { questions, .. } = &interaction.request.kind else { return None };
+    let q = questions.get(question).filter(|q| q.allows_free_text())?;
+    let metadata = signer.sign(&interaction.id, &Code::OtherModal(question).encode()).ok()?;
+    let mut input = json!({ "type": "plain_text_input", "action_id": TEXT_INPUT, "multiline": true, "max_length": MAX_TEXT_CHARS.min(INPUT_VALUE) });
+    if let Draft::Answers { answers } = &interaction.draft
+        && let Some(typed) = answers.get(question).and_then(|a| a.text.as_deref()).filter(|t| t.chars().count() <= INPUT_VALUE)
+    {
+        input["initial_value"] = json!(typed);
+    }
+    Some(json!({
+        "type": "modal",
+        "callback_id": CALLBACK_ID,
+        "private_metadata": metadata,
+        "title": plain(stext(locale, SMsg::AnswerTitle), TITLE),
+        // It saves the answer on the card; the card's Submit sends the set.
+        "submit": plain(text(locale, Msg::Done), TITLE),
+        "close": plain(stext(locale, SMsg::Cancel), TITLE),
+        "blocks": [
+            { "type": "section", "block_id": "question", "text": { "type": "mrkdwn", "text": format!("*{}*", escape_cut(&q.text, limits::SECTION_TEXT - 2)) } },
+            { "type": "input", "block_id": ANSWER_BLOCK, "label": plain(&questions::free_text_label(q, locale), LABEL), "element": input },
+        ],
+    }))
+}
+
 /// What a submitted modal asks the engine for, from its code and its `state.values`;
 /// `None` when the code is no modal's or a required input is empty.
 pub fn action(code: Code, values: &Value) -> Option<UserAction> {
@@ -85,6 +117,7 @@ pub fn action(code: Code, values: &Value) -> Option<UserAction> {
         Code::EditModal(action) => Some(UserAction::EditArgs { action, json: typed(ARGS_BLOCK, ARGS_INPUT).unwrap_or_default() }),
         Code::RejectModal(action) => Some(UserAction::Decide { action, decision: Decision::Reject { message: typed(REASON_BLOCK, TEXT_INPUT) } }),
         Code::CommentModal(action) => typed(COMMENT_BLOCK, TEXT_INPUT).map(|text| UserAction::Comment { action, text }),
+        Code::OtherModal(question) => typed(ANSWER_BLOCK, TEXT_INPUT).map(|text| UserAction::OtherText { question, text }),
         _ => None,
     }
 }
@@ -94,6 +127,7 @@ pub fn error_block(code: Code) -> &'static str {
     match code {
         Code::EditModal(_) => ARGS_BLOCK,
         Code::RejectModal(_) => REASON_BLOCK,
+        Code::OtherModal(_) => ANSWER_BLOCK,
         _ => COMMENT_BLOCK,
     }
 }
