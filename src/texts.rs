@@ -3,6 +3,7 @@
 //! Texts about decision policies (quorum, remembered approvals, fallbacks,
 //! reminders) are in [`policy`].
 
+pub mod entities;
 pub mod policy;
 pub mod rules;
 pub mod web;

@@ -3,11 +3,12 @@
 //!
 //! Slack reads `<…>` in mrkdwn as a mention (`<@U…>`, `<!channel>`, `<!here>`) or a
 //! link (`<http://x|y>`), and `&` starts an entity. Every text an agent or a person
-//! supplied goes through [`escape`] (after [`cut`](crate::texts::cut), so an entity is
-//! never split), so it can neither notify anyone nor link anywhere; plain_text fields
+//! supplied goes through [`escape`] or [`escape_cut`] (which never splits an entity),
+//! so it can neither notify anyone nor link anywhere; plain_text fields
 //! are shown literally by Slack and are only cut.
 
 use crate::texts::Locale;
+pub use crate::texts::entities::{escape, escape_cut};
 
 /// Strings only the Slack front end needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,34 +121,6 @@ pub fn stext(locale: Locale, msg: SMsg) -> &'static str {
         (Internal, En) => "Something went wrong inside the bridge; nothing was changed. Try again.",
         (Internal, Vi) => "Đã có lỗi bên trong bridge; không có gì thay đổi. Hãy thử lại.",
         (Internal, Zh) => "桥接服务内部出错；未做任何更改。请重试。",
-    }
-}
-
-/// `text` with `&`, `<` and `>` as entities: shown as typed, never a mention or link.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// `text` cut to `max` characters once escaped: cut first (the `…` counted), then
-/// escaped, shortening the cut until the escaped text fits.
-pub fn escape_cut(text: &str, max: usize) -> String {
-    let mut keep = max;
-    loop {
-        let escaped = escape(&crate::texts::cut(text, keep));
-        if escaped.chars().count() <= max || keep == 0 {
-            return escaped;
-        }
-        // Each entity costs at most 4 more characters than its character.
-        keep = keep.saturating_sub((escaped.chars().count() - max).div_ceil(4).max(1));
     }
 }
 

@@ -53,44 +53,9 @@ pub fn tg(locale: Locale, msg: Tg) -> &'static str {
     }
 }
 
-/// Escapes text for Telegram's HTML parse mode: only `&`, `<` and `>` are special.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 pub use crate::texts::cut;
-
-/// `text` escaped for HTML and cut so that the *escaped* result has at most `max`
-/// characters (ending in `…` when cut). Escaping can make text five times longer
-/// (`&` → `&amp;`), so cutting before escaping is not enough to respect a limit.
-pub fn escape_cut(text: &str, max: usize) -> String {
-    let full = escape(text);
-    if full.chars().count() <= max {
-        return full;
-    }
-    let mut out = String::new();
-    let mut len = 0;
-    for c in text.chars() {
-        let piece = escape(c.encode_utf8(&mut [0; 4]));
-        let n = piece.chars().count();
-        if len + n > max.saturating_sub(1) {
-            break;
-        }
-        out.push_str(&piece);
-        len += n;
-    }
-    out.push('…');
-    out
-}
+/// Telegram's HTML parse mode: only `&`, `<` and `>` are special.
+pub use crate::texts::entities::{escape, escape_cut};
 
 /// Splits agent text into escaped HTML chunks of at most [`MAX_TEXT_CHARS`]
 /// characters each, preferring to break after a newline. Empty text gives no chunk
