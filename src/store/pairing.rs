@@ -145,7 +145,11 @@ impl Store {
 
     pub async fn approve_pairing(&self, code: &str, paired_by: &str, admin: Option<&Actor>, now_ms: i64, notified: bool) -> Result<PairedUser, PairError> {
         let mut tx = self.pool.begin().await.map_err(StoreError::query("begin pairing"))?;
-        let row = sqlx::query("SELECT platform, user_id, user_name, chat, locale, expires_at_ms FROM pairing_codes WHERE code = $1")
+        // Taken with a write, not read first: on SQLite a transaction that reads and
+        // then writes fails at once ("database is locked") when another connection
+        // wrote in between, whereas a first write waits its turn (busy_timeout). An
+        // expired or own code returns before the commit, so it is not used up.
+        let row = sqlx::query("DELETE FROM pairing_codes WHERE code = $1 RETURNING platform, user_id, user_name, chat, locale, expires_at_ms")
             .bind(code)
             .fetch_optional(&mut *tx)
             .await
