@@ -13,7 +13,7 @@ use super::audit::{self, insert_audit};
 use super::audit_entry::AuditEntry;
 use super::chats::ChatKey;
 use super::error::{Result, StoreError};
-use super::interactions::decode_rows;
+use super::interactions::{access_column, decode_rows};
 use super::json::{self, skip_corrupt};
 use super::outbox::insert_command;
 use super::row::column;
@@ -108,11 +108,12 @@ impl Store {
         let mut tx = self.pool.begin().await.map_err(StoreError::query("begin outside settle"))?;
         // The engine's settle does the same update; it is repeated here rather than
         // shared so that this transaction can also write its notice row.
-        let done = sqlx::query("UPDATE interactions SET status = $1, body = $2, revision = revision + 1 WHERE id = $3 AND status = $4")
+        let done = sqlx::query("UPDATE interactions SET status = $1, body = $2, access = $5, access_revision = revision + 1, revision = revision + 1 WHERE id = $3 AND status = $4")
             .bind(i.status.name())
             .bind(body)
             .bind(i.id.as_str())
             .bind(Status::Pending.name())
+            .bind(access_column(i)?)
             .execute(&mut *tx)
             .await
             .map_err(StoreError::query("settle interaction"))?;

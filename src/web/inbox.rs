@@ -13,9 +13,10 @@ use maud::{Markup, html};
 use super::Web;
 use super::forms::Fields;
 use super::layout::{Frame, html, span, unavailable, visit};
-use super::visibility::waits_on;
+use super::visibility::waits_on_pending;
 use crate::clock::now_ms;
 use crate::interaction::{Interaction, Origin, RequestKind};
+use crate::store::PendingAccess;
 use crate::texts::web::{WebMsg, waiting_title};
 
 /// Requests per page.
@@ -32,9 +33,11 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
     let viewer = &viewer;
     let frame = Frame { web: &web, locale, viewer: Some(viewer) };
     let now = now_ms();
-    // One request at a time is decoded and only what the list needs is kept: the
-    // inbox's memory does not grow with the number pending.
-    let waiting = web.store.pending_each(|i| waits_on(&web, &i, &viewer.actor, now).then(|| Waiting::of(&i)));
+    // The rule is applied to each pending request's stored facts, not its body, and
+    // only what the list needs is kept; only the rows shown are read whole.
+    let waiting = web
+        .store
+        .pending_access_each(|p| waits_on_pending(&web, &p.facts, p.deadline_ms, &viewer.actor, now).then(|| Waiting::of(p)));
     let (waiting, targets) = match tokio::try_join!(waiting, web.store.pending_targets()) {
         Ok(both) => both,
         Err(e) => return unavailable(&e),
@@ -85,8 +88,8 @@ struct Waiting {
 }
 
 impl Waiting {
-    fn of(i: &Interaction) -> Waiting {
-        Waiting { id: i.id.clone(), created_at_ms: i.created_at_ms, agent: agent_of(i) }
+    fn of(p: &PendingAccess) -> Waiting {
+        Waiting { id: p.id.clone(), created_at_ms: p.created_at_ms, agent: p.facts.agent().to_owned() }
     }
 }
 
@@ -130,11 +133,6 @@ impl Filter {
         q.append_pair("page", &page.to_string());
         q.finish()
     }
-}
-
-/// The agent that pushed the request, or `chat` for a chat turn's.
-fn agent_of(i: &Interaction) -> String {
-    i.origin.agent().unwrap_or("chat").to_owned()
 }
 
 /// Where each pending request is shown, by interaction id, each chat as operators
