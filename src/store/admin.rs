@@ -6,7 +6,7 @@
 //! Like the rest of the store it decides nothing: [`crate::admin`] decides what a
 //! cancel means, the engine's rescan claims the notices.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::Store;
 use super::audit::{self, insert_audit};
@@ -71,10 +71,20 @@ impl Store {
         .fetch_all(&self.pool)
         .await
         .map_err(StoreError::query("list the targets of pending pushed requests"))?;
+        // Pushed requests mostly share their targets: each distinct list is decoded once.
+        let mut decoded: HashMap<&str, Vec<ChatKey>> = HashMap::new();
         for row in &pushed {
-            let key: &str = column(row, "approval_key")?;
-            let Some(chats) = skip_corrupt(json::decode::<Vec<ChatKey>>(column(row, "targets")?, "request targets", key)) else {
-                continue;
+            let text: &str = column(row, "targets")?;
+            let chats = match decoded.get(text) {
+                Some(chats) => chats.clone(),
+                None => {
+                    let key: &str = column(row, "approval_key")?;
+                    let Some(chats) = skip_corrupt(json::decode::<Vec<ChatKey>>(text, "request targets", key)) else {
+                        continue;
+                    };
+                    decoded.insert(text, chats.clone());
+                    chats
+                }
             };
             targets.entry(column(row, "interaction_id")?).or_default().extend(chats);
         }

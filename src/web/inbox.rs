@@ -2,7 +2,7 @@
 //! 50 a page, filtered by agent, by where they are shown and by age. The title starts
 //! with how many wait, `(N)`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use axum::extract::{RawQuery, State};
@@ -16,7 +16,7 @@ use super::layout::{Frame, html, span, unavailable, visit};
 use super::visibility::waits_on_pending;
 use crate::clock::now_ms;
 use crate::interaction::{Interaction, Origin, RequestKind};
-use crate::store::PendingAccess;
+use crate::store::{ChatKey, PendingAccess};
 use crate::texts::web::{WebMsg, waiting_title};
 
 /// Requests per page.
@@ -43,14 +43,19 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
         Err(e) => return unavailable(&e),
     };
     let networks = crate::platform::networks();
-    let targets: Places = targets.into_iter().map(|(id, chats)| (id, chats.iter().map(|c| networks.display_chat(c)).collect())).collect();
+    // Each chat is written once, however many requests it shows.
+    let mut written: HashMap<ChatKey, Arc<str>> = HashMap::new();
+    let targets: Places = targets
+        .into_iter()
+        .map(|(id, chats)| (id, chats.into_iter().map(|c| written.entry(c).or_insert_with_key(|c| networks.display_chat(c).into()).clone()).collect()))
+        .collect();
     let mut waiting = waiting;
     waiting.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then_with(|| b.id.cmp(&a.id)));
     let total = waiting.len();
     let filter = Filter::read(&Fields::query(query.as_deref()));
     // The choices come from everything waiting, so a filter can always be undone.
     let agents: BTreeSet<&str> = waiting.iter().map(|w| w.agent.as_str()).collect();
-    let places: BTreeSet<String> = waiting.iter().flat_map(|w| shown_in(&targets, &w.id)).collect();
+    let places: BTreeSet<Arc<str>> = waiting.iter().flat_map(|w| shown_in(&targets, &w.id)).cloned().collect();
     let chosen: Vec<&Waiting> = waiting.iter().filter(|w| filter.keeps(w, &targets, now)).collect();
     let pages = chosen.len().div_ceil(PAGE).max(1);
     let page = filter.page.clamp(1, pages);
@@ -114,7 +119,7 @@ impl Filter {
 
     fn keeps(&self, w: &Waiting, targets: &Places, now: i64) -> bool {
         self.agent.as_ref().is_none_or(|a| *a == w.agent)
-            && self.target.as_ref().is_none_or(|t| shown_in(targets, &w.id).any(|s| s == *t))
+            && self.target.as_ref().is_none_or(|t| shown_in(targets, &w.id).any(|s| **s == **t))
             && self.age.is_none_or(|(_, ms)| now - w.created_at_ms >= ms)
     }
 
@@ -137,11 +142,11 @@ impl Filter {
 
 /// Where each pending request is shown, by interaction id, each chat as operators
 /// write it (`telegram:-100123/7`).
-type Places = BTreeMap<String, Vec<String>>;
+type Places = BTreeMap<String, Vec<Arc<str>>>;
 
 /// Every chat showing request `id`.
-fn shown_in<'a>(targets: &'a Places, id: &str) -> impl Iterator<Item = String> + 'a {
-    targets.get(id).into_iter().flatten().cloned()
+fn shown_in<'a>(targets: &'a Places, id: &str) -> impl Iterator<Item = &'a Arc<str>> + 'a {
+    targets.get(id).into_iter().flatten()
 }
 
 /// What the request asks, in a line: its actions' names or its first question.
@@ -162,7 +167,7 @@ pub(super) fn started_by(frame: &Frame<'_>, i: &Interaction) -> String {
 }
 
 fn row(frame: &Frame<'_>, i: &Interaction, targets: &Places, now: i64) -> Markup {
-    let places: Vec<String> = shown_in(targets, &i.id).collect();
+    let places: Vec<&str> = shown_in(targets, &i.id).map(|s| &**s).collect();
     html! {
         li.request {
             a.asks href=(frame.path(&format!("/inbox/requests/{}", i.id))) { (asks(i)) }
@@ -181,7 +186,7 @@ pub(super) fn countdown(deadline_ms: i64, now: i64) -> Markup {
     html! { time.countdown data-deadline=(deadline_ms) datetime=(super::layout::when(deadline_ms)) { (span(deadline_ms - now)) } }
 }
 
-fn filters(frame: &Frame<'_>, f: &Filter, agents: &BTreeSet<&str>, places: &BTreeSet<String>) -> Markup {
+fn filters(frame: &Frame<'_>, f: &Filter, agents: &BTreeSet<&str>, places: &BTreeSet<Arc<str>>) -> Markup {
     html! {
         form.filters method="get" action=(frame.path("/inbox")) {
             label { (frame.t(WebMsg::Agent)) " "
@@ -193,7 +198,7 @@ fn filters(frame: &Frame<'_>, f: &Filter, agents: &BTreeSet<&str>, places: &BTre
             label { (frame.t(WebMsg::Where)) " "
                 select name="target" {
                     option value="" { "—" }
-                    @for t in places { option value=(t) selected[f.target.as_ref() == Some(t)] { (t) } }
+                    @for t in places { option value=(&**t) selected[f.target.as_deref() == Some(&**t)] { (&**t) } }
                 }
             }
             label { (frame.t(WebMsg::Age)) " "
