@@ -1085,6 +1085,12 @@ async fn pending_access_facts_follow_every_write(db: &mut TestDb) {
     let after = store.pending_access_each(|p| (p.id == "id-S_v").then(|| p.facts.voters.clone())).await.expect("list");
     assert_eq!(after, [vec![("telegram".to_owned(), "10".to_owned()), ("telegram".to_owned(), "11".to_owned())]]);
     raw.close().await;
+
+    // The page's rows, read whole in one query: in the order asked, the unknown left out.
+    let ids = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let page = store.interactions_by_ids(&ids(&["id-S_c", "id-gone", "id-S_v", "id-S_q"])).await.expect("load");
+    assert_eq!(page, [asked.clone(), older, done]);
+    assert_eq!(store.interactions_by_ids(&[]).await.expect("load"), Vec::<Interaction>::new());
 }
 
 /// A pushed request is stored with its interaction and shows; the same agent's key

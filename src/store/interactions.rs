@@ -3,6 +3,8 @@
 //! Settling, the one multi-table write, lives here too: it must be a single transaction
 //! (on SQLite shared with other writes by [`super::group_commit`]).
 
+use std::collections::HashMap;
+
 use futures_util::TryStreamExt;
 use futures_util::future::BoxFuture;
 use sqlx::any::AnyRow;
@@ -16,6 +18,7 @@ use super::error::{Result, StoreError};
 use super::group_commit::Write;
 use super::json::{self, skip_corrupt};
 use super::outbox::Queued;
+use super::placeholders::{Marks, run_time_statement};
 use super::row::column;
 use super::rules::insert_rule;
 use super::shows::{ShowClaim, insert_shows};
@@ -72,6 +75,25 @@ impl Store {
             .await
             .map_err(StoreError::query("load interaction"))?;
         row.as_ref().map(decode_row).transpose()
+    }
+
+    /// The interactions with these ids, in the order given, in one query; ids not
+    /// found (pruned) and unreadable rows are left out. For a page of a list: a few
+    /// dozen ids.
+    pub async fn interactions_by_ids(&self, ids: &[String]) -> Result<Vec<Interaction>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.pool.acquire().await.map_err(StoreError::query("load interactions"))?;
+        let sql = format!("SELECT id, body, revision FROM interactions WHERE id IN ({})", Marks::of(&conn).list(1, ids.len()));
+        // Safe: the text is only value marks; every value is bound.
+        let mut select = run_time_statement(sql);
+        for id in ids {
+            select = select.bind(id.as_str());
+        }
+        let rows = select.fetch_all(&mut *conn).await.map_err(StoreError::query("load interactions"))?;
+        let mut found: HashMap<String, Interaction> = decode_rows(&rows).into_iter().map(|i| (i.id.clone(), i)).collect();
+        Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
     }
 
     pub async fn interaction_by_key(&self, session_id: &str, approval_key: &str) -> Result<Option<Interaction>> {

@@ -59,15 +59,12 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
     let chosen: Vec<&Waiting> = waiting.iter().filter(|w| filter.keeps(w, &targets, now)).collect();
     let pages = chosen.len().div_ceil(PAGE).max(1);
     let page = filter.page.clamp(1, pages);
-    let mut rows = Vec::with_capacity(PAGE);
-    for w in &chosen[(page - 1) * PAGE..(page * PAGE).min(chosen.len())] {
-        match web.store.interaction(&w.id).await {
-            Ok(Some(i)) => rows.push(i),
-            // Settled and pruned since: no longer waiting.
-            Ok(None) => {}
-            Err(e) => return unavailable(&e),
-        }
-    }
+    let shown: Vec<String> = chosen[(page - 1) * PAGE..(page * PAGE).min(chosen.len())].iter().map(|w| w.id.clone()).collect();
+    // One read for the page; a request settled and pruned since is no longer waiting.
+    let rows = match web.store.interactions_by_ids(&shown).await {
+        Ok(rows) => rows,
+        Err(e) => return unavailable(&e),
+    };
     let body = html! {
         h1 { (frame.t(WebMsg::Inbox)) " " span.count id="inbox-count" data-live { "(" (total) ")" } }
         (filters(&frame, &filter, &agents, &places))
