@@ -1091,6 +1091,21 @@ async fn pending_access_facts_follow_every_write(db: &mut TestDb) {
     let page = store.interactions_by_ids(&ids(&["id-S_c", "id-gone", "id-S_v", "id-S_q"])).await.expect("load");
     assert_eq!(page, [asked.clone(), older, done]);
     assert_eq!(store.interactions_by_ids(&[]).await.expect("load"), Vec::<Interaction>::new());
+
+    // Where they are shown: the page's rows alone, and every chat at once.
+    let group = ChatKey::new("telegram", "-100", None);
+    let topic = ChatKey::new("telegram", "-100", Some("7"));
+    let claim = ShowClaim { owner: "a".into(), until_ms: T0 + 60_000 };
+    let shown = trade_under("S", "S_s", policy(1, vec![]));
+    assert!(store.insert_interaction_to_show(&shown, &[topic.clone(), group.clone()], &claim, T0).await.expect("insert"));
+    let other = approval("S", "S_o", T0 + 6);
+    assert!(store.insert_interaction_to_show(&other, std::slice::from_ref(&topic), &claim, T0).await.expect("insert"));
+    let all = store.pending_targets().await.expect("targets");
+    assert_eq!(all.get("id-S_s"), Some(&vec![group.clone(), topic.clone()]));
+    let one = store.pending_targets_of(&ids(&["id-S_s", "id-S_q"])).await.expect("targets");
+    assert_eq!(one.into_iter().collect::<Vec<_>>(), [("id-S_s".to_owned(), vec![group.clone(), topic.clone()])], "settled: none");
+    assert!(store.pending_targets_of(&[]).await.expect("targets").is_empty());
+    assert_eq!(store.pending_places().await.expect("places"), [group, topic]);
 }
 
 /// A pushed request is stored with its interaction and shows; the same agent's key

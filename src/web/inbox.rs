@@ -35,31 +35,54 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
     let now = now_ms();
     // The rule is applied to each pending request's stored facts, not its body, and
     // only what the list needs is kept; only the rows shown are read whole.
-    let waiting = web
-        .store
-        .pending_access_each(|p| waits_on_pending(&web, &p.facts, p.deadline_ms, &viewer.actor, now).then(|| Waiting::of(p)));
-    let (waiting, targets) = match tokio::try_join!(waiting, web.store.pending_targets()) {
-        Ok(both) => both,
+    let mut pending = 0;
+    let waiting = web.store.pending_access_each(|p| {
+        pending += 1;
+        waits_on_pending(&web, &p.facts, p.deadline_ms, &viewer.actor, now).then(|| Waiting::of(p))
+    });
+    let mut waiting = match waiting.await {
+        Ok(waiting) => waiting,
         Err(e) => return unavailable(&e),
     };
-    let networks = crate::platform::networks();
-    // Each chat is written once, however many requests it shows.
-    let mut written: HashMap<ChatKey, Arc<str>> = HashMap::new();
-    let targets: Places = targets
-        .into_iter()
-        .map(|(id, chats)| (id, chats.into_iter().map(|c| written.entry(c).or_insert_with_key(|c| networks.display_chat(c).into()).clone()).collect()))
-        .collect();
-    let mut waiting = waiting;
     waiting.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then_with(|| b.id.cmp(&a.id)));
     let total = waiting.len();
     let filter = Filter::read(&Fields::query(query.as_deref()));
-    // The choices come from everything waiting, so a filter can always be undone.
+    let networks = crate::platform::networks();
+    // Each chat is written once, however many requests it shows.
+    let mut written: HashMap<ChatKey, Arc<str>> = HashMap::new();
+    let mut write = |c: ChatKey| written.entry(c).or_insert_with_key(|c| networks.display_chat(c).into()).clone();
+    // Where every request waiting is shown is needed only to filter by a chat, or when
+    // some pending requests do not wait on this person (the chats' choice lists only
+    // theirs). Otherwise the choices are every chat showing a pending request, which
+    // the store reads as a row per chat, and only the page's rows' chats are read.
+    let everything = filter.target.is_some() || total != pending;
+    let (targets, places): (Places, BTreeSet<Arc<str>>) = if everything {
+        let targets: Places = match web.store.pending_targets().await {
+            Ok(targets) => targets.into_iter().map(|(id, chats)| (id, chats.into_iter().map(&mut write).collect())).collect(),
+            Err(e) => return unavailable(&e),
+        };
+        // The choices come from everything waiting, so a filter can always be undone.
+        let places = waiting.iter().flat_map(|w| shown_in(&targets, &w.id)).cloned().collect();
+        (targets, places)
+    } else {
+        match web.store.pending_places().await {
+            Ok(chats) => (Places::new(), chats.into_iter().map(&mut write).collect()),
+            Err(e) => return unavailable(&e),
+        }
+    };
     let agents: BTreeSet<&str> = waiting.iter().map(|w| w.agent.as_str()).collect();
-    let places: BTreeSet<Arc<str>> = waiting.iter().flat_map(|w| shown_in(&targets, &w.id)).cloned().collect();
     let chosen: Vec<&Waiting> = waiting.iter().filter(|w| filter.keeps(w, &targets, now)).collect();
     let pages = chosen.len().div_ceil(PAGE).max(1);
     let page = filter.page.clamp(1, pages);
     let shown: Vec<String> = chosen[(page - 1) * PAGE..(page * PAGE).min(chosen.len())].iter().map(|w| w.id.clone()).collect();
+    let targets: Places = if everything {
+        targets
+    } else {
+        match web.store.pending_targets_of(&shown).await {
+            Ok(targets) => targets.into_iter().map(|(id, chats)| (id, chats.into_iter().map(&mut write).collect())).collect(),
+            Err(e) => return unavailable(&e),
+        }
+    };
     // One read for the page; a request settled and pruned since is no longer waiting.
     let rows = match web.store.interactions_by_ids(&shown).await {
         Ok(rows) => rows,
