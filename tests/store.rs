@@ -1060,14 +1060,18 @@ async fn pending_access_facts_follow_every_write(db: &mut TestDb) {
 
     // Every write above wrote the facts with the body: none is left to read from a body.
     let raw = db.raw().await;
-    let stale: Vec<(String,)> = sqlx::query_as("SELECT id FROM interactions WHERE access_revision <> revision OR access IS NULL").fetch_all(&raw).await.unwrap();
+    let stale: Vec<(String,)> =
+        sqlx::query_as("SELECT id FROM interactions WHERE access_revision <> revision OR access IS NULL").fetch_all(&raw).await.unwrap();
     assert_eq!(stale, Vec::<(String,)>::new(), "written with every body, the settled one's too");
 
     // As a bridge before the columns left the rows: read from the body, the same.
     sqlx::query("UPDATE interactions SET access = NULL, access_revision = -1").execute(&raw).await.unwrap();
     assert_eq!(listed(store.pending_access_each(|p| Some(p.clone())).await.expect("list")), now, "a migrated row reads the same");
     let filled: Vec<(String, Option<String>, i64, i64)> =
-        sqlx::query_as("SELECT id, access, access_revision, revision FROM interactions WHERE status = 'pending' ORDER BY created_at_ms").fetch_all(&raw).await.unwrap();
+        sqlx::query_as("SELECT id, access, access_revision, revision FROM interactions WHERE status = 'pending' ORDER BY created_at_ms")
+            .fetch_all(&raw)
+            .await
+            .unwrap();
     for ((id, access, access_revision, revision), (_, _, _, facts)) in filled.iter().zip(&now) {
         let access: AccessFacts = serde_json::from_str(access.as_deref().expect("filled in")).unwrap();
         assert_eq!((&access, access_revision), (facts, revision), "{id}: written back at its revision");

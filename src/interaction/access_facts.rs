@@ -66,7 +66,11 @@ impl Deciders<'_> {
 /// The approvers a decision policy names, with the configuration's four-eyes setting;
 /// `None` when it names none (the usual rules apply).
 pub fn named_access(users: &[(String, String)], roles: &[String], configured: &AccessPolicy) -> Option<AccessPolicy> {
-    (!users.is_empty() || !roles.is_empty()).then(|| AccessPolicy { approver_users: users.to_vec(), approver_roles: roles.to_vec(), four_eyes: configured.four_eyes })
+    (!users.is_empty() || !roles.is_empty()).then(|| AccessPolicy {
+        approver_users: users.to_vec(),
+        approver_roles: roles.to_vec(),
+        four_eyes: configured.four_eyes,
+    })
 }
 
 impl AccessFacts {

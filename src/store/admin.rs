@@ -83,7 +83,8 @@ impl Store {
             .await
             .map_err(StoreError::query("list the targets of pending pushed requests"))?;
         for row in &pushed {
-            places.extend(skip_corrupt(json::decode::<Vec<ChatKey>>(column(row, "targets")?, "request targets", "a pending pushed request")).unwrap_or_default());
+            places
+                .extend(skip_corrupt(json::decode::<Vec<ChatKey>>(column(row, "targets")?, "request targets", "a pending pushed request")).unwrap_or_default());
         }
         sort_chats(&mut places);
         Ok(places)

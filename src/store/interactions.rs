@@ -200,7 +200,8 @@ impl Store {
     /// status column is not touched: a settled interaction stays settled.
     pub async fn save_delivery(&self, i: &Interaction) -> Result<()> {
         let body = json::encode(i, "interaction")?;
-        self.write(SaveBody { id: i.id.clone(), status: i.status.name(), revision: None, body, access: access_column(i)?, what: "save delivery state" }).await?;
+        self.write(SaveBody { id: i.id.clone(), status: i.status.name(), revision: None, body, access: access_column(i)?, what: "save delivery state" })
+            .await?;
         Ok(())
     }
 

@@ -9,8 +9,8 @@
 //! paths go through the core's one rule ([`crate::interaction::access_facts`]).
 
 use super::Web;
-use crate::interaction::policy::quorum;
 use crate::interaction::access_facts::Deciders;
+use crate::interaction::policy::quorum;
 use crate::interaction::{AccessFacts, Actor, Draft, Interaction, Refusal};
 
 /// Why `actor` may not answer `i` now; `None` when they may.
