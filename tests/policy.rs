@@ -668,3 +668,67 @@ fn a_stored_policy_round_trips() {
     assert_eq!(from_config.matcher, Matcher { tools: vec!["run_migration".into()], ..Matcher::default() });
     assert_eq!(Policy { name: "request".into(), ..from_config.policy }, dba_policy());
 }
+
+// ---------------------------------------------------------------- stored access facts
+
+/// The facts the store keeps beside each body (`AccessFacts`, read by the web inbox
+/// instead of the body) answer who may act exactly as the interaction does: every
+/// origin, a policy's approvers with a vote cast, four eyes, questions, before and at
+/// the deadline, for every person and configuration; and who has voted.
+#[test]
+fn stored_access_facts_answer_exactly_as_the_interaction() {
+    let chat_turn = Interaction::new("c".into(), "s1".into(), request(vec![migration()]), Some(requester()), T0);
+    let question = Request {
+        approval_key: "q".into(),
+        kind: RequestKind::Questions { questions: vec![], actions: vec![tool("ask_user")] },
+        timeout_secs: 600,
+        context: None,
+    };
+    let asked = Interaction::new("q".into(), "s1".into(), question, Some(requester()), T0);
+    let mut pushed = Interaction::new("p".into(), "s1".into(), request(vec![migration()]), None, T0);
+    pushed.origin = hitl_bridge::interaction::Origin::Pushed { agent: "ci".into(), approvers: None };
+    let mut named = pushed.clone();
+    named.origin = hitl_bridge::interaction::Origin::Pushed {
+        agent: "ci".into(),
+        approvers: Some(hitl_bridge::interaction::Approvers { users: vec![("discord".into(), "3".into())], roles: vec!["77".into()] }),
+    };
+    let mut voted = under(dba_policy(), vec![migration()]);
+    act(&mut voted, &lan(), approve()).unwrap();
+    let own_approvers = under(request_policy(json!({"approvers": ["discord:9", "discord:2"]})), vec![migration()]);
+    let interactions = [chat_turn, asked, pushed, named, voted, own_approvers];
+    let strict = |p: AccessPolicy| AccessPolicy { four_eyes: true, ..p };
+    let configurations = [configured(), strict(configured()), AccessPolicy::default(), strict(AccessPolicy::default())];
+    let people = [lan(), minh(), hoa(), requester(), ops(), person("13", "Stranger"), Actor { groups: vec!["77".into()], ..person("14", "Role") }];
+    let mut compared = 0;
+    for i in &interactions {
+        // Read back as the store reads the column.
+        let stored = serde_json::to_string(&i.access_facts()).unwrap();
+        let facts: hitl_bridge::interaction::AccessFacts = serde_json::from_str(&stored).unwrap();
+        for configured in &configurations {
+            for who in &people {
+                for now in [T0, i.deadline_ms - 1, i.deadline_ms, i.deadline_ms + MIN] {
+                    assert_eq!(
+                        facts.may_act_pending(who, configured, i.deadline_ms, now),
+                        i.may_act(who, configured, now),
+                        "{} by {} under {configured:?} at {now}",
+                        i.id,
+                        who.name
+                    );
+                    compared += 1;
+                }
+                let has_voted = matches!(&i.draft, Draft::Decisions(d) if d.votes.iter().any(|v| v.voter.is_same_person(who)));
+                assert_eq!(facts.has_voted(who), has_voted, "{} voted by {}", i.id, who.name);
+            }
+        }
+    }
+    assert_eq!(compared, 6 * 4 * 7 * 4);
+    // The cases above are not all one answer: the comparison covers each refusal.
+    let voted = &interactions[4];
+    assert_eq!(voted.access_facts().voters, vec![("discord".to_owned(), "1".to_owned())]);
+    assert!(interactions[4].access_facts().has_voted(&lan()) && !interactions[4].access_facts().has_voted(&minh()));
+    assert_eq!(interactions[0].may_act(&requester(), &strict(configured()), T0), Err(Refusal::SelfApproval));
+    assert_eq!(interactions[0].may_act(&person("13", "S"), &configured(), T0), Err(Refusal::NotAllowed));
+    assert_eq!(interactions[2].may_act(&person("13", "S"), &AccessPolicy::default(), T0), Ok(()));
+    assert_eq!(interactions[3].may_act(&Actor { groups: vec!["77".into()], ..person("14", "Role") }, &configured(), T0), Ok(()));
+    assert_eq!(interactions[5].may_act(&minh(), &configured(), T0 + 300 * 1000), Err(Refusal::Expired));
+}

@@ -114,6 +114,7 @@ suite!(
     the_update_inbox_stores_once_claims_and_forgets,
     the_inbox_migration_keeps_updates_in_flight,
     pending_timers_are_read_from_their_columns,
+    pending_access_facts_follow_every_write,
     a_push_is_stored_whole_once_or_not_at_all,
     pending_pushes_are_paged_by_push_time_then_key,
     web_sign_in_links_are_spent_once_and_expire,
@@ -1005,6 +1006,110 @@ async fn pending_timers_are_read_from_their_columns(db: &mut TestDb) {
     let filled: (Option<i64>, i64) = sqlx::query_as("SELECT escalation_ms, timers_known FROM interactions WHERE id = 'id-S_t'").fetch_one(&raw).await.unwrap();
     assert_eq!(filled, (Some(T0 + 20_000), 1), "and written back");
     raw.close().await;
+}
+
+/// What the web inbox reads of each pending request instead of its body (its access
+/// facts, id and times) follows every write: a new request, a vote, an escalation
+/// step; a settled one is no longer listed. A row whose facts are not current (written
+/// before the columns existed, or since by an older replica that wrote only the body)
+/// is read from its body, the same as the body says, and its columns filled in.
+async fn pending_access_facts_follow_every_write(db: &mut TestDb) {
+    use hitl_bridge::interaction::AccessFacts;
+    use hitl_bridge::interaction::policy::{EscalationStep, Mention, StepAction};
+    use hitl_bridge::store::{PendingAccess, ShowClaim};
+    let store = &db.store;
+    let listed = |list: Vec<PendingAccess>| list.into_iter().map(|p| (p.id, p.created_at_ms, p.deadline_ms, (*p.facts).clone())).collect::<Vec<_>>();
+    let expected = |list: &[&Interaction]| list.iter().map(|i| (i.id.clone(), i.created_at_ms, i.deadline_ms, i.access_facts())).collect::<Vec<_>>();
+    let mut escalating = policy(3, vec![]);
+    escalating.escalation = vec![EscalationStep { after_secs: 10, action: StepAction::Remind { mention: Mention::Approvers } }];
+    let voted_on = trade_under("S", "S_v", escalating);
+    let asked = approval("S", "S_c", T0 + 1);
+    let settled = question("S", "S_q", T0 + 2);
+    for i in [&voted_on, &asked, &settled] {
+        assert!(store.insert_interaction(i).await.expect("insert"));
+    }
+    let all = store.pending_access_each(|p| Some(p.clone())).await.expect("list");
+    assert_eq!(listed(all.clone()), expected(&[&voted_on, &asked, &settled]), "oldest first, as written");
+    // The same facts are one value, shared by the rows that have them.
+    assert_eq!(all[0].facts.voters, Vec::<(String, String)>::new());
+    assert_eq!(all[1].facts.requester, Some(thao()));
+    assert!(!all[2].facts.approval, "a question");
+    assert_eq!(all[0].facts.policy_approvers.len(), 3);
+
+    // A vote: the voter is in the facts at once.
+    let mut voting = store.interaction("id-S_v").await.expect("load").expect("stored");
+    let approve = || UserAction::DecideAll { decision: DecisionType::Approve };
+    assert_eq!(voting.apply(&voter("10", "Lan"), approve(), &AccessPolicy::default(), T0 + 3), Ok(Applied::Updated));
+    assert!(store.save_draft(&voting).await.expect("save draft"));
+    // An escalation step keeps them (and is written with them).
+    let read = store.interaction("id-S_v").await.expect("load").expect("stored");
+    let mut escalated = read.clone();
+    escalated.mark_escalated(0);
+    assert!(store.record_escalation(&read, &escalated, &[], &ShowClaim { owner: "a".into(), until_ms: T0 + 60_000 }, &[]).await.expect("escalate"));
+    // Settled: no longer listed.
+    let mut done = settled.clone();
+    assert!(done.cancel(T0 + 4, "turn ended"));
+    assert!(store.settle(&done, None, &AuditEntry::for_settled(&done, T0 + 4)).await.expect("settle").won());
+    let now = listed(store.pending_access_each(|p| Some(p.clone())).await.expect("list"));
+    assert_eq!(now, expected(&[&escalated, &asked]));
+    assert_eq!(now[0].3.voters, vec![("telegram".to_owned(), "10".to_owned())]);
+    assert!(now[0].3.has_voted(&voter("10", "Lan")) && !now[0].3.has_voted(&voter("11", "Minh")));
+    // `keep` decides what is kept.
+    let chat_turns = store.pending_access_each(|p| (p.facts.agent() == "chat").then(|| p.id.clone())).await.expect("list");
+    assert_eq!(chat_turns, ["id-S_v", "id-S_c"]);
+
+    // Every write above wrote the facts with the body: none is left to read from a body.
+    let raw = db.raw().await;
+    let stale: Vec<(String,)> =
+        sqlx::query_as("SELECT id FROM interactions WHERE access_revision <> revision OR access IS NULL").fetch_all(&raw).await.unwrap();
+    assert_eq!(stale, Vec::<(String,)>::new(), "written with every body, the settled one's too");
+
+    // As a bridge before the columns left the rows: read from the body, the same.
+    sqlx::query("UPDATE interactions SET access = NULL, access_revision = -1").execute(&raw).await.unwrap();
+    assert_eq!(listed(store.pending_access_each(|p| Some(p.clone())).await.expect("list")), now, "a migrated row reads the same");
+    let filled: Vec<(String, Option<String>, i64, i64)> =
+        sqlx::query_as("SELECT id, access, access_revision, revision FROM interactions WHERE status = 'pending' ORDER BY created_at_ms")
+            .fetch_all(&raw)
+            .await
+            .unwrap();
+    for ((id, access, access_revision, revision), (_, _, _, facts)) in filled.iter().zip(&now) {
+        let access: AccessFacts = serde_json::from_str(access.as_deref().expect("filled in")).unwrap();
+        assert_eq!((&access, access_revision), (facts, revision), "{id}: written back at its revision");
+    }
+
+    // An older replica records Minh's vote in the body alone: the stale column is not
+    // trusted, the body is.
+    let mut older = store.interaction("id-S_v").await.expect("load").expect("stored");
+    assert_eq!(older.apply(&voter("11", "Minh"), approve(), &AccessPolicy::default(), T0 + 5), Ok(Applied::Updated));
+    sqlx::query("UPDATE interactions SET body = $1, revision = revision + 1 WHERE id = 'id-S_v'")
+        .bind(serde_json::to_string(&older).unwrap())
+        .execute(&raw)
+        .await
+        .unwrap();
+    let after = store.pending_access_each(|p| (p.id == "id-S_v").then(|| p.facts.voters.clone())).await.expect("list");
+    assert_eq!(after, [vec![("telegram".to_owned(), "10".to_owned()), ("telegram".to_owned(), "11".to_owned())]]);
+    raw.close().await;
+
+    // The page's rows, read whole in one query: in the order asked, the unknown left out.
+    let ids = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let page = store.interactions_by_ids(&ids(&["id-S_c", "id-gone", "id-S_v", "id-S_q"])).await.expect("load");
+    assert_eq!(page, [asked.clone(), older, done]);
+    assert_eq!(store.interactions_by_ids(&[]).await.expect("load"), Vec::<Interaction>::new());
+
+    // Where they are shown: the page's rows alone, and every chat at once.
+    let group = ChatKey::new("telegram", "-100", None);
+    let topic = ChatKey::new("telegram", "-100", Some("7"));
+    let claim = ShowClaim { owner: "a".into(), until_ms: T0 + 60_000 };
+    let shown = trade_under("S", "S_s", policy(1, vec![]));
+    assert!(store.insert_interaction_to_show(&shown, &[topic.clone(), group.clone()], &claim, T0).await.expect("insert"));
+    let other = approval("S", "S_o", T0 + 6);
+    assert!(store.insert_interaction_to_show(&other, std::slice::from_ref(&topic), &claim, T0).await.expect("insert"));
+    let all = store.pending_targets().await.expect("targets");
+    assert_eq!(all.get("id-S_s"), Some(&vec![group.clone(), topic.clone()]));
+    let one = store.pending_targets_of(&ids(&["id-S_s", "id-S_q"])).await.expect("targets");
+    assert_eq!(one.into_iter().collect::<Vec<_>>(), [("id-S_s".to_owned(), vec![group.clone(), topic.clone()])], "settled: none");
+    assert!(store.pending_targets_of(&[]).await.expect("targets").is_empty());
+    assert_eq!(store.pending_places().await.expect("places"), [group, topic]);
 }
 
 /// A pushed request is stored with its interaction and shows; the same agent's key

@@ -7,6 +7,7 @@
 //! shapes, answer encoding, who may answer, first decision wins) lives here.
 
 pub mod access;
+pub mod access_facts;
 pub mod admission;
 pub mod answers;
 mod apply;
@@ -25,6 +26,7 @@ pub mod updates;
 pub mod user_action;
 
 pub use access::{AccessPolicy, Actor, Approvers, Origin};
+pub use access_facts::AccessFacts;
 pub use admission::{Allowlist, Verdict};
 pub use answers::{AnswerDraft, NO_PREFERENCE, selected_labels};
 pub use decisions::DecisionDraft;

@@ -234,22 +234,7 @@ impl Interaction {
     /// Whether `actor` may act on this interaction now: who first (a stranger learns
     /// nothing about its state), then whether it is still open.
     pub fn may_act(&self, actor: &Actor, policy: &AccessPolicy, now_ms: i64) -> Result<(), Refusal> {
-        // A decision policy naming approvers replaces every other rule of who decides.
-        let named = self.policy.as_ref().and_then(|p| p.access(policy));
-        let allowed = match &named {
-            Some(named) => named.is_approver(actor),
-            None => self.origin.allows(actor, self.requester.as_ref(), policy),
-        };
-        if !allowed {
-            return Err(Refusal::NotAllowed);
-        }
-        // Four eyes covers tool calls only: the requester still answers questions.
-        if matches!(self.origin, Origin::Chat)
-            && matches!(self.request.kind, RequestKind::Approval { .. })
-            && named.as_ref().unwrap_or(policy).refuses_self_approval(actor, self.requester.as_ref())
-        {
-            return Err(Refusal::SelfApproval);
-        }
+        self.deciders().check(actor, policy)?;
         match &self.status {
             Status::Pending if now_ms >= self.deadline_ms => Err(Refusal::Expired),
             Status::Pending => Ok(()),

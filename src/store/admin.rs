@@ -6,16 +6,17 @@
 //! Like the rest of the store it decides nothing: [`crate::admin`] decides what a
 //! cancel means, the engine's rescan claims the notices.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::Store;
 use super::audit::{self, insert_audit};
 use super::audit_entry::AuditEntry;
 use super::chats::ChatKey;
 use super::error::{Result, StoreError};
-use super::interactions::decode_rows;
+use super::interactions::{access_column, decode_rows};
 use super::json::{self, skip_corrupt};
 use super::outbox::insert_command;
+use super::placeholders::{Marks, run_time_statement};
 use super::row::column;
 use super::shows::drop_shows;
 use crate::interaction::{Interaction, Status};
@@ -47,40 +48,113 @@ impl Store {
     /// (its messages, its queued shows, a pushed request's targets), by interaction
     /// id, each list sorted and without repeats.
     pub async fn pending_targets(&self) -> Result<BTreeMap<String, Vec<ChatKey>>> {
+        self.targets_where(None).await
+    }
+
+    /// [`Store::pending_targets`] of these pending interactions only (a page's rows):
+    /// a few rows read, however many are pending.
+    pub async fn pending_targets_of(&self, ids: &[String]) -> Result<BTreeMap<String, Vec<ChatKey>>> {
+        if ids.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        self.targets_where(Some(ids)).await
+    }
+
+    /// Every chat some pending interaction is shown in or waits to be shown in: the
+    /// lists of [`Store::pending_targets`] together, sorted, without repeats. Made
+    /// distinct by the database, so it reads a row per chat, not per request.
+    pub async fn pending_places(&self) -> Result<Vec<ChatKey>> {
         let pending = Status::Pending.name();
         let rows = sqlx::query(
-            "SELECT m.interaction_id, m.platform, m.chat_id, m.thread_id FROM message_refs m
+            "SELECT m.platform, m.chat_id, m.thread_id FROM message_refs m
              JOIN interactions i ON i.id = m.interaction_id WHERE i.status = $1
              UNION
-             SELECT s.interaction_id, s.platform, s.chat_id, s.thread_id FROM pending_shows s
+             SELECT s.platform, s.chat_id, s.thread_id FROM pending_shows s
              JOIN interactions i ON i.id = s.interaction_id WHERE i.status = $1",
         )
         .bind(pending)
         .fetch_all(&self.pool)
         .await
         .map_err(StoreError::query("list where pending requests are shown"))?;
+        let mut places = rows.iter().map(ChatKey::from_row).collect::<Result<Vec<_>>>()?;
+        let pushed = sqlx::query("SELECT DISTINCT a.targets FROM api_requests a JOIN interactions i ON i.id = a.interaction_id WHERE i.status = $1")
+            .bind(pending)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StoreError::query("list the targets of pending pushed requests"))?;
+        for row in &pushed {
+            places
+                .extend(skip_corrupt(json::decode::<Vec<ChatKey>>(column(row, "targets")?, "request targets", "a pending pushed request")).unwrap_or_default());
+        }
+        sort_chats(&mut places);
+        Ok(places)
+    }
+
+    /// The targets of every pending interaction, or of those in `ids`.
+    async fn targets_where(&self, ids: Option<&[String]>) -> Result<BTreeMap<String, Vec<ChatKey>>> {
+        let pending = Status::Pending.name();
+        let mut conn = self.pool.acquire().await.map_err(StoreError::query("list where pending requests are shown"))?;
+        let marks = Marks::of(&conn);
+        // `$1` is the status; the ids, when given, follow it.
+        let only = |table: &str| ids.map_or(String::new(), |ids| format!(" AND {table}.interaction_id IN ({})", marks.list(2, ids.len())));
+        let sql = format!(
+            "SELECT m.interaction_id, m.platform, m.chat_id, m.thread_id FROM message_refs m
+             JOIN interactions i ON i.id = m.interaction_id WHERE i.status = {status}{m}
+             UNION
+             SELECT s.interaction_id, s.platform, s.chat_id, s.thread_id FROM pending_shows s
+             JOIN interactions i ON i.id = s.interaction_id WHERE i.status = {status}{s}",
+            status = marks.list(1, 1),
+            m = only("m"),
+            s = only("s"),
+        );
+        // Safe: the text is only value marks; every value is bound.
+        let mut select = run_time_statement(sql).bind(pending);
+        for id in ids.into_iter().flatten() {
+            select = select.bind(id.as_str());
+        }
+        if marks == Marks::Positional {
+            // `?` marks are numbered in order: the second half's are bound again.
+            select = select.bind(pending);
+            for id in ids.into_iter().flatten() {
+                select = select.bind(id.as_str());
+            }
+        }
+        let rows = select.fetch_all(&mut *conn).await.map_err(StoreError::query("list where pending requests are shown"))?;
         let mut targets: BTreeMap<String, Vec<ChatKey>> = BTreeMap::new();
         for row in &rows {
             targets.entry(column(row, "interaction_id")?).or_default().push(ChatKey::from_row(row)?);
         }
-        let pushed = sqlx::query(
+        let sql = format!(
             "SELECT a.interaction_id, a.approval_key, a.targets FROM api_requests a
-             JOIN interactions i ON i.id = a.interaction_id WHERE i.status = $1",
-        )
-        .bind(pending)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(StoreError::query("list the targets of pending pushed requests"))?;
+             JOIN interactions i ON i.id = a.interaction_id WHERE i.status = {}{}",
+            marks.list(1, 1),
+            only("a")
+        );
+        // Safe: the text is only value marks; every value is bound.
+        let mut select = run_time_statement(sql).bind(pending);
+        for id in ids.into_iter().flatten() {
+            select = select.bind(id.as_str());
+        }
+        let pushed = select.fetch_all(&mut *conn).await.map_err(StoreError::query("list the targets of pending pushed requests"))?;
+        // Pushed requests mostly share their targets: each distinct list is decoded once.
+        let mut decoded: HashMap<&str, Vec<ChatKey>> = HashMap::new();
         for row in &pushed {
-            let key: &str = column(row, "approval_key")?;
-            let Some(chats) = skip_corrupt(json::decode::<Vec<ChatKey>>(column(row, "targets")?, "request targets", key)) else {
-                continue;
+            let text: &str = column(row, "targets")?;
+            let chats = match decoded.get(text) {
+                Some(chats) => chats.clone(),
+                None => {
+                    let key: &str = column(row, "approval_key")?;
+                    let Some(chats) = skip_corrupt(json::decode::<Vec<ChatKey>>(text, "request targets", key)) else {
+                        continue;
+                    };
+                    decoded.insert(text, chats.clone());
+                    chats
+                }
             };
             targets.entry(column(row, "interaction_id")?).or_default().extend(chats);
         }
         for chats in targets.values_mut() {
-            chats.sort_by(|a, b| (&a.platform, &a.chat_id, &a.thread_id).cmp(&(&b.platform, &b.chat_id, &b.thread_id)));
-            chats.dedup();
+            sort_chats(chats);
         }
         Ok(targets)
     }
@@ -108,11 +182,12 @@ impl Store {
         let mut tx = self.pool.begin().await.map_err(StoreError::query("begin outside settle"))?;
         // The engine's settle does the same update; it is repeated here rather than
         // shared so that this transaction can also write its notice row.
-        let done = sqlx::query("UPDATE interactions SET status = $1, body = $2, revision = revision + 1 WHERE id = $3 AND status = $4")
+        let done = sqlx::query("UPDATE interactions SET status = $1, body = $2, access = $5, access_revision = revision + 1, revision = revision + 1 WHERE id = $3 AND status = $4")
             .bind(i.status.name())
             .bind(body)
             .bind(i.id.as_str())
             .bind(Status::Pending.name())
+            .bind(access_column(i)?)
             .execute(&mut *tx)
             .await
             .map_err(StoreError::query("settle interaction"))?;
@@ -191,4 +266,10 @@ impl Store {
         }
         Ok(page)
     }
+}
+
+/// Sorts chats and drops repeats.
+fn sort_chats(chats: &mut Vec<ChatKey>) {
+    chats.sort_by(|a, b| (&a.platform, &a.chat_id, &a.thread_id).cmp(&(&b.platform, &b.chat_id, &b.thread_id)));
+    chats.dedup();
 }

@@ -105,6 +105,7 @@ const MIGRATIONS: &[(i64, &str, Schema)] = &[
     (23, "platform inbox", Schema::Shared(include_str!("../../migrations/shared/0023_platform_inbox.sql"))),
     (24, "turn texts shown", Schema::Shared(include_str!("../../migrations/shared/0024_turn_texts_shown.sql"))),
     (25, "pending timers", Schema::Shared(include_str!("../../migrations/shared/0025_pending_timers.sql"))),
+    (26, "access facts", Schema::Shared(include_str!("../../migrations/shared/0026_access_facts.sql"))),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.

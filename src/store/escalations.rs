@@ -14,6 +14,7 @@ use sqlx::AnyConnection;
 use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
+use super::interactions::access_column;
 use super::json;
 use super::shows::{ShowClaim, insert_shows};
 use super::{AuditEntry, ChatKey, Store};
@@ -40,6 +41,7 @@ impl Store {
             id: escalated.id.clone(),
             revision: read.revision.0,
             body: json::encode(escalated, "interaction")?,
+            access: access_column(escalated)?,
             escalation_ms: escalated.next_escalation_at(),
             new_chats: new_chats.to_vec(),
             claim: claim.clone(),
@@ -56,6 +58,7 @@ struct RecordEscalation {
     /// The next step's time once this one is recorded (the timer column).
     escalation_ms: Option<i64>,
     body: String,
+    access: String,
     new_chats: Vec<ChatKey>,
     claim: ShowClaim,
     audits: Vec<AuditEntry>,
@@ -66,13 +69,14 @@ impl Write for RecordEscalation {
     fn apply<'a>(&'a self, conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             let done = sqlx::query(
-                "UPDATE interactions SET body = $1, escalation_ms = $2, timers_known = 1, revision = revision + 1
+                "UPDATE interactions SET body = $1, escalation_ms = $2, timers_known = 1, access = $5, access_revision = revision + 1, revision = revision + 1
                  WHERE id = $3 AND status = 'pending' AND revision = $4",
             )
             .bind(self.body.as_str())
             .bind(self.escalation_ms)
             .bind(self.id.as_str())
             .bind(self.revision)
+            .bind(self.access.as_str())
             .execute(&mut *conn)
             .await
             .map_err(StoreError::query("record an escalation step"))?;

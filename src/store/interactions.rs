@@ -3,6 +3,8 @@
 //! Settling, the one multi-table write, lives here too: it must be a single transaction
 //! (on SQLite shared with other writes by [`super::group_commit`]).
 
+use std::collections::HashMap;
+
 use futures_util::TryStreamExt;
 use futures_util::future::BoxFuture;
 use sqlx::any::AnyRow;
@@ -16,6 +18,7 @@ use super::error::{Result, StoreError};
 use super::group_commit::Write;
 use super::json::{self, skip_corrupt};
 use super::outbox::Queued;
+use super::placeholders::{Marks, run_time_statement};
 use super::row::column;
 use super::rules::insert_rule;
 use super::shows::{ShowClaim, insert_shows};
@@ -72,6 +75,25 @@ impl Store {
             .await
             .map_err(StoreError::query("load interaction"))?;
         row.as_ref().map(decode_row).transpose()
+    }
+
+    /// The interactions with these ids, in the order given, in one query; ids not
+    /// found (pruned) and unreadable rows are left out. For a page of a list: a few
+    /// dozen ids.
+    pub async fn interactions_by_ids(&self, ids: &[String]) -> Result<Vec<Interaction>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.pool.acquire().await.map_err(StoreError::query("load interactions"))?;
+        let sql = format!("SELECT id, body, revision FROM interactions WHERE id IN ({})", Marks::of(&conn).list(1, ids.len()));
+        // Safe: the text is only value marks; every value is bound.
+        let mut select = run_time_statement(sql);
+        for id in ids {
+            select = select.bind(id.as_str());
+        }
+        let rows = select.fetch_all(&mut *conn).await.map_err(StoreError::query("load interactions"))?;
+        let mut found: HashMap<String, Interaction> = decode_rows(&rows).into_iter().map(|i| (i.id.clone(), i)).collect();
+        Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
     }
 
     pub async fn interaction_by_key(&self, session_id: &str, approval_key: &str) -> Result<Option<Interaction>> {
@@ -141,21 +163,6 @@ impl Store {
         Ok(timers)
     }
 
-    /// What `keep` makes of each pending interaction, oldest first, where it makes
-    /// something. Rows are decoded one at a time and dropped once `keep` has seen them,
-    /// so going through thousands holds no more than one of them at once.
-    pub async fn pending_each<T>(&self, mut keep: impl FnMut(Interaction) -> Option<T>) -> Result<Vec<T>> {
-        let mut rows =
-            sqlx::query("SELECT id, body, revision FROM interactions WHERE status = $1 ORDER BY created_at_ms, id").bind(pending()).fetch(&self.pool);
-        let mut kept = Vec::new();
-        while let Some(row) = rows.try_next().await.map_err(StoreError::query("go through pending interactions"))? {
-            if let Some(made) = skip_corrupt(decode_row(&row)).and_then(&mut keep) {
-                kept.push(made);
-            }
-        }
-        Ok(kept)
-    }
-
     /// The session's pending interactions, oldest first.
     pub async fn pending_in_session(&self, session_id: &str) -> Result<Vec<Interaction>> {
         let rows = sqlx::query("SELECT id, body, revision FROM interactions WHERE session_id = $1 AND status = $2 ORDER BY created_at_ms, id")
@@ -193,7 +200,8 @@ impl Store {
     /// status column is not touched: a settled interaction stays settled.
     pub async fn save_delivery(&self, i: &Interaction) -> Result<()> {
         let body = json::encode(i, "interaction")?;
-        self.write(SaveBody { id: i.id.clone(), status: i.status.name(), revision: None, body, what: "save delivery state" }).await?;
+        self.write(SaveBody { id: i.id.clone(), status: i.status.name(), revision: None, body, access: access_column(i)?, what: "save delivery state" })
+            .await?;
         Ok(())
     }
 
@@ -225,7 +233,7 @@ impl Store {
             return Err(StoreError::WrongState { op: "save the draft of", id: i.id.clone(), reason: "it is settled; use settle" });
         }
         let body = json::encode(i, "interaction")?;
-        self.write(SaveBody { id: i.id.clone(), status: pending(), revision: Some(i.revision.0), body, what: "save draft" }).await
+        self.write(SaveBody { id: i.id.clone(), status: pending(), revision: Some(i.revision.0), body, access: access_column(i)?, what: "save draft" }).await
     }
 
     /// Records that `i` has ended (its status is no longer pending): in one
@@ -268,6 +276,7 @@ impl Store {
             id: i.id.clone(),
             status: i.status.name(),
             body: json::encode(i, "interaction")?,
+            access: access_column(i)?,
             command: command.cloned(),
             audit: audit.clone(),
             rule: rule.cloned(),
@@ -329,6 +338,8 @@ struct SaveBody {
     status: &'static str,
     revision: Option<i64>,
     body: String,
+    /// Its [`access_column`], written with it.
+    access: String,
     what: &'static str,
 }
 
@@ -336,13 +347,17 @@ impl Write for SaveBody {
     fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             let done = match self.revision {
-                Some(revision) => sqlx::query("UPDATE interactions SET body = $1, revision = revision + 1 WHERE id = $2 AND status = $3 AND revision = $4")
+                Some(revision) => {
+                    sqlx::query("UPDATE interactions SET body = $1, access = $2, access_revision = revision + 1, revision = revision + 1 WHERE id = $3 AND status = $4 AND revision = $5")
+                        .bind(self.body.as_str())
+                        .bind(self.access.as_str())
+                        .bind(self.id.as_str())
+                        .bind(self.status)
+                        .bind(revision)
+                }
+                None => sqlx::query("UPDATE interactions SET body = $1, access = $2, access_revision = revision + 1, revision = revision + 1 WHERE id = $3 AND status = $4")
                     .bind(self.body.as_str())
-                    .bind(self.id.as_str())
-                    .bind(self.status)
-                    .bind(revision),
-                None => sqlx::query("UPDATE interactions SET body = $1, revision = revision + 1 WHERE id = $2 AND status = $3")
-                    .bind(self.body.as_str())
+                    .bind(self.access.as_str())
                     .bind(self.id.as_str())
                     .bind(self.status),
             }
@@ -359,6 +374,8 @@ struct Settle {
     id: String,
     status: &'static str,
     body: String,
+    /// Its [`access_column`], written with it.
+    access: String,
     command: Option<Command>,
     audit: AuditEntry,
     /// Stored with the settle ([`Store::settle_decision`]).
@@ -377,18 +394,22 @@ impl Write for Settle {
             // was read at); every settle bumps the revision.
             let update = match self.revision {
                 Some(revision) => {
-                    sqlx::query("UPDATE interactions SET status = $1, body = $2, revision = revision + 1 WHERE id = $3 AND status = $4 AND revision = $5")
-                        .bind(self.status)
-                        .bind(self.body.as_str())
-                        .bind(self.id.as_str())
-                        .bind(pending())
-                        .bind(revision)
-                }
-                None => sqlx::query("UPDATE interactions SET status = $1, body = $2, revision = revision + 1 WHERE id = $3 AND status = $4")
+                    sqlx::query(
+                        "UPDATE interactions SET status = $1, body = $2, access = $6, access_revision = revision + 1, revision = revision + 1 WHERE id = $3 AND status = $4 AND revision = $5",
+                    )
                     .bind(self.status)
                     .bind(self.body.as_str())
                     .bind(self.id.as_str())
-                    .bind(pending()),
+                    .bind(pending())
+                    .bind(revision)
+                    .bind(self.access.as_str())
+                }
+                None => sqlx::query("UPDATE interactions SET status = $1, body = $2, access = $5, access_revision = revision + 1, revision = revision + 1 WHERE id = $3 AND status = $4")
+                    .bind(self.status)
+                    .bind(self.body.as_str())
+                    .bind(self.id.as_str())
+                    .bind(pending())
+                    .bind(self.access.as_str()),
             };
             let done = update.execute(&mut *conn).await.map_err(StoreError::query("settle interaction"))?;
             if done.rows_affected() == 0 {
@@ -412,8 +433,8 @@ impl Write for Settle {
 pub(super) async fn insert_interaction<'e>(executor: impl AnyExecutor<'e>, i: &Interaction) -> Result<bool> {
     let body = json::encode(i, "interaction")?;
     let done = sqlx::query(
-        "INSERT INTO interactions (id, session_id, approval_key, status, deadline_ms, created_at_ms, body, kind, escalation_ms, timers_known)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1)
+        "INSERT INTO interactions (id, session_id, approval_key, status, deadline_ms, created_at_ms, body, kind, escalation_ms, timers_known, access, access_revision)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10, 0)
          ON CONFLICT (session_id, approval_key) DO NOTHING",
     )
     .bind(i.id.as_str())
@@ -425,10 +446,17 @@ pub(super) async fn insert_interaction<'e>(executor: impl AnyExecutor<'e>, i: &I
     .bind(body)
     .bind(kind_column(i))
     .bind(i.next_escalation_at())
+    .bind(access_column(i)?)
     .execute(executor)
     .await
     .map_err(StoreError::query("insert interaction"))?;
     Ok(done.rows_affected() > 0)
+}
+
+/// The `access` column: what the rule of who may act needs of `i`
+/// ([`crate::interaction::AccessFacts`]), so the inbox reads it instead of the body.
+pub(super) fn access_column(i: &Interaction) -> Result<String> {
+    json::encode(&i.access_facts(), "access facts")
 }
 
 /// The `kind` column: what the pending gauge groups by.

@@ -2,7 +2,7 @@
 //! 50 a page, filtered by agent, by where they are shown and by age. The title starts
 //! with how many wait, `(N)`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use axum::extract::{RawQuery, State};
@@ -13,9 +13,10 @@ use maud::{Markup, html};
 use super::Web;
 use super::forms::Fields;
 use super::layout::{Frame, html, span, unavailable, visit};
-use super::visibility::waits_on;
+use super::visibility::waits_on_pending;
 use crate::clock::now_ms;
 use crate::interaction::{Interaction, Origin, RequestKind};
+use crate::store::{ChatKey, PendingAccess};
 use crate::texts::web::{WebMsg, waiting_title};
 
 /// Requests per page.
@@ -32,34 +33,61 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
     let viewer = &viewer;
     let frame = Frame { web: &web, locale, viewer: Some(viewer) };
     let now = now_ms();
-    // One request at a time is decoded and only what the list needs is kept: the
-    // inbox's memory does not grow with the number pending.
-    let waiting = web.store.pending_each(|i| waits_on(&web, &i, &viewer.actor, now).then(|| Waiting::of(&i)));
-    let (waiting, targets) = match tokio::try_join!(waiting, web.store.pending_targets()) {
-        Ok(both) => both,
+    // The rule is applied to each pending request's stored facts, not its body, and
+    // only what the list needs is kept; only the rows shown are read whole.
+    let mut pending = 0;
+    let waiting = web.store.pending_access_each(|p| {
+        pending += 1;
+        waits_on_pending(&web, &p.facts, p.deadline_ms, &viewer.actor, now).then(|| Waiting::of(p))
+    });
+    let mut waiting = match waiting.await {
+        Ok(waiting) => waiting,
         Err(e) => return unavailable(&e),
     };
-    let networks = crate::platform::networks();
-    let targets: Places = targets.into_iter().map(|(id, chats)| (id, chats.iter().map(|c| networks.display_chat(c)).collect())).collect();
-    let mut waiting = waiting;
     waiting.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then_with(|| b.id.cmp(&a.id)));
     let total = waiting.len();
     let filter = Filter::read(&Fields::query(query.as_deref()));
-    // The choices come from everything waiting, so a filter can always be undone.
+    let networks = crate::platform::networks();
+    // Each chat is written once, however many requests it shows.
+    let mut written: HashMap<ChatKey, Arc<str>> = HashMap::new();
+    let mut write = |c: ChatKey| written.entry(c).or_insert_with_key(|c| networks.display_chat(c).into()).clone();
+    // Where every request waiting is shown is needed only to filter by a chat, or when
+    // some pending requests do not wait on this person (the chats' choice lists only
+    // theirs). Otherwise the choices are every chat showing a pending request, which
+    // the store reads as a row per chat, and only the page's rows' chats are read.
+    let everything = filter.target.is_some() || total != pending;
+    let (targets, places): (Places, BTreeSet<Arc<str>>) = if everything {
+        let targets: Places = match web.store.pending_targets().await {
+            Ok(targets) => targets.into_iter().map(|(id, chats)| (id, chats.into_iter().map(&mut write).collect())).collect(),
+            Err(e) => return unavailable(&e),
+        };
+        // The choices come from everything waiting, so a filter can always be undone.
+        let places = waiting.iter().flat_map(|w| shown_in(&targets, &w.id)).cloned().collect();
+        (targets, places)
+    } else {
+        match web.store.pending_places().await {
+            Ok(chats) => (Places::new(), chats.into_iter().map(&mut write).collect()),
+            Err(e) => return unavailable(&e),
+        }
+    };
     let agents: BTreeSet<&str> = waiting.iter().map(|w| w.agent.as_str()).collect();
-    let places: BTreeSet<String> = waiting.iter().flat_map(|w| shown_in(&targets, &w.id)).collect();
     let chosen: Vec<&Waiting> = waiting.iter().filter(|w| filter.keeps(w, &targets, now)).collect();
     let pages = chosen.len().div_ceil(PAGE).max(1);
     let page = filter.page.clamp(1, pages);
-    let mut rows = Vec::with_capacity(PAGE);
-    for w in &chosen[(page - 1) * PAGE..(page * PAGE).min(chosen.len())] {
-        match web.store.interaction(&w.id).await {
-            Ok(Some(i)) => rows.push(i),
-            // Settled and pruned since: no longer waiting.
-            Ok(None) => {}
+    let shown: Vec<String> = chosen[(page - 1) * PAGE..(page * PAGE).min(chosen.len())].iter().map(|w| w.id.clone()).collect();
+    let targets: Places = if everything {
+        targets
+    } else {
+        match web.store.pending_targets_of(&shown).await {
+            Ok(targets) => targets.into_iter().map(|(id, chats)| (id, chats.into_iter().map(&mut write).collect())).collect(),
             Err(e) => return unavailable(&e),
         }
-    }
+    };
+    // One read for the page; a request settled and pruned since is no longer waiting.
+    let rows = match web.store.interactions_by_ids(&shown).await {
+        Ok(rows) => rows,
+        Err(e) => return unavailable(&e),
+    };
     let body = html! {
         h1 { (frame.t(WebMsg::Inbox)) " " span.count id="inbox-count" data-live { "(" (total) ")" } }
         (filters(&frame, &filter, &agents, &places))
@@ -85,8 +113,8 @@ struct Waiting {
 }
 
 impl Waiting {
-    fn of(i: &Interaction) -> Waiting {
-        Waiting { id: i.id.clone(), created_at_ms: i.created_at_ms, agent: agent_of(i) }
+    fn of(p: &PendingAccess) -> Waiting {
+        Waiting { id: p.id.clone(), created_at_ms: p.created_at_ms, agent: p.facts.agent().to_owned() }
     }
 }
 
@@ -111,7 +139,7 @@ impl Filter {
 
     fn keeps(&self, w: &Waiting, targets: &Places, now: i64) -> bool {
         self.agent.as_ref().is_none_or(|a| *a == w.agent)
-            && self.target.as_ref().is_none_or(|t| shown_in(targets, &w.id).any(|s| s == *t))
+            && self.target.as_ref().is_none_or(|t| shown_in(targets, &w.id).any(|s| **s == **t))
             && self.age.is_none_or(|(_, ms)| now - w.created_at_ms >= ms)
     }
 
@@ -132,18 +160,13 @@ impl Filter {
     }
 }
 
-/// The agent that pushed the request, or `chat` for a chat turn's.
-fn agent_of(i: &Interaction) -> String {
-    i.origin.agent().unwrap_or("chat").to_owned()
-}
-
 /// Where each pending request is shown, by interaction id, each chat as operators
 /// write it (`telegram:-100123/7`).
-type Places = BTreeMap<String, Vec<String>>;
+type Places = BTreeMap<String, Vec<Arc<str>>>;
 
 /// Every chat showing request `id`.
-fn shown_in<'a>(targets: &'a Places, id: &str) -> impl Iterator<Item = String> + 'a {
-    targets.get(id).into_iter().flatten().cloned()
+fn shown_in<'a>(targets: &'a Places, id: &str) -> impl Iterator<Item = &'a Arc<str>> + 'a {
+    targets.get(id).into_iter().flatten()
 }
 
 /// What the request asks, in a line: its actions' names or its first question.
@@ -164,7 +187,7 @@ pub(super) fn started_by(frame: &Frame<'_>, i: &Interaction) -> String {
 }
 
 fn row(frame: &Frame<'_>, i: &Interaction, targets: &Places, now: i64) -> Markup {
-    let places: Vec<String> = shown_in(targets, &i.id).collect();
+    let places: Vec<&str> = shown_in(targets, &i.id).map(|s| &**s).collect();
     html! {
         li.request {
             a.asks href=(frame.path(&format!("/inbox/requests/{}", i.id))) { (asks(i)) }
@@ -183,7 +206,7 @@ pub(super) fn countdown(deadline_ms: i64, now: i64) -> Markup {
     html! { time.countdown data-deadline=(deadline_ms) datetime=(super::layout::when(deadline_ms)) { (span(deadline_ms - now)) } }
 }
 
-fn filters(frame: &Frame<'_>, f: &Filter, agents: &BTreeSet<&str>, places: &BTreeSet<String>) -> Markup {
+fn filters(frame: &Frame<'_>, f: &Filter, agents: &BTreeSet<&str>, places: &BTreeSet<Arc<str>>) -> Markup {
     html! {
         form.filters method="get" action=(frame.path("/inbox")) {
             label { (frame.t(WebMsg::Agent)) " "
@@ -195,7 +218,7 @@ fn filters(frame: &Frame<'_>, f: &Filter, agents: &BTreeSet<&str>, places: &BTre
             label { (frame.t(WebMsg::Where)) " "
                 select name="target" {
                     option value="" { "—" }
-                    @for t in places { option value=(t) selected[f.target.as_ref() == Some(t)] { (t) } }
+                    @for t in places { option value=(&**t) selected[f.target.as_deref() == Some(&**t)] { (&**t) } }
                 }
             }
             label { (frame.t(WebMsg::Age)) " "

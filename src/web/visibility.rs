@@ -3,14 +3,19 @@
 //! approvers, the request's state), plus what a chat gives for free and the web cannot
 //! know: a request open to anyone in its chat is shown only to `access.users` and
 //! `access.admins`. A person who already cast a quorum vote is not asked again.
+//!
+//! The inbox list asks the same of thousands of pending requests at once, from their
+//! stored [`AccessFacts`] instead of their bodies ([`waits_on_pending`]); both
+//! paths go through the core's one rule ([`crate::interaction::access_facts`]).
 
 use super::Web;
+use crate::interaction::access_facts::Deciders;
 use crate::interaction::policy::quorum;
-use crate::interaction::{Actor, Draft, Interaction, Refusal};
+use crate::interaction::{AccessFacts, Actor, Draft, Interaction, Refusal};
 
 /// Why `actor` may not answer `i` now; `None` when they may.
 pub(super) fn refusal(web: &Web, i: &Interaction, actor: &Actor, now_ms: i64) -> Option<Refusal> {
-    if open_to_anyone(web, i) && !web.is_open_viewer(actor) {
+    if open_to_anyone(web, &i.deciders()) && !web.is_open_viewer(actor) {
         return Some(Refusal::NotAllowed);
     }
     i.may_act(actor, &web.policy, now_ms).err()
@@ -27,13 +32,22 @@ pub(super) fn waits_on(web: &Web, i: &Interaction, actor: &Actor, now_ms: i64) -
     refusal(web, i, actor, now_ms).is_none() && !already_voted(i, actor)
 }
 
+/// [`waits_on`] for a pending request known by its stored facts and deadline: the
+/// same answer, without its body.
+pub(super) fn waits_on_pending(web: &Web, facts: &AccessFacts, deadline_ms: i64, actor: &Actor, now_ms: i64) -> bool {
+    if open_to_anyone(web, &facts.deciders()) && !web.is_open_viewer(actor) {
+        return false;
+    }
+    facts.may_act_pending(actor, &web.policy, deadline_ms, now_ms).is_ok() && !facts.has_voted(actor)
+}
+
 fn already_voted(i: &Interaction, actor: &Actor) -> bool {
     matches!(&i.draft, Draft::Decisions(d) if quorum::earlier_vote(&d.votes, actor).is_some())
 }
 
 /// Whether the core would let anyone at all answer `i` (a pushed request naming no
 /// approvers, with none configured): asked of a person who is nobody.
-fn open_to_anyone(web: &Web, i: &Interaction) -> bool {
+fn open_to_anyone(web: &Web, deciders: &Deciders<'_>) -> bool {
     let nobody = Actor::new("", "", "");
-    !matches!(i.may_act(&nobody, &web.policy, i.created_at_ms), Err(Refusal::NotAllowed))
+    !matches!(deciders.check(&nobody, &web.policy), Err(Refusal::NotAllowed))
 }

@@ -25,7 +25,6 @@ pub mod spec;
 
 use serde::{Deserialize, Serialize};
 
-use super::access::AccessPolicy;
 use super::request::Request;
 pub use escalation::{DueStep, EscalationStep, Fallback, FallbackDecision, Mention, StepAction};
 pub use quorum::{QuorumProgress, Tally, Vote};
@@ -60,16 +59,6 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// Who decides under this policy: its own approvers, when it names any, with the
-    /// configuration's four-eyes setting; `None` defers to the usual rules.
-    pub fn access(&self, configured: &AccessPolicy) -> Option<AccessPolicy> {
-        (!self.approvers.is_empty() || !self.approver_roles.is_empty()).then(|| AccessPolicy {
-            approver_users: self.approvers.clone(),
-            approver_roles: self.approver_roles.clone(),
-            four_eyes: configured.four_eyes,
-        })
-    }
-
     pub fn offers(&self, scope: RememberScope) -> bool {
         self.remember.contains(&scope)
     }
