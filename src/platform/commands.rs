@@ -4,9 +4,12 @@
 //! core's ([`crate::interaction::command`]), running it the engine's
 //! ([`crate::engine::CommandOutcome`]); [`reply`] words the outcome for every platform.
 
+use super::descriptor::WebLinks;
+use super::locale::web::{WebMsg, web_text};
 use super::locale::{self, Locale, Msg};
 use super::refusals::Refused;
 use crate::engine::CommandOutcome;
+use crate::interaction::Actor;
 
 /// One chat command: its name (without the slash) and what it does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +87,23 @@ impl ChatCommand {
 /// `failed` is the platform's own "something went wrong". `None` for what a platform
 /// shows its own way: the pending list, and the `/id`, `/pair` and `/web` it answers
 /// itself.
+/// The answer to `/web`, the same on every platform: a one-time sign-in link to the web
+/// inbox, in a direct chat only (the link signs in whoever opens it first). `None` when
+/// no link could be made (logged): the platform says its own "try again".
+pub async fn web_reply(web: &dyn WebLinks, actor: &Actor, direct: bool, locale: Locale) -> Option<String> {
+    if !direct {
+        return Some(web_text(locale, WebMsg::DirectOnly).to_owned());
+    }
+    match web.sign_in_link(actor).await {
+        Ok(Some(link)) => Some(locale::web::sign_in_reply(locale, &link)),
+        Ok(None) => Some(web_text(locale, WebMsg::InboxOff).to_owned()),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot make a sign-in link");
+            None
+        }
+    }
+}
+
 pub fn reply(locale: Locale, outcome: &CommandOutcome, failed: &str) -> Option<String> {
     Some(match outcome {
         CommandOutcome::SessionStarted { .. } => locale::text(locale, Msg::NewSession).to_owned(),

@@ -24,7 +24,6 @@ use crate::engine::{ActError, CommandOutcome, EngineError};
 use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, RequestKind, UserAction};
 use crate::platform::commands;
-use crate::platform::locale::web::{WebMsg, web_text};
 use crate::platform::locale::{self, Locale, Msg};
 use crate::platform::refusals::{Refused, paired_notice, stranger_notice};
 use crate::store::ChatKey;
@@ -299,7 +298,7 @@ async fn command_reply(shared: &Shared, c: &CommandInteraction, name: &str, chat
         // A DM with the bot has no guild; a group DM has none either, but is no
         // place for a personal link.
         let direct = guild.is_none() && c.context != Some(InteractionContext::PrivateChannel);
-        return web_reply(shared, &actor, direct, locale).await;
+        return commands::web_reply(&*shared.web, &actor, direct, locale).await.unwrap_or_else(|| dtext(locale, DMsg::Internal).to_owned());
     }
     match shared.engine.admit(chat.clone(), actor.clone(), "command", &format!("/{name}"), locale.code()).await {
         Ok(()) => {}
@@ -323,22 +322,6 @@ async fn command_reply(shared: &Shared, c: &CommandInteraction, name: &str, chat
         }
         CommandOutcome::Pending(pending) => pending_list(locale, guild, &pending),
         outcome => commands::reply(locale, &outcome, failed).unwrap_or_else(|| failed.to_owned()),
-    }
-}
-
-/// `/web`: a one-time sign-in link to the web inbox, in a DM with the bot only (the
-/// link signs in whoever opens it first).
-async fn web_reply(shared: &Shared, actor: &Actor, direct: bool, locale: Locale) -> String {
-    if !direct {
-        return web_text(locale, WebMsg::DirectOnly).to_owned();
-    }
-    match shared.web.sign_in_link(actor).await {
-        Ok(Some(link)) => locale::web::sign_in_reply(locale, &link),
-        Ok(None) => web_text(locale, WebMsg::InboxOff).to_owned(),
-        Err(e) => {
-            tracing::error!(error = %e, "cannot make a sign-in link");
-            dtext(locale, DMsg::Internal).to_owned()
-        }
     }
 }
 

@@ -28,7 +28,6 @@ use crate::engine::{CommandOutcome, EngineError, PendingShown};
 use crate::interaction::RequestKind;
 use crate::interaction::command::ChatCommand;
 use crate::platform::commands;
-use crate::platform::locale::web::{WebMsg, web_text};
 use crate::platform::locale::{self, Locale, Msg};
 use crate::platform::refusals::{Refused, paired_notice, stranger_notice};
 use crate::store::ChatKey;
@@ -125,7 +124,7 @@ async fn answer(shared: &Shared, command: &SlashCommand) -> String {
                 Err(refusal) => refusal.notice(locale).unwrap_or_else(|| failed.to_owned()),
             };
         }
-        ChatCommand::Web => return web_reply(shared, &actor, direct, locale).await,
+        ChatCommand::Web => return commands::web_reply(&*shared.web, &actor, direct, locale).await.unwrap_or_else(|| stext(locale, SMsg::Internal).to_owned()),
         _ => {}
     }
     match shared.engine.admit(chat.clone(), actor.clone(), "command", &format!("{} {}", command.command, command.text), locale.code()).await {
@@ -139,22 +138,6 @@ async fn answer(shared: &Shared, command: &SlashCommand) -> String {
     match shared.engine.run_command(chat, actor, &parsed).await {
         CommandOutcome::Pending(waiting) => pending_list(locale, &waiting),
         outcome => commands::reply(locale, &outcome, failed).unwrap_or_else(|| failed.to_owned()),
-    }
-}
-
-/// `web`: a one-time sign-in link to the web inbox, in the DM with the bot only (the
-/// link signs in whoever opens it first).
-async fn web_reply(shared: &Shared, actor: &crate::interaction::Actor, direct: bool, locale: Locale) -> String {
-    if !direct {
-        return web_text(locale, WebMsg::DirectOnly).to_owned();
-    }
-    match shared.web.sign_in_link(actor).await {
-        Ok(Some(link)) => locale::web::sign_in_reply(locale, &link),
-        Ok(None) => web_text(locale, WebMsg::InboxOff).to_owned(),
-        Err(e) => {
-            tracing::error!(error = %e, "cannot make a sign-in link");
-            stext(locale, SMsg::Internal).to_owned()
-        }
     }
 }
 

@@ -15,7 +15,6 @@ use super::{PLATFORM, Telegram};
 use crate::engine::{ActError, ActOutcome, CommandOutcome, EngineError, PairRefusal, PendingShown};
 use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Interaction, Refusal, RequestKind, UserAction};
-use crate::platform::locale::web::{WebMsg, web_text};
 use crate::platform::locale::{self, Locale, Msg, text};
 use crate::platform::refusals::{Refused, paired_notice, stranger_notice};
 use crate::platform::{PlatformError, commands};
@@ -176,18 +175,7 @@ async fn pair(tg: &Telegram, chat: &ChatKey, user: &User, code: &str, private: b
 /// link signs in whoever opens it first). Sent without a link preview, like every
 /// message of the bridge ([`send`]): a preview would fetch the link's page.
 async fn web_link(tg: &Telegram, chat: &ChatKey, user: &User, private: bool, locale: Locale) {
-    let reply = if !private {
-        web_text(locale, WebMsg::DirectOnly).to_owned()
-    } else {
-        match tg.web.sign_in_link(&actor_of(user)).await {
-            Ok(Some(link)) => locale::web::sign_in_reply(locale, &link),
-            Ok(None) => web_text(locale, WebMsg::InboxOff).to_owned(),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot make a sign-in link");
-                tg_text(locale, Tg::CommandFailed).to_owned()
-            }
-        }
-    };
+    let reply = commands::web_reply(&*tg.web, &actor_of(user), private, locale).await.unwrap_or_else(|| tg_text(locale, Tg::CommandFailed).to_owned());
     log_failure(send::html(&tg.bot, chat, &escape(&reply), None).await.map(|_| ()));
 }
 
