@@ -25,30 +25,6 @@ const IMPLICIT_FILE: &str = "config/default.toml";
 /// The environment prefix: `HITL_BRIDGE__BACKEND__URL` sets `backend.url`.
 pub const ENV_PREFIX: &str = "HITL_BRIDGE";
 
-/// The keys that hold a list. From the environment each takes one item or several
-/// separated by commas (`HITL_BRIDGE__DISCORD__CHANNELS=123456789012345678` or
-/// `=1100,1200`), always as text: a lone id is never read as a number.
-pub const LIST_KEYS: &[&str] = &[
-    "access.approvers",
-    "access.approver_roles",
-    "access.users",
-    "access.chats",
-    "access.roles",
-    "access.admins",
-    "access.admin_chats",
-    "discord.channels",
-    "slack.channels",
-    "http.api_tokens",
-    "routing.channels",
-    "mcp.tools",
-    "mcp.default_targets",
-    "claude_code.allowed_tools",
-    "claude_code.disallowed_tools",
-    "claude_code.env",
-    "claude_code.extra_args",
-    "kimi.args",
-];
-
 /// Variables that start with `HITL_BRIDGE_` but are not configuration keys: read by a
 /// command's own flags (`hitl-bridge mcp`, `agent-sim`), the Python client and the
 /// tests. They are never warned about.
@@ -65,8 +41,8 @@ pub const OTHER_VARIABLES: &[&str] = &[
 ];
 
 /// The environment as a configuration source. Unlike the `config` crate's own, it
-/// knows which keys are lists ([`LIST_KEYS`]), so one id is a list of one id and not
-/// an integer, and it tells each value's variable in errors.
+/// knows which keys are lists ([`list_keys`](super::list_keys)), so one id is a list
+/// of one id and not an integer, and it tells each value's variable in errors.
 #[derive(Debug, Clone, Default)]
 pub struct Environment {
     /// `(variable, value)` of every variable that starts with the prefix.
@@ -151,7 +127,7 @@ impl config::Source for Environment {
         for (name, value) in &self.vars {
             let Some(key) = key_of(name) else { continue };
             let origin = name.clone();
-            let kind = if LIST_KEYS.contains(&key.as_str()) {
+            let kind = if super::list_keys().contains(&key) {
                 ValueKind::Array(list_items(value).into_iter().map(|item| V::new(Some(&origin), ValueKind::String(item))).collect())
             } else if let Ok(flag) = value.to_lowercase().parse::<bool>() {
                 ValueKind::Boolean(flag)
