@@ -1,14 +1,12 @@
 //! The web inbox's read of every pending request: its id, times and the facts the rule
 //! of who may act needs ([`AccessFacts`]), from columns, not from the body. Requests
-//! mostly share their facts (one agent, the same approvers), so each distinct text is
-//! decoded once per read. A row whose facts were not written at its current revision
-//! (written before the column existed, or since by a replica of an older version) is
-//! decoded once from its body and its columns filled in.
+//! mostly share their facts (one agent, the same approvers), so the database groups
+//! them by their facts text: a row per distinct text, decoded once, carrying the ids
+//! and times of every request that shares it. A row whose facts were not written at
+//! its current revision (written before the column existed, or since by a replica of
+//! an older version) is decoded once from its body and its columns filled in.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-
-use futures_util::TryStreamExt;
 
 use super::Store;
 use super::error::{Result, StoreError};
@@ -23,7 +21,7 @@ pub struct PendingAccess {
     pub id: String,
     pub created_at_ms: i64,
     pub deadline_ms: i64,
-    /// Shared by every row of the read with the same facts.
+    /// Shared by every request of the read with the same facts.
     pub facts: Arc<AccessFacts>,
 }
 
@@ -32,57 +30,101 @@ impl Store {
     /// something. Reads no body, except once for a row whose facts column is not
     /// current (see the module doc).
     pub async fn pending_access_each<T>(&self, mut keep: impl FnMut(&PendingAccess) -> Option<T>) -> Result<Vec<T>> {
-        let mut rows = sqlx::query(
-            "SELECT id, created_at_ms, deadline_ms, revision, access_revision, access, CASE WHEN access_revision <> revision THEN body END AS body
-             FROM interactions WHERE status = $1 ORDER BY created_at_ms, id",
+        let mut pending = self.fill_stale_access().await?;
+        // A row per distinct facts text, with every request sharing it packed into one
+        // text: ten thousand pending requests from a few agents are a few rows, where a
+        // row each cost most of the read (each row crosses the driver on its own).
+        let groups = sqlx::query(
+            "SELECT access, string_agg(created_at_ms || ' ' || deadline_ms || ' ' || length(id) || ' ' || id, ',') AS requests
+             FROM interactions WHERE status = $1 AND access_revision = revision GROUP BY access",
         )
         .bind(Status::Pending.name())
-        .fetch(&self.pool);
-        let mut known: HashMap<String, Arc<AccessFacts>> = HashMap::new();
-        let mut kept = Vec::new();
-        let mut stale = Vec::new();
-        while let Some(row) = rows.try_next().await.map_err(StoreError::query("go through pending requests' access facts"))? {
-            let id: String = column(&row, "id")?;
-            let revision: i64 = column(&row, "revision")?;
-            let current = if column::<i64>(&row, "access_revision")? == revision { column::<Option<&str>>(&row, "access")? } else { None };
-            let facts = match current {
-                Some(text) => match known.get(text) {
-                    Some(facts) => Some(facts.clone()),
-                    None => skip_corrupt(json::decode::<AccessFacts>(text, "access facts", &id)).map(|facts| {
-                        let facts = Arc::new(facts);
-                        known.insert(text.to_owned(), facts.clone());
-                        facts
-                    }),
-                },
-                None => match skip_corrupt(decode_row(&row)) {
-                    Some(interaction) => {
-                        let facts = Arc::new(interaction.access_facts());
-                        stale.push((id.clone(), revision, access_column(&interaction)?));
-                        Some(facts)
-                    }
-                    None => None,
-                },
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("go through pending requests' access facts"))?;
+        for group in &groups {
+            let packed: &str = column(group, "requests")?;
+            let text: Option<&str> = column(group, "access")?;
+            let Some(facts) = text.and_then(|text| skip_corrupt(json::decode::<AccessFacts>(text, "access facts", "pending requests"))) else { continue };
+            let facts = Arc::new(facts);
+            let Some(requests) = unpack(packed) else {
+                tracing::error!(packed = %packed.chars().take(80).collect::<String>(), "skipping pending requests whose packed ids do not read");
+                continue;
             };
-            let Some(facts) = facts else { continue };
-            let pending = PendingAccess { id, created_at_ms: column(&row, "created_at_ms")?, deadline_ms: column(&row, "deadline_ms")?, facts };
-            if let Some(made) = keep(&pending) {
-                kept.push(made);
-            }
+            pending.extend(requests.into_iter().map(|(created_at_ms, deadline_ms, id)| PendingAccess { id: id.to_owned(), created_at_ms, deadline_ms, facts: facts.clone() }));
         }
-        drop(rows);
-        for (id, revision, access) in stale {
-            // Best effort, and only over the revision read: a row written meanwhile is
-            // read from its body next time.
+        pending.sort_unstable_by(|a, b| a.created_at_ms.cmp(&b.created_at_ms).then_with(|| a.id.cmp(&b.id)));
+        Ok(pending.iter().filter_map(&mut keep).collect())
+    }
+
+    /// Fills in the facts columns of the pending requests whose column is not current,
+    /// from their bodies, so the grouped read that follows finds them (normally there
+    /// are none). A request whose columns cannot be written is returned instead, read
+    /// from its body; one written meanwhile is current already.
+    async fn fill_stale_access(&self) -> Result<Vec<PendingAccess>> {
+        let rows = sqlx::query("SELECT id, created_at_ms, deadline_ms, revision, body FROM interactions WHERE status = $1 AND access_revision <> revision")
+            .bind(Status::Pending.name())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StoreError::query("read pending requests written without access facts"))?;
+        let mut unfilled = Vec::new();
+        for row in &rows {
+            let Some(interaction) = skip_corrupt(decode_row(row)) else { continue };
             let filled = sqlx::query("UPDATE interactions SET access = $1, access_revision = revision WHERE id = $2 AND revision = $3")
-                .bind(access)
-                .bind(id.as_str())
-                .bind(revision)
+                .bind(access_column(&interaction)?)
+                .bind(interaction.id.as_str())
+                .bind(interaction.revision.0)
                 .execute(&self.pool)
                 .await;
             if let Err(e) = filled {
-                tracing::warn!(interaction = %id, error = %e, "cannot fill in a pending request's access facts");
+                tracing::warn!(interaction = %interaction.id, error = %e, "cannot fill in a pending request's access facts");
+                let facts = Arc::new(interaction.access_facts());
+                unfilled.push(PendingAccess { created_at_ms: column(row, "created_at_ms")?, deadline_ms: column(row, "deadline_ms")?, id: interaction.id, facts });
             }
         }
-        Ok(kept)
+        Ok(unfilled)
+    }
+}
+
+/// The requests of one group as `string_agg` packed them: `created deadline len id`,
+/// comma-separated, the id's length in characters written before it so an id may hold
+/// any character. `None` when the text is not in that form.
+fn unpack(packed: &str) -> Option<Vec<(i64, i64, &str)>> {
+    let mut requests = Vec::new();
+    let mut rest = packed;
+    while !rest.is_empty() {
+        let (created, after) = rest.split_once(' ')?;
+        let (deadline, after) = after.split_once(' ')?;
+        let (len, after) = after.split_once(' ')?;
+        let len: usize = len.parse().ok()?;
+        let end = after.char_indices().nth(len).map_or(after.len(), |(at, _)| at);
+        if after[..end].chars().count() != len {
+            return None;
+        }
+        requests.push((created.parse().ok()?, deadline.parse().ok()?, &after[..end]));
+        rest = match &after[end..] {
+            "" => "",
+            more => more.strip_prefix(',').filter(|next| !next.is_empty())?,
+        };
+    }
+    Some(requests)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unpack;
+
+    #[test]
+    fn packed_requests_read_back_whatever_their_ids_hold() {
+        assert_eq!(unpack(""), Some(vec![]));
+        assert_eq!(unpack("10 20 3 abc"), Some(vec![(10, 20, "abc")]));
+        assert_eq!(unpack("10 20 4 a,b ,-5 7 2 é1"), Some(vec![(10, 20, "a,b "), (-5, 7, "é1")]));
+    }
+
+    #[test]
+    fn a_text_not_in_the_packed_form_is_refused() {
+        for bad in ["10 20 5 abc", "10 20 3 abcd", "10 20 x abc", "x 20 3 abc", "10 20 3 abc,", "10 20 3 abc;1 2 1 a"] {
+            assert_eq!(unpack(bad), None, "{bad}");
+        }
     }
 }
