@@ -28,12 +28,7 @@ fn mallory() -> Person {
 
 /// A bridge with Slack on the fake and the HTTP API on a free port, not yet started.
 async fn build() -> Harness {
-    Harness::on(Chat::Slack)
-        .no_agent()
-        .set("timeouts.grace_secs", "0")
-        .tweak(|s: &mut Settings| s.http.api_tokens = vec![format!("ci:{SECRET}")])
-        .build()
-        .await
+    Harness::on(Chat::Slack).no_agent().set("timeouts.grace_secs", "0").tweak(|s: &mut Settings| s.http.api_tokens = vec![format!("ci:{SECRET}")]).build().await
 }
 
 /// [`build`], started.

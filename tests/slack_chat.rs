@@ -102,12 +102,16 @@ async fn a_mention_elsewhere_reaches_the_agent_once_without_the_mention() {
     let ts = "1700000100.000100";
     say(&rig, ANA, DEV, "channel", "not for the bot", "1700000099.000100", None);
     say(&rig, ANA, DEV, "channel", &format!("<@{BOT_USER}> xin chào"), ts, None);
-    push_event(rig.slack(), json!({"type": "app_mention", "channel": DEV, "user": ANA, "text": format!("<@{BOT_USER}> xin chào"), "ts": ts, "event_ts": ts, "team": TEAM}));
+    push_event(
+        rig.slack(),
+        json!({"type": "app_mention", "channel": DEV, "user": ANA, "text": format!("<@{BOT_USER}> xin chào"), "ts": ts, "event_ts": ts, "team": TEAM}),
+    );
     let answer = wait_text(rig.slack(), "Tôi đã nhận: xin chào.").await;
     assert_eq!(answer, json!({"channel": DEV, "text": echo("xin chào"), "thread_ts": ts}));
     // In OPS both events arrive too: the message event carries it.
     let ops_ts = "1700000300.000100";
-    push_event(rig.slack(), 
+    push_event(
+        rig.slack(),
         json!({"type": "app_mention", "channel": OPS, "user": ANA, "text": format!("<@{BOT_USER}> lần hai"), "ts": ops_ts, "event_ts": ops_ts, "team": TEAM}),
     );
     say(&rig, ANA, OPS, "channel", &format!("<@{BOT_USER}> lần hai"), ops_ts, None);
@@ -123,11 +127,23 @@ async fn the_bots_own_messages_edits_and_deletes_are_ignored() {
     let rig = start().await;
     let ts = "1700000100.000100";
     say(&rig, BOT_USER, OPS, "channel", "Tôi đã nhận: vòng lặp", ts, None);
-    push_event(rig.slack(), json!({"type": "message", "channel": OPS, "channel_type": "channel", "user": BOT_USER, "bot_id": "B0BOT", "text": "card", "ts": ts}));
-    push_event(rig.slack(), json!({"type": "message", "subtype": "bot_message", "channel": OPS, "channel_type": "channel", "bot_id": "B0CI", "text": "ci says", "ts": ts}));
-    push_event(rig.slack(), json!({"type": "message", "subtype": "message_changed", "channel": OPS, "channel_type": "channel", "hidden": true, "ts": ts,
-                     "message": {"type": "message", "user": ANA, "text": "sửa", "ts": ts}}));
-    push_event(rig.slack(), json!({"type": "message", "subtype": "message_deleted", "channel": OPS, "channel_type": "channel", "hidden": true, "ts": ts, "deleted_ts": ts}));
+    push_event(
+        rig.slack(),
+        json!({"type": "message", "channel": OPS, "channel_type": "channel", "user": BOT_USER, "bot_id": "B0BOT", "text": "card", "ts": ts}),
+    );
+    push_event(
+        rig.slack(),
+        json!({"type": "message", "subtype": "bot_message", "channel": OPS, "channel_type": "channel", "bot_id": "B0CI", "text": "ci says", "ts": ts}),
+    );
+    push_event(
+        rig.slack(),
+        json!({"type": "message", "subtype": "message_changed", "channel": OPS, "channel_type": "channel", "hidden": true, "ts": ts,
+                     "message": {"type": "message", "user": ANA, "text": "sửa", "ts": ts}}),
+    );
+    push_event(
+        rig.slack(),
+        json!({"type": "message", "subtype": "message_deleted", "channel": OPS, "channel_type": "channel", "hidden": true, "ts": ts, "deleted_ts": ts}),
+    );
     say(&rig, ANA, OPS, "channel", "xin chào", "1700000200.000100", None);
     wait_text(rig.slack(), "Tôi đã nhận: xin chào.").await;
     tokio::time::sleep(fake_slack::SETTLE).await;

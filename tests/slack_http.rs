@@ -9,8 +9,8 @@ mod support;
 
 use axum::http::StatusCode;
 use hitl_bridge::config::Settings;
-use serde_json::{Value, json};
 use hitl_bridge::platform::slack::settings::SlackSettings;
+use serde_json::{Value, json};
 use support::fake_slack::{self, OPS, Person, button};
 use support::slack_chat::{self, sign};
 use support::{Chat, Harness, wait_until};
@@ -130,7 +130,8 @@ async fn only_a_fresh_signed_click_decides_and_its_replay_is_refused() {
     let (status, body, _) = interact(&rig, &click, Signed::At(now_secs() - 600)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert!(body.starts_with("the request is 60") && body.ends_with("s away from now (at most 300 s is accepted)"), "{body}");
-    let forged = reqwest::Client::new().post(events(&rig)).header("content-type", "application/x-www-form-urlencoded").body("payload=%7B%7D").send().await.unwrap();
+    let forged =
+        reqwest::Client::new().post(events(&rig)).header("content-type", "application/x-www-form-urlencoded").body("payload=%7B%7D").send().await.unwrap();
     assert_eq!(forged.status().as_u16(), 401, "no signature at all");
     assert_eq!(state(&rig, "trade-h1", 0).await["status"], "pending", "nothing was decided by a refused post");
     assert!(rig.slack().bodies("chat.update").is_empty(), "and no card changed");

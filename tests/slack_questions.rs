@@ -29,12 +29,7 @@ fn mallory() -> Person {
 /// A bridge with Slack on the fake and the HTTP API on a free port (tests/slack.rs's,
 /// for questions).
 async fn start() -> Harness {
-    Harness::on(Chat::Slack)
-        .no_agent()
-        .set("timeouts.grace_secs", "0")
-        .tweak(|s: &mut Settings| s.http.api_tokens = vec![format!("ci:{SECRET}")])
-        .start()
-        .await
+    Harness::on(Chat::Slack).no_agent().set("timeouts.grace_secs", "0").tweak(|s: &mut Settings| s.http.api_tokens = vec![format!("ci:{SECRET}")]).start().await
 }
 
 /// The HTTP API, as the agent pushing requests.
@@ -45,7 +40,9 @@ fn api(rig: &Harness) -> HttpApi {
 /// Pushes questions to the ops channel, Ana their approver; the card's `ts`.
 async fn ask(rig: &Harness, key: &str, questions: Value) -> String {
     let before = rig.slack().posted().len();
-    api(rig).push(&json!({"approval_key": key, "targets": [{"platform": "slack", "channel_id": OPS}], "approvers": ["slack:U0ANA"], "questions": questions})).await;
+    api(rig)
+        .push(&json!({"approval_key": key, "targets": [{"platform": "slack", "channel_id": OPS}], "approvers": ["slack:U0ANA"], "questions": questions}))
+        .await;
     wait_until(|| async { rig.slack().posted().get(before).map(|(_, ts)| ts.clone()) }).await
 }
 
@@ -157,17 +154,17 @@ async fn a_single_select_question_is_answered_by_a_button() {
 async fn answers_are_the_same_as_on_telegram() {
     let rig = start().await;
     let ts = ask(
-            &rig,
-            "q-1",
-            json!([
-                {"question": "Which regions?", "header": "Regions", "multiSelect": true,
-                 "options": [{"label": "EU"}, {"label": "US"}, {"label": "Other region", "input": true}]},
-                {"question": "Window?", "header": "Window", "multi_select": false,
-                 "options": [{"label": "Tonight (Recommended)"}, {"label": "Weekend"}]},
-                {"question": "Notify whom?", "options": [{"label": "Nobody"}]}
-            ]),
-        )
-        .await;
+        &rig,
+        "q-1",
+        json!([
+            {"question": "Which regions?", "header": "Regions", "multiSelect": true,
+             "options": [{"label": "EU"}, {"label": "US"}, {"label": "Other region", "input": true}]},
+            {"question": "Window?", "header": "Window", "multi_select": false,
+             "options": [{"label": "Tonight (Recommended)"}, {"label": "Weekend"}]},
+            {"question": "Notify whom?", "options": [{"label": "Nobody"}]}
+        ]),
+    )
+    .await;
     let boxes = accessory(&rig.slack().message(OPS, &ts).unwrap(), "question.0");
     assert_eq!(boxes["type"], "checkboxes");
     assert_eq!(boxes["options"].as_array().unwrap().len(), 2, "the input option is its own button");
@@ -224,16 +221,16 @@ async fn four_questions_are_answered_on_one_card_then_submitted() {
     let rig = start().await;
     let labels = |n: usize, prefix: &str| json!((1..=n).map(|i| json!({"label": format!("{prefix} {i}")})).collect::<Vec<_>>());
     let ts = ask(
-            &rig,
-            "four-1",
-            json!([
-                {"question": "Which host?", "options": labels(7, "host"), "allow_freeform": false},
-                {"question": "Which services?", "multiSelect": true, "options": labels(12, "svc"), "allow_freeform": false},
-                {"question": "Restart?", "options": [{"label": "Yes"}, {"label": "No"}]},
-                {"question": "Which checks?", "multiSelect": true, "options": labels(3, "check")}
-            ]),
-        )
-        .await;
+        &rig,
+        "four-1",
+        json!([
+            {"question": "Which host?", "options": labels(7, "host"), "allow_freeform": false},
+            {"question": "Which services?", "multiSelect": true, "options": labels(12, "svc"), "allow_freeform": false},
+            {"question": "Restart?", "options": [{"label": "Yes"}, {"label": "No"}]},
+            {"question": "Which checks?", "multiSelect": true, "options": labels(3, "check")}
+        ]),
+    )
+    .await;
     let card = rig.slack().message(OPS, &ts).unwrap();
     assert_eq!(accessory(&card, "question.0")["type"], "static_select");
     assert_eq!(accessory(&card, "question.1")["type"], "multi_static_select");
@@ -263,14 +260,14 @@ async fn four_questions_are_answered_on_one_card_then_submitted() {
 async fn a_strangers_choice_and_forged_values_change_nothing() {
     let rig = start().await;
     let ts = ask(
-            &rig,
-            "forge-1",
-            json!([
-                {"question": "Which checks?", "multiSelect": true, "options": [{"label": "lint"}, {"label": "test"}]},
-                {"question": "Which host?", "multiSelect": true, "options": [{"label": "a"}, {"label": "b"}]}
-            ]),
-        )
-        .await;
+        &rig,
+        "forge-1",
+        json!([
+            {"question": "Which checks?", "multiSelect": true, "options": [{"label": "lint"}, {"label": "test"}]},
+            {"question": "Which host?", "multiSelect": true, "options": [{"label": "a"}, {"label": "b"}]}
+        ]),
+    )
+    .await;
     choose(&rig, &mallory(), &ts, 0, &["lint"]);
     assert_eq!(ephemeral_to(rig.slack(), "U0MAL", 0).await, json!({"channel": OPS, "user": "U0MAL", "text": "You are not allowed to answer this request."}));
     // Nor does their Other… open a form.
@@ -321,12 +318,12 @@ async fn a_strangers_choice_and_forged_values_change_nothing() {
 async fn an_input_option_is_typed_in_its_modal() {
     let rig = start().await;
     let ts = ask(
-            &rig,
-            "term-1",
-            json!([{"question": "Thời gian nắm giữ dự kiến?", "header": "Kỳ hạn đầu tư",
+        &rig,
+        "term-1",
+        json!([{"question": "Thời gian nắm giữ dự kiến?", "header": "Kỳ hạn đầu tư",
                     "options": [{"label": "Dài hạn"}, {"label": "Khác", "description": "Nhập giá trị tùy chỉnh", "input": true}]}]),
-        )
-        .await;
+    )
+    .await;
     let card = rig.slack().message(OPS, &ts).unwrap();
     assert_eq!(card["blocks"][2]["text"]["text"], "*[1/1] Kỳ hạn đầu tư*\n*Thời gian nắm giữ dự kiến?*\n• Khác — _Nhập giá trị tùy chỉnh_");
     rig.slack().click(&ana(), OPS, &ts, "Dài hạn");

@@ -41,7 +41,8 @@ pub fn push_event(fake: &FakeSlack, event: Value) -> String {
 /// The `message` event of `who` writing `text` in `channel` (`channel_type` is
 /// `channel` or `im`) at `ts`, in `thread` when it is a reply.
 pub fn message(who: &str, channel: &str, channel_type: &str, text: &str, ts: &str, thread: Option<&str>) -> Value {
-    let mut event = json!({"type": "message", "channel": channel, "channel_type": channel_type, "user": who, "text": text, "ts": ts, "event_ts": ts, "team": TEAM});
+    let mut event =
+        json!({"type": "message", "channel": channel, "channel_type": channel_type, "user": who, "text": text, "ts": ts, "event_ts": ts, "team": TEAM});
     if let Some(thread) = thread {
         event["thread_ts"] = json!(thread);
     }
@@ -146,8 +147,7 @@ impl SlackChat<'_> {
     /// Waits for the agent's text containing `needle` here; its body.
     pub async fn text_with(&self, needle: &str) -> Value {
         let channel = self.channel;
-        wait_until(|| async { texts(self.fake).into_iter().find(|b| b["channel"] == channel && b["text"].as_str().is_some_and(|t| t.contains(needle))) })
-            .await
+        wait_until(|| async { texts(self.fake).into_iter().find(|b| b["channel"] == channel && b["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
     }
 
     /// Waits for the first card posted here; its `ts`.
