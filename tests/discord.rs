@@ -15,7 +15,7 @@ use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
 use serde_json::{Value, json};
 use support::harness::NoConsole;
-use support::{Chat, approvals, session_id, wait_approvals, wait_until};
+use support::{Chat, Harness, approvals, session_id, wait_approvals, wait_until};
 
 const THAO: &str = "500000000000000001";
 const STRANGER: &str = "500000000000000666";
@@ -25,61 +25,50 @@ fn thao() -> Value {
     user(THAO, "Thảo")
 }
 
-/// The agent, the fake Discord and a bridge wired to both (a [`support::Harness`] on
-/// Discord, with this suite's channel, approver role and user).
-struct Rig {
-    base: support::Harness,
+/// The agent, the fake Discord and a bridge wired to both: a [`Harness`] on Discord,
+/// with this suite's channel, approver role and user.
+async fn start(timeout_secs: u64, extra: &[(&str, &str)]) -> Harness {
+    start_with(timeout_secs, extra, |_| {}).await
 }
 
-crate::wraps_harness!(Rig, base);
+/// [`start`], with `tweak` made to the settings last.
+async fn start_with(timeout_secs: u64, extra: &[(&str, &str)], tweak: impl FnOnce(&mut Settings) + 'static) -> Harness {
+    Harness::on(Chat::Discord)
+        .agent(timeout_secs)
+        .settings(extra)
+        .tweak(|s| {
+            s.platforms.get_mut::<DiscordSettings>().channels = vec![CHANNEL_ID.into()];
+            s.access.approver_roles = vec![LEAD_ROLE.into()];
+            // Thảo may talk to the agent; the stranger may not.
+            s.access.users = vec![format!("discord:{THAO}")];
+        })
+        .tweak(tweak)
+        .start()
+        .await
+}
 
-impl Rig {
-    async fn start(timeout_secs: u64, extra: &[(&str, &str)]) -> Rig {
-        Self::start_with(timeout_secs, extra, |_| {}).await
-    }
+/// A chat message from `who` in the configured channel.
+fn say(rig: &Harness, who: &Value, text: &str) {
+    rig.discord().dispatch("MESSAGE_CREATE", guild_message(rig.discord(), CHANNEL_ID, who, text, false));
+}
 
-    async fn start_with(timeout_secs: u64, extra: &[(&str, &str)], tweak: impl FnOnce(&mut Settings) + 'static) -> Rig {
-        let base = support::Harness::on(Chat::Discord)
-            .agent(timeout_secs)
-            .settings(extra)
-            .tweak(|s| {
-                s.platforms.get_mut::<DiscordSettings>().channels = vec![CHANNEL_ID.into()];
-                s.access.approver_roles = vec![LEAD_ROLE.into()];
-                // Thảo may talk to the agent; the stranger may not.
-                s.access.users = vec![format!("discord:{THAO}")];
-            })
-            .tweak(tweak)
-            .start()
-            .await;
-        Rig { base }
-    }
+/// Waits for the next interaction message (a POST with an embed) after `skip`
+/// requests; returns it with its message id.
+async fn wait_card(rig: &Harness, skip: usize) -> (Recorded, String) {
+    let card = rig.discord().wait_request(skip, |r| r.method == "POST" && r.path.ends_with("/messages") && has_embed(&r.body)).await;
+    let id = card.response.as_ref().and_then(|m| m["id"].as_str()).expect("message id").to_owned();
+    (card, id)
+}
 
-    /// A chat message from `who` in the configured channel.
-    fn say(&self, who: &Value, text: &str) {
-        self.discord().dispatch("MESSAGE_CREATE", guild_message(self.discord(), CHANNEL_ID, who, text, false));
-    }
+/// Sends `interaction` through the gateway, as Discord does.
+fn interact(rig: &Harness, interaction: Value) {
+    rig.discord().dispatch("INTERACTION_CREATE", interaction);
+}
 
-    /// Waits for the next interaction message (a POST with an embed) after `skip`
-    /// requests; returns it with its message id.
-    async fn wait_card(&self, skip: usize) -> (Recorded, String) {
-        let card = self.discord().wait_request(skip, |r| r.method == "POST" && r.path.ends_with("/messages") && has_embed(&r.body)).await;
-        let id = card.response.as_ref().and_then(|m| m["id"].as_str()).expect("message id").to_owned();
-        (card, id)
-    }
-
-    fn push(&self, interaction: Value) {
-        self.discord().dispatch("INTERACTION_CREATE", interaction);
-    }
-
-    /// Clicks the button whose label contains `label` on `card`.
-    fn click(&self, card: &Recorded, message_id: &str, label: &str, who: &Value, roles: &[&str]) {
-        let id = button(&card.body, label);
-        self.push(click(self.discord(), &id, message_id, CHANNEL_ID, who, roles));
-    }
-
-    async fn stop(self) {
-        self.base.shutdown().await;
-    }
+/// Clicks the button whose label contains `label` on `card`.
+fn click_on(rig: &Harness, card: &Recorded, message_id: &str, label: &str, who: &Value, roles: &[&str]) {
+    let id = button(&card.body, label);
+    interact(rig, click(rig.discord(), &id, message_id, CHANNEL_ID, who, roles));
 }
 
 /// The custom_id of the `n`-th select menu.
@@ -195,11 +184,11 @@ async fn wait_followups(fake: &FakeDiscord, n: usize) -> Vec<Recorded> {
 /// Seed 002: approve; the card shows the args, the outcome replaces the buttons.
 #[tokio::test]
 async fn seed_002_approve() {
-    let rig = Rig::start(20, &[]).await;
-    rig.say(&thao(), "trade");
-    let (card, id) = rig.wait_card(0).await;
+    let rig = start(20, &[]).await;
+    say(&rig, &thao(), "trade");
+    let (card, id) = wait_card(&rig, 0).await;
     insta::assert_json_snapshot!("seed_002_card", shot(&card));
-    rig.click(&card, &id, "Approve", &thao(), &[]);
+    click_on(&rig, &card, &id, "Approve", &thao(), &[]);
     let got = wait_approvals(rig.sim(), 1).await;
     let s = session_id(rig.sim());
     assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
@@ -208,49 +197,52 @@ async fn seed_002_approve() {
     let done = wait_edit(rig.discord(), &id, |b| b["components"] == json!([])).await;
     insta::assert_json_snapshot!("seed_002_approved", shot(&done));
     wait_text(rig.discord(), "Đã đặt lệnh: buy 100 VNM @ 82000").await;
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// Seed 002: reject.
 #[tokio::test]
 async fn seed_002_reject() {
-    let rig = Rig::start(20, &[]).await;
-    rig.say(&thao(), "trade");
-    let (card, id) = rig.wait_card(0).await;
-    rig.click(&card, &id, "Reject", &thao(), &[]);
+    let rig = start(20, &[]).await;
+    say(&rig, &thao(), "trade");
+    let (card, id) = wait_card(&rig, 0).await;
+    click_on(&rig, &card, &id, "Reject", &thao(), &[]);
     let got = wait_approvals(rig.sim(), 1).await;
     let s = session_id(rig.sim());
     assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"reject"}]})]);
     let done = wait_edit(rig.discord(), &id, |b| b["components"] == json!([])).await;
     assert_eq!(mask(&done.body["embeds"][0]["fields"]), json!([{"name":"Decision","value":"❌ Rejected by Thảo at [hh:mm] UTC","inline":false}]));
     wait_text(rig.discord(), "Lệnh đã bị hủy.").await;
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// Seed 002: Edit opens a modal prefilled with the args; invalid JSON and a
 /// non-object get an ephemeral error and send nothing; the valid edit goes through.
 #[tokio::test]
 async fn seed_002_edit_via_modal() {
-    let rig = Rig::start(20, &[]).await;
-    rig.say(&thao(), "trade");
-    let (card, id) = rig.wait_card(0).await;
-    rig.click(&card, &id, "Edit", &thao(), &[]);
+    let rig = start(20, &[]).await;
+    say(&rig, &thao(), "trade");
+    let (card, id) = wait_card(&rig, 0).await;
+    click_on(&rig, &card, &id, "Edit", &thao(), &[]);
     let opened = callbacks(rig.discord(), 1).await.remove(0);
     insta::assert_json_snapshot!("seed_002_edit_modal", shot(&opened));
     assert_eq!(opened.body["type"], 9, "the modal is the first response");
     let modal_id = opened.body["data"]["custom_id"].as_str().expect("modal id").to_owned();
 
-    rig.push(modal_submit(rig.discord(), &modal_id, &[("args", "{quantity: 50")], &id, CHANNEL_ID, &thao()));
+    interact(&rig, modal_submit(rig.discord(), &modal_id, &[("args", "{quantity: 50")], &id, CHANNEL_ID, &thao()));
     let notes = wait_followups(rig.discord(), 1).await;
     assert_eq!(notes[0].body["flags"], 64, "ephemeral");
     let text = notes[0].body["content"].as_str().unwrap_or_default().to_owned();
     assert!(text.starts_with("Not accepted: invalid JSON"), "{text}");
-    rig.push(modal_submit(rig.discord(), &modal_id, &[("args", "[50]")], &id, CHANNEL_ID, &thao()));
+    interact(&rig, modal_submit(rig.discord(), &modal_id, &[("args", "[50]")], &id, CHANNEL_ID, &thao()));
     let notes = wait_followups(rig.discord(), 2).await;
     assert_eq!(notes[1].body["content"], "Not accepted: the args must be a JSON object, not an array. Send a JSON object.");
     assert!(approvals(rig.sim()).is_empty(), "nothing is sent for a refused edit");
 
-    rig.push(modal_submit(rig.discord(), &modal_id, &[("args", r#"{"symbol":"VNM","quantity":50,"side":"buy","price":82000}"#)], &id, CHANNEL_ID, &thao()));
+    interact(
+        &rig,
+        modal_submit(rig.discord(), &modal_id, &[("args", r#"{"symbol":"VNM","quantity":50,"side":"buy","price":82000}"#)], &id, CHANNEL_ID, &thao()),
+    );
     let got = wait_approvals(rig.sim(), 1).await;
     let s = session_id(rig.sim());
     assert_eq!(
@@ -261,25 +253,25 @@ async fn seed_002_edit_via_modal() {
     let acks: Vec<Value> = callbacks(rig.discord(), 4).await.iter().map(|r| r.body["type"].clone()).collect();
     assert_eq!(acks, vec![json!(9), json!(6), json!(6), json!(6)]);
     wait_text(rig.discord(), "Đã đặt lệnh: buy 50 VNM @ 82000").await;
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// Two actions: a row per action with only the allowed decisions, then Submit.
 #[tokio::test]
 async fn two_actions() {
-    let rig = Rig::start(20, &[]).await;
-    rig.say(&thao(), "two actions");
-    let (card, id) = rig.wait_card(0).await;
+    let rig = start(20, &[]).await;
+    say(&rig, &thao(), "two actions");
+    let (card, id) = wait_card(&rig, 0).await;
     insta::assert_json_snapshot!("two_actions_card", shot(&card));
     let labels: Vec<String> = components(&card.body).iter().filter_map(|c| c["label"].as_str().map(str::to_owned)).collect();
     assert_eq!(labels, ["1. Approve", "1. Reject", "1. Edit", "2. Approve", "2. Reject", "Approve all", "Reject all", "Submit"]);
-    rig.click(&card, &id, "1. Approve", &thao(), &[]);
+    click_on(&rig, &card, &id, "1. Approve", &thao(), &[]);
     // The card is re-rendered with the choice marked before the next click.
     wait_edit(rig.discord(), &id, |b| components(b).iter().any(|c| c["label"] == "✓ 1. Approve")).await;
-    rig.click(&card, &id, "2. Reject", &thao(), &[]);
+    click_on(&rig, &card, &id, "2. Reject", &thao(), &[]);
     wait_edit(rig.discord(), &id, |b| components(b).iter().any(|c| c["label"] == "✓ 2. Reject")).await;
     assert!(approvals(rig.sim()).is_empty(), "nothing is sent before Submit");
-    rig.click(&card, &id, "Submit", &thao(), &[]);
+    click_on(&rig, &card, &id, "Submit", &thao(), &[]);
     let got = wait_approvals(rig.sim(), 1).await;
     let s = session_id(rig.sim());
     assert_eq!(
@@ -288,33 +280,33 @@ async fn two_actions() {
         "decisions":[{"type":"approve"},{"type":"reject"}]})]
     );
     wait_text(rig.discord(), "execute_trade: approve; send_report: reject").await;
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// Seed 000: two rounds of questions answered with selects, the input option's
 /// free text through the Other… modal, and Submit.
 #[tokio::test]
 async fn seed_000_questions() {
-    let rig = Rig::start(20, &[]).await;
-    rig.say(&thao(), "hỏi 2 lần");
+    let rig = start(20, &[]).await;
+    say(&rig, &thao(), "hỏi 2 lần");
     wait_text(rig.discord(), "Chuẩn bị câu hỏi lần 1").await;
-    let (card, id) = rig.wait_card(0).await;
+    let (card, id) = wait_card(&rig, 0).await;
     insta::assert_json_snapshot!("seed_000_card", shot(&card));
-    rig.push(select(rig.discord(), &select_id(&card.body, 0), &["0"], &id, CHANNEL_ID, &thao()));
-    rig.push(select(rig.discord(), &select_id(&card.body, 1), &["2"], &id, CHANNEL_ID, &thao()));
+    interact(&rig, select(rig.discord(), &select_id(&card.body, 0), &["0"], &id, CHANNEL_ID, &thao()));
+    interact(&rig, select(rig.discord(), &select_id(&card.body, 1), &["2"], &id, CHANNEL_ID, &thao()));
     wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][2]["value"] == "Khác").await;
-    rig.click(&card, &id, "Other…", &thao(), &[]);
+    click_on(&rig, &card, &id, "Other…", &thao(), &[]);
     let opened = callbacks(rig.discord(), 3).await.remove(2);
     insta::assert_json_snapshot!("seed_000_other_modal", shot(&opened));
     let modal_id = opened.body["data"]["custom_id"].as_str().expect("modal id").to_owned();
-    rig.push(modal_submit(rig.discord(), &modal_id, &[("q1", "Ngắn hạn")], &id, CHANNEL_ID, &thao()));
+    interact(&rig, modal_submit(rig.discord(), &modal_id, &[("q1", "Ngắn hạn")], &id, CHANNEL_ID, &thao()));
     wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][2]["value"] == "Ngắn hạn").await;
     let mark = rig.discord().requests().len();
-    rig.click(&card, &id, "Submit", &thao(), &[]);
-    let (second, id2) = rig.wait_card(mark).await;
-    rig.push(select(rig.discord(), &select_id(&second.body, 0), &["1"], &id2, CHANNEL_ID, &thao()));
+    click_on(&rig, &card, &id, "Submit", &thao(), &[]);
+    let (second, id2) = wait_card(&rig, mark).await;
+    interact(&rig, select(rig.discord(), &select_id(&second.body, 0), &["1"], &id2, CHANNEL_ID, &thao()));
     wait_edit(rig.discord(), &id2, |b| b["embeds"][0]["fields"][1]["value"] == "Telegram").await;
-    rig.click(&second, &id2, "Submit", &thao(), &[]);
+    click_on(&rig, &second, &id2, "Submit", &thao(), &[]);
     wait_text(rig.discord(), "Cảm ơn! Tổng kết: mục tiêu = Cổ tức bền vững (Recommended); kỳ hạn = Ngắn hạn; kênh = Telegram").await;
 
     let s = session_id(rig.sim());
@@ -333,26 +325,26 @@ async fn seed_000_questions() {
     assert_eq!(got.len(), 2);
     let done = wait_edit(rig.discord(), &id, |b| b["components"] == json!([])).await;
     insta::assert_json_snapshot!("seed_000_answered", shot(&done));
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// Multi-select: several options in one select, the input option's text via Other….
 #[tokio::test]
 async fn multi_select_with_other() {
-    let rig = Rig::start(20, &[]).await;
-    rig.say(&thao(), "multi");
-    let (card, id) = rig.wait_card(0).await;
+    let rig = start(20, &[]).await;
+    say(&rig, &thao(), "multi");
+    let (card, id) = wait_card(&rig, 0).await;
     let menu = components(&card.body).into_iter().find(|c| c["type"] == 3).expect("select");
     assert_eq!((menu["min_values"].clone(), menu["max_values"].clone()), (json!(1), json!(4)));
-    rig.push(select(rig.discord(), &select_id(&card.body, 0), &["0", "1", "3"], &id, CHANNEL_ID, &thao()));
+    interact(&rig, select(rig.discord(), &select_id(&card.body, 0), &["0", "1", "3"], &id, CHANNEL_ID, &thao()));
     wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][1]["value"] == "Ngân hàng, Thép (Steel), Khác").await;
-    rig.click(&card, &id, "Other…", &thao(), &[]);
+    click_on(&rig, &card, &id, "Other…", &thao(), &[]);
     let opened = callbacks(rig.discord(), 2).await.remove(1);
     assert_eq!(opened.body["data"]["components"][0]["components"][0]["label"], "Khác · 1. Ngành");
     let modal_id = opened.body["data"]["custom_id"].as_str().expect("modal id").to_owned();
-    rig.push(modal_submit(rig.discord(), &modal_id, &[("q0", "Năng lượng")], &id, CHANNEL_ID, &thao()));
+    interact(&rig, modal_submit(rig.discord(), &modal_id, &[("q0", "Năng lượng")], &id, CHANNEL_ID, &thao()));
     wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][1]["value"] == "Ngân hàng, Thép (Steel), Năng lượng").await;
-    rig.click(&card, &id, "Submit", &thao(), &[]);
+    click_on(&rig, &card, &id, "Submit", &thao(), &[]);
     let got = wait_approvals(rig.sim(), 1).await;
     let s = session_id(rig.sim());
     assert_eq!(
@@ -361,16 +353,16 @@ async fn multi_select_with_other() {
         "answers":{"Nhóm ngành quan tâm?":"Ngân hàng, Thép (Steel), Năng lượng"}})]
     );
     wait_text(rig.discord(), "Bạn chọn: Ngân hàng, Thép (Steel), Năng lượng").await;
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// Skip answers every question with "[No preference]".
 #[tokio::test]
 async fn skip() {
-    let rig = Rig::start(20, &[]).await;
-    rig.say(&thao(), "multi");
-    let (card, id) = rig.wait_card(0).await;
-    rig.click(&card, &id, "Skip", &thao(), &[]);
+    let rig = start(20, &[]).await;
+    say(&rig, &thao(), "multi");
+    let (card, id) = wait_card(&rig, 0).await;
+    click_on(&rig, &card, &id, "Skip", &thao(), &[]);
     let got = wait_approvals(rig.sim(), 1).await;
     let s = session_id(rig.sim());
     assert_eq!(
@@ -379,36 +371,36 @@ async fn skip() {
         "answers":{"Nhóm ngành quan tâm?":"[No preference]"}})]
     );
     wait_text(rig.discord(), "Bạn chọn: [No preference]").await;
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// Nobody answers: the agent times the request out; the card shows it and loses its
 /// buttons; a late click gets an ephemeral notice and sends nothing.
 #[tokio::test]
 async fn expiry() {
-    let rig = Rig::start(1, &[]).await;
-    rig.say(&thao(), "timeout");
-    let (card, id) = rig.wait_card(0).await;
+    let rig = start(1, &[]).await;
+    say(&rig, &thao(), "timeout");
+    let (card, id) = wait_card(&rig, 0).await;
     let done = wait_edit(rig.discord(), &id, |b| b["components"] == json!([])).await;
     assert_eq!(mask(&done.body["embeds"][0]["fields"]), json!([{"name":"Decision","value":"⌛ Expired at [hh:mm] UTC with no decision","inline":false}]));
     wait_text(rig.discord(), "Không ai trả lời trong 1 giây; thao tác đã bị hủy.").await;
-    rig.click(&card, &id, "Approve", &thao(), &[]);
+    click_on(&rig, &card, &id, "Approve", &thao(), &[]);
     let notes = wait_followups(rig.discord(), 1).await;
     assert_eq!(notes[0].body["content"], "This request has expired.");
     assert_eq!(notes[0].body["flags"], 64);
     assert!(approvals(rig.sim()).is_empty());
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// A stranger's click is refused privately and changes nothing; a member with an
 /// approver role may decide.
 #[tokio::test]
 async fn unauthorized_user_then_approver_role() {
-    let rig = Rig::start(20, &[]).await;
-    rig.say(&thao(), "trade");
-    let (card, id) = rig.wait_card(0).await;
+    let rig = start(20, &[]).await;
+    say(&rig, &thao(), "trade");
+    let (card, id) = wait_card(&rig, 0).await;
     let stranger = user(STRANGER, "Mallory");
-    rig.click(&card, &id, "Approve", &stranger, &[]);
+    click_on(&rig, &card, &id, "Approve", &stranger, &[]);
     let notes = wait_followups(rig.discord(), 1).await;
     assert_eq!(
         shot(&notes[0]),
@@ -418,7 +410,7 @@ async fn unauthorized_user_then_approver_role() {
     // Edit would open a modal: a stranger gets the refusal instead, in their language.
     let mut edit = click(rig.discord(), &button(&card.body, "Edit"), &id, CHANNEL_ID, &stranger, &[]);
     edit["locale"] = json!("vi");
-    rig.push(edit);
+    interact(&rig, edit);
     let refused = callbacks(rig.discord(), 2).await.remove(1);
     assert_eq!(refused.body, json!({"type":4,"data":{"content":"Bạn không được phép trả lời yêu cầu này.","flags":64,"attachments":[]}}));
     assert!(approvals(rig.sim()).is_empty());
@@ -446,27 +438,27 @@ async fn unauthorized_user_then_approver_role() {
         ]
     );
     store.close().await;
-    rig.click(&card, &id, "Approve", &user("500000000000000002", "Lead"), &[LEAD_ROLE]);
+    click_on(&rig, &card, &id, "Approve", &user("500000000000000002", "Lead"), &[LEAD_ROLE]);
     let got = wait_approvals(rig.sim(), 1).await;
     assert_eq!(got[0]["decisions"], json!([{"type":"approve"}]));
     wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][0]["value"].as_str().is_some_and(|v| v.contains("by Lead"))).await;
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// A double click sends one command; the second click hears who decided.
 #[tokio::test]
 async fn double_click() {
-    let rig = Rig::start(20, &[]).await;
-    rig.say(&thao(), "trade");
-    let (card, id) = rig.wait_card(0).await;
-    rig.click(&card, &id, "Approve", &thao(), &[]);
-    rig.click(&card, &id, "Approve", &thao(), &[]);
+    let rig = start(20, &[]).await;
+    say(&rig, &thao(), "trade");
+    let (card, id) = wait_card(&rig, 0).await;
+    click_on(&rig, &card, &id, "Approve", &thao(), &[]);
+    click_on(&rig, &card, &id, "Approve", &thao(), &[]);
     let notes = wait_followups(rig.discord(), 1).await;
     assert!(mask(&notes[0].body["content"]) == json!("Already decided by Thảo at [hh:mm] UTC."), "{}", notes[0].body);
     wait_text(rig.discord(), "Đã đặt lệnh").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(approvals(rig.sim()).len(), 1);
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// A selection made before a restart is kept, and clicks on the old message still
@@ -474,10 +466,10 @@ async fn double_click() {
 /// restart does not edit it again.
 #[tokio::test]
 async fn restart_keeps_partial_selections() {
-    let mut rig = Rig::start(30, &[]).await;
-    rig.say(&thao(), "hỏi 2 lần");
-    let (card, id) = rig.wait_card(0).await;
-    rig.push(select(rig.discord(), &select_id(&card.body, 0), &["1"], &id, CHANNEL_ID, &thao()));
+    let mut rig = start(30, &[]).await;
+    say(&rig, &thao(), "hỏi 2 lần");
+    let (card, id) = wait_card(&rig, 0).await;
+    interact(&rig, select(rig.discord(), &select_id(&card.body, 0), &["1"], &id, CHANNEL_ID, &thao()));
     wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][1]["value"] == "Tăng trưởng dài hạn").await;
 
     let before = rig.discord().requests().len();
@@ -485,9 +477,9 @@ async fn restart_keeps_partial_selections() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let edits = rig.discord().requests()[before..].iter().filter(|r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{id}"))).count();
     assert_eq!(edits, 0, "the card already showed the selection");
-    rig.push(select(rig.discord(), &select_id(&card.body, 1), &["0"], &id, CHANNEL_ID, &thao()));
+    interact(&rig, select(rig.discord(), &select_id(&card.body, 1), &["0"], &id, CHANNEL_ID, &thao()));
     wait_edit(rig.discord(), &id, |b| b["embeds"][0]["fields"][2]["value"] == "Trên 3 năm").await;
-    rig.click(&card, &id, "Submit", &thao(), &[]);
+    click_on(&rig, &card, &id, "Submit", &thao(), &[]);
     let got = wait_approvals(rig.sim(), 1).await;
     let s = session_id(rig.sim());
     assert_eq!(
@@ -495,28 +487,28 @@ async fn restart_keeps_partial_selections() {
         json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),
         "answers":{"Thảo muốn tập trung vào mục tiêu nào?":"Tăng trưởng dài hạn","Thời gian nắm giữ dự kiến?":"Trên 3 năm"}})
     );
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// A 429 is waited out and the message still arrives.
 #[tokio::test]
 async fn rate_limit_is_retried() {
-    let rig = Rig::start(20, &[]).await;
+    let rig = start(20, &[]).await;
     rig.discord().rate_limit_next(1);
-    rig.say(&thao(), "xin chào");
+    say(&rig, &thao(), "xin chào");
     wait_text(rig.discord(), "Tôi đã nhận: xin chào.").await;
     let statuses: Vec<u16> = rig.discord().requests().iter().filter(|r| r.path.ends_with("/messages")).map(|r| r.status).collect();
     assert_eq!(statuses, vec![429, 200]);
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// `/id` answers anyone, a stranger included, with their id and the channel's as the
 /// config writes them; nothing reaches the agent.
 #[tokio::test]
 async fn id_is_answered_to_anyone() {
-    let rig = Rig::start(20, &[]).await;
+    let rig = start(20, &[]).await;
     let stranger = user(STRANGER, "Mallory");
-    rig.push(command(rig.discord(), "id", CHANNEL_ID, &stranger));
+    interact(&rig, command(rig.discord(), "id", CHANNEL_ID, &stranger));
     assert_eq!(
         command_answers(rig.discord(), 1).await,
         [format!(
@@ -524,18 +516,18 @@ async fn id_is_answered_to_anyone() {
         )]
     );
     assert!(rig.sim().commands().is_empty());
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// `/pending` lists what waits here with a link to its message; `/cancel` ends it.
 #[tokio::test]
 async fn slash_commands() {
-    let rig = Rig::start(20, &[]).await;
+    let rig = start(20, &[]).await;
     let commands = rig.discord().requests().into_iter().find(|r| r.method == "PUT").expect("registered");
     insta::assert_json_snapshot!("slash_commands", shot(&commands));
-    rig.say(&thao(), "trade");
-    let (_, id) = rig.wait_card(0).await;
-    rig.push(command(rig.discord(), "pending", CHANNEL_ID, &thao()));
+    say(&rig, &thao(), "trade");
+    let (_, id) = wait_card(&rig, 0).await;
+    interact(&rig, command(rig.discord(), "pending", CHANNEL_ID, &thao()));
     let reply = wait_until(|| async { rig.discord().requests().into_iter().find(|r| r.method == "PATCH" && r.path.ends_with("/messages/@original")) }).await;
     assert_eq!(
         mask(&reply.body["content"]),
@@ -543,11 +535,11 @@ async fn slash_commands() {
     );
     let acks = callbacks(rig.discord(), 1).await;
     assert_eq!(acks[0].body, json!({"type":5,"data":{"flags":64,"attachments":[]}}));
-    rig.push(command(rig.discord(), "cancel", CHANNEL_ID, &thao()));
+    interact(&rig, command(rig.discord(), "cancel", CHANNEL_ID, &thao()));
     let done = wait_edit(rig.discord(), &id, |b| b["components"] == json!([])).await;
     assert_eq!(mask(&done.body["embeds"][0]["fields"][0]["value"]), json!("✖ Cancelled at [hh:mm] UTC (cancelled by Thảo)"));
     assert_eq!(rig.sim().commands().last().map(|c| c["type"].clone()), Some(json!("cancel")));
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// The fake refuses what Discord refuses, with Discord's error shape.
@@ -581,7 +573,7 @@ async fn signed_http_endpoint() {
     let public: String = key.verifying_key().to_bytes().iter().map(|b| format!("{b:02x}")).collect();
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
     let listen = format!("127.0.0.1:{port}");
-    let rig = Rig::start(20, &[("discord.public_key", &public), ("discord.interactions_listen", &listen)]).await;
+    let rig = start(20, &[("discord.public_key", &public), ("discord.interactions_listen", &listen)]).await;
     let url = format!("http://{listen}/interactions");
     let client = reqwest::Client::new();
     // Signed now: the endpoint refuses timestamps more than 5 minutes off.
@@ -608,8 +600,8 @@ async fn signed_http_endpoint() {
     let unsigned = client.post(&url).body(ping.clone()).send().await.expect("endpoint answers");
     assert_eq!(unsigned.status(), 401);
 
-    rig.say(&thao(), "trade");
-    let (card, id) = rig.wait_card(0).await;
+    say(&rig, &thao(), "trade");
+    let (card, id) = wait_card(&rig, 0).await;
     let approve = button(&card.body, "Approve");
     let body = click(rig.discord(), &approve, &id, CHANNEL_ID, &thao(), &[]).to_string();
     let bad = post(body.clone(), sign(&ping)).await;
@@ -623,7 +615,7 @@ async fn signed_http_endpoint() {
     assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
     assert!(!rig.discord().requests().iter().any(|r| r.path.ends_with("/callback")), "answered over HTTP, not via the callback route");
     wait_edit(rig.discord(), &id, |b| b["components"] == json!([])).await;
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 fn unix_now() -> i64 {
@@ -645,7 +637,7 @@ async fn http_endpoint_refuses_replays_and_huge_bodies() {
     let public: String = key.verifying_key().to_bytes().iter().map(|b| format!("{b:02x}")).collect();
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
     let listen = format!("127.0.0.1:{port}");
-    let rig = Rig::start(20, &[("discord.public_key", &public), ("discord.interactions_listen", &listen)]).await;
+    let rig = start(20, &[("discord.public_key", &public), ("discord.interactions_listen", &listen)]).await;
     let url = format!("http://{listen}/interactions");
     let client = reqwest::Client::new();
     let post = |body: String, timestamp: String| {
@@ -659,8 +651,8 @@ async fn http_endpoint_refuses_replays_and_huge_bodies() {
         async move { request.send().await.expect("endpoint answers") }
     };
 
-    rig.say(&thao(), "trade");
-    let (card, id) = rig.wait_card(0).await;
+    say(&rig, &thao(), "trade");
+    let (card, id) = wait_card(&rig, 0).await;
     let approve = button(&card.body, "Approve");
     let body = click(rig.discord(), &approve, &id, CHANNEL_ID, &thao(), &[]).to_string();
     let now = unix_now();
@@ -687,7 +679,7 @@ async fn http_endpoint_refuses_replays_and_huge_bodies() {
     let fresh = post(body.clone(), (now - 240).to_string()).await;
     assert_eq!(fresh.status(), 200);
     assert_eq!(wait_approvals(rig.sim(), 1).await.len(), 1);
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// Settings for a bridge on `fake` that is started by hand (to watch it fail).
@@ -770,7 +762,7 @@ async fn interactions_port_taken_fails_startup() {
 /// channels are ignored. Long agent text is split to fit 2000 characters.
 #[tokio::test]
 async fn routing_dm_mention_and_long_text() {
-    let rig = Rig::start(20, &[]).await;
+    let rig = start(20, &[]).await;
     let other = "800000000000000099";
     rig.discord().dispatch("MESSAGE_CREATE", guild_message(rig.discord(), other, &thao(), "not for the bot", false));
     rig.discord().dispatch("MESSAGE_CREATE", guild_message(rig.discord(), other, &thao(), &format!("<@{BOT_ID}> xin chào"), true));
@@ -798,21 +790,21 @@ async fn routing_dm_mention_and_long_text() {
     assert_eq!(sent.len(), 2);
     assert!(sent.iter().all(|t| t.chars().count() <= 2000));
     assert!(sent[0].starts_with("Tôi đã nhận: dài dài") && sent[1].ends_with("multi, malformed."), "{sent:?}");
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// With thread_per_session a message in the channel opens a thread; the agent's
 /// output and the requests go there, and replies in the thread stay in its session.
 #[tokio::test]
 async fn thread_per_session() {
-    let rig = Rig::start(20, &[("discord.thread_per_session", "true")]).await;
-    rig.say(&thao(), "trade");
+    let rig = start(20, &[("discord.thread_per_session", "true")]).await;
+    say(&rig, &thao(), "trade");
     let opened = rig.discord().wait_request(0, |r| r.path.ends_with("/threads")).await;
     assert_eq!(opened.body["name"], "trade");
     let thread = opened.response.as_ref().and_then(|t| t["id"].as_str()).expect("thread id").to_owned();
-    let (card, id) = rig.wait_card(0).await;
+    let (card, id) = wait_card(&rig, 0).await;
     assert_eq!(card.path, format!("/api/v10/channels/{thread}/messages"));
-    rig.click(&card, &id, "Approve", &thao(), &[]);
+    click_on(&rig, &card, &id, "Approve", &thao(), &[]);
     wait_text(rig.discord(), "Đã đặt lệnh").await;
     rig.discord().dispatch("MESSAGE_CREATE", guild_message(rig.discord(), &thread, &thao(), "xin chào", false));
     wait_text(rig.discord(), "Tôi đã nhận: xin chào.").await;
@@ -821,37 +813,37 @@ async fn thread_per_session() {
     assert_eq!(sessions[0], sessions[1], "the thread keeps its session");
     let in_thread = rig.discord().requests().iter().filter(|r| r.path == format!("/api/v10/channels/{thread}/messages")).count();
     assert_eq!(in_thread, 4, "text, card, final text, echo: all in the thread");
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// A tool group's status line is one message, edited as its tools run.
 #[tokio::test]
 async fn tool_status_line_is_edited() {
-    let rig = Rig::start(20, &[]).await;
-    rig.say(&thao(), "hỏi 2 lần");
-    rig.wait_card(0).await;
+    let rig = start(20, &[]).await;
+    say(&rig, &thao(), "hỏi 2 lần");
+    wait_card(&rig, 0).await;
     let requests = rig.discord().requests();
     let created = requests.iter().find(|r| r.body["content"].as_str().is_some_and(|c| c.starts_with("⚙ Chuẩn bị câu hỏi lần 1"))).expect("status line");
     let id = created.response.as_ref().and_then(|m| m["id"].as_str()).expect("id");
     let edits: Vec<&Value> = requests.iter().filter(|r| r.method == "PATCH" && r.path.ends_with(id)).map(|r| &r.body["content"]).collect();
     assert_eq!(edits.last(), Some(&&json!("⚙ Chuẩn bị câu hỏi lần 1: write_todos ✓")));
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// A custom_id that does not verify (tampered, or signed with another secret) is
 /// refused privately before anything else happens.
 #[tokio::test]
 async fn forged_custom_id() {
-    let rig = Rig::start(20, &[]).await;
-    rig.say(&thao(), "trade");
-    let (card, id) = rig.wait_card(0).await;
+    let rig = start(20, &[]).await;
+    say(&rig, &thao(), "trade");
+    let (card, id) = wait_card(&rig, 0).await;
     let forged = button(&card.body, "Reject").replace(":rj.0:", ":ap.0:");
-    rig.push(click(rig.discord(), &forged, &id, CHANNEL_ID, &thao(), &[]));
+    interact(&rig, click(rig.discord(), &forged, &id, CHANNEL_ID, &thao(), &[]));
     let answer = callbacks(rig.discord(), 1).await.remove(0);
     assert_eq!(answer.body, json!({"type":4,"data":{"content":"This button is not valid (unknown, outdated or forged).","flags":64,"attachments":[]}}));
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(approvals(rig.sim()).is_empty());
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// The bridge's own deadline: with the agent silent, the bridge expires the request,
@@ -859,9 +851,9 @@ async fn forged_custom_id() {
 /// reject goes out once the agent is back, and the card then drops that line.
 #[tokio::test]
 async fn bridge_expiry_rejects_and_locks_the_card() {
-    let rig = Rig::start_with(1, &[("timeouts.grace_secs", "0")], |s| s.backend.history_url = None).await;
-    rig.say(&thao(), "timeout");
-    let (_, id) = rig.wait_card(0).await;
+    let rig = start_with(1, &[("timeouts.grace_secs", "0")], |s| s.backend.history_url = None).await;
+    say(&rig, &thao(), "timeout");
+    let (_, id) = wait_card(&rig, 0).await;
     rig.sim().set_down(true);
     let done = wait_edit(rig.discord(), &id, |b| b["components"] == json!([])).await;
     assert_eq!(
@@ -884,24 +876,24 @@ async fn bridge_expiry_rejects_and_locks_the_card() {
         ["", " · ⚠\u{fe0f} the agent timed out before this reached it"].iter().any(|tail| line == format!("⌛ Expired at [hh:mm] UTC with no decision{tail}")),
         "{line}"
     );
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// Comment opens a modal where the review allows `respond`; its text is sent as a
 /// respond decision.
 #[tokio::test]
 async fn comment_via_modal_is_a_respond_decision() {
-    let rig = Rig::start(20, &[]).await;
-    rig.say(&thao(), "migration");
-    let (card, id) = rig.wait_card(0).await;
+    let rig = start(20, &[]).await;
+    say(&rig, &thao(), "migration");
+    let (card, id) = wait_card(&rig, 0).await;
     let labels: Vec<String> = components(&card.body).iter().filter_map(|c| c["label"].as_str().map(str::to_owned)).collect();
     assert_eq!(labels, ["Approve", "Reject", "Comment"], "only the allowed decisions");
-    rig.click(&card, &id, "Comment", &thao(), &[]);
+    click_on(&rig, &card, &id, "Comment", &thao(), &[]);
     let opened = callbacks(rig.discord(), 1).await.remove(0);
     assert_eq!(opened.body["type"], 9, "the modal is the first response");
     let modal_id = opened.body["data"]["custom_id"].as_str().expect("modal id").to_owned();
     let input_id = opened.body["data"]["components"][0]["components"][0]["custom_id"].as_str().expect("input id").to_owned();
-    rig.push(modal_submit(rig.discord(), &modal_id, &[(input_id.as_str(), "chạy lúc 2 giờ sáng")], &id, CHANNEL_ID, &thao()));
+    interact(&rig, modal_submit(rig.discord(), &modal_id, &[(input_id.as_str(), "chạy lúc 2 giờ sáng")], &id, CHANNEL_ID, &thao()));
     let got = wait_approvals(rig.sim(), 1).await;
     let s = session_id(rig.sim());
     assert_eq!(
@@ -910,7 +902,7 @@ async fn comment_via_modal_is_a_respond_decision() {
         "decisions":[{"type":"respond","message":"chạy lúc 2 giờ sáng"}]})]
     );
     wait_text(rig.discord(), "run_migration: respond (chạy lúc 2 giờ sáng)").await;
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 // ---------------------------------------------------------------------------------
@@ -918,7 +910,7 @@ async fn comment_via_modal_is_a_respond_decision() {
 // ---------------------------------------------------------------------------------
 
 /// The `message` commands the agent received, as `(user id, text)`.
-fn agent_messages(rig: &Rig) -> Vec<(String, String)> {
+fn agent_messages(rig: &Harness) -> Vec<(String, String)> {
     rig.sim()
         .commands()
         .into_iter()
@@ -973,9 +965,9 @@ async fn command_answers(fake: &FakeDiscord, n: usize) -> Vec<String> {
 /// nothing reaches the agent; the allowlisted user's message does.
 #[tokio::test]
 async fn strangers_are_refused_and_reach_nothing() {
-    let rig = Rig::start(20, &[]).await;
+    let rig = start(20, &[]).await;
     let stranger = user(STRANGER, "Mallory");
-    rig.say(&stranger, "trade");
+    say(&rig, &stranger, "trade");
     let refusal = wait_until(|| async { replies_in(rig.discord(), CHANNEL_ID).into_iter().next() }).await;
     assert_eq!(refusal.body["content"], format!("⛔ You are not allowed to talk to this agent. Ask an admin to add you: your id is discord:{STRANGER}."));
     assert!(refusal.body["message_reference"]["message_id"].is_string(), "{}", refusal.body);
@@ -984,15 +976,15 @@ async fn strangers_are_refused_and_reach_nothing() {
     wait_until(|| async { replies_in(rig.discord(), dm).into_iter().next() }).await;
     // A slash command is answered to them alone even within the channel's refusal
     // window (Discord shows an error otherwise), and counted on that window's entry.
-    rig.push(command(rig.discord(), "new", CHANNEL_ID, &stranger));
+    interact(&rig, command(rig.discord(), "new", CHANNEL_ID, &stranger));
     assert_eq!(
         command_answers(rig.discord(), 1).await,
         [format!("⛔ You are not allowed to talk to this agent. Ask an admin to add you: your id is discord:{STRANGER}.")]
     );
     // A second message in the channel within the window: no second reply.
-    rig.say(&stranger, "trade again");
+    say(&rig, &stranger, "trade again");
     // No thread, no session, nothing for the agent; then Thảo's message goes through.
-    rig.say(&thao(), "xin chào");
+    say(&rig, &thao(), "xin chào");
     wait_until(|| async { (!agent_messages(&rig).is_empty()).then_some(()) }).await;
     assert_eq!(agent_messages(&rig), vec![(THAO.to_owned(), "xin chào".to_owned())]);
     let store = hitl_bridge::store::Store::connect(&rig.settings.store.url).await.unwrap();
@@ -1004,14 +996,14 @@ async fn strangers_are_refused_and_reach_nothing() {
     assert_eq!((refused[0].1["attempted"].clone(), refused[0].1["chat"]["chat_id"].clone(), refused[0].2), (json!("message"), json!(CHANNEL_ID), 3));
     assert_eq!((refused[1].1["attempted"].clone(), refused[1].1["chat"]["chat_id"].clone(), refused[1].2), (json!("message"), json!(dm), 1));
     store.close().await;
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// A whole guild, or a role, opens the door: `discord:guild:ID` admits anyone writing
 /// in its channels, `access.roles` a member with the role.
 #[tokio::test]
 async fn guild_and_role_allowlists_admit() {
-    let rig = Rig::start_with(20, &[], |s| {
+    let rig = start_with(20, &[], |s| {
         s.access.users.clear();
         s.access.roles = vec!["600000000000000555".into()];
     })
@@ -1020,20 +1012,20 @@ async fn guild_and_role_allowlists_admit() {
     with_role["member"]["roles"] = json!(["600000000000000555"]);
     rig.discord().dispatch("MESSAGE_CREATE", with_role);
     wait_until(|| async { (!agent_messages(&rig).is_empty()).then_some(()) }).await;
-    rig.say(&thao(), "no role");
+    say(&rig, &thao(), "no role");
     wait_until(|| async { replies_in(rig.discord(), CHANNEL_ID).into_iter().next() }).await;
     assert_eq!(agent_messages(&rig), vec![(STRANGER.to_owned(), "with role".to_owned())]);
-    rig.stop().await;
+    rig.shutdown().await;
 
-    let rig = Rig::start_with(20, &[], |s| {
+    let rig = start_with(20, &[], |s| {
         s.access.users.clear();
         s.access.chats = vec![format!("discord:guild:{GUILD_ID}")];
     })
     .await;
-    rig.say(&user(STRANGER, "Mallory"), "in the guild");
+    say(&rig, &user(STRANGER, "Mallory"), "in the guild");
     wait_until(|| async { (!agent_messages(&rig).is_empty()).then_some(()) }).await;
     assert_eq!(agent_messages(&rig), vec![(STRANGER.to_owned(), "in the guild".to_owned())]);
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// Pairing on Discord: a stranger's DM gets a code; `/pair` from someone not in
@@ -1044,7 +1036,7 @@ async fn guild_and_role_allowlists_admit() {
 #[tokio::test]
 async fn pairing_with_the_pair_command() {
     const ADMINS: &str = "800000000000000777";
-    let rig = Rig::start_with(20, &[], |s| {
+    let rig = start_with(20, &[], |s| {
         s.access.pairing = true;
         s.access.admin_chats = vec![format!("discord:{ADMINS}")];
         s.access.admins = vec!["discord:500000000000000002".into()];
@@ -1057,11 +1049,11 @@ async fn pairing_with_the_pair_command() {
     let text = notice.body["content"].as_str().unwrap().to_owned();
     let at = text.find("code is ").expect("a code") + "code is ".len();
     let code = text[at..at + 8].to_owned();
-    rig.push(command_with(rig.discord(), "pair", ADMINS, &thao(), ("code", &code)));
+    interact(&rig, command_with(rig.discord(), "pair", ADMINS, &thao(), ("code", &code)));
     assert_eq!(command_answers(rig.discord(), 1).await[0], "⛔ Only an admin (access.admins) may approve pairing codes.");
-    rig.push(command_with(rig.discord(), "pair", CHANNEL_ID, &user("500000000000000002", "Lead"), ("code", &code)));
+    interact(&rig, command_with(rig.discord(), "pair", CHANNEL_ID, &user("500000000000000002", "Lead"), ("code", &code)));
     assert_eq!(command_answers(rig.discord(), 2).await[1], "⛔ /pair only works in an admin chat (access.admin_chats) or in your direct chat with the bot.");
-    rig.push(command_with(rig.discord(), "pair", ADMINS, &user("500000000000000002", "Lead"), ("code", &code)));
+    interact(&rig, command_with(rig.discord(), "pair", ADMINS, &user("500000000000000002", "Lead"), ("code", &code)));
     assert_eq!(command_answers(rig.discord(), 3).await[2], format!("✅ Paired Mallory (discord:{STRANGER}): they may now talk to the agent."));
     wait_until(|| async {
         rig.discord()
@@ -1082,9 +1074,9 @@ async fn pairing_with_the_pair_command() {
     let text = notice.body["content"].as_str().unwrap().to_owned();
     let at = text.find("code is ").expect("a code") + "code is ".len();
     let leads_dm = "800000000000000046";
-    rig.push(dm_command_with(rig.discord(), "pair", leads_dm, &user("500000000000000002", "Lead"), ("code", &text[at..at + 8])));
+    interact(&rig, dm_command_with(rig.discord(), "pair", leads_dm, &user("500000000000000002", "Lead"), ("code", &text[at..at + 8])));
     assert_eq!(command_answers(rig.discord(), 4).await[3], "✅ Paired Eve (discord:500000000000000667): they may now talk to the agent.");
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// Approver roles work in DMs: a click there carries no roles, so the bridge looks the
@@ -1094,7 +1086,7 @@ async fn pairing_with_the_pair_command() {
 async fn approver_role_counts_in_a_dm_click() {
     const LEAD: &str = "500000000000000002";
     const NO_ROLE: &str = "500000000000000003";
-    let rig = Rig::start_with(20, &[], |s| {
+    let rig = start_with(20, &[], |s| {
         s.platforms.get_mut::<DiscordSettings>().guild_id = Some(GUILD_ID.into());
         s.routing.target = hitl_bridge::config::RouteTarget::Channel;
         s.routing.channels = vec![format!("discord:user:{LEAD}")];
@@ -1102,45 +1094,45 @@ async fn approver_role_counts_in_a_dm_click() {
     .await;
     rig.discord().add_member(&user(LEAD, "Lead"), &[LEAD_ROLE]);
     rig.discord().add_member(&user(NO_ROLE, "Dev"), &["600000000000000001"]);
-    rig.say(&thao(), "trade");
+    say(&rig, &thao(), "trade");
     let card = rig.discord().wait_request(0, |r| r.method == "POST" && has_embed(&r.body) && !r.path.contains(CHANNEL_ID)).await;
     let dm = rig.discord().dm_channel(LEAD).expect("the lead's DM was opened");
     assert_eq!(card.path, format!("/api/v10/channels/{dm}/messages"));
     let id = card.response.as_ref().and_then(|m| m["id"].as_str()).unwrap().to_owned();
     let approve = button(&card.body, "Approve");
     for (n, who) in [(1, user(STRANGER, "Mallory")), (2, user(NO_ROLE, "Dev"))] {
-        rig.push(dm_click(rig.discord(), &approve, &id, &dm, &who));
+        interact(&rig, dm_click(rig.discord(), &approve, &id, &dm, &who));
         let notes = wait_followups(rig.discord(), n).await;
         assert_eq!(notes[n - 1].body["content"], "You are not allowed to answer this request.");
     }
     assert!(approvals(rig.sim()).is_empty());
-    rig.push(dm_click(rig.discord(), &approve, &id, &dm, &user(LEAD, "Lead")));
+    interact(&rig, dm_click(rig.discord(), &approve, &id, &dm, &user(LEAD, "Lead")));
     let got = wait_approvals(rig.sim(), 1).await;
     assert_eq!(got[0]["decisions"], json!([{"type":"approve"}]));
     let lookups: Vec<String> = rig.discord().requests().into_iter().filter(|r| r.method == "GET" && r.path.contains("/members/")).map(|r| r.path).collect();
     assert_eq!(lookups, [STRANGER, NO_ROLE, LEAD].map(|u| format!("/api/v10/guilds/{GUILD_ID}/members/{u}")));
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// Without `discord.guild_id` a DM click has no roles: the approver role does not count.
 #[tokio::test]
 async fn without_a_guild_a_dm_click_has_no_roles() {
     const LEAD: &str = "500000000000000002";
-    let rig = Rig::start_with(20, &[], |s| {
+    let rig = start_with(20, &[], |s| {
         s.routing.target = hitl_bridge::config::RouteTarget::Channel;
         s.routing.channels = vec![format!("discord:user:{LEAD}")];
     })
     .await;
     rig.discord().add_member(&user(LEAD, "Lead"), &[LEAD_ROLE]);
-    rig.say(&thao(), "trade");
+    say(&rig, &thao(), "trade");
     let card = rig.discord().wait_request(0, |r| r.method == "POST" && has_embed(&r.body) && !r.path.contains(CHANNEL_ID)).await;
     let dm = rig.discord().dm_channel(LEAD).expect("the lead's DM was opened");
     let id = card.response.as_ref().and_then(|m| m["id"].as_str()).unwrap().to_owned();
-    rig.push(dm_click(rig.discord(), &button(&card.body, "Approve"), &id, &dm, &user(LEAD, "Lead")));
+    interact(&rig, dm_click(rig.discord(), &button(&card.body, "Approve"), &id, &dm, &user(LEAD, "Lead")));
     assert_eq!(wait_followups(rig.discord(), 1).await[0].body["content"], "You are not allowed to answer this request.");
     assert!(approvals(rig.sim()).is_empty());
     assert!(!rig.discord().requests().iter().any(|r| r.path.contains("/members/")));
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 // ---------------------------------------------------------------------------------

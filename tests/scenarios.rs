@@ -1,5 +1,6 @@
 //! The seed flows written once and run on every chat platform: the console, Telegram
-//! (teloxide against the fake Bot API) and Discord (serenity against the fake Discord).
+//! (teloxide against the fake Bot API), Discord (serenity against the fake Discord) and
+//! Slack (the bridge's own Web API and Socket Mode clients against the fake Slack).
 //! Each scenario talks to a [`Person`], a platform-neutral "someone in the chat", and
 //! asserts the exact commands the reference agent received; how each platform shows a
 //! request (keyboards, embeds, wording) is the platform suites' business.
@@ -11,10 +12,13 @@ mod support;
 
 use hitl_bridge::agent_sim::SimHandle;
 use hitl_bridge::platform::discord::settings::DiscordSettings;
+use hitl_bridge::platform::slack::settings::SlackSettings;
 use serde_json::{Value, json};
 use support::discord_chat::{button as discord_button, callbacks, components, has_embed, wait_edit, wait_text};
 use support::fake_discord::{self, CHANNEL_ID};
+use support::fake_slack::{self, OPS};
 use support::fake_telegram::User;
+use support::slack_chat::{self, SlackChat};
 use support::telegram_chat::{TelegramChat, text_of};
 use support::{Bridge, Chat, Harness, Rig, approvals, session_id, wait_until};
 
@@ -112,6 +116,11 @@ macro_rules! on_every_platform {
             #[tokio::test]
             async fn on_discord() {
                 super::$scenario(OnDiscord::start().await).await;
+            }
+
+            #[tokio::test]
+            async fn on_slack() {
+                super::$scenario(OnSlack::start().await).await;
             }
         }
     )*};
@@ -326,6 +335,103 @@ impl Person for OnDiscord {
     }
 
     async fn finish(self) {
+        self.harness.shutdown().await;
+    }
+}
+
+// --- Slack: Thảo in the ops channel, where every message goes to the agent. ---------
+
+const THAO_ON_SLACK: &str = "U0THAO";
+
+struct OnSlack {
+    harness: Harness,
+}
+
+impl OnSlack {
+    async fn start() -> Self {
+        let harness = Harness::on(Chat::Slack)
+            .tweak(|settings| {
+                settings.platforms.get_mut::<SlackSettings>().channels = vec![OPS.into()];
+                settings.access.users = vec![format!("slack:{THAO_ON_SLACK}")];
+            })
+            .start()
+            .await;
+        OnSlack { harness }
+    }
+
+    fn person(&self) -> SlackChat<'_> {
+        SlackChat { fake: self.harness.slack(), channel: OPS, person: fake_slack::Person::new(THAO_ON_SLACK, "Thảo") }
+    }
+
+    /// Rejects through the button and its modal, leaving the optional reason empty;
+    /// the modal closes.
+    async fn reject(&self, ts: &str, label: &str) {
+        let person = self.person();
+        let opened = self.harness.slack().views().len();
+        person.click(ts, label).await;
+        let closed = person.submit(opened, &[("reason", "text", "")]).await;
+        assert_eq!(closed.get("payload"), None, "the modal closes: {closed}");
+    }
+}
+
+impl Person for OnSlack {
+    async fn say(&mut self, text: &str) {
+        self.person().say(text);
+    }
+
+    async fn sees(&mut self, text: &str) {
+        self.person().text_with(text).await;
+    }
+
+    async fn decide(&mut self, choices: &[Choice<'_>]) {
+        let person = self.person();
+        let ts = person.card().await;
+        if let [single] = choices {
+            match single {
+                Choice::Approve => _ = person.click(&ts, "Approve").await,
+                Choice::Reject => self.reject(&ts, "Reject").await,
+                Choice::Edit(args) => {
+                    // Edit opens a modal prefilled with the args; its submission decides.
+                    let opened = self.harness.slack().views().len();
+                    person.click(&ts, "Edit").await;
+                    let closed = person.submit(opened, &[("args", "json", args)]).await;
+                    assert_eq!(closed.get("payload"), None, "the modal closes: {closed}");
+                }
+            }
+            return;
+        }
+        // Several actions: buttons per action, the card edited with each choice under
+        // its action, then Submit.
+        for (n, choice) in choices.iter().enumerate() {
+            let label = match choice {
+                Choice::Approve => format!("Approve #{}", n + 1),
+                Choice::Reject => format!("Reject #{}", n + 1),
+                Choice::Edit(_) => panic!("no scenario edits one of several actions; the Slack suite tests that"),
+            };
+            let shown = match choice {
+                Choice::Approve => "→ ✅ Approve",
+                _ => "→ ❌ Reject",
+            };
+            let under_action = |card: &Value| {
+                let blocks = card["blocks"].as_array().cloned().unwrap_or_default();
+                blocks.iter().find(|b| b["block_id"] == format!("action.{n}")).and_then(|b| b["text"]["text"].as_str().map(str::to_owned)).unwrap_or_default()
+            };
+            match choice {
+                Choice::Reject => self.reject(&ts, &label).await,
+                _ => _ = person.click(&ts, &label).await,
+            }
+            wait_until(|| async { under_action(&person.message(&ts)).ends_with(shown).then_some(()) }).await;
+        }
+        person.click(&ts, "Submit").await;
+    }
+
+    fn agent(&self) -> &SimHandle {
+        self.harness.sim()
+    }
+
+    async fn finish(mut self) {
+        self.harness.stop_bridge().await;
+        slack_chat::assert_nothing_refused(self.harness.slack());
         self.harness.shutdown().await;
     }
 }

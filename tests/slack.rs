@@ -8,12 +8,12 @@ mod support;
 
 use std::time::Duration;
 
-use axum::http::StatusCode;
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
 use serde_json::{Value, json};
-use support::fake_slack::{self, FakeSlack, OPS, Person, button, has_buttons};
-use support::harness::NoConsole;
+use support::fake_slack::{self, OPS, Person, button, has_buttons};
+use support::harness::{HttpApi, NoConsole};
+use support::slack_chat::{assert_nothing_refused, ephemeral_to, updated};
 use support::{Chat, Harness, wait_until};
 
 const SECRET: &str = "ci-secret";
@@ -26,98 +26,43 @@ fn mallory() -> Person {
     Person::new("U0MAL", "mallory")
 }
 
-/// A bridge with Slack on the fake and the HTTP API on a free port; Ana approves.
-struct Rig {
-    harness: Harness,
-    fake: FakeSlack,
-    base: String,
-    http: reqwest::Client,
+/// A bridge with Slack on the fake and the HTTP API on a free port, not yet started.
+async fn build() -> Harness {
+    Harness::on(Chat::Slack).no_agent().set("timeouts.grace_secs", "0").tweak(|s: &mut Settings| s.http.api_tokens = vec![format!("ci:{SECRET}")]).build().await
 }
 
-fn slack_settings(fake: &FakeSlack) -> Vec<(&'static str, String)> {
-    vec![
-        ("slack.enabled", "true".into()),
-        ("slack.bot_token", fake_slack::BOT_TOKEN.into()),
-        ("slack.app_token", fake_slack::APP_TOKEN.into()),
-        ("slack.api_url", fake.api_url()),
-        ("tokens.secret", "test-secret".into()),
-        ("timeouts.grace_secs", "0".into()),
-    ]
+/// [`build`], started.
+async fn start() -> Harness {
+    let mut rig = build().await;
+    rig.boot().await;
+    rig
 }
 
-async fn settings(fake: &FakeSlack) -> Harness {
-    let pairs = slack_settings(fake);
-    let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    Harness::on(Chat::Headless).no_agent().settings(&borrowed).tweak(|s: &mut Settings| s.http.api_tokens = vec![format!("ci:{SECRET}")]).build().await
+/// The HTTP API, as the agent pushing requests.
+fn api(rig: &Harness) -> HttpApi {
+    rig.api(SECRET)
 }
 
-impl Rig {
-    async fn start() -> Rig {
-        let fake = FakeSlack::start().await;
-        let mut harness = settings(&fake).await;
-        harness.boot().await;
-        fake.wait_connections(1).await;
-        let base = format!("http://{}", harness.app().http_addr().expect("http listener"));
-        Rig { harness, fake, base, http: reqwest::Client::new() }
-    }
-
-    async fn send(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> (StatusCode, Value) {
-        let mut request = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(SECRET);
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let response = request.send().await.expect("request");
-        let status = StatusCode::from_u16(response.status().as_u16()).expect("status");
-        (status, response.json().await.unwrap_or(Value::Null))
-    }
-
-    /// Pushes an approval of `execute_trade` to the ops channel, Ana its approver; the
-    /// card's `ts` once Slack has it.
-    async fn push_trade(&self, key: &str) -> String {
-        let before = self.fake.posted().len();
-        let body = json!({
+/// Pushes an approval of `execute_trade` to the ops channel, Ana its approver; the
+/// card's `ts` once Slack has it.
+async fn push_trade(rig: &Harness, key: &str) -> String {
+    push(
+        rig,
+        json!({
             "approval_key": key, "targets": [{"platform": "slack", "channel_id": OPS}], "approvers": ["slack:U0ANA"],
             "text": "Nightly rebalance <!channel>", "timeout_seconds": 300,
             "actions": [{"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 100}}]
-        });
-        let (status, created) = self.send(reqwest::Method::POST, "/v1/requests", Some(&body)).await;
-        assert_eq!(status, StatusCode::CREATED, "{created}");
-        wait_until(|| async { self.fake.posted().get(before).map(|(_, ts)| ts.clone()) }).await
-    }
+        }),
+    )
+    .await
+}
 
-    async fn state(&self, key: &str) -> Value {
-        let (status, body) = self.send(reqwest::Method::GET, &format!("/v1/requests/{key}"), None).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        body
-    }
-
-    async fn decided(&self, key: &str) -> Value {
-        wait_until(|| async {
-            let (_, body) = self.send(reqwest::Method::GET, &format!("/v1/requests/{key}?wait=5"), None).await;
-            (body["status"] != "pending").then_some(body)
-        })
-        .await
-    }
-
-    /// Waits for an ephemeral notice to `user`; its body.
-    async fn ephemeral_to(&self, user: &str, skip: usize) -> Value {
-        wait_until(|| async { self.fake.bodies("chat.postEphemeral").into_iter().filter(|b| b["user"] == user).nth(skip) }).await
-    }
-
-    /// The last chat.update of message `ts`.
-    async fn updated(&self, ts: &str, needle: &str) -> Value {
-        wait_until(|| async { self.fake.bodies("chat.update").into_iter().rev().find(|b| b["ts"] == ts && b.to_string().contains(needle)) }).await
-    }
-
-    async fn stop(mut self) {
-        self.harness.stop_bridge().await;
-        // Apart from what a test asks for (429s, refusals it provokes), Slack must
-        // never have refused anything the bridge sent.
-        let unexpected: Vec<_> = self.fake.errors().into_iter().filter(|(_, e)| e != "ratelimited").collect();
-        assert!(unexpected.is_empty(), "Slack would have refused: {unexpected:?}");
-        self.fake.shutdown();
-        self.harness.shutdown().await;
-    }
+/// Stops the bridge, checks Slack refused nothing it sent (apart from the 429s and
+/// refusals a test provokes), and stops the rest.
+async fn stop(mut rig: Harness) {
+    rig.stop_bridge().await;
+    assert_nothing_refused(rig.slack());
+    rig.shutdown().await;
 }
 
 /// A card with each button's token tag and the deadline's time masked.
@@ -142,9 +87,9 @@ fn masked(body: &Value) -> Value {
 /// card edited to the outcome with its buttons gone.
 #[tokio::test]
 async fn an_approval_is_shown_clicked_decided_and_closed() {
-    let rig = Rig::start().await;
-    let ts = rig.push_trade("trade-1").await;
-    let posted = rig.fake.bodies("chat.postMessage").remove(0);
+    let rig = start().await;
+    let ts = push_trade(&rig, "trade-1").await;
+    let posted = rig.slack().bodies("chat.postMessage").remove(0);
     let button = |code: &str, text: &str, style: Option<&str>| {
         let mut b = json!({"type": "button", "action_id": format!("hitl.{code}"), "text": {"type": "plain_text", "text": text, "emoji": true}, "value": format!("1:[id]:{code}:[tag]")});
         if let Some(style) = style {
@@ -179,59 +124,59 @@ async fn an_approval_is_shown_clicked_decided_and_closed() {
             ]
         })
     );
-    let click = rig.fake.click(&ana(), OPS, &ts, "Approve");
-    assert_eq!(rig.fake.wait_ack(&click).await, json!({"envelope_id": click}));
-    let state = rig.decided("trade-1").await;
+    let click = rig.slack().click(&ana(), OPS, &ts, "Approve");
+    assert_eq!(rig.slack().wait_ack(&click).await, json!({"envelope_id": click}));
+    let state = api(&rig).decided("trade-1").await;
     assert_eq!(state["reply"], json!({"decisions": [{"type": "approve"}]}));
     assert_eq!(state["decided_by"], json!({"platform": "slack", "id": "U0ANA", "name": "ana"}));
-    let update = rig.updated(&ts, "Approved by ana").await;
+    let update = updated(rig.slack(), &ts, "Approved by ana").await;
     assert_eq!(update["channel"], OPS);
     let blocks = update["blocks"].as_array().unwrap();
     assert!(!has_buttons(&update), "the buttons are gone: {update}");
     let outcome = blocks.last().unwrap()["text"]["text"].as_str().unwrap();
     assert!(outcome.starts_with("*✅ Approved by ana at ") && outcome.ends_with(" UTC*"), "{outcome}");
-    assert!(!has_buttons(&rig.fake.message(OPS, &ts).unwrap()));
-    rig.stop().await;
+    assert!(!has_buttons(&rig.slack().message(OPS, &ts).unwrap()));
+    stop(rig).await;
 }
 
 /// A second click (here Reject on the same, now decided, card) gets an ephemeral
 /// notice and never a second decision.
 #[tokio::test]
 async fn a_second_click_is_told_and_changes_nothing() {
-    let rig = Rig::start().await;
-    let ts = rig.push_trade("trade-2").await;
-    let card = rig.fake.message(OPS, &ts).unwrap();
+    let rig = start().await;
+    let ts = push_trade(&rig, "trade-2").await;
+    let card = rig.slack().message(OPS, &ts).unwrap();
     let approve = button(&card, "Approve");
     let reject = button(&card, "Reject");
-    let first = rig.fake.click_envelope(&ana(), OPS, &ts, "hitl.ap.0", approve["value"].as_str().unwrap());
-    rig.fake.push(first);
-    rig.decided("trade-2").await;
-    let second = rig.fake.click_envelope(&ana(), OPS, &ts, "hitl.rj.0", reject["value"].as_str().unwrap());
-    rig.fake.push(second);
-    let notice = rig.ephemeral_to("U0ANA", 0).await;
+    let first = rig.slack().click_envelope(&ana(), OPS, &ts, "hitl.ap.0", approve["value"].as_str().unwrap());
+    rig.slack().push(first);
+    api(&rig).decided("trade-2").await;
+    let second = rig.slack().click_envelope(&ana(), OPS, &ts, "hitl.rj.0", reject["value"].as_str().unwrap());
+    rig.slack().push(second);
+    let notice = ephemeral_to(rig.slack(), "U0ANA", 0).await;
     assert_eq!(notice["channel"], OPS);
     let text = notice["text"].as_str().unwrap();
     assert!(text.starts_with("Already decided by ana at ") && text.ends_with(" UTC."), "{text}");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(rig.state("trade-2").await["reply"], json!({"decisions": [{"type": "approve"}]}));
-    assert!(rig.fake.views().is_empty(), "no modal opens for a decided request");
-    rig.stop().await;
+    assert_eq!(api(&rig).state("trade-2").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    assert!(rig.slack().views().is_empty(), "no modal opens for a decided request");
+    stop(rig).await;
 }
 
 /// A stranger's click gets an ephemeral refusal and an audit row; the card keeps its
 /// buttons and Ana can still decide.
 #[tokio::test]
 async fn a_strangers_click_is_refused_and_audited() {
-    let rig = Rig::start().await;
-    let ts = rig.push_trade("trade-3").await;
-    rig.fake.click(&mallory(), OPS, &ts, "Approve");
-    let notice = rig.ephemeral_to("U0MAL", 0).await;
+    let rig = start().await;
+    let ts = push_trade(&rig, "trade-3").await;
+    rig.slack().click(&mallory(), OPS, &ts, "Approve");
+    let notice = ephemeral_to(rig.slack(), "U0MAL", 0).await;
     assert_eq!(notice, json!({"channel": OPS, "user": "U0MAL", "text": "You are not allowed to answer this request."}));
     // An Edit press does not open a form for them either.
-    rig.fake.click(&mallory(), OPS, &ts, "Edit");
-    rig.ephemeral_to("U0MAL", 1).await;
-    assert!(rig.fake.views().is_empty());
-    let store = hitl_bridge::store::Store::connect(&rig.harness.settings.store.url).await.unwrap();
+    rig.slack().click(&mallory(), OPS, &ts, "Edit");
+    ephemeral_to(rig.slack(), "U0MAL", 1).await;
+    assert!(rig.slack().views().is_empty());
+    let store = hitl_bridge::store::Store::connect(&rig.settings.store.url).await.unwrap();
     let refused = wait_until(|| async { store.refused_attempts(0).await.ok().filter(|r| r.len() >= 2) }).await;
     let who = json!({"platform": "slack", "user_id": "U0MAL", "name": "mallory", "guild_id": fake_slack::TEAM});
     let why = "you are not allowed to answer this request";
@@ -244,181 +189,178 @@ async fn a_strangers_click_is_refused_and_audited() {
         ]
     );
     store.close().await;
-    assert_eq!(rig.state("trade-3").await["status"], "pending");
-    assert!(has_buttons(&rig.fake.message(OPS, &ts).unwrap()));
-    rig.fake.click(&ana(), OPS, &ts, "Approve");
-    assert_eq!(rig.decided("trade-3").await["reply"], json!({"decisions": [{"type": "approve"}]}));
-    rig.stop().await;
+    assert_eq!(api(&rig).state("trade-3").await["status"], "pending");
+    assert!(has_buttons(&rig.slack().message(OPS, &ts).unwrap()));
+    rig.slack().click(&ana(), OPS, &ts, "Approve");
+    assert_eq!(api(&rig).decided("trade-3").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    stop(rig).await;
 }
 
 /// A value under another code than the one signed, or from another secret, is refused
 /// with a notice and changes nothing.
 #[tokio::test]
 async fn a_forged_value_changes_nothing() {
-    let rig = Rig::start().await;
-    let ts = rig.push_trade("trade-4").await;
-    let card = rig.fake.message(OPS, &ts).unwrap();
+    let rig = start().await;
+    let ts = push_trade(&rig, "trade-4").await;
+    let card = rig.slack().message(OPS, &ts).unwrap();
     let comment = button(&card, "Comment")["value"].as_str().unwrap().to_owned();
     let forged = comment.replace(":cm.0:", ":ap.0:");
     let other_secret = hitl_bridge::platform::token::TokenSigner::new(b"other").sign(comment.split(':').nth(1).unwrap(), "ap.0").unwrap();
     for value in [forged, other_secret, "garbage".to_owned()] {
-        rig.fake.push(rig.fake.click_envelope(&ana(), OPS, &ts, "hitl.ap.0", &value));
+        rig.slack().push(rig.slack().click_envelope(&ana(), OPS, &ts, "hitl.ap.0", &value));
     }
     for n in 0..3 {
-        assert_eq!(rig.ephemeral_to("U0ANA", n).await["text"], "This button is not valid (unknown, outdated or forged).");
+        assert_eq!(ephemeral_to(rig.slack(), "U0ANA", n).await["text"], "This button is not valid (unknown, outdated or forged).");
     }
-    assert_eq!(rig.state("trade-4").await["status"], "pending");
-    assert!(rig.fake.bodies("chat.update").is_empty(), "the card is not touched");
-    rig.stop().await;
+    assert_eq!(api(&rig).state("trade-4").await["status"], "pending");
+    assert!(rig.slack().bodies("chat.update").is_empty(), "the card is not touched");
+    stop(rig).await;
 }
 
 /// An envelope delivered twice is acknowledged twice and handled once: one decision,
 /// and no "already decided" notice, which a second handling would have posted.
 #[tokio::test]
 async fn a_redelivered_envelope_is_handled_once() {
-    let rig = Rig::start().await;
-    let ts = rig.push_trade("trade-5").await;
-    let card = rig.fake.message(OPS, &ts).unwrap();
-    let envelope = rig.fake.click_envelope(&ana(), OPS, &ts, "hitl.ap.0", button(&card, "Approve")["value"].as_str().unwrap());
+    let rig = start().await;
+    let ts = push_trade(&rig, "trade-5").await;
+    let card = rig.slack().message(OPS, &ts).unwrap();
+    let envelope = rig.slack().click_envelope(&ana(), OPS, &ts, "hitl.ap.0", button(&card, "Approve")["value"].as_str().unwrap());
     let id = envelope["envelope_id"].as_str().unwrap().to_owned();
-    rig.fake.push(envelope.clone());
-    rig.fake.push(envelope);
-    wait_until(|| async { (rig.fake.acks_of(&id).len() == 2).then_some(()) }).await;
-    assert_eq!(rig.decided("trade-5").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    rig.slack().push(envelope.clone());
+    rig.slack().push(envelope);
+    wait_until(|| async { (rig.slack().acks_of(&id).len() == 2).then_some(()) }).await;
+    assert_eq!(api(&rig).decided("trade-5").await["reply"], json!({"decisions": [{"type": "approve"}]}));
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(rig.fake.bodies("chat.postEphemeral").is_empty(), "handled once: {:?}", rig.fake.bodies("chat.postEphemeral"));
-    rig.stop().await;
+    assert!(rig.slack().bodies("chat.postEphemeral").is_empty(), "handled once: {:?}", rig.slack().bodies("chat.postEphemeral"));
+    stop(rig).await;
 }
 
 /// Edit opens a modal with the args; invalid JSON is answered under the field in the
 /// acknowledgement and nothing is sent; valid JSON is the edit decision.
 #[tokio::test]
 async fn the_edit_modal_refuses_invalid_json_then_sends_the_edit() {
-    let rig = Rig::start().await;
-    let ts = rig.push_trade("trade-6").await;
-    rig.fake.click(&ana(), OPS, &ts, "Edit");
-    let view = wait_until(|| async { rig.fake.views().into_iter().next() }).await;
+    let rig = start().await;
+    let ts = push_trade(&rig, "trade-6").await;
+    rig.slack().click(&ana(), OPS, &ts, "Edit");
+    let view = wait_until(|| async { rig.slack().views().into_iter().next() }).await;
     assert_eq!(view["title"], json!({"type": "plain_text", "text": "Edit arguments", "emoji": true}));
     assert_eq!(view["blocks"][1]["block_id"], "args");
     assert_eq!(view["blocks"][1]["element"]["initial_value"], "{\n  \"symbol\": \"VNM\",\n  \"quantity\": 100\n}");
-    let bad = rig.fake.submission_envelope(&ana(), &view, &[("args", "json", "{quantity: 50")]);
+    let bad = rig.slack().submission_envelope(&ana(), &view, &[("args", "json", "{quantity: 50")]);
     let bad_id = bad["envelope_id"].as_str().unwrap().to_owned();
-    rig.fake.push(bad);
-    let ack = rig.fake.wait_ack(&bad_id).await;
+    rig.slack().push(bad);
+    let ack = rig.slack().wait_ack(&bad_id).await;
     assert_eq!(
         ack,
         json!({"envelope_id": bad_id, "payload": {"response_action": "errors",
             "errors": {"args": "Not accepted: invalid JSON: key must be a string at line 1 column 2. Send a JSON object."}}})
     );
-    assert_eq!(rig.state("trade-6").await["status"], "pending", "nothing is sent for a refused edit");
-    let good = rig.fake.submission_envelope(&ana(), &view, &[("args", "json", r#"{"symbol":"VNM","quantity":50}"#)]);
+    assert_eq!(api(&rig).state("trade-6").await["status"], "pending", "nothing is sent for a refused edit");
+    let good = rig.slack().submission_envelope(&ana(), &view, &[("args", "json", r#"{"symbol":"VNM","quantity":50}"#)]);
     let good_id = good["envelope_id"].as_str().unwrap().to_owned();
-    rig.fake.push(good);
-    assert_eq!(rig.fake.wait_ack(&good_id).await, json!({"envelope_id": good_id}), "the modal closes");
+    rig.slack().push(good);
+    assert_eq!(rig.slack().wait_ack(&good_id).await, json!({"envelope_id": good_id}), "the modal closes");
     assert_eq!(
-        rig.decided("trade-6").await["reply"],
+        api(&rig).decided("trade-6").await["reply"],
         json!({"decisions": [{"type": "edit", "edited_action": {"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 50}}}]})
     );
-    rig.updated(&ts, "Edited by ana").await;
-    rig.stop().await;
+    updated(rig.slack(), &ts, "Edited by ana").await;
+    stop(rig).await;
 }
 
 /// Reject asks for an optional reason in a modal; the reason goes with the decision.
 #[tokio::test]
 async fn reject_takes_a_reason_from_its_modal() {
-    let rig = Rig::start().await;
-    let ts = rig.push_trade("trade-7").await;
-    rig.fake.click(&ana(), OPS, &ts, "Reject");
-    let view = wait_until(|| async { rig.fake.views().into_iter().next() }).await;
+    let rig = start().await;
+    let ts = push_trade(&rig, "trade-7").await;
+    rig.slack().click(&ana(), OPS, &ts, "Reject");
+    let view = wait_until(|| async { rig.slack().views().into_iter().next() }).await;
     assert_eq!(view["submit"]["text"], "Reject");
     assert_eq!(view["blocks"][1]["optional"], true);
-    let submit = rig.fake.submission_envelope(&ana(), &view, &[("reason", "text", "market is closed <!here>")]);
-    rig.fake.push(submit);
-    assert_eq!(rig.decided("trade-7").await["reply"], json!({"decisions": [{"type": "reject", "message": "market is closed <!here>"}]}));
-    rig.stop().await;
+    let submit = rig.slack().submission_envelope(&ana(), &view, &[("reason", "text", "market is closed <!here>")]);
+    rig.slack().push(submit);
+    assert_eq!(api(&rig).decided("trade-7").await["reply"], json!({"decisions": [{"type": "reject", "message": "market is closed <!here>"}]}));
+    stop(rig).await;
 }
 
 /// Slack asks for a new connection (`disconnect`), then the socket drops: the bridge
 /// reconnects each time and clicks keep working.
 #[tokio::test]
 async fn socket_mode_reconnects_after_disconnect_and_drop() {
-    let rig = Rig::start().await;
-    rig.fake.disconnect();
-    rig.fake.wait_connections(2).await;
-    rig.fake.drop_socket();
-    rig.fake.wait_connections(3).await;
-    let ts = rig.push_trade("trade-8").await;
-    rig.fake.click(&ana(), OPS, &ts, "Approve");
-    assert_eq!(rig.decided("trade-8").await["reply"], json!({"decisions": [{"type": "approve"}]}));
-    let opens = rig.fake.calls().into_iter().filter(|c| c.method == "apps.connections.open").count();
+    let rig = start().await;
+    rig.slack().disconnect();
+    rig.slack().wait_connections(2).await;
+    rig.slack().drop_socket();
+    rig.slack().wait_connections(3).await;
+    let ts = push_trade(&rig, "trade-8").await;
+    rig.slack().click(&ana(), OPS, &ts, "Approve");
+    assert_eq!(api(&rig).decided("trade-8").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    let opens = rig.slack().calls().into_iter().filter(|c| c.method == "apps.connections.open").count();
     assert_eq!(opens, 3, "one apps.connections.open per connection");
-    rig.stop().await;
+    stop(rig).await;
 }
 
 /// A 429 with Retry-After is waited out and the card still arrives, once.
 #[tokio::test]
 async fn a_rate_limited_post_is_retried_after_retry_after() {
-    let rig = Rig::start().await;
-    rig.fake.rate_limit_next(2, 1);
+    let rig = start().await;
+    rig.slack().rate_limit_next(2, 1);
     let started = std::time::Instant::now();
-    rig.push_trade("trade-9").await;
+    push_trade(&rig, "trade-9").await;
     assert!(started.elapsed() >= Duration::from_secs(2), "waited Retry-After each time: {:?}", started.elapsed());
-    let posts: Vec<_> = rig.fake.calls().into_iter().filter(|c| c.method == "chat.postMessage").map(|c| c.error).collect();
+    let posts: Vec<_> = rig.slack().calls().into_iter().filter(|c| c.method == "chat.postMessage").map(|c| c.error).collect();
     assert_eq!(posts, [Some("ratelimited".to_owned()), Some("ratelimited".to_owned()), None]);
-    rig.stop().await;
+    stop(rig).await;
 }
 
 /// A bot token Slack refuses stops the start with a message naming the setting.
 #[tokio::test]
 async fn a_refused_bot_token_is_named_at_start() {
-    let fake = FakeSlack::start().await;
-    let mut harness = settings(&fake).await;
+    let mut harness = build().await;
     harness.settings.platforms.get_mut::<hitl_bridge::platform::slack::settings::SlackSettings>().bot_token = Some("xoxb-wrong".into());
     let error = match App::start(&harness.settings, None as NoConsole).await {
         Ok(_) => panic!("the bridge must not start with a refused token"),
         Err(e) => format!("{e:#}"),
     };
     assert!(error.contains("slack.bot_token") && error.contains("invalid_auth"), "{error}");
-    fake.shutdown();
     harness.shutdown().await;
 }
 
 /// Pushes `body` (targets and all) and returns the ts of the card it posted.
-async fn push(rig: &Rig, body: Value) -> String {
-    let before = rig.fake.posted().len();
-    let (status, created) = rig.send(reqwest::Method::POST, "/v1/requests", Some(&body)).await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    wait_until(|| async { rig.fake.posted().get(before).map(|(_, ts)| ts.clone()) }).await
+async fn push(rig: &Harness, body: Value) -> String {
+    let before = rig.slack().posted().len();
+    api(rig).push(&body).await;
+    wait_until(|| async { rig.slack().posted().get(before).map(|(_, ts)| ts.clone()) }).await
 }
 
 /// Nobody answers: the card is edited to the expiry without buttons, and a late click
 /// is told and changes nothing.
 #[tokio::test]
 async fn expiry_edits_the_card_and_a_late_click_is_told() {
-    let rig = Rig::start().await;
+    let rig = start().await;
     let ts = push(
         &rig,
         json!({"approval_key": "late-1", "targets": [{"platform": "slack", "channel_id": OPS}], "approvers": ["slack:U0ANA"],
                "timeout_seconds": 1, "actions": [{"name": "drop_table", "args": {"table": "users"}}]}),
     )
     .await;
-    let card = rig.fake.message(OPS, &ts).unwrap();
-    let expired = rig.updated(&ts, "Expired at").await;
+    let card = rig.slack().message(OPS, &ts).unwrap();
+    let expired = updated(rig.slack(), &ts, "Expired at").await;
     assert!(!has_buttons(&expired));
     let outcome = expired["blocks"].as_array().unwrap().last().unwrap()["text"]["text"].as_str().unwrap().to_owned();
     assert!(outcome.starts_with("*⌛ Expired at ") && outcome.ends_with(" with no decision*"), "{outcome}");
-    let late = rig.fake.click_envelope(&ana(), OPS, &ts, "hitl.ap.0", button(&card, "Approve")["value"].as_str().unwrap());
-    rig.fake.push(late);
-    assert_eq!(rig.ephemeral_to("U0ANA", 0).await["text"], "This request has expired.");
-    assert_eq!(rig.state("late-1").await["status"], "expired");
-    rig.stop().await;
+    let late = rig.slack().click_envelope(&ana(), OPS, &ts, "hitl.ap.0", button(&card, "Approve")["value"].as_str().unwrap());
+    rig.slack().push(late);
+    assert_eq!(ephemeral_to(rig.slack(), "U0ANA", 0).await["text"], "This request has expired.");
+    assert_eq!(api(&rig).state("late-1").await["status"], "expired");
+    stop(rig).await;
 }
 
 /// Two approvers click at once: the first decision wins, the other is told who
 /// decided, and the agent gets one decision.
 #[tokio::test]
 async fn two_people_clicking_at_once_make_one_decision() {
-    let rig = Rig::start().await;
+    let rig = start().await;
     let bob = Person::new("U0BOB", "bob");
     let ts = push(
         &rig,
@@ -426,50 +368,49 @@ async fn two_people_clicking_at_once_make_one_decision() {
                "actions": [{"name": "deploy", "args": {"v": "2.3"}}]}),
     )
     .await;
-    let card = rig.fake.message(OPS, &ts).unwrap();
+    let card = rig.slack().message(OPS, &ts).unwrap();
     let approve = button(&card, "Approve")["value"].as_str().unwrap().to_owned();
     let reject = button(&card, "Reject")["value"].as_str().unwrap().to_owned();
     // Ana approves, Bob presses Reject (its confirm accepted): both at once.
-    rig.fake.push(rig.fake.click_envelope(&ana(), OPS, &ts, "hitl.ap.0", &approve));
-    rig.fake.push(rig.fake.click_envelope(&bob, OPS, &ts, "hitl.rj.0", &reject));
-    let state = rig.decided("both-1").await;
+    rig.slack().push(rig.slack().click_envelope(&ana(), OPS, &ts, "hitl.ap.0", &approve));
+    rig.slack().push(rig.slack().click_envelope(&bob, OPS, &ts, "hitl.rj.0", &reject));
+    let state = api(&rig).decided("both-1").await;
     assert_eq!(state["reply"], json!({"decisions": [{"type": "approve"}]}));
     // Bob's Reject opens no form on a decided request: he is told instead.
-    let notice = rig.ephemeral_to("U0BOB", 0).await;
+    let notice = ephemeral_to(rig.slack(), "U0BOB", 0).await;
     assert!(notice["text"].as_str().unwrap().starts_with("Already decided by ana at "), "{notice}");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(rig.fake.views().is_empty());
-    assert_eq!(rig.state("both-1").await["decided_by"]["id"], "U0ANA");
-    rig.stop().await;
+    assert!(rig.slack().views().is_empty());
+    assert_eq!(api(&rig).state("both-1").await["decided_by"]["id"], "U0ANA");
+    stop(rig).await;
 }
 
 /// A card's ts is stored: after a restart, a click on the old card decides it, and the
 /// same message is edited.
 #[tokio::test]
 async fn after_a_restart_the_same_card_is_clicked_and_edited() {
-    let mut rig = Rig::start().await;
-    let ts = rig.push_trade("restart-1").await;
-    rig.harness.restart().await;
-    rig.fake.wait_connections(2).await;
-    rig.base = format!("http://{}", rig.harness.app().http_addr().expect("http listener"));
-    rig.fake.click(&ana(), OPS, &ts, "Approve");
-    assert_eq!(rig.decided("restart-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
-    let update = rig.updated(&ts, "Approved by ana").await;
+    let mut rig = start().await;
+    let ts = push_trade(&rig, "restart-1").await;
+    rig.restart().await;
+    rig.slack().wait_connections(2).await;
+    rig.slack().click(&ana(), OPS, &ts, "Approve");
+    assert_eq!(api(&rig).decided("restart-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    let update = updated(rig.slack(), &ts, "Approved by ana").await;
     assert_eq!((update["channel"].as_str(), update["ts"].as_str()), (Some(OPS), Some(ts.as_str())));
-    assert_eq!(rig.fake.posted().len(), 1, "no second card");
-    rig.stop().await;
+    assert_eq!(rig.slack().posted().len(), 1, "no second card");
+    stop(rig).await;
 }
 
 /// The bridge died after storing an envelope and before handling it (kill -9 between
 /// receipt and ack): the next start handles it from the inbox.
 #[tokio::test]
 async fn an_envelope_stored_before_a_crash_is_handled_at_the_next_start() {
-    let mut rig = Rig::start().await;
-    let ts = rig.push_trade("crash-1").await;
-    let card = rig.fake.message(OPS, &ts).unwrap();
-    rig.harness.stop_bridge().await;
-    let envelope = rig.fake.click_envelope(&ana(), OPS, &ts, "hitl.ap.0", button(&card, "Approve")["value"].as_str().unwrap());
-    let store = hitl_bridge::store::Store::connect(&rig.harness.settings.store.url).await.unwrap();
+    let mut rig = start().await;
+    let ts = push_trade(&rig, "crash-1").await;
+    let card = rig.slack().message(OPS, &ts).unwrap();
+    rig.stop_bridge().await;
+    let envelope = rig.slack().click_envelope(&ana(), OPS, &ts, "hitl.ap.0", button(&card, "Approve")["value"].as_str().unwrap());
+    let store = hitl_bridge::store::Store::connect(&rig.settings.store.url).await.unwrap();
     let row = hitl_bridge::store::InboxUpdate {
         update_id: format!("envelope:{}", envelope["envelope_id"].as_str().unwrap()),
         seq: 1,
@@ -479,39 +420,38 @@ async fn an_envelope_stored_before_a_crash_is_handled_at_the_next_start() {
     let dead = hitl_bridge::store::ShowClaim { owner: "a-dead-replica".into(), until_ms: 0 };
     assert_eq!(store.platform_inbox("slack").store(&[row], &dead, 0).await.unwrap().len(), 1);
     store.close().await;
-    rig.harness.boot().await;
-    rig.base = format!("http://{}", rig.harness.app().http_addr().expect("http listener"));
-    assert_eq!(rig.decided("crash-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
-    rig.updated(&ts, "Approved by ana").await;
-    rig.stop().await;
+    rig.boot().await;
+    assert_eq!(api(&rig).decided("crash-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    updated(rig.slack(), &ts, "Approved by ana").await;
+    stop(rig).await;
 }
 
 /// A DM target opens the conversation with `conversations.open` and shows the card
 /// there; the click in the DM decides.
 #[tokio::test]
 async fn a_dm_target_is_opened_and_clicked_there() {
-    let rig = Rig::start().await;
+    let rig = start().await;
     let ts = push(
         &rig,
         json!({"approval_key": "dm-1", "targets": [{"platform": "slack", "user_id": "U0ANA"}], "approvers": ["slack:U0ANA"],
                "actions": [{"name": "deploy", "args": {}}]}),
     )
     .await;
-    assert_eq!(rig.fake.bodies("conversations.open"), vec![json!({"users": "U0ANA"})]);
-    assert_eq!(rig.fake.posted()[0].0, "D0ANA");
-    rig.fake.click(&ana(), "D0ANA", &ts, "Approve");
-    assert_eq!(rig.decided("dm-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
-    let update = rig.updated(&ts, "Approved by ana").await;
+    assert_eq!(rig.slack().bodies("conversations.open"), vec![json!({"users": "U0ANA"})]);
+    assert_eq!(rig.slack().posted()[0].0, "D0ANA");
+    rig.slack().click(&ana(), "D0ANA", &ts, "Approve");
+    assert_eq!(api(&rig).decided("dm-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    let update = updated(rig.slack(), &ts, "Approved by ana").await;
     assert_eq!(update["channel"], "D0ANA");
-    assert_eq!(rig.fake.bodies("conversations.open").len(), 1, "the DM channel is opened once");
-    rig.stop().await;
+    assert_eq!(rig.slack().bodies("conversations.open").len(), 1, "the DM channel is opened once");
+    stop(rig).await;
 }
 
 /// Comment asks for words in a modal (a `respond` decision where the action allows
 /// one); an empty one is refused under the field.
 #[tokio::test]
 async fn a_comment_comes_from_its_modal_and_an_empty_one_is_refused() {
-    let rig = Rig::start().await;
+    let rig = start().await;
     let ts = push(
         &rig,
         json!({"approval_key": "comment-1", "targets": [{"platform": "slack", "channel_id": OPS}], "approvers": ["slack:U0ANA"],
@@ -519,24 +459,24 @@ async fn a_comment_comes_from_its_modal_and_an_empty_one_is_refused() {
                "review_configs": [{"action_name": "deploy", "allowed_decisions": ["approve", "reject", "respond"]}]}),
     )
     .await;
-    rig.fake.click(&ana(), OPS, &ts, "Comment");
-    let view = wait_until(|| async { rig.fake.views().into_iter().next() }).await;
-    let empty = rig.fake.submission_envelope(&ana(), &view, &[("comment", "text", "   ")]);
+    rig.slack().click(&ana(), OPS, &ts, "Comment");
+    let view = wait_until(|| async { rig.slack().views().into_iter().next() }).await;
+    let empty = rig.slack().submission_envelope(&ana(), &view, &[("comment", "text", "   ")]);
     let empty_id = empty["envelope_id"].as_str().unwrap().to_owned();
-    rig.fake.push(empty);
-    assert_eq!(rig.fake.wait_ack(&empty_id).await["payload"], json!({"response_action": "errors", "errors": {"comment": "the text is empty"}}));
-    let words = rig.fake.submission_envelope(&ana(), &view, &[("comment", "text", "only 50 please")]);
-    rig.fake.push(words);
-    let state = rig.decided("comment-1").await;
+    rig.slack().push(empty);
+    assert_eq!(rig.slack().wait_ack(&empty_id).await["payload"], json!({"response_action": "errors", "errors": {"comment": "the text is empty"}}));
+    let words = rig.slack().submission_envelope(&ana(), &view, &[("comment", "text", "only 50 please")]);
+    rig.slack().push(words);
+    let state = api(&rig).decided("comment-1").await;
     assert_eq!(state["reply"], json!({"decisions": [{"type": "respond", "message": "only 50 please"}]}));
-    rig.stop().await;
+    stop(rig).await;
 }
 
 /// Slack retries an event under a new envelope id with `retry_attempt`: both
 /// deliveries are acknowledged, and the inbox keeps one row, under the event's id.
 #[tokio::test]
 async fn a_retried_event_is_acknowledged_and_stored_once() {
-    let rig = Rig::start().await;
+    let rig = start().await;
     let event = |envelope: &str, retry: Option<u32>| {
         let mut e = json!({"type": "events_api", "envelope_id": envelope, "accepts_response_payload": false,
             "payload": {"type": "event_callback", "team_id": fake_slack::TEAM, "event_id": "Ev0RETRY", "event_time": 1_700_000_000,
@@ -547,42 +487,41 @@ async fn a_retried_event_is_acknowledged_and_stored_once() {
         }
         e
     };
-    rig.fake.push(event("env-ev-1", None));
-    rig.fake.push(event("env-ev-2", Some(1)));
-    assert_eq!(rig.fake.wait_ack("env-ev-1").await, json!({"envelope_id": "env-ev-1"}));
-    assert_eq!(rig.fake.wait_ack("env-ev-2").await, json!({"envelope_id": "env-ev-2"}));
-    let store = hitl_bridge::store::Store::connect(&rig.harness.settings.store.url).await.unwrap();
+    rig.slack().push(event("env-ev-1", None));
+    rig.slack().push(event("env-ev-2", Some(1)));
+    assert_eq!(rig.slack().wait_ack("env-ev-1").await, json!({"envelope_id": "env-ev-1"}));
+    assert_eq!(rig.slack().wait_ack("env-ev-2").await, json!({"envelope_id": "env-ev-2"}));
+    let store = hitl_bridge::store::Store::connect(&rig.settings.store.url).await.unwrap();
     let probe = |key: &str| hitl_bridge::store::InboxUpdate { update_id: key.into(), seq: 0, lane: OPS.into(), body: "{}".into() };
     let claim = hitl_bridge::store::ShowClaim { owner: "probe".into(), until_ms: 0 };
     let new = store.platform_inbox("slack").store(&[probe("event:Ev0RETRY"), probe("envelope:env-ev-2")], &claim, 0).await.unwrap();
     assert_eq!(new, ["envelope:env-ev-2"], "the event is stored under its event_id, the retry's envelope id was never a row");
     store.close().await;
-    rig.stop().await;
+    stop(rig).await;
 }
 
 /// A burst into one channel through a 429 storm: every card arrives, in the order
 /// pushed, about one a second (Slack's pace for chat.postMessage in a channel).
 #[tokio::test]
 async fn a_burst_through_a_429_storm_arrives_whole_and_in_order() {
-    let rig = Rig::start().await;
-    rig.fake.rate_limit_next(3, 1);
+    let rig = start().await;
+    rig.slack().rate_limit_next(3, 1);
     let started = std::time::Instant::now();
     for n in 0..5 {
         let body = json!({"approval_key": format!("burst-{n}"), "targets": [{"platform": "slack", "channel_id": OPS}],
                           "actions": [{"name": format!("step_{n}"), "args": {}}]});
-        let (status, created) = rig.send(reqwest::Method::POST, "/v1/requests", Some(&body)).await;
-        assert_eq!(status, StatusCode::CREATED, "{created}");
+        api(&rig).push(&body).await;
     }
-    let posted = wait_until(|| async { (rig.fake.posted().len() == 5).then(|| rig.fake.posted()) }).await;
+    let posted = wait_until(|| async { (rig.slack().posted().len() == 5).then(|| rig.slack().posted()) }).await;
     let names: Vec<String> = posted
         .iter()
-        .map(|(channel, ts)| rig.fake.message(channel, ts).unwrap()["text"].as_str().unwrap().trim_start_matches("🔐 Approval needed: ").to_owned())
+        .map(|(channel, ts)| rig.slack().message(channel, ts).unwrap()["text"].as_str().unwrap().trim_start_matches("🔐 Approval needed: ").to_owned())
         .collect();
     assert_eq!(names, ["step_0", "step_1", "step_2", "step_3", "step_4"]);
     assert!(started.elapsed() >= Duration::from_secs(4), "five posts to one channel take four seconds at least: {:?}", started.elapsed());
-    let refused = rig.fake.errors().into_iter().filter(|(m, e)| m == "chat.postMessage" && e == "ratelimited").count();
+    let refused = rig.slack().errors().into_iter().filter(|(m, e)| m == "chat.postMessage" && e == "ratelimited").count();
     assert_eq!(refused, 3);
-    rig.stop().await;
+    stop(rig).await;
 }
 
 /// `check-config` (loading the settings) names the Slack key at fault: a token of

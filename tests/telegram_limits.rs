@@ -8,7 +8,7 @@ use hitl_bridge::platform::telegram::settings::TelegramSettings;
 use support::fake_telegram;
 mod support;
 
-use fake_telegram::{FakeTelegram, Recorded, User};
+use fake_telegram::{Recorded, User};
 use serde_json::{Value, json};
 use support::{Chat, Harness, wait_until};
 
@@ -17,61 +17,44 @@ const OPS: i64 = -100_777;
 const DEV: i64 = -100_888;
 const SECRET: &str = "ci-secret";
 
-struct Rig {
-    harness: Harness,
-    base: String,
-    http: reqwest::Client,
+/// A bridge on the fake Telegram, with Ana's private chat and two groups, and the HTTP
+/// API requests are pushed through.
+async fn start() -> Harness {
+    let mut harness = Harness::on(Chat::Telegram)
+        .no_agent()
+        .tweak(|settings| {
+            assert!(settings.platforms.get::<TelegramSettings>().rate_limits, "the limits are on by default");
+            settings.http.api_tokens = vec![format!("ci:{SECRET}")];
+            settings.access.users = vec![format!("telegram:{ANA}")];
+        })
+        .build()
+        .await;
+    let tg = harness.telegram();
+    tg.private_chat(&User::new(ANA, "Ana", Some("en")));
+    tg.group(OPS, "ops", false);
+    tg.group(DEV, "dev", false);
+    harness.boot().await;
+    harness
 }
 
-impl Rig {
-    async fn start() -> Rig {
-        let harness = Harness::on(Chat::Telegram)
-            .no_agent()
-            .tweak(|settings| {
-                assert!(settings.platforms.get::<TelegramSettings>().rate_limits, "the limits are on by default");
-                settings.http.api_tokens = vec![format!("ci:{SECRET}")];
-                settings.access.users = vec![format!("telegram:{ANA}")];
-            })
-            .build()
-            .await;
-        let tg = harness.telegram();
-        tg.private_chat(&User::new(ANA, "Ana", Some("en")));
-        tg.group(OPS, "ops", false);
-        tg.group(DEV, "dev", false);
-        let mut harness = harness;
-        harness.boot().await;
-        let base = format!("http://{}", harness.app().http_addr().expect("http"));
-        Rig { harness, base, http: reqwest::Client::new() }
-    }
+/// Pushes a one-question request to `chat` over the HTTP API.
+async fn push(rig: &Harness, key: &str, chat: i64) {
+    let body = json!({"approval_key": key, "targets": [{"platform": "telegram", "chat_id": chat.to_string()}],
+        "questions": [{"question": format!("Question {key}?"), "header": "Q", "options": [{"label": "Yes"}, {"label": "No"}]}]});
+    rig.api(SECRET).push(&body).await;
+}
 
-    fn tg(&self) -> &FakeTelegram {
-        self.harness.telegram()
-    }
+/// The sendMessage calls so far, as (chat, question key, refused?), in arrival order.
+fn sends(rig: &Harness) -> Vec<(i64, String, bool)> {
+    rig.telegram().requests().iter().filter(|r| r.method == "sendmessage").map(summary).collect()
+}
 
-    /// Pushes a one-question request to `chat` over the HTTP API.
-    async fn push(&self, key: &str, chat: i64) {
-        let body = json!({"approval_key": key, "targets": [{"platform": "telegram", "chat_id": chat.to_string()}],
-            "questions": [{"question": format!("Question {key}?"), "header": "Q", "options": [{"label": "Yes"}, {"label": "No"}]}]});
-        let pushed = self.http.post(format!("{}/v1/requests", self.base)).bearer_auth(SECRET).json(&body).send().await.expect("push");
-        assert!(pushed.status().is_success(), "{}", pushed.text().await.unwrap_or_default());
-    }
-
-    /// The sendMessage calls so far, as (chat, question key, refused?), in arrival order.
-    fn sends(&self) -> Vec<(i64, String, bool)> {
-        self.tg().requests().iter().filter(|r| r.method == "sendmessage").map(summary).collect()
-    }
-
-    async fn wait_sends(&self, n: usize) -> Vec<(i64, String, bool)> {
-        wait_until(|| async {
-            let sends = self.sends();
-            (sends.iter().filter(|s| !s.2).count() >= n).then_some(sends)
-        })
-        .await
-    }
-
-    async fn stop(self) {
-        self.harness.shutdown().await;
-    }
+async fn wait_sends(rig: &Harness, n: usize) -> Vec<(i64, String, bool)> {
+    wait_until(|| async {
+        let sends = sends(rig);
+        (sends.iter().filter(|s| !s.2).count() >= n).then_some(sends)
+    })
+    .await
 }
 
 /// (chat, the pushed question's key or `/help` for the help text, refused?).
@@ -96,41 +79,41 @@ fn ok(chat: i64, key: &str) -> (i64, String, bool) {
 /// Then the refused request is sent again, and the reply goes.
 #[tokio::test]
 async fn a_429_pauses_its_chat_and_no_other() {
-    let rig = Rig::start().await;
-    rig.tg().throttle_next(1, 5);
-    rig.push("a1", ANA).await;
-    wait_until(|| async { (!rig.tg().errors().is_empty()).then_some(()) }).await;
-    assert_eq!(rig.tg().errors(), vec![("sendmessage".to_owned(), "Too Many Requests: retry after 5".to_owned())]);
-    rig.tg().push_message(ANA, &User::new(ANA, "Ana", Some("en")), "/help", None, None);
+    let rig = start().await;
+    rig.telegram().throttle_next(1, 5);
+    push(&rig, "a1", ANA).await;
+    wait_until(|| async { (!rig.telegram().errors().is_empty()).then_some(()) }).await;
+    assert_eq!(rig.telegram().errors(), vec![("sendmessage".to_owned(), "Too Many Requests: retry after 5".to_owned())]);
+    rig.telegram().push_message(ANA, &User::new(ANA, "Ana", Some("en")), "/help", None, None);
     // Time for the bridge to take /help and answer it, were Ana's chat not paused.
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-    rig.push("o1", OPS).await;
-    let sends = rig.wait_sends(3).await;
+    push(&rig, "o1", OPS).await;
+    let sends = wait_sends(&rig, 3).await;
     assert_eq!(sends[0], (ANA, "a1".to_owned(), true));
     assert_eq!(sends[1], ok(OPS, "o1"), "the ops group did not wait for Ana's pause, and nothing went to Ana during it: {sends:?}");
     let mut after: Vec<_> = sends[2..].to_vec();
     after.sort();
     assert_eq!(after, vec![ok(ANA, "/help"), ok(ANA, "a1")], "{sends:?}");
-    rig.stop().await;
+    rig.shutdown().await;
 }
 
 /// A group gets a burst of 3, then 20 a minute: its 4th request waits (about 3 s),
 /// and a request to another group pushed after it goes out first.
 #[tokio::test]
 async fn a_busy_group_waits_alone() {
-    let rig = Rig::start().await;
+    let rig = start().await;
     for key in ["o1", "o2", "o3"] {
-        rig.push(key, OPS).await;
+        push(&rig, key, OPS).await;
     }
-    rig.wait_sends(3).await;
-    rig.push("o4", OPS).await;
-    rig.push("d1", DEV).await;
-    let sends = rig.wait_sends(5).await;
+    wait_sends(&rig, 3).await;
+    push(&rig, "o4", OPS).await;
+    push(&rig, "d1", DEV).await;
+    let sends = wait_sends(&rig, 5).await;
     let order: Vec<Value> = sends.iter().map(|(chat, key, refused)| json!([chat, key, refused])).collect();
     let mut first: Vec<_> = sends[..3].to_vec();
     first.sort();
     assert_eq!(first, vec![ok(OPS, "o1"), ok(OPS, "o2"), ok(OPS, "o3")], "{order:?}");
     assert_eq!(sends[3..], [ok(DEV, "d1"), ok(OPS, "o4")], "{order:?}");
-    assert!(rig.tg().errors().is_empty(), "{:?}", rig.tg().errors());
-    rig.stop().await;
+    assert!(rig.telegram().errors().is_empty(), "{:?}", rig.telegram().errors());
+    rig.shutdown().await;
 }

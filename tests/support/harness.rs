@@ -1,7 +1,7 @@
 //! One way to build a bridge for a test: which chat platform it runs on, which backend
 //! it talks to, which store keeps its state, and the settings on top. Every suite that
 //! runs a bridge in-process starts here; suites add only their own verbs (a Telegram
-//! click, a Discord modal) on top of the [`Harness`] this builds.
+//! click, a Discord modal, a Slack envelope) on top of the [`Harness`] this builds.
 //!
 //! ```ignore
 //! let mut h = Harness::on(Chat::Telegram).agent(20).set("timeouts.grace_secs", "0").start().await;
@@ -13,9 +13,11 @@ use hitl_bridge::agent_sim::SimHandle;
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
 use hitl_bridge::platform::discord::settings::DiscordSettings;
+use hitl_bridge::platform::slack::settings::{SlackMode, SlackSettings};
 use tokio::io::{BufReader, Empty, Sink};
 
 use super::fake_discord::FakeDiscord;
+use super::fake_slack::{self, FakeSlack};
 use super::fake_telegram::{self, FakeTelegram};
 use super::{start_sim, wait_until};
 
@@ -28,6 +30,9 @@ pub enum Chat {
     Telegram,
     /// The real serenity client against [`FakeDiscord`].
     Discord,
+    /// The bridge's own Web API and Socket Mode clients against [`FakeSlack`]
+    /// (`slack.mode = "http"` in the settings makes it the HTTP events endpoint).
+    Slack,
     /// No chat platform: the HTTP API or MCP only, or a suite that wires its own.
     Headless,
 }
@@ -102,15 +107,17 @@ impl HarnessBuilder {
         };
         let telegram = if self.chats.contains(&Chat::Telegram) { Some(FakeTelegram::start().await) } else { None };
         let discord = if self.chats.contains(&Chat::Discord) { Some(FakeDiscord::start().await) } else { None };
+        let slack = if self.chats.contains(&Chat::Slack) { Some(FakeSlack::start().await) } else { None };
         let console = self.chats.contains(&Chat::Console);
         let dir = tempfile::tempdir().expect("temp dir");
 
         let store_url = self.store_url.unwrap_or_else(|| sqlite_in(&dir));
-        let mut settings = settings_of(console, sim.as_ref(), &store_url, telegram.as_ref(), discord.as_ref(), &self.pairs);
+        let fakes = Fakes { telegram: telegram.as_ref(), discord: discord.as_ref(), slack: slack.as_ref() };
+        let mut settings = settings_of(console, sim.as_ref(), &store_url, fakes, &self.pairs);
         for change in self.tweaks {
             change(&mut settings);
         }
-        Harness { chats: self.chats, sim, telegram, discord, dir, settings, app: None }
+        Harness { chats: self.chats, sim, telegram, discord, slack, dir, settings, app: None }
     }
 
     /// [`HarnessBuilder::build`], then the bridge started and ready.
@@ -126,16 +133,17 @@ fn sqlite_in(dir: &tempfile::TempDir) -> String {
     format!("sqlite://{}", dir.path().join("bridge.db").display())
 }
 
+/// The chat platforms' fakes a bridge's settings point at (none for a console bridge).
+#[derive(Clone, Copy, Default)]
+struct Fakes<'a> {
+    telegram: Option<&'a FakeTelegram>,
+    discord: Option<&'a FakeDiscord>,
+    slack: Option<&'a FakeSlack>,
+}
+
 /// The settings of a bridge on the given fakes (and the console, if `console`), whose
 /// backend is `sim` (when given) and whose store is `store_url`, with `extra` on top.
-fn settings_of(
-    console: bool,
-    sim: Option<&SimHandle>,
-    store_url: &str,
-    telegram: Option<&FakeTelegram>,
-    discord: Option<&FakeDiscord>,
-    extra: &[(String, String)],
-) -> Settings {
+fn settings_of(console: bool, sim: Option<&SimHandle>, store_url: &str, fakes: Fakes<'_>, extra: &[(String, String)]) -> Settings {
     let mut pairs: Vec<(String, String)> = Vec::new();
     let mut put = |k: &str, v: String| pairs.push((k.to_owned(), v));
     if let Some(sim) = sim {
@@ -150,15 +158,23 @@ fn settings_of(
     if console {
         put("console.user_name", "Thảo".into());
     }
-    if let Some(fake) = telegram {
+    if let Some(fake) = fakes.telegram {
         put("telegram.enabled", "true".into());
         put("telegram.token", fake_telegram::TOKEN.into());
         put("telegram.api_url", fake.url.clone());
     }
-    if let Some(fake) = discord {
+    if let Some(fake) = fakes.discord {
         put("discord.enabled", "true".into());
         put("discord.token", "fake-bot-token".into());
         put("discord.api_url", fake.api_url());
+        put("tokens.secret", "test-secret".into());
+    }
+    if let Some(fake) = fakes.slack {
+        put("slack.enabled", "true".into());
+        put("slack.bot_token", fake_slack::BOT_TOKEN.into());
+        put("slack.app_token", fake_slack::APP_TOKEN.into());
+        put("slack.api_url", fake.api_url());
+        // Button values and modal metadata are signed tokens.
         put("tokens.secret", "test-secret".into());
     }
     pairs.extend_from_slice(extra);
@@ -171,7 +187,7 @@ fn settings_of(
 /// replica), or one whose backend a test puts a proxy in front of.
 pub fn settings(sim: &SimHandle, dir: &tempfile::TempDir, extra: &[(&str, &str)]) -> Settings {
     let extra: Vec<(String, String)> = extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-    settings_of(true, Some(sim), &sqlite_in(dir), None, None, &extra)
+    settings_of(true, Some(sim), &sqlite_in(dir), Fakes::default(), &extra)
 }
 
 /// A bridge under test and everything around it. Fields are public so a suite can
@@ -181,6 +197,7 @@ pub struct Harness {
     pub sim: Option<SimHandle>,
     pub telegram: Option<FakeTelegram>,
     pub discord: Option<FakeDiscord>,
+    pub slack: Option<FakeSlack>,
     /// Holds the SQLite file (and anything else the test keeps) for the test's life.
     pub dir: tempfile::TempDir,
     pub settings: Settings,
@@ -212,23 +229,35 @@ impl Harness {
         self.discord.as_ref().expect("this harness runs on Discord")
     }
 
+    pub fn slack(&self) -> &FakeSlack {
+        self.slack.as_ref().expect("this harness runs on Slack")
+    }
+
     /// The running bridge.
     pub fn app(&self) -> &App {
         self.app.as_ref().expect("the bridge is running")
     }
 
     /// Starts the bridge on the settings and waits until it is ready: on Discord's
-    /// gateway, until it has identified and registered its slash commands once more.
+    /// gateway, until it has identified and registered its slash commands once more;
+    /// on Slack's Socket Mode, until it has opened one more connection (an envelope
+    /// pushed before that would have no socket to go to).
     pub async fn boot(&mut self) {
         assert!(!self.chats.contains(&Chat::Console), "a console bridge runs in support::Bridge, which owns its pipes");
         let registrations = |fake: &FakeDiscord| fake.requests().iter().filter(|r| r.method == "PUT" && r.path.ends_with("/commands")).count();
         // Only a Discord the settings still enable, on the gateway, identifies.
         let gateway = self.settings.platforms.get::<DiscordSettings>().enabled && self.settings.platforms.get::<DiscordSettings>().gateway;
         let before = self.discord.as_ref().filter(|_| gateway).map(|fake| (fake.identifies(), registrations(fake)));
+        let slack = self.settings.platforms.get::<SlackSettings>();
+        let socket = slack.enabled && slack.mode == SlackMode::Socket;
+        let connected = self.slack.as_ref().filter(|_| socket).map(FakeSlack::connections);
         self.app = Some(App::start(&self.settings, None as NoConsole).await.expect("bridge starts"));
         if let (Some(fake), Some((identified, registered))) = (&self.discord, before) {
             fake.wait_identified(identified + 1).await;
             wait_until(|| async move { (registrations(fake) > registered).then_some(()) }).await;
+        }
+        if let (Some(fake), Some(connections)) = (&self.slack, connected) {
+            fake.wait_connections(connections + 1).await;
         }
     }
 
@@ -254,6 +283,9 @@ impl Harness {
         if let Some(fake) = self.discord.take() {
             fake.shutdown().await;
         }
+        if let Some(fake) = self.slack.take() {
+            fake.shutdown();
+        }
         if let Some(sim) = self.sim.take() {
             sim.shutdown().await;
         }
@@ -278,4 +310,58 @@ macro_rules! wraps_harness {
             }
         }
     };
+}
+
+/// The bridge's HTTP API as an agent calls it: with a bearer token, its answers as
+/// (status, JSON), and the waits a suite needs on a request's state.
+pub struct HttpApi {
+    pub base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Harness {
+    /// The running bridge's HTTP API, called with `token` (one of `http.api_tokens`);
+    /// taken again after a restart, which listens on another port.
+    pub fn api(&self, token: &str) -> HttpApi {
+        let base = format!("http://{}", self.app().http_addr().expect("the HTTP listener"));
+        HttpApi { base, token: token.to_owned(), http: reqwest::Client::new() }
+    }
+}
+
+impl HttpApi {
+    /// `method path` with `body` as JSON; the status and the JSON answered (`null`
+    /// when the body is not JSON).
+    pub async fn send(&self, method: reqwest::Method, path: &str, body: Option<&serde_json::Value>) -> (axum::http::StatusCode, serde_json::Value) {
+        let mut request = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.expect("request");
+        let status = axum::http::StatusCode::from_u16(response.status().as_u16()).expect("status");
+        (status, response.json().await.unwrap_or(serde_json::Value::Null))
+    }
+
+    /// Pushes a request (`POST /v1/requests`), which must be created.
+    pub async fn push(&self, body: &serde_json::Value) -> serde_json::Value {
+        let (status, created) = self.send(reqwest::Method::POST, "/v1/requests", Some(body)).await;
+        assert_eq!(status, axum::http::StatusCode::CREATED, "{created}");
+        created
+    }
+
+    /// The request's state as `GET /v1/requests/{key}` answers it now.
+    pub async fn state(&self, key: &str) -> serde_json::Value {
+        let (status, body) = self.send(reqwest::Method::GET, &format!("/v1/requests/{key}"), None).await;
+        assert_eq!(status, axum::http::StatusCode::OK, "{body}");
+        body
+    }
+
+    /// Waits until the request is no longer pending (long-poll) and returns its state.
+    pub async fn decided(&self, key: &str) -> serde_json::Value {
+        wait_until(|| async {
+            let (_, body) = self.send(reqwest::Method::GET, &format!("/v1/requests/{key}?wait=5"), None).await;
+            (body["status"] != "pending").then_some(body)
+        })
+        .await
+    }
 }

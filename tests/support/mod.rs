@@ -1,7 +1,8 @@
 //! Test support, shared by every suite: [`harness`] builds the bridge under test (its
-//! chat platform, backend, store and settings); the fakes stand in for Telegram and
-//! Discord; this file holds the console bridge (stdin/stdout replaced by in-memory
-//! pipes the test writes to and reads from) and the waits every suite uses.
+//! chat platform, backend, store and settings); the fakes stand in for Telegram,
+//! Discord and Slack, and the `*_chat` modules say what a person does on each; this
+//! file holds the console bridge (stdin/stdout replaced by in-memory pipes the test
+//! writes to and reads from) and the waits every suite uses.
 
 #![allow(dead_code)]
 
@@ -13,6 +14,7 @@ pub mod fake_discord;
 pub mod fake_slack;
 pub mod fake_telegram;
 pub mod harness;
+pub mod slack_chat;
 pub mod telegram_chat;
 pub mod test_db;
 pub mod web_inbox;
