@@ -7,7 +7,9 @@
 //! one job:
 //! - [`settings`], [`address`], [`descriptor`]: the `[slack]` section, how Slack's
 //!   chats, people and targets are written, and the registry's entry
-//! - [`api`]: the Web API client (Slack's errors, 429s, one post a second a channel)
+//! - [`api`]: the Web API client (Slack's errors, 429s, each method's tier, one post a
+//!   second a channel)
+//! - [`groups`]: user groups (`S…`) as approver groups, their members asked of Slack
 //! - [`render`]: Interaction → Block Kit message, and the modals (pure)
 //! - [`codes`]: what a signed button value or modal metadata names
 //! - [`text`]: Slack-only strings and mrkdwn escaping
@@ -43,6 +45,7 @@ mod clicks;
 pub mod codes;
 pub mod commands;
 pub mod descriptor;
+pub mod groups;
 mod http_events;
 mod inbox;
 pub mod manifest;
@@ -104,6 +107,8 @@ pub struct Shared {
     pub channels: Vec<String>,
     /// The web inbox's links (`/hitl web`).
     pub web: Arc<dyn WebLinks>,
+    /// The user groups approvers may be in, and who is in them.
+    pub groups: groups::Groups,
     /// A person's DM channel, opened once per person.
     dms: Mutex<BoundedMap<String, String>>,
     /// The status line message per (channel, tool group); dropped once finished.
@@ -157,6 +162,8 @@ pub struct Wiring {
     pub limits: crate::listener::Limits,
     pub inbox: crate::platform::inbox::DurableInbox,
     pub web: Arc<dyn WebLinks>,
+    /// Every group id the configuration names, with its setting.
+    pub groups: Vec<(String, String)>,
 }
 
 /// Checks the bot token with `auth.test`, then connects Socket Mode. A token Slack
@@ -166,7 +173,7 @@ pub async fn start(settings: &SlackSettings, wiring: Wiring) -> Result<Arc<Slack
     let Some(bot_token) = settings.bot_token() else {
         return Err(send_error("slack.enabled is set but slack.bot_token is empty (env HITL_BRIDGE__SLACK__BOT_TOKEN)"));
     };
-    let api = Api::new(&settings.api_url, bot_token, settings.app_token(), wiring.metrics.clone());
+    let api = Api::new(&settings.api_url, bot_token, settings.app_token(), settings.post_interval(), wiring.metrics.clone());
     wiring.metrics.platform_started(PLATFORM);
     let (bot, team) = api.auth_test().await.map_err(|e| match e.slack_error() {
         Some(error) => send_error(format!("Slack refused slack.bot_token (auth.test: {error}); copy the Bot User OAuth Token (xoxb-…) again")),
@@ -181,6 +188,7 @@ pub async fn start(settings: &SlackSettings, wiring: Wiring) -> Result<Arc<Slack
         bot_user: bot,
         channels: settings.channels.clone(),
         web: wiring.web,
+        groups: groups::Groups::new(&wiring.groups, settings.group_refresh()),
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
         statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
     });
@@ -251,6 +259,7 @@ impl Platform for Slack {
 
     fn show_interaction<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
         Box::pin(async move {
+            self.shared.groups.note(interaction);
             let card = render::card(interaction, self.shared.locale, &self.shared.signer);
             let (_, ts) = self.shared.post(chat, card, Priority::Card).await?;
             Ok(Some(ts))
@@ -262,6 +271,7 @@ impl Platform for Slack {
             if !address::is_ts(&message.message_id) {
                 return Err(send_error(format!("not a Slack message ts: {:?}", message.message_id)));
             }
+            self.shared.groups.note(interaction);
             let channel = self.shared.channel(&message.chat).await?;
             let card = render::card(interaction, self.shared.locale, &self.shared.signer);
             self.shared
