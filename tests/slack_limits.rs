@@ -98,16 +98,21 @@ fn step_of(card: &Value) -> String {
 }
 
 /// 200 requests pushed into one channel as fast as the API takes them: Slack gets them
-/// in the order pushed, each exactly once, none lost, even where the fake refuses a
-/// post as too soon (a quarter of the bridge's pace, so only a post the network
-/// delayed can be refused). Then a click on the first, a middle and the last card
+/// at the bridge's pace, in the order pushed, each exactly once, none lost, through a
+/// 429 storm in the middle and wherever the fake refuses a post as too soon (at a
+/// quarter of the bridge's pace, so only a post the network delayed can be). Then a click on the first, a middle and the last card
 /// decides exactly that request: the agent gets its one approval, the others stay
 /// pending.
 #[tokio::test]
 async fn a_burst_of_200_into_one_channel_arrives_whole_in_order_and_still_works() {
     let rig = Rig::start().await;
     rig.fake.pace_channels(std::time::Duration::from_millis(POST_INTERVAL_MS / 4));
+    let started = std::time::Instant::now();
     for n in 0..BURST {
+        if n == BURST / 4 {
+            // A 429 storm in the middle of the burst: two posts refused, 1 s each.
+            rig.fake.rate_limit_next(2, 1);
+        }
         let body = json!({"approval_key": format!("burst-{n}"), "targets": [{"platform": "slack", "channel_id": OPS}],
                           "timeout_seconds": 600, "actions": [{"name": format!("step_{n}"), "args": {"n": n}}]});
         let (status, created) = rig.send(reqwest::Method::POST, "/v1/requests", Some(&body)).await;
@@ -125,7 +130,10 @@ async fn a_burst_of_200_into_one_channel_arrives_whole_in_order_and_still_works(
     assert_eq!(steps, expected, "in the order pushed");
     let refused = rig.fake.errors().into_iter().filter(|(m, e)| m == "chat.postMessage" && e == "ratelimited").count();
     let accepted = rig.fake.calls().into_iter().filter(|c| c.method == "chat.postMessage" && c.error.is_none()).count();
-    assert_eq!(accepted, BURST, "{refused} posts refused as too soon were sent again, none twice");
+    assert_eq!(accepted, BURST, "{refused} posts refused were sent again, none twice");
+    assert!(refused >= 2, "the storm's two 429s at least: {refused}");
+    let paced = std::time::Duration::from_millis(POST_INTERVAL_MS * (BURST as u64 - 1));
+    assert!(started.elapsed() >= paced, "one post per {POST_INTERVAL_MS} ms in the channel: {:?}", started.elapsed());
 
     for n in [0, BURST / 2, BURST - 1] {
         let (_, ts) = &posted[n];

@@ -520,7 +520,7 @@ fn answer(shared: &Shared, method: &str, token: &str, body: &Value) -> Value {
                 },
             }
         }
-                "views.open" => {
+        "views.open" => {
             let trigger = body["trigger_id"].as_str().unwrap_or_default();
             if !inner.triggers.remove(trigger) {
                 return fail("expired_trigger_id");

@@ -340,9 +340,7 @@ impl Api {
 /// as they are, every other byte `%XX`.
 fn form(fields: &[(&str, &str)]) -> String {
     let encode = |text: &str| {
-        text.bytes()
-            .map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
-            .collect::<String>()
+        text.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect::<String>()
     };
     fields.iter().map(|(k, v)| format!("{}={}", encode(k), encode(v))).collect::<Vec<_>>().join("&")
 }

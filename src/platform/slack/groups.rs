@@ -208,7 +208,10 @@ impl Groups {
                 tracing::warn!(group = id, %setting, "Slack has no user group {id} (usergroups.users.list: no_such_subteam): nobody counts as in it; check {setting}");
             }
             Ok(Err(e)) if e.slack_error() == Some("missing_scope") => {
-                tracing::warn!(group = id, "Slack refused to list a user group's members (missing_scope): add the usergroups:read bot scope and reinstall the app");
+                tracing::warn!(
+                    group = id,
+                    "Slack refused to list a user group's members (missing_scope): add the usergroups:read bot scope and reinstall the app"
+                );
             }
             Ok(Err(e)) => tracing::warn!(group = id, error = %e, known, "cannot ask Slack who is in a user group; keeping the members last known"),
             Err(_) => tracing::warn!(group = id, known, "Slack did not say in time who is in a user group; keeping the members last known"),
@@ -245,7 +248,8 @@ mod tests {
 
     #[test]
     fn a_request_names_groups_by_its_approvers_and_its_policy() {
-        let pushed = Origin::Pushed { agent: "ci".into(), approvers: Some(Approvers { users: vec![], roles: vec!["S0SRE".into(), "900".into(), "S0SRE".into()] }) };
+        let pushed =
+            Origin::Pushed { agent: "ci".into(), approvers: Some(Approvers { users: vec![], roles: vec!["S0SRE".into(), "900".into(), "S0SRE".into()] }) };
         assert_eq!(named_by(&interaction(pushed)), ["S0SRE"]);
         assert!(named_by(&interaction(Origin::Chat)).is_empty());
         let groups = Groups::new(&[], Duration::from_secs(300));
