@@ -323,15 +323,18 @@ impl Platform for Slack {
 /// People one reminder mentions at most.
 const MAX_MENTIONS: usize = 25;
 
-/// An escalation reminder in mrkdwn: people on Slack mentioned as `<@U…>` (which
-/// notifies them, and only them: anything else in the text is escaped), others named.
+/// An escalation reminder in mrkdwn: people on Slack mentioned as `<@U…>` and user
+/// groups as `<!subteam^S…>` (which notifies them, and only them: anything else in the
+/// text is escaped), others named.
 fn reminder_text(interaction: &Interaction, people: &reminder::Recipients, locale: Locale) -> String {
     let interaction = &*readable::interaction(interaction);
     let mut named: Vec<String> =
         people.users.iter().take(MAX_MENTIONS).map(|id| if address::is_user_id(id) { format!("<@{id}>") } else { text::escape_cut(id, 60) }).collect();
+    let (groups, roles): (Vec<&String>, Vec<&String>) = people.roles.iter().partition(|r| address::is_group_id(r));
+    named.extend(groups.iter().take(MAX_MENTIONS).map(|id| format!("<!subteam^{id}>")));
     named.extend(people.others.iter().take(MAX_MENTIONS).map(|o| text::escape_cut(o, 60)));
     let named = named.join(" ");
-    let roles = text::escape_cut(&people.roles.join(", "), 500);
+    let roles = text::escape_cut(&roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", "), 500);
     let to = match (named.is_empty(), roles.is_empty()) {
         (false, _) => Addressed::To(&named),
         (true, false) => Addressed::Role(&roles),
@@ -358,5 +361,16 @@ mod tests {
         assert!(text.starts_with("⏰ Reminder: <@U0ANA> &lt;!here&gt; telegram:42 — "), "{text}");
         assert!(text.contains("drop &lt;!channel&gt;"), "{text}");
         assert!(!text.contains("<!"), "no broadcast mention: {text}");
+    }
+
+    #[test]
+    fn a_reminder_mentions_a_user_group_by_its_id() {
+        let action = ActionRequest { name: "deploy".into(), args: json!({}), description: None, tool_use_id: None };
+        let request = RequestBuilder::start("k", vec![action], vec![], Some(300)).finish(TimeoutDefaults::default()).unwrap();
+        let interaction = Interaction::new("a1b2c3d4e5f6".into(), "s".into(), request, None, 1_767_225_600_000);
+        let people = reminder::Recipients { users: vec![], roles: vec!["S0SRE".into(), "900".into()], others: vec![] };
+        let text = reminder_text(&interaction, &people, Locale::En);
+        assert!(text.starts_with("⏰ Reminder: <!subteam^S0SRE> — "), "{text}");
+        assert!(!text.contains("900"), "with someone to mention, role names (the fallback) are left out: {text}");
     }
 }
