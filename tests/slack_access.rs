@@ -259,3 +259,60 @@ async fn a_failing_group_lookup_never_breaks_a_click() {
     assert!(errors.iter().filter(|e| *e == "fatal_error").count() >= 2, "{errors:?}");
     rig.stop(&["fatal_error", "no_such_subteam"]).await;
 }
+
+/// `access.roles` names a user group: its member may talk to the agent in a chat
+/// channel (the agent hears them), while someone outside it is refused, only to them,
+/// and reaches nothing.
+#[tokio::test]
+async fn a_member_of_a_group_in_access_roles_may_talk() {
+    let fake = FakeSlack::start().await;
+    fake.usergroup("S0DEV", &["U0BO"]);
+    let pairs = [
+        ("slack.enabled", "true".to_owned()),
+        ("slack.bot_token", fake_slack::BOT_TOKEN.to_owned()),
+        ("slack.app_token", fake_slack::APP_TOKEN.to_owned()),
+        ("slack.api_url", fake.api_url()),
+        ("tokens.secret", "test-secret".to_owned()),
+    ];
+    let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut harness = Harness::on(Chat::Headless)
+        .settings(&borrowed)
+        .tweak(|s: &mut Settings| {
+            s.platforms.get_mut::<SlackSettings>().channels = vec![OPS.into()];
+            s.access.roles = vec!["S0DEV".into()];
+        })
+        .start()
+        .await;
+    fake.wait_connections(1).await;
+    let say = |n: u32, who: &str, text: &str| {
+        let ts = format!("17000001{n:02}.000100");
+        fake.push(json!({
+            "type": "events_api", "envelope_id": format!("env-ev-{n}"), "accepts_response_payload": false, "retry_attempt": 0, "retry_reason": "",
+            "payload": {"token": "legacy", "team_id": fake_slack::TEAM, "api_app_id": "A0APP", "type": "event_callback",
+                        "event_id": format!("Ev{n}"), "event_time": 1_700_000_000,
+                        "event": {"type": "message", "channel": OPS, "channel_type": "channel", "user": who, "text": text, "ts": ts, "event_ts": ts, "team": fake_slack::TEAM}}
+        }));
+    };
+    say(1, "U0MAL", "let me in");
+    let refusal = wait_until(|| async { fake.bodies("chat.postEphemeral").into_iter().next() }).await;
+    assert_eq!(refusal["user"], "U0MAL");
+    assert!(refusal["text"].as_str().is_some_and(|t| t.contains("slack:U0MAL")), "{refusal}");
+    say(2, "U0BO", "xin chào");
+    let heard = wait_until(|| async {
+        let heard: Vec<(Value, Value)> = harness
+            .sim()
+            .commands()
+            .into_iter()
+            .filter(|c| c["type"] == "message")
+            .map(|c| (c["content"][0]["text"].clone(), c["user"]["id"].clone()))
+            .collect();
+        (!heard.is_empty()).then_some(heard)
+    })
+    .await;
+    assert_eq!(heard, [(json!("xin chào"), json!("U0BO"))], "the member is heard, the stranger never");
+    assert_eq!(fake.bodies("usergroups.users.list"), [json!({"usergroup": "S0DEV"})], "asked once, remembered after");
+    harness.stop_bridge().await;
+    assert!(fake.errors().is_empty(), "Slack would have refused: {:?}", fake.errors());
+    fake.shutdown();
+    harness.shutdown().await;
+}
