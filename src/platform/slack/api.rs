@@ -165,8 +165,8 @@ pub struct Api {
     app_token: Option<SecretString>,
     /// About one new message a second per channel (`None`: not paced here).
     posts: Option<ChannelLimiter>,
-    /// Each method's tier.
-    pace: Pace,
+    /// Each method's tier (`None`: not paced here).
+    pace: Option<Pace>,
     /// One line per channel: its new messages go out one at a time, in order.
     lines: Mutex<BoundedMap<String, std::sync::Arc<Line>>>,
     metrics: Metrics,
@@ -174,7 +174,8 @@ pub struct Api {
 
 impl Api {
     /// `post_interval`: the least time between two new messages in one channel
-    /// (`slack.post_interval_ms`; zero: no pacing of its own).
+    /// (`slack.post_interval_ms`); zero paces nothing here, neither the channels nor
+    /// the methods' tiers (only against a fake Slack, as a benchmark does).
     pub fn new(base: &str, bot_token: &str, app_token: Option<&str>, post_interval: Duration, metrics: Metrics) -> Self {
         let http = reqwest::Client::builder().timeout(TIMEOUT).build().unwrap_or_default();
         let posts = Quota::with_period(post_interval).map(|quota| RateLimiter::hashmap_with_clock(quota, MonotonicClock));
@@ -184,7 +185,7 @@ impl Api {
             bot_token: SecretString::from(bot_token.to_owned()),
             app_token: app_token.map(|t| SecretString::from(t.to_owned())),
             posts,
-            pace: Pace::new(),
+            pace: (!post_interval.is_zero()).then(Pace::new),
             lines: Mutex::new(BoundedMap::new(LINES)),
             metrics,
         }
@@ -204,7 +205,9 @@ impl Api {
         let url = format!("{}{method}", self.base);
         let mut attempt = 1;
         loop {
-            self.pace.wait(method).await;
+            if let Some(pace) = &self.pace {
+                pace.wait(method).await;
+            }
             match self.attempt(method, &url, token, &body).await {
                 Ok(answer) => return Ok(answer),
                 Err(Attempt::Wait(wait)) if attempt < ATTEMPTS => {
@@ -377,6 +380,15 @@ mod tests {
         let wait = limiter.check_key(&"usergroups.users.list").unwrap_err().wait_time_from(MonotonicClock.now());
         assert!(wait > Duration::from_secs(2) && wait <= Duration::from_secs(3), "20 a minute: one every 3 s after the burst, {wait:?}");
         assert!(limiter.check_key(&"chat.update").is_ok(), "each method has its own quota");
+    }
+
+    #[test]
+    fn a_zero_post_interval_paces_nothing() {
+        let api = |ms: u64| Api::new("http://127.0.0.1:9/api/", "xoxb-1", None, Duration::from_millis(ms), Metrics::new());
+        let off = api(0);
+        assert!(off.posts.is_none() && off.pace.is_none());
+        let on = api(1000);
+        assert!(on.posts.is_some() && on.pace.is_some());
     }
 
     #[test]

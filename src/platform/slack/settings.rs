@@ -32,7 +32,8 @@ pub struct SlackSettings {
     pub locale: Option<String>,
     /// The least time between two new messages in one channel: Slack's documented
     /// pace for `chat.postMessage` is about one a second. 0: no pacing of the bridge's
-    /// own (only against a fake Slack); 429s are waited out either way.
+    /// own, neither per channel nor per method tier (only against a fake Slack); 429s
+    /// are waited out either way.
     pub post_interval_ms: u64,
     /// How often the members of a user group (`S…`) named as approvers are asked of
     /// Slack again (`usergroups.users.list`); they are asked at first need.
