@@ -101,6 +101,7 @@ impl App {
         // with a clear error, rather than running without it.
         let context = StartContext {
             policy: settings.access_policy(),
+            groups: configured_groups(settings),
             replica_id: settings.backend.replica_id(),
             limits,
             engine: engine.clone(),
@@ -252,6 +253,17 @@ async fn report_end(run: impl Future<Output = ()>, ended: watch::Sender<Option<E
         }
     };
     ended.send_replace(Some(end));
+}
+
+/// Every group id the configuration names, with the setting naming it.
+fn configured_groups(settings: &Settings) -> Vec<(String, String)> {
+    let named = |key: String, ids: &[String]| ids.iter().map(move |id| (key.clone(), id.clone())).collect::<Vec<_>>();
+    let mut groups = named("access.roles".into(), &settings.access.roles);
+    groups.extend(named("access.approver_roles".into(), &settings.access.approver_roles));
+    for (i, policy) in settings.policies.iter().enumerate() {
+        groups.extend(named(format!("policies[{i}].approver_roles"), &policy.terms.approver_roles));
+    }
+    groups
 }
 
 /// The button-token signer: the configured secret, else one generated once and kept

@@ -146,6 +146,10 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for OneSection<T> {
 pub struct StartContext {
     /// Who may answer requests beyond the requester.
     pub policy: AccessPolicy,
+    /// Every group id the configuration names, with the setting that names it
+    /// (`access.roles`, `access.approver_roles`, `policies[2].approver_roles`): a
+    /// platform that must ask who is in a group (Slack's user groups) asks about these.
+    pub groups: Vec<(String, String)>,
     /// This process's name on claims other replicas see.
     pub replica_id: String,
     /// What every HTTP listener allows a client.

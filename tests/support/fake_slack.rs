@@ -14,7 +14,16 @@
 //! `action_id`s in a block), `msg_too_long` past 40,000 characters of text,
 //! `expired_trigger_id` for a `trigger_id` used twice or unknown, and `ratelimited`
 //! with HTTP 429 and `Retry-After` when the test asks. Every call is recorded with
-//! its exact JSON. (Limits: Block Kit reference, "Blocks" and "Block elements";
+//! its exact JSON.
+//!
+//! `usergroups.users.list` (form fields, as Slack's reading methods take them) answers
+//! the members the test set for a user group, changeable mid-test, or
+//! `no_such_subteam`, or an error the test asks for. With a channel pace set, a
+//! `chat.postMessage` to a channel sooner than that after the last one is answered 429
+//! `ratelimited` with `Retry-After: 1`, as Slack does past "1 message per second per
+//! channel" (<https://api.slack.com/methods/chat.postMessage#rate_limiting>,
+//! <https://api.slack.com/apis/rate-limits>: "HTTP 429 Too Many Requests … a
+//! Retry-After HTTP header containing the number of seconds until you can retry"). (Limits: Block Kit reference, "Blocks" and "Block elements";
 //! errors: each method's page in Slack's Web API reference.)
 //!
 //! Socket Mode (`GET /socket`): says `hello` on every connection, pushes the
@@ -99,6 +108,13 @@ struct Inner {
     /// The live Socket Mode connection's commands, and how many were opened.
     connection: Option<mpsc::UnboundedSender<Command>>,
     connections: u32,
+    /// User groups (`S…`) → their members.
+    usergroups: HashMap<String, Vec<String>>,
+    /// When set, `usergroups.users.list` answers this error.
+    usergroups_error: Option<String>,
+    /// The least time between two posts in one channel, and each channel's last post.
+    channel_pace: Option<Duration>,
+    last_post: HashMap<String, std::time::Instant>,
 }
 
 struct Shared {
@@ -180,6 +196,21 @@ impl FakeSlack {
         let mut inner = self.shared.inner();
         inner.throttle = n;
         inner.retry_after = secs;
+    }
+
+    /// Sets the members of user group `id` (creating it), as Slack would list them.
+    pub fn usergroup(&self, id: &str, members: &[&str]) {
+        self.shared.inner().usergroups.insert(id.into(), members.iter().map(|m| (*m).to_owned()).collect());
+    }
+
+    /// `usergroups.users.list` answers `error` from now on (`None`: answers again).
+    pub fn fail_usergroups(&self, error: Option<&str>) {
+        self.shared.inner().usergroups_error = error.map(str::to_owned);
+    }
+
+    /// A post to a channel sooner than `pace` after its last one is answered 429.
+    pub fn pace_channels(&self, pace: Duration) {
+        self.shared.inner().channel_pace = Some(pace);
     }
 
     /// How many Socket Mode connections were opened.
@@ -350,7 +381,8 @@ fn ok(mut result: Value) -> Value {
 }
 
 async fn web_api(State(shared): State<Arc<Shared>>, Path(method): Path<String>, headers: HeaderMap, body: String) -> Response {
-    let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let form = headers.get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"));
+    let body: Value = if form { form_fields(&body) } else { serde_json::from_str(&body).unwrap_or(Value::Null) };
     let token = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).unwrap_or_default().to_owned();
     let throttled = {
         let mut inner = shared.inner();
@@ -361,6 +393,7 @@ async fn web_api(State(shared): State<Arc<Shared>>, Path(method): Path<String>, 
             None
         }
     };
+    let throttled = throttled.or_else(|| too_soon(&shared, &method, &body).then_some(1));
     if let Some(secs) = throttled {
         shared.inner().calls.push(Call { method: method.clone(), body, error: Some("ratelimited".into()) });
         let headers = [("retry-after", secs.to_string())];
@@ -370,6 +403,47 @@ async fn web_api(State(shared): State<Arc<Shared>>, Path(method): Path<String>, 
     let error = (answer["ok"] != json!(true)).then(|| answer["error"].as_str().unwrap_or("unknown").to_owned());
     shared.inner().calls.push(Call { method, body, error });
     axum::Json(answer).into_response()
+}
+
+/// Whether `method` posts to a channel sooner than the channel pace allows; a post
+/// that goes through starts the channel's next interval.
+fn too_soon(shared: &Shared, method: &str, body: &Value) -> bool {
+    if method != "chat.postMessage" {
+        return false;
+    }
+    let mut inner = shared.inner();
+    let Some(pace) = inner.channel_pace else { return false };
+    let channel = body["channel"].as_str().unwrap_or_default().to_owned();
+    let now = std::time::Instant::now();
+    if inner.last_post.get(&channel).is_some_and(|last| now.duration_since(*last) < pace) {
+        return true;
+    }
+    inner.last_post.insert(channel, now);
+    false
+}
+
+/// An `application/x-www-form-urlencoded` body as a JSON object of its fields.
+fn form_fields(body: &str) -> Value {
+    let decode = |text: &str| {
+        let bytes = text.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'+' => out.push(b' '),
+                b'%' if i + 2 < bytes.len() => {
+                    out.push(u8::from_str_radix(&text[i + 1..i + 3], 16).unwrap_or(b'?'));
+                    i += 2;
+                }
+                b => out.push(b),
+            }
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    let fields: serde_json::Map<String, Value> =
+        body.split('&').filter(|p| !p.is_empty()).map(|pair| pair.split_once('=').unwrap_or((pair, ""))).map(|(k, v)| (decode(k), json!(decode(v)))).collect();
+    Value::Object(fields)
 }
 
 fn fail(error: &str) -> Value {
@@ -431,6 +505,21 @@ fn answer(shared: &Shared, method: &str, token: &str, body: &Value) -> Value {
             Some(true) if body["user"].as_str().is_none_or(str::is_empty) => fail("user_not_in_channel"),
             Some(true) => ok(json!({"message_ts": format!("1700000000.{:06}", shared.next.fetch_add(1, Ordering::SeqCst))})),
         },
+        // https://api.slack.com/methods/usergroups.users.list: `usergroup` (required)
+        // → `{"ok": true, "users": ["U…", …]}`; an id the workspace has no group of
+        // → `no_such_subteam`.
+        "usergroups.users.list" => {
+            if let Some(error) = &inner.usergroups_error {
+                return fail(error);
+            }
+            match body["usergroup"].as_str() {
+                None | Some("") => fail("invalid_arguments"),
+                Some(id) => match inner.usergroups.get(id) {
+                    Some(users) => ok(json!({"users": users})),
+                    None => fail("no_such_subteam"),
+                },
+            }
+        }
         "views.open" => {
             let trigger = body["trigger_id"].as_str().unwrap_or_default();
             if !inner.triggers.remove(trigger) {

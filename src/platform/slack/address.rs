@@ -6,11 +6,14 @@
 //!   through `conversations.open` when something is sent: the chat id keeps the
 //!   `user:` prefix until then);
 //! - a person `slack:U…`; a workspace, as an `access.chats` space, `slack:team:T…`;
+//! - a user group (`access.roles`, `access.approver_roles`, a policy's
+//!   `approver_roles`) by its id alone, `S…`, as Discord's role ids are written (its
+//!   members are asked of Slack: [`super::groups`]);
 //! - HTTP API targets `{"platform":"slack","channel_id":"C…","thread_ts":"…"}` and
 //!   `{"platform":"slack","user_id":"U…"}`.
 //!
 //! Slack's ids are opaque: an upper-case letter saying what they name (`C` channel,
-//! `G` private channel, `D` DM, `U`/`W` user, `T` workspace) and upper-case letters
+//! `G` private channel, `D` DM, `U`/`W` user, `T` workspace, `S` user group) and upper-case letters
 //! and digits. Anything else is refused here, before it reaches Slack.
 
 use serde_json::{Value, json};
@@ -44,6 +47,11 @@ pub fn is_user_id(text: &str) -> bool {
 /// A workspace (`T…`).
 pub fn is_team_id(text: &str) -> bool {
     is_id(text, b"T")
+}
+
+/// A user group ("subteam", `S…`).
+pub fn is_group_id(text: &str) -> bool {
+    is_id(text, b"S")
 }
 
 /// A message timestamp, which is also a thread's id: `1700000000.000100`.
@@ -98,6 +106,20 @@ impl ChatNetwork for Address {
 
     fn space_form(&self) -> Option<&'static str> {
         Some("slack:team:TEAM_ID")
+    }
+
+    /// User groups: a person's are looked up in the groups the configuration and the
+    /// request name (`usergroups.users.list`).
+    fn has_groups(&self) -> bool {
+        true
+    }
+
+    fn is_group_id(&self, id: &str) -> bool {
+        is_group_id(id)
+    }
+
+    fn group_form(&self) -> Option<&'static str> {
+        Some("a Slack user group id (S…)")
     }
 
     /// `channel_id` (and a thread's `thread_ts`), or `user_id` for a DM.
@@ -204,6 +226,19 @@ mod tests {
         assert_eq!(n.parse_user("slack:U0ANA"), Some(("slack".into(), "U0ANA".into())));
         assert_eq!(n.direct_chat("slack", "U0ANA"), Some(ChatKey::new("slack", "user:U0ANA", None)));
         assert_eq!(n.direct_chat("slack", "ana"), None);
+    }
+
+    #[test]
+    fn user_groups_are_written_by_their_id() {
+        let n = networks();
+        assert!(n.has_groups("slack"));
+        for good in ["S0OPS", "S0614TZR7"] {
+            assert!(n.is_group_id(good), "{good}");
+        }
+        for bad in ["S", "s0ops", "C0OPS", "slack:S0OPS", "S0OPS<!here>", "900"] {
+            assert!(!n.is_group_id(bad), "{bad}");
+        }
+        assert_eq!(n.group_forms(), "a Slack user group id (S…)");
     }
 
     #[test]

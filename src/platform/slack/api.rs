@@ -6,9 +6,15 @@
 //! become [`ApiError::Slack`] with Slack's own error string (`not_in_channel`,
 //! `channel_not_found`, `invalid_blocks`…), which the docs' troubleshooting is keyed
 //! by. A 429 is waited out for its `Retry-After` and tried again, a few times; every
-//! failed attempt is counted in `platform_errors_total`. New messages go out about one
-//! a second per channel (Slack's documented pace for `chat.postMessage`), one at a
-//! time and in order, cards before text ([`Line`]).
+//! failed attempt is counted in `platform_errors_total`.
+//!
+//! **Paced before Slack has to say no.** Slack limits each Web API method per app and
+//! workspace by its *tier* ([`tier`]: Tier 1 about 1 a minute, Tier 2 20, Tier 3 50,
+//! Tier 4 100, each with some burst), and `chat.postMessage` specially: about one
+//! message a second per channel. Every call waits for its method's quota
+//! ([`Pace`]), so a burst queues here instead of running into 429s; new messages go
+//! out one a second per channel (`slack.post_interval_ms`), one at a time and in order,
+//! cards before text ([`Line`]).
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -37,6 +43,85 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 const LINES: usize = 10_000;
 
 type ChannelLimiter = RateLimiter<String, HashMapStateStore<String>, MonotonicClock, NoOpMiddleware<<MonotonicClock as Clock>::Instant>>;
+type MethodLimiter = RateLimiter<&'static str, HashMapStateStore<&'static str>, MonotonicClock, NoOpMiddleware<<MonotonicClock as Clock>::Instant>>;
+
+/// Slack's rate-limit tiers (<https://api.slack.com/apis/rate-limits>, "Web API rate
+/// limit tiers"): requests a minute per method, app and workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    /// "1+ per minute … a small amount of burst behavior is tolerated".
+    One,
+    /// "20+ per minute … occasional bursts".
+    Two,
+    /// "50+ per minute … sporadic bursts are welcome".
+    Three,
+    /// "100+ per minute … generous burst behavior".
+    Four,
+    /// `chat.postMessage`'s own: about one a second per channel (paced per channel in
+    /// [`Api::post_message`]) and "several hundred messages per minute" across the
+    /// workspace (<https://api.slack.com/methods/chat.postMessage#rate_limiting>),
+    /// kept here as 300.
+    Posts,
+}
+
+impl Tier {
+    /// The quota the bridge keeps to: the tier's rate a minute, and a burst of as many
+    /// (Tier 1's "small amount of burst": a few, enough to reconnect Socket Mode twice).
+    fn quota(self) -> Quota {
+        let (per_minute, burst) = match self {
+            Tier::One => (1, 3),
+            Tier::Two => (20, 20),
+            Tier::Three => (50, 50),
+            Tier::Four => (100, 100),
+            Tier::Posts => (300, 300),
+        };
+        let nonzero = |n: u32| std::num::NonZeroU32::new(n).unwrap_or(std::num::NonZeroU32::MIN);
+        Quota::per_minute(nonzero(per_minute)).allow_burst(nonzero(burst))
+    }
+}
+
+/// The tier of each method the bridge calls, from the "Rate limits" line of the
+/// method's page (`https://api.slack.com/methods/<method>`). `chat.postMessage` and
+/// `auth.test` are "Special": the first is [`Tier::Posts`], the second (hundreds a
+/// minute, called once at start) kept to Tier 4. A method not listed is taken as
+/// Tier 2, Slack's most common.
+pub fn tier(method: &str) -> Tier {
+    match method {
+        "apps.connections.open" => Tier::One,
+        "usergroups.users.list" => Tier::Two,
+        "chat.update" | "conversations.open" => Tier::Three,
+        "auth.test" | "chat.postEphemeral" | "views.open" => Tier::Four,
+        "chat.postMessage" => Tier::Posts,
+        _ => Tier::Two,
+    }
+}
+
+/// Every method's quota, by its tier: a call waits its turn rather than be refused.
+struct Pace {
+    tiers: [MethodLimiter; 5],
+}
+
+impl Pace {
+    fn new() -> Self {
+        let limiter = |tier: Tier| RateLimiter::hashmap_with_clock(tier.quota(), MonotonicClock);
+        Self { tiers: [limiter(Tier::One), limiter(Tier::Two), limiter(Tier::Three), limiter(Tier::Four), limiter(Tier::Posts)] }
+    }
+
+    /// Waits until `method` may be called again.
+    async fn wait(&self, method: &'static str) {
+        let limiter = &self.tiers[tier(method) as usize];
+        while let Err(not_until) = limiter.check_key(&method) {
+            tokio::time::sleep(not_until.wait_time_from(MonotonicClock.now())).await;
+        }
+    }
+}
+
+/// What a call sends: JSON, or form fields for the methods Slack reads only that way
+/// (reading methods take no JSON body; <https://api.slack.com/web#posting_json>).
+pub enum Body<'a> {
+    Json(&'a Value),
+    Form(&'a [(&'a str, &'a str)]),
+}
 
 /// Why a Web API call failed.
 #[derive(Debug, thiserror::Error)]
@@ -78,30 +163,41 @@ pub struct Api {
     base: String,
     bot_token: SecretString,
     app_token: Option<SecretString>,
-    /// About one new message a second per channel.
-    posts: ChannelLimiter,
+    /// About one new message a second per channel (`None`: not paced here).
+    posts: Option<ChannelLimiter>,
+    /// Each method's tier (`None`: not paced here).
+    pace: Option<Pace>,
     /// One line per channel: its new messages go out one at a time, in order.
     lines: Mutex<BoundedMap<String, std::sync::Arc<Line>>>,
     metrics: Metrics,
 }
 
 impl Api {
-    pub fn new(base: &str, bot_token: &str, app_token: Option<&str>, metrics: Metrics) -> Self {
+    /// `post_interval`: the least time between two new messages in one channel
+    /// (`slack.post_interval_ms`); zero paces nothing here, neither the channels nor
+    /// the methods' tiers (only against a fake Slack, as a benchmark does).
+    pub fn new(base: &str, bot_token: &str, app_token: Option<&str>, post_interval: Duration, metrics: Metrics) -> Self {
         let http = reqwest::Client::builder().timeout(TIMEOUT).build().unwrap_or_default();
-        let quota = Quota::per_second(std::num::NonZeroU32::MIN);
+        let posts = Quota::with_period(post_interval).map(|quota| RateLimiter::hashmap_with_clock(quota, MonotonicClock));
         Self {
             http,
             base: base.to_owned(),
             bot_token: SecretString::from(bot_token.to_owned()),
             app_token: app_token.map(|t| SecretString::from(t.to_owned())),
-            posts: RateLimiter::hashmap_with_clock(quota, MonotonicClock),
+            posts,
+            pace: (!post_interval.is_zero()).then(Pace::new),
             lines: Mutex::new(BoundedMap::new(LINES)),
             metrics,
         }
     }
 
-    /// Calls `method` with `body`; the whole answer when Slack says `ok`.
+    /// Calls `method` with the JSON `body`; the whole answer when Slack says `ok`.
     pub async fn call(&self, method: &'static str, token: Token, body: &Value) -> Result<Value, ApiError> {
+        self.call_with(method, token, Body::Json(body)).await
+    }
+
+    /// Calls `method` with `body` once its tier lets it, waiting out 429s.
+    pub async fn call_with(&self, method: &'static str, token: Token, body: Body<'_>) -> Result<Value, ApiError> {
         let token = match token {
             Token::Bot => self.bot_token.expose_secret(),
             Token::App => self.app_token.as_ref().map(|t| t.expose_secret()).unwrap_or_default(),
@@ -109,7 +205,10 @@ impl Api {
         let url = format!("{}{method}", self.base);
         let mut attempt = 1;
         loop {
-            match self.attempt(method, &url, token, body).await {
+            if let Some(pace) = &self.pace {
+                pace.wait(method).await;
+            }
+            match self.attempt(method, &url, token, &body).await {
                 Ok(answer) => return Ok(answer),
                 Err(Attempt::Wait(wait)) if attempt < ATTEMPTS => {
                     tracing::info!(method, wait_ms = wait.as_millis() as u64, "Slack rate limited a call; waiting as told");
@@ -122,8 +221,13 @@ impl Api {
         }
     }
 
-    async fn attempt(&self, method: &'static str, url: &str, token: &str, body: &Value) -> Result<Value, Attempt> {
-        let response = match self.http.post(url).bearer_auth(token).json(body).send().await {
+    async fn attempt(&self, method: &'static str, url: &str, token: &str, body: &Body<'_>) -> Result<Value, Attempt> {
+        let request = self.http.post(url).bearer_auth(token);
+        let request = match body {
+            Body::Json(body) => request.json(body),
+            Body::Form(fields) => request.header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded").body(form(fields)),
+        };
+        let response = match request.send().await {
             Ok(response) => response,
             Err(e) => {
                 self.metrics.platform_error(PLATFORM, PlatformErrorKind::Network);
@@ -185,8 +289,10 @@ impl Api {
         let channel = message["channel"].as_str().unwrap_or_default().to_owned();
         let line = self.line(&channel);
         let _turn = line.turn(priority).await;
-        while let Err(not_until) = self.posts.check_key(&channel) {
-            tokio::time::sleep(not_until.wait_time_from(MonotonicClock.now())).await;
+        if let Some(posts) = &self.posts {
+            while let Err(not_until) = posts.check_key(&channel) {
+                tokio::time::sleep(not_until.wait_time_from(MonotonicClock.now())).await;
+            }
         }
         let answer = self.call("chat.postMessage", Token::Bot, message).await?;
         answer["ts"].as_str().map(str::to_owned).ok_or(ApiError::Body { method: "chat.postMessage", message: "no ts in the answer".into() })
@@ -214,6 +320,14 @@ impl Api {
         self.call("views.open", Token::Bot, &json!({ "trigger_id": trigger_id, "view": view })).await.map(|_| ())
     }
 
+    /// `usergroups.users.list`: the members (user ids) of the user group `group`
+    /// (`S…`). Needs the `usergroups:read` scope.
+    pub async fn usergroup_members(&self, group: &str) -> Result<Vec<String>, ApiError> {
+        let answer = self.call_with("usergroups.users.list", Token::Bot, Body::Form(&[("usergroup", group)])).await?;
+        let users = answer["users"].as_array().ok_or(ApiError::Body { method: "usergroups.users.list", message: "no users in the answer".into() })?;
+        Ok(users.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+    }
+
     fn line(&self, channel: &str) -> std::sync::Arc<Line> {
         let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(line) = lines.get(&channel.to_owned()) {
@@ -225,9 +339,61 @@ impl Api {
     }
 }
 
+/// Form fields as `application/x-www-form-urlencoded`: letters, digits and `-._~`
+/// as they are, every other byte `%XX`.
+fn form(fields: &[(&str, &str)]) -> String {
+    let encode = |text: &str| {
+        text.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect::<String>()
+    };
+    fields.iter().map(|(k, v)| format!("{}={}", encode(k), encode(v))).collect::<Vec<_>>().join("&")
+}
+
 /// How one attempt ended, when not with an answer.
 enum Attempt {
     /// 429: try again after this long.
     Wait(Duration),
     Failed(ApiError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_the_bridge_calls_has_its_documented_tier() {
+        assert_eq!(tier("apps.connections.open"), Tier::One);
+        assert_eq!(tier("usergroups.users.list"), Tier::Two);
+        assert_eq!(tier("chat.update"), Tier::Three);
+        assert_eq!(tier("conversations.open"), Tier::Three);
+        assert_eq!(tier("chat.postEphemeral"), Tier::Four);
+        assert_eq!(tier("views.open"), Tier::Four);
+        assert_eq!(tier("chat.postMessage"), Tier::Posts);
+        assert_eq!(tier("something.new"), Tier::Two);
+    }
+
+    #[test]
+    fn a_tier_allows_its_burst_then_its_rate() {
+        let limiter: MethodLimiter = RateLimiter::hashmap_with_clock(Tier::Two.quota(), MonotonicClock);
+        for n in 0..20 {
+            assert!(limiter.check_key(&"usergroups.users.list").is_ok(), "call {n} of the burst");
+        }
+        let wait = limiter.check_key(&"usergroups.users.list").unwrap_err().wait_time_from(MonotonicClock.now());
+        assert!(wait > Duration::from_secs(2) && wait <= Duration::from_secs(3), "20 a minute: one every 3 s after the burst, {wait:?}");
+        assert!(limiter.check_key(&"chat.update").is_ok(), "each method has its own quota");
+    }
+
+    #[test]
+    fn a_zero_post_interval_paces_nothing() {
+        let api = |ms: u64| Api::new("http://127.0.0.1:9/api/", "xoxb-1", None, Duration::from_millis(ms), Metrics::new());
+        let off = api(0);
+        assert!(off.posts.is_none() && off.pace.is_none());
+        let on = api(1000);
+        assert!(on.posts.is_some() && on.pace.is_some());
+    }
+
+    #[test]
+    fn form_fields_are_url_encoded() {
+        assert_eq!(form(&[("usergroup", "S0OPS")]), "usergroup=S0OPS");
+        assert_eq!(form(&[("a", "x y&z"), ("b", "é")]), "a=x%20y%26z&b=%C3%A9");
+    }
 }

@@ -155,7 +155,9 @@ pub async fn on_event(shared: &Shared, payload: &serde_json::Value) {
     };
     let event = &callback.event;
     let Some(routed) = route(event, &shared.bot_user, &shared.channels) else { return };
-    let actor = actor(&routed.user, event.team.as_deref().or(callback.team_id.as_deref()));
+    let mut actor = actor(&routed.user, event.team.as_deref().or(callback.team_id.as_deref()));
+    // `access.roles` may name user groups: whoever is in one may talk.
+    shared.groups.of_person(&shared.api, &mut actor).await;
     let locale = shared.locale;
     // Where a notice for the author goes: the conversation and thread they wrote in.
     let thread = routed.chat.thread_id.clone();

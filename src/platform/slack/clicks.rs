@@ -26,10 +26,13 @@ use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, RequestK
 use crate::protocol::{Decision, DecisionType};
 use crate::texts::{self, Msg};
 
-/// The person acting, with their workspace as the space `access.chats` may open.
-fn actor(user: &User, team: Option<&str>) -> Actor {
+/// The person acting on request `id`, with their workspace as the space
+/// `access.chats` may open and the user groups they are in (among those the
+/// configuration and the request name).
+async fn actor(shared: &Shared, user: &User, team: Option<&str>, id: &str) -> Actor {
     let mut actor = Actor::new(super::PLATFORM, &user.id, &user.display());
     actor.space = team.or(user.team_id.as_deref()).map(str::to_owned);
+    shared.groups.of_clicker(&shared.api, &shared.engine, id, &mut actor).await;
     actor
 }
 
@@ -56,12 +59,15 @@ fn notice(shared: &Shared, e: &ActError) -> String {
 /// menu or checkbox group, on a card.
 pub async fn click(shared: &Shared, click: BlockActions) {
     let Some(clicked) = click.actions.first() else { return };
-    let actor = actor(&click.user, click.team.as_ref().map(|t| t.id.as_str()));
+    let team = click.team.as_ref().map(|t| t.id.as_str());
     let unknown = || texts::text(shared.locale, Msg::UnknownButton).to_owned();
     let result = match clicked.kind.as_str() {
         "static_select" | "checkboxes" | "multi_static_select" => match selection(shared, clicked) {
             None => Err(unknown()),
-            Some((id, action)) => shared.engine.act(&id, actor, action).await.map(|_| ()).map_err(|e| notice(shared, &e)),
+            Some((id, action)) => {
+                let actor = actor(shared, &click.user, team, &id).await;
+                shared.engine.act(&id, actor, action).await.map(|_| ()).map_err(|e| notice(shared, &e))
+            }
         },
         _ => {
             let Some(value) = clicked.value.as_deref() else {
@@ -70,10 +76,13 @@ pub async fn click(shared: &Shared, click: BlockActions) {
             };
             match verify(shared, value) {
                 None => Err(unknown()),
-                Some((id, code)) => match code.direct_action() {
-                    Some(action) => shared.engine.act(&id, actor, action).await.map(|_| ()).map_err(|e| notice(shared, &e)),
-                    None => open_modal(shared, &click, &id, code, actor).await,
-                },
+                Some((id, code)) => {
+                    let actor = actor(shared, &click.user, team, &id).await;
+                    match code.direct_action() {
+                        Some(action) => shared.engine.act(&id, actor, action).await.map(|_| ()).map_err(|e| notice(shared, &e)),
+                        None => open_modal(shared, &click, &id, code, actor).await,
+                    }
+                }
             }
         }
     };
@@ -187,7 +196,7 @@ pub async fn submission(shared: &Shared, submission: ViewSubmission) -> Option<V
         return errors(modal::ARGS_BLOCK, texts::text(shared.locale, Msg::UnknownButton).to_owned());
     };
     let block = modal::error_block(code);
-    let actor = actor(&submission.user, submission.team.as_ref().map(|t| t.id.as_str()));
+    let actor = actor(shared, &submission.user, submission.team.as_ref().map(|t| t.id.as_str()), &id).await;
     let Some(action) = modal::action(code, &submission.view.state.values) else {
         // An empty comment: the engine counts and audits the refusal, as every one.
         let attempted = match code {

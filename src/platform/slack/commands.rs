@@ -112,7 +112,8 @@ async fn answer(shared: &Shared, command: &SlashCommand) -> String {
     let direct = is_dm_with_bot(shared, command).await;
     let chat =
         if direct { ChatKey::new(PLATFORM, &format!("{DM_PREFIX}{}", command.user_id), None) } else { ChatKey::new(PLATFORM, &command.channel_id, None) };
-    let actor = actor(command);
+    let mut actor = actor(command);
+    shared.groups.of_person(&shared.api, &mut actor).await;
     match &parsed {
         ChatCommand::Id => {
             let here = if direct { format!("{PLATFORM}:{}", chat.chat_id) } else { format!("{PLATFORM}:{}", command.channel_id) };

@@ -37,6 +37,7 @@ impl Descriptor for Slack {
                 limits: context.limits,
                 inbox: DurableInbox::new(context.inboxes.of(super::PLATFORM), context.replica_id.clone()),
                 web: context.web.clone(),
+                groups: context.groups.clone(),
             };
             let slack = super::start(settings, wiring).await.map_err(|e| e.to_string())?;
             Ok(Some(Started { platform: slack, foreground: None }))

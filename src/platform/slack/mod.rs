@@ -7,7 +7,9 @@
 //! one job:
 //! - [`settings`], [`address`], [`descriptor`]: the `[slack]` section, how Slack's
 //!   chats, people and targets are written, and the registry's entry
-//! - [`api`]: the Web API client (Slack's errors, 429s, one post a second a channel)
+//! - [`api`]: the Web API client (Slack's errors, 429s, each method's tier, one post a
+//!   second a channel)
+//! - [`groups`]: user groups (`S…`) as approver groups, their members asked of Slack
 //! - [`render`]: Interaction → Block Kit message, and the modals (pure)
 //! - [`codes`]: what a signed button value or modal metadata names
 //! - [`text`]: Slack-only strings and mrkdwn escaping
@@ -43,6 +45,7 @@ mod clicks;
 pub mod codes;
 pub mod commands;
 pub mod descriptor;
+pub mod groups;
 mod http_events;
 mod inbox;
 pub mod manifest;
@@ -104,6 +107,8 @@ pub struct Shared {
     pub channels: Vec<String>,
     /// The web inbox's links (`/hitl web`).
     pub web: Arc<dyn WebLinks>,
+    /// The user groups approvers may be in, and who is in them.
+    pub groups: groups::Groups,
     /// A person's DM channel, opened once per person.
     dms: Mutex<BoundedMap<String, String>>,
     /// The status line message per (channel, tool group); dropped once finished.
@@ -157,6 +162,8 @@ pub struct Wiring {
     pub limits: crate::listener::Limits,
     pub inbox: crate::platform::inbox::DurableInbox,
     pub web: Arc<dyn WebLinks>,
+    /// Every group id the configuration names, with its setting.
+    pub groups: Vec<(String, String)>,
 }
 
 /// Checks the bot token with `auth.test`, then connects Socket Mode. A token Slack
@@ -166,7 +173,7 @@ pub async fn start(settings: &SlackSettings, wiring: Wiring) -> Result<Arc<Slack
     let Some(bot_token) = settings.bot_token() else {
         return Err(send_error("slack.enabled is set but slack.bot_token is empty (env HITL_BRIDGE__SLACK__BOT_TOKEN)"));
     };
-    let api = Api::new(&settings.api_url, bot_token, settings.app_token(), wiring.metrics.clone());
+    let api = Api::new(&settings.api_url, bot_token, settings.app_token(), settings.post_interval(), wiring.metrics.clone());
     wiring.metrics.platform_started(PLATFORM);
     let (bot, team) = api.auth_test().await.map_err(|e| match e.slack_error() {
         Some(error) => send_error(format!("Slack refused slack.bot_token (auth.test: {error}); copy the Bot User OAuth Token (xoxb-…) again")),
@@ -181,6 +188,7 @@ pub async fn start(settings: &SlackSettings, wiring: Wiring) -> Result<Arc<Slack
         bot_user: bot,
         channels: settings.channels.clone(),
         web: wiring.web,
+        groups: groups::Groups::new(&wiring.groups, settings.group_refresh()),
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
         statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
     });
@@ -251,6 +259,7 @@ impl Platform for Slack {
 
     fn show_interaction<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
         Box::pin(async move {
+            self.shared.groups.note(interaction);
             let card = render::card(interaction, self.shared.locale, &self.shared.signer);
             let (_, ts) = self.shared.post(chat, card, Priority::Card).await?;
             Ok(Some(ts))
@@ -262,6 +271,7 @@ impl Platform for Slack {
             if !address::is_ts(&message.message_id) {
                 return Err(send_error(format!("not a Slack message ts: {:?}", message.message_id)));
             }
+            self.shared.groups.note(interaction);
             let channel = self.shared.channel(&message.chat).await?;
             let card = render::card(interaction, self.shared.locale, &self.shared.signer);
             self.shared
@@ -313,15 +323,18 @@ impl Platform for Slack {
 /// People one reminder mentions at most.
 const MAX_MENTIONS: usize = 25;
 
-/// An escalation reminder in mrkdwn: people on Slack mentioned as `<@U…>` (which
-/// notifies them, and only them: anything else in the text is escaped), others named.
+/// An escalation reminder in mrkdwn: people on Slack mentioned as `<@U…>` and user
+/// groups as `<!subteam^S…>` (which notifies them, and only them: anything else in the
+/// text is escaped), others named.
 fn reminder_text(interaction: &Interaction, people: &reminder::Recipients, locale: Locale) -> String {
     let interaction = &*readable::interaction(interaction);
     let mut named: Vec<String> =
         people.users.iter().take(MAX_MENTIONS).map(|id| if address::is_user_id(id) { format!("<@{id}>") } else { text::escape_cut(id, 60) }).collect();
+    let (groups, roles): (Vec<&String>, Vec<&String>) = people.roles.iter().partition(|r| address::is_group_id(r));
+    named.extend(groups.iter().take(MAX_MENTIONS).map(|id| format!("<!subteam^{id}>")));
     named.extend(people.others.iter().take(MAX_MENTIONS).map(|o| text::escape_cut(o, 60)));
     let named = named.join(" ");
-    let roles = text::escape_cut(&people.roles.join(", "), 500);
+    let roles = text::escape_cut(&roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", "), 500);
     let to = match (named.is_empty(), roles.is_empty()) {
         (false, _) => Addressed::To(&named),
         (true, false) => Addressed::Role(&roles),
@@ -348,5 +361,16 @@ mod tests {
         assert!(text.starts_with("⏰ Reminder: <@U0ANA> &lt;!here&gt; telegram:42 — "), "{text}");
         assert!(text.contains("drop &lt;!channel&gt;"), "{text}");
         assert!(!text.contains("<!"), "no broadcast mention: {text}");
+    }
+
+    #[test]
+    fn a_reminder_mentions_a_user_group_by_its_id() {
+        let action = ActionRequest { name: "deploy".into(), args: json!({}), description: None, tool_use_id: None };
+        let request = RequestBuilder::start("k", vec![action], vec![], Some(300)).finish(TimeoutDefaults::default()).unwrap();
+        let interaction = Interaction::new("a1b2c3d4e5f6".into(), "s".into(), request, None, 1_767_225_600_000);
+        let people = reminder::Recipients { users: vec![], roles: vec!["S0SRE".into(), "900".into()], others: vec![] };
+        let text = reminder_text(&interaction, &people, Locale::En);
+        assert!(text.starts_with("⏰ Reminder: <!subteam^S0SRE> — "), "{text}");
+        assert!(!text.contains("900"), "with someone to mention, role names (the fallback) are left out: {text}");
     }
 }

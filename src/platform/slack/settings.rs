@@ -30,6 +30,14 @@ pub struct SlackSettings {
     pub channels: Vec<String>,
     /// Fixed locale (`en`, `vi`, `zh`) for cards and notices; else English.
     pub locale: Option<String>,
+    /// The least time between two new messages in one channel: Slack's documented
+    /// pace for `chat.postMessage` is about one a second. 0: no pacing of the bridge's
+    /// own, neither per channel nor per method tier (only against a fake Slack); 429s
+    /// are waited out either way.
+    pub post_interval_ms: u64,
+    /// How often the members of a user group (`S…`) named as approvers are asked of
+    /// Slack again (`usergroups.users.list`); they are asked at first need.
+    pub group_refresh_secs: u64,
 }
 
 impl Default for SlackSettings {
@@ -44,6 +52,8 @@ impl Default for SlackSettings {
             api_url: "https://slack.com/api/".into(),
             channels: Vec::new(),
             locale: None,
+            post_interval_ms: 1000,
+            group_refresh_secs: 300,
         }
     }
 }
@@ -77,6 +87,16 @@ impl SlackSettings {
     /// The locale of cards and notices.
     pub fn locale(&self) -> Locale {
         Locale::pick([self.locale.as_deref()])
+    }
+
+    /// The least time between two new messages in one channel.
+    pub fn post_interval(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.post_interval_ms)
+    }
+
+    /// How long a user group's members are trusted before Slack is asked again.
+    pub fn group_refresh(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.group_refresh_secs)
     }
 
     /// What is wrong with the section, as (key, reason); `None` when it is sound. A
@@ -116,6 +136,9 @@ impl SlackSettings {
         }
         if self.locale.as_deref().is_some_and(|l| Locale::from_code(l).is_none()) {
             return Some(("slack.locale", "must be en, vi or zh"));
+        }
+        if self.group_refresh_secs == 0 {
+            return Some(("slack.group_refresh_secs", "must be at least 1 (Slack's usergroups.users.list allows about 20 calls a minute)"));
         }
         None
     }
@@ -159,6 +182,9 @@ mod tests {
         s.channels = vec!["C0123ABC".into()];
         s.locale = Some("fr".into());
         assert_eq!(s.check().map(|p| p.0), Some("slack.locale"));
+        s.locale = None;
+        s.group_refresh_secs = 0;
+        assert_eq!(s.check().map(|p| p.0), Some("slack.group_refresh_secs"));
     }
 
     #[test]
