@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+pub mod backend_bridge;
 pub mod backends;
 pub mod bridge_process;
 pub mod chaos_proxy;
