@@ -336,7 +336,8 @@ async fn cancel_interrupts_the_turn_without_an_error() {
     let history = model_requests(model, &next).await[0]["messages"].to_string();
     assert!(history.contains(&id), "the cancelled tool call is in the continued conversation: {history}");
     assert!(!work_dir(&h).join("never.txt").exists());
-    let errors: Vec<Value> = h.telegram().bot_messages(h.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("reported an error"))).collect();
+    let errors: Vec<Value> =
+        h.telegram().bot_messages(h.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("reported an error"))).collect();
     assert!(errors.is_empty(), "{errors:?}");
     h.finish().await;
 }

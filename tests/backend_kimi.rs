@@ -284,8 +284,7 @@ async fn killed_mid_turn_is_restarted_by_the_next_message() {
 #[ignore = "needs the kimi backend: bash tests/backends/install.sh kimi, then cargo test -- --include-ignored"]
 async fn an_unanswered_question_is_dismissed_at_its_deadline() {
     let ask = json!({"questions":[{"question":"Deploy now?","options":[{"label":"Yes"},{"label":"No"}]}]});
-    let Some(h) = start_with(&[tool_call("tc-1", "AskUserQuestion", ask), text("Not deploying then.")], &[("timeouts.question_secs", "2")]).await
-    else {
+    let Some(h) = start_with(&[tool_call("tc-1", "AskUserQuestion", ask), text("Not deploying then.")], &[("timeouts.question_secs", "2")]).await else {
         return;
     };
     h.person().say("deploy?");

@@ -122,7 +122,9 @@ async fn tool_messages(h: &BackendBridge, n: usize) -> Vec<(String, String, Stri
             .as_array()?
             .iter()
             .filter(|m| m["type"] == "tool")
-            .map(|m| (m["name"].as_str().unwrap_or("").to_owned(), m["status"].as_str().unwrap_or("").to_owned(), m["content"].as_str().unwrap_or("").to_owned()))
+            .map(|m| {
+                (m["name"].as_str().unwrap_or("").to_owned(), m["status"].as_str().unwrap_or("").to_owned(), m["content"].as_str().unwrap_or("").to_owned())
+            })
             .collect();
         (tools.len() >= n).then_some(tools)
     })
@@ -278,9 +280,10 @@ async fn a_decision_for_a_deleted_thread_is_not_delivered_and_not_resent() {
     let deleted = reqwest::Client::new().delete(format!("{}/threads/{thread}", server_url(&h))).send().await.expect("delete");
     assert!(deleted.status().is_success());
     h.person().click(id, "Approve").await;
-    let card =
-        wait_until(|| async { h.telegram().bot_messages(h.chat).into_iter().find(|m| m["message_id"].as_i64() == Some(id) && text_of(m).contains("not delivered")) })
-            .await;
+    let card = wait_until(|| async {
+        h.telegram().bot_messages(h.chat).into_iter().find(|m| m["message_id"].as_i64() == Some(id) && text_of(m).contains("not delivered"))
+    })
+    .await;
     assert!(text_of(&card).contains("the agent stopped waiting for this"), "{}", text_of(&card));
     tokio::time::sleep(Duration::from_secs(2)).await;
     let runs: Value = reqwest::get(format!("{}/threads/{thread}/runs", server_url(&h))).await.expect("runs").json().await.expect("JSON");

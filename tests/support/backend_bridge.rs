@@ -136,13 +136,8 @@ impl BackendBridge {
     /// allowed then. Stops the fake and closes the store.
     pub async fn finish(mut self) {
         self.stop_bridge().await;
-        let refused: Vec<_> = self
-            .harness
-            .telegram()
-            .errors()
-            .into_iter()
-            .filter(|(_, e)| !(self.restarted && e.starts_with("Bad Request: message is not modified")))
-            .collect();
+        let refused: Vec<_> =
+            self.harness.telegram().errors().into_iter().filter(|(_, e)| !(self.restarted && e.starts_with("Bad Request: message is not modified"))).collect();
         assert!(refused.is_empty(), "Telegram would have refused: {refused:?}");
         self.store.close().await;
         self.harness.shutdown().await;
