@@ -11,10 +11,7 @@ use support::backends;
 use support::bridge_process;
 use support::fake_telegram;
 mod support;
-use support::telegram_chat;
 use support::withholding_proxy;
-
-use telegram_chat::TelegramChat;
 
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
@@ -22,13 +19,12 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use fake_telegram::{FakeTelegram, User};
-use hitl_bridge::app::App;
-use hitl_bridge::config::Settings;
+use fake_telegram::User;
 use hitl_bridge::interaction::Interaction;
 use hitl_bridge::store::Store;
 use serde_json::{Value, json};
-use support::{Chat, wait_until};
+use support::backend_bridge::BackendBridge;
+use support::wait_until;
 
 /// The running AgentOS. Lives in a static, which is never dropped: the process also
 /// exits when its stdin (held here) closes, i.e. when this test binary ends.
@@ -152,70 +148,19 @@ fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
 }
 
-/// Fake Telegram + a bridge on AgentOS, with Anh's private chat.
-struct Harness {
-    os: &'static AgentOs,
-    fake: FakeTelegram,
-    settings: Settings,
-    app: Option<App>,
-    store: Store,
-    chat: i64,
-    _dir: tempfile::TempDir,
+/// A bridge in front of AgentOS's agent `ops` on the fake Telegram, where Anh has a
+/// private chat with the bot.
+async fn start(os: &'static AgentOs) -> BackendBridge {
+    BackendBridge::on("agno", anh()).settings(&[("agno.url", &os.url), ("agno.agent_id", "ops"), ("http.enabled", "false")]).start().await
 }
 
-impl Harness {
-    async fn start(os: &'static AgentOs) -> Harness {
-        let support::Harness { telegram, dir, settings, .. } = support::Harness::on(Chat::Telegram)
-            .no_agent()
-            .settings(&[
-                ("backend.kind", "agno"),
-                ("backend.reconnect_max_secs", "1"),
-                ("agno.url", &os.url),
-                ("agno.agent_id", "ops"),
-                ("http.enabled", "false"),
-            ])
-            .tweak(|settings| settings.access.users = vec![format!("telegram:{}", anh().id)])
-            .build()
-            .await;
-        let fake = telegram.expect("the fake Bot API");
-        let chat = fake.private_chat(&anh());
-        let app = support::start_headless(&settings).await;
-        let store = Store::connect(&settings.store.url).await.expect("store");
-        Harness { os, fake, settings, app: Some(app), store, chat, _dir: dir }
-    }
-
-    async fn restart_bridge(&mut self) {
-        if let Some(app) = self.app.take() {
-            app.stop().await;
-        }
-        let app = support::start_headless(&self.settings).await;
-        self.app = Some(app);
-    }
-
-    /// Anh's chat with the bot.
-    fn person(&self) -> TelegramChat<'_> {
-        TelegramChat { fake: &self.fake, chat: self.chat, user: anh() }
-    }
-
-    /// The one pending interaction: its session (= the AgentOS session) and run id.
-    async fn pending(&self) -> (Interaction, String, String) {
-        let interaction = wait_until(|| async { self.store.pending_interactions().await.expect("pending").into_iter().next() }).await;
-        let key = interaction.approval_key().to_owned();
-        let run_id = key.split_once(':').expect("key names a run").0.to_owned();
-        let session = interaction.session_id.clone();
-        (interaction, session, run_id)
-    }
-
-    async fn finish(mut self, allow_unmodified: bool) {
-        if let Some(app) = self.app.take() {
-            app.stop().await;
-        }
-        let unexpected: Vec<_> =
-            self.fake.errors().into_iter().filter(|(_, e)| !(allow_unmodified && e.starts_with("Bad Request: message is not modified"))).collect();
-        assert!(unexpected.is_empty(), "Telegram would have refused: {unexpected:?}");
-        self.fake.shutdown();
-        self.store.close().await;
-    }
+/// The one pending interaction: its session (= the AgentOS session) and run id.
+async fn pending(h: &BackendBridge) -> (Interaction, String, String) {
+    let interaction = wait_until(|| async { h.store.pending_interactions().await.expect("pending").into_iter().next() }).await;
+    let key = interaction.approval_key().to_owned();
+    let run_id = key.split_once(':').expect("key names a run").0.to_owned();
+    let session = interaction.session_id.clone();
+    (interaction, session, run_id)
 }
 
 fn id_of(message: &Value) -> i64 {
@@ -228,29 +173,29 @@ fn id_of(message: &Value) -> i64 {
 #[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 async fn approve_runs_the_tool_and_the_model_sees_its_result() {
     let Some(os) = agent_os() else { return };
-    let h = Harness::start(os).await;
+    let h = start(os).await;
     let target = unique("prod");
     h.person().say(&format!("please deploy {target}"));
     let m = h.person().message_with("deploy").await;
     assert!(m["text"].as_str().unwrap().contains(&target), "the args are shown: {}", m["text"]);
-    let (interaction, session, run_id) = h.pending().await;
+    let (interaction, session, run_id) = pending(&h).await;
     assert!(interaction.approval_key().starts_with(&format!("{run_id}:call_")), "{}", interaction.approval_key());
-    let paused = h.os.run(&session, &run_id).await;
+    let paused = os.run(&session, &run_id).await;
     assert_eq!(paused["status"], "PAUSED");
     assert_eq!(paused["user_id"], "telegram:4242", "the run knows who asked");
 
     h.person().click(id_of(&m), "Approve").await;
     h.person().message_with(&format!("model saw: deployed to {target}")).await;
-    let run = h.os.run_with_status(&session, &run_id, "COMPLETED").await;
+    let run = os.run_with_status(&session, &run_id, "COMPLETED").await;
     assert_eq!(run["tools"][0]["confirmed"], json!(true));
     assert_eq!(run["tools"][0]["result"], json!(format!("deployed to {target}")));
-    let seen = h.os.tool_results_seen(&target).await;
+    let seen = os.tool_results_seen(&target).await;
     assert_eq!(seen, vec![json!({"tool_call_id": run["tools"][0]["tool_call_id"], "content": format!("deployed to {target}")})]);
     // The continue was sent once: one call before the pause, one after.
-    assert_eq!(h.os.model_requests(&target).await.len(), 2);
+    assert_eq!(os.model_requests(&target).await.len(), 2);
     let done = h.person().message_shows(id_of(&m), "✅ Approved by Anh").await;
     assert!(done.get("reply_markup").is_none(), "the buttons are gone: {done}");
-    h.finish(false).await;
+    h.finish().await;
 }
 
 /// Comment (a `respond`): the tool does not run, the note is what the model reads.
@@ -258,21 +203,21 @@ async fn approve_runs_the_tool_and_the_model_sees_its_result() {
 #[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 async fn comment_rejects_with_a_note_the_model_reads() {
     let Some(os) = agent_os() else { return };
-    let h = Harness::start(os).await;
+    let h = start(os).await;
     let target = unique("db");
     h.person().say(&format!("deploy {target}"));
     let m = h.person().message_with("deploy").await;
-    let (_, session, run_id) = h.pending().await;
+    let (_, session, run_id) = pending(&h).await;
     h.person().click(id_of(&m), "Comment").await;
     let note = format!("not on friday, {target}");
     h.person().reply_to_prompt("Reply with your comment", &note).await;
     h.person().message_with(&format!("model saw: {note}")).await;
-    let run = h.os.run_with_status(&session, &run_id, "COMPLETED").await;
+    let run = os.run_with_status(&session, &run_id, "COMPLETED").await;
     assert_eq!(run["tools"][0]["confirmed"], json!(false));
     assert_eq!(run["tools"][0]["confirmation_note"], json!(note));
-    let seen = h.os.tool_results_seen(&target).await;
+    let seen = os.tool_results_seen(&target).await;
     assert_eq!(seen, vec![json!({"tool_call_id": run["tools"][0]["tool_call_id"], "content": note})]);
-    h.finish(false).await;
+    h.finish().await;
 }
 
 /// Two tool calls in one pause: one request, a decision each, one continue.
@@ -280,11 +225,11 @@ async fn comment_rejects_with_a_note_the_model_reads() {
 #[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 async fn two_tool_calls_get_one_decision_each() {
     let Some(os) = agent_os() else { return };
-    let h = Harness::start(os).await;
+    let h = start(os).await;
     let (a, b) = (unique("a"), unique("b"));
     h.person().say(&format!("deploy {a} and {b}"));
     let m = h.person().message_with(&b).await;
-    let (_, session, run_id) = h.pending().await;
+    let (_, session, run_id) = pending(&h).await;
     let id = id_of(&m);
     h.person().click(id, "Approve #1").await;
     h.person().message_shows(id, "→ ✅").await;
@@ -292,10 +237,10 @@ async fn two_tool_calls_get_one_decision_each() {
     h.person().message_shows(id, "→ ❌").await;
     h.person().click(id, "Submit").await;
     h.person().message_with(&format!("model saw: deployed to {a} | Function call was rejected by the user")).await;
-    let run = h.os.run_with_status(&session, &run_id, "COMPLETED").await;
+    let run = os.run_with_status(&session, &run_id, "COMPLETED").await;
     let tools: Vec<_> = run["tools"].as_array().unwrap().iter().map(|t| (t["tool_args"]["target"].clone(), t["confirmed"].clone())).collect();
     assert_eq!(tools, vec![(json!(a), json!(true)), (json!(b), json!(false))]);
-    h.finish(false).await;
+    h.finish().await;
 }
 
 /// Seed 004: ask_user's multi-select question (with a label holding ", " and typed
@@ -305,13 +250,13 @@ async fn two_tool_calls_get_one_decision_each() {
 #[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 async fn user_feedback_questions_reach_ask_user_as_selected_options() {
     let Some(os) = agent_os() else { return };
-    let h = Harness::start(os).await;
+    let h = start(os).await;
     let word = unique("trip");
     h.person().say(&format!("plan a {word}"));
     let q = h.person().message_with("[1/2]").await;
     let id = id_of(&q);
     assert!(q["text"].as_str().unwrap().contains("Which activities do you want?"), "{}", q["text"]);
-    let (_, session, run_id) = h.pending().await;
+    let (_, session, run_id) = pending(&h).await;
     h.person().click(id, "Hiking").await;
     h.person().message_shows(id, "→ Hiking").await;
     h.person().click(id, "Museums, galleries").await;
@@ -326,16 +271,16 @@ async fn user_feedback_questions_reach_ask_user_as_selected_options() {
     h.person().click(id, "Submit").await;
 
     h.person().message_with("model saw: User feedback received").await;
-    let run = h.os.run_with_status(&session, &run_id, "COMPLETED").await;
+    let run = os.run_with_status(&session, &run_id, "COMPLETED").await;
     let schema = &run["tools"][0]["user_feedback_schema"];
     assert_eq!(schema[0]["selected_options"], json!(["Hiking", "Museums, galleries", "Cooking class"]));
     assert_eq!(schema[1]["selected_options"], json!(["Low"]));
     assert_eq!(run["tools"][0]["answered"], json!(true));
-    let seen = h.os.tool_results_seen(&word).await;
+    let seen = os.tool_results_seen(&word).await;
     let expected = "User feedback received: [{\"question\": \"Which activities do you want?\", \"selected\": [\"Hiking\", \"Museums, galleries\", \"Cooking class\"]}, \
                     {\"question\": \"What budget?\", \"selected\": [\"Low\"]}]";
     assert_eq!(seen, vec![json!({"tool_call_id": run["tools"][0]["tool_call_id"], "content": expected})]);
-    h.finish(false).await;
+    h.finish().await;
 }
 
 /// The bridge restarts while a run waits: the old message's button still works, and
@@ -344,18 +289,18 @@ async fn user_feedback_questions_reach_ask_user_as_selected_options() {
 #[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 async fn a_paused_run_is_answered_after_a_bridge_restart() {
     let Some(os) = agent_os() else { return };
-    let mut h = Harness::start(os).await;
+    let mut h = start(os).await;
     let target = unique("edge");
     h.person().say(&format!("deploy {target}"));
     let m = h.person().message_with("deploy").await;
-    let (_, session, run_id) = h.pending().await;
+    let (_, session, run_id) = pending(&h).await;
     h.restart_bridge().await;
     h.person().click(id_of(&m), "Approve").await;
     h.person().message_with(&format!("model saw: deployed to {target}")).await;
-    let run = h.os.run_with_status(&session, &run_id, "COMPLETED").await;
+    let run = os.run_with_status(&session, &run_id, "COMPLETED").await;
     assert_eq!(run["tools"][0]["confirmed"], json!(true));
-    assert_eq!(h.os.model_requests(&target).await.len(), 2, "continued exactly once");
-    h.finish(true).await;
+    assert_eq!(os.model_requests(&target).await.len(), 2, "continued exactly once");
+    h.finish().await;
 }
 
 /// AgentOS no longer has the run (its session was deleted): the answer cannot be
@@ -364,17 +309,17 @@ async fn a_paused_run_is_answered_after_a_bridge_restart() {
 #[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 async fn an_answer_agentos_cannot_take_is_reported_on_the_card() {
     let Some(os) = agent_os() else { return };
-    let h = Harness::start(os).await;
+    let h = start(os).await;
     let target = unique("gone");
     h.person().say(&format!("deploy {target}"));
     let m = h.person().message_with("deploy").await;
-    let (_, session, _) = h.pending().await;
+    let (_, session, _) = pending(&h).await;
     let deleted = reqwest::Client::new().delete(format!("{}/sessions/{session}", os.url)).send().await.expect("DELETE");
     assert!(deleted.status().is_success(), "{}", deleted.status());
     h.person().click(id_of(&m), "Approve").await;
     h.person().message_shows(id_of(&m), "not delivered: the agent stopped waiting for this").await;
-    assert_eq!(h.os.model_requests(&target).await.len(), 1, "the model was not called again");
-    h.finish(false).await;
+    assert_eq!(os.model_requests(&target).await.len(), 1, "the model was not called again");
+    h.finish().await;
 }
 
 /// `/cancel` while a run waits: the request closes in the chat and AgentOS is told
@@ -384,16 +329,16 @@ async fn an_answer_agentos_cannot_take_is_reported_on_the_card() {
 #[ignore = "needs the agno backend: bash tests/backends/install.sh agno, then cargo test -- --include-ignored"]
 async fn cancel_cancels_the_waiting_run() {
     let Some(os) = agent_os() else { return };
-    let h = Harness::start(os).await;
+    let h = start(os).await;
     let target = unique("cancel");
     h.person().say(&format!("deploy {target}"));
     let m = h.person().message_with("deploy").await;
-    let (_, session, run_id) = h.pending().await;
+    let (_, session, run_id) = pending(&h).await;
     h.person().say("/cancel");
     h.person().message_shows(id_of(&m), "Cancelled").await;
     // The cancel command leaves the outbox once AgentOS answered it.
     wait_until(|| async { h.store.outbox_for_session(&session).await.expect("outbox").is_empty().then_some(()) }).await;
-    let run = h.os.run(&session, &run_id).await;
+    let run = os.run(&session, &run_id).await;
     assert_eq!(run["status"], "PAUSED");
     let mut tools = run["tools"].clone();
     tools[0]["confirmed"] = json!(true);
@@ -401,8 +346,8 @@ async fn cancel_cancels_the_waiting_run() {
     let url = format!("{}/agents/ops/runs/{run_id}/continue", os.url);
     let body = reqwest::Client::new().post(url).form(&form).send().await.expect("continue").text().await.expect("body");
     assert!(body.contains("event: RunCancelled") && !body.contains("ToolCallStarted"), "{body}");
-    assert_eq!(h.os.model_requests(&target).await.len(), 1, "the model was not called again");
-    h.finish(false).await;
+    assert_eq!(os.model_requests(&target).await.len(), 1, "the model was not called again");
+    h.finish().await;
 }
 
 // ---- SIGKILL at each point of a turn, the real binary ------------------------------

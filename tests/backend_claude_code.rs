@@ -9,9 +9,6 @@ use support::backends;
 use support::bridge_process;
 use support::fake_telegram;
 mod support;
-use support::telegram_chat;
-
-use telegram_chat::TelegramChat;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -19,11 +16,10 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use fake_telegram::{FakeTelegram, User};
-use hitl_bridge::app::App;
-use hitl_bridge::config::Settings;
+use fake_telegram::User;
 use serde_json::{Value, json};
-use support::{Chat, wait_until};
+use support::backend_bridge::{BackendBridge, processes_in};
+use support::wait_until;
 
 fn thao() -> User {
     User::new(1001, "Thảo", Some("en"))
@@ -106,100 +102,42 @@ fn unique(name: &str) -> String {
     format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
 }
 
-/// Claude Code + fake model + fake Telegram + the bridge, with Thảo's private chat.
-struct Harness {
-    model: &'static FakeModel,
-    fake: FakeTelegram,
-    dir: tempfile::TempDir,
-    settings: Settings,
-    app: Option<App>,
-    chat: i64,
-    /// After a restart the bridge re-renders pending messages without knowing what
-    /// they show; Telegram answers "message is not modified", which it treats as done.
-    allow_unmodified: bool,
+/// Claude Code in the test's work dir, its fake model, and a bridge in front of it on
+/// the fake Telegram, where Thảo has a private chat with the bot. (`installed` fails
+/// the test when Claude Code is not installed.)
+async fn start(extra: &[(&str, &str)]) -> Option<(BackendBridge, &'static FakeModel)> {
+    let venv = backends::installed("claude_code")?;
+    let model = fake_model(&venv);
+    let bridge = BackendBridge::on("claude_code", thao())
+        .settings(extra)
+        .prepare(move |settings, dir| {
+            let home = dir.join("home");
+            std::fs::create_dir_all(&home).expect("home");
+            let cc = &mut settings.claude_code;
+            cc.cli_path = bundled_cli(&venv).display().to_string();
+            cc.work_dir = dir.join("work").display().to_string();
+            cc.env = vec![
+                format!("ANTHROPIC_BASE_URL={}", model.url),
+                "ANTHROPIC_API_KEY=dummy".into(),
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1".into(),
+                "DISABLE_TELEMETRY=1".into(),
+                "DISABLE_AUTOUPDATER=1".into(),
+                format!("HOME={}", home.display()),
+            ];
+        })
+        // Its Claude Code processes end with the bridge.
+        .runs_in("work")
+        .start()
+        .await;
+    Some((bridge, model))
 }
 
-impl Harness {
-    /// (`installed` fails the test when Claude Code is not installed.)
-    async fn start(extra: &[(&str, &str)]) -> Option<Harness> {
-        let venv = backends::installed("claude_code")?;
-        let model = fake_model(&venv);
-        let support::Harness { telegram, dir, mut settings, .. } = support::Harness::on(Chat::Telegram)
-            .no_agent()
-            .settings(&[("backend.kind", "claude_code"), ("backend.reconnect_max_secs", "1")])
-            .settings(extra)
-            .tweak(|settings| settings.access.users = vec![format!("telegram:{}", thao().id)])
-            .build()
-            .await;
-        let fake = telegram.expect("the fake Bot API");
-        let home = dir.path().join("home");
-        std::fs::create_dir_all(&home).expect("home");
-        let cc = &mut settings.claude_code;
-        cc.cli_path = bundled_cli(&venv).display().to_string();
-        cc.work_dir = dir.path().join("work").display().to_string();
-        cc.env = vec![
-            format!("ANTHROPIC_BASE_URL={}", model.url),
-            "ANTHROPIC_API_KEY=dummy".into(),
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1".into(),
-            "DISABLE_TELEMETRY=1".into(),
-            "DISABLE_AUTOUPDATER=1".into(),
-            format!("HOME={}", home.display()),
-        ];
-        let chat = fake.private_chat(&thao());
-        let mut h = Harness { model, fake, dir, settings, app: None, chat, allow_unmodified: false };
-        h.start_bridge().await;
-        Some(h)
-    }
-
-    async fn start_bridge(&mut self) {
-        let app = support::start_headless(&self.settings).await;
-        self.app = Some(app);
-    }
-
-    /// Stops the bridge (its Claude Code processes end with it) and starts it again.
-    async fn restart_bridge(&mut self) {
-        if let Some(app) = self.app.take() {
-            app.stop().await;
-        }
-        wait_until(|| async { processes_in(&self.work_dir()).is_empty().then_some(()) }).await;
-        self.allow_unmodified = true;
-        self.start_bridge().await;
-    }
-
-    fn work_dir(&self) -> PathBuf {
-        self.dir.path().join("work")
-    }
-
-    /// Thao's chat with the bot.
-    fn person(&self) -> TelegramChat<'_> {
-        TelegramChat { fake: &self.fake, chat: self.chat, user: thao() }
-    }
-
-    async fn finish(mut self) {
-        if let Some(app) = self.app.take() {
-            app.stop().await;
-        }
-        let refused: Vec<_> =
-            self.fake.errors().into_iter().filter(|(_, e)| !(self.allow_unmodified && e.starts_with("Bad Request: message is not modified"))).collect();
-        assert!(refused.is_empty(), "Telegram would have refused: {refused:?}");
-        self.fake.shutdown();
-    }
+fn work_dir(h: &BackendBridge) -> PathBuf {
+    h.dir.path().join("work")
 }
 
 fn id_of(message: &Value) -> i64 {
     message["message_id"].as_i64().expect("message id")
-}
-
-/// PIDs of the Claude Code processes running in `dir`.
-fn processes_in(dir: &Path) -> Vec<u32> {
-    let Ok(dir) = dir.canonicalize() else { return Vec::new() };
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir))
-        .collect()
 }
 
 fn bash(id: &str, command: &str, description: &str) -> Value {
@@ -212,11 +150,11 @@ fn bash(id: &str, command: &str, description: &str) -> Value {
 #[tokio::test]
 #[ignore = "needs the claude_code backend: bash tests/backends/install.sh claude_code, then cargo test -- --include-ignored"]
 async fn approve_runs_the_tool_and_the_model_sees_its_output() {
-    let Some(h) = Harness::start(&[]).await else { return };
+    let Some((h, model)) = start(&[]).await else { return };
     let key = unique("approve");
     let id = format!("toolu_{}", key.replace('-', "_"));
     script(
-        h.model,
+        model,
         &key,
         json!([
             [{"text": "I will write the file."}, bash(&id, "echo approved > out.txt && cat out.txt", "Write out.txt")],
@@ -233,10 +171,10 @@ async fn approve_runs_the_tool_and_the_model_sees_its_output() {
     assert_eq!(h.person().click(id_of(&request), "Approve").await["text"], "Decision saved");
     h.person().message_shows(id_of(&request), "✅ Approve").await;
     h.person().message_with("Done: the file says approved.").await;
-    let result = tool_result(h.model, &key, &id).await;
+    let result = tool_result(model, &key, &id).await;
     assert_eq!(result_text(&result), "approved");
     assert_ne!(result["is_error"], true, "{result}");
-    assert_eq!(std::fs::read_to_string(h.work_dir().join("out.txt")).unwrap(), "approved\n");
+    assert_eq!(std::fs::read_to_string(work_dir(&h).join("out.txt")).unwrap(), "approved\n");
     h.finish().await;
 }
 
@@ -244,11 +182,11 @@ async fn approve_runs_the_tool_and_the_model_sees_its_output() {
 #[tokio::test]
 #[ignore = "needs the claude_code backend: bash tests/backends/install.sh claude_code, then cargo test -- --include-ignored"]
 async fn edit_runs_the_tool_with_the_edited_input() {
-    let Some(h) = Harness::start(&[]).await else { return };
+    let Some((h, model)) = start(&[]).await else { return };
     let key = unique("edit");
     let id = format!("toolu_{}", key.replace('-', "_"));
     script(
-        h.model,
+        model,
         &key,
         json!([
             [bash(&id, "echo original > out.txt && cat out.txt", "Write out.txt")],
@@ -266,9 +204,9 @@ async fn edit_runs_the_tool_with_the_edited_input() {
         )
         .await;
     h.person().message_with("Edited run finished.").await;
-    let result = tool_result(h.model, &key, &id).await;
+    let result = tool_result(model, &key, &id).await;
     assert_eq!(result_text(&result), "edited");
-    assert_eq!(std::fs::read_to_string(h.work_dir().join("out.txt")).unwrap(), "edited\n");
+    assert_eq!(std::fs::read_to_string(work_dir(&h).join("out.txt")).unwrap(), "edited\n");
     h.finish().await;
 }
 
@@ -277,11 +215,11 @@ async fn edit_runs_the_tool_with_the_edited_input() {
 #[tokio::test]
 #[ignore = "needs the claude_code backend: bash tests/backends/install.sh claude_code, then cargo test -- --include-ignored"]
 async fn reject_and_comment_deny_with_a_message() {
-    let Some(h) = Harness::start(&[("claude_code.deny_message", "Not now, says the bridge.")]).await else { return };
+    let Some((h, model)) = start(&[("claude_code.deny_message", "Not now, says the bridge.")]).await else { return };
     let key = unique("deny");
     let (first, second) = (format!("toolu_{}_a", key.replace('-', "_")), format!("toolu_{}_b", key.replace('-', "_")));
     script(
-        h.model,
+        model,
         &key,
         json!([
             [bash(&first, "echo one > one.txt", "First write")],
@@ -293,7 +231,7 @@ async fn reject_and_comment_deny_with_a_message() {
     h.person().say(&format!("{key}: write two files"));
     let request = h.person().message_with("First write").await;
     h.person().click(id_of(&request), "Reject").await;
-    let result = tool_result(h.model, &key, &first).await;
+    let result = tool_result(model, &key, &first).await;
     assert_eq!(result_text(&result), "Not now, says the bridge.");
     assert_eq!(result["is_error"], true);
 
@@ -301,10 +239,10 @@ async fn reject_and_comment_deny_with_a_message() {
     h.person().click(id_of(&request), "Comment").await;
     h.person().reply_to_prompt("Reply with your comment.", "Use the staging bucket instead.").await;
     h.person().message_with("Understood, nothing was written.").await;
-    let result = tool_result(h.model, &key, &second).await;
+    let result = tool_result(model, &key, &second).await;
     assert_eq!(result_text(&result), "Use the staging bucket instead.");
     assert_eq!(result["is_error"], true);
-    assert!(!h.work_dir().join("one.txt").exists() && !h.work_dir().join("two.txt").exists());
+    assert!(!work_dir(&h).join("one.txt").exists() && !work_dir(&h).join("two.txt").exists());
     h.finish().await;
 }
 
@@ -314,7 +252,7 @@ async fn reject_and_comment_deny_with_a_message() {
 #[tokio::test]
 #[ignore = "needs the claude_code backend: bash tests/backends/install.sh claude_code, then cargo test -- --include-ignored"]
 async fn ask_user_question_multi_select_and_free_text_answers() {
-    let Some(h) = Harness::start(&[]).await else { return };
+    let Some((h, model)) = start(&[]).await else { return };
     let key = unique("ask");
     let id = format!("toolu_{}", key.replace('-', "_"));
     let questions = json!({"questions": [
@@ -324,7 +262,7 @@ async fn ask_user_question_multi_select_and_free_text_answers() {
             {"label": "Small", "description": "S"}, {"label": "Large", "description": "L"}]},
     ]});
     script(
-        h.model,
+        model,
         &key,
         json!([
             [{"tool_use": {"id": id, "name": "AskUserQuestion", "input": questions}}],
@@ -348,7 +286,7 @@ async fn ask_user_question_multi_select_and_free_text_answers() {
     h.person().message_with("Thanks for choosing.").await;
     // Claude Code words the result around the answers (the wording changes with
     // the answers, e.g. typed text); the answers are what the bridge sent.
-    let result = result_text(&tool_result(h.model, &key, &id).await);
+    let result = result_text(&tool_result(model, &key, &id).await);
     assert!(result.contains(r#""Which colours?"="Red, Green", "Which size?"="Medium""#), "{result}");
     h.finish().await;
 }
@@ -359,21 +297,21 @@ async fn ask_user_question_multi_select_and_free_text_answers() {
 #[tokio::test]
 #[ignore = "needs the claude_code backend: bash tests/backends/install.sh claude_code, then cargo test -- --include-ignored"]
 async fn the_conversation_survives_a_process_restart() {
-    let Some(h) = Harness::start(&[("backend.idle_close_secs", "1")]).await else { return };
+    let Some((h, model)) = start(&[("backend.idle_close_secs", "1")]).await else { return };
     let (first, second) = (unique("first"), unique("second"));
-    script(h.model, &first, json!([[{"text": "First answer."}]])).await;
-    script(h.model, &second, json!([[{"text": "Second answer."}]])).await;
+    script(model, &first, json!([[{"text": "First answer."}]])).await;
+    script(model, &second, json!([[{"text": "Second answer."}]])).await;
     h.person().say(&format!("{first}: hello"));
     h.person().message_with("First answer.").await;
-    assert!(!processes_in(&h.work_dir()).is_empty(), "Claude Code runs in the work dir");
-    wait_until(|| async { processes_in(&h.work_dir()).is_empty().then_some(()) }).await;
+    assert!(!processes_in(&work_dir(&h)).is_empty(), "Claude Code runs in the work dir");
+    wait_until(|| async { processes_in(&work_dir(&h)).is_empty().then_some(()) }).await;
     h.person().say(&format!("{second}: again"));
     h.person().message_with("Second answer.").await;
-    let requests = model_requests(h.model, &second).await;
+    let requests = model_requests(model, &second).await;
     let history = requests[0]["messages"].to_string();
     assert!(history.contains(&format!("{first}: hello")) && history.contains("First answer."), "the resumed conversation: {history}");
     // The resumed process does not replay the old turn into the chat.
-    let shown = h.fake.bot_messages(h.chat).into_iter().filter(|m| m["text"] == "First answer.").count();
+    let shown = h.telegram().bot_messages(h.chat).into_iter().filter(|m| m["text"] == "First answer.").count();
     assert_eq!(shown, 1);
     h.finish().await;
 }
@@ -384,21 +322,22 @@ async fn the_conversation_survives_a_process_restart() {
 #[tokio::test]
 #[ignore = "needs the claude_code backend: bash tests/backends/install.sh claude_code, then cargo test -- --include-ignored"]
 async fn cancel_interrupts_the_turn_without_an_error() {
-    let Some(h) = Harness::start(&[]).await else { return };
+    let Some((h, model)) = start(&[]).await else { return };
     let (key, next) = (unique("cancel"), unique("after-cancel"));
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(h.model, &key, json!([[bash(&id, "echo never > never.txt", "Never written")]])).await;
-    script(h.model, &next, json!([[{"text": "Back after the cancel."}]])).await;
+    script(model, &key, json!([[bash(&id, "echo never > never.txt", "Never written")]])).await;
+    script(model, &next, json!([[{"text": "Back after the cancel."}]])).await;
     h.person().say(&format!("{key}: start"));
     let request = h.person().message_with("Never written").await;
     h.person().say("/cancel");
     h.person().message_shows(id_of(&request), "✖ Cancelled").await;
     h.person().say(&format!("{next}: go on"));
     h.person().message_with("Back after the cancel.").await;
-    let history = model_requests(h.model, &next).await[0]["messages"].to_string();
+    let history = model_requests(model, &next).await[0]["messages"].to_string();
     assert!(history.contains(&id), "the cancelled tool call is in the continued conversation: {history}");
-    assert!(!h.work_dir().join("never.txt").exists());
-    let errors: Vec<Value> = h.fake.bot_messages(h.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("reported an error"))).collect();
+    assert!(!work_dir(&h).join("never.txt").exists());
+    let errors: Vec<Value> =
+        h.telegram().bot_messages(h.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("reported an error"))).collect();
     assert!(errors.is_empty(), "{errors:?}");
     h.finish().await;
 }
@@ -410,28 +349,28 @@ async fn cancel_interrupts_the_turn_without_an_error() {
 #[tokio::test]
 #[ignore = "needs the claude_code backend: bash tests/backends/install.sh claude_code, then cargo test -- --include-ignored"]
 async fn a_reply_after_a_bridge_restart_is_not_delivered_and_the_conversation_goes_on() {
-    let Some(mut h) = Harness::start(&[]).await else { return };
+    let Some((mut h, model)) = start(&[]).await else { return };
     let (key, next) = (unique("restart"), unique("after-restart"));
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(h.model, &key, json!([[bash(&id, "echo late > late.txt", "Late write")]])).await;
-    script(h.model, &next, json!([[{"text": "Resumed after the restart."}]])).await;
+    script(model, &key, json!([[bash(&id, "echo late > late.txt", "Late write")]])).await;
+    script(model, &next, json!([[{"text": "Resumed after the restart."}]])).await;
     h.person().say(&format!("{key}: start"));
     let request = h.person().message_with("Late write").await;
     h.restart_bridge().await;
     // The pending request keeps the session connected: a new process starts.
-    wait_until(|| async { (!processes_in(&h.work_dir()).is_empty()).then_some(()) }).await;
+    wait_until(|| async { (!processes_in(&work_dir(&h)).is_empty()).then_some(()) }).await;
     h.person().click(id_of(&request), "Approve").await;
     h.person().message_shows(id_of(&request), "not delivered: the agent stopped waiting for this").await;
     h.person().say(&format!("{next}: go on"));
     h.person().message_with("Resumed after the restart.").await;
-    let history = model_requests(h.model, &next).await[0]["messages"].to_string();
+    let history = model_requests(model, &next).await[0]["messages"].to_string();
     assert!(history.contains(&format!("{key}: start")) && history.contains(&id), "the resumed conversation: {history}");
-    assert!(!h.work_dir().join("late.txt").exists(), "the tool never ran");
+    assert!(!work_dir(&h).join("late.txt").exists(), "the tool never ran");
     // The model was asked once for the first message: it was proven read before the
     // restart (the ping after it was answered), so the new process did not get it
     // again, and the old one was interrupted on its way out instead of answering its
     // open permission request with an error and asking the model again.
-    assert_eq!(model_requests(h.model, &key).await.len(), 1);
+    assert_eq!(model_requests(model, &key).await.len(), 1);
     h.finish().await;
 }
 
@@ -442,9 +381,9 @@ async fn a_reply_after_a_bridge_restart_is_not_delivered_and_the_conversation_go
 /// Runs `claude -p` (the bundled CLI, the scripted model) with the bridge's `/mcp` as
 /// MCP server `hitl` and its permission prompts through `approval_prompt`, in `work`;
 /// returns the CLI's JSON result once it exits.
-async fn claude_with_mcp(h: &Harness, prompt: &str, work: &Path) -> tokio::task::JoinHandle<Value> {
+async fn claude_with_mcp(h: &BackendBridge, prompt: &str, work: &Path) -> tokio::task::JoinHandle<Value> {
     let venv = backends::installed("claude_code").expect("installed");
-    let base = format!("http://{}", h.app.as_ref().and_then(|a| a.http_addr()).expect("http listener"));
+    let base = format!("http://{}", h.app().http_addr().expect("http listener"));
     let config = json!({"mcpServers": {"hitl": {"type": "http", "url": format!("{base}/mcp"), "headers": {"Authorization": "Bearer mcp-secret"}}}});
     let mut command = tokio::process::Command::new(bundled_cli(&venv));
     command
@@ -491,7 +430,7 @@ async fn claude_with_mcp(h: &Harness, prompt: &str, work: &Path) -> tokio::task:
 #[tokio::test]
 #[ignore = "needs the claude_code backend: bash tests/backends/install.sh claude_code, then cargo test -- --include-ignored"]
 async fn claude_codes_permission_prompts_go_to_the_chat_over_mcp() {
-    let Some(mut h) = Harness::start(&[]).await else { return };
+    let Some((mut h, model)) = start(&[]).await else { return };
     h.settings.http.api_tokens = vec!["claude:mcp-secret".into()];
     h.settings.mcp.default_targets = vec![format!("telegram:{}", h.chat)];
     h.restart_bridge().await;
@@ -501,7 +440,7 @@ async fn claude_codes_permission_prompts_go_to_the_chat_over_mcp() {
     // Approve.
     let key = unique("mcp-approve");
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(h.model, &key, json!([[bash(&id, "echo approved > approved.txt", "Write approved.txt")], [{"text": "Wrote it."}]])).await;
+    script(model, &key, json!([[bash(&id, "echo approved > approved.txt", "Write approved.txt")], [{"text": "Wrote it."}]])).await;
     let run = claude_with_mcp(&h, &format!("{key}: write the file"), &work).await;
     let card = h.person().message_with("echo approved").await;
     h.person().click(id_of(&card), "Approve").await;
@@ -512,32 +451,32 @@ async fn claude_codes_permission_prompts_go_to_the_chat_over_mcp() {
     // Comment: denied with the commenter's words, which the model reads.
     let key = unique("mcp-comment");
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(h.model, &key, json!([[bash(&id, "echo no > commented.txt", "Write commented.txt")], [{"text": "Understood, staging."}]])).await;
+    script(model, &key, json!([[bash(&id, "echo no > commented.txt", "Write commented.txt")], [{"text": "Understood, staging."}]])).await;
     let run = claude_with_mcp(&h, &format!("{key}: write the file"), &work).await;
     let card = h.person().message_with("commented.txt").await;
     h.person().click(id_of(&card), "Comment").await;
     h.person().reply_to_prompt("Reply with your comment.", "Use the staging bucket instead.").await;
     assert_eq!(run.await.unwrap()["result"], "Understood, staging.");
-    let denied = tool_result(h.model, &key, &id).await;
+    let denied = tool_result(model, &key, &id).await;
     assert!(result_text(&denied).contains("Use the staging bucket instead."), "{denied}");
     assert!(!work.join("commented.txt").exists());
 
     // Reject: denied with the approver's name, and the tool never runs.
     let key = unique("mcp-reject");
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(h.model, &key, json!([[bash(&id, "echo no > refused.txt", "Write refused.txt")], [{"text": "Understood."}]])).await;
+    script(model, &key, json!([[bash(&id, "echo no > refused.txt", "Write refused.txt")], [{"text": "Understood."}]])).await;
     let run = claude_with_mcp(&h, &format!("{key}: write the file"), &work).await;
     let card = h.person().message_with("refused.txt").await;
     h.person().click(id_of(&card), "Reject").await;
     assert_eq!(run.await.unwrap()["result"], "Understood.");
-    let denied = tool_result(h.model, &key, &id).await;
+    let denied = tool_result(model, &key, &id).await;
     assert!(result_text(&denied).contains("Rejected by Thảo."), "{denied}");
     assert!(!work.join("refused.txt").exists());
 
     // Edit.
     let key = unique("mcp-edit");
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(h.model, &key, json!([[bash(&id, "echo original > edited.txt", "Write edited.txt")], [{"text": "Edited run finished."}]])).await;
+    script(model, &key, json!([[bash(&id, "echo original > edited.txt", "Write edited.txt")], [{"text": "Edited run finished."}]])).await;
     let run = claude_with_mcp(&h, &format!("{key}: write the file"), &work).await;
     let card = h.person().message_with("echo original").await;
     h.person().click(id_of(&card), "Edit").await;

@@ -12,17 +12,14 @@ use support::backends;
 use support::bridge_process;
 use support::fake_telegram;
 mod support;
-use support::telegram_chat;
-
-use telegram_chat::TelegramChat;
 
 use std::path::{Path, PathBuf};
 
-use fake_telegram::{FakeTelegram, User};
-use hitl_bridge::app::App;
+use fake_telegram::User;
 use hitl_bridge::backend::kimi::KimiSettings;
 use serde_json::{Value, json};
-use support::{Chat, wait_until};
+use support::backend_bridge::{BackendBridge, processes_in};
+use support::wait_until;
 
 fn lan() -> User {
     User::new(1001, "Lan", Some("en"))
@@ -41,93 +38,59 @@ fn text(t: &str) -> String {
     format!("text: {t}")
 }
 
-/// A kimi home, work dir, config and script, and a bridge with the fake Telegram.
-struct Harness {
-    dir: tempfile::TempDir,
-    fake: FakeTelegram,
-    app: Option<App>,
-    chat: i64,
+/// A kimi home, work dir, config and script in the test's directory, and a bridge in
+/// front of kimi on the fake Telegram, where Lan has a private chat with the bot.
+/// (`installed` fails the test when kimi is not installed.)
+async fn start(scripts: &[String]) -> Option<BackendBridge> {
+    start_with(scripts, &[]).await
 }
 
-impl Harness {
-    /// (`installed` fails the test when kimi is not installed.)
-    async fn start(scripts: &[String]) -> Option<Harness> {
-        Self::start_with(scripts, &[]).await
-    }
-
-    /// As [`Harness::start`], with more settings.
-    async fn start_with(scripts: &[String], extra: &[(&str, &str)]) -> Option<Harness> {
-        let venv = backends::installed("kimi")?;
-        let support::Harness { telegram, dir, mut settings, .. } = support::Harness::on(Chat::Telegram)
-            .no_agent()
-            .settings(&[("backend.kind", "kimi"), ("backend.reconnect_max_secs", "1")])
-            .settings(extra)
-            .tweak(|settings| settings.access.users = vec![format!("telegram:{}", lan().id)])
-            .build()
-            .await;
-        for sub in ["home", "work"] {
-            std::fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
-        }
-        std::fs::copy(backends::spec_dir("kimi").join("config.toml"), dir.path().join("config.toml")).expect("kimi config");
-        let h = Harness { dir, fake: telegram.expect("the fake Bot API"), app: None, chat: 0 };
-        h.script(scripts);
-        let path = |p: &str| h.dir.path().join(p).display().to_string();
-        settings.kimi = KimiSettings {
-            command: venv.join("bin/kimi").display().to_string(),
-            work_dir: path("work"),
-            config_file: Some(path("config.toml")),
-            env: [("HOME".to_owned(), path("home")), ("KIMI_SCRIPTED_ECHO_SCRIPTS".to_owned(), path("scripts.json"))].into(),
-            ..KimiSettings::default()
-        };
-        let mut h = h;
-        h.chat = h.fake.private_chat(&lan());
-        h.app = Some(support::start_headless(&settings).await);
-        Some(h)
-    }
-
-    /// The scripted model's turns for the next kimi process (read when it starts).
-    fn script(&self, scripts: &[String]) {
-        std::fs::write(self.dir.path().join("scripts.json"), serde_json::to_string(scripts).unwrap()).expect("scripts");
-    }
-
-    /// Lan's chat with the bot.
-    fn person(&self) -> TelegramChat<'_> {
-        TelegramChat { fake: &self.fake, chat: self.chat, user: lan() }
-    }
-
-    fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
-    }
-
-    /// The `ToolResult` kimi recorded for tool call `id` (waits for it).
-    async fn tool_result(&self, id: &str) -> Value {
-        wait_until(|| async { kimi_records(&self.home(), "ToolResult").into_iter().find(|r| r["tool_call_id"] == id) }).await
-    }
-
-    /// The pids of this test's kimi processes: the bridge starts them in the test's
-    /// work dir (their command line is no help: kimi renames itself "Kimi Code").
-    fn kimi_pids(&self) -> Vec<u32> {
-        let work = std::fs::canonicalize(self.dir.path().join("work")).expect("work dir");
-        let mut pids = Vec::new();
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-            if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == work) {
-                pids.push(pid);
+/// As [`start`], with more settings.
+async fn start_with(scripts: &[String], extra: &[(&str, &str)]) -> Option<BackendBridge> {
+    let venv = backends::installed("kimi")?;
+    let scripts = scripts.to_vec();
+    let bridge = BackendBridge::on("kimi", lan())
+        .settings(extra)
+        .prepare(move |settings, dir| {
+            for sub in ["home", "work"] {
+                std::fs::create_dir_all(dir.join(sub)).expect("mkdir");
             }
-        }
-        pids
-    }
-
-    async fn finish(mut self) {
-        if let Some(app) = self.app.take() {
-            app.stop().await;
-        }
-        let refused = self.fake.errors();
-        assert!(refused.is_empty(), "Telegram would have refused: {refused:?}");
+            std::fs::copy(backends::spec_dir("kimi").join("config.toml"), dir.join("config.toml")).expect("kimi config");
+            write_script(dir, &scripts);
+            let path = |p: &str| dir.join(p).display().to_string();
+            settings.kimi = KimiSettings {
+                command: venv.join("bin/kimi").display().to_string(),
+                work_dir: path("work"),
+                config_file: Some(path("config.toml")),
+                env: [("HOME".to_owned(), path("home")), ("KIMI_SCRIPTED_ECHO_SCRIPTS".to_owned(), path("scripts.json"))].into(),
+                ..KimiSettings::default()
+            };
+        })
         // Stopping the bridge kills its kimi processes.
-        wait_until(|| async { self.kimi_pids().is_empty().then_some(()) }).await;
-        self.fake.shutdown();
-    }
+        .runs_in("work")
+        .start()
+        .await;
+    Some(bridge)
+}
+
+/// The scripted model's turns for the next kimi process (read when it starts).
+fn write_script(dir: &Path, scripts: &[String]) {
+    std::fs::write(dir.join("scripts.json"), serde_json::to_string(scripts).unwrap()).expect("scripts");
+}
+
+fn home(h: &BackendBridge) -> PathBuf {
+    h.dir.path().join("home")
+}
+
+/// The `ToolResult` kimi recorded for tool call `id` (waits for it).
+async fn tool_result(h: &BackendBridge, id: &str) -> Value {
+    wait_until(|| async { kimi_records(&home(h), "ToolResult").into_iter().find(|r| r["tool_call_id"] == id) }).await
+}
+
+/// The pids of this test's kimi processes: the bridge starts them in the test's work
+/// dir.
+fn kimi_pids(h: &BackendBridge) -> Vec<u32> {
+    processes_in(&h.dir.path().join("work"))
 }
 
 /// Every payload of `kind` in the wire.jsonl files of kimi's sessions under `home`.
@@ -172,7 +135,7 @@ fn labels(message: &Value) -> Vec<String> {
 #[tokio::test]
 #[ignore = "needs the kimi backend: bash tests/backends/install.sh kimi, then cargo test -- --include-ignored"]
 async fn approve_and_approve_for_session() {
-    let Some(h) = Harness::start(&[
+    let Some(h) = start(&[
         format!("{}\n{}", text("Let me check."), shell("tc-1", "echo one")),
         shell("tc-2", "echo two"),
         shell("tc-3", "echo three"),
@@ -189,19 +152,19 @@ async fn approve_and_approve_for_session() {
     assert!(first["text"].as_str().unwrap().contains("\"command\": \"echo one\""), "{}", first["text"]);
     h.person().click(id_of(&first), "Approve").await;
     h.person().message_shows(id_of(&first), "✅ Approved by Lan").await;
-    assert!(h.tool_result("tc-1").await["return_value"]["output"].as_str().unwrap().contains("one"));
+    assert!(tool_result(&h, "tc-1").await["return_value"]["output"].as_str().unwrap().contains("one"));
 
     let second = h.person().message_with("Run command `echo two`").await;
     h.person().click(id_of(&second), "Approve for session").await;
     h.person().message_shows(id_of(&second), "🔓 Approved for the session by Lan").await;
     h.person().message_with("All three ran.").await;
     for (id, out) in [("tc-2", "two"), ("tc-3", "three")] {
-        let result = h.tool_result(id).await;
+        let result = tool_result(&h, id).await;
         assert_eq!(result["return_value"]["is_error"], false, "{result}");
         assert!(result["return_value"]["output"].as_str().unwrap().contains(out), "{result}");
     }
     // The third command ran on the session approval: kimi asked no one.
-    let asked = h.fake.bot_messages(h.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("Run command"))).count();
+    let asked = h.telegram().bot_messages(h.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("Run command"))).count();
     assert_eq!(asked, 2);
     h.finish().await;
 }
@@ -211,7 +174,7 @@ async fn approve_and_approve_for_session() {
 #[tokio::test]
 #[ignore = "needs the kimi backend: bash tests/backends/install.sh kimi, then cargo test -- --include-ignored"]
 async fn reject_with_feedback_and_without() {
-    let Some(h) = Harness::start(&[shell("tc-1", "rm -rf build"), shell("tc-2", "rm -rf dist"), text("never said")]).await else {
+    let Some(h) = start(&[shell("tc-1", "rm -rf build"), shell("tc-2", "rm -rf dist"), text("never said")]).await else {
         return;
     };
     h.person().say("clean up");
@@ -219,21 +182,21 @@ async fn reject_with_feedback_and_without() {
     h.person().click(id_of(&first), "Comment").await;
     h.person().reply_to_prompt("Reply with your comment.", "use git clean instead").await;
     h.person().message_shows(id_of(&first), "by Lan").await;
-    let rejected = h.tool_result("tc-1").await;
+    let rejected = tool_result(&h, "tc-1").await;
     assert_eq!(rejected["return_value"]["is_error"], true);
     assert_eq!(rejected["return_value"]["message"], "The tool call is rejected by the user. User feedback: use git clean instead");
 
     let second = h.person().message_with("Run command `rm -rf dist`").await;
     h.person().click(id_of(&second), "Reject").await;
     h.person().message_shows(id_of(&second), "❌ Rejected by Lan").await;
-    let rejected = h.tool_result("tc-2").await;
+    let rejected = tool_result(&h, "tc-2").await;
     assert_eq!(
         rejected["return_value"]["message"],
         "The tool call is rejected by the user. Stop what you are doing and wait for the user to tell you how to proceed."
     );
     // Kimi ended the turn: the next scripted step never ran.
-    wait_until(|| async { (!kimi_records(&h.home(), "TurnEnd").is_empty()).then_some(()) }).await;
-    assert!(h.fake.bot_messages(h.chat).iter().all(|m| !m["text"].as_str().unwrap_or("").contains("never said")));
+    wait_until(|| async { (!kimi_records(&home(&h), "TurnEnd").is_empty()).then_some(()) }).await;
+    assert!(h.telegram().bot_messages(h.chat).iter().all(|m| !m["text"].as_str().unwrap_or("").contains("never said")));
     h.finish().await;
 }
 
@@ -246,7 +209,7 @@ async fn questions_multi_select_and_dismissed() {
     let questions = json!({"questions":[
         {"question":"Which colors?","header":"Colors","options":[{"label":"Red"},{"label":"Green","description":"like grass"},{"label":"Blue"}],"multi_select":true},
         {"question":"Where?","options":[{"label":"Here"},{"label":"There"}],"multi_select":false}]});
-    let Some(h) = Harness::start(&[
+    let Some(h) = start(&[
         tool_call("tc-1", "AskUserQuestion", questions),
         tool_call("tc-2", "AskUserQuestion", json!({"questions":[{"question":"Deploy now?","options":[{"label":"Yes"},{"label":"No"}]}]})),
         text("Thanks."),
@@ -268,14 +231,14 @@ async fn questions_multi_select_and_dismissed() {
     h.person().click(id, "There").await;
     h.person().message_shows(id, "Your answers").await;
     h.person().click(id, "Submit").await;
-    let answered = h.tool_result("tc-1").await;
+    let answered = tool_result(&h, "tc-1").await;
     assert_eq!(answered["return_value"]["output"], r#"{"answers": {"Which colors?": "Red, Blue", "Where?": "There"}}"#);
 
     let q2 = h.person().message_with("Deploy now?").await;
     h.person().click(id_of(&q2), "Skip").await;
     h.person().message_shows(id_of(&q2), "Your answers").await;
     h.person().click(id_of(&q2), "Submit").await;
-    let dismissed = h.tool_result("tc-2").await;
+    let dismissed = tool_result(&h, "tc-2").await;
     assert_eq!(dismissed["return_value"]["message"], "User dismissed the question without answering.");
     assert!(dismissed["return_value"]["output"].as_str().unwrap().starts_with(r#"{"answers": {}, "note": "#), "{dismissed}");
     h.person().message_with("Thanks.").await;
@@ -288,29 +251,29 @@ async fn questions_multi_select_and_dismissed() {
 #[tokio::test]
 #[ignore = "needs the kimi backend: bash tests/backends/install.sh kimi, then cargo test -- --include-ignored"]
 async fn killed_mid_turn_is_restarted_by_the_next_message() {
-    let Some(h) = Harness::start(&[shell("tc-1", "echo slow")]).await else {
+    let Some(h) = start(&[shell("tc-1", "echo slow")]).await else {
         return;
     };
     h.person().say("start");
     let approval = h.person().message_with("Run command `echo slow`").await;
-    let pids = h.kimi_pids();
+    let pids = kimi_pids(&h);
     assert_eq!(pids.len(), 1, "one kimi per session");
     // The next process reads a new script.
-    h.script(&[text("I am back.")]);
+    write_script(h.dir.path(), &[text("I am back.")]);
     let killed = std::process::Command::new("kill").args(["-KILL", &pids[0].to_string()]).status().expect("kill");
     assert!(killed.success());
 
     h.person().message_with("The agent reported an error: kimi stopped unexpectedly (killed by signal 9); its open request can no longer be answered. Your next message starts it again.").await;
-    let ended = wait_until(|| async { h.fake.message(h.chat, id_of(&approval)).filter(|m| m.get("reply_markup").is_none()) }).await;
+    let ended = wait_until(|| async { h.telegram().message(h.chat, id_of(&approval)).filter(|m| m.get("reply_markup").is_none()) }).await;
     assert!(ended["text"].as_str().unwrap().contains("Expired"), "{}", ended["text"]);
 
     h.person().say("are you there?");
     h.person().message_with("I am back.").await;
-    let now = h.kimi_pids();
+    let now = kimi_pids(&h);
     assert_eq!(now.len(), 1);
     assert_ne!(now, pids, "a new process");
     // The same kimi session (`--session`): both turns are in its record.
-    let turns: Vec<Value> = kimi_records(&h.home(), "TurnBegin").into_iter().map(|t| t["user_input"].clone()).collect();
+    let turns: Vec<Value> = kimi_records(&home(&h), "TurnBegin").into_iter().map(|t| t["user_input"].clone()).collect();
     assert_eq!(turns, [json!("start"), json!("are you there?")]);
     h.finish().await;
 }
@@ -321,13 +284,12 @@ async fn killed_mid_turn_is_restarted_by_the_next_message() {
 #[ignore = "needs the kimi backend: bash tests/backends/install.sh kimi, then cargo test -- --include-ignored"]
 async fn an_unanswered_question_is_dismissed_at_its_deadline() {
     let ask = json!({"questions":[{"question":"Deploy now?","options":[{"label":"Yes"},{"label":"No"}]}]});
-    let Some(h) = Harness::start_with(&[tool_call("tc-1", "AskUserQuestion", ask), text("Not deploying then.")], &[("timeouts.question_secs", "2")]).await
-    else {
+    let Some(h) = start_with(&[tool_call("tc-1", "AskUserQuestion", ask), text("Not deploying then.")], &[("timeouts.question_secs", "2")]).await else {
         return;
     };
     h.person().say("deploy?");
     let q = h.person().message_with("Deploy now?").await;
-    let dismissed = h.tool_result("tc-1").await;
+    let dismissed = tool_result(&h, "tc-1").await;
     assert_eq!(dismissed["return_value"]["message"], "User dismissed the question without answering.");
     h.person().message_with("Not deploying then.").await;
     let ended = h.person().message_shows(id_of(&q), "Expired").await;
@@ -340,7 +302,7 @@ async fn an_unanswered_question_is_dismissed_at_its_deadline() {
 #[tokio::test]
 #[ignore = "needs the kimi backend: bash tests/backends/install.sh kimi, then cargo test -- --include-ignored"]
 async fn cancel_ends_kimis_turn() {
-    let Some(h) = Harness::start(&[shell("tc-1", "echo later"), text("A fresh turn.")]).await else {
+    let Some(h) = start(&[shell("tc-1", "echo later"), text("A fresh turn.")]).await else {
         return;
     };
     h.person().say("start");
@@ -349,13 +311,13 @@ async fn cancel_ends_kimis_turn() {
     let ended = h.person().message_shows(id_of(&approval), "Cancelled").await;
     assert!(ended.get("reply_markup").is_none(), "{ended}");
     // Kimi ended the turn without running the command.
-    wait_until(|| async { (!kimi_records(&h.home(), "TurnEnd").is_empty()).then_some(()) }).await;
-    assert!(kimi_records(&h.home(), "ToolResult").is_empty());
+    wait_until(|| async { (!kimi_records(&home(&h), "TurnEnd").is_empty()).then_some(()) }).await;
+    assert!(kimi_records(&home(&h), "ToolResult").is_empty());
     // The tool status line shows the command did not run.
     h.person().message_with("⚙ tools: Shell ✗").await;
     h.person().say("again");
     h.person().message_with("A fresh turn.").await;
-    let turns: Vec<Value> = kimi_records(&h.home(), "TurnBegin").into_iter().map(|t| t["user_input"].clone()).collect();
+    let turns: Vec<Value> = kimi_records(&home(&h), "TurnBegin").into_iter().map(|t| t["user_input"].clone()).collect();
     assert_eq!(turns, [json!("start"), json!("again")]);
     h.finish().await;
 }
@@ -386,20 +348,6 @@ fn kimi_bridge(dir: &Path, scripts: &[String]) -> Option<BridgeProcess> {
             ("KIMI_SCRIPTED_ECHO_SCRIPTS", path("scripts.json")),
         ],
     ))
-}
-
-/// Processes whose working directory is `work` (kimi renames itself).
-fn processes_in(work: &Path) -> Vec<u32> {
-    let work = std::fs::canonicalize(work).expect("work dir");
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let pid = entry.file_name().to_string_lossy().parse::<u32>().ok()?;
-            std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == work).then_some(pid)
-        })
-        .collect()
 }
 
 /// Whether `pid` is a process that has not ended (a zombie has: it waits only for a

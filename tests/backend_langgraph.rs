@@ -16,18 +16,18 @@ mod support;
 use support::telegram_chat;
 use support::withholding_proxy;
 
-use telegram_chat::{TelegramChat, text_of};
+use telegram_chat::text_of;
 
 use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use fake_telegram::{FakeTelegram, User};
-use hitl_bridge::app::App;
+use fake_telegram::User;
 use hitl_bridge::config::Settings;
 use hitl_bridge::store::{ChatKey, Store};
 use serde_json::{Value, json};
-use support::{Chat, wait_until};
+use support::backend_bridge::BackendBridge;
+use support::wait_until;
 
 /// The server, once started: its base URL (`None`: not installed, the tests skip).
 static SERVER: tokio::sync::OnceCell<Option<String>> = tokio::sync::OnceCell::const_new();
@@ -79,94 +79,56 @@ fn ann() -> User {
     User::new(3003, "Ann", Some("en"))
 }
 
-/// A bridge on one graph of the shared server, with Ann's private chat.
-struct Harness {
-    base: String,
-    settings: Settings,
-    fake: FakeTelegram,
-    app: Option<App>,
-    store: Store,
-    chat: i64,
-    _dir: tempfile::TempDir,
+/// A bridge in front of one graph of the shared server, on the fake Telegram where
+/// Ann has a private chat with the bot. (`installed` fails the test when the backend
+/// is not installed.)
+async fn start(assistant_id: &str) -> Option<BackendBridge> {
+    let base = server().await?;
+    Some(BackendBridge::on("langgraph", ann()).settings(&[("langgraph.url", &base), ("langgraph.assistant_id", assistant_id)]).start().await)
 }
 
-impl Harness {
-    /// (`installed` fails the test when the backend is not installed.)
-    async fn start(assistant_id: &str) -> Option<Harness> {
-        let base = server().await?;
-        let support::Harness { telegram, dir, settings, .. } = support::Harness::on(Chat::Telegram)
-            .no_agent()
-            .settings(&[("backend.kind", "langgraph"), ("backend.reconnect_max_secs", "1"), ("langgraph.url", &base), ("langgraph.assistant_id", assistant_id)])
-            .tweak(|settings| settings.access.users = vec![format!("telegram:{}", ann().id)])
-            .build()
-            .await;
-        let fake = telegram.expect("the fake Bot API");
-        let chat = fake.private_chat(&ann());
-        let app = support::start_headless(&settings).await;
-        let store = Store::connect(&settings.store.url).await.expect("store");
-        Some(Harness { base, settings, fake, app: Some(app), store, chat, _dir: dir })
-    }
+/// The server the bridge talks to.
+fn server_url(h: &BackendBridge) -> &str {
+    &h.settings.langgraph.url
+}
 
-    /// Stops the bridge and starts it again on the same store.
-    async fn restart_bridge(&mut self) {
-        if let Some(app) = self.app.take() {
-            app.stop().await;
-        }
-        let app = support::start_headless(&self.settings).await;
-        self.app = Some(app);
-    }
+/// Waits for a request (a message with buttons) containing `needle`.
+async fn request_with(h: &BackendBridge, needle: &str) -> i64 {
+    let m = wait_until(|| async {
+        h.telegram().bot_messages(h.chat).into_iter().find(|m| text_of(m).contains(needle) && m["reply_markup"]["inline_keyboard"].is_array())
+    })
+    .await;
+    m["message_id"].as_i64().expect("message id")
+}
 
-    /// Ann's chat with the bot.
-    fn person(&self) -> TelegramChat<'_> {
-        TelegramChat { fake: &self.fake, chat: self.chat, user: ann() }
-    }
+/// The LangGraph thread of this chat's session.
+async fn thread_id(h: &BackendBridge) -> String {
+    let chat = ChatKey::new("telegram", &h.chat.to_string(), None);
+    let session = wait_until(|| async { h.store.session_for_chat(&chat).await.ok().flatten() }).await;
+    hitl_bridge::backend::langgraph::ids::thread_id(&session)
+}
 
-    /// Waits for a request (a message with buttons) containing `needle`.
-    async fn request_with(&self, needle: &str) -> i64 {
-        let m = wait_until(|| async {
-            self.fake.bot_messages(self.chat).into_iter().find(|m| text_of(m).contains(needle) && m["reply_markup"]["inline_keyboard"].is_array())
-        })
-        .await;
-        m["message_id"].as_i64().expect("message id")
-    }
+/// The thread's state as the server has it.
+async fn thread_state(h: &BackendBridge) -> Value {
+    let url = format!("{}/threads/{}/state", server_url(h), thread_id(h).await);
+    reqwest::get(url).await.expect("state").json().await.expect("state JSON")
+}
 
-    /// The LangGraph thread of this chat's session.
-    async fn thread_id(&self) -> String {
-        let chat = ChatKey::new("telegram", &self.chat.to_string(), None);
-        let session = wait_until(|| async { self.store.session_for_chat(&chat).await.ok().flatten() }).await;
-        hitl_bridge::backend::langgraph::ids::thread_id(&session)
-    }
-
-    /// The thread's state as the server has it.
-    async fn state(&self) -> Value {
-        let url = format!("{}/threads/{}/state", self.base, self.thread_id().await);
-        reqwest::get(url).await.expect("state").json().await.expect("state JSON")
-    }
-
-    /// The thread's tool messages once there are `n`: (name, status, content).
-    async fn tool_messages(&self, n: usize) -> Vec<(String, String, String)> {
-        wait_until(|| async {
-            let state = self.state().await;
-            let tools: Vec<_> = state["values"]["messages"]
-                .as_array()?
-                .iter()
-                .filter(|m| m["type"] == "tool")
-                .map(|m| {
-                    (m["name"].as_str().unwrap_or("").to_owned(), m["status"].as_str().unwrap_or("").to_owned(), m["content"].as_str().unwrap_or("").to_owned())
-                })
-                .collect();
-            (tools.len() >= n).then_some(tools)
-        })
-        .await
-    }
-
-    async fn finish(mut self) {
-        if let Some(app) = self.app.take() {
-            app.stop().await;
-        }
-        self.store.close().await;
-        self.fake.shutdown();
-    }
+/// The thread's tool messages once there are `n`: (name, status, content).
+async fn tool_messages(h: &BackendBridge, n: usize) -> Vec<(String, String, String)> {
+    wait_until(|| async {
+        let state = thread_state(h).await;
+        let tools: Vec<_> = state["values"]["messages"]
+            .as_array()?
+            .iter()
+            .filter(|m| m["type"] == "tool")
+            .map(|m| {
+                (m["name"].as_str().unwrap_or("").to_owned(), m["status"].as_str().unwrap_or("").to_owned(), m["content"].as_str().unwrap_or("").to_owned())
+            })
+            .collect();
+        (tools.len() >= n).then_some(tools)
+    })
+    .await
 }
 
 const EDIT_NOTICE: &str = "Note: a human reviewer replaced this tool call before it ran.";
@@ -177,23 +139,23 @@ const EDIT_NOTICE: &str = "Note: a human reviewer replaced this tool call before
 #[tokio::test]
 #[ignore = "needs the langgraph backend: bash tests/backends/install.sh langgraph, then cargo test -- --include-ignored"]
 async fn batched_edit_runs_the_tool_with_the_edited_args() {
-    let Some(h) = Harness::start("agent").await else { return };
+    let Some(h) = start("agent").await else { return };
     h.person().say("trade please");
-    let id = h.request_with("execute_trade").await;
-    let request = h.fake.message(h.chat, id).unwrap();
+    let id = request_with(&h, "execute_trade").await;
+    let request = h.telegram().message(h.chat, id).unwrap();
     assert!(text_of(&request).contains("\"quantity\": 100"), "{}", text_of(&request));
     h.person().click(id, "Edit").await;
     h.person().reply_to_prompt("Reply with the new arguments as a JSON object.", r#"{"symbol":"VNM","quantity":50}"#).await;
     h.person().message_with("done. execute_trade=success").await;
 
-    let tools = h.tool_messages(1).await;
+    let tools = tool_messages(&h, 1).await;
     assert_eq!(tools.len(), 1, "{tools:?}");
     let (name, status, content) = &tools[0];
     assert_eq!((name.as_str(), status.as_str()), ("execute_trade", "success"));
     assert!(content.starts_with(EDIT_NOTICE), "{content}");
     assert!(content.contains(r#"Executed instead: execute_trade with arguments {"symbol": "VNM", "quantity": 50}"#), "{content}");
     assert!(content.ends_with("bought 50 VNM"), "{content}");
-    let state = h.state().await;
+    let state = thread_state(&h).await;
     assert_eq!(state["interrupts"], json!([]), "nothing left waiting");
     h.finish().await;
 }
@@ -203,9 +165,9 @@ async fn batched_edit_runs_the_tool_with_the_edited_args() {
 #[tokio::test]
 #[ignore = "needs the langgraph backend: bash tests/backends/install.sh langgraph, then cargo test -- --include-ignored"]
 async fn batched_two_actions_approve_and_respond() {
-    let Some(h) = Harness::start("agent").await else { return };
+    let Some(h) = start("agent").await else { return };
     h.person().say("two things");
-    let id = h.request_with("send_report").await;
+    let id = request_with(&h, "send_report").await;
     h.person().click(id, "Approve #1").await;
     h.person().click(id, "Comment #2").await;
     h.person().reply_to_prompt("Reply with your comment.", "already sent by hand").await;
@@ -213,7 +175,7 @@ async fn batched_two_actions_approve_and_respond() {
     h.person().click(id, "Submit").await;
     h.person().message_with("execute_trade=success: bought 100 VNM").await;
 
-    let tools = h.tool_messages(2).await;
+    let tools = tool_messages(&h, 2).await;
     let expected = [
         ("send_report".to_owned(), "success".to_owned(), "already sent by hand".to_owned()),
         ("execute_trade".to_owned(), "success".to_owned(), "bought 100 VNM".to_owned()),
@@ -229,9 +191,9 @@ async fn batched_two_actions_approve_and_respond() {
 #[tokio::test]
 #[ignore = "needs the langgraph backend: bash tests/backends/install.sh langgraph, then cargo test -- --include-ignored"]
 async fn questions_are_answered_with_a_respond_decision() {
-    let Some(h) = Harness::start("agent").await else { return };
+    let Some(h) = start("agent").await else { return };
     h.person().say("ask me");
-    let id = h.request_with(Q1).await;
+    let id = request_with(&h, Q1).await;
     h.person().click(id, "Cổ tức bền vững").await;
     h.person().message_shows(id, Q2).await;
     h.person().click(id, "Ngân hàng").await;
@@ -243,7 +205,7 @@ async fn questions_are_answered_with_a_respond_decision() {
     h.person().click(id, "Submit").await;
     h.person().message_with("done. ask_user_question=success").await;
 
-    let tools = h.tool_messages(1).await;
+    let tools = tool_messages(&h, 1).await;
     let (name, status, content) = &tools[0];
     assert_eq!((name.as_str(), status.as_str()), ("ask_user_question", "success"));
     // Exact text: question order kept.
@@ -256,28 +218,28 @@ async fn questions_are_answered_with_a_respond_decision() {
 #[tokio::test]
 #[ignore = "needs the langgraph backend: bash tests/backends/install.sh langgraph, then cargo test -- --include-ignored"]
 async fn per_call_interrupts_are_decided_one_by_one() {
-    let Some(h) = Harness::start("agent_per_call").await else { return };
+    let Some(h) = start("agent_per_call").await else { return };
     h.person().say("two things");
-    let trade = h.request_with("execute_trade").await;
-    let report = h.request_with("send_report").await;
+    let trade = request_with(&h, "execute_trade").await;
+    let report = request_with(&h, "send_report").await;
     assert_ne!(trade, report);
     h.person().click(trade, "Reject").await;
     // The trade is answered; the report still waits, with the same interrupt id.
-    let tools = h.tool_messages(1).await;
+    let tools = tool_messages(&h, 1).await;
     assert_eq!(tools[0].0, "execute_trade");
     assert_eq!(tools[0].1, "error");
     assert!(tools[0].2.starts_with("User rejected the tool call for `execute_trade` with id call_trade."), "{}", tools[0].2);
-    let state = h.state().await;
+    let state = thread_state(&h).await;
     let waiting = state["interrupts"].as_array().expect("interrupts");
     assert_eq!(waiting.len(), 1, "{waiting:?}");
     assert_eq!(waiting[0]["value"]["name"], "send_report");
-    assert_eq!(h.fake.bot_messages(h.chat).iter().filter(|m| text_of(m).contains("<b>send_report</b>")).count(), 1, "raised again, shown once");
+    assert_eq!(h.telegram().bot_messages(h.chat).iter().filter(|m| text_of(m).contains("<b>send_report</b>")).count(), 1, "raised again, shown once");
 
     h.person().click(report, "Approve").await;
     h.person().message_with("send_report=success: report sent").await;
-    let tools = h.tool_messages(2).await;
+    let tools = tool_messages(&h, 2).await;
     assert_eq!((tools[1].0.as_str(), tools[1].1.as_str(), tools[1].2.as_str()), ("send_report", "success", "report sent to ops@example.com"));
-    assert_eq!(h.state().await["interrupts"], json!([]));
+    assert_eq!(thread_state(&h).await["interrupts"], json!([]));
     h.finish().await;
 }
 
@@ -286,14 +248,14 @@ async fn per_call_interrupts_are_decided_one_by_one() {
 #[tokio::test]
 #[ignore = "needs the langgraph backend: bash tests/backends/install.sh langgraph, then cargo test -- --include-ignored"]
 async fn a_refused_resume_is_reported_in_the_chat() {
-    let Some(h) = Harness::start("agent_per_call").await else { return };
+    let Some(h) = start("agent_per_call").await else { return };
     h.person().say("trade");
-    let id = h.request_with("execute_trade").await;
+    let id = request_with(&h, "execute_trade").await;
     h.person().click(id, "Edit").await;
     h.person().reply_to_prompt("Reply with the new arguments as a JSON object.", r#"{"symbol":"VNM","quantity":"fifty"}"#).await;
     let failure = h.person().message_with("The agent reported an error: ValidationError").await;
     assert!(text_of(&failure).contains("quantity"), "{}", text_of(&failure));
-    let state = h.state().await;
+    let state = thread_state(&h).await;
     let ran = state["values"]["messages"].as_array().unwrap().iter().any(|m| m["type"] == "tool");
     assert!(!ran, "the refused edit did not run the tool");
     h.finish().await;
@@ -304,29 +266,30 @@ async fn a_refused_resume_is_reported_in_the_chat() {
 #[tokio::test]
 #[ignore = "needs the langgraph backend: bash tests/backends/install.sh langgraph, then cargo test -- --include-ignored"]
 async fn a_decision_for_a_deleted_thread_is_not_delivered_and_not_resent() {
-    let Some(h) = Harness::start("agent").await else { return };
+    let Some(h) = start("agent").await else { return };
     h.person().say("trade");
-    let id = h.request_with("execute_trade").await;
-    let thread = h.thread_id().await;
+    let id = request_with(&h, "execute_trade").await;
+    let thread = thread_id(&h).await;
     // Once the run is over (its stream closed), so the connection stays as it is.
     wait_until(|| async {
-        let thread: Value = reqwest::get(format!("{}/threads/{thread}", h.base)).await.ok()?.json().await.ok()?;
+        let thread: Value = reqwest::get(format!("{}/threads/{thread}", server_url(&h))).await.ok()?.json().await.ok()?;
         (thread["status"] == "interrupted").then_some(())
     })
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let deleted = reqwest::Client::new().delete(format!("{}/threads/{thread}", h.base)).send().await.expect("delete");
+    let deleted = reqwest::Client::new().delete(format!("{}/threads/{thread}", server_url(&h))).send().await.expect("delete");
     assert!(deleted.status().is_success());
     h.person().click(id, "Approve").await;
-    let card =
-        wait_until(|| async { h.fake.bot_messages(h.chat).into_iter().find(|m| m["message_id"].as_i64() == Some(id) && text_of(m).contains("not delivered")) })
-            .await;
+    let card = wait_until(|| async {
+        h.telegram().bot_messages(h.chat).into_iter().find(|m| m["message_id"].as_i64() == Some(id) && text_of(m).contains("not delivered"))
+    })
+    .await;
     assert!(text_of(&card).contains("the agent stopped waiting for this"), "{}", text_of(&card));
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let runs: Value = reqwest::get(format!("{}/threads/{thread}/runs", h.base)).await.expect("runs").json().await.expect("JSON");
+    let runs: Value = reqwest::get(format!("{}/threads/{thread}/runs", server_url(&h))).await.expect("runs").json().await.expect("JSON");
     // Deleted and not made again (404), or made again empty: either way no run.
     assert!(runs.as_array().is_none_or(Vec::is_empty), "nothing was sent: {runs}");
-    assert!(!h.fake.bot_messages(h.chat).iter().any(|m| text_of(m).contains("LangGraph refused")));
+    assert!(!h.telegram().bot_messages(h.chat).iter().any(|m| text_of(m).contains("LangGraph refused")));
     h.finish().await;
 }
 
@@ -335,15 +298,15 @@ async fn a_decision_for_a_deleted_thread_is_not_delivered_and_not_resent() {
 #[tokio::test]
 #[ignore = "needs the langgraph backend: bash tests/backends/install.sh langgraph, then cargo test -- --include-ignored"]
 async fn a_restarted_bridge_resumes_what_the_thread_still_waits_for() {
-    let Some(mut h) = Harness::start("agent").await else { return };
+    let Some(mut h) = start("agent").await else { return };
     h.person().say("trade");
-    let id = h.request_with("execute_trade").await;
+    let id = request_with(&h, "execute_trade").await;
     h.restart_bridge().await;
     h.person().click(id, "Approve").await;
     h.person().message_with("done. execute_trade=success: bought 100 VNM").await;
-    let tools = h.tool_messages(1).await;
+    let tools = tool_messages(&h, 1).await;
     assert_eq!(tools, vec![("execute_trade".to_owned(), "success".to_owned(), "bought 100 VNM".to_owned())]);
-    assert_eq!(h.fake.bot_messages(h.chat).iter().filter(|m| text_of(m).contains("<b>execute_trade</b>")).count(), 1, "shown once across the restart");
+    assert_eq!(h.telegram().bot_messages(h.chat).iter().filter(|m| text_of(m).contains("<b>execute_trade</b>")).count(), 1, "shown once across the restart");
     h.finish().await;
 }
 
@@ -585,12 +548,12 @@ fn sigkill_after_langgraph_ran_the_decision_before_its_proof_records_it_delivere
 #[tokio::test]
 #[ignore = "needs the langgraph backend: bash tests/backends/install.sh langgraph, then cargo test -- --include-ignored"]
 async fn a_decision_for_a_replaced_interrupt_is_not_reported_as_delivered() {
-    let Some(h) = Harness::start("agent").await else { return };
+    let Some(h) = start("agent").await else { return };
     h.person().say("trade");
-    let old = h.request_with("execute_trade").await;
+    let old = request_with(&h, "execute_trade").await;
     h.person().say("trade again");
     let new = wait_until(|| async {
-        h.fake
+        h.telegram()
             .bot_messages(h.chat)
             .into_iter()
             .find(|m| m["message_id"].as_i64() != Some(old) && text_of(m).contains("execute_trade") && m["reply_markup"]["inline_keyboard"].is_array())
@@ -600,15 +563,15 @@ async fn a_decision_for_a_replaced_interrupt_is_not_reported_as_delivered() {
         .expect("message id");
     h.person().click(old, "Approve").await;
     let card = wait_until(|| async {
-        h.fake.bot_messages(h.chat).into_iter().find(|m| m["message_id"].as_i64() == Some(old) && text_of(m).contains("not delivered"))
+        h.telegram().bot_messages(h.chat).into_iter().find(|m| m["message_id"].as_i64() == Some(old) && text_of(m).contains("not delivered"))
     })
     .await;
     assert!(text_of(&card).contains("the agent stopped waiting for this"), "{}", text_of(&card));
-    let state = h.state().await;
+    let state = thread_state(&h).await;
     assert!(!state["values"]["messages"].as_array().unwrap().iter().any(|m| m["type"] == "tool"), "the old decision ran nothing");
     h.person().click(new, "Approve").await;
     h.person().message_with("done. execute_trade=success: bought 100 VNM").await;
-    assert_eq!(h.tool_messages(1).await, traded_once());
+    assert_eq!(tool_messages(&h, 1).await, traded_once());
     h.finish().await;
 }
 

@@ -17,22 +17,17 @@ mod support;
 use support::test_db;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fake_telegram::{FakeTelegram, User, button};
+use fake_telegram::User;
 use hitl_bridge::agent_sim::SimHandle;
-use hitl_bridge::store::Store;
 use serde_json::{Value, json};
-use support::{approvals, start_sim, wait_until};
+use support::replica_processes::Replicas;
+use support::{approvals, wait_until};
 use test_db::{POSTGRES_ENV, TestDatabase};
 
 const DEFAULT_POSTGRES: &str = "postgres://postgres@127.0.0.1:5432/test";
-const SECRET: &str = "hook-secret";
 const LEASE_SECS: u64 = 3;
-/// How long Telegram keeps re-posting an update before the test gives up.
-const DELIVERY: Duration = Duration::from_secs(30);
 
 fn thao() -> User {
     User::new(1001, "Thảo", Some("vi"))
@@ -45,130 +40,6 @@ async fn database() -> Option<TestDatabase> {
     match TestDatabase::schema_on(&base).await {
         Ok(db) => Some(db),
         Err(e) => panic!("PostgreSQL at {base} is unreachable: {e}"),
-    }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
-    l.local_addr().expect("addr").port()
-}
-
-/// One bridge process.
-struct Replica {
-    name: &'static str,
-    hook: String,
-    child: Option<Child>,
-    log: PathBuf,
-}
-
-impl Replica {
-    fn spawn(name: &'static str, dir: &tempfile::TempDir, store_url: &str, sim: &SimHandle, fake: &FakeTelegram) -> Replica {
-        let listen = format!("127.0.0.1:{}", free_port());
-        let hook = format!("http://{listen}/telegram/hook");
-        let log = dir.path().join(format!("{name}.log"));
-        let file = std::fs::File::create(&log).expect("log file");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hitl-bridge"));
-        cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
-        for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("HITL_BRIDGE__")) {
-            cmd.env_remove(key);
-        }
-        let env = [
-            ("HITL_BRIDGE__STORE__URL", store_url.to_owned()),
-            ("HITL_BRIDGE__BACKEND__URL", format!("ws://{}/ws/{{session_id}}", sim.addr)),
-            ("HITL_BRIDGE__BACKEND__HISTORY_URL", format!("http://{}/sessions/{{session_id}}/history", sim.addr)),
-            ("HITL_BRIDGE__BACKEND__LEASE_SECS", LEASE_SECS.to_string()),
-            // Two replicas on one host: each needs its own id (the default, the host
-            // name, would be the same for both).
-            ("HITL_BRIDGE__BACKEND__REPLICA_ID", format!("replica-{name}")),
-            ("HITL_BRIDGE__BACKEND__RECONNECT_MAX_SECS", "1".into()),
-            ("HITL_BRIDGE__HTTP__ENABLED", "false".into()),
-            ("HITL_BRIDGE__TOKENS__SECRET", "replica-shared-token-secret".into()),
-            ("HITL_BRIDGE__TELEGRAM__ENABLED", "true".into()),
-            ("HITL_BRIDGE__ACCESS__USERS", "telegram:1001".into()),
-            ("HITL_BRIDGE__TELEGRAM__TOKEN", fake_telegram::TOKEN.into()),
-            ("HITL_BRIDGE__TELEGRAM__API_URL", fake.url.clone()),
-            ("HITL_BRIDGE__TELEGRAM__MODE", "webhook".into()),
-            ("HITL_BRIDGE__TELEGRAM__WEBHOOK_URL", hook.clone()),
-            ("HITL_BRIDGE__TELEGRAM__WEBHOOK_LISTEN", listen),
-            ("HITL_BRIDGE__TELEGRAM__WEBHOOK_SECRET", SECRET.into()),
-            ("HITL_BRIDGE__LOG__FILTER", "info,hitl_bridge=debug".into()),
-            ("NO_COLOR", "1".into()),
-        ];
-        cmd.envs(env).args(["run"]).stdin(Stdio::null()).stdout(file.try_clone().expect("log file")).stderr(file);
-        let child = cmd.spawn().expect("spawn the bridge");
-        Replica { name, hook, child: Some(child), log }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// The last time this replica connected a session to the backend (its log's
-    /// timestamp, comparable as text), if it ever did.
-    fn last_connect(&self) -> Option<String> {
-        self.log().lines().rfind(|l| l.contains("connected to backend")).map(|l| l.split_whitespace().next().unwrap_or_default().to_owned())
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            // std's kill is SIGKILL on Unix: no shutdown, no lease release.
-            child.kill().expect("SIGKILL");
-            let _ = child.wait();
-        }
-    }
-
-    fn alive(&mut self) -> bool {
-        self.child.as_mut().is_some_and(|c| c.try_wait().ok().flatten().is_none())
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-struct Rig {
-    sim: SimHandle,
-    fake: FakeTelegram,
-    chat: i64,
-    replicas: [Replica; 2],
-    store: Store,
-}
-
-impl Rig {
-    /// Delivers a text message from Thảo to replica `to` (optionally as a reply).
-    async fn say(&self, to: usize, text: &str, reply_to: Option<i64>) {
-        let update = self.fake.message_update(self.chat, &thao(), text, None, reply_to);
-        self.fake.deliver(&self.replicas[to].hook, SECRET, update, DELIVERY).await;
-    }
-
-    /// Delivers a click on the button labelled `label` of message `id` to replica `to`;
-    /// returns the answerCallbackQuery body.
-    async fn click(&self, to: usize, id: i64, label: &str) -> Value {
-        let message = self.fake.message(self.chat, id).expect("message");
-        let (query, update) = self.fake.click_update(self.chat, &thao(), id, &button(&message, label));
-        self.fake.deliver(&self.replicas[to].hook, SECRET, update, DELIVERY).await;
-        // The webhook answers 200 once the update is stored; the handling (and its
-        // answer) follows on the replica that received it.
-        wait_until(|| async { self.fake.answer_to(&query) }).await
-    }
-
-    async fn message_with(&self, needle: &str) -> Value {
-        wait_until(|| async { self.fake.bot_messages(self.chat).into_iter().rev().find(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
-    }
-
-    async fn message_shows(&self, id: i64, needle: &str) -> Value {
-        wait_until(|| async { self.fake.message(self.chat, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }).await
-    }
-
-    fn dump_logs(&self) {
-        for r in &self.replicas {
-            eprintln!("----- replica {} log -----\n{}", r.name, r.log());
-        }
     }
 }
 
@@ -195,28 +66,12 @@ fn per_key(sim: &SimHandle) -> BTreeMap<String, usize> {
 #[ignore = "needs PostgreSQL: set HITL_BRIDGE_TEST_POSTGRES_URL, then cargo test -- --include-ignored"]
 async fn two_replicas_share_every_state_and_take_over_after_sigkill() {
     let Some(db) = database().await else { return };
-    let url = db.url.clone();
-    let sim = start_sim(600).await;
-    let fake = FakeTelegram::start().await;
-    let chat = fake.private_chat(&thao());
-    let dir = tempfile::tempdir().expect("tempdir");
-    // Migrate once before both start, as a deployment's first replica would.
-    let store = Store::connect(&url).await.expect("store");
-    let replicas = [Replica::spawn("A", &dir, &url, &sim, &fake), Replica::spawn("B", &dir, &url, &sim, &fake)];
-    let mut rig = Rig { sim, fake, chat, replicas, store };
-    let outcome = {
-        let rig = &mut rig;
-        tokio::time::timeout(Duration::from_secs(180), scenario(rig)).await
-    };
-    let failed = !matches!(outcome, Ok(Ok(())));
-    if failed {
+    let mut rig = Replicas::start(&db.url, &["A", "B"], thao(), LEASE_SECS).await;
+    let outcome = tokio::time::timeout(Duration::from_secs(180), scenario(&mut rig)).await;
+    if !matches!(outcome, Ok(Ok(()))) {
         rig.dump_logs();
     }
-    for r in &mut rig.replicas {
-        r.kill();
-    }
-    rig.store.close().await;
-    rig.fake.shutdown();
+    rig.shutdown().await;
     db.finish().await;
     match outcome {
         Ok(Ok(())) => {}
@@ -226,12 +81,12 @@ async fn two_replicas_share_every_state_and_take_over_after_sigkill() {
 }
 
 /// Runs the steps, catching a failed assertion so the logs can be shown first.
-async fn scenario(rig: &mut Rig) -> Result<(), Box<dyn std::any::Any + Send>> {
+async fn scenario(rig: &mut Replicas) -> Result<(), Box<dyn std::any::Any + Send>> {
     use futures_util::FutureExt;
     std::panic::AssertUnwindSafe(steps(rig)).catch_unwind().await
 }
 
-async fn steps(rig: &mut Rig) {
+async fn steps(rig: &mut Replicas) {
     // Both replicas identified the bot and registered their webhook.
     wait_until(|| async { (rig.fake.calls("setWebhook").len() >= 2).then_some(()) }).await;
     let (a, b) = (0, 1);

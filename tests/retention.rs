@@ -7,12 +7,11 @@ use hitl_bridge::interaction::{Actor, Interaction, RequestBuilder, TimeoutDefaul
 use hitl_bridge::protocol::{ActionRequest, Command};
 use hitl_bridge::store::{ApiRequest, AuditEntry, ChatKey, ClearedWeb, MessageRef, Pruned, ShowClaim, Store};
 use serde_json::json;
-use sqlx::{AssertSqlSafe, Row};
 
 mod support;
 use support::test_db;
 
-use test_db::TestDatabase;
+use test_db::TestStore;
 
 const DAY: i64 = 24 * 3600 * 1000;
 /// "Now" in these tests: day 100. With 30 days of retention the cutoff is day 70.
@@ -22,48 +21,13 @@ const CUTOFF: i64 = NOW - 30 * DAY;
 const OLD: i64 = 10 * DAY;
 const RECENT: i64 = CUTOFF + 1000;
 
-/// A store on a database of its own.
-struct TestDb {
-    db: TestDatabase,
-    store: Store,
-}
-
-impl TestDb {
-    async fn sqlite() -> TestDb {
-        TestDb::on(TestDatabase::sqlite()).await
-    }
-
-    async fn postgres() -> Option<TestDb> {
-        Some(TestDb::on(TestDatabase::postgres().await?).await)
-    }
-
-    async fn on(db: TestDatabase) -> TestDb {
-        let store = db.store().await;
-        TestDb { db, store }
-    }
-
-    /// How many rows `table` has, read behind the store's back.
-    async fn count(&self, table: &str) -> i64 {
-        let raw = self.db.raw().await;
-        let row = sqlx::query(AssertSqlSafe(format!("SELECT COUNT(*) AS n FROM {table}"))).fetch_one(&raw).await.expect("count");
-        let n: i64 = row.try_get("n").expect("n");
-        raw.close().await;
-        n
-    }
-
-    async fn finish(self) {
-        self.store.close().await;
-        self.db.finish().await;
-    }
-}
-
 macro_rules! suite {
     ($($test:ident),* $(,)?) => {
         mod sqlite {
             $(
                 #[tokio::test]
                 async fn $test() {
-                    let db = super::TestDb::sqlite().await;
+                    let db = super::TestStore::sqlite().await;
                     super::$test(&db).await;
                     db.finish().await;
                 }
@@ -74,7 +38,7 @@ macro_rules! suite {
                 #[tokio::test]
                 #[ignore = "needs PostgreSQL: set HITL_BRIDGE_TEST_POSTGRES_URL, then cargo test -- --include-ignored"]
                 async fn $test() {
-                    let Some(db) = super::TestDb::postgres().await else { return };
+                    let Some(db) = super::TestStore::postgres().await else { return };
                     super::$test(&db).await;
                     db.finish().await;
                 }
@@ -118,7 +82,7 @@ async fn stored(store: &Store, session: &str, key: &str, at_ms: i64, settle_at: 
     i
 }
 
-async fn old_settled_rows_go_pending_and_recent_ones_stay(db: &TestDb) {
+async fn old_settled_rows_go_pending_and_recent_ones_stay(db: &TestStore) {
     let store = &db.store;
     let old = stored(store, "S1", "old_1", OLD, Some(OLD + 61_000)).await;
     // Pending for longer than the retention period (nobody expired it): kept.
@@ -154,7 +118,7 @@ async fn old_settled_rows_go_pending_and_recent_ones_stay(db: &TestDb) {
     assert_eq!(store.prune_before(CUTOFF).await.expect("prune again"), Pruned::default());
 }
 
-async fn outbox_leftovers_go_only_for_idle_sessions(db: &TestDb) {
+async fn outbox_leftovers_go_only_for_idle_sessions(db: &TestStore) {
     let store = &db.store;
     // "busy" has a pending request: its old queued command must still be delivered.
     stored(store, "busy", "busy_1", NOW - 1000, None).await;
@@ -188,7 +152,7 @@ fn api_request(key: &str, interaction: &Interaction, callback: Option<&str>) -> 
     }
 }
 
-async fn an_owed_callback_keeps_its_request(db: &TestDb) {
+async fn an_owed_callback_keeps_its_request(db: &TestStore) {
     let store = &db.store;
     // Two old pushed requests, both settled; one callback delivered, one still failing.
     let mut delivered = approval("api:a", "a_1", OLD);
@@ -222,7 +186,7 @@ const HOUR: i64 = 3600 * 1000;
 /// The web inbox's leftovers nobody comes back to: links past their ten minutes (used
 /// or not) and sessions idle longer than `web.session_idle_secs` go; a live link and a
 /// session in use stay and still work. A second pass finds nothing.
-async fn expired_sign_in_links_and_idle_web_sessions_are_cleared(db: &TestDb) {
+async fn expired_sign_in_links_and_idle_web_sessions_are_cleared(db: &TestStore) {
     let store = &db.store;
     let made = NOW - 700_000;
     store.create_sign_in_link("h-expired", &thao(), made, NOW - 100_000).await.expect("link");
@@ -245,7 +209,7 @@ async fn expired_sign_in_links_and_idle_web_sessions_are_cleared(db: &TestDb) {
 /// `retention_days = 0`, which keeps the history whole.
 #[tokio::test]
 async fn the_sweep_clears_expired_sign_in_links_even_when_retention_is_off() {
-    let db = TestDb::sqlite().await;
+    let db = TestStore::sqlite().await;
     let now = hitl_bridge::clock::now_ms();
     db.store.create_sign_in_link("h-expired", &thao(), now - 700_000, now - 100_000).await.expect("link");
     let old = stored(&db.store, "S", "old_1", now - 40 * DAY, Some(now - 40 * DAY + 61_000)).await;
@@ -273,7 +237,7 @@ async fn the_bridge_prunes_at_start_unless_retention_is_off() {
     type NoConsole = Option<(tokio::io::BufReader<tokio::io::Empty>, tokio::io::Sink)>;
 
     for (days, kept) in [("0", true), ("30", false)] {
-        let db = TestDb::sqlite().await;
+        let db = TestStore::sqlite().await;
         let now = hitl_bridge::clock::now_ms();
         let old = stored(&db.store, "S", "old_1", now - 40 * DAY, Some(now - 40 * DAY + 61_000)).await;
         let settings = Settings::from_pairs(&[

@@ -14,49 +14,11 @@ use serde_json::{Value, json};
 mod support;
 use support::test_db;
 
-use test_db::{TestDatabase, execute};
+use test_db::{TestStore, execute};
 
 // ---------------------------------------------------------------------------------
 // Databases
 // ---------------------------------------------------------------------------------
-
-/// A store on a database of its own.
-struct TestDb {
-    db: TestDatabase,
-    store: Store,
-}
-
-impl TestDb {
-    async fn sqlite() -> TestDb {
-        TestDb::on(TestDatabase::sqlite()).await
-    }
-
-    /// `None` (after saying why) when no PostgreSQL is configured.
-    async fn postgres() -> Option<TestDb> {
-        Some(TestDb::on(TestDatabase::postgres().await?).await)
-    }
-
-    async fn on(db: TestDatabase) -> TestDb {
-        let store = db.store().await;
-        TestDb { db, store }
-    }
-
-    /// Closes the store and opens a new one on the same database, like a restart.
-    async fn reopen(&mut self) {
-        self.store.close().await;
-        self.store = self.db.store().await;
-    }
-
-    /// A raw connection, to do what the store never would (corrupt a row).
-    async fn raw(&self) -> sqlx::AnyPool {
-        self.db.raw().await
-    }
-
-    async fn finish(self) {
-        self.store.close().await;
-        self.db.finish().await;
-    }
-}
 
 /// Runs each listed test on SQLite and on PostgreSQL.
 macro_rules! suite {
@@ -65,7 +27,7 @@ macro_rules! suite {
             $(
                 #[tokio::test]
                 async fn $test() {
-                    let mut db = super::TestDb::sqlite().await;
+                    let mut db = super::TestStore::sqlite().await;
                     super::$test(&mut db).await;
                     db.finish().await;
                 }
@@ -76,7 +38,7 @@ macro_rules! suite {
                 #[tokio::test]
                 #[ignore = "needs PostgreSQL: set HITL_BRIDGE_TEST_POSTGRES_URL, then cargo test -- --include-ignored"]
                 async fn $test() {
-                    let Some(mut db) = super::TestDb::postgres().await else { return };
+                    let Some(mut db) = super::TestStore::postgres().await else { return };
                     super::$test(&mut db).await;
                     db.finish().await;
                 }
@@ -181,7 +143,7 @@ fn commands(outbox: &[(i64, Command)]) -> Vec<Command> {
 // The suite
 // ---------------------------------------------------------------------------------
 
-async fn interaction_round_trips(db: &mut TestDb) {
+async fn interaction_round_trips(db: &mut TestStore) {
     let store = &db.store;
     let a = approval("S", "S_1", T0);
     let mut q = question("S", "S_2", T0 + 1);
@@ -200,7 +162,7 @@ async fn interaction_round_trips(db: &mut TestDb) {
     assert_eq!(store.interaction("id-S_2").await.expect("load"), Some(q));
 }
 
-async fn duplicate_insert_changes_nothing(db: &mut TestDb) {
+async fn duplicate_insert_changes_nothing(db: &mut TestStore) {
     let store = &db.store;
     let first = approval("S", "S_1", T0);
     assert!(store.insert_interaction(&first).await.expect("insert"));
@@ -220,7 +182,7 @@ async fn duplicate_insert_changes_nothing(db: &mut TestDb) {
     assert!(store.insert_interaction(&other).await.expect("insert"));
 }
 
-async fn pending_lists_are_oldest_first(db: &mut TestDb) {
+async fn pending_lists_are_oldest_first(db: &mut TestStore) {
     let store = &db.store;
     for (session, key, at) in [("S", "S_2", T0 + 2), ("T", "T_1", T0 + 1), ("S", "S_1", T0), ("S", "S_3", T0 + 3)] {
         assert!(store.insert_interaction(&approval(session, key, at)).await.expect("insert"));
@@ -237,7 +199,7 @@ async fn pending_lists_are_oldest_first(db: &mut TestDb) {
     assert!(store.pending_in_session("nobody").await.expect("list").is_empty());
 }
 
-async fn draft_persists_until_settled(db: &mut TestDb) {
+async fn draft_persists_until_settled(db: &mut TestStore) {
     let store = &db.store;
     let mut i = approval("S", "S_1", T0);
     assert!(store.insert_interaction(&i).await.expect("insert"));
@@ -259,7 +221,7 @@ async fn draft_persists_until_settled(db: &mut TestDb) {
     assert!(matches!(store.save_draft(&i).await, Err(StoreError::WrongState { .. })));
 }
 
-async fn settle_is_first_wins(db: &mut TestDb) {
+async fn settle_is_first_wins(db: &mut TestStore) {
     let store = &db.store;
     let created = approval("S", "S_1", T0);
     assert!(store.insert_interaction(&created).await.expect("insert"));
@@ -294,7 +256,7 @@ async fn settle_is_first_wins(db: &mut TestDb) {
     assert_eq!(store.outbox_for_session("S").await.expect("outbox").len(), 1, "no command: none queued");
 }
 
-async fn concurrent_settles_have_one_winner(db: &mut TestDb) {
+async fn concurrent_settles_have_one_winner(db: &mut TestStore) {
     // A second replica on the same database.
     let replica = db.db.store().await;
     let created = approval("S", "S_1", T0);
@@ -323,7 +285,7 @@ async fn concurrent_settles_have_one_winner(db: &mut TestDb) {
     replica.close().await;
 }
 
-async fn outbox_keeps_order_and_removes(db: &mut TestDb) {
+async fn outbox_keeps_order_and_removes(db: &mut TestStore) {
     let store = &db.store;
     let hello = Command::message("S", "hãy hỏi 2 lần", None);
     let approve = Command::Approval {
@@ -350,7 +312,7 @@ async fn outbox_keeps_order_and_removes(db: &mut TestDb) {
     assert_eq!(commands(&store.outbox_for_session("T").await.expect("outbox")), vec![elsewhere]);
 }
 
-async fn survives_reopening(db: &mut TestDb) {
+async fn survives_reopening(db: &mut TestStore) {
     let mut i = approval("S", "S_1", T0);
     assert!(db.store.insert_interaction(&i).await.expect("insert"));
     act(&mut i, UserAction::Decide { action: 1, decision: Decision::Reject { message: Some("no".into()) } }, T0 + 1);
@@ -367,7 +329,7 @@ async fn survives_reopening(db: &mut TestDb) {
     assert_eq!(db.store.session_for_chat(&chat).await.expect("lookup").as_deref(), Some("S"));
 }
 
-async fn chat_binding_is_an_upsert(db: &mut TestDb) {
+async fn chat_binding_is_an_upsert(db: &mut TestStore) {
     let store = &db.store;
     let group = ChatKey::new("telegram", "-100", None);
     let topic = ChatKey::new("telegram", "-100", Some("7"));
@@ -386,7 +348,7 @@ async fn chat_binding_is_an_upsert(db: &mut TestDb) {
     assert_eq!(store.chats_for_session("S2").await.expect("list"), vec![group, topic]);
 }
 
-async fn requester_is_replaced(db: &mut TestDb) {
+async fn requester_is_replaced(db: &mut TestStore) {
     let store = &db.store;
     assert_eq!(store.requester("S").await.expect("load"), None);
     store.set_requester("S", &thao()).await.expect("set");
@@ -397,7 +359,7 @@ async fn requester_is_replaced(db: &mut TestDb) {
     assert_eq!(store.requester("T").await.expect("load"), None);
 }
 
-async fn message_refs_are_kept_in_order(db: &mut TestDb) {
+async fn message_refs_are_kept_in_order(db: &mut TestStore) {
     let store = &db.store;
     assert!(store.insert_interaction(&approval("S", "S_1", T0)).await.expect("insert"));
     let shown = |platform: &str, chat: &str, thread: Option<&str>, message: &str| MessageRef {
@@ -429,7 +391,7 @@ async fn message_refs_are_kept_in_order(db: &mut TestDb) {
     assert_eq!(store.showing("S-none", "id-S_1").await.expect("showing"), (vec![], refs.to_vec()));
 }
 
-async fn pending_in_chat_lists_what_a_chat_shows(db: &mut TestDb) {
+async fn pending_in_chat_lists_what_a_chat_shows(db: &mut TestStore) {
     let store = &db.store;
     for (key, at) in [("S_1", T0), ("S_2", T0 + 1), ("S_3", T0 + 2)] {
         assert!(store.insert_interaction(&approval("S", key, at)).await.expect("insert"));
@@ -450,7 +412,7 @@ async fn pending_in_chat_lists_what_a_chat_shows(db: &mut TestDb) {
     assert!(store.pending_in_chat(&ChatKey::new("discord", "-100", None)).await.expect("list").is_empty());
 }
 
-async fn secrets_are_created_once(db: &mut TestDb) {
+async fn secrets_are_created_once(db: &mut TestStore) {
     assert_eq!(db.store.secret("tokens", || "first".into()).await.expect("create"), "first");
     assert_eq!(db.store.secret("tokens", || "second".into()).await.expect("load"), "first");
     assert_eq!(db.store.secret("other", || "x".into()).await.expect("create"), "x");
@@ -458,7 +420,7 @@ async fn secrets_are_created_once(db: &mut TestDb) {
     assert_eq!(db.store.secret("tokens", || "third".into()).await.expect("load"), "first", "kept across restarts");
 }
 
-async fn a_session_lease_has_one_holder(db: &mut TestDb) {
+async fn a_session_lease_has_one_holder(db: &mut TestStore) {
     let store = &db.store;
     assert!(store.try_lease("S", "replica-a", T0, 10_000).await.expect("take"));
     assert!(!store.try_lease("S", "replica-b", T0 + 5_000, 10_000).await.expect("refused"), "a live lease is kept");
@@ -473,7 +435,7 @@ async fn a_session_lease_has_one_holder(db: &mut TestDb) {
     assert!(store.try_lease("T", "replica-b", T0, 10_000).await.expect("another session"));
 }
 
-async fn an_open_turn_counts_what_its_chats_showed_and_ends_only_itself(db: &mut TestDb) {
+async fn an_open_turn_counts_what_its_chats_showed_and_ends_only_itself(db: &mut TestStore) {
     use hitl_bridge::store::OpenTurn;
     let store = &db.store;
     assert_eq!(store.open_turn_of("S").await.expect("read"), None);
@@ -502,7 +464,7 @@ async fn an_open_turn_counts_what_its_chats_showed_and_ends_only_itself(db: &mut
     assert_eq!(store.open_turn_of("S").await.expect("read"), None);
 }
 
-async fn sessions_with_work_are_listed_once(db: &mut TestDb) {
+async fn sessions_with_work_are_listed_once(db: &mut TestStore) {
     let store = &db.store;
     assert!(store.sessions_with_work().await.expect("list").is_empty());
     // B: pending and queued; A: pending only; C: queued only; D: settled, nothing queued.
@@ -519,7 +481,7 @@ async fn sessions_with_work_are_listed_once(db: &mut TestDb) {
     assert_eq!(store.sessions_with_work().await.expect("list"), ["A", "B", "C"]);
 }
 
-async fn audit_records_edits_and_latency(db: &mut TestDb) {
+async fn audit_records_edits_and_latency(db: &mut TestStore) {
     let store = &db.store;
     let mut i = approval("S", "S_1", T0);
     assert!(store.insert_interaction(&i).await.expect("insert"));
@@ -552,7 +514,7 @@ async fn audit_records_edits_and_latency(db: &mut TestDb) {
     assert!(store.audit_log("S_2").await.expect("audit").is_empty());
 }
 
-async fn audit_records_expiry_by_backend(db: &mut TestDb) {
+async fn audit_records_expiry_by_backend(db: &mut TestStore) {
     let store = &db.store;
     let mut i = question("S", "S_1", T0);
     assert!(store.insert_interaction(&i).await.expect("insert"));
@@ -567,7 +529,7 @@ async fn audit_records_expiry_by_backend(db: &mut TestDb) {
     assert_eq!(entry.original_args[0]["questions"][0]["options"][1]["label"], "Cổ tức");
 }
 
-async fn corrupt_row_is_skipped(db: &mut TestDb) {
+async fn corrupt_row_is_skipped(db: &mut TestStore) {
     let store = &db.store;
     assert!(store.insert_interaction(&approval("S", "S_1", T0)).await.expect("insert"));
     let good = approval("S", "S_2", T0 + 1);
@@ -590,7 +552,7 @@ async fn corrupt_row_is_skipped(db: &mut TestDb) {
 
 #[tokio::test]
 async fn sqlite_file_is_created_in_wal_mode() {
-    let db = TestDb::sqlite().await;
+    let db = TestStore::sqlite().await;
     let raw = db.raw().await;
     let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&raw).await.expect("pragma");
     assert_eq!(mode, "wal", "WAL is stored in the file by the first connection");
@@ -618,7 +580,7 @@ async fn unsupported_url_names_only_the_scheme() {
 
 /// A stranger asking twice sees the same code; a code expires; approving pairs the
 /// user once (the code is used up), the notice is claimed once, and revoking works.
-async fn pairing_codes_are_reused_expire_and_pair_once(db: &mut TestDb) {
+async fn pairing_codes_are_reused_expire_and_pair_once(db: &mut TestStore) {
     use hitl_bridge::store::PairError;
     let store = &db.store;
     let mallory = Actor::new("telegram", "2002", "Mallory");
@@ -660,7 +622,7 @@ async fn pairing_codes_are_reused_expire_and_pair_once(db: &mut TestDb) {
 }
 
 /// A refused attempt to talk is audited: who, where, what (truncated text).
-async fn refused_talk_is_audited_with_where_and_what(db: &mut TestDb) {
+async fn refused_talk_is_audited_with_where_and_what(db: &mut TestStore) {
     let store = &db.store;
     let mallory = Actor::new("discord", "666", "Mallory");
     let chat = ChatKey::new("discord", "800", Some("801"));
@@ -682,7 +644,7 @@ async fn refused_talk_is_audited_with_where_and_what(db: &mut TestDb) {
 /// window; later ones within it count on that entry, from any replica; another chat
 /// or person has a window of its own; once it has passed the next attempt opens a new
 /// one. Two replicas opening the same window at once leave one entry.
-async fn a_strangers_refusal_window_counts_on_one_entry_across_replicas(db: &mut TestDb) {
+async fn a_strangers_refusal_window_counts_on_one_entry_across_replicas(db: &mut TestStore) {
     use hitl_bridge::store::StrangerWindow::{Counted, Opened};
     const WINDOW: i64 = 600_000;
     let store = &db.store;
@@ -760,7 +722,7 @@ fn votes(i: &Interaction) -> Vec<String> {
 /// Two replicas read the same request under a quorum of 3; Lan votes on one, Minh on
 /// the other. The first save wins; the second changes nothing (it would have erased
 /// Lan's vote) until Minh's vote is cast again on a fresh copy.
-async fn a_draft_saved_from_a_stale_copy_changes_nothing(db: &mut TestDb) {
+async fn a_draft_saved_from_a_stale_copy_changes_nothing(db: &mut TestStore) {
     let replica = db.db.store().await;
     let created = trade_under("S", "S_1", policy(3, vec![]));
     assert!(db.store.insert_interaction(&created).await.expect("insert"));
@@ -818,7 +780,7 @@ fn rule(id: &str, scope: RememberScope, session: Option<&str>, backend: &str, se
     }
 }
 
-async fn rules_are_listed_by_session_and_backend_and_revoked_once(db: &mut TestDb) {
+async fn rules_are_listed_by_session_and_backend_and_revoked_once(db: &mut TestStore) {
     let store = &db.store;
     let in_s = rule("r-session-S", RememberScope::Session, Some("S"), "stream", T0 + 2);
     let always = RememberedRule { args: None, ..rule("r-always", RememberScope::Always, None, "stream", T0 + 1) };
@@ -858,7 +820,7 @@ async fn rules_are_listed_by_session_and_backend_and_revoked_once(db: &mut TestD
     assert_eq!((audit[1].session_id.as_str(), audit[1].original_args.clone()), ("T", json!([{"symbol": "VNM"}])));
 }
 
-async fn settle_decision_stores_the_rule_only_for_the_winner(db: &mut TestDb) {
+async fn settle_decision_stores_the_rule_only_for_the_winner(db: &mut TestStore) {
     let store = &db.store;
     let none = &AccessPolicy::default();
     let remember = || UserAction::Remember { scope: RememberScope::Always };
@@ -896,7 +858,7 @@ async fn settle_decision_stores_the_rule_only_for_the_winner(db: &mut TestDb) {
 /// handled, is no new row), a live claim is not taken over, a lapsed one is (oldest
 /// first), a handled update is never claimed again, and handled rows are pruned. Each
 /// platform's updates are its own: the same id on another platform is another update.
-async fn the_update_inbox_stores_once_claims_and_forgets(db: &mut TestDb) {
+async fn the_update_inbox_stores_once_claims_and_forgets(db: &mut TestStore) {
     use hitl_bridge::store::{InboxUpdate, ShowClaim};
     let store = &db.store;
     const TG: &str = "telegram";
@@ -934,7 +896,7 @@ async fn the_update_inbox_stores_once_claims_and_forgets(db: &mut TestDb) {
 /// migration to `platform_inbox` keeps each one as it was, so a waiting update is
 /// handled once after the upgrade, a claimed one stays claimed, and a handled one is
 /// still recognised and never handled again.
-async fn the_inbox_migration_keeps_updates_in_flight(db: &mut TestDb) {
+async fn the_inbox_migration_keeps_updates_in_flight(db: &mut TestStore) {
     use hitl_bridge::store::{InboxUpdate, ShowClaim};
     // Back to the schema before the migration, with rows as an older bridge left them.
     let raw = db.raw().await;
@@ -973,7 +935,7 @@ async fn the_inbox_migration_keeps_updates_in_flight(db: &mut TestDb) {
 /// escalation step, moved on when a step is recorded; a row written before the
 /// columns existed is read from its body once, and its columns filled in. A narrow
 /// rescan reads only what was created since its look back.
-async fn pending_timers_are_read_from_their_columns(db: &mut TestDb) {
+async fn pending_timers_are_read_from_their_columns(db: &mut TestStore) {
     use hitl_bridge::interaction::policy::{EscalationStep, Mention, StepAction};
     use hitl_bridge::store::{PendingTimers, ShowClaim};
     let store = &db.store;
@@ -1013,7 +975,7 @@ async fn pending_timers_are_read_from_their_columns(db: &mut TestDb) {
 /// step; a settled one is no longer listed. A row whose facts are not current (written
 /// before the columns existed, or since by an older replica that wrote only the body)
 /// is read from its body, the same as the body says, and its columns filled in.
-async fn pending_access_facts_follow_every_write(db: &mut TestDb) {
+async fn pending_access_facts_follow_every_write(db: &mut TestStore) {
     use hitl_bridge::interaction::AccessFacts;
     use hitl_bridge::interaction::policy::{EscalationStep, Mention, StepAction};
     use hitl_bridge::store::{PendingAccess, ShowClaim};
@@ -1115,7 +1077,7 @@ async fn pending_access_facts_follow_every_write(db: &mut TestDb) {
 /// A pushed request is stored with its interaction and shows; the same agent's key
 /// again returns the stored row and changes nothing; a key whose interaction exists
 /// already (from the chat) is refused, and leaves no request row behind.
-async fn a_push_is_stored_whole_once_or_not_at_all(db: &mut TestDb) {
+async fn a_push_is_stored_whole_once_or_not_at_all(db: &mut TestStore) {
     use hitl_bridge::store::{ApiRequest, ShowClaim};
     let store = &db.store;
     let claim = ShowClaim { owner: "test".into(), until_ms: T0 + 60_000 };
@@ -1151,7 +1113,7 @@ async fn a_push_is_stored_whole_once_or_not_at_all(db: &mut TestDb) {
 /// Pushed requests are listed a page at a time in push order, ties broken by key: a
 /// page mark inside a run of equal push times neither repeats nor skips a row, and
 /// another agent's requests are never listed.
-async fn pending_pushes_are_paged_by_push_time_then_key(db: &mut TestDb) {
+async fn pending_pushes_are_paged_by_push_time_then_key(db: &mut TestStore) {
     use hitl_bridge::store::{ApiRequest, PageMark, ShowClaim};
     let store = &db.store;
     let claim = ShowClaim { owner: "test".into(), until_ms: T0 + 60_000 };
@@ -1191,7 +1153,7 @@ async fn pending_pushes_are_paged_by_push_time_then_key(db: &mut TestDb) {
 // ---------------------------------------------------------------------------------
 
 /// A link is good until its expiry, once; looking at it does not spend it.
-async fn web_sign_in_links_are_spent_once_and_expire(db: &mut TestDb) {
+async fn web_sign_in_links_are_spent_once_and_expire(db: &mut TestStore) {
     let store = &db.store;
     store.create_sign_in_link("h1", &thao(), T0, T0 + 600_000).await.unwrap();
     store.create_sign_in_link("h2", &thao(), T0, T0 + 600_000).await.unwrap();
@@ -1209,7 +1171,7 @@ async fn web_sign_in_links_are_spent_once_and_expire(db: &mut TestDb) {
 }
 
 /// A session is found while used within the idle time; it ends when idle or signed out.
-async fn web_sessions_end_when_idle_or_signed_out(db: &mut TestDb) {
+async fn web_sessions_end_when_idle_or_signed_out(db: &mut TestStore) {
     let store = &db.store;
     let idle = 60_000;
     store.create_web_session("s1", &thao(), "csrf-1", T0).await.unwrap();
@@ -1228,7 +1190,7 @@ async fn web_sessions_end_when_idle_or_signed_out(db: &mut TestDb) {
 
 /// Newest first, filtered by agent, outcome and person, paged by row id; the change
 /// mark moves with each entry and each pending request.
-async fn web_audit_reads_newest_first_with_filters(db: &mut TestDb) {
+async fn web_audit_reads_newest_first_with_filters(db: &mut TestStore) {
     let store = &db.store;
     let mark = store.web_change_mark().await.unwrap();
     let entry = |n: i64, agent: Option<&str>, outcome: &str, who: Option<Actor>| AuditEntry {

@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+pub mod backend_bridge;
 pub mod backends;
 pub mod bridge_process;
 pub mod chaos_proxy;
@@ -14,6 +15,7 @@ pub mod fake_discord;
 pub mod fake_slack;
 pub mod fake_telegram;
 pub mod harness;
+pub mod replica_processes;
 pub mod slack_chat;
 pub mod telegram_chat;
 pub mod test_db;

@@ -1,7 +1,8 @@
 //! A database of its own for one test: a SQLite file in a temp dir, or a fresh
 //! PostgreSQL schema (dropped by [`TestDatabase::finish`]) so tests running in
-//! parallel never see each other's rows. Shared by the store, retention, UI-state and
-//! two-replica suites; each includes it with `#[path]`.
+//! parallel never see each other's rows; and [`TestStore`], a store open on one, as
+//! the store and retention suites test it. Shared by the store, retention, UI-state,
+//! admin CLI and replica suites.
 
 #![allow(dead_code)]
 
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use hitl_bridge::store::Store;
 use sqlx::any::AnyPoolOptions;
-use sqlx::{AnyPool, AssertSqlSafe};
+use sqlx::{AnyPool, AssertSqlSafe, Row};
 
 /// The PostgreSQL the suites use when set (CI sets it), e.g.
 /// `postgres://postgres@127.0.0.1:5432/test`.
@@ -79,6 +80,55 @@ impl TestDatabase {
             execute(&admin, &format!("DROP SCHEMA {name} CASCADE")).await;
             admin.close().await;
         }
+    }
+}
+
+/// A [`Store`] open on a database of its own: the suites that test the store itself
+/// (tests/store.rs, tests/retention.rs) get one per test, on SQLite and on PostgreSQL.
+pub struct TestStore {
+    pub db: TestDatabase,
+    pub store: Store,
+}
+
+impl TestStore {
+    pub async fn sqlite() -> TestStore {
+        TestStore::on(TestDatabase::sqlite()).await
+    }
+
+    /// A fresh PostgreSQL schema; see [`TestDatabase::postgres`].
+    pub async fn postgres() -> Option<TestStore> {
+        Some(TestStore::on(TestDatabase::postgres().await?).await)
+    }
+
+    pub async fn on(db: TestDatabase) -> TestStore {
+        let store = db.store().await;
+        TestStore { db, store }
+    }
+
+    /// Closes the store and opens a new one on the same database, like a restart.
+    pub async fn reopen(&mut self) {
+        self.store.close().await;
+        self.store = self.db.store().await;
+    }
+
+    /// A raw connection, to do what the store never would (corrupt a row).
+    pub async fn raw(&self) -> AnyPool {
+        self.db.raw().await
+    }
+
+    /// How many rows `table` has, read behind the store's back.
+    pub async fn count(&self, table: &str) -> i64 {
+        let raw = self.raw().await;
+        let row = sqlx::query(AssertSqlSafe(format!("SELECT COUNT(*) AS n FROM {table}"))).fetch_one(&raw).await.expect("count");
+        let n: i64 = row.try_get("n").expect("n");
+        raw.close().await;
+        n
+    }
+
+    /// Closes the store, then drops the database.
+    pub async fn finish(self) {
+        self.store.close().await;
+        self.db.finish().await;
     }
 }
 
