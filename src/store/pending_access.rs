@@ -51,7 +51,12 @@ impl Store {
                 tracing::error!(packed = %packed.chars().take(80).collect::<String>(), "skipping pending requests whose packed ids do not read");
                 continue;
             };
-            pending.extend(requests.into_iter().map(|(created_at_ms, deadline_ms, id)| PendingAccess { id: id.to_owned(), created_at_ms, deadline_ms, facts: facts.clone() }));
+            pending.extend(requests.into_iter().map(|(created_at_ms, deadline_ms, id)| PendingAccess {
+                id: id.to_owned(),
+                created_at_ms,
+                deadline_ms,
+                facts: facts.clone(),
+            }));
         }
         pending.sort_unstable_by(|a, b| a.created_at_ms.cmp(&b.created_at_ms).then_with(|| a.id.cmp(&b.id)));
         Ok(pending.iter().filter_map(&mut keep).collect())
@@ -79,7 +84,12 @@ impl Store {
             if let Err(e) = filled {
                 tracing::warn!(interaction = %interaction.id, error = %e, "cannot fill in a pending request's access facts");
                 let facts = Arc::new(interaction.access_facts());
-                unfilled.push(PendingAccess { created_at_ms: column(row, "created_at_ms")?, deadline_ms: column(row, "deadline_ms")?, id: interaction.id, facts });
+                unfilled.push(PendingAccess {
+                    created_at_ms: column(row, "created_at_ms")?,
+                    deadline_ms: column(row, "deadline_ms")?,
+                    id: interaction.id,
+                    facts,
+                });
             }
         }
         Ok(unfilled)
