@@ -11,9 +11,13 @@
 //! per run, default 2000), `LOAD_CROSS` (sessions of the cross-replica phase, default
 //! 200), `HITL_BRIDGE_TEST_POSTGRES_URL` (PostgreSQL for the durable decisions figure,
 //! the cross-replica hand-off and a second run of the pending phase; each skipped with a
-//! line when unset; the pending phase also times the web inbox), `LOAD_SKIP` (comma-separated phases to skip: `limits`, `store`,
-//! `cross`, `pending`).
+//! line when unset; the pending phase also times the web inbox), `LOAD_SKIP`
+//! (comma-separated phases to skip: `limits`, `store`, `cross`, `pending`),
+//! `LOAD_PROFILE` (set: the pending phase's burst of decisions is sampled with Linux
+//! `perf` and its CPU summed by module, `common/profile.rs`).
 
+#[path = "common/profile.rs"]
+mod profile;
 #[path = "common/seed.rs"]
 mod seed;
 #[path = "../tests/support/mod.rs"]
@@ -792,6 +796,7 @@ async fn pending(n: usize, db: &test_db::TestDatabase) {
         let message = tg.bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| mentions(t, &key))).expect("shown");
         burst.push((chat, message["message_id"].as_i64().expect("id"), button(&message, "Approve")));
     }
+    let profile = profile::Profile::start(child.process.id(), "burst");
     let cpu_before = child.cpu();
     let clicked_at = Instant::now();
     let queries: Vec<String> = burst.iter().map(|(chat, id, data)| tg.push_click(*chat, &clicker, *id, data)).collect();
@@ -813,6 +818,9 @@ async fn pending(n: usize, db: &test_db::TestDatabase) {
         clicked_at.elapsed().as_secs_f64() * 1000.0 - 500.0,
         spent.as_secs_f64() * 1000.0 / queries.len().max(1) as f64
     );
+    if let Some(profile) = profile {
+        profile.finish(&format!("the {} decisions", queries.len()));
+    }
 
     // A backlog the crash leaves unsent: Telegram answers the first send to one more
     // group with a 429 for ten minutes, so the requests pushed there next are stored
