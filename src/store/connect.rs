@@ -106,7 +106,7 @@ const MIGRATIONS: &[(i64, &str, Schema)] = &[
     (24, "turn texts shown", Schema::Shared(include_str!("../../migrations/shared/0024_turn_texts_shown.sql"))),
     (25, "pending timers", Schema::Shared(include_str!("../../migrations/shared/0025_pending_timers.sql"))),
     (26, "access facts", Schema::Shared(include_str!("../../migrations/shared/0026_access_facts.sql"))),
-    (27, "api requests by interaction", Schema::Shared(include_str!("../../migrations/shared/0027_api_requests_by_interaction.sql"))),
+    (27, "pending reads", Schema::Shared(include_str!("../../migrations/shared/0027_pending_reads.sql"))),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.

@@ -25,6 +25,12 @@ pub struct PendingAccess {
     pub facts: Arc<AccessFacts>,
 }
 
+/// Every pending request's facts grouped by their text. The status is written into the
+/// text, not bound: that is what lets the databases read it from the partial index of
+/// pending facts (migration 0027), which holds every column named here.
+const PENDING_FACTS_GROUPED: &str = "SELECT access, string_agg(created_at_ms || ' ' || deadline_ms || ' ' || length(id) || ' ' || id, ',') AS requests
+     FROM interactions WHERE status = 'pending' AND access_revision = revision GROUP BY access";
+
 impl Store {
     /// What `keep` makes of each pending request, oldest first, where it makes
     /// something. Reads no body, except once for a row whose facts column is not
@@ -34,14 +40,7 @@ impl Store {
         // A row per distinct facts text, with every request sharing it packed into one
         // text: ten thousand pending requests from a few agents are a few rows, where a
         // row each cost most of the read (each row crosses the driver on its own).
-        let groups = sqlx::query(
-            "SELECT access, string_agg(created_at_ms || ' ' || deadline_ms || ' ' || length(id) || ' ' || id, ',') AS requests
-             FROM interactions WHERE status = $1 AND access_revision = revision GROUP BY access",
-        )
-        .bind(Status::Pending.name())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(StoreError::query("go through pending requests' access facts"))?;
+        let groups = sqlx::query(PENDING_FACTS_GROUPED).fetch_all(&self.pool).await.map_err(StoreError::query("go through pending requests' access facts"))?;
         for group in &groups {
             let packed: &str = column(group, "requests")?;
             let text: Option<&str> = column(group, "access")?;
@@ -123,6 +122,13 @@ fn unpack(packed: &str) -> Option<Vec<(i64, i64, &str)>> {
 #[cfg(test)]
 mod tests {
     use super::unpack;
+
+    #[test]
+    fn the_grouped_read_names_the_pending_status_as_stored() {
+        let literal = format!("status = '{}'", crate::interaction::Status::Pending.name());
+        assert!(super::PENDING_FACTS_GROUPED.contains(&literal));
+        assert!(include_str!("../../migrations/shared/0027_pending_reads.sql").contains(&format!("WHERE {literal}")));
+    }
 
     #[test]
     fn packed_requests_read_back_whatever_their_ids_hold() {
