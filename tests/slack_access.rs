@@ -232,13 +232,8 @@ async fn a_member_of_a_group_in_access_roles_may_talk() {
     assert!(refusal["text"].as_str().is_some_and(|t| t.contains("slack:U0MAL")), "{refusal}");
     say("U0BO", "xin chào");
     let heard = wait_until(|| async {
-        let heard: Vec<(Value, Value)> = rig
-            .sim()
-            .commands()
-            .into_iter()
-            .filter(|c| c["type"] == "message")
-            .map(|c| (c["content"][0]["text"].clone(), c["user"]["id"].clone()))
-            .collect();
+        let heard: Vec<(Value, Value)> =
+            rig.sim().commands().into_iter().filter(|c| c["type"] == "message").map(|c| (c["content"][0]["text"].clone(), c["user"]["id"].clone())).collect();
         (!heard.is_empty()).then_some(heard)
     })
     .await;

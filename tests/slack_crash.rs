@@ -43,14 +43,14 @@ fn ana() -> Person {
 /// (the `connections`-th) is open.
 async fn bridge(fake: &FakeSlack, sim: &SimHandle, db: &Path, connections: u32, extra: &[(&'static str, String)]) -> BridgeProcess {
     let mut env = vec![
-            ("HITL_BRIDGE__BACKEND__URL", format!("ws://{}/ws/{{session_id}}", sim.addr)),
-            ("HITL_BRIDGE__BACKEND__HISTORY_URL", format!("http://{}/sessions/{{session_id}}/history", sim.addr)),
-            ("HITL_BRIDGE__SLACK__ENABLED", "true".into()),
-            ("HITL_BRIDGE__SLACK__BOT_TOKEN", fake_slack::BOT_TOKEN.into()),
-            ("HITL_BRIDGE__SLACK__APP_TOKEN", fake_slack::APP_TOKEN.into()),
-            ("HITL_BRIDGE__SLACK__API_URL", fake.api_url()),
-            ("HITL_BRIDGE__TOKENS__SECRET", "test-secret".into()),
-            ("HITL_BRIDGE__ACCESS__USERS", format!("slack:{ANA}")),
+        ("HITL_BRIDGE__BACKEND__URL", format!("ws://{}/ws/{{session_id}}", sim.addr)),
+        ("HITL_BRIDGE__BACKEND__HISTORY_URL", format!("http://{}/sessions/{{session_id}}/history", sim.addr)),
+        ("HITL_BRIDGE__SLACK__ENABLED", "true".into()),
+        ("HITL_BRIDGE__SLACK__BOT_TOKEN", fake_slack::BOT_TOKEN.into()),
+        ("HITL_BRIDGE__SLACK__APP_TOKEN", fake_slack::APP_TOKEN.into()),
+        ("HITL_BRIDGE__SLACK__API_URL", fake.api_url()),
+        ("HITL_BRIDGE__TOKENS__SECRET", "test-secret".into()),
+        ("HITL_BRIDGE__ACCESS__USERS", format!("slack:{ANA}")),
     ];
     env.extend_from_slice(extra);
     let process = BridgeProcess::start(db, &env);
