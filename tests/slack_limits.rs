@@ -13,7 +13,8 @@ use axum::http::StatusCode;
 use hitl_bridge::config::Settings;
 use hitl_bridge::platform::slack::settings::SlackSettings;
 use serde_json::{Value, json};
-use support::fake_slack::{self, FakeSlack, OPS, Person};
+use support::fake_slack::{OPS, Person};
+use support::slack_chat::assert_nothing_refused;
 use support::{Chat, Harness, wait_until};
 
 const SECRET: &str = "ci-secret";
@@ -27,69 +28,27 @@ fn ana() -> Person {
 }
 
 /// A bridge with Slack on the fake, Ana its approver, new messages paced at
-/// [`POST_INTERVAL_MS`]. (Copied from tests/slack.rs's rig.)
-struct Rig {
-    harness: Harness,
-    fake: FakeSlack,
-    base: String,
-    http: reqwest::Client,
+/// [`POST_INTERVAL_MS`], started.
+async fn start() -> Harness {
+    Harness::on(Chat::Slack)
+        .no_agent()
+        .set("timeouts.grace_secs", "0")
+        .tweak(|s: &mut Settings| {
+            s.http.api_tokens = vec![format!("ci:{SECRET}")];
+            s.access.approvers = vec!["slack:U0ANA".into()];
+            let slack = s.platforms.get_mut::<SlackSettings>();
+            assert_eq!(slack.post_interval_ms, 1000, "Slack's pace by default");
+            slack.post_interval_ms = POST_INTERVAL_MS;
+        })
+        .start()
+        .await
 }
 
-impl Rig {
-    async fn start() -> Rig {
-        let fake = FakeSlack::start().await;
-        let pairs = [
-            ("slack.enabled", "true".to_owned()),
-            ("slack.bot_token", fake_slack::BOT_TOKEN.to_owned()),
-            ("slack.app_token", fake_slack::APP_TOKEN.to_owned()),
-            ("slack.api_url", fake.api_url()),
-            ("tokens.secret", "test-secret".to_owned()),
-            ("timeouts.grace_secs", "0".to_owned()),
-        ];
-        let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let mut harness = Harness::on(Chat::Headless)
-            .no_agent()
-            .settings(&borrowed)
-            .tweak(|s: &mut Settings| {
-                s.http.api_tokens = vec![format!("ci:{SECRET}")];
-                s.access.approvers = vec!["slack:U0ANA".into()];
-                let slack = s.platforms.get_mut::<SlackSettings>();
-                assert_eq!(slack.post_interval_ms, 1000, "Slack's pace by default");
-                slack.post_interval_ms = POST_INTERVAL_MS;
-            })
-            .build()
-            .await;
-        harness.boot().await;
-        fake.wait_connections(1).await;
-        let base = format!("http://{}", harness.app().http_addr().expect("http listener"));
-        Rig { harness, fake, base, http: reqwest::Client::new() }
-    }
-
-    async fn send(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> (StatusCode, Value) {
-        let mut request = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(SECRET);
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let response = request.send().await.expect("request");
-        let status = StatusCode::from_u16(response.status().as_u16()).expect("status");
-        (status, response.json().await.unwrap_or(Value::Null))
-    }
-
-    async fn decided(&self, key: &str) -> Value {
-        wait_until(|| async {
-            let (_, body) = self.send(reqwest::Method::GET, &format!("/v1/requests/{key}?wait=5"), None).await;
-            (body["status"] != "pending").then_some(body)
-        })
-        .await
-    }
-
-    async fn stop(mut self) {
-        self.harness.stop_bridge().await;
-        let unexpected: Vec<_> = self.fake.errors().into_iter().filter(|(_, e)| e != "ratelimited").collect();
-        assert!(unexpected.is_empty(), "Slack would have refused: {unexpected:?}");
-        self.fake.shutdown();
-        self.harness.shutdown().await;
-    }
+/// Stops everything; Slack refused nothing but the 429s.
+async fn stop(mut rig: Harness) {
+    rig.stop_bridge().await;
+    assert_nothing_refused(rig.slack());
+    rig.shutdown().await;
 }
 
 /// The action a card asks about (`step_17`), from its fallback text.
@@ -105,31 +64,33 @@ fn step_of(card: &Value) -> String {
 /// pending.
 #[tokio::test]
 async fn a_burst_of_200_into_one_channel_arrives_whole_in_order_and_still_works() {
-    let rig = Rig::start().await;
-    rig.fake.pace_channels(std::time::Duration::from_millis(POST_INTERVAL_MS / 4));
+    let rig = start().await;
+    let fake = rig.slack();
+    let api = rig.api(SECRET);
+    fake.pace_channels(std::time::Duration::from_millis(POST_INTERVAL_MS / 4));
     let started = std::time::Instant::now();
     for n in 0..BURST {
         if n == BURST / 4 {
             // A 429 storm in the middle of the burst: two posts refused, 1 s each.
-            rig.fake.rate_limit_next(2, 1);
+            fake.rate_limit_next(2, 1);
         }
         let body = json!({"approval_key": format!("burst-{n}"), "targets": [{"platform": "slack", "channel_id": OPS}],
                           "timeout_seconds": 600, "actions": [{"name": format!("step_{n}"), "args": {"n": n}}]});
-        let (status, created) = rig.send(reqwest::Method::POST, "/v1/requests", Some(&body)).await;
+        let (status, created) = api.send(reqwest::Method::POST, "/v1/requests", Some(&body)).await;
         assert_eq!(status, StatusCode::CREATED, "{created}");
     }
-    let posted = wait_until(|| async { (rig.fake.posted().len() >= BURST).then(|| rig.fake.posted()) }).await;
+    let posted = wait_until(|| async { (fake.posted().len() >= BURST).then(|| fake.posted()) }).await;
     // A moment for anything posted twice to show.
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    let posted_now = rig.fake.posted();
+    let posted_now = fake.posted();
     assert_eq!(posted_now.len(), BURST, "each card exactly once");
     assert_eq!(posted, posted_now);
     assert!(posted.iter().all(|(channel, _)| channel == OPS));
-    let steps: Vec<String> = posted.iter().map(|(channel, ts)| step_of(&rig.fake.message(channel, ts).unwrap())).collect();
+    let steps: Vec<String> = posted.iter().map(|(channel, ts)| step_of(&fake.message(channel, ts).unwrap())).collect();
     let expected: Vec<String> = (0..BURST).map(|n| format!("step_{n}")).collect();
     assert_eq!(steps, expected, "in the order pushed");
-    let refused = rig.fake.errors().into_iter().filter(|(m, e)| m == "chat.postMessage" && e == "ratelimited").count();
-    let accepted = rig.fake.calls().into_iter().filter(|c| c.method == "chat.postMessage" && c.error.is_none()).count();
+    let refused = fake.errors().into_iter().filter(|(m, e)| m == "chat.postMessage" && e == "ratelimited").count();
+    let accepted = fake.calls().into_iter().filter(|c| c.method == "chat.postMessage" && c.error.is_none()).count();
     assert_eq!(accepted, BURST, "{refused} posts refused were sent again, none twice");
     assert!(refused >= 2, "the storm's two 429s at least: {refused}");
     let paced = std::time::Duration::from_millis(POST_INTERVAL_MS * (BURST as u64 - 1));
@@ -137,10 +98,10 @@ async fn a_burst_of_200_into_one_channel_arrives_whole_in_order_and_still_works(
 
     for n in [0, BURST / 2, BURST - 1] {
         let (_, ts) = &posted[n];
-        rig.fake.click(&ana(), OPS, ts, "Approve");
-        assert_eq!(rig.decided(&format!("burst-{n}")).await["reply"], json!({"decisions": [{"type": "approve"}]}), "burst-{n}");
+        fake.click(&ana(), OPS, ts, "Approve");
+        assert_eq!(api.decided(&format!("burst-{n}")).await["reply"], json!({"decisions": [{"type": "approve"}]}), "burst-{n}");
     }
-    let (_, pending) = rig.send(reqwest::Method::GET, "/v1/requests/burst-1", None).await;
+    let (_, pending) = api.send(reqwest::Method::GET, "/v1/requests/burst-1", None).await;
     assert_eq!(pending["status"], "pending", "a click decides its own request only");
-    rig.stop().await;
+    stop(rig).await;
 }

@@ -18,7 +18,8 @@
 //!
 //! `usergroups.users.list` (form fields, as Slack's reading methods take them) answers
 //! the members the test set for a user group, changeable mid-test, or
-//! `no_such_subteam`, or an error the test asks for. With a channel pace set, a
+//! `no_such_subteam`, or an error the test asks for, and can be held (answered only
+//! after 10 s) to keep a click's handling in it. With a channel pace set, a
 //! `chat.postMessage` to a channel sooner than that after the last one is answered 429
 //! `ratelimited` with `Retry-After: 1`, as Slack does past "1 message per second per
 //! channel" (<https://api.slack.com/methods/chat.postMessage#rate_limiting>,
@@ -28,7 +29,10 @@
 //!
 //! Socket Mode (`GET /socket`): says `hello` on every connection, pushes the
 //! envelopes the test gives, records every acknowledgement (`envelope_id` and
-//! optional `payload`), and can send `disconnect` or drop the socket.
+//! optional `payload`), and can send `disconnect` or drop the socket. It records
+//! every envelope it sent, can lose the acknowledgements on the way (a bridge killed
+//! before its ack left), and delivers an envelope again with `retry_attempt` set, as
+//! Slack does with one it has no acknowledgement of.
 
 #![allow(dead_code)]
 
@@ -115,7 +119,21 @@ struct Inner {
     /// The least time between two posts in one channel, and each channel's last post.
     channel_pace: Option<Duration>,
     last_post: HashMap<String, std::time::Instant>,
+    /// Every envelope sent down a Socket Mode connection, in order.
+    sent: Vec<Value>,
+    /// While set, acknowledgements are lost on the way (Slack never has them): kept in
+    /// `lost_acks`, not `acks`.
+    lose_acks: bool,
+    lost_acks: Vec<(String, Value)>,
+    /// While set, `usergroups.users.list` answers only after [`HELD_ANSWER`]; how many
+    /// such calls came in.
+    hold_usergroups: bool,
+    usergroup_asks_held: u32,
 }
+
+/// How long a held `usergroups.users.list` takes to answer: longer than any click
+/// waits for it.
+const HELD_ANSWER: Duration = Duration::from_secs(10);
 
 struct Shared {
     addr: std::net::SocketAddr,
@@ -206,6 +224,17 @@ impl FakeSlack {
     /// `usergroups.users.list` answers `error` from now on (`None`: answers again).
     pub fn fail_usergroups(&self, error: Option<&str>) {
         self.shared.inner().usergroups_error = error.map(str::to_owned);
+    }
+
+    /// While `on`, `usergroups.users.list` answers only after 10 s: a click being
+    /// handled is held in its question of who is in a group, before it decides.
+    pub fn hold_usergroups(&self, on: bool) {
+        self.shared.inner().hold_usergroups = on;
+    }
+
+    /// How many `usergroups.users.list` calls came in while held.
+    pub fn usergroup_asks_held(&self) -> u32 {
+        self.shared.inner().usergroup_asks_held
     }
 
     /// A post to a channel sooner than `pace` after its last one is answered 429.
@@ -305,6 +334,48 @@ impl FakeSlack {
     pub fn shutdown(self) {
         self.task.abort();
     }
+
+    /// Acknowledgements are lost on the way while `on`: the bridge sends them, Slack
+    /// never has them (as when the bridge dies before its ack leaves), so Slack will
+    /// deliver the envelope again.
+    pub fn lose_acks(&self, on: bool) {
+        self.shared.inner().lose_acks = on;
+    }
+
+    /// The acknowledgements of `envelope_id` lost on the way.
+    pub fn lost_acks_of(&self, envelope_id: &str) -> Vec<Value> {
+        self.shared.inner().lost_acks.iter().filter(|(id, _)| id == envelope_id).map(|(_, a)| a.clone()).collect()
+    }
+
+    /// How many times envelope `envelope_id` was sent down a connection.
+    pub fn deliveries(&self, envelope_id: &str) -> usize {
+        self.shared.inner().sent.iter().filter(|e| e["envelope_id"] == envelope_id).count()
+    }
+
+    /// The `n`-th delivery (from 0) of envelope `envelope_id`, as sent.
+    pub fn sent_envelope(&self, envelope_id: &str, n: usize) -> Value {
+        self.shared.inner().sent.iter().filter(|e| e["envelope_id"] == envelope_id).nth(n).cloned().expect("an envelope delivered that often")
+    }
+
+    /// Waits until envelope `envelope_id` was sent down a connection `n` times.
+    pub async fn wait_delivered(&self, envelope_id: &str, n: usize) {
+        wait_until(|| async { (self.deliveries(envelope_id) >= n).then_some(()) }).await;
+    }
+
+    /// Delivers envelope `envelope_id` again to the live connection, as Slack does
+    /// with one it has no acknowledgement of (or, rarely, one it has): the same
+    /// envelope with `retry_attempt` counting the deliveries before and a
+    /// `retry_reason`.
+    pub fn redeliver(&self, envelope_id: &str) {
+        let (mut envelope, before) = {
+            let inner = self.shared.inner();
+            let sent: Vec<&Value> = inner.sent.iter().filter(|e| e["envelope_id"] == envelope_id).collect();
+            (sent.first().map(|e| (*e).clone()).expect("an envelope sent before"), sent.len())
+        };
+        envelope["retry_attempt"] = json!(before);
+        envelope["retry_reason"] = json!("timeout");
+        self.push(envelope);
+    }
 }
 
 /// The button whose text contains `label`.
@@ -350,12 +421,18 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
                 let WsMessage::Text(text) = message else { continue };
                 let Ok(ack) = serde_json::from_str::<Value>(&text) else { continue };
                 if let Some(id) = ack["envelope_id"].as_str() {
-                    shared.inner().acks.push((id.to_owned(), ack.clone()));
+                    let mut inner = shared.inner();
+                    if inner.lose_acks {
+                        inner.lost_acks.push((id.to_owned(), ack.clone()));
+                    } else {
+                        inner.acks.push((id.to_owned(), ack.clone()));
+                    }
                 }
             }
             command = commands.recv() => match command {
                 Some(Command::Send(envelope)) => {
                     if socket.send(WsMessage::Text(envelope.to_string().into())).await.is_err() { break }
+                    shared.inner().sent.push(envelope);
                 }
                 Some(Command::Disconnect) => {
                     let disconnect = json!({"type": "disconnect", "reason": "refresh_requested", "debug_info": {"host": "fake"}});
@@ -384,6 +461,15 @@ async fn web_api(State(shared): State<Arc<Shared>>, Path(method): Path<String>, 
     let form = headers.get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"));
     let body: Value = if form { form_fields(&body) } else { serde_json::from_str(&body).unwrap_or(Value::Null) };
     let token = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).unwrap_or_default().to_owned();
+    let held = {
+        let mut inner = shared.inner();
+        let held = inner.hold_usergroups && method == "usergroups.users.list";
+        inner.usergroup_asks_held += u32::from(held);
+        held
+    };
+    if held {
+        tokio::time::sleep(HELD_ANSWER).await;
+    }
     let throttled = {
         let mut inner = shared.inner();
         if inner.throttle > 0 {

@@ -111,6 +111,13 @@ pub fn assert_nothing_refused(fake: &FakeSlack) {
     assert!(refused.is_empty(), "Slack would have refused: {refused:?}");
 }
 
+/// Checks Slack refused nothing the bridge sent but the errors a test provoked
+/// (`allowed`, by Slack's error code) and the 429s.
+pub fn assert_refused_only(fake: &FakeSlack, allowed: &[&str]) {
+    let refused: Vec<_> = fake.errors().into_iter().filter(|(_, e)| e != "ratelimited" && !allowed.contains(&e.as_str())).collect();
+    assert!(refused.is_empty(), "Slack would have refused: {refused:?}");
+}
+
 /// One person talking to the bot in one conversation: a channel in `slack.channels`
 /// (each top-level message a thread of its own) or their DM with the bot (`D…`).
 pub struct SlackChat<'a> {
