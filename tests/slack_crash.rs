@@ -11,10 +11,8 @@
 //!   before it was handled (the handling waits on Slack's answer about a user group):
 //!   the stored click is handled once, its delivery again only acknowledged;
 //! - a click stored, acknowledged and handled that Slack delivers again anyway (to the
-//!   same bridge, and to the next one after a kill): acknowledged, never handled again.
-//!
-//! One more, ignored for a bug outside Slack's code: killed between the decision and
-//! the card's edit, the next bridge never edits the card.
+//!   same bridge, and to the next one after a kill): acknowledged, never handled again;
+//! - between the decision and the card's edit: the next bridge edits the card.
 
 mod support;
 
@@ -205,14 +203,10 @@ async fn a_click_stored_and_acked_is_not_handled_again_when_slack_delivers_it_ag
 
 /// Killed after Ana's click was decided (the agent has the decision) and before the
 /// card was edited to the outcome (Slack answers the edit 429 with a long
-/// `Retry-After`): the next bridge must edit the card, which still shows its buttons.
-/// It does not: after a restart only pending interactions are rendered again
-/// (`Store::stale_pending_messages`), and the revision a message shows is recorded for
-/// pending ones only (`engine::lanes::note_shown`), so a decided request's card keeps
-/// its buttons for good (a click on them is told it was decided). Not Slack's: every
-/// platform that edits its cards does this; reported to the lead (issue #34).
+/// `Retry-After`): the next bridge edits the card, which still showed its buttons (a
+/// restart renders again every message that does not show its interaction's current
+/// revision, decided ones included: `Store::stale_messages`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a card whose request was decided just before a SIGKILL is never edited after the restart; see the doc comment"]
 async fn sigkill_between_the_decision_and_the_cards_edit_then_the_next_bridge_edits_it() {
     let sim = start_sim(600).await;
     let fake = FakeSlack::start().await;

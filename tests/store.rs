@@ -59,6 +59,7 @@ suite!(
     chat_binding_is_an_upsert,
     requester_is_replaced,
     message_refs_are_kept_in_order,
+    messages_to_render_again_are_those_behind_their_interaction,
     sessions_with_work_are_listed_once,
     audit_records_edits_and_latency,
     audit_records_expiry_by_backend,
@@ -389,6 +390,43 @@ async fn message_refs_are_kept_in_order(db: &mut TestStore) {
     assert_eq!(store.showing("S", "id-S_1").await.expect("showing"), (vec![first.clone(), later.clone()], refs.to_vec()));
     assert_eq!(store.showing("S", "id-other").await.expect("showing"), (vec![first, later], vec![]));
     assert_eq!(store.showing("S-none", "id-S_1").await.expect("showing"), (vec![], refs.to_vec()));
+}
+
+/// What a restart renders again: a pending request's message behind its revision, and
+/// an ended one's whose message recorded what it showed (a decision a kill kept from
+/// the chat), while its deadline is after the lookback; never a message that never
+/// recorded anything once its request ended (a terminal's).
+async fn messages_to_render_again_are_those_behind_their_interaction(db: &mut TestStore) {
+    let store = &db.store;
+    for (key, at) in [("S_1", T0), ("S_2", T0 + 1), ("S_3", T0 + 2)] {
+        assert!(store.insert_interaction(&approval("S", key, at)).await.expect("insert"));
+    }
+    let chat = ChatKey::new("telegram", "-100", None);
+    let shown = |id: &str, message: &str| MessageRef { interaction_id: id.into(), chat: chat.clone(), message_id: message.into() };
+    let (one, two, three) = (shown("id-S_1", "1"), shown("id-S_2", "2"), shown("id-S_3", "3"));
+    for r in [&one, &two, &three] {
+        store.add_message_ref(r).await.expect("add");
+    }
+    let revision = |id: &'static str| async move { store.interaction(id).await.expect("load").expect("exists").revision.0 };
+    let stale = |since: i64| async move { store.stale_messages(since).await.expect("list").into_iter().map(|(id, _)| id).collect::<Vec<_>>() };
+    assert_eq!(stale(T0).await, ["id-S_1", "id-S_2", "id-S_3"], "pending, never recorded: all of them, oldest first");
+
+    store.mark_shown(&one, revision("id-S_1").await).await.expect("mark");
+    store.mark_shown(&two, revision("id-S_2").await).await.expect("mark");
+    assert_eq!(stale(T0).await, ["id-S_3"]);
+
+    // S_2 is decided and S_3 expires; neither message shows that yet.
+    for id in ["id-S_2", "id-S_3"] {
+        let mut done = store.interaction(id).await.expect("load").expect("exists");
+        assert!(done.expire(T0 + 10, true));
+        assert!(store.settle(&done, None, &AuditEntry::for_settled(&done, T0 + 10)).await.expect("settle").won());
+    }
+    let deadline = store.interaction("id-S_2").await.expect("load").expect("exists").deadline_ms;
+    assert_eq!(stale(deadline - 1).await, ["id-S_2"], "the ended one whose message recorded what it showed; S_3's never did");
+    assert!(stale(deadline).await.is_empty(), "ended before the lookback: left alone");
+
+    store.mark_shown(&two, revision("id-S_2").await).await.expect("mark");
+    assert!(stale(T0).await.is_empty(), "shows its outcome now");
 }
 
 async fn pending_in_chat_lists_what_a_chat_shows(db: &mut TestStore) {

@@ -288,11 +288,13 @@ async fn refresh(store: &Store, platform: &dyn Platform, chat: &ChatKey, interac
     Ok(())
 }
 
-/// Records which revision of a pending interaction `message` now shows, so a restart
-/// edits it again only if the interaction moved on. A platform that keeps no messages
-/// is left unrecorded: it prints everything pending again after a restart.
+/// Records which revision of an interaction `message` now shows, so a restart edits it
+/// again only if the interaction moved on: a pending request's card after a vote, and
+/// a decided one's whose outcome a kill kept from the chat (its buttons would stay).
+/// A platform that keeps no messages is left unrecorded: it prints everything pending
+/// again after a restart.
 async fn note_shown(store: &Store, platform: &dyn Platform, message: &MessageRef, interaction: &Interaction) {
-    if !platform.keeps_messages() || !interaction.status.is_pending() {
+    if !platform.keeps_messages() {
         return;
     }
     if let Err(e) = store.mark_shown(message, interaction.revision.0).await {

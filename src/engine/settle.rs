@@ -39,6 +39,9 @@ impl Shard {
             Decided::Otherwise => self.store.settle(&interaction, command, audit).await?,
         };
         let Settled::Won { queued } = settled else { return Ok(false) };
+        // As the store holds it now (a settle bumps the revision): the revision its
+        // messages record as shown, and the delivery proof's copy.
+        interaction.revision.0 += 1;
         self.deadlines.remove(&interaction.id);
         self.escalations.remove(&interaction.id);
         self.routes.remove(&interaction.id);
@@ -49,9 +52,6 @@ impl Shard {
                 Some(queued) => self.connectors.deliver_queued(queued),
                 None => self.connectors.deliver(&interaction.session_id),
             }
-            // Kept as the store now holds it (a settle bumps the revision), for the
-            // delivery proof.
-            interaction.revision.0 += 1;
             self.undelivered.insert(interaction.id.clone(), (now_ms() + DELIVERY_GRACE_MS, interaction));
         } else {
             self.refresh(&interaction).await;
@@ -101,6 +101,8 @@ impl Shard {
         }
         interaction.delivery = delivery;
         self.store.save_delivery(&interaction).await?;
+        // As the store holds it now: saving bumps the revision.
+        interaction.revision.0 += 1;
         self.undelivered.remove(&interaction.id);
         tracing::info!(target: LOG_TARGET, %approval_key, %session_id, ?delivery, "delivery settled");
         self.refresh(&interaction).await;

@@ -6,8 +6,14 @@ use super::lanes::Job;
 use super::shards::{Input, Shards, Watched};
 use super::{EngineError, LOG_TARGET, PendingShown, SHOW_CLAIM_MS, Shared};
 
+use crate::clock::now_ms;
 use crate::interaction::{Interaction, Origin};
 use crate::store::{ChatKey, MessageRef, ShowClaim, Store};
+
+/// How far back a restart looks for ended requests whose cards may still show their
+/// buttons (a request counts while its deadline is after that). An hour covers any
+/// edit a kill can have cut short; older cards are not edited again on every start.
+const ENDED_LOOKBACK_MS: i64 = 3_600_000;
 
 impl Shared {
     /// Picks up what other replicas started: deadlines to watch (each handed to its
@@ -64,14 +70,15 @@ impl Shared {
         Ok(())
     }
 
-    /// After a restart, platforms re-render what still waits and does not show its
-    /// current state: a chat message whose interaction moved on since it was last
-    /// edited (a vote saved just before a crash), and everything a terminal printed.
+    /// After a restart, platforms re-render what does not show its current state: a
+    /// chat message whose interaction moved on since it was last edited (a vote or a
+    /// decision saved just before a crash, for decisions up to [`ENDED_LOOKBACK_MS`]
+    /// before the start), and everything pending a terminal printed.
     /// A message already showing its state is left alone, so a restart with thousands
     /// pending costs no edits. Each lane reads the interaction when its turn comes, so
     /// one settled meanwhile is shown settled.
     pub(super) async fn show_pending(&self) {
-        match self.store.stale_pending_messages().await {
+        match self.store.stale_messages(now_ms() - ENDED_LOOKBACK_MS).await {
             Ok(stale) => {
                 tracing::info!(target: LOG_TARGET, messages = stale.len(), "rendering again what does not show its current state");
                 for (interaction_id, chat) in stale {

@@ -25,16 +25,24 @@ impl Store {
         set_shown_revision(&self.pool, r, revision).await
     }
 
-    /// Pending interactions with a message that does not show their current revision
-    /// (or whose platform keeps no messages), with the chat of that message, oldest
-    /// first: what must be rendered again after a restart.
-    pub async fn stale_pending_messages(&self) -> Result<Vec<(String, ChatKey)>> {
+    /// Messages that do not show their interaction's current revision, with their chat,
+    /// oldest first: what must be rendered again after a restart. Every pending
+    /// interaction's (a platform that keeps no messages never records one, and prints
+    /// what is pending again), and those of interactions ended since `ended_since_ms`
+    /// (a deadline after it) whose message recorded what it showed: a decision saved
+    /// just before a kill, whose card still shows its buttons.
+    pub async fn stale_messages(&self, ended_since_ms: i64) -> Result<Vec<(String, ChatKey)>> {
         let rows = sqlx::query(
             "SELECT DISTINCT m.interaction_id, m.platform, m.chat_id, m.thread_id, i.created_at_ms
              FROM message_refs m JOIN interactions i ON i.id = m.interaction_id
              WHERE i.status = 'pending' AND m.shown_revision <> i.revision
-             ORDER BY i.created_at_ms, m.interaction_id",
+             UNION
+             SELECT m.interaction_id, m.platform, m.chat_id, m.thread_id, i.created_at_ms
+             FROM message_refs m JOIN interactions i ON i.id = m.interaction_id
+             WHERE i.status <> 'pending' AND i.deadline_ms > $1 AND m.shown_revision >= 0 AND m.shown_revision <> i.revision
+             ORDER BY 5, 1",
         )
+        .bind(ended_since_ms)
         .fetch_all(&self.pool)
         .await
         .map_err(StoreError::query("list messages to render again"))?;
