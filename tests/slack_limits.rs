@@ -15,7 +15,7 @@ use hitl_bridge::platform::slack::settings::SlackSettings;
 use serde_json::{Value, json};
 use support::fake_slack::{OPS, Person};
 use support::slack_chat::assert_nothing_refused;
-use support::{Chat, Harness, wait_until};
+use support::{Chat, Harness};
 
 const SECRET: &str = "ci-secret";
 /// Requests in the burst.
@@ -79,7 +79,16 @@ async fn a_burst_of_200_into_one_channel_arrives_whole_in_order_and_still_works(
         let (status, created) = api.send(reqwest::Method::POST, "/v1/requests", Some(&body)).await;
         assert_eq!(status, StatusCode::CREATED, "{created}");
     }
-    let posted = wait_until(|| async { (fake.posted().len() >= BURST).then(|| fake.posted()) }).await;
+    // Longer than `wait_until`'s: 200 posts at the pace take 8 s, and on a loaded
+    // machine each post the fake finds too soon costs its `Retry-After` (1 s).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let posted = loop {
+        if fake.posted().len() >= BURST {
+            break fake.posted();
+        }
+        assert!(std::time::Instant::now() < deadline, "only {} of {BURST} cards posted in 120 s", fake.posted().len());
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
     // A moment for anything posted twice to show.
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     let posted_now = fake.posted();

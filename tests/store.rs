@@ -1028,7 +1028,7 @@ async fn pending_access_facts_follow_every_write(db: &mut TestStore) {
     for i in [&voted_on, &asked, &settled] {
         assert!(store.insert_interaction(i).await.expect("insert"));
     }
-    let all = store.pending_access_each(|p| Some(p.clone())).await.expect("list");
+    let all = store.pending_access_each(Some).await.expect("list");
     assert_eq!(listed(all.clone()), expected(&[&voted_on, &asked, &settled]), "oldest first, as written");
     // The same facts are one value, shared by the rows that have them.
     assert_eq!(all[0].facts.voters, Vec::<(String, String)>::new());
@@ -1050,12 +1050,12 @@ async fn pending_access_facts_follow_every_write(db: &mut TestStore) {
     let mut done = settled.clone();
     assert!(done.cancel(T0 + 4, "turn ended"));
     assert!(store.settle(&done, None, &AuditEntry::for_settled(&done, T0 + 4)).await.expect("settle").won());
-    let now = listed(store.pending_access_each(|p| Some(p.clone())).await.expect("list"));
+    let now = listed(store.pending_access_each(Some).await.expect("list"));
     assert_eq!(now, expected(&[&escalated, &asked]));
     assert_eq!(now[0].3.voters, vec![("telegram".to_owned(), "10".to_owned())]);
     assert!(now[0].3.has_voted(&voter("10", "Lan")) && !now[0].3.has_voted(&voter("11", "Minh")));
     // `keep` decides what is kept.
-    let chat_turns = store.pending_access_each(|p| (p.facts.agent() == "chat").then(|| p.id.clone())).await.expect("list");
+    let chat_turns = store.pending_access_each(|p| (p.facts.agent() == "chat").then_some(p.id)).await.expect("list");
     assert_eq!(chat_turns, ["id-S_v", "id-S_c"]);
 
     // Every write above wrote the facts with the body: none is left to read from a body.
@@ -1066,7 +1066,7 @@ async fn pending_access_facts_follow_every_write(db: &mut TestStore) {
 
     // As a bridge before the columns left the rows: read from the body, the same.
     sqlx::query("UPDATE interactions SET access = NULL, access_revision = -1").execute(&raw).await.unwrap();
-    assert_eq!(listed(store.pending_access_each(|p| Some(p.clone())).await.expect("list")), now, "a migrated row reads the same");
+    assert_eq!(listed(store.pending_access_each(Some).await.expect("list")), now, "a migrated row reads the same");
     let filled: Vec<(String, Option<String>, i64, i64)> =
         sqlx::query_as("SELECT id, access, access_revision, revision FROM interactions WHERE status = 'pending' ORDER BY created_at_ms")
             .fetch_all(&raw)

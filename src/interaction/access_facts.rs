@@ -73,6 +73,12 @@ pub fn named_access(users: &[(String, String)], roles: &[String], configured: &A
     })
 }
 
+/// Whether a pending request with deadline `deadline_ms` may still be answered at
+/// `now_ms`: the part of [`AccessFacts::may_act_pending`] that is not about who.
+pub fn still_open(deadline_ms: i64, now_ms: i64) -> Result<(), Refusal> {
+    if now_ms >= deadline_ms { Err(Refusal::Expired) } else { Ok(()) }
+}
+
 impl AccessFacts {
     pub fn deciders(&self) -> Deciders<'_> {
         Deciders {
@@ -88,7 +94,7 @@ impl AccessFacts {
     /// `deadline_ms`.
     pub fn may_act_pending(&self, actor: &Actor, configured: &AccessPolicy, deadline_ms: i64, now_ms: i64) -> Result<(), Refusal> {
         self.deciders().check(actor, configured)?;
-        if now_ms >= deadline_ms { Err(Refusal::Expired) } else { Ok(()) }
+        still_open(deadline_ms, now_ms)
     }
 
     /// Whether `actor` has cast a quorum vote on it already.

@@ -35,7 +35,7 @@ impl Store {
     /// What `keep` makes of each pending request, oldest first, where it makes
     /// something. Reads no body, except once for a row whose facts column is not
     /// current (see the module doc).
-    pub async fn pending_access_each<T>(&self, mut keep: impl FnMut(&PendingAccess) -> Option<T>) -> Result<Vec<T>> {
+    pub async fn pending_access_each<T>(&self, keep: impl FnMut(PendingAccess) -> Option<T>) -> Result<Vec<T>> {
         let mut pending = self.fill_stale_access().await?;
         // A row per distinct facts text, with every request sharing it packed into one
         // text: ten thousand pending requests from a few agents are a few rows, where a
@@ -58,7 +58,7 @@ impl Store {
             }));
         }
         pending.sort_unstable_by(|a, b| a.created_at_ms.cmp(&b.created_at_ms).then_with(|| a.id.cmp(&b.id)));
-        Ok(pending.iter().filter_map(&mut keep).collect())
+        Ok(pending.into_iter().filter_map(keep).collect())
     }
 
     /// Fills in the facts columns of the pending requests whose column is not current,

@@ -13,9 +13,10 @@ use maud::{Markup, html};
 use super::Web;
 use super::forms::Fields;
 use super::layout::{Frame, html, span, unavailable, visit};
-use super::visibility::waits_on_pending;
+use super::visibility::facts_wait_on;
 use crate::clock::now_ms;
-use crate::interaction::{Interaction, Origin, RequestKind};
+use crate::interaction::access_facts::still_open;
+use crate::interaction::{AccessFacts, Interaction, Origin, RequestKind};
 use crate::store::{ChatKey, PendingAccess};
 use crate::texts::web::{WebMsg, waiting_title};
 
@@ -33,18 +34,24 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
     let viewer = &viewer;
     let frame = Frame { web: &web, locale, viewer: Some(viewer) };
     let now = now_ms();
-    // The rule is applied to each pending request's stored facts, not its body, and
-    // only what the list needs is kept; only the rows shown are read whole.
+    // The rule is applied to the stored facts, not the bodies: once for every request
+    // sharing them (they come shared, one `Arc` each), then each request's deadline.
+    // Only what the list needs is kept; only the rows shown are read whole.
     let mut pending = 0;
+    // Keyed by where the shared facts live (an address, not a pointer: the handler's
+    // future must stay `Send`); the read keeps every `Arc` alive until it ends.
+    let mut verdicts: HashMap<usize, bool> = HashMap::new();
     let waiting = web.store.pending_access_each(|p| {
         pending += 1;
-        waits_on_pending(&web, &p.facts, p.deadline_ms, &viewer.actor, now).then(|| Waiting::of(p))
+        let waits = *verdicts.entry(Arc::as_ptr(&p.facts) as usize).or_insert_with(|| facts_wait_on(&web, &p.facts, &viewer.actor));
+        (waits && still_open(p.deadline_ms, now).is_ok()).then(|| Waiting::of(p))
     });
     let mut waiting = match waiting.await {
         Ok(waiting) => waiting,
         Err(e) => return unavailable(&e),
     };
-    waiting.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then_with(|| b.id.cmp(&a.id)));
+    // Newest first: the store hands them oldest first.
+    waiting.reverse();
     let total = waiting.len();
     let filter = Filter::read(&Fields::query(query.as_deref()));
     let networks = crate::platform::networks();
@@ -70,7 +77,7 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
             Err(e) => return unavailable(&e),
         }
     };
-    let agents: BTreeSet<&str> = waiting.iter().map(|w| w.agent.as_str()).collect();
+    let agents: BTreeSet<&str> = waiting.iter().map(Waiting::agent).collect();
     let chosen: Vec<&Waiting> = waiting.iter().filter(|w| filter.keeps(w, &targets, now)).collect();
     let pages = chosen.len().div_ceil(PAGE).max(1);
     let page = filter.page.clamp(1, pages);
@@ -109,12 +116,17 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
 struct Waiting {
     id: String,
     created_at_ms: i64,
-    agent: String,
+    /// Its facts, shared with every request that has the same: they name its agent.
+    facts: Arc<AccessFacts>,
 }
 
 impl Waiting {
-    fn of(p: &PendingAccess) -> Waiting {
-        Waiting { id: p.id.clone(), created_at_ms: p.created_at_ms, agent: p.facts.agent().to_owned() }
+    fn of(p: PendingAccess) -> Waiting {
+        Waiting { id: p.id, created_at_ms: p.created_at_ms, facts: p.facts }
+    }
+
+    fn agent(&self) -> &str {
+        self.facts.agent()
     }
 }
 
@@ -138,7 +150,7 @@ impl Filter {
     }
 
     fn keeps(&self, w: &Waiting, targets: &Places, now: i64) -> bool {
-        self.agent.as_ref().is_none_or(|a| *a == w.agent)
+        self.agent.as_ref().is_none_or(|a| a == w.agent())
             && self.target.as_ref().is_none_or(|t| shown_in(targets, &w.id).any(|s| **s == **t))
             && self.age.is_none_or(|(_, ms)| now - w.created_at_ms >= ms)
     }

@@ -5,7 +5,7 @@
 //! `access.admins`. A person who already cast a quorum vote is not asked again.
 //!
 //! The inbox list asks the same of thousands of pending requests at once, from their
-//! stored [`AccessFacts`] instead of their bodies ([`waits_on_pending`]); both
+//! stored [`AccessFacts`] instead of their bodies ([`facts_wait_on`]); both
 //! paths go through the core's one rule ([`crate::interaction::access_facts`]).
 
 use super::Web;
@@ -32,13 +32,14 @@ pub(super) fn waits_on(web: &Web, i: &Interaction, actor: &Actor, now_ms: i64) -
     refusal(web, i, actor, now_ms).is_none() && !already_voted(i, actor)
 }
 
-/// [`waits_on`] for a pending request known by its stored facts and deadline: the
-/// same answer, without its body.
-pub(super) fn waits_on_pending(web: &Web, facts: &AccessFacts, deadline_ms: i64, actor: &Actor, now_ms: i64) -> bool {
+/// [`waits_on`] for a pending request known by its stored facts, but for its deadline
+/// ([`still_open`], asked of each request): the same answer without its body, asked
+/// once of every request sharing the facts.
+pub(super) fn facts_wait_on(web: &Web, facts: &AccessFacts, actor: &Actor) -> bool {
     if open_to_anyone(web, &facts.deciders()) && !web.is_open_viewer(actor) {
         return false;
     }
-    facts.may_act_pending(actor, &web.policy, deadline_ms, now_ms).is_ok() && !facts.has_voted(actor)
+    facts.deciders().check(actor, &web.policy).is_ok() && !facts.has_voted(actor)
 }
 
 fn already_voted(i: &Interaction, actor: &Actor) -> bool {
