@@ -1,9 +1,14 @@
 //! The `message_refs` table: which platform messages show an interaction, so the
 //! platform can edit them (outcome, keyboard removed) when it ends.
 
+use futures_util::future::BoxFuture;
+use sqlx::AnyConnection;
+
 use super::Store;
 use super::chats::ChatKey;
+use super::deferred::Deferred;
 use super::error::{Result, StoreError};
+use super::group_commit::Write;
 use super::row::column;
 
 /// A platform message that shows an interaction, so it can be edited when it ends.
@@ -20,9 +25,12 @@ impl Store {
         insert_message_ref(&self.pool, r).await
     }
 
-    /// `r` now shows the interaction at `revision`.
+    /// `r` now shows the interaction at `revision`. Shares a commit with the writes
+    /// around it on SQLite: recorded after every card edit (a decision's included), it
+    /// cost a commit of its own each, a sync of the log on every edit of a burst.
     pub async fn mark_shown(&self, r: &MessageRef, revision: i64) -> Result<()> {
-        set_shown_revision(&self.pool, r, revision).await
+        self.write(MarkShown { message: r.clone(), revision }).await?;
+        Ok(())
     }
 
     /// Messages that do not show their interaction's current revision, with their chat,
@@ -85,6 +93,21 @@ impl Store {
         rows.iter()
             .map(|row| Ok(MessageRef { interaction_id: interaction_id.to_owned(), chat: ChatKey::from_row(row)?, message_id: column(row, "message_id")? }))
             .collect()
+    }
+}
+
+/// [`Store::mark_shown`] as a write of a group commit.
+struct MarkShown {
+    message: MessageRef,
+    revision: i64,
+}
+
+impl Write for MarkShown {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            set_shown_revision(&mut *conn, &self.message, self.revision).await?;
+            Ok(true)
+        })
     }
 }
 
