@@ -27,9 +27,9 @@ use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
 use super::{Platform, PlatformError};
-use crate::interaction::Interaction;
 use crate::interaction::policy::Mention;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
+use crate::interaction::{Delivery, Interaction};
 use crate::store::{ChatKey, MessageRef, Store};
 
 /// One thing to do in one chat.
@@ -293,8 +293,12 @@ async fn refresh(store: &Store, platform: &dyn Platform, chat: &ChatKey, interac
 /// a decided one's whose outcome a kill kept from the chat (its buttons would stay).
 /// A platform that keeps no messages is left unrecorded: it prints everything pending
 /// again after a restart.
+///
+/// A decided request's card waiting for the backend's proof of delivery is not
+/// recorded: the proof edits it again within moments, and that edit records it. A
+/// kill in between costs one edit after the restart, and a decision one write less.
 async fn note_shown(store: &Store, platform: &dyn Platform, message: &MessageRef, interaction: &Interaction) {
-    if !platform.keeps_messages() {
+    if !platform.keeps_messages() || (!interaction.status.is_pending() && interaction.delivery == Delivery::Queued) {
         return;
     }
     if let Err(e) = store.mark_shown(message, interaction.revision.0).await {
