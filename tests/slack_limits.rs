@@ -86,7 +86,13 @@ async fn a_burst_of_200_into_one_channel_arrives_whole_in_order_and_still_works(
         if fake.posted().len() >= BURST {
             break fake.posted();
         }
-        assert!(std::time::Instant::now() < deadline, "only {} of {BURST} cards posted in 120 s", fake.posted().len());
+        if std::time::Instant::now() >= deadline {
+            let mut calls = std::collections::BTreeMap::new();
+            for call in fake.calls() {
+                *calls.entry(format!("{} {:?}", call.method, call.error)).or_insert(0) += 1;
+            }
+            panic!("only {} of {BURST} cards posted in 120 s; Slack's calls: {calls:?}", fake.posted().len());
+        }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     };
     // A moment for anything posted twice to show.

@@ -294,7 +294,14 @@ impl Api {
                 tokio::time::sleep(not_until.wait_time_from(MonotonicClock.now())).await;
             }
         }
-        let answer = self.call("chat.postMessage", Token::Bot, message).await?;
+        let answer = self.call("chat.postMessage", Token::Bot, message).await;
+        if let Some(posts) = &self.posts {
+            // A post that waited out a 429 reached Slack long after its turn was taken:
+            // the channel's next post waits the interval from now, or it would go out
+            // right behind the retry, be refused too, and so would every post after it.
+            let _ = posts.check_key(&channel);
+        }
+        let answer = answer?;
         answer["ts"].as_str().map(str::to_owned).ok_or(ApiError::Body { method: "chat.postMessage", message: "no ts in the answer".into() })
     }
 
