@@ -72,10 +72,8 @@ impl Store {
     /// are none). A request whose columns cannot be written is returned instead, read
     /// from its body; one written meanwhile is current already.
     async fn fill_stale_access(&self) -> Result<Vec<PendingAccess>> {
-        let rows = sqlx::query(PENDING_STALE_FACTS)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(StoreError::query("read pending requests written without access facts"))?;
+        let rows =
+            sqlx::query(PENDING_STALE_FACTS).fetch_all(&self.pool).await.map_err(StoreError::query("read pending requests written without access facts"))?;
         let mut unfilled = Vec::new();
         for row in &rows {
             let Some(interaction) = skip_corrupt(decode_row(row)) else { continue };
