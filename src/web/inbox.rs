@@ -34,6 +34,7 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
     let viewer = &viewer;
     let frame = Frame { web: &web, locale, viewer: Some(viewer) };
     let now = now_ms();
+    let filter = Filter::read(&Fields::query(query.as_deref()));
     // The rule is applied to the stored facts, not the bodies: once for every request
     // sharing them (they come shared, one `Arc` each), then each request's deadline.
     // Only what the list needs is kept; only the rows shown are read whole.
@@ -46,14 +47,24 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
         let waits = *verdicts.entry(Arc::as_ptr(&p.facts) as usize).or_insert_with(|| facts_wait_on(&web, &p.facts, &viewer.actor));
         (waits && still_open(p.deadline_ms, now).is_ok()).then(|| Waiting::of(p))
     });
-    let mut waiting = match waiting.await {
+    // Every chat showing a pending request, the chat filter's choices when every
+    // pending request waits on this person (the usual case for the people who review):
+    // read at the same time as the requests, on a second connection, since neither
+    // read needs the other. Not read when a chat is chosen: that needs each request's.
+    let every_place = async {
+        match filter.target {
+            None => Some(web.store.pending_places().await),
+            Some(_) => None,
+        }
+    };
+    let (waiting, every_place) = tokio::join!(waiting, every_place);
+    let mut waiting = match waiting {
         Ok(waiting) => waiting,
         Err(e) => return unavailable(&e),
     };
     // Newest first: the store hands them oldest first.
     waiting.reverse();
     let total = waiting.len();
-    let filter = Filter::read(&Fields::query(query.as_deref()));
     let networks = crate::platform::networks();
     // Each chat is written once, however many requests it shows.
     let mut written: HashMap<ChatKey, Arc<str>> = HashMap::new();
@@ -63,18 +74,17 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
     // theirs). Otherwise the choices are every chat showing a pending request, which
     // the store reads as a row per chat, and only the page's rows' chats are read.
     let everything = filter.target.is_some() || total != pending;
-    let (targets, places): (Places, BTreeSet<Arc<str>>) = if everything {
-        let targets: Places = match web.store.pending_targets().await {
-            Ok(targets) => targets.into_iter().map(|(id, chats)| (id, chats.into_iter().map(&mut write).collect())).collect(),
-            Err(e) => return unavailable(&e),
-        };
-        // The choices come from everything waiting, so a filter can always be undone.
-        let places = waiting.iter().flat_map(|w| shown_in(&targets, &w.id)).cloned().collect();
-        (targets, places)
-    } else {
-        match web.store.pending_places().await {
-            Ok(chats) => (Places::new(), chats.into_iter().map(&mut write).collect()),
-            Err(e) => return unavailable(&e),
+    let (targets, places): (Places, BTreeSet<Arc<str>>) = match every_place {
+        Some(Ok(chats)) if !everything => (Places::new(), chats.into_iter().map(&mut write).collect()),
+        Some(Err(e)) if !everything => return unavailable(&e),
+        _ => {
+            let targets: Places = match web.store.pending_targets().await {
+                Ok(targets) => targets.into_iter().map(|(id, chats)| (id, chats.into_iter().map(&mut write).collect())).collect(),
+                Err(e) => return unavailable(&e),
+            };
+            // The choices come from everything waiting, so a filter can always be undone.
+            let places = waiting.iter().flat_map(|w| shown_in(&targets, &w.id)).cloned().collect();
+            (targets, places)
         }
     };
     let agents: BTreeSet<&str> = waiting.iter().map(Waiting::agent).collect();
