@@ -3,13 +3,15 @@
 //! - every relative link in README.md, docs/**/*.md and clients/python/README.md
 //!   resolves to a file (and, with `#anchor`, a heading) inside the repository, and no
 //!   link leaves it (`../shared/…`, absolute paths);
-//! - docs/configuration.md names every configuration key, and no key that does not
-//!   exist. The keys come from the binary: `hitl-bridge check-config` prints the
+//! - docs/configuration.md names every configuration key (a chat platform's are on its
+//!   page, `docs/<platform>.md`), and no page names a key that does not exist. The keys come from the binary: `hitl-bridge check-config` prints the
 //!   effective configuration as JSON, every key of every section included (unset
 //!   optional keys as `null`). Only `[[policies]]` entries and their unset keys are
 //!   left out of that print, so the test gives it a config with policies that set every
 //!   policy key;
-//! - README.md stays a front door: at most 300 lines.
+//! - README.md stays a front door: at most 300 lines;
+//! - the tables generated from the platform registry (in docs/configuration.md) and the
+//!   platforms' sections of config/default.toml (and the Helm chart's copy) are current.
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -364,12 +366,21 @@ fn configuration_md_documents_every_key_and_only_real_ones() {
     ] {
         assert!(keys.contains(expected), "check-config no longer prints `{expected}`: {keys:?}");
     }
-    let doc = std::fs::read_to_string(root().join("docs/configuration.md")).unwrap();
-    let missing: Vec<&String> = keys.iter().filter(|k| !doc.contains(&format!("`{k}`"))).collect();
-    assert!(missing.is_empty(), "docs/configuration.md does not document: {missing:?}");
+    // A chat platform's keys are documented on its page; every other key here.
+    let page_of = |section: &str| {
+        hitl_bridge::platform::registry::descriptor(section).map_or_else(|| "docs/configuration.md".to_owned(), hitl_bridge::platform::registry::docs_page)
+    };
     let sections: BTreeSet<String> = keys.iter().map(|k| k.split(['.', '[']).next().unwrap().to_owned()).collect();
-    let unknown: Vec<String> = keys_named(&doc, &sections).into_iter().filter(|k| !keys.contains(k)).collect();
-    assert!(unknown.is_empty(), "docs/configuration.md names keys that do not exist: {unknown:?}");
+    let mut pages: BTreeSet<String> = sections.iter().map(|s| page_of(s)).collect();
+    pages.insert("docs/configuration.md".to_owned());
+    for page in &pages {
+        let doc = std::fs::read_to_string(root().join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
+        let missing: Vec<&String> = keys.iter().filter(|k| page_of(k.split(['.', '[']).next().unwrap()) == *page && !doc.contains(&format!("`{k}`"))).collect();
+        assert!(missing.is_empty(), "{page} does not document: {missing:?}");
+        let unknown: Vec<String> = keys_named(&doc, &sections).into_iter().filter(|k| !keys.contains(k)).collect();
+        assert!(unknown.is_empty(), "{page} names keys that do not exist: {unknown:?}");
+    }
+    assert!(pages.contains("docs/slack.md"), "the platforms' pages were not read: {pages:?}");
 }
 
 #[test]
@@ -397,24 +408,43 @@ fn readme_is_a_front_door() {
     assert!(readme.contains("cargo run --release -- demo"), "the README's demo command is gone");
 }
 
-/// The docs' generated tables say what the platform registry says now: a platform
-/// added to the registry shows in them. `HITL_BRIDGE_BLESS_DOCS=1` rewrites them.
+/// The docs' generated tables, and the platforms' sections in `config/default.toml`
+/// (and the Helm chart's copy of it), say what the platform registry says now: a
+/// platform added to the registry shows in them. `HITL_BRIDGE_BLESS_DOCS=1` rewrites
+/// them.
 #[test]
 fn generated_tables_follow_the_registry() {
-    let stale = regenerate("docs/configuration.md", "addresses", &hitl_bridge::platform::registry::addresses_table());
-    assert!(
-        stale.is_none(),
-        "docs/configuration.md's addresses table is out of date; run HITL_BRIDGE_BLESS_DOCS=1 cargo test --test docs. It should read:\n{}",
-        stale.unwrap_or_default()
-    );
+    use hitl_bridge::platform::registry;
+    for (doc, markers, name, table) in [
+        ("docs/configuration.md", MARKDOWN, "addresses", registry::addresses_table()),
+        ("docs/configuration.md", MARKDOWN, "sections", registry::sections_table()),
+        ("config/default.toml", TOML, "platform sections", registry::default_sections()),
+        ("deploy/helm/hitl-bridge/files/default.toml", TOML, "platform sections", registry::default_sections()),
+    ] {
+        let stale = regenerate(doc, markers, name, &table);
+        assert!(
+            stale.is_none(),
+            "{doc}'s generated block {name:?} is out of date; run HITL_BRIDGE_BLESS_DOCS=1 cargo test --test docs. It should read:\n{}",
+            stale.unwrap_or_default()
+        );
+    }
 }
+
+/// How a generated block begins (followed by its name and a line end) and ends.
+struct Markers {
+    begin: &'static str,
+    end: &'static str,
+}
+
+const MARKDOWN: Markers = Markers { begin: "<!-- generated from the platform registry: ", end: "<!-- end of generated table -->" };
+const TOML: Markers = Markers { begin: "# generated from the platform registry: ", end: "# end of generated sections" };
 
 /// Compares the generated block `name` of `doc` with `table`: `None` when current (or
 /// rewritten, with `HITL_BRIDGE_BLESS_DOCS=1`), else what it should be.
-fn regenerate(doc: &str, name: &str, table: &str) -> Option<String> {
+fn regenerate(doc: &str, markers: Markers, name: &str, table: &str) -> Option<String> {
     let path = root().join(doc);
     let text = std::fs::read_to_string(&path).expect("the doc");
-    let replaced = splice(&text, name, table).unwrap_or_else(|| panic!("{doc} has no generated block {name:?}"));
+    let replaced = splice(&text, &markers, name, table).unwrap_or_else(|| panic!("{doc} has no generated block {name:?}"));
     if replaced == text {
         return None;
     }
@@ -426,11 +456,13 @@ fn regenerate(doc: &str, name: &str, table: &str) -> Option<String> {
 }
 
 /// `text` with its generated block `name` holding `table`; `None` without the block.
-fn splice(text: &str, name: &str, table: &str) -> Option<String> {
-    let begin = format!("<!-- generated from the platform registry: {name} -->\n");
-    let end = "<!-- end of generated table -->";
+fn splice(text: &str, markers: &Markers, name: &str, table: &str) -> Option<String> {
+    let begin = match markers.begin {
+        b if b.starts_with("<!--") => format!("{b}{name} -->\n"),
+        b => format!("{b}{name}\n"),
+    };
     let start = text.find(&begin)? + begin.len();
-    let stop = start + text[start..].find(end)?;
+    let stop = start + text[start..].find(markers.end)?;
     Some(format!("{}{table}{}", &text[..start], &text[stop..]))
 }
 
@@ -438,8 +470,13 @@ fn splice(text: &str, name: &str, table: &str) -> Option<String> {
 fn a_generated_block_is_replaced_whole_and_only_it() {
     let doc = "intro\n<!-- generated from the platform registry: t -->\n| old |\n| rows |\n<!-- end of generated table -->\nafter\n";
     assert_eq!(
-        splice(doc, "t", "| new |\n").as_deref(),
+        splice(doc, &MARKDOWN, "t", "| new |\n").as_deref(),
         Some("intro\n<!-- generated from the platform registry: t -->\n| new |\n<!-- end of generated table -->\nafter\n")
     );
-    assert_eq!(splice(doc, "other", "x"), None);
+    assert_eq!(splice(doc, &MARKDOWN, "other", "x"), None);
+    let toml = "[a]\n# generated from the platform registry: s\n[old]\n# end of generated sections\n[b]\n";
+    assert_eq!(
+        splice(toml, &TOML, "s", "[new]\nk = 1\n").as_deref(),
+        Some("[a]\n# generated from the platform registry: s\n[new]\nk = 1\n# end of generated sections\n[b]\n")
+    );
 }

@@ -31,6 +31,12 @@ pub trait Descriptor: Send + Sync {
     /// Its name as people read it (`Telegram`).
     fn title(&self) -> &'static str;
 
+    /// Its `[name]` section as shipped: every key with its default, or commented out
+    /// when unset, each with a comment saying what it does (its folder's
+    /// `default.toml`). `config/default.toml` carries a copy of every platform's,
+    /// which `tests/docs.rs` keeps current.
+    fn defaults(&self) -> &'static str;
+
     /// Its `[name]` section from the loaded configuration (the built-in defaults are
     /// in `config/default.toml`); a section the file leaves out is the defaults.
     fn read_section(&self, config: &config::Config) -> Result<Box<dyn Section>, config::ConfigError>;

@@ -48,6 +48,31 @@ pub fn addresses_table() -> String {
     table
 }
 
+/// The docs' table of every platform's configuration section and the page that
+/// documents its keys (docs/configuration.md, "Chat platforms"; `tests/docs.rs` keeps
+/// that copy current, and checks each page documents every key of its section).
+pub fn sections_table() -> String {
+    let mut table = String::from("| section | platform | its keys |\n|---|---|---|\n");
+    for descriptor in DESCRIPTORS {
+        let name = descriptor.network().name();
+        let page = docs_page(*descriptor);
+        let link = page.trim_start_matches("docs/");
+        table.push_str(&format!("| `[{name}]` | {} | [{page}]({link}#configuration) |\n", descriptor.title()));
+    }
+    table
+}
+
+/// Every platform's section of `config/default.toml`, in the registry's order (the
+/// file's generated block; `tests/docs.rs` keeps that copy current).
+pub fn default_sections() -> String {
+    DESCRIPTORS.iter().map(|d| d.defaults()).collect::<Vec<_>>().join("\n")
+}
+
+/// Where a platform's keys are documented: its page, `docs/<name>.md`.
+pub fn docs_page(descriptor: &dyn Descriptor) -> String {
+    format!("docs/{}.md", descriptor.network().name())
+}
+
 /// The platform named `name`.
 pub fn descriptor(name: &str) -> Option<&'static dyn Descriptor> {
     DESCRIPTORS.iter().copied().find(|d| d.network().name() == name)

@@ -21,6 +21,10 @@ impl Descriptor for Discord {
         "Discord"
     }
 
+    fn defaults(&self) -> &'static str {
+        include_str!("default.toml")
+    }
+
     fn read_section(&self, config: &config::Config) -> Result<Box<dyn Section>, config::ConfigError> {
         descriptor::read_section::<DiscordSettings>(config, super::PLATFORM)
     }

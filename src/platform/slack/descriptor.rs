@@ -22,6 +22,10 @@ impl Descriptor for Slack {
         "Slack"
     }
 
+    fn defaults(&self) -> &'static str {
+        include_str!("default.toml")
+    }
+
     fn read_section(&self, config: &config::Config) -> Result<Box<dyn Section>, config::ConfigError> {
         descriptor::read_section::<SlackSettings>(config, super::PLATFORM)
     }
