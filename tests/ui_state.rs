@@ -4,7 +4,7 @@
 //! database stand for two replicas.
 
 use hitl_bridge::interaction::{Interaction, RequestBuilder, TimeoutDefaults};
-use hitl_bridge::platform::telegram::wizard::{Prompt, PromptKind, View, Wizard};
+use hitl_bridge::platform::telegram::wizard::{self, Prompt, PromptKind, View, Wizard};
 use hitl_bridge::protocol::ActionRequest;
 use hitl_bridge::store::UiState;
 use serde_json::json;
@@ -25,7 +25,7 @@ macro_rules! on_both {
     };
 }
 
-on_both!(entries_expire_replace_and_are_taken_once, interaction_end_forgets_its_entries, prompts_are_shared_by_replicas, views_are_shared_and_restored);
+on_both!(entries_expire_replace_and_are_taken_once, interaction_end_forgets_its_entries, prompts_are_shared_by_replicas, views_are_shared_by_replicas);
 
 fn now() -> i64 {
     hitl_bridge::clock::now_ms()
@@ -98,19 +98,25 @@ async fn prompts_are_shared_by_replicas(db: &Db) {
     assert_eq!(b.take_prompt(-100, 7, Some(13), true).await.unwrap(), None);
 }
 
-/// The wizard view set on one replica is read on the other; a refused action puts
-/// the previous one back (or none).
-async fn views_are_shared_and_restored(db: &Db) {
+/// The wizard view a click stores (the row the engine writes with the click's
+/// action) is read on every replica; a later click's replaces it, and the end of the
+/// interaction removes it.
+async fn views_are_shared_by_replicas(db: &Db) {
     let i = interaction("bbbbbbbbbbbb");
     let (a, b) = (Wizard::new(db.store().await.ui_states()), Wizard::new(db.store().await.ui_states()));
+    let states = db.store().await.ui_states();
+    let put = async |view: View| {
+        let row = wizard::view_state(&i, view);
+        states.put(row.kind, &row.key, &i.id, &row.value, now(), row.expires_ms).await.unwrap();
+        row
+    };
     assert_eq!(b.view(&i.id).await, None);
-    assert_eq!(a.set_view(&i, View { step: 1, page: 0 }).await.unwrap(), None);
+    let row = put(View { step: 1, page: 0 }).await;
+    assert_eq!((row.kind, row.key.as_str(), row.value.as_str()), ("telegram.view", i.id.as_str(), r#"{"step":1,"page":0}"#));
+    assert!(row.expires_ms > i.deadline_ms, "kept past the deadline, for a late click's render");
     assert_eq!(b.view(&i.id).await, Some(View { step: 1, page: 0 }));
-    let previous = b.set_view(&i, View { step: 0, page: 3 }).await.unwrap();
-    assert_eq!(previous, Some(View { step: 1, page: 0 }));
+    put(View { step: 0, page: 3 }).await;
     assert_eq!(a.view(&i.id).await, Some(View { step: 0, page: 3 }));
-    a.restore_view(&i, previous).await;
-    assert_eq!(b.view(&i.id).await, Some(View { step: 1, page: 0 }));
-    a.restore_view(&i, None).await;
+    a.forget(&i.id).await;
     assert_eq!(b.view(&i.id).await, None);
 }

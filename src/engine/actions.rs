@@ -6,7 +6,7 @@ use tokio::sync::oneshot;
 
 use super::lanes::Job;
 use super::shards::Input;
-use super::{ActError, ActOutcome, DRAFT_RACE_BACKOFF, Decided, EngineError, LOG_TARGET, MAX_DRAFT_RACES, OpeningCheck, PushOutcome, Shard, now_ms, policies};
+use super::{ActError, ActOutcome, DRAFT_RACE_BACKOFF, Decided, EngineError, LOG_TARGET, MAX_DRAFT_RACES, PushOutcome, Shard, UiStateWrite, now_ms, policies};
 
 use crate::interaction::{Actor, Applied, Attempt, Interaction, Origin, UserAction};
 use crate::protocol::{Command, UserInfo};
@@ -118,11 +118,30 @@ impl Shard {
 
     #[tracing::instrument(name = "interaction", skip_all, fields(approval_key = tracing::field::Empty, session_id = tracing::field::Empty))]
     pub(super) async fn act(&mut self, interaction_id: &str, actor: &Actor, action: UserAction) -> Result<ActOutcome, ActError> {
+        self.act_until_stored(interaction_id, actor, action, None, None).await
+    }
+
+    /// Applies `action` and stores the result. `loaded` is the request as the caller
+    /// just loaded it (a click's one load), used by the first attempt; `ui` is a
+    /// click's UI state, written once the action is stored while the request still
+    /// waits ([`Click::keeping`](super::Click::keeping)).
+    pub(super) async fn act_until_stored(
+        &mut self,
+        interaction_id: &str,
+        actor: &Actor,
+        action: UserAction,
+        mut loaded: Option<Interaction>,
+        ui: Option<&UiStateWrite>,
+    ) -> Result<ActOutcome, ActError> {
         // A draft write loses only to a concurrent change of the same request (another
         // replica's vote or escalation step): apply the action again to what is stored
         // now, so a vote is never lost to a race. A settle that loses is final.
         for attempt in 0..MAX_DRAFT_RACES {
-            if let Some(outcome) = self.act_once(interaction_id, actor, action.clone()).await? {
+            let interaction = match loaded.take() {
+                Some(interaction) => interaction,
+                None => self.load(interaction_id).await?.ok_or(ActError::UnknownInteraction)?,
+            };
+            if let Some(outcome) = self.act_once(interaction, actor, action.clone(), ui).await? {
                 return Ok(outcome);
             }
             // The other replica is writing this request right now (a burst of votes):
@@ -132,9 +151,16 @@ impl Shard {
         Err(ActError::Internal("the request kept changing while deciding; try again".into()))
     }
 
-    /// One attempt at [`Shard::act`]: `None` when the draft changed under it.
-    pub(super) async fn act_once(&mut self, interaction_id: &str, actor: &Actor, action: UserAction) -> Result<Option<ActOutcome>, ActError> {
-        let mut interaction = self.load(interaction_id).await?.ok_or(ActError::UnknownInteraction)?;
+    /// One attempt at [`Shard::act_until_stored`] on `interaction` as loaded: `None`
+    /// when the draft changed under it.
+    async fn act_once(
+        &mut self,
+        mut interaction: Interaction,
+        actor: &Actor,
+        action: UserAction,
+        ui: Option<&UiStateWrite>,
+    ) -> Result<Option<ActOutcome>, ActError> {
+        let interaction_id = interaction.id.clone();
         crate::logging::record_interaction(&interaction);
         let now = now_ms();
         let applied = match interaction.apply(actor, action.clone(), &self.policy, now) {
@@ -148,15 +174,19 @@ impl Shard {
             Applied::Updated => {
                 if !self.store.save_draft(&interaction).await? {
                     // The copy was stale (another replica wrote the row): read again.
-                    self.copies.forget(interaction_id);
-                    return match self.store.interaction(interaction_id).await? {
+                    self.copies.forget(&interaction_id);
+                    return match self.store.interaction(&interaction_id).await? {
                         Some(current) if current.status.is_pending() => Ok(None),
-                        _ => Err(self.lost_race(interaction_id, actor, action, now).await),
+                        _ => Err(self.lost_race(&interaction_id, actor, action, now).await),
                     };
                 }
                 // As the store holds it now: saving a draft bumps the revision.
                 interaction.revision.0 += 1;
                 self.copies.keep(&interaction);
+                // Before the re-render, which reads it.
+                if let Some(ui) = ui {
+                    self.keep_ui(&interaction, ui).await;
+                }
                 self.refresh(&interaction).await;
                 Ok(Some(ActOutcome::Updated(interaction)))
             }
@@ -165,11 +195,11 @@ impl Shard {
                 let audit = AuditEntry::for_settled(&interaction, now);
                 let rule = interaction.rule_to_save(&self.backend_of(&interaction));
                 if !self.settle_as(&interaction, command.as_ref(), &audit, Decided::ByPerson { rule: rule.as_ref() }).await? {
-                    return match self.store.interaction(interaction_id).await? {
+                    return match self.store.interaction(&interaction_id).await? {
                         // Its draft changed meanwhile (a vote on another replica):
                         // apply this action again to what is stored.
                         Some(current) if current.status.is_pending() => Ok(None),
-                        _ => Err(self.lost_race(interaction_id, actor, action, now).await),
+                        _ => Err(self.lost_race(&interaction_id, actor, action, now).await),
                     };
                 }
                 if let Some(rule) = &rule {
@@ -179,16 +209,6 @@ impl Shard {
                 Ok(Some(ActOutcome::Resolved(interaction)))
             }
         }
-    }
-
-    /// See [`EngineHandle::open`](super::EngineHandle::open).
-    pub(super) async fn open(&mut self, interaction_id: &str, actor: &Actor, attempt: Attempt, valid: OpeningCheck) -> Result<Interaction, ActError> {
-        let interaction = self.load(interaction_id).await?.ok_or(ActError::UnknownInteraction)?;
-        if let Err(refusal) = interaction.may_act(actor, &self.policy, now_ms()).and_then(|()| valid(&interaction)) {
-            self.record_refusal(&interaction, actor, &attempt, &refusal).await;
-            return Err(ActError::Refused(refusal));
-        }
-        Ok(interaction)
     }
 
     /// The backend name rules and policies use for `interaction`'s requests.

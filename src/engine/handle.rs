@@ -6,9 +6,9 @@
 use futures_util::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 
-use super::Shard;
 use super::gate::{PairRefusal, Stranger};
 use super::rules::RevokeRefusal;
+use super::{Click, Clicked, Shard};
 use crate::interaction::{Actor, Attempt, Interaction, Refusal, RememberedRule, UserAction};
 use crate::store::{ApiRequest, ChatKey, MessageRef, PairedUser, StoreError};
 
@@ -189,12 +189,31 @@ impl EngineHandle {
             .unwrap_or(Err(ActError::Internal("the bridge is shutting down".into())))
     }
 
+    /// A click on request `interaction_id`, in one trip: the engine loads the request
+    /// once, checks that `actor` may act on it, and asks `plan` (the platform's, run
+    /// on the request as loaded) what the click does: apply an action, with the UI
+    /// state to write alongside (a wizard's next step), or open something (a prompt,
+    /// a page), handing the request back. A refusal (who may act, or the plan's own
+    /// `Err`) is counted and audited as `attempt`, what the click tried, and changes
+    /// nothing: no action, no UI state. See [`Click`].
+    pub async fn click<T, F>(&self, interaction_id: &str, actor: Actor, attempt: Attempt, plan: F) -> Result<Clicked<T>, ActError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Interaction) -> Result<Click<T>, Refusal> + Send + 'static,
+    {
+        let id = interaction_id.to_owned();
+        self.call(Route::Interaction(id.clone()), move |shard| Box::pin(async move { shard.click(&id, &actor, attempt, plan).await }))
+            .await
+            .unwrap_or(Err(ActError::Internal("the bridge is shutting down".into())))
+    }
+
     /// Whether `actor` may open what `attempt` names on a request (a form, a prompt, a
     /// page): the request as stored when they may, so the platform can fill the form
     /// or draw the page; else why not. `valid` is the platform's own check of the
     /// opening against the request (the action allows editing, the page exists). One
     /// call: the engine loads the request, checks access and `valid`, and counts and
-    /// audits a refusal itself.
+    /// audits a refusal itself. A click that also keeps UI state or may act is an
+    /// [`EngineHandle::click`].
     pub async fn open(&self, interaction_id: &str, actor: Actor, attempt: Attempt, valid: OpeningCheck) -> Result<Interaction, ActError> {
         let id = interaction_id.to_owned();
         self.call(Route::Interaction(id.clone()), move |shard| Box::pin(async move { shard.open(&id, &actor, attempt, valid).await }))

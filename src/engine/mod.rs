@@ -17,7 +17,9 @@
 //!   configuration and its two ports, [`Platform`] and [`Connector`];
 //! - [`handle`]: the [`EngineHandle`] the platforms and the HTTP API call;
 //!   [`commands`]: the chat commands every platform runs through it;
-//! - [`dispatch`]: a shard's loop; [`actions`]: what people do; [`copies`]: the
+//! - [`dispatch`]: a shard's loop; [`actions`]: what people do; [`clicks`]: a click
+//!   taken in one trip (loaded once, checked, planned by its platform, applied or
+//!   opened, with the platform's UI state written alongside); [`copies`]: the
 //!   pending requests a shard keeps in memory; [`settle`]: decisions made durable and
 //!   delivered; [`updates`]: what a backend said; [`expiry`]:
 //!   deadlines; [`shows`]: showing requests in chats; [`lanes`]: the per-chat queues
@@ -28,6 +30,7 @@
 
 mod actions;
 mod announced;
+mod clicks;
 mod commands;
 mod config;
 mod connector;
@@ -51,6 +54,7 @@ mod tests;
 mod updates;
 
 pub use crate::clock::now_ms;
+pub use clicks::{Click, Clicked, UiStateWrite};
 pub use commands::CommandOutcome;
 pub use config::{EngineConfig, OnExpiry};
 pub use connector::{Connector, Connectors};

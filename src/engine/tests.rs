@@ -590,3 +590,89 @@ async fn a_refresh_edits_the_messages_it_was_handed_and_reads_them_only_when_han
     lanes.barrier(&chat(0)).await.unwrap();
     assert_eq!(*platform.edited.lock().unwrap(), ["m-handed", "m-stored"]);
 }
+
+/// Two questions, the first with options A and B.
+fn questions(key: &str) -> Request {
+    let questions = json!([{"question": "Q1?", "options": [{"label": "A"}, {"label": "B"}]}, {"question": "Q2?", "options": [{"label": "C"}]}]);
+    let action = ActionRequest { name: "ask_user_question".into(), args: json!({ "questions": questions }), description: None, tool_use_id: None };
+    RequestBuilder::start(key, vec![action], vec![], Some(600)).finish(TimeoutDefaults::default()).unwrap()
+}
+
+/// A click keeps the UI state its plan asks for only when it goes through: with the
+/// action it applies, or with what it opens. Refused by who may act, by the plan, or
+/// by the core applying the action, it writes none, changes nothing, and the refusal
+/// is counted (and audited when it is about the person) as what the click tried.
+#[tokio::test]
+async fn a_click_keeps_its_ui_state_only_when_it_goes_through() {
+    use crate::interaction::{Attempt, Draft, Opening, Refusal};
+    let platform = Arc::new(Recorder::default());
+    let running = start(platform.clone(), Arc::new(Agent::default()), 1, &[]).await;
+    running.send("s0", SessionUpdate::Request(questions("ask_1"))).await;
+    wait_until("the request to be shown", async || platform.shown().len() == 1).await;
+    let id = platform.shown()[0].id.clone();
+    let step = |n: usize| UiStateWrite { kind: "test.step", key: id.clone(), value: n.to_string(), expires_ms: i64::MAX };
+    let kept = async || running.store.ui_states().get("test.step", &id, 0).await.unwrap().map(|s| s.value);
+    let select_a = UserAction::Select { question: 0, options: vec![0] };
+    let mallory = Actor::new("telegram", "666", "Mallory");
+
+    let (action, ui) = (select_a.clone(), step(1));
+    let refused = running.handle.click(&id, mallory.clone(), Attempt::Act(select_a.clone()), move |_| Ok(Click::<()>::act(action).keeping(ui))).await;
+    assert!(matches!(refused, Err(ActError::Refused(Refusal::NotAllowed))), "{refused:?}");
+    let page = Attempt::Open { open: Opening::Page, index: 7 };
+    let refused = running.handle.click(&id, requester(0), page, |_| Err::<Click<()>, _>(Refusal::OutOfRange("question"))).await;
+    assert!(matches!(refused, Err(ActError::Refused(Refusal::OutOfRange("question")))), "{refused:?}");
+    let blank = UserAction::OtherText { question: 0, text: "  ".into() };
+    let (action, ui) = (blank.clone(), step(1));
+    let refused = running.handle.click(&id, requester(0), Attempt::Act(blank), move |_| Ok(Click::<()>::act(action).keeping(ui))).await;
+    assert!(matches!(refused, Err(ActError::Refused(Refusal::EmptyText))), "{refused:?}");
+    assert_eq!(kept().await, None, "a refused click keeps no UI state");
+    let draft = running.store.interaction(&id).await.unwrap().unwrap().draft;
+    assert!(matches!(&draft, Draft::Answers { answers } if answers.iter().all(|a| !a.is_answered())), "{draft:?}");
+    wait_until("every refusal to be counted", async || {
+        running.refusals("not_allowed") == 1 && running.refusals("out_of_range") == 1 && running.refusals("empty_text") == 1
+    })
+    .await;
+    let audited: Vec<(Option<Actor>, Option<serde_json::Value>)> =
+        running.store.refused_attempts(0).await.unwrap().into_iter().map(|e| (e.actor, e.reply)).collect();
+    let why = "you are not allowed to answer this request";
+    assert_eq!(audited, vec![(Some(mallory), Some(json!({"attempted": {"op": "select", "question": 0, "options": [0]}, "reason": why})))]);
+
+    let (action, ui) = (select_a.clone(), step(1));
+    let acted = running.handle.click(&id, requester(0), Attempt::Act(select_a), move |_| Ok(Click::<()>::act(action).keeping(ui))).await;
+    let Ok(Clicked::Acted(ActOutcome::Updated(updated))) = acted else { panic!("the requester's answer is applied: {acted:?}") };
+    assert!(matches!(&updated.draft, Draft::Answers { answers } if answers[0].selected == [0] && !answers[1].is_answered()), "{:?}", updated.draft);
+    assert_eq!(kept().await.as_deref(), Some("1"), "kept with the action");
+
+    let ui = step(0);
+    let page = Attempt::Open { open: Opening::Page, index: 0 };
+    let opened = running.handle.click(&id, requester(0), page, move |i| Ok(Click::open(i.revision.0).keeping(ui))).await;
+    let Ok(Clicked::Opened { interaction, then, ui_kept }) = opened else { panic!("the requester may turn a page: {opened:?}") };
+    assert_eq!((interaction.id, then, ui_kept), (id.clone(), updated.revision.0, true), "the plan ran on the request as stored");
+    assert_eq!(kept().await.as_deref(), Some("0"), "kept with the opening");
+    running.stop().await;
+}
+
+/// Discord's Skip: several actions in one click, each stored in turn; the first
+/// refusal stops the rest.
+#[tokio::test]
+async fn a_click_applies_several_actions_in_turn() {
+    use crate::interaction::{Attempt, Refusal};
+    let platform = Arc::new(Recorder::default());
+    let running = start(platform.clone(), Arc::new(Agent::default()), 1, &[]).await;
+    running.send("s0", SessionUpdate::Request(questions("ask_1"))).await;
+    wait_until("the request to be shown", async || platform.shown().len() == 1).await;
+    let id = platform.shown()[0].id.clone();
+    let skip = |question| UserAction::Skip { question };
+
+    // The second action is refused: the first stays applied, the third is not tried.
+    let refused =
+        running.handle.click(&id, requester(0), Attempt::Act(skip(0)), move |_| Ok(Click::<()>::act_in_turn(skip(0), vec![skip(5), UserAction::Submit]))).await;
+    assert!(matches!(refused, Err(ActError::Refused(Refusal::OutOfRange("question")))), "{refused:?}");
+    let stored = running.store.interaction(&id).await.unwrap().unwrap();
+    assert!(stored.status.is_pending(), "Submit was not tried");
+    assert!(matches!(&stored.draft, crate::interaction::Draft::Answers { answers } if answers[0].is_answered() && !answers[1].is_answered()));
+
+    let acted = running.handle.click(&id, requester(0), Attempt::Act(skip(0)), move |_| Ok(Click::<()>::act_in_turn(skip(1), vec![UserAction::Submit]))).await;
+    assert!(matches!(acted, Ok(Clicked::Acted(ActOutcome::Resolved(_)))), "{acted:?}");
+    running.stop().await;
+}

@@ -20,7 +20,7 @@ use serenity::builder::Builder as _;
 use super::codes::Code;
 use super::text::{DMsg, dtext, truncate};
 use super::{PLATFORM, Shared, members, modal, render, rest};
-use crate::engine::{ActError, CommandOutcome, EngineError};
+use crate::engine::{ActError, Click, Clicked, CommandOutcome, EngineError};
 use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, RequestKind, UserAction};
 use crate::platform::commands;
@@ -102,7 +102,7 @@ async fn open_interaction(shared: &Shared, id: &str, actor: &Actor, attempt: Att
 
 /// What a click asks the engine to do.
 enum Plan {
-    Actions(Vec<UserAction>),
+    Actions(UserAction, Vec<UserAction>),
     /// Skip every question, then submit: the count is only known once loaded.
     SkipAll,
 }
@@ -142,18 +142,23 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
         Code::Page(page) => {
             let clicker = members::person(&shared, &c.user, c.member.as_ref(), c.guild_id).await;
             let attempt = Attempt::Open { open: Opening::Page, index: page };
-            let interaction = match open_interaction(&shared, &id, &clicker, attempt, locale).await {
-                Ok(i) => i,
-                Err(notice) => return Handled::now(ephemeral(&notice)),
+            let message = c.message.id.get();
+            // One call: the engine checks access and stores the page with the click.
+            let turned =
+                shared.engine.click(&id, clicker, attempt, move |i: &Interaction| Ok(Click::open(()).keeping(Shared::page_state(i, message, page)))).await;
+            let interaction = match turned {
+                Ok(Clicked::Opened { interaction, .. }) => interaction,
+                // The plan above only opens.
+                Ok(Clicked::Acted(_)) => return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton))),
+                Err(e) => return Handled::now(ephemeral(&act_error(locale, &e))),
             };
-            shared.set_page(&interaction, c.message.id.get(), page).await;
             let view = shared.view(&interaction, locale, page);
             let update = CreateInteractionResponseMessage::new().embed(view.embed).components(view.components);
             return Handled::now(CreateInteractionResponse::UpdateMessage(update));
         }
         Code::Approve(_) | Code::ApproveForSession(_) | Code::Reject(_) | Code::ApproveAll | Code::RejectAll | Code::Submit | Code::Remember(_) => {
             match code.direct_action() {
-                Some(action) => Plan::Actions(vec![action]),
+                Some(action) => Plan::Actions(action, Vec::new()),
                 None => return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton))),
             }
         }
@@ -166,7 +171,7 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
                 tracing::info!(?values, "refusing select values that are not option indexes");
                 return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton)));
             };
-            Plan::Actions(vec![UserAction::Select { question, options }])
+            Plan::Actions(UserAction::Select { question, options }, Vec::new())
         }
         Code::EditModal(_) | Code::RespondModal(_) | Code::OtherModal(_) => {
             return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton)));
@@ -176,31 +181,37 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
     Handled::then(CreateInteractionResponse::Acknowledge, async move {
         // After the acknowledgement: a DM's role lookup may take a moment.
         let actor = members::person(&shared, &c.user, c.member.as_ref(), c.guild_id).await;
-        let actions = match plan {
-            Plan::Actions(actions) => actions,
-            Plan::SkipAll => match shared.engine.interaction(&id).await {
-                Ok(Some(Interaction { request, .. })) => match request.kind {
-                    RequestKind::Questions { questions, .. } => {
-                        (0..questions.len()).map(|question| UserAction::Skip { question }).chain([UserAction::Submit]).collect()
-                    }
-                    // Let the core say that approvals are not skipped.
-                    RequestKind::Approval { .. } => vec![UserAction::Skip { question: 0 }],
-                },
-                _ => vec![UserAction::Submit],
-            },
-        };
-        run(&shared, &id, actor, actions, &token, locale).await;
+        match plan {
+            Plan::Actions(first, then) => run(&shared, &id, actor, first, then, &token, locale).await,
+            Plan::SkipAll => {
+                // One call: the engine loads the request, and the skips are counted
+                // on it as loaded.
+                let skip_all = |interaction: &Interaction| {
+                    Ok(match &interaction.request.kind {
+                        RequestKind::Questions { questions, .. } => Click::<()>::act_in_turn(
+                            UserAction::Skip { question: 0 },
+                            (1..questions.len()).map(|question| UserAction::Skip { question }).chain([UserAction::Submit]).collect(),
+                        ),
+                        // Let the core say that approvals are not skipped.
+                        RequestKind::Approval { .. } => Click::<()>::act(UserAction::Skip { question: 0 }),
+                    })
+                };
+                let skipped = shared.engine.click(&id, actor, Attempt::Act(UserAction::Skip { question: 0 }), skip_all).await;
+                if let Err(e) = skipped {
+                    followup(&shared, &token, &act_error(locale, &e)).await;
+                }
+            }
+        }
     })
 }
 
-/// Sends `actions` to the engine in order; the first refusal stops the rest and is
-/// shown to the clicker alone.
-async fn run(shared: &Shared, id: &str, actor: Actor, actions: Vec<UserAction>, token: &str, locale: Locale) {
-    for action in actions {
-        if let Err(e) = shared.engine.act(id, actor.clone(), action).await {
-            followup(shared, token, &act_error(locale, &e)).await;
-            return;
-        }
+/// Sends `first`, then each of `then`, to the engine in one call; the first refusal
+/// stops the rest and is shown to the clicker alone.
+async fn run(shared: &Shared, id: &str, actor: Actor, first: UserAction, then: Vec<UserAction>, token: &str, locale: Locale) {
+    let attempt = Attempt::Act(first.clone());
+    let acted = shared.engine.click(id, actor, attempt, move |_: &Interaction| Ok(Click::<()>::act_in_turn(first, then))).await;
+    if let Err(e) = acted {
+        followup(shared, token, &act_error(locale, &e)).await;
     }
 }
 
@@ -218,8 +229,8 @@ async fn modal_submit(shared: Arc<Shared>, m: ModalInteraction) -> Handled {
     let Some((id, code)) = verify(&shared, &m.data.custom_id) else {
         return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton)));
     };
-    let actions = modal::actions(code, &m.data);
-    if actions.is_empty() {
+    let mut actions = modal::actions(code, &m.data).into_iter();
+    let Some(first) = actions.next() else {
         let notice = ephemeral(&locale::refusal(locale, &Refusal::EmptyText));
         // Counted and audited by the engine, as every refusal (after its own check of
         // who may act); the clicker is looked up after the answer is out (a DM's roles
@@ -229,11 +240,12 @@ async fn modal_submit(shared: Arc<Shared>, m: ModalInteraction) -> Handled {
             let attempt = Attempt::Act(UserAction::Submit);
             let _ = shared.engine.open(&id, actor, attempt, Box::new(|_| Err(Refusal::EmptyText))).await;
         });
-    }
+    };
+    let rest = actions.collect();
     let token = m.token.clone();
     Handled::then(CreateInteractionResponse::Acknowledge, async move {
         let actor = members::person(&shared, &m.user, m.member.as_ref(), m.guild_id).await;
-        run(&shared, &id, actor, actions, &token, locale).await;
+        run(&shared, &id, actor, first, rest, &token, locale).await;
     })
 }
 

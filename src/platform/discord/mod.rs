@@ -38,7 +38,7 @@ use self::settings::DiscordSettings;
 use super::descriptor::WebLinks;
 use super::{Platform, PlatformError, reminder};
 use crate::clock::now_ms;
-use crate::engine::EngineHandle;
+use crate::engine::{EngineHandle, UiStateWrite};
 use crate::interaction::policy::Mention;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::interaction::{AccessPolicy, Interaction, readable};
@@ -134,14 +134,13 @@ impl Shared {
         }
     }
 
-    /// Remembers the page `message` (showing `interaction`) was turned to, until the
-    /// interaction's deadline has passed.
-    pub async fn set_page(&self, interaction: &Interaction, message: u64, page: usize) {
-        let now = now_ms();
-        let expires = interaction.deadline_ms.max(now).saturating_add(PAGE_GRACE_MS);
-        if let Err(e) = self.ui_states.put(PAGE_KIND, &message.to_string(), &interaction.id, &page.to_string(), now, expires).await {
-            tracing::warn!(error = %e, message, "cannot store a message's page; a re-render shows the first");
-        }
+    /// The row that remembers the page `message` (showing `interaction`) was turned
+    /// to, until the interaction's deadline has passed: the engine writes it with the
+    /// click ([`crate::engine::Click::keeping`]); a failed write leaves re-renders on
+    /// the first page.
+    pub fn page_state(interaction: &Interaction, message: u64, page: usize) -> UiStateWrite {
+        let expires_ms = interaction.deadline_ms.max(now_ms()).saturating_add(PAGE_GRACE_MS);
+        UiStateWrite { kind: PAGE_KIND, key: message.to_string(), value: page.to_string(), expires_ms }
     }
 
     /// A new session in `channel` counts its tool groups from 1 again: forget the

@@ -10,11 +10,11 @@ use teloxide::types::{ChatId, ForceReply, Message, ReplyMarkup, User};
 
 use super::send;
 use super::text::{MAX_PLACEHOLDER_CHARS, Tg, cut, escape, escape_cut, tg as tg_text};
-use super::wizard::{Prompt, PromptKind, View};
+use super::wizard::{self, Prompt, PromptKind, View};
 use super::{PLATFORM, Telegram};
-use crate::engine::{ActError, ActOutcome, CommandOutcome, EngineError, PairRefusal, PendingShown};
+use crate::engine::{ActError, Click, CommandOutcome, EngineError, PairRefusal, PendingShown};
 use crate::interaction::command::ChatCommand;
-use crate::interaction::{Actor, Interaction, Refusal, RequestKind, UserAction};
+use crate::interaction::{Actor, Attempt, Interaction, Refusal, RequestKind, UserAction};
 use crate::platform::locale::{self, Locale, Msg, text};
 use crate::platform::refusals::{Refused, paired_notice, stranger_notice};
 use crate::platform::{PlatformError, commands};
@@ -239,42 +239,32 @@ async fn to_agent(tg: &Telegram, chat: ChatKey, user: &User, text: &str, locale:
 /// fresh prompt, so the person can try again without pressing Edit.
 async fn answer_prompt(tg: &Telegram, chat: &ChatKey, user: &User, prompt: Prompt, typed: &str, locale: Locale) {
     let id = prompt.interaction_id.clone();
-    let loaded = match tg.engine.interaction(&id).await {
-        Ok(loaded) => loaded,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot load the interaction a prompt belongs to");
-            log_failure(send::html(&tg.bot, chat, &escape(tg_text(locale, Tg::CommandFailed)), None).await.map(|_| ()));
-            return;
-        }
+    let action = match prompt.kind {
+        PromptKind::Text { question } => UserAction::OtherText { question, text: typed.to_owned() },
+        PromptKind::Edit { action } => UserAction::EditArgs { action, json: typed.to_owned() },
+        PromptKind::Comment { action } => UserAction::Comment { action, text: typed.to_owned() },
     };
-    // After typed text a single-choice question is answered: show the next one. A
-    // multi-select question stays, so more options can still be ticked.
-    let multi = |question: usize| match loaded.as_ref().map(|i| &i.request.kind) {
-        Some(RequestKind::Questions { questions, .. }) => questions.get(question).is_some_and(|q| q.multi_select),
-        _ => false,
+    let attempt = Attempt::Act(action.clone());
+    let kind = prompt.kind;
+    // One call: the engine loads the request, applies the text and stores the view
+    // with it (a refused answer leaves the view as it was).
+    let plan = move |interaction: &Interaction| {
+        let click = Click::<()>::act(action);
+        Ok(match kind {
+            // After typed text a single-choice question is answered: show the next one.
+            // A multi-select question stays, so more options can still be ticked.
+            PromptKind::Text { question } => {
+                let multi =
+                    matches!(&interaction.request.kind, RequestKind::Questions { questions, .. } if questions.get(question).is_some_and(|q| q.multi_select));
+                let step = if multi { question } else { question + 1 };
+                click.keeping(wizard::view_state(interaction, View { step, page: 0 }))
+            }
+            PromptKind::Edit { .. } | PromptKind::Comment { .. } => click,
+        })
     };
-    let (action, next_step) = match prompt.kind {
-        PromptKind::Text { question } => {
-            let step = if multi(question) { question } else { question + 1 };
-            (UserAction::OtherText { question, text: typed.to_owned() }, Some(step))
-        }
-        PromptKind::Edit { action } => (UserAction::EditArgs { action, json: typed.to_owned() }, None),
-        PromptKind::Comment { action } => (UserAction::Comment { action, text: typed.to_owned() }, None),
-    };
-    // Set before acting: the engine re-renders the message while it acts.
-    let mut previous = None;
-    if let (Some(step), Some(interaction)) = (next_step, loaded.as_ref()) {
-        match tg.wizard.set_view(interaction, View { step, page: 0 }).await {
-            Ok(p) => previous = Some(p),
-            Err(e) => tracing::warn!(error = %e, "cannot store the wizard step; the draft decides it"),
-        }
-    }
-    let result = tg.engine.act(&id, actor_of(user), action).await;
-    if let (Err(_), Some(previous), Some(interaction)) = (&result, previous, loaded.as_ref()) {
-        tg.wizard.restore_view(interaction, previous).await;
-    }
+    let result = tg.engine.click(&id, actor_of(user), attempt, plan).await;
     let problem = match result {
-        Ok(ActOutcome::Updated(_) | ActOutcome::Resolved(_)) => return,
+        Ok(_) => return,
         Err(ActError::Refused(refusal)) => refusal,
         Err(ActError::UnknownInteraction) => {
             log_failure(send::html(&tg.bot, chat, &escape(tg_text(locale, Tg::InvalidPrompt)), None).await.map(|_| ()));

@@ -1,7 +1,10 @@
-//! Callback queries: verify the token, find the interaction, turn the button into a
-//! [`UserAction`] for the engine (or into a navigation step or a ForceReply prompt),
-//! and answer the query. Every query gets exactly one answer, whatever happens:
-//! [`on_callback`] computes the answer first and sends it last.
+//! Callback queries: verify the token, then one call to the engine
+//! ([`crate::engine::EngineHandle::click`]), whose plan turns the button into what it
+//! does on the request as loaded: a [`UserAction`] with the wizard view to show after
+//! it (stored by the engine with the action, so a refused click leaves the view as it
+//! was), a navigation step, or a ForceReply prompt. Then answer the query. Every query
+//! gets exactly one answer, whatever happens: [`on_callback`] computes the answer
+//! first and sends it last.
 
 use teloxide::types::{CallbackQuery, ChatId, MessageId};
 
@@ -11,9 +14,9 @@ use super::chat::{actor_of, ask_for_text, chat_key};
 use super::render::{OPTIONS_PER_PAGE, pages};
 use super::send;
 use super::text::{Tg, tg as tg_text};
-use super::wizard::{PromptKind, View};
-use crate::engine::{ActError, ActOutcome};
-use crate::interaction::{Actor, Attempt, FreeText, Interaction, Opening, Refusal, RequestKind, UserAction};
+use super::wizard::{self, PromptKind, View};
+use crate::engine::{ActError, ActOutcome, Click, Clicked};
+use crate::interaction::{Attempt, Draft, FreeText, Interaction, Opening, Refusal, RequestKind, UserAction};
 use crate::platform::locale::{self, Locale, Msg, text};
 use crate::protocol::DecisionType;
 use crate::store::ChatKey;
@@ -73,84 +76,79 @@ async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, lo
         tracing::warn!(code = %verified.code, "a signed token with an unknown code");
         return unknown();
     };
-    let actor = actor_of(&query.from);
-    let id = verified.interaction_id;
-    // A decision is one call: the engine checks who may decide, applies and audits.
-    if let Code::Decide { .. } | Code::All(_) | Code::Submit | Code::Remember(_) = code {
-        return match code.direct_action() {
-            Some(action) => outcome_answer(tg.engine.act(&id, actor, action).await, locale),
-            None => unknown(),
-        };
-    }
-    // Anything else opens something first (a prompt, a page, the next step): the
-    // engine checks access and what the button names, and hands back the request.
     let Some(attempt) = attempt_of(code) else { return unknown() };
-    let interaction = match tg.engine.open(&id, actor.clone(), attempt, Box::new(move |i| valid(i, code))).await {
-        Ok(interaction) => interaction,
-        Err(e) => return outcome_answer(Err(e), locale),
-    };
-    let i = &interaction;
-    match code {
-        Code::Decide { .. } | Code::All(_) | Code::Submit | Code::Remember(_) => unknown(),
-        Code::Edit { action } => prompt(tg, origin, &query.from, i, PromptKind::Edit { action }, locale).await,
-        Code::Comment { action } => prompt(tg, origin, &query.from, i, PromptKind::Comment { action }, locale).await,
-        Code::Option { question, option } => {
-            let RequestKind::Questions { questions, .. } = &i.request.kind else { return unknown() };
-            let (Some(q), crate::interaction::Draft::Answers { answers }) = (questions.get(question), &i.draft) else { return unknown() };
-            let selected = answers.get(question).is_some_and(|a| a.selected.contains(&option));
-            if q.options.get(option).is_some_and(|o| o.input) && !(q.multi_select && selected) {
-                // The backend's own free-text option: its answer is typed.
-                return prompt(tg, origin, &query.from, i, PromptKind::Text { question }, locale).await;
-            }
-            if q.multi_select {
-                // The question stays, on the page the option is on.
-                let view = View { step: question, page: option / OPTIONS_PER_PAGE };
-                act(tg, i, actor, UserAction::Toggle { question, option }, Some(view), locale).await
-            } else {
-                act(tg, i, actor, UserAction::Select { question, options: vec![option] }, Some(View { step: question + 1, page: 0 }), locale).await
-            }
-        }
-        Code::Other { question } => prompt(tg, origin, &query.from, i, PromptKind::Text { question }, locale).await,
-        Code::Skip { question } => act(tg, i, actor, UserAction::Skip { question }, Some(View { step: question + 1, page: 0 }), locale).await,
-        Code::Done { question } => navigate(tg, origin, i, View { step: question + 1, page: 0 }, locale).await,
-        Code::Goto { step } => navigate(tg, origin, i, View { step, page: 0 }, locale).await,
-        Code::Page { step, page } => navigate(tg, origin, i, View { step, page }, locale).await,
+    // One call: the engine loads the request, checks who may act, runs `plan` on it
+    // and applies what it says (a decision, an answer with the wizard's next step) or
+    // hands the request back for what the click opens (a prompt, another page).
+    let clicked = tg.engine.click(&verified.interaction_id, actor_of(&query.from), attempt, move |i: &Interaction| plan(i, code)).await;
+    match clicked {
+        Ok(Clicked::Acted(outcome)) => outcome_answer(Ok(outcome), locale),
+        Ok(Clicked::Opened { interaction, then: Shows::Prompt(kind), .. }) => prompt(tg, origin, &query.from, &interaction, kind, locale).await,
+        // The engine logged why; the message would show the step it already shows.
+        Ok(Clicked::Opened { then: Shows::Page, ui_kept: false, .. }) => Answer::toast(tg_text(locale, Tg::CommandFailed)),
+        Ok(Clicked::Opened { interaction, then: Shows::Page, ui_kept: true }) => redraw(tg, origin, &interaction, locale).await,
+        Err(e) => outcome_answer(Err(e), locale),
     }
 }
 
-/// Whether what `code` opens makes sense on `interaction` as stored (who may act is
-/// the engine's check): run by the engine, which refuses and audits what it rejects.
-fn valid(interaction: &Interaction, code: Code) -> Result<(), Refusal> {
+/// What a click that opens something shows, once the engine has said the clicker may.
+enum Shows {
+    /// A ForceReply prompt for typed text.
+    Prompt(PromptKind),
+    /// The clicked message again, at the wizard view the click stored.
+    Page,
+}
+
+/// What a click on `code` does to `interaction` as stored (who may act is the
+/// engine's check, made before): the action it applies, with the wizard view to show
+/// afterwards, or what it opens; `Err` for a click that makes no sense on it (the
+/// action allows no editing, the page does not exist), which the engine refuses and
+/// audits.
+fn plan(interaction: &Interaction, code: Code) -> Result<Click<Shows>, Refusal> {
     let actions = interaction.request.actions();
+    let showing = |view| wizard::view_state(interaction, view);
+    let turning_to = |view| page_exists(interaction, view).map(|()| Click::open(Shows::Page).keeping(showing(view)));
     match code {
+        Code::Decide { .. } | Code::All(_) | Code::Submit | Code::Remember(_) => code.direct_action().map(Click::act).ok_or(Refusal::OutOfRange("action")),
         Code::Edit { action } => {
             let a = actions.get(action).ok_or(Refusal::OutOfRange("action"))?;
             if a.allowed.contains(&DecisionType::Edit) {
-                Ok(())
+                Ok(Click::open(Shows::Prompt(PromptKind::Edit { action })))
             } else {
                 Err(Refusal::DecisionNotAllowed { action: a.name.clone(), decision: DecisionType::Edit })
             }
         }
         Code::Comment { action } if actions.get(action).is_none() || interaction.request.is_question() => Err(Refusal::OutOfRange("action")),
+        Code::Comment { action } => Ok(Click::open(Shows::Prompt(PromptKind::Comment { action }))),
         Code::Option { question, option } => {
-            let (RequestKind::Questions { questions, .. }, crate::interaction::Draft::Answers { .. }) = (&interaction.request.kind, &interaction.draft) else {
+            let (RequestKind::Questions { questions, .. }, Draft::Answers { answers }) = (&interaction.request.kind, &interaction.draft) else {
                 return Err(Refusal::WrongKind { expected: "decisions", got: "answers" });
             };
             let q = questions.get(question).ok_or(Refusal::OutOfRange("question"))?;
-            q.options.get(option).map(|_| ()).ok_or(Refusal::OutOfRange("option"))
+            let picked = q.options.get(option).ok_or(Refusal::OutOfRange("option"))?;
+            let selected = answers.get(question).is_some_and(|a| a.selected.contains(&option));
+            if picked.input && !(q.multi_select && selected) {
+                // The backend's own free-text option: its answer is typed.
+                Ok(Click::open(Shows::Prompt(PromptKind::Text { question })))
+            } else if q.multi_select {
+                // The question stays, on the page the option is on.
+                Ok(Click::act(UserAction::Toggle { question, option }).keeping(showing(View { step: question, page: option / OPTIONS_PER_PAGE })))
+            } else {
+                Ok(Click::act(UserAction::Select { question, options: vec![option] }).keeping(showing(View { step: question + 1, page: 0 })))
+            }
         }
         Code::Other { question } => match &interaction.request.kind {
             RequestKind::Questions { questions, .. } => match questions.get(question) {
-                Some(q) if q.free_text != FreeText::Disabled => Ok(()),
+                Some(q) if q.free_text != FreeText::Disabled => Ok(Click::open(Shows::Prompt(PromptKind::Text { question }))),
                 Some(_) => Err(Refusal::NoFreeText),
                 None => Err(Refusal::OutOfRange("question")),
             },
             RequestKind::Approval { .. } => Err(Refusal::OutOfRange("question")),
         },
-        Code::Done { question } => page_exists(interaction, View { step: question + 1, page: 0 }),
-        Code::Goto { step } => page_exists(interaction, View { step, page: 0 }),
-        Code::Page { step, page } => page_exists(interaction, View { step, page }),
-        Code::Comment { .. } | Code::Skip { .. } | Code::Decide { .. } | Code::All(_) | Code::Submit | Code::Remember(_) => Ok(()),
+        Code::Skip { question } => Ok(Click::act(UserAction::Skip { question }).keeping(showing(View { step: question + 1, page: 0 }))),
+        Code::Done { question } => turning_to(View { step: question + 1, page: 0 }),
+        Code::Goto { step } => turning_to(View { step, page: 0 }),
+        Code::Page { step, page } => turning_to(View { step, page }),
     }
 }
 
@@ -188,25 +186,6 @@ fn refused(locale: Locale, refusal: &Refusal) -> Answer {
     if matches!(refusal, Refusal::NotAllowed | Refusal::SelfApproval) { Answer::alert(text) } else { Answer::toast(text) }
 }
 
-/// Sends one action to the engine. `view` is the wizard view to show afterwards; it is
-/// stored before the call because the engine re-renders the message while handling it
-/// (on whichever replica holds the session), and put back if the action is refused.
-async fn act(tg: &Telegram, interaction: &Interaction, actor: Actor, action: UserAction, view: Option<View>, locale: Locale) -> Answer {
-    let mut previous = None;
-    if let Some(view) = view {
-        match tg.wizard.set_view(interaction, view).await {
-            Ok(p) => previous = Some(p),
-            // The draft then decides the step: still a valid view.
-            Err(e) => tracing::warn!(error = %e, "cannot store the wizard view"),
-        }
-    }
-    let result = tg.engine.act(&interaction.id, actor, action).await;
-    if let (Err(_), Some(previous)) = (&result, previous) {
-        tg.wizard.restore_view(interaction, previous).await;
-    }
-    outcome_answer(result, locale)
-}
-
 fn outcome_answer(result: Result<ActOutcome, ActError>, locale: Locale) -> Answer {
     match result {
         Ok(ActOutcome::Updated(_)) => Answer::toast(text(locale, Msg::Saved)),
@@ -220,13 +199,9 @@ fn outcome_answer(result: Result<ActOutcome, ActError>, locale: Locale) -> Answe
     }
 }
 
-/// Shows another wizard step, or another page of one, in the clicked message (the
+/// Shows the clicked message again, at the wizard step or page the click stored (the
 /// engine checked it exists).
-async fn navigate(tg: &Telegram, origin: Option<&Origin>, interaction: &Interaction, view: View, locale: Locale) -> Answer {
-    if let Err(e) = tg.wizard.set_view(interaction, view).await {
-        tracing::warn!(error = %e, "cannot store the wizard view");
-        return Answer::toast(tg_text(locale, Tg::CommandFailed));
-    }
+async fn redraw(tg: &Telegram, origin: Option<&Origin>, interaction: &Interaction, locale: Locale) -> Answer {
     let Some(origin) = origin else { return Answer::none() };
     match tg.redraw(origin.chat_id, origin.message_id, interaction, locale).await {
         Ok(()) => Answer::none(),
@@ -246,5 +221,174 @@ async fn prompt(tg: &Telegram, origin: Option<&Origin>, user: &teloxide::types::
             tracing::warn!(error = %e, "cannot send a prompt");
             Answer::toast(tg_text(locale, Tg::CommandFailed))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    use futures_util::future::BoxFuture;
+    use serde_json::json;
+    use teloxide::Bot;
+    use tokio::sync::{mpsc, oneshot};
+
+    use super::super::settings::TelegramSettings;
+    use super::super::wizard::{Caches, Wizard};
+    use super::super::{TgBot, lanes, limits};
+    use super::*;
+    use crate::engine::{Connectors, Engine, EngineConfig, EngineHandle, EngineRequest, OnExpiry, now_ms};
+    use crate::interaction::{AccessPolicy, Actor, RequestBuilder, TimeoutDefaults};
+    use crate::metrics::Metrics;
+    use crate::platform::descriptor::{SignInLinkError, WebLinks};
+    use crate::platform::inbox::DurableInbox;
+    use crate::platform::token::TokenSigner;
+    use crate::protocol::ActionRequest;
+    use crate::store::Store;
+
+    struct NoWebInbox;
+
+    impl WebLinks for NoWebInbox {
+        fn request_link(&self, _: &str) -> Option<String> {
+            None
+        }
+
+        fn sign_in_link<'a>(&'a self, _: &'a Actor) -> BoxFuture<'a, Result<Option<String>, SignInLinkError>> {
+            Box::pin(async { Ok(None) })
+        }
+    }
+
+    /// A running engine on a fresh SQLite file holding one two-question wizard that
+    /// Thảo (1001) started, and a Telegram front end on it whose calls to the engine
+    /// are counted on their way there. Telegram itself is never called: the engine
+    /// shows nothing anywhere, and these clicks answer without a message.
+    struct Rig {
+        tg: Telegram,
+        store: Store,
+        interaction: Interaction,
+        engine_calls: Arc<AtomicUsize>,
+        stop: oneshot::Sender<()>,
+        _dir: tempfile::TempDir,
+    }
+
+    async fn rig() -> Rig {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::connect(&format!("sqlite://{}", dir.path().join("bridge.db").display())).await.unwrap();
+        let questions = json!([{"question": "Q1?", "options": [{"label": "A"}, {"label": "B"}]}, {"question": "Q2?", "options": [{"label": "C"}]}]);
+        let ask = ActionRequest { name: "ask_user_question".into(), args: json!({ "questions": questions }), description: None, tool_use_id: None };
+        let request = RequestBuilder::start("ask_1", vec![ask], vec![], Some(600)).finish(TimeoutDefaults::default()).unwrap();
+        let thao = Actor::new(super::super::PLATFORM, "1001", "Thảo");
+        let interaction = Interaction::new("i-1".into(), "s-1".into(), request, Some(thao), now_ms());
+        assert!(store.insert_interaction(&interaction).await.unwrap());
+
+        let config = EngineConfig {
+            policy: AccessPolicy::default(),
+            allowlist: Default::default(),
+            pairing_admins: Default::default(),
+            refusal_window_ms: 0,
+            pairing_ttl_ms: 0,
+            routing: Default::default(),
+            networks: crate::platform::registry::networks(),
+            grace_ms: 0,
+            on_expiry: OnExpiry::Leave,
+            replica_id: "r1".into(),
+            policies: Vec::new(),
+            backend_kind: "stream".into(),
+        };
+        let (handle, from_platform) = EngineHandle::channel();
+        let (to_engine, requests) = mpsc::channel::<EngineRequest>(16);
+        let engine_calls = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(count_calls(from_platform, to_engine, engine_calls.clone()));
+        let (_backend, backend) = mpsc::channel(1);
+        let engine = Engine::start(&config, store.clone(), Vec::new(), Connectors::new(Vec::new()), backend, requests).await.unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(engine.run(async move {
+            let _ = stopped.await;
+        }));
+
+        let settings = TelegramSettings::default();
+        let bot = Bot::new("0:test").set_api_url(reqwest::Url::parse("http://127.0.0.1:9/").unwrap());
+        let metrics = Metrics::default();
+        let tg = Telegram {
+            bot: TgBot { bot, limiter: limits::Limiter::new(false), metrics: metrics.clone() },
+            engine: handle,
+            signer: TokenSigner::new(b"test-secret"),
+            policy: AccessPolicy::default(),
+            settings,
+            limits: crate::listener::Limits::from_settings(&Default::default(), None),
+            me: OnceLock::new(),
+            wizard: Wizard::new(store.ui_states()),
+            inbox: DurableInbox::new(store.inboxes().of(super::super::PLATFORM), "r1".into()),
+            caches: Mutex::new(Caches::default()),
+            lanes: lanes::Lanes::default(),
+            tasks: Mutex::new(Vec::new()),
+            metrics,
+            web: Arc::new(NoWebInbox),
+        };
+        Rig { tg, store, interaction, engine_calls, stop, _dir: dir }
+    }
+
+    /// Passes the platform's calls on to the engine, counting them.
+    async fn count_calls(mut from_platform: mpsc::Receiver<EngineRequest>, to_engine: mpsc::Sender<EngineRequest>, calls: Arc<AtomicUsize>) {
+        while let Some(request) = from_platform.recv().await {
+            calls.fetch_add(1, Ordering::SeqCst);
+            if to_engine.send(request).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    impl Rig {
+        /// `user` presses the button `code` stands for; the answer, and how many calls
+        /// it took to the engine.
+        async fn press(&self, user: u64, code: Code) -> (Answer, usize) {
+            let token = self.tg.signer.sign(&self.interaction.id, &code.encode()).unwrap();
+            let from = json!({"id": user, "is_bot": false, "first_name": format!("User {user}")});
+            let query: CallbackQuery = serde_json::from_value(json!({"id": "q1", "from": from, "chat_instance": "c1", "data": token})).unwrap();
+            let before = self.engine_calls.load(Ordering::SeqCst);
+            let answer = click(&self.tg, &query, None, Locale::En).await;
+            (answer, self.engine_calls.load(Ordering::SeqCst) - before)
+        }
+
+        async fn selected(&self) -> Vec<Vec<usize>> {
+            let stored = self.store.interaction(&self.interaction.id).await.unwrap().unwrap();
+            let Draft::Answers { answers } = stored.draft else { panic!("a wizard's draft holds answers") };
+            answers.into_iter().map(|a| a.selected).collect()
+        }
+
+        async fn stop(self) {
+            let _ = self.stop.send(());
+        }
+    }
+
+    /// An option click is one call to the engine, which applies the answer and stores
+    /// the wizard's next step with it.
+    #[tokio::test]
+    async fn an_option_click_is_one_engine_call_that_stores_the_next_step_with_the_answer() {
+        let rig = rig().await;
+        let (answer, calls) = rig.press(1001, Code::Option { question: 0, option: 1 }).await;
+        assert_eq!((answer.text.as_deref(), answer.alert, calls), (Some("Saved"), false, 1));
+        assert_eq!(rig.selected().await, [vec![1], vec![]]);
+        assert_eq!(rig.tg.wizard.view(&rig.interaction.id).await, Some(View { step: 1, page: 0 }));
+        rig.stop().await;
+    }
+
+    /// A stranger's option click, and a click on a step that does not exist, are
+    /// refused in their one call and leave the answer and the wizard's view as they
+    /// were.
+    #[tokio::test]
+    async fn a_refused_click_leaves_the_wizard_view_as_it_was() {
+        let rig = rig().await;
+        rig.press(1001, Code::Skip { question: 0 }).await;
+        assert_eq!(rig.tg.wizard.view(&rig.interaction.id).await, Some(View { step: 1, page: 0 }));
+
+        let (answer, calls) = rig.press(2002, Code::Option { question: 1, option: 0 }).await;
+        assert_eq!((answer.text.as_deref(), answer.alert, calls), (Some("You are not allowed to answer this request."), true, 1));
+        let (answer, calls) = rig.press(1001, Code::Goto { step: 5 }).await;
+        assert_eq!((answer.alert, calls), (false, 1), "{:?}", answer.text);
+        assert_eq!(rig.selected().await, [Vec::<usize>::new(), vec![]]);
+        assert_eq!(rig.tg.wizard.view(&rig.interaction.id).await, Some(View { step: 1, page: 0 }));
+        rig.stop().await;
     }
 }

@@ -4,7 +4,8 @@
 //! - [`render`]: Interaction → HTML text + inline keyboard, and reminders (pure,
 //!   snapshot-tested)
 //! - [`callback`]: button action codes inside callback tokens
-//! - [`clicks`]: callback queries → [`UserAction`](crate::interaction::UserAction)s
+//! - [`clicks`]: callback queries → one engine call each, whose plan turns the
+//!   button into a [`UserAction`](crate::interaction::UserAction), a prompt or a page
 //! - [`chat`]: messages: agent chat, commands, group addressing, ForceReply answers
 //! - [`wizard`]: wizard views and ForceReply prompts (in the store, so any replica
 //!   can handle the next update) and bounded rendering caches
@@ -15,7 +16,7 @@
 //! - [`text`]: Telegram-only strings and HTML escaping
 //!
 //! What a click or reply means is always the core's call, through
-//! [`EngineHandle::act`]; this module never decides or stores an answer itself.
+//! [`EngineHandle::click`]; this module never decides or stores an answer itself.
 
 pub mod address;
 pub mod callback;

@@ -2,7 +2,8 @@
 //!
 //! In the store ([`crate::store::UiStates::put`]), so that any replica behind a
 //! load balancer can handle the next update: the view each question message shows
-//! (wizard step and page of a long option list) and the ForceReply prompts waiting for
+//! (wizard step and page of a long option list; the engine writes it with the click
+//! that changes it, see [`view_state`]) and the ForceReply prompts waiting for
 //! typed text (Other text, Edit JSON, a comment). Both belong to their interaction and
 //! are removed when it ends; both expire with it.
 //!
@@ -13,6 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock::now_ms;
+use crate::engine::UiStateWrite;
 use crate::interaction::Interaction;
 use crate::platform::bounded::BoundedMap;
 use crate::store::{StoreError, UiStates};
@@ -61,6 +63,13 @@ fn expiry(interaction: &Interaction) -> i64 {
     interaction.deadline_ms.max(now_ms()).saturating_add(GRACE_MS)
 }
 
+/// The row that makes `view` the one `interaction`'s question message shows. A click
+/// hands it to the engine ([`crate::engine::Click::keeping`]), which writes it with
+/// the click's action, so a refused click leaves the view as it was.
+pub fn view_state(interaction: &Interaction, view: View) -> UiStateWrite {
+    UiStateWrite { kind: VIEW_KIND, key: interaction.id.clone(), value: serde_json::to_string(&view).unwrap_or_default(), expires_ms: expiry(interaction) }
+}
+
 fn prompt_key(chat_id: i64, user_id: u64) -> String {
     format!("{chat_id}:{user_id}")
 }
@@ -85,24 +94,6 @@ impl Wizard {
                 tracing::warn!(error = %e, interaction = %interaction_id, "cannot read the wizard view");
                 None
             }
-        }
-    }
-
-    /// Sets the view; returns the previous one so a refused action can restore it.
-    pub async fn set_view(&self, interaction: &Interaction, view: View) -> Result<Option<View>, StoreError> {
-        let previous = self.view(&interaction.id).await;
-        let value = serde_json::to_string(&view).unwrap_or_default();
-        self.states.put(VIEW_KIND, &interaction.id, &interaction.id, &value, now_ms(), expiry(interaction)).await?;
-        Ok(previous)
-    }
-
-    pub async fn restore_view(&self, interaction: &Interaction, previous: Option<View>) {
-        let done = match previous {
-            Some(view) => self.set_view(interaction, view).await.map(|_| ()),
-            None => self.states.delete(VIEW_KIND, &interaction.id).await,
-        };
-        if let Err(e) = done {
-            tracing::warn!(error = %e, interaction = %interaction.id, "cannot restore the wizard view");
         }
     }
 
