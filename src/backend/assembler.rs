@@ -183,7 +183,9 @@ impl Assembler {
             return Vec::new();
         };
         let update = match block {
-            OpenBlock::Text { mut text, is_final, streaming } if !text.is_empty() => SessionUpdate::Text { text: text.take(), is_final, block: streaming.block },
+            OpenBlock::Text { mut text, is_final, streaming } if !text.is_empty() => {
+                SessionUpdate::Text { text: text.take(), is_final, block: streaming.block }
+            }
             OpenBlock::Text { .. } | OpenBlock::Ignored => return Vec::new(),
             OpenBlock::Request(builder) => {
                 let approval_key = builder.approval_key().to_owned();
@@ -368,10 +370,7 @@ mod tests {
         );
         // A later block reporting at the same clock reading (or an earlier one, the
         // clock stepped back) never reuses an id.
-        let later = feed_timed(
-            &mut a,
-            &[(0, json!({"type":"content_block_start","index":2,"content_block":{"type":"text"}})), (1_000, text_delta(2, "c"))],
-        );
+        let later = feed_timed(&mut a, &[(0, json!({"type":"content_block_start","index":2,"content_block":{"type":"text"}})), (1_000, text_delta(2, "c"))]);
         assert_eq!(later, vec![progress(1_002, "c")]);
     }
 
@@ -380,7 +379,10 @@ mod tests {
         let mut a = Assembler::default();
         let out = feed_timed(
             &mut a,
-            &[(0, json!({"type":"content_block_start","index":0,"content_block":{"type":"text"}})), (2_000, json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta"}}))],
+            &[
+                (0, json!({"type":"content_block_start","index":0,"content_block":{"type":"text"}})),
+                (2_000, json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta"}})),
+            ],
         );
         assert!(out.is_empty(), "{out:?}");
     }

@@ -48,9 +48,15 @@ pub enum Job {
     /// A text block still arriving: show what `latest` holds when the job runs (it
     /// may have been replaced by a newer report meanwhile, or emptied by the text's
     /// end).
-    TextProgress { block: u64, latest: ProgressSlot },
+    TextProgress {
+        block: u64,
+        latest: ProgressSlot,
+    },
     /// The complete text of a block that reported progress.
-    FinishText { block: u64, text: String },
+    FinishText {
+        block: u64,
+        text: String,
+    },
     ToolStatus(ToolGroupStatus),
     Notice(Notice),
     /// Show a new interaction and remember the message that shows it.

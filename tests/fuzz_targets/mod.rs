@@ -61,7 +61,9 @@ fn feed(frames: &[String]) -> Result<(), TestCaseError> {
             match &update {
                 // The cap plus its marker ("… [truncated N bytes]").
                 SessionUpdate::Text { text, .. } => prop_assert!(text.len() <= MAX_TEXT_BYTES + 48, "a text block of {} bytes", text.len()),
-                SessionUpdate::TextProgress { text_so_far, .. } => prop_assert!(text_so_far.len() <= MAX_TEXT_BYTES, "a text in progress of {} bytes", text_so_far.len()),
+                SessionUpdate::TextProgress { text_so_far, .. } => {
+                    prop_assert!(text_so_far.len() <= MAX_TEXT_BYTES, "a text in progress of {} bytes", text_so_far.len())
+                }
                 _ => {}
             }
         }

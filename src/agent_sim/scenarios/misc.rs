@@ -1,5 +1,5 @@
 //! Scenario (g), the malformed frames a bridge must survive, (i) an answer that takes a
-//! while, and the default echo.
+//! while, (j) an answer written slowly, and the default echo.
 
 use std::time::Duration;
 
@@ -31,6 +31,16 @@ pub(super) async fn slow_answer(turn: &Turn) {
     turn.text("Để tôi tra cứu giá VNM.", false);
     tokio::time::sleep(SLOW_ANSWER_WORK).await;
     turn.text("Giá đóng cửa VNM hôm nay: 82000.", true);
+}
+
+/// The pieces (j) writes, [`SLOW_STREAM_GAP`] apart: six deltas over 2.5 s.
+const SLOW_STREAM_PARTS: [&str; 6] = ["Đang viết dần", ": một", ", hai", ", ba", ", bốn", ", năm. Xong."];
+const SLOW_STREAM_GAP: Duration = Duration::from_millis(500);
+
+/// (j) One final text block written slowly, a delta every half second: what a chat
+/// that streams shows growing in one message.
+pub(super) async fn slow_stream(turn: &Turn) {
+    turn.text_slowly(&SLOW_STREAM_PARTS, SLOW_STREAM_GAP, true).await;
 }
 
 pub(super) fn echo(turn: &Turn, text: &str) {

@@ -496,7 +496,11 @@ mod tests {
         let out = t.turn_finished(Ok(&json!({"status":"finished"})), settled);
         assert_eq!(
             out,
-            vec![SessionUpdate::Text { text: "bye".into(), is_final: true, block: None }, SessionUpdate::TimedOut { approval_key: "a".into() }, SessionUpdate::TurnEnded,]
+            vec![
+                SessionUpdate::Text { text: "bye".into(), is_final: true, block: None },
+                SessionUpdate::TimedOut { approval_key: "a".into() },
+                SessionUpdate::TurnEnded,
+            ]
         );
         let failed = t.turn_finished(Err(&RpcError { code: -32003, message: "provider down".into() }), Vec::new());
         assert_eq!(failed, vec![SessionUpdate::TurnFailed { message: "kimi: provider down (code -32003)".into() }]);
