@@ -2,7 +2,8 @@
 //! stream` scenario writes one text block in six deltas half a second apart; on the
 //! fake Slack (tests/support/fake_slack.rs) the bridge posts it once and edits that
 //! message as the text grows, at most about once a second, ending with the whole
-//! text. A streamed message someone deleted is posted again, whole.
+//! text. A streamed message someone deleted is posted again, whole. Telegram, which
+//! does not stream, gets the same text once, whole, as before.
 
 mod support;
 
@@ -11,6 +12,7 @@ use std::time::Duration;
 use hitl_bridge::platform::slack::settings::SlackSettings;
 use serde_json::{Value, json};
 use support::fake_slack::{Call, FakeSlack, OPS, SETTLE};
+use support::fake_telegram::User;
 use support::slack_chat::{self, assert_nothing_refused, assert_refused_only, push_event};
 use support::{Chat, Harness, wait_until};
 
@@ -136,5 +138,23 @@ async fn a_streamed_message_deleted_midway_is_posted_again_and_ends_whole() {
 
     rig.stop_bridge().await;
     assert_refused_only(rig.slack(), &["message_not_found"]);
+    rig.shutdown().await;
+}
+
+/// On Telegram (no streaming: the platform's default) the same scenario is one
+/// message, sent once the text is complete, never edited.
+#[tokio::test]
+async fn on_telegram_a_text_written_slowly_is_one_message_sent_whole() {
+    let thao = User::new(1001, "Thảo", Some("vi"));
+    let mut rig = Harness::on(Chat::Telegram).tweak(move |s| s.access.users = vec!["telegram:1001".into()]).start().await;
+    let fake = rig.telegram();
+    let chat = fake.private_chat(&thao);
+    fake.push_message(chat, &thao, "slow stream", None, None);
+    wait_until(|| async { fake.bot_messages(chat).into_iter().find(|m| m["text"] == WHOLE) }).await;
+    tokio::time::sleep(SETTLE).await;
+    let texts: Vec<Value> = fake.calls("sendMessage").into_iter().map(|b| b["text"].clone()).collect();
+    assert_eq!(texts, [json!(WHOLE)]);
+    assert!(fake.calls("editMessageText").is_empty());
+    rig.stop_bridge().await;
     rig.shutdown().await;
 }
