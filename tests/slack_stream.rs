@@ -115,6 +115,43 @@ async fn a_text_written_slowly_streams_into_one_message_edited_about_once_a_seco
     rig.shutdown().await;
 }
 
+/// A text longer than one Slack message (3,000 characters) streams its first part;
+/// at its end that message is edited to the whole first piece and the rest is posted
+/// after it, in the thread.
+#[tokio::test]
+async fn a_long_streamed_text_ends_as_its_first_piece_edited_in_and_the_rest_posted_after() {
+    let mut rig = start().await;
+    let thread = ana_says(&rig, "long stream");
+    let fake = rig.slack();
+    let whole = "Một dòng dài. ".repeat(256);
+    let chars: Vec<char> = whole.chars().collect();
+    let (first, rest): (String, String) = (chars[..3000].iter().collect(), chars[3000..].iter().collect());
+    wait_until(|| async { thread_calls(fake, &thread).into_iter().find(|c| c.method == "chat.postMessage" && c.body["text"] == rest.as_str()) }).await;
+    tokio::time::sleep(SETTLE).await;
+
+    let calls = thread_calls(fake, &thread);
+    let shape: Vec<(&str, usize)> = calls.iter().map(|c| (c.method.as_str(), text_of(c).chars().count())).collect();
+    // Three of the four deltas have arrived at the first report, a second in (all
+    // four on a machine too busy to read the stream on time: then the first piece is
+    // whole already and needs no edit).
+    match shape.as_slice() {
+        [("chat.postMessage", 2688), ("chat.update", 3000), ("chat.postMessage", 584)] => {
+            assert_eq!(text_of(&calls[1]), first);
+            assert_paced(&calls[..2]);
+        }
+        [("chat.postMessage", 3000), ("chat.postMessage", 584)] => {}
+        other => panic!("a post, its edit and the rest, in that order: {other:?}"),
+    }
+    assert!(first.starts_with(text_of(&calls[0])));
+    let [streamed, after] = thread_messages(fake, &thread).try_into().expect("two messages in the thread");
+    assert_eq!(fake.message(OPS, &streamed).expect("the streamed message")["text"], first.as_str());
+    assert_eq!(fake.message(OPS, &after).expect("the rest")["text"], rest.as_str());
+
+    rig.stop_bridge().await;
+    assert_nothing_refused(rig.slack());
+    rig.shutdown().await;
+}
+
 /// Someone deletes the streamed message while the text is still arriving: Slack
 /// refuses the next edit (`message_not_found`), the text goes on in a new message, and
 /// the whole text is shown.

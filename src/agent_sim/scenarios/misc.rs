@@ -1,5 +1,5 @@
 //! Scenario (g), the malformed frames a bridge must survive, (i) an answer that takes a
-//! while, (j) an answer written slowly, and the default echo.
+//! while, (j) and (k) answers written slowly, and the default echo.
 
 use std::time::Duration;
 
@@ -41,6 +41,17 @@ const SLOW_STREAM_GAP: Duration = Duration::from_millis(500);
 /// that streams shows growing in one message.
 pub(super) async fn slow_stream(turn: &Turn) {
     turn.text_slowly(&SLOW_STREAM_PARTS, SLOW_STREAM_GAP, true).await;
+}
+
+/// (k) `LONG_STREAM_LINE` 256 times (3,584 characters, more than one Slack message
+/// holds) in four deltas [`LONG_STREAM_GAP`] apart.
+const LONG_STREAM_LINE: &str = "Một dòng dài. ";
+const LONG_STREAM_GAP: Duration = Duration::from_millis(600);
+
+/// (k) A final text longer than one chat message, written slowly.
+pub(super) async fn long_stream(turn: &Turn) {
+    let part = LONG_STREAM_LINE.repeat(64);
+    turn.text_slowly(&[&part, &part, &part, &part], LONG_STREAM_GAP, true).await;
 }
 
 pub(super) fn echo(turn: &Turn, text: &str) {

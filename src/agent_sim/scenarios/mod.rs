@@ -16,6 +16,7 @@
 //! | h | `migration`, `di chuyển` | shape A `{S}_1`: run_migration {name:"2026_11_add_orders_index"} with a description, allowed approve/reject/respond, timeout 300; approval_result; final `run_migration: respond ({message})` or `run_migration: {type}` |
 //! | i | `slow answer`, `trả lời chậm` | text `Để tôi tra cứu giá VNM.` (not final), 2 s of work, final `Giá đóng cửa VNM hôm nay: 82000.` |
 //! | j | `slow stream`, `viết dần` | one final text block in six deltas half a second apart (2.5 s): `Đang viết dần: một, hai, ba, bốn, năm. Xong.` |
+//! | k | `long stream`, `viết dài` | one final text block, `Một dòng dài. ` 256 times (3,584 characters), in four deltas 600 ms apart |
 //! | g | `malformed`, `rác` | a binary frame, text `{not json`, a 1.1 MiB text_delta (index 0, no start), `{"type":"mystery_event"}`, then text `Vẫn chạy.` (index 1, not final) |
 //! | – | anything else | text `Tôi đã nhận: {text}. Từ khóa: hỏi 2 lần, trade, two actions, timeout, shapes, multi, malformed.` (not final) |
 //!
@@ -45,12 +46,13 @@ pub(crate) enum Scenario {
     Migration,
     SlowAnswer,
     SlowStream,
+    LongStream,
     Malformed,
     Echo,
 }
 
 /// Keyword rows in match order; keywords are lowercase.
-const KEYWORDS: [(Scenario, &[&str]); 11] = [
+const KEYWORDS: [(Scenario, &[&str]); 12] = [
     (Scenario::AskTwice, &["hỏi 2 lần", "ask twice"]),
     // Before `trade`, which its keywords contain.
     (Scenario::SlowTrade, &["slow trade", "giao dịch chậm"]),
@@ -62,6 +64,7 @@ const KEYWORDS: [(Scenario, &[&str]); 11] = [
     (Scenario::Migration, &["migration", "di chuyển"]),
     (Scenario::SlowAnswer, &["slow answer", "trả lời chậm"]),
     (Scenario::SlowStream, &["slow stream", "viết dần"]),
+    (Scenario::LongStream, &["long stream", "viết dài"]),
     (Scenario::Malformed, &["malformed", "rác"]),
 ];
 
@@ -83,6 +86,7 @@ pub(crate) async fn run(turn: Turn, text: String) {
         Scenario::Migration => approvals::migration(&turn).await,
         Scenario::SlowAnswer => misc::slow_answer(&turn).await,
         Scenario::SlowStream => misc::slow_stream(&turn).await,
+        Scenario::LongStream => misc::long_stream(&turn).await,
         Scenario::Malformed => misc::malformed(&turn),
         Scenario::Echo => misc::echo(&turn, &text),
     }
@@ -125,6 +129,8 @@ mod tests {
         assert_eq!(pick("trả lời chậm"), Scenario::SlowAnswer);
         assert_eq!(pick("Slow stream"), Scenario::SlowStream);
         assert_eq!(pick("viết dần"), Scenario::SlowStream);
+        assert_eq!(pick("Long stream"), Scenario::LongStream);
+        assert_eq!(pick("viết dài"), Scenario::LongStream);
         assert_eq!(pick("xin chào"), Scenario::Echo);
     }
 }
