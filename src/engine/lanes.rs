@@ -255,7 +255,7 @@ async fn perform_job(store: &Store, platform: &dyn Platform, chat: &ChatKey, job
             let text = slot_lock(&latest).take();
             match text {
                 Some(text) => platform.text_progress(chat, block, &text).await,
-                // Replaced into a later report, or the complete text is queued.
+                // The complete text was queued meanwhile: it shows everything.
                 None => Ok(()),
             }
         }
