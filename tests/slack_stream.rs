@@ -1,5 +1,5 @@
 //! The agent's text streaming into one Slack message: the reference agent's `slow
-//! stream` scenario writes one text block in six deltas half a second apart; on the
+//! stream` scenario writes one text block in ten deltas 300 ms apart; on the
 //! fake Slack (tests/support/fake_slack.rs) the bridge posts it once and edits that
 //! message as the text grows, at most about once a second, ending with the whole
 //! text. A streamed message someone deleted is posted again, whole. Telegram, which
@@ -80,9 +80,10 @@ fn assert_paced(calls: &[Call]) {
     }
 }
 
-/// One text block written over 2.5 s is one message: posted once with the first
-/// words, then edited in place as more arrives, never twice within a second, the last
-/// edit carrying the whole text byte for byte.
+/// One text block written over 3 s is one message: posted once with the first
+/// words, then edited in place as more arrives, never twice within a second (the
+/// complete text comes 0.6 s after the second report, and waits), the last edit
+/// carrying the whole text byte for byte.
 #[tokio::test]
 async fn a_text_written_slowly_streams_into_one_message_edited_about_once_a_second() {
     let mut rig = start().await;

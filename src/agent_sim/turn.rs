@@ -73,8 +73,8 @@ impl Turn {
     }
 
     /// An assistant text block whose `parts` arrive as deltas `gap` apart (the first
-    /// with the block's start), as a model writing slowly sends it; recorded in the
-    /// history once complete.
+    /// with the block's start) and whose stop comes `gap` after the last, as a model
+    /// writing slowly sends it; recorded in the history once complete.
     pub(crate) async fn text_slowly(&self, parts: &[&str], gap: Duration, is_final: bool) {
         let index = self.next_index();
         let mut content_block = serde_json::json!({"type": "text"});
@@ -88,6 +88,7 @@ impl Turn {
             }
             self.send_all(vec![events::block_delta(index, serde_json::json!({"type": "text_delta", "text": part}))]);
         }
+        tokio::time::sleep(gap).await;
         self.hub.with_session(&self.session_id, |s| {
             s.emit_json(events::block_stop(index));
             s.history.push(history::assistant_text(&parts.concat(), is_final));

@@ -33,18 +33,20 @@ pub(super) async fn slow_answer(turn: &Turn) {
     turn.text("Giá đóng cửa VNM hôm nay: 82000.", true);
 }
 
-/// The pieces (j) writes, [`SLOW_STREAM_GAP`] apart: six deltas over 2.5 s.
-const SLOW_STREAM_PARTS: [&str; 6] = ["Đang viết dần", ": một", ", hai", ", ba", ", bốn", ", năm. Xong."];
-const SLOW_STREAM_GAP: Duration = Duration::from_millis(500);
+/// The pieces (j) writes, [`SLOW_STREAM_GAP`] apart, its stop as long after the last:
+/// a bridge reporting progress once a second reports at 1.2 s and 2.4 s, and the
+/// complete text, with more words than either, comes 0.6 s after the second report.
+const SLOW_STREAM_PARTS: [&str; 10] = ["Đang", " viết", " dần:", " một,", " hai,", " ba,", " bốn,", " năm", ".", " Xong."];
+const SLOW_STREAM_GAP: Duration = Duration::from_millis(300);
 
-/// (j) One final text block written slowly, a delta every half second: what a chat
-/// that streams shows growing in one message.
+/// (j) One final text block written slowly, a delta every 300 ms: what a chat that
+/// streams shows growing in one message.
 pub(super) async fn slow_stream(turn: &Turn) {
     turn.text_slowly(&SLOW_STREAM_PARTS, SLOW_STREAM_GAP, true).await;
 }
 
 /// (k) `LONG_STREAM_LINE` 256 times (3,584 characters, more than one Slack message
-/// holds) in four deltas [`LONG_STREAM_GAP`] apart.
+/// holds) in four deltas [`LONG_STREAM_GAP`] apart, its stop as long after the last.
 const LONG_STREAM_LINE: &str = "Một dòng dài. ";
 const LONG_STREAM_GAP: Duration = Duration::from_millis(600);
 

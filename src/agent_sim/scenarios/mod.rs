@@ -15,8 +15,8 @@
 //! | f | `multi`, `nhiều` | shape B `{S}_1`, multiSelect "Nhóm ngành quan tâm?"; approval_result; final `Bạn chọn: {answer}` |
 //! | h | `migration`, `di chuyển` | shape A `{S}_1`: run_migration {name:"2026_11_add_orders_index"} with a description, allowed approve/reject/respond, timeout 300; approval_result; final `run_migration: respond ({message})` or `run_migration: {type}` |
 //! | i | `slow answer`, `trả lời chậm` | text `Để tôi tra cứu giá VNM.` (not final), 2 s of work, final `Giá đóng cửa VNM hôm nay: 82000.` |
-//! | j | `slow stream`, `viết dần` | one final text block in six deltas half a second apart (2.5 s): `Đang viết dần: một, hai, ba, bốn, năm. Xong.` |
-//! | k | `long stream`, `viết dài` | one final text block, `Một dòng dài. ` 256 times (3,584 characters), in four deltas 600 ms apart |
+//! | j | `slow stream`, `viết dần` | one final text block in ten deltas 300 ms apart, its stop 300 ms after the last (3 s): `Đang viết dần: một, hai, ba, bốn, năm. Xong.` |
+//! | k | `long stream`, `viết dài` | one final text block, `Một dòng dài. ` 256 times (3,584 characters), in four deltas 600 ms apart, its stop 600 ms after the last |
 //! | g | `malformed`, `rác` | a binary frame, text `{not json`, a 1.1 MiB text_delta (index 0, no start), `{"type":"mystery_event"}`, then text `Vẫn chạy.` (index 1, not final) |
 //! | – | anything else | text `Tôi đã nhận: {text}. Từ khóa: hỏi 2 lần, trade, two actions, timeout, shapes, multi, malformed.` (not final) |
 //!
