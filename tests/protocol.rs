@@ -55,7 +55,8 @@ fn assemble(events: &[Value]) -> Vec<SessionUpdate> {
         .iter()
         .flat_map(|e| {
             let event: BackendEvent = serde_json::from_value(e.clone()).unwrap_or_else(|err| panic!("event {e}: {err}"));
-            assembler.push(event)
+            // All at one instant: texts come out whole, with no progress reports.
+            assembler.push(event, 0)
         })
         .collect()
 }

@@ -72,6 +72,29 @@ impl Turn {
         });
     }
 
+    /// An assistant text block whose `parts` arrive as deltas `gap` apart (the first
+    /// with the block's start) and whose stop comes `gap` after the last, as a model
+    /// writing slowly sends it; recorded in the history once complete.
+    pub(crate) async fn text_slowly(&self, parts: &[&str], gap: Duration, is_final: bool) {
+        let index = self.next_index();
+        let mut content_block = serde_json::json!({"type": "text"});
+        if is_final {
+            content_block["is_final"] = serde_json::json!(true);
+        }
+        self.send_all(vec![events::block_start(index, content_block)]);
+        for (n, part) in parts.iter().enumerate() {
+            if n > 0 {
+                tokio::time::sleep(gap).await;
+            }
+            self.send_all(vec![events::block_delta(index, serde_json::json!({"type": "text_delta", "text": part}))]);
+        }
+        tokio::time::sleep(gap).await;
+        self.hub.with_session(&self.session_id, |s| {
+            s.emit_json(events::block_stop(index));
+            s.history.push(history::assistant_text(&parts.concat(), is_final));
+        });
+    }
+
     pub(crate) fn thinking(&self, thinking: &str) {
         self.send_all(events::thinking_block(self.next_index(), thinking));
     }

@@ -1,7 +1,14 @@
 //! Turns one session's stream of [`BackendEvent`]s into [`SessionUpdate`]s: text
 //! blocks are collected until their stop, approval requests are merged across start
 //! and deltas (PROTOCOL.md §4), tool work is folded into group status lines, and
-//! thinking is dropped. Pure: no IO, so every rule is unit-tested.
+//! thinking is dropped. Pure: no IO, and the time is passed in with each event, so
+//! every rule is unit-tested.
+//!
+//! A text block that is still arriving after [`PROGRESS_INTERVAL_MS`] is reported as
+//! [`SessionUpdate::TextProgress`] (everything so far), at most once per interval, so
+//! a chat can show it growing; the complete [`SessionUpdate::Text`] at its stop names
+//! the same block. A block that starts and stops within the interval is one `Text`,
+//! as before: a short answer costs a chat one message, not a message and an edit.
 //!
 //! Bounded: a text block keeps at most [`MAX_TEXT_BYTES`] (the rest is counted and
 //! replaced by a "… [truncated N bytes]" marker) and at most [`MAX_OPEN_BLOCKS`] blocks
@@ -23,10 +30,23 @@ pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 /// ignored instead of held forever.
 pub const MAX_OPEN_BLOCKS: usize = 256;
 
+/// The least time between two progress reports of one text block (and between its
+/// start and the first). About the pace a chat may edit one message at.
+pub const PROGRESS_INTERVAL_MS: i64 = 1_000;
+
+/// When a text block started and last reported progress, and the id it streams under.
+#[derive(Debug)]
+struct Streaming {
+    /// When the block started, or last reported progress.
+    last_ms: i64,
+    /// Set at the first progress report.
+    block: Option<u64>,
+}
+
 /// A block between its start and stop.
 #[derive(Debug)]
 enum OpenBlock {
-    Text { text: CappedText, is_final: bool },
+    Text { text: CappedText, is_final: bool, streaming: Streaming },
     Request(RequestBuilder),
     Result { approval_key: String, decisions: Option<Vec<Decision>>, answers: Option<Answers> },
     Timeout { approval_key: String },
@@ -39,6 +59,8 @@ pub struct Assembler {
     open: HashMap<u64, OpenBlock>,
     group: Option<ToolGroupStatus>,
     groups_seen: u64,
+    /// The id of the last text block that reported progress.
+    last_stream: u64,
 }
 
 impl Assembler {
@@ -46,14 +68,12 @@ impl Assembler {
         Self { defaults, ..Self::default() }
     }
 
-    /// Feeds one event; returns what is now complete.
-    pub fn push(&mut self, event: BackendEvent) -> Vec<SessionUpdate> {
+    /// Feeds one event that arrived at `now_ms`; returns what is now complete, and the
+    /// progress of a text block that is due to report it.
+    pub fn push(&mut self, event: BackendEvent, now_ms: i64) -> Vec<SessionUpdate> {
         match event {
-            BackendEvent::ContentBlockStart { index, content_block, .. } => self.start(index, content_block),
-            BackendEvent::ContentBlockDelta { index, delta } => {
-                self.delta(index, delta);
-                Vec::new()
-            }
+            BackendEvent::ContentBlockStart { index, content_block, .. } => self.start(index, content_block, now_ms),
+            BackendEvent::ContentBlockDelta { index, delta } => self.delta(index, delta, now_ms).into_iter().collect(),
             BackendEvent::ContentBlockStop { index } => self.stop(index),
             BackendEvent::GroupStart { summary } => {
                 let mut out = self.close_group();
@@ -78,7 +98,7 @@ impl Assembler {
         }
     }
 
-    fn start(&mut self, index: u64, block: ContentBlock) -> Vec<SessionUpdate> {
+    fn start(&mut self, index: u64, block: ContentBlock, now_ms: i64) -> Vec<SessionUpdate> {
         let mut out = Vec::new();
         if self.open.len() >= MAX_OPEN_BLOCKS && !self.open.contains_key(&index) {
             tracing::warn!(index, open = self.open.len(), "too many unfinished blocks; ignoring a new one");
@@ -88,7 +108,7 @@ impl Assembler {
             ContentBlock::Text { text, is_final } => {
                 let mut kept = CappedText::default();
                 kept.push(&text);
-                OpenBlock::Text { text: kept, is_final }
+                OpenBlock::Text { text: kept, is_final, streaming: Streaming { last_ms: now_ms, block: None } }
             }
             ContentBlock::ApprovalRequest { approval_key, mut actions, action_requests, review_configs, timeout_seconds } => {
                 actions.extend(action_requests);
@@ -126,9 +146,22 @@ impl Assembler {
         Some(SessionUpdate::ToolGroup(group.clone()))
     }
 
-    fn delta(&mut self, index: u64, delta: Delta) {
+    fn delta(&mut self, index: u64, delta: Delta, now_ms: i64) -> Option<SessionUpdate> {
         match self.open.get_mut(&index) {
-            Some(OpenBlock::Text { text, .. }) => text.push(delta.text.as_deref().unwrap_or("")),
+            Some(OpenBlock::Text { text, streaming, .. }) => {
+                text.push(delta.text.as_deref().unwrap_or(""));
+                if now_ms - streaming.last_ms < PROGRESS_INTERVAL_MS || text.is_empty() {
+                    return None;
+                }
+                streaming.last_ms = now_ms;
+                let block = *streaming.block.get_or_insert_with(|| {
+                    // Ids grow with the clock, so a session task started again (a new
+                    // assembler) never reuses one a chat may still be editing.
+                    self.last_stream = u64::try_from(now_ms).unwrap_or(0).max(self.last_stream + 1);
+                    self.last_stream
+                });
+                return Some(SessionUpdate::TextProgress { block, text_so_far: text.so_far() });
+            }
             Some(OpenBlock::Request(builder)) => builder.apply_delta(delta),
             Some(OpenBlock::Result { decisions, answers, .. }) => {
                 if delta.decisions.is_some() {
@@ -141,6 +174,7 @@ impl Assembler {
             Some(OpenBlock::Timeout { .. } | OpenBlock::Ignored) => {}
             None => tracing::debug!(index, "delta for a block that was never started"),
         }
+        None
     }
 
     fn stop(&mut self, index: u64) -> Vec<SessionUpdate> {
@@ -149,7 +183,9 @@ impl Assembler {
             return Vec::new();
         };
         let update = match block {
-            OpenBlock::Text { mut text, is_final } if !text.is_empty() => SessionUpdate::Text { text: text.take(), is_final },
+            OpenBlock::Text { mut text, is_final, streaming } if !text.is_empty() => {
+                SessionUpdate::Text { text: text.take(), is_final, block: streaming.block }
+            }
             OpenBlock::Text { .. } | OpenBlock::Ignored => return Vec::new(),
             OpenBlock::Request(builder) => {
                 let approval_key = builder.approval_key().to_owned();
@@ -224,6 +260,11 @@ impl CappedText {
         self.text.is_empty() && self.dropped == 0
     }
 
+    /// The text kept so far, without the marker (the complete text adds it).
+    pub fn so_far(&self) -> String {
+        self.text.clone()
+    }
+
     /// The text so far, with the marker when something was dropped; starts over.
     pub fn take(&mut self) -> String {
         let mut text = std::mem::take(&mut self.text);
@@ -243,7 +284,107 @@ mod tests {
     use serde_json::json;
 
     fn feed(a: &mut Assembler, events: &[serde_json::Value]) -> Vec<SessionUpdate> {
-        events.iter().flat_map(|e| a.push(serde_json::from_value(e.clone()).unwrap())).collect()
+        events.iter().flat_map(|e| a.push(serde_json::from_value(e.clone()).unwrap(), 0)).collect()
+    }
+
+    /// Feeds `(ms, event)` pairs, each arriving at its time.
+    fn feed_timed(a: &mut Assembler, events: &[(i64, serde_json::Value)]) -> Vec<SessionUpdate> {
+        events.iter().flat_map(|(ms, e)| a.push(serde_json::from_value(e.clone()).unwrap(), *ms)).collect()
+    }
+
+    fn text_delta(index: u64, text: &str) -> serde_json::Value {
+        json!({"type":"content_block_delta","index":index,"delta":{"type":"text_delta","text":text}})
+    }
+
+    fn progress(block: u64, text: &str) -> SessionUpdate {
+        SessionUpdate::TextProgress { block, text_so_far: text.into() }
+    }
+
+    #[test]
+    fn a_long_text_reports_its_progress_at_most_once_a_second_and_its_end_names_the_block() {
+        let mut a = Assembler::default();
+        let start = 1_767_225_600_000;
+        let out = feed_timed(
+            &mut a,
+            &[
+                (start, json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Một"}})),
+                (start + 400, text_delta(0, ", hai")),
+                // A second after the start: the first report, with everything so far.
+                (start + 1_000, text_delta(0, ", ba")),
+                (start + 1_500, text_delta(0, ", bốn")),
+                (start + 1_999, text_delta(0, ", năm")),
+                // A second after the first report: the next.
+                (start + 2_000, text_delta(0, ", sáu")),
+                (start + 2_600, text_delta(0, ", bảy.")),
+                (start + 2_700, json!({"type":"content_block_stop","index":0})),
+            ],
+        );
+        let block = u64::try_from(start + 1_000).unwrap();
+        assert_eq!(
+            out,
+            vec![
+                progress(block, "Một, hai, ba"),
+                progress(block, "Một, hai, ba, bốn, năm, sáu"),
+                SessionUpdate::Text { text: "Một, hai, ba, bốn, năm, sáu, bảy.".into(), is_final: false, block: Some(block) },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_text_done_within_a_second_is_one_text_without_a_block() {
+        let mut a = Assembler::default();
+        let out = feed_timed(
+            &mut a,
+            &[
+                (5_000, json!({"type":"content_block_start","index":0,"content_block":{"type":"text"}})),
+                (5_300, text_delta(0, "Xin ")),
+                (5_999, text_delta(0, "chào")),
+                (9_000, json!({"type":"content_block_stop","index":0})),
+            ],
+        );
+        assert_eq!(out, vec![SessionUpdate::Text { text: "Xin chào".into(), is_final: false, block: None }]);
+    }
+
+    #[test]
+    fn every_streamed_block_gets_its_own_id_even_in_the_same_millisecond() {
+        let mut a = Assembler::default();
+        let out = feed_timed(
+            &mut a,
+            &[
+                (0, json!({"type":"content_block_start","index":0,"content_block":{"type":"text"}})),
+                (0, json!({"type":"content_block_start","index":1,"content_block":{"type":"text"}})),
+                (1_000, text_delta(0, "a")),
+                (1_000, text_delta(1, "b")),
+                (1_100, json!({"type":"content_block_stop","index":1})),
+                (1_200, json!({"type":"content_block_stop","index":0})),
+            ],
+        );
+        assert_eq!(
+            out,
+            vec![
+                progress(1_000, "a"),
+                progress(1_001, "b"),
+                SessionUpdate::Text { text: "b".into(), is_final: false, block: Some(1_001) },
+                SessionUpdate::Text { text: "a".into(), is_final: false, block: Some(1_000) },
+            ]
+        );
+        // A later block reporting at the same clock reading (or an earlier one, the
+        // clock stepped back) never reuses an id.
+        let later = feed_timed(&mut a, &[(0, json!({"type":"content_block_start","index":2,"content_block":{"type":"text"}})), (1_000, text_delta(2, "c"))]);
+        assert_eq!(later, vec![progress(1_002, "c")]);
+    }
+
+    #[test]
+    fn a_delta_without_text_reports_nothing() {
+        let mut a = Assembler::default();
+        let out = feed_timed(
+            &mut a,
+            &[
+                (0, json!({"type":"content_block_start","index":0,"content_block":{"type":"text"}})),
+                (2_000, json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta"}})),
+            ],
+        );
+        assert!(out.is_empty(), "{out:?}");
     }
 
     #[test]
@@ -259,7 +400,7 @@ mod tests {
         );
         assert!(out.is_empty());
         let out = feed(&mut a, &[json!({"type":"content_block_stop","index":0})]);
-        assert_eq!(out, vec![SessionUpdate::Text { text: "Xin chào".into(), is_final: true }]);
+        assert_eq!(out, vec![SessionUpdate::Text { text: "Xin chào".into(), is_final: true, block: None }]);
     }
 
     #[test]
@@ -289,7 +430,7 @@ mod tests {
                 json!({"type":"content_block_stop","index":1}),
             ],
         );
-        assert_eq!(out, vec![SessionUpdate::Text { text: "ok".into(), is_final: false }]);
+        assert_eq!(out, vec![SessionUpdate::Text { text: "ok".into(), is_final: false, block: None }]);
     }
 
     #[test]
@@ -315,7 +456,7 @@ mod tests {
         assert_eq!(a.open.len(), MAX_OPEN_BLOCKS);
         // An open one still completes; one past the bound was never kept.
         let first = feed(&mut a, &[json!({"type":"content_block_stop","index":0})]);
-        assert_eq!(first, vec![SessionUpdate::Text { text: "t".into(), is_final: false }]);
+        assert_eq!(first, vec![SessionUpdate::Text { text: "t".into(), is_final: false, block: None }]);
         let ignored = feed(&mut a, &[json!({"type":"content_block_stop","index":MAX_OPEN_BLOCKS as u64 + 5})]);
         assert!(ignored.is_empty());
     }

@@ -28,7 +28,7 @@ pub struct TurnText {
 
 impl TurnText {
     pub fn into_update(self) -> SessionUpdate {
-        SessionUpdate::Text { text: self.text, is_final: self.is_final }
+        SessionUpdate::Text { text: self.text, is_final: self.is_final, block: None }
     }
 }
 
@@ -99,6 +99,13 @@ impl TurnTexts {
         self.echoes.clear();
         self.relayed += 1;
         true
+    }
+
+    /// Whether texts relayed from history may still arrive again live: a text still
+    /// streaming may be one of them, so its progress is not shown (its complete text
+    /// is, unless it is a repeat).
+    pub fn awaits_echoes(&self) -> bool {
+        !self.echoes.is_empty()
     }
 
     /// What to record once the chats have shown what was relayed so far; `None` while
@@ -199,11 +206,13 @@ mod tests {
         let mut turn = TurnTexts::default();
         turn.track(1, 0);
         assert_eq!(texts(&turn.beyond(&messages)), ["one", "two", "three"]);
+        assert!(turn.awaits_echoes(), "a text streaming now may be a repeat: its progress is not shown");
         // The backend lost "one" on the dead connection and sends the rest again.
         assert!(!turn.live("two"));
         assert!(!turn.live("three"));
         // Then something new, even if it says the same again: shown.
         assert!(turn.live("four"));
+        assert!(!turn.awaits_echoes());
         assert!(turn.live("two"));
         assert_eq!(turn.shown(), Some(SessionUpdate::TurnShown { opened_at_ms: 1, texts: 5, ended: false }));
 

@@ -523,6 +523,10 @@ async fn relay<T: Transport>(
                 }
                 continue;
             }
+            SessionUpdate::TextProgress { .. } if texts.awaits_echoes() => {
+                tracing::debug!(%session_id, "a text streams while texts relayed from history may be repeated; showing it once complete");
+                continue;
+            }
             SessionUpdate::TurnEnded | SessionUpdate::TurnFailed { .. } => {
                 signals.turn_open.store(false, Ordering::Release);
                 send_update(inner, session_id, update).await?;

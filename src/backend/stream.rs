@@ -161,7 +161,7 @@ fn decode(assembler: &mut Assembler, text: &str) -> Vec<SessionUpdate> {
         return Vec::new();
     }
     match BackendEvent::parse(text) {
-        Ok(event) => assembler.push(event),
+        Ok(event) => assembler.push(event, crate::clock::now_ms()),
         Err(e) => {
             let preview: String = text.chars().take(120).collect();
             tracing::warn!(error = %e, frame = %preview, "skipping a frame that is not a valid event");

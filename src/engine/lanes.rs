@@ -16,6 +16,11 @@
 //! that sends slowly (Telegram's 20 messages a minute to a group) queues the rest by
 //! id only, read from the store when their turn comes, so ten thousand waiting shows
 //! cost about a hundred bytes each rather than the whole request.
+//!
+//! A text still streaming is reported again and again; a lane holds at most one report
+//! per block waiting ([`Lanes::progress`] replaces the text of one still queued), so
+//! a chat that sends slowly edits with the newest text instead of working through
+//! stale ones.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,10 +37,26 @@ use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::interaction::{Delivery, Interaction};
 use crate::store::{ChatKey, MessageRef, Store};
 
+/// The newest text of a streaming block that a lane has queued and not yet shown;
+/// the lane takes it when the job runs.
+pub type ProgressSlot = Arc<Mutex<Option<String>>>;
+
 /// One thing to do in one chat.
 #[derive(Debug)]
 pub enum Job {
     Text(String),
+    /// A text block still arriving: show what `latest` holds when the job runs (it
+    /// may have been replaced by a newer report meanwhile, or emptied by the text's
+    /// end).
+    TextProgress {
+        block: u64,
+        latest: ProgressSlot,
+    },
+    /// The complete text of a block that reported progress.
+    FinishText {
+        block: u64,
+        text: String,
+    },
     ToolStatus(ToolGroupStatus),
     Notice(Notice),
     /// Show a new interaction and remember the message that shows it.
@@ -71,7 +92,15 @@ struct Lane {
     jobs: mpsc::UnboundedSender<Job>,
     /// Shows queued and not yet done, whole or by id.
     shows: Arc<AtomicUsize>,
+    /// The progress report queued per streaming block (its slot empties when the lane
+    /// takes it).
+    progress: HashMap<u64, ProgressSlot>,
     task: JoinHandle<()>,
+}
+
+fn slot_lock(slot: &ProgressSlot) -> MutexGuard<'_, Option<String>> {
+    // Holds a plain value: a panic elsewhere cannot leave it half written.
+    slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 pub struct Lanes {
@@ -94,8 +123,40 @@ impl Lanes {
     /// Queues `job` for `chat`. False when the chat is on a platform that is not
     /// enabled (logged; the job is dropped).
     pub fn push(&self, chat: &ChatKey, job: Job) -> bool {
-        let is_show = matches!(job, Job::Show(_));
         let mut lanes = self.lanes();
+        self.push_locked(&mut lanes, chat, job)
+    }
+
+    /// Queues the progress of streaming block `block` for `chat`: the text of a
+    /// report still queued there is replaced (one edit with the newest text), else a
+    /// new report is queued. False as [`Lanes::push`].
+    pub fn progress(&self, chat: &ChatKey, block: u64, text_so_far: String) -> bool {
+        let mut lanes = self.lanes();
+        if let Some(slot) = lanes.get(chat).filter(|lane| !lane.jobs.is_closed()).and_then(|lane| lane.progress.get(&block)) {
+            let mut queued = slot_lock(slot);
+            if queued.is_some() {
+                *queued = Some(text_so_far);
+                return true;
+            }
+        }
+        let latest: ProgressSlot = Arc::new(Mutex::new(Some(text_so_far)));
+        if !self.push_locked(&mut lanes, chat, Job::TextProgress { block, latest: latest.clone() }) {
+            return false;
+        }
+        if let Some(lane) = lanes.get_mut(chat) {
+            lane.progress.insert(block, latest);
+        }
+        true
+    }
+
+    fn push_locked(&self, lanes: &mut HashMap<ChatKey, Lane>, chat: &ChatKey, job: Job) -> bool {
+        let is_show = matches!(job, Job::Show(_));
+        if let Job::FinishText { block, .. } = &job
+            && let Some(slot) = lanes.get_mut(chat).and_then(|lane| lane.progress.remove(block))
+        {
+            // The complete text follows at once: a report still queued is not shown.
+            *slot_lock(&slot) = None;
+        }
         let job = match lanes.get(chat) {
             Some(lane) => {
                 let job = match job {
@@ -121,7 +182,7 @@ impl Lanes {
         // Cannot fail: the receiver is alive right here.
         let _ = jobs.send(job);
         let task = tokio::spawn(run(self.store.clone(), platform, chat.clone(), rx, shows.clone()));
-        lanes.insert(chat.clone(), Lane { jobs, shows, task });
+        lanes.insert(chat.clone(), Lane { jobs, shows, progress: HashMap::new(), task });
         true
     }
 
@@ -190,6 +251,15 @@ async fn perform(store: &Store, platform: &dyn Platform, chat: &ChatKey, job: Jo
 async fn perform_job(store: &Store, platform: &dyn Platform, chat: &ChatKey, job: Job) {
     let result = match job {
         Job::Text(text) => platform.send_text(chat, &text).await,
+        Job::TextProgress { block, latest } => {
+            let text = slot_lock(&latest).take();
+            match text {
+                Some(text) => platform.text_progress(chat, block, &text).await,
+                // The complete text was queued meanwhile: it shows everything.
+                None => Ok(()),
+            }
+        }
+        Job::FinishText { block, text } => platform.finish_text(chat, block, &text).await,
         Job::ToolStatus(status) => platform.tool_status(chat, &status).await,
         Job::Notice(notice) => platform.send_notice(chat, &notice).await,
         Job::Show(interaction) => show(store, platform, chat, &interaction).await,

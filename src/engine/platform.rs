@@ -1,6 +1,8 @@
 //! The [`Platform`] trait: the engine's one view of a chat network, the mirror of
 //! [`super::Connector`]. Every method is one outgoing message or edit; rendering, and
-//! the network's limits, are the platform's.
+//! the network's limits, are the platform's. Streaming text is optional: the defaults
+//! of [`Platform::text_progress`] and [`Platform::finish_text`] show only the complete
+//! text, as [`Platform::send_text`] does.
 
 use futures_util::future::BoxFuture;
 
@@ -22,6 +24,21 @@ pub trait Platform: Send + Sync {
 
     /// Agent text for a chat.
     fn send_text<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>>;
+
+    /// Agent text still arriving: everything block `block` holds so far (at most about
+    /// once a second per block; intermediate reports may have been dropped on the
+    /// way). A platform that streams shows it in one message it edits as the text
+    /// grows; by default nothing is shown until the text is complete.
+    fn text_progress<'a>(&'a self, _chat: &'a ChatKey, _block: u64, _text_so_far: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// The complete text of block `block`, which reported progress: a platform that
+    /// streamed it finishes the same message (the whole text, always). By default it
+    /// is sent as any text is.
+    fn finish_text<'a>(&'a self, chat: &'a ChatKey, _block: u64, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        self.send_text(chat, text)
+    }
 
     /// A tool group's status line, created on the first call for a group and edited after.
     fn tool_status<'a>(&'a self, chat: &'a ChatKey, status: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>>;

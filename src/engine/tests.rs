@@ -239,7 +239,7 @@ async fn one_sessions_inputs_are_handled_in_order_while_many_sessions_send_at_on
         senders.push(tokio::spawn(async move {
             let session = format!("s{s}");
             for k in 0..30 {
-                let text = SessionUpdate::Text { text: format!("{k}"), is_final: true };
+                let text = SessionUpdate::Text { text: format!("{k}"), is_final: true, block: None };
                 backend.send(BackendInput { session_id: session.clone(), update: text }).await.unwrap();
             }
             let key = format!("trade_{s}");
@@ -675,4 +675,101 @@ async fn a_click_applies_several_actions_in_turn() {
     let acted = running.handle.click(&id, requester(0), Attempt::Act(skip(0)), move |_| Ok(Click::<()>::act_in_turn(skip(1), vec![UserAction::Submit]))).await;
     assert!(matches!(acted, Ok(Clicked::Acted(ActOutcome::Resolved(_)))), "{acted:?}");
     running.stop().await;
+}
+
+/// A platform that streams text: records each progress report and finished text; each
+/// report takes a while, as an edit on a slow chat does.
+#[derive(Default)]
+struct Streamer {
+    seen: Mutex<Vec<String>>,
+}
+
+impl Platform for Streamer {
+    fn name(&self) -> &'static str {
+        "slack"
+    }
+
+    fn send_text<'a>(&'a self, _: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        self.seen.lock().unwrap().push(format!("text {text}"));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn text_progress<'a>(&'a self, _: &'a ChatKey, block: u64, text_so_far: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        self.seen.lock().unwrap().push(format!("progress {block} {text_so_far}"));
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            Ok(())
+        })
+    }
+
+    fn finish_text<'a>(&'a self, _: &'a ChatKey, block: u64, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        self.seen.lock().unwrap().push(format!("finish {block} {text}"));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn tool_status<'a>(&'a self, _: &'a ChatKey, _: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn show_interaction<'a>(&'a self, _: &'a ChatKey, _: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    fn refresh_interaction<'a>(&'a self, _: &'a MessageRef, _: &'a Interaction) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn send_notice<'a>(&'a self, _: &'a ChatKey, _: &'a crate::interaction::updates::Notice) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn send_reminder<'a>(
+        &'a self,
+        _: &'a ChatKey,
+        _: &'a Interaction,
+        _: &'a crate::interaction::policy::Mention,
+        _: Option<&'a MessageRef>,
+    ) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// While a chat is busy, the reports of a streaming text wait as one: a newer report
+/// replaces the text of the one queued, and the complete text empties it (the finish
+/// shows everything at once).
+#[tokio::test]
+async fn a_busy_chat_holds_one_progress_report_per_block_with_the_newest_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::connect(&format!("sqlite://{}", dir.path().join("p.db").display())).await.unwrap();
+    let platform = Arc::new(Streamer::default());
+    let lanes = Lanes::new(store, vec![platform.clone()]);
+    let chat = ChatKey::new("slack", "C0OPS", None);
+    lanes.progress(&chat, 7, "Một".into());
+    // The first report is being shown (a while): these two wait as one.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    lanes.progress(&chat, 7, "Một, hai".into());
+    lanes.progress(&chat, 7, "Một, hai, ba".into());
+    lanes.barrier(&chat).await.unwrap();
+    lanes.progress(&chat, 7, "Một, hai, ba, bốn".into());
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    lanes.progress(&chat, 7, "Một, hai, ba, bốn, năm".into());
+    lanes.push(&chat, lanes::Job::FinishText { block: 7, text: "Một, hai, ba, bốn, năm, sáu.".into() });
+    lanes.barrier(&chat).await.unwrap();
+    assert_eq!(
+        *platform.seen.lock().unwrap(),
+        ["progress 7 Một", "progress 7 Một, hai, ba", "progress 7 Một, hai, ba, bốn", "finish 7 Một, hai, ba, bốn, năm, sáu."]
+    );
+}
+
+/// A platform that does not stream (the default methods) shows a streamed text once,
+/// whole, as any other text, and nothing of its progress.
+#[tokio::test]
+async fn a_platform_that_does_not_stream_gets_the_complete_text_only() {
+    let platform = Arc::new(Recorder::default());
+    let engine = start(platform.clone(), Arc::new(Agent::default()), 1, &[]).await;
+    engine.send("s0", SessionUpdate::TextProgress { block: 3, text_so_far: "Xin".into() }).await;
+    engine.send("s0", SessionUpdate::Text { text: "Xin chào".into(), is_final: true, block: Some(3) }).await;
+    wait_until("the text shown", async || platform.texts.lock().unwrap().get(&chat(0).chat_id).is_some()).await;
+    engine.stop().await;
+    assert_eq!(platform.texts.lock().unwrap()[&chat(0).chat_id], ["Xin chào"]);
 }

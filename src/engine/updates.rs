@@ -1,5 +1,6 @@
-//! What a backend said: text, tool lines, new requests, results, history after a
-//! reconnect, errors, each turned into store writes and chat jobs.
+//! What a backend said: text (and its progress while it streams), tool lines, new
+//! requests, results, history after a reconnect, errors, each turned into store
+//! writes and chat jobs.
 
 use super::lanes::Job;
 use super::{EngineError, LOG_TARGET, Shard, now_ms, routing};
@@ -12,9 +13,18 @@ impl Shard {
     pub(super) async fn handle_backend(&mut self, input: BackendInput) -> Result<(), EngineError> {
         let BackendInput { session_id, update } = input;
         match update {
-            SessionUpdate::Text { text, .. } => {
+            SessionUpdate::Text { text, block, .. } => {
                 for chat in self.store.chats_for_session(&session_id).await? {
-                    self.lanes.push(&chat, Job::Text(text.clone()));
+                    let job = match block {
+                        Some(block) => Job::FinishText { block, text: text.clone() },
+                        None => Job::Text(text.clone()),
+                    };
+                    self.lanes.push(&chat, job);
+                }
+            }
+            SessionUpdate::TextProgress { block, text_so_far } => {
+                for chat in self.store.chats_for_session(&session_id).await? {
+                    self.lanes.progress(&chat, block, text_so_far.clone());
                 }
             }
             SessionUpdate::ToolGroup(status) => self.tool_status(&session_id, &status).await?,

@@ -18,10 +18,21 @@ pub struct BackendInput {
 /// What a backend said, after assembly, for the engine.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SessionUpdate {
-    /// A complete text block.
+    /// A complete text block. `block` names the stream it finishes when
+    /// [`SessionUpdate::TextProgress`] went out for it (the platform then completes the
+    /// message it has been editing); `None` when it was never streamed.
     Text {
         text: String,
         is_final: bool,
+        block: Option<u64>,
+    },
+    /// A text block still arriving: everything it holds so far. Sent at most about once
+    /// a second per block; the block's [`SessionUpdate::Text`] carries the same
+    /// `block`. A platform may show it (editing one message as it grows) or wait for
+    /// the complete text.
+    TextProgress {
+        block: u64,
+        text_so_far: String,
     },
     /// A tool group started, progressed or ended; render as one status line.
     ToolGroup(ToolGroupStatus),

@@ -54,12 +54,17 @@ where
 /// panics on its own: a panic means the bridge would have panicked.
 fn feed(frames: &[String]) -> Result<(), TestCaseError> {
     let mut assembler = Assembler::new(TimeoutDefaults::default());
-    for frame in frames {
+    for (n, frame) in frames.iter().enumerate() {
         let Ok(event) = BackendEvent::parse(frame) else { continue };
-        for update in assembler.push(event) {
-            if let SessionUpdate::Text { text, .. } = &update {
+        // Frames 600 ms apart, so a text block's progress reports are exercised too.
+        for update in assembler.push(event, n as i64 * 600) {
+            match &update {
                 // The cap plus its marker ("… [truncated N bytes]").
-                prop_assert!(text.len() <= MAX_TEXT_BYTES + 48, "a text block of {} bytes", text.len());
+                SessionUpdate::Text { text, .. } => prop_assert!(text.len() <= MAX_TEXT_BYTES + 48, "a text block of {} bytes", text.len()),
+                SessionUpdate::TextProgress { text_so_far, .. } => {
+                    prop_assert!(text_so_far.len() <= MAX_TEXT_BYTES, "a text in progress of {} bytes", text_so_far.len())
+                }
+                _ => {}
             }
         }
     }

@@ -66,6 +66,8 @@ pub struct Call {
     pub body: Value,
     /// `None` when it succeeded, else Slack's error string.
     pub error: Option<String>,
+    /// When the fake received it.
+    pub at: std::time::Instant,
 }
 
 /// A person clicking.
@@ -197,6 +199,12 @@ impl FakeSlack {
     /// The message `ts` in `channel` as it stands.
     pub fn message(&self, channel: &str, ts: &str) -> Option<Value> {
         self.shared.inner().messages.get(&(channel.to_owned(), ts.to_owned())).cloned()
+    }
+
+    /// Deletes the message `ts` in `channel`, as a person with the right may: Slack
+    /// answers its edits `message_not_found` after that.
+    pub fn delete_message(&self, channel: &str, ts: &str) {
+        self.shared.inner().messages.remove(&(channel.to_owned(), ts.to_owned()));
     }
 
     /// Every message posted, as (channel, ts), in order.
@@ -481,13 +489,13 @@ async fn web_api(State(shared): State<Arc<Shared>>, Path(method): Path<String>, 
     };
     let throttled = throttled.or_else(|| too_soon(&shared, &method, &body).then_some(1));
     if let Some(secs) = throttled {
-        shared.inner().calls.push(Call { method: method.clone(), body, error: Some("ratelimited".into()) });
+        shared.inner().calls.push(Call { method: method.clone(), body, error: Some("ratelimited".into()), at: std::time::Instant::now() });
         let headers = [("retry-after", secs.to_string())];
         return (StatusCode::TOO_MANY_REQUESTS, headers, axum::Json(json!({"ok": false, "error": "ratelimited"}))).into_response();
     }
     let answer = answer(&shared, &method, &token, &body);
     let error = (answer["ok"] != json!(true)).then(|| answer["error"].as_str().unwrap_or("unknown").to_owned());
-    shared.inner().calls.push(Call { method, body, error });
+    shared.inner().calls.push(Call { method, body, error, at: std::time::Instant::now() });
     axum::Json(answer).into_response()
 }
 
@@ -576,8 +584,13 @@ fn answer(shared: &Shared, method: &str, token: &str, body: &Value) -> Value {
                 format!("1700000000.{:06}", shared.next.fetch_add(1, Ordering::SeqCst))
             };
             let mut message = json!({"type": "message", "user": BOT_USER, "bot_id": "B0BOT", "ts": ts, "text": body["text"], "blocks": body.get("blocks").cloned().unwrap_or(json!([]))});
-            if let Some(thread) = body.get("thread_ts") {
-                message["thread_ts"] = thread.clone();
+            // An edit leaves the message in its thread (chat.update takes no thread_ts).
+            let thread = match method {
+                "chat.update" => inner.messages.get(&(channel.clone(), ts.clone())).and_then(|m| m.get("thread_ts")).cloned(),
+                _ => body.get("thread_ts").cloned(),
+            };
+            if let Some(thread) = thread {
+                message["thread_ts"] = thread;
             }
             if method == "chat.postMessage" {
                 inner.posted.push((channel.clone(), ts.clone()));

@@ -15,6 +15,8 @@
 //! | f | `multi`, `nhiều` | shape B `{S}_1`, multiSelect "Nhóm ngành quan tâm?"; approval_result; final `Bạn chọn: {answer}` |
 //! | h | `migration`, `di chuyển` | shape A `{S}_1`: run_migration {name:"2026_11_add_orders_index"} with a description, allowed approve/reject/respond, timeout 300; approval_result; final `run_migration: respond ({message})` or `run_migration: {type}` |
 //! | i | `slow answer`, `trả lời chậm` | text `Để tôi tra cứu giá VNM.` (not final), 2 s of work, final `Giá đóng cửa VNM hôm nay: 82000.` |
+//! | j | `slow stream`, `viết dần` | one final text block in ten deltas 300 ms apart, its stop 300 ms after the last (3 s): `Đang viết dần: một, hai, ba, bốn, năm. Xong.` |
+//! | k | `long stream`, `viết dài` | one final text block, `Một dòng dài. ` 256 times (3,584 characters), in four deltas 600 ms apart, its stop 600 ms after the last |
 //! | g | `malformed`, `rác` | a binary frame, text `{not json`, a 1.1 MiB text_delta (index 0, no start), `{"type":"mystery_event"}`, then text `Vẫn chạy.` (index 1, not final) |
 //! | – | anything else | text `Tôi đã nhận: {text}. Từ khóa: hỏi 2 lần, trade, two actions, timeout, shapes, multi, malformed.` (not final) |
 //!
@@ -43,12 +45,14 @@ pub(crate) enum Scenario {
     Multi,
     Migration,
     SlowAnswer,
+    SlowStream,
+    LongStream,
     Malformed,
     Echo,
 }
 
 /// Keyword rows in match order; keywords are lowercase.
-const KEYWORDS: [(Scenario, &[&str]); 10] = [
+const KEYWORDS: [(Scenario, &[&str]); 12] = [
     (Scenario::AskTwice, &["hỏi 2 lần", "ask twice"]),
     // Before `trade`, which its keywords contain.
     (Scenario::SlowTrade, &["slow trade", "giao dịch chậm"]),
@@ -59,6 +63,8 @@ const KEYWORDS: [(Scenario, &[&str]); 10] = [
     (Scenario::Multi, &["multi", "nhiều"]),
     (Scenario::Migration, &["migration", "di chuyển"]),
     (Scenario::SlowAnswer, &["slow answer", "trả lời chậm"]),
+    (Scenario::SlowStream, &["slow stream", "viết dần"]),
+    (Scenario::LongStream, &["long stream", "viết dài"]),
     (Scenario::Malformed, &["malformed", "rác"]),
 ];
 
@@ -79,6 +85,8 @@ pub(crate) async fn run(turn: Turn, text: String) {
         Scenario::Multi => questions::multi(&turn).await,
         Scenario::Migration => approvals::migration(&turn).await,
         Scenario::SlowAnswer => misc::slow_answer(&turn).await,
+        Scenario::SlowStream => misc::slow_stream(&turn).await,
+        Scenario::LongStream => misc::long_stream(&turn).await,
         Scenario::Malformed => misc::malformed(&turn),
         Scenario::Echo => misc::echo(&turn, &text),
     }
@@ -119,6 +127,10 @@ mod tests {
         assert_eq!(pick("rác"), Scenario::Malformed);
         assert_eq!(pick("Slow answer"), Scenario::SlowAnswer);
         assert_eq!(pick("trả lời chậm"), Scenario::SlowAnswer);
+        assert_eq!(pick("Slow stream"), Scenario::SlowStream);
+        assert_eq!(pick("viết dần"), Scenario::SlowStream);
+        assert_eq!(pick("Long stream"), Scenario::LongStream);
+        assert_eq!(pick("viết dài"), Scenario::LongStream);
         assert_eq!(pick("xin chào"), Scenario::Echo);
     }
 }

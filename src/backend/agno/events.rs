@@ -102,7 +102,7 @@ impl RunEvents {
 
     fn flush(&mut self, is_final: bool) -> Option<SessionUpdate> {
         let text = self.text.take();
-        (!text.trim().is_empty()).then_some(SessionUpdate::Text { text, is_final })
+        (!text.trim().is_empty()).then_some(SessionUpdate::Text { text, is_final, block: None })
     }
 }
 
@@ -145,14 +145,14 @@ mod tests {
                 ("RunCompleted", json!({"content": "Xin chào"})),
             ],
         );
-        assert_eq!(out, vec![SessionUpdate::Text { text: "Xin chào".into(), is_final: true }, SessionUpdate::TurnEnded]);
+        assert_eq!(out, vec![SessionUpdate::Text { text: "Xin chào".into(), is_final: true, block: None }, SessionUpdate::TurnEnded]);
     }
 
     #[test]
     fn completed_content_is_shown_when_nothing_streamed() {
         let mut r = RunEvents::default();
         let out = feed(&mut r, &[("RunContinued", json!({})), ("RunCompleted", json!({"content": "done"}))]);
-        assert_eq!(out[0], SessionUpdate::Text { text: "done".into(), is_final: true });
+        assert_eq!(out[0], SessionUpdate::Text { text: "done".into(), is_final: true, block: None });
     }
 
     #[test]
@@ -170,7 +170,7 @@ mod tests {
             ],
         );
         assert_eq!(out.len(), 2, "{out:?}");
-        assert_eq!(out[0], SessionUpdate::Text { text: "Let me deploy.".into(), is_final: false });
+        assert_eq!(out[0], SessionUpdate::Text { text: "Let me deploy.".into(), is_final: false, block: None });
         let SessionUpdate::Request(request) = &out[1] else { panic!("{out:?}") };
         assert_eq!(request.approval_key, "r1:c1");
         assert!(matches!(&request.kind, RequestKind::Approval { actions } if actions[0].name == "deploy"));

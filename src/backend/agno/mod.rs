@@ -622,7 +622,10 @@ mod tests {
     async fn a_run_still_running_after_a_restart_is_followed_until_its_answer() {
         use crate::backend::SessionUpdate;
         let url = agent_os_with_runs(vec![latest("RUNNING", None), latest("RUNNING", None), latest("COMPLETED", Some("Đã triển khai lên staging."))]).await;
-        assert_eq!(resumed_turn(url).await, vec![SessionUpdate::Text { text: "Đã triển khai lên staging.".into(), is_final: true }, SessionUpdate::TurnEnded]);
+        assert_eq!(
+            resumed_turn(url).await,
+            vec![SessionUpdate::Text { text: "Đã triển khai lên staging.".into(), is_final: true, block: None }, SessionUpdate::TurnEnded]
+        );
     }
 
     /// The bridge died after the continue reached AgentOS and before the answer was
@@ -631,7 +634,10 @@ mod tests {
     async fn a_run_that_completed_while_no_bridge_listened_has_its_answer_relayed() {
         use crate::backend::SessionUpdate;
         let url = agent_os_with_runs(vec![latest("COMPLETED", Some("Xong: deployed to prod"))]).await;
-        assert_eq!(resumed_turn(url).await, vec![SessionUpdate::Text { text: "Xong: deployed to prod".into(), is_final: true }, SessionUpdate::TurnEnded]);
+        assert_eq!(
+            resumed_turn(url).await,
+            vec![SessionUpdate::Text { text: "Xong: deployed to prod".into(), is_final: true, block: None }, SessionUpdate::TurnEnded]
+        );
     }
 
     /// A run that failed meanwhile is said to have failed.

@@ -185,7 +185,7 @@ impl Translator {
                 Some("text") => {
                     let text = block["text"].as_str().unwrap_or_default();
                     if !text.trim().is_empty() {
-                        updates.push(SessionUpdate::Text { text: text.to_owned(), is_final: false });
+                        updates.push(SessionUpdate::Text { text: text.to_owned(), is_final: false, block: None });
                     }
                 }
                 // A question is shown as a question, not as tool work.
@@ -394,7 +394,7 @@ mod tests {
         let assistant = json!({"type":"assistant","parent_tool_use_id":null,"message":{"content":[
             {"type":"text","text":"I will run it"},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}}]}});
         let updates = t.frame(&assistant, &mut groups).updates;
-        assert_eq!(updates[0], SessionUpdate::Text { text: "I will run it".into(), is_final: false });
+        assert_eq!(updates[0], SessionUpdate::Text { text: "I will run it".into(), is_final: false, block: None });
         assert!(matches!(&updates[1], SessionUpdate::ToolGroup(g) if g.line() == "⚙ tools: Bash …"));
         let result = json!({"type":"user","parent_tool_use_id":null,"message":{"content":[{"type":"tool_result","tool_use_id":"toolu_1","is_error":true,"content":"no"}]}});
         assert!(matches!(t.frame(&result, &mut groups).updates.as_slice(), [SessionUpdate::ToolGroup(g)] if g.line() == "⚙ tools: Bash ✗"));

@@ -256,7 +256,7 @@ impl Translator {
         if text.trim().is_empty() {
             return Vec::new();
         }
-        vec![SessionUpdate::Text { text, is_final }]
+        vec![SessionUpdate::Text { text, is_final, block: None }]
     }
 
     /// A step ended: its text is shown and its tool group closed. A tool still running
@@ -342,7 +342,7 @@ mod tests {
         t.event("ContentPart", &json!({"type":"think","think":"hmm"}));
         t.event("ContentPart", &json!({"type":"text","text":"run it."}));
         let out = t.event("ToolCall", &tool_call());
-        assert_eq!(out[0], SessionUpdate::Text { text: "I will run it.".into(), is_final: false });
+        assert_eq!(out[0], SessionUpdate::Text { text: "I will run it.".into(), is_final: false, block: None });
         let SessionUpdate::ToolGroup(g) = &out[1] else { panic!("{out:?}") };
         assert_eq!(g.line(), "⚙ tools: Shell …");
         let out = t.event("ToolResult", &json!({"tool_call_id":"tc-1","return_value":{"is_error":false,"output":"hi\n"}}));
@@ -350,7 +350,7 @@ mod tests {
         let out = t.event("StepBegin", &json!({"n":2}));
         assert!(matches!(&out[..], [SessionUpdate::ToolGroup(g)] if g.finished));
         t.event("ContentPart", &json!({"type":"text","text":"done"}));
-        assert_eq!(t.event("TurnEnd", &json!({})), vec![SessionUpdate::Text { text: "done".into(), is_final: true }]);
+        assert_eq!(t.event("TurnEnd", &json!({})), vec![SessionUpdate::Text { text: "done".into(), is_final: true, block: None }]);
     }
 
     #[test]
@@ -426,7 +426,7 @@ mod tests {
         let mut t = translator();
         t.event("ContentPart", &json!({"type":"text","text":"Let me ask."}));
         let handled = t.request("q1", "QuestionRequest", &question_payload());
-        assert_eq!(handled.updates[0], SessionUpdate::Text { text: "Let me ask.".into(), is_final: false });
+        assert_eq!(handled.updates[0], SessionUpdate::Text { text: "Let me ask.".into(), is_final: false, block: None });
         assert!(matches!(handled.updates[1], SessionUpdate::Request(_)));
     }
 
@@ -496,7 +496,11 @@ mod tests {
         let out = t.turn_finished(Ok(&json!({"status":"finished"})), settled);
         assert_eq!(
             out,
-            vec![SessionUpdate::Text { text: "bye".into(), is_final: true }, SessionUpdate::TimedOut { approval_key: "a".into() }, SessionUpdate::TurnEnded,]
+            vec![
+                SessionUpdate::Text { text: "bye".into(), is_final: true, block: None },
+                SessionUpdate::TimedOut { approval_key: "a".into() },
+                SessionUpdate::TurnEnded,
+            ]
         );
         let failed = t.turn_finished(Err(&RpcError { code: -32003, message: "provider down".into() }), Vec::new());
         assert_eq!(failed, vec![SessionUpdate::TurnFailed { message: "kimi: provider down (code -32003)".into() }]);
@@ -512,7 +516,7 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                SessionUpdate::Text { text: "half".into(), is_final: false },
+                SessionUpdate::Text { text: "half".into(), is_final: false, block: None },
                 SessionUpdate::TimedOut { approval_key: "a".into() },
                 SessionUpdate::TurnFailed {
                     message: "kimi stopped unexpectedly (killed by signal 9); its open request can no longer be answered. Your next message starts it again."

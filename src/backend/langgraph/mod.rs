@@ -472,7 +472,7 @@ impl Link for LangGraphLink {
         let mut out = Vec::new();
         if !answer.is_empty() {
             tracing::info!(thread_id = %self.api.thread_id, "the agent answered while no bridge listened; relaying its answer");
-            out.push(SessionUpdate::Text { text: answer, is_final: true });
+            out.push(SessionUpdate::Text { text: answer, is_final: true, block: None });
         }
         out.push(SessionUpdate::TurnEnded);
         Ok(out)

@@ -135,7 +135,7 @@ impl RunTranslator {
             if calls.is_empty() {
                 out.extend(self.groups.close());
             }
-            out.push(SessionUpdate::Text { text, is_final: calls.is_empty() });
+            out.push(SessionUpdate::Text { text, is_final: calls.is_empty(), block: None });
         }
         if calls.is_empty() {
             return;
@@ -220,7 +220,7 @@ mod tests {
         let out = t.event(&updates(json!({"model":{"messages":[{"type":"ai","id":"m2","content":[{"type":"text","text":"done."}]}]}})));
         assert_eq!(out.updates.len(), 2);
         assert!(matches!(&out.updates[0], SessionUpdate::ToolGroup(g) if g.finished));
-        assert_eq!(out.updates[1], SessionUpdate::Text { text: "done.".into(), is_final: true });
+        assert_eq!(out.updates[1], SessionUpdate::Text { text: "done.".into(), is_final: true, block: None });
         assert_eq!(t.run_ended(false), vec![SessionUpdate::TurnEnded]);
     }
 

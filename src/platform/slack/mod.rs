@@ -13,6 +13,7 @@
 //! - [`render`]: Interaction → Block Kit message, and the modals (pure)
 //! - [`codes`]: what a signed button value or modal metadata names
 //! - [`text`]: Slack-only strings and mrkdwn escaping
+//! - [`stream`]: the agent's text streamed into one message, edited as it grows
 //! - [`socket`]: the Socket Mode connection (envelopes, acks, reconnects)
 //! - [`http_events`]: HTTP mode's endpoint (signed posts read as the envelopes Socket
 //!   Mode would deliver)
@@ -54,6 +55,7 @@ pub mod render;
 pub mod settings;
 pub mod signature;
 mod socket;
+pub mod stream;
 pub mod text;
 
 use std::sync::{Arc, Mutex};
@@ -113,6 +115,8 @@ pub struct Shared {
     dms: Mutex<BoundedMap<String, String>>,
     /// The status line message per (channel, tool group); dropped once finished.
     statuses: Mutex<BoundedMap<(String, u64), String>>,
+    /// The messages agent text is streaming into.
+    streams: stream::Streams,
 }
 
 impl Shared {
@@ -191,6 +195,7 @@ pub async fn start(settings: &SlackSettings, wiring: Wiring) -> Result<Arc<Slack
         groups: groups::Groups::new(&wiring.groups, settings.group_refresh()),
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
         statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
+        streams: stream::Streams::default(),
     });
     let handler = Arc::new(inbox::Handler::new(shared.clone(), wiring.inbox));
     // What a previous run stored and never finished is handed over before new envelopes.
@@ -224,17 +229,19 @@ impl Platform for Slack {
 
     fn send_text<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
-            let text = readable::text(text);
-            let chars: Vec<char> = text.chars().collect();
-            for piece in chars.chunks(TEXT_PIECE) {
-                let piece: String = piece.iter().collect();
-                if piece.trim().is_empty() {
-                    continue; // Slack refuses an empty message (no_text).
-                }
+            for piece in pieces(text) {
                 self.shared.post(chat, json!({ "text": escape(&piece) }), Priority::Text).await?;
             }
             Ok(())
         })
+    }
+
+    fn text_progress<'a>(&'a self, chat: &'a ChatKey, block: u64, text_so_far: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(stream::progress(&self.shared, chat, block, text_so_far))
+    }
+
+    fn finish_text<'a>(&'a self, chat: &'a ChatKey, block: u64, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(stream::finish(&self.shared, chat, block, text))
     }
 
     fn tool_status<'a>(&'a self, chat: &'a ChatKey, status: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>> {
@@ -318,6 +325,15 @@ impl Platform for Slack {
             task.abort();
         }
     }
+}
+
+/// Agent text as the messages that carry it: made [`readable`], cut into
+/// [`TEXT_PIECE`]s (before escaping), blank pieces left out (Slack refuses an empty
+/// message: `no_text`).
+fn pieces(text: &str) -> Vec<String> {
+    let text = readable::text(text);
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(TEXT_PIECE).map(|piece| piece.iter().collect::<String>()).filter(|piece| !piece.trim().is_empty()).collect()
 }
 
 /// People one reminder mentions at most.
