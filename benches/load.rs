@@ -225,10 +225,11 @@ impl<F: ChatFake> Rig<F> {
         let (agent, agent_url) = Agent::start().await;
         let dir = tempfile::tempdir().expect("temp dir");
         let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
-        let mut pairs: Vec<(String, String)> = [("backend.url", agent_url), ("store.url", store), ("http.enabled", "false".into()), ("log.filter", "warn".into())]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect();
+        let mut pairs: Vec<(String, String)> =
+            [("backend.url", agent_url), ("store.url", store), ("http.enabled", "false".into()), ("log.filter", "warn".into())]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect();
         pairs.extend(fake.settings(paced));
         let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let mut settings = Settings::from_pairs(&borrowed).expect("settings");

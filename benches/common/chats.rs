@@ -83,10 +83,15 @@ impl ChatFake for FakeTelegram {
     }
 
     fn settings(&self, paced: bool) -> Vec<(String, String)> {
-        [("telegram.enabled", "true".to_owned()), ("telegram.token", fake_telegram::TOKEN.to_owned()), ("telegram.api_url", self.url.clone()), ("telegram.rate_limits", paced.to_string())]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect()
+        [
+            ("telegram.enabled", "true".to_owned()),
+            ("telegram.token", fake_telegram::TOKEN.to_owned()),
+            ("telegram.api_url", self.url.clone()),
+            ("telegram.rate_limits", paced.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
     }
 
     fn connected(&self) -> bool {
