@@ -67,8 +67,9 @@ const BATCH: usize = 100;
 
 /// What one WebSocket message means for the connection.
 enum Step {
-    /// An envelope to store and acknowledge: (envelope, its id, its text).
-    Envelope(Envelope, String, String),
+    /// An envelope to store and acknowledge: (envelope, its id, its text); boxed, as
+    /// the other steps carry nothing.
+    Envelope(Box<Envelope>, String, String),
     Hello,
     Disconnect,
     /// The socket closed or failed.
@@ -105,7 +106,7 @@ fn step(message: Result<Message, tokio_tungstenite::tungstenite::Error>) -> Step
             Step::Disconnect
         }
         _ => match envelope.envelope_id.clone() {
-            Some(envelope_id) => Step::Envelope(envelope, envelope_id, text),
+            Some(envelope_id) => Step::Envelope(Box::new(envelope), envelope_id, text),
             None => {
                 tracing::debug!(kind = %envelope.kind, "a Socket Mode message without an envelope id; nothing to acknowledge");
                 Step::Nothing
@@ -133,7 +134,7 @@ async fn connection(handler: &Arc<Handler>, url: &str) -> Ended {
         let mut next = Some(first);
         while let Some(message) = next.take() {
             match step(message) {
-                Step::Envelope(envelope, envelope_id, text) => batch.push((envelope, envelope_id, text)),
+                Step::Envelope(envelope, envelope_id, text) => batch.push((*envelope, envelope_id, text)),
                 Step::Hello => {
                     greeted = true;
                     tracing::info!("Socket Mode connected");
