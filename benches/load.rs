@@ -1,6 +1,7 @@
 //! Load benchmark: the real bridge (`App::start`, or the release binary as a child for
-//! memory and restart) against the fake Telegram Bot API of `tests/support` and a
-//! minimal fake agent on a loopback WebSocket that timestamps what it sends and reads.
+//! memory, CPU and restart) against the fake Telegram Bot API and the fake Slack of
+//! `tests/support` (`common/chats.rs` drives either the same way) and a minimal fake
+//! agent on a loopback WebSocket that timestamps what it sends and reads.
 //! Figures are printed, never asserted (timing belongs here, not in tests); see
 //! docs/performance.md for what each one means and the figures on the reference machine.
 //!
@@ -12,16 +13,21 @@
 //! 200), `HITL_BRIDGE_TEST_POSTGRES_URL` (PostgreSQL for the durable decisions figure,
 //! the cross-replica hand-off and a second run of the pending phase; each skipped with a
 //! line when unset; the pending phase also times the web inbox), `LOAD_SKIP`
-//! (comma-separated phases to skip: `limits`, `store`, `cross`, `pending`),
+//! (comma-separated phases to skip: `limits`, `store`, `cross`, `pending`, `slack`: Slack's
+//! latency run, its comparison with Telegram's and its burst of decisions on each store),
 //! `LOAD_PROFILE` (set: the pending phase's burst of decisions is sampled with Linux
 //! `perf` and its CPU summed by module, `common/profile.rs`).
 
+#[path = "common/chats.rs"]
+mod chats;
 #[path = "common/profile.rs"]
 mod profile;
 #[path = "common/seed.rs"]
 mod seed;
 #[path = "../tests/support/mod.rs"]
 mod support;
+use chats::{ChatFake, mentions};
+use support::fake_slack::{self, FakeSlack, Person};
 use support::{fake_telegram, test_db};
 
 use std::collections::HashMap;
@@ -47,8 +53,6 @@ const UNSENT: usize = 200;
 /// Decisions clicked at once on the child process to measure its CPU per decision.
 const BURST: usize = 200;
 
-/// Telegram user (and private chat) ids of the sessions start here.
-const FIRST_USER: i64 = 100_000;
 /// How long any one wait in the benchmark may take before it gives up.
 const PATIENCE: Duration = Duration::from_secs(180);
 
@@ -201,125 +205,120 @@ async fn connection(agent: Arc<Agent>, session: String, socket: WebSocket) {
 }
 
 // ---------------------------------------------------------------------------------
-// The bridge in this process, wired to the fakes.
+// The bridge in this process, wired to a chat platform's fake and the agent.
 
-struct Rig {
-    tg: FakeTelegram,
+struct Rig<F: ChatFake> {
+    fake: F,
     agent: Arc<Agent>,
     app: App,
-    users: Vec<User>,
-    /// Telegram user id → session id.
-    sessions: HashMap<i64, String>,
+    people: Vec<F::Person>,
+    /// Person id (as the agent hears it) → session id.
+    sessions: HashMap<String, String>,
     _dir: tempfile::TempDir,
 }
 
-impl Rig {
-    /// A bridge with `n` Telegram users, each of whom has said hello, so each has a
-    /// session with a live WebSocket to the agent.
-    async fn start(n: usize, rate_limits: bool) -> Rig {
-        let tg = FakeTelegram::start().await;
+impl<F: ChatFake> Rig<F> {
+    /// A bridge on `fake` with `n` people, each of whom has said hello in their private
+    /// chat, so each has a session with a live WebSocket to the agent; the bridge's own
+    /// pacing on or off.
+    async fn start(fake: F, n: usize, paced: bool) -> Rig<F> {
         let (agent, agent_url) = Agent::start().await;
         let dir = tempfile::tempdir().expect("temp dir");
         let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
-        let limits = rate_limits.to_string();
-        let mut settings = Settings::from_pairs(&[
-            ("backend.url", &agent_url),
-            ("store.url", &store),
-            ("http.enabled", "false"),
-            ("telegram.enabled", "true"),
-            ("telegram.token", fake_telegram::TOKEN),
-            ("telegram.api_url", &tg.url),
-            ("telegram.rate_limits", &limits),
-            ("log.filter", "warn"),
-        ])
-        .expect("settings");
-        let users: Vec<User> = (0..n as i64).map(|k| User::new(FIRST_USER + k, &format!("U{k}"), Some("en"))).collect();
-        settings.access.users = users.iter().map(|u| format!("telegram:{}", u.id)).collect();
+        let mut pairs: Vec<(String, String)> =
+            [("backend.url", agent_url), ("store.url", store), ("http.enabled", "false".into()), ("log.filter", "warn".into())]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect();
+        pairs.extend(fake.settings(paced));
+        let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let mut settings = Settings::from_pairs(&borrowed).expect("settings");
+        let people = F::people(n);
+        settings.access.users = people.iter().map(F::access).collect();
         let app = support::start_headless(&settings).await;
-        for user in &users {
-            tg.private_chat(user);
-            tg.push_message(user.id, user, "hello", None, None);
+        let deadline = Instant::now() + PATIENCE;
+        while !fake.connected() {
+            assert!(Instant::now() < deadline, "the bridge never connected to the fake {}", F::NAME);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        for person in &people {
+            fake.say_hello(person);
         }
         agent.wait("every session's first message", |s| s.sessions.len() >= n).await;
-        let sessions = agent.state().sessions.iter().map(|(u, s)| (u.parse().expect("user id"), s.clone())).collect();
-        Rig { tg, agent, app, users, sessions, _dir: dir }
+        let sessions = agent.state().sessions.clone();
+        Rig { fake, agent, app, people, sessions, _dir: dir }
     }
 
-    /// Keyboards the fake received so far: (chat, approval key) → when.
-    fn keyboards(&self) -> HashMap<(i64, String), Instant> {
-        self.tg
-            .requests()
+    /// Cards the fake received so far: (person id, approval key) → when.
+    fn cards(&self) -> HashMap<(String, String), Instant> {
+        self.fake
+            .cards()
             .into_iter()
-            .filter(|r| r.method == "sendmessage" && r.error.is_none() && r.body.get("reply_markup").is_some())
-            .filter_map(|r| {
-                let chat = r.body["chat_id"].as_i64()?;
-                let text = r.body["text"].as_str()?;
-                let key = ROUNDS.iter().map(|round| format!("k{round}-{chat}")).find(|key| mentions(text, key))?;
-                Some(((chat, key), r.at))
+            .filter_map(|(person, text, at)| {
+                let key = ROUNDS.iter().map(|round| format!("k{round}-{person}")).find(|key| mentions(&text, key))?;
+                Some(((person, key), at))
             })
             .collect()
     }
 
-    /// Waits until `n` keyboards were shown. Reading every recorded request is costly
-    /// and would compete with the bridge for the CPU, so it is done only once at least
-    /// `requests` requests have arrived.
-    async fn wait_keyboards(&self, n: usize, requests: usize) -> HashMap<(i64, String), Instant> {
+    /// Waits until `n` cards were shown. Reading every recorded call is costly and
+    /// would compete with the bridge for the CPU, so it is done only once at least
+    /// `calls` calls have arrived.
+    async fn wait_cards(&self, n: usize, calls: usize) -> HashMap<(String, String), Instant> {
         let deadline = Instant::now() + PATIENCE;
         loop {
-            if self.tg.request_count() >= requests {
-                let shown = self.keyboards();
+            if self.fake.call_count() >= calls {
+                let shown = self.cards();
                 if shown.len() >= n {
                     return shown;
                 }
             }
-            assert!(Instant::now() < deadline, "only {} of {n} keyboards shown", self.keyboards().len());
+            assert!(Instant::now() < deadline, "only {} of {n} cards shown", self.cards().len());
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
-    /// Sends request `key_of(user)` to the users' sessions, `pace` apart (all at once
-    /// when zero); returns event → keyboard latencies once every one is shown.
-    async fn show(&self, users: &[User], index: u64, pace: Duration, key_of: impl Fn(&User) -> String) -> (Samples, Duration) {
-        let before = self.keyboards().len();
-        let requests = self.tg.request_count() + users.len();
+    /// Sends request `key_of(person)` to the people's sessions, `pace` apart (all at
+    /// once when zero); returns event → card latencies once every one is shown.
+    async fn show(&self, people: &[F::Person], index: u64, pace: Duration, key_of: impl Fn(&str) -> String) -> (Samples, Duration) {
+        let before = self.cards().len();
+        let calls = self.fake.call_count() + people.len();
         let started = Instant::now();
-        let mut sent = Vec::with_capacity(users.len());
+        let mut sent = Vec::with_capacity(people.len());
         let mut next = tokio::time::Instant::now();
-        for user in users {
-            let key = key_of(user);
-            let at = self.agent.request(&self.sessions[&user.id], index, &key);
-            sent.push(((user.id, key), at));
+        for person in people {
+            let id = F::person_id(person);
+            let key = key_of(&id);
+            let at = self.agent.request(&self.sessions[&id], index, &key);
+            sent.push(((id, key), at));
             if !pace.is_zero() {
                 next += pace;
                 tokio::time::sleep_until(next).await;
             }
         }
-        let shown = self.wait_keyboards(before + users.len(), requests).await;
+        let shown = self.wait_cards(before + people.len(), calls).await;
         let drained = started.elapsed();
         (Samples(sent.iter().map(|(k, at)| shown[k].saturating_duration_since(*at)).collect()), drained)
     }
 
-    /// Clicks Approve on the keyboard of `key_of(user)` for each user, `pace` apart;
+    /// Clicks Approve on the card of `key_of(person)` for each person, `pace` apart;
     /// returns (delivery → command, push → command) latencies.
-    async fn click(&self, users: &[User], pace: Duration, key_of: impl Fn(&User) -> String) -> (Samples, Samples, Duration) {
-        // Find each keyboard's message first, so the clicks themselves go out quickly.
-        let mut targets = Vec::with_capacity(users.len());
-        for user in users {
-            let key = key_of(user);
-            let message = self
-                .tg
-                .bot_messages(user.id)
-                .into_iter()
-                .find(|m| m["text"].as_str().is_some_and(|t| mentions(t, &key)) && m.get("reply_markup").is_some())
-                .expect("the keyboard is shown");
-            targets.push((user, key, message["message_id"].as_i64().expect("id"), button(&message, "Approve")));
-        }
+    async fn click(&self, people: &[F::Person], pace: Duration, key_of: impl Fn(&str) -> String) -> (Samples, Samples, Duration) {
+        // Find each card first, so the clicks themselves go out quickly.
+        let targets: Vec<(&F::Person, String, F::Card)> = people
+            .iter()
+            .map(|person| {
+                let key = key_of(&F::person_id(person));
+                let card = self.fake.approve_button(person, &key);
+                (person, key, card)
+            })
+            .collect();
         let started = Instant::now();
         let mut pushed = HashMap::new();
         let mut next = tokio::time::Instant::now();
-        for (user, key, message_id, data) in &targets {
-            let query = self.tg.push_click(user.id, user, *message_id, data);
-            pushed.insert(query, (key.clone(), Instant::now()));
+        for (person, key, card) in &targets {
+            let click = self.fake.click(person, card);
+            pushed.insert(click, (key.clone(), Instant::now()));
             if !pace.is_zero() {
                 next += pace;
                 tokio::time::sleep_until(next).await;
@@ -329,14 +328,13 @@ impl Rig {
         self.agent.wait("the approval commands", |s| keys.iter().all(|k| s.approvals.contains_key(k))).await;
         let drained = started.elapsed();
         let approvals = self.agent.state().approvals.clone();
-        let delivered: HashMap<String, Instant> =
-            self.tg.deliveries().into_iter().filter_map(|(u, at)| Some((u["callback_query"]["id"].as_str()?.to_owned(), at))).collect();
+        let delivered = self.fake.deliveries();
         let mut from_delivery = Vec::new();
         let mut from_push = Vec::new();
-        for (query, (key, pushed_at)) in &pushed {
+        for (click, (key, pushed_at)) in &pushed {
             let command = approvals[key];
             from_push.push(command.saturating_duration_since(*pushed_at));
-            if let Some(at) = delivered.get(query) {
+            if let Some(at) = delivered.get(click) {
                 from_delivery.push(command.saturating_duration_since(*at));
             }
         }
@@ -345,48 +343,55 @@ impl Rig {
 
     async fn stop(self) {
         self.app.stop().await;
-        self.tg.shutdown();
+        self.fake.shutdown();
     }
 }
 
 /// The request rounds of the latency runs: each session gets one request per round.
 const ROUNDS: [&str; 3] = ["a", "b", "c"];
 
-/// Whether `text` mentions `key` as a whole (`p1` is not in `p10`).
-fn mentions(text: &str, key: &str) -> bool {
-    text.match_indices(key).any(|(at, _)| !text[at + key.len()..].starts_with(|c: char| c.is_ascii_alphanumeric()))
-}
-
-fn key(round: &str) -> impl Fn(&User) -> String {
+/// The approval key of a round's request to the person with id `person`.
+fn key(round: &str) -> impl Fn(&str) -> String {
     let round = round.to_owned();
-    move |u: &User| format!("k{round}-{}", u.id)
+    move |person: &str| format!("k{round}-{person}")
 }
 
-/// Rate limits off: event → keyboard and click → command, paced and all at once.
-async fn latency(n: usize, clicks: usize) {
-    println!("\n## {n} sessions, Telegram rate limits off (telegram.rate_limits = false)");
+/// A latency run's figures that another platform's are compared with:
+/// (what, samples).
+type Figures = Vec<(String, Samples)>;
+
+/// The bridge's own pacing off: event → card and click → command, paced and all at
+/// once, on one platform's fake; the figures to compare across platforms.
+async fn latency<F: ChatFake>(fake: F, n: usize, clicks: usize) -> Figures {
+    println!("\n## {n} sessions on {}, {}", F::NAME, F::UNPACED);
+    let mut figures = Figures::new();
     let started = Instant::now();
-    let rig = Rig::start(n, false).await;
+    let rig = Rig::start(fake, n, false).await;
     println!("  {n} sessions started (message → WebSocket → agent) in {:.2} s", started.elapsed().as_secs_f64());
     let pace = Duration::from_millis(5);
-    let (shown, drained) = rig.show(&rig.users, 0, pace, key("a")).await;
-    shown.line_against(&format!("event → sendMessage, one every {} ms", pace.as_millis()), "p99 ≤ 2 ms");
+    let (shown, drained) = rig.show(&rig.people, 0, pace, key("a")).await;
+    let what = format!("event → {}, one every {} ms", F::SEND, pace.as_millis());
+    shown.line_against(&what, "p99 ≤ 2 ms");
+    figures.push((format!("event → card, one every {} ms", pace.as_millis()), shown));
     println!("    ({n} shown in {:.2} s)", drained.as_secs_f64());
-    let (shown, drained) = rig.show(&rig.users, 1, Duration::ZERO, key("b")).await;
-    shown.line(&format!("event → sendMessage, {n} at once"));
+    let (shown, drained) = rig.show(&rig.people, 1, Duration::ZERO, key("b")).await;
+    shown.line(&format!("event → {}, {n} at once", F::SEND));
+    figures.push((format!("event → card, {n} at once"), shown));
     println!("    ({n} shown in {:.2} s: {:.0} requests/s)", drained.as_secs_f64(), n as f64 / drained.as_secs_f64());
 
-    let (delivered, pushed, drained) = rig.click(&rig.users, pace, key("a")).await;
+    let (delivered, pushed, drained) = rig.click(&rig.people, pace, key("a")).await;
     delivered.line_against(&format!("click delivered → approval command, one every {} ms", pace.as_millis()), "p99 ≤ 2 ms");
     pushed.line("  same, from the click queued on the fake");
+    figures.push((format!("click delivered → command, one every {} ms", pace.as_millis()), delivered));
     println!("    ({n} decided in {:.2} s)", drained.as_secs_f64());
-    let burst = &rig.users[..clicks.min(n)];
+    let burst = &rig.people[..clicks.min(n)];
     let (delivered, pushed, drained) = rig.click(burst, Duration::ZERO, key("b")).await;
     let target = if burst.len() <= 200 { "p99 ≤ 50 ms" } else { "" };
     delivered.line_against(&format!("click delivered → approval command, {} at once", burst.len()), target);
     pushed.line_against("  same, from the click queued on the fake", target);
+    figures.push((format!("click delivered → command, {} at once", burst.len()), delivered));
     println!("    ({} decided in {:.2} s: {:.0} decisions/s end to end)", burst.len(), drained.as_secs_f64(), burst.len() as f64 / drained.as_secs_f64());
-    let rest = &rig.users[burst.len()..];
+    let rest = &rig.people[burst.len()..];
     if !rest.is_empty() {
         let (delivered, pushed, drained) = rig.click(rest, Duration::ZERO, key("b")).await;
         delivered.line(&format!("click delivered → approval command, {} at once", rest.len()));
@@ -394,27 +399,50 @@ async fn latency(n: usize, clicks: usize) {
         println!("    ({} decided in {:.2} s: {:.0} decisions/s end to end)", rest.len(), drained.as_secs_f64(), rest.len() as f64 / drained.as_secs_f64());
     }
     // A third round, every session at once: the issue's "1,000 at once".
-    let (_, drained) = rig.show(&rig.users, 2, Duration::ZERO, key("c")).await;
+    let (_, drained) = rig.show(&rig.people, 2, Duration::ZERO, key("c")).await;
     println!("    (round c: {n} shown in {:.2} s)", drained.as_secs_f64());
-    let (delivered, pushed, drained) = rig.click(&rig.users, Duration::ZERO, key("c")).await;
+    let (delivered, pushed, drained) = rig.click(&rig.people, Duration::ZERO, key("c")).await;
     let target = if n == 1000 { "p99 ≤ 250 ms" } else { "" };
     delivered.line_against(&format!("click delivered → approval command, {n} at once"), target);
     pushed.line_against("  same, from the click queued on the fake", target);
+    figures.push((format!("click delivered → command, {n} at once"), delivered));
     println!("    ({n} decided in {:.2} s: {:.0} decisions/s end to end)", drained.as_secs_f64(), n as f64 / drained.as_secs_f64());
     rig.stop().await;
+    figures
+}
+
+/// How much slower Slack's p50 may be than Telegram's on the same figure (issue #34).
+const SLACK_P50_MARGIN: Duration = Duration::from_millis(2);
+
+/// Slack's latency figures beside Telegram's from the same run, each p50 against
+/// Telegram's plus [`SLACK_P50_MARGIN`].
+fn compare(telegram: &Figures, slack: &Figures) {
+    println!("\n## Slack beside Telegram (same run, same machine; target: Slack's p50 within {} ms of Telegram's)", SLACK_P50_MARGIN.as_millis());
+    for ((what, tg), (_, sl)) in telegram.iter().zip(slack) {
+        let (tg50, sl50) = (tg.at(0.5), sl.at(0.5));
+        let verdict = if sl50 <= tg50 + SLACK_P50_MARGIN { "met" } else { "NOT met" };
+        println!(
+            "  {what:<46} p50 Telegram {:>8.2} ms  Slack {:>8.2} ms  ({:+.2} ms, {verdict});  p99 {:>8.2} / {:>8.2} ms",
+            ms(tg50),
+            ms(sl50),
+            ms(sl50) - ms(tg50),
+            ms(tg.at(0.99)),
+            ms(sl.at(0.99))
+        );
+    }
 }
 
 /// Rate limits on: under the limits a keyboard still goes at once; a burst drains at
 /// Telegram's 30 messages/s.
 async fn with_limits(n: usize) {
     println!("\n## {n} sessions, Telegram rate limits on (the default)");
-    let rig = Rig::start(n, true).await;
-    let under = &rig.users[..n.min(200)];
+    let rig = Rig::start(FakeTelegram::start().await, n, true).await;
+    let under = &rig.people[..n.min(200)];
     let pace = Duration::from_millis(50);
     let (shown, drained) = rig.show(under, 0, pace, key("a")).await;
     shown.line(&format!("event → sendMessage, one every {} ms (20/s, under 30/s)", pace.as_millis()));
     println!("    ({} shown in {:.2} s)", under.len(), drained.as_secs_f64());
-    let (shown, drained) = rig.show(&rig.users, 1, Duration::ZERO, key("b")).await;
+    let (shown, drained) = rig.show(&rig.people, 1, Duration::ZERO, key("b")).await;
     shown.line(&format!("event → sendMessage, {n} at once (paced to 30/s)"));
     println!("    ({n} shown in {:.2} s: {:.1} messages/s)", drained.as_secs_f64(), n as f64 / drained.as_secs_f64());
     rig.stop().await;
@@ -451,7 +479,7 @@ async fn cross_replica(n: usize) {
         ("log.filter", "warn"),
     ])
     .expect("settings");
-    let users: Vec<User> = (0..n as i64).map(|k| User::new(FIRST_USER + k, &format!("U{k}"), Some("en"))).collect();
+    let users = <FakeTelegram as ChatFake>::people(n);
     first.access.users = users.iter().map(|u| format!("telegram:{}", u.id)).collect();
     let listen = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").to_string();
     let hook = format!("http://{listen}/telegram/hook");
@@ -585,6 +613,64 @@ const SECRET: &str = "bench-secret";
 const PENDING_CHATS: i64 = 100;
 const CLICKER: i64 = 900_001;
 
+/// How long after a burst's last answer its card edits and store writes are given to
+/// finish before the bridge's CPU is read.
+const SETTLING: Duration = Duration::from_millis(500);
+
+/// A loopback port nothing listens on, for a child's HTTP API.
+fn free_port() -> u16 {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+    probe.local_addr().expect("addr").port()
+}
+
+/// A child's environment: its store, its HTTP API on `port` with the benchmark's
+/// token, warnings only, and `platform`'s keys (`SECTION__KEY`, value) on top.
+fn child_env(store_url: &str, port: u16, platform: &[(&str, String)]) -> Vec<(String, String)> {
+    let common = [
+        ("STORE__URL", store_url.to_owned()),
+        ("HTTP__LISTEN", format!("127.0.0.1:{port}")),
+        ("HTTP__API_TOKENS", format!("bench:{SECRET}")),
+        ("LOG__FILTER", "warn".into()),
+    ];
+    common.into_iter().chain(platform.iter().cloned()).map(|(k, v)| (format!("HITL_BRIDGE__{k}"), v)).collect()
+}
+
+/// Pushes requests `p0`..`p{n-1}` over the child's HTTP API at `base`, 32 at a time,
+/// request `k` to the one target `target(k)`.
+async fn push_pending(http: &reqwest::Client, base: &str, n: usize, target: fn(usize) -> Value) {
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let pushers: Vec<_> = (0..32)
+        .map(|_| {
+            let (http, base, next) = (http.clone(), base.to_owned(), next.clone());
+            tokio::spawn(async move {
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if k >= n {
+                        return;
+                    }
+                    let body = json!({"approval_key": format!("p{k}"), "timeout_seconds": 3600, "targets": [target(k)],
+                        "actions": [{"name": "deploy", "args": {"ticket": format!("p{k}")}}]});
+                    let r = http.post(format!("{base}/v1/requests")).bearer_auth(SECRET).json(&body).send().await.expect("push");
+                    assert!(r.status().is_success(), "push {k}: {}", r.status());
+                }
+            })
+        })
+        .collect();
+    for p in pushers {
+        p.await.expect("pusher");
+    }
+}
+
+/// The line of a burst of `decisions` clicked at once: when the last was answered, and
+/// the bridge's own CPU (user + system) `spent` on them, per decision (issue #36).
+fn burst_line(platform: &str, database: &str, decisions: usize, answered: Duration, spent: Duration) {
+    println!(
+        "  {decisions} decisions at once ({platform}, {database}): answered in {:.0} ms; the bridge's CPU {:.2} ms a decision (user + system / decisions; target ≤ 0.4 ms)",
+        ms(answered),
+        ms(spent) / decisions.max(1) as f64
+    );
+}
+
 struct Child {
     process: std::process::Child,
     base: String,
@@ -681,18 +767,6 @@ async fn inbox(child: &Child, http: &reqwest::Client, store_url: &str, n: usize)
     drop(streams);
 }
 
-/// The pending phase on SQLite, then on PostgreSQL when [`test_db::POSTGRES_ENV`] is set.
-async fn pending_on_each_store(n: usize) {
-    pending(n, &test_db::TestDatabase::sqlite()).await;
-    match test_db::TestDatabase::postgres_if_set().await {
-        Some(pg) => {
-            pending(n, &pg).await;
-            pg.finish().await;
-        }
-        None => println!("\n## {n} pending on PostgreSQL: skipped ({} unset)", test_db::POSTGRES_ENV),
-    }
-}
-
 async fn pending(n: usize, db: &test_db::TestDatabase) {
     let store_url = db.url.as_str();
     let database = if db.is_postgres() { "PostgreSQL" } else { "SQLite" };
@@ -701,25 +775,19 @@ async fn pending(n: usize, db: &test_db::TestDatabase) {
     for c in 0..PENDING_CHATS {
         tg.group(-(1_000_000 + c), &format!("ops{c}"), false);
     }
-    let port = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
-        probe.local_addr().expect("addr").port()
-    };
-    let env: Vec<(String, String)> = [
-        ("STORE__URL", store_url.to_owned()),
-        ("HTTP__LISTEN", format!("127.0.0.1:{port}")),
-        ("HTTP__API_TOKENS", format!("bench:{SECRET}")),
-        ("TELEGRAM__ENABLED", "true".into()),
-        ("TELEGRAM__TOKEN", fake_telegram::TOKEN.into()),
-        ("TELEGRAM__API_URL", tg.url.clone()),
-        ("TELEGRAM__RATE_LIMITS", "false".into()),
-        ("ACCESS__USERS", format!("telegram:{CLICKER}")),
-        ("WEB__ENABLED", "true".into()),
-        ("LOG__FILTER", "warn".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (format!("HITL_BRIDGE__{k}"), v))
-    .collect();
+    let port = free_port();
+    let env = child_env(
+        store_url,
+        port,
+        &[
+            ("TELEGRAM__ENABLED", "true".into()),
+            ("TELEGRAM__TOKEN", fake_telegram::TOKEN.into()),
+            ("TELEGRAM__API_URL", tg.url.clone()),
+            ("TELEGRAM__RATE_LIMITS", "false".into()),
+            ("ACCESS__USERS", format!("telegram:{CLICKER}")),
+            ("WEB__ENABLED", "true".into()),
+        ],
+    );
     let http = reqwest::Client::new();
     let child = Child::spawn(&env, port);
     child.ready(&http).await;
@@ -727,29 +795,7 @@ async fn pending(n: usize, db: &test_db::TestDatabase) {
     println!("  started, idle: peak RSS {idle:.1} MiB");
 
     let started = Instant::now();
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let pushers: Vec<_> = (0..32)
-        .map(|_| {
-            let (http, base, next) = (http.clone(), child.base.clone(), next.clone());
-            tokio::spawn(async move {
-                loop {
-                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if k >= n {
-                        return;
-                    }
-                    let chat = -(1_000_000 + (k as i64 % PENDING_CHATS));
-                    let body = json!({"approval_key": format!("p{k}"), "timeout_seconds": 3600,
-                        "targets": [{"platform": "telegram", "chat_id": chat.to_string()}],
-                        "actions": [{"name": "deploy", "args": {"ticket": format!("p{k}")}}]});
-                    let r = http.post(format!("{base}/v1/requests")).bearer_auth(SECRET).json(&body).send().await.expect("push");
-                    assert!(r.status().is_success(), "push {k}: {}", r.status());
-                }
-            })
-        })
-        .collect();
-    for p in pushers {
-        p.await.expect("pusher");
-    }
+    push_pending(&http, &child.base, n, |k| json!({"platform": "telegram", "chat_id": (-(1_000_000 + (k as i64 % PENDING_CHATS))).to_string()})).await;
     let deadline = Instant::now() + PATIENCE;
     while tg.calls("sendMessage").len() < n {
         assert!(Instant::now() < deadline, "not every request was shown");
@@ -810,14 +856,8 @@ async fn pending(n: usize, db: &test_db::TestDatabase) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     // The card edits and the store's writes finish just after the answers.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let spent = child.cpu().saturating_sub(cpu_before);
-    println!(
-        "  {} decisions at once (Telegram, {database}): answered in {:.0} ms; the bridge's CPU {:.2} ms a decision (user + system / decisions; target ≤ 0.4 ms)",
-        queries.len(),
-        clicked_at.elapsed().as_secs_f64() * 1000.0 - 500.0,
-        spent.as_secs_f64() * 1000.0 / queries.len().max(1) as f64
-    );
+    tokio::time::sleep(SETTLING).await;
+    burst_line("Telegram", database, queries.len(), clicked_at.elapsed().saturating_sub(SETTLING), child.cpu().saturating_sub(cpu_before));
     if let Some(profile) = profile {
         profile.finish(&format!("the {} decisions", queries.len()));
     }
@@ -927,6 +967,113 @@ async fn pending(n: usize, db: &test_db::TestDatabase) {
     tg.shutdown();
 }
 
+// ---------------------------------------------------------------------------------
+// CPU per decision on Slack, in the release binary.
+
+/// The Slack person clicking the burst.
+const SLACK_CLICKER: &str = "U0CLICKER";
+
+/// The Slack channel request `k` of the Slack burst goes to: [`PENDING_CHATS`] of them.
+fn slack_channel(k: usize) -> Value {
+    json!({"platform": "slack", "channel_id": format!("C9{:06}", k as i64 % PENDING_CHATS)})
+}
+
+/// The pending phase's burst on Slack, as an operator runs it (Socket Mode, the
+/// default transport; the fake Slack serves the WebSocket the child opens): `n`
+/// requests pushed over the HTTP API and shown, then [`BURST`] of them clicked at
+/// once, and the bridge's own CPU from the first click until every card is edited to
+/// its outcome (`chat.update`), divided by the decisions.
+async fn slack_burst(n: usize, db: &test_db::TestDatabase) {
+    let database = if db.is_postgres() { "PostgreSQL" } else { "SQLite" };
+    println!("\n## {BURST} decisions at once on Slack with {n} pending, in the release binary (a child process, Socket Mode), on {database}");
+    let slack = FakeSlack::start().await;
+    for k in 0..PENDING_CHATS as usize {
+        slack.channel(slack_channel(k)["channel_id"].as_str().expect("a channel id"), true);
+    }
+    let port = free_port();
+    let env = child_env(
+        &db.url,
+        port,
+        &[
+            ("SLACK__ENABLED", "true".into()),
+            ("SLACK__BOT_TOKEN", fake_slack::BOT_TOKEN.into()),
+            ("SLACK__APP_TOKEN", fake_slack::APP_TOKEN.into()),
+            ("SLACK__API_URL", slack.api_url()),
+            ("SLACK__POST_INTERVAL_MS", "0".into()),
+            ("TOKENS__SECRET", "load-secret".into()),
+            ("ACCESS__USERS", format!("slack:{SLACK_CLICKER}")),
+        ],
+    );
+    let http = reqwest::Client::new();
+    let child = Child::spawn(&env, port);
+    child.ready(&http).await;
+    let started = Instant::now();
+    push_pending(&http, &child.base, n, slack_channel).await;
+    let deadline = Instant::now() + PATIENCE;
+    while slack.posted().len() < n || slack.connections() == 0 {
+        assert!(Instant::now() < deadline, "not every request was shown, or the Socket Mode connection never opened");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("  {n} pushed over the HTTP API and shown in {:.2} s", started.elapsed().as_secs_f64());
+
+    // Keys p1..=p{BURST}, as on Telegram; each card's Approve button found first, so
+    // the clicks go out together.
+    let posted = slack.posted();
+    let clicker = Person::new(SLACK_CLICKER, "clicker");
+    let mut envelopes = Vec::new();
+    for k in 1..=BURST.min(n.saturating_sub(1)) {
+        let channel = slack_channel(k)["channel_id"].as_str().expect("a channel id").to_owned();
+        let key = format!("p{k}");
+        let (ts, message) = posted
+            .iter()
+            .filter(|(c, _)| *c == channel)
+            .filter_map(|(_, ts)| Some((ts, slack.message(&channel, ts)?)))
+            .find(|(_, m)| mentions(&m["blocks"].to_string(), &key))
+            .unwrap_or_else(|| panic!("the card of {key} is shown"));
+        let button = fake_slack::button(&message, "Approve");
+        let field = |name: &str| button[name].as_str().expect("a button's action_id and value").to_owned();
+        envelopes.push(slack.click_envelope(&clicker, &channel, ts, &field("action_id"), &field("value")));
+    }
+    let calls_before = slack.call_count();
+    let profile = profile::Profile::start(child.process.id(), "slack-burst");
+    let cpu_before = child.cpu();
+    let clicked_at = Instant::now();
+    let decisions = envelopes.len();
+    for envelope in envelopes {
+        slack.push(envelope);
+    }
+    let deadline = Instant::now() + PATIENCE;
+    while slack.calls_from(calls_before).iter().filter(|c| c.method == "chat.update" && c.error.is_none()).count() < decisions {
+        assert!(Instant::now() < deadline, "the burst of clicks was never decided");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(SETTLING).await;
+    burst_line("Slack", database, decisions, clicked_at.elapsed().saturating_sub(SETTLING), child.cpu().saturating_sub(cpu_before));
+    let mut calls: std::collections::BTreeMap<String, usize> = Default::default();
+    for call in slack.calls_from(calls_before) {
+        *calls.entry(call.method).or_default() += 1;
+    }
+    println!("    Slack calls for them: {calls:?}");
+    if let Some(profile) = profile {
+        profile.finish(&format!("the {decisions} Slack decisions"));
+    }
+    child.kill();
+    slack.shutdown();
+}
+
+/// `run` on SQLite, then on PostgreSQL when [`test_db::POSTGRES_ENV`] is set (`what`
+/// names the phase in the line saying it was skipped).
+async fn on_each_store(what: &str, run: impl AsyncFn(&test_db::TestDatabase)) {
+    run(&test_db::TestDatabase::sqlite()).await;
+    match test_db::TestDatabase::postgres_if_set().await {
+        Some(pg) => {
+            run(&pg).await;
+            pg.finish().await;
+        }
+        None => println!("\n## {what} on PostgreSQL: skipped ({} unset)", test_db::POSTGRES_ENV),
+    }
+}
+
 /// The median time of 21 GETs of `url`, and the size of the last answer.
 async fn median_get(http: &reqwest::Client, url: &str, token: Option<&str>) -> (Duration, usize) {
     median_of(|| {
@@ -968,7 +1115,11 @@ async fn main() {
     let decisions_n = env_usize("LOAD_DECISIONS", 2000);
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!("# hitl-bridge load benchmark ({cores} cores; release build; figures, not asserts)");
-    latency(sessions, clicks).await;
+    let telegram = latency(FakeTelegram::start().await, sessions, clicks).await;
+    if !skipped("slack") {
+        let slack = latency(FakeSlack::start().await, sessions, clicks).await;
+        compare(&telegram, &slack);
+    }
     if !skipped("limits") {
         with_limits(sessions).await;
     }
@@ -979,6 +1130,9 @@ async fn main() {
         cross_replica(env_usize("LOAD_CROSS", 200)).await;
     }
     if !skipped("pending") {
-        pending_on_each_store(pending_n).await;
+        on_each_store(&format!("{pending_n} pending"), async |db| pending(pending_n, db).await).await;
+    }
+    if !skipped("slack") {
+        on_each_store(&format!("{BURST} decisions on Slack"), async |db| slack_burst(pending_n, db).await).await;
     }
 }

@@ -13,6 +13,9 @@
 //! - a click stored, acknowledged and handled that Slack delivers again anyway (to the
 //!   same bridge, and to the next one after a kill): acknowledged, never handled again;
 //! - between the decision and the card's edit: the next bridge edits the card.
+//!
+//! And without a kill: a click and its delivery again stored in one batch (the socket
+//! stores what arrived together in one transaction) are handled once.
 
 mod support;
 
@@ -196,6 +199,41 @@ async fn a_click_stored_and_acked_is_not_handled_again_when_slack_delivers_it_ag
     wait_until(|| async { (fake.acks_of(&click).len() == 3).then_some(()) }).await;
     decided_exactly_once(&fake, &sim, &ts).await;
     second.stop();
+    assert_nothing_refused(&fake);
+    fake.shutdown();
+    sim.shutdown().await;
+}
+
+/// Envelopes that arrive while the bridge is storing others are stored together, in
+/// one transaction: a click and Slack's delivery of it again in the same batch are
+/// stored once and handled once, and both are acknowledged. The store's write lock is
+/// held while an envelope the bridge ignores is being stored, so the click and its
+/// second delivery both wait unread behind it and make the next batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_delivered_twice_in_one_batch_is_stored_and_handled_once() {
+    let sim = start_sim(600).await;
+    let fake = FakeSlack::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("bridge.db");
+    let bridge = bridge(&fake, &sim, &db, 1, &[]).await;
+    let ts = ask_for_a_trade(&fake).await;
+    let mut lock = lock_store(&db).await;
+    let ignored = "env-shortcut-1";
+    fake.push(json!({"type": "interactive", "envelope_id": ignored, "accepts_response_payload": false, "payload": {"type": "shortcut"}}));
+    fake.wait_delivered(ignored, 1).await;
+    let click = fake.click(&ana(), DM, &ts, "Approve");
+    fake.wait_delivered(&click, 1).await;
+    fake.redeliver(&click);
+    fake.wait_delivered(&click, 2).await;
+    // Nothing can be stored yet, so nothing is acknowledged.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(fake.acks_of(ignored).is_empty() && fake.acks_of(&click).is_empty(), "acknowledged before stored");
+    sqlx::query("ROLLBACK").execute(&mut lock).await.expect("give the write lock back");
+    wait_until(|| async { (fake.acks_of(&click).len() == 2).then_some(()) }).await;
+    assert_eq!(fake.acks_of(ignored), [json!({"envelope_id": ignored})]);
+    assert_eq!(fake.acks_of(&click), [json!({"envelope_id": click}), json!({"envelope_id": click})]);
+    decided_exactly_once(&fake, &sim, &ts).await;
+    bridge.stop();
     assert_nothing_refused(&fake);
     fake.shutdown();
     sim.shutdown().await;

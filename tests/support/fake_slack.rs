@@ -14,7 +14,7 @@
 //! `action_id`s in a block), `msg_too_long` past 40,000 characters of text,
 //! `expired_trigger_id` for a `trigger_id` used twice or unknown, and `ratelimited`
 //! with HTTP 429 and `Retry-After` when the test asks. Every call is recorded with
-//! its exact JSON.
+//! its exact JSON and when it arrived; every envelope sent, with when.
 //!
 //! `usergroups.users.list` (form fields, as Slack's reading methods take them) answers
 //! the members the test set for a user group, changeable mid-test, or
@@ -66,7 +66,7 @@ pub struct Call {
     pub body: Value,
     /// `None` when it succeeded, else Slack's error string.
     pub error: Option<String>,
-    /// When the fake received it.
+    /// When the call reached the fake.
     pub at: std::time::Instant,
 }
 
@@ -123,6 +123,8 @@ struct Inner {
     last_post: HashMap<String, std::time::Instant>,
     /// Every envelope sent down a Socket Mode connection, in order.
     sent: Vec<Value>,
+    /// When each envelope was sent down a connection, as (envelope_id, when), in order.
+    sent_at: Vec<(String, std::time::Instant)>,
     /// While set, acknowledgements are lost on the way (Slack never has them): kept in
     /// `lost_acks`, not `acks`.
     lose_acks: bool,
@@ -184,6 +186,25 @@ impl FakeSlack {
     /// Every Web API call so far.
     pub fn calls(&self) -> Vec<Call> {
         self.shared.inner().calls.clone()
+    }
+
+    /// How many Web API calls came in so far (cheaper than copying them).
+    pub fn call_count(&self) -> usize {
+        self.shared.inner().calls.len()
+    }
+
+    /// The Web API calls from the `start`-th on (from 0).
+    pub fn calls_from(&self, start: usize) -> Vec<Call> {
+        self.shared.inner().calls.get(start..).map(<[Call]>::to_vec).unwrap_or_default()
+    }
+
+    /// When each envelope was first sent down a connection: envelope_id → when.
+    pub fn first_deliveries(&self) -> HashMap<String, std::time::Instant> {
+        let mut first = HashMap::new();
+        for (id, at) in &self.shared.inner().sent_at {
+            first.entry(id.clone()).or_insert(*at);
+        }
+        first
     }
 
     /// The bodies of the calls to `method`.
@@ -440,7 +461,9 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
             command = commands.recv() => match command {
                 Some(Command::Send(envelope)) => {
                     if socket.send(WsMessage::Text(envelope.to_string().into())).await.is_err() { break }
-                    shared.inner().sent.push(envelope);
+                    let mut inner = shared.inner();
+                    inner.sent_at.push((envelope["envelope_id"].as_str().unwrap_or_default().to_owned(), std::time::Instant::now()));
+                    inner.sent.push(envelope);
                 }
                 Some(Command::Disconnect) => {
                     let disconnect = json!({"type": "disconnect", "reason": "refresh_requested", "debug_info": {"host": "fake"}});
@@ -466,6 +489,7 @@ fn ok(mut result: Value) -> Value {
 }
 
 async fn web_api(State(shared): State<Arc<Shared>>, Path(method): Path<String>, headers: HeaderMap, body: String) -> Response {
+    let at = std::time::Instant::now();
     let form = headers.get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"));
     let body: Value = if form { form_fields(&body) } else { serde_json::from_str(&body).unwrap_or(Value::Null) };
     let token = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).unwrap_or_default().to_owned();
@@ -489,13 +513,13 @@ async fn web_api(State(shared): State<Arc<Shared>>, Path(method): Path<String>, 
     };
     let throttled = throttled.or_else(|| too_soon(&shared, &method, &body).then_some(1));
     if let Some(secs) = throttled {
-        shared.inner().calls.push(Call { method: method.clone(), body, error: Some("ratelimited".into()), at: std::time::Instant::now() });
+        shared.inner().calls.push(Call { method: method.clone(), body, error: Some("ratelimited".into()), at });
         let headers = [("retry-after", secs.to_string())];
         return (StatusCode::TOO_MANY_REQUESTS, headers, axum::Json(json!({"ok": false, "error": "ratelimited"}))).into_response();
     }
     let answer = answer(&shared, &method, &token, &body);
     let error = (answer["ok"] != json!(true)).then(|| answer["error"].as_str().unwrap_or("unknown").to_owned());
-    shared.inner().calls.push(Call { method, body, error, at: std::time::Instant::now() });
+    shared.inner().calls.push(Call { method, body, error, at });
     axum::Json(answer).into_response()
 }
 

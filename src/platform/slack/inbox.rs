@@ -87,24 +87,47 @@ impl Handler {
     /// Stores `envelope` (whose text is `raw`) and hands it over when new. An error
     /// means it was not stored and must not be acknowledged: Slack sends it again.
     pub async fn receive(self: &Arc<Self>, envelope: Envelope, raw: &str) -> Result<Received, StoreError> {
-        let Some(key) = envelope.dedup_key() else { return Ok(Received::Ack) };
-        let waits = waits_for_answer(&envelope);
-        let envelope_id = envelope.envelope_id.clone().unwrap_or_default();
-        let answer = waits.then(|| {
-            let (tx, rx) = oneshot::channel();
-            self.answers().insert(envelope_id.clone(), tx);
-            rx
-        });
-        let lane = lane_of(&envelope).to_owned();
-        let row = InboxUpdate { update_id: key, seq: self.next_seq(), lane, body: raw.to_owned() };
-        let stored = self.inbox.receive(self, vec![(row, envelope)]).await;
-        // Still waiting here means it was not handed over (stored before, or not stored).
-        let unclaimed = self.answers().remove(&envelope_id).is_some();
+        let mut received = self.receive_all(vec![(envelope, raw.to_owned())]).await?;
+        Ok(received.pop().unwrap_or(Received::Ack))
+    }
+
+    /// Stores `envelopes` (each with its text) in one transaction, in the order
+    /// given, and hands the new ones over; what to acknowledge each with, in the same
+    /// order. The socket stores what arrived together this way, as Telegram's batch
+    /// of updates is stored: a burst of clicks waits for a few commits, not one each
+    /// in turn. An error means none was stored and none may be acknowledged.
+    pub async fn receive_all(self: &Arc<Self>, envelopes: Vec<(Envelope, String)>) -> Result<Vec<Received>, StoreError> {
+        let mut rows = Vec::with_capacity(envelopes.len());
+        let mut keys = std::collections::HashSet::new();
+        // Per envelope: the id its answer is awaited under, when Slack waits for one.
+        let mut awaited = Vec::with_capacity(envelopes.len());
+        for (envelope, raw) in envelopes {
+            // Nothing to store (no id), or the same envelope twice in one batch (a
+            // redelivery right behind the first): acknowledged, stored once.
+            let Some(key) = envelope.dedup_key().filter(|key| keys.insert(key.clone())) else {
+                awaited.push(None);
+                continue;
+            };
+            let envelope_id = envelope.envelope_id.clone().unwrap_or_default();
+            awaited.push(waits_for_answer(&envelope).then(|| {
+                let (tx, rx) = oneshot::channel();
+                self.answers().insert(envelope_id.clone(), tx);
+                (envelope_id, rx)
+            }));
+            let lane = lane_of(&envelope).to_owned();
+            rows.push((InboxUpdate { update_id: key, seq: self.next_seq(), lane, body: raw }, envelope));
+        }
+        let stored = self.inbox.receive(self, rows).await;
+        let mut received = Vec::with_capacity(awaited.len());
+        for answer in awaited {
+            received.push(match answer {
+                // Still waiting here means it was not handed over (stored before, or not stored).
+                Some((envelope_id, rx)) if self.answers().remove(&envelope_id).is_none() => Received::Answer(rx),
+                _ => Received::Ack,
+            });
+        }
         stored?;
-        Ok(match answer {
-            Some(rx) if !unclaimed => Received::Answer(rx),
-            _ => Received::Ack,
-        })
+        Ok(received)
     }
 
     /// The socket's waiter for this envelope's answer, if it left one.

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -61,7 +61,64 @@ pub async fn run(handler: Arc<Handler>, mut url: Option<String>) {
     }
 }
 
-/// One connection, until Slack or the network ends it.
+/// The most envelopes stored in one transaction: what arrived while the previous
+/// batch was being stored, as Telegram's `getUpdates` hands over up to 100 at once.
+const BATCH: usize = 100;
+
+/// What one WebSocket message means for the connection.
+enum Step {
+    /// An envelope to store and acknowledge: (envelope, its id, its text); boxed, as
+    /// the other steps carry nothing.
+    Envelope(Box<Envelope>, String, String),
+    Hello,
+    Disconnect,
+    /// The socket closed or failed.
+    Closed,
+    /// Nothing to do (a ping, a message without an envelope id, one that does not read).
+    Nothing,
+}
+
+fn step(message: Result<Message, tokio_tungstenite::tungstenite::Error>) -> Step {
+    let text = match message {
+        Ok(Message::Text(text)) => text,
+        Ok(Message::Close(frame)) => {
+            tracing::info!(?frame, "Slack closed the Socket Mode connection");
+            return Step::Closed;
+        }
+        // Pings are answered by tungstenite itself.
+        Ok(_) => return Step::Nothing,
+        Err(e) => {
+            tracing::warn!(error = %e, "the Socket Mode connection failed");
+            return Step::Closed;
+        }
+    };
+    let envelope: Envelope = match serde_json::from_str(&text) {
+        Ok(envelope) => envelope,
+        Err(e) => {
+            tracing::warn!(error = %e, "a Socket Mode message that does not read; skipped");
+            return Step::Nothing;
+        }
+    };
+    match envelope.kind.as_str() {
+        "hello" => Step::Hello,
+        "disconnect" => {
+            tracing::info!(reason = ?envelope.reason, "Slack asked for a new Socket Mode connection");
+            Step::Disconnect
+        }
+        _ => match envelope.envelope_id.clone() {
+            Some(envelope_id) => Step::Envelope(Box::new(envelope), envelope_id, text),
+            None => {
+                tracing::debug!(kind = %envelope.kind, "a Socket Mode message without an envelope id; nothing to acknowledge");
+                Step::Nothing
+            }
+        },
+    }
+}
+
+/// One connection, until Slack or the network ends it. Each envelope is acknowledged
+/// once stored; whatever arrived while the last batch was being stored is stored
+/// together (up to [`BATCH`]), so a burst of clicks is not stored one commit after
+/// another while the rest wait unread.
 async fn connection(handler: &Arc<Handler>, url: &str) -> Ended {
     let (mut ws, _) = match tokio_tungstenite::connect_async(url).await {
         Ok(connected) => connected,
@@ -71,57 +128,65 @@ async fn connection(handler: &Arc<Handler>, url: &str) -> Ended {
         }
     };
     let mut greeted = false;
-    while let Some(message) = ws.next().await {
-        let text = match message {
-            Ok(Message::Text(text)) => text,
-            Ok(Message::Close(frame)) => {
-                tracing::info!(?frame, "Slack closed the Socket Mode connection");
-                break;
+    while let Some(first) = ws.next().await {
+        let mut batch = Vec::new();
+        let mut ended = None;
+        let mut next = Some(first);
+        while let Some(message) = next.take() {
+            match step(message) {
+                Step::Envelope(envelope, envelope_id, text) => batch.push((*envelope, envelope_id, text)),
+                Step::Hello => {
+                    greeted = true;
+                    tracing::info!("Socket Mode connected");
+                }
+                Step::Disconnect => ended = Some(Ended::Disconnect),
+                Step::Closed => ended = Some(Ended::Dropped { greeted }),
+                Step::Nothing => {}
             }
-            // Pings are answered by tungstenite itself.
-            Ok(_) => continue,
-            Err(e) => {
-                tracing::warn!(error = %e, "the Socket Mode connection failed");
-                break;
+            if ended.is_none() && batch.len() < BATCH {
+                // Only what has already arrived: never waits.
+                next = ws.next().now_or_never().flatten();
             }
-        };
-        let envelope: Envelope = match serde_json::from_str(&text) {
-            Ok(envelope) => envelope,
-            Err(e) => {
-                tracing::warn!(error = %e, "a Socket Mode message that does not read; skipped");
-                continue;
-            }
-        };
-        match envelope.kind.as_str() {
-            "hello" => {
-                greeted = true;
-                tracing::info!("Socket Mode connected");
-            }
-            "disconnect" => {
-                tracing::info!(reason = ?envelope.reason, "Slack asked for a new Socket Mode connection");
+        }
+        if !batch.is_empty() && !acknowledge(handler, &mut ws, batch).await {
+            return Ended::Dropped { greeted };
+        }
+        match ended {
+            Some(Ended::Disconnect) => {
                 let _ = ws.close(None).await;
                 return Ended::Disconnect;
             }
-            _ => {
-                let Some(envelope_id) = envelope.envelope_id.clone() else {
-                    tracing::debug!(kind = %envelope.kind, "a Socket Mode message without an envelope id; nothing to acknowledge");
-                    continue;
-                };
-                match handler.receive(envelope, &text).await {
-                    Ok(received) => {
-                        let mut ack = json!({ "envelope_id": envelope_id });
-                        if let Some(payload) = received.answer().await {
-                            ack["payload"] = payload;
-                        }
-                        if let Err(e) = ws.send(Message::Text(ack.to_string())).await {
-                            tracing::warn!(error = %e, "cannot acknowledge an envelope; Slack sends it again");
-                            break;
-                        }
-                    }
-                    Err(e) => tracing::warn!(%envelope_id, error = %e, "cannot store an envelope; not acknowledged, so Slack sends it again"),
-                }
-            }
+            Some(dropped) => return dropped,
+            None => {}
         }
     }
     Ended::Dropped { greeted }
+}
+
+/// Stores `batch` in one transaction and acknowledges each envelope, in order (with
+/// the answer Slack waits for, where it does); false when the socket failed. Nothing
+/// is acknowledged when the batch cannot be stored: Slack sends it again.
+async fn acknowledge<S>(handler: &Arc<Handler>, ws: &mut S, batch: Vec<(Envelope, String, String)>) -> bool
+where
+    S: futures_util::Sink<Message, Error = tokio_tungstenite::tungstenite::Error> + Unpin,
+{
+    let ids: Vec<String> = batch.iter().map(|(_, id, _)| id.clone()).collect();
+    let received = match handler.receive_all(batch.into_iter().map(|(envelope, _, text)| (envelope, text)).collect()).await {
+        Ok(received) => received,
+        Err(e) => {
+            tracing::warn!(envelopes = ids.len(), error = %e, "cannot store envelopes; not acknowledged, so Slack sends them again");
+            return true;
+        }
+    };
+    for (envelope_id, received) in ids.into_iter().zip(received) {
+        let mut ack = json!({ "envelope_id": envelope_id });
+        if let Some(payload) = received.answer().await {
+            ack["payload"] = payload;
+        }
+        if let Err(e) = ws.send(Message::Text(ack.to_string())).await {
+            tracing::warn!(error = %e, "cannot acknowledge an envelope; Slack sends it again");
+            return false;
+        }
+    }
+    true
 }

@@ -1,0 +1,243 @@
+//! The chat platforms' fakes as the load benchmark's latency runs drive them: one
+//! person per session, who says hello in their private chat with the bot; the cards
+//! the bridge shows there, found by the approval key they mention; a click on Approve
+//! pushed to the bridge and when it was delivered. [`ChatFake`] is all a latency run
+//! needs of a platform, so Telegram and Slack are measured by the same code
+//! (`load.rs`) and their figures compare. Nothing here times or prints anything.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use crate::support::fake_slack::{self, FakeSlack, Person};
+use crate::support::fake_telegram::{self, FakeTelegram, User};
+use crate::support::slack_chat;
+
+/// The sessions' people are numbered from here (Telegram user ids, Slack `U…` ids).
+pub const FIRST_USER: i64 = 100_000;
+
+/// Whether `text` mentions `key` as a whole (`p1` is not in `p10`).
+pub fn mentions(text: &str, key: &str) -> bool {
+    text.match_indices(key).any(|(at, _)| !text[at + key.len()..].starts_with(|c: char| c.is_ascii_alphanumeric()))
+}
+
+/// A card shown to someone, as (the person's id, the card's text, when it reached the fake).
+pub type Shown = (String, String, Instant);
+
+/// What a latency run does on one platform's fake.
+pub trait ChatFake {
+    /// One of the people the sessions belong to.
+    type Person;
+    /// A card found and its Approve button, ready to be clicked.
+    type Card;
+    /// The platform's name, as printed.
+    const NAME: &'static str;
+    /// The API method that shows a card.
+    const SEND: &'static str;
+    /// How the bridge's own pacing is turned off, as printed in a run's heading.
+    const UNPACED: &'static str;
+
+    /// The `n` people of the sessions.
+    fn people(n: usize) -> Vec<Self::Person>;
+    /// The person's id as the agent hears it (`user.id` of the `message` command),
+    /// which the benchmark's approval keys also carry.
+    fn person_id(person: &Self::Person) -> String;
+    /// `access.users`' entry for `person`.
+    fn access(person: &Self::Person) -> String;
+    /// The bridge's settings for this fake, with or without the bridge's own pacing.
+    fn settings(&self, paced: bool) -> Vec<(String, String)>;
+    /// Whether the bridge is connected to the fake, so what is pushed reaches it.
+    fn connected(&self) -> bool;
+    /// `person` writes "hello" in their private chat with the bot: their session starts.
+    fn say_hello(&self, person: &Self::Person);
+    /// How many API calls the fake received so far (cheap).
+    fn call_count(&self) -> usize;
+    /// Every card shown so far (a message with buttons in someone's private chat).
+    fn cards(&self) -> Vec<Shown>;
+    /// The card mentioning `key` in `person`'s private chat, with its Approve button.
+    fn approve_button(&self, person: &Self::Person, key: &str) -> Self::Card;
+    /// Pushes `person`'s click on `card`; the click's id, as [`ChatFake::deliveries`] names it.
+    fn click(&self, person: &Self::Person, card: &Self::Card) -> String;
+    /// When each click was delivered to the bridge: click id → when.
+    fn deliveries(&self) -> HashMap<String, Instant>;
+    fn shutdown(self);
+}
+
+impl ChatFake for FakeTelegram {
+    type Person = User;
+    /// (message id, the Approve button's callback data).
+    type Card = (i64, String);
+    const NAME: &'static str = "Telegram";
+    const SEND: &'static str = "sendMessage";
+    const UNPACED: &'static str = "Telegram rate limits off (telegram.rate_limits = false)";
+
+    fn people(n: usize) -> Vec<User> {
+        (0..n as i64).map(|k| User::new(FIRST_USER + k, &format!("U{k}"), Some("en"))).collect()
+    }
+
+    fn person_id(user: &User) -> String {
+        user.id.to_string()
+    }
+
+    fn access(user: &User) -> String {
+        format!("telegram:{}", user.id)
+    }
+
+    fn settings(&self, paced: bool) -> Vec<(String, String)> {
+        [
+            ("telegram.enabled", "true".to_owned()),
+            ("telegram.token", fake_telegram::TOKEN.to_owned()),
+            ("telegram.api_url", self.url.clone()),
+            ("telegram.rate_limits", paced.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+    }
+
+    fn connected(&self) -> bool {
+        // The bridge polls Telegram: an update pushed before its first poll is read then.
+        true
+    }
+
+    fn say_hello(&self, user: &User) {
+        self.private_chat(user);
+        self.push_message(user.id, user, "hello", None, None);
+    }
+
+    fn call_count(&self) -> usize {
+        self.request_count()
+    }
+
+    fn cards(&self) -> Vec<Shown> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.method == "sendmessage" && r.error.is_none() && r.body.get("reply_markup").is_some())
+            .filter_map(|r| Some((r.body["chat_id"].as_i64()?.to_string(), r.body["text"].as_str()?.to_owned(), r.at)))
+            .collect()
+    }
+
+    fn approve_button(&self, user: &User, key: &str) -> (i64, String) {
+        let message = self
+            .bot_messages(user.id)
+            .into_iter()
+            .find(|m| m["text"].as_str().is_some_and(|t| mentions(t, key)) && m.get("reply_markup").is_some())
+            .unwrap_or_else(|| panic!("the card of {key} is shown"));
+        (message["message_id"].as_i64().expect("a message id"), fake_telegram::button(&message, "Approve"))
+    }
+
+    fn click(&self, user: &User, (message_id, data): &(i64, String)) -> String {
+        self.push_click(user.id, user, *message_id, data)
+    }
+
+    fn deliveries(&self) -> HashMap<String, Instant> {
+        FakeTelegram::deliveries(self).into_iter().filter_map(|(u, at)| Some((u["callback_query"]["id"].as_str()?.to_owned(), at))).collect()
+    }
+
+    fn shutdown(self) {
+        FakeTelegram::shutdown(&self);
+    }
+}
+
+/// A Slack person's DM channel with the bot (`D…` for `U…`).
+fn dm(person: &Person) -> String {
+    format!("D{}", &person.id[1..])
+}
+
+/// A card on the fake Slack: (channel, ts, the Approve button's action_id and value).
+pub struct SlackCard {
+    channel: String,
+    ts: String,
+    action_id: String,
+    value: String,
+}
+
+impl ChatFake for FakeSlack {
+    type Person = Person;
+    type Card = SlackCard;
+    const NAME: &'static str = "Slack";
+    const SEND: &'static str = "chat.postMessage";
+    const UNPACED: &'static str = "Slack pacing off (slack.post_interval_ms = 0), Socket Mode";
+
+    fn people(n: usize) -> Vec<Person> {
+        (0..n as i64).map(|k| Person::new(&format!("U{}", FIRST_USER + k), &format!("u{k}"))).collect()
+    }
+
+    fn person_id(person: &Person) -> String {
+        person.id.clone()
+    }
+
+    fn access(person: &Person) -> String {
+        format!("slack:{}", person.id)
+    }
+
+    fn settings(&self, paced: bool) -> Vec<(String, String)> {
+        let interval = if paced { "1000" } else { "0" };
+        [
+            ("slack.enabled", "true".to_owned()),
+            ("slack.bot_token", fake_slack::BOT_TOKEN.to_owned()),
+            ("slack.app_token", fake_slack::APP_TOKEN.to_owned()),
+            ("slack.api_url", self.api_url()),
+            ("slack.post_interval_ms", interval.to_owned()),
+            // Button values are signed tokens.
+            ("tokens.secret", "load-secret".to_owned()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+    }
+
+    fn connected(&self) -> bool {
+        // Envelopes go down the Socket Mode connection the bridge opened.
+        self.connections() >= 1
+    }
+
+    fn say_hello(&self, person: &Person) {
+        let channel = dm(person);
+        self.channel(&channel, true);
+        slack_chat::push_event(self, slack_chat::message(&person.id, &channel, "im", "hello", &slack_chat::next_ts(), None));
+    }
+
+    fn call_count(&self) -> usize {
+        FakeSlack::call_count(self)
+    }
+
+    fn cards(&self) -> Vec<Shown> {
+        self.calls()
+            .into_iter()
+            .filter(|c| c.method == "chat.postMessage" && c.error.is_none() && c.body.get("blocks").is_some())
+            .filter_map(|c| {
+                let person = format!("U{}", c.body["channel"].as_str()?.strip_prefix('D')?);
+                Some((person, c.body["blocks"].to_string(), c.at))
+            })
+            .collect()
+    }
+
+    fn approve_button(&self, person: &Person, key: &str) -> SlackCard {
+        let channel = dm(person);
+        let (ts, message) = self
+            .posted()
+            .into_iter()
+            .filter(|(c, _)| *c == channel)
+            .filter_map(|(_, ts)| Some((ts.clone(), self.message(&channel, &ts)?)))
+            .find(|(_, m)| fake_slack::has_buttons(m) && mentions(&m["blocks"].to_string(), key))
+            .unwrap_or_else(|| panic!("the card of {key} is shown"));
+        let button = fake_slack::button(&message, "Approve");
+        let text = |field: &str| button[field].as_str().expect("a button's action_id and value").to_owned();
+        SlackCard { action_id: text("action_id"), value: text("value"), channel, ts }
+    }
+
+    fn click(&self, person: &Person, card: &SlackCard) -> String {
+        let envelope = self.click_envelope(person, &card.channel, &card.ts, &card.action_id, &card.value);
+        let id = envelope["envelope_id"].as_str().expect("an envelope id").to_owned();
+        self.push(envelope);
+        id
+    }
+
+    fn deliveries(&self) -> HashMap<String, Instant> {
+        self.first_deliveries()
+    }
+
+    fn shutdown(self) {
+        FakeSlack::shutdown(self);
+    }
+}
