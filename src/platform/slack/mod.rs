@@ -137,6 +137,15 @@ impl Shared {
         Ok(channel)
     }
 
+    /// Posts each piece of agent text (see [`pieces`]) to `chat`, one message each, in
+    /// order, escaped.
+    async fn post_pieces(&self, chat: &ChatKey, pieces: impl IntoIterator<Item = String>) -> Result<(), PlatformError> {
+        for piece in pieces {
+            self.post(chat, json!({ "text": escape(&piece) }), Priority::Text).await?;
+        }
+        Ok(())
+    }
+
     /// Posts `message` (text and blocks) to `chat`, in its thread when it has one.
     async fn post(&self, chat: &ChatKey, mut message: Value, priority: Priority) -> Result<(String, String), PlatformError> {
         let channel = self.channel(chat).await?;
@@ -228,12 +237,7 @@ impl Platform for Slack {
     }
 
     fn send_text<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
-        Box::pin(async move {
-            for piece in pieces(text) {
-                self.shared.post(chat, json!({ "text": escape(&piece) }), Priority::Text).await?;
-            }
-            Ok(())
-        })
+        Box::pin(self.shared.post_pieces(chat, pieces(text)))
     }
 
     fn text_progress<'a>(&'a self, chat: &'a ChatKey, block: u64, text_so_far: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {

@@ -88,22 +88,15 @@ pub async fn progress(shared: &Shared, chat: &ChatKey, block: u64, text_so_far: 
 /// edited to the first piece and the other pieces are posted after it; a block with
 /// no message (its reports never reached Slack) is posted as any text is.
 pub async fn finish(shared: &Shared, chat: &ChatKey, block: u64, text: &str) -> Result<(), PlatformError> {
-    let mut pieces = pieces(text).into_iter();
-    let Some(message) = shared.streams.take(&(chat.clone(), block)) else {
-        for piece in pieces {
-            shared.post(chat, json!({ "text": escape(&piece) }), Priority::Text).await?;
-        }
-        return Ok(());
-    };
-    if let Some(first) = pieces.next()
+    let mut rest = pieces(text).into_iter();
+    // A streamed message shows the first piece: edited in when it changed.
+    if let Some(message) = shared.streams.take(&(chat.clone(), block))
+        && let Some(first) = rest.next()
         && first != message.shown
     {
         edit(shared, chat, message, &first).await?;
     }
-    for piece in pieces {
-        shared.post(chat, json!({ "text": escape(&piece) }), Priority::Text).await?;
-    }
-    Ok(())
+    shared.post_pieces(chat, rest).await
 }
 
 async fn post(shared: &Shared, chat: &ChatKey, piece: &str) -> Result<Streamed, PlatformError> {
