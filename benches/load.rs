@@ -26,6 +26,8 @@ mod profile;
 mod seed;
 #[path = "../tests/support/mod.rs"]
 mod support;
+#[path = "common/threads.rs"]
+mod threads;
 use chats::{ChatFake, mentions};
 use support::fake_slack::{self, FakeSlack, Person};
 use support::{fake_telegram, test_db};
@@ -750,6 +752,8 @@ async fn inbox(child: &Child, http: &reqwest::Client, store_url: &str, n: usize)
     };
     let (first, bytes) = median_of(page(format!("{}/inbox", child.base))).await;
     println!("  web inbox, first page of {n} waiting (50 rows): p50 {:.1} ms, {bytes} bytes (target ≤ 30 ms)", ms(first));
+    let (chats, bytes) = median_of(page(format!("{}/inbox/chats", child.base))).await;
+    println!("  web inbox, the chats to filter by (/inbox/chats): p50 {:.1} ms, {bytes} bytes", ms(chats));
     let (one, bytes) = median_of(page(format!("{}/inbox/requests/{id}", child.base))).await;
     println!("  web inbox, a request's page: p50 {:.1} ms, {bytes} bytes (target ≤ 10 ms)", ms(one));
     let (_, before) = child.memory();
@@ -843,6 +847,7 @@ async fn pending(n: usize, db: &test_db::TestDatabase) {
         burst.push((chat, message["message_id"].as_i64().expect("id"), button(&message, "Approve")));
     }
     let profile = profile::Profile::start(child.process.id(), "burst");
+    let by_thread = threads::Threads::start(child.process.id());
     let cpu_before = child.cpu();
     let clicked_at = Instant::now();
     let queries: Vec<String> = burst.iter().map(|(chat, id, data)| tg.push_click(*chat, &clicker, *id, data)).collect();
@@ -858,6 +863,7 @@ async fn pending(n: usize, db: &test_db::TestDatabase) {
     // The card edits and the store's writes finish just after the answers.
     tokio::time::sleep(SETTLING).await;
     burst_line("Telegram", database, queries.len(), clicked_at.elapsed().saturating_sub(SETTLING), child.cpu().saturating_sub(cpu_before));
+    by_thread.finish(queries.len(), "decision");
     if let Some(profile) = profile {
         profile.finish(&format!("the {} decisions", queries.len()));
     }
@@ -1036,6 +1042,7 @@ async fn slack_burst(n: usize, db: &test_db::TestDatabase) {
     }
     let calls_before = slack.call_count();
     let profile = profile::Profile::start(child.process.id(), "slack-burst");
+    let by_thread = threads::Threads::start(child.process.id());
     let cpu_before = child.cpu();
     let clicked_at = Instant::now();
     let decisions = envelopes.len();
@@ -1049,6 +1056,7 @@ async fn slack_burst(n: usize, db: &test_db::TestDatabase) {
     }
     tokio::time::sleep(SETTLING).await;
     burst_line("Slack", database, decisions, clicked_at.elapsed().saturating_sub(SETTLING), child.cpu().saturating_sub(cpu_before));
+    by_thread.finish(decisions, "decision");
     let mut calls: std::collections::BTreeMap<String, usize> = Default::default();
     for call in slack.calls_from(calls_before) {
         *calls.entry(call.method).or_default() += 1;

@@ -78,6 +78,53 @@ async fn approve_in_the_browser_is_a_click() {
     inbox.stop().await;
 }
 
+/// The filters: by age (just pushed is younger than five minutes) and by chat, chosen
+/// on `/inbox/chats`, which lists the chats showing what waits on the person and links
+/// each to the filtered inbox; the first page itself lists no chats. Someone on whom
+/// nothing waits learns no chat's name there.
+#[tokio::test]
+async fn filters_by_age_and_by_a_chat_chosen_on_its_own_page() {
+    const DEPLOYS: i64 = -100_778;
+    let inbox = Inbox::start().await;
+    inbox.tg().group(DEPLOYS, "deploys", false);
+    let in_ops = inbox.push(trade("web-f-ops")).await;
+    let mut deploy = trade("web-f-deploy");
+    deploy["targets"] = json!([{"platform": "telegram", "chat_id": DEPLOYS.to_string()}]);
+    let in_deploys = inbox.push(deploy).await;
+    let ana = inbox.sign_in(&ana()).await;
+
+    let (_, _, page) = ana.get("/inbox").await;
+    assert_eq!(title(&page), "(2) Inbox");
+    assert!(page.contains(&in_ops) && page.contains(&in_deploys), "{page}");
+    assert!(page.contains(r#"href="/inbox/chats?page=1""#) && page.contains("choose a chat…"), "the chat is chosen a link away: {page}");
+    assert!(!page.contains(r#"name="target""#), "no chat list on the first page: {page}");
+
+    let (status, _, chats) = ana.get("/inbox/chats").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(title(&chats), "(2) Chats where requests wait for you");
+    for chat in ["telegram%3A-100777", "telegram%3A-100778"] {
+        assert!(chats.contains(&format!(r#"href="/inbox?target={chat}&amp;page=1""#)), "{chat}: {chats}");
+    }
+
+    let (_, _, page) = ana.get("/inbox?target=telegram%3A-100778&page=1").await;
+    assert!(page.contains(&in_deploys) && !page.contains(&in_ops), "only the deploys chat's request: {page}");
+    assert!(page.contains(r#"<input type="hidden" name="target" value="telegram:-100778">"#), "the choice rides along in the form: {page}");
+    assert!(page.contains(r#"href="/inbox?page=1""#) && page.contains("any chat"), "and can be dropped: {page}");
+    // The chats page keeps the other filters in its links.
+    let (_, _, chats) = ana.get("/inbox/chats?age=5m&page=3").await;
+    assert!(chats.contains(r#"href="/inbox?target=telegram%3A-100777&amp;age=5m&amp;page=1""#), "{chats}");
+
+    let (_, _, page) = ana.get("/inbox?age=5m").await;
+    assert!(!page.contains(&in_ops) && !page.contains(&in_deploys) && page.contains("Nothing is waiting for you."), "both were just pushed: {page}");
+    assert_eq!(title(&page), "(2) Inbox", "the count is of everything waiting");
+
+    let mallory = inbox.sign_in(&mallory()).await;
+    let (status, _, chats) = mallory.get("/inbox/chats").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!chats.contains("telegram:-1007") && !chats.contains("telegram%3A") && chats.contains("Nothing is waiting for you."), "{chats}");
+    inbox.stop().await;
+}
+
 /// Every page carries the headers; the session cookie is HttpOnly, SameSite=Strict,
 /// scoped to the inbox, and not Secure on plain http.
 #[tokio::test]

@@ -33,9 +33,15 @@ pub fn dies_with_the_bridge(command: &mut Command) -> &mut Command {
     {
         let bridge = std::process::id() as libc::pid_t;
         // SAFETY: between fork and exec only async-signal-safe calls are allowed;
-        // prctl, getppid and _exit are.
+        // signal, prctl, getppid and _exit are.
         unsafe {
             command.pre_exec(move || {
+                // An ignored SIGINT survives exec: a bridge started with it ignored
+                // (by `nohup`, a shell's background job) would hand agents a death
+                // signal they never see.
+                if libc::signal(libc::SIGINT, libc::SIG_DFL) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGINT) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
@@ -121,5 +127,30 @@ impl Agents {
         if let Some(registry) = &self.registry {
             registry.end_orphans(GRACE).await;
         }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    /// A bridge started with SIGINT ignored (`nohup`, a shell's background job) would
+    /// pass that on: its agents would never see the SIGINT their bridge's death sends.
+    #[tokio::test]
+    async fn an_agent_hears_sigint_even_when_the_bridge_was_started_ignoring_it() {
+        let mut command = Command::new("sh");
+        // The child sends itself SIGINT; ignored, it would sleep and exit 0.
+        command.args(["-c", "kill -INT $$; sleep 5"]);
+        // SAFETY: signal is async-signal-safe. Registered first, so it runs first: the
+        // state an ignoring parent hands down.
+        unsafe {
+            command.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+        let status = dies_with_the_bridge(&mut command).status().await.expect("sh");
+        assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
     }
 }

@@ -14,31 +14,50 @@ use tokio::sync::watch;
 use super::Shared;
 use super::shards::{Input, Shards, Watched};
 
-use crate::store::StoreError;
+use crate::store::{PendingListener, StoreError};
 
 /// How long to wait before listening again after the connection was lost.
 const RELISTEN: Duration = Duration::from_secs(1);
 
-/// Watches every request announced by any replica until the engine stops.
-pub(super) async fn watch_announced(shared: Arc<Shared>, shards: Shards, mut stopping: watch::Receiver<bool>) {
+/// Listens for announced requests before the engine reads what is pending at start,
+/// so a request stored between that read and the first `LISTEN` is not left to the
+/// rescan. `None` on SQLite, or when PostgreSQL cannot be heard yet (then
+/// [`watch_announced`] keeps trying).
+pub(super) async fn listen_first(store: &crate::store::Store) -> Option<PendingListener> {
+    match store.pending_listener().await {
+        Ok(listener) => listener,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for new requests yet; trying again once the engine runs");
+            None
+        }
+    }
+}
+
+/// Watches every request announced by any replica until the engine stops, starting
+/// with `first`, the listener [`listen_first`] opened.
+pub(super) async fn watch_announced(shared: Arc<Shared>, shards: Shards, mut first: Option<PendingListener>, mut stopping: watch::Receiver<bool>) {
     loop {
-        let mut listener = tokio::select! {
-            listener = shared.store.pending_listener() => match listener {
-                Ok(Some(listener)) => listener,
-                // SQLite: nothing is announced; this task only waits for the stop.
-                Ok(None) => {
-                    let _ = stopping.changed().await;
-                    return;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot listen for new requests; other replicas' requests are watched at the next rescan meanwhile");
-                    tokio::select! {
-                        _ = tokio::time::sleep(RELISTEN * 5) => continue,
-                        _ = stopping.changed() => return,
-                    }
-                }
+        let opened = match first.take() {
+            Some(listener) => Ok(Some(listener)),
+            None => tokio::select! {
+                opened = shared.store.pending_listener() => opened,
+                _ = stopping.changed() => return,
             },
-            _ = stopping.changed() => return,
+        };
+        let mut listener = match opened {
+            Ok(Some(listener)) => listener,
+            // SQLite: nothing is announced; this task only waits for the stop.
+            Ok(None) => {
+                let _ = stopping.changed().await;
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for new requests; other replicas' requests are watched at the next rescan meanwhile");
+                tokio::select! {
+                    _ = tokio::time::sleep(RELISTEN * 5) => continue,
+                    _ = stopping.changed() => return,
+                }
+            }
         };
         loop {
             let id = tokio::select! {

@@ -187,6 +187,9 @@ pub struct Engine {
     workers: Vec<(mpsc::Receiver<Input>, Vec<Watched>)>,
     requests: mpsc::Receiver<EngineRequest>,
     backend: mpsc::Receiver<BackendInput>,
+    /// PostgreSQL: listening for other replicas' requests since before the pending
+    /// ones were read, so none falls between the two.
+    announced: Option<crate::store::PendingListener>,
 }
 
 /// One shard: the sessions that hash to it, with their deadlines and the decisions
@@ -226,6 +229,7 @@ impl Engine {
         backend: mpsc::Receiver<BackendInput>,
         requests: mpsc::Receiver<EngineRequest>,
     ) -> Result<Self, EngineError> {
+        let listening = announced::listen_first(&store).await;
         let pending = store.pending_timers(None).await?;
         for session in store.sessions_with_work().await? {
             connectors.deliver(&session);
@@ -263,7 +267,7 @@ impl Engine {
             shared.routes.insert(&timers.id, &timers.session_id);
             workers[shards.of_session(&timers.session_id)].1.push(timers);
         }
-        Ok(Self { shared, shards, workers, requests, backend })
+        Ok(Self { shared, shards, workers, requests, backend, announced: listening })
     }
 
     /// Counts into `metrics` (the bridge's registry) instead of a registry of its own.
@@ -275,7 +279,7 @@ impl Engine {
     /// Runs until `shutdown` completes or every handle is dropped.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
-        let Engine { shared, shards, workers, mut requests, mut backend } = self;
+        let Engine { shared, shards, workers, mut requests, mut backend, announced: listening } = self;
         let shared = Arc::new(shared);
         // In the background: with thousands pending, re-rendering them all would
         // otherwise hold back the first click after a restart by seconds.
@@ -297,7 +301,7 @@ impl Engine {
             shard.watch(watched);
             tasks.spawn(shard.run(inputs, stopping.clone()));
         }
-        tasks.spawn(announced::watch_announced(shared.clone(), shards.clone(), stopping.clone()));
+        tasks.spawn(announced::watch_announced(shared.clone(), shards.clone(), listening, stopping.clone()));
         tasks.spawn(housekeeping(shared.clone(), shards.clone(), stopping));
         loop {
             tokio::select! {

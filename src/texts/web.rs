@@ -57,6 +57,12 @@ pub enum WebMsg {
     InboxOff,
     /// A chat card's link to its request's page.
     OpenInBrowser,
+    /// The inbox filter's link to the page of chats to choose from.
+    ChooseChat,
+    /// The inbox filter's link that drops the chosen chat.
+    AnyChat,
+    /// The title of the page of chats to choose from.
+    ChatsWaiting,
 }
 
 pub fn web_text(locale: Locale, msg: WebMsg) -> &'static str {
@@ -211,6 +217,15 @@ pub fn web_text(locale: Locale, msg: WebMsg) -> &'static str {
         (OpenInBrowser, En) => "Open in browser",
         (OpenInBrowser, Vi) => "Mở trong trình duyệt",
         (OpenInBrowser, Zh) => "在浏览器中打开",
+        (ChooseChat, En) => "choose a chat…",
+        (ChooseChat, Vi) => "chọn cuộc trò chuyện…",
+        (ChooseChat, Zh) => "选择聊天…",
+        (AnyChat, En) => "any chat",
+        (AnyChat, Vi) => "mọi cuộc trò chuyện",
+        (AnyChat, Zh) => "任意聊天",
+        (ChatsWaiting, En) => "Chats where requests wait for you",
+        (ChatsWaiting, Vi) => "Các cuộc trò chuyện có yêu cầu đang chờ bạn",
+        (ChatsWaiting, Zh) => "有请求等待你处理的聊天",
     }
 }
 

@@ -1,6 +1,6 @@
 //! `GET /inbox`: the pending requests that wait on the signed-in person, newest first,
 //! 50 a page, filtered by agent, by where they are shown and by age. The title starts
-//! with how many wait, `(N)`.
+//! with how many wait, `(N)`. `GET /inbox/chats`: the chats to filter by.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -31,74 +31,38 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
         Ok(visitor) => visitor,
         Err(answer) => return answer,
     };
-    let viewer = &viewer;
-    let frame = Frame { web: &web, locale, viewer: Some(viewer) };
+    let frame = Frame { web: &web, locale, viewer: Some(&viewer) };
     let now = now_ms();
     let filter = Filter::read(&Fields::query(query.as_deref()));
-    // The rule is applied to the stored facts, not the bodies: once for every request
-    // sharing them (they come shared, one `Arc` each), then each request's deadline.
-    // Only what the list needs is kept; only the rows shown are read whole.
-    let mut pending = 0;
-    // Keyed by where the shared facts live (an address, not a pointer: the handler's
-    // future must stay `Send`); the read keeps every `Arc` alive until it ends.
-    let mut verdicts: HashMap<usize, bool> = HashMap::new();
-    let waiting = web.store.pending_access_each(|p| {
-        pending += 1;
-        let waits = *verdicts.entry(Arc::as_ptr(&p.facts) as usize).or_insert_with(|| facts_wait_on(&web, &p.facts, &viewer.actor));
-        (waits && still_open(p.deadline_ms, now).is_ok()).then(|| Waiting::of(p))
-    });
-    // Every chat showing a pending request, the chat filter's choices when every
-    // pending request waits on this person (the usual case for the people who review):
-    // read at the same time as the requests, on a second connection, since neither
-    // read needs the other. Not read when a chat is chosen: that needs each request's.
-    let every_place = async {
-        match filter.target {
-            None => Some(web.store.pending_places().await),
-            Some(_) => None,
-        }
-    };
-    let (waiting, every_place) = tokio::join!(waiting, every_place);
-    let mut waiting = match waiting {
+    let WaitingOn { mut waiting, .. } = match waiting_on(&web, &viewer, now).await {
         Ok(waiting) => waiting,
         Err(e) => return unavailable(&e),
     };
     // Newest first: the store hands them oldest first.
     waiting.reverse();
     let total = waiting.len();
-    let networks = crate::platform::networks();
-    // Each chat is written once, however many requests it shows.
-    let mut written: HashMap<ChatKey, Arc<str>> = HashMap::new();
-    let mut write = |c: ChatKey| written.entry(c).or_insert_with_key(|c| networks.display_chat(c).into()).clone();
-    // Where every request waiting is shown is needed only to filter by a chat, or when
-    // some pending requests do not wait on this person (the chats' choice lists only
-    // theirs). Otherwise the choices are every chat showing a pending request, which
-    // the store reads as a row per chat, and only the page's rows' chats are read.
-    let everything = filter.target.is_some() || total != pending;
-    let (targets, places): (Places, BTreeSet<Arc<str>>) = match every_place {
-        Some(Ok(chats)) if !everything => (Places::new(), chats.into_iter().map(&mut write).collect()),
-        Some(Err(e)) if !everything => return unavailable(&e),
-        _ => {
-            let targets: Places = match web.store.pending_targets().await {
-                Ok(targets) => targets.into_iter().map(|(id, chats)| (id, chats.into_iter().map(&mut write).collect())).collect(),
-                Err(e) => return unavailable(&e),
-            };
-            // The choices come from everything waiting, so a filter can always be undone.
-            let places = waiting.iter().flat_map(|w| shown_in(&targets, &w.id)).cloned().collect();
-            (targets, places)
-        }
+    let mut written = ChatNames::default();
+    // Where every request waiting is shown is read only to filter by a chat; the
+    // chats to choose from are on a page of their own (`/inbox/chats`), so the list
+    // itself reads only its page's rows' chats, however many are pending.
+    let targets: Places = match &filter.target {
+        Some(_) => match web.store.pending_targets().await {
+            Ok(targets) => written.places(targets),
+            Err(e) => return unavailable(&e),
+        },
+        None => Places::new(),
     };
     let agents: BTreeSet<&str> = waiting.iter().map(Waiting::agent).collect();
     let chosen: Vec<&Waiting> = waiting.iter().filter(|w| filter.keeps(w, &targets, now)).collect();
     let pages = chosen.len().div_ceil(PAGE).max(1);
     let page = filter.page.clamp(1, pages);
     let shown: Vec<String> = chosen[(page - 1) * PAGE..(page * PAGE).min(chosen.len())].iter().map(|w| w.id.clone()).collect();
-    let targets: Places = if everything {
-        targets
-    } else {
-        match web.store.pending_targets_of(&shown).await {
-            Ok(targets) => targets.into_iter().map(|(id, chats)| (id, chats.into_iter().map(&mut write).collect())).collect(),
+    let targets: Places = match filter.target {
+        Some(_) => targets,
+        None => match web.store.pending_targets_of(&shown).await {
+            Ok(targets) => written.places(targets),
             Err(e) => return unavailable(&e),
-        }
+        },
     };
     // One read for the page; a request settled and pruned since is no longer waiting.
     let rows = match web.store.interactions_by_ids(&shown).await {
@@ -107,7 +71,7 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
     };
     let body = html! {
         h1 { (frame.t(WebMsg::Inbox)) " " span.count id="inbox-count" data-live { "(" (total) ")" } }
-        (filters(&frame, &filter, &agents, &places))
+        (filters(&frame, &filter, &agents))
         div id="inbox-list" data-live {
             @if rows.is_empty() {
                 p.empty { (frame.t(WebMsg::NothingWaiting)) }
@@ -120,6 +84,94 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
         }
     };
     html(StatusCode::OK, frame.page(&waiting_title(total, frame.t(WebMsg::Inbox)), body))
+}
+
+/// `GET /inbox/chats`: every chat showing a request that waits on the person, each a
+/// link to the inbox filtered by it (keeping the agent and age chosen). A page of its
+/// own because listing them reads where every pending request is shown, which the
+/// inbox's first page does not need.
+pub(super) async fn chats(State(web): State<Arc<Web>>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+    let (viewer, locale) = match visit(&web, &headers).await {
+        Ok(visitor) => visitor,
+        Err(answer) => return answer,
+    };
+    let frame = Frame { web: &web, locale, viewer: Some(&viewer) };
+    let filter = Filter::read(&Fields::query(query.as_deref()));
+    let WaitingOn { waiting, pending } = match waiting_on(&web, &viewer, now_ms()).await {
+        Ok(waiting) => waiting,
+        Err(e) => return unavailable(&e),
+    };
+    let mut written = ChatNames::default();
+    // Every pending request waits on this person (the usual case for the people who
+    // review): the store lists the chats as a row each. Otherwise only the chats of
+    // the requests that wait on them, read request by request.
+    let chats: BTreeSet<Arc<str>> = if waiting.len() == pending {
+        match web.store.pending_places().await {
+            Ok(chats) => chats.into_iter().map(|c| written.name(c)).collect(),
+            Err(e) => return unavailable(&e),
+        }
+    } else {
+        match web.store.pending_targets().await {
+            Ok(targets) => {
+                let targets = written.places(targets);
+                waiting.iter().flat_map(|w| shown_in(&targets, &w.id)).cloned().collect()
+            }
+            Err(e) => return unavailable(&e),
+        }
+    };
+    let body = html! {
+        h1 { (frame.t(WebMsg::ChatsWaiting)) }
+        @if chats.is_empty() {
+            p.empty { (frame.t(WebMsg::NothingWaiting)) }
+        } @else {
+            ul.chats {
+                @for chat in &chats {
+                    li { a href=(frame.path(&format!("/inbox?{}", filter.with_target(chat).query(1)))) { (&**chat) } }
+                }
+            }
+        }
+        p { a href=(frame.path(&format!("/inbox?{}", filter.without_target().query(1)))) { (frame.t(WebMsg::Back)) } }
+    };
+    html(StatusCode::OK, frame.page(&waiting_title(waiting.len(), frame.t(WebMsg::ChatsWaiting)), body))
+}
+
+/// The pending requests that wait on a person, oldest first, and how many are pending
+/// in all.
+struct WaitingOn {
+    waiting: Vec<Waiting>,
+    pending: usize,
+}
+
+/// What waits on `viewer` now. The rule is applied to the stored facts, not the
+/// bodies: once for every request sharing them (they come shared, one `Arc` each),
+/// then each request's deadline. Only what the list needs is kept.
+async fn waiting_on(web: &Web, viewer: &super::session::Viewer, now: i64) -> Result<WaitingOn, crate::store::StoreError> {
+    let mut pending = 0;
+    // Keyed by where the shared facts live (an address, not a pointer: the handler's
+    // future must stay `Send`); the read keeps every `Arc` alive until it ends.
+    let mut verdicts: HashMap<usize, bool> = HashMap::new();
+    let waiting = web.store.pending_access_each(|p| {
+        pending += 1;
+        let waits = *verdicts.entry(Arc::as_ptr(&p.facts) as usize).or_insert_with(|| facts_wait_on(web, &p.facts, &viewer.actor));
+        (waits && still_open(p.deadline_ms, now).is_ok()).then(|| Waiting::of(p))
+    });
+    let waiting = waiting.await?;
+    Ok(WaitingOn { waiting, pending })
+}
+
+/// Chats as operators write them (`telegram:-100123/7`), each written once however
+/// many requests it shows.
+#[derive(Default)]
+struct ChatNames(HashMap<ChatKey, Arc<str>>);
+
+impl ChatNames {
+    fn name(&mut self, chat: ChatKey) -> Arc<str> {
+        self.0.entry(chat).or_insert_with_key(|c| crate::platform::networks().display_chat(c).into()).clone()
+    }
+
+    fn places(&mut self, targets: BTreeMap<String, Vec<ChatKey>>) -> Places {
+        targets.into_iter().map(|(id, chats)| (id, chats.into_iter().map(|c| self.name(c)).collect())).collect()
+    }
 }
 
 /// What the list keeps of a request waiting on the person.
@@ -163,6 +215,16 @@ impl Filter {
         self.agent.as_ref().is_none_or(|a| a == w.agent())
             && self.target.as_ref().is_none_or(|t| shown_in(targets, &w.id).any(|s| **s == **t))
             && self.age.is_none_or(|(_, ms)| now - w.created_at_ms >= ms)
+    }
+
+    /// This filter, narrowed to the requests shown in `chat`.
+    fn with_target(&self, chat: &str) -> Filter {
+        Filter { agent: self.agent.clone(), target: Some(chat.to_owned()), age: self.age, page: 1 }
+    }
+
+    /// This filter, in every chat.
+    fn without_target(&self) -> Filter {
+        Filter { agent: self.agent.clone(), target: None, age: self.age, page: 1 }
     }
 
     /// The query of this filter on page `page`.
@@ -228,7 +290,7 @@ pub(super) fn countdown(deadline_ms: i64, now: i64) -> Markup {
     html! { time.countdown data-deadline=(deadline_ms) datetime=(super::layout::when(deadline_ms)) { (span(deadline_ms - now)) } }
 }
 
-fn filters(frame: &Frame<'_>, f: &Filter, agents: &BTreeSet<&str>, places: &BTreeSet<Arc<str>>) -> Markup {
+fn filters(frame: &Frame<'_>, f: &Filter, agents: &BTreeSet<&str>) -> Markup {
     html! {
         form.filters method="get" action=(frame.path("/inbox")) {
             label { (frame.t(WebMsg::Agent)) " "
@@ -237,10 +299,15 @@ fn filters(frame: &Frame<'_>, f: &Filter, agents: &BTreeSet<&str>, places: &BTre
                     @for a in agents { option value=(a) selected[f.agent.as_deref() == Some(*a)] { (a) } }
                 }
             }
-            label { (frame.t(WebMsg::Where)) " "
-                select name="target" {
-                    option value="" { "—" }
-                    @for t in places { option value=(&**t) selected[f.target.as_deref() == Some(&**t)] { (&**t) } }
+            // The chat is chosen on its own page, a link away (the choices read where
+            // every pending request is shown); a chosen one rides along in the form.
+            span.where { (frame.t(WebMsg::Where)) " "
+                @if let Some(t) = &f.target {
+                    input type="hidden" name="target" value=(t);
+                    strong.chosen { (t) } " "
+                    a.clear href=(frame.path(&format!("/inbox?{}", f.without_target().query(1)))) { (frame.t(WebMsg::AnyChat)) }
+                } @else {
+                    a.choose href=(frame.path(&format!("/inbox/chats?{}", f.query(1)))) { (frame.t(WebMsg::ChooseChat)) }
                 }
             }
             label { (frame.t(WebMsg::Age)) " "

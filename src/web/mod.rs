@@ -86,6 +86,7 @@ impl Web {
 pub fn router(web: Arc<Web>) -> Router {
     Router::new()
         .route("/inbox", get(inbox::page))
+        .route("/inbox/chats", get(inbox::chats))
         .route("/inbox/sign-in/{token}", get(sign_in::page))
         .route("/inbox/sign-in", post(sign_in::spend))
         .route("/inbox/sign-out", post(sign_in::sign_out))

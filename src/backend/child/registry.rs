@@ -171,6 +171,7 @@ fn signal(pid: u32, signal: libc::c_int) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::CommandExt;
     use std::process::{Child, Command, ExitStatus};
 
     /// A bridge that is gone: no process has pid 0 in `/proc`.
@@ -185,7 +186,18 @@ mod tests {
     }
 
     fn agent(script: &str) -> Child {
-        let child = Command::new("sh").args(["-c", script]).spawn().expect("sh");
+        let mut command = Command::new("sh");
+        command.args(["-c", script]);
+        // The test runner may have been started with SIGINT ignored (a background
+        // job), which the shell would inherit and the test would read as "ignores it".
+        // SAFETY: signal is async-signal-safe.
+        unsafe {
+            command.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let child = command.spawn().expect("sh");
         // Until the shell has set its traps, a SIGINT would end it whatever the script says.
         std::thread::sleep(Duration::from_millis(200));
         child
