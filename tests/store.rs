@@ -8,7 +8,7 @@
 use hitl_bridge::interaction::policy::{RememberArgs, RememberScope, RememberedRule};
 use hitl_bridge::interaction::{AccessPolicy, Actor, Applied, Draft, Interaction, Policy, RequestBuilder, Status, TimeoutDefaults, UserAction};
 use hitl_bridge::protocol::{ActionRequest, Command, Decision, DecisionType, Reply};
-use hitl_bridge::store::{AuditEntry, AuditFilter, ChatKey, MessageRef, Queued, Settled, Store, StoreError};
+use hitl_bridge::store::{AuditEntry, AuditFilter, ChatKey, MessageRef, Queued, Settled, Showing, Store, StoreError};
 use serde_json::{Value, json};
 
 mod support;
@@ -387,9 +387,10 @@ async fn message_refs_are_kept_in_order(db: &mut TestStore) {
     store.bind_chat(&later, "S", T0 + 5).await.expect("bind");
     store.bind_chat(&first, "S", T0 + 1).await.expect("bind");
     store.bind_chat(&elsewhere, "S9", T0).await.expect("bind");
-    assert_eq!(store.showing("S", "id-S_1").await.expect("showing"), (vec![first.clone(), later.clone()], refs.to_vec()));
-    assert_eq!(store.showing("S", "id-other").await.expect("showing"), (vec![first, later], vec![]));
-    assert_eq!(store.showing("S-none", "id-S_1").await.expect("showing"), (vec![], refs.to_vec()));
+    let showing = |bound: Vec<ChatKey>, messages: Vec<MessageRef>| Showing { bound, messages, targets: vec![] };
+    assert_eq!(store.showing("S", "id-S_1").await.expect("showing"), showing(vec![first.clone(), later.clone()], refs.to_vec()));
+    assert_eq!(store.showing("S", "id-other").await.expect("showing"), showing(vec![first, later], vec![]));
+    assert_eq!(store.showing("S-none", "id-S_1").await.expect("showing"), showing(vec![], refs.to_vec()));
 }
 
 /// What a restart renders again: a pending request's message behind its revision, and
@@ -411,8 +412,11 @@ async fn messages_to_render_again_are_those_behind_their_interaction(db: &mut Te
     let stale = |since: i64| async move { store.stale_messages(since).await.expect("list").into_iter().map(|(id, _)| id).collect::<Vec<_>>() };
     assert_eq!(stale(T0).await, ["id-S_1", "id-S_2", "id-S_3"], "pending, never recorded: all of them, oldest first");
 
-    store.mark_shown(&one, revision("id-S_1").await).await.expect("mark");
-    store.mark_shown(&two, revision("id-S_2").await).await.expect("mark");
+    // Together: on SQLite they share a transaction, and its one statement marks both.
+    let (r1, r2) = (revision("id-S_1").await, revision("id-S_2").await);
+    let (a, b) = tokio::join!(store.mark_shown(&one, r1), store.mark_shown(&two, r2));
+    a.expect("mark");
+    b.expect("mark");
     assert_eq!(stale(T0).await, ["id-S_3"]);
 
     // S_2 is decided and S_3 expires; neither message shows that yet.
@@ -1133,6 +1137,9 @@ async fn a_push_is_stored_whole_once_or_not_at_all(db: &mut TestStore) {
     let pushed = approval("api:p", "p_1", T0);
     assert_eq!(store.create_api_request(&request(&pushed, "aa"), &pushed, &claim).await.expect("push"), None);
     assert_eq!(store.interaction(&pushed.id).await.expect("load"), Some(pushed.clone()));
+    let showing = store.showing(&pushed.session_id, &pushed.id).await.expect("showing");
+    assert_eq!(showing.targets, [ChatKey::new("telegram", "7", None)], "where it may yet be shown, in the same read");
+    assert!(showing.bound.is_empty() && showing.messages.is_empty(), "{showing:?}");
     let mut again = approval("api:p", "p_1", T0 + 5);
     again.id = "another-id".into();
     let existing = store.create_api_request(&request(&again, "bb"), &again, &claim).await.expect("push again");

@@ -6,7 +6,7 @@
 use hitl_bridge::interaction::{Interaction, RequestBuilder, TimeoutDefaults};
 use hitl_bridge::platform::telegram::wizard::{self, Prompt, PromptKind, View, Wizard};
 use hitl_bridge::protocol::ActionRequest;
-use hitl_bridge::store::UiState;
+use hitl_bridge::store::{AuditEntry, Store, UiState};
 use serde_json::json;
 
 mod support;
@@ -52,22 +52,36 @@ async fn entries_expire_replace_and_are_taken_once(db: &Db) {
     assert_eq!(a.ui_states().count("i2").await.unwrap(), 0, "pruned on write");
 }
 
+/// An interaction's entries go when it ends, in the transaction that ends it, on
+/// whichever replica that is; another interaction's stay.
 async fn interaction_end_forgets_its_entries(db: &Db) {
     let s = db.store().await;
     let t = now();
+    let (gone, kept) = (interaction("gone"), interaction("kept"));
+    for i in [&gone, &kept] {
+        assert!(s.insert_interaction(i).await.unwrap());
+    }
     s.ui_states().put("a", "1", "gone", "v", t, t + 60_000).await.unwrap();
     s.ui_states().put("b", "2", "gone", "v", t, t + 60_000).await.unwrap();
     s.ui_states().put("a", "3", "kept", "v", t, t + 60_000).await.unwrap();
-    s.ui_states().forget("gone").await.unwrap();
+    end(&s, &gone).await;
     assert_eq!(s.ui_states().count("gone").await.unwrap(), 0);
     assert_eq!(s.ui_states().count("kept").await.unwrap(), 1);
     s.ui_states().delete("a", "3").await.unwrap();
     assert_eq!(s.ui_states().get("a", "3", t).await.unwrap(), None);
 }
 
+/// Ends `i` as its deadline would, through the store's settle.
+async fn end(store: &Store, i: &Interaction) {
+    let mut ended = store.interaction(&i.id).await.unwrap().expect("stored");
+    assert!(ended.expire(now(), false));
+    assert!(store.settle(&ended, None, &AuditEntry::for_settled(&ended, now())).await.unwrap().won());
+}
+
 fn interaction(id: &str) -> Interaction {
     let actions = vec![ActionRequest { name: "execute_trade".into(), args: json!({"symbol": "VNM"}), description: None, tool_use_id: None }];
-    let request = RequestBuilder::start("S_1", actions, vec![], Some(600)).finish(TimeoutDefaults::default()).expect("request");
+    // A key of its own: a session holds one interaction per key.
+    let request = RequestBuilder::start(&format!("S_{id}"), actions, vec![], Some(600)).finish(TimeoutDefaults::default()).expect("request");
     Interaction::new(id.into(), "S".into(), request, None, now())
 }
 
@@ -79,6 +93,8 @@ fn prompt(message_id: i32, user_id: u64, interaction_id: &str) -> Prompt {
 /// the person's next message; per person; the newest replaces the older; taken once.
 async fn prompts_are_shared_by_replicas(db: &Db) {
     let i = interaction("aaaaaaaaaaaa");
+    let store = db.store().await;
+    assert!(store.insert_interaction(&i).await.unwrap());
     let (a, b) = (Wizard::new(db.store().await.ui_states()), Wizard::new(db.store().await.ui_states()));
     a.add_prompt(&prompt(10, 7, &i.id), &i).await.unwrap();
     assert_eq!(b.take_prompt(-100, 8, Some(10), true).await.unwrap(), None, "someone else's prompt");
@@ -94,7 +110,7 @@ async fn prompts_are_shared_by_replicas(db: &Db) {
 
     // The interaction ends: its prompts go.
     b.add_prompt(&prompt(13, 7, &i.id), &i).await.unwrap();
-    a.forget(&i.id).await;
+    end(&store, &i).await;
     assert_eq!(b.take_prompt(-100, 7, Some(13), true).await.unwrap(), None);
 }
 
@@ -103,8 +119,10 @@ async fn prompts_are_shared_by_replicas(db: &Db) {
 /// interaction removes it.
 async fn views_are_shared_by_replicas(db: &Db) {
     let i = interaction("bbbbbbbbbbbb");
+    let store = db.store().await;
+    assert!(store.insert_interaction(&i).await.unwrap());
     let (a, b) = (Wizard::new(db.store().await.ui_states()), Wizard::new(db.store().await.ui_states()));
-    let states = db.store().await.ui_states();
+    let states = store.ui_states();
     let put = async |view: View| {
         let row = wizard::view_state(&i, view);
         states.put(row.kind, &row.key, &i.id, &row.value, now(), row.expires_ms).await.unwrap();
@@ -117,6 +135,6 @@ async fn views_are_shared_by_replicas(db: &Db) {
     assert_eq!(b.view(&i.id).await, Some(View { step: 1, page: 0 }));
     put(View { step: 0, page: 3 }).await;
     assert_eq!(a.view(&i.id).await, Some(View { step: 0, page: 3 }));
-    a.forget(&i.id).await;
+    end(&store, &i).await;
     assert_eq!(b.view(&i.id).await, None);
 }

@@ -8,7 +8,7 @@ use super::{EngineError, LOG_TARGET, PendingShown, SHOW_CLAIM_MS, Shared};
 
 use crate::clock::now_ms;
 use crate::interaction::{Interaction, Origin};
-use crate::store::{ChatKey, MessageRef, ShowClaim, Store};
+use crate::store::{ChatKey, MessageRef, ShowClaim, Showing, Store};
 
 /// How far back a restart looks for ended requests whose cards may still show their
 /// buttons (a request counts while its deadline is after that). An hour covers any
@@ -116,7 +116,7 @@ impl Shared {
     /// show it: those bound to its session (a `Show` may still be queued there) and any
     /// other chat with a message showing it.
     async fn showing(&self, interaction: &Interaction) -> Vec<(ChatKey, Vec<MessageRef>)> {
-        let (mut chats, messages) = match self.store.showing(&interaction.session_id, &interaction.id).await {
+        let Showing { bound: mut chats, messages, targets } = match self.store.showing(&interaction.session_id, &interaction.id).await {
             Ok(found) => found,
             Err(e) => {
                 tracing::error!(target: LOG_TARGET, error = %e, "cannot load where an interaction is shown");
@@ -127,11 +127,7 @@ impl Shared {
         // Where a `Show` may still be queued: routed chats, or a pushed request's targets.
         match &interaction.origin {
             Origin::Chat => chats.extend(self.extra_chats.iter().cloned()),
-            Origin::Pushed { agent, .. } => match self.store.api_request(agent, interaction.approval_key()).await {
-                Ok(Some(request)) => chats.extend(request.targets),
-                Ok(None) => {}
-                Err(e) => tracing::error!(target: LOG_TARGET, error = %e, "cannot load a pushed request's targets"),
-            },
+            Origin::Pushed { .. } => chats.extend(targets),
         }
         chats.sort_by(|a, b| (&a.platform, &a.chat_id, &a.thread_id).cmp(&(&b.platform, &b.chat_id, &b.thread_id)));
         chats.dedup();

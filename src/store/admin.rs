@@ -18,7 +18,7 @@ use super::json::{self, skip_corrupt};
 use super::outbox::insert_command;
 use super::placeholders::{Marks, run_time_statement};
 use super::row::column;
-use super::shows::drop_shows;
+use super::shows::forget_ended;
 use crate::interaction::{Interaction, Status};
 use crate::protocol::Command;
 
@@ -199,7 +199,7 @@ impl Store {
             insert_command(&mut *tx, command, audit.at_ms).await?;
         }
         insert_audit(&mut *tx, audit).await?;
-        drop_shows(&mut tx, &i.id).await?;
+        forget_ended(&mut tx, &i.id).await?;
         sqlx::query("INSERT INTO outside_settles (interaction_id, settled_at_ms) VALUES ($1, $2)")
             .bind(i.id.as_str())
             .bind(audit.at_ms)

@@ -23,6 +23,7 @@ use super::json;
 use super::placeholders::{Marks, run_time_statement};
 use super::row::column;
 use crate::protocol::Command;
+use crate::store::MessageRef;
 
 /// Audit rows per statement: 15 values each, far below SQLite's limit of 32,766.
 const AUDIT_ROWS_PER_STATEMENT: usize = 256;
@@ -32,6 +33,9 @@ const COMMANDS_PER_STATEMENT: usize = 512;
 
 /// Keys in one `IN (…)` list.
 const KEYS_PER_STATEMENT: usize = 512;
+
+/// Messages marked shown per statement: 6 values each.
+const SHOWN_PER_STATEMENT: usize = 256;
 
 /// Where a write learns the outbox id of the command it queued, once its transaction
 /// has committed. Empty when the write lost, or when the ids could not be matched to
@@ -44,8 +48,11 @@ pub(super) struct Deferred {
     audit: Vec<AuditEntry>,
     /// Each command with the time it was queued at, and where its id is told.
     commands: Vec<(Command, i64, OutboxId)>,
-    /// Interactions that ended: where they still had to be shown is forgotten.
+    /// Interactions that ended: where they still had to be shown, and the UI state
+    /// platforms kept for their clicks, are forgotten.
     ended: Vec<String>,
+    /// Messages whose revision shown was recorded, the last record of each winning.
+    shown: Vec<(MessageRef, i64)>,
     /// Outbox rows the backend proved it read.
     delivered: Vec<i64>,
     /// Platform updates handled, as (platform, update id), and the latest time one
@@ -65,10 +72,16 @@ impl Deferred {
         self.commands.push((command.clone(), at_ms, id.clone()));
     }
 
-    /// Forgets where `interaction_id` still had to be shown: it ended, and an ended
-    /// request is never shown late.
-    pub fn drop_shows(&mut self, interaction_id: &str) {
+    /// Forgets where `interaction_id` still had to be shown (an ended request is never
+    /// shown late) and the UI state kept for its clicks (no click can act on it any
+    /// more): it ended.
+    pub fn forget_ended(&mut self, interaction_id: &str) {
         self.ended.push(interaction_id.to_owned());
+    }
+
+    /// Records that `message` shows its interaction at `revision`.
+    pub fn mark_shown(&mut self, message: &MessageRef, revision: i64) {
+        self.shown.push((message.clone(), revision));
     }
 
     /// Removes the outbox row `id`.
@@ -120,11 +133,15 @@ impl Deferred {
             insert.execute(&mut *conn).await.map_err(StoreError::query("append audit entries"))?;
         }
         for chunk in self.ended.chunks(KEYS_PER_STATEMENT) {
-            let sql = format!("DELETE FROM pending_shows WHERE interaction_id IN ({})", marks.list(1, chunk.len()));
-            // Safe: the text is only value marks; every value is bound.
-            let delete = chunk.iter().fold(run_time_statement(sql), |query, id| query.bind(id.as_str()));
-            delete.execute(&mut *conn).await.map_err(StoreError::query("drop the shows of ended interactions"))?;
+            for (table, doing) in [("pending_shows", "drop the shows of ended interactions"), ("ui_state", "forget the UI state of ended interactions")] {
+                let sql = format!("DELETE FROM {table} WHERE interaction_id IN ({})", marks.list(1, chunk.len()));
+                // Safe: the table is one of two names above; the rest is value marks,
+                // every value bound.
+                let delete = chunk.iter().fold(run_time_statement(sql), |query, id| query.bind(id.as_str()));
+                delete.execute(&mut *conn).await.map_err(StoreError::query(doing))?;
+            }
         }
+        mark_shown(conn, marks, self.shown).await?;
         for chunk in self.delivered.chunks(KEYS_PER_STATEMENT) {
             let sql = format!("DELETE FROM outbox WHERE id IN ({})", marks.list(1, chunk.len()));
             // Safe: the text is only value marks; every value is bound.
@@ -181,5 +198,67 @@ impl Assigned {
             // nothing the first time.
             let _ = slot.set(id);
         }
+    }
+}
+
+/// The last record of each message, in the order of the messages: a stable sort by
+/// message keeps each one's records in order, and the last of each run is kept.
+fn last_of_each(mut shown: Vec<(MessageRef, i64)>) -> Vec<(MessageRef, i64)> {
+    fn key(m: &MessageRef) -> (&str, &str, &str, Option<&str>, &str) {
+        (&m.interaction_id, &m.chat.platform, &m.chat.chat_id, m.chat.thread_id.as_deref(), &m.message_id)
+    }
+    shown.sort_by(|(a, _), (b, _)| key(a).cmp(&key(b)));
+    let mut last: Vec<(MessageRef, i64)> = Vec::with_capacity(shown.len());
+    for record in shown {
+        match last.last_mut() {
+            Some(previous) if key(&previous.0) == key(&record.0) => *previous = record,
+            _ => last.push(record),
+        }
+    }
+    last
+}
+
+/// Records the revisions shown, one statement per chunk: a message recorded more than
+/// once in the transaction keeps its last record, as one statement each would have.
+async fn mark_shown(conn: &mut AnyConnection, marks: Marks, shown: Vec<(MessageRef, i64)>) -> Result<()> {
+    for chunk in last_of_each(shown).chunks(SHOWN_PER_STATEMENT) {
+        // Both databases take `UPDATE … FROM` a named list of values (SQLite 3.33 on).
+        let sql = format!(
+            "WITH shown (revision, interaction_id, platform, chat_id, thread_id, message_id) AS (VALUES {})
+             UPDATE message_refs SET shown_revision = shown.revision FROM shown
+             WHERE message_refs.interaction_id = shown.interaction_id AND message_refs.platform = shown.platform
+               AND message_refs.chat_id = shown.chat_id AND message_refs.thread_id = shown.thread_id
+               AND message_refs.message_id = shown.message_id",
+            marks.rows(chunk.len(), 6)
+        );
+        // Safe: the text is only value marks; every value is bound.
+        let update = chunk.iter().fold(run_time_statement(sql), |query, (m, revision)| {
+            query
+                .bind(*revision)
+                .bind(m.interaction_id.as_str())
+                .bind(m.chat.platform.as_str())
+                .bind(m.chat.chat_id.as_str())
+                .bind(m.chat.thread_column())
+                .bind(m.message_id.as_str())
+        });
+        update.execute(&mut *conn).await.map_err(StoreError::query("mark messages shown"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::ChatKey;
+
+    fn message(id: &str) -> MessageRef {
+        MessageRef { interaction_id: "i".into(), chat: ChatKey::new("telegram", "-100", None), message_id: id.into() }
+    }
+
+    #[test]
+    fn a_message_marked_twice_in_one_transaction_keeps_its_last_revision() {
+        let marked = vec![(message("2"), 5), (message("1"), 3), (message("2"), 7), (message("2"), 6), (message("1"), 4)];
+        assert_eq!(last_of_each(marked), vec![(message("1"), 4), (message("2"), 6)]);
+        assert_eq!(last_of_each(Vec::new()), Vec::new());
     }
 }

@@ -423,7 +423,7 @@ impl Write for Settle {
             if let Some(rule) = &self.rule {
                 insert_rule(&mut *conn, rule).await?;
             }
-            deferred.drop_shows(&self.id);
+            deferred.forget_ended(&self.id);
             Ok(true)
         })
     }

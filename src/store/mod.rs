@@ -54,7 +54,7 @@ pub use connect::DEFAULT_URL;
 pub use error::{Result, StoreError};
 pub use inbox::{InboxUpdate, Inboxes, PlatformInbox};
 pub use interactions::{PendingTimers, Settled};
-pub use messages::MessageRef;
+pub use messages::{MessageRef, Showing};
 pub use notify::{OutboxListener, PendingListener, QueuedNotice};
 pub use outbox::Queued;
 pub use pairing::{PairError, PairedUser, PairingCode};

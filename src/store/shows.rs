@@ -143,14 +143,20 @@ impl Store {
     }
 }
 
-/// Forgets where a settled interaction still had to be shown, inside its settle
-/// transaction: an ended request is never shown late.
-pub(super) async fn drop_shows(conn: &mut AnyConnection, interaction_id: &str) -> Result<()> {
+/// Forgets where a settled interaction still had to be shown (an ended request is
+/// never shown late) and the UI state kept for its clicks, inside its settle
+/// transaction: the one-write form of [`Deferred::forget_ended`](super::deferred::Deferred::forget_ended).
+pub(super) async fn forget_ended(conn: &mut AnyConnection, interaction_id: &str) -> Result<()> {
     sqlx::query("DELETE FROM pending_shows WHERE interaction_id = $1")
         .bind(interaction_id)
         .execute(&mut *conn)
         .await
         .map_err(StoreError::query("drop the shows of a settled interaction"))?;
+    sqlx::query("DELETE FROM ui_state WHERE interaction_id = $1")
+        .bind(interaction_id)
+        .execute(&mut *conn)
+        .await
+        .map_err(StoreError::query("forget the UI state of a settled interaction"))?;
     Ok(())
 }
 

@@ -5,9 +5,10 @@
 //!
 //! A row is `(kind, key) → value` plus the interaction it belongs to and an expiry.
 //! The store does not interpret values: each platform owns its kinds and encodes its
-//! values (small JSON or a number). Rows of an interaction are removed when it ends
-//! ([`UiStates::forget`]); expired rows are never read and are deleted on the next
-//! write, so the table stays as small as the set of open interactions.
+//! values (small JSON or a number). Rows of an interaction are removed in the
+//! transaction that ends it (the settle's, whoever settles it: no platform has to
+//! remember to); expired rows are never read and are deleted on the next write, so
+//! the table stays as small as the set of open interactions.
 //!
 //! Platforms reach the table through [`UiStates`], their narrow port: they hold no
 //! [`Store`].
@@ -92,17 +93,6 @@ impl UiStates {
             .execute(&self.store.pool)
             .await
             .map_err(StoreError::query("delete ui state"))?;
-        Ok(())
-    }
-
-    /// Removes every entry of an interaction (it ended: no click or reply can act on
-    /// it any more).
-    pub async fn forget(&self, interaction_id: &str) -> Result<()> {
-        sqlx::query("DELETE FROM ui_state WHERE interaction_id = $1")
-            .bind(interaction_id)
-            .execute(&self.store.pool)
-            .await
-            .map_err(StoreError::query("forget ui state"))?;
         Ok(())
     }
 

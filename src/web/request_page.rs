@@ -55,7 +55,7 @@ pub(super) async fn render(frame: &Frame<'_>, viewer: &Viewer, id: &str, notice:
         Err(e) => return unavailable(&e),
     };
     let (shown, audit) = match tokio::try_join!(web.store.showing(&interaction.session_id, &interaction.id), web.store.audit_log(interaction.approval_key())) {
-        Ok(((_, messages), audit)) => (shown_in(&messages), audit.into_iter().filter(|e| e.interaction_id == interaction.id).collect::<Vec<_>>()),
+        Ok((showing, audit)) => (shown_in(&showing.messages), audit.into_iter().filter(|e| e.interaction_id == interaction.id).collect::<Vec<_>>()),
         Err(e) => return unavailable(&e),
     };
     let answerable = waits_on(web, &interaction, &viewer.actor, now);

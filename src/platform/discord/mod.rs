@@ -328,13 +328,9 @@ impl Platform for Discord {
             let Some(id) = message.message_id.parse::<u64>().ok().filter(|&n| n != 0).map(MessageId::new) else {
                 return Err(send_error(format!("not a Discord message id: {:?}", message.message_id)));
             };
-            let page = self.shared.page_of(id.get()).await;
-            if !interaction.status.is_pending() {
-                // Ended: no page will be turned again.
-                if let Err(e) = self.shared.ui_states.forget(&interaction.id).await {
-                    tracing::warn!(error = %e, "cannot forget ui state; it expires on its own");
-                }
-            }
+            // Only a pending card of several pages has one remembered (an ended
+            // request's UI state is forgotten as it ends).
+            let page = if interaction.status.is_pending() && render::pages(interaction) > 1 { self.shared.page_of(id.get()).await } else { 0 };
             let view = self.shared.view(interaction, self.shared.locale(None), page);
             // An empty component list is what removes the buttons once it has ended.
             let edit = EditMessage::new().embed(view.embed).components(view.components);

@@ -55,7 +55,7 @@ use super::{Platform, PlatformError, reminder};
 use crate::engine::EngineHandle;
 use crate::interaction::policy::Mention;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
-use crate::interaction::{AccessPolicy, Interaction, readable};
+use crate::interaction::{AccessPolicy, Interaction, RequestKind, readable};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
 use crate::platform::inbox::DurableInbox;
@@ -190,7 +190,14 @@ impl Telegram {
     }
 
     async fn rendered(&self, interaction: &Interaction, locale: Locale) -> render::Rendered {
-        let view = self.wizard.view(&interaction.id).await;
+        // Only a pending card with a step or a page to remember has a view stored (an
+        // ended request's is forgotten as it ends): the others are not read for it.
+        let remembers = interaction.status.is_pending()
+            && match &interaction.request.kind {
+                RequestKind::Questions { .. } => true,
+                RequestKind::Approval { .. } => render::pages(interaction, 0) > 1,
+            };
+        let view = if remembers { self.wizard.view(&interaction.id).await } else { None };
         let step = step_for(interaction, view.map(|v| v.step));
         // A page belongs to the step it was turned on.
         let page = view.filter(|v| v.step == step).map_or(0, |v| v.page);
@@ -271,9 +278,6 @@ impl Platform for Telegram {
             let message_id = message.message_id.parse::<i32>().map_err(|_| send::fail(format!("not a Telegram message id: {}", message.message_id)))?;
             let locale = self.locale(&message.chat.chat_id, None);
             let r = self.rendered(interaction, locale).await;
-            if !interaction.status.is_pending() {
-                self.wizard.forget(&interaction.id).await;
-            }
             send::edit(&self.bot, chat_id, MessageId(message_id), &r.text, r.keyboard).await
         })
     }

@@ -97,13 +97,6 @@ impl Wizard {
         }
     }
 
-    /// Forgets everything about an interaction that ended.
-    pub async fn forget(&self, interaction_id: &str) {
-        if let Err(e) = self.states.forget(interaction_id).await {
-            tracing::warn!(error = %e, interaction = %interaction_id, "cannot forget ui state; it expires on its own");
-        }
-    }
-
     /// A new prompt replaces an older one from the same person in the same chat: only
     /// the latest question asked of someone is waiting for their text.
     pub async fn add_prompt(&self, prompt: &Prompt, interaction: &Interaction) -> Result<(), StoreError> {
