@@ -1,5 +1,7 @@
 //! Where a process's CPU and its context switches go during one phase, by thread: read
-//! from `/proc/<pid>/task/*/{stat,status}` before and after, grouped by thread name
+//! from `/proc/<pid>/task/*/{stat,schedstat,status}` before and after (CPU from
+//! `schedstat`, in nanoseconds: `stat`'s clock ticks, 10 ms each, round a thread's
+//! share of a burst down to nothing), grouped by thread name
 //! (numbers dropped, so every Tokio worker counts as one group). A decision's CPU is
 //! mostly threads waking each other (docs/performance.md, stop 40), so the switches a
 //! decision costs, and on which threads, say more about a change than its CPU alone.
@@ -7,11 +9,11 @@
 
 use std::collections::BTreeMap;
 
-/// Per thread group: CPU in clock ticks and context switches (voluntary: the thread
+/// Per thread group: CPU in nanoseconds and context switches (voluntary: the thread
 /// waited; involuntary: it was preempted).
 #[derive(Debug, Clone, Copy, Default)]
 struct Counters {
-    ticks: u64,
+    nanos: u64,
     voluntary: u64,
     involuntary: u64,
 }
@@ -29,30 +31,29 @@ impl Threads {
     }
 
     /// Prints, per thread group and per `per` (decisions), what the phase cost: CPU
-    /// (ms) and context switches. A thread that ended during the phase is not counted.
+    /// (ms) and context switches. A thread that ended during the phase is not counted
+    /// (the process's own figure, from `/proc/<pid>/stat`, counts it).
     pub fn finish(self, per: usize, what: &str) {
         let now = read(self.pid);
         let per = per.max(1) as f64;
-        // SAFETY: sysconf only reads a system constant.
-        let ticks_per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
         let mut total = Counters::default();
         let mut lines = Vec::new();
         for (group, after) in &now {
             let before = self.at_start.get(group).copied().unwrap_or_default();
             let spent = Counters {
-                ticks: after.ticks.saturating_sub(before.ticks),
+                nanos: after.nanos.saturating_sub(before.nanos),
                 voluntary: after.voluntary.saturating_sub(before.voluntary),
                 involuntary: after.involuntary.saturating_sub(before.involuntary),
             };
-            total.ticks += spent.ticks;
+            total.nanos += spent.nanos;
             total.voluntary += spent.voluntary;
             total.involuntary += spent.involuntary;
-            if spent.ticks + spent.voluntary + spent.involuntary > 0 {
+            if spent.nanos + spent.voluntary + spent.involuntary > 0 {
                 lines.push((group.clone(), spent));
             }
         }
         lines.sort_by(|a, b| (b.1.voluntary + b.1.involuntary).cmp(&(a.1.voluntary + a.1.involuntary)));
-        let cpu = |c: &Counters| c.ticks as f64 * 1000.0 / ticks_per_sec / per;
+        let cpu = |c: &Counters| c.nanos as f64 / 1e6 / per;
         println!(
             "    by thread, per {what}: {:.2} ms CPU, {:.1} context switches ({:.1} waits, {:.1} preempted)",
             cpu(&total),
@@ -78,26 +79,19 @@ fn read(pid: u32) -> BTreeMap<String, Counters> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return groups };
     for task in tasks.flatten() {
         let dir = task.path();
-        let (Ok(stat), Ok(status)) = (std::fs::read_to_string(dir.join("stat")), std::fs::read_to_string(dir.join("status"))) else { continue };
-        let Some((name, ticks)) = name_and_ticks(&stat) else { continue };
+        let (Ok(name), Ok(schedstat), Ok(status)) =
+            (std::fs::read_to_string(dir.join("comm")), std::fs::read_to_string(dir.join("schedstat")), std::fs::read_to_string(dir.join("status")))
+        else {
+            continue;
+        };
         let counter = |key: &str| status.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0);
-        let entry = groups.entry(group_of(&name)).or_default();
-        entry.ticks += ticks;
+        let entry = groups.entry(group_of(name.trim())).or_default();
+        // schedstat: time on a CPU (ns), time waiting to run (ns), time slices.
+        entry.nanos += schedstat.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
         entry.voluntary += counter("voluntary_ctxt_switches:");
         entry.involuntary += counter("nonvoluntary_ctxt_switches:");
     }
     groups
-}
-
-/// The thread's name (between the parentheses) and its user + system ticks.
-fn name_and_ticks(stat: &str) -> Option<(String, u64)> {
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let name = stat.get(open + 1..close)?.to_owned();
-    // After the name: state is field 3; utime and stime are fields 14 and 15.
-    let fields: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
-    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some((name, ticks))
 }
 
 /// A thread's group: its name without the numbers that tell its siblings apart.
