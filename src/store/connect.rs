@@ -14,6 +14,7 @@ use super::Store;
 use super::error::{Result, StoreError};
 use super::group_commit::GroupCommit;
 use super::settings::SqliteSync;
+use super::showing::ShowingReads;
 
 /// Where the store lives when the config names no database.
 pub const DEFAULT_URL: &str = "sqlite://data/hitl-bridge.db";
@@ -189,7 +190,8 @@ impl Store {
         backend.migrator().run(&pool).await?;
         let group = (backend == Backend::Sqlite).then(|| GroupCommit::start(pool.clone()));
         let listen_url = (backend == Backend::Postgres).then(|| std::sync::Arc::from(url));
-        Ok(Store { pool, group, listen_url })
+        let showing_reads = ShowingReads::start(pool.clone());
+        Ok(Store { pool, group, listen_url, showing_reads })
     }
 }
 

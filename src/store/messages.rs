@@ -9,7 +9,6 @@ use super::chats::ChatKey;
 use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
-use super::json::{self, skip_corrupt};
 use super::row::column;
 
 /// A platform message that shows an interaction, so it can be edited when it ends.
@@ -58,39 +57,6 @@ impl Store {
         rows.iter().map(|row| Ok((column(row, "interaction_id")?, ChatKey::from_row(row)?))).collect()
     }
 
-    /// Where an interaction of `session_id` is or may yet be shown, in one read: the
-    /// chats bound to the session, in the order they were bound; the messages showing
-    /// `interaction_id`, in the order they were sent; and, when it was pushed over the
-    /// HTTP API, the targets it was pushed to.
-    pub async fn showing(&self, session_id: &str, interaction_id: &str) -> Result<Showing> {
-        let rows = sqlx::query(
-            "SELECT platform, chat_id, thread_id, NULL AS message_id, bound_at_ms, 0 AS ref_id, NULL AS targets FROM chat_bindings WHERE session_id = $1
-             UNION ALL
-             SELECT platform, chat_id, thread_id, message_id, 0, id, NULL FROM message_refs WHERE interaction_id = $2
-             UNION ALL
-             SELECT '', '', '', NULL, 0, 0, targets FROM api_requests WHERE interaction_id = $2
-             ORDER BY bound_at_ms, ref_id, platform, chat_id, thread_id",
-        )
-        .bind(session_id)
-        .bind(interaction_id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(StoreError::query("list where an interaction is shown"))?;
-        let mut showing = Showing::default();
-        for row in &rows {
-            if let Some(targets) = column::<Option<String>>(row, "targets")? {
-                showing.targets = skip_corrupt(json::decode(&targets, "request targets", interaction_id)).unwrap_or_default();
-                continue;
-            }
-            let chat = ChatKey::from_row(row)?;
-            match column::<Option<String>>(row, "message_id")? {
-                Some(message_id) => showing.messages.push(MessageRef { interaction_id: interaction_id.to_owned(), chat, message_id }),
-                None => showing.bound.push(chat),
-            }
-        }
-        Ok(showing)
-    }
-
     /// The interaction's messages, in the order they were sent.
     pub async fn message_refs(&self, interaction_id: &str) -> Result<Vec<MessageRef>> {
         let rows = sqlx::query("SELECT platform, chat_id, thread_id, message_id FROM message_refs WHERE interaction_id = $1 ORDER BY id")
@@ -102,17 +68,6 @@ impl Store {
             .map(|row| Ok(MessageRef { interaction_id: interaction_id.to_owned(), chat: ChatKey::from_row(row)?, message_id: column(row, "message_id")? }))
             .collect()
     }
-}
-
-/// Where an interaction is or may yet be shown ([`Store::showing`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Showing {
-    /// The chats bound to its session, in the order they were bound.
-    pub bound: Vec<ChatKey>,
-    /// The messages showing it, in the order they were sent.
-    pub messages: Vec<MessageRef>,
-    /// The targets it was pushed to over the HTTP API (none for a chat's turn).
-    pub targets: Vec<ChatKey>,
 }
 
 /// [`Store::mark_shown`] as a write of a group commit.

@@ -39,6 +39,7 @@ mod row;
 mod rules;
 mod secrets;
 pub mod settings;
+mod showing;
 mod shows;
 mod turns;
 mod ui_state;
@@ -54,13 +55,14 @@ pub use connect::DEFAULT_URL;
 pub use error::{Result, StoreError};
 pub use inbox::{InboxUpdate, Inboxes, PlatformInbox};
 pub use interactions::{PendingTimers, Settled};
-pub use messages::{MessageRef, Showing};
+pub use messages::MessageRef;
 pub use notify::{OutboxListener, PendingListener, QueuedNotice};
 pub use outbox::Queued;
 pub use pairing::{PairError, PairedUser, PairingCode};
 pub use pending_access::PendingAccess;
 pub use refusals::StrangerWindow;
 pub use retention::Pruned;
+pub use showing::Showing;
 pub use shows::{PendingShow, ShowClaim};
 pub use turns::OpenTurn;
 pub use ui_state::{UiState, UiStates};
@@ -75,6 +77,8 @@ pub struct Store {
     /// PostgreSQL only: where a listener for the outbox's announcements connects
     /// ([`notify`]). Never shown (it may hold a password).
     listen_url: Option<std::sync::Arc<str>>,
+    /// Where requests are shown, asked together ([`showing`]).
+    showing_reads: showing::ShowingReads,
 }
 
 impl Store {
