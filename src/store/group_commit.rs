@@ -29,6 +29,13 @@ const MAX_BATCH: usize = 256;
 /// in failed.
 pub(super) trait Write: Send + Sync + 'static {
     fn apply<'a>(&'a self, conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>>;
+
+    /// True when the write only defers, and what it defers is one statement (a
+    /// message marked shown, an update marked handled): alone, it needs no
+    /// transaction, which on PostgreSQL saves the `BEGIN` and `COMMIT` round trips.
+    fn is_one_statement(&self) -> bool {
+        false
+    }
 }
 
 struct Queued {
@@ -110,8 +117,15 @@ async fn together(pool: &AnyPool, batch: &[Queued]) -> Result<Vec<bool>> {
     Ok(outcomes)
 }
 
-/// One write in its own transaction.
+/// One write in its own transaction (or, when it is one statement, in none).
 pub(super) async fn alone(pool: &AnyPool, write: &dyn Write) -> Result<bool> {
+    if write.is_one_statement() {
+        let mut conn = pool.acquire().await.map_err(StoreError::query("acquire a connection for a write"))?;
+        let mut deferred = Deferred::default();
+        let applied = write.apply(&mut conn, &mut deferred).await?;
+        deferred.run(&mut conn).await?.publish();
+        return Ok(applied);
+    }
     let mut tx = pool.begin().await.map_err(StoreError::query("begin a write"))?;
     let mut deferred = Deferred::default();
     if !write.apply(&mut tx, &mut deferred).await? {

@@ -228,4 +228,8 @@ impl Write for FinishUpdate {
         deferred.mark_handled(&self.platform, &self.update_id, self.now_ms);
         Box::pin(async { Ok(true) })
     }
+
+    fn is_one_statement(&self) -> bool {
+        true
+    }
 }

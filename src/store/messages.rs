@@ -82,6 +82,10 @@ impl Write for MarkShown {
         deferred.mark_shown(&self.message, self.revision);
         Box::pin(async { Ok(true) })
     }
+
+    fn is_one_statement(&self) -> bool {
+        true
+    }
 }
 
 /// Records on any executor that `r` shows its interaction at `revision`, so a show can

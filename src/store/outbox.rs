@@ -166,4 +166,8 @@ impl Write for RemoveOutbox {
         deferred.remove_command(self.0);
         Box::pin(async { Ok(true) })
     }
+
+    fn is_one_statement(&self) -> bool {
+        true
+    }
 }
