@@ -52,7 +52,7 @@ impl Threads {
                 lines.push((group.clone(), spent));
             }
         }
-        lines.sort_by(|a, b| (b.1.voluntary + b.1.involuntary).cmp(&(a.1.voluntary + a.1.involuntary)));
+        lines.sort_by_key(|(_, c)| std::cmp::Reverse(c.voluntary + c.involuntary));
         let cpu = |c: &Counters| c.nanos as f64 / 1e6 / per;
         println!(
             "    by thread, per {what}: {:.2} ms CPU, {:.1} context switches ({:.1} waits, {:.1} preempted)",

@@ -207,7 +207,7 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(alone, batch);
-        assert_eq!(batch[0].bound, [a_chat.clone()]);
+        assert_eq!(batch[0].bound, std::slice::from_ref(&a_chat));
         assert_eq!(batch[0].messages, [message("i-a1", &a_chat, "10"), message("i-a1", &b_chat, "11")]);
         assert_eq!((batch[1].bound.as_slice(), batch[1].messages.as_slice()), (std::slice::from_ref(&a_chat), &[][..]));
         assert_eq!((batch[2].bound.as_slice(), batch[2].messages.as_slice()), (std::slice::from_ref(&b_chat), &[message("i-b1", &b_chat, "12")][..]));
