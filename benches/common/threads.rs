@@ -53,22 +53,14 @@ impl Threads {
             }
         }
         lines.sort_by_key(|(_, c)| std::cmp::Reverse(c.voluntary + c.involuntary));
-        let cpu = |c: &Counters| c.nanos as f64 / 1e6 / per;
-        println!(
-            "    by thread, per {what}: {:.2} ms CPU, {:.1} context switches ({:.1} waits, {:.1} preempted)",
-            cpu(&total),
-            (total.voluntary + total.involuntary) as f64 / per,
-            total.voluntary as f64 / per,
-            total.involuntary as f64 / per
-        );
+        // CPU in ms, then switches: in all, waits, preempted; each per `per`.
+        let figures =
+            |c: &Counters| (c.nanos as f64 / 1e6 / per, (c.voluntary + c.involuntary) as f64 / per, c.voluntary as f64 / per, c.involuntary as f64 / per);
+        let (cpu, switches, waits, preempted) = figures(&total);
+        println!("    by thread, per {what}: {cpu:.2} ms CPU, {switches:.1} context switches ({waits:.1} waits, {preempted:.1} preempted)");
         for (group, spent) in lines {
-            println!(
-                "      {group:<24} {:>6.2} ms CPU {:>6.1} switches ({:.1} waits, {:.1} preempted)",
-                cpu(&spent),
-                (spent.voluntary + spent.involuntary) as f64 / per,
-                spent.voluntary as f64 / per,
-                spent.involuntary as f64 / per
-            );
+            let (cpu, switches, waits, preempted) = figures(&spent);
+            println!("      {group:<24} {cpu:>6.2} ms CPU {switches:>6.1} switches ({waits:.1} waits, {preempted:.1} preempted)");
         }
     }
 }

@@ -72,17 +72,24 @@ impl GroupCommit {
 
 /// Takes whatever is queued, up to [`MAX_BATCH`], commits it together, answers each.
 async fn run(pool: AnyPool, mut writes: mpsc::UnboundedReceiver<Queued>) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    while let Some(first) = writes.recv().await {
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match writes.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
-            }
-        }
-        commit(&pool, std::mem::take(&mut batch)).await;
+    while let Some(batch) = next_batch(&mut writes, MAX_BATCH).await {
+        commit(&pool, batch).await;
     }
+}
+
+/// The next item of `queue` with whatever else is queued already, up to `max` in
+/// all: nothing waits for company. `None` once the queue is closed and empty.
+pub(super) async fn next_batch<T>(queue: &mut mpsc::UnboundedReceiver<T>, max: usize) -> Option<Vec<T>> {
+    let first = queue.recv().await?;
+    let mut batch = Vec::with_capacity(max.min(16));
+    batch.push(first);
+    while batch.len() < max {
+        match queue.try_recv() {
+            Ok(next) => batch.push(next),
+            Err(_) => break,
+        }
+    }
+    Some(batch)
 }
 
 async fn commit(pool: &AnyPool, batch: Vec<Queued>) {

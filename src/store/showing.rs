@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::Store;
 use super::chats::ChatKey;
 use super::error::{Result, StoreError};
+use super::group_commit::next_batch;
 use super::json::{self, skip_corrupt};
 use super::messages::MessageRef;
 use super::placeholders::{Marks, run_time_statement};
@@ -80,16 +81,8 @@ impl Store {
 
 /// Takes whatever is queued, up to [`MAX_BATCH`], reads it together, answers each.
 async fn run(pool: AnyPool, mut asks: mpsc::UnboundedReceiver<Queued>) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    while let Some(first) = asks.recv().await {
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match asks.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
-            }
-        }
-        let (asked, answers): (Vec<Ask>, Vec<_>) = std::mem::take(&mut batch).into_iter().map(|q| (q.ask, q.answer)).unzip();
+    while let Some(batch) = next_batch(&mut asks, MAX_BATCH).await {
+        let (asked, answers): (Vec<Ask>, Vec<_>) = batch.into_iter().map(|q| (q.ask, q.answer)).unzip();
         match read(&pool, &asked).await {
             Ok(all) => {
                 for (answer, showing) in answers.into_iter().zip(all) {
