@@ -304,7 +304,8 @@ impl<F: ChatFake> Rig<F> {
     }
 
     /// Clicks Approve on the card of `key_of(person)` for each person, `pace` apart;
-    /// returns (delivery → command, push → command) latencies.
+    /// returns (delivery → command, push → command) latencies, and prints where a
+    /// click's time went, hop by hop, when they were paced.
     async fn click(&self, people: &[F::Person], pace: Duration, key_of: impl Fn(&str) -> String) -> (Samples, Samples, Duration) {
         // Find each card first, so the clicks themselves go out quickly.
         let targets: Vec<(&F::Person, String, F::Card)> = people
@@ -331,14 +332,31 @@ impl<F: ChatFake> Rig<F> {
         let drained = started.elapsed();
         let approvals = self.agent.state().approvals.clone();
         let delivered = self.fake.deliveries();
-        let mut from_delivery = Vec::new();
-        let mut from_push = Vec::new();
+        let answers = self.fake.answers();
+        let (mut from_delivery, mut from_push, mut update_in, mut to_answer) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for (click, (key, pushed_at)) in &pushed {
             let command = approvals[key];
             from_push.push(command.saturating_duration_since(*pushed_at));
             if let Some(at) = delivered.get(click) {
                 from_delivery.push(command.saturating_duration_since(*at));
+                update_in.push(at.saturating_duration_since(*pushed_at));
+                if let Some(answered) = answers.get(click) {
+                    to_answer.push(answered.saturating_duration_since(*at));
+                }
             }
+        }
+        if !pace.is_zero() {
+            let p50 = |samples: Vec<Duration>| Samples(samples).at(0.5).as_secs_f64() * 1000.0;
+            let answered = if to_answer.is_empty() {
+                String::new()
+            } else {
+                format!("; delivered → click answered (stored, decided, the Bot API call) {:.2} ms", p50(to_answer))
+            };
+            println!(
+                "    per hop, p50: queued on the fake → delivered to the bridge (the long poll) {:.2} ms{answered}; delivered → command at the agent {:.2} ms",
+                p50(update_in),
+                p50(from_delivery.clone())
+            );
         }
         (Samples(from_delivery), Samples(from_push), drained)
     }

@@ -59,6 +59,12 @@ pub trait ChatFake {
     fn click(&self, person: &Self::Person, card: &Self::Card) -> String;
     /// When each click was delivered to the bridge: click id → when.
     fn deliveries(&self) -> HashMap<String, Instant>;
+    /// When the bridge answered each click to the platform once decided (Telegram's
+    /// `answerCallbackQuery`): click id → when. Empty where the platform's answer
+    /// comes before the decision (Slack acknowledges an envelope once stored).
+    fn answers(&self) -> HashMap<String, Instant> {
+        HashMap::new()
+    }
     fn shutdown(self);
 }
 
@@ -131,6 +137,14 @@ impl ChatFake for FakeTelegram {
 
     fn deliveries(&self) -> HashMap<String, Instant> {
         FakeTelegram::deliveries(self).into_iter().filter_map(|(u, at)| Some((u["callback_query"]["id"].as_str()?.to_owned(), at))).collect()
+    }
+
+    fn answers(&self) -> HashMap<String, Instant> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.method == "answercallbackquery")
+            .filter_map(|r| Some((r.body["callback_query_id"].as_str()?.to_owned(), r.at)))
+            .collect()
     }
 
     fn shutdown(self) {
