@@ -353,7 +353,7 @@ impl<F: ChatFake> Rig<F> {
                 format!("; delivered → click answered (stored, decided, the Bot API call) {:.2} ms", p50(to_answer))
             };
             println!(
-                "    per hop, p50: queued on the fake → delivered to the bridge (the long poll) {:.2} ms{answered}; delivered → command at the agent {:.2} ms",
+                "    per hop, p50: queued on the fake → delivered to the bridge {:.2} ms{answered}; delivered → command at the agent {:.2} ms",
                 p50(update_in),
                 p50(from_delivery.clone())
             );
