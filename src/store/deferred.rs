@@ -20,10 +20,10 @@ use super::audit::bind_entry;
 use super::audit_entry::AuditEntry;
 use super::error::{Result, StoreError};
 use super::json;
+use super::messages::MessageRef;
 use super::placeholders::{Marks, run_time_statement};
 use super::row::column;
 use crate::protocol::Command;
-use crate::store::MessageRef;
 
 /// Audit rows per statement: 15 values each, far below SQLite's limit of 32,766.
 const AUDIT_ROWS_PER_STATEMENT: usize = 256;

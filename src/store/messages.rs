@@ -88,25 +88,6 @@ impl Write for MarkShown {
     }
 }
 
-/// Records on any executor that `r` shows its interaction at `revision`, so a show can
-/// record it in the transaction that stores the message.
-pub(super) async fn set_shown_revision<'e>(executor: impl sqlx::AnyExecutor<'e>, r: &MessageRef, revision: i64) -> Result<()> {
-    sqlx::query(
-        "UPDATE message_refs SET shown_revision = $1
-         WHERE interaction_id = $2 AND platform = $3 AND chat_id = $4 AND thread_id = $5 AND message_id = $6",
-    )
-    .bind(revision)
-    .bind(r.interaction_id.as_str())
-    .bind(r.chat.platform.as_str())
-    .bind(r.chat.chat_id.as_str())
-    .bind(r.chat.thread_column())
-    .bind(r.message_id.as_str())
-    .execute(executor)
-    .await
-    .map_err(StoreError::query("mark a message shown"))?;
-    Ok(())
-}
-
 /// Inserts on any executor, so a show can record its message in its transaction.
 pub(super) async fn insert_message_ref<'e>(executor: impl sqlx::AnyExecutor<'e>, r: &MessageRef) -> Result<()> {
     sqlx::query(

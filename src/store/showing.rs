@@ -8,7 +8,7 @@
 //! Each ask gets exactly what a read of its own would return; nothing here decides
 //! anything about what the rows mean.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use sqlx::AnyPool;
 use tokio::sync::{mpsc, oneshot};
@@ -126,31 +126,36 @@ async fn read(pool: &AnyPool, asks: &[Ask]) -> Result<Vec<Showing>> {
         select = select.bind(*value);
     }
     let rows = select.fetch_all(&mut *conn).await.map_err(StoreError::query("list where an interaction is shown"))?;
+    // Which asks each session and each interaction answers (an id may be asked twice).
+    let mut of_session: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut of_interaction: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (n, ask) in asks.iter().enumerate() {
+        of_session.entry(&ask.session_id).or_default().push(n);
+        of_interaction.entry(&ask.interaction_id).or_default().push(n);
+    }
     let mut all = vec![Showing::default(); asks.len()];
     for row in &rows {
         if let Some(session) = column::<Option<String>>(row, "of_session")? {
             let chat = ChatKey::from_row(row)?;
-            for (ask, showing) in asks.iter().zip(all.iter_mut()) {
-                if ask.session_id == session {
-                    showing.bound.push(chat.clone());
-                }
+            for &n in of_session.get(session.as_str()).into_iter().flatten() {
+                all[n].bound.push(chat.clone());
             }
             continue;
         }
         let interaction_id: String = column(row, "of_interaction")?;
-        let targets = column::<Option<String>>(row, "targets")?;
-        let message = match &targets {
-            Some(_) => None,
-            None => Some(MessageRef { interaction_id: interaction_id.clone(), chat: ChatKey::from_row(row)?, message_id: column(row, "message_id")? }),
-        };
-        for (ask, showing) in asks.iter().zip(all.iter_mut()) {
-            if ask.interaction_id != interaction_id {
-                continue;
+        let askers = of_interaction.get(interaction_id.as_str()).into_iter().flatten();
+        match column::<Option<String>>(row, "targets")? {
+            Some(targets) => {
+                let targets: Vec<ChatKey> = skip_corrupt(json::decode(&targets, "request targets", &interaction_id)).unwrap_or_default();
+                for &n in askers {
+                    all[n].targets = targets.clone();
+                }
             }
-            match (&targets, &message) {
-                (Some(targets), _) => showing.targets = skip_corrupt(json::decode(targets, "request targets", &interaction_id)).unwrap_or_default(),
-                (None, Some(message)) => showing.messages.push(message.clone()),
-                (None, None) => {}
+            None => {
+                let message = MessageRef { interaction_id: interaction_id.clone(), chat: ChatKey::from_row(row)?, message_id: column(row, "message_id")? };
+                for &n in askers {
+                    all[n].messages.push(message.clone());
+                }
             }
         }
     }

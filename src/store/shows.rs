@@ -193,12 +193,13 @@ struct Shown {
 }
 
 impl Write for Shown {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             if let Some(message) = &self.message {
                 super::messages::insert_message_ref(&mut *conn, message).await?;
                 if let Some(revision) = self.revision {
-                    super::messages::set_shown_revision(&mut *conn, message, revision).await?;
+                    // With every other message its transaction marks, after the insert.
+                    deferred.mark_shown(message, revision);
                 }
             }
             sqlx::query("DELETE FROM pending_shows WHERE interaction_id = $1 AND platform = $2 AND chat_id = $3 AND thread_id = $4")
