@@ -54,6 +54,8 @@ suite!(
     draft_persists_until_settled,
     settle_is_first_wins,
     concurrent_settles_have_one_winner,
+    writes_sharing_a_commit_keep_their_own_outcomes_and_a_bad_one_fails_alone,
+    the_store_closes_while_its_tasks_keep_connections,
     outbox_keeps_order_and_removes,
     survives_reopening,
     chat_binding_is_an_upsert,
@@ -284,6 +286,54 @@ async fn concurrent_settles_have_one_winner(db: &mut TestStore) {
     let audit = db.store.audit_log("S_1").await.expect("audit");
     assert_eq!(audit.iter().map(|e| e.outcome.as_str()).collect::<Vec<_>>(), [winner.1]);
     replica.close().await;
+}
+
+/// Forty writes at once share commits (the group commit, on PostgreSQL as on SQLite):
+/// twenty settles each queueing a command, the same twenty again (each loses: nothing
+/// written or queued twice), and a message recorded for a request that does not exist
+/// (a foreign key error, which on PostgreSQL aborts the whole transaction it is in).
+/// The bad write fails alone; every other write has its own outcome, and each winner's
+/// audit row and command are there once.
+async fn writes_sharing_a_commit_keep_their_own_outcomes_and_a_bad_one_fails_alone(db: &mut TestStore) {
+    let store = &db.store;
+    let created: Vec<Interaction> = (0..20).map(|n| approval(&format!("S{n}"), &format!("S{n}_1"), T0)).collect();
+    for i in &created {
+        assert!(store.insert_interaction(i).await.expect("insert"));
+    }
+    let settles = (0..40).map(|k| {
+        let mut i = created[k % 20].clone();
+        async move {
+            assert!(i.cancel(T0 + 5, "turn ended"));
+            let command = Command::Cancel { session_id: i.session_id.clone() };
+            store.settle(&i, Some(&command), &AuditEntry::for_settled(&i, T0 + 5)).await.expect("settle")
+        }
+    });
+    let chat = ChatKey::new("telegram", "-100", None);
+    let orphan = MessageRef { interaction_id: "nobody".into(), chat: chat.clone(), message_id: "m1".into() };
+    let (outcomes, bad) = tokio::join!(futures_util::future::join_all(settles), store.shown("nobody", &chat, Some(&orphan)));
+
+    assert!(bad.is_err(), "{bad:?}");
+    for n in 0..20 {
+        let won: Vec<&Settled> = [&outcomes[n], &outcomes[n + 20]].into_iter().filter(|s| s.won()).collect();
+        assert_eq!(won.len(), 1, "request {n}: {:?}", [&outcomes[n], &outcomes[n + 20]]);
+        let session = format!("S{n}");
+        assert_eq!(commands(&store.outbox_for_session(&session).await.expect("outbox")), [Command::Cancel { session_id: session }]);
+        assert_eq!(store.audit_log(&format!("S{n}_1")).await.expect("audit").len(), 1);
+    }
+}
+
+/// The group commit and the shared reads keep a connection between their statements;
+/// closing the store hands them back instead of waiting for them forever, and a write
+/// after the close fails rather than hangs.
+async fn the_store_closes_while_its_tasks_keep_connections(db: &mut TestStore) {
+    let store = db.db.store().await;
+    let i = approval("S", "S_1", T0);
+    assert!(store.insert_interaction(&i).await.expect("insert"));
+    store.showing("S", &i.id).await.expect("showing");
+    let within = std::time::Duration::from_secs(10);
+    tokio::time::timeout(within, store.close()).await.expect("the store closes");
+    let after = tokio::time::timeout(within, store.insert_interaction(&approval("S", "S_2", T0))).await.expect("a write after the close returns");
+    assert!(after.is_err(), "{after:?}");
 }
 
 async fn outbox_keeps_order_and_removes(db: &mut TestStore) {

@@ -39,10 +39,15 @@ impl Profile {
     /// Starts sampling `pid` when `LOAD_PROFILE` is set; `None` (with a line saying why)
     /// otherwise or when perf cannot run.
     pub fn start(pid: u32, phase: &str) -> Option<Profile> {
-        std::env::var_os("LOAD_PROFILE")?;
+        let mode = std::env::var("LOAD_PROFILE").ok()?;
         let file = std::env::temp_dir().join(format!("hitl-bridge-{phase}-{pid}.perf"));
+        // `switches`: where the threads stop running (each context switch, with the
+        // stack it left from), for `perf report` by hand; the file is kept.
+        let sampling: &[&str] = if mode == "switches" { &["-e", "sched:sched_switch", "--call-graph", "dwarf,16384"] } else { &["-F", "4999"] };
         let perf = Command::new("perf")
-            .args(["record", "-q", "-F", "4999", "-p", &pid.to_string(), "-o"])
+            .args(["record", "-q"])
+            .args(sampling)
+            .args(["-p", &pid.to_string(), "-o"])
             .arg(&file)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -65,6 +70,9 @@ impl Profile {
         // perf writes its file when interrupted, as on Ctrl-C.
         let _ = Command::new("kill").args(["-INT", &self.perf.id().to_string()]).status();
         let _ = self.perf.wait();
+        if std::env::var("LOAD_PROFILE").as_deref() == Ok("switches") {
+            return println!("  (context switches of {what} recorded in {}: perf report -i it)", self.file.display());
+        }
         let report =
             Command::new("perf").args(["report", "--stdio", "--no-children", "--sort", "dso,sym", "-i"]).arg(&self.file).stderr(Stdio::null()).output();
         let _ = std::fs::remove_file(&self.file);

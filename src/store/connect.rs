@@ -8,13 +8,13 @@ use std::str::FromStr;
 use sqlx::any::AnyPoolOptions;
 use sqlx::migrate::{MigrateDatabase, Migration, MigrationType, Migrator};
 use sqlx::sqlite::SqliteConnectOptions;
-use sqlx::{AnyConnection, AnyPool, SqlSafeStr, Sqlite};
+use sqlx::{AnyConnection, AnyPool, Connection, SqlSafeStr, Sqlite};
 
 use super::Store;
 use super::error::{Result, StoreError};
 use super::group_commit::GroupCommit;
 use super::settings::SqliteSync;
-use super::showing::ShowingReads;
+use super::shared_reads::SharedReads;
 
 /// Where the store lives when the config names no database.
 pub const DEFAULT_URL: &str = "sqlite://data/hitl-bridge.db";
@@ -184,14 +184,15 @@ impl Store {
                 }
                 sqlite_pool_options(in_memory, sync)
             }
-            Backend::Postgres => AnyPoolOptions::new(),
+            Backend::Postgres => postgres_pool_options(),
         };
         let pool: AnyPool = options.connect(url).await.map_err(connect_error)?;
         backend.migrator().run(&pool).await?;
-        let group = (backend == Backend::Sqlite).then(|| GroupCommit::start(pool.clone()));
+        let group = GroupCommit::start(pool.clone());
         let listen_url = (backend == Backend::Postgres).then(|| std::sync::Arc::from(url));
-        let showing_reads = ShowingReads::start(pool.clone());
-        Ok(Store { pool, group, listen_url, showing_reads })
+        let showing_reads = SharedReads::start(pool.clone());
+        let loads = SharedReads::start(pool.clone());
+        Ok(Store { pool, group, listen_url, showing_reads, loads })
     }
 }
 
@@ -226,6 +227,25 @@ fn sqlite_pool_options(in_memory: bool, sync: SqliteSync) -> AnyPoolOptions {
         options
     }
 }
+
+/// A PostgreSQL connection is tested (a round trip) before use only when it has been
+/// idle for a while: one in steady use is known to work, and sqlx's default, a test
+/// before every use, made each statement from the pool cost a second round trip (a
+/// third with the test sqlx makes as it goes back). One that idled may have been cut
+/// (a restarted server, a proxy's timeout) and is replaced instead of failing a query.
+fn postgres_pool_options() -> AnyPoolOptions {
+    AnyPoolOptions::new().test_before_acquire(false).before_acquire(|conn, meta| {
+        Box::pin(async move {
+            if meta.idle_for >= POSTGRES_TRUSTED_IDLE {
+                conn.ping().await?;
+            }
+            Ok(true)
+        })
+    })
+}
+
+/// How long a PostgreSQL connection may idle and still be used untested.
+const POSTGRES_TRUSTED_IDLE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Run on every new SQLite connection. The Any driver only takes settings from the
 /// url, which has no parameters for these, so they are set here instead.

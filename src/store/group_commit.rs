@@ -1,22 +1,28 @@
-//! Group commit for SQLite: the writes on the hot path (a decision's settle, a new
-//! request with the chats it must be shown in, a shown message) that arrive while
-//! another commit is under way share the next transaction, and so its one fsync,
-//! instead of queueing for SQLite's single write lock one commit at a time.
+//! Group commit: the writes on the hot path (a decision's settle, a new request with
+//! the chats it must be shown in, a shown message) that arrive while another commit is
+//! under way share the next transaction, and so its one fsync, instead of queueing
+//! for SQLite's single write lock one commit at a time. On PostgreSQL, which commits
+//! writers in parallel, sharing saves round trips instead: a settle alone is a
+//! transaction of seven statements (`BEGIN`, the update, the audit and outbox rows,
+//! two removals, `COMMIT`), in a batch it is one statement and a share of the rest.
 //!
 //! Each write keeps its own outcome: a write that finds nothing to do (a settle that
 //! lost its race) writes nothing and reports false, and a batch that fails is rolled
 //! back and retried write by write, so a bad write fails only itself. A write is
 //! answered only after the transaction holding it has committed.
 //!
-//! PostgreSQL does not use this: it commits many writers in parallel, and replicas
-//! race on rows there. Nothing here decides anything or knows what a write means.
+//! Replicas racing on the same rows (PostgreSQL) stay correct: a write's own `WHERE`
+//! decides whether it wins, as it would alone; a batch that meets a deadlock with
+//! another replica's is rolled back by the database and its writes retried one by
+//! one. Nothing here decides anything or knows what a write means.
 
 use futures_util::future::BoxFuture;
-use sqlx::{AnyConnection, AnyPool};
+use sqlx::{AnyConnection, AnyPool, Connection};
 use tokio::sync::{mpsc, oneshot};
 
 use super::deferred::Deferred;
 use super::error::{Result, StoreError};
+use super::held::Held;
 
 /// At most this many writes share one transaction, so one commit stays short.
 const MAX_BATCH: usize = 256;
@@ -65,15 +71,17 @@ impl GroupCommit {
         match self.queue.send(Queued { write: Box::new(write), done }) {
             Ok(()) => outcome.await.unwrap_or(Err(StoreError::Query { what: "group commit", source: sqlx::Error::PoolClosed })),
             // The writer task is gone (its runtime ended): write alone, as PostgreSQL does.
-            Err(mpsc::error::SendError(queued)) => alone(&self.pool, queued.write.as_ref()).await,
+            Err(mpsc::error::SendError(queued)) => alone_from(&self.pool, queued.write.as_ref()).await,
         }
     }
 }
 
-/// Takes whatever is queued, up to [`MAX_BATCH`], commits it together, answers each.
+/// Takes whatever is queued, up to [`MAX_BATCH`], commits it together, answers each,
+/// on a connection it keeps between batches ([`Held`]).
 async fn run(pool: AnyPool, mut writes: mpsc::UnboundedReceiver<Queued>) {
-    while let Some(batch) = next_batch(&mut writes, MAX_BATCH).await {
-        commit(&pool, batch).await;
+    let mut held = Held::new(pool);
+    while let Some(batch) = held.idle_until(next_batch(&mut writes, MAX_BATCH)).await {
+        commit(&mut held, batch).await;
     }
 }
 
@@ -92,9 +100,14 @@ pub(super) async fn next_batch<T>(queue: &mut mpsc::UnboundedReceiver<T>, max: u
     Some(batch)
 }
 
-async fn commit(pool: &AnyPool, batch: Vec<Queued>) {
+async fn commit(held: &mut Held, batch: Vec<Queued>) {
     if batch.len() > 1 {
-        match together(pool, &batch).await {
+        let outcomes = match held.get("begin a group commit").await {
+            Ok(conn) => together(conn, &batch).await,
+            Err(e) => Err(e),
+        };
+        held.done(outcomes.is_err());
+        match outcomes {
             Ok(outcomes) => {
                 for (queued, outcome) in batch.into_iter().zip(outcomes) {
                     let _ = queued.done.send(Ok(outcome));
@@ -105,14 +118,18 @@ async fn commit(pool: &AnyPool, batch: Vec<Queued>) {
         }
     }
     for queued in batch {
-        let outcome = alone(pool, queued.write.as_ref()).await;
+        let outcome = match held.get("begin a write").await {
+            Ok(conn) => alone(conn, queued.write.as_ref()).await,
+            Err(e) => Err(e),
+        };
+        held.done(outcome.is_err());
         let _ = queued.done.send(outcome);
     }
 }
 
 /// Every write of the batch in one transaction; any error rolls all of it back.
-async fn together(pool: &AnyPool, batch: &[Queued]) -> Result<Vec<bool>> {
-    let mut tx = pool.begin().await.map_err(StoreError::query("begin a group commit"))?;
+async fn together(conn: &mut AnyConnection, batch: &[Queued]) -> Result<Vec<bool>> {
+    let mut tx = conn.begin().await.map_err(StoreError::query("begin a group commit"))?;
     let mut outcomes = Vec::with_capacity(batch.len());
     let mut deferred = Deferred::default();
     for queued in batch {
@@ -125,15 +142,14 @@ async fn together(pool: &AnyPool, batch: &[Queued]) -> Result<Vec<bool>> {
 }
 
 /// One write in its own transaction (or, when it is one statement, in none).
-pub(super) async fn alone(pool: &AnyPool, write: &dyn Write) -> Result<bool> {
+async fn alone(conn: &mut AnyConnection, write: &dyn Write) -> Result<bool> {
     if write.is_one_statement() {
-        let mut conn = pool.acquire().await.map_err(StoreError::query("acquire a connection for a write"))?;
         let mut deferred = Deferred::default();
-        let applied = write.apply(&mut conn, &mut deferred).await?;
-        deferred.run(&mut conn).await?.publish();
+        let applied = write.apply(conn, &mut deferred).await?;
+        deferred.run(conn).await?.publish();
         return Ok(applied);
     }
-    let mut tx = pool.begin().await.map_err(StoreError::query("begin a write"))?;
+    let mut tx = conn.begin().await.map_err(StoreError::query("begin a write"))?;
     let mut deferred = Deferred::default();
     if !write.apply(&mut tx, &mut deferred).await? {
         tx.rollback().await.map_err(StoreError::query("roll back a write"))?;
@@ -143,6 +159,12 @@ pub(super) async fn alone(pool: &AnyPool, write: &dyn Write) -> Result<bool> {
     tx.commit().await.map_err(StoreError::query("commit a write"))?;
     assigned.publish();
     Ok(true)
+}
+
+/// One write on a connection of its own from `pool`, when the writer task is gone.
+async fn alone_from(pool: &AnyPool, write: &dyn Write) -> Result<bool> {
+    let mut conn = pool.acquire().await.map_err(StoreError::query("acquire a connection for a write"))?;
+    alone(&mut conn, write).await
 }
 
 #[cfg(test)]

@@ -131,15 +131,11 @@ impl PlatformInbox {
     }
 
     /// Keeps `claim.owner`'s updates (still queued or being handled) from
-    /// lapsing.
+    /// lapsing. In the group commit, where the updates marked handled are: on
+    /// PostgreSQL the two updating many rows side by side could lock them in the
+    /// other order and deadlock.
     pub async fn renew(&self, claim: &ShowClaim) -> Result<()> {
-        sqlx::query("UPDATE platform_inbox SET claimed_until_ms = $1 WHERE platform = $2 AND claimed_by = $3 AND handled_at_ms IS NULL")
-            .bind(claim.until_ms)
-            .bind(self.platform)
-            .bind(claim.owner.as_str())
-            .execute(&self.store.pool)
-            .await
-            .map_err(StoreError::query("renew update claims"))?;
+        self.store.write(RenewClaims { platform: self.platform, claim: claim.clone() }).await?;
         Ok(())
     }
 
@@ -231,5 +227,26 @@ impl Write for FinishUpdate {
 
     fn is_one_statement(&self) -> bool {
         true
+    }
+}
+
+/// A replica's claims on its platform's updates extended ([`PlatformInbox::renew`]).
+struct RenewClaims {
+    platform: &'static str,
+    claim: ShowClaim,
+}
+
+impl Write for RenewClaims {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            sqlx::query("UPDATE platform_inbox SET claimed_until_ms = $1 WHERE platform = $2 AND claimed_by = $3 AND handled_at_ms IS NULL")
+                .bind(self.claim.until_ms)
+                .bind(self.platform)
+                .bind(self.claim.owner.as_str())
+                .execute(conn)
+                .await
+                .map_err(StoreError::query("renew update claims"))?;
+            Ok(true)
+        })
     }
 }

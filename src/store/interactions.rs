@@ -21,6 +21,7 @@ use super::outbox::Queued;
 use super::placeholders::{Marks, run_time_statement};
 use super::row::column;
 use super::rules::insert_rule;
+use super::shared_reads::SharedRead;
 use super::shows::{ShowClaim, insert_shows};
 use crate::interaction::{Interaction, RememberedRule, Revision, Status};
 use crate::protocol::Command;
@@ -68,13 +69,10 @@ impl Store {
         self.write(InsertToShow { interaction: i.clone(), chats: chats.to_vec(), claim: claim.clone(), now_ms }).await
     }
 
+    /// The interaction `id`, read with the loads asked meanwhile ([`Load`]): `None`
+    /// when there is none, an error when its row cannot be read.
     pub async fn interaction(&self, id: &str) -> Result<Option<Interaction>> {
-        let row = sqlx::query("SELECT id, body, revision FROM interactions WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(StoreError::query("load interaction"))?;
-        row.as_ref().map(decode_row).transpose()
+        self.loads.ask(id.to_owned()).await?
     }
 
     /// The interactions with these ids, in the order given, in one query; ids not
@@ -495,4 +493,29 @@ pub(super) fn decode_row(row: &AnyRow) -> Result<Interaction> {
 
 pub(super) fn decode_rows(rows: &[AnyRow]) -> Vec<Interaction> {
     rows.iter().map(decode_row).filter_map(skip_corrupt).collect()
+}
+
+/// Interactions loaded by id, a read that asks share ([`SharedReads`](super::shared_reads::SharedReads)): a click loads
+/// its request, and a burst of clicks loads hundreds at once. Each ask gets its own
+/// row, or `None`, or the error its row alone gave.
+pub(super) struct Load;
+
+impl SharedRead for Load {
+    type Ask = String;
+    type Answer = Result<Option<Interaction>>;
+    const WHAT: &'static str = "load interaction";
+
+    fn read<'a>(conn: &'a mut AnyConnection, ids: &'a [String]) -> BoxFuture<'a, Result<Vec<Self::Answer>>> {
+        Box::pin(async move {
+            let sql = format!("SELECT id, body, revision FROM interactions WHERE id IN ({})", Marks::of(conn).list(1, ids.len()));
+            // Safe: the text is only value marks; every value is bound.
+            let select = ids.iter().fold(run_time_statement(sql), |query, id| query.bind(id.as_str()));
+            let rows = select.fetch_all(&mut *conn).await.map_err(StoreError::query(Self::WHAT))?;
+            let mut by_id: HashMap<&str, &AnyRow> = HashMap::with_capacity(rows.len());
+            for row in &rows {
+                by_id.insert(column(row, "id")?, row);
+            }
+            Ok(ids.iter().map(|id| by_id.get(id.as_str()).map(|row| decode_row(row)).transpose()).collect())
+        })
+    }
 }

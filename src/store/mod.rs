@@ -22,6 +22,7 @@ mod deferred;
 mod error;
 mod escalations;
 mod group_commit;
+mod held;
 mod inbox;
 mod interactions;
 mod json;
@@ -39,6 +40,7 @@ mod row;
 mod rules;
 mod secrets;
 pub mod settings;
+mod shared_reads;
 mod showing;
 mod shows;
 mod turns;
@@ -72,23 +74,22 @@ pub use web::{AuditFilter, ClearedWeb, WebSession};
 #[derive(Clone)]
 pub struct Store {
     pool: AnyPool,
-    /// SQLite only: the hot writes share commits ([`group_commit`]).
-    group: Option<group_commit::GroupCommit>,
+    /// The hot writes share commits ([`group_commit`]).
+    group: group_commit::GroupCommit,
     /// PostgreSQL only: where a listener for the outbox's announcements connects
     /// ([`notify`]). Never shown (it may hold a password).
     listen_url: Option<std::sync::Arc<str>>,
     /// Where requests are shown, asked together ([`showing`]).
-    showing_reads: showing::ShowingReads,
+    showing_reads: shared_reads::SharedReads<showing::ShowingRead>,
+    /// Interactions loaded by id, asked together ([`interactions`]).
+    loads: shared_reads::SharedReads<interactions::Load>,
 }
 
 impl Store {
-    /// Runs `write` in a transaction: grouped with concurrent ones on SQLite, alone on
-    /// PostgreSQL. False (nothing written) when the write had nothing to do.
+    /// Runs `write` in a transaction, grouped with concurrent ones. False (nothing
+    /// written) when the write had nothing to do.
     async fn write(&self, write: impl group_commit::Write) -> Result<bool> {
-        match &self.group {
-            Some(group) => group.write(write).await,
-            None => group_commit::alone(&self.pool, &write).await,
-        }
+        self.group.write(write).await
     }
 }
 

@@ -1,29 +1,21 @@
-//! Where requests are shown, read together: every refresh of a card asks where its
-//! request is or may yet be shown ([`Store::showing`]), and a burst of decisions asks
-//! it hundreds of times at once. The asks that arrive while a read is under way share
-//! the next one: one statement for all of them instead of one each, as the group
-//! commit does for writes. A lone ask is read at once, alone: nothing waits for
-//! company.
-//!
-//! Each ask gets exactly what a read of its own would return; nothing here decides
-//! anything about what the rows mean.
+//! Where requests are shown: every refresh of a card asks where its request is or may
+//! yet be shown ([`Store::showing`]), and a burst of decisions asks it hundreds of
+//! times at once, so the asks share their reads ([`SharedReads`](super::shared_reads::SharedReads)). Each ask gets
+//! exactly what a read of its own would return.
 
 use std::collections::{BTreeSet, HashMap};
 
-use sqlx::AnyPool;
-use tokio::sync::{mpsc, oneshot};
+use futures_util::future::BoxFuture;
+use sqlx::AnyConnection;
 
 use super::Store;
 use super::chats::ChatKey;
 use super::error::{Result, StoreError};
-use super::group_commit::next_batch;
 use super::json::{self, skip_corrupt};
 use super::messages::MessageRef;
 use super::placeholders::{Marks, run_time_statement};
 use super::row::column;
-
-/// At most this many asks share one read (each adds two or three values).
-const MAX_BATCH: usize = 256;
+use super::shared_reads::SharedRead;
 
 /// Where an interaction is or may yet be shown ([`Store::showing`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -38,28 +30,21 @@ pub struct Showing {
 
 /// One ask: the interaction and its session.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Ask {
+pub(super) struct Ask {
     session_id: String,
     interaction_id: String,
 }
 
-struct Queued {
-    ask: Ask,
-    answer: oneshot::Sender<Result<Showing>>,
-}
+/// Where requests are shown, as a read that asks share ([`SharedReads`](super::shared_reads::SharedReads)).
+pub(super) struct ShowingRead;
 
-/// The queue to the reader task. Cheap to clone; the task ends with the last clone.
-#[derive(Clone)]
-pub(super) struct ShowingReads {
-    queue: mpsc::UnboundedSender<Queued>,
-}
+impl SharedRead for ShowingRead {
+    type Ask = Ask;
+    type Answer = Showing;
+    const WHAT: &'static str = "list where an interaction is shown";
 
-impl ShowingReads {
-    /// Starts the reader task on the current Tokio runtime.
-    pub fn start(pool: AnyPool) -> Self {
-        let (queue, asks) = mpsc::unbounded_channel();
-        tokio::spawn(run(pool, asks));
-        Self { queue }
+    fn read<'a>(conn: &'a mut AnyConnection, asks: &'a [Ask]) -> BoxFuture<'a, Result<Vec<Showing>>> {
+        Box::pin(read(conn, asks))
     }
 }
 
@@ -69,43 +54,15 @@ impl Store {
     /// `interaction_id`, in the order they were sent; and, when it was pushed over the
     /// HTTP API, the targets it was pushed to. Read with the asks made meanwhile.
     pub async fn showing(&self, session_id: &str, interaction_id: &str) -> Result<Showing> {
-        let ask = Ask { session_id: session_id.to_owned(), interaction_id: interaction_id.to_owned() };
-        let (answer, answered) = oneshot::channel();
-        match self.showing_reads.queue.send(Queued { ask, answer }) {
-            Ok(()) => answered.await.unwrap_or(Err(StoreError::Query { what: "list where an interaction is shown", source: sqlx::Error::PoolClosed })),
-            // The reader task is gone (its runtime ended): read alone.
-            Err(mpsc::error::SendError(queued)) => read(&self.pool, std::slice::from_ref(&queued.ask)).await.map(|mut all| all.remove(0)),
-        }
-    }
-}
-
-/// Takes whatever is queued, up to [`MAX_BATCH`], reads it together, answers each.
-async fn run(pool: AnyPool, mut asks: mpsc::UnboundedReceiver<Queued>) {
-    while let Some(batch) = next_batch(&mut asks, MAX_BATCH).await {
-        let (asked, answers): (Vec<Ask>, Vec<_>) = batch.into_iter().map(|q| (q.ask, q.answer)).unzip();
-        match read(&pool, &asked).await {
-            Ok(all) => {
-                for (answer, showing) in answers.into_iter().zip(all) {
-                    let _ = answer.send(Ok(showing));
-                }
-            }
-            // Read again ask by ask, so each gets its own answer or error.
-            Err(e) => {
-                tracing::warn!(error = %e, asks = asked.len(), "a shared read of where requests are shown failed; reading them one by one");
-                for (ask, answer) in asked.iter().zip(answers) {
-                    let _ = answer.send(read(&pool, std::slice::from_ref(ask)).await.map(|mut one| one.remove(0)));
-                }
-            }
-        }
+        self.showing_reads.ask(Ask { session_id: session_id.to_owned(), interaction_id: interaction_id.to_owned() }).await
     }
 }
 
 /// What each of `asks` shows, in their order, in one statement.
-async fn read(pool: &AnyPool, asks: &[Ask]) -> Result<Vec<Showing>> {
+async fn read(conn: &mut AnyConnection, asks: &[Ask]) -> Result<Vec<Showing>> {
     let sessions: Vec<&str> = asks.iter().map(|a| a.session_id.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
     let ids: Vec<&str> = asks.iter().map(|a| a.interaction_id.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
-    let mut conn = pool.acquire().await.map_err(StoreError::query("list where an interaction is shown"))?;
-    let marks = Marks::of(&conn);
+    let marks = Marks::of(conn);
     // Values are bound in the order their marks appear: sessions, then the ids twice.
     let (s, i) = (sessions.len(), ids.len());
     let sql = format!(
@@ -125,7 +82,7 @@ async fn read(pool: &AnyPool, asks: &[Ask]) -> Result<Vec<Showing>> {
     for value in sessions.iter().chain(&ids).chain(&ids) {
         select = select.bind(*value);
     }
-    let rows = select.fetch_all(&mut *conn).await.map_err(StoreError::query("list where an interaction is shown"))?;
+    let rows = select.fetch_all(&mut *conn).await.map_err(StoreError::query(ShowingRead::WHAT))?;
     // Which asks each session and each interaction answers (an id may be asked twice).
     let mut of_session: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut of_interaction: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -197,7 +154,7 @@ mod tests {
         }))
         .await;
         let batch = super::read(
-            &store.pool,
+            &mut store.pool.acquire().await.unwrap(),
             &ids.iter()
                 .map(|id| super::Ask { session_id: if id.starts_with("i-a") { "A" } else { "B" }.into(), interaction_id: (*id).into() })
                 .collect::<Vec<_>>(),
