@@ -90,10 +90,23 @@ async fn decided_exactly_once(fake: &FakeSlack, sim: &SimHandle, ts: &str) {
 }
 
 /// Opens the store `db` and takes its write lock: the bridge can read but stores
-/// nothing (it waits its `busy_timeout`) until the lock is given back.
-async fn lock_store(db: &Path) -> sqlx::SqliteConnection {
+/// nothing (it waits its `busy_timeout`) until the lock is given back. First waits
+/// until the bridge has recorded card `ts`: Slack answers the post before the bridge
+/// records it, and a lock taken in between would hold the record back, so the card
+/// would be one the store does not know (a loaded machine made that window real).
+async fn lock_store(db: &Path, ts: &str) -> sqlx::SqliteConnection {
     use sqlx::Connection;
     let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.expect("open the store");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let recorded: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM message_refs WHERE message_id = ?").bind(ts).fetch_one(&mut conn).await.expect("read the store");
+        if recorded > 0 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "card {ts} never recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await.expect("take the write lock");
     conn
 }
@@ -123,7 +136,7 @@ async fn sigkill_between_receiving_a_click_and_storing_it_then_its_delivery_agai
     let first = bridge(&fake, &sim, &db, 1, &[]).await;
     let ts = ask_for_a_trade(&fake).await;
 
-    let mut lock = lock_store(&db).await;
+    let mut lock = lock_store(&db, &ts).await;
     let click = fake.click(&ana(), DM, &ts, "Approve");
     fake.wait_delivered(&click, 1).await;
     // Time for the bridge to read the envelope and wait on the lock to store it.
@@ -217,7 +230,7 @@ async fn a_click_delivered_twice_in_one_batch_is_stored_and_handled_once() {
     let db = dir.path().join("bridge.db");
     let bridge = bridge(&fake, &sim, &db, 1, &[]).await;
     let ts = ask_for_a_trade(&fake).await;
-    let mut lock = lock_store(&db).await;
+    let mut lock = lock_store(&db, &ts).await;
     let ignored = "env-shortcut-1";
     fake.push(json!({"type": "interactive", "envelope_id": ignored, "accepts_response_payload": false, "payload": {"type": "shortcut"}}));
     fake.wait_delivered(ignored, 1).await;
