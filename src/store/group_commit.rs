@@ -70,7 +70,7 @@ impl GroupCommit {
         let (done, outcome) = oneshot::channel();
         match self.queue.send(Queued { write: Box::new(write), done }) {
             Ok(()) => outcome.await.unwrap_or(Err(StoreError::Query { what: "group commit", source: sqlx::Error::PoolClosed })),
-            // The writer task is gone (its runtime ended): write alone, as PostgreSQL does.
+            // The writer task is gone (its runtime ended): write alone.
             Err(mpsc::error::SendError(queued)) => alone_from(&self.pool, queued.write.as_ref()).await,
         }
     }

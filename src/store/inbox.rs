@@ -97,7 +97,7 @@ impl PlatformInbox {
 
     /// The update was handled: it is never handled again (the row stays, so the same
     /// update delivered again is still a no-op, until [`PlatformInbox::prune`]).
-    /// On SQLite it shares the next group commit: a burst of clicks marks its updates
+    /// It shares the next group commit: a burst of clicks marks its updates
     /// handled in a few transactions, not one fsync each.
     pub async fn finish(&self, update_id: &str, now_ms: i64) -> Result<()> {
         self.store.write(FinishUpdate { platform: self.platform.to_owned(), update_id: update_id.to_owned(), now_ms }).await?;
