@@ -16,7 +16,8 @@
 //! (comma-separated phases to skip: `limits`, `store`, `cross`, `pending`, `slack`: Slack's
 //! latency run, its comparison with Telegram's and its burst of decisions on each store),
 //! `LOAD_PROFILE` (set: the pending phase's burst of decisions is sampled with Linux
-//! `perf` and its CPU summed by module, `common/profile.rs`).
+//! `perf` and its CPU summed by module, `common/profile.rs`; `switches` or `calls`:
+//! the context switches or CPU samples are recorded with their stacks, file kept).
 
 #[path = "common/chats.rs"]
 mod chats;

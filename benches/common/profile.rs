@@ -42,8 +42,13 @@ impl Profile {
         let mode = std::env::var("LOAD_PROFILE").ok()?;
         let file = std::env::temp_dir().join(format!("hitl-bridge-{phase}-{pid}.perf"));
         // `switches`: where the threads stop running (each context switch, with the
-        // stack it left from), for `perf report` by hand; the file is kept.
-        let sampling: &[&str] = if mode == "switches" { &["-e", "sched:sched_switch", "--call-graph", "dwarf,16384"] } else { &["-F", "4999"] };
+        // stack it left from); `calls`: CPU samples with their stacks (who called the
+        // allocator, say). Both for `perf report` by hand; the file is kept.
+        let sampling: &[&str] = match mode.as_str() {
+            "switches" => &["-e", "sched:sched_switch", "--call-graph", "dwarf,16384"],
+            "calls" => &["-F", "999", "--call-graph", "dwarf,16384"],
+            _ => &["-F", "4999"],
+        };
         let perf = Command::new("perf")
             .args(["record", "-q"])
             .args(sampling)
@@ -70,8 +75,8 @@ impl Profile {
         // perf writes its file when interrupted, as on Ctrl-C.
         let _ = Command::new("kill").args(["-INT", &self.perf.id().to_string()]).status();
         let _ = self.perf.wait();
-        if std::env::var("LOAD_PROFILE").as_deref() == Ok("switches") {
-            return println!("  (context switches of {what} recorded in {}: perf report -i it)", self.file.display());
+        if let Ok(mode @ ("switches" | "calls")) = std::env::var("LOAD_PROFILE").as_deref() {
+            return println!("  ({mode} of {what} recorded in {}: perf report -i it)", self.file.display());
         }
         let report =
             Command::new("perf").args(["report", "--stdio", "--no-children", "--sort", "dso,sym", "-i"]).arg(&self.file).stderr(Stdio::null()).output();

@@ -32,7 +32,7 @@ pub mod ids;
 pub mod interrupts;
 pub mod run;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use futures_util::stream::{BoxStream, SelectAll};
@@ -306,20 +306,23 @@ impl LangGraphLink {
         }
     }
 
-    /// Reads what the thread is waiting for (its interrupts) and joins its runs still
-    /// going, whose events this bridge may have missed.
+    /// Joins the thread's runs still going, whose events this bridge may have missed,
+    /// then reads what the thread is waiting for (its interrupts).
+    ///
+    /// In that order: a run that ends between the two reads is then either joined
+    /// (its stream says how it ended) or over before the state is read (its
+    /// interrupts are in it). Read the other way round, a run ending in between was in
+    /// neither, and the request it raised was never shown.
     async fn load_waiting(&mut self) -> Result<(), LinkError> {
-        let state = self.api.json(reqwest::Method::GET, &self.api.thread_path("/state"), None).await?;
-        let interrupts = state.get("interrupts").cloned().unwrap_or(Value::Null);
-        let readable: Vec<PendingInterrupt> =
-            interrupts.as_array().map(Vec::as_slice).unwrap_or_default().iter().filter_map(|i| read_interrupt(i, &self.question_tool).ok()).collect();
-        self.remember(readable);
-        if interrupts.as_array().is_some_and(|list| !list.is_empty()) {
-            self.waiting_on_connect = Some(interrupts);
-        }
-        for status in ["running", "pending"] {
+        let mut joined = HashSet::new();
+        // Pending before running: a run that starts between the two lists is in the
+        // first; one in both is joined once.
+        for status in ["pending", "running"] {
             let runs = self.api.json(reqwest::Method::GET, &self.api.thread_path(&format!("/runs?status={status}&limit=20")), None).await?;
             for run_id in runs.as_array().map(Vec::as_slice).unwrap_or_default().iter().filter_map(|r| r.get("run_id").and_then(Value::as_str)) {
+                if !joined.insert(run_id.to_owned()) {
+                    continue;
+                }
                 let path = self.api.thread_path(&format!("/runs/{run_id}/stream?stream_mode=updates"));
                 let response = self.api.call(reqwest::Method::GET, &path, None).await?;
                 match checked(response).await {
@@ -327,10 +330,18 @@ impl LangGraphLink {
                         tracing::info!(thread_id = %self.api.thread_id, %run_id, "joined a run still going");
                         self.add_stream(response, Some(run_id.to_owned()));
                     }
-                    // Finished meanwhile: its outcome is in the state read above or the next.
+                    // Finished meanwhile: its outcome is in the state read below.
                     Err(refused) => tracing::debug!(%run_id, status = refused.status, "cannot join a run"),
                 }
             }
+        }
+        let state = self.api.json(reqwest::Method::GET, &self.api.thread_path("/state"), None).await?;
+        let interrupts = state.get("interrupts").cloned().unwrap_or(Value::Null);
+        let readable: Vec<PendingInterrupt> =
+            interrupts.as_array().map(Vec::as_slice).unwrap_or_default().iter().filter_map(|i| read_interrupt(i, &self.question_tool).ok()).collect();
+        self.remember(readable);
+        if interrupts.as_array().is_some_and(|list| !list.is_empty()) {
+            self.waiting_on_connect = Some(interrupts);
         }
         Ok(())
     }
@@ -555,3 +566,6 @@ impl Link for LangGraphLink {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
