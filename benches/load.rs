@@ -14,7 +14,8 @@
 //! the cross-replica hand-off and a second run of the pending phase; each skipped with a
 //! line when unset; the pending phase also times the web inbox), `LOAD_SKIP`
 //! (comma-separated phases to skip: `limits`, `store`, `cross`, `pending`, `slack`: Slack's
-//! latency run, its comparison with Telegram's and its burst of decisions on each store),
+//! latency run, its comparison with Telegram's and its burst of decisions on each store;
+//! `discord`: Discord's burst of decisions on each store),
 //! `LOAD_PROFILE` (set: the pending phase's burst of decisions is sampled with Linux
 //! `perf` and its CPU summed by module, `common/profile.rs`; `switches` or `calls`:
 //! the context switches or CPU samples are recorded with their stacks, file kept).
@@ -30,8 +31,9 @@ mod support;
 #[path = "common/threads.rs"]
 mod threads;
 use chats::{ChatFake, mentions};
+use support::fake_discord::{self, FakeDiscord};
 use support::fake_slack::{self, FakeSlack, Person};
-use support::{fake_telegram, test_db};
+use support::{discord_chat, fake_telegram, test_db};
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -1088,6 +1090,106 @@ async fn slack_burst(n: usize, db: &test_db::TestDatabase) {
     slack.shutdown();
 }
 
+// ---------------------------------------------------------------------------------
+// CPU per decision on Discord, in the release binary.
+
+/// The Discord person clicking the burst.
+const DISCORD_CLICKER: &str = "500000000000000009";
+
+/// The Discord channel request `k` of the Discord burst goes to: [`PENDING_CHATS`] of them.
+fn discord_channel(k: usize) -> Value {
+    json!({"platform": "discord", "channel_id": format!("81{:016}", k as i64 % PENDING_CHATS)})
+}
+
+/// The pending phase's burst on Discord, as an operator runs it (the gateway, served by
+/// the fake; the real serenity client in the child): `n` requests pushed over the HTTP
+/// API and shown, then [`BURST`] of them clicked at once (`INTERACTION_CREATE`), and the
+/// bridge's own CPU from the first click until every card is edited to its outcome
+/// (`PATCH …/messages/{id}` after the click's acknowledgement), divided by the decisions.
+async fn discord_burst(n: usize, db: &test_db::TestDatabase) {
+    let database = if db.is_postgres() { "PostgreSQL" } else { "SQLite" };
+    println!("\n## {BURST} decisions at once on Discord with {n} pending, in the release binary (a child process, the gateway), on {database}");
+    let discord = FakeDiscord::start().await;
+    let port = free_port();
+    let env = child_env(
+        &db.url,
+        port,
+        &[
+            ("DISCORD__ENABLED", "true".into()),
+            ("DISCORD__TOKEN", "load-token".into()),
+            ("DISCORD__API_URL", discord.api_url()),
+            ("ACCESS__USERS", format!("discord:{DISCORD_CLICKER}")),
+        ],
+    );
+    let http = reqwest::Client::new();
+    let child = Child::spawn(&env, port);
+    child.ready(&http).await;
+    discord.wait_identified(1).await;
+    let started = Instant::now();
+    push_pending(&http, &child.base, n, discord_channel).await;
+    let is_card = |r: &fake_discord::Recorded| r.method == "POST" && r.path.ends_with("/messages") && r.status == 200 && discord_chat::has_embed(&r.body);
+    let deadline = Instant::now() + PATIENCE;
+    let mut cards = Vec::new();
+    while cards.len() < n {
+        assert!(Instant::now() < deadline, "not every request was shown");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        cards = discord.requests().into_iter().filter(is_card).collect();
+    }
+    println!("  {n} pushed over the HTTP API and shown in {:.2} s", started.elapsed().as_secs_f64());
+
+    // Keys p1..=p{BURST}, as on Telegram; each card's Approve button found first, so
+    // the clicks go out together.
+    let clicker = fake_discord::user(DISCORD_CLICKER, "clicker");
+    let mut clicks = Vec::new();
+    let mut message_ids = std::collections::HashSet::new();
+    for k in 1..=BURST.min(n.saturating_sub(1)) {
+        let key = format!("p{k}");
+        let channel = discord_channel(k)["channel_id"].as_str().expect("a channel id").to_owned();
+        let card =
+            cards.iter().find(|r| r.path.contains(&channel) && mentions(&r.body.to_string(), &key)).unwrap_or_else(|| panic!("the card of {key} is shown"));
+        let message_id = card.response.as_ref().and_then(|m| m["id"].as_str()).expect("the card's message id").to_owned();
+        let custom_id = discord_chat::button(&card.body, "Approve");
+        clicks.push(fake_discord::click(&discord, &custom_id, &message_id, &channel, &clicker, &[]));
+        message_ids.insert(message_id);
+    }
+    drop(cards);
+    let calls_before = discord.request_count();
+    let profile = profile::Profile::start(child.process.id(), "discord-burst");
+    let by_thread = threads::Threads::start(child.process.id());
+    let cpu_before = child.cpu();
+    let clicked_at = Instant::now();
+    let decisions = clicks.len();
+    for click in clicks {
+        discord.dispatch("INTERACTION_CREATE", click);
+    }
+    let edited = |r: &fake_discord::Recorded| r.method == "PATCH" && r.status == 200 && r.path.rsplit('/').next().is_some_and(|id| message_ids.contains(id));
+    let deadline = Instant::now() + PATIENCE;
+    while discord.requests_from(calls_before).iter().filter(|r| edited(r)).count() < decisions {
+        assert!(Instant::now() < deadline, "the burst of clicks was never decided");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(SETTLING).await;
+    burst_line("Discord", database, decisions, clicked_at.elapsed().saturating_sub(SETTLING), child.cpu().saturating_sub(cpu_before));
+    by_thread.finish(decisions, "decision");
+    let mut calls: std::collections::BTreeMap<String, usize> = Default::default();
+    for call in discord.requests_from(calls_before) {
+        let route = call
+            .path
+            .trim_start_matches("/api/v10/")
+            .split('/')
+            .filter(|part| !part.starts_with(|c: char| c.is_ascii_digit()) && !part.starts_with("tok-"))
+            .collect::<Vec<_>>()
+            .join("/");
+        *calls.entry(format!("{} {route}", call.method)).or_default() += 1;
+    }
+    println!("    Discord calls for them: {calls:?}");
+    if let Some(profile) = profile {
+        profile.finish(&format!("the {decisions} Discord decisions"));
+    }
+    child.kill();
+    discord.shutdown().await;
+}
+
 /// `run` on SQLite, then on PostgreSQL when [`test_db::POSTGRES_ENV`] is set (`what`
 /// names the phase in the line saying it was skipped).
 async fn on_each_store(what: &str, run: impl AsyncFn(&test_db::TestDatabase)) {
@@ -1161,5 +1263,8 @@ async fn main() {
     }
     if !skipped("slack") {
         on_each_store(&format!("{BURST} decisions on Slack"), async |db| slack_burst(pending_n, db).await).await;
+    }
+    if !skipped("discord") {
+        on_each_store(&format!("{BURST} decisions on Discord"), async |db| discord_burst(pending_n, db).await).await;
     }
 }

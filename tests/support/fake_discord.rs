@@ -124,6 +124,18 @@ impl FakeDiscord {
         self.shared.requests.lock().unwrap().clone()
     }
 
+    /// The requests recorded after the first `skip` (a copy of those only: with
+    /// thousands recorded, copying them all on every poll would cost more than the
+    /// bridge's work being timed).
+    pub fn requests_from(&self, skip: usize) -> Vec<Recorded> {
+        self.shared.requests.lock().unwrap().get(skip..).map(<[Recorded]>::to_vec).unwrap_or_default()
+    }
+
+    /// How many requests were recorded so far.
+    pub fn request_count(&self) -> usize {
+        self.shared.requests.lock().unwrap().len()
+    }
+
     /// Forgets what was recorded so far.
     pub fn clear(&self) {
         self.shared.requests.lock().unwrap().clear();
