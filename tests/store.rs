@@ -55,6 +55,7 @@ suite!(
     settle_is_first_wins,
     concurrent_settles_have_one_winner,
     writes_sharing_a_commit_keep_their_own_outcomes_and_a_bad_one_fails_alone,
+    settles_sharing_a_statement_each_keep_their_own_conditions,
     the_store_closes_while_its_tasks_keep_connections,
     outbox_keeps_order_and_removes,
     survives_reopening,
@@ -286,6 +287,67 @@ async fn concurrent_settles_have_one_winner(db: &mut TestStore) {
     let audit = db.store.audit_log("S_1").await.expect("audit");
     assert_eq!(audit.iter().map(|e| e.outcome.as_str()).collect::<Vec<_>>(), [winner.1]);
     replica.close().await;
+}
+
+/// A burst of settles runs as one statement per run of them in a commit (each row
+/// with its own conditions): forty at once, of four kinds, each must end as it would
+/// alone. Ten people's decisions on the revision they read win; ten read before a
+/// draft was saved lose (the row keeps its draft); ten timeouts win on the status
+/// alone; ten second decisions of the first ten lose. Each winner's row holds its own
+/// body and one more revision, and its audit row and command are there once.
+async fn settles_sharing_a_statement_each_keep_their_own_conditions(db: &mut TestStore) {
+    let store = &db.store;
+    let created: Vec<Interaction> = (0..30).map(|n| approval(&format!("S{n}"), &format!("S{n}_1"), T0)).collect();
+    for i in &created {
+        assert!(store.insert_interaction(i).await.expect("insert"));
+    }
+    // Ten rows move on under the copies read of them: a draft saved meanwhile.
+    for i in &created[10..20] {
+        let mut draft = i.clone();
+        act(&mut draft, UserAction::Decide { action: 0, decision: Decision::Approve }, T0 + 1);
+        assert!(store.save_draft(&draft).await.expect("save draft"));
+    }
+    let settles = (0..40).map(|k| {
+        let mut i = created[k % 30].clone();
+        async move {
+            let command = |i: &Interaction| Command::Cancel { session_id: i.session_id.clone() };
+            if (20..30).contains(&k) {
+                assert!(i.cancel(T0 + 5, "timed out"));
+                return store.settle(&i, Some(&command(&i)), &AuditEntry::for_settled(&i, T0 + 5)).await.expect("settle");
+            }
+            resolve_with_edit(&mut i, T0 + 5);
+            store.settle_decision(&i, Some(&command(&i)), &AuditEntry::for_settled(&i, T0 + 5), None).await.expect("settle")
+        }
+    });
+    let outcomes = futures_util::future::join_all(settles).await;
+
+    let won: Vec<bool> = outcomes.iter().map(Settled::won).collect();
+    for n in 0..10 {
+        assert!(won[n] != won[n + 30], "request {n}: one of its two decisions wins: {:?}", [&outcomes[n], &outcomes[n + 30]]);
+    }
+    assert_eq!(won[10..20], [false; 10], "read before the draft: lost");
+    assert_eq!(won[20..30], [true; 10], "timeouts on pending rows: won");
+    for (n, created) in created.iter().enumerate() {
+        let stored = store.interaction(&created.id).await.expect("load").expect("stored");
+        let session = format!("S{n}");
+        let audit = store.audit_log(&format!("S{n}_1")).await.expect("audit");
+        let queued = commands(&store.outbox_for_session(&session).await.expect("outbox"));
+        if (10..20).contains(&n) {
+            assert!(stored.status.is_pending(), "request {n} keeps its draft");
+            assert_eq!((stored.revision.0, audit.len(), queued.len()), (created.revision.0 + 1, 0, 0), "request {n}: only the draft");
+            continue;
+        }
+        assert_eq!(stored.revision.0, created.revision.0 + 1, "request {n}: one settle, one more revision");
+        let mut expected = created.clone();
+        if n < 10 {
+            resolve_with_edit(&mut expected, T0 + 5);
+        } else {
+            assert!(expected.cancel(T0 + 5, "timed out"));
+        }
+        assert_eq!(stored.status, expected.status, "request {n}: its own body");
+        assert_eq!(stored.request, expected.request, "request {n}: its own body");
+        assert_eq!((audit.len(), queued), (1, vec![Command::Cancel { session_id: session }]), "request {n}: once");
+    }
 }
 
 /// Forty writes at once share commits (the group commit, on PostgreSQL as on SQLite):

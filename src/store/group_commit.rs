@@ -16,6 +16,8 @@
 //! another replica's is rolled back by the database and its writes retried one by
 //! one. Nothing here decides anything or knows what a write means.
 
+use std::any::Any;
+
 use futures_util::future::BoxFuture;
 use sqlx::{AnyConnection, AnyPool, Connection};
 use tokio::sync::{mpsc, oneshot};
@@ -33,7 +35,7 @@ const MAX_BATCH: usize = 256;
 /// ([`Deferred`]). Returns false when it had nothing to do, and then must have written
 /// and deferred nothing. Runs again, in a transaction of its own, when the batch it was
 /// in failed.
-pub(super) trait Write: Send + Sync + 'static {
+pub(super) trait Write: Any + Send + Sync {
     fn apply<'a>(&'a self, conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>>;
 
     /// True when the write only defers, and what it defers is one statement (a
@@ -42,6 +44,29 @@ pub(super) trait Write: Send + Sync + 'static {
     fn is_one_statement(&self) -> bool {
         false
     }
+
+    /// True when writes of this type queued one after another in a batch may run
+    /// together ([`Write::apply_run`]): a burst's settles, one statement for many.
+    fn runs_together(&self) -> bool {
+        false
+    }
+
+    /// Applies `run`: writes of this write's type queued one after another in the
+    /// batch, this one first. Returns their outcomes in order, each what its own
+    /// [`Write::apply`] would have returned in that place. By default each is applied
+    /// in turn.
+    fn apply_run<'a>(&'a self, run: &'a [&'a dyn Write], conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<Vec<bool>>> {
+        Box::pin(apply_each(run, conn, deferred))
+    }
+}
+
+/// Each write of `run` in turn, as a batch applies them.
+pub(super) async fn apply_each(run: &[&dyn Write], conn: &mut AnyConnection, deferred: &mut Deferred) -> Result<Vec<bool>> {
+    let mut outcomes = Vec::with_capacity(run.len());
+    for write in run {
+        outcomes.push(write.apply(&mut *conn, &mut *deferred).await?);
+    }
+    Ok(outcomes)
 }
 
 struct Queued {
@@ -132,13 +157,24 @@ async fn together(conn: &mut AnyConnection, batch: &[Queued]) -> Result<Vec<bool
     let mut tx = conn.begin().await.map_err(StoreError::query("begin a group commit"))?;
     let mut outcomes = Vec::with_capacity(batch.len());
     let mut deferred = Deferred::default();
-    for queued in batch {
-        outcomes.push(queued.write.apply(&mut tx, &mut deferred).await?);
+    let mut rest = batch;
+    while let Some(first) = rest.first() {
+        let first = first.write.as_ref();
+        // Writes that run together are taken with the like writes queued right after
+        // them; nothing is moved past a write of another type.
+        let len = if first.runs_together() { 1 + rest[1..].iter().take_while(|queued| same_type(queued.write.as_ref(), first)).count() } else { 1 };
+        let run: Vec<&dyn Write> = rest[..len].iter().map(|queued| queued.write.as_ref()).collect();
+        outcomes.extend(first.apply_run(&run, &mut tx, &mut deferred).await?);
+        rest = &rest[len..];
     }
     let assigned = deferred.run(&mut tx).await?;
     tx.commit().await.map_err(StoreError::query("commit a group commit"))?;
     assigned.publish();
     Ok(outcomes)
+}
+
+fn same_type(a: &dyn Write, b: &dyn Write) -> bool {
+    (a as &dyn Any).type_id() == (b as &dyn Any).type_id()
 }
 
 /// One write in its own transaction (or, when it is one statement, in none).

@@ -3,7 +3,8 @@
 //! Settling, the one multi-table write, lives here too: it must be a single transaction
 //! (on SQLite shared with other writes by [`super::group_commit`]).
 
-use std::collections::HashMap;
+use std::any::Any;
+use std::collections::{HashMap, HashSet};
 
 use futures_util::TryStreamExt;
 use futures_util::future::BoxFuture;
@@ -15,7 +16,7 @@ use super::audit_entry::AuditEntry;
 use super::chats::ChatKey;
 use super::deferred::{Deferred, OutboxId};
 use super::error::{Result, StoreError};
-use super::group_commit::Write;
+use super::group_commit::{Write, apply_each};
 use super::json::{self, skip_corrupt};
 use super::outbox::Queued;
 use super::placeholders::{Marks, run_time_statement};
@@ -413,18 +414,94 @@ impl Write for Settle {
             if done.rows_affected() == 0 {
                 return Ok(false);
             }
-            if let Some(command) = &self.command {
-                // Queued at the settle time: the audit entry carries it.
-                deferred.command(command, self.audit.at_ms, &self.outbox_id);
-            }
-            deferred.audit(&self.audit);
-            if let Some(rule) = &self.rule {
-                insert_rule(&mut *conn, rule).await?;
-            }
-            deferred.forget_ended(&self.id);
+            self.won(conn, deferred).await?;
             Ok(true)
         })
     }
+
+    fn runs_together(&self) -> bool {
+        true
+    }
+
+    /// Settles queued one after another (a burst of decisions) run as one `UPDATE`
+    /// per [`SETTLES_PER_STATEMENT`], each row with its own `WHERE` as alone. A
+    /// second settle of the same interaction starts the next statement, so it sees
+    /// the first one's outcome, as it would in turn.
+    fn apply_run<'a>(&'a self, run: &'a [&'a dyn Write], conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<Vec<bool>>> {
+        Box::pin(async move {
+            let settles: Option<Vec<&Settle>> = run.iter().map(|write| (*write as &dyn Any).downcast_ref::<Settle>()).collect();
+            let Some(settles) = settles else { return apply_each(run, conn, deferred).await };
+            let mut outcomes = Vec::with_capacity(settles.len());
+            let mut rest = settles.as_slice();
+            while !rest.is_empty() {
+                let mut ids = HashSet::new();
+                let len = rest.iter().take(SETTLES_PER_STATEMENT).take_while(|settle| ids.insert(settle.id.as_str())).count();
+                let (statement, after) = rest.split_at(len);
+                match statement {
+                    [one] => outcomes.push(one.apply(&mut *conn, &mut *deferred).await?),
+                    many => outcomes.extend(settle_together(many, &mut *conn, &mut *deferred).await?),
+                }
+                rest = after;
+            }
+            Ok(outcomes)
+        })
+    }
+}
+
+impl Settle {
+    /// What a settle that won writes besides its row: its command and audit entry
+    /// (at the end of the transaction), its rule, and the end of its shows.
+    async fn won(&self, conn: &mut AnyConnection, deferred: &mut Deferred) -> Result<()> {
+        if let Some(command) = &self.command {
+            // Queued at the settle time: the audit entry carries it.
+            deferred.command(command, self.audit.at_ms, &self.outbox_id);
+        }
+        deferred.audit(&self.audit);
+        if let Some(rule) = &self.rule {
+            insert_rule(&mut *conn, rule).await?;
+        }
+        deferred.forget_ended(&self.id);
+        Ok(())
+    }
+}
+
+/// Settles per statement: 5 values each.
+const SETTLES_PER_STATEMENT: usize = 64;
+
+/// `settles` (of distinct interactions) in one statement: each row updated only where
+/// its own settle would have been (still pending, and at the revision it was read at
+/// when it has one). Returns each one's outcome, in order.
+async fn settle_together(settles: &[&Settle], conn: &mut AnyConnection, deferred: &mut Deferred) -> Result<Vec<bool>> {
+    let marks = Marks::of(conn);
+    // Both databases take `UPDATE … FROM` a named list of values (SQLite 3.33 on) and
+    // `RETURNING` (SQLite 3.35 on); the list's names differ from the table's, so each
+    // name below is one column.
+    let sql = format!(
+        "WITH settled (settled_id, new_status, new_body, new_access, read_revision) AS (VALUES {})
+         UPDATE interactions SET status = settled.new_status, body = settled.new_body, access = settled.new_access,
+                                 access_revision = revision + 1, revision = revision + 1
+         FROM settled
+         WHERE interactions.id = settled.settled_id AND interactions.status = {}
+           AND (settled.read_revision IS NULL OR interactions.revision = settled.read_revision)
+         RETURNING id",
+        marks.rows(settles.len(), 5),
+        marks.list(settles.len() * 5 + 1, 1)
+    );
+    // Safe: the text is only value marks; every value is bound.
+    let update = settles.iter().fold(run_time_statement(sql), |query, settle| {
+        query.bind(settle.id.as_str()).bind(settle.status).bind(settle.body.as_str()).bind(settle.access.as_str()).bind(settle.revision)
+    });
+    let rows = update.bind(pending()).fetch_all(&mut *conn).await.map_err(StoreError::query("settle interactions"))?;
+    let settled = rows.iter().map(|row| column::<String>(row, "id")).collect::<Result<HashSet<String>>>()?;
+    let mut outcomes = Vec::with_capacity(settles.len());
+    for settle in settles {
+        let won = settled.contains(&settle.id);
+        if won {
+            settle.won(conn, deferred).await?;
+        }
+        outcomes.push(won);
+    }
+    Ok(outcomes)
 }
 
 /// Inserts on any executor, so a push can store its interaction in its transaction.
