@@ -21,7 +21,7 @@ use super::audit_entry::AuditEntry;
 use super::error::{Result, StoreError};
 use super::json;
 use super::messages::MessageRef;
-use super::placeholders::{Marks, run_time_statement};
+use super::placeholders::{Marks, list_statement, padded, padded_len, run_time_statement};
 use super::row::column;
 use crate::protocol::Command;
 
@@ -134,18 +134,18 @@ impl Deferred {
         }
         for chunk in self.ended.chunks(KEYS_PER_STATEMENT) {
             for (table, doing) in [("pending_shows", "drop the shows of ended interactions"), ("ui_state", "forget the UI state of ended interactions")] {
-                let sql = format!("DELETE FROM {table} WHERE interaction_id IN ({})", marks.list(1, chunk.len()));
+                let sql = format!("DELETE FROM {table} WHERE interaction_id IN ({})", marks.list(1, padded_len(chunk.len())));
                 // Safe: the table is one of two names above; the rest is value marks,
                 // every value bound.
-                let delete = chunk.iter().fold(run_time_statement(sql), |query, id| query.bind(id.as_str()));
+                let delete = padded(chunk).fold(list_statement(sql), |query, id| query.bind(id.as_str()));
                 delete.execute(&mut *conn).await.map_err(StoreError::query(doing))?;
             }
         }
         mark_shown(conn, marks, self.shown).await?;
         for chunk in self.delivered.chunks(KEYS_PER_STATEMENT) {
-            let sql = format!("DELETE FROM outbox WHERE id IN ({})", marks.list(1, chunk.len()));
+            let sql = format!("DELETE FROM outbox WHERE id IN ({})", marks.list(1, padded_len(chunk.len())));
             // Safe: the text is only value marks; every value is bound.
-            let delete = chunk.iter().fold(run_time_statement(sql), |query, id| query.bind(*id));
+            let delete = padded(chunk).fold(list_statement(sql), |query, id| query.bind(*id));
             delete.execute(&mut *conn).await.map_err(StoreError::query("remove delivered commands"))?;
         }
         let mut handled = self.handled;
@@ -157,10 +157,10 @@ impl Deferred {
                     "UPDATE platform_inbox SET handled_at_ms = {} WHERE platform = {} AND update_id IN ({})",
                     marks.list(1, 1),
                     marks.list(2, 1),
-                    marks.list(3, chunk.len())
+                    marks.list(3, padded_len(chunk.len()))
                 );
                 // Safe: the text is only value marks; every value is bound.
-                let mark = chunk.iter().fold(run_time_statement(sql).bind(self.handled_at_ms).bind(platform), |query, (_, id)| query.bind(id.as_str()));
+                let mark = padded(chunk).fold(list_statement(sql).bind(self.handled_at_ms).bind(platform), |query, (_, id)| query.bind(id.as_str()));
                 mark.execute(&mut *conn).await.map_err(StoreError::query("mark updates handled"))?;
             }
         }

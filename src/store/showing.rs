@@ -13,7 +13,7 @@ use super::chats::ChatKey;
 use super::error::{Result, StoreError};
 use super::json::{self, skip_corrupt};
 use super::messages::MessageRef;
-use super::placeholders::{Marks, run_time_statement};
+use super::placeholders::{Marks, list_statement, padded_len, padded_to};
 use super::row::column;
 use super::shared_reads::SharedRead;
 
@@ -63,8 +63,10 @@ async fn read(conn: &mut AnyConnection, asks: &[Ask]) -> Result<Vec<Showing>> {
     let sessions: Vec<&str> = asks.iter().map(|a| a.session_id.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
     let ids: Vec<&str> = asks.iter().map(|a| a.interaction_id.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
     let marks = Marks::of(conn);
-    // Values are bound in the order their marks appear: sessions, then the ids twice.
-    let (s, i) = (sessions.len(), ids.len());
+    // Values are bound in the order their marks appear: sessions, then the ids twice,
+    // every list padded to one length, so the statement is one of a few (one per
+    // length) kept prepared.
+    let len = padded_len(sessions.len().max(ids.len()));
     let sql = format!(
         "SELECT session_id AS of_session, NULL AS of_interaction, platform, chat_id, thread_id, NULL AS message_id, bound_at_ms, 0 AS ref_id, NULL AS targets
            FROM chat_bindings WHERE session_id IN ({})
@@ -73,13 +75,13 @@ async fn read(conn: &mut AnyConnection, asks: &[Ask]) -> Result<Vec<Showing>> {
          UNION ALL
          SELECT NULL, interaction_id, '', '', '', NULL, 0, 0, targets FROM api_requests WHERE interaction_id IN ({})
          ORDER BY bound_at_ms, ref_id, platform, chat_id, thread_id",
-        marks.list(1, s),
-        marks.list(1 + s, i),
-        marks.list(1 + s + i, i)
+        marks.list(1, len),
+        marks.list(1 + len, len),
+        marks.list(1 + 2 * len, len)
     );
     // Safe: the text is only value marks; every value is bound.
-    let mut select = run_time_statement(sql);
-    for value in sessions.iter().chain(&ids).chain(&ids) {
+    let mut select = list_statement(sql);
+    for value in padded_to(&sessions, len).chain(padded_to(&ids, len)).chain(padded_to(&ids, len)) {
         select = select.bind(*value);
     }
     let rows = select.fetch_all(&mut *conn).await.map_err(StoreError::query(ShowingRead::WHAT))?;
