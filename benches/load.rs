@@ -18,7 +18,8 @@
 //! `discord`: Discord's burst of decisions on each store),
 //! `LOAD_PROFILE` (set: the pending phase's burst of decisions is sampled with Linux
 //! `perf` and its CPU summed by module, `common/profile.rs`; `switches` or `calls`:
-//! the context switches or CPU samples are recorded with their stacks, file kept).
+//! the context switches or CPU samples are recorded with their stacks, file kept),
+//! `LOAD_BURST` (decisions clicked at once in each burst, default 200).
 
 #[path = "common/chats.rs"]
 mod chats;
@@ -55,8 +56,11 @@ use tokio::sync::{Notify, mpsc};
 
 /// Requests pushed just before the crash whose messages are still unsent then.
 const UNSENT: usize = 200;
-/// Decisions clicked at once on the child process to measure its CPU per decision.
-const BURST: usize = 200;
+/// Decisions clicked at once on the child process to measure its CPU per decision
+/// (`LOAD_BURST`, default 200: the issue's figure; more gives a profile more samples).
+fn burst_size() -> usize {
+    env_usize("LOAD_BURST", 200)
+}
 
 /// How long any one wait in the benchmark may take before it gives up.
 const PATIENCE: Duration = Duration::from_secs(180);
@@ -854,14 +858,15 @@ async fn pending(n: usize, db: &test_db::TestDatabase) {
     println!("  idle with {n} pending: {:.2} % of a core over 20 s (target ≤ 1 %)", idle.as_secs_f64() / 20.0 * 100.0);
     inbox(&child, &http, store_url, n).await;
 
-    // CPU per decision: BURST of them clicked at once, the bridge's own user + system
-    // time from the first click until every one is answered, divided by BURST (issue
-    // #36: ≤ 0.4 ms). Keys p1..=p{BURST}: never the restart's clicks below (multiples
-    // of n / 20).
+    // CPU per decision: a burst of them clicked at once, the bridge's own user + system
+    // time from the first click until every one is answered, divided by the decisions
+    // (issue #36: ≤ 0.4 ms). Keys from p1 up, never the restart's clicks below
+    // (multiples of n / 20).
     let clicker = User::new(CLICKER, "Clicker", Some("en"));
     let calls_before_burst = tg.request_count();
     let mut burst = Vec::new();
-    for k in 1..=BURST.min(n.saturating_sub(1)) {
+    let restart_step = (n / 20).max(1);
+    for k in (1..n).filter(|k| k % restart_step != 0).take(burst_size()) {
         let chat = -(1_000_000 + (k as i64 % PENDING_CHATS));
         let key = format!("p{k}");
         let message = tg.bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| mentions(t, &key))).expect("shown");
@@ -1007,12 +1012,12 @@ fn slack_channel(k: usize) -> Value {
 
 /// The pending phase's burst on Slack, as an operator runs it (Socket Mode, the
 /// default transport; the fake Slack serves the WebSocket the child opens): `n`
-/// requests pushed over the HTTP API and shown, then [`BURST`] of them clicked at
+/// requests pushed over the HTTP API and shown, then [`burst_size`] of them clicked at
 /// once, and the bridge's own CPU from the first click until every card is edited to
 /// its outcome (`chat.update`), divided by the decisions.
 async fn slack_burst(n: usize, db: &test_db::TestDatabase) {
     let database = if db.is_postgres() { "PostgreSQL" } else { "SQLite" };
-    println!("\n## {BURST} decisions at once on Slack with {n} pending, in the release binary (a child process, Socket Mode), on {database}");
+    println!("\n## {} decisions at once on Slack with {n} pending, in the release binary (a child process, Socket Mode), on {database}", burst_size());
     let slack = FakeSlack::start().await;
     for k in 0..PENDING_CHATS as usize {
         slack.channel(slack_channel(k)["channel_id"].as_str().expect("a channel id"), true);
@@ -1043,12 +1048,12 @@ async fn slack_burst(n: usize, db: &test_db::TestDatabase) {
     }
     println!("  {n} pushed over the HTTP API and shown in {:.2} s", started.elapsed().as_secs_f64());
 
-    // Keys p1..=p{BURST}, as on Telegram; each card's Approve button found first, so
+    // Keys p1 up, as on Telegram; each card's Approve button found first, so
     // the clicks go out together.
     let posted = slack.posted();
     let clicker = Person::new(SLACK_CLICKER, "clicker");
     let mut envelopes = Vec::new();
-    for k in 1..=BURST.min(n.saturating_sub(1)) {
+    for k in 1..=burst_size().min(n.saturating_sub(1)) {
         let channel = slack_channel(k)["channel_id"].as_str().expect("a channel id").to_owned();
         let key = format!("p{k}");
         let (ts, message) = posted
@@ -1103,12 +1108,12 @@ fn discord_channel(k: usize) -> Value {
 
 /// The pending phase's burst on Discord, as an operator runs it (the gateway, served by
 /// the fake; the real serenity client in the child): `n` requests pushed over the HTTP
-/// API and shown, then [`BURST`] of them clicked at once (`INTERACTION_CREATE`), and the
+/// API and shown, then [`burst_size`] of them clicked at once (`INTERACTION_CREATE`), and the
 /// bridge's own CPU from the first click until every card is edited to its outcome
 /// (`PATCH …/messages/{id}` after the click's acknowledgement), divided by the decisions.
 async fn discord_burst(n: usize, db: &test_db::TestDatabase) {
     let database = if db.is_postgres() { "PostgreSQL" } else { "SQLite" };
-    println!("\n## {BURST} decisions at once on Discord with {n} pending, in the release binary (a child process, the gateway), on {database}");
+    println!("\n## {} decisions at once on Discord with {n} pending, in the release binary (a child process, the gateway), on {database}", burst_size());
     let discord = FakeDiscord::start().await;
     let port = free_port();
     let env = child_env(
@@ -1137,12 +1142,12 @@ async fn discord_burst(n: usize, db: &test_db::TestDatabase) {
     }
     println!("  {n} pushed over the HTTP API and shown in {:.2} s", started.elapsed().as_secs_f64());
 
-    // Keys p1..=p{BURST}, as on Telegram; each card's Approve button found first, so
+    // Keys p1 up, as on Telegram; each card's Approve button found first, so
     // the clicks go out together.
     let clicker = fake_discord::user(DISCORD_CLICKER, "clicker");
     let mut clicks = Vec::new();
     let mut message_ids = std::collections::HashSet::new();
-    for k in 1..=BURST.min(n.saturating_sub(1)) {
+    for k in 1..=burst_size().min(n.saturating_sub(1)) {
         let key = format!("p{k}");
         let channel = discord_channel(k)["channel_id"].as_str().expect("a channel id").to_owned();
         let card =
@@ -1262,9 +1267,9 @@ async fn main() {
         on_each_store(&format!("{pending_n} pending"), async |db| pending(pending_n, db).await).await;
     }
     if !skipped("slack") {
-        on_each_store(&format!("{BURST} decisions on Slack"), async |db| slack_burst(pending_n, db).await).await;
+        on_each_store(&format!("{} decisions on Slack", burst_size()), async |db| slack_burst(pending_n, db).await).await;
     }
     if !skipped("discord") {
-        on_each_store(&format!("{BURST} decisions on Discord"), async |db| discord_burst(pending_n, db).await).await;
+        on_each_store(&format!("{} decisions on Discord", burst_size()), async |db| discord_burst(pending_n, db).await).await;
     }
 }

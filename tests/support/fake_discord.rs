@@ -82,7 +82,8 @@ impl FakeDiscord {
     pub async fn start() -> FakeDiscord {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind fake discord");
         let addr = listener.local_addr().expect("addr");
-        let (events, _) = broadcast::channel(256);
+        // Room for a bench's burst of clicks dispatched at once.
+        let (events, _) = broadcast::channel(4096);
         let shared = Arc::new(Shared {
             addr,
             requests: Mutex::new(Vec::new()),
