@@ -698,6 +698,16 @@ fn burst_line(platform: &str, database: &str, decisions: usize, answered: Durati
     );
 }
 
+/// The release binary started on `store_url` with `platform`'s keys (see
+/// [`child_env`]) and ready, with a client for its HTTP API.
+async fn ready_child(store_url: &str, platform: &[(&str, String)]) -> (Child, reqwest::Client) {
+    let port = free_port();
+    let child = Child::spawn(&child_env(store_url, port, platform), port);
+    let http = reqwest::Client::new();
+    child.ready(&http).await;
+    (child, http)
+}
+
 struct Child {
     process: std::process::Child,
     base: String,
@@ -1022,10 +1032,8 @@ async fn slack_burst(n: usize, db: &test_db::TestDatabase) {
     for k in 0..PENDING_CHATS as usize {
         slack.channel(slack_channel(k)["channel_id"].as_str().expect("a channel id"), true);
     }
-    let port = free_port();
-    let env = child_env(
+    let (child, http) = ready_child(
         &db.url,
-        port,
         &[
             ("SLACK__ENABLED", "true".into()),
             ("SLACK__BOT_TOKEN", fake_slack::BOT_TOKEN.into()),
@@ -1035,10 +1043,8 @@ async fn slack_burst(n: usize, db: &test_db::TestDatabase) {
             ("TOKENS__SECRET", "load-secret".into()),
             ("ACCESS__USERS", format!("slack:{SLACK_CLICKER}")),
         ],
-    );
-    let http = reqwest::Client::new();
-    let child = Child::spawn(&env, port);
-    child.ready(&http).await;
+    )
+    .await;
     let started = Instant::now();
     push_pending(&http, &child.base, n, slack_channel).await;
     let deadline = Instant::now() + PATIENCE;
@@ -1115,30 +1121,30 @@ async fn discord_burst(n: usize, db: &test_db::TestDatabase) {
     let database = if db.is_postgres() { "PostgreSQL" } else { "SQLite" };
     println!("\n## {} decisions at once on Discord with {n} pending, in the release binary (a child process, the gateway), on {database}", burst_size());
     let discord = FakeDiscord::start().await;
-    let port = free_port();
-    let env = child_env(
+    let (child, http) = ready_child(
         &db.url,
-        port,
         &[
             ("DISCORD__ENABLED", "true".into()),
             ("DISCORD__TOKEN", "load-token".into()),
             ("DISCORD__API_URL", discord.api_url()),
             ("ACCESS__USERS", format!("discord:{DISCORD_CLICKER}")),
         ],
-    );
-    let http = reqwest::Client::new();
-    let child = Child::spawn(&env, port);
-    child.ready(&http).await;
+    )
+    .await;
     discord.wait_identified(1).await;
     let started = Instant::now();
     push_pending(&http, &child.base, n, discord_channel).await;
     let is_card = |r: &fake_discord::Recorded| r.method == "POST" && r.path.ends_with("/messages") && r.status == 200 && discord_chat::has_embed(&r.body);
     let deadline = Instant::now() + PATIENCE;
     let mut cards = Vec::new();
+    let mut seen = 0;
     while cards.len() < n {
         assert!(Instant::now() < deadline, "not every request was shown");
         tokio::time::sleep(Duration::from_millis(100)).await;
-        cards = discord.requests().into_iter().filter(is_card).collect();
+        // Only what arrived since the last look is copied: the pushes are under way.
+        let arrived = discord.requests_from(seen);
+        seen += arrived.len();
+        cards.extend(arrived.into_iter().filter(is_card));
     }
     println!("  {n} pushed over the HTTP API and shown in {:.2} s", started.elapsed().as_secs_f64());
 

@@ -160,9 +160,14 @@ async fn together(conn: &mut AnyConnection, batch: &[Queued]) -> Result<Vec<bool
     let mut rest = batch;
     while let Some(first) = rest.first() {
         let first = first.write.as_ref();
-        // Writes that run together are taken with the like writes queued right after
-        // them; nothing is moved past a write of another type.
-        let len = if first.runs_together() { 1 + rest[1..].iter().take_while(|queued| same_type(queued.write.as_ref(), first)).count() } else { 1 };
+        if !first.runs_together() {
+            outcomes.push(first.apply(&mut tx, &mut deferred).await?);
+            rest = &rest[1..];
+            continue;
+        }
+        // Taken with the like writes queued right after it; nothing is moved past a
+        // write of another type.
+        let len = 1 + rest[1..].iter().take_while(|queued| same_type(queued.write.as_ref(), first)).count();
         let run: Vec<&dyn Write> = rest[..len].iter().map(|queued| queued.write.as_ref()).collect();
         outcomes.extend(first.apply_run(&run, &mut tx, &mut deferred).await?);
         rest = &rest[len..];
