@@ -4,8 +4,8 @@
 //! Why: sqlx tests a connection each time it goes back to the pool (a round trip to
 //! PostgreSQL, a hand-off to the connection's thread on SQLite), so a task that runs
 //! a statement every few milliseconds in a burst paid a second round trip for each.
-//! A held connection pays none; one that failed is handed back (the pool tests it
-//! and drops it when broken) and the next use takes a fresh one.
+//! A held connection pays none; one whose work failed is closed (it may be left in
+//! a transaction or holding a lock) and the next use takes a fresh one.
 //!
 //! A held connection never keeps the pool from closing: while the task waits for
 //! work, it hands the connection back as soon as the pool starts closing. A pool of
@@ -15,7 +15,7 @@
 use std::future::Future;
 
 use sqlx::pool::PoolConnection;
-use sqlx::{Any, AnyConnection, AnyPool};
+use sqlx::{Any, AnyConnection, AnyPool, Connection};
 
 use super::error::{Result, StoreError};
 
@@ -35,7 +35,7 @@ impl Held {
     /// The held connection, taken from the pool first when none is held. `what` names
     /// the work in the error when the pool has none to give.
     pub async fn get(&mut self, what: &'static str) -> Result<&mut AnyConnection> {
-        let conn = match self.conn.take() {
+        let conn = match self.conn.take().filter(|conn| !conn.is_in_transaction()) {
             Some(conn) => conn,
             None => self.pool.acquire().await.map_err(StoreError::query(what))?,
         };
@@ -43,9 +43,16 @@ impl Held {
     }
 
     /// Ends one unit of work: the connection stays held, unless this pool is never
-    /// held from (then it goes back now) or `failed` (it may be broken: the pool
-    /// tests it on the way back).
+    /// held from (then it goes back now) or `failed`. A connection whose work failed
+    /// is closed, not handed back: the failure may have left it inside a transaction
+    /// (a COMMIT refused on a full disk) or holding SQLite's write lock, and only
+    /// closing it surely ends both; the next unit of work opens a fresh one.
     pub fn done(&mut self, failed: bool) {
+        if failed && self.keeps {
+            if let Some(conn) = self.conn.as_mut() {
+                conn.close_on_drop();
+            }
+        }
         if failed || !self.keeps {
             self.conn = None;
         }
@@ -67,3 +74,4 @@ impl Held {
         }
     }
 }
+
