@@ -100,6 +100,11 @@ struct PlatformErrorLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OperationLabel {
+    operation: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ActionLabel {
     action: &'static str,
 }
@@ -204,6 +209,7 @@ struct Families {
     platform_errors: Family<PlatformErrorLabels, Counter>,
     refusals: Family<ReasonLabel, Counter>,
     policy_actions: Family<ActionLabel, Counter>,
+    store_errors: Family<OperationLabel, Counter>,
 }
 
 impl Families {
@@ -249,6 +255,12 @@ impl Families {
         for action in POLICY_ACTIONS {
             let _ = policy_actions.get_or_create(&ActionLabel { action });
         }
+        let store_errors = Family::<OperationLabel, Counter>::default();
+        registry.register(
+            "store_errors",
+            "Failed store statements in this process, by operation (the store's name for what failed: \"settle\", \"commit a write\"…); a rise with failing clicks means a full disk or an unreachable database",
+            store_errors.clone(),
+        );
 
         // Every series from the start (platforms' once they start): a series that
         // appears only with its first event hides that event from rate() and increase().
@@ -262,7 +274,7 @@ impl Families {
                 let _ = interactions.get_or_create(&SettledLabels { kind, outcome });
             }
         }
-        Self { registry, pending, interactions, decision_seconds, outbox_depth, sessions_connected, platform_errors, refusals, policy_actions }
+        Self { registry, pending, interactions, decision_seconds, outbox_depth, sessions_connected, platform_errors, refusals, policy_actions, store_errors }
     }
 }
 
@@ -346,6 +358,18 @@ impl Metrics {
         f.pending.get_or_create(&KindLabel { kind: KINDS[0] }).set(figures.pending_approvals);
         f.pending.get_or_create(&KindLabel { kind: KINDS[1] }).set(figures.pending_questions);
         f.outbox_depth.set(figures.outbox_depth);
+    }
+
+    /// Brings `hitl_bridge_store_errors_total` up to the store's own counts
+    /// ([`crate::store::error_counts`]), which it keeps for the process as errors happen.
+    pub fn catch_up_store_errors(&self, counts: &[(&'static str, u64)]) {
+        for &(operation, total) in counts {
+            let counter = self.families.store_errors.get_or_create(&OperationLabel { operation });
+            let seen = counter.get();
+            if total > seen {
+                counter.inc_by(total - seen);
+            }
+        }
     }
 
     /// Every family in the OpenMetrics text format ([`CONTENT_TYPE`]).

@@ -87,6 +87,7 @@ async fn readyz(State(readiness): State<Arc<Readiness>>) -> (StatusCode, Json<se
 /// store that does not answer fails the scrape (503) rather than serve stale gauges;
 /// Prometheus then records the target as down, which is what an alert should see.
 async fn metrics_page(State(scrape): State<Scrape>) -> Response {
+    scrape.metrics.catch_up_store_errors(&crate::store::error_counts());
     match StoreFigures::read(&scrape.store).await {
         Ok(figures) => scrape.metrics.set_store_figures(&figures),
         Err(e) => {

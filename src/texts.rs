@@ -93,6 +93,12 @@ pub enum Msg {
     /// The toast for a final click: stored durably; delivery follows.
     DecisionSaved,
     UnknownButton,
+    /// A click or message the store could not keep (a full disk, a lost database):
+    /// nothing changed, and trying again once the store recovers works.
+    StoreFailing,
+    /// An update the store could not keep yet, which the platform delivers again:
+    /// it is handled once the store recovers, so nobody needs to send it again.
+    StoreDelayed,
     ArgsAttached,
     NewSession,
     NoSession,
@@ -186,6 +192,12 @@ pub fn text(locale: Locale, msg: Msg) -> &'static str {
         (UnknownButton, En) => "This button is not valid (unknown, outdated or forged).",
         (UnknownButton, Vi) => "Nút này không hợp lệ (không rõ, đã cũ hoặc giả mạo).",
         (UnknownButton, Zh) => "此按钮无效（未知、过期或伪造）。",
+        (StoreFailing, En) => "Not saved: the bridge's storage is failing. Try again in a moment.",
+        (StoreFailing, Vi) => "Chưa lưu được: bộ lưu trữ của cầu nối đang gặp lỗi. Hãy thử lại sau giây lát.",
+        (StoreFailing, Zh) => "未能保存：桥接服务的存储出现故障。请稍后重试。",
+        (StoreDelayed, En) => "Not saved yet: the bridge's storage is failing. It is handled as soon as the storage is back; no need to send it again.",
+        (StoreDelayed, Vi) => "Chưa lưu được: bộ lưu trữ của cầu nối đang gặp lỗi. Nó sẽ được xử lý ngay khi bộ lưu trữ hoạt động lại; không cần gửi lại.",
+        (StoreDelayed, Zh) => "尚未保存：桥接服务的存储出现故障。存储恢复后会立即处理，无需重新发送。",
         (ArgsAttached, En) => "The arguments were too long to show; the full JSON is attached.",
         (ArgsAttached, Vi) => "Tham số quá dài để hiển thị; JSON đầy đủ được đính kèm.",
         (ArgsAttached, Zh) => "参数过长无法显示；完整 JSON 已作为附件发送。",

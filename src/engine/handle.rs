@@ -34,17 +34,33 @@ pub enum ActError {
     UnknownInteraction,
     #[error("internal error: {0}")]
     Internal(String),
+    /// Nothing was kept because the store is failing (a full disk, a database that
+    /// went away: [`StoreError::is_outage`]). The person is told their click was not
+    /// saved; the same click once the store recovers works.
+    #[error("not saved, the store is failing: {0}")]
+    StoreFailing(String),
 }
 
 impl From<StoreError> for ActError {
     fn from(e: StoreError) -> Self {
-        ActError::Internal(e.to_string())
+        if e.is_outage() { ActError::StoreFailing(e.to_string()) } else { ActError::Internal(e.to_string()) }
     }
 }
 
 impl From<EngineError> for ActError {
     fn from(e: EngineError) -> Self {
-        ActError::Internal(e.to_string())
+        match e {
+            EngineError::Store(e) => e.into(),
+            other => ActError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl EngineError {
+    /// True when nothing was kept because the store is failing: a person is told
+    /// their message was not saved.
+    pub fn is_store_failing(&self) -> bool {
+        matches!(self, EngineError::Store(e) if e.is_outage())
     }
 }
 

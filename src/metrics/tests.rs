@@ -173,3 +173,16 @@ fn two_bridges_in_one_process_keep_their_own_figures() {
     assert!(b.render().expect("renders").contains("hitl_bridge_refusals_total{reason=\"expired\"} 0\n"));
     assert!(a.render().expect("renders").contains("hitl_bridge_refusals_total{reason=\"expired\"} 1\n"));
 }
+
+/// Store errors are counted by the store as they happen; a scrape brings the family up
+/// to those counts, and a second scrape with nothing new adds nothing.
+#[test]
+fn store_errors_catch_up_to_the_stores_counts() {
+    let metrics = Metrics::new();
+    metrics.catch_up_store_errors(&[("settle", 2), ("commit a write", 1)]);
+    metrics.catch_up_store_errors(&[("settle", 2), ("commit a write", 4)]);
+    let text = metrics.render().unwrap();
+    let lines = samples(&text);
+    assert!(lines.contains(&"hitl_bridge_store_errors_total{operation=\"settle\"} 2".to_owned()), "{text}");
+    assert!(lines.contains(&"hitl_bridge_store_errors_total{operation=\"commit a write\"} 4".to_owned()), "{text}");
+}

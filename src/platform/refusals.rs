@@ -4,7 +4,7 @@
 //! words it here, the same way.
 
 use super::locale::{self, AccessMsg, Locale};
-use crate::engine::{PairRefusal, RevokeRefusal, Stranger};
+use crate::engine::{EngineError, PairRefusal, RevokeRefusal, Stranger};
 use crate::store::{PairError, PairedUser};
 
 /// The refusal as the stranger reads it: with their pairing code when there is one.
@@ -12,6 +12,20 @@ pub fn stranger_notice(stranger: &Stranger, locale: Locale) -> String {
     match &stranger.pairing {
         Some(p) => locale::access_text(locale, &AccessMsg::PairingCode { code: &p.code, expires_at_ms: p.expires_at_ms }),
         None => locale::access_text(locale, &AccessMsg::NotAllowed { id: &stranger.id }),
+    }
+}
+
+/// What the author of a message or command that failed in the engine reads: that it
+/// was not saved, when the store is failing (nothing was kept, and the same message
+/// later works), else the platform's own `otherwise`. The error is logged here, with
+/// `what` saying what failed.
+pub fn engine_failure(locale: Locale, e: &EngineError, what: &str, otherwise: &str) -> String {
+    if e.is_store_failing() {
+        tracing::error!(error = %e, "{what}: not saved, the store is failing");
+        locale::text(locale, locale::Msg::StoreFailing).to_owned()
+    } else {
+        tracing::error!(error = %e, "{what}");
+        otherwise.to_owned()
     }
 }
 

@@ -30,10 +30,97 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// For `map_err`: a failed query, named by the store operation it served.
+    /// For `map_err`: a failed query, named by the store operation it served, and
+    /// counted under that name ([`error_counts`]).
     pub(crate) fn query(what: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
-        move |source| StoreError::Query { what, source }
+        move |source| {
+            count(what);
+            StoreError::Query { what, source }
+        }
+    }
+
+    /// True when the store itself is failing, not the request: the disk is full, the
+    /// database cannot be reached, answered with an I/O error or stayed locked. Nothing
+    /// was kept, and the same thing tried again once the store recovers can work; a
+    /// person is told so. False for what trying again cannot mend (a constraint, an
+    /// unreadable row, a caller's mistake).
+    pub fn is_outage(&self) -> bool {
+        match self {
+            StoreError::Query { source, .. } | StoreError::Connect { source, .. } | StoreError::Column { source, .. } => is_outage(source),
+            StoreError::CreateDir { .. } => true,
+            _ => false,
+        }
     }
 }
 
+/// Whether `e` says the database is unavailable rather than the statement wrong.
+fn is_outage(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => {
+            true
+        }
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| is_outage_code(&code)),
+        _ => false,
+    }
+}
+
+/// SQLite's result codes (the primary code is the low byte of an extended one) and
+/// PostgreSQL's SQLSTATE classes that mean the database, not the statement, failed.
+fn is_outage_code(code: &str) -> bool {
+    if let Ok(sqlite) = code.parse::<i32>() {
+        // BUSY, LOCKED, NOMEM, READONLY, IOERR, CORRUPT, FULL, CANTOPEN, PROTOCOL.
+        return matches!(sqlite & 0xff, 5 | 6 | 7 | 8 | 10 | 11 | 13 | 14 | 15);
+    }
+    // 08 connection exception, 53 insufficient resources (53100 disk full), 57
+    // operator intervention (a shutdown, a restart), 58 system error (I/O).
+    matches!(code.get(..2), Some("08" | "53" | "57" | "58"))
+}
+
+/// Failed queries by store operation, since the process started: the source of
+/// `hitl_bridge_store_errors_total`. Kept for the process, not per store, because
+/// errors are named where they happen, which knows no bridge; a process runs one
+/// bridge (tests, which run several, read it as a lower bound).
+static ERRORS: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>> = std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+fn count(what: &'static str) {
+    let mut errors = ERRORS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    *errors.entry(what).or_default() += 1;
+}
+
+/// Every store operation that has failed in this process, with how many times.
+pub fn error_counts() -> Vec<(&'static str, u64)> {
+    let errors = ERRORS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    errors.iter().map(|(&what, &n)| (what, n)).collect()
+}
+
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_store_failing_is_told_apart_from_a_wrong_statement() {
+        let outage = |code: &str| is_outage_code(code);
+        // SQLite: a full disk, a lock kept, an I/O error (extended: IOERR_WRITE).
+        assert!(outage("13") && outage("5") && outage("778"));
+        // A constraint or a syntax error is the statement's own.
+        assert!(!outage("19") && !outage("787") && !outage("1"));
+        // PostgreSQL: a shutdown, a lost connection, a full disk.
+        assert!(outage("57P01") && outage("08006") && outage("53100"));
+        assert!(!outage("23505") && !outage("42P01") && !outage("40001"));
+        let lost = StoreError::Query { what: "settle", source: sqlx::Error::PoolTimedOut };
+        assert!(lost.is_outage());
+        let gone = StoreError::Query { what: "settle", source: sqlx::Error::RowNotFound };
+        assert!(!gone.is_outage());
+    }
+
+    #[test]
+    fn failed_queries_are_counted_by_operation() {
+        let before = error_counts().into_iter().find(|(what, _)| *what == "count me").map_or(0, |(_, n)| n);
+        let _ = StoreError::query("count me")(sqlx::Error::PoolTimedOut);
+        let _ = StoreError::query("count me")(sqlx::Error::PoolTimedOut);
+        let after = error_counts().into_iter().find(|(what, _)| *what == "count me").map_or(0, |(_, n)| n);
+        assert_eq!(after - before, 2);
+    }
+}

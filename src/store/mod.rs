@@ -54,7 +54,7 @@ pub use api_requests::{ApiRequest, DueCallback, PageMark};
 pub use audit_entry::{AuditEntry, kind_and_tools};
 pub use chats::ChatKey;
 pub use connect::DEFAULT_URL;
-pub use error::{Result, StoreError};
+pub use error::{Result, StoreError, error_counts};
 pub use inbox::{InboxUpdate, Inboxes, PlatformInbox};
 pub use interactions::{PendingTimers, Settled};
 pub use messages::MessageRef;

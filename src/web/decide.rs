@@ -83,6 +83,11 @@ async fn handle(
             };
             render(&frame, viewer, &id, Some(Notice::Refused(refusal_text(frame.locale, &refusal))), None, status).await
         }
+        Err(ActError::StoreFailing(reason)) => {
+            tracing::error!(%reason, interaction = %id, "a decision from the web inbox was not saved: the store is failing");
+            let notice = crate::texts::text(frame.locale, crate::texts::Msg::StoreFailing).to_owned();
+            render(&frame, viewer, &id, Some(Notice::Refused(notice)), None, StatusCode::SERVICE_UNAVAILABLE).await
+        }
         Err(ActError::Internal(reason)) => {
             tracing::error!(%reason, interaction = %id, "a decision from the web inbox failed");
             render(&frame, viewer, &id, Some(Notice::Refused(reason)), None, StatusCode::SERVICE_UNAVAILABLE).await

@@ -16,7 +16,7 @@ use super::text::{DMsg, dtext, truncate};
 use super::{PLATFORM, Shared, members, render, rest};
 use crate::engine::EngineError;
 use crate::interaction::Actor;
-use crate::platform::refusals::stranger_notice;
+use crate::platform::refusals::{engine_failure, stranger_notice};
 use crate::platform::turns::Priority;
 use crate::store::ChatKey;
 
@@ -100,8 +100,8 @@ pub async fn on_message(shared: &Shared, message: &Message, bot: UserId) {
         Err(EngineError::NotAdmitted(stranger)) if stranger.silent => return,
         Err(EngineError::NotAdmitted(stranger)) => return reply(shared, message, &stranger_notice(&stranger, locale), Priority::Refusal).await,
         Err(e) => {
-            tracing::error!(error = %e, "cannot check who may talk");
-            return reply(shared, message, dtext(locale, DMsg::Internal), Priority::Text).await;
+            let notice = engine_failure(locale, &e, "cannot check who may talk", dtext(locale, DMsg::Internal));
+            return reply(shared, message, &notice, Priority::Text).await;
         }
     }
     let key = if open_new_thread {
@@ -128,7 +128,10 @@ async fn to_agent(shared: &Shared, message: &Message, key: ChatKey, actor: Actor
         Ok(_) => {}
         Err(EngineError::NotAdmitted(stranger)) if stranger.silent => {}
         Err(EngineError::NotAdmitted(stranger)) => reply(shared, message, &stranger_notice(&stranger, shared.locale(None)), Priority::Refusal).await,
-        Err(e) => tracing::error!(error = %e, "cannot pass a Discord message to the agent"),
+        Err(e) => {
+            let notice = engine_failure(shared.locale(None), &e, "cannot pass a Discord message to the agent", dtext(shared.locale(None), DMsg::Internal));
+            reply(shared, message, &notice, Priority::Text).await;
+        }
     }
 }
 

@@ -25,7 +25,7 @@ use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, RequestKind, UserAction};
 use crate::platform::commands;
 use crate::platform::locale::{self, Locale, Msg};
-use crate::platform::refusals::{Refused, paired_notice, stranger_notice};
+use crate::platform::refusals::{Refused, engine_failure, paired_notice, stranger_notice};
 use crate::store::ChatKey;
 
 /// What to answer at once, and what to do after the answer is out.
@@ -86,6 +86,10 @@ fn act_error(locale: Locale, e: &ActError) -> String {
     match e {
         ActError::Refused(refusal) => locale::refusal(locale, refusal),
         ActError::UnknownInteraction => locale::text(locale, Msg::UnknownButton).into(),
+        ActError::StoreFailing(why) => {
+            tracing::error!(error = %why, "a Discord click was not saved: the store is failing");
+            locale::text(locale, Msg::StoreFailing).into()
+        }
         ActError::Internal(why) => {
             tracing::error!(error = %why, "acting on a Discord click failed");
             dtext(locale, DMsg::Internal).into()
@@ -338,8 +342,7 @@ async fn command_reply(shared: &Shared, c: &CommandInteraction, name: &str, chat
 }
 
 fn engine_error(locale: Locale, e: &EngineError) -> String {
-    tracing::error!(error = %e, "a slash command failed");
-    dtext(locale, DMsg::Internal).to_owned()
+    engine_failure(locale, e, "a slash command failed", dtext(locale, DMsg::Internal))
 }
 
 /// `/pending`: one line per waiting request, with its deadline and a link to each

@@ -29,7 +29,7 @@ use super::text::{SMsg, stext};
 use super::{PLATFORM, Shared};
 use crate::engine::EngineError;
 use crate::interaction::Actor;
-use crate::platform::refusals::stranger_notice;
+use crate::platform::refusals::{engine_failure, stranger_notice};
 use crate::store::ChatKey;
 
 /// The longest notice shown to one person (a section's 3,000 characters).
@@ -167,19 +167,13 @@ pub async fn on_event(shared: &Shared, payload: &serde_json::Value) {
         // Already answered here within the refusal window: nothing more.
         Err(EngineError::NotAdmitted(stranger)) if stranger.silent => return,
         Err(EngineError::NotAdmitted(stranger)) => return tell(stranger_notice(&stranger, locale)).await,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot check who may talk");
-            return tell(stext(locale, SMsg::Internal).to_owned()).await;
-        }
+        Err(e) => return tell(engine_failure(locale, &e, "cannot check who may talk", stext(locale, SMsg::Internal))).await,
     }
     match shared.engine.user_message(routed.chat.clone(), actor, routed.text.clone()).await {
         Ok(_) => {}
         Err(EngineError::NotAdmitted(stranger)) if stranger.silent => {}
         Err(EngineError::NotAdmitted(stranger)) => tell(stranger_notice(&stranger, locale)).await,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot pass a Slack message to the agent");
-            tell(stext(locale, SMsg::Internal).to_owned()).await;
-        }
+        Err(e) => tell(engine_failure(locale, &e, "cannot pass a Slack message to the agent", stext(locale, SMsg::Internal))).await,
     }
 }
 

@@ -48,6 +48,10 @@ fn notice(shared: &Shared, e: &ActError) -> String {
     match e {
         ActError::Refused(refusal) => texts::refusal(shared.locale, refusal),
         ActError::UnknownInteraction => texts::text(shared.locale, Msg::UnknownButton).to_owned(),
+        ActError::StoreFailing(why) => {
+            tracing::error!(error = %why, "a Slack click was not saved: the store is failing");
+            texts::text(shared.locale, Msg::StoreFailing).to_owned()
+        }
         ActError::Internal(why) => {
             tracing::error!(error = %why, "acting on a Slack click failed");
             stext(shared.locale, SMsg::Internal).to_owned()

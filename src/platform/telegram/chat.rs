@@ -16,7 +16,7 @@ use crate::engine::{ActError, Click, CommandOutcome, EngineError, PairRefusal, P
 use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Attempt, Interaction, Refusal, RequestKind, UserAction};
 use crate::platform::locale::{self, Locale, Msg, text};
-use crate::platform::refusals::{Refused, paired_notice, stranger_notice};
+use crate::platform::refusals::{Refused, engine_failure, paired_notice, stranger_notice};
 use crate::platform::{PlatformError, commands};
 use crate::store::ChatKey;
 
@@ -139,8 +139,8 @@ async fn admitted(
             false
         }
         Err(e) => {
-            tracing::error!(error = %e, "cannot check who may talk");
-            log_failure(send::html(&tg.bot, chat, &escape(tg_text(locale, Tg::CommandFailed)), None).await.map(|_| ()));
+            let notice = engine_failure(locale, &e, "cannot check who may talk", tg_text(locale, Tg::CommandFailed));
+            log_failure(send::html(&tg.bot, chat, &escape(&notice), None).await.map(|_| ()));
             false
         }
     }
@@ -227,10 +227,7 @@ async fn to_agent(tg: &Telegram, chat: ChatKey, user: &User, text: &str, locale:
             let refusal = escape(&stranger_notice(&stranger, locale));
             return log_failure(send::refusal(&tg.bot, &chat, &refusal, None).await.map(|_| ()));
         }
-        Err(e) => {
-            tracing::error!(error = %e, "cannot pass a message to the agent");
-            tg_text(locale, Tg::CommandFailed).to_owned()
-        }
+        Err(e) => engine_failure(locale, &e, "cannot pass a message to the agent", tg_text(locale, Tg::CommandFailed)),
     };
     log_failure(send::html(&tg.bot, &chat, &escape(&notice), None).await.map(|_| ()));
 }
@@ -268,6 +265,11 @@ async fn answer_prompt(tg: &Telegram, chat: &ChatKey, user: &User, prompt: Promp
         Err(ActError::Refused(refusal)) => refusal,
         Err(ActError::UnknownInteraction) => {
             log_failure(send::html(&tg.bot, chat, &escape(tg_text(locale, Tg::InvalidPrompt)), None).await.map(|_| ()));
+            return;
+        }
+        Err(ActError::StoreFailing(e)) => {
+            tracing::error!(error = %e, "a typed answer was not saved: the store is failing");
+            log_failure(send::html(&tg.bot, chat, &format!("⚠️ {}", escape(text(locale, Msg::StoreFailing))), None).await.map(|_| ()));
             return;
         }
         Err(ActError::Internal(e)) => {

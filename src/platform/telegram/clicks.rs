@@ -192,6 +192,10 @@ fn outcome_answer(result: Result<ActOutcome, ActError>, locale: Locale) -> Answe
         Ok(ActOutcome::Resolved(_)) => Answer::toast(text(locale, Msg::DecisionSaved)),
         Err(ActError::Refused(refusal)) => refused(locale, &refusal),
         Err(ActError::UnknownInteraction) => Answer::toast(text(locale, Msg::UnknownButton)),
+        Err(ActError::StoreFailing(e)) => {
+            tracing::error!(error = %e, "a click was not saved: the store is failing");
+            Answer::alert(text(locale, Msg::StoreFailing))
+        }
         Err(ActError::Internal(e)) => {
             tracing::error!(error = %e, "an action failed inside the bridge");
             Answer::toast(tg_text(locale, Tg::CommandFailed))

@@ -8,7 +8,11 @@ use std::sync::Arc;
 use teloxide::types::{Update, UpdateKind};
 
 use super::Telegram;
+use super::chat::chat_key;
 use super::lanes::{Job, Lanes};
+use super::send;
+use super::text::escape;
+use crate::platform::locale::{Msg, text};
 use crate::platform::inbox::{Done, InboxHandler};
 use crate::store::{InboxUpdate, StoreError};
 
@@ -38,6 +42,40 @@ pub fn row(update: &Update) -> Option<InboxUpdate> {
 pub async fn receive(tg: &Arc<Telegram>, updates: Vec<Update>) -> Result<(), StoreError> {
     let rows = updates.into_iter().filter_map(|u| row(&u).map(|r| (r, u))).collect();
     tg.inbox.receive(tg, rows).await
+}
+
+/// Tells the people whose updates could not be stored because the store is failing
+/// that they are not saved yet: a click's spinner ends with the notice, a message gets
+/// it as a reply. Nothing is lost meanwhile: unconfirmed, the updates come back from
+/// Telegram and are handled once stored, so the notice asks nobody to send again. Once
+/// per update, and a chat gets at most one such message a minute.
+pub async fn tell_not_stored(tg: &Arc<Telegram>, updates: &[Update]) {
+    let now = std::time::Instant::now();
+    for update in updates {
+        match &update.kind {
+            UpdateKind::CallbackQuery(query) => {
+                let chat = query.message.as_ref().map(|m| m.chat().id.0).unwrap_or_default();
+                if !tg.caches().may_tell_unstored(i64::from(update.id.0), None, now) {
+                    continue;
+                }
+                let locale = tg.locale(&chat.to_string(), query.from.language_code.as_deref());
+                send::answer(&tg.bot, query.id.clone(), Some(text(locale, Msg::StoreDelayed)), true).await;
+            }
+            UpdateKind::Message(message) if !message.from.as_ref().is_some_and(|u| u.is_bot) => {
+                if !tg.caches().may_tell_unstored(i64::from(update.id.0), Some(message.chat.id.0), now) {
+                    continue;
+                }
+                let language = message.from.as_ref().and_then(|u| u.language_code.as_deref());
+                let locale = tg.locale(&message.chat.id.0.to_string(), language);
+                let chat = chat_key(message.chat.id, Some(message));
+                let notice = format!("⚠️ {}", escape(text(locale, Msg::StoreDelayed)));
+                if let Err(e) = send::html_reply(&tg.bot, &chat, &notice, None, Some(message.id)).await {
+                    tracing::warn!(error = %e, "cannot tell a sender their message is not stored yet");
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 impl InboxHandler for Telegram {

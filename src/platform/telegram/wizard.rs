@@ -141,14 +141,29 @@ pub struct Caches {
     /// When each chat last got an answer to `/id`: anyone may ask, so a flood of it
     /// is answered once per [`ID_ANSWER_EVERY`].
     id_answers: BoundedMap<String, std::time::Instant>,
+    /// Updates whose senders were told they are not stored yet (Telegram delivers a
+    /// batch again until it is stored: each person is told once), and when each chat
+    /// last got that notice as a message.
+    unstored_updates: BoundedMap<i64, ()>,
+    unstored_chats: BoundedMap<i64, std::time::Instant>,
 }
+
+/// The shortest time between two "not stored yet" messages in one chat: in an outage
+/// every message would otherwise get one.
+pub const UNSTORED_NOTICE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The shortest time between two answers to `/id` in one chat.
 pub const ID_ANSWER_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Default for Caches {
     fn default() -> Self {
-        Self { tool_lines: BoundedMap::new(MAX_TOOL_LINES), languages: BoundedMap::new(MAX_LANGUAGES), id_answers: BoundedMap::new(MAX_LANGUAGES) }
+        Self {
+            tool_lines: BoundedMap::new(MAX_TOOL_LINES),
+            languages: BoundedMap::new(MAX_LANGUAGES),
+            id_answers: BoundedMap::new(MAX_LANGUAGES),
+            unstored_updates: BoundedMap::new(MAX_LANGUAGES),
+            unstored_chats: BoundedMap::new(MAX_LANGUAGES),
+        }
     }
 }
 
@@ -173,6 +188,23 @@ impl Caches {
 
     pub fn language(&self, chat_id: &str) -> Option<String> {
         self.languages.get(&chat_id.to_owned()).cloned()
+    }
+
+    /// Whether the sender of update `update_id`, which could not be stored, is still to
+    /// be told so (and notes that they are): once per update, and for a message (`in_chat`)
+    /// at most once per [`UNSTORED_NOTICE_EVERY`] in its chat.
+    pub fn may_tell_unstored(&mut self, update_id: i64, in_chat: Option<i64>, now: std::time::Instant) -> bool {
+        if self.unstored_updates.get(&update_id).is_some() {
+            return false;
+        }
+        self.unstored_updates.insert(update_id, ());
+        if let Some(chat) = in_chat {
+            if self.unstored_chats.get(&chat).is_some_and(|last| now.duration_since(*last) < UNSTORED_NOTICE_EVERY) {
+                return false;
+            }
+            self.unstored_chats.insert(chat, now);
+        }
+        true
     }
 
     /// Whether `/id` may be answered in `chat_id` now (and notes that it is).
