@@ -1,36 +1,38 @@
-//! When storing fails: a full disk under the SQLite store. The bridge runs on the
-//! real teloxide client against the fake Bot API, its store on a small filesystem
-//! (a tmpfs mounted for the test) that the test fills to the brim and frees again.
+//! When storing fails: a full disk under the SQLite store. The bridge runs on the real
+//! platform clients against their fakes, its store on a small filesystem (a tmpfs the
+//! test mounts, so these tests need root, as CI has) that the test fills to the brim and
+//! then frees. What is checked is what people, the agent and the store see: a click
+//! pressed during the failure is either delivered once or its presser was told it was
+//! not saved and a second press works; nothing is shown as decided that was not
+//! stored; and the store needs no restart to work again.
 
+use support::fake_discord;
 use support::fake_telegram;
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use fake_telegram::{User, button};
+use hitl_bridge::platform::discord::settings::DiscordSettings;
 use serde_json::{Value, json};
-use support::{Chat, Harness, approvals, session_id, wait_until};
+use support::discord_chat::{button as discord_button, has_embed};
+use support::{Chat, Harness, approvals, session_id, wait_approvals, wait_until};
 
-fn thao() -> User {
-    User::new(1001, "Thảo", Some("en"))
-}
-
-/// A tmpfs of `size` mounted on a fresh directory, unmounted when dropped.
+/// A tmpfs of a few MiB mounted on a fresh directory, unmounted when dropped.
 struct SmallDisk {
     dir: tempfile::TempDir,
 }
 
 impl SmallDisk {
-    fn mount(size: &str) -> SmallDisk {
+    fn mount() -> SmallDisk {
         let dir = tempfile::tempdir().expect("temp dir");
-        let status = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .status()
-            .expect("run mount");
-        assert!(status.success(), "cannot mount a tmpfs (this test needs root): {status}");
+        let status = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=16m", "tmpfs"]).arg(dir.path()).status().expect("run mount");
+        assert!(status.success(), "cannot mount a tmpfs: these tests need root ({status})");
         SmallDisk { dir }
+    }
+
+    fn store_url(&self) -> String {
+        format!("sqlite://{}", self.path().join("bridge.db").display())
     }
 
     fn path(&self) -> &Path {
@@ -41,26 +43,17 @@ impl SmallDisk {
         self.path().join("ballast")
     }
 
-    /// Writes a file until the filesystem has no byte left.
+    /// Writes a file until the filesystem has not one byte left.
     fn fill(&self) {
         use std::io::Write;
         let mut file = std::fs::OpenOptions::new().create(true).append(true).open(self.ballast()).expect("ballast");
-        let chunk = vec![0u8; 4096];
-        loop {
-            match file.write(&chunk) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) if e.raw_os_error() == Some(28) => break,
-                Err(e) => panic!("filling the disk: {e}"),
-            }
-        }
-        // The last bytes, one at a time.
+        let chunk = vec![0u8; 64 * 1024];
+        while file.write(&chunk).is_ok_and(|n| n > 0) {}
         while file.write(&[0u8]).is_ok_and(|n| n == 1) {}
-        let _ = file.sync_all();
     }
 
     fn free(&self) {
-        std::fs::remove_file(self.ballast()).expect("remove ballast");
+        std::fs::remove_file(self.ballast()).expect("remove the ballast");
     }
 }
 
@@ -70,50 +63,140 @@ impl Drop for SmallDisk {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs root: mounts a small filesystem"]
-async fn a_full_disk_then_freed_loses_no_click_and_wedges_nothing() {
-    let disk = SmallDisk::mount("16m");
-    let url = format!("sqlite://{}", disk.path().join("bridge.db").display());
-    let mut h = Harness::on(Chat::Telegram)
-        .agent(120)
-        .store(&url)
-        .tweak(|s| s.access.users = vec![format!("telegram:{}", thao().id)])
-        .build()
-        .await;
-    h.telegram().private_chat(&thao());
-    h.boot().await;
-    let chat = thao().id;
-    h.telegram().push_message(chat, &thao(), "trade", None, None);
-    let card = wait_until(|| async { h.telegram().bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains("execute_trade"))) }).await;
-    let card_id = card["message_id"].as_i64().unwrap();
-    let approve = button(&card, "Approve");
-
-    disk.fill();
-    let pressed = h.telegram().push_click(chat, &thao(), card_id, &approve);
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    eprintln!("answer during the failure: {:?}", h.telegram().answer_to(&pressed));
-    eprintln!("approvals during the failure: {:?}", approvals(h.sim()));
-    disk.free();
-    let freed = Instant::now();
-    tokio::time::sleep(Duration::from_secs(8)).await;
-    eprintln!("answer after: {:?}", h.telegram().answer_to(&pressed));
-    eprintln!("approvals after: {:?}", approvals(h.sim()));
-    let again = h.telegram().push_click(chat, &thao(), card_id, &approve);
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    eprintln!("second answer: {:?} after {:?}", h.telegram().answer_to(&again), freed.elapsed());
-    let s = session_id(h.sim());
-    assert_eq!(approvals(h.sim()), vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
-    let _: Option<Value> = None;
-    h.shutdown().await;
+/// The bridge's `/metrics` page.
+async fn metrics_page(h: &Harness) -> String {
+    let url = format!("http://{}/metrics", h.app().http_addr().expect("the HTTP listener is on"));
+    reqwest::get(url).await.expect("scrape").text().await.expect("body")
 }
 
-mod store_level {
-    use super::SmallDisk;
+/// The value of the first sample of `family` whose labels contain `label`.
+fn sample(page: &str, family: &str, label: &str) -> Option<f64> {
+    page.lines().filter(|l| l.starts_with(family) && l.contains(label)).find_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse().ok()))
+}
+
+mod telegram {
+    use super::*;
+    use fake_telegram::{User, button};
+
+    fn thao() -> User {
+        User::new(1001, "Thảo", Some("en"))
+    }
+
+    const NOT_YET: &str = "Not saved yet: the bridge's storage is failing. It is handled as soon as the storage is back; no need to send it again.";
+
+    /// Telegram: the disk fills while a card waits. Approve is pressed: the inbox cannot
+    /// keep the click, so its spinner ends with "not saved yet" (once, though Telegram
+    /// delivers it again and again) and nothing reaches the agent; a message sent
+    /// meanwhile gets the same notice. Once the space is freed, the bridge (never
+    /// restarted) stores both: the agent gets the approval once and the message, the
+    /// card shows the decision, and a second press is told it was already decided.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "needs root: mounts a small filesystem"]
+    async fn a_click_on_a_full_disk_is_delivered_once_when_space_returns() {
+        let disk = SmallDisk::mount();
+        let mut h =
+            Harness::on(Chat::Telegram).agent(120).store(&disk.store_url()).tweak(|s| s.access.users = vec![format!("telegram:{}", thao().id)]).build().await;
+        h.telegram().private_chat(&thao());
+        h.boot().await;
+        let chat = thao().id;
+        let with = |needle: &'static str| {
+            let fake = h.telegram();
+            move || async move { fake.bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains(needle))) }
+        };
+        h.telegram().push_message(chat, &thao(), "trade", None, None);
+        let card = wait_until(with("execute_trade")).await;
+        let card_id = card["message_id"].as_i64().unwrap();
+        let approve = button(&card, "Approve");
+
+        disk.fill();
+        let pressed = h.telegram().push_click(chat, &thao(), card_id, &approve);
+        let answer = wait_until(|| async { h.telegram().answer_to(&pressed) }).await;
+        assert_eq!(answer, json!({"callback_query_id": pressed, "text": NOT_YET, "show_alert": true}));
+        h.telegram().push_message(chat, &thao(), "still there?", None, None);
+        let notice = wait_until(with("Not saved yet")).await;
+        assert_eq!(notice["text"], format!("⚠️ {NOT_YET}"));
+        // Telegram delivers both again every few seconds; nobody is told twice, and
+        // nothing reaches the agent or changes the card.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert_eq!(h.telegram().calls("answerCallbackQuery").len(), 1);
+        assert_eq!(h.telegram().bot_messages(chat).iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("Not saved yet"))).count(), 1);
+        assert!(approvals(h.sim()).is_empty());
+        assert!(h.telegram().message(chat, card_id).unwrap()["reply_markup"].is_object(), "the card keeps its buttons");
+        let page = metrics_page(&h).await;
+        assert!(sample(&page, "hitl_bridge_store_errors_total", "operation=").is_some_and(|n| n >= 1.0), "{page}");
+
+        disk.free();
+        let s = session_id(h.sim());
+        let got = wait_approvals(h.sim(), 1).await;
+        assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+        wait_until(with("Tôi đã nhận: still there?")).await;
+        wait_until(|| async { h.telegram().message(chat, card_id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains("Approved by Thảo"))) }).await;
+        let again = h.telegram().push_click(chat, &thao(), card_id, &approve);
+        let answer = wait_until(|| async { h.telegram().answer_to(&again) }).await;
+        assert!(answer["text"].as_str().is_some_and(|t| t.starts_with("Already decided by Thảo")), "{answer}");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(approvals(h.sim()).len(), 1, "delivered once");
+        h.shutdown().await;
+    }
+}
+
+mod discord {
+    use super::*;
+    use fake_discord::{CHANNEL_ID, click, guild_message, user};
+
+    const THAO: &str = "500000000000000001";
+
+    /// Discord: a click reaches the engine at once (no inbox in between), so on a full
+    /// disk its settle is what fails. The presser is told it was not saved, the card
+    /// keeps its buttons and the agent gets nothing; once the space is freed, pressing
+    /// again decides it, and the agent gets that one decision.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "needs root: mounts a small filesystem"]
+    async fn a_click_that_cannot_be_saved_says_so_and_a_second_press_works() {
+        let disk = SmallDisk::mount();
+        let h = Harness::on(Chat::Discord)
+            .agent(120)
+            .store(&disk.store_url())
+            .tweak(|s| {
+                s.platforms.get_mut::<DiscordSettings>().channels = vec![CHANNEL_ID.into()];
+                s.access.users = vec![format!("discord:{THAO}")];
+            })
+            .start()
+            .await;
+        let thao = user(THAO, "Thảo");
+        h.discord().dispatch("MESSAGE_CREATE", guild_message(h.discord(), CHANNEL_ID, &thao, "trade", false));
+        let card = h.discord().wait_request(0, |r| r.method == "POST" && r.path.ends_with("/messages") && has_embed(&r.body)).await;
+        let card_id = card.response.as_ref().and_then(|m| m["id"].as_str()).expect("message id").to_owned();
+        let approve = discord_button(&card.body, "Approve");
+        let followups = || h.discord().requests().into_iter().filter(|r| r.method == "POST" && r.path.starts_with("/api/v10/webhooks/")).collect::<Vec<_>>();
+
+        disk.fill();
+        h.discord().dispatch("INTERACTION_CREATE", click(h.discord(), &approve, &card_id, CHANNEL_ID, &thao, &[]));
+        let told = wait_until(|| async { followups().into_iter().next() }).await;
+        assert_eq!(told.body["content"], "Not saved: the bridge's storage is failing. Try again in a moment.");
+        assert_eq!(told.body["flags"], 64, "only the presser sees it");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(approvals(h.sim()).is_empty());
+        let edited_away = |r: &support::fake_discord::Recorded| r.method == "PATCH" && r.path.ends_with(&card_id) && r.body["components"] == json!([]);
+        assert!(!h.discord().requests().iter().any(edited_away), "nothing is shown as decided");
+
+        disk.free();
+        h.discord().dispatch("INTERACTION_CREATE", click(h.discord(), &approve, &card_id, CHANNEL_ID, &thao, &[]));
+        let s = session_id(h.sim());
+        let got = wait_approvals(h.sim(), 1).await;
+        assert_eq!(got, vec![json!({"type":"approval","session_id":s,"approval_key":format!("{s}_1"),"decisions":[{"type":"approve"}]})]);
+        wait_until(|| async { h.discord().requests().iter().any(edited_away).then_some(()) }).await;
+        assert_eq!(followups().len(), 1, "the second press needed no notice");
+        let _: Option<Value> = None;
+        h.shutdown().await;
+    }
+}
+
+mod store {
+    use super::*;
     use hitl_bridge::interaction::{Interaction, RequestBuilder, TimeoutDefaults};
     use hitl_bridge::protocol::{ActionRequest, Command};
-    use hitl_bridge::store::{AuditEntry, Store};
-    use serde_json::json;
+    use hitl_bridge::store::{AuditEntry, Settled, Store};
 
     fn interaction(n: usize) -> Interaction {
         let action = ActionRequest { name: "execute_trade".into(), args: json!({"n": n}), description: None, tool_use_id: None };
@@ -128,34 +211,39 @@ mod store_level {
         (i, audit)
     }
 
+    /// The store itself: writes refused on a full disk fail as an outage; once space
+    /// is freed, every write path (a settle that wins, one that loses its race and so
+    /// rolls back, a new request) works on the same store, nothing is left holding the
+    /// lock, and all of it is on disk when the store is opened again.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     #[ignore = "needs root: mounts a small filesystem"]
-    async fn writes_after_a_full_disk_is_freed_are_committed() {
-        let disk = SmallDisk::mount("8m");
-        let url = format!("sqlite://{}", disk.path().join("bridge.db").display());
-        let store = Store::connect(&url).await.unwrap();
+    async fn writes_after_a_full_disk_is_freed_are_all_committed() {
+        let disk = SmallDisk::mount();
+        let store = Store::connect(&disk.store_url()).await.unwrap();
         for n in 0..10 {
             assert!(store.insert_interaction(&interaction(n)).await.unwrap());
         }
         disk.fill();
         let (i0, audit0) = cancelled(0);
-        let failed = store.settle(&i0, Some(&Command::Cancel { session_id: "s1".into() }), &audit0).await;
-        eprintln!("settle on a full disk: {failed:?}");
+        for _ in 0..3 {
+            let refused = store.settle(&i0, Some(&Command::Cancel { session_id: "s1".into() }), &audit0).await.unwrap_err();
+            assert!(refused.is_outage(), "{refused}");
+        }
         disk.free();
         for n in 0..10 {
             let (i, audit) = cancelled(n);
-            let a = store.settle(&i, None, &audit).await;
-            let b = store.settle(&i, None, &audit).await;
-            eprintln!("{n}: {a:?} / {b:?}");
+            assert!(matches!(store.settle(&i, None, &audit).await.unwrap(), Settled::Won { .. }), "settle {n}");
+            assert_eq!(store.settle(&i, None, &audit).await.unwrap(), Settled::Lost, "settle {n} again");
         }
         for n in 10..20 {
-            eprintln!("insert {n}: {:?}", store.insert_interaction(&interaction(n)).await);
+            assert!(store.insert_interaction(&interaction(n)).await.unwrap());
         }
         store.close().await;
-        drop(store);
-        let store = Store::connect(&url).await.unwrap();
+        let reopened = Store::connect(&disk.store_url()).await.unwrap();
         for n in 0..20 {
-            eprintln!("reopened {n}: {:?}", store.interaction(&format!("i{n:011}")).await.map(|i| i.map(|i| i.status.name())));
+            let status = reopened.interaction(&format!("i{n:011}")).await.unwrap().expect("stored").status.name();
+            assert_eq!(status, if n < 10 { "cancelled" } else { "pending" }, "interaction {n}");
         }
+        assert_eq!(reopened.audit_log("trade_0").await.unwrap().len(), 1, "the refused settle left no audit row");
     }
 }

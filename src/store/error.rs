@@ -56,9 +56,12 @@ impl StoreError {
 /// Whether `e` says the database is unavailable rather than the statement wrong.
 fn is_outage(e: &sqlx::Error) -> bool {
     match e {
-        sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => {
-            true
-        }
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
         sqlx::Error::Database(db) => db.code().is_some_and(|code| is_outage_code(&code)),
         _ => false,
     }

@@ -12,8 +12,8 @@ use super::chat::chat_key;
 use super::lanes::{Job, Lanes};
 use super::send;
 use super::text::escape;
-use crate::platform::locale::{Msg, text};
 use crate::platform::inbox::{Done, InboxHandler};
+use crate::platform::locale::{Msg, text};
 use crate::store::{InboxUpdate, StoreError};
 
 /// The update's inbox row, `None` for kinds the bridge does not handle (confirmed and
