@@ -1,5 +1,6 @@
 //! The bridge's own HTTP listener (`http.listen`): `/healthz` (the process is alive),
-//! `/readyz` (the store answers and every enabled platform has started), `/metrics`
+//! `/readyz` (the store's last health check succeeded, no outage met since, and every
+//! enabled platform has started), `/metrics`
 //! (Prometheus, see [`crate::metrics`]), and whatever routes the parts mount on it (the
 //! inbound API's `/v1`), through [`crate::listener`]'s limits on connections and
 //! timeouts. Bodies over `http.max_body_bytes` (1 MiB) are refused with 413 before any handler reads them. [`probe`] is the other side: `hitl-bridge health` (the container's
@@ -75,12 +76,20 @@ pub async fn serve(listen: &str, limits: Limits, readiness: Arc<Readiness>, metr
     Ok((addr, task))
 }
 
+/// Reads what the store's health task last found ([`crate::store::StoreHealth`]):
+/// never a query of its own, so it answers at once whatever the database is doing.
 async fn readyz(State(readiness): State<Arc<Readiness>>) -> (StatusCode, Json<serde_json::Value>) {
-    let store = readiness.store.ping().await;
+    let health = readiness.store.health();
     let platforms = readiness.platforms_started.load(Ordering::Acquire);
-    let status = if store && platforms { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let status = if health.healthy && platforms { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     let word = if status == StatusCode::OK { "ready" } else { "not_ready" };
-    (status, Json(json!({"status": word, "store": store, "platforms": platforms})))
+    let mut body = json!({"status": word, "store": health.healthy, "platforms": platforms});
+    // Why the store is not healthy, and how long ago it last answered a check.
+    if let Some(error) = health.error {
+        body["store_error"] = json!(error);
+        body["store_checked_ms_ago"] = json!(health.checked_ms_ago);
+    }
+    (status, Json(body))
 }
 
 /// The registry in the OpenMetrics text format, with the store's gauges read now. A

@@ -247,3 +247,176 @@ mod store {
         assert_eq!(reopened.audit_log("trade_0").await.unwrap().len(), 1, "the refused settle left no audit row");
     }
 }
+
+/// PostgreSQL going away under a burst of clicks: restarted, or replaced by a promoted
+/// standby at the same address. Each runs its own server ([`PrivatePostgres`]): the
+/// machine's shared one serves other tests meanwhile.
+mod postgres {
+    use super::*;
+    use fake_telegram::{User, button};
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+    use support::private_postgres::PrivatePostgres;
+
+    /// `/readyz` as a probe sees it: each answer's status and how long it took.
+    #[derive(Default)]
+    struct Probe {
+        answers: Mutex<Vec<(Instant, u16, Duration)>>,
+    }
+
+    impl Probe {
+        /// Asks `/readyz` every 100 ms until the returned handle is aborted.
+        fn watch(url: String) -> (Arc<Probe>, tokio::task::JoinHandle<()>) {
+            let probe = Arc::new(Probe::default());
+            let seen = probe.clone();
+            let task = tokio::spawn(async move {
+                let client = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
+                loop {
+                    let asked = Instant::now();
+                    let status = client.get(&url).send().await.map_or(0, |r| r.status().as_u16());
+                    seen.answers.lock().unwrap().push((asked, status, asked.elapsed()));
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            });
+            (probe, task)
+        }
+
+        /// The slowest answer, whether any said 503, and when the first 200 came after
+        /// `back` (how long after it).
+        fn summary(&self, back: Instant) -> (Duration, bool, Option<Duration>) {
+            let answers = self.answers.lock().unwrap();
+            let slowest = answers.iter().map(|(_, _, took)| *took).max().unwrap_or_default();
+            let said_503 = answers.iter().any(|(_, status, _)| *status == 503);
+            let ready_again = answers.iter().find(|(at, status, _)| *at >= back && *status == 200).map(|(at, _, _)| at.duration_since(back));
+            (slowest, said_503, ready_again)
+        }
+    }
+
+    /// People in `n` private chats, each with an execute_trade card; returns each
+    /// person with their card's id and Approve button.
+    async fn cards(h: &Harness, n: i64) -> Vec<(User, i64, String)> {
+        let mut cards = Vec::new();
+        for k in 0..n {
+            let person = User::new(3000 + k, &format!("P{k}"), Some("en"));
+            h.telegram().private_chat(&person);
+            h.telegram().push_message(person.id, &person, "trade", None, None);
+            let card = wait_until(|| async {
+                h.telegram().bot_messages(person.id).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains("execute_trade")))
+            })
+            .await;
+            let id = card["message_id"].as_i64().unwrap();
+            cards.push((person, id, button(&card, "Approve")));
+        }
+        cards
+    }
+
+    /// Presses every card's Approve until each press was saved: a press told "Not
+    /// saved" (its settle met the outage) is pressed again, as its presser would.
+    async fn press_until_saved(h: &Harness, cards: &[(User, i64, String)], first: Vec<String>) -> usize {
+        let mut pressed_again = 0;
+        for ((person, id, approve), mut query) in cards.iter().zip(first) {
+            loop {
+                let answer = wait_until(|| async { h.telegram().answer_to(&query) }).await;
+                let text = answer["text"].as_str().unwrap_or_default();
+                if !text.starts_with("Not saved:") {
+                    break;
+                }
+                pressed_again += 1;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                query = h.telegram().push_click(person.id, person, *id, approve);
+            }
+        }
+        pressed_again
+    }
+
+    /// Each of `sessions` got exactly one approval, once.
+    async fn one_approval_each(h: &Harness, n: usize) {
+        wait_approvals(h.sim(), n).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let got = approvals(h.sim());
+        assert_eq!(got.len(), n, "no decision lost or doubled: {got:?}");
+        let mut keys: Vec<&str> = got.iter().map(|a| a["approval_key"].as_str().unwrap()).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), n, "one decision per request: {got:?}");
+        assert!(got.iter().all(|a| a["decisions"] == json!([{"type":"approve"}])), "{got:?}");
+    }
+
+    /// Whether a session of the bridge is LISTENing for the outbox's announcements.
+    async fn listening(url: &str) -> bool {
+        let Ok(store) = sqlx::PgPool::connect(url).await else { return false };
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%'").fetch_one(&store).await.unwrap_or(0);
+        store.close().await;
+        n > 0
+    }
+
+    async fn bridge_on(pg: &PrivatePostgres, people: i64) -> Harness {
+        let users: Vec<String> = (0..people).map(|k| format!("telegram:{}", 3000 + k)).collect();
+        Harness::on(Chat::Telegram).agent(120).store(&pg.url()).tweak(move |s| s.access.users = users).start().await
+    }
+
+    /// PostgreSQL restarts (`pg_ctl restart -m fast`: every session is ended with an
+    /// error) 30 ms into a burst of eight clicks. No decision is lost or doubled: each
+    /// click is delivered once, or its presser was told it was not saved and pressed
+    /// again. `/readyz` answers every probe within a second, says 503 during the
+    /// outage and 200 again within 2 s of the database's return, and the outbox's
+    /// LISTEN is back.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "needs root and PostgreSQL's server binaries: runs a PostgreSQL of its own"]
+    async fn a_restart_mid_burst_loses_and_doubles_no_decision() {
+        let pg = PrivatePostgres::start();
+        let h = bridge_on(&pg, 8).await;
+        assert!(wait_until(|| async { listening(&pg.url()).await.then_some(true) }).await);
+        let cards = cards(&h, 8).await;
+        let (probe, watching) = Probe::watch(format!("http://{}/readyz", h.app().http_addr().unwrap()));
+
+        let first: Vec<String> = cards.iter().map(|(person, id, approve)| h.telegram().push_click(person.id, person, *id, approve)).collect();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        pg.stop("fast");
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        pg.start_again();
+        let back = Instant::now();
+
+        let pressed_again = press_until_saved(&h, &cards, first).await;
+        one_approval_each(&h, cards.len()).await;
+        tokio::time::sleep(Duration::from_secs(2).saturating_sub(back.elapsed())).await;
+        watching.abort();
+        let (slowest, said_503, ready_again) = probe.summary(back);
+        eprintln!("restart: pressed again {pressed_again}, slowest /readyz {slowest:?}, ready again after {ready_again:?}");
+        assert!(slowest < Duration::from_secs(1), "every /readyz answered within 1 s (slowest {slowest:?})");
+        assert!(said_503, "/readyz said 503 while the database was down");
+        assert!(ready_again.is_some_and(|after| after <= Duration::from_secs(2)), "ready again within 2 s: {ready_again:?}");
+        assert!(wait_until(|| async { listening(&pg.url()).await.then_some(true) }).await, "LISTEN re-established");
+        h.shutdown().await;
+    }
+
+    /// The primary dies (`immediate`) and a standby, promoted, takes its address. The
+    /// bridge, never restarted, carries on with the new primary: every click of the
+    /// burst is decided once, readiness is back within 2 s of the new primary, and
+    /// LISTEN is re-established on it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "needs root and PostgreSQL's server binaries: runs a PostgreSQL of its own"]
+    async fn a_failover_to_a_new_primary_at_the_same_address_loses_nothing() {
+        let mut pg = PrivatePostgres::start();
+        pg.add_standby();
+        let h = bridge_on(&pg, 6).await;
+        let cards = cards(&h, 6).await;
+        let (probe, watching) = Probe::watch(format!("http://{}/readyz", h.app().http_addr().unwrap()));
+
+        let first: Vec<String> = cards.iter().map(|(person, id, approve)| h.telegram().push_click(person.id, person, *id, approve)).collect();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        pg.fail_over();
+        let back = Instant::now();
+
+        let pressed_again = press_until_saved(&h, &cards, first).await;
+        one_approval_each(&h, cards.len()).await;
+        tokio::time::sleep(Duration::from_secs(2).saturating_sub(back.elapsed())).await;
+        watching.abort();
+        let (slowest, _, ready_again) = probe.summary(back);
+        eprintln!("failover: pressed again {pressed_again}, slowest /readyz {slowest:?}, ready again after {ready_again:?}");
+        assert!(slowest < Duration::from_secs(1), "every /readyz answered within 1 s (slowest {slowest:?})");
+        assert!(ready_again.is_some_and(|after| after <= Duration::from_secs(2)), "ready again within 2 s: {ready_again:?}");
+        assert!(wait_until(|| async { listening(&pg.url()).await.then_some(true) }).await, "LISTEN re-established on the new primary");
+        h.shutdown().await;
+    }
+}

@@ -13,6 +13,7 @@ use sqlx::{AnyConnection, AnyPool, Connection, SqlSafeStr, Sqlite};
 use super::Store;
 use super::error::{Result, StoreError};
 use super::group_commit::GroupCommit;
+use super::health::StoreHealth;
 use super::settings::SqliteSync;
 use super::shared_reads::SharedReads;
 
@@ -188,11 +189,13 @@ impl Store {
         };
         let pool: AnyPool = options.connect(url).await.map_err(connect_error)?;
         backend.migrator().run(&pool).await?;
-        let group = GroupCommit::start(pool.clone());
+        let health = StoreHealth::start((*pool.connect_options()).clone(), pool.close_event());
+        health.answered();
+        let group = GroupCommit::start(pool.clone(), health.clone());
         let listen_url = (backend == Backend::Postgres).then(|| std::sync::Arc::from(url));
-        let showing_reads = SharedReads::start(pool.clone());
-        let loads = SharedReads::start(pool.clone());
-        Ok(Store { pool, group, listen_url, showing_reads, loads })
+        let showing_reads = SharedReads::start(pool.clone(), health.clone());
+        let loads = SharedReads::start(pool.clone(), health.clone());
+        Ok(Store { pool, group, listen_url, showing_reads, loads, health })
     }
 }
 
@@ -283,11 +286,6 @@ async fn sqlite_session_settings(conn: &mut AnyConnection, sync: SqliteSync) -> 
 }
 
 impl Store {
-    /// Whether the database answers a trivial query (`/readyz`).
-    pub async fn ping(&self) -> bool {
-        sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
-    }
-
     /// Closes the pool and waits for its connections to finish (graceful shutdown).
     /// Clones of this Store can no longer query afterwards.
     pub async fn close(&self) {

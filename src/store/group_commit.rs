@@ -24,6 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::deferred::Deferred;
 use super::error::{Result, StoreError};
+use super::health::StoreHealth;
 use super::held::Held;
 
 /// At most this many writes share one transaction, so one commit stays short.
@@ -81,11 +82,17 @@ pub(super) struct GroupCommit {
     queue: mpsc::UnboundedSender<Queued>,
 }
 
+/// The writer task's side: its connection, and where it reports the outages it meets.
+struct Writer {
+    held: Held,
+    health: StoreHealth,
+}
+
 impl GroupCommit {
     /// Starts the writer task on the current Tokio runtime.
-    pub fn start(pool: AnyPool) -> Self {
+    pub fn start(pool: AnyPool, health: StoreHealth) -> Self {
         let (queue, writes) = mpsc::unbounded_channel();
-        tokio::spawn(run(pool.clone(), writes));
+        tokio::spawn(run(Writer { held: Held::new(pool.clone()), health }, writes));
         Self { pool, queue }
     }
 
@@ -103,10 +110,9 @@ impl GroupCommit {
 
 /// Takes whatever is queued, up to [`MAX_BATCH`], commits it together, answers each,
 /// on a connection it keeps between batches ([`Held`]).
-async fn run(pool: AnyPool, mut writes: mpsc::UnboundedReceiver<Queued>) {
-    let mut held = Held::new(pool);
-    while let Some(batch) = held.idle_until(next_batch(&mut writes, MAX_BATCH)).await {
-        commit(&mut held, batch).await;
+async fn run(mut writer: Writer, mut writes: mpsc::UnboundedReceiver<Queued>) {
+    while let Some(batch) = writer.held.idle_until(next_batch(&mut writes, MAX_BATCH)).await {
+        commit(&mut writer, batch).await;
     }
 }
 
@@ -125,7 +131,8 @@ pub(super) async fn next_batch<T>(queue: &mut mpsc::UnboundedReceiver<T>, max: u
     Some(batch)
 }
 
-async fn commit(held: &mut Held, batch: Vec<Queued>) {
+async fn commit(writer: &mut Writer, batch: Vec<Queued>) {
+    let Writer { held, health } = writer;
     if batch.len() > 1 {
         let outcomes = match held.get("begin a group commit").await {
             Ok(conn) => together(conn, &batch).await,
@@ -139,7 +146,12 @@ async fn commit(held: &mut Held, batch: Vec<Queued>) {
                 }
                 return;
             }
-            Err(e) => tracing::warn!(error = %e, writes = batch.len(), "a group commit failed; retrying its writes one by one"),
+            Err(e) => {
+                if e.is_outage() {
+                    health.outage(&e);
+                }
+                tracing::warn!(error = %e, writes = batch.len(), "a group commit failed; retrying its writes one by one");
+            }
         }
     }
     for queued in batch {
@@ -148,6 +160,9 @@ async fn commit(held: &mut Held, batch: Vec<Queued>) {
             Err(e) => Err(e),
         };
         held.done(outcome.is_err());
+        if let Some(e) = outcome.as_ref().err().filter(|e| e.is_outage()) {
+            health.outage(e);
+        }
         let _ = queued.done.send(outcome);
     }
 }

@@ -48,10 +48,8 @@ impl Held {
     /// (a COMMIT refused on a full disk) or holding SQLite's write lock, and only
     /// closing it surely ends both; the next unit of work opens a fresh one.
     pub fn done(&mut self, failed: bool) {
-        if failed && self.keeps {
-            if let Some(conn) = self.conn.as_mut() {
-                conn.close_on_drop();
-            }
+        if let Some(conn) = self.conn.as_mut().filter(|_| failed && self.keeps) {
+            conn.close_on_drop();
         }
         if failed || !self.keeps {
             self.conn = None;

@@ -22,6 +22,7 @@ mod deferred;
 mod error;
 mod escalations;
 mod group_commit;
+mod health;
 mod held;
 mod inbox;
 mod interactions;
@@ -55,6 +56,7 @@ pub use audit_entry::{AuditEntry, kind_and_tools};
 pub use chats::ChatKey;
 pub use connect::DEFAULT_URL;
 pub use error::{Result, StoreError, error_counts};
+pub use health::{HealthReport, StoreHealth};
 pub use inbox::{InboxUpdate, Inboxes, PlatformInbox};
 pub use interactions::{PendingTimers, Settled};
 pub use messages::MessageRef;
@@ -83,6 +85,8 @@ pub struct Store {
     showing_reads: shared_reads::SharedReads<showing::ShowingRead>,
     /// Interactions loaded by id, asked together ([`interactions`]).
     loads: shared_reads::SharedReads<interactions::Load>,
+    /// How the store is doing, for readiness ([`health`]).
+    health: StoreHealth,
 }
 
 impl Store {
@@ -90,6 +94,11 @@ impl Store {
     /// written) when the write had nothing to do.
     async fn write(&self, write: impl group_commit::Write) -> Result<bool> {
         self.group.write(write).await
+    }
+
+    /// How the store is doing, read without asking the database (`/readyz`).
+    pub fn health(&self) -> HealthReport {
+        self.health.report()
     }
 }
 

@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::error::{Result, StoreError};
 use super::group_commit::next_batch;
+use super::health::StoreHealth;
 use super::held::Held;
 
 /// At most this many asks share one read (each adds a few bound values).
@@ -51,9 +52,9 @@ impl<R: SharedRead> Clone for SharedReads<R> {
 
 impl<R: SharedRead> SharedReads<R> {
     /// Starts the reader task on the current Tokio runtime.
-    pub fn start(pool: AnyPool) -> Self {
+    pub fn start(pool: AnyPool, health: StoreHealth) -> Self {
         let (queue, asks) = mpsc::unbounded_channel();
-        tokio::spawn(run::<R>(pool.clone(), asks));
+        tokio::spawn(run::<R>(pool.clone(), health, asks));
         Self { pool, queue }
     }
 
@@ -72,11 +73,15 @@ impl<R: SharedRead> SharedReads<R> {
 }
 
 /// Takes whatever is queued, up to [`MAX_BATCH`], reads it together, answers each.
-async fn run<R: SharedRead>(pool: AnyPool, mut asks: mpsc::UnboundedReceiver<Queued<R>>) {
+async fn run<R: SharedRead>(pool: AnyPool, health: StoreHealth, mut asks: mpsc::UnboundedReceiver<Queued<R>>) {
     let mut held = Held::new(pool);
     while let Some(batch) = held.idle_until(next_batch(&mut asks, MAX_BATCH)).await {
         let (asked, answers): (Vec<R::Ask>, Vec<_>) = batch.into_iter().map(|q| (q.ask, q.answer)).unzip();
-        match read_held::<R>(&mut held, &asked).await {
+        let read = read_held::<R>(&mut held, &asked).await;
+        if let Some(e) = read.as_ref().err().filter(|e| e.is_outage()) {
+            health.outage(e);
+        }
+        match read {
             Ok(all) => {
                 for (answer, one) in answers.into_iter().zip(all) {
                     let _ = answer.send(Ok(one));

@@ -15,6 +15,7 @@ pub mod fake_discord;
 pub mod fake_slack;
 pub mod fake_telegram;
 pub mod harness;
+pub mod private_postgres;
 pub mod replica_processes;
 pub mod slack_chat;
 pub mod telegram_chat;
