@@ -70,7 +70,9 @@ fn is_outage(e: &sqlx::Error) -> bool {
 /// SQLite's result codes (the primary code is the low byte of an extended one) and
 /// PostgreSQL's SQLSTATE classes that mean the database, not the statement, failed.
 fn is_outage_code(code: &str) -> bool {
-    if let Ok(sqlite) = code.parse::<i32>() {
+    // A SQLSTATE is five characters, digits ones included ("53100"); SQLite's extended
+    // codes have at most four digits.
+    if let Some(sqlite) = code.parse::<i32>().ok().filter(|_| code.len() < 5) {
         // BUSY, LOCKED, NOMEM, READONLY, IOERR, CORRUPT, FULL, CANTOPEN, PROTOCOL.
         return matches!(sqlite & 0xff, 5 | 6 | 7 | 8 | 10 | 11 | 13 | 14 | 15);
     }
