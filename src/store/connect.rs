@@ -188,7 +188,7 @@ impl Store {
             Backend::Postgres => postgres_pool_options(),
         };
         let pool: AnyPool = options.connect(url).await.map_err(connect_error)?;
-        backend.migrator().run(&pool).await?;
+        migrate(backend, &pool).await?;
         let health = StoreHealth::start((*pool.connect_options()).clone(), pool.close_event());
         health.answered();
         let group = GroupCommit::start(pool.clone(), health.clone());
@@ -196,6 +196,21 @@ impl Store {
         let showing_reads = SharedReads::start(pool.clone(), health.clone());
         let loads = SharedReads::start(pool.clone(), health.clone());
         Ok(Store { pool, group, listen_url, showing_reads, loads, health })
+    }
+}
+
+/// Runs the migrations this binary does not find applied. A database that holds a
+/// migration this binary does not know was upgraded by a newer one: refused before
+/// anything is run, with what to do ([`StoreError::NewerSchema`]).
+async fn migrate(backend: Backend, pool: &AnyPool) -> Result<()> {
+    let migrator = backend.migrator();
+    let known = migrator.iter().map(|m| m.version).max().unwrap_or(0);
+    match migrator.run(pool).await {
+        Err(sqlx::migrate::MigrateError::VersionMissing(found)) => {
+            let newest: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations").fetch_one(pool).await.ok().flatten();
+            Err(StoreError::NewerSchema { found: newest.unwrap_or(found).max(found), known })
+        }
+        other => Ok(other?),
     }
 }
 
@@ -349,5 +364,34 @@ mod tests {
         let reopened = Store::connect(&format!("sqlite://{}", dir.path().join("s.db").display())).await.unwrap();
         let (leases,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM session_leases").fetch_one(&reopened.pool).await.unwrap();
         assert_eq!(leases, 20, "every lease was committed");
+    }
+
+    /// A store a newer binary migrated (here: a migration this binary does not know) is
+    /// refused with the versions and what to do, and left exactly as it was.
+    #[tokio::test]
+    async fn a_store_from_a_newer_binary_is_refused_and_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("s.db").display());
+        let store = Store::connect(&url).await.unwrap();
+        let known = MIGRATIONS.iter().map(|(version, _, _)| *version).max().unwrap();
+        let newer = known + 1;
+        sqlx::query("INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) VALUES ($1, 'from the future', TRUE, X'00', 0)")
+            .bind(newer)
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        assert!(store.try_lease("s1", "me", 0, 1_000).await.unwrap());
+        store.close().await;
+        let before = std::fs::read(dir.path().join("s.db")).unwrap();
+
+        let refused = Store::connect(&url).await.unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            format!(
+                "the store was upgraded by a newer hitl-bridge (it has schema version {newer}; this binary knows versions up to {known}) and is left untouched: \
+                 run that version or a newer one, or restore the backup taken before the upgrade (docs/operations.md#upgrading)"
+            )
+        );
+        assert_eq!(std::fs::read(dir.path().join("s.db")).unwrap(), before, "not a byte changed");
     }
 }

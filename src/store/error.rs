@@ -14,6 +14,13 @@ pub enum StoreError {
     Connect { kind: &'static str, source: sqlx::Error },
     #[error("migrating the database: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The database was migrated by a newer hitl-bridge: this binary would not know
+    /// its tables, so it refuses to start and changes nothing.
+    #[error(
+        "the store was upgraded by a newer hitl-bridge (it has schema version {found}; this binary knows versions up to {known}) and is left untouched: \
+         run that version or a newer one, or restore the backup taken before the upgrade (docs/operations.md#upgrading)"
+    )]
+    NewerSchema { found: i64, known: i64 },
     /// A query failed; `what` names the store operation.
     #[error("{what}: {source}")]
     Query { what: &'static str, source: sqlx::Error },
