@@ -258,7 +258,7 @@ impl Families {
         let store_errors = Family::<OperationLabel, Counter>::default();
         registry.register(
             "store_errors",
-            "Failed store statements in this process, by operation (the store's name for what failed: \"settle\", \"commit a write\"…); a rise with failing clicks means a full disk or an unreachable database",
+            "Failed store statements in this process, by operation (the store's name for what failed: \"commit a write\", \"insert interaction\"…); a rise with failing clicks means a full disk or an unreachable database",
             store_errors.clone(),
         );
 
