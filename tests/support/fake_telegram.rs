@@ -131,6 +131,19 @@ impl FakeTelegram {
         user.id
     }
 
+    /// Takes over what another fake (another run of the bridge) left: `messages` the
+    /// bot sent in `chat` become known here, and new updates and messages are numbered
+    /// after them, as the real Telegram keeps counting across a bridge's restarts.
+    pub fn carry_on_from(&self, chat: i64, messages: &[Value], last_update_id: i64) {
+        let mut inner = self.inner();
+        for message in messages {
+            let id = message["message_id"].as_i64().expect("a message id");
+            inner.messages.insert((chat, id), message.clone());
+            inner.next_message_id = inner.next_message_id.max(id + 1);
+        }
+        inner.next_update_id = inner.next_update_id.max(last_update_id + 1);
+    }
+
     /// A supergroup the bot is in.
     pub fn group(&self, id: i64, title: &str, forum: bool) -> i64 {
         let chat = json!({"id": id, "type": "supergroup", "title": title, "is_forum": forum});
