@@ -13,6 +13,7 @@ use super::Web;
 use super::forms::Fields;
 use super::layout::{Frame, html, unavailable, visit, when};
 use super::request_page::person;
+use crate::interaction::readable;
 use crate::store::AuditFilter;
 use crate::texts::web::WebMsg;
 
@@ -75,9 +76,9 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
                     tr {
                         td { (when(e.at_ms)) }
                         td { (e.outcome) }
-                        td { (e.agent.as_deref().unwrap_or("—")) }
+                        td { (readable::text(e.agent.as_deref().unwrap_or("—"))) }
                         td { (person(&frame, e)) }
-                        td { a href=(frame.path(&format!("/inbox/requests/{}", e.interaction_id))) { (e.tools.as_ref().map(|t| t.join(", ")).unwrap_or_else(|| e.approval_key.clone())) } }
+                        td { a href=(frame.path(&format!("/inbox/requests/{}", e.interaction_id))) { (readable::text(&e.tools.as_ref().map(|t| t.join(", ")).unwrap_or_else(|| e.approval_key.clone()))) } }
                     }
                 }
             }

@@ -16,7 +16,7 @@ use super::layout::{Frame, html, span, unavailable, visit};
 use super::visibility::facts_wait_on;
 use crate::clock::now_ms;
 use crate::interaction::access_facts::still_open;
-use crate::interaction::{AccessFacts, Interaction, Origin, RequestKind};
+use crate::interaction::{AccessFacts, Interaction, Origin, RequestKind, readable};
 use crate::store::{ChatKey, PendingAccess};
 use crate::texts::web::{WebMsg, waiting_title};
 
@@ -271,6 +271,7 @@ pub(super) fn started_by(frame: &Frame<'_>, i: &Interaction) -> String {
 }
 
 fn row(frame: &Frame<'_>, i: &Interaction, targets: &Places, now: i64) -> Markup {
+    let i = &*readable::interaction(i);
     let places: Vec<&str> = shown_in(targets, &i.id).map(|s| &**s).collect();
     html! {
         li.request {

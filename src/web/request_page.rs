@@ -19,7 +19,7 @@ use super::layout::{Frame, html, unavailable, visit, when};
 use super::session::Viewer;
 use super::visibility::{may_see, waits_on};
 use crate::clock::now_ms;
-use crate::interaction::{Action, FreeText, Interaction, Question, RequestKind};
+use crate::interaction::{Action, FreeText, Interaction, Question, RequestKind, readable};
 use crate::protocol::DecisionType;
 use crate::store::{AuditEntry, MessageRef};
 use crate::texts::web::WebMsg;
@@ -54,6 +54,9 @@ pub(super) async fn render(frame: &Frame<'_>, viewer: &Viewer, id: &str, notice:
         Ok(_) => return not_found(frame),
         Err(e) => return unavailable(&e),
     };
+    // What the agent wrote is shown as a card shows it: hidden characters as markers
+    // (the edit form starts from what the person reads, as in chat).
+    let interaction = readable::interaction(&interaction).into_owned();
     let (shown, audit) = match tokio::try_join!(web.store.showing(&interaction.session_id, &interaction.id), web.store.audit_log(interaction.approval_key())) {
         Ok((showing, audit)) => (shown_in(&showing.messages), audit.into_iter().filter(|e| e.interaction_id == interaction.id).collect::<Vec<_>>()),
         Err(e) => return unavailable(&e),
@@ -248,7 +251,7 @@ fn audit_table(frame: &Frame<'_>, entries: &[AuditEntry]) -> Markup {
                             td { (when(e.at_ms)) }
                             td { (e.outcome) }
                             td { (person(frame, e)) }
-                            td { code { (e.reply.as_ref().map(|r| r.to_string()).or_else(|| e.reason.clone()).unwrap_or_default()) } }
+                            td { code { (readable::text(&e.reply.as_ref().map(|r| r.to_string()).or_else(|| e.reason.clone()).unwrap_or_default())) } }
                         }
                     }
                 }
@@ -257,13 +260,15 @@ fn audit_table(frame: &Frame<'_>, entries: &[AuditEntry]) -> Markup {
     }
 }
 
-/// Who acted on an audit entry, with the channel when it was not their chat.
+/// Who acted on an audit entry, with the channel when it was not their chat; a
+/// display name's hidden characters as markers.
 pub(super) fn person(frame: &Frame<'_>, e: &AuditEntry) -> String {
-    match &e.actor {
+    let shown = match &e.actor {
         Some(a) => match &a.channel {
             Some(channel) => format!("{} ({}:{}) {} {channel}", a.name, a.platform, a.user_id, frame.t(WebMsg::Via)),
             None => format!("{} ({}:{})", a.name, a.platform, a.user_id),
         },
         None => "—".to_owned(),
-    }
+    };
+    readable::text(&shown).into_owned()
 }
