@@ -480,3 +480,55 @@ fn a_generated_block_is_replaced_whole_and_only_it() {
         Some("[a]\n# generated from the platform registry: s\n[new]\nk = 1\n# end of generated sections\n[b]\n")
     );
 }
+
+/// Every `HITL_BRIDGE_…` variable the project reads itself (the tests, the commands'
+/// flags, the Python client) is one the bridge knows is not a setting, so starting the
+/// bridge with it set warns about nothing.
+#[test]
+fn variables_the_project_reads_are_not_warned_about() {
+    let mut read = BTreeSet::new();
+    for dir in ["src", "tests", "clients", "benches"] {
+        for file in files_under(&root().join(dir)) {
+            let Ok(text) = std::fs::read_to_string(&file) else { continue };
+            for (at, _) in text.match_indices("\"HITL_BRIDGE_") {
+                let before = &text[at.saturating_sub(16)..at];
+                let reads = ["var(", "var_os(", "env = ", "environ.get(", "&str = "].iter().any(|r| before.trim_end().ends_with(r.trim_end()));
+                let name: String = text[at + 1..].chars().take_while(|c| c.is_ascii_uppercase() || *c == '_').collect();
+                if reads && !name.contains("__") {
+                    read.insert(name);
+                }
+            }
+        }
+    }
+    for expected in ["HITL_BRIDGE_BLESS_DOCS", "HITL_BRIDGE_WEB_SCREENSHOT", "HITL_BRIDGE_TEST_POSTGRES_URL", "HITL_BRIDGE_MCP_URL"] {
+        assert!(read.contains(expected), "the scan finds {expected}: {read:?}");
+    }
+    let environment = hitl_bridge::config::sources::Environment::from_vars(read.iter().map(|name| (name.clone(), "1".to_owned())));
+    assert_eq!(environment.unread(&[]), Vec::<String>::new());
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if !path.ends_with("target") && !path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+                out.extend(files_under(&path));
+            }
+        } else if path.extension().is_some_and(|e| e == "rs" || e == "py") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// docs/operations.md lists every outcome an audit entry can have, as the web
+/// inbox's audit page offers them.
+#[test]
+fn operations_md_lists_every_audit_outcome() {
+    let doc = std::fs::read_to_string(root().join("docs/operations.md")).unwrap();
+    let start = doc.find("`outcome` (one of").expect("the audit export's outcome list");
+    let list = &doc[start..start + doc[start..].find("),").expect("its end")];
+    let listed: Vec<&str> = list.split('`').skip(3).step_by(2).collect();
+    assert_eq!(listed, hitl_bridge::web::AUDIT_OUTCOMES);
+}

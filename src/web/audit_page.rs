@@ -19,8 +19,9 @@ use crate::texts::web::WebMsg;
 
 const PAGE: i64 = 50;
 
-/// The outcomes an entry can have (`AuditEntry::outcome`).
-const OUTCOMES: [&str; 8] = ["resolved", "resolved_elsewhere", "expired", "expired_by_backend", "cancelled", "refused", "escalated", "rule_revoked"];
+/// The outcomes an entry can have (`AuditEntry::outcome`), as the audit page offers
+/// them and docs/operations.md lists them (tests/docs.rs).
+pub const OUTCOMES: [&str; 8] = ["resolved", "resolved_elsewhere", "expired", "expired_by_backend", "cancelled", "refused", "escalated", "rule_revoked"];
 
 pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
     let (viewer, locale) = match visit(&web, &headers).await {

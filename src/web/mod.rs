@@ -41,6 +41,7 @@ use crate::engine::EngineHandle;
 use crate::interaction::{AccessPolicy, Actor};
 use crate::store::Store;
 
+pub use audit_page::OUTCOMES as AUDIT_OUTCOMES;
 pub use links::{ChatLinks, SIGN_IN_LINK_SECS, request_link, sign_in_link};
 pub use settings::WebSettings;
 
