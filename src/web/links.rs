@@ -15,13 +15,17 @@ use crate::store::{Store, StoreError};
 /// How long a sign-in link is valid, by the wall clock.
 pub const SIGN_IN_LINK_SECS: i64 = 600;
 
-/// A fresh one-time sign-in link for `person` (their platform, user id and name, as
-/// the platform vouches for them): valid [`SIGN_IN_LINK_SECS`], usable once. The store
-/// keeps only the token's hash.
+/// A fresh one-time sign-in link for `person` (their platform, user id, name and the
+/// space they asked from, as the platform vouches for them; never their groups): valid
+/// [`SIGN_IN_LINK_SECS`], usable once. The store keeps only the token's hash.
 pub async fn sign_in_link(store: &Store, settings: &WebSettings, person: &Actor) -> Result<String, StoreError> {
     let token = secret();
     let now = now_ms();
-    store.create_sign_in_link(&hash(&token), person, now, now + SIGN_IN_LINK_SECS * 1000).await?;
+    // Who they are, not what they may do: their groups are asked of their platform
+    // each time they read or decide, so none are copied into the link or the session.
+    let mut who = person.clone();
+    who.groups.clear();
+    store.create_sign_in_link(&hash(&token), &who, now, now + SIGN_IN_LINK_SECS * 1000).await?;
     Ok(format!("{}/inbox/sign-in/{token}", settings.base()))
 }
 

@@ -17,7 +17,7 @@ use super::inbox::{asks, countdown, started_by};
 use super::json_view::{blocks, json};
 use super::layout::{Frame, html, unavailable, visit, when};
 use super::session::Viewer;
-use super::visibility::{may_see, waits_on};
+use super::visibility::{may_see, named_groups, waits_on};
 use crate::clock::now_ms;
 use crate::interaction::{Action, FreeText, Interaction, Question, RequestKind, readable};
 use crate::protocol::DecisionType;
@@ -49,9 +49,15 @@ pub(super) async fn page(State(web): State<Arc<Web>>, Path(id): Path<String>, he
 pub(super) async fn render(frame: &Frame<'_>, viewer: &Viewer, id: &str, notice: Option<Notice>, edit: Option<usize>, status: StatusCode) -> Response {
     let web = frame.web;
     let now = now_ms();
-    let interaction = match web.store.interaction(id).await {
-        Ok(Some(i)) if may_see(web, &i, &viewer.actor, now) => i,
-        Ok(_) => return not_found(frame),
+    let (interaction, actor) = match web.store.interaction(id).await {
+        Ok(Some(i)) => {
+            let actor = web.acting(&viewer.actor, &named_groups(&i.deciders())).await;
+            if !may_see(web, &i, &actor, now) {
+                return not_found(frame);
+            }
+            (i, actor)
+        }
+        Ok(None) => return not_found(frame),
         Err(e) => return unavailable(&e),
     };
     // What the agent wrote is shown as a card shows it: hidden characters as markers
@@ -61,7 +67,7 @@ pub(super) async fn render(frame: &Frame<'_>, viewer: &Viewer, id: &str, notice:
         Ok((showing, audit)) => (shown_in(&showing.messages), audit.into_iter().filter(|e| e.interaction_id == interaction.id).collect::<Vec<_>>()),
         Err(e) => return unavailable(&e),
     };
-    let answerable = waits_on(web, &interaction, &viewer.actor, now);
+    let answerable = waits_on(web, &interaction, &actor, now);
     let i = &interaction;
     let (edit, typed) = match &notice {
         Some(Notice::InvalidJson { action, typed, .. }) => (Some(*action), Some(typed.as_str())),

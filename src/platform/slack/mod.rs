@@ -71,10 +71,10 @@ use super::{Platform, PlatformError, reminder};
 use crate::engine::EngineHandle;
 use crate::interaction::policy::Mention;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
-use crate::interaction::{AccessPolicy, Interaction, readable};
+use crate::interaction::{AccessPolicy, Actor, Interaction, readable};
 use crate::metrics::Metrics;
 use crate::platform::bounded::BoundedMap;
-use crate::platform::descriptor::WebLinks;
+use crate::platform::descriptor::{Membership, WebLinks};
 use crate::platform::locale::policy::Addressed;
 use crate::platform::token::TokenSigner;
 use crate::platform::turns::Priority;
@@ -229,6 +229,17 @@ pub async fn start(settings: &SlackSettings, wiring: Wiring) -> Result<Arc<Slack
     };
     let sweep = tokio::spawn(async move { handler.inbox.sweep(handler.clone()).await });
     Ok(Arc::new(Slack { shared, policy: wiring.policy, tasks: Mutex::new(vec![transport, sweep]) }))
+}
+
+impl Membership for Slack {
+    fn groups_of<'a>(&'a self, person: &'a Actor, named: &'a [String]) -> BoxFuture<'a, Vec<String>> {
+        Box::pin(async move {
+            if person.platform != PLATFORM {
+                return Vec::new();
+            }
+            self.shared.groups.of_user_naming(&self.shared.api, &person.user_id, named).await
+        })
+    }
 }
 
 impl Platform for Slack {
