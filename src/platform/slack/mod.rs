@@ -282,7 +282,7 @@ impl Platform for Slack {
     fn show_interaction<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
         Box::pin(async move {
             self.shared.groups.note(interaction);
-            let card = render::card(interaction, self.shared.locale, &self.shared.signer);
+            let card = render::card(interaction, self.shared.locale, &self.shared.signer, self.shared.web.card_link(&interaction.id).as_ref());
             let (_, ts) = self.shared.post(chat, card, Priority::Card).await?;
             Ok(Some(ts))
         })
@@ -295,7 +295,7 @@ impl Platform for Slack {
             }
             self.shared.groups.note(interaction);
             let channel = self.shared.channel(&message.chat).await?;
-            let card = render::card(interaction, self.shared.locale, &self.shared.signer);
+            let card = render::card(interaction, self.shared.locale, &self.shared.signer, self.shared.web.card_link(&interaction.id).as_ref());
             self.shared
                 .api
                 .update_message(&channel, &message.message_id, &card)
