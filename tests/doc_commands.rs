@@ -74,7 +74,7 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
     (
         "README.md",
         "hitl-bridge run --config config/default.toml   # the bridge",
-        "a reference list with placeholders; tests/cli.rs and tests/admin_cli.rs run each command",
+        "a reference list with placeholders; tests/cli.rs, tests/admin_cli.rs, tests/web.rs and slack_md_manifest here run each command",
     ),
     ("docs/mcp.md", "claude mcp add --transport http hitl http://127.0.0.1:8790/mcp --header \"Authorization: Bearer S3CRET\"", "needs the Claude Code CLI"),
     (
