@@ -532,3 +532,58 @@ fn operations_md_lists_every_audit_outcome() {
     let listed: Vec<&str> = list.split('`').skip(3).step_by(2).collect();
     assert_eq!(listed, hitl_bridge::web::AUDIT_OUTCOMES);
 }
+
+/// Every guarantee of docs/security.md names the tests that hold it: at least one file
+/// of `tests/` (or a unit test in `src/`), each file named exists, and each test
+/// function named after a file (in the same parenthesis) is in that file.
+#[test]
+fn every_guarantee_names_its_tests() {
+    let doc = std::fs::read_to_string(root().join("docs/security.md")).unwrap();
+    let start = doc.find("\n## Guarantees").expect("the Guarantees section");
+    let section = &doc[start + 1..];
+    let section = &section[..section[1..].find("\n## ").map_or(section.len(), |e| e + 1)];
+    let mut bullets: Vec<String> = Vec::new();
+    for line in section.lines() {
+        if let Some(rest) = line.strip_prefix("- **") {
+            bullets.push(rest.to_owned());
+        } else if let Some(last) = bullets.last_mut().filter(|_| line.starts_with("  ")) {
+            last.push(' ');
+            last.push_str(line.trim());
+        }
+    }
+    assert!(bullets.len() >= 10, "{} guarantees found", bullets.len());
+    let mut problems = Vec::new();
+    for bullet in &bullets {
+        let name = bullet.split("**").next().unwrap_or_default();
+        let spans: Vec<&str> = bullet.split('`').skip(1).step_by(2).collect();
+        if !spans.iter().any(|s| s.starts_with("tests/") || s.starts_with("src/")) {
+            problems.push(format!("{name} names no test"));
+        }
+        // A function is looked up in the file named before it, within one parenthesis.
+        let mut file: Option<String> = None;
+        for (n, piece) in bullet.split('`').enumerate() {
+            if n % 2 == 0 {
+                if piece.contains(')') {
+                    file = None;
+                }
+                continue;
+            }
+            let span = piece;
+            if (span.starts_with("tests/") || span.starts_with("src/")) && !span.contains('*') {
+                let path = root().join(span);
+                if path.exists() {
+                    file = std::fs::read_to_string(&path).ok().filter(|_| path.is_file());
+                } else {
+                    problems.push(format!("{name}: {span} does not exist"));
+                }
+            } else if span.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                && span.contains('_')
+                && let Some(text) = &file
+                && !text.contains(&format!("fn {span}("))
+            {
+                problems.push(format!("{name}: no test `{span}` in the file named before it"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
