@@ -732,6 +732,11 @@ async fn health_readiness_and_openapi() {
         assert!(schemas.contains_key(name), "schema {name}");
     }
     assert!(schemas["ApiQuestion"]["properties"]["multiSelect"].is_object());
+    // Who may answer by group, in every platform's form.
+    for schema in ["PushBody", "ApiPolicy"] {
+        let described = schemas[schema]["properties"]["approver_roles"]["description"].as_str().unwrap_or_default();
+        assert!(described.contains("Discord role ids") && described.contains("Slack user group ids"), "{schema}: {described}");
+    }
     // Each platform's own target object, as its descriptor publishes it.
     let targets = schemas["Target"]["oneOf"].as_array().unwrap();
     let platforms: Vec<&Value> = targets.iter().map(|t| &t["properties"]["platform"]["const"]).collect();
