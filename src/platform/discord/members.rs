@@ -26,19 +26,22 @@ pub const TTL: Duration = Duration::from_secs(60);
 /// At most this many members are remembered; the oldest half goes when it is full.
 const MAX_CACHED: usize = 10_000;
 
-/// Roles looked up per (guild, user): `(when, role ids)`.
+/// A member: (guild id, user id).
+type MemberKey = (u64, u64);
+
+/// Roles looked up per member: `(when, role ids)`.
 #[derive(Default)]
 pub struct MemberCache {
-    roles: Mutex<HashMap<(u64, u64), (Instant, Vec<String>)>>,
+    roles: Mutex<HashMap<MemberKey, (Instant, Vec<String>)>>,
 }
 
 impl MemberCache {
-    fn get(&self, member: (u64, u64)) -> Option<Vec<String>> {
+    fn get(&self, member: MemberKey) -> Option<Vec<String>> {
         let cached = self.roles.lock().unwrap_or_else(|p| p.into_inner());
         cached.get(&member).filter(|(at, _)| at.elapsed() < TTL).map(|(_, roles)| roles.clone())
     }
 
-    fn put(&self, member: (u64, u64), roles: Vec<String>) {
+    fn put(&self, member: MemberKey, roles: Vec<String>) {
         let mut cached = self.roles.lock().unwrap_or_else(|p| p.into_inner());
         if cached.len() >= MAX_CACHED {
             cached.retain(|_, (at, _)| at.elapsed() < TTL);
