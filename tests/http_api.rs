@@ -394,9 +394,10 @@ async fn two_targets_a_click_in_one_locks_the_other() {
 /// What an agent put in a request cannot hide or reorder what a person reads: NUL,
 /// BEL, ESC and a right-to-left override in an action's name, description, arguments
 /// (a one-line string, a text block, a diff) and the request's context reach every
-/// surface as visible markers: the Telegram card, the Discord embed, the Slack card
-/// and the web inbox's list and page. `GET` answers the request as pushed. A new
-/// surface is one more entry in `surfaces`.
+/// surface as visible markers: the Telegram card, the Discord embed, the Slack card,
+/// the terminal's card and the web inbox's list and page. `GET` answers the request
+/// as pushed. Every platform of the registry must be among the surfaces: a new one
+/// fails this test until it is added.
 #[tokio::test]
 async fn hidden_characters_are_shown_as_markers_on_every_platform() {
     let harness = Harness::on(Chat::Telegram)
@@ -427,8 +428,22 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
     let discord = api.dc().wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
     let slack = wait_until(|| async { api.harness.slack().bodies("chat.postMessage").into_iter().find(|b| b.get("blocks").is_some()) }).await;
     let web = web_pages(&api, "rlo-1").await;
-    let mut surfaces = vec![("telegram", strings(&telegram)), ("discord", strings(&discord.body)), ("slack", strings(&slack))];
+    // The terminal's card, rendered from the request as stored (the console runs in a
+    // process of its own in the other suites).
+    let store = hitl_bridge::store::Store::connect(&api.harness.settings.store.url).await.expect("store");
+    let stored = store.interactions_with_key("rlo-1").await.expect("read").into_iter().next().expect("stored");
+    store.close().await;
+    let console = {
+        use hitl_bridge::platform::console::render;
+        format!("{}\n{}", render::interaction(&stored), render::action_prompt(&stored, 0))
+    };
+    let mut surfaces = vec![("telegram", strings(&telegram)), ("discord", strings(&discord.body)), ("slack", strings(&slack)), ("console", console)];
     surfaces.extend(web);
+    // Every platform of the registry is here: a new one fails this test until it is.
+    for descriptor in hitl_bridge::platform::registry::DESCRIPTORS {
+        let name = descriptor.network().name();
+        assert!(surfaces.iter().any(|(surface, _)| *surface == name), "{name} is not among the surfaces checked");
+    }
     for (surface, shown) in &surfaces {
         // The list names the action; every other surface shows the whole request.
         let expected: &[&str] = if *surface == "web list" { &markers[..1] } else { &markers };
