@@ -587,3 +587,33 @@ fn every_guarantee_names_its_tests() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Every listener the configuration has (a `listen` or `*_listen` key) is in the lists
+/// of listeners: docs/security.md's table, docs/operations.md's limits, and the comment
+/// of `[http]`'s limits in config/default.toml. A platform that adds a listener adds
+/// a key, and this fails until the lists name it.
+#[test]
+fn every_listener_is_in_the_lists_of_listeners() {
+    let listeners: Vec<String> = configuration_keys().into_iter().filter(|k| k.ends_with(".listen") || k.ends_with("_listen")).collect();
+    assert!(listeners.contains(&"http.listen".to_owned()) && listeners.contains(&"slack.events_listen".to_owned()), "{listeners:?}");
+    let section = |doc: &str, heading: &str| {
+        let text = std::fs::read_to_string(root().join(doc)).unwrap();
+        let start = text.find(heading).unwrap_or_else(|| panic!("{doc} has {heading}"));
+        let rest = &text[start + heading.len()..];
+        rest[..rest.find("\n## ").unwrap_or(rest.len())].to_owned()
+    };
+    let default = std::fs::read_to_string(root().join("config/default.toml")).unwrap();
+    let limits_comment = &default[default.find("# Limits for every listener").expect("the limits' comment")..];
+    let limits_comment = &limits_comment[..limits_comment.find("\n\n").unwrap_or(limits_comment.len())].replace("\n# ", " ");
+    for (list, text) in [
+        ("docs/security.md, HTTP listeners", section("docs/security.md", "\n## HTTP listeners")),
+        ("docs/operations.md, Listeners facing the internet", section("docs/operations.md", "\n## Listeners facing the internet")),
+        ("config/default.toml, [http] limits", limits_comment.clone()),
+    ] {
+        for key in &listeners {
+            // http.listen is "this one" in its own section's comment.
+            let named = text.contains(&format!("`{key}`")) || text.contains(key.as_str()) || (key == "http.listen" && list.starts_with("config/"));
+            assert!(named, "{list} does not name {key}");
+        }
+    }
+}
