@@ -617,3 +617,35 @@ fn every_listener_is_in_the_lists_of_listeners() {
         }
     }
 }
+
+/// The commands a platform adds to `hitl-bridge` (its descriptor's admin command, such
+/// as `slack manifest`) are in README's Commands block and docs/operations.md's admin
+/// commands: a platform added to the registry with a command of its own fails this
+/// until both list it.
+#[test]
+fn every_platform_command_is_listed() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let operations = std::fs::read_to_string(root().join("docs/operations.md")).unwrap();
+    for descriptor in hitl_bridge::platform::registry::DESCRIPTORS {
+        let Some(command) = descriptor.admin_command() else { continue };
+        let subcommands: Vec<String> = command.get_subcommands().map(|s| format!("hitl-bridge {} {}", command.get_name(), s.get_name())).collect();
+        let lines = if subcommands.is_empty() { vec![format!("hitl-bridge {}", command.get_name())] } else { subcommands };
+        for line in lines {
+            assert!(readme.contains(&line), "README.md's Commands do not list `{line}`");
+            assert!(operations.contains(&line), "docs/operations.md's admin commands do not list `{line}`");
+        }
+    }
+}
+
+/// README's list of front ends names every platform of the registry, and the web inbox.
+#[test]
+fn readme_lists_every_front_end() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let start = readme.find("\nFront ends: ").expect("README's Front ends paragraph");
+    let paragraph = readme[start + 1..].split("\n\n").next().unwrap_or_default().to_lowercase();
+    for descriptor in hitl_bridge::platform::registry::DESCRIPTORS {
+        let name = descriptor.network().name();
+        assert!(paragraph.contains(name), "README's front ends do not name {name}: {paragraph}");
+    }
+    assert!(paragraph.contains("web inbox"), "{paragraph}");
+}
