@@ -156,7 +156,29 @@ async fn telegram_inbox_off_no_link_and_web_says_so() {
     let chat = inbox.tg().private_chat(&ana());
     inbox.tg().push_message(chat, &ana(), "/web", None, None);
     assert_eq!(sent_to(&inbox, chat).await["text"], INBOX_OFF);
+    inbox.tg().push_message(chat, &ana(), "/help", None, None);
+    assert_eq!(
+        nth_sent_to(&inbox, chat, 1).await["text"],
+        "Send a message to talk to the agent. /new starts a fresh session, /cancel stops the current turn, /pending shows what waits for a decision, /rules lists what is approved without asking (/rules revoke ID takes one back).",
+        "the help offers no /web without an inbox"
+    );
     inbox.stop().await;
+}
+
+/// With the inbox on, `/help` offers `/web`.
+#[tokio::test]
+async fn telegram_help_offers_web_with_the_inbox_on() {
+    let inbox = Inbox::start().await;
+    let chat = inbox.tg().private_chat(&ana());
+    inbox.tg().push_message(chat, &ana(), "/help", None, None);
+    let help = sent_to(&inbox, chat).await["text"].as_str().expect("text").to_owned();
+    assert!(help.ends_with("/web (here, in private) sends a sign-in link to the web inbox."), "{help}");
+    inbox.stop().await;
+}
+
+/// The bot's `n`-th sendMessage to `chat` (from 0).
+async fn nth_sent_to(inbox: &Inbox, chat: i64, n: usize) -> Value {
+    wait_until(|| async { inbox.tg().calls("sendMessage").into_iter().filter(|b| b["chat_id"] == json!(chat)).nth(n) }).await
 }
 
 /// `/web` in Vietnamese: the reply follows the person's language.

@@ -190,6 +190,11 @@ pub trait WebLinks: Send + Sync {
     /// The page of request `interaction_id`; `None` when the inbox is off.
     fn request_link(&self, interaction_id: &str) -> Option<String>;
 
+    /// Whether the inbox is on: a text may send people to it only then.
+    fn is_on(&self) -> bool {
+        self.request_link("").is_some()
+    }
+
     /// A fresh one-time sign-in link for `person`, as their platform vouches for them;
     /// `Ok(None)` when the inbox is off.
     fn sign_in_link<'a>(&'a self, person: &'a Actor) -> BoxFuture<'a, Result<Option<String>, SignInLinkError>>;

@@ -54,6 +54,10 @@ impl WebLinks for ChatLinks {
         request_link(&self.settings, interaction_id)
     }
 
+    fn is_on(&self) -> bool {
+        self.settings.enabled
+    }
+
     fn sign_in_link<'a>(&'a self, person: &'a Actor) -> BoxFuture<'a, Result<Option<String>, SignInLinkError>> {
         Box::pin(async move {
             if !self.settings.enabled {
