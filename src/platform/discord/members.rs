@@ -8,8 +8,9 @@
 //! counting within that time. A user who is not in the guild has no roles.
 //!
 //! The web inbox asks the same way when a signed-in Discord user reads or decides
-//! ([`web_roles`]): their roles in the guild they asked for the link from (else
-//! `discord.guild_id`), never the roles they had when they signed in.
+//! ([`web_roles`]): their roles in `discord.guild_id` (or in the guild their identity
+//! names, were a link ever made from a guild: `/web` answers in DMs only), never the
+//! roles they had when they signed in.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
