@@ -12,7 +12,8 @@ mod support;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use support::fake_discord::{self, CHANNEL_ID, GUILD_ID};
-use support::fake_slack::OPS;
+use support::fake_slack::{OPS, Person};
+use support::slack_chat;
 use support::web_inbox::{Browser, PUBLIC_URL, title};
 use support::{Chat, Harness, wait_until};
 
@@ -60,8 +61,9 @@ async fn approve(browser: &Browser, id: &str) -> StatusCode {
     browser.post(&format!("/inbox/requests/{id}/decide"), &[("action", "0"), ("decision", "approve")]).await.0
 }
 
-/// Ana is in the on-call group `S0SRE` (`access.approver_roles`) and signs in with
-/// `/hitl web`, her link holding no groups: she sees and may answer the request. Taken
+/// Ana is in the on-call group `S0SRE` (`access.approver_roles`) and signs in with the
+/// link `/hitl web` gives her in her DM (the command's person comes with her groups;
+/// the link keeps none): she sees and may answer the request. Taken
 /// out of the group in Slack, her open browser no longer sees it once the group's
 /// members are asked again (`slack.group_refresh_secs`), and a decision posted by URL
 /// is refused, audited, and changes nothing.
@@ -70,10 +72,10 @@ async fn a_member_removed_from_a_slack_group_cannot_decide_in_an_open_browser_af
     let rig = bridge(Chat::Slack, &[("slack.group_refresh_secs", "1")], |s| s.access.approver_roles = vec!["S0SRE".into()]).await;
     rig.slack().usergroup("S0SRE", &["U0ANA"]);
     let id = push(&rig, &trade("sre-1", json!({"platform": "slack", "channel_id": OPS}))).await;
-    let mut ana = Actor::new("slack", "U0ANA", "ana");
-    // Whatever a chat might pass along, the link keeps only who she is.
-    ana.groups = vec!["S0SRE".into(), "S0EVERYONE".into()];
-    let browser = Browser::sign_in(&rig, &ana).await;
+    let answer = slack_chat::hitl(rig.slack(), &Person::new("U0ANA", "ana"), "D0ANA", "web").await;
+    let text = answer["text"].as_str().expect("the answer");
+    let link = text.lines().find(|l| l.starts_with(PUBLIC_URL)).unwrap_or_else(|| panic!("a sign-in link in {text}"));
+    let browser = Browser::from_link(&rig, link).await;
 
     let (_, page) = browser.get("/inbox").await;
     assert_eq!(title(&page), "(1) Inbox", "{page}");

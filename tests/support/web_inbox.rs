@@ -226,10 +226,15 @@ pub struct Browser {
 impl Browser {
     /// Signs `person` in to the bridge of `harness`.
     pub async fn sign_in(harness: &super::Harness, person: &Actor) -> Browser {
-        let base = format!("http://{}", harness.app().http_addr().expect("http listener"));
         let store = Store::connect(&harness.settings.store.url).await.expect("store");
         let link = hitl_bridge::web::sign_in_link(&store, &harness.settings.web, person).await.expect("link");
         store.close().await;
+        Self::from_link(harness, &link).await
+    }
+
+    /// Signs in with `link`, a sign-in link as a chat handed it out.
+    pub async fn from_link(harness: &super::Harness, link: &str) -> Browser {
+        let base = format!("http://{}", harness.app().http_addr().expect("http listener"));
         let token = link.rsplit('/').next().expect("token").to_owned();
         let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
         let response = http.post(format!("{base}/inbox/sign-in")).form(&[("token", token)]).send().await.expect("sign in");
