@@ -297,6 +297,35 @@ def chart_checks(report: Report, binary: Path, tmp: Path) -> None:
         config_problems(binary, deployment_env(scaled, secret["stringData"]), config_file, tmp),
     )
 
+    # Slack on two replicas: HTTP mode, its secrets, its events port and ingress path.
+    slack_values = copy.deepcopy(SCALED_VALUES)
+    slack_values["secrets"].update({"slackBotToken": "xoxb-1-test", "slackSigningSecret": "slack-signing-secret"})
+    slack_values["env"].update({"HITL_BRIDGE__SLACK__ENABLED": "true", "HITL_BRIDGE__SLACK__MODE": "http"})
+    slack_values["slackEvents"] = {"enabled": True}
+    slack = render(CHART, slack_values)
+    problems = []
+    slack_secret = only(slack, "Secret")["stringData"]
+    for key, value in [("HITL_BRIDGE__SLACK__BOT_TOKEN", "xoxb-1-test"), ("HITL_BRIDGE__SLACK__SIGNING_SECRET", "slack-signing-secret")]:
+        if slack_secret.get(key) != value:
+            problems.append(f"Secret {key} is {slack_secret.get(key)!r}")
+    if "HITL_BRIDGE__SLACK__APP_TOKEN" in slack_secret:
+        problems.append("an empty slackAppToken rendered a key")
+    (slack_container,) = only(slack, "Deployment")["spec"]["template"]["spec"]["containers"]
+    slack_ports = {p["name"]: p["containerPort"] for p in slack_container["ports"]}
+    slack_env = {e["name"]: e.get("value") for e in slack_container["env"]}
+    if slack_ports.get("slack") != 3000 or slack_env.get("HITL_BRIDGE__SLACK__EVENTS_LISTEN") != "0.0.0.0:3000":
+        problems.append(f"Slack port {slack_ports.get('slack')} / listen {slack_env.get('HITL_BRIDGE__SLACK__EVENTS_LISTEN')}")
+    slack_service = {p["name"]: p["port"] for p in only(slack, "Service")["spec"]["ports"]}
+    if slack_service.get("slack") != 3000:
+        problems.append(f"Service ports {slack_service}")
+    slack_paths = [(p["path"], p["backend"]["service"]["port"]["name"]) for p in only(slack, "Ingress")["spec"]["rules"][0]["http"]["paths"]]
+    if ("/slack/events", "slack") not in slack_paths:
+        problems.append(f"Ingress paths {slack_paths} do not route /slack/events to the Slack port")
+    slack_config = tmp / "chart-slack.toml"
+    slack_config.write_text(only(slack, "ConfigMap")["data"]["config.toml"])
+    problems += config_problems(binary, deployment_env(slack, slack_secret), slack_config, tmp)
+    report.check("chart: Slack's HTTP mode on two replicas (Secret keys, events port, Ingress path, check-config)", problems)
+
     problems = []
     polling = copy.deepcopy(SCALED_VALUES)
     del polling["env"]["HITL_BRIDGE__TELEGRAM__MODE"]

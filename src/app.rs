@@ -114,6 +114,7 @@ impl App {
         };
         let mut platforms: Vec<Arc<dyn Platform>> = Vec::new();
         let mut foreground = Vec::new();
+        let mut memberships = Vec::new();
         for descriptor in crate::platform::registry::DESCRIPTORS {
             let name = descriptor.network().name();
             let Some(section) = settings.platforms.named(name).filter(|s| s.enabled()) else { continue };
@@ -121,6 +122,7 @@ impl App {
             if let Some(started) = started {
                 platforms.push(started.platform);
                 foreground.extend(started.foreground);
+                memberships.extend(started.membership.map(|m| (name, m)));
             }
         }
         if platforms.is_empty() {
@@ -151,7 +153,7 @@ impl App {
             }
             if settings.web.enabled {
                 let open_viewers: Vec<String> = settings.access.users.iter().chain(&settings.access.admins).cloned().collect();
-                let web = crate::web::Web::new(store.clone(), engine.clone(), settings.access_policy(), &open_viewers, settings.web.clone());
+                let web = crate::web::Web::new(store.clone(), engine.clone(), settings.access_policy(), &open_viewers, settings.web.clone(), memberships);
                 routes = routes.merge(crate::web::router(web));
             }
             let served = crate::server::serve(&settings.http.listen, limits, readiness.clone(), metrics.clone(), routes)

@@ -1,8 +1,9 @@
 //! Every command the guides give works as written. The shell blocks marked
 //! ```` ```sh run ```` in README.md, docs/telegram.md, docs/discord.md,
-//! docs/http-api.md, docs/mcp.md and clients/python/README.md are run by `bash`, as
-//! written, from an empty directory, against the fake Telegram and Discord of
-//! `tests/support/` and the real `hitl-bridge` binary, with what a newcomer would have
+//! docs/slack.md, docs/web.md, docs/http-api.md, docs/mcp.md and
+//! clients/python/README.md are run by `bash`, as written, from an empty directory,
+//! against the fake Telegram, Discord and Slack of `tests/support/` and the real
+//! `hitl-bridge` binary, with what a newcomer would have
 //! and the test does not (a token from BotFather, a release build, the address of the
 //! real Bot API) swapped in through one table, [`table`]. What a block shows of its
 //! output is asserted: a `# …` line of its own in a block is what the command above it
@@ -30,12 +31,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::fake_discord::{self, FakeDiscord};
+use support::fake_slack::{self, FakeSlack, Person};
 use support::fake_telegram::{self, FakeTelegram, User};
+use support::slack_chat::{self, SlackChat};
 use support::telegram_chat::{TelegramChat, text_of};
 use support::{WAIT, wait_until};
 
 /// The documents whose shell blocks are checked.
-const DOCUMENTS: &[&str] = &["README.md", "docs/telegram.md", "docs/discord.md", "docs/http-api.md", "docs/mcp.md", "clients/python/README.md"];
+const DOCUMENTS: &[&str] =
+    &["README.md", "docs/telegram.md", "docs/discord.md", "docs/slack.md", "docs/web.md", "docs/http-api.md", "docs/mcp.md", "clients/python/README.md"];
 
 /// Every marked block, by document and first line, and the test that runs it.
 const RUN: &[(&str, &str, &str)] = &[
@@ -54,6 +58,9 @@ const RUN: &[(&str, &str, &str)] = &[
     ("clients/python/README.md", "cargo run --release -- demo        # or: hitl-bridge demo", "http_api_md_try_it_with_the_demo"),
     ("docs/mcp.md", "export HITL_BRIDGE__HTTP__API_TOKENS='claude:S3CRET'", "mcp_md_over_http"),
     ("docs/discord.md", "HITL_BRIDGE__DISCORD__TOKEN='…' HITL_BRIDGE__DISCORD__CHANNELS='123456789012345678' hitl-bridge demo --discord", "discord_md_demo"),
+    ("docs/slack.md", "hitl-bridge slack manifest > slack-manifest.json", "slack_md_manifest"),
+    ("docs/slack.md", "hitl-bridge agent-sim --listen 127.0.0.1:8787 &      # or your own agent", "slack_md_for_real"),
+    ("docs/web.md", "export HITL_BRIDGE__WEB__ENABLED=true     # or [web] enabled = true in your --config file", "web_md_sign_in"),
 ];
 
 /// The shell blocks left unmarked, by document and first line, and why.
@@ -67,7 +74,7 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
     (
         "README.md",
         "hitl-bridge run --config config/default.toml   # the bridge",
-        "a reference list with placeholders; tests/cli.rs and tests/admin_cli.rs run each command",
+        "a reference list with placeholders; tests/cli.rs, tests/admin_cli.rs, tests/web.rs and slack_md_manifest here run each command",
     ),
     ("docs/mcp.md", "claude mcp add --transport http hitl http://127.0.0.1:8790/mcp --header \"Authorization: Bearer S3CRET\"", "needs the Claude Code CLI"),
     (
@@ -76,6 +83,11 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
         "needs the Claude Code CLI and a model (tests/backend_claude_code.rs)",
     ),
     ("clients/python/README.md", "pip install ./clients/python", "installs from PyPI; clients/python/run-tests.sh does it in CI"),
+    (
+        "docs/slack.md",
+        "export HITL_BRIDGE__HTTP__API_TOKENS='ci:a-long-random-secret'",
+        "continues the terminal of the block above; its push is docs/http-api.md's (http_api_md_try_it_with_the_demo), and tests/slack.rs pushes to the fake Slack",
+    ),
     (
         "clients/python/README.md",
         "clients/python/run-tests.sh          # from any directory; extra arguments go to pytest",
@@ -101,6 +113,11 @@ enum Placeholder {
 }
 
 fn table(telegram: Option<&FakeTelegram>, discord: Option<&FakeDiscord>) -> Vec<Placeholder> {
+    table_with_slack(telegram, discord, None)
+}
+
+/// [`table`], with the fake Slack's tokens and address when `slack` is given.
+fn table_with_slack(telegram: Option<&FakeTelegram>, discord: Option<&FakeDiscord>, slack: Option<&FakeSlack>) -> Vec<Placeholder> {
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_hitl-bridge")).parent().expect("the binary's directory").display().to_string();
     let mut table = vec![
         // The release build of a checkout is the binary this test was built with.
@@ -117,6 +134,12 @@ fn table(telegram: Option<&FakeTelegram>, discord: Option<&FakeDiscord>) -> Vec<
     }
     if let Some(fake) = discord {
         table.push(Placeholder::Env { name: "HITL_BRIDGE__DISCORD__API_URL", value: fake.api_url() });
+    }
+    if let Some(fake) = slack {
+        // The Bot User OAuth Token and the app-level token Slack gave you.
+        table.push(Placeholder::Text { written: "'xoxb-…'", run: format!("'{}'", fake_slack::BOT_TOKEN) });
+        table.push(Placeholder::Text { written: "'xapp-…'", run: format!("'{}'", fake_slack::APP_TOKEN) });
+        table.push(Placeholder::Env { name: "HITL_BRIDGE__SLACK__API_URL", value: fake.api_url() });
     }
     table
 }
@@ -676,6 +699,73 @@ async fn discord_md_demo() {
     support::discord_chat::wait_text(&fake, "Đã đặt lệnh: buy 100 VNM @ 82000").await;
     assert!(!shell.stderr().iter().any(|l| l.contains("access.admins is empty")), "the demo approves codes itself: {:?}", shell.stderr());
     fake.shutdown().await;
+}
+
+/// docs/slack.md's first command writes the manifest Slack takes: Socket Mode, and
+/// `/hitl` with every command in its hint.
+#[test]
+fn slack_md_manifest() {
+    let (doc, first, _) = RUN[11];
+    let table = table(None, None);
+    let mut shell = Shell::start(&script(&run_block(doc, first), &table, ""), &table);
+    assert!(shell.wait_exit().success(), "{}", shell.stderr().join("\n"));
+    let written = std::fs::read_to_string(shell.dir().join("slack-manifest.json")).expect("slack-manifest.json");
+    let manifest: Value = serde_json::from_str(&written).expect("the manifest is JSON");
+    assert_eq!(manifest["settings"]["socket_mode_enabled"], Value::Bool(true));
+    assert_eq!(manifest["features"]["slash_commands"][0]["usage_hint"], "new | cancel | pending | rules [revoke ID] | id | pair CODE | web");
+}
+
+/// docs/slack.md's path: the agent and the bridge with the two tokens; `/hitl id` in
+/// the channel answers both ids (nobody may talk yet); Ctrl-C; started again with the
+/// channel and the person, "trade" in the channel is answered with a card in its
+/// thread, approved there.
+#[tokio::test(flavor = "multi_thread")]
+async fn slack_md_for_real() {
+    let _ports = hold_the_ports();
+    let fake = FakeSlack::start().await;
+    const CHANNEL: &str = "C0123ABCDEF";
+    fake.channel(CHANNEL, true);
+    let (doc, first, _) = RUN[12];
+    let table = table_with_slack(None, None, Some(&fake));
+    let shell = Shell::start(&script(&run_block(doc, first), &table, ""), &table);
+    fake.wait_connections(1).await;
+    let lan = Person::new("U0123ABCDEF", "lan");
+    let ids = slack_chat::hitl(&fake, &lan, CHANNEL, "id").await;
+    let answer = ids.to_string();
+    assert!(answer.contains("slack:U0123ABCDEF") && answer.contains("slack:C0123ABCDEF"), "{answer}");
+    shell.interrupt(&["run"]);
+    fake.wait_connections(2).await;
+    let chat = SlackChat { fake: &fake, channel: CHANNEL, person: lan };
+    chat.say("trade");
+    let card = chat.card().await;
+    chat.click(&card, "Approve").await;
+    slack_chat::wait_text(&fake, "Đã đặt lệnh: buy 100 VNM @ 82000").await;
+    fake.shutdown();
+}
+
+/// docs/web.md's sign-in: the bridge with the inbox on, `web login` prints a link
+/// under the bridge's address, and the link's form signs in once.
+#[tokio::test(flavor = "multi_thread")]
+async fn web_md_sign_in() {
+    needs_curl();
+    let _ports = hold_the_ports();
+    let (doc, first, _) = RUN[13];
+    let block = run_block(doc, first);
+    let table = table(None, None);
+    let shell = Shell::start(&script(&block, &table, ""), &table);
+    shell.expect_output(&block.expected_output(), &block);
+    let link = shell.stdout().into_iter().find(|l| l.contains("/inbox/sign-in/")).expect("the link");
+    let token = link.rsplit('/').next().expect("a token").to_owned();
+    assert_eq!(token.len(), 64, "{link}");
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let sign_in = || http.post("http://127.0.0.1:8790/inbox/sign-in").form(&[("token", &token)]).send();
+    let signed_in = sign_in().await.expect("sign in");
+    assert_eq!(signed_in.status().as_u16(), 303);
+    let cookie = support::web_inbox::session_cookie(signed_in.headers()).expect("a session");
+    let inbox = http.get("http://127.0.0.1:8790/inbox").header("cookie", cookie).send().await.expect("the inbox");
+    assert_eq!(inbox.status().as_u16(), 200);
+    assert!(inbox.text().await.expect("page").contains("Ana (telegram:123456789)"));
+    assert_eq!(sign_in().await.expect("again").status().as_u16(), 410, "a link works once");
 }
 
 /// docs/http-api.md's token variable: `check-config` reads both tokens from it.

@@ -480,3 +480,172 @@ fn a_generated_block_is_replaced_whole_and_only_it() {
         Some("[a]\n# generated from the platform registry: s\n[new]\nk = 1\n# end of generated sections\n[b]\n")
     );
 }
+
+/// Every `HITL_BRIDGE_…` variable the project reads itself (the tests, the commands'
+/// flags, the Python client) is one the bridge knows is not a setting, so starting the
+/// bridge with it set warns about nothing.
+#[test]
+fn variables_the_project_reads_are_not_warned_about() {
+    let mut read = BTreeSet::new();
+    for dir in ["src", "tests", "clients", "benches"] {
+        for file in files_under(&root().join(dir)) {
+            let Ok(text) = std::fs::read_to_string(&file) else { continue };
+            for (at, _) in text.match_indices("\"HITL_BRIDGE_") {
+                let before = &text[at.saturating_sub(16)..at];
+                let reads = ["var(", "var_os(", "env = ", "environ.get(", "&str = "].iter().any(|r| before.trim_end().ends_with(r.trim_end()));
+                let name: String = text[at + 1..].chars().take_while(|c| c.is_ascii_uppercase() || *c == '_').collect();
+                if reads && !name.contains("__") {
+                    read.insert(name);
+                }
+            }
+        }
+    }
+    for expected in ["HITL_BRIDGE_BLESS_DOCS", "HITL_BRIDGE_WEB_SCREENSHOT", "HITL_BRIDGE_TEST_POSTGRES_URL", "HITL_BRIDGE_MCP_URL"] {
+        assert!(read.contains(expected), "the scan finds {expected}: {read:?}");
+    }
+    let environment = hitl_bridge::config::sources::Environment::from_vars(read.iter().map(|name| (name.clone(), "1".to_owned())));
+    assert_eq!(environment.unread(&[]), Vec::<String>::new());
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if !path.ends_with("target") && !path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+                out.extend(files_under(&path));
+            }
+        } else if path.extension().is_some_and(|e| e == "rs" || e == "py") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// docs/operations.md lists every outcome an audit entry can have, as the web
+/// inbox's audit page offers them.
+#[test]
+fn operations_md_lists_every_audit_outcome() {
+    let doc = std::fs::read_to_string(root().join("docs/operations.md")).unwrap();
+    let start = doc.find("`outcome` (one of").expect("the audit export's outcome list");
+    let list = &doc[start..start + doc[start..].find("),").expect("its end")];
+    let listed: Vec<&str> = list.split('`').skip(3).step_by(2).collect();
+    assert_eq!(listed, hitl_bridge::web::AUDIT_OUTCOMES);
+}
+
+/// Every guarantee of docs/security.md names the tests that hold it: at least one file
+/// of `tests/` (or a unit test in `src/`), each file named exists, and each test
+/// function named after a file (in the same parenthesis) is in that file.
+#[test]
+fn every_guarantee_names_its_tests() {
+    let doc = std::fs::read_to_string(root().join("docs/security.md")).unwrap();
+    let start = doc.find("\n## Guarantees").expect("the Guarantees section");
+    let section = &doc[start + 1..];
+    let section = &section[..section[1..].find("\n## ").map_or(section.len(), |e| e + 1)];
+    let mut bullets: Vec<String> = Vec::new();
+    for line in section.lines() {
+        if let Some(rest) = line.strip_prefix("- **") {
+            bullets.push(rest.to_owned());
+        } else if let Some(last) = bullets.last_mut().filter(|_| line.starts_with("  ")) {
+            last.push(' ');
+            last.push_str(line.trim());
+        }
+    }
+    assert!(bullets.len() >= 10, "{} guarantees found", bullets.len());
+    let mut problems = Vec::new();
+    for bullet in &bullets {
+        let name = bullet.split("**").next().unwrap_or_default();
+        let spans: Vec<&str> = bullet.split('`').skip(1).step_by(2).collect();
+        if !spans.iter().any(|s| s.starts_with("tests/") || s.starts_with("src/")) {
+            problems.push(format!("{name} names no test"));
+        }
+        // A function is looked up in the file named before it, within one parenthesis.
+        let mut file: Option<String> = None;
+        for (n, piece) in bullet.split('`').enumerate() {
+            if n % 2 == 0 {
+                if piece.contains(')') {
+                    file = None;
+                }
+                continue;
+            }
+            let span = piece;
+            if (span.starts_with("tests/") || span.starts_with("src/")) && !span.contains('*') {
+                let path = root().join(span);
+                if path.exists() {
+                    file = std::fs::read_to_string(&path).ok().filter(|_| path.is_file());
+                } else {
+                    problems.push(format!("{name}: {span} does not exist"));
+                }
+            } else if span.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                && span.contains('_')
+                && let Some(text) = &file
+                && !text.contains(&format!("fn {span}("))
+            {
+                problems.push(format!("{name}: no test `{span}` in the file named before it"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every listener the configuration has (a `listen` or `*_listen` key) is in the lists
+/// of listeners: docs/security.md's table, docs/operations.md's limits, and the comment
+/// of `[http]`'s limits in config/default.toml. A platform that adds a listener adds
+/// a key, and this fails until the lists name it.
+#[test]
+fn every_listener_is_in_the_lists_of_listeners() {
+    let listeners: Vec<String> = configuration_keys().into_iter().filter(|k| k.ends_with(".listen") || k.ends_with("_listen")).collect();
+    assert!(listeners.contains(&"http.listen".to_owned()) && listeners.contains(&"slack.events_listen".to_owned()), "{listeners:?}");
+    let section = |doc: &str, heading: &str| {
+        let text = std::fs::read_to_string(root().join(doc)).unwrap();
+        let start = text.find(heading).unwrap_or_else(|| panic!("{doc} has {heading}"));
+        let rest = &text[start + heading.len()..];
+        rest[..rest.find("\n## ").unwrap_or(rest.len())].to_owned()
+    };
+    let default = std::fs::read_to_string(root().join("config/default.toml")).unwrap();
+    let limits_comment = &default[default.find("# Limits for every listener").expect("the limits' comment")..];
+    let limits_comment = &limits_comment[..limits_comment.find("\n\n").unwrap_or(limits_comment.len())].replace("\n# ", " ");
+    for (list, text) in [
+        ("docs/security.md, HTTP listeners", section("docs/security.md", "\n## HTTP listeners")),
+        ("docs/operations.md, Listeners facing the internet", section("docs/operations.md", "\n## Listeners facing the internet")),
+        ("config/default.toml, [http] limits", limits_comment.clone()),
+    ] {
+        for key in &listeners {
+            // http.listen is "this one" in its own section's comment.
+            let named = text.contains(&format!("`{key}`")) || text.contains(key.as_str()) || (key == "http.listen" && list.starts_with("config/"));
+            assert!(named, "{list} does not name {key}");
+        }
+    }
+}
+
+/// The commands a platform adds to `hitl-bridge` (its descriptor's admin command, such
+/// as `slack manifest`) are in README's Commands block and docs/operations.md's admin
+/// commands: a platform added to the registry with a command of its own fails this
+/// until both list it.
+#[test]
+fn every_platform_command_is_listed() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let operations = std::fs::read_to_string(root().join("docs/operations.md")).unwrap();
+    for descriptor in hitl_bridge::platform::registry::DESCRIPTORS {
+        let Some(command) = descriptor.admin_command() else { continue };
+        let subcommands: Vec<String> = command.get_subcommands().map(|s| format!("hitl-bridge {} {}", command.get_name(), s.get_name())).collect();
+        let lines = if subcommands.is_empty() { vec![format!("hitl-bridge {}", command.get_name())] } else { subcommands };
+        for line in lines {
+            assert!(readme.contains(&line), "README.md's Commands do not list `{line}`");
+            assert!(operations.contains(&line), "docs/operations.md's admin commands do not list `{line}`");
+        }
+    }
+}
+
+/// README's list of front ends names every platform of the registry, and the web inbox.
+#[test]
+fn readme_lists_every_front_end() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let start = readme.find("\nFront ends: ").expect("README's Front ends paragraph");
+    let paragraph = readme[start + 1..].split("\n\n").next().unwrap_or_default().to_lowercase();
+    for descriptor in hitl_bridge::platform::registry::DESCRIPTORS {
+        let name = descriptor.network().name();
+        assert!(paragraph.contains(name), "README's front ends do not name {name}: {paragraph}");
+    }
+    assert!(paragraph.contains("web inbox"), "{paragraph}");
+}

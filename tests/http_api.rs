@@ -6,6 +6,7 @@
 use hitl_bridge::platform::discord::settings::DiscordSettings;
 use support::backends;
 use support::fake_discord;
+use support::fake_slack;
 use support::fake_telegram;
 mod support;
 
@@ -390,31 +391,104 @@ async fn two_targets_a_click_in_one_locks_the_other() {
     api.stop().await;
 }
 
-/// What an agent put in a request cannot hide or reorder what a card says: NUL, BEL,
-/// ESC and a right-to-left override in an action's name, arguments and context reach
-/// Telegram and Discord as visible markers, while `GET` answers the request as pushed.
+/// What an agent put in a request cannot hide or reorder what a person reads: NUL,
+/// BEL, ESC and a right-to-left override in an action's name, description, arguments
+/// (a one-line string, a text block, a diff) and the request's context reach every
+/// surface as visible markers: the Telegram card, the Discord embed, the Slack card,
+/// the terminal's card and the web inbox's list and page. `GET` answers the request
+/// as pushed. Every platform of the registry must be among the surfaces: a new one
+/// fails this test until it is added.
 #[tokio::test]
 async fn hidden_characters_are_shown_as_markers_on_every_platform() {
-    let api = Api::start(|_| {}).await;
+    let harness = Harness::on(Chat::Telegram)
+        .and(Chat::Discord)
+        .and(Chat::Slack)
+        .no_agent()
+        .set("web.enabled", "true")
+        .set("web.public_url", "http://inbox.example")
+        .tweak(|settings| {
+            settings.http.api_tokens = vec![format!("ci:{SECRET}")];
+            settings.access.approvers = vec!["telegram:3003".into()];
+        })
+        .build()
+        .await;
+    harness.telegram().group(OPS, "ops", false);
+    let mut api = Api { harness, base: String::new(), http: reqwest::Client::new() };
+    api.boot().await;
     api.dc().wait_identified(1).await;
-    let body = json!({"approval_key": "rlo-1", "targets": [ops_target(), {"platform": "discord", "channel_id": CHANNEL_ID}],
-        "text": "clean\u{7}up", "actions": [{"name": "rm\u{0}", "args": {"path": "/\u{202e}gpj.txt", "color": "\u{1b}[8mhidden"}}]});
+    let targets = [ops_target(), json!({"platform": "discord", "channel_id": CHANNEL_ID}), json!({"platform": "slack", "channel_id": fake_slack::OPS})];
+    let body = json!({"approval_key": "rlo-1", "targets": targets, "text": "clean\u{7}up",
+        "actions": [{"name": "rm\u{0}", "description": "tidy\u{202e}gnp.exe",
+            "args": {"path": "/\u{202e}gpj.txt", "color": "\u{1b}[8mhidden", "notes": "line one\nline\u{2066}two",
+                "patch": "--- a/run.sh\n+++ b/run.sh\n@@ -1 +1 @@\n-echo ok\n+echo \u{202e}ko\n"}}]});
     assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
-    let tg_card = api.tg_message(OPS, "rm[U+0000]").await;
-    let text = tg_card["text"].as_str().unwrap();
-    let dc_card = api.dc().wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
-    let embed = dc_card.body["embeds"][0].to_string();
-    for shown in [text.to_owned(), embed] {
-        for marker in ["rm[U+0000]", "/[U+202E]gpj.txt", "[U+001B][8mhidden", "clean[U+0007]up"] {
-            assert!(shown.contains(marker), "{marker} in {shown}");
+    let markers = ["rm[U+0000]", "tidy[U+202E]gnp.exe", "/[U+202E]gpj.txt", "[U+001B][8mhidden", "clean[U+0007]up", "line[U+2066]two", "echo [U+202E]ko"];
+
+    let telegram = api.tg_message(OPS, "rm[U+0000]").await;
+    let discord = api.dc().wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
+    let slack = wait_until(|| async { api.harness.slack().bodies("chat.postMessage").into_iter().find(|b| b.get("blocks").is_some()) }).await;
+    let web = web_pages(&api, "rlo-1").await;
+    // The terminal's card, rendered from the request as stored (the console runs in a
+    // process of its own in the other suites).
+    let store = hitl_bridge::store::Store::connect(&api.harness.settings.store.url).await.expect("store");
+    let stored = store.interactions_with_key("rlo-1").await.expect("read").into_iter().next().expect("stored");
+    store.close().await;
+    let console = {
+        use hitl_bridge::platform::console::render;
+        format!("{}\n{}", render::interaction(&stored), render::action_prompt(&stored, 0))
+    };
+    let mut surfaces = vec![("telegram", strings(&telegram)), ("discord", strings(&discord.body)), ("slack", strings(&slack)), ("console", console)];
+    surfaces.extend(web);
+    // Every platform of the registry is here: a new one fails this test until it is.
+    for descriptor in hitl_bridge::platform::registry::DESCRIPTORS {
+        let name = descriptor.network().name();
+        assert!(surfaces.iter().any(|(surface, _)| *surface == name), "{name} is not among the surfaces checked");
+    }
+    for (surface, shown) in &surfaces {
+        // The list names the action; every other surface shows the whole request.
+        let expected: &[&str] = if *surface == "web list" { &markers[..1] } else { &markers };
+        for marker in expected {
+            assert!(shown.contains(marker), "{surface}: {marker} in {shown}");
         }
-        for hidden in ['\u{0}', '\u{7}', '\u{1b}', '\u{202e}'] {
-            assert!(!shown.contains(hidden), "{hidden:?} in {shown}");
+        for hidden in ['\u{0}', '\u{7}', '\u{1b}', '\u{202e}', '\u{2066}'] {
+            assert!(!shown.contains(hidden), "{surface}: {hidden:?} in {shown}");
         }
     }
     // The stored request is what was pushed: the same body again is the same request.
     assert_eq!(api.push(&body).await.0, StatusCode::OK);
     api.stop().await;
+}
+
+/// Every string in `value`, one a line: what a card shows, with JSON's escapes undone.
+fn strings(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{s}\n"),
+        Value::Array(items) => items.iter().map(strings).collect(),
+        Value::Object(map) => map.values().map(strings).collect(),
+        _ => String::new(),
+    }
+}
+
+/// The web inbox's list and the request's page as the approver reads them, HTML
+/// entities undone.
+async fn web_pages(api: &Api, key: &str) -> Vec<(&'static str, String)> {
+    let store = hitl_bridge::store::Store::connect(&api.harness.settings.store.url).await.expect("store");
+    let ana = hitl_bridge::interaction::Actor::new("telegram", "3003", "Ana");
+    let link = hitl_bridge::web::sign_in_link(&store, &api.harness.settings.web, &ana).await.expect("link");
+    let id = store.interactions_with_key(key).await.expect("read").into_iter().next().expect("stored").id;
+    store.close().await;
+    let token = link.rsplit('/').next().expect("token").to_owned();
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let signed_in = http.post(format!("{}/inbox/sign-in", api.base)).form(&[("token", token)]).send().await.expect("sign in");
+    let cookie = support::web_inbox::session_cookie(signed_in.headers()).expect("a session");
+    let mut pages = Vec::new();
+    for (surface, path) in [("web list", "/inbox".to_owned()), ("web page", format!("/inbox/requests/{id}"))] {
+        let page = http.get(format!("{}{path}", api.base)).header("cookie", &cookie).send().await.expect("page");
+        assert_eq!(page.status(), StatusCode::OK, "{surface}");
+        let html = page.text().await.expect("html");
+        pages.push((surface, html.replace("&quot;", "\"").replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")));
+    }
+    pages
 }
 
 /// Idempotency by approval_key and every error code; nothing refused is stored or
@@ -673,6 +747,11 @@ async fn health_readiness_and_openapi() {
         assert!(schemas.contains_key(name), "schema {name}");
     }
     assert!(schemas["ApiQuestion"]["properties"]["multiSelect"].is_object());
+    // Who may answer by group, in every platform's form.
+    for schema in ["PushBody", "ApiPolicy"] {
+        let described = schemas[schema]["properties"]["approver_roles"]["description"].as_str().unwrap_or_default();
+        assert!(described.contains("Discord role ids") && described.contains("Slack user group ids"), "{schema}: {described}");
+    }
     // Each platform's own target object, as its descriptor publishes it.
     let targets = schemas["Target"]["oneOf"].as_array().unwrap();
     let platforms: Vec<&Value> = targets.iter().map(|t| &t["properties"]["platform"]["const"]).collect();

@@ -118,6 +118,42 @@ async fn url_verification_is_answered_only_when_signed() {
     stop(rig).await;
 }
 
+/// The headers are checked before the body is read: a post without Slack's signature
+/// headers, or signed too long ago, is answered 401 while its declared 2 MiB body has
+/// not been sent at all, and a post declaring more than 1 MiB is answered 413 unread.
+/// A signed body of exactly 1 MiB is read (and, not being Slack's JSON, skipped with
+/// 200); one byte more is 413.
+#[tokio::test]
+async fn headers_are_checked_before_the_body_is_read_and_bodies_stop_at_1_mib() {
+    let rig = start().await;
+    let unsigned = "content-type: application/json\r\ncontent-length: 2097152\r\n";
+    assert_eq!(status_unsent_body(&rig, unsigned).await, "HTTP/1.1 401 Unauthorized");
+    let stale = format!("x-slack-request-timestamp: {}\r\nx-slack-signature: v0={}\r\n{unsigned}", now_secs() - 600, "0".repeat(64));
+    assert_eq!(status_unsent_body(&rig, &stale).await, "HTTP/1.1 401 Unauthorized");
+    let fresh = format!("x-slack-request-timestamp: {}\r\nx-slack-signature: v0={}\r\n{unsigned}", now_secs(), "0".repeat(64));
+    assert_eq!(status_unsent_body(&rig, &fresh).await, "HTTP/1.1 413 Payload Too Large");
+
+    let mib = 1024 * 1024;
+    let exactly = format!("{{\"type\":\"app_rate_limited\",\"pad\":\"{}\"}}", "x".repeat(mib - 36));
+    assert_eq!(exactly.len(), mib);
+    assert_eq!(post(&rig, "application/json", &exactly, Signed::Now).await.0, StatusCode::OK);
+    let over = format!("{exactly} ");
+    assert_eq!(post(&rig, "application/json", &over, Signed::Now).await.0, StatusCode::PAYLOAD_TOO_LARGE);
+    stop(rig).await;
+}
+
+/// The status line the endpoint answers to a post with `headers` whose body is never
+/// sent: an endpoint that read the body first would wait for it instead.
+async fn status_unsent_body(rig: &Harness, headers: &str) -> String {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let addr = rig.settings.platforms.get::<SlackSettings>().events_listen.clone();
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    stream.write_all(format!("POST /slack/events HTTP/1.1\r\nhost: {addr}\r\n{headers}\r\n").as_bytes()).await.expect("send the headers");
+    let mut status = String::new();
+    BufReader::new(stream).read_line(&mut status).await.expect("an answer");
+    status.trim_end().to_owned()
+}
+
 /// A click posted with a wrong signature, an old timestamp or as a replay is refused
 /// 401 and decides nothing; the genuine post decides, once.
 #[tokio::test]

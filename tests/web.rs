@@ -158,6 +158,30 @@ async fn security_headers_and_cookie_flags() {
     inbox.stop().await;
 }
 
+/// Behind an https `web.public_url` (a proxy with a path in front), the session cookie
+/// is `Secure` and scoped to the inbox under that path, and signing out clears it with
+/// the same flags.
+#[tokio::test]
+async fn the_cookie_is_secure_on_an_https_public_url() {
+    let inbox = Inbox::start_with(&[("web.public_url", "https://ops.example.com/bridge")]).await;
+    let store = inbox.store().await;
+    let link = hitl_bridge::web::sign_in_link(&store, &inbox.harness.settings.web, &person(&ana())).await.expect("link");
+    store.close().await;
+    assert!(link.starts_with("https://ops.example.com/bridge/inbox/sign-in/"), "{link}");
+    let token = link.rsplit('/').next().unwrap();
+    let response = inbox.http.post(format!("{}/inbox/sign-in", inbox.base)).form(&[("token", token)]).send().await.unwrap();
+    assert_eq!(response.headers()["location"], "/bridge/inbox");
+    let cookie = response.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+    let value = cookie.split(';').next().unwrap().to_owned();
+    assert_eq!(cookie, format!("{value}; Path=/bridge/inbox; HttpOnly; SameSite=Strict; Secure"));
+    let ana = support::web_inbox::Session { inbox: &inbox, cookie: value };
+    let csrf = ana.csrf().await;
+    let (status, headers, _) = ana.post("/inbox/sign-out", &[("csrf", &csrf)]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(headers[SET_COOKIE], "hitl_inbox=; Path=/bridge/inbox; HttpOnly; SameSite=Strict; Secure; Max-Age=0");
+    inbox.stop().await;
+}
+
 /// A link's page does not spend it (previews, scanners); its button does, once. A link
 /// past its ten minutes, and a made-up one, sign nobody in.
 #[tokio::test]

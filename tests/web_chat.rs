@@ -1,5 +1,5 @@
 //! The chat side of the web inbox (docs/web.md "Sign in from a chat", "Open in
-//! browser"), on the fake Telegram and Discord: `/web` in a direct message answers
+//! browser"), on the fake Telegram, Discord and Slack: `/web` in a direct message answers
 //! with a one-time sign-in link sent without a preview, that signs in once; in a group
 //! it is refused; with the inbox off it says so. Every pending card links to its
 //! request's page: a URL button for an https inbox, a line of text for plain http,
@@ -156,7 +156,29 @@ async fn telegram_inbox_off_no_link_and_web_says_so() {
     let chat = inbox.tg().private_chat(&ana());
     inbox.tg().push_message(chat, &ana(), "/web", None, None);
     assert_eq!(sent_to(&inbox, chat).await["text"], INBOX_OFF);
+    inbox.tg().push_message(chat, &ana(), "/help", None, None);
+    assert_eq!(
+        nth_sent_to(&inbox, chat, 1).await["text"],
+        "Send a message to talk to the agent. /new starts a fresh session, /cancel stops the current turn, /pending shows what waits for a decision, /rules lists what is approved without asking (/rules revoke ID takes one back).",
+        "the help offers no /web without an inbox"
+    );
     inbox.stop().await;
+}
+
+/// With the inbox on, `/help` offers `/web`.
+#[tokio::test]
+async fn telegram_help_offers_web_with_the_inbox_on() {
+    let inbox = Inbox::start().await;
+    let chat = inbox.tg().private_chat(&ana());
+    inbox.tg().push_message(chat, &ana(), "/help", None, None);
+    let help = sent_to(&inbox, chat).await["text"].as_str().expect("text").to_owned();
+    assert!(help.ends_with("/web (here, in private) sends a sign-in link to the web inbox."), "{help}");
+    inbox.stop().await;
+}
+
+/// The bot's `n`-th sendMessage to `chat` (from 0).
+async fn nth_sent_to(inbox: &Inbox, chat: i64, n: usize) -> Value {
+    wait_until(|| async { inbox.tg().calls("sendMessage").into_iter().filter(|b| b["chat_id"] == json!(chat)).nth(n) }).await
 }
 
 /// `/web` in Vietnamese: the reply follows the person's language.
@@ -348,4 +370,53 @@ async fn discord_inbox_off_no_link_and_web_says_so() {
     let reply = d.web_command(true).await;
     assert_eq!(reply, json!({"content": INBOX_OFF, "flags": 4}));
     d.stop().await;
+}
+
+// ---------------------------------------------------------------------------------
+// Slack.
+
+/// With the inbox on over https, the Slack card's last block is a link button to the
+/// request's page (Slack opens it and sends a click without a value, which changes
+/// nothing); with the inbox off, the card has no link.
+#[tokio::test]
+async fn slack_card_links_its_page_only_with_the_inbox_on() {
+    use support::fake_slack::{OPS, Person};
+    for (web, expect_link) in [(&[("web.public_url", "https://inbox.example")][..], true), (&[("web.enabled", "false")][..], false)] {
+        let rig = Harness::on(Chat::Slack)
+            .no_agent()
+            .set("web.enabled", "true")
+            .set("web.public_url", PUBLIC_URL)
+            .settings(web)
+            .tweak(|s| {
+                s.http.api_tokens = vec![format!("ci:{SECRET}")];
+                s.access.approvers = vec!["slack:U0ANA".into()];
+            })
+            .start()
+            .await;
+        let mut body = trade("sl-link");
+        body["targets"] = json!([{"platform": "slack", "channel_id": OPS}]);
+        rig.api(SECRET).push(&body).await;
+        let ts = wait_until(|| async { rig.slack().posted().last().map(|(_, ts)| ts.clone()) }).await;
+        let card = rig.slack().message(OPS, &ts).expect("the card");
+        let last = card["blocks"].as_array().and_then(|b| b.last().cloned()).expect("blocks");
+        if expect_link {
+            let store = hitl_bridge::store::Store::connect(&rig.settings.store.url).await.expect("store");
+            let id = store.interactions_with_key("sl-link").await.expect("read").into_iter().next().expect("stored").id;
+            store.close().await;
+            let url = format!("https://inbox.example/inbox/requests/{id}");
+            assert_eq!(
+                last["elements"],
+                json!([{"type": "button", "action_id": "hitl.browser", "text": {"type": "plain_text", "text": "🌐 Open in browser", "emoji": true}, "url": url}])
+            );
+            let mut click = rig.slack().click_envelope(&Person::new("U0ANA", "ana"), OPS, &ts, "hitl.browser", "");
+            click["payload"]["actions"][0].as_object_mut().expect("action").remove("value");
+            let envelope = click["envelope_id"].as_str().expect("id").to_owned();
+            rig.slack().push(click);
+            rig.slack().wait_ack(&envelope).await;
+            assert_eq!(rig.api(SECRET).send(reqwest::Method::GET, "/v1/requests/sl-link", None).await.1["status"], "pending");
+        } else {
+            assert!(!card.to_string().contains("Open in browser") && !card.to_string().contains("/inbox/"), "{card}");
+        }
+        rig.shutdown().await;
+    }
 }

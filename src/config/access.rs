@@ -20,7 +20,7 @@ pub struct AccessSettings {
     /// Chats where everyone may talk: `telegram:CHAT_ID`, `discord:CHANNEL_ID`,
     /// `discord:guild:GUILD_ID`.
     pub chats: Vec<String>,
-    /// Discord role ids whose members may talk.
+    /// Groups whose members may talk: Discord role ids, Slack user group ids.
     pub roles: Vec<String>,
     /// Strangers get a code an admin approves (`hitl-bridge pair CODE`, `/pair CODE`).
     pub pairing: bool,

@@ -38,6 +38,10 @@ pub const OTHER_VARIABLES: &[&str] = &[
     "HITL_BRIDGE_BIN",
     "HITL_BRIDGE_BACKENDS_DIR",
     "HITL_BRIDGE_TEST_POSTGRES_URL",
+    // tests/docs.rs rewrites the generated tables; tests/web_browser.rs saves the
+    // request page's screenshot for docs/web.md.
+    "HITL_BRIDGE_BLESS_DOCS",
+    "HITL_BRIDGE_WEB_SCREENSHOT",
 ];
 
 /// The environment as a configuration source. Unlike the `config` crate's own, it

@@ -29,6 +29,10 @@ pub enum ChatCommand {
 }
 
 impl ChatCommand {
+    /// Every command's name, as [`ChatCommand::parse`] reads it: what a platform's
+    /// list of its commands (Slack's `/hitl` usage hint) names.
+    pub const NAMES: [&'static str; 7] = ["new", "cancel", "pending", "rules", "id", "pair", "web"];
+
     /// `name` (without its slash, any case) with the text after it; `None` for a name
     /// that is no command of the bridge's (the platform passes it to the agent or
     /// says it is unknown).
@@ -63,6 +67,14 @@ impl ChatCommand {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_name_listed_is_a_command() {
+        for name in ChatCommand::NAMES {
+            assert!(ChatCommand::parse(name, "x").is_some(), "{name}");
+        }
+        assert_eq!(ChatCommand::parse("help", ""), None);
+    }
 
     #[test]
     fn commands_parse_as_people_type_them() {

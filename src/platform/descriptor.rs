@@ -190,6 +190,11 @@ pub trait WebLinks: Send + Sync {
     /// The page of request `interaction_id`; `None` when the inbox is off.
     fn request_link(&self, interaction_id: &str) -> Option<String>;
 
+    /// Whether the inbox is on: a text may send people to it only then.
+    fn is_on(&self) -> bool {
+        self.request_link("").is_some()
+    }
+
     /// A fresh one-time sign-in link for `person`, as their platform vouches for them;
     /// `Ok(None)` when the inbox is off.
     fn sign_in_link<'a>(&'a self, person: &'a Actor) -> BoxFuture<'a, Result<Option<String>, SignInLinkError>>;
@@ -233,6 +238,21 @@ pub struct Started {
     /// Work whose end ends the bridge (reading the terminal until its input closes),
     /// run once the engine runs.
     pub foreground: Option<BoxFuture<'static, Result<(), PlatformError>>>,
+    /// Who is in which of its groups now, for a person acting outside its chats (the
+    /// web inbox); `None` for a platform without groups.
+    pub membership: Option<Arc<dyn Membership>>,
+}
+
+/// A platform's groups (Discord roles, Slack user groups) as the web inbox asks for
+/// them at the moment a person reads or decides: the same source and the same refresh
+/// as a click in the platform's own chat, so a person taken out of a group stops
+/// counting in the browser exactly when they stop counting in chat. A session holds
+/// who the person is, never what they may do.
+pub trait Membership: Send + Sync {
+    /// The groups `person` (of this platform) is in now, among those the configuration
+    /// names and `named` (the approver groups of the requests at hand); none when the
+    /// platform cannot say (refusing is the safe side).
+    fn groups_of<'a>(&'a self, person: &'a Actor, named: &'a [String]) -> BoxFuture<'a, Vec<String>>;
 }
 
 /// Every platform's section, in the registry's order.

@@ -13,13 +13,15 @@ use super::Web;
 use super::forms::Fields;
 use super::layout::{Frame, html, unavailable, visit, when};
 use super::request_page::person;
+use crate::interaction::readable;
 use crate::store::AuditFilter;
 use crate::texts::web::WebMsg;
 
 const PAGE: i64 = 50;
 
-/// The outcomes an entry can have (`AuditEntry::outcome`).
-const OUTCOMES: [&str; 8] = ["resolved", "resolved_elsewhere", "expired", "expired_by_backend", "cancelled", "refused", "escalated", "rule_revoked"];
+/// The outcomes an entry can have (`AuditEntry::outcome`), as the audit page offers
+/// them and docs/operations.md lists them (tests/docs.rs).
+pub const OUTCOMES: [&str; 8] = ["resolved", "resolved_elsewhere", "expired", "expired_by_backend", "cancelled", "refused", "escalated", "rule_revoked"];
 
 pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
     let (viewer, locale) = match visit(&web, &headers).await {
@@ -75,9 +77,9 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
                     tr {
                         td { (when(e.at_ms)) }
                         td { (e.outcome) }
-                        td { (e.agent.as_deref().unwrap_or("—")) }
+                        td { (readable::text(e.agent.as_deref().unwrap_or("—"))) }
                         td { (person(&frame, e)) }
-                        td { a href=(frame.path(&format!("/inbox/requests/{}", e.interaction_id))) { (e.tools.as_ref().map(|t| t.join(", ")).unwrap_or_else(|| e.approval_key.clone())) } }
+                        td { a href=(frame.path(&format!("/inbox/requests/{}", e.interaction_id))) { (readable::text(&e.tools.as_ref().map(|t| t.join(", ")).unwrap_or_else(|| e.approval_key.clone()))) } }
                     }
                 }
             }

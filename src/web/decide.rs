@@ -17,11 +17,10 @@ use super::Web;
 use super::forms::Fields;
 use super::layout::{Frame, form_expired, see_other, unavailable, visit};
 use super::request_page::{Notice, not_found, render};
-use super::session::Viewer;
 use super::visibility;
 use crate::clock::now_ms;
 use crate::engine::{ActError, ActOutcome};
-use crate::interaction::{Attempt, Interaction, Refusal, RequestKind, UserAction};
+use crate::interaction::{Actor, Attempt, Interaction, Refusal, RequestKind, UserAction};
 use crate::protocol::{Decision, DecisionType};
 use crate::texts::refusal as refusal_text;
 
@@ -65,13 +64,15 @@ async fn handle(
         }
         Err(notice) => return render(&frame, viewer, &id, Some(notice), None, StatusCode::UNPROCESSABLE_ENTITY).await,
     };
-    if let Some(refusal) = web_only_refusal(&web, &interaction, viewer) {
+    // Who may answer is asked now, with the groups the person's platform gives now.
+    let actor = web.acting(&viewer.actor, &visibility::named_groups(&interaction.deciders())).await;
+    if let Some(refusal) = web_only_refusal(&web, &interaction, &actor) {
         // Refused and audited by the engine, after its own check of who may act.
         let attempt = Attempt::Act(actions[0].clone());
-        let _ = web.engine.open(&id, viewer.actor.clone(), attempt, Box::new(move |_| Err(refusal))).await;
+        let _ = web.engine.open(&id, actor, attempt, Box::new(move |_| Err(refusal))).await;
         return not_found(&frame);
     }
-    match act(&web, &id, viewer, actions).await {
+    match act(&web, &id, &actor, actions).await {
         Ok(_) => see_other(&web.path(&format!("/inbox/requests/{id}"))),
         // Someone who may not answer learns nothing about the request.
         Err(ActError::Refused(Refusal::NotAllowed | Refusal::SelfApproval)) | Err(ActError::UnknownInteraction) => not_found(&frame),
@@ -98,20 +99,20 @@ async fn handle(
 /// The inbox's own refusal, beyond the engine's: a request open to anyone in its chat
 /// is answered from the browser only by `access.users` and `access.admins`. Whatever
 /// else is refused, the engine refuses (and audits) itself.
-fn web_only_refusal(web: &Web, i: &Interaction, viewer: &Viewer) -> Option<Refusal> {
+fn web_only_refusal(web: &Web, i: &Interaction, actor: &Actor) -> Option<Refusal> {
     let now = now_ms();
-    match visibility::refusal(web, i, &viewer.actor, now) {
-        Some(Refusal::NotAllowed) if !matches!(i.may_act(&viewer.actor, &web.policy, now), Err(Refusal::NotAllowed)) => Some(Refusal::NotAllowed),
+    match visibility::refusal(web, i, actor, now) {
+        Some(Refusal::NotAllowed) if !matches!(i.may_act(actor, &web.policy, now), Err(Refusal::NotAllowed)) => Some(Refusal::NotAllowed),
         _ => None,
     }
 }
 
 /// Applies `actions` in order through the engine, as one person's clicks; stops at the
 /// first refusal or once the request is decided.
-async fn act(web: &Web, id: &str, viewer: &Viewer, actions: Vec<UserAction>) -> Result<ActOutcome, ActError> {
+async fn act(web: &Web, id: &str, actor: &Actor, actions: Vec<UserAction>) -> Result<ActOutcome, ActError> {
     let mut last = None;
     for action in actions {
-        let outcome = web.engine.act(id, viewer.actor.clone(), action).await?;
+        let outcome = web.engine.act(id, actor.clone(), action).await?;
         let resolved = matches!(outcome, ActOutcome::Resolved(_));
         last = Some(outcome);
         if resolved {

@@ -13,10 +13,10 @@ use maud::{Markup, html};
 use super::Web;
 use super::forms::Fields;
 use super::layout::{Frame, html, span, unavailable, visit};
-use super::visibility::facts_wait_on;
+use super::visibility::{facts_wait_on, named_groups};
 use crate::clock::now_ms;
 use crate::interaction::access_facts::still_open;
-use crate::interaction::{AccessFacts, Interaction, Origin, RequestKind};
+use crate::interaction::{AccessFacts, Interaction, Origin, RequestKind, readable};
 use crate::store::{ChatKey, PendingAccess};
 use crate::texts::web::{WebMsg, waiting_title};
 
@@ -145,18 +145,50 @@ struct WaitingOn {
 /// What waits on `viewer` now. The rule is applied to the stored facts, not the
 /// bodies: once for every request sharing them (they come shared, one `Arc` each),
 /// then each request's deadline. Only what the list needs is kept.
+///
+/// The viewer comes with the configured groups they are in now. A request naming
+/// approver groups of its own is set aside, and once the read is done the person's
+/// platform is asked about those groups too, once for all of them.
 async fn waiting_on(web: &Web, viewer: &super::session::Viewer, now: i64) -> Result<WaitingOn, crate::store::StoreError> {
     let mut pending = 0;
     // Keyed by where the shared facts live (an address, not a pointer: the handler's
     // future must stay `Send`); the read keeps every `Arc` alive until it ends.
     let mut verdicts: HashMap<usize, bool> = HashMap::new();
-    let waiting = web.store.pending_access_each(|p| {
+    let mut named: Vec<String> = Vec::new();
+    let slots = web.store.pending_access_each(|p| {
         pending += 1;
+        if still_open(p.deadline_ms, now).is_err() {
+            return None;
+        }
+        let own = named_groups(&p.facts.deciders());
+        if !own.is_empty() {
+            for group in own {
+                if !named.contains(&group) {
+                    named.push(group);
+                }
+            }
+            return Some(Slot::Later(p));
+        }
         let waits = *verdicts.entry(Arc::as_ptr(&p.facts) as usize).or_insert_with(|| facts_wait_on(web, &p.facts, &viewer.actor));
-        (waits && still_open(p.deadline_ms, now).is_ok()).then(|| Waiting::of(p))
+        waits.then(|| Slot::Waiting(Waiting::of(p)))
     });
-    let waiting = waiting.await?;
+    let slots = slots.await?;
+    let actor = if named.is_empty() { viewer.actor.clone() } else { web.acting(&viewer.actor, &named).await };
+    let waiting = slots
+        .into_iter()
+        .filter_map(|slot| match slot {
+            Slot::Waiting(w) => Some(w),
+            Slot::Later(p) => facts_wait_on(web, &p.facts, &actor).then(|| Waiting::of(p)),
+        })
+        .collect();
     Ok(WaitingOn { waiting, pending })
+}
+
+/// A pending request as the read hands it over: decided, or set aside until the
+/// groups it names are known.
+enum Slot {
+    Waiting(Waiting),
+    Later(PendingAccess),
 }
 
 /// Chats as operators write them (`telegram:-100123/7`), each written once however
@@ -271,6 +303,7 @@ pub(super) fn started_by(frame: &Frame<'_>, i: &Interaction) -> String {
 }
 
 fn row(frame: &Frame<'_>, i: &Interaction, targets: &Places, now: i64) -> Markup {
+    let i = &*readable::interaction(i);
     let places: Vec<&str> = shown_in(targets, &i.id).map(|s| &**s).collect();
     html! {
         li.request {

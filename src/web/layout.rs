@@ -65,7 +65,7 @@ impl Frame<'_> {
                         @if let Some(viewer) = self.viewer {
                             form.signout method="post" action=(self.path("/inbox/sign-out")) {
                                 (self.csrf())
-                                span.who { (viewer.actor.name) " (" (viewer.actor.platform) ":" (viewer.actor.user_id) ")" }
+                                span.who { (crate::interaction::readable::text(&viewer.actor.name)) " (" (viewer.actor.platform) ":" (viewer.actor.user_id) ")" }
                                 button type="submit" { (self.t(WebMsg::SignOut)) }
                             }
                         }

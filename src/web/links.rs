@@ -15,13 +15,17 @@ use crate::store::{Store, StoreError};
 /// How long a sign-in link is valid, by the wall clock.
 pub const SIGN_IN_LINK_SECS: i64 = 600;
 
-/// A fresh one-time sign-in link for `person` (their platform, user id and name, as
-/// the platform vouches for them): valid [`SIGN_IN_LINK_SECS`], usable once. The store
-/// keeps only the token's hash.
+/// A fresh one-time sign-in link for `person` (their platform, user id, name and the
+/// space they asked from, as the platform vouches for them; never their groups): valid
+/// [`SIGN_IN_LINK_SECS`], usable once. The store keeps only the token's hash.
 pub async fn sign_in_link(store: &Store, settings: &WebSettings, person: &Actor) -> Result<String, StoreError> {
     let token = secret();
     let now = now_ms();
-    store.create_sign_in_link(&hash(&token), person, now, now + SIGN_IN_LINK_SECS * 1000).await?;
+    // Who they are, not what they may do: their groups are asked of their platform
+    // each time they read or decide, so none are copied into the link or the session.
+    let mut who = person.clone();
+    who.groups.clear();
+    store.create_sign_in_link(&hash(&token), &who, now, now + SIGN_IN_LINK_SECS * 1000).await?;
     Ok(format!("{}/inbox/sign-in/{token}", settings.base()))
 }
 
@@ -50,6 +54,10 @@ impl WebLinks for ChatLinks {
         request_link(&self.settings, interaction_id)
     }
 
+    fn is_on(&self) -> bool {
+        self.settings.enabled
+    }
+
     fn sign_in_link<'a>(&'a self, person: &'a Actor) -> BoxFuture<'a, Result<Option<String>, SignInLinkError>> {
         Box::pin(async move {
             if !self.settings.enabled {
@@ -60,10 +68,18 @@ impl WebLinks for ChatLinks {
     }
 }
 
-/// 256 random bits as 64 hex digits (two v4 UUIDs' random parts, as the bridge's
-/// other generated secrets).
+/// 256 random bits from the operating system, as 64 hex digits: a session cookie, a
+/// sign-in link's token or a CSRF token. (Two v4 UUIDs would be 244: each fixes six
+/// of its bits.)
 pub(super) fn secret() -> String {
-    format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
+    let mut bytes = [0u8; 32];
+    if let Err(e) = getrandom::fill(&mut bytes) {
+        // uuid draws from the same source and panics the same way: without the
+        // operating system's randomness no secret can be made, and none must be
+        // made from less.
+        panic!("the operating system gave no random bytes: {e}");
+    }
+    hex::encode(bytes)
 }
 
 /// What the store keeps of a secret.
@@ -90,5 +106,18 @@ mod tests {
         assert_eq!(a.len(), 64);
         assert_eq!(hash(&a).len(), 64);
         assert_ne!(hash(&a), a);
+    }
+
+    /// Every one of the 256 bits varies: a v4 UUID's version and variant bits (the
+    /// 13th and 17th hex digits) would be the same in every secret.
+    #[test]
+    fn every_bit_of_a_secret_is_random() {
+        let secrets: Vec<Vec<u8>> = (0..64).map(|_| hex::decode(secret()).expect("hex")).collect();
+        assert!(secrets.iter().all(|s| s.len() == 32));
+        for bit in 0..256 {
+            let ones = secrets.iter().filter(|s| s[bit / 8] >> (bit % 8) & 1 == 1).count();
+            // 64 draws: all the same by chance is 2 in 2^64.
+            assert!(ones > 0 && ones < 64, "bit {bit} is {ones} of 64");
+        }
     }
 }

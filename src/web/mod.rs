@@ -7,7 +7,8 @@
 //! hashed ([`session`]). Pages are rendered on the server ([`maud`]), work without
 //! JavaScript, and every response carries a strict Content-Security-Policy
 //! ([`headers`]). Decisions go through the engine's one entry for them ([`decide`]);
-//! who may see and answer what is the core's rule ([`visibility`]).
+//! who may see and answer what is the core's rule ([`visibility`]), asked with the
+//! person's groups as their platform gives them at that moment ([`Web::acting`]).
 //!
 //! One job per file: [`links`] (sign-in and request links), [`session`] (cookie,
 //! CSRF), [`headers`], [`assets`] (embedded CSS and JS), [`layout`], [`json_view`]
@@ -39,8 +40,10 @@ use tokio::sync::watch;
 
 use crate::engine::EngineHandle;
 use crate::interaction::{AccessPolicy, Actor};
+use crate::platform::descriptor::Membership;
 use crate::store::Store;
 
+pub use audit_page::OUTCOMES as AUDIT_OUTCOMES;
 pub use links::{ChatLinks, SIGN_IN_LINK_SECS, request_link, sign_in_link};
 pub use settings::WebSettings;
 
@@ -58,16 +61,27 @@ pub struct Web {
     prefix: String,
     /// Bumped whenever a request is stored pending or settled ([`events`]).
     changes: watch::Receiver<u64>,
+    /// Each platform's groups, asked at the moment a person reads or decides
+    /// ([`Web::acting`]).
+    memberships: Vec<(&'static str, Arc<dyn Membership>)>,
 }
 
 impl Web {
     /// The inbox for a running bridge. `open_viewers` are `access.users` and
-    /// `access.admins` (`platform:user_id`).
-    pub fn new(store: Store, engine: EngineHandle, policy: AccessPolicy, open_viewers: &[String], settings: WebSettings) -> Arc<Web> {
+    /// `access.admins` (`platform:user_id`); `memberships`, each started platform's
+    /// groups by its name.
+    pub fn new(
+        store: Store,
+        engine: EngineHandle,
+        policy: AccessPolicy,
+        open_viewers: &[String],
+        settings: WebSettings,
+        memberships: Vec<(&'static str, Arc<dyn Membership>)>,
+    ) -> Arc<Web> {
         let open_viewers = open_viewers.iter().filter_map(|e| crate::platform::networks().parse_user(e)).collect();
         let prefix = url::Url::parse(&settings.public_url).map(|u| u.path().trim_end_matches('/').to_owned()).unwrap_or_default();
         let (changes_tx, changes) = watch::channel(0);
-        let web = Arc::new(Web { store, engine, policy, open_viewers, settings, prefix, changes });
+        let web = Arc::new(Web { store, engine, policy, open_viewers, settings, prefix, changes, memberships });
         events::watch_changes(Arc::downgrade(&web), changes_tx);
         web
     }
@@ -75,6 +89,19 @@ impl Web {
     /// An in-page path (`/inbox/audit`) as browsers reach it behind the public URL.
     fn path(&self, path: &str) -> String {
         format!("{}{path}", self.prefix)
+    }
+
+    /// `person` as the engine must see them now: with the groups their platform says
+    /// they are in at this moment, among the configured ones and `named` (the approver
+    /// groups of the requests at hand). The session keeps none: a person taken out of
+    /// a group stops counting here when they stop counting in chat.
+    async fn acting(&self, person: &Actor, named: &[String]) -> Actor {
+        let mut actor = person.clone();
+        actor.groups = match self.memberships.iter().find(|(platform, _)| *platform == person.platform) {
+            Some((_, membership)) => membership.groups_of(person, named).await,
+            None => Vec::new(),
+        };
+        actor
     }
 
     fn is_open_viewer(&self, actor: &Actor) -> bool {

@@ -17,9 +17,9 @@ use super::inbox::{asks, countdown, started_by};
 use super::json_view::{blocks, json};
 use super::layout::{Frame, html, unavailable, visit, when};
 use super::session::Viewer;
-use super::visibility::{may_see, waits_on};
+use super::visibility::{may_see, named_groups, waits_on};
 use crate::clock::now_ms;
-use crate::interaction::{Action, FreeText, Interaction, Question, RequestKind};
+use crate::interaction::{Action, FreeText, Interaction, Question, RequestKind, readable};
 use crate::protocol::DecisionType;
 use crate::store::{AuditEntry, MessageRef};
 use crate::texts::web::WebMsg;
@@ -49,16 +49,25 @@ pub(super) async fn page(State(web): State<Arc<Web>>, Path(id): Path<String>, he
 pub(super) async fn render(frame: &Frame<'_>, viewer: &Viewer, id: &str, notice: Option<Notice>, edit: Option<usize>, status: StatusCode) -> Response {
     let web = frame.web;
     let now = now_ms();
-    let interaction = match web.store.interaction(id).await {
-        Ok(Some(i)) if may_see(web, &i, &viewer.actor, now) => i,
-        Ok(_) => return not_found(frame),
+    let (interaction, actor) = match web.store.interaction(id).await {
+        Ok(Some(i)) => {
+            let actor = web.acting(&viewer.actor, &named_groups(&i.deciders())).await;
+            if !may_see(web, &i, &actor, now) {
+                return not_found(frame);
+            }
+            (i, actor)
+        }
+        Ok(None) => return not_found(frame),
         Err(e) => return unavailable(&e),
     };
+    // What the agent wrote is shown as a card shows it: hidden characters as markers
+    // (the edit form starts from what the person reads, as in chat).
+    let interaction = readable::interaction(&interaction).into_owned();
     let (shown, audit) = match tokio::try_join!(web.store.showing(&interaction.session_id, &interaction.id), web.store.audit_log(interaction.approval_key())) {
         Ok((showing, audit)) => (shown_in(&showing.messages), audit.into_iter().filter(|e| e.interaction_id == interaction.id).collect::<Vec<_>>()),
         Err(e) => return unavailable(&e),
     };
-    let answerable = waits_on(web, &interaction, &viewer.actor, now);
+    let answerable = waits_on(web, &interaction, &actor, now);
     let i = &interaction;
     let (edit, typed) = match &notice {
         Some(Notice::InvalidJson { action, typed, .. }) => (Some(*action), Some(typed.as_str())),
@@ -248,7 +257,7 @@ fn audit_table(frame: &Frame<'_>, entries: &[AuditEntry]) -> Markup {
                             td { (when(e.at_ms)) }
                             td { (e.outcome) }
                             td { (person(frame, e)) }
-                            td { code { (e.reply.as_ref().map(|r| r.to_string()).or_else(|| e.reason.clone()).unwrap_or_default()) } }
+                            td { code { (readable::text(&e.reply.as_ref().map(|r| r.to_string()).or_else(|| e.reason.clone()).unwrap_or_default())) } }
                         }
                     }
                 }
@@ -257,13 +266,15 @@ fn audit_table(frame: &Frame<'_>, entries: &[AuditEntry]) -> Markup {
     }
 }
 
-/// Who acted on an audit entry, with the channel when it was not their chat.
+/// Who acted on an audit entry, with the channel when it was not their chat; a
+/// display name's hidden characters as markers.
 pub(super) fn person(frame: &Frame<'_>, e: &AuditEntry) -> String {
-    match &e.actor {
+    let shown = match &e.actor {
         Some(a) => match &a.channel {
             Some(channel) => format!("{} ({}:{}) {} {channel}", a.name, a.platform, a.user_id, frame.t(WebMsg::Via)),
             None => format!("{} ({}:{})", a.name, a.platform, a.user_id),
         },
         None => "—".to_owned(),
-    }
+    };
+    readable::text(&shown).into_owned()
 }

@@ -22,7 +22,9 @@ pub(super) const CSRF_FIELD: &str = "csrf";
 
 /// A signed-in person.
 pub(super) struct Viewer {
-    /// As the engine sees them: their platform identity, acting through the web.
+    /// As the engine sees them: their platform identity, acting through the web, with
+    /// the groups of the configuration their platform says they are in now (a page
+    /// about one request asks again with its groups: [`Web::acting`]).
     pub actor: Actor,
     pub csrf: String,
     id_hash: String,
@@ -42,8 +44,11 @@ pub(super) async fn viewer(web: &Web, headers: &HeaderMap) -> Result<Option<View
     let id_hash = hash(value);
     let idle_ms = i64::try_from(web.settings.session_idle_secs).unwrap_or(i64::MAX / 2000).saturating_mul(1000);
     let Some(session) = web.store.web_session(&id_hash, now_ms(), idle_ms).await? else { return Ok(None) };
-    let mut actor = session.actor;
-    actor.channel = Some("web".to_owned());
+    let mut person = session.actor;
+    person.channel = Some("web".to_owned());
+    // Groups as the platform says now (sessions opened before groups were left out
+    // of them may still hold some: never read).
+    let actor = web.acting(&person, &[]).await;
     Ok(Some(Viewer { actor, csrf: session.csrf, id_hash }))
 }
 

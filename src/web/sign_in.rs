@@ -29,7 +29,7 @@ pub(super) async fn page(State(web): State<Arc<Web>>, Path(token): Path<String>,
                 h1 { (frame.t(WebMsg::SignInTitle)) }
                 form method="post" action=(frame.path("/inbox/sign-in")) {
                     input type="hidden" name="token" value=(token);
-                    p { (frame.t(WebMsg::SignInOnce)) " " strong { (person.name) " (" (person.platform) ":" (person.user_id) ")" } }
+                    p { (frame.t(WebMsg::SignInOnce)) " " strong { (crate::interaction::readable::text(&person.name)) " (" (person.platform) ":" (person.user_id) ")" } }
                     button type="submit" { (frame.t(WebMsg::SignIn)) }
                 }
             };

@@ -11,7 +11,7 @@
 use super::Web;
 use crate::interaction::access_facts::Deciders;
 use crate::interaction::policy::quorum;
-use crate::interaction::{AccessFacts, Actor, Draft, Interaction, Refusal};
+use crate::interaction::{AccessFacts, Actor, Draft, Interaction, Origin, Refusal};
 
 /// Why `actor` may not answer `i` now; `None` when they may.
 pub(super) fn refusal(web: &Web, i: &Interaction, actor: &Actor, now_ms: i64) -> Option<Refusal> {
@@ -40,6 +40,23 @@ pub(super) fn facts_wait_on(web: &Web, facts: &AccessFacts, actor: &Actor) -> bo
         return false;
     }
     facts.deciders().check(actor, &web.policy).is_ok() && !facts.has_voted(actor)
+}
+
+/// The approver groups a request names itself (its decision policy's, a pushed
+/// request's `approvers.roles`): asked of the person's platform with the configured
+/// ones ([`super::Web::acting`]).
+pub(super) fn named_groups(deciders: &Deciders<'_>) -> Vec<String> {
+    let pushed: &[String] = match deciders.origin {
+        Origin::Pushed { approvers: Some(approvers), .. } => &approvers.roles,
+        _ => &[],
+    };
+    let mut named: Vec<String> = Vec::new();
+    for group in deciders.policy_roles.iter().chain(pushed) {
+        if !named.contains(group) {
+            named.push(group.clone());
+        }
+    }
+    named
 }
 
 fn already_voted(i: &Interaction, actor: &Actor) -> bool {

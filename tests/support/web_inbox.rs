@@ -214,3 +214,48 @@ pub fn title(page: &str) -> &str {
     let end = page[start..].find("</title>").map(|i| start + i).unwrap_or(start);
     &page[start..end]
 }
+
+/// A browser signed in to a bridge whatever its chat platform: `person` signed in with
+/// a link made as `/web` makes it (which copies no groups), over plain HTTP.
+pub struct Browser {
+    base: String,
+    http: reqwest::Client,
+    pub cookie: String,
+}
+
+impl Browser {
+    /// Signs `person` in to the bridge of `harness`.
+    pub async fn sign_in(harness: &super::Harness, person: &Actor) -> Browser {
+        let store = Store::connect(&harness.settings.store.url).await.expect("store");
+        let link = hitl_bridge::web::sign_in_link(&store, &harness.settings.web, person).await.expect("link");
+        store.close().await;
+        Self::from_link(harness, &link).await
+    }
+
+    /// Signs in with `link`, a sign-in link as a chat handed it out.
+    pub async fn from_link(harness: &super::Harness, link: &str) -> Browser {
+        let base = format!("http://{}", harness.app().http_addr().expect("http listener"));
+        let token = link.rsplit('/').next().expect("token").to_owned();
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+        let response = http.post(format!("{base}/inbox/sign-in")).form(&[("token", token)]).send().await.expect("sign in");
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        let cookie = session_cookie(response.headers()).expect("a session cookie");
+        Browser { base, http, cookie }
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, String) {
+        let response = self.http.get(format!("{}{path}", self.base)).header("cookie", &self.cookie).send().await.expect("get");
+        (response.status(), response.text().await.expect("body"))
+    }
+
+    /// Posts `fields` with the session's CSRF token.
+    pub async fn post(&self, path: &str, fields: &[(&str, &str)]) -> (StatusCode, String) {
+        let (_, page) = self.get("/inbox").await;
+        let at = page.find(r#"name="csrf" value=""#).expect("a CSRF field") + r#"name="csrf" value=""#.len();
+        let csrf = page[at..].split('"').next().expect("value").to_owned();
+        let mut fields: Vec<(&str, &str)> = fields.to_vec();
+        fields.push(("csrf", &csrf));
+        let response = self.http.post(format!("{}{path}", self.base)).header("cookie", &self.cookie).form(&fields).send().await.expect("post");
+        (response.status(), response.text().await.expect("body"))
+    }
+}

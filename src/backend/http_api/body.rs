@@ -44,7 +44,8 @@ pub struct PushBody {
     /// `"platform:user_id"` entries; when absent, the configured approvers decide,
     /// and with none configured anyone who sees the request may answer.
     pub approvers: Option<Vec<String>>,
-    /// Discord role ids whose members may answer.
+    /// Groups whose members may answer:
+    /// Discord role ids (digits), Slack user group ids (`S…`).
     pub approver_roles: Option<Vec<String>>,
     /// Context shown above the request.
     pub text: Option<String>,

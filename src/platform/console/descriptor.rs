@@ -36,7 +36,7 @@ impl Descriptor for Console {
             let Some(terminal) = context.take_terminal() else { return Ok(None) };
             let console = super::Console::new(settings, terminal.output);
             let foreground = Box::pin(console.clone().run(terminal.input, context.engine.clone()));
-            Ok(Some(Started { platform: console, foreground: Some(foreground) }))
+            Ok(Some(Started { platform: console, foreground: Some(foreground), membership: None }))
         })
     }
 }

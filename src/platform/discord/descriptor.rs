@@ -44,7 +44,7 @@ impl Descriptor for Discord {
             )
             .await
             .map_err(|e| e.to_string())?;
-            Ok(Some(Started { platform: discord, foreground: None }))
+            Ok(Some(Started { platform: discord.clone(), foreground: None, membership: Some(discord) }))
         })
     }
 }

@@ -35,13 +35,13 @@ use serenity::all::{
 };
 
 use self::settings::DiscordSettings;
-use super::descriptor::WebLinks;
+use super::descriptor::{Membership, WebLinks};
 use super::{Platform, PlatformError, reminder};
 use crate::clock::now_ms;
 use crate::engine::{EngineHandle, UiStateWrite};
 use crate::interaction::policy::Mention;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
-use crate::interaction::{AccessPolicy, Interaction, readable};
+use crate::interaction::{AccessPolicy, Actor, Interaction, readable};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
 use crate::platform::bounded::BoundedMap;
@@ -261,6 +261,13 @@ impl Discord {
 
     async fn send(&self, channel: ChannelId, message: CreateMessage, priority: Priority) -> Result<MessageId, PlatformError> {
         self.shared.send(channel, message, priority).await.map(|m| m.id).map_err(|e| send_error(format!("send to {channel}: {e}")))
+    }
+}
+
+impl Membership for Discord {
+    fn groups_of<'a>(&'a self, person: &'a Actor, _named: &'a [String]) -> BoxFuture<'a, Vec<String>> {
+        // A member's roles come whole: which ones a request names does not matter.
+        Box::pin(async move { if person.platform == PLATFORM { members::web_roles(&self.shared, person).await } else { Vec::new() } })
     }
 }
 

@@ -44,7 +44,7 @@ impl Descriptor for Slack {
                 groups: context.groups.clone(),
             };
             let slack = super::start(settings, wiring).await.map_err(|e| e.to_string())?;
-            Ok(Some(Started { platform: slack, foreground: None }))
+            Ok(Some(Started { platform: slack.clone(), foreground: None, membership: Some(slack) }))
         })
     }
 

@@ -15,6 +15,10 @@
 //! after [`RETRY`]; it never fails the click. A group Slack does not know
 //! (`no_such_subteam`) is logged with the setting that names it.
 //!
+//! The web inbox asks the same question, with the same members and refresh, when a
+//! signed-in person reads or decides ([`Membership`]): someone taken out of a group
+//! stops counting in the browser when they stop counting in Slack.
+//!
 //! Which groups: those the configuration names ([`StartContext::groups`]) and those a
 //! request names itself (its policy's `approver_roles`, a pushed request's
 //! `approvers.roles`), noted when its card is shown or refreshed here, or looked up in
@@ -23,6 +27,7 @@
 //! digits) are left alone.
 //!
 //! [`StartContext::groups`]: crate::platform::descriptor::StartContext::groups
+//! [`Membership`]: crate::platform::descriptor::Membership
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -144,6 +149,20 @@ impl Groups {
     /// configuration names.
     pub async fn of_person(&self, api: &Api, actor: &mut Actor) {
         actor.groups = self.member_of(api, &self.configured, &actor.user_id).await;
+    }
+
+    /// The groups `user` is in, among those the configuration names and the Slack
+    /// groups of `named` (the web inbox asking for the requests it shows): the same
+    /// members, asked and refreshed as for a click.
+    pub async fn of_user_naming(&self, api: &Api, user: &str, named: &[String]) -> Vec<String> {
+        let mut ids = self.configured.clone();
+        for id in named.iter().filter(|id| is_group_id(id)) {
+            if !ids.contains(id) {
+                lock(&self.named_in).entry(id.clone()).or_insert_with(|| "a request's approvers".to_owned());
+                ids.push(id.clone());
+            }
+        }
+        self.member_of(api, &ids, user).await
     }
 
     /// The groups request `interaction_id` names: as noted, or asked of the engine

@@ -2,9 +2,11 @@
 //! command to one path, [`EVENTS_PATH`], on `slack.events_listen`, for several
 //! replicas behind a load balancer. Each post is:
 //!
-//! 1. checked against `slack.signing_secret` on the raw body, before anything parses
-//!    it ([`Verifier`]: constant time, five minutes, a replay refused); every failed
-//!    check is answered 401 and changes nothing;
+//! 1. checked by its headers before its body is read (both signature headers present
+//!    and well formed, the timestamp within five minutes; a declared body over 1 MiB is
+//!    413), then against `slack.signing_secret` on the raw body, before anything
+//!    parses it ([`Verifier`]: constant time, a replay refused); every failed check is
+//!    answered 401 and changes nothing;
 //! 2. read as what Socket Mode would have delivered (an `events_api`, `interactive` or
 //!    `slash_commands` envelope), so both transports share one inbox and one handler;
 //! 3. answered 200 once stored (with the answer Slack waits for after a view
@@ -26,7 +28,7 @@ use serde_json::{Value, json};
 use super::inbox::Handler;
 use super::manifest::EVENTS_PATH;
 use super::payload::Envelope;
-use super::signature::Verifier;
+use super::signature::{SignatureError, Verifier};
 use crate::clock::now_ms;
 
 /// Slack's posts are small; a larger one is not Slack's.
@@ -45,6 +47,18 @@ pub fn router(endpoint: Arc<Endpoint>) -> axum::Router {
 
 async fn receive(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
     let headers = request.headers().clone();
+    let header_text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let now_secs = now_ms() / 1000;
+    // The headers first: a post that cannot be Slack's is refused before a byte of its
+    // body is read.
+    let signed = match Verifier::headers(header_text("x-slack-request-timestamp"), header_text("x-slack-signature"), now_secs) {
+        Ok(signed) => signed,
+        Err(e) => return refused(&e),
+    };
+    if declared_length(&headers).is_some_and(|length| length > MAX_BODY_BYTES as u64) {
+        tracing::warn!("a Slack post declares a body over 1 MiB; refused unread");
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    }
     let body = match axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES).await {
         Ok(body) => body,
         Err(e) => {
@@ -52,10 +66,8 @@ async fn receive(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Res
             return StatusCode::PAYLOAD_TOO_LARGE.into_response();
         }
     };
-    let header_text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Err(e) = endpoint.verifier.verify(header_text("x-slack-request-timestamp"), header_text("x-slack-signature"), &body, now_ms() / 1000) {
-        tracing::warn!(error = %e, "a post to the Slack endpoint failed its signature check; refused");
-        return (StatusCode::UNAUTHORIZED, e.to_string()).into_response();
+    if let Err(e) = endpoint.verifier.verify_body(&signed, &body, now_secs) {
+        return refused(&e);
     }
     let envelope = match envelope_of(&headers, &body) {
         Ok(Read::Challenge(challenge)) => return axum::Json(json!({ "challenge": challenge })).into_response(),
@@ -82,6 +94,17 @@ async fn receive(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Res
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
     }
+}
+
+/// 401 with the reason: the post changes nothing.
+fn refused(e: &SignatureError) -> Response {
+    tracing::warn!(error = %e, "a post to the Slack endpoint failed its signature check; refused");
+    (StatusCode::UNAUTHORIZED, e.to_string()).into_response()
+}
+
+/// The body's length as the post declares it, if it does.
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok())
 }
 
 /// What a signed post holds.

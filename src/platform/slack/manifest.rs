@@ -34,8 +34,8 @@ pub fn manifest(http: Option<&str>) -> Value {
     let request_url = http.map(|base| format!("{}{EVENTS_PATH}", base.trim_end_matches('/')));
     let mut slash = json!({
         "command": SLASH_COMMAND,
-        "description": "Talk to hitl-bridge: new, cancel, pending, id, pair, web",
-        "usage_hint": "new | cancel | pending | id | pair CODE | web",
+        "description": "Talk to hitl-bridge: new, cancel, pending, rules, id, pair, web",
+        "usage_hint": "new | cancel | pending | rules [revoke ID] | id | pair CODE | web",
         "should_escape": false,
     });
     let mut events = json!({ "bot_events": BOT_EVENTS });
@@ -111,6 +111,23 @@ pub fn run_admin_command(matches: &clap::ArgMatches) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interaction::command::ChatCommand;
+
+    /// The `/hitl` hint and description name every command the bridge reads, and
+    /// nothing else.
+    #[test]
+    fn the_slash_commands_hint_names_every_command() {
+        let slash = &manifest(None)["features"]["slash_commands"][0];
+        let hint = slash["usage_hint"].as_str().unwrap();
+        let hinted: Vec<&str> = hint.split(" | ").map(|h| h.split(' ').next().unwrap()).collect();
+        let mut names = ChatCommand::NAMES.to_vec();
+        let mut sorted = hinted.clone();
+        names.sort_unstable();
+        sorted.sort_unstable();
+        assert_eq!(sorted, names, "{hint}");
+        let description = slash["description"].as_str().unwrap();
+        assert!(ChatCommand::NAMES.iter().all(|n| description.contains(n)), "{description}");
+    }
 
     #[test]
     fn socket_mode_needs_no_url_and_keeps_interactivity_on() {

@@ -71,10 +71,10 @@ use super::{Platform, PlatformError, reminder};
 use crate::engine::EngineHandle;
 use crate::interaction::policy::Mention;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
-use crate::interaction::{AccessPolicy, Interaction, readable};
+use crate::interaction::{AccessPolicy, Actor, Interaction, readable};
 use crate::metrics::Metrics;
 use crate::platform::bounded::BoundedMap;
-use crate::platform::descriptor::WebLinks;
+use crate::platform::descriptor::{Membership, WebLinks};
 use crate::platform::locale::policy::Addressed;
 use crate::platform::token::TokenSigner;
 use crate::platform::turns::Priority;
@@ -231,6 +231,17 @@ pub async fn start(settings: &SlackSettings, wiring: Wiring) -> Result<Arc<Slack
     Ok(Arc::new(Slack { shared, policy: wiring.policy, tasks: Mutex::new(vec![transport, sweep]) }))
 }
 
+impl Membership for Slack {
+    fn groups_of<'a>(&'a self, person: &'a Actor, named: &'a [String]) -> BoxFuture<'a, Vec<String>> {
+        Box::pin(async move {
+            if person.platform != PLATFORM {
+                return Vec::new();
+            }
+            self.shared.groups.of_user_naming(&self.shared.api, &person.user_id, named).await
+        })
+    }
+}
+
 impl Platform for Slack {
     fn name(&self) -> &'static str {
         PLATFORM
@@ -271,7 +282,7 @@ impl Platform for Slack {
     fn show_interaction<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
         Box::pin(async move {
             self.shared.groups.note(interaction);
-            let card = render::card(interaction, self.shared.locale, &self.shared.signer);
+            let card = render::card(interaction, self.shared.locale, &self.shared.signer, self.shared.web.card_link(&interaction.id).as_ref());
             let (_, ts) = self.shared.post(chat, card, Priority::Card).await?;
             Ok(Some(ts))
         })
@@ -284,7 +295,7 @@ impl Platform for Slack {
             }
             self.shared.groups.note(interaction);
             let channel = self.shared.channel(&message.chat).await?;
-            let card = render::card(interaction, self.shared.locale, &self.shared.signer);
+            let card = render::card(interaction, self.shared.locale, &self.shared.signer, self.shared.web.card_link(&interaction.id).as_ref());
             self.shared
                 .api
                 .update_message(&channel, &message.message_id, &card)

@@ -7,7 +7,8 @@
 //! note); and one button per allowed decision: Approve (primary), Edit, Reject (danger,
 //! with a confirm) and Comment. Once the interaction has ended the buttons are gone and
 //! the outcome line (`✅ Approved by Ana at 14:02 UTC`, or the expiry) takes their
-//! place, on every copy the engine refreshes.
+//! place, on every copy the engine refreshes. With the web inbox on, a pending card
+//! ends with "Open in browser", its request's page.
 //!
 //! A question request's card ([`questions`]) has, per question, its text, the answer
 //! chosen so far and the element that answers it (buttons, a select menu or
@@ -24,8 +25,10 @@ pub mod questions;
 use serde_json::{Value, json};
 
 use super::codes::Code;
-use super::text::{SMsg, code, escape, escape_cut, stext};
+use super::text::{SMsg, code, escape, escape_cut, note, stext};
 use crate::interaction::{Action, Draft, Interaction, Origin, RememberScope, RequestKind, readable};
+use crate::platform::descriptor::BrowserLink;
+use crate::platform::locale::web::{WebMsg, web_text};
 use crate::platform::token::TokenSigner;
 use crate::protocol::{Decision, DecisionType};
 use crate::texts::{self, Locale, Msg, cut, text};
@@ -37,6 +40,8 @@ pub mod limits {
     pub const HEADER_TEXT: usize = 150;
     pub const BUTTON_TEXT: usize = 75;
     pub const BUTTON_VALUE: usize = 2000;
+    /// A button's `url` ("Button element").
+    pub const BUTTON_URL: usize = 3000;
     pub const ACTION_ID: usize = 255;
     pub const ACTIONS_ELEMENTS: usize = 25;
     /// An option object's text and description, and its value (Block Kit reference,
@@ -70,8 +75,12 @@ fn section(block_id: &str, text: String) -> Value {
 }
 
 /// The message showing `interaction`: its card while pending, its outcome after.
-pub fn card(interaction: &Interaction, locale: Locale, signer: &TokenSigner) -> Value {
+/// `link` is the request's page in the web inbox, `None` when the inbox is off: a
+/// pending card links to it, and the notes about what Slack cannot hold send people
+/// there only when it is on.
+pub fn card(interaction: &Interaction, locale: Locale, signer: &TokenSigner, link: Option<&BrowserLink>) -> Value {
     let interaction = &*readable::interaction(interaction);
+    let inbox = link.is_some();
     let pending = interaction.status.is_pending();
     let (title, fallback) = match &interaction.request.kind {
         RequestKind::Approval { actions } => {
@@ -92,12 +101,33 @@ pub fn card(interaction: &Interaction, locale: Locale, signer: &TokenSigner) -> 
     if !pending {
         tail.push(section("outcome", format!("*{}*", escape_cut(&texts::outcome(locale, interaction), FIELD))));
     }
+    if let Some(link) = link.filter(|_| pending) {
+        tail.push(browser_link(link, locale));
+    }
+    let room = limits::BLOCKS - head.len() - tail.len();
     let body = match &interaction.request.kind {
-        RequestKind::Approval { actions } => approval(interaction, actions, locale, signer, limits::BLOCKS - head.len() - tail.len()),
-        RequestKind::Questions { questions, .. } => questions::blocks(interaction, questions, locale, signer, limits::BLOCKS - head.len() - tail.len()),
+        RequestKind::Approval { actions } => approval(interaction, actions, locale, signer, room, inbox),
+        RequestKind::Questions { questions, .. } => questions::blocks(interaction, questions, locale, signer, room, inbox),
     };
     let blocks: Vec<Value> = head.into_iter().chain(body).chain(tail).collect();
     json!({ "text": escape_cut(&fallback, limits::MESSAGE_TEXT), "blocks": blocks })
+}
+
+/// The card's "Open in browser": a link button (it opens the page and sends the bridge
+/// a click without a value, which it ignores) when browsers reach the inbox over https,
+/// else a line with the link, as on Telegram and Discord. A URL longer than a button
+/// takes (Block Kit: 3,000 characters) goes in the line too.
+fn browser_link(link: &BrowserLink, locale: Locale) -> Value {
+    let label = format!("🌐 {}", web_text(locale, WebMsg::OpenInBrowser));
+    match link {
+        BrowserLink::Button(url) if url.chars().count() <= limits::BUTTON_URL => json!({
+            "type": "actions", "block_id": "browser",
+            "elements": [{ "type": "button", "action_id": "hitl.browser", "text": plain(&label, limits::BUTTON_TEXT), "url": url }]
+        }),
+        BrowserLink::Button(url) | BrowserLink::InText(url) => {
+            json!({ "type": "context", "block_id": "browser", "elements": [mrkdwn(format!("{}: <{}>", escape(&label), escape(url)))] })
+        }
+    }
 }
 
 /// Who asked, for whom, and until when (or the quorum's progress while pending).
@@ -137,7 +167,7 @@ fn decision_word(locale: Locale, d: &Decision) -> String {
 
 /// The approval's blocks within `room` blocks: a section per action (its args cut to
 /// fit, with a note), its buttons while pending, the shared row for several actions.
-fn approval(interaction: &Interaction, actions: &[Action], locale: Locale, signer: &TokenSigner, room: usize) -> Vec<Value> {
+fn approval(interaction: &Interaction, actions: &[Action], locale: Locale, signer: &TokenSigner, room: usize, inbox: bool) -> Vec<Value> {
     let pending = interaction.status.is_pending();
     let many = actions.len() > 1;
     let decided = |i: usize| match &interaction.draft {
@@ -167,7 +197,7 @@ fn approval(interaction: &Interaction, actions: &[Action], locale: Locale, signe
         }
     }
     if shown < actions.len() {
-        blocks.push(json!({ "type": "context", "block_id": "more", "elements": [mrkdwn(escape(stext(locale, SMsg::MoreActions)))] }));
+        blocks.push(json!({ "type": "context", "block_id": "more", "elements": [mrkdwn(escape(note(locale, SMsg::MoreActions, inbox)))] }));
     }
     if pending && !offered.is_empty() {
         let remember: Vec<Value> = offered

@@ -32,6 +32,10 @@ pub enum SMsg {
     OptionsCut,
     /// Under questions left out to fit Slack's 50 blocks.
     MoreQuestions,
+    /// The three notes above with the web inbox off: they send nobody to it.
+    MoreActionsNoInbox,
+    OptionsCutNoInbox,
+    MoreQuestionsNoInbox,
     /// The free-text modal's title.
     AnswerTitle,
     /// The confirm dialog of Reject.
@@ -49,6 +53,18 @@ pub enum SMsg {
     CommentLabel,
     /// A click the bridge could not handle.
     Internal,
+}
+
+/// A note that sends people to the web inbox for what Slack cannot hold, or its
+/// version without the inbox when the inbox is off (`inbox` false).
+pub fn note(locale: Locale, msg: SMsg, inbox: bool) -> &'static str {
+    let msg = match (msg, inbox) {
+        (SMsg::MoreActions, false) => SMsg::MoreActionsNoInbox,
+        (SMsg::OptionsCut, false) => SMsg::OptionsCutNoInbox,
+        (SMsg::MoreQuestions, false) => SMsg::MoreQuestionsNoInbox,
+        (msg, _) => msg,
+    };
+    stext(locale, msg)
 }
 
 pub fn stext(locale: Locale, msg: SMsg) -> &'static str {
@@ -85,6 +101,15 @@ pub fn stext(locale: Locale, msg: SMsg) -> &'static str {
         (MoreQuestions, En) => "More questions than one Slack message holds: answer the rest in the web inbox.",
         (MoreQuestions, Vi) => "Nhiều câu hỏi hơn một tin nhắn Slack chứa được: trả lời phần còn lại trong hộp thư web.",
         (MoreQuestions, Zh) => "问题多于一条 Slack 消息可容纳的数量：其余问题请在网页收件箱回答。",
+        (MoreActionsNoInbox, En) => "More actions than one Slack message holds: use Approve all / Reject all.",
+        (MoreActionsNoInbox, Vi) => "Nhiều thao tác hơn một tin nhắn Slack chứa được: dùng Duyệt tất cả / Từ chối tất cả.",
+        (MoreActionsNoInbox, Zh) => "操作多于一条 Slack 消息可容纳的数量：请用“全部批准/全部拒绝”。",
+        (OptionsCutNoInbox, En) => "✂️ Only the first 100 options fit in Slack.",
+        (OptionsCutNoInbox, Vi) => "✂️ Slack chỉ chứa được 100 lựa chọn đầu.",
+        (OptionsCutNoInbox, Zh) => "✂️ Slack 只能显示前 100 个选项。",
+        (MoreQuestionsNoInbox, En) => "More questions than one Slack message holds: only those shown can be answered here.",
+        (MoreQuestionsNoInbox, Vi) => "Nhiều câu hỏi hơn một tin nhắn Slack chứa được: ở đây chỉ trả lời được các câu đang hiện.",
+        (MoreQuestionsNoInbox, Zh) => "问题多于一条 Slack 消息可容纳的数量：此处只能回答显示出的问题。",
         (AnswerTitle, En) => "Your answer",
         (AnswerTitle, Vi) => "Câu trả lời của bạn",
         (AnswerTitle, Zh) => "你的回答",

@@ -85,7 +85,9 @@ pub async fn on_message(tg: &Telegram, message: Message) {
         let Some(parsed) = parsed else {
             let command = command.to_ascii_lowercase();
             if command == "start" || command == "help" {
-                log_failure(send::html(&tg.bot, &chat, &escape(tg_text(locale, Tg::Help)), None).await.map(|_| ()));
+                // `/web` is offered only while there is an inbox to sign in to.
+                let help = if tg.web.is_on() { Tg::Help } else { Tg::HelpNoInbox };
+                log_failure(send::html(&tg.bot, &chat, &escape(tg_text(locale, help)), None).await.map(|_| ()));
                 return;
             }
             // Any other command is a message for the agent, without the slash syntax.

@@ -46,7 +46,7 @@ impl Descriptor for Telegram {
             )
             .await
             .map_err(|e| e.to_string())?;
-            Ok(Some(Started { platform: telegram, foreground: None }))
+            Ok(Some(Started { platform: telegram, foreground: None, membership: None }))
         })
     }
 }

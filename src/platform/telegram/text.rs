@@ -19,6 +19,8 @@ pub enum Tg {
     ChooseMany,
     InvalidPrompt,
     Help,
+    /// [`Tg::Help`] with the web inbox off: no `/web`.
+    HelpNoInbox,
     CommandFailed,
 }
 
@@ -46,6 +48,15 @@ pub fn tg(locale: Locale, msg: Tg) -> &'static str {
         }
         (Help, Zh) => {
             "发送消息即可与智能体对话。/new 开始新会话，/cancel 停止当前回合，/pending 查看等待决定的请求，/rules 列出无需询问即批准的规则（/rules revoke 编号 可撤销），/web（在此私聊中）发送网页待办的登录链接。"
+        }
+        (HelpNoInbox, En) => {
+            "Send a message to talk to the agent. /new starts a fresh session, /cancel stops the current turn, /pending shows what waits for a decision, /rules lists what is approved without asking (/rules revoke ID takes one back)."
+        }
+        (HelpNoInbox, Vi) => {
+            "Gửi tin nhắn để trò chuyện với agent. /new bắt đầu phiên mới, /cancel dừng lượt hiện tại, /pending cho biết những gì đang chờ quyết định, /rules liệt kê những gì được duyệt tự động (/rules revoke MÃ để thu hồi)."
+        }
+        (HelpNoInbox, Zh) => {
+            "发送消息即可与智能体对话。/new 开始新会话，/cancel 停止当前回合，/pending 查看等待决定的请求，/rules 列出无需询问即批准的规则（/rules revoke 编号 可撤销）。"
         }
         (CommandFailed, En) => "The bridge could not do that right now; try again.",
         (CommandFailed, Vi) => "Hiện không thể thực hiện; hãy thử lại.",

@@ -40,6 +40,9 @@ HITL_BRIDGE__STORE__URL: {{ .Values.secrets.storeUrl | quote }}
 HITL_BRIDGE__TELEGRAM__TOKEN: {{ .Values.secrets.telegramToken | quote }}
 HITL_BRIDGE__TELEGRAM__WEBHOOK_SECRET: {{ .Values.secrets.telegramWebhookSecret | quote }}
 HITL_BRIDGE__DISCORD__TOKEN: {{ .Values.secrets.discordToken | quote }}
+HITL_BRIDGE__SLACK__BOT_TOKEN: {{ .Values.secrets.slackBotToken | quote }}
+HITL_BRIDGE__SLACK__APP_TOKEN: {{ .Values.secrets.slackAppToken | quote }}
+HITL_BRIDGE__SLACK__SIGNING_SECRET: {{ .Values.secrets.slackSigningSecret | quote }}
 HITL_BRIDGE__TOKENS__SECRET: {{ .Values.secrets.tokensSecret | quote }}
 HITL_BRIDGE__HTTP__API_TOKENS: {{ .Values.secrets.apiTokens | quote }}
 HITL_BRIDGE__BACKEND__TOKEN: {{ .Values.secrets.backendToken | quote }}

@@ -24,7 +24,7 @@ use super::{FIELD, limits, mrkdwn, plain, section, sign};
 use crate::interaction::answers::encode;
 use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question};
 use crate::platform::slack::codes::Code;
-use crate::platform::slack::text::{SMsg, escape, escape_cut, stext};
+use crate::platform::slack::text::{SMsg, escape, escape_cut, note, stext};
 use crate::platform::token::TokenSigner;
 use crate::protocol::Reply;
 use crate::texts::{Locale, Msg, text};
@@ -35,7 +35,7 @@ pub const BUTTONS: usize = 5;
 pub const CHECKBOXES: usize = 10;
 
 /// The blocks of `questions` within `room` blocks.
-pub fn blocks(interaction: &Interaction, questions: &[Question], locale: Locale, signer: &TokenSigner, room: usize) -> Vec<Value> {
+pub fn blocks(interaction: &Interaction, questions: &[Question], locale: Locale, signer: &TokenSigner, room: usize, inbox: bool) -> Vec<Value> {
     let pending = interaction.status.is_pending();
     let drafts = match &interaction.draft {
         Draft::Answers { answers } => answers.as_slice(),
@@ -64,7 +64,7 @@ pub fn blocks(interaction: &Interaction, questions: &[Question], locale: Locale,
         let draft = drafts.get(n).cloned().unwrap_or_default();
         let listed = listed(q, &draft);
         let cut = listed.len() > limits::SELECT_OPTIONS;
-        let mut question = section(&format!("question.{n}"), body(q, n, count, &draft, cut, locale));
+        let mut question = section(&format!("question.{n}"), body(q, n, count, &draft, cut, locale, inbox));
         let as_buttons = !q.multi_select && listed.len() <= BUTTONS;
         if !as_buttons && let Some(menu) = menu(interaction, q, n, &draft, &listed, locale, signer) {
             question["accessory"] = menu;
@@ -92,7 +92,7 @@ pub fn blocks(interaction: &Interaction, questions: &[Question], locale: Locale,
         blocks.push(json!({ "type": "actions", "block_id": format!("answer.{n}"), "elements": row }));
     }
     if shown < count {
-        blocks.push(json!({ "type": "context", "block_id": "more", "elements": [mrkdwn(escape(stext(locale, SMsg::MoreQuestions)))] }));
+        blocks.push(json!({ "type": "context", "block_id": "more", "elements": [mrkdwn(escape(note(locale, SMsg::MoreQuestions, inbox)))] }));
     }
     let submit = super::button(signer, interaction, Code::Submit, &format!("📨 {}", text(locale, Msg::Submit)), Some("primary"), None);
     blocks.push(json!({ "type": "actions", "block_id": "submit", "elements": submit.into_iter().collect::<Vec<_>>() }));
@@ -120,14 +120,14 @@ fn title(q: &Question, n: usize, count: usize) -> String {
 
 /// The question's section text: its title, the options that carry a description,
 /// the cut note, and the current answer (the draft), within a section's limit.
-fn body(q: &Question, n: usize, count: usize, draft: &AnswerDraft, cut: bool, locale: Locale) -> String {
+fn body(q: &Question, n: usize, count: usize, draft: &AnswerDraft, cut: bool, locale: Locale, inbox: bool) -> String {
     let mut head = title(q, n, count);
     if q.multi_select {
         head += &format!("\n_{}_", escape(stext(locale, SMsg::ChooseMany)));
     }
     let mut tail = String::new();
     if cut {
-        tail += &format!("\n_{}_", escape(stext(locale, SMsg::OptionsCut)));
+        tail += &format!("\n_{}_", escape(note(locale, SMsg::OptionsCut, inbox)));
     }
     if draft.is_answered() {
         let answer = if draft.skipped { text(locale, Msg::Skipped).to_owned() } else { encode(q, draft) };
@@ -232,7 +232,7 @@ mod tests {
     #[test]
     fn more_than_a_hundred_options_are_cut_with_a_note_and_every_value_is_signed() {
         let i = asking(json!([{"question": "Which host?", "options": options(120)}]));
-        let card = card(&i, Locale::En, &signer());
+        let card = card(&i, Locale::En, &signer(), None);
         let question = block(&card, "question.0");
         let menu = &question["accessory"];
         assert_eq!(menu["type"], "static_select");
@@ -261,7 +261,7 @@ mod tests {
         ] {
             i.apply(&ana, action, &AccessPolicy::default(), NOW + 1000).expect("applied");
         }
-        let card = card(&i, Locale::En, &signer());
+        let card = card(&i, Locale::En, &signer(), None);
         let row = |n: usize| -> Vec<String> {
             block(&card, &format!("answer.{n}"))["elements"].as_array().unwrap().iter().map(|b| b["text"]["text"].as_str().unwrap().to_owned()).collect()
         };
@@ -280,7 +280,7 @@ mod tests {
         assert_eq!(code_of(&block(&card, "submit")["elements"][0]["value"]), "sub");
         // Another draft, another block_id for the menu; the same draft, the same one.
         let before = block(&card, "question.1")["block_id"].clone();
-        let render = |i: &Interaction| crate::platform::slack::render::card(i, Locale::En, &signer());
+        let render = |i: &Interaction| crate::platform::slack::render::card(i, Locale::En, &signer(), None);
         assert_eq!(render(&i), card, "rendering is pure");
         i.apply(&ana, UserAction::Toggle { question: 1, option: 1 }, &AccessPolicy::default(), NOW + 2000).expect("applied");
         let after = render(&i);
@@ -292,10 +292,14 @@ mod tests {
     fn many_questions_stay_within_fifty_blocks_and_text_cannot_mention() {
         let questions: Vec<Value> = (0..30).map(|n| json!({"question": format!("<!channel> {n}?"), "header": "<@U1>", "options": options(2)})).collect();
         let i = asking(json!(questions));
-        let card = card(&i, Locale::En, &signer());
+        let card = card(&i, Locale::En, &signer(), None);
         let blocks = card["blocks"].as_array().unwrap();
         assert!(blocks.len() <= limits::BLOCKS, "{}", blocks.len());
-        assert_eq!(block(&card, "more")["elements"][0]["text"], "More questions than one Slack message holds: answer the rest in the web inbox.");
+        assert_eq!(
+            block(&card, "more")["elements"][0]["text"],
+            "More questions than one Slack message holds: only those shown can be answered here.",
+            "the inbox is off"
+        );
         assert_eq!(blocks.last().unwrap()["block_id"], "submit");
         let all = card.to_string();
         assert!(!all.contains("<!channel>") && !all.contains("<@U1>"), "{all}");
