@@ -360,7 +360,7 @@ mod postgres {
     /// click is delivered once, or its presser was told it was not saved and pressed
     /// again. `/readyz` answers every probe within a second, says 503 during the
     /// outage and 200 again within 2 s of the database's return, and the outbox's
-    /// LISTEN is back.
+    /// LISTEN is back. `/healthz` stays 200 throughout.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     #[ignore = "needs root and PostgreSQL's server binaries: runs a PostgreSQL of its own"]
     async fn a_restart_mid_burst_loses_and_doubles_no_decision() {
@@ -373,7 +373,11 @@ mod postgres {
         let first: Vec<String> = cards.iter().map(|(person, id, approve)| h.telegram().push_click(person.id, person, *id, approve)).collect();
         tokio::time::sleep(Duration::from_millis(30)).await;
         pg.stop("fast");
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        // Liveness is not readiness: the process serves, so /healthz stays 200.
+        let healthz = reqwest::get(format!("http://{}/healthz", h.app().http_addr().unwrap())).await.unwrap();
+        assert_eq!(healthz.status(), 200, "/healthz while the database is down");
+        tokio::time::sleep(Duration::from_millis(800)).await;
         pg.start_again();
         let back = Instant::now();
 
