@@ -151,12 +151,25 @@ impl App {
             let own_base = Arc::new(std::sync::OnceLock::new());
             let mut routes = http_api.router();
             if http_api.enabled() && settings.mcp.enabled {
-                routes =
-                    routes.merge(crate::mcp::http::router(&settings.mcp, Tokens::new(settings.http.tokens()), own_base.clone(), settings.http.max_body_bytes, networks.clone()));
+                routes = routes.merge(crate::mcp::http::router(
+                    &settings.mcp,
+                    Tokens::new(settings.http.tokens()),
+                    own_base.clone(),
+                    settings.http.max_body_bytes,
+                    networks.clone(),
+                ));
             }
             if settings.web.enabled {
                 let open_viewers: Vec<String> = settings.access.users.iter().chain(&settings.access.admins).cloned().collect();
-                let web = crate::web::Web::new(store.clone(), engine.clone(), settings.access_policy(), &open_viewers, settings.web.clone(), memberships, networks.clone());
+                let web = crate::web::Web::new(
+                    store.clone(),
+                    engine.clone(),
+                    settings.access_policy(),
+                    &open_viewers,
+                    settings.web.clone(),
+                    memberships,
+                    networks.clone(),
+                );
                 routes = routes.merge(crate::web::router(web));
             }
             let served = crate::server::serve(&settings.http.listen, limits, readiness.clone(), metrics.clone(), routes)

@@ -342,8 +342,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let bot = chat.or_else(|| telegram.then(|| "telegram".to_owned())).or_else(|| discord.then(|| "discord".to_owned()));
             let chat = match bot {
                 None => DemoChat::Terminal,
-                Some(name) => DemoChat::bot(&name)
-                    .with_context(|| format!("--chat {name}: not a chat platform with a bot ({})", registry::networks().listed()))?,
+                Some(name) => {
+                    DemoChat::bot(&name).with_context(|| format!("--chat {name}: not a chat platform with a bot ({})", registry::networks().listed()))?
+                }
             };
             demo(chat, timeout_secs, http_listen).await
         }

@@ -65,7 +65,9 @@ pub(super) async fn render(frame: &Frame<'_>, viewer: &Viewer, id: &str, notice:
     // (the edit form starts from what the person reads, as in chat).
     let interaction = readable::interaction(&interaction).into_owned();
     let (shown, audit) = match tokio::try_join!(web.store.showing(&interaction.session_id, &interaction.id), web.store.audit_log(interaction.approval_key())) {
-        Ok((showing, audit)) => (shown_in(&web.networks, &showing.messages), audit.into_iter().filter(|e| e.interaction_id == interaction.id).collect::<Vec<_>>()),
+        Ok((showing, audit)) => {
+            (shown_in(&web.networks, &showing.messages), audit.into_iter().filter(|e| e.interaction_id == interaction.id).collect::<Vec<_>>())
+        }
         Err(e) => return unavailable(&e),
     };
     let answerable = waits_on(web, &interaction, &actor, now);
