@@ -95,6 +95,9 @@ impl App {
         let metrics = Metrics::new();
         // Every listener (HTTP API, Telegram webhook, Discord endpoint) shares these.
         let limits = Limits::from_settings(&settings.http, crate::listener::raise_open_files_limit());
+        // Every platform's address grammar, read from the registry here and handed to
+        // the parts above the platforms that write chats (the HTTP API, the web inbox).
+        let networks = crate::platform::registry::networks();
         // Chat platforms, in the registry's order: each `start` spawns its own
         // background tasks (polling, gateway, HTTP endpoints) and returns the platform
         // for the engine. A platform that is enabled but cannot start stops the bridge
@@ -126,13 +129,13 @@ impl App {
             }
         }
         if platforms.is_empty() {
-            tracing::warn!("no platform is enabled: requests will wait for their deadline (enable one of {})", crate::platform::networks().listed());
+            tracing::warn!("no platform is enabled: requests will wait for their deadline (enable one of {})", networks.listed());
         }
 
         // Backends: the inbound HTTP API serves `api:` sessions; the configured
         // backend (`backend.kind`) serves every chat session.
         let names: Vec<&'static str> = platforms.iter().map(|p| p.name()).collect();
-        let known = crate::platform::networks();
+        let known = networks.clone();
         let http_api = HttpApi::start(&settings.http, settings.timeouts.defaults(), Platforms { known, enabled: names }, store.clone(), engine.clone());
         // Before any agent process starts: none left by a crashed bridge of this
         // deployment may go on beside the ones this bridge starts.
@@ -148,12 +151,25 @@ impl App {
             let own_base = Arc::new(std::sync::OnceLock::new());
             let mut routes = http_api.router();
             if http_api.enabled() && settings.mcp.enabled {
-                routes =
-                    routes.merge(crate::mcp::http::router(&settings.mcp, Tokens::new(settings.http.tokens()), own_base.clone(), settings.http.max_body_bytes));
+                routes = routes.merge(crate::mcp::http::router(
+                    &settings.mcp,
+                    Tokens::new(settings.http.tokens()),
+                    own_base.clone(),
+                    settings.http.max_body_bytes,
+                    networks.clone(),
+                ));
             }
             if settings.web.enabled {
                 let open_viewers: Vec<String> = settings.access.users.iter().chain(&settings.access.admins).cloned().collect();
-                let web = crate::web::Web::new(store.clone(), engine.clone(), settings.access_policy(), &open_viewers, settings.web.clone(), memberships);
+                let web = crate::web::Web::new(
+                    store.clone(),
+                    engine.clone(),
+                    settings.access_policy(),
+                    &open_viewers,
+                    settings.web.clone(),
+                    memberships,
+                    networks.clone(),
+                );
                 routes = routes.merge(crate::web::router(web));
             }
             let served = crate::server::serve(&settings.http.listen, limits, readiness.clone(), metrics.clone(), routes)

@@ -316,13 +316,13 @@ impl Settings {
         if let Some((key, reason)) = self.access.problem() {
             return Err(ConfigError::Invalid { key, reason });
         }
-        if let Some((key, reason)) = self.http.problem().or_else(|| self.mcp.problem()).or_else(|| self.web.problem()) {
+        let networks = crate::platform::registry::networks();
+        if let Some((key, reason)) = self.http.problem().or_else(|| self.mcp.problem(&networks)).or_else(|| self.web.problem()) {
             return Err(ConfigError::Invalid { key, reason });
         }
         if self.web.enabled && !self.http.enabled {
             return invalid("web.enabled", "the web inbox is served on the HTTP listener: set http.enabled = true too");
         }
-        let networks = crate::platform::networks();
         for channel in &self.routing.channels {
             if networks.parse_chat(channel).is_none() {
                 return invalid("routing.channels", &format!("`{channel}` is not platform:chat {}", networks.chat_examples(true)));
@@ -339,7 +339,7 @@ impl Settings {
     }
 
     fn try_policies(&self) -> Result<Vec<PolicyRule>, ConfigError> {
-        let networks = crate::platform::networks();
+        let networks = crate::platform::registry::networks();
         let is_target = |t: &str| networks.parse_chat(t).is_some();
         let known = Known { is_target: &is_target, networks: &networks };
         let is_backend = |b: &str| {
@@ -373,7 +373,7 @@ impl Settings {
     /// from a chat.
     pub fn access_warnings(&self) -> Vec<String> {
         // The terminal needs nobody on a list: whoever types there started the bridge.
-        let open = crate::platform::networks().always_open();
+        let open = crate::platform::registry::networks().always_open();
         let mut warnings = self.access.warnings(self.platforms.enabled().filter(|platform| !open.iter().any(|o| o == platform)));
         if self.pairing_approved_at_terminal {
             warnings.retain(|w| !w.starts_with("access.pairing is on but access.admins is empty"));
@@ -390,7 +390,7 @@ impl Settings {
             refusal_window_ms: self.access.refusal_window_secs.saturating_mul(1000).min(i64::MAX as u64) as i64,
             pairing_ttl_ms: self.access.pairing_code_secs.saturating_mul(1000) as i64,
             routing: self.routing.clone(),
-            networks: crate::platform::networks(),
+            networks: crate::platform::registry::networks(),
             grace_ms: self.timeouts.grace_secs as i64 * 1000,
             on_expiry: self.timeouts.on_expiry,
             replica_id: self.backend.replica_id(),

@@ -342,18 +342,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let bot = chat.or_else(|| telegram.then(|| "telegram".to_owned())).or_else(|| discord.then(|| "discord".to_owned()));
             let chat = match bot {
                 None => DemoChat::Terminal,
-                Some(name) => DemoChat::bot(&name)
-                    .with_context(|| format!("--chat {name}: not a chat platform with a bot ({})", hitl_bridge::platform::networks().listed()))?,
+                Some(name) => {
+                    DemoChat::bot(&name).with_context(|| format!("--chat {name}: not a chat platform with a bot ({})", registry::networks().listed()))?
+                }
             };
             demo(chat, timeout_secs, http_listen).await
         }
         Command::Mcp { url, token, targets } => {
             // stdout carries the protocol: logs go to stderr only (init_logging does).
             init_logging("warn");
-            if let Some(bad) = targets.iter().find(|t| hitl_bridge::mcp::tools::target(t).is_none()) {
-                anyhow::bail!("--target {bad:?} is not platform:chat {}", hitl_bridge::platform::networks().chat_examples(true));
+            let networks = registry::networks();
+            if let Some(bad) = targets.iter().find(|t| hitl_bridge::mcp::tools::target(&networks, t).is_none()) {
+                anyhow::bail!("--target {bad:?} is not platform:chat {}", networks.chat_examples(true));
             }
-            hitl_bridge::mcp::stdio::run(&url, &token, targets).await?;
+            hitl_bridge::mcp::stdio::run(&url, &token, hitl_bridge::mcp::tools::Targets { networks, defaults: targets }).await?;
             Ok(())
         }
         Command::Pair { code, list, revoke, config } => {

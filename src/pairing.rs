@@ -43,7 +43,7 @@ async fn run_on(store: &Store, command: &PairCommand) -> Result<String, PairCliE
             Ok(lines.join("\n"))
         }
         PairCommand::Revoke(who) => {
-            let (platform, user_id) = crate::platform::networks().parse_user(who).ok_or_else(|| PairCliError::BadUser(who.clone()))?;
+            let (platform, user_id) = crate::platform::registry::networks().parse_user(who).ok_or_else(|| PairCliError::BadUser(who.clone()))?;
             if store.revoke_pairing(&platform, &user_id).await? {
                 Ok(format!("revoked {who}; they may no longer talk to the agent"))
             } else {

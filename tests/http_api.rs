@@ -1319,6 +1319,22 @@ impl McpClient {
     }
 }
 
+/// A chat an MCP tool is given, written as in `routing.channels`, becomes the target
+/// the tool pushes in its platform's own grammar (the registry's, which the assembly
+/// hands to the MCP server).
+#[test]
+fn mcp_targets_are_written_as_in_routing_channels() {
+    let networks = hitl_bridge::platform::registry::networks();
+    let target = |text: &str| hitl_bridge::mcp::tools::target(&networks, text);
+    assert_eq!(target("telegram:-1001234/7"), Some(json!({"platform": "telegram", "chat_id": "-1001234", "thread_id": "7"})));
+    assert_eq!(target("discord:42"), Some(json!({"platform": "discord", "channel_id": "42"})));
+    assert_eq!(target("discord:user:9"), Some(json!({"platform": "discord", "user_id": "9"})));
+    assert_eq!(target("console"), Some(json!({"platform": "console"})));
+    for bad in ["slack:1", "telegram:", "telegram:abc", "discord:1/x", "telegram:user:me"] {
+        assert_eq!(target(bad), None, "{bad}");
+    }
+}
+
 /// A bridge whose MCP tools show requests in the ops group unless told otherwise.
 async fn mcp_api() -> Api {
     Api::start(|s| s.mcp.default_targets = vec![format!("telegram:{OPS}")]).await

@@ -76,7 +76,7 @@ fn target_ok(t: &str) -> bool {
     t.starts_with("discord:") || t.starts_with("telegram:")
 }
 
-static NETWORKS: std::sync::LazyLock<Networks> = std::sync::LazyLock::new(hitl_bridge::platform::networks);
+static NETWORKS: std::sync::LazyLock<Networks> = std::sync::LazyLock::new(hitl_bridge::platform::registry::networks);
 fn known() -> Known<'static> {
     Known { is_target: &target_ok, networks: &NETWORKS }
 }

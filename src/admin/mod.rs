@@ -156,7 +156,7 @@ pub fn human_duration(ms: i64) -> String {
 /// A chat as an operator names it: `telegram:-100123`, `telegram:-100123/7` (a topic
 /// or thread), `discord:1100000000000000000`, or `console`.
 pub fn chat_label(chat: &ChatKey) -> String {
-    crate::platform::networks().display_chat(chat)
+    crate::platform::registry::networks().display_chat(chat)
 }
 
 #[cfg(test)]

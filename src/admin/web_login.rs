@@ -13,7 +13,7 @@ pub async fn run(store: &Store, web: &WebSettings, person: &str, name: Option<&s
     if !web.enabled {
         return Err(AdminError::WebDisabled);
     }
-    let (platform, user_id) = crate::platform::networks().parse_user(person).ok_or_else(|| AdminError::NotAPerson(person.to_owned()))?;
+    let (platform, user_id) = crate::platform::registry::networks().parse_user(person).ok_or_else(|| AdminError::NotAPerson(person.to_owned()))?;
     let actor = Actor::new(&platform, &user_id, name.unwrap_or(person));
     Ok(sign_in_link(store, web, &actor).await?)
 }

@@ -60,7 +60,7 @@ impl Default for AccessSettings {
 impl AccessSettings {
     /// What is wrong with the section, as (key, reason); `None` when it is sound.
     pub fn problem(&self) -> Option<(&'static str, String)> {
-        let parse_user = |entry: &str| crate::platform::networks().parse_user(entry);
+        let parse_user = |entry: &str| crate::platform::registry::networks().parse_user(entry);
         for approver in &self.approvers {
             if parse_user(approver).is_none() {
                 return Some(("access.approvers", format!("`{approver}` is not of the form platform:user_id")));
@@ -71,7 +71,7 @@ impl AccessSettings {
                 return Some(("access.users", format!("`{user}` is not of the form platform:user_id")));
             }
         }
-        let networks = crate::platform::networks();
+        let networks = crate::platform::registry::networks();
         if let Err(entry) = Allowlist::parse_chats(&networks, &self.chats) {
             return Some(("access.chats", format!("`{entry}` is not {}", networks.allowed_chats_forms(true))));
         }
@@ -96,7 +96,7 @@ impl AccessSettings {
 
     /// Who may talk to the agent (entries that do not parse were refused by `validate`).
     pub fn allowlist(&self) -> Allowlist {
-        let networks = crate::platform::networks();
+        let networks = crate::platform::registry::networks();
         let (chats, spaces) = Allowlist::parse_chats(&networks, &self.chats).unwrap_or_default();
         // `access.roles` are ids of groups on each platform that has them (Discord's roles).
         let groups = networks.with_groups().flat_map(|platform| self.roles.iter().map(move |role| (platform.to_owned(), role.clone()))).collect();
@@ -108,7 +108,7 @@ impl AccessSettings {
     pub fn pairing_admins(&self) -> PairingAdmins {
         PairingAdmins {
             admins: users(&self.admins),
-            admin_chats: Allowlist::parse_chats(&crate::platform::networks(), &self.admin_chats).map(|(chats, _)| chats).unwrap_or_default(),
+            admin_chats: Allowlist::parse_chats(&crate::platform::registry::networks(), &self.admin_chats).map(|(chats, _)| chats).unwrap_or_default(),
         }
     }
 
@@ -129,7 +129,7 @@ impl AccessSettings {
             ];
         }
         let allowlist = self.allowlist();
-        let networks = crate::platform::networks();
+        let networks = crate::platform::registry::networks();
         enabled
             .filter(|platform| allowlist.is_closed_on(platform, networks.has_groups(platform)))
             .map(|platform| {
@@ -147,7 +147,7 @@ impl AccessSettings {
 /// `platform:user_id` entries as `(platform, user id)` (entries that do not parse
 /// were refused by `problem`).
 fn users(entries: &[String]) -> Vec<(String, String)> {
-    let networks = crate::platform::networks();
+    let networks = crate::platform::registry::networks();
     entries.iter().filter_map(|entry| networks.parse_user(entry)).collect()
 }
 

@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::*;
-use crate::config::Settings;
+use crate::interaction::policy::{Known, PolicySpec};
 use crate::interaction::updates::{SessionUpdate, ToolGroupStatus};
 use crate::interaction::{Actor, Request, RequestBuilder, Status, TimeoutDefaults, UserAction};
 use crate::protocol::{ActionRequest, Command, DecisionType};
@@ -140,27 +140,80 @@ struct Running {
     metrics: crate::metrics::Metrics,
 }
 
+/// What an engine of these tests is configured with, in the engine's own terms (its
+/// tests sit below the configuration, as the engine does): the shipped defaults of
+/// `config/default.toml` that the engine reads, but for what a test changes.
+struct Setup {
+    /// `access.approvers`, as written there (`telegram:9000`).
+    approvers: Vec<String>,
+    /// `[[policies]]`, as written there.
+    policies: Vec<PolicySpec>,
+    /// `timeouts.grace_secs`.
+    grace_secs: i64,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Self { approvers: Vec::new(), policies: Vec::new(), grace_secs: 10 }
+    }
+}
+
+impl Setup {
+    /// The engine's configuration, as the bridge's configuration would build it from
+    /// the shipped defaults and these changes, with the core's test platforms.
+    fn engine_config(&self) -> EngineConfig {
+        let networks = crate::interaction::test_networks::networks();
+        // `access.self_approval = true`: the requester may decide too.
+        let policy = AccessPolicy {
+            approver_users: self.approvers.iter().filter_map(|entry| networks.parse_user(entry)).collect(),
+            approver_roles: Vec::new(),
+            four_eyes: false,
+        };
+        let is_target = |t: &str| networks.parse_chat(t).is_some();
+        let known = Known { is_target: &is_target, networks: &networks };
+        // The backends a policy may name: the HTTP API's and the one these engines run.
+        let is_backend = |b: &str| b == "http" || b == "stream";
+        let policies = self.policies.iter().enumerate().map(|(i, spec)| spec.to_rule(i, &known, &is_backend).expect("a valid policy")).collect();
+        let allowlist = Allowlist {
+            users: Vec::new(),
+            chats: Vec::new(),
+            spaces: Vec::new(),
+            groups: Vec::new(),
+            open: networks.always_open(),
+            approvers: policy.clone(),
+            pairing: false,
+        };
+        EngineConfig {
+            policy,
+            allowlist,
+            pairing_admins: PairingAdmins::default(),
+            refusal_window_ms: 600 * 1000,
+            pairing_ttl_ms: 3600 * 1000,
+            routing: routing::RoutingSettings::default(),
+            grace_ms: self.grace_secs * 1000,
+            on_expiry: OnExpiry::Reject,
+            // The same name for every engine of these tests, as the host's name was
+            // when they read it from the configuration.
+            replica_id: "replica".to_owned(),
+            policies,
+            backend_kind: "stream".to_owned(),
+            networks,
+        }
+    }
+}
+
 /// An engine on a fresh SQLite file, with sessions `s0..sessions` bound to chats
-/// `c0..`, and `extra` config keys.
-async fn start(platform: Arc<Recorder>, agent: Arc<Agent>, sessions: usize, extra: &[(&str, &str)]) -> Running {
-    start_at(Arc::new(tempfile::tempdir().unwrap()), platform, agent, sessions, extra, |_| {}).await
+/// `c0..`, and a change to its setup.
+async fn start(platform: Arc<Recorder>, agent: Arc<Agent>, sessions: usize, tweak: impl FnOnce(&mut Setup)) -> Running {
+    start_at(Arc::new(tempfile::tempdir().unwrap()), platform, agent, sessions, tweak).await
 }
 
 /// An engine on the SQLite file in `dir` (another replica's, or a fresh one), with a
-/// last change to its settings.
-async fn start_at(
-    dir: Arc<tempfile::TempDir>,
-    platform: Arc<Recorder>,
-    agent: Arc<Agent>,
-    sessions: usize,
-    extra: &[(&str, &str)],
-    tweak: impl FnOnce(&mut Settings),
-) -> Running {
+/// last change to its setup.
+async fn start_at(dir: Arc<tempfile::TempDir>, platform: Arc<Recorder>, agent: Arc<Agent>, sessions: usize, tweak: impl FnOnce(&mut Setup)) -> Running {
     let url = format!("sqlite://{}", dir.path().join("bridge.db").display());
-    let mut pairs = vec![("backend.url", "ws://127.0.0.1:9/ws/{session_id}"), ("store.url", url.as_str())];
-    pairs.extend_from_slice(extra);
-    let mut settings = Settings::from_pairs(&pairs).unwrap();
-    tweak(&mut settings);
+    let mut setup = Setup::default();
+    tweak(&mut setup);
     let store = Store::connect(&url).await.unwrap();
     for s in 0..sessions {
         store.bind_chat(&chat(s), &format!("s{s}"), 0).await.unwrap();
@@ -168,9 +221,9 @@ async fn start_at(
     }
     let (handle, requests) = EngineHandle::channel();
     let (backend, backend_rx) = mpsc::channel(1024);
-    let connectors = Connectors::new(vec![agent as Arc<dyn crate::backend::Connector>]);
+    let connectors = Connectors::new(vec![agent as Arc<dyn Connector>]);
     let metrics = crate::metrics::Metrics::default();
-    let engine = Engine::start(&settings.engine_config(), store.clone(), vec![platform as Arc<dyn Platform>], connectors, backend_rx, requests)
+    let engine = Engine::start(&setup.engine_config(), store.clone(), vec![platform as Arc<dyn Platform>], connectors, backend_rx, requests)
         .await
         .unwrap()
         .with_metrics(metrics.clone());
@@ -232,7 +285,7 @@ fn approve() -> UserAction {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_sessions_inputs_are_handled_in_order_while_many_sessions_send_at_once() {
     let platform = Arc::new(Recorder::default());
-    let engine = start(platform.clone(), Arc::new(Agent::default()), 20, &[]).await;
+    let engine = start(platform.clone(), Arc::new(Agent::default()), 20, |_| {}).await;
     let mut senders = Vec::new();
     for s in 0..20 {
         let backend = engine.backend.clone();
@@ -279,7 +332,7 @@ async fn one_sessions_inputs_are_handled_in_order_while_many_sessions_send_at_on
 async fn a_session_stuck_in_a_slow_call_does_not_hold_back_another_sessions_decision() {
     let platform = Arc::new(Recorder::default());
     let agent = Arc::new(Agent::default());
-    let engine = start(platform.clone(), agent.clone(), 16, &[]).await;
+    let engine = start(platform.clone(), agent.clone(), 16, |_| {}).await;
     let a = 0;
     let b = (1..16).find(|&b| engine.shards.of_session(&format!("s{b}")) != engine.shards.of_session("s0")).expect("two shards");
     for s in [a, b] {
@@ -313,7 +366,7 @@ async fn a_session_stuck_in_a_slow_call_does_not_hold_back_another_sessions_deci
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_seen_by_several_timers_expires_once() {
     let platform = Arc::new(Recorder::default());
-    let engine = start(platform.clone(), Arc::new(Agent::default()), 1, &[("timeouts.grace_secs", "0")]).await;
+    let engine = start(platform.clone(), Arc::new(Agent::default()), 1, |s| s.grace_secs = 0).await;
     engine.send("s0", SessionUpdate::Request(request("trade_0", 1))).await;
     wait_until("the request to be shown", async || platform.shown().len() == 1).await;
     // What a rescan hands over for a pending request it finds, twice.
@@ -342,7 +395,7 @@ async fn a_deadline_seen_by_several_timers_expires_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_drains_the_chat_lanes_and_releases_claims() {
     let platform = Arc::new(Recorder { show_delay: Duration::from_millis(200), ..Recorder::default() });
-    let engine = start(platform.clone(), Arc::new(Agent::default()), 2, &[]).await;
+    let engine = start(platform.clone(), Arc::new(Agent::default()), 2, |_| {}).await;
     let now = now_ms();
     let claimed = Interaction::new("claimed00001".into(), "s1".into(), request("claimed", 600), None, now);
     assert!(
@@ -373,7 +426,7 @@ async fn a_stop_drains_the_chat_lanes_and_releases_claims() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_a_dead_replica_claimed_to_show_is_shown_once_its_claim_lapses() {
     let platform = Arc::new(Recorder::default());
-    let engine = start(platform.clone(), Arc::new(Agent::default()), 2, &[]).await;
+    let engine = start(platform.clone(), Arc::new(Agent::default()), 2, |_| {}).await;
     let now = now_ms();
     let stranded = Interaction::new("stranded0001".into(), "s1".into(), request("stranded", 600), None, now);
     let dead = ShowClaim { owner: "dead".into(), until_ms: now + SHOW_CLAIM_MS };
@@ -398,7 +451,7 @@ async fn a_request_a_dead_replica_claimed_to_show_is_shown_once_its_claim_lapses
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_on_a_shard_is_the_engines_panic() {
     let platform = Arc::new(Recorder::default());
-    let engine = start(platform.clone(), Arc::new(Agent { panics: true, ..Agent::default() }), 1, &[]).await;
+    let engine = start(platform.clone(), Arc::new(Agent { panics: true, ..Agent::default() }), 1, |_| {}).await;
     engine.send("s0", SessionUpdate::Request(request("trade_0", 600))).await;
     wait_until("the request to be shown", async || platform.shown().len() == 1).await;
     let decided = engine.handle.act(&platform.shown()[0].id, requester(0), approve()).await;
@@ -416,15 +469,15 @@ async fn a_panic_on_a_shard_is_the_engines_panic() {
 async fn votes_racing_on_two_replicas_are_all_counted() {
     const VOTERS: usize = 24;
     let voter = |n: usize| Actor::new("telegram", &format!("{}", 9000 + n), &format!("Voter {n}"));
-    let under_quorum = |s: &mut Settings| {
-        s.access.approvers = (0..VOTERS).map(|n| format!("telegram:{}", 9000 + n)).collect();
+    let under_quorum = |s: &mut Setup| {
+        s.approvers = (0..VOTERS).map(|n| format!("telegram:{}", 9000 + n)).collect();
         // More votes than will be cast: the request stays open, every vote is a draft write.
         s.policies = vec![serde_json::from_value(json!({"tools": ["execute_trade"], "quorum": VOTERS + 1})).unwrap()];
     };
     let dir = Arc::new(tempfile::tempdir().unwrap());
     let platform = Arc::new(Recorder::default());
-    let a = start_at(dir.clone(), platform.clone(), Arc::new(Agent::default()), 1, &[], under_quorum).await;
-    let b = start_at(a.dir.clone(), Arc::new(Recorder::default()), Arc::new(Agent::default()), 0, &[], under_quorum).await;
+    let a = start_at(dir.clone(), platform.clone(), Arc::new(Agent::default()), 1, under_quorum).await;
+    let b = start_at(a.dir.clone(), Arc::new(Recorder::default()), Arc::new(Agent::default()), 0, under_quorum).await;
     a.send("s0", SessionUpdate::Request(request("trade_0", 600))).await;
     wait_until("the request to be shown", async || platform.shown().len() == 1).await;
     let id = platform.shown()[0].id.clone();
@@ -457,14 +510,14 @@ async fn votes_racing_on_two_replicas_are_all_counted() {
 /// revision both read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_escalation_step_watched_by_two_replicas_runs_once() {
-    let reminding = |s: &mut Settings| {
+    let reminding = |s: &mut Setup| {
         s.policies = vec![serde_json::from_value(json!({"tools": ["execute_trade"], "escalation": [{"after": 1, "remind": "approvers"}]})).unwrap()];
     };
     let (first, second) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
-    let a = start_at(Arc::new(tempfile::tempdir().unwrap()), first.clone(), Arc::new(Agent::default()), 1, &[], reminding).await;
+    let a = start_at(Arc::new(tempfile::tempdir().unwrap()), first.clone(), Arc::new(Agent::default()), 1, reminding).await;
     a.send("s0", SessionUpdate::Request(request("trade_0", 600))).await;
     wait_until("the request to be shown", async || first.shown().len() == 1).await;
-    let b = start_at(a.dir.clone(), second.clone(), Arc::new(Agent::default()), 0, &[], reminding).await;
+    let b = start_at(a.dir.clone(), second.clone(), Arc::new(Agent::default()), 0, reminding).await;
     let sent = || first.reminders.lock().unwrap().len() + second.reminders.lock().unwrap().len();
     wait_until("the reminder", async || sent() > 0).await;
     // Several more ticks of both replicas, in which a second reminder would go out.
@@ -486,7 +539,7 @@ async fn an_escalation_step_watched_by_two_replicas_runs_once() {
 async fn every_refusal_is_counted_and_audited_once_whoever_refused_it() {
     use crate::interaction::{Attempt, Opening, Refusal};
     let platform = Arc::new(Recorder::default());
-    let running = start(platform.clone(), Arc::new(Agent::default()), 1, &[]).await;
+    let running = start(platform.clone(), Arc::new(Agent::default()), 1, |_| {}).await;
     running.send("s0", SessionUpdate::Request(request("trade_0", 600))).await;
     wait_until("the request to be shown", async || platform.shown().len() == 1).await;
     let id = platform.shown()[0].id.clone();
@@ -522,7 +575,7 @@ async fn every_refusal_is_counted_and_audited_once_whoever_refused_it() {
 /// and in the metric.
 #[tokio::test]
 async fn a_stranger_is_answered_once_per_window_and_every_attempt_counted() {
-    let running = start(Arc::new(Recorder::default()), Arc::new(Agent::default()), 1, &[]).await;
+    let running = start(Arc::new(Recorder::default()), Arc::new(Agent::default()), 1, |_| {}).await;
     let mallory = Actor::new("telegram", "666", "Mallory");
     let theirs = ChatKey::new("telegram", "666", None);
     let mut silent = Vec::new();
@@ -546,7 +599,7 @@ async fn a_stranger_is_answered_once_per_window_and_every_attempt_counted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_busy_chat_queues_requests_beyond_the_held_ones_by_id() {
     let platform = Arc::new(Recorder { show_delay: Duration::from_millis(150), ..Recorder::default() });
-    let engine = start(platform.clone(), Arc::new(Agent::default()), 1, &[]).await;
+    let engine = start(platform.clone(), Arc::new(Agent::default()), 1, |_| {}).await;
     let n = 8;
     assert!(lanes::HELD_SHOWS < n - 1, "the last one waits by id");
     for k in 0..n {
@@ -606,7 +659,7 @@ fn questions(key: &str) -> Request {
 async fn a_click_keeps_its_ui_state_only_when_it_goes_through() {
     use crate::interaction::{Attempt, Draft, Opening, Refusal};
     let platform = Arc::new(Recorder::default());
-    let running = start(platform.clone(), Arc::new(Agent::default()), 1, &[]).await;
+    let running = start(platform.clone(), Arc::new(Agent::default()), 1, |_| {}).await;
     running.send("s0", SessionUpdate::Request(questions("ask_1"))).await;
     wait_until("the request to be shown", async || platform.shown().len() == 1).await;
     let id = platform.shown()[0].id.clone();
@@ -658,7 +711,7 @@ async fn a_click_keeps_its_ui_state_only_when_it_goes_through() {
 async fn a_click_applies_several_actions_in_turn() {
     use crate::interaction::{Attempt, Refusal};
     let platform = Arc::new(Recorder::default());
-    let running = start(platform.clone(), Arc::new(Agent::default()), 1, &[]).await;
+    let running = start(platform.clone(), Arc::new(Agent::default()), 1, |_| {}).await;
     running.send("s0", SessionUpdate::Request(questions("ask_1"))).await;
     wait_until("the request to be shown", async || platform.shown().len() == 1).await;
     let id = platform.shown()[0].id.clone();
@@ -766,7 +819,7 @@ async fn a_busy_chat_holds_one_progress_report_per_block_with_the_newest_text() 
 #[tokio::test]
 async fn a_platform_that_does_not_stream_gets_the_complete_text_only() {
     let platform = Arc::new(Recorder::default());
-    let engine = start(platform.clone(), Arc::new(Agent::default()), 1, &[]).await;
+    let engine = start(platform.clone(), Arc::new(Agent::default()), 1, |_| {}).await;
     engine.send("s0", SessionUpdate::TextProgress { block: 3, text_so_far: "Xin".into() }).await;
     engine.send("s0", SessionUpdate::Text { text: "Xin chào".into(), is_final: true, block: Some(3) }).await;
     wait_until("the text shown", async || platform.texts.lock().unwrap().get(&chat(0).chat_id).is_some()).await;

@@ -16,23 +16,26 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use super::server::{HitlTools, Upstream};
 use super::sessions::{SessionLimits, Sessions};
 use super::settings::McpSettings;
+use super::tools::Targets;
 use crate::backend::http_api::auth::Tokens;
+use crate::interaction::chat::Networks;
 
 /// How often a waiting call's stream carries a keep-alive: a client that left is
 /// noticed when one cannot be written.
 const KEEP_ALIVE: Duration = Duration::from_secs(3);
 
 /// The `/mcp` routes. `base` is filled in with the listener's own address once it is
-/// bound (the tools call `/v1` there); `max_body_bytes` is `http.max_body_bytes`.
-pub fn router(settings: &McpSettings, tokens: Tokens, base: Arc<OnceLock<String>>, max_body_bytes: usize) -> Router {
-    let default_targets = Arc::new(settings.default_targets.clone());
+/// bound (the tools call `/v1` there); `max_body_bytes` is `http.max_body_bytes`;
+/// `networks`, every platform's address grammar.
+pub fn router(settings: &McpSettings, tokens: Tokens, base: Arc<OnceLock<String>>, max_body_bytes: usize, networks: Networks) -> Router {
+    let targets = Arc::new(Targets { networks, defaults: settings.default_targets.clone() });
     let offered = settings.tools.clone();
     let http = super::bridge_api::BridgeApi::http_client();
     let (sessions, manager) = Sessions::start(LocalSessionManager::default(), tokens, SessionLimits::new(settings, max_body_bytes));
     let service = StreamableHttpService::new(
         move || {
             let base = base.get().cloned().ok_or_else(|| std::io::Error::other("the HTTP listener is not bound yet"))?;
-            Ok(HitlTools::new(Upstream { base, token: None, http: http.clone(), max_body_bytes }, default_targets.clone(), &offered))
+            Ok(HitlTools::new(Upstream { base, token: None, http: http.clone(), max_body_bytes }, targets.clone(), &offered))
         },
         manager,
         // Host checks guard unauthenticated local servers against DNS rebinding; this

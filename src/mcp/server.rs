@@ -18,7 +18,8 @@ use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use serde_json::{Value, json};
 
 use super::bridge_api::{ApiCallError, BridgeApi};
-use super::tools::{self, ApprovalInput, Ending, InputError, PromptInput, QuestionsInput};
+use super::tools::{self, ApprovalInput, Ending, InputError, PromptInput, QuestionsInput, Targets};
+use crate::interaction::chat::Networks;
 
 /// Where the tools send their requests, and as whom.
 #[derive(Clone)]
@@ -38,8 +39,8 @@ pub struct Upstream {
 #[derive(Clone)]
 pub struct HitlTools {
     upstream: Upstream,
-    /// `mcp.default_targets`.
-    default_targets: Arc<Vec<String>>,
+    /// `mcp.default_targets`, and how chats are written.
+    targets: Arc<Targets>,
     /// Names a generated `approval_key` when the transport has no session id (stdio).
     connection: String,
     tool_router: ToolRouter<Self>,
@@ -48,7 +49,7 @@ pub struct HitlTools {
 #[tool_router]
 impl HitlTools {
     /// A server offering `offered` of [`tools::ALL`].
-    pub fn new(upstream: Upstream, default_targets: Arc<Vec<String>>, offered: &[String]) -> Self {
+    pub fn new(upstream: Upstream, targets: Arc<Targets>, offered: &[String]) -> Self {
         let mut tool_router = Self::tool_router();
         for name in tools::ALL {
             if !offered.iter().any(|o| o == name) {
@@ -56,7 +57,7 @@ impl HitlTools {
             }
         }
         let connection = uuid::Uuid::new_v4().simple().to_string();
-        Self { upstream, default_targets, connection, tool_router }
+        Self { upstream, targets, connection, tool_router }
     }
 
     #[tool(
@@ -65,7 +66,7 @@ impl HitlTools {
     )]
     async fn request_approval(&self, Parameters(input): Parameters<ApprovalInput>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
         let key = self.key_for(input.routing.approval_key.as_deref(), &ctx);
-        let asked = async { Ok(ended(tools::approval_result(&self.ask(&tools::approval_body(&input, &self.default_targets, key)?, &ctx).await?))) };
+        let asked = async { Ok(ended(tools::approval_result(&self.ask(&tools::approval_body(&input, &self.targets, key)?, &ctx).await?))) };
         finish(asked.await)
     }
 
@@ -75,7 +76,7 @@ impl HitlTools {
     )]
     async fn ask_user_question(&self, Parameters(input): Parameters<QuestionsInput>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
         let key = self.key_for(input.routing.approval_key.as_deref(), &ctx);
-        let asked = async { Ok(ended(tools::questions_result(&self.ask(&tools::questions_body(&input, &self.default_targets, key)?, &ctx).await?))) };
+        let asked = async { Ok(ended(tools::questions_result(&self.ask(&tools::questions_body(&input, &self.targets, key)?, &ctx).await?))) };
         finish(asked.await)
     }
 
@@ -90,7 +91,7 @@ impl HitlTools {
             None => self.key_for(None, &ctx),
         };
         let asked = async {
-            let state = self.ask(&tools::prompt_body(&input, &self.default_targets, key)?, &ctx).await?;
+            let state = self.ask(&tools::prompt_body(&input, &self.targets, key)?, &ctx).await?;
             // Claude Code reads the first text block as the JSON answer.
             Ok(CallToolResult::success(vec![ContentBlock::text(tools::prompt_result(&state, &input).to_string())]))
         };
@@ -151,7 +152,7 @@ impl HitlTools {
 
     /// Waits until the request leaves `pending` ([`Self::ask`]).
     async fn wait_for_decision(&self, api: &BridgeApi, key: &str, mut state: Value, body: &Value, ctx: &RequestContext<RoleServer>) -> Result<Value, Failed> {
-        let shown_in = describe_targets(&body["targets"]);
+        let shown_in = describe_targets(&self.targets.networks, &body["targets"]);
         let progress_token = ctx.meta.get_progress_token();
         let mut polls = 0u32;
         while state["status"] == "pending" {
@@ -208,8 +209,7 @@ fn http_parts(ctx: &RequestContext<RoleServer>) -> Option<&axum::http::request::
 
 /// "telegram:-100123, discord:user:456" from the body's targets, each written as
 /// configuration writes chats (its platform's grammar, from the registry).
-fn describe_targets(targets: &Value) -> String {
-    let networks = crate::platform::networks();
+fn describe_targets(networks: &Networks, targets: &Value) -> String {
     let names: Vec<String> = targets
         .as_array()
         .into_iter()
@@ -300,7 +300,7 @@ mod tests {
     #[test]
     fn progress_names_the_chats_and_the_time_left() {
         let targets = json!([{"platform": "telegram", "chat_id": "-100"}, {"platform": "console"}]);
-        assert_eq!(super::describe_targets(&targets), "telegram:-100, console");
+        assert_eq!(super::describe_targets(&crate::interaction::test_networks::networks(), &targets), "telegram:-100, console");
         let in_42s = chrono::DateTime::from_timestamp_millis(crate::clock::now_ms() + 42_500).unwrap().to_rfc3339();
         assert_eq!(super::waiting_message("telegram:-100", &json!(in_42s)), "waiting for a decision in telegram:-100, 42 s left");
     }

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::interaction::chat::Networks;
+
 /// The tools the MCP server can offer (`mcp.tools`).
 pub const MCP_TOOLS: [&str; 3] = ["request_approval", "ask_user_question", "approval_prompt"];
 
@@ -40,7 +42,8 @@ impl Default for McpSettings {
 
 impl McpSettings {
     /// What is wrong with the section, as (key, reason); `None` when it is sound.
-    pub fn problem(&self) -> Option<(&'static str, String)> {
+    /// `networks` are every platform's address grammar, for the default targets.
+    pub fn problem(&self, networks: &Networks) -> Option<(&'static str, String)> {
         for tool in &self.tools {
             if !MCP_TOOLS.contains(&tool.as_str()) {
                 return Some(("mcp.tools", format!("`{tool}` is not a tool; the tools are {}", MCP_TOOLS.join(", "))));
@@ -53,7 +56,6 @@ impl McpSettings {
         if self.session_idle_secs == 0 {
             return Some(("mcp.session_idle_secs", "must be at least 1".to_owned()));
         }
-        let networks = crate::platform::networks();
         for target in &self.default_targets {
             if networks.parse_chat(target).is_none() {
                 return Some(("mcp.default_targets", format!("`{target}` is not platform:chat {}", networks.chat_examples(true))));

@@ -10,7 +10,7 @@ use rmcp::ServiceExt;
 
 use super::bridge_api::BridgeApi;
 use super::server::{HitlTools, Upstream};
-use super::tools;
+use super::tools::{self, Targets};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StdioError {
@@ -20,8 +20,9 @@ pub enum StdioError {
     Session(String),
 }
 
-/// Serves until the client closes standard input.
-pub async fn run(url: &str, token: &str, default_targets: Vec<String>) -> Result<(), StdioError> {
+/// Serves until the client closes standard input; `targets` are `--target`'s, with
+/// every platform's address grammar.
+pub async fn run(url: &str, token: &str, targets: Targets) -> Result<(), StdioError> {
     let upstream = Upstream {
         base: url.to_owned(),
         token: Some(token.to_owned()),
@@ -29,7 +30,7 @@ pub async fn run(url: &str, token: &str, default_targets: Vec<String>) -> Result
         max_body_bytes: crate::listener::DEFAULT_MAX_BODY_BYTES,
     };
     let offered: Vec<String> = tools::ALL.iter().map(|t| (*t).to_owned()).collect();
-    let server = HitlTools::new(upstream, Arc::new(default_targets), &offered);
+    let server = HitlTools::new(upstream, Arc::new(targets), &offered);
     let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| StdioError::Start(e.to_string()))?;
     running.waiting().await.map_err(|e| StdioError::Session(e.to_string()))?;
     Ok(())

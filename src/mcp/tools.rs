@@ -14,6 +14,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::interaction::chat::Networks;
+
 pub const REQUEST_APPROVAL: &str = "request_approval";
 pub const ASK_USER_QUESTION: &str = "ask_user_question";
 pub const APPROVAL_PROMPT: &str = "approval_prompt";
@@ -137,10 +139,21 @@ pub struct PromptInput {
     pub tool_use_id: Option<String>,
 }
 
-/// A target as the HTTP API's body takes it, from its `routing.channels` spelling;
-/// `None` when it is not one.
-pub fn target(text: &str) -> Option<Value> {
-    let networks = crate::platform::networks();
+/// Where a tool's request is shown when its input names no chat, and how chats are
+/// written: what a server's tools route by.
+#[derive(Clone)]
+pub struct Targets {
+    /// Every platform's address grammar. The MCP server sits above the platforms, so
+    /// the assembly reads it from their registry and hands it down.
+    pub networks: Networks,
+    /// The server's default targets: `mcp.default_targets`, or `--target` on stdio.
+    pub defaults: Vec<String>,
+}
+
+/// A target as the HTTP API's body takes it, from its `routing.channels` spelling in
+/// its platform's grammar (`networks`, handed down by the assembly); `None` when it is
+/// not one.
+pub fn target(networks: &Networks, text: &str) -> Option<Value> {
     networks.target_of(&networks.parse_chat(text.trim())?)
 }
 
@@ -156,9 +169,10 @@ fn invalid(field: impl Into<String>, reason: impl Into<String>) -> InputError {
     InputError { field: field.into(), reason: reason.into() }
 }
 
-/// The body fields `routing` sets, the targets from `defaults` when it names none.
-fn routed(body: &mut Map<String, Value>, routing: &Routing, defaults: &[String], key: String) -> Result<(), InputError> {
-    let targets = routing.targets.as_deref().unwrap_or(defaults);
+/// The body fields `routing` sets, the targets from `to`'s defaults when it names none.
+fn routed(body: &mut Map<String, Value>, routing: &Routing, to: &Targets, key: String) -> Result<(), InputError> {
+    let Targets { networks, defaults } = to;
+    let targets = routing.targets.as_deref().unwrap_or(defaults.as_slice());
     if targets.is_empty() {
         return Err(invalid(
             "targets",
@@ -170,7 +184,7 @@ fn routed(body: &mut Map<String, Value>, routing: &Routing, defaults: &[String],
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            target(t)
+            target(networks, t)
                 .ok_or_else(|| invalid(format!("targets[{i}]"), format!("{t:?} is not a chat (e.g. telegram:-1001234567890 or discord:123456789012345678)")))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -186,12 +200,12 @@ fn routed(body: &mut Map<String, Value>, routing: &Routing, defaults: &[String],
 }
 
 /// `request_approval` → the push body under `key` (the caller's own, or made up).
-pub fn approval_body(input: &ApprovalInput, defaults: &[String], key: String) -> Result<Value, InputError> {
+pub fn approval_body(input: &ApprovalInput, to: &Targets, key: String) -> Result<Value, InputError> {
     if input.actions.is_empty() {
         return Err(invalid("actions", "at least one action is needed"));
     }
     let mut body = Map::new();
-    routed(&mut body, &input.routing, defaults, key)?;
+    routed(&mut body, &input.routing, to, key)?;
     let actions: Vec<Value> = input
         .actions
         .iter()
@@ -223,12 +237,12 @@ pub fn approval_body(input: &ApprovalInput, defaults: &[String], key: String) ->
 }
 
 /// `ask_user_question` → the push body.
-pub fn questions_body(input: &QuestionsInput, defaults: &[String], key: String) -> Result<Value, InputError> {
+pub fn questions_body(input: &QuestionsInput, to: &Targets, key: String) -> Result<Value, InputError> {
     if !(1..=4).contains(&input.questions.len()) {
         return Err(invalid("questions", format!("1–4 questions, not {}", input.questions.len())));
     }
     let mut body = Map::new();
-    routed(&mut body, &input.routing, defaults, key)?;
+    routed(&mut body, &input.routing, to, key)?;
     body.insert("questions".into(), serde_json::to_value(&input.questions).unwrap_or_default());
     if let Some(text) = &input.text {
         body.insert("text".into(), json!(text));
@@ -239,7 +253,7 @@ pub fn questions_body(input: &QuestionsInput, defaults: &[String], key: String) 
 /// `approval_prompt` → the push body: the one tool call, approved, edited, rejected, or
 /// answered with a comment (`respond`), which denies it with the commenter's words, as
 /// Claude Code's own permission prompts do.
-pub fn prompt_body(input: &PromptInput, defaults: &[String], key: String) -> Result<Value, InputError> {
+pub fn prompt_body(input: &PromptInput, to: &Targets, key: String) -> Result<Value, InputError> {
     let allowed = vec![Decision::Approve, Decision::Edit, Decision::Reject, Decision::Respond];
     let approval = ApprovalInput {
         actions: vec![Action { name: input.tool_name.clone(), args: input.input.clone(), description: None, allowed_decisions: Some(allowed) }],
@@ -247,7 +261,7 @@ pub fn prompt_body(input: &PromptInput, defaults: &[String], key: String) -> Res
         policy: None,
         routing: Routing::default(),
     };
-    let mut body = approval_body(&approval, defaults, key)?;
+    let mut body = approval_body(&approval, to, key)?;
     if let Some(id) = &input.tool_use_id {
         body["actions"][0]["tool_use_id"] = json!(id);
     }
@@ -328,6 +342,11 @@ pub fn prompt_result(state: &Value, input: &PromptInput) -> Value {
 mod tests {
     use super::*;
 
+    /// Targets in the core's test grammars (`telegram:-100`, `console`), with `defaults`.
+    fn to(defaults: &[&str]) -> Targets {
+        Targets { networks: crate::interaction::test_networks::networks(), defaults: defaults.iter().map(|d| (*d).to_owned()).collect() }
+    }
+
     fn prompt() -> PromptInput {
         PromptInput { tool_name: "Bash".into(), input: json!({"command": "touch x"}).as_object().cloned().unwrap(), tool_use_id: Some("toolu_1".into()) }
     }
@@ -338,24 +357,13 @@ mod tests {
     }
 
     #[test]
-    fn targets_are_written_as_in_routing_channels() {
-        assert_eq!(target("telegram:-1001234/7"), Some(json!({"platform": "telegram", "chat_id": "-1001234", "thread_id": "7"})));
-        assert_eq!(target("discord:42"), Some(json!({"platform": "discord", "channel_id": "42"})));
-        assert_eq!(target("discord:user:9"), Some(json!({"platform": "discord", "user_id": "9"})));
-        assert_eq!(target("console"), Some(json!({"platform": "console"})));
-        for bad in ["slack:1", "telegram:", "telegram:abc", "discord:1/x", "telegram:user:me"] {
-            assert_eq!(target(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
     fn an_approval_becomes_actions_and_review_configs() {
         let input: ApprovalInput = serde_json::from_value(json!({
             "actions": [{"name": "run_migration", "args": {"db": "prod"}, "description": "adds a column", "allowed_decisions": ["approve", "reject"]}],
             "text": "Deploy 43", "timeout_seconds": 60, "approvers": ["telegram:5"], "policy": {"quorum": 2}
         }))
         .unwrap();
-        let body = approval_body(&input, &["telegram:-100".into()], "k1".into()).unwrap();
+        let body = approval_body(&input, &to(&["telegram:-100"]), "k1".into()).unwrap();
         assert_eq!(
             body,
             json!({
@@ -370,15 +378,15 @@ mod tests {
     #[test]
     fn bad_input_names_the_argument() {
         let none: ApprovalInput = serde_json::from_value(json!({"actions": [{"name": "a"}]})).unwrap();
-        assert_eq!(approval_body(&none, &[], "k".into()).unwrap_err().field, "targets");
+        assert_eq!(approval_body(&none, &to(&[]), "k".into()).unwrap_err().field, "targets");
         let bad: ApprovalInput = serde_json::from_value(json!({"actions": [{"name": "a"}], "targets": ["console", "irc:1"]})).unwrap();
-        assert_eq!(approval_body(&bad, &[], "k".into()).unwrap_err().field, "targets[1]");
+        assert_eq!(approval_body(&bad, &to(&[]), "k".into()).unwrap_err().field, "targets[1]");
         let empty: ApprovalInput = serde_json::from_value(json!({"actions": []})).unwrap();
-        assert_eq!(approval_body(&empty, &["console".into()], "k".into()).unwrap_err().field, "actions");
+        assert_eq!(approval_body(&empty, &to(&["console"]), "k".into()).unwrap_err().field, "actions");
         let five: QuestionsInput =
             serde_json::from_value(json!({"questions": [{"question": "a"}, {"question": "b"}, {"question": "c"}, {"question": "d"}, {"question": "e"}]}))
                 .unwrap();
-        assert_eq!(questions_body(&five, &["console".into()], "k".into()).unwrap_err().field, "questions");
+        assert_eq!(questions_body(&five, &to(&["console"]), "k".into()).unwrap_err().field, "questions");
     }
 
     #[test]
@@ -386,7 +394,7 @@ mod tests {
         let input: QuestionsInput = serde_json::from_value(json!({"questions": [{"question": "Which region?", "header": "Region", "multiSelect": true,
             "options": [{"label": "eu"}, {"label": "Other", "input": true}]}]}))
         .unwrap();
-        let body = questions_body(&input, &["console".into()], "q".into()).unwrap();
+        let body = questions_body(&input, &to(&["console"]), "q".into()).unwrap();
         assert_eq!(
             body["questions"],
             json!([{"question": "Which region?", "header": "Region", "multiSelect": true, "options": [{"label": "eu"}, {"label": "Other", "input": true}]}])
@@ -421,7 +429,7 @@ mod tests {
             prompt_result(&decided(json!({"type": "respond", "message": "use staging"})), &prompt()),
             json!({"behavior": "deny", "message": "use staging"})
         );
-        let body = prompt_body(&prompt(), &["console".into()], "k".into()).unwrap();
+        let body = prompt_body(&prompt(), &to(&["console"]), "k".into()).unwrap();
         assert_eq!(body["review_configs"], json!([{"action_name": "Bash", "allowed_decisions": ["approve", "edit", "reject", "respond"]}]));
         assert_eq!(body["actions"][0]["tool_use_id"], "toolu_1");
         let expired = json!({"approval_key": "k", "status": "expired", "expires_at": "T"});

@@ -1,7 +1,9 @@
 //! What the rest of the bridge knows of one chat platform: its [`Descriptor`]. Each
-//! platform writes its own in its folder; [`super::registry`] lists them, one line
-//! each, and configuration, the app, the HTTP API, MCP, pairing, the admin commands
-//! and the demo read that list instead of naming platforms.
+//! platform writes its own in its folder; the registry (`registry.rs`) lists them, one
+//! line each, and the assembly (configuration, the app, the admin commands, pairing
+//! and the demo) reads that list instead of naming platforms. This file names no
+//! platform and never reads the registry: the platforms import it, and the registry
+//! imports them.
 
 use std::any::Any;
 use std::fmt::Debug;
@@ -255,7 +257,8 @@ pub trait Membership: Send + Sync {
     fn groups_of<'a>(&'a self, person: &'a Actor, named: &'a [String]) -> BoxFuture<'a, Vec<String>>;
 }
 
-/// Every platform's section, in the registry's order.
+/// Every platform's section, in the registry's order (its `Default`, every
+/// platform's defaults, is the registry's, which alone knows them all).
 pub struct Sections(Vec<(&'static str, Box<dyn Section>)>);
 
 impl Sections {
@@ -301,30 +304,5 @@ impl Clone for Sections {
 impl Debug for Sections {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_map().entries(self.0.iter().map(|(name, section)| (name, section))).finish()
-    }
-}
-
-impl Default for Sections {
-    /// Every registered platform's defaults.
-    fn default() -> Self {
-        let empty = config::Config::default();
-        let defaults =
-            super::registry::DESCRIPTORS.iter().map(|d| (d.network().name(), d.read_section(&empty).expect("an empty configuration reads as the defaults")));
-        Self(defaults.collect())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::platform::telegram::settings::TelegramSettings;
-
-    #[test]
-    fn every_platform_has_its_defaults_without_configuration() {
-        let sections = Sections::default();
-        let names: Vec<&str> = sections.iter().map(|(name, _)| name).collect();
-        assert_eq!(names, ["telegram", "discord", "slack", "console"]);
-        assert!(sections.enabled().next().is_none(), "every platform is off by default");
-        assert!(sections.get::<TelegramSettings>().rate_limits);
     }
 }

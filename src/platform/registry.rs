@@ -1,10 +1,13 @@
-//! The chat platforms this bridge has: one line each. Configuration, the app, the
-//! HTTP API, MCP, pairing, the admin commands and the demo read this list; a new
-//! platform is its folder and its line here.
+//! The chat platforms this bridge has: one line each. The only file that names them:
+//! a new platform is its folder and its line here. The assembly (configuration, the
+//! app, `main`, pairing, the admin commands and the demo) reads this list and hands
+//! what the rest needs down to it (the address grammars as [`Networks`], each
+//! platform's section in [`Sections`]); nothing else imports it, and no platform does
+//! (`tests/layers.rs`).
 
 use std::sync::Arc;
 
-use super::descriptor::Descriptor;
+use super::descriptor::{Descriptor, Sections};
 use super::{console, discord, slack, telegram};
 use crate::interaction::chat::Networks;
 
@@ -76,4 +79,64 @@ pub fn docs_page(descriptor: &dyn Descriptor) -> String {
 /// The platform named `name`.
 pub fn descriptor(name: &str) -> Option<&'static dyn Descriptor> {
     DESCRIPTORS.iter().copied().find(|d| d.network().name() == name)
+}
+
+impl Default for Sections {
+    /// Every registered platform's defaults. Here, not beside [`Sections`]: only the
+    /// registry knows every platform, and the descriptors it lists import that file.
+    fn default() -> Self {
+        let empty = config::Config::default();
+        let defaults = DESCRIPTORS.iter().map(|d| (d.network().name(), d.read_section(&empty).expect("an empty configuration reads as the defaults")));
+        Self::new(defaults.collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interaction::chat::ChatKey;
+    use crate::platform::telegram::settings::TelegramSettings;
+
+    #[test]
+    fn every_platform_has_its_defaults_without_configuration() {
+        let sections = Sections::default();
+        let names: Vec<&str> = sections.iter().map(|(name, _)| name).collect();
+        assert_eq!(names, ["telegram", "discord", "slack", "console"]);
+        assert!(sections.enabled().next().is_none(), "every platform is off by default");
+        assert!(sections.get::<TelegramSettings>().rate_limits);
+    }
+
+    #[test]
+    fn chats_parse_as_written_in_config() {
+        assert_eq!(networks().parse_chat("telegram:-1001234567890/7"), Some(ChatKey::new("telegram", "-1001234567890", Some("7"))));
+        assert_eq!(networks().parse_chat("discord:1100000000000000000"), Some(ChatKey::new("discord", "1100000000000000000", None)));
+        assert_eq!(networks().parse_chat("discord:user:80351110224678912"), Some(ChatKey::new("discord", "user:80351110224678912", None)));
+        assert_eq!(networks().parse_chat("telegram:user:42"), Some(ChatKey::new("telegram", "42", None)));
+        assert_eq!(networks().parse_chat("console"), Some(ChatKey::new("console", "stdin", None)));
+        for bad in ["irc:#ops", "telegram:", "telegram:abc", "discord:1/", "discord:user:", "discord:user:x1", "slack", "slack:ops"] {
+            assert_eq!(networks().parse_chat(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_networks_are_listed_as_messages_name_them() {
+        assert_eq!(networks().listed(), "telegram, discord, slack or console");
+        assert!(networks().knows("slack") && !networks().knows("irc"));
+        assert_eq!(networks().direct_chat("console", "c"), None);
+    }
+
+    #[test]
+    fn access_entries_are_read_in_each_platforms_grammar() {
+        use crate::interaction::chat::AllowedChats::{Chat, Space};
+        let n = networks();
+        assert_eq!(n.allowed_chats("telegram:-100123"), Some(("telegram".into(), Chat("-100123".into()))));
+        assert_eq!(n.allowed_chats("discord:800"), Some(("discord".into(), Chat("800".into()))));
+        assert_eq!(n.allowed_chats("discord:guild:700"), Some(("discord".into(), Space("700".into()))));
+        for bad in ["telegram:guild:7", "discord:guild:-7", "console:stdin", "console", "discord:#ops"] {
+            assert_eq!(n.allowed_chats(bad), None, "{bad}");
+        }
+        assert_eq!(n.allowed_chats_forms(true), "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, discord:guild:GUILD_ID or slack:team:TEAM_ID");
+        assert_eq!(n.allowed_chats_forms(false), "telegram:CHAT_ID, discord:CHANNEL_ID or slack:CHANNEL_ID");
+        assert!(n.has_groups("discord") && !n.has_groups("telegram") && !n.has_groups("console"));
+    }
 }

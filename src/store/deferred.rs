@@ -20,7 +20,7 @@ use super::audit::bind_entry;
 use super::audit_entry::AuditEntry;
 use super::error::{Result, StoreError};
 use super::json;
-use super::messages::MessageRef;
+use super::message_ref::MessageRef;
 use super::placeholders::{Marks, list_statement, padded, padded_len, run_time_statement};
 use super::row::column;
 use crate::protocol::Command;

@@ -9,15 +9,8 @@ use super::chats::ChatKey;
 use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
+use super::message_ref::MessageRef;
 use super::row::column;
-
-/// A platform message that shows an interaction, so it can be edited when it ends.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MessageRef {
-    pub interaction_id: String,
-    pub chat: ChatKey,
-    pub message_id: String,
-}
 
 impl Store {
     /// Remembers a message. Adding the same one twice is harmless (a retried send).

@@ -12,7 +12,7 @@ use super::Store;
 use super::chats::ChatKey;
 use super::error::{Result, StoreError};
 use super::json::{self, skip_corrupt};
-use super::messages::MessageRef;
+use super::message_ref::MessageRef;
 use super::placeholders::{Marks, list_statement, padded_len, padded_to};
 use super::row::column;
 use super::shared_reads::SharedRead;

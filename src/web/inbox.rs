@@ -16,6 +16,7 @@ use super::layout::{Frame, html, span, unavailable, visit};
 use super::visibility::{facts_wait_on, named_groups};
 use crate::clock::now_ms;
 use crate::interaction::access_facts::still_open;
+use crate::interaction::chat::Networks;
 use crate::interaction::{AccessFacts, Interaction, Origin, RequestKind, readable};
 use crate::store::{ChatKey, PendingAccess};
 use crate::texts::web::{WebMsg, waiting_title};
@@ -41,7 +42,7 @@ pub(super) async fn page(State(web): State<Arc<Web>>, headers: HeaderMap, RawQue
     // Newest first: the store hands them oldest first.
     waiting.reverse();
     let total = waiting.len();
-    let mut written = ChatNames::default();
+    let mut written = ChatNames::new(&web.networks);
     // Where every request waiting is shown is read only to filter by a chat; the
     // chats to choose from are on a page of their own (`/inbox/chats`), so the list
     // itself reads only its page's rows' chats, however many are pending.
@@ -101,7 +102,7 @@ pub(super) async fn chats(State(web): State<Arc<Web>>, headers: HeaderMap, RawQu
         Ok(waiting) => waiting,
         Err(e) => return unavailable(&e),
     };
-    let mut written = ChatNames::default();
+    let mut written = ChatNames::new(&web.networks);
     // Every pending request waits on this person (the usual case for the people who
     // review): the store lists the chats as a row each. Otherwise only the chats of
     // the requests that wait on them, read request by request.
@@ -193,12 +194,19 @@ enum Slot {
 
 /// Chats as operators write them (`telegram:-100123/7`), each written once however
 /// many requests it shows.
-#[derive(Default)]
-struct ChatNames(HashMap<ChatKey, Arc<str>>);
+struct ChatNames<'a> {
+    networks: &'a Networks,
+    written: HashMap<ChatKey, Arc<str>>,
+}
 
-impl ChatNames {
+impl<'a> ChatNames<'a> {
+    fn new(networks: &'a Networks) -> Self {
+        Self { networks, written: HashMap::new() }
+    }
+
     fn name(&mut self, chat: ChatKey) -> Arc<str> {
-        self.0.entry(chat).or_insert_with_key(|c| crate::platform::networks().display_chat(c).into()).clone()
+        let networks = self.networks;
+        self.written.entry(chat).or_insert_with_key(|c| networks.display_chat(c).into()).clone()
     }
 
     fn places(&mut self, targets: BTreeMap<String, Vec<ChatKey>>) -> Places {

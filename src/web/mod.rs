@@ -39,6 +39,7 @@ use axum::routing::{get, post};
 use tokio::sync::watch;
 
 use crate::engine::EngineHandle;
+use crate::interaction::chat::Networks;
 use crate::interaction::{AccessPolicy, Actor};
 use crate::platform::descriptor::Membership;
 use crate::store::Store;
@@ -64,12 +65,16 @@ pub struct Web {
     /// Each platform's groups, asked at the moment a person reads or decides
     /// ([`Web::acting`]).
     memberships: Vec<(&'static str, Arc<dyn Membership>)>,
+    /// Every platform's address grammar, handed down by the assembly (the inbox sits
+    /// above the platforms but never reads their registry): how chats and people are
+    /// written.
+    networks: Networks,
 }
 
 impl Web {
     /// The inbox for a running bridge. `open_viewers` are `access.users` and
     /// `access.admins` (`platform:user_id`); `memberships`, each started platform's
-    /// groups by its name.
+    /// groups by its name; `networks`, every platform's address grammar.
     pub fn new(
         store: Store,
         engine: EngineHandle,
@@ -77,11 +82,12 @@ impl Web {
         open_viewers: &[String],
         settings: WebSettings,
         memberships: Vec<(&'static str, Arc<dyn Membership>)>,
+        networks: Networks,
     ) -> Arc<Web> {
-        let open_viewers = open_viewers.iter().filter_map(|e| crate::platform::networks().parse_user(e)).collect();
+        let open_viewers = open_viewers.iter().filter_map(|e| networks.parse_user(e)).collect();
         let prefix = url::Url::parse(&settings.public_url).map(|u| u.path().trim_end_matches('/').to_owned()).unwrap_or_default();
         let (changes_tx, changes) = watch::channel(0);
-        let web = Arc::new(Web { store, engine, policy, open_viewers, settings, prefix, changes, memberships });
+        let web = Arc::new(Web { store, engine, policy, open_viewers, settings, prefix, changes, memberships, networks });
         events::watch_changes(Arc::downgrade(&web), changes_tx);
         web
     }

@@ -19,6 +19,7 @@ use super::layout::{Frame, html, unavailable, visit, when};
 use super::session::Viewer;
 use super::visibility::{may_see, named_groups, waits_on};
 use crate::clock::now_ms;
+use crate::interaction::chat::Networks;
 use crate::interaction::{Action, FreeText, Interaction, Question, RequestKind, readable};
 use crate::protocol::DecisionType;
 use crate::store::{AuditEntry, MessageRef};
@@ -64,7 +65,9 @@ pub(super) async fn render(frame: &Frame<'_>, viewer: &Viewer, id: &str, notice:
     // (the edit form starts from what the person reads, as in chat).
     let interaction = readable::interaction(&interaction).into_owned();
     let (shown, audit) = match tokio::try_join!(web.store.showing(&interaction.session_id, &interaction.id), web.store.audit_log(interaction.approval_key())) {
-        Ok((showing, audit)) => (shown_in(&showing.messages), audit.into_iter().filter(|e| e.interaction_id == interaction.id).collect::<Vec<_>>()),
+        Ok((showing, audit)) => {
+            (shown_in(&web.networks, &showing.messages), audit.into_iter().filter(|e| e.interaction_id == interaction.id).collect::<Vec<_>>())
+        }
         Err(e) => return unavailable(&e),
     };
     let answerable = waits_on(web, &interaction, &actor, now);
@@ -110,8 +113,7 @@ pub(super) async fn render(frame: &Frame<'_>, viewer: &Viewer, id: &str, notice:
 }
 
 /// The chats whose messages show the request, each once, in the order first shown.
-fn shown_in(messages: &[MessageRef]) -> Vec<String> {
-    let networks = crate::platform::networks();
+fn shown_in(networks: &Networks, messages: &[MessageRef]) -> Vec<String> {
     let mut chats: Vec<String> = Vec::new();
     for label in messages.iter().map(|m| networks.display_chat(&m.chat)) {
         if !chats.contains(&label) {

@@ -293,7 +293,8 @@ mod tests {
             refusal_window_ms: 0,
             pairing_ttl_ms: 0,
             routing: Default::default(),
-            networks: crate::platform::registry::networks(),
+            // Telegram's own grammar: a platform never reads the registry of the others.
+            networks: crate::interaction::chat::Networks::new(vec![Arc::new(super::super::address::Address)]),
             grace_ms: 0,
             on_expiry: OnExpiry::Leave,
             replica_id: "r1".into(),
