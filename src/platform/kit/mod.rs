@@ -3,4 +3,5 @@
 //! new platform brings its transport, its cards and its addresses, and takes the rest
 //! from here.
 
+pub mod address;
 pub mod codes;
