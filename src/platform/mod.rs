@@ -11,6 +11,7 @@ pub mod console;
 pub mod descriptor;
 pub mod discord;
 pub mod inbox;
+pub mod kit;
 pub mod refusals;
 pub mod registry;
 pub mod reminder;

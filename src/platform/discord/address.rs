@@ -7,13 +7,17 @@
 use super::PLATFORM;
 use serde_json::{Value, json};
 
+use crate::platform::kit::address::SpaceGrammar;
+
 use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, TargetFields, chat_target, id_field, is_numeric_id, numbered_chat, target_object_schema};
 
 /// The chat id prefix of a DM target.
 pub const DM_PREFIX: &str = "user:";
 
-/// An `access.chats` entry naming a whole guild: `discord:guild:ID`.
-const GUILD_PREFIX: &str = "guild:";
+/// `access.chats`: `discord:guild:ID` names a whole guild, `discord:CHANNEL` a
+/// channel. A guild id is unsigned, unlike a chat id in general.
+const SPACES: SpaceGrammar =
+    SpaceGrammar { prefix: "guild:", is_space_id: |guild| !guild.is_empty() && guild.bytes().all(|b| b.is_ascii_digit()), is_chat_id: is_numeric_id };
 
 /// The discord platform's [`ChatNetwork`].
 pub struct Address;
@@ -33,10 +37,7 @@ impl ChatNetwork for Address {
 
     /// A channel (its threads too) or DM channel, or a whole guild.
     fn allowed_chats(&self, rest: &str) -> Option<AllowedChats> {
-        match rest.strip_prefix(GUILD_PREFIX) {
-            Some(guild) => (!guild.is_empty() && guild.bytes().all(|b| b.is_ascii_digit())).then(|| AllowedChats::Space(guild.to_owned())),
-            None => is_numeric_id(rest).then(|| AllowedChats::Chat(rest.to_owned())),
-        }
+        SPACES.allowed_chats(rest)
     }
 
     fn chat_form(&self) -> Option<&'static str> {

@@ -1,9 +1,12 @@
 //! What a component's `custom_id` means. The id itself is a signed token
 //! ([`TokenSigner`](crate::platform::token::TokenSigner)) whose action code is one of
 //! these: short, with indexes only, never labels or question text. Parsing is strict;
-//! a code that does not parse is treated like a forged token.
+//! a code that does not parse is treated like a forged token. The spellings below are a
+//! table over the kit's grammar ([`crate::platform::kit::codes`]).
 
+use super::render::limits;
 use crate::interaction::{RememberScope, UserAction};
+use crate::platform::kit::codes::{Grammar, Limit, NameEnd, vocabulary};
 use crate::protocol::{Decision, DecisionType};
 
 /// One button, select or modal, as its code names it.
@@ -39,29 +42,32 @@ pub enum Code {
     Remember(RememberScope),
 }
 
-impl Code {
-    pub fn encode(self) -> String {
-        match self {
-            Code::Approve(i) => format!("ap.{i}"),
-            Code::ApproveForSession(i) => format!("as.{i}"),
-            Code::Reject(i) => format!("rj.{i}"),
-            Code::Edit(i) => format!("ed.{i}"),
-            Code::Respond(i) => format!("rs.{i}"),
-            Code::ApproveAll => "apa".into(),
-            Code::RejectAll => "rja".into(),
-            Code::Submit => "sub".into(),
-            Code::Select(q) => format!("sel.{q}"),
-            Code::Other(p) => format!("oth.{p}"),
-            Code::Skip => "skp".into(),
-            Code::Page(p) => format!("pg.{p}"),
-            Code::EditModal(i) => format!("med.{i}"),
-            Code::RespondModal(i) => format!("mrs.{i}"),
-            Code::OtherModal(p) => format!("mot.{p}"),
-            Code::Remember(RememberScope::Session) => "rms".into(),
-            Code::Remember(RememberScope::Always) => "rma".into(),
-        }
-    }
+/// Discord's grammar: a name, then its indexes after dots (`ap.0`), in a custom_id of
+/// at most 100 characters.
+pub const GRAMMAR: Grammar = Grammar { name_end: NameEnd::AtDot, limit: Limit::Chars(limits::CUSTOM_ID) };
 
+vocabulary! {
+    Code, GRAMMAR;
+    "ap" [i] => { Code::Approve(i) },
+    "as" [i] => { Code::ApproveForSession(i) },
+    "rj" [i] => { Code::Reject(i) },
+    "ed" [i] => { Code::Edit(i) },
+    "rs" [i] => { Code::Respond(i) },
+    "apa" [] => { Code::ApproveAll },
+    "rja" [] => { Code::RejectAll },
+    "sub" [] => { Code::Submit },
+    "sel" [q] => { Code::Select(q) },
+    "oth" [p] => { Code::Other(p) },
+    "skp" [] => { Code::Skip },
+    "pg" [p] => { Code::Page(p) },
+    "med" [i] => { Code::EditModal(i) },
+    "mrs" [i] => { Code::RespondModal(i) },
+    "mot" [p] => { Code::OtherModal(p) },
+    "rms" [] => { Code::Remember(RememberScope::Session) },
+    "rma" [] => { Code::Remember(RememberScope::Always) },
+}
+
+impl Code {
     /// The engine action a button stands for on its own; `None` for the controls that
     /// open a modal, turn a page, carry values (selects, modal submits) or need the
     /// stored request first (Skip).
@@ -75,35 +81,6 @@ impl Code {
             Code::Submit => UserAction::Submit,
             // Whether the policy offers it is the core's call (RememberNotOffered).
             Code::Remember(scope) => UserAction::Remember { scope },
-            _ => return None,
-        })
-    }
-
-    pub fn parse(code: &str) -> Option<Code> {
-        // Indexes are plain decimal: no sign (`usize::from_str` takes a '+'), bounded.
-        let index = |s: &str| (!s.is_empty() && s.len() <= 4 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<usize>().ok()).flatten();
-        let (name, index) = match code.split_once('.') {
-            Some((name, i)) => (name, Some(index(i)?)),
-            None => (code, None),
-        };
-        Some(match (name, index) {
-            ("ap", Some(i)) => Code::Approve(i),
-            ("as", Some(i)) => Code::ApproveForSession(i),
-            ("rj", Some(i)) => Code::Reject(i),
-            ("ed", Some(i)) => Code::Edit(i),
-            ("rs", Some(i)) => Code::Respond(i),
-            ("apa", None) => Code::ApproveAll,
-            ("rja", None) => Code::RejectAll,
-            ("sub", None) => Code::Submit,
-            ("sel", Some(q)) => Code::Select(q),
-            ("oth", Some(p)) => Code::Other(p),
-            ("skp", None) => Code::Skip,
-            ("pg", Some(p)) => Code::Page(p),
-            ("med", Some(i)) => Code::EditModal(i),
-            ("mrs", Some(i)) => Code::RespondModal(i),
-            ("mot", Some(p)) => Code::OtherModal(p),
-            ("rms", None) => Code::Remember(RememberScope::Session),
-            ("rma", None) => Code::Remember(RememberScope::Always),
             _ => return None,
         })
     }
@@ -145,6 +122,13 @@ mod tests {
         assert_eq!(Code::parse("rma").and_then(Code::direct_action), Some(UserAction::Remember { scope: RememberScope::Always }));
         assert_eq!(Code::parse("as.0").and_then(Code::direct_action), Some(UserAction::Decide { action: 0, decision: Decision::ApproveForSession }));
         assert_eq!(Code::Edit(0).direct_action(), None, "edit opens a modal first");
+    }
+
+    #[test]
+    fn the_longest_code_fits_in_a_custom_id() {
+        let signer = crate::platform::token::TokenSigner::new(b"secret");
+        let longest = Code::EditModal(9999).encode();
+        assert!(GRAMMAR.limit.fits(&signer.sign("a1b2c3d4e5f6", &longest).unwrap()), "{longest}");
     }
 
     #[test]

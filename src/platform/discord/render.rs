@@ -15,7 +15,7 @@ use serenity::all::{
     CreateSelectMenuKind, CreateSelectMenuOption, RoleId, UserId,
 };
 
-use super::codes::Code;
+use super::codes::{Code, GRAMMAR};
 use super::text::{DMsg, dtext, truncate};
 use crate::interaction::policy::{FallbackDecision, PolicySettlement};
 use crate::interaction::{Action, Draft, FreeText, Interaction, Question, RememberScope, RequestKind, Status, answers, readable};
@@ -284,7 +284,7 @@ fn question_body(questions: &[Question], budget: usize) -> String {
 
 fn sign(signer: &TokenSigner, interaction: &Interaction, code: Code) -> Option<String> {
     match signer.sign(&interaction.id, &code.encode()) {
-        Ok(token) if token.chars().count() <= limits::CUSTOM_ID => Some(token),
+        Ok(token) if GRAMMAR.limit.fits(&token) => Some(token),
         Ok(_) | Err(_) => {
             // Only an interaction id far longer than the engine's makes this happen.
             tracing::error!(interaction = %interaction.id, ?code, "cannot make a custom_id; control left out");

@@ -20,11 +20,12 @@ use serde_json::{Value, json};
 
 use super::PLATFORM;
 use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, TargetFields, target_object_schema};
+use crate::platform::kit::address::SpaceGrammar;
 
 /// The chat id prefix of a DM target.
 pub const DM_PREFIX: &str = "user:";
-/// An `access.chats` entry naming a whole workspace: `slack:team:T…`.
-const TEAM_PREFIX: &str = "team:";
+/// `access.chats`: `slack:team:T…` names a whole workspace, `slack:C…` a channel.
+const SPACES: SpaceGrammar = SpaceGrammar { prefix: "team:", is_space_id: is_team_id, is_chat_id: is_channel_id };
 /// Slack's ids are short; anything longer is not one.
 const MAX_ID: usize = 24;
 
@@ -86,10 +87,7 @@ impl ChatNetwork for Address {
 
     /// A channel (its threads too), or a whole workspace.
     fn allowed_chats(&self, rest: &str) -> Option<AllowedChats> {
-        match rest.strip_prefix(TEAM_PREFIX) {
-            Some(team) => is_team_id(team).then(|| AllowedChats::Space(team.to_owned())),
-            None => is_channel_id(rest).then(|| AllowedChats::Chat(rest.to_owned())),
-        }
+        SPACES.allowed_chats(rest)
     }
 
     fn chat_form(&self) -> Option<&'static str> {

@@ -3,9 +3,12 @@
 //! code is one of these: short, indexes only, never labels or args. A token that does
 //! not verify, or a code that does not parse, changes nothing: the clicker is told the
 //! button is unknown. A button's `action_id` is only a name for Slack (unique per
-//! message, as Slack requires) and is never trusted.
+//! message, as Slack requires) and is never trusted. The spellings below are a table
+//! over the kit's grammar ([`crate::platform::kit::codes`]).
 
+use super::render::limits;
 use crate::interaction::{RememberScope, UserAction};
+use crate::platform::kit::codes::{Grammar, Limit, NameEnd, vocabulary};
 use crate::protocol::{Decision, DecisionType};
 
 /// One button or modal, as its code names it.
@@ -47,30 +50,33 @@ pub enum Code {
     OtherModal(usize),
 }
 
-impl Code {
-    pub fn encode(self) -> String {
-        match self {
-            Code::Approve(i) => format!("ap.{i}"),
-            Code::ApproveForSession(i) => format!("as.{i}"),
-            Code::Reject(i) => format!("rj.{i}"),
-            Code::Edit(i) => format!("ed.{i}"),
-            Code::Comment(i) => format!("cm.{i}"),
-            Code::ApproveAll => "apa".into(),
-            Code::RejectAll => "rja".into(),
-            Code::Submit => "sub".into(),
-            Code::Remember(RememberScope::Session) => "rms".into(),
-            Code::Remember(RememberScope::Always) => "rma".into(),
-            Code::EditModal(i) => format!("med.{i}"),
-            Code::RejectModal(i) => format!("mrj.{i}"),
-            Code::CommentModal(i) => format!("mcm.{i}"),
-            Code::Option { question, option } => format!("op.{question}.{option}"),
-            Code::Choose(q) => format!("ch.{q}"),
-            Code::Other(q) => format!("ot.{q}"),
-            Code::Skip(q) => format!("sk.{q}"),
-            Code::OtherModal(q) => format!("mot.{q}"),
-        }
-    }
+/// Slack's grammar: a name, then its indexes after dots (`op.1.3`), within the
+/// tightest place a token goes, an option's `value` of at most 150 characters.
+pub const GRAMMAR: Grammar = Grammar { name_end: NameEnd::AtDot, limit: Limit::Chars(limits::OPTION_VALUE) };
 
+vocabulary! {
+    Code, GRAMMAR;
+    "ap" [i] => { Code::Approve(i) },
+    "as" [i] => { Code::ApproveForSession(i) },
+    "rj" [i] => { Code::Reject(i) },
+    "ed" [i] => { Code::Edit(i) },
+    "cm" [i] => { Code::Comment(i) },
+    "apa" [] => { Code::ApproveAll },
+    "rja" [] => { Code::RejectAll },
+    "sub" [] => { Code::Submit },
+    "rms" [] => { Code::Remember(RememberScope::Session) },
+    "rma" [] => { Code::Remember(RememberScope::Always) },
+    "med" [i] => { Code::EditModal(i) },
+    "mrj" [i] => { Code::RejectModal(i) },
+    "mcm" [i] => { Code::CommentModal(i) },
+    "op" [question, option] => { Code::Option { question, option } },
+    "ch" [q] => { Code::Choose(q) },
+    "ot" [q] => { Code::Other(q) },
+    "sk" [q] => { Code::Skip(q) },
+    "mot" [q] => { Code::OtherModal(q) },
+}
+
+impl Code {
     /// The engine action a button stands for on its own; `None` for the buttons that
     /// open a modal and for the modals (their action carries what was typed).
     pub fn direct_action(self) -> Option<UserAction> {
@@ -86,44 +92,6 @@ impl Code {
             Code::Skip(question) => UserAction::Skip { question },
             // Whether the policy offers it is the core's call (RememberNotOffered).
             Code::Remember(scope) => UserAction::Remember { scope },
-            _ => return None,
-        })
-    }
-
-    pub fn parse(code: &str) -> Option<Code> {
-        // Indexes are plain decimal: no sign (`usize::from_str` takes a '+'), bounded.
-        let number = |s: &str| (!s.is_empty() && s.len() <= 4 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<usize>().ok()).flatten();
-        let mut parts = code.split('.');
-        let name = parts.next()?;
-        let index = parts.next().map(|s| number(s).ok_or(())).transpose().ok()?;
-        let second = parts.next().map(|s| number(s).ok_or(())).transpose().ok()?;
-        if parts.next().is_some() {
-            return None;
-        }
-        if let ("op", Some(question), Some(option)) = (name, index, second) {
-            return Some(Code::Option { question, option });
-        }
-        if second.is_some() {
-            return None;
-        }
-        Some(match (name, index) {
-            ("ap", Some(i)) => Code::Approve(i),
-            ("as", Some(i)) => Code::ApproveForSession(i),
-            ("rj", Some(i)) => Code::Reject(i),
-            ("ed", Some(i)) => Code::Edit(i),
-            ("cm", Some(i)) => Code::Comment(i),
-            ("apa", None) => Code::ApproveAll,
-            ("rja", None) => Code::RejectAll,
-            ("sub", None) => Code::Submit,
-            ("rms", None) => Code::Remember(RememberScope::Session),
-            ("rma", None) => Code::Remember(RememberScope::Always),
-            ("med", Some(i)) => Code::EditModal(i),
-            ("mrj", Some(i)) => Code::RejectModal(i),
-            ("mcm", Some(i)) => Code::CommentModal(i),
-            ("ch", Some(q)) => Code::Choose(q),
-            ("ot", Some(q)) => Code::Other(q),
-            ("sk", Some(q)) => Code::Skip(q),
-            ("mot", Some(q)) => Code::OtherModal(q),
             _ => return None,
         })
     }
@@ -169,6 +137,13 @@ mod tests {
         for opens in [Code::Reject(0), Code::Edit(0), Code::Comment(0), Code::EditModal(0), Code::Other(0), Code::Choose(0), Code::OtherModal(0)] {
             assert_eq!(opens.direct_action(), None, "{opens:?}");
         }
+    }
+
+    #[test]
+    fn the_longest_code_fits_every_place_a_token_goes() {
+        let signer = crate::platform::token::TokenSigner::new(b"secret");
+        let longest = Code::Option { question: 9999, option: 9999 }.encode();
+        assert!(GRAMMAR.limit.fits(&signer.sign("a1b2c3d4e5f6", &longest).unwrap()), "{longest}");
     }
 
     #[test]

@@ -9,8 +9,8 @@
 use teloxide::types::{CallbackQuery, ChatId, MessageId};
 
 use super::Telegram;
-use super::callback::Code;
 use super::chat::{actor_of, ask_for_text, chat_key};
+use super::codes::Code;
 use super::render::{OPTIONS_PER_PAGE, pages};
 use super::send;
 use super::text::{Tg, tg as tg_text};

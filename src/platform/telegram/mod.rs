@@ -3,7 +3,7 @@
 //! own one job:
 //! - [`render`]: Interaction → HTML text + inline keyboard, and reminders (pure,
 //!   snapshot-tested)
-//! - [`callback`]: button action codes inside callback tokens
+//! - [`codes`]: button action codes inside callback tokens
 //! - [`clicks`]: callback queries → one engine call each, whose plan turns the
 //!   button into a [`UserAction`](crate::interaction::UserAction), a prompt or a page
 //! - [`chat`]: messages: agent chat, commands, group addressing, ForceReply answers
@@ -19,9 +19,9 @@
 //! [`EngineHandle::click`]; this module never decides or stores an answer itself.
 
 pub mod address;
-pub mod callback;
 mod chat;
 mod clicks;
+pub mod codes;
 pub mod descriptor;
 mod inbox;
 mod lanes;

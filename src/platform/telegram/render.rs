@@ -4,7 +4,7 @@
 //!
 //! Limits enforced here (DESIGN.md "Platform limits"): text ≤ 4096 characters (long
 //! args are cut, and the caller attaches the full JSON), every callback_data ≤ 64
-//! bytes (codes are indexes only; see [`super::callback`]), at most 100 buttons per
+//! bytes (codes are indexes only; see [`super::codes`]), at most 100 buttons per
 //! keyboard and 8 per row: long option lists and many actions are shown a page at a
 //! time ([`OPTIONS_PER_PAGE`], [`ACTIONS_PER_PAGE`]) with ◀ ▶ buttons. With the web
 //! inbox on, a pending card also links to its request's page ([`render_card`]): a URL
@@ -12,7 +12,7 @@
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
-use super::callback::Code;
+use super::codes::Code;
 use super::text::{MAX_TEXT_CHARS, Tg, cut, escape, escape_cut, tg};
 use super::wizard::View;
 use crate::interaction::answers::encode;

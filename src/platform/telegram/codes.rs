@@ -2,9 +2,11 @@
 //! tokens"). A code names what a button does by indexes only, never by labels or
 //! question text, so every token stays far under Telegram's 64-byte limit whatever
 //! the labels are. Parsing is strict: anything unexpected is `None`, and the click is
-//! answered with a notice.
+//! answered with a notice. The spellings below are a table over the kit's grammar
+//! ([`crate::platform::kit::codes`]).
 
 use crate::interaction::{RememberScope, UserAction};
+use crate::platform::kit::codes::{Grammar, Limit, NameEnd, vocabulary};
 use crate::protocol::{Decision, DecisionType};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,28 +39,36 @@ pub enum Code {
     Remember(RememberScope),
 }
 
-impl Code {
-    pub fn encode(&self) -> String {
-        match *self {
-            Code::Decide { action, decision: DecisionType::Approve } => format!("a{action}"),
-            Code::Decide { action, decision: DecisionType::ApproveForSession } => format!("s{action}"),
-            Code::Decide { action, .. } => format!("r{action}"),
-            Code::Edit { action } => format!("e{action}"),
-            Code::Comment { action } => format!("c{action}"),
-            Code::All(DecisionType::Approve) => "A".into(),
-            Code::All(_) => "R".into(),
-            Code::Submit => "S".into(),
-            Code::Option { question, option } => format!("o{question}.{option}"),
-            Code::Other { question } => format!("t{question}"),
-            Code::Skip { question } => format!("k{question}"),
-            Code::Done { question } => format!("d{question}"),
-            Code::Goto { step } => format!("g{step}"),
-            Code::Page { step, page } => format!("p{step}.{page}"),
-            Code::Remember(RememberScope::Session) => "Ms".into(),
-            Code::Remember(RememberScope::Always) => "Ma".into(),
-        }
-    }
+/// Telegram's grammar: the name runs straight into the first index (`a0`, `o1.3`),
+/// and a token is at most 64 bytes of callback_data.
+pub const GRAMMAR: Grammar = Grammar { name_end: NameEnd::AtFirstIndex, limit: Limit::Bytes(64) };
 
+vocabulary! {
+    Code, GRAMMAR;
+    "a" [action] => { Code::Decide { action, decision: DecisionType::Approve } },
+    "r" [action] => { Code::Decide { action, decision: DecisionType::Reject } },
+    "s" [action] => { Code::Decide { action, decision: DecisionType::ApproveForSession } },
+    "e" [action] => { Code::Edit { action } },
+    "c" [action] => { Code::Comment { action } },
+    "A" [] => { Code::All(DecisionType::Approve) },
+    "R" [] => { Code::All(DecisionType::Reject) },
+    "S" [] => { Code::Submit },
+    "Ms" [] => { Code::Remember(RememberScope::Session) },
+    "Ma" [] => { Code::Remember(RememberScope::Always) },
+    "o" [question, option] => { Code::Option { question, option } },
+    "t" [question] => { Code::Other { question } },
+    "k" [question] => { Code::Skip { question } },
+    "d" [question] => { Code::Done { question } },
+    "g" [step] => { Code::Goto { step } },
+    "p" [step, page] => { Code::Page { step, page } },
+    // Decisions with no button of their own (edit, respond) are written as a reject,
+    // as they always were.
+    ; also
+    Code::Decide { action, .. } => "r" [action],
+    Code::All(_) => "R" [],
+}
+
+impl Code {
     /// The engine action a button stands for on its own, with nothing to ask first;
     /// `None` for buttons that prompt, navigate or depend on the stored request.
     pub fn direct_action(self) -> Option<UserAction> {
@@ -75,39 +85,6 @@ impl Code {
             Code::Submit => UserAction::Submit,
             // Whether the policy offers it is the core's call (RememberNotOffered).
             Code::Remember(scope) => UserAction::Remember { scope },
-            _ => return None,
-        })
-    }
-
-    pub fn parse(code: &str) -> Option<Code> {
-        let mut chars = code.chars();
-        let head = chars.next()?;
-        let rest = chars.as_str();
-        // Indexes are plain decimal: no sign, no leading '+', bounded length.
-        let index = |s: &str| -> Option<usize> { (!s.is_empty() && s.len() <= 4 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten() };
-        Some(match head {
-            'a' => Code::Decide { action: index(rest)?, decision: DecisionType::Approve },
-            'r' => Code::Decide { action: index(rest)?, decision: DecisionType::Reject },
-            's' => Code::Decide { action: index(rest)?, decision: DecisionType::ApproveForSession },
-            'e' => Code::Edit { action: index(rest)? },
-            'c' => Code::Comment { action: index(rest)? },
-            'A' if rest.is_empty() => Code::All(DecisionType::Approve),
-            'R' if rest.is_empty() => Code::All(DecisionType::Reject),
-            'S' if rest.is_empty() => Code::Submit,
-            'M' if rest == "s" => Code::Remember(RememberScope::Session),
-            'M' if rest == "a" => Code::Remember(RememberScope::Always),
-            'o' => {
-                let (q, o) = rest.split_once('.')?;
-                Code::Option { question: index(q)?, option: index(o)? }
-            }
-            't' => Code::Other { question: index(rest)? },
-            'k' => Code::Skip { question: index(rest)? },
-            'd' => Code::Done { question: index(rest)? },
-            'g' => Code::Goto { step: index(rest)? },
-            'p' => {
-                let (s, p) = rest.split_once('.')?;
-                Code::Page { step: index(s)?, page: index(p)? }
-            }
             _ => return None,
         })
     }
@@ -148,6 +125,13 @@ mod tests {
         assert_eq!(Code::parse("Ma").and_then(Code::direct_action), Some(UserAction::Remember { scope: RememberScope::Always }));
         assert_eq!(Code::parse("s0").and_then(Code::direct_action), Some(UserAction::Decide { action: 0, decision: Decision::ApproveForSession }));
         assert_eq!(Code::Edit { action: 0 }.direct_action(), None, "edit asks for JSON first");
+    }
+
+    #[test]
+    fn the_longest_code_fits_in_callback_data() {
+        let signer = crate::platform::token::TokenSigner::new(b"secret");
+        let longest = Code::Page { step: 9999, page: 9999 }.encode();
+        assert!(GRAMMAR.limit.fits(&signer.sign("a1b2c3d4e5f6", &longest).unwrap()), "{longest}");
     }
 
     #[test]

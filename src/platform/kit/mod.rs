@@ -1,0 +1,7 @@
+//! The platform kit: the parts every chat platform would otherwise write again for
+//! itself. It sits below the platforms (they import it, it imports none of them), so a
+//! new platform brings its transport, its cards and its addresses, and takes the rest
+//! from here.
+
+pub mod address;
+pub mod codes;
