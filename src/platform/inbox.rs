@@ -55,6 +55,12 @@ pub trait InboxHandler: Send + Sync + 'static {
     fn handle(self: &Arc<Self>, update: Self::Update, done: Done);
 }
 
+/// Updates the inbox could not store, with why.
+pub struct Unstored<U> {
+    pub error: StoreError,
+    pub updates: Vec<U>,
+}
+
 /// One platform's inbox as this replica works it.
 pub struct DurableInbox {
     inbox: PlatformInbox,
@@ -72,13 +78,18 @@ impl DurableInbox {
     }
 
     /// Stores `updates` (each with its row) and hands the new ones to `handler`; an
-    /// error means nothing was stored, and the caller must not confirm them.
-    pub async fn receive<H: InboxHandler>(&self, handler: &Arc<H>, updates: Vec<(InboxUpdate, H::Update)>) -> Result<(), StoreError> {
+    /// error means nothing was stored, and the caller must not confirm them. The error
+    /// hands the updates back, so the platform can tell their senders without keeping
+    /// a copy of every batch for the rare failure.
+    pub async fn receive<H: InboxHandler>(&self, handler: &Arc<H>, updates: Vec<(InboxUpdate, H::Update)>) -> Result<(), Unstored<H::Update>> {
         if updates.is_empty() {
             return Ok(());
         }
         let rows: Vec<InboxUpdate> = updates.iter().map(|(row, _)| row.clone()).collect();
-        let new = self.inbox.store(&rows, &self.claim(), now_ms()).await?;
+        let new = match self.inbox.store(&rows, &self.claim(), now_ms()).await {
+            Ok(new) => new,
+            Err(error) => return Err(Unstored { error, updates: updates.into_iter().map(|(_, update)| update).collect() }),
+        };
         for (row, update) in updates {
             if new.contains(&row.update_id) {
                 self.handle(handler, row.update_id, update);

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use sqlx::any::AnyConnectOptions;
-use sqlx::{AnyConnection, ConnectOptions, Connection};
+use sqlx::{AnyConnection, ConnectOptions};
 
 /// How often the database is checked.
 pub const CHECK_EVERY: Duration = Duration::from_millis(500);
@@ -139,7 +139,6 @@ async fn check(options: &AnyConnectOptions, conn: &mut Option<AnyConnection>) ->
         Some(live) => live,
         None => conn.insert(options.connect().await?),
     };
-    live.ping().await?;
     sqlx::query("SELECT 1").execute(&mut *live).await?;
     Ok(())
 }

@@ -126,7 +126,7 @@ impl Handler {
                 _ => Received::Ack,
             });
         }
-        stored?;
+        stored.map_err(|unstored| unstored.error)?;
         Ok(received)
     }
 

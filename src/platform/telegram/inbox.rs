@@ -12,7 +12,7 @@ use super::chat::chat_key;
 use super::lanes::{Job, Lanes};
 use super::send;
 use super::text::escape;
-use crate::platform::inbox::{Done, InboxHandler};
+use crate::platform::inbox::{Done, InboxHandler, Unstored};
 use crate::platform::locale::{Msg, text};
 use crate::store::{InboxUpdate, StoreError};
 
@@ -38,10 +38,19 @@ pub fn row(update: &Update) -> Option<InboxUpdate> {
 }
 
 /// Stores `updates` and hands the new ones to their lanes; an error means nothing was
-/// stored, and the caller must not confirm them.
+/// stored, and the caller must not confirm them. When the store is failing, their
+/// senders are told first ([`tell_not_stored`]).
 pub async fn receive(tg: &Arc<Telegram>, updates: Vec<Update>) -> Result<(), StoreError> {
     let rows = updates.into_iter().filter_map(|u| row(&u).map(|r| (r, u))).collect();
-    tg.inbox.receive(tg, rows).await
+    match tg.inbox.receive(tg, rows).await {
+        Ok(()) => Ok(()),
+        Err(Unstored { error, updates }) => {
+            if error.is_outage() {
+                tell_not_stored(tg, &updates).await;
+            }
+            Err(error)
+        }
+    }
 }
 
 /// Tells the people whose updates could not be stored because the store is failing
@@ -49,7 +58,7 @@ pub async fn receive(tg: &Arc<Telegram>, updates: Vec<Update>) -> Result<(), Sto
 /// it as a reply. Nothing is lost meanwhile: unconfirmed, the updates come back from
 /// Telegram and are handled once stored, so the notice asks nobody to send again. Once
 /// per update, and a chat gets at most one such message a minute.
-pub async fn tell_not_stored(tg: &Arc<Telegram>, updates: &[Update]) {
+async fn tell_not_stored(tg: &Arc<Telegram>, updates: &[Update]) {
     let now = std::time::Instant::now();
     for update in updates {
         match &update.kind {

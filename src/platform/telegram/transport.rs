@@ -134,8 +134,6 @@ async fn poll(tg: Arc<Telegram>) {
                 let next = batch.last().map(|u| i32::try_from(u.id.0).unwrap_or(i32::MAX).saturating_add(1)).or(offset);
                 // The next getUpdates confirms this batch: ask once it is stored, not
                 // once it is handled, so nothing waits for another chat's handling.
-                // Kept only to tell the senders when the store cannot take them.
-                let unstored = batch.clone();
                 match inbox::receive(&tg, batch).await {
                     Ok(()) => {
                         backoff = Duration::from_millis(500);
@@ -143,9 +141,6 @@ async fn poll(tg: Arc<Telegram>) {
                     }
                     Err(e) => {
                         tracing::error!(error = %e, retry_in = ?backoff, "cannot store updates; Telegram delivers them again");
-                        if e.is_outage() {
-                            inbox::tell_not_stored(&tg, &unstored).await;
-                        }
                         tokio::time::sleep(backoff).await;
                         backoff = (backoff * 2).min(MAX_BACKOFF);
                     }
@@ -223,13 +218,10 @@ async fn receive(State(tg): State<Arc<Telegram>>, request: axum::extract::Reques
     };
     // 200 once stored: the inbox has it, whatever happens to this replica next. A
     // store that cannot take it gets a 503, and Telegram delivers it again.
-    match inbox::receive(&tg, vec![update.clone()]).await {
+    match inbox::receive(&tg, vec![update]).await {
         Ok(()) => StatusCode::OK,
         Err(e) => {
             tracing::error!(error = %e, "cannot store a webhook update; Telegram delivers it again");
-            if e.is_outage() {
-                inbox::tell_not_stored(&tg, std::slice::from_ref(&update)).await;
-            }
             StatusCode::SERVICE_UNAVAILABLE
         }
     }
