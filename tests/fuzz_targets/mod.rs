@@ -14,7 +14,7 @@ use hitl_bridge::backend::assembler::{Assembler, MAX_TEXT_BYTES};
 use hitl_bridge::interaction::TimeoutDefaults;
 use hitl_bridge::platform::discord::codes::Code as DiscordCode;
 use hitl_bridge::platform::telegram::codes::Code as TelegramCode;
-use hitl_bridge::platform::token::{MAX_TOKEN_BYTES, TokenSigner};
+use hitl_bridge::platform::kit::token::{MAX_TOKEN_BYTES, TokenSigner};
 use hitl_bridge::protocol::BackendEvent;
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;

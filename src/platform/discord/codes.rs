@@ -1,5 +1,5 @@
 //! What a component's `custom_id` means. The id itself is a signed token
-//! ([`TokenSigner`](crate::platform::token::TokenSigner)) whose action code is one of
+//! ([`TokenSigner`](crate::platform::kit::token::TokenSigner)) whose action code is one of
 //! these: short, with indexes only, never labels or question text. Parsing is strict;
 //! a code that does not parse is treated like a forged token. The spellings below are a
 //! table over the kit's grammar ([`crate::platform::kit::codes`]).
@@ -126,7 +126,7 @@ mod tests {
 
     #[test]
     fn the_longest_code_fits_in_a_custom_id() {
-        let signer = crate::platform::token::TokenSigner::new(b"secret");
+        let signer = crate::platform::kit::token::TokenSigner::new(b"secret");
         let longest = Code::EditModal(9999).encode();
         assert!(GRAMMAR.limit.fits(&signer.sign("a1b2c3d4e5f6", &longest).unwrap()), "{longest}");
     }

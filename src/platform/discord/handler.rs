@@ -23,9 +23,9 @@ use super::{PLATFORM, Shared, members, modal, render, rest};
 use crate::engine::{ActError, Click, Clicked, CommandOutcome, EngineError};
 use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, RequestKind, UserAction};
-use crate::platform::commands;
+use crate::platform::kit::commands;
 use crate::platform::locale::{self, Locale, Msg};
-use crate::platform::refusals::{Refused, engine_failure, paired_notice, stranger_notice};
+use crate::platform::kit::refusals::{Refused, engine_failure, paired_notice, stranger_notice};
 use crate::store::ChatKey;
 
 /// What to answer at once, and what to do after the answer is out.

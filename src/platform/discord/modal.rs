@@ -11,7 +11,7 @@ use super::render::{PER_PAGE, free_text_label, limits};
 use super::text::{DMsg, dtext, truncate};
 use crate::interaction::{Draft, Interaction, RequestKind, UserAction, readable};
 use crate::platform::locale::{self, Locale, Msg};
-use crate::platform::token::TokenSigner;
+use crate::platform::kit::token::TokenSigner;
 use crate::protocol::Decision;
 
 const ARGS_INPUT: &str = "args";

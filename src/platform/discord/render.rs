@@ -23,8 +23,8 @@ use crate::platform::descriptor::BrowserLink;
 use crate::platform::locale::policy::Addressed;
 use crate::platform::locale::web::{WebMsg, web_text};
 use crate::platform::locale::{self, Locale, Msg};
-use crate::platform::reminder::Recipients;
-use crate::platform::token::TokenSigner;
+use crate::platform::kit::reminder::Recipients;
+use crate::platform::kit::token::TokenSigner;
 use crate::protocol::{Decision, DecisionType};
 
 /// Discord's limits (DESIGN.md "Platform limits").
@@ -439,7 +439,7 @@ pub fn reminder(interaction: &Interaction, people: &Recipients, locale: Locale) 
     named.extend(people.others.iter().take(MAX_MENTIONS).map(|o| truncate(o, 60)));
     let named = named.join(" ");
     let to = if named.is_empty() { Addressed::Nobody } else { Addressed::To(&named) };
-    let progress = crate::platform::reminder::progress(locale, interaction);
+    let progress = crate::platform::kit::reminder::progress(locale, interaction);
     let subject = truncate(&locale::policy::subject(interaction), 300);
     let deadline = format!("<t:{}:R>", interaction.deadline_ms.div_euclid(1000));
     let content = locale::policy::reminder(locale, to, &subject, progress.as_deref(), &deadline);

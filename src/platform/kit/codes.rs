@@ -1,5 +1,5 @@
 //! One grammar for button codes: the `code` part of a signed, versioned callback token
-//! ([`TokenSigner`](crate::platform::token::TokenSigner), DESIGN.md "Callback tokens").
+//! ([`TokenSigner`](crate::platform::kit::token::TokenSigner), DESIGN.md "Callback tokens").
 //!
 //! A code is a short name and at most two decimal indexes, never labels, question text
 //! or args, so a token stays within the platform's limit whatever a card says. Each

@@ -1,5 +1,5 @@
 //! What a button's `value` or a modal's `private_metadata` means. The value itself is
-//! a signed token ([`TokenSigner`](crate::platform::token::TokenSigner)) whose action
+//! a signed token ([`TokenSigner`](crate::platform::kit::token::TokenSigner)) whose action
 //! code is one of these: short, indexes only, never labels or args. A token that does
 //! not verify, or a code that does not parse, changes nothing: the clicker is told the
 //! button is unknown. A button's `action_id` is only a name for Slack (unique per
@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn the_longest_code_fits_every_place_a_token_goes() {
-        let signer = crate::platform::token::TokenSigner::new(b"secret");
+        let signer = crate::platform::kit::token::TokenSigner::new(b"secret");
         let longest = Code::Option { question: 9999, option: 9999 }.encode();
         assert!(GRAMMAR.limit.fits(&signer.sign("a1b2c3d4e5f6", &longest).unwrap()), "{longest}");
     }

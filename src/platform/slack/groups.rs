@@ -37,7 +37,7 @@ use super::address::is_group_id;
 use super::api::Api;
 use crate::engine::EngineHandle;
 use crate::interaction::{Actor, Interaction, Origin};
-use crate::platform::bounded::BoundedMap;
+use crate::platform::kit::bounded::BoundedMap;
 
 /// How long a click waits for Slack to say who is in a group.
 pub const ASK_WAIT: Duration = Duration::from_millis(1500);

@@ -29,7 +29,7 @@ use super::text::{SMsg, code, escape, escape_cut, note, stext};
 use crate::interaction::{Action, Draft, Interaction, Origin, RememberScope, RequestKind, readable};
 use crate::platform::descriptor::BrowserLink;
 use crate::platform::locale::web::{WebMsg, web_text};
-use crate::platform::token::TokenSigner;
+use crate::platform::kit::token::TokenSigner;
 use crate::protocol::{Decision, DecisionType};
 use crate::texts::{self, Locale, Msg, cut, text};
 

@@ -240,14 +240,14 @@ mod tests {
 
     use super::super::settings::TelegramSettings;
     use super::super::wizard::{Caches, Wizard};
-    use super::super::{TgBot, lanes, limits};
+    use super::super::{TgBot, limits};
     use super::*;
     use crate::engine::{Connectors, Engine, EngineConfig, EngineHandle, EngineRequest, OnExpiry, now_ms};
     use crate::interaction::{AccessPolicy, Actor, RequestBuilder, TimeoutDefaults};
     use crate::metrics::Metrics;
     use crate::platform::descriptor::{SignInLinkError, WebLinks};
-    use crate::platform::inbox::DurableInbox;
-    use crate::platform::token::TokenSigner;
+    use crate::platform::kit::inbox::DurableInbox;
+    use crate::platform::kit::token::TokenSigner;
     use crate::protocol::ActionRequest;
     use crate::store::Store;
 
@@ -326,7 +326,7 @@ mod tests {
             wizard: Wizard::new(store.ui_states()),
             inbox: DurableInbox::new(store.inboxes().of(super::super::PLATFORM), "r1".into()),
             caches: Mutex::new(Caches::default()),
-            lanes: lanes::Lanes::default(),
+            lanes: crate::platform::kit::lanes::Lanes::new("a Telegram update"),
             tasks: Mutex::new(Vec::new()),
             metrics,
             web: Arc::new(NoWebInbox),

@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn the_longest_code_fits_in_callback_data() {
-        let signer = crate::platform::token::TokenSigner::new(b"secret");
+        let signer = crate::platform::kit::token::TokenSigner::new(b"secret");
         let longest = Code::Page { step: 9999, page: 9999 }.encode();
         assert!(GRAMMAR.limit.fits(&signer.sign("a1b2c3d4e5f6", &longest).unwrap()), "{longest}");
     }

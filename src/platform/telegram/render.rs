@@ -21,8 +21,8 @@ use crate::platform::descriptor::BrowserLink;
 use crate::platform::locale::policy::Addressed;
 use crate::platform::locale::web::{WebMsg, web_text};
 use crate::platform::locale::{self, Locale, Msg, text};
-use crate::platform::reminder::Recipients;
-use crate::platform::token::TokenSigner;
+use crate::platform::kit::reminder::Recipients;
+use crate::platform::kit::token::TokenSigner;
 use crate::protocol::{Decision, DecisionType, Reply};
 
 /// Longest label on a button; Telegram shows about this much on a phone anyway.
@@ -351,7 +351,7 @@ pub fn reminder(interaction: &Interaction, people: &Recipients, locale: Locale) 
         (true, false) => Addressed::Role(&roles),
         (true, true) => Addressed::Nobody,
     };
-    let progress = crate::platform::reminder::progress(locale, interaction).map(|p| escape(&p));
+    let progress = crate::platform::kit::reminder::progress(locale, interaction).map(|p| escape(&p));
     let subject = escape_cut(&locale::policy::subject(interaction), MAX_FIELD_CHARS);
     locale::policy::reminder(locale, to, &subject, progress.as_deref(), &locale::clock(interaction.deadline_ms))
 }

@@ -12,7 +12,7 @@ use crate::interaction::answers::MAX_TEXT_CHARS;
 use crate::interaction::{Draft, Interaction, RequestKind, UserAction, readable};
 use crate::platform::slack::codes::Code;
 use crate::platform::slack::text::{SMsg, escape_cut, stext};
-use crate::platform::token::TokenSigner;
+use crate::platform::kit::token::TokenSigner;
 use crate::protocol::Decision;
 use crate::texts::{Locale, Msg, text};
 

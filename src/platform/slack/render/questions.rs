@@ -25,7 +25,7 @@ use crate::interaction::answers::encode;
 use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question};
 use crate::platform::slack::codes::Code;
 use crate::platform::slack::text::{SMsg, escape, escape_cut, note, stext};
-use crate::platform::token::TokenSigner;
+use crate::platform::kit::token::TokenSigner;
 use crate::protocol::Reply;
 use crate::texts::{Locale, Msg, text};
 

@@ -3,7 +3,7 @@
 //! that changed nothing. The engine answers with the typed refusal; every platform
 //! words it here, the same way.
 
-use super::locale::{self, AccessMsg, Locale};
+use crate::platform::locale::{self, AccessMsg, Locale};
 use crate::engine::{EngineError, PairRefusal, RevokeRefusal, Stranger};
 use crate::store::{PairError, PairedUser};
 

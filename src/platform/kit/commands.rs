@@ -4,9 +4,9 @@
 //! core's ([`crate::interaction::command`]), running it the engine's
 //! ([`crate::engine::CommandOutcome`]); [`reply`] words the outcome for every platform.
 
-use super::descriptor::WebLinks;
-use super::locale::web::{WebMsg, web_text};
-use super::locale::{self, Locale, Msg};
+use crate::platform::descriptor::WebLinks;
+use crate::platform::locale::web::{WebMsg, web_text};
+use crate::platform::locale::{self, Locale, Msg};
 use super::refusals::Refused;
 use crate::engine::CommandOutcome;
 use crate::interaction::Actor;
