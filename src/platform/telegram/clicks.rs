@@ -294,7 +294,7 @@ mod tests {
             pairing_ttl_ms: 0,
             routing: Default::default(),
             // Telegram's own grammar: a platform never reads the registry of the others.
-            networks: crate::interaction::chat::Networks::new(vec![Arc::new(super::super::address::Address)]),
+            networks: crate::interaction::chat::Networks::new(vec![Arc::new(super::super::address::ADDRESS)]),
             grace_ms: 0,
             on_expiry: OnExpiry::Leave,
             replica_id: "r1".into(),
