@@ -1145,8 +1145,8 @@ mod policies {
     use hitl_bridge::interaction::policy::{Fallback, FallbackDecision, Mention, Policy};
     use hitl_bridge::interaction::{AccessPolicy, Actor, Interaction, RememberScope, RememberedRule, RequestBuilder, TimeoutDefaults, UserAction};
     use hitl_bridge::platform::discord::render::view;
-    use hitl_bridge::platform::locale::Locale;
     use hitl_bridge::platform::kit::token::TokenSigner;
+    use hitl_bridge::platform::locale::Locale;
     use hitl_bridge::protocol::{ActionRequest, Decision, EditedAction, ReviewConfig};
 
     const MIN: i64 = 60_000;

@@ -237,4 +237,3 @@ impl Write for FinishUpdate {
         true
     }
 }
-

@@ -187,7 +187,6 @@ pub(super) async fn insert_shows(conn: &mut AnyConnection, interaction_id: &str,
     Ok(())
 }
 
-
 /// A request shown (or never to be shown) in one chat.
 struct Shown {
     interaction_id: String,

@@ -20,7 +20,11 @@ pub const ADDRESS: NumberedAddress = NumberedAddress {
     signed_chats: false,
     direct_prefix: DM_PREFIX,
     // A guild id is unsigned, unlike a chat id in general.
-    spaces: Some(SpaceGrammar { prefix: "guild:", is_space_id: |guild| !guild.is_empty() && guild.bytes().all(|b| b.is_ascii_digit()), is_chat_id: is_numeric_id }),
+    spaces: Some(SpaceGrammar {
+        prefix: "guild:",
+        is_space_id: |guild| !guild.is_empty() && guild.bytes().all(|b| b.is_ascii_digit()),
+        is_chat_id: is_numeric_id,
+    }),
     chat_forms: &["discord:CHANNEL_ID", "discord:CHANNEL_ID/THREAD_ID", "discord:user:USER_ID"],
     chat_examples: &["discord:1100…", "discord:user:80…"],
     space_form: Some("discord:guild:GUILD_ID"),

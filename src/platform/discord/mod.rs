@@ -38,17 +38,17 @@ use self::settings::DiscordSettings;
 use super::descriptor::{Membership, WebLinks};
 use super::kit::reminder;
 use super::{Platform, PlatformError};
-use crate::engine::Reminder;
 use crate::clock::now_ms;
+use crate::engine::Reminder;
 use crate::engine::{EngineHandle, UiStateWrite};
 use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::interaction::{AccessPolicy, Actor, Interaction, readable};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
 use crate::platform::kit::bounded::BoundedMap;
-use crate::platform::locale::Locale;
 use crate::platform::kit::token::TokenSigner;
 use crate::platform::kit::turns::{Line, Priority};
+use crate::platform::locale::Locale;
 use crate::store::{ChatKey, MessageRef, UiStates};
 
 /// Entries each cache keeps at most.

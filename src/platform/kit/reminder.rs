@@ -10,10 +10,10 @@
 //! where they are. A `User` on another platform is named as text, never dropped, so
 //! a reminder always says whom it is for.
 
-use crate::platform::locale::policy::{self as texts, Addressed};
-use crate::platform::locale::{self, Locale};
 use crate::interaction::policy::Mention;
 use crate::interaction::{AccessPolicy, Interaction, Origin};
+use crate::platform::locale::policy::{self as texts, Addressed};
+use crate::platform::locale::{self, Locale};
 
 /// Whom one reminder addresses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -17,9 +17,5 @@ pub const ADDRESS: NumberedAddress = NumberedAddress {
     chat_examples: &["telegram:-100123/7"],
     space_form: None,
     group_form: None,
-    field_docs: [
-        "Telegram chat id (groups are negative).",
-        "A forum topic in the chat.",
-        "A person: their private chat with the bot (instead of chat_id).",
-    ],
+    field_docs: ["Telegram chat id (groups are negative).", "A forum topic in the chat.", "A person: their private chat with the bot (instead of chat_id)."],
 };

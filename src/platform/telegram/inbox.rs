@@ -9,9 +9,9 @@ use teloxide::types::{Update, UpdateKind};
 
 use super::Telegram;
 use super::chat::chat_key;
-use super::{chat, clicks};
 use super::send;
 use super::text::escape;
+use super::{chat, clicks};
 use crate::platform::kit::inbox::{Done, InboxHandler, Unstored};
 use crate::platform::locale::{Msg, text};
 use crate::store::{InboxUpdate, StoreError};
