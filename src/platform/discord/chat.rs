@@ -12,8 +12,9 @@
 
 use serenity::all::{Channel, ChannelType, CreateMessage, CreateThread, Message, UserId};
 
+use super::limits;
 use super::text::{DMsg, dtext, truncate};
-use super::{PLATFORM, Shared, members, render, rest};
+use super::{PLATFORM, Shared, api, groups};
 use crate::engine::EngineError;
 use crate::interaction::Actor;
 use crate::platform::kit::refusals::{engine_failure, stranger_notice};
@@ -39,7 +40,7 @@ async fn thread_parent(shared: &Shared, channel: u64) -> Option<u64> {
     if let Some(known) = shared.looked_up(channel) {
         return known;
     }
-    let found = rest::retrying(&shared.metrics, "get channel", || shared.http.get_channel(channel.into())).await;
+    let found = api::retrying(&shared.metrics, "get channel", || shared.http.get_channel(channel.into())).await;
     let parent = match found {
         Ok(Channel::Guild(c)) if matches!(c.kind, ChannelType::PublicThread | ChannelType::PrivateThread | ChannelType::NewsThread) => {
             c.parent_id.map(|p| p.get())
@@ -86,7 +87,7 @@ pub async fn on_message(shared: &Shared, message: &Message, bot: UserId) {
     };
     // The requester: who may answer what this message starts (roles as in the guild,
     // or looked up in `discord.guild_id` for a DM).
-    let mut actor = members::person(shared, &message.author, None, message.guild_id).await;
+    let mut actor = groups::person(shared, &message.author, None, message.guild_id).await;
     if let Some(member) = message.member.as_deref() {
         if let Some(nick) = &member.nick {
             actor.name = nick.clone();
@@ -137,7 +138,7 @@ async fn to_agent(shared: &Shared, message: &Message, key: ChatKey, actor: Actor
 
 /// Answers `message` in its channel, as a reply to it, when its turn comes.
 async fn reply(shared: &Shared, message: &Message, text: &str, priority: Priority) {
-    let answer = CreateMessage::new().content(truncate(text, render::limits::CONTENT)).reference_message(message);
+    let answer = CreateMessage::new().content(truncate(text, limits::CONTENT)).reference_message(message);
     if let Err(e) = shared.send(message.channel_id, answer, priority).await {
         tracing::warn!(error = %e, "cannot answer a Discord message");
     }
@@ -148,7 +149,7 @@ async fn open_thread(shared: &Shared, message: &Message, text: &str) -> Option<u
     let name = truncate(text.lines().next().unwrap_or(text), THREAD_NAME);
     let builder = CreateThread::new(name);
     let http = &shared.http;
-    match rest::retrying(&shared.metrics, "create thread", || message.channel_id.create_thread_from_message(http, message.id, builder.clone())).await {
+    match api::retrying(&shared.metrics, "create thread", || message.channel_id.create_thread_from_message(http, message.id, builder.clone())).await {
         Ok(thread) => {
             shared.remember_thread(thread.id.get(), message.channel_id.get());
             Some(thread.id.get())

@@ -4,7 +4,7 @@
 //! a code that does not parse is treated like a forged token. The spellings below are a
 //! table over the kit's grammar ([`crate::platform::kit::codes`]).
 
-use super::render::limits;
+use super::limits;
 use crate::interaction::{RememberScope, UserAction};
 use crate::platform::kit::codes::{Decide, Grammar, Limit, NameEnd, vocabulary};
 

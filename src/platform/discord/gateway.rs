@@ -1,5 +1,5 @@
 //! The gateway connection (serenity's client): READY registers the slash commands,
-//! messages go to [`chat`](super::chat), interactions to [`handler`](super::handler)
+//! messages go to [`chat`](super::chat), interactions to [`clicks`](super::clicks)
 //! whose first response is posted at once and whose work runs after.
 
 use std::sync::{Arc, Mutex, OnceLock};
@@ -10,7 +10,7 @@ use serenity::all::{
 };
 use serenity::builder::Builder as _;
 
-use super::{Shared, chat, handler, rest};
+use super::{Shared, api, chat, clicks};
 use crate::platform::kit::commands::{COMMANDS, LANGUAGES};
 use crate::platform::locale::Locale;
 
@@ -72,7 +72,7 @@ impl EventHandler for Handler {
         self.shared.http.set_application_id(ready.application.id);
         tracing::info!(user = %ready.user.name, "Discord gateway ready");
         let http = self.shared.http.clone();
-        match rest::retrying(&self.shared.metrics, "register commands", || Command::set_global_commands(&*http, commands())).await {
+        match api::retrying(&self.shared.metrics, "register commands", || Command::set_global_commands(&*http, commands())).await {
             Ok(_) => tracing::info!("slash commands registered"),
             Err(e) => tracing::error!(error = %e, "cannot register slash commands"),
         }
@@ -93,10 +93,10 @@ impl EventHandler for Handler {
             Interaction::Command(c) => (c.id, c.token.clone()),
             _ => return,
         };
-        let handled = handler::handle(self.shared.clone(), interaction).await;
+        let handled = clicks::handle(self.shared.clone(), interaction).await;
         let http = self.shared.http.clone();
         // The 3-second window: the response goes out before any work starts.
-        match rest::retrying(&self.shared.metrics, "interaction response", || handled.response.clone().execute(&*http, (id, &token))).await {
+        match api::retrying(&self.shared.metrics, "interaction response", || handled.response.clone().execute(&*http, (id, &token))).await {
             Ok(()) => {
                 if let Some(work) = handled.work {
                     work.await;
@@ -114,7 +114,7 @@ impl EventHandler for Handler {
 pub async fn connect(shared: Arc<Shared>, token: &str) -> Result<Arc<ShardManager>, serenity::Error> {
     // The client gets its own REST client (serenity wraps it); both point at the same
     // place, and the gateway URL comes from GET /gateway on it.
-    let http = rest::http(&shared.settings, token);
+    let http = api::http(&shared.settings, token);
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
     let handler = Handler { shared, bot: OnceLock::new(), first_ready: Mutex::new(Some(ready_tx)) };
     let mut client = serenity::client::ClientBuilder::new_with_http(http, intents()).event_handler(handler).await?;

@@ -22,7 +22,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serenity::interactions_endpoint::Verifier;
 
-use super::{Shared, handler};
+use super::{Shared, clicks};
 use crate::listener::Limits;
 
 /// The largest interaction body accepted. Real ones are a few KiB.
@@ -101,7 +101,7 @@ async fn interaction(State(endpoint): State<Endpoint>, headers: HeaderMap, body:
             return (StatusCode::BAD_REQUEST, "unreadable interaction").into_response();
         }
     };
-    let handled = handler::handle(endpoint.shared.clone(), interaction).await;
+    let handled = clicks::handle(endpoint.shared.clone(), interaction).await;
     if let Some(work) = handled.work {
         tokio::spawn(work);
     }

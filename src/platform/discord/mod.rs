@@ -3,7 +3,7 @@
 //!
 //! [`start`] builds the REST client, connects the gateway (messages, slash commands,
 //! component clicks) and, when `discord.public_key` is set, serves the HTTP
-//! interactions endpoint. Both ways in share one handler ([`handler`]). This file
+//! interactions endpoint. Both ways in share one handler ([`clicks`]). This file
 //! is the [`Platform`] the engine calls: sending text, status lines, and showing and
 //! refreshing interaction messages. What a click means is the core's call.
 //!
@@ -12,17 +12,18 @@
 //! (status lines, threads, channel lookups, DM channels), bounded in size.
 
 pub mod address;
+pub mod api;
 pub mod chat;
+pub mod clicks;
 pub mod codes;
 pub mod descriptor;
 pub mod gateway;
-pub mod handler;
+pub mod groups;
 pub mod http_endpoint;
+pub mod limits;
 pub mod login;
-pub mod members;
 pub mod modal;
 pub mod render;
-pub mod rest;
 pub mod settings;
 pub mod text;
 
@@ -81,7 +82,7 @@ pub struct Shared {
     /// A user's DM channel, opened once per user (routing to approvers' DMs).
     dms: Mutex<BoundedMap<u64, ChannelId>>,
     /// Roles of members looked up for DMs (`discord.guild_id`).
-    members: members::MemberCache,
+    members: groups::MemberCache,
     /// One line per channel: its new messages go one at a time, cards first, so a
     /// card never waits behind a crowd's refusals in the channel's rate limit.
     turns: Mutex<BoundedMap<u64, Arc<Line>>>,
@@ -106,7 +107,7 @@ impl Shared {
             }
         };
         let _turn = line.turn(priority).await;
-        rest::retrying(&self.metrics, "send message", || channel.send_message(&self.http, message.clone())).await
+        api::retrying(&self.metrics, "send message", || channel.send_message(&self.http, message.clone())).await
     }
 
     /// The message showing `interaction` at `page`, with its "Open in browser" when
@@ -206,7 +207,7 @@ pub async fn start(
         return Err(send_error("discord.enabled is set but discord.token is empty (env HITL_BRIDGE__DISCORD__TOKEN)"));
     }
     let shared = Arc::new(Shared {
-        http: rest::client(settings, &token),
+        http: api::client(settings, &token),
         engine,
         signer,
         settings: settings.clone(),
@@ -216,7 +217,7 @@ pub async fn start(
         threads: Mutex::new(BoundedMap::new(CACHE_CAP)),
         looked_up: Mutex::new(BoundedMap::new(CACHE_CAP)),
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
-        members: members::MemberCache::default(),
+        members: groups::MemberCache::default(),
         turns: Mutex::new(BoundedMap::new(CACHE_CAP)),
         metrics,
         web,
@@ -253,7 +254,7 @@ impl Discord {
             return Ok(channel);
         }
         let http = &self.shared.http;
-        let dm = rest::retrying(&self.shared.metrics, "open a DM", || UserId::new(user).create_dm_channel(http))
+        let dm = api::retrying(&self.shared.metrics, "open a DM", || UserId::new(user).create_dm_channel(http))
             .await
             .map_err(|e| send_error(format!("cannot open a DM with {user}: {e}")))?;
         Shared::lock(&self.shared.dms).insert(user, dm.id);
@@ -268,7 +269,7 @@ impl Discord {
 impl Membership for Discord {
     fn groups_of<'a>(&'a self, person: &'a Actor, _named: &'a [String]) -> BoxFuture<'a, Vec<String>> {
         // A member's roles come whole: which ones a request names does not matter.
-        Box::pin(async move { if person.platform == PLATFORM { members::web_roles(&self.shared, person).await } else { Vec::new() } })
+        Box::pin(async move { if person.platform == PLATFORM { groups::web_roles(&self.shared, person).await } else { Vec::new() } })
     }
 }
 
@@ -280,7 +281,7 @@ impl Platform for Discord {
     fn send_text<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
             let channel = self.channel(chat).await?;
-            for piece in text::split(&readable::text(text), render::limits::CONTENT) {
+            for piece in text::split(&readable::text(text), limits::CONTENT) {
                 if piece.trim().is_empty() {
                     continue; // Discord refuses empty messages.
                 }
@@ -293,14 +294,14 @@ impl Platform for Discord {
     fn tool_status<'a>(&'a self, chat: &'a ChatKey, status: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
             let channel = self.channel(chat).await?;
-            let line = text::truncate(&status.line(), render::limits::CONTENT);
+            let line = text::truncate(&status.line(), limits::CONTENT);
             let key = (channel.get(), status.group);
             let existing = Shared::lock(&self.shared.statuses).get(&key).copied();
             match existing {
                 Some(message) => {
                     let http = &self.shared.http;
                     let edit = EditMessage::new().content(line);
-                    rest::retrying(&self.shared.metrics, "edit status", || channel.edit_message(http, message, edit.clone()))
+                    api::retrying(&self.shared.metrics, "edit status", || channel.edit_message(http, message, edit.clone()))
                         .await
                         .map_err(|e| send_error(format!("edit status in {channel}: {e}")))?;
                 }
@@ -343,7 +344,7 @@ impl Platform for Discord {
             // An empty component list is what removes the buttons once it has ended.
             let edit = EditMessage::new().embed(view.embed).components(view.components);
             let http = &self.shared.http;
-            rest::retrying(&self.shared.metrics, "edit interaction", || channel.edit_message(http, id, edit.clone()))
+            api::retrying(&self.shared.metrics, "edit interaction", || channel.edit_message(http, id, edit.clone()))
                 .await
                 .map_err(|e| send_error(format!("edit {id} in {channel}: {e}")))?;
             Ok(())
@@ -358,7 +359,7 @@ impl Platform for Discord {
                 return self.send_text(chat, &text).await;
             }
             let channel = self.channel(chat).await?;
-            let content = text::truncate(&format!("⚠️ {text}"), render::limits::CONTENT);
+            let content = text::truncate(&format!("⚠️ {text}"), limits::CONTENT);
             self.send(channel, CreateMessage::new().content(content), Priority::Text).await.map(|_| ())
         })
     }

@@ -7,7 +7,8 @@
 use serenity::all::{ActionRowComponent, CreateActionRow, CreateInputText, CreateModal, InputTextStyle, ModalInteractionData};
 
 use super::codes::Code;
-use super::render::{PER_PAGE, free_text_label, limits};
+use super::limits;
+use super::render::{PER_PAGE, free_text_label};
 use super::text::{DMsg, dtext, truncate};
 use crate::interaction::{Draft, Interaction, RequestKind, UserAction, readable};
 use crate::platform::kit::token::TokenSigner;

@@ -9,6 +9,7 @@ pub mod codes;
 pub mod commands;
 pub mod inbox;
 pub mod lanes;
+pub mod pacing;
 pub mod refusals;
 pub mod reminder;
 pub mod token;

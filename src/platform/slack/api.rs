@@ -19,16 +19,15 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use governor::clock::{Clock, MonotonicClock};
-use governor::middleware::NoOpMiddleware;
-use governor::state::keyed::HashMapStateStore;
-use governor::{Quota, RateLimiter};
+use governor::Quota;
+use governor::clock::MonotonicClock;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
 use super::PLATFORM;
 use crate::metrics::{Metrics, PlatformErrorKind};
 use crate::platform::kit::bounded::BoundedMap;
+use crate::platform::kit::pacing::{self, Pauses, Scope, at_least_one, retry_after};
 use crate::platform::kit::turns::{Line, Priority};
 
 /// Attempts per call, the first included.
@@ -41,9 +40,6 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// Channels whose send order is remembered at once.
 const LINES: usize = 10_000;
-
-type ChannelLimiter = RateLimiter<String, HashMapStateStore<String>, MonotonicClock, NoOpMiddleware<<MonotonicClock as Clock>::Instant>>;
-type MethodLimiter = RateLimiter<&'static str, HashMapStateStore<&'static str>, MonotonicClock, NoOpMiddleware<<MonotonicClock as Clock>::Instant>>;
 
 /// Slack's rate-limit tiers (<https://api.slack.com/apis/rate-limits>, "Web API rate
 /// limit tiers"): requests a minute per method, app and workspace.
@@ -75,8 +71,7 @@ impl Tier {
             Tier::Four => (100, 100),
             Tier::Posts => (300, 300),
         };
-        let nonzero = |n: u32| std::num::NonZeroU32::new(n).unwrap_or(std::num::NonZeroU32::MIN);
-        Quota::per_minute(nonzero(per_minute)).allow_burst(nonzero(burst))
+        Quota::per_minute(at_least_one(per_minute)).allow_burst(at_least_one(burst))
     }
 }
 
@@ -98,21 +93,18 @@ pub fn tier(method: &str) -> Tier {
 
 /// Every method's quota, by its tier: a call waits its turn rather than be refused.
 struct Pace {
-    tiers: [MethodLimiter; 5],
+    tiers: [pacing::Quota<&'static str>; 5],
 }
 
 impl Pace {
     fn new() -> Self {
-        let limiter = |tier: Tier| RateLimiter::hashmap_with_clock(tier.quota(), MonotonicClock);
+        let limiter = |tier: Tier| pacing::Quota::new(tier.quota(), MonotonicClock);
         Self { tiers: [limiter(Tier::One), limiter(Tier::Two), limiter(Tier::Three), limiter(Tier::Four), limiter(Tier::Posts)] }
     }
 
     /// Waits until `method` may be called again.
     async fn wait(&self, method: &'static str) {
-        let limiter = &self.tiers[tier(method) as usize];
-        while let Err(not_until) = limiter.check_key(&method) {
-            tokio::time::sleep(not_until.wait_time_from(MonotonicClock.now())).await;
-        }
+        self.tiers[tier(method) as usize].until_ready(&method).await;
     }
 }
 
@@ -164,7 +156,10 @@ pub struct Api {
     bot_token: SecretString,
     app_token: Option<SecretString>,
     /// About one new message a second per channel (`None`: not paced here).
-    posts: Option<ChannelLimiter>,
+    posts: Option<pacing::Quota<String>>,
+    /// Each method's pause after a 429: its other calls wait it out too, instead of
+    /// each earning a 429 of its own.
+    pauses: Pauses<&'static str>,
     /// Each method's tier (`None`: not paced here).
     pace: Option<Pace>,
     /// One line per channel: its new messages go out one at a time, in order.
@@ -178,13 +173,14 @@ impl Api {
     /// the methods' tiers (only against a fake Slack, as a benchmark does).
     pub fn new(base: &str, bot_token: &str, app_token: Option<&str>, post_interval: Duration, metrics: Metrics) -> Self {
         let http = reqwest::Client::builder().timeout(TIMEOUT).build().unwrap_or_default();
-        let posts = Quota::with_period(post_interval).map(|quota| RateLimiter::hashmap_with_clock(quota, MonotonicClock));
+        let posts = Quota::with_period(post_interval).map(|quota| pacing::Quota::new(quota, MonotonicClock));
         Self {
             http,
             base: base.to_owned(),
             bot_token: SecretString::from(bot_token.to_owned()),
             app_token: app_token.map(|t| SecretString::from(t.to_owned())),
             posts,
+            pauses: Pauses::new(),
             pace: (!post_interval.is_zero()).then(Pace::new),
             lines: Mutex::new(BoundedMap::new(LINES)),
             metrics,
@@ -205,6 +201,7 @@ impl Api {
         let url = format!("{}{method}", self.base);
         let mut attempt = 1;
         loop {
+            self.pauses.wait(&method).await;
             if let Some(pace) = &self.pace {
                 pace.wait(method).await;
             }
@@ -212,7 +209,7 @@ impl Api {
                 Ok(answer) => return Ok(answer),
                 Err(Attempt::Wait(wait)) if attempt < ATTEMPTS => {
                     tracing::info!(method, wait_ms = wait.as_millis() as u64, "Slack rate limited a call; waiting as told");
-                    tokio::time::sleep(wait).await;
+                    self.pauses.pause(Scope::One(method), wait);
                     attempt += 1;
                 }
                 Err(Attempt::Wait(_)) => return Err(ApiError::RateLimited { method }),
@@ -237,13 +234,7 @@ impl Api {
         let status = response.status().as_u16();
         if status == 429 {
             self.metrics.platform_error(PLATFORM, PlatformErrorKind::RateLimited);
-            let wait = response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map_or(DEFAULT_RETRY_AFTER, Duration::from_secs);
-            return Err(Attempt::Wait(wait.min(MAX_RETRY_AFTER)));
+            return Err(Attempt::Wait(retry_after(response.headers(), DEFAULT_RETRY_AFTER, MAX_RETRY_AFTER)));
         }
         if let Some(kind) = PlatformErrorKind::from_status(status) {
             self.metrics.platform_error(PLATFORM, kind);
@@ -290,16 +281,14 @@ impl Api {
         let line = self.line(&channel);
         let _turn = line.turn(priority).await;
         if let Some(posts) = &self.posts {
-            while let Err(not_until) = posts.check_key(&channel) {
-                tokio::time::sleep(not_until.wait_time_from(MonotonicClock.now())).await;
-            }
+            posts.until_ready(&channel).await;
         }
         let answer = self.call("chat.postMessage", Token::Bot, message).await;
         if let Some(posts) = &self.posts {
             // A post that waited out a 429 reached Slack long after its turn was taken:
             // the channel's next post waits the interval from now, or it would go out
             // right behind the retry, be refused too, and so would every post after it.
-            let _ = posts.check_key(&channel);
+            let _ = posts.check(&channel);
         }
         let answer = answer?;
         answer["ts"].as_str().map(str::to_owned).ok_or(ApiError::Body { method: "chat.postMessage", message: "no ts in the answer".into() })
@@ -380,13 +369,13 @@ mod tests {
 
     #[test]
     fn a_tier_allows_its_burst_then_its_rate() {
-        let limiter: MethodLimiter = RateLimiter::hashmap_with_clock(Tier::Two.quota(), MonotonicClock);
+        let limiter = pacing::Quota::new(Tier::Two.quota(), MonotonicClock);
         for n in 0..20 {
-            assert!(limiter.check_key(&"usergroups.users.list").is_ok(), "call {n} of the burst");
+            assert!(limiter.check(&"usergroups.users.list").is_ok(), "call {n} of the burst");
         }
-        let wait = limiter.check_key(&"usergroups.users.list").unwrap_err().wait_time_from(MonotonicClock.now());
+        let wait = limiter.check(&"usergroups.users.list").unwrap_err();
         assert!(wait > Duration::from_secs(2) && wait <= Duration::from_secs(3), "20 a minute: one every 3 s after the burst, {wait:?}");
-        assert!(limiter.check_key(&"chat.update").is_ok(), "each method has its own quota");
+        assert!(limiter.check(&"chat.update").is_ok(), "each method has its own quota");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! message, as Slack requires) and is never trusted. The spellings below are a table
 //! over the kit's grammar ([`crate::platform::kit::codes`]).
 
-use super::render::limits;
+use super::limits;
 use crate::interaction::{RememberScope, UserAction};
 use crate::platform::kit::codes::{Decide, Grammar, Limit, NameEnd, vocabulary};
 

@@ -15,7 +15,7 @@
 //! - [`text`]: Slack-only strings and mrkdwn escaping
 //! - [`stream`]: the agent's text streamed into one message, edited as it grows
 //! - [`socket`]: the Socket Mode connection (envelopes, acks, reconnects)
-//! - [`http_events`]: HTTP mode's endpoint (signed posts read as the envelopes Socket
+//! - [`http_endpoint`]: HTTP mode's endpoint (signed posts read as the envelopes Socket
 //!   Mode would deliver)
 //! - [`inbox`]: envelopes stored before they are acknowledged, handled from the store
 //! - [`payload`]: the few Slack payloads the bridge reads
@@ -47,8 +47,9 @@ pub mod codes;
 pub mod commands;
 pub mod descriptor;
 pub mod groups;
-mod http_events;
+mod http_endpoint;
 mod inbox;
+pub mod limits;
 pub mod manifest;
 pub mod payload;
 pub mod render;
@@ -224,8 +225,8 @@ pub async fn start(settings: &SlackSettings, wiring: Wiring) -> Result<Arc<Slack
                 .await
                 .map_err(|e| send_error(format!("cannot listen on slack.events_listen = {}: {e}", settings.events_listen)))?;
             tracing::info!(listen = %settings.events_listen, path = manifest::EVENTS_PATH, "Slack events endpoint ready");
-            let endpoint = Arc::new(http_events::Endpoint { handler: handler.clone(), verifier: signature::Verifier::new(secret) });
-            tokio::spawn(crate::listener::serve(listener, http_events::router(endpoint), wiring.limits))
+            let endpoint = Arc::new(http_endpoint::Endpoint { handler: handler.clone(), verifier: signature::Verifier::new(secret) });
+            tokio::spawn(crate::listener::serve(listener, http_endpoint::router(endpoint), wiring.limits))
         }
     };
     let sweep = tokio::spawn(async move { handler.inbox.sweep(handler.clone()).await });

@@ -25,6 +25,7 @@ pub mod questions;
 use serde_json::{Value, json};
 
 use super::codes::Code;
+use super::limits;
 use super::text::{SMsg, code, escape, escape_cut, note, stext};
 use crate::interaction::{Action, Draft, Interaction, Origin, RememberScope, RequestKind, readable};
 use crate::platform::descriptor::BrowserLink;
@@ -33,31 +34,6 @@ use crate::platform::kit::token::TokenSigner;
 use crate::platform::locale::web::{WebMsg, web_text};
 use crate::protocol::{Decision, DecisionType};
 use crate::texts::{self, Locale, Msg, cut, text};
-
-/// Slack's limits (Block Kit reference, "Blocks" and "Block elements").
-pub mod limits {
-    pub const BLOCKS: usize = 50;
-    pub const SECTION_TEXT: usize = 3000;
-    pub const HEADER_TEXT: usize = 150;
-    pub const BUTTON_TEXT: usize = 75;
-    pub const BUTTON_VALUE: usize = 2000;
-    /// A button's `url` ("Button element").
-    pub const BUTTON_URL: usize = 3000;
-    pub const ACTION_ID: usize = 255;
-    pub const ACTIONS_ELEMENTS: usize = 25;
-    /// An option object's text and description, and its value (Block Kit reference,
-    /// "Option object"); the options of a select menu; a placeholder.
-    pub const OPTION_TEXT: usize = 75;
-    pub const OPTION_VALUE: usize = 150;
-    pub const SELECT_OPTIONS: usize = 100;
-    pub const PLACEHOLDER: usize = 150;
-    pub const CONTEXT_ELEMENTS: usize = 10;
-    pub const CONFIRM_TITLE: usize = 100;
-    pub const CONFIRM_TEXT: usize = 300;
-    pub const CONFIRM_BUTTON: usize = 30;
-    /// The message's own `text`, the notification's and screen readers' fallback.
-    pub const MESSAGE_TEXT: usize = 4000;
-}
 
 /// Longest name, description or context shown in full before the args get the rest.
 const FIELD: usize = 1000;

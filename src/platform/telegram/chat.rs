@@ -8,7 +8,7 @@
 
 use teloxide::types::{ChatId, ForceReply, Message, ReplyMarkup, User};
 
-use super::send;
+use super::api;
 use super::text::{MAX_PLACEHOLDER_CHARS, Tg, cut, escape, escape_cut, tg as tg_text};
 use super::wizard::{self, Prompt, PromptKind, View};
 use super::{PLATFORM, Telegram};
@@ -57,7 +57,7 @@ pub async fn on_message(tg: &Telegram, message: Message) {
             // Not knowing whether this text answers a prompt, passing it to the agent
             // could start a turn with someone's edit JSON: ask them to send it again.
             tracing::error!(error = %e, "cannot look up a prompt");
-            log_failure(send::html(&tg.bot, &chat, &escape(tg_text(locale, Tg::CommandFailed)), None).await.map(|_| ()));
+            log_failure(api::html(&tg.bot, &chat, &escape(tg_text(locale, Tg::CommandFailed)), None).await.map(|_| ()));
             return;
         }
     }
@@ -88,7 +88,7 @@ pub async fn on_message(tg: &Telegram, message: Message) {
             if command == "start" || command == "help" {
                 // `/web` is offered only while there is an inbox to sign in to.
                 let help = if tg.web.is_on() { Tg::Help } else { Tg::HelpNoInbox };
-                log_failure(send::html(&tg.bot, &chat, &escape(tg_text(locale, help)), None).await.map(|_| ()));
+                log_failure(api::html(&tg.bot, &chat, &escape(tg_text(locale, help)), None).await.map(|_| ()));
                 return;
             }
             // Any other command is a message for the agent, without the slash syntax.
@@ -99,7 +99,7 @@ pub async fn on_message(tg: &Telegram, message: Message) {
             CommandOutcome::Pending(waiting) => pending(tg, &chat, &waiting, locale).await,
             outcome => {
                 let reply = commands::reply(locale, &outcome, failed).unwrap_or_else(|| failed.to_owned());
-                log_failure(send::html(&tg.bot, &chat, &escape(&reply), None).await.map(|_| ()));
+                log_failure(api::html(&tg.bot, &chat, &escape(&reply), None).await.map(|_| ()));
             }
         }
         return;
@@ -137,13 +137,13 @@ async fn admitted(
         Ok(()) => true,
         Err(EngineError::NotAdmitted(stranger)) => {
             if !stranger.silent {
-                log_failure(send::refusal(&tg.bot, chat, &escape(&stranger_notice(&stranger, locale)), Some(message)).await.map(|_| ()));
+                log_failure(api::refusal(&tg.bot, chat, &escape(&stranger_notice(&stranger, locale)), Some(message)).await.map(|_| ()));
             }
             false
         }
         Err(e) => {
             let notice = engine_failure(locale, &e, "cannot check who may talk", tg_text(locale, Tg::CommandFailed));
-            log_failure(send::html(&tg.bot, chat, &escape(&notice), None).await.map(|_| ()));
+            log_failure(api::html(&tg.bot, chat, &escape(&notice), None).await.map(|_| ()));
             false
         }
     }
@@ -159,7 +159,7 @@ async fn ids(tg: &Telegram, chat: &ChatKey, user: &User, locale: Locale) {
     let here = format!("telegram:{}", chat.chat_id);
     let topic = chat.thread_id.as_ref().map(|t| format!("{here}/{t}"));
     let reply = locale::ids(locale, &you, &here, topic.as_deref());
-    log_failure(send::html(&tg.bot, chat, &escape(&reply), None).await.map(|_| ()));
+    log_failure(api::html(&tg.bot, chat, &escape(&reply), None).await.map(|_| ()));
 }
 
 /// `/pair CODE`: approves a pairing code, for an admin (`access.admins`) in an admin
@@ -171,15 +171,15 @@ async fn pair(tg: &Telegram, chat: &ChatKey, user: &User, code: &str, private: b
         Err(PairRefusal::NotAdmin { silent: true }) => return,
         Err(refusal) => refusal.notice(locale).unwrap_or_else(|| tg_text(locale, Tg::CommandFailed).to_owned()),
     };
-    log_failure(send::html(&tg.bot, chat, &escape(&reply), None).await.map(|_| ()));
+    log_failure(api::html(&tg.bot, chat, &escape(&reply), None).await.map(|_| ()));
 }
 
 /// `/web`: a one-time sign-in link to the web inbox, in a direct message only (the
 /// link signs in whoever opens it first). Sent without a link preview, like every
-/// message of the bridge ([`send`]): a preview would fetch the link's page.
+/// message of the bridge ([`api`]): a preview would fetch the link's page.
 async fn web_link(tg: &Telegram, chat: &ChatKey, user: &User, private: bool, locale: Locale) {
     let reply = commands::web_reply(&*tg.web, &actor_of(user), private, locale).await.unwrap_or_else(|| tg_text(locale, Tg::CommandFailed).to_owned());
-    log_failure(send::html(&tg.bot, chat, &escape(&reply), None).await.map(|_| ()));
+    log_failure(api::html(&tg.bot, chat, &escape(&reply), None).await.map(|_| ()));
 }
 
 /// Where `@bot` is mentioned in `text`, ignoring ASCII case (usernames are ASCII) and
@@ -206,7 +206,7 @@ fn strip_mention(text: &str, mention: &str) -> String {
 /// it (tapping the quote jumps there), with its deadline.
 async fn pending(tg: &Telegram, chat: &ChatKey, waiting: &PendingShown, locale: Locale) {
     if waiting.is_empty() {
-        log_failure(send::html(&tg.bot, chat, &escape(text(locale, Msg::NoPending)), None).await.map(|_| ()));
+        log_failure(api::html(&tg.bot, chat, &escape(text(locale, Msg::NoPending)), None).await.map(|_| ()));
         return;
     }
     // A handful is enough to find them; each is a message, and chats are rate limited.
@@ -217,7 +217,7 @@ async fn pending(tg: &Telegram, chat: &ChatKey, waiting: &PendingShown, locale: 
         };
         let line = format!("⏳ {}: {} · ⏰ {}", escape(text(locale, Msg::Pending)), escape_cut(&what, 300), locale::clock(interaction.deadline_ms));
         let reply_to = messages.first().and_then(|m| m.message_id.parse::<i32>().ok()).map(teloxide::types::MessageId);
-        log_failure(send::html_reply(&tg.bot, chat, &line, None, reply_to).await.map(|_| ()));
+        log_failure(api::html_reply(&tg.bot, chat, &line, None, reply_to).await.map(|_| ()));
     }
 }
 
@@ -228,11 +228,11 @@ async fn to_agent(tg: &Telegram, chat: ChatKey, user: &User, text: &str, locale:
         Err(EngineError::NotAdmitted(stranger)) if stranger.silent => return,
         Err(EngineError::NotAdmitted(stranger)) => {
             let refusal = escape(&stranger_notice(&stranger, locale));
-            return log_failure(send::refusal(&tg.bot, &chat, &refusal, None).await.map(|_| ()));
+            return log_failure(api::refusal(&tg.bot, &chat, &refusal, None).await.map(|_| ()));
         }
         Err(e) => engine_failure(locale, &e, "cannot pass a message to the agent", tg_text(locale, Tg::CommandFailed)),
     };
-    log_failure(send::html(&tg.bot, &chat, &escape(&notice), None).await.map(|_| ()));
+    log_failure(api::html(&tg.bot, &chat, &escape(&notice), None).await.map(|_| ()));
 }
 
 /// Typed text for a prompt goes to the engine; a refused edit gets the reason and a
@@ -267,21 +267,21 @@ async fn answer_prompt(tg: &Telegram, chat: &ChatKey, user: &User, prompt: Promp
         Ok(_) => return,
         Err(ActError::Refused(refusal)) => refusal,
         Err(ActError::UnknownInteraction) => {
-            log_failure(send::html(&tg.bot, chat, &escape(tg_text(locale, Tg::InvalidPrompt)), None).await.map(|_| ()));
+            log_failure(api::html(&tg.bot, chat, &escape(tg_text(locale, Tg::InvalidPrompt)), None).await.map(|_| ()));
             return;
         }
         Err(ActError::StoreFailing(e)) => {
             tracing::error!(error = %e, "a typed answer was not saved: the store is failing");
-            log_failure(send::html(&tg.bot, chat, &format!("⚠️ {}", escape(text(locale, Msg::StoreFailing))), None).await.map(|_| ()));
+            log_failure(api::html(&tg.bot, chat, &format!("⚠️ {}", escape(text(locale, Msg::StoreFailing))), None).await.map(|_| ()));
             return;
         }
         Err(ActError::Internal(e)) => {
             tracing::error!(error = %e, "a typed answer failed inside the bridge");
-            log_failure(send::html(&tg.bot, chat, &escape(tg_text(locale, Tg::CommandFailed)), None).await.map(|_| ()));
+            log_failure(api::html(&tg.bot, chat, &escape(tg_text(locale, Tg::CommandFailed)), None).await.map(|_| ()));
             return;
         }
     };
-    log_failure(send::html(&tg.bot, chat, &format!("⚠️ {}", escape(&locale::refusal(locale, &problem))), None).await.map(|_| ()));
+    log_failure(api::html(&tg.bot, chat, &format!("⚠️ {}", escape(&locale::refusal(locale, &problem))), None).await.map(|_| ()));
     // Ask again when trying again can help: bad JSON, empty or too long text.
     if matches!(problem, Refusal::InvalidEdit(_) | Refusal::EmptyText | Refusal::TextTooLong) {
         match tg.engine.interaction(&id).await {
@@ -330,10 +330,10 @@ pub async fn ask_for_text(
     let private = chat.chat_id.parse::<i64>().is_ok_and(|id| id > 0);
     let mention = if private { String::new() } else { format!("<a href=\"tg://user?id={}\">{}</a> ", user.id.0, escape(&user.full_name())) };
     let markup = ReplyMarkup::ForceReply(ForceReply::new().selective().input_field_placeholder(cut(&label, MAX_PLACEHOLDER_CHARS)));
-    let message_id = send::html(&tg.bot, chat, &format!("{mention}{body}"), Some(markup)).await?;
-    let chat_id = chat.chat_id.parse::<i64>().map_err(send::fail)?;
+    let message_id = api::html(&tg.bot, chat, &format!("{mention}{body}"), Some(markup)).await?;
+    let chat_id = chat.chat_id.parse::<i64>().map_err(api::fail)?;
     let prompt = Prompt { chat_id, message_id: message_id.0, user_id: user.id.0, interaction_id: interaction.id.clone(), kind };
-    tg.wizard.add_prompt(&prompt, interaction).await.map_err(send::fail)
+    tg.wizard.add_prompt(&prompt, interaction).await.map_err(api::fail)
 }
 
 fn log_failure(result: Result<(), PlatformError>) {

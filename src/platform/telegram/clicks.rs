@@ -9,10 +9,10 @@
 use teloxide::types::{CallbackQuery, ChatId, MessageId};
 
 use super::Telegram;
+use super::api;
 use super::chat::{actor_of, ask_for_text, chat_key};
 use super::codes::Code;
 use super::render::{OPTIONS_PER_PAGE, pages};
-use super::send;
 use super::text::{Tg, tg as tg_text};
 use super::wizard::{self, PromptKind, View};
 use crate::engine::{ActError, ActOutcome, Click, Clicked};
@@ -59,7 +59,7 @@ pub async fn on_callback(tg: &Telegram, query: CallbackQuery) {
     let locale = tg.locale(&chat_id, user_language.as_deref());
     let answer = click(tg, &query, origin.as_ref(), locale).await;
     tracing::debug!(text = ?answer.text, alert = answer.alert, "answering a callback query");
-    send::answer(&tg.bot, query.id.clone(), answer.text.as_deref(), answer.alert).await;
+    api::answer(&tg.bot, query.id.clone(), answer.text.as_deref(), answer.alert).await;
 }
 
 async fn click(tg: &Telegram, query: &CallbackQuery, origin: Option<&Origin>, locale: Locale) -> Answer {
@@ -240,7 +240,7 @@ mod tests {
 
     use super::super::settings::TelegramSettings;
     use super::super::wizard::{Caches, Wizard};
-    use super::super::{TgBot, limits};
+    use super::super::{TgBot, pacing};
     use super::*;
     use crate::engine::{Connectors, Engine, EngineConfig, EngineHandle, EngineRequest, OnExpiry, now_ms};
     use crate::interaction::{AccessPolicy, Actor, RequestBuilder, TimeoutDefaults};
@@ -316,7 +316,7 @@ mod tests {
         let bot = Bot::new("0:test").set_api_url(reqwest::Url::parse("http://127.0.0.1:9/").unwrap());
         let metrics = Metrics::default();
         let tg = Telegram {
-            bot: TgBot { bot, limiter: limits::Limiter::new(false), metrics: metrics.clone() },
+            bot: TgBot { bot, limiter: pacing::Limiter::new(false), metrics: metrics.clone() },
             engine: handle,
             signer: TokenSigner::new(b"test-secret"),
             policy: AccessPolicy::default(),

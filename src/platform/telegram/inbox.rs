@@ -8,8 +8,8 @@ use std::sync::Arc;
 use teloxide::types::{Update, UpdateKind};
 
 use super::Telegram;
+use super::api;
 use super::chat::chat_key;
-use super::send;
 use super::text::escape;
 use super::{chat, clicks};
 use crate::platform::kit::inbox::{Done, InboxHandler, Unstored};
@@ -68,7 +68,7 @@ async fn tell_not_stored(tg: &Arc<Telegram>, updates: &[Update]) {
                     continue;
                 }
                 let locale = tg.locale(&chat.to_string(), query.from.language_code.as_deref());
-                send::answer(&tg.bot, query.id.clone(), Some(text(locale, Msg::StoreDelayed)), true).await;
+                api::answer(&tg.bot, query.id.clone(), Some(text(locale, Msg::StoreDelayed)), true).await;
             }
             UpdateKind::Message(message) if !message.from.as_ref().is_some_and(|u| u.is_bot) => {
                 if !tg.caches().may_tell_unstored(i64::from(update.id.0), Some(message.chat.id.0), now) {
@@ -78,7 +78,7 @@ async fn tell_not_stored(tg: &Arc<Telegram>, updates: &[Update]) {
                 let locale = tg.locale(&message.chat.id.0.to_string(), language);
                 let chat = chat_key(message.chat.id, Some(message));
                 let notice = format!("⚠️ {}", escape(text(locale, Msg::StoreDelayed)));
-                if let Err(e) = send::html_reply(&tg.bot, &chat, &notice, None, Some(message.id)).await {
+                if let Err(e) = api::html_reply(&tg.bot, &chat, &notice, None, Some(message.id)).await {
                     tracing::warn!(error = %e, "cannot tell a sender their message is not stored yet");
                 }
             }

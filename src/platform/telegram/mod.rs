@@ -10,22 +10,22 @@
 //! - [`wizard`]: wizard views and ForceReply prompts (in the store, so any replica
 //!   can handle the next update) and bounded rendering caches
 //! - [`inbox`]: updates stored before they are confirmed, handled from the store
-//! - [`send`]: outgoing calls with 429 retries; [`transport`]: polling or webhook
-//! - [`limits`]: Telegram's rate limits, waited for only when a quota says so
+//! - [`api`]: outgoing calls with 429 retries; [`transport`]: polling or webhook
+//! - [`pacing`]: Telegram's rate limits, waited for only when a quota says so
 //! - [`text`]: Telegram-only strings and HTML escaping
 //!
 //! What a click or reply means is always the core's call, through
 //! [`EngineHandle::click`]; this module never decides or stores an answer itself.
 
 pub mod address;
+mod api;
 mod chat;
 mod clicks;
 pub mod codes;
 pub mod descriptor;
 mod inbox;
-mod limits;
+mod pacing;
 pub mod render;
-mod send;
 pub mod settings;
 pub mod text;
 mod transport;
@@ -63,13 +63,13 @@ use crate::store::{ChatKey, MessageRef, PlatformInbox, UiStates};
 
 pub const PLATFORM: &str = "telegram";
 
-/// The Bot API client: teloxide's plain `Bot`, the rate limits [`send`] applies to the
+/// The Bot API client: teloxide's plain `Bot`, the rate limits [`api`] applies to the
 /// calls that count against them, and the metrics its failures are counted in. The
 /// calls outside the limits (getMe, getUpdates, webhooks) use the `Bot` directly,
 /// through `Deref`.
 pub struct TgBot {
     bot: Bot,
-    limiter: limits::Limiter,
+    limiter: pacing::Limiter,
     metrics: Metrics,
 }
 
@@ -150,7 +150,7 @@ pub async fn start(
     }
     let platform = Arc::new(Telegram {
         // The limiter paces sends; 429s are waited out and counted by `send`.
-        bot: TgBot { bot, limiter: limits::Limiter::new(tg.rate_limits), metrics: metrics.clone() },
+        bot: TgBot { bot, limiter: pacing::Limiter::new(tg.rate_limits), metrics: metrics.clone() },
         engine,
         signer,
         policy,
@@ -209,11 +209,11 @@ impl Telegram {
     /// Re-renders one message showing `interaction` (after a navigation click).
     async fn redraw(&self, chat_id: ChatId, message_id: MessageId, interaction: &Interaction, locale: Locale) -> Result<(), PlatformError> {
         let r = self.rendered(interaction, locale).await;
-        send::edit(&self.bot, chat_id, message_id, &r.text, r.keyboard).await
+        api::edit(&self.bot, chat_id, message_id, &r.text, r.keyboard).await
     }
 
     async fn notice(&self, chat: &ChatKey, text: &str) -> Result<(), PlatformError> {
-        send::html(&self.bot, chat, &text::escape_cut(&format!("⚠️ {text}"), text::MAX_TEXT_CHARS), None).await.map(|_| ())
+        api::html(&self.bot, chat, &text::escape_cut(&format!("⚠️ {text}"), text::MAX_TEXT_CHARS), None).await.map(|_| ())
     }
 }
 
@@ -225,7 +225,7 @@ impl Platform for Telegram {
     fn send_text<'a>(&'a self, chat: &'a ChatKey, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
             for chunk in text::split_escaped(&readable::text(text), text::MAX_TEXT_CHARS) {
-                send::html(&self.bot, chat, &chunk, None).await?;
+                api::html(&self.bot, chat, &chunk, None).await?;
             }
             Ok(())
         })
@@ -240,12 +240,12 @@ impl Platform for Telegram {
                 // Telegram refuses an edit that changes nothing; skip it.
                 Some((_, shown)) if shown == line => {}
                 Some((message_id, _)) => {
-                    let (chat_id, _) = send::target(chat)?;
-                    send::edit(&self.bot, chat_id, MessageId(message_id), &line, render::empty()).await?;
+                    let (chat_id, _) = api::target(chat)?;
+                    api::edit(&self.bot, chat_id, MessageId(message_id), &line, render::empty()).await?;
                     self.caches().set_tool_line(key.clone(), message_id, line);
                 }
                 None => {
-                    let id = send::html(&self.bot, chat, &line, None).await?;
+                    let id = api::html(&self.bot, chat, &line, None).await?;
                     self.caches().set_tool_line(key.clone(), id.0, line);
                 }
             }
@@ -262,10 +262,10 @@ impl Platform for Telegram {
         Box::pin(async move {
             let locale = self.locale(&chat.chat_id, None);
             let r = self.rendered(interaction, locale).await;
-            let id = send::card(&self.bot, chat, &r.text, Some(ReplyMarkup::InlineKeyboard(r.keyboard)), None).await?;
+            let id = api::card(&self.bot, chat, &r.text, Some(ReplyMarkup::InlineKeyboard(r.keyboard)), None).await?;
             for (name, json) in r.full_args {
                 // The request is already shown; a missing attachment is logged, not fatal.
-                if let Err(e) = send::document(&self.bot, chat, &name, json, locale::text(locale, Msg::ArgsAttached)).await {
+                if let Err(e) = api::document(&self.bot, chat, &name, json, locale::text(locale, Msg::ArgsAttached)).await {
                     tracing::warn!(error = %e, interaction = %interaction.id, "cannot attach the full args");
                 }
             }
@@ -275,11 +275,11 @@ impl Platform for Telegram {
 
     fn refresh_interaction<'a>(&'a self, message: &'a MessageRef, interaction: &'a Interaction) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
-            let (chat_id, _) = send::target(&message.chat)?;
-            let message_id = message.message_id.parse::<i32>().map_err(|_| send::fail(format!("not a Telegram message id: {}", message.message_id)))?;
+            let (chat_id, _) = api::target(&message.chat)?;
+            let message_id = message.message_id.parse::<i32>().map_err(|_| api::fail(format!("not a Telegram message id: {}", message.message_id)))?;
             let locale = self.locale(&message.chat.chat_id, None);
             let r = self.rendered(interaction, locale).await;
-            send::edit(&self.bot, chat_id, MessageId(message_id), &r.text, r.keyboard).await
+            api::edit(&self.bot, chat_id, MessageId(message_id), &r.text, r.keyboard).await
         })
     }
 
@@ -300,7 +300,7 @@ impl Platform for Telegram {
             let people = reminder::recipients(PLATFORM, interaction, mention, Some(&self.policy));
             let reply_to = card.and_then(|m| m.message_id.parse().ok()).map(MessageId);
             // A new message (not an edit), so it notifies: through the rate limits like any.
-            send::card(&self.bot, chat, &render::reminder(interaction, &people, locale), None, reply_to).await.map(|_| ())
+            api::card(&self.bot, chat, &render::reminder(interaction, &people, locale), None, reply_to).await.map(|_| ())
         })
     }
 

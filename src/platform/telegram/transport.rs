@@ -25,7 +25,7 @@ use teloxide::prelude::Requester;
 use teloxide::types::{AllowedUpdate, BotCommand, Update};
 use tokio::task::JoinHandle;
 
-use super::send::retrying;
+use super::api::retrying;
 use super::settings::TelegramMode;
 use super::{StartError, Telegram, inbox};
 use crate::platform::kit::commands::{COMMANDS, LANGUAGES};

@@ -13,21 +13,18 @@
 //! most the sends already admitted, not for a thousand refusals.
 //!
 //! This module only decides and waits: it never sends, retries or drops anything
-//! (that is [`super::send`]). [`Limits`] is pure bookkeeping over a clock (tested with
+//! (that is [`super::api`]). [`Limits`] is pure bookkeeping over a clock (tested with
 //! governor's fake clock); [`Limiter`] is the async wrapper on the real clock.
 
-use std::collections::HashMap;
-use std::num::NonZeroU32;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use governor::clock::{Clock, MonotonicClock, Reference};
+use governor::RateLimiter;
+use governor::clock::{Clock, MonotonicClock};
 use governor::middleware::NoOpMiddleware;
-use governor::nanos::Nanos;
-use governor::state::keyed::HashMapStateStore;
 use governor::state::{InMemoryState, NotKeyed};
-use governor::{NotUntil, Quota, RateLimiter};
+
+use crate::platform::kit::pacing::{self, Pauses, Quota, at_least_one};
 
 use crate::platform::kit::turns::Line;
 pub use crate::platform::kit::turns::Priority;
@@ -47,18 +44,9 @@ pub const GROUP_BURST: u32 = 3;
 const PRUNE_EVERY: u32 = 1024;
 
 type Direct<C> = RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as Clock>::Instant>>;
-type Keyed<C> = RateLimiter<i64, HashMapStateStore<i64>, C, NoOpMiddleware<<C as Clock>::Instant>>;
 
-fn nz(n: u32) -> NonZeroU32 {
-    NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN)
-}
-
-/// Who a 429 is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    Chat(i64),
-    All,
-}
+/// Who a 429 is about: a chat, or every chat.
+pub type Scope = pacing::Scope<i64>;
 
 /// How far one send got through the quotas. A send that has to wait keeps its
 /// `Admission`, so a quota it already passed is not charged again when it retries.
@@ -67,32 +55,26 @@ pub struct Admission {
     passed: u8,
 }
 
-/// Pauses after 429s, as instants of the clock.
-struct Pauses<I> {
-    all: Option<I>,
-    chats: HashMap<i64, I>,
-}
-
 /// The quotas and pauses, over any governor clock.
 pub struct Limits<C: Clock> {
     clock: C,
     global: Direct<C>,
-    chats: Keyed<C>,
-    groups: Keyed<C>,
-    pauses: Mutex<Pauses<C::Instant>>,
+    chats: Quota<i64, C>,
+    groups: Quota<i64, C>,
+    pauses: Pauses<i64, C>,
     sends: AtomicU32,
 }
 
 impl<C: Clock + Clone> Limits<C> {
     pub fn new(clock: C) -> Self {
-        let global = Quota::per_second(nz(GLOBAL_PER_SEC)).allow_burst(nz(GLOBAL_BURST));
-        let chat = Quota::per_second(nz(1)).allow_burst(nz(CHAT_BURST));
-        let group = Quota::per_minute(nz(GROUP_PER_MIN)).allow_burst(nz(GROUP_BURST));
+        let global = governor::Quota::per_second(at_least_one(GLOBAL_PER_SEC)).allow_burst(at_least_one(GLOBAL_BURST));
+        let chat = governor::Quota::per_second(at_least_one(1)).allow_burst(at_least_one(CHAT_BURST));
+        let group = governor::Quota::per_minute(at_least_one(GROUP_PER_MIN)).allow_burst(at_least_one(GROUP_BURST));
         Limits {
             global: RateLimiter::direct_with_clock(global, clock.clone()),
-            chats: RateLimiter::hashmap_with_clock(chat, clock.clone()),
-            groups: RateLimiter::hashmap_with_clock(group, clock.clone()),
-            pauses: Mutex::new(Pauses { all: None, chats: HashMap::new() }),
+            chats: Quota::new(chat, clock.clone()),
+            groups: Quota::new(group, clock.clone()),
+            pauses: Pauses::with_clock(clock.clone()),
             sends: AtomicU32::new(0),
             clock,
         }
@@ -100,43 +82,20 @@ impl<C: Clock + Clone> Limits<C> {
 }
 
 impl<C: Clock> Limits<C> {
-    fn pauses(&self) -> std::sync::MutexGuard<'_, Pauses<C::Instant>> {
-        // Plain instants: a panic elsewhere cannot leave them inconsistent.
-        self.pauses.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// How much longer `chat` is paused by a 429 (its own or everyone's), if at all.
     pub fn paused(&self, chat: i64) -> Option<Duration> {
-        let pauses = self.pauses();
-        self.left([pauses.all, pauses.chats.get(&chat).copied()].into_iter().flatten().max())
+        self.pauses.paused(&chat)
     }
 
     /// How much longer every chat is paused (a 429 on a call that named none), if at all.
     pub fn paused_all(&self) -> Option<Duration> {
-        self.left(self.pauses().all)
-    }
-
-    fn left(&self, until: Option<C::Instant>) -> Option<Duration> {
-        let now = self.clock.now();
-        until.filter(|u| *u > now).map(|u| u.duration_since(now).into())
+        self.pauses.paused_all()
     }
 
     /// Telegram answered 429 with `retry_after`: nothing goes to `scope` before then.
     /// A pause never shortens one already running.
     pub fn pause(&self, scope: Scope, retry_after: Duration) {
-        let now = self.clock.now();
-        let until = now + Nanos::from(retry_after);
-        let mut pauses = self.pauses();
-        pauses.chats.retain(|_, u| *u > now);
-        let slot = match scope {
-            Scope::All => &mut pauses.all,
-            Scope::Chat(chat) => {
-                let current = pauses.chats.get(&chat).copied();
-                pauses.chats.insert(chat, current.map_or(until, |c| c.max(until)));
-                return;
-            }
-        };
-        *slot = Some(slot.map_or(until, |c| c.max(until)));
+        self.pauses.pause(scope, retry_after);
     }
 
     /// One more message to `chat`: `Ok` when it may go now, else how long to wait
@@ -157,12 +116,12 @@ impl<C: Clock> Limits<C> {
         if admission.passed == 0 {
             self.prune();
             if chat < 0 {
-                self.groups.check_key(&chat).map_err(|n| self.wait(&n))?;
+                self.groups.check(&chat)?;
             }
             admission.passed = 1;
         }
         if admission.passed == 1 {
-            self.chats.check_key(&chat).map_err(|n| self.wait(&n))?;
+            self.chats.check(&chat)?;
             admission.passed = 2;
         }
         Ok(())
@@ -171,20 +130,16 @@ impl<C: Clock> Limits<C> {
     /// The overall quota, once the chat's are passed: the rest of [`Self::admit`].
     pub fn admit_overall(&self, admission: &mut Admission) -> Result<(), Duration> {
         if admission.passed == 2 {
-            self.global.check().map_err(|n| self.wait(&n))?;
+            self.global.check().map_err(|n| n.wait_time_from(self.clock.now()))?;
             admission.passed = 3;
         }
         Ok(())
     }
 
-    fn wait(&self, not_until: &NotUntil<C::Instant>) -> Duration {
-        not_until.wait_time_from(self.clock.now())
-    }
-
     fn prune(&self) {
         if self.sends.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
-            self.chats.retain_recent();
-            self.groups.retain_recent();
+            self.chats.forget_idle();
+            self.groups.forget_idle();
         }
     }
 
@@ -361,13 +316,13 @@ mod tests {
     #[test]
     fn a_429_pauses_that_chat_only() {
         let (l, clock) = limits();
-        l.pause(Scope::Chat(42), Duration::from_secs(5));
+        l.pause(Scope::One(42), Duration::from_secs(5));
         assert_eq!(admit(&l, 42), Err(Duration::from_secs(5)));
         assert_eq!(l.paused(42), Some(Duration::from_secs(5)));
         assert_eq!(admit(&l, 43), Ok(()));
         assert_eq!(l.paused_all(), None, "a chat's 429 pauses only that chat");
         // A shorter retry_after does not cut the pause short.
-        l.pause(Scope::Chat(42), Duration::from_secs(1));
+        l.pause(Scope::One(42), Duration::from_secs(1));
         clock.advance(Duration::from_secs(2));
         assert_eq!(l.paused(42), Some(Duration::from_secs(3)));
         clock.advance(Duration::from_secs(3));
@@ -383,7 +338,7 @@ mod tests {
         assert_eq!(admit(&l, 1), Err(Duration::from_secs(2)));
         assert_eq!(admit(&l, -1005), Err(Duration::from_secs(2)));
         // A chat's own longer pause outlasts the global one.
-        l.pause(Scope::Chat(1), Duration::from_secs(7));
+        l.pause(Scope::One(1), Duration::from_secs(7));
         clock.advance(Duration::from_secs(2));
         assert_eq!(admit(&l, 2), Ok(()));
         assert_eq!(admit(&l, 1), Err(Duration::from_secs(5)));
@@ -461,7 +416,7 @@ mod tests {
         use futures_util::FutureExt;
         let limiter = Limiter::new(true);
         assert!(limiter.before_send(42, Priority::Text).now_or_never().is_some(), "the first send goes at once");
-        limiter.pause(Scope::Chat(42), Duration::from_secs(60));
+        limiter.pause(Scope::One(42), Duration::from_secs(60));
         assert!(limiter.before_send(42, Priority::Text).now_or_never().is_none());
         assert!(limiter.before_edit(42).now_or_never().is_none());
         assert!(limiter.before_edit(43).now_or_never().is_some());

@@ -18,8 +18,9 @@ use serenity::all::{
 use serenity::builder::Builder as _;
 
 use super::codes::Code;
+use super::limits;
 use super::text::{DMsg, dtext, truncate};
-use super::{PLATFORM, Shared, members, modal, render, rest};
+use super::{PLATFORM, Shared, api, groups, modal, render};
 use crate::engine::{ActError, Click, Clicked, CommandOutcome, EngineError};
 use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, RequestKind, UserAction};
@@ -46,7 +47,7 @@ impl Handled {
 
 /// An ephemeral message as the first response.
 fn ephemeral(text: &str) -> CreateInteractionResponse {
-    CreateInteractionResponse::Message(CreateInteractionResponseMessage::new().content(truncate(text, render::limits::CONTENT)).ephemeral(true))
+    CreateInteractionResponse::Message(CreateInteractionResponseMessage::new().content(truncate(text, limits::CONTENT)).ephemeral(true))
 }
 
 /// Decides the response to `interaction`. Also records its application id on the
@@ -120,7 +121,7 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
         Code::Edit(_) | Code::Respond(_) | Code::Other(_) => {
             // A modal must be the first response, so the interaction is loaded now; a
             // closed one gets its notice instead of a form nobody can submit.
-            let clicker = members::person(&shared, &c.user, c.member.as_ref(), c.guild_id).await;
+            let clicker = groups::person(&shared, &c.user, c.member.as_ref(), c.guild_id).await;
             let attempt = match code {
                 Code::Edit(i) => Attempt::Open { open: Opening::Edit, index: i },
                 Code::Respond(i) => Attempt::Open { open: Opening::Comment, index: i },
@@ -144,7 +145,7 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
             };
         }
         Code::Page(page) => {
-            let clicker = members::person(&shared, &c.user, c.member.as_ref(), c.guild_id).await;
+            let clicker = groups::person(&shared, &c.user, c.member.as_ref(), c.guild_id).await;
             let attempt = Attempt::Open { open: Opening::Page, index: page };
             let message = c.message.id.get();
             // One call: the engine checks access and stores the page with the click.
@@ -182,7 +183,7 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
     let token = c.token.clone();
     Handled::then(CreateInteractionResponse::Acknowledge, async move {
         // After the acknowledgement: a DM's role lookup may take a moment.
-        let actor = members::person(&shared, &c.user, c.member.as_ref(), c.guild_id).await;
+        let actor = groups::person(&shared, &c.user, c.member.as_ref(), c.guild_id).await;
         match plan {
             Plan::Actions(first, then) => run(&shared, &id, actor, first, then, &token, locale).await,
             Plan::SkipAll => {
@@ -219,9 +220,9 @@ async fn run(shared: &Shared, id: &str, actor: Actor, first: UserAction, then: V
 
 /// An ephemeral follow-up to an acknowledged interaction.
 async fn followup(shared: &Shared, token: &str, text: &str) {
-    let message = CreateInteractionResponseFollowup::new().content(truncate(text, render::limits::CONTENT)).ephemeral(true);
+    let message = CreateInteractionResponseFollowup::new().content(truncate(text, limits::CONTENT)).ephemeral(true);
     let http = shared.http.clone();
-    if let Err(e) = rest::retrying(&shared.metrics, "follow-up", || message.clone().execute(&*http, (None, token))).await {
+    if let Err(e) = api::retrying(&shared.metrics, "follow-up", || message.clone().execute(&*http, (None, token))).await {
         tracing::error!(error = %e, "cannot send an ephemeral notice");
     }
 }
@@ -238,7 +239,7 @@ async fn modal_submit(shared: Arc<Shared>, m: ModalInteraction) -> Handled {
         // who may act); the clicker is looked up after the answer is out (a DM's roles
         // may take a moment).
         return Handled::then(notice, async move {
-            let actor = members::person(&shared, &m.user, m.member.as_ref(), m.guild_id).await;
+            let actor = groups::person(&shared, &m.user, m.member.as_ref(), m.guild_id).await;
             let attempt = Attempt::Act(UserAction::Submit);
             let _ = shared.engine.open(&id, actor, attempt, Box::new(|_| Err(Refusal::EmptyText))).await;
         });
@@ -246,7 +247,7 @@ async fn modal_submit(shared: Arc<Shared>, m: ModalInteraction) -> Handled {
     let rest = actions.collect();
     let token = m.token.clone();
     Handled::then(CreateInteractionResponse::Acknowledge, async move {
-        let actor = members::person(&shared, &m.user, m.member.as_ref(), m.guild_id).await;
+        let actor = groups::person(&shared, &m.user, m.member.as_ref(), m.guild_id).await;
         run(&shared, &id, actor, first, rest, &token, locale).await;
     })
 }
@@ -276,15 +277,15 @@ async fn command(shared: Arc<Shared>, c: CommandInteraction) -> Handled {
     let guild = c.guild_id;
     let defer = CreateInteractionResponse::Defer(CreateInteractionResponseMessage::new().ephemeral(true));
     Handled::then(defer, async move {
-        let actor = members::person(&shared, &c.user, c.member.as_deref(), guild).await;
+        let actor = groups::person(&shared, &c.user, c.member.as_deref(), guild).await;
         let reply = command_reply(&shared, &c, &name, chat, actor, guild, locale).await;
-        let mut edit = EditInteractionResponse::new().content(truncate(&reply, render::limits::CONTENT));
+        let mut edit = EditInteractionResponse::new().content(truncate(&reply, limits::CONTENT));
         if name == "web" {
             // A preview would fetch the sign-in link's page (it does not spend it).
             edit = edit.flags(MessageFlags::SUPPRESS_EMBEDS);
         }
         let http = shared.http.clone();
-        if let Err(e) = rest::retrying(&shared.metrics, "command reply", || edit.clone().execute(&*http, &token)).await {
+        if let Err(e) = api::retrying(&shared.metrics, "command reply", || edit.clone().execute(&*http, &token)).await {
             tracing::error!(error = %e, command = %name, "cannot answer a slash command");
         }
     })
@@ -364,5 +365,5 @@ pub fn pending_list(locale: Locale, guild: Option<GuildId>, pending: &[(Interact
         out += &line;
         out += "\n";
     }
-    truncate(out.trim_end(), render::limits::CONTENT)
+    truncate(out.trim_end(), limits::CONTENT)
 }

@@ -1,6 +1,6 @@
 //! Outgoing Bot API calls, each retried after a 429 for as long as Telegram asks
 //! (`retry_after`): a message is delayed, never dropped. New messages first pass the
-//! rate limits ([`super::limits`]: per chat, per group, overall) and go out at once
+//! rate limits ([`super::pacing`]: per chat, per group, overall) and go out at once
 //! when under them; edits and callback answers are not counted against them. A 429
 //! pauses the chat it was about (every chat, for a call that names none), so the
 //! other sends to it wait the same `retry_after` instead of each earning its own 429.
@@ -18,8 +18,8 @@ use teloxide::types::{
 use teloxide::{ApiError, RequestError};
 
 use super::TgBot;
-pub use super::limits::Priority;
-use super::limits::Scope;
+pub use super::pacing::Priority;
+use super::pacing::Scope;
 use crate::metrics::PlatformErrorKind;
 use crate::platform::PlatformError;
 use crate::store::ChatKey;
@@ -103,7 +103,7 @@ where
                     continue;
                 };
                 let scope = match call {
-                    Call::Send(chat, _) | Call::Edit(chat) => Scope::Chat(chat.0),
+                    Call::Send(chat, _) | Call::Edit(chat) => Scope::One(chat.0),
                     Call::Chatless => Scope::All,
                 };
                 bot.limiter.pause(scope, wait);

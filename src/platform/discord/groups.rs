@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serenity::all::{GuildId, Member, User, UserId};
 
-use super::{PLATFORM, Shared, rest};
+use super::{PLATFORM, Shared, api};
 use crate::interaction::Actor;
 
 /// How long a looked-up member's roles are trusted.
@@ -98,7 +98,7 @@ async fn roles_in(shared: &Shared, guild: GuildId, user: UserId) -> Vec<String> 
         return roles;
     }
     let http = &shared.http;
-    match rest::retrying(&shared.metrics, "get member", || http.get_member(guild, user)).await {
+    match api::retrying(&shared.metrics, "get member", || http.get_member(guild, user)).await {
         Ok(member) => {
             let roles: Vec<String> = member.roles.iter().map(|r| r.get().to_string()).collect();
             shared.members.put(key, roles.clone());
