@@ -80,6 +80,6 @@ mod tests {
     fn the_token_is_redacted() {
         let s = Settings::from_pairs(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("agno.token", "agno-s3cret")]).unwrap();
         assert!(!s.redacted_json().contains("agno-s3cret"));
-        assert_eq!(s.agno.base(), "http://127.0.0.1:7777");
+        assert_eq!(s.backends.get::<super::AgnoSettings>().base(), "http://127.0.0.1:7777");
     }
 }
