@@ -14,11 +14,11 @@ use futures_util::FutureExt as _;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
+use crate::backend::descriptor::ConnectorParts;
 use crate::backend::http_api::HttpApi;
 use crate::backend::http_api::auth::Tokens;
 use crate::backend::http_api::body::Platforms;
 use crate::backend::lease::Lease;
-use crate::backend::descriptor::ConnectorParts;
 use crate::backend::session::SessionOptions;
 use crate::backend::{Connector, Connectors};
 use crate::config::Settings;

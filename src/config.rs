@@ -311,10 +311,7 @@ impl Settings {
             return Err(ConfigError::Invalid { key: "backend.kind", reason });
         };
         let owned = |problem: Option<(&'static str, &'static str)>| problem.map(|(key, reason)| (key, reason.to_owned()));
-        let problem = backend
-            .problem(section, &self.backend)
-            .or_else(|| owned(self.backend.connection_problem()))
-            .or_else(|| owned(self.store.problem()));
+        let problem = backend.problem(section, &self.backend).or_else(|| owned(self.backend.connection_problem())).or_else(|| owned(self.store.problem()));
         if let Some((key, reason)) = problem {
             return Err(ConfigError::Invalid { key, reason });
         }

@@ -680,6 +680,22 @@ fn every_platform_command_is_listed() {
     }
 }
 
+/// README's table of backends has a row for every backend of the registry, and links
+/// its guide: a backend added to the registry fails this until README shows it.
+#[test]
+fn readme_lists_every_backend() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let start = readme.find("\n## Backends\n").expect("README's Backends section");
+    let section = &readme[start + 1..];
+    let section = &section[..section[1..].find("\n## ").map_or(section.len(), |end| end + 1)];
+    for descriptor in hitl_bridge::backend::registry::DESCRIPTORS {
+        let name = descriptor.name();
+        assert!(section.lines().any(|line| line.starts_with(&format!("| `{name}`"))), "README's backends table has no row for `{name}`");
+        let page = descriptor.docs_page();
+        assert!(section.contains(&format!("]({page})")), "README's Backends section does not link {page}");
+    }
+}
+
 /// README's list of front ends names every platform of the registry, and the web inbox.
 #[test]
 fn readme_lists_every_front_end() {

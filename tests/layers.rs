@@ -529,7 +529,10 @@ fn the_check_fails_a_backend_named_or_its_registry_read_outside_the_assembly() {
     let reads = |file: &str| {
         format!("{file}: reads `backend::registry`; only the assembly does (configuration, assembly and commands), and hands the rest what it needs")
     };
-    assert_eq!(violations_with("backend/two/mod.rs", "pub const KIND: &str = \"two\";\nfn all() -> usize { crate::backend::registry::KINDS.len() }\n"), [reads("backend/two/mod.rs")]);
+    assert_eq!(
+        violations_with("backend/two/mod.rs", "pub const KIND: &str = \"two\";\nfn all() -> usize { crate::backend::registry::KINDS.len() }\n"),
+        [reads("backend/two/mod.rs")]
+    );
     assert_eq!(violations_with("web/mod.rs", "use crate::backend::registry::KINDS;\n"), [reads("web/mod.rs")]);
     assert_eq!(violations_with("backend/descriptor.rs", "use super::registry::KINDS;\n"), [reads("backend/descriptor.rs")]);
     let names_two = "names the backend `backend::two`; only the registry (`backend::registry`) names backends";

@@ -52,4 +52,3 @@ impl BackendDescriptor for Stream {
         Ok(parts.around(transport))
     }
 }
-
