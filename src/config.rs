@@ -644,6 +644,25 @@ mod tests {
         assert!(printed["kimi"]["start_timeout_secs"] == 60 && printed.get("stream").is_none(), "every backend's section, and only theirs: {printed}");
     }
 
+    /// A backend's own section is checked only when it is `backend.kind`, and the
+    /// stream kind's `backend.url` only for that kind.
+    #[test]
+    fn a_backends_section_is_checked_only_when_it_is_the_kind() {
+        let invalid_key = |pairs: &[(&str, &str)]| match Settings::from_pairs(pairs) {
+            Err(ConfigError::Invalid { key, .. }) => Some(key),
+            Err(other) => panic!("{other}"),
+            Ok(_) => None,
+        };
+        assert_eq!(invalid_key(&[("backend.kind", "agno")]), Some("agno.agent_id"));
+        assert_eq!(invalid_key(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("agno.url", "ws://x")]), Some("agno.url"));
+        assert_eq!(invalid_key(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("agno.request_timeout_secs", "0")]), Some("agno.request_timeout_secs"));
+        assert_eq!(invalid_key(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("backend.url", "")]), None, "backend.url is the stream kind's");
+        assert_eq!(invalid_key(&[("agno.agent_id", "")]), None, "not read for the stream kind");
+        assert_eq!(invalid_key(&[("backend.url", "")]), Some("backend.url"));
+        let s = Settings::from_pairs(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("agno.token", "agno-s3cret")]).unwrap();
+        assert!(!s.redacted_json().contains("agno-s3cret"));
+    }
+
     #[test]
     fn approvers_become_the_access_policy() {
         let mut s = Settings::from_pairs(&[]).unwrap();
