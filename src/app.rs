@@ -14,16 +14,14 @@ use futures_util::FutureExt as _;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
-use crate::backend::agno::AgnoTransport;
+use crate::backend::descriptor::ConnectorParts;
 use crate::backend::http_api::HttpApi;
 use crate::backend::http_api::auth::Tokens;
 use crate::backend::http_api::body::Platforms;
-use crate::backend::kimi::KimiTransport;
 use crate::backend::lease::Lease;
-use crate::backend::session::{SessionConnector, SessionOptions};
-use crate::backend::stream::StreamTransport;
+use crate::backend::session::SessionOptions;
 use crate::backend::{Connector, Connectors};
-use crate::config::{BackendKind, Settings};
+use crate::config::Settings;
 use crate::engine::{Engine, EngineError, EngineHandle};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
@@ -40,6 +38,8 @@ pub enum AppError {
     Store { url: String, source: StoreError },
     #[error("cannot start {platform}: {reason}")]
     Platform { platform: &'static str, reason: String },
+    #[error("cannot start the backend {backend}: {reason}")]
+    Backend { backend: String, reason: String },
     #[error("cannot start the engine: {0}")]
     Engine(#[from] EngineError),
     #[error("cannot listen on http.listen = {listen}: {source}")]
@@ -142,7 +142,7 @@ impl App {
         let agents = deployment_agents(settings, &store).await?;
         agents.end_left_by_dead_bridges().await;
         let (backend_tx, backend_rx) = tokio::sync::mpsc::channel(1024);
-        let chat_backend = chat_connector(settings, &store, backend_tx, &metrics, agents);
+        let chat_backend = chat_connector(settings, &store, backend_tx, &metrics, agents)?;
         let connectors = Connectors::new(vec![http_api.clone() as Arc<dyn Connector>, chat_backend]);
 
         let readiness = Readiness::new(store.clone());
@@ -294,11 +294,11 @@ async fn token_signer(settings: &Settings, store: &Store) -> Result<TokenSigner,
     Ok(TokenSigner::new(generated.as_bytes()))
 }
 
-/// The registry of agent processes (Claude Code, Kimi) of this deployment: named after
-/// the store's identity, so bridges of other stores on the host never end this one's
-/// agents nor it theirs. Only the backends that start processes look it up.
+/// The registry of agent processes of this deployment: named after the store's
+/// identity, so bridges of other stores on the host never end this one's agents nor it
+/// theirs. Only a backend that starts processes looks it up.
 async fn deployment_agents(settings: &Settings, store: &Store) -> Result<crate::backend::child::Agents, AppError> {
-    if !matches!(settings.backend.kind, BackendKind::ClaudeCode | BackendKind::Kimi) {
+    if !settings.chat_backend().is_some_and(|(backend, _)| backend.starts_agents()) {
         return Ok(crate::backend::child::Agents::default());
     }
     let deployment = store.deployment_id().await.map_err(|source| AppError::Store { url: crate::config::url_without_password(&settings.store.url), source })?;
@@ -306,14 +306,14 @@ async fn deployment_agents(settings: &Settings, store: &Store) -> Result<crate::
 }
 
 /// The connector for chat sessions: the session machinery (leases, outbox, reconnects)
-/// around the transport `backend.kind` names.
+/// around the transport of the backend `backend.kind` names, built by its descriptor.
 fn chat_connector(
     settings: &Settings,
     store: &Store,
     updates: tokio::sync::mpsc::Sender<crate::backend::BackendInput>,
     metrics: &Metrics,
     agents: crate::backend::child::Agents,
-) -> Arc<dyn Connector> {
+) -> Result<Arc<dyn Connector>, AppError> {
     let backend = &settings.backend;
     let defaults = settings.timeouts.defaults();
     let options = SessionOptions {
@@ -324,25 +324,10 @@ fn chat_connector(
         metrics: metrics.clone(),
     };
     let lease = Lease::new(store.clone(), backend.lease_secs, backend.replica_id());
-    match backend.kind {
-        BackendKind::Stream => Arc::new(SessionConnector::new(StreamTransport::new(backend.clone(), defaults), options, lease, store.clone(), updates)),
-        BackendKind::ClaudeCode => {
-            let transport = crate::backend::claude_code::ClaudeCodeTransport::new(settings.claude_code.clone(), defaults).with_agents(agents);
-            Arc::new(SessionConnector::new(transport, options, lease, store.clone(), updates))
-        }
-        BackendKind::Agno => Arc::new(SessionConnector::new(AgnoTransport::new(settings.agno.clone(), defaults), options, lease, store.clone(), updates)),
-        BackendKind::Kimi => {
-            let transport = KimiTransport::new(settings.kimi.clone(), defaults).with_agents(agents);
-            Arc::new(SessionConnector::new(transport, options, lease, store.clone(), updates))
-        }
-        BackendKind::Langgraph => Arc::new(SessionConnector::new(
-            crate::backend::langgraph::LangGraphTransport::new(settings.langgraph.clone(), defaults),
-            options,
-            lease,
-            store.clone(),
-            updates,
-        )),
-    }
+    let failed = |reason: String| AppError::Backend { backend: backend.kind.clone(), reason };
+    let (descriptor, section) = settings.chat_backend().ok_or_else(|| failed("not a backend of this bridge".into()))?;
+    let parts = ConnectorParts { options, lease, store: store.clone(), updates, defaults, shared: backend.clone(), agents };
+    descriptor.connector(section, parts).map_err(failed)
 }
 
 /// The URL this process reaches its own listener at: a wildcard bind (`0.0.0.0`,

@@ -20,7 +20,8 @@ pub use sources::ENV_PREFIX;
 
 // Each section is owned by the part of the bridge it configures; the names stay
 // reachable here, where the whole file is assembled.
-pub use crate::backend::settings::{BackendKind, BackendSettings};
+pub use crate::backend::descriptor::BackendSections;
+pub use crate::backend::settings::BackendSettings;
 pub use crate::engine::OnExpiry;
 pub use crate::engine::routing::{RouteTarget, RoutingSettings};
 pub use crate::listener::settings::{ApiToken, HttpSettings};
@@ -33,8 +34,9 @@ pub use crate::store::settings::StoreSettings;
 pub use crate::web::WebSettings;
 
 /// The whole configuration. Unknown keys are refused before it is read (see
-/// [`Settings::load_from`]): the chat platforms' sections are not fields here but
-/// [`Sections`], each read by its platform's descriptor.
+/// [`Settings::load_from`]): the chat platforms' and the backends' sections are not
+/// fields here but [`Sections`] and [`BackendSections`], each read by its platform's
+/// or backend's descriptor.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Settings {
     pub backend: BackendSettings,
@@ -57,15 +59,6 @@ pub struct Settings {
     /// The web inbox at `/inbox` (off by default).
     #[serde(default)]
     pub web: WebSettings,
-    #[serde(default)]
-    pub claude_code: crate::backend::claude_code::ClaudeCodeSettings,
-    #[serde(default)]
-    pub agno: crate::backend::agno::AgnoSettings,
-    #[serde(default)]
-    pub kimi: crate::backend::kimi::KimiSettings,
-    /// `backend.kind = "langgraph"`: the LangGraph server.
-    #[serde(default)]
-    pub langgraph: crate::backend::langgraph::LangGraphSettings,
     /// Decision policies (`[[policies]]`), first match wins: see config/default.toml
     /// and [`crate::interaction::policy`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -74,6 +67,10 @@ pub struct Settings {
     /// the registry's order, read by the platform's own descriptor.
     #[serde(skip)]
     pub platforms: Sections,
+    /// Each backend's section (`[<kind>]`, for a backend with keys of its own), in the registry's order,
+    /// read by the backend's own descriptor; only `backend.kind`'s is checked and used.
+    #[serde(skip)]
+    pub backends: BackendSections,
     /// Not a key: set by `demo`, whose terminal approves pairing codes, so an empty
     /// `access.admins` there is no cause for a warning.
     #[serde(skip)]
@@ -274,36 +271,47 @@ impl Settings {
         for descriptor in crate::platform::registry::DESCRIPTORS {
             platforms.push((descriptor.network().name(), descriptor.read_section(&config)?));
         }
+        let mut backends = Vec::new();
+        for descriptor in crate::backend::registry::DESCRIPTORS {
+            backends.push((descriptor.name(), descriptor.read_section(&config)?));
+        }
         let mut settings: Settings = config.try_deserialize()?;
         settings.platforms = Sections::new(platforms);
+        settings.backends = BackendSections::new(backends);
         settings.validate()?;
         Ok(settings)
     }
 
-    /// The settings as JSON, every platform's section included (secrets redacted).
+    /// The settings as JSON, every platform's and backend's section included (secrets
+    /// redacted).
     pub fn to_json(&self) -> serde_json::Value {
         let mut value = serde_json::to_value(self).unwrap_or_default();
         if let Some(sections) = value.as_object_mut() {
             for (name, section) in self.platforms.iter() {
                 sections.insert(name.to_owned(), section.to_json());
             }
+            for (name, section) in self.backends.iter() {
+                sections.extend(section.to_json().map(|json| (name.to_owned(), json)));
+            }
         }
         value
+    }
+
+    /// The backend `backend.kind` names (checked at load, so always one).
+    pub fn chat_backend(&self) -> Option<(&'static dyn crate::backend::descriptor::BackendDescriptor, &dyn crate::backend::descriptor::BackendSection)> {
+        let descriptor = crate::backend::registry::descriptor(&self.backend.kind)?;
+        Some((descriptor, self.backends.named(descriptor.name())?))
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |key, reason: &str| Err(ConfigError::Invalid { key, reason: reason.into() });
         // A backend's own section is checked only when that backend is selected.
-        let backend_problem: Option<(&'static str, String)> = match self.backend.kind {
-            BackendKind::Stream => None,
-            BackendKind::Langgraph => self.langgraph.problem().map(|(key, reason)| (key, reason.to_owned())),
-            BackendKind::Kimi => self.kimi.problem().map(|(key, reason)| (key, reason.to_owned())),
-            BackendKind::Agno => self.agno.problem().map(|(key, reason)| (key, reason.to_owned())),
-            BackendKind::ClaudeCode => self.claude_code.validate().err(),
+        let Some((backend, section)) = self.chat_backend() else {
+            let reason = format!("`{}` is not a backend: one of {}", self.backend.kind, crate::backend::registry::listed());
+            return Err(ConfigError::Invalid { key: "backend.kind", reason });
         };
         let owned = |problem: Option<(&'static str, &'static str)>| problem.map(|(key, reason)| (key, reason.to_owned()));
-        let problem =
-            owned(self.backend.problem()).or(backend_problem).or_else(|| owned(self.backend.connection_problem())).or_else(|| owned(self.store.problem()));
+        let problem = backend.problem(section, &self.backend).or_else(|| owned(self.backend.connection_problem())).or_else(|| owned(self.store.problem()));
         if let Some((key, reason)) = problem {
             return Err(ConfigError::Invalid { key, reason });
         }
@@ -342,13 +350,10 @@ impl Settings {
         let networks = crate::platform::registry::networks();
         let is_target = |t: &str| networks.parse_chat(t).is_some();
         let known = Known { is_target: &is_target, networks: &networks };
-        let is_backend = |b: &str| {
-            use serde::de::value::{Error, StrDeserializer};
-            b == "http" || BackendKind::deserialize(StrDeserializer::<Error>::new(b)).is_ok()
-        };
+        let backends = crate::backend::registry::names();
         let mut rules = Vec::with_capacity(self.policies.len());
         for (i, spec) in self.policies.iter().enumerate() {
-            rules.push(spec.to_rule(i, &known, &is_backend)?);
+            rules.push(spec.to_rule(i, &known, &backends)?);
         }
         Ok(rules)
     }
@@ -395,7 +400,7 @@ impl Settings {
             on_expiry: self.timeouts.on_expiry,
             replica_id: self.backend.replica_id(),
             policies: self.policies(),
-            backend_kind: self.backend.kind.as_str().to_owned(),
+            backend_kind: self.backend.kind.clone(),
         }
     }
 
@@ -626,6 +631,38 @@ mod tests {
         with_policies("[[policies]]\ntools = [\"t\"]\nescalation = [{ after = 60, show_in = \"telegram:-1001/7\" }]").unwrap();
     }
 
+    /// `backend.kind` names a backend of the registry, and rules are stored under the
+    /// kind as written there.
+    #[test]
+    fn the_backend_kind_is_a_name_of_the_registry() {
+        let err = Settings::from_pairs(&[("backend.kind", "ftp")]).unwrap_err().to_string();
+        assert_eq!(err, "configuration key `backend.kind`: `ftp` is not a backend: one of stream, claude_code, agno, kimi or langgraph");
+        let s = Settings::from_pairs(&[("backend.kind", "kimi")]).unwrap();
+        assert_eq!(s.engine_config().backend_kind, "kimi");
+        assert!(s.chat_backend().is_some_and(|(backend, _)| backend.starts_agents()));
+        let printed = Settings::from_pairs(&[]).unwrap().to_json();
+        assert!(printed["kimi"]["start_timeout_secs"] == 60 && printed.get("stream").is_none(), "every backend's section, and only theirs: {printed}");
+    }
+
+    /// A backend's own section is checked only when it is `backend.kind`, and the
+    /// stream kind's `backend.url` only for that kind.
+    #[test]
+    fn a_backends_section_is_checked_only_when_it_is_the_kind() {
+        let invalid_key = |pairs: &[(&str, &str)]| match Settings::from_pairs(pairs) {
+            Err(ConfigError::Invalid { key, .. }) => Some(key),
+            Err(other) => panic!("{other}"),
+            Ok(_) => None,
+        };
+        assert_eq!(invalid_key(&[("backend.kind", "agno")]), Some("agno.agent_id"));
+        assert_eq!(invalid_key(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("agno.url", "ws://x")]), Some("agno.url"));
+        assert_eq!(invalid_key(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("agno.request_timeout_secs", "0")]), Some("agno.request_timeout_secs"));
+        assert_eq!(invalid_key(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("backend.url", "")]), None, "backend.url is the stream kind's");
+        assert_eq!(invalid_key(&[("agno.agent_id", "")]), None, "not read for the stream kind");
+        assert_eq!(invalid_key(&[("backend.url", "")]), Some("backend.url"));
+        let s = Settings::from_pairs(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("agno.token", "agno-s3cret")]).unwrap();
+        assert!(!s.redacted_json().contains("agno-s3cret"));
+    }
+
     #[test]
     fn approvers_become_the_access_policy() {
         let mut s = Settings::from_pairs(&[]).unwrap();
@@ -758,7 +795,8 @@ mod tests {
             if *key == "http.api_tokens" {
                 assert_eq!(s.http.api_tokens, *expected, "{name}={given}");
             } else if *key == "claude_code.env" {
-                assert_eq!(s.claude_code.env, *expected, "{name}={given}");
+                let names: Vec<String> = expected.iter().map(|e| format!("{}=[redacted]", e.split('=').next().unwrap_or_default())).collect();
+                assert_eq!(read, names, "{name}={given}");
             } else {
                 assert_eq!(read, *expected, "{name}={given}");
             }

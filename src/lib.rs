@@ -21,8 +21,9 @@
 //!    runs deadlines, on parallel shards; platform calls go through per-chat lanes. It
 //!    answers with typed outcomes and never words them;
 //! 7. words: [`texts`], every string people read, in three languages;
-//! 8. adapters: [`platform`] (console, Telegram, Discord) and [`backend`] (the stream
-//!    protocol, the HTTP API, LangGraph, Kimi, Agno, Claude Code);
+//! 8. adapters: [`platform`] (the chat platforms, one folder each, listed once in
+//!    `platform::registry`) and [`backend`] (the agent backends, one folder each,
+//!    listed once in `backend::registry`, and the inbound HTTP API);
 //! 9. front ends: [`server`] (`/healthz`, `/readyz`, `/metrics`, `/v1`), [`mcp`]
 //!    (the bridge as an MCP server) and [`web`] (the inbox in a browser);
 //! 10. [`config`]: the file and the environment, each section defined by what it

@@ -426,11 +426,10 @@ fn startup_line(settings: &Settings, config: Option<&std::path::Path>) -> String
         Some(file) => format!("built-in defaults + {} + environment", file.display()),
         None => "built-in defaults + environment".to_owned(),
     };
-    let backend = match settings.backend.kind {
-        hitl_bridge::config::BackendKind::Stream => format!("stream {}", settings.backend.url),
-        hitl_bridge::config::BackendKind::Langgraph => format!("langgraph {}", settings.langgraph.url),
-        hitl_bridge::config::BackendKind::Agno => format!("agno {}", settings.agno.url),
-        kind => serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+    let kind = &settings.backend.kind;
+    let backend = match settings.chat_backend().and_then(|(backend, section)| backend.address(section, &settings.backend)) {
+        Some(address) => format!("{kind} {address}"),
+        None => kind.clone(),
     };
     let platforms: Vec<&str> = settings.platforms.enabled().collect();
     let http = if settings.http.enabled { settings.http.listen.clone() } else { "off".to_owned() };

@@ -17,6 +17,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use fake_telegram::User;
+use hitl_bridge::backend::claude_code::ClaudeCodeSettings;
 use serde_json::{Value, json};
 use support::backend_bridge::{BackendBridge, processes_in};
 use support::wait_until;
@@ -113,7 +114,7 @@ async fn start(extra: &[(&str, &str)]) -> Option<(BackendBridge, &'static FakeMo
         .prepare(move |settings, dir| {
             let home = dir.join("home");
             std::fs::create_dir_all(&home).expect("home");
-            let cc = &mut settings.claude_code;
+            let cc = settings.backends.get_mut::<ClaudeCodeSettings>();
             cc.cli_path = bundled_cli(&venv).display().to_string();
             cc.work_dir = dir.join("work").display().to_string();
             cc.env = vec![
@@ -403,7 +404,7 @@ async fn claude_with_mcp(h: &BackendBridge, prompt: &str, work: &Path) -> tokio:
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(work.join("claude.stderr")).expect("stderr file"))
         .kill_on_drop(true);
-    for pair in &h.settings.claude_code.env {
+    for pair in &h.settings.backends.get::<ClaudeCodeSettings>().env {
         let (name, value) = pair.split_once('=').expect("NAME=value");
         command.env(name, value);
     }

@@ -58,7 +58,7 @@ async fn start_with(scripts: &[String], extra: &[(&str, &str)]) -> Option<Backen
             std::fs::copy(backends::spec_dir("kimi").join("config.toml"), dir.join("config.toml")).expect("kimi config");
             write_script(dir, &scripts);
             let path = |p: &str| dir.join(p).display().to_string();
-            settings.kimi = KimiSettings {
+            *settings.backends.get_mut::<KimiSettings>() = KimiSettings {
                 command: venv.join("bin/kimi").display().to_string(),
                 work_dir: path("work"),
                 config_file: Some(path("config.toml")),

@@ -23,6 +23,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use fake_telegram::User;
+use hitl_bridge::backend::langgraph::LangGraphSettings;
 use hitl_bridge::config::Settings;
 use hitl_bridge::store::{ChatKey, Store};
 use serde_json::{Value, json};
@@ -89,7 +90,7 @@ async fn start(assistant_id: &str) -> Option<BackendBridge> {
 
 /// The server the bridge talks to.
 fn server_url(h: &BackendBridge) -> &str {
-    &h.settings.langgraph.url
+    &h.settings.backends.get::<LangGraphSettings>().url
 }
 
 /// Waits for a request (a message with buttons) containing `needle`.
@@ -316,9 +317,10 @@ async fn a_restarted_bridge_resumes_what_the_thread_still_waits_for() {
 #[ignore = "needs the langgraph backend: bash tests/backends/install.sh langgraph, then cargo test -- --include-ignored"]
 fn the_example_config_loads_and_bad_keys_are_named() {
     let settings = Settings::load(Some(&backends::repo().join("config/langgraph.toml"))).expect("config/langgraph.toml loads");
-    assert_eq!(settings.backend.kind, hitl_bridge::config::BackendKind::Langgraph);
-    assert_eq!((settings.langgraph.url.as_str(), settings.langgraph.assistant_id.as_str()), ("http://127.0.0.1:2024", "agent"));
-    assert_eq!(settings.langgraph.question_tool, "ask_user_question");
+    assert_eq!(settings.backend.kind, "langgraph");
+    let langgraph = settings.backends.get::<LangGraphSettings>();
+    assert_eq!((langgraph.url.as_str(), langgraph.assistant_id.as_str()), ("http://127.0.0.1:2024", "agent"));
+    assert_eq!(langgraph.question_tool, "ask_user_question");
     Settings::from_pairs(&[("backend.kind", "langgraph"), ("backend.url", "")]).expect("no stream url needed");
     for (key, value) in [("langgraph.url", "ws://127.0.0.1:2024"), ("langgraph.assistant_id", " "), ("langgraph.request_timeout_secs", "0")] {
         let err = Settings::from_pairs(&[("backend.kind", "langgraph"), (key, value)]).expect_err(key).to_string();

@@ -10,8 +10,10 @@
 //!   left out of that print, so the test gives it a config with policies that set every
 //!   policy key;
 //! - README.md stays a front door: at most 300 lines;
-//! - the tables generated from the platform registry (in docs/configuration.md) and the
-//!   platforms' sections of config/default.toml (and the Helm chart's copy) are current.
+//! - the blocks generated from the platform and backend registries are current: the
+//!   tables of docs/configuration.md, the platforms' and backends' sections of
+//!   config/default.toml (and the Helm chart's copy), the adapters' row of
+//!   docs/architecture.md's layers table and docs/development.md's list of adapters.
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -408,18 +410,23 @@ fn readme_is_a_front_door() {
     assert!(readme.contains("cargo run --release -- demo"), "the README's demo command is gone");
 }
 
-/// The docs' generated tables, and the platforms' sections in `config/default.toml`
-/// (and the Helm chart's copy of it), say what the platform registry says now: a
-/// platform added to the registry shows in them. `HITL_BRIDGE_BLESS_DOCS=1` rewrites
-/// them.
+/// The docs' generated tables, and the platforms' and backends' sections in
+/// `config/default.toml` (and the Helm chart's copy), say what the registries say now: a
+/// platform or backend added to its registry shows in them. `HITL_BRIDGE_BLESS_DOCS=1`
+/// rewrites them.
 #[test]
 fn generated_tables_follow_the_registry() {
-    use hitl_bridge::platform::registry;
+    use hitl_bridge::{backend, platform};
     for (doc, markers, name, table) in [
-        ("docs/configuration.md", MARKDOWN, "addresses", registry::addresses_table()),
-        ("docs/configuration.md", MARKDOWN, "sections", registry::sections_table()),
-        ("config/default.toml", TOML, "platform sections", registry::default_sections()),
-        ("deploy/helm/hitl-bridge/files/default.toml", TOML, "platform sections", registry::default_sections()),
+        ("docs/configuration.md", MARKDOWN, "addresses", platform::registry::addresses_table()),
+        ("docs/configuration.md", MARKDOWN, "sections", platform::registry::sections_table()),
+        ("docs/configuration.md", BACKEND_MARKDOWN, "backends", backend::registry::backends_table()),
+        ("config/default.toml", TOML, "platform sections", platform::registry::default_sections()),
+        ("deploy/helm/hitl-bridge/files/default.toml", TOML, "platform sections", platform::registry::default_sections()),
+        ("config/default.toml", BACKEND_TOML, "backend sections", backend::registry::default_sections()),
+        ("deploy/helm/hitl-bridge/files/default.toml", BACKEND_TOML, "backend sections", backend::registry::default_sections()),
+        ("docs/architecture.md", ROW, "| adapters |", adapters_row()),
+        ("docs/development.md", REGISTRIES_MARKDOWN, "adapters", adapters_list()),
     ] {
         let stale = regenerate(doc, markers, name, &table);
         assert!(
@@ -430,6 +437,29 @@ fn generated_tables_follow_the_registry() {
     }
 }
 
+/// The adapters' row of docs/architecture.md's layers table: every platform and every
+/// backend, by their titles, from the two registries.
+fn adapters_row() -> String {
+    let platforms: Vec<&str> = hitl_bridge::platform::registry::DESCRIPTORS.iter().map(|d| d.title()).collect();
+    let backends: Vec<&str> = hitl_bridge::backend::registry::DESCRIPTORS.iter().map(|d| d.title()).collect();
+    format!(
+        "| adapters | `platform`, `backend` | the chat platforms ({}); the agent backends ({}) and the inbound HTTP API; each kind listed once, in its registry |",
+        platforms.join(", "),
+        backends.join(", ")
+    )
+}
+
+/// docs/development.md's list of the adapters' folders, from the two registries.
+fn adapters_list() -> String {
+    let folders = |names: Vec<&str>| names.iter().map(|name| format!("`{name}/`")).collect::<Vec<_>>().join(", ");
+    let platforms = folders(hitl_bridge::platform::registry::DESCRIPTORS.iter().map(|d| d.network().name()).collect());
+    let backends = folders(hitl_bridge::backend::registry::DESCRIPTORS.iter().map(|d| d.name()).collect());
+    format!(
+        "- the chat platforms, in `src/platform/` ([registry](../src/platform/registry.rs)): {platforms}\n\
+         - the agent backends, in `src/backend/` ([registry](../src/backend/registry.rs)): {backends}; beside them the inbound HTTP API, `http_api/`\n"
+    )
+}
+
 /// How a generated block begins (followed by its name and a line end) and ends.
 struct Markers {
     begin: &'static str,
@@ -438,6 +468,12 @@ struct Markers {
 
 const MARKDOWN: Markers = Markers { begin: "<!-- generated from the platform registry: ", end: "<!-- end of generated table -->" };
 const TOML: Markers = Markers { begin: "# generated from the platform registry: ", end: "# end of generated sections" };
+const BACKEND_MARKDOWN: Markers = Markers { begin: "<!-- generated from the backend registry: ", end: "<!-- end of generated table -->" };
+const BACKEND_TOML: Markers = Markers { begin: "# generated from the backend registry: ", end: "# end of generated sections" };
+const REGISTRIES_MARKDOWN: Markers = Markers { begin: "<!-- generated from the registries: ", end: "<!-- end of generated list -->" };
+/// One row of a Markdown table, which a comment would cut in two: the row whose first
+/// cells are the block's name, up to its line's end.
+const ROW: Markers = Markers { begin: "", end: "\n" };
 
 /// Compares the generated block `name` of `doc` with `table`: `None` when current (or
 /// rewritten, with `HITL_BRIDGE_BLESS_DOCS=1`), else what it should be.
@@ -458,10 +494,14 @@ fn regenerate(doc: &str, markers: Markers, name: &str, table: &str) -> Option<St
 /// `text` with its generated block `name` holding `table`; `None` without the block.
 fn splice(text: &str, markers: &Markers, name: &str, table: &str) -> Option<String> {
     let begin = match markers.begin {
+        "" => format!("\n{name}"),
         b if b.starts_with("<!--") => format!("{b}{name} -->\n"),
         b => format!("{b}{name}\n"),
     };
-    let start = text.find(&begin)? + begin.len();
+    // A row is replaced from its first cell on (the generated row repeats it); a block,
+    // after its first line.
+    let kept = if markers.begin.is_empty() { "\n".len() } else { begin.len() };
+    let start = text.find(&begin)? + kept;
     let stop = start + text[start..].find(markers.end)?;
     Some(format!("{}{table}{}", &text[..start], &text[stop..]))
 }
@@ -479,6 +519,9 @@ fn a_generated_block_is_replaced_whole_and_only_it() {
         splice(toml, &TOML, "s", "[new]\nk = 1\n").as_deref(),
         Some("[a]\n# generated from the platform registry: s\n[new]\nk = 1\n# end of generated sections\n[b]\n")
     );
+    let table = "| a | b |\n|---|---|\n| one | old |\n| two | kept |\n";
+    assert_eq!(splice(table, &ROW, "| one |", "| one | new |").as_deref(), Some("| a | b |\n|---|---|\n| one | new |\n| two | kept |\n"));
+    assert_eq!(splice(table, &ROW, "| three |", "x"), None);
 }
 
 /// Every `HITL_BRIDGE_…` variable the project reads itself (the tests, the commands'
@@ -634,6 +677,22 @@ fn every_platform_command_is_listed() {
             assert!(readme.contains(&line), "README.md's Commands do not list `{line}`");
             assert!(operations.contains(&line), "docs/operations.md's admin commands do not list `{line}`");
         }
+    }
+}
+
+/// README's table of backends has a row for every backend of the registry, and links
+/// its guide: a backend added to the registry fails this until README shows it.
+#[test]
+fn readme_lists_every_backend() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let start = readme.find("\n## Backends\n").expect("README's Backends section");
+    let section = &readme[start + 1..];
+    let section = &section[..section[1..].find("\n## ").map_or(section.len(), |end| end + 1)];
+    for descriptor in hitl_bridge::backend::registry::DESCRIPTORS {
+        let name = descriptor.name();
+        assert!(section.lines().any(|line| line.starts_with(&format!("| `{name}`"))), "README's backends table has no row for `{name}`");
+        let page = descriptor.docs_page();
+        assert!(section.contains(&format!("]({page})")), "README's Backends section does not link {page}");
     }
 }
 

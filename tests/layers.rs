@@ -7,8 +7,9 @@
 //! `src/platform/` is one platform, and each of `src/backend/` one backend (but the
 //! parts they share, [`SHARED_FOLDERS`]). One platform never uses another, nor one
 //! backend another; only the platforms' registry (`src/platform/registry.rs`) names a
-//! platform from outside its folder, and only the assembly ([`REGISTRY_READERS`])
-//! reads the registry ([`folder_rules`]).
+//! platform from outside its folder, and only the backends' (`src/backend/registry.rs`)
+//! a backend (but [`UNREGISTERED`]); only the assembly ([`REGISTRY_READERS`]) reads
+//! either registry ([`folder_rules`]).
 //!
 //! Imports are read as `crate::` paths, `super::` and `self::` paths and the paths a
 //! module names through its own submodules, outside comments; unit-test modules are
@@ -38,7 +39,7 @@ const LAYERS: &[(&str, &[&str])] = &[
 
 /// Unit tests that assemble settings or connectors from the layers above to check one
 /// rule of their module; their shipped code is still checked.
-const ASSEMBLED_TESTS: &[&str] = &["engine/rules.rs", "backend/agno/settings.rs", "backend/kimi/settings.rs"];
+const ASSEMBLED_TESTS: &[&str] = &["engine/rules.rs"];
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|(_, modules)| modules.contains(&module))
@@ -193,13 +194,24 @@ fn no_module_imports_a_layer_above_its_own_or_a_sibling() {
 /// `src/backend/` a backend, so a new one is held to the rules from its first line.
 const SHARED_FOLDERS: &[&str] = &["backend/child", "platform/kit"];
 
-/// The layers whose modules may read the platforms' registry: the assembly
-/// (configuration, the app, the admin commands, pairing and the demo; `main.rs`, a
-/// crate root, too). The rest is handed what it needs from it.
+/// Adapters that are no registry's: `backend/http_api`, the inbound HTTP API, serves
+/// the `api:` sessions beside whichever backend serves the chats, and the assembly
+/// starts it by name. It is still held apart from the backends beside it.
+const UNREGISTERED: &[&str] = &["backend/http_api"];
+
+/// The layers whose modules may read the registries: the assembly (configuration, the
+/// app, the admin commands, pairing and the demo; `main.rs`, a crate root, too). The
+/// rest is handed what it needs from them.
 const REGISTRY_READERS: &[&str] = &["configuration", "assembly and commands"];
 
-/// The platforms' registry, the one file that names them all.
-const REGISTRY: [&str; 2] = ["platform", "registry"];
+/// The registries, each the one file that names every adapter of its kind: the
+/// platforms' and the backends'.
+const REGISTRIES: [[&str; 2]; 2] = [["platform", "registry"], ["backend", "registry"]];
+
+/// The registry of the adapters of `kind` (`platform`), as a module path.
+fn registry_of(kind: &str) -> Option<Vec<String>> {
+    REGISTRIES.iter().find(|[k, _]| *k == kind).map(|r| r.map(str::to_owned).to_vec())
+}
 
 /// The adapters of the tree: each folder of `src/platform/` and `src/backend/` but the
 /// [`SHARED_FOLDERS`], as (`platform`, `telegram`).
@@ -228,12 +240,12 @@ impl Adapters {
 }
 
 /// The folder rules, for the file `relative` (module `here`, in layer `own`) that uses
-/// `used`: a platform or backend never uses another of its kind; no file but the
-/// registry names a platform from outside its folder; only the assembly reads the
-/// registry.
+/// `used`: a platform or backend never uses another of its kind; no file but its
+/// registry names a platform or a backend from outside its folder; only the assembly
+/// reads a registry.
 fn folder_rules(relative: &str, here: &[String], own: usize, used: &BTreeSet<Vec<String>>, adapters: &Adapters) -> Vec<String> {
     let mine = adapters.of_path(here);
-    let is_registry = here.starts_with(&REGISTRY.map(str::to_owned));
+    let is_registry = |kind: &str| registry_of(kind).is_some_and(|registry| here.starts_with(&registry));
     let reads_registry = REGISTRY_READERS.contains(&LAYERS[own].0);
     let mut wrong = BTreeSet::new();
     for path in used {
@@ -241,21 +253,32 @@ fn folder_rules(relative: &str, here: &[String], own: usize, used: &BTreeSet<Vec
         if let Some(theirs) = adapters.of_path(path)
             && mine != Some(theirs)
         {
+            let registered = !UNREGISTERED.contains(&format!("{}/{}", theirs.0, theirs.1).as_str());
             match mine {
                 Some(mine) if mine.0 == theirs.0 => {
                     wrong.insert(format!("{relative}: {} uses {}, another {} of its layer", named(mine), named(theirs), theirs.0));
                 }
-                _ if theirs.0 == "platform" && !is_registry => {
-                    wrong.insert(format!("{relative}: names the platform {}; only the registry (`platform::registry`) names platforms", named(theirs)));
+                _ if registered && !is_registry(&theirs.0) => {
+                    wrong.insert(format!(
+                        "{relative}: names the {} {}; only the registry (`{}::registry`) names {}s",
+                        theirs.0,
+                        named(theirs),
+                        theirs.0,
+                        theirs.0
+                    ));
                 }
                 _ => {}
             }
         }
-        if path.starts_with(&REGISTRY.map(str::to_owned)) && !is_registry && !reads_registry {
-            wrong.insert(format!(
-                "{relative}: reads `platform::registry`; only the assembly does ({}), and hands the rest what it needs",
-                REGISTRY_READERS.join(", ")
-            ));
+        for registry in REGISTRIES {
+            let registry = registry.map(str::to_owned);
+            if path.starts_with(&registry) && !here.starts_with(&registry) && !reads_registry {
+                wrong.insert(format!(
+                    "{relative}: reads `{}`; only the assembly does ({}), and hands the rest what it needs",
+                    registry.join("::"),
+                    REGISTRY_READERS.join(", ")
+                ));
+            }
         }
     }
     wrong.into_iter().collect()
@@ -427,8 +450,9 @@ fn throwaway(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
-/// A small bridge that keeps every rule: two platforms and their registry, read by the
-/// app; two backends that share a part; a front end handed what it needs.
+/// A small bridge that keeps every rule: two platforms and their registry, and two
+/// backends that share a part and their registry, both read by the app; an inbound
+/// API no registry lists; a front end handed what it needs.
 const KEEPS_THE_RULES: &[(&str, &str)] = &[
     ("lib.rs", "pub mod app;\npub mod backend;\npub mod platform;\npub mod web;\n"),
     ("platform/mod.rs", "pub mod alpha;\npub mod beta;\npub mod descriptor;\npub mod registry;\n"),
@@ -438,13 +462,19 @@ const KEEPS_THE_RULES: &[(&str, &str)] = &[
     ("platform/alpha/chat.rs", "use super::NAME;\nuse super::super::descriptor::Descriptor;\n"),
     ("platform/beta/mod.rs", "#[cfg(test)]\nmod tests;\npub const NAME: &str = \"beta\";\n"),
     ("platform/beta/tests.rs", "use super::NAME;\n"),
-    ("backend/mod.rs", "pub mod child;\npub mod one;\npub mod two;\n"),
+    ("backend/mod.rs", "pub mod child;\npub mod descriptor;\npub mod http_api;\npub mod one;\npub mod registry;\npub mod two;\n"),
     ("backend/child.rs", "pub fn spawn() {}\n"),
     ("backend/child/registry.rs", "pub struct Registry;\n"),
-    ("backend/one/mod.rs", "use crate::backend::child::spawn;\n"),
-    ("backend/two/mod.rs", "use super::super::child;\n"),
-    ("web/mod.rs", "pub fn new(names: &[&str]) -> usize { names.len() }\n"),
-    ("app.rs", "use crate::platform::registry::NAMES;\npub fn run() -> usize { crate::web::new(&NAMES) }\n"),
+    ("backend/descriptor.rs", "//! Names no backend: see [`crate::backend::one`] in a comment only.\npub trait BackendDescriptor {}\n"),
+    ("backend/registry.rs", "use super::{one, two};\npub static KINDS: [&str; 2] = [one::KIND, two::KIND];\n"),
+    ("backend/one/mod.rs", "use crate::backend::child::spawn;\nuse crate::backend::descriptor::BackendDescriptor;\npub const KIND: &str = \"one\";\n"),
+    ("backend/two/mod.rs", "use super::super::child;\npub const KIND: &str = \"two\";\n"),
+    ("backend/http_api/mod.rs", "pub struct Api;\n"),
+    ("web/mod.rs", "use crate::backend::http_api::Api;\npub fn new(names: &[&str]) -> usize { names.len() }\n"),
+    (
+        "app.rs",
+        "use crate::platform::registry::NAMES;\nuse crate::backend::{http_api::Api, registry::KINDS};\npub fn run() -> usize { crate::web::new(&NAMES) + KINDS.len() }\n",
+    ),
 ];
 
 /// [`KEEPS_THE_RULES`] with `path` written as `text`: what the check says of it.
@@ -491,5 +521,26 @@ fn the_check_fails_a_backend_using_another_and_a_reader_of_the_registry_below_th
     assert_eq!(
         violations_with("platform/mod.rs", "pub mod alpha;\npub mod beta;\npub mod descriptor;\npub mod registry;\npub use registry::NAMES;\n"),
         ["platform/mod.rs: reads `platform::registry`; only the assembly does (configuration, assembly and commands), and hands the rest what it needs"]
+    );
+}
+
+#[test]
+fn the_check_fails_a_backend_named_or_its_registry_read_outside_the_assembly() {
+    let reads = |file: &str| {
+        format!("{file}: reads `backend::registry`; only the assembly does (configuration, assembly and commands), and hands the rest what it needs")
+    };
+    assert_eq!(
+        violations_with("backend/two/mod.rs", "pub const KIND: &str = \"two\";\nfn all() -> usize { crate::backend::registry::KINDS.len() }\n"),
+        [reads("backend/two/mod.rs")]
+    );
+    assert_eq!(violations_with("web/mod.rs", "use crate::backend::registry::KINDS;\n"), [reads("web/mod.rs")]);
+    assert_eq!(violations_with("backend/descriptor.rs", "use super::registry::KINDS;\n"), [reads("backend/descriptor.rs")]);
+    let names_two = "names the backend `backend::two`; only the registry (`backend::registry`) names backends";
+    assert_eq!(violations_with("app.rs", "use crate::backend::two::KIND;\n"), [format!("app.rs: {names_two}")]);
+    assert_eq!(violations_with("backend/descriptor.rs", "use super::two::KIND;\n"), [format!("backend/descriptor.rs: {names_two}")]);
+    assert_eq!(
+        violations_with("backend/one/mod.rs", "use super::http_api::Api;\n"),
+        ["backend/one/mod.rs: `backend::one` uses `backend::http_api`, another backend of its layer"],
+        "the inbound API no registry lists is still a backend apart"
     );
 }

@@ -147,7 +147,7 @@ fn rules() -> Vec<PolicyRule> {
         json!({"name": "migrations", "tools": ["run_migration", "drop_*"], "quorum": 2, "approver_roles": [DBA]}),
         json!({"name": "oncall-chat", "tools": ["restart_?"], "targets": ["discord:1300*"]}),
     ];
-    entries.iter().enumerate().map(|(i, e)| spec(e.clone()).to_rule(i, &known(), &|_| true).unwrap()).collect()
+    entries.iter().enumerate().map(|(i, e)| spec(e.clone()).to_rule(i, &known(), &["stream", "kimi"]).unwrap()).collect()
 }
 
 fn selected(actions: Vec<Action>, backend: &str, session: &str, targets: &[&str], requested: Option<&Policy>) -> Option<String> {
@@ -192,7 +192,7 @@ fn a_requests_own_policy_applies_only_where_no_entry_matches() {
 
 #[test]
 fn questions_take_no_policy() {
-    let rules = vec![spec(json!({"tools": ["*"], "quorum": 2})).to_rule(0, &known(), &|_| true).unwrap()];
+    let rules = vec![spec(json!({"tools": ["*"], "quorum": 2})).to_rule(0, &known(), &["stream", "kimi"]).unwrap()];
     let question = Request {
         approval_key: "q".into(),
         kind: RequestKind::Questions { questions: vec![], actions: vec![tool("ask_user")] },
@@ -663,7 +663,7 @@ fn a_stored_policy_round_trips() {
     // The config form and the stored form describe the same policy.
     let from_config = spec(json!({"tools": ["run_migration"], "approver_roles": [DBA], "quorum": 2, "escalation": [
         {"after": 300, "remind": format!("role:{DBA}")}, {"after": "15m", "show_in": "discord:1300"}, {"after": "30m", "fallback": "reject"}]}))
-    .to_rule(0, &known(), &|_| true)
+    .to_rule(0, &known(), &["stream", "kimi"])
     .unwrap();
     assert_eq!(from_config.matcher, Matcher { tools: vec!["run_migration".into()], ..Matcher::default() });
     assert_eq!(Policy { name: "request".into(), ..from_config.policy }, dba_policy());

@@ -4,6 +4,11 @@
 //! is one module and touches neither the engine nor the core.
 //!
 //! Layout:
+//! - [`descriptor`]: what the assembly knows of one backend (its name in
+//!   `backend.kind`, its section, its connector); [`registry`] lists every backend,
+//!   one line each, and is the only file that names them. Each backend is a folder
+//!   (the stream protocol, whose keys are `[backend]`'s, is [`stream`]), held apart
+//!   from the others by `tests/layers.rs`; the guides are in docs/backends/.
 //! - [`session`]: what every connection-based backend shares: one supervised task per
 //!   session, reconnects with backoff, and the replica lease ([`lease`]), the durable
 //!   outbox ([`outbox`]), reconciliation from history ([`history`]) and the agent's
@@ -12,18 +17,17 @@
 //!   [`link::Link`]s that write commands and read updates.
 //! - [`stream`]: the stream protocol over WebSocket, a [`session::Transport`]; its pure
 //!   half is [`assembler`].
-//! - [`http_api`]: agents that push requests over HTTP (PROTOCOL.md §8).
-//! - Real agent backends, each a [`session::Transport`] (docs/backends/):
-//!   [`langgraph`] (a LangGraph server's threads, runs and interrupts), [`kimi`] (Kimi
-//!   CLI's wire mode, one `kimi --wire` process per session, seed 001), [`agno`] (Agno
-//!   AgentOS over its HTTP API, seed 004) and [`claude_code`] (the CLI of
-//!   `claude-agent-sdk` over stdio). They share [`sse`] (the Server-Sent Events parser
-//!   of the HTTP ones) and [`tool_groups`] (tool calls as one status line per group).
+//! - [`http_api`]: agents that push requests over HTTP (PROTOCOL.md §8): not a chat
+//!   backend, it serves the `api:` sessions beside whichever backend serves chats.
+//! - Parts the backends share: [`sse`] (the Server-Sent Events parser of the HTTP
+//!   ones), [`tool_groups`] (tool calls as one status line per group) and [`child`]
+//!   (the agent processes some start).
 
 pub mod agno;
 pub mod assembler;
 pub mod child;
 pub mod claude_code;
+pub mod descriptor;
 pub mod history;
 pub mod http_api;
 pub mod kimi;
@@ -32,6 +36,7 @@ pub mod last_words;
 pub mod lease;
 pub mod link;
 pub mod outbox;
+pub mod registry;
 pub mod session;
 pub mod settings;
 pub mod sse;

@@ -1,46 +1,17 @@
 //! The `[backend]` section: which backend serves chat sessions, and how the
-//! connection-based ones connect (the stream protocol's URL, leases, pings). Each
-//! backend but `stream` has its own section besides, in its own folder.
+//! connection-based ones connect (the stream protocol's URL, leases, pings). A backend
+//! with keys of its own has its own section besides, read by its descriptor
+//! ([`super::descriptor`]); the names are the backend registry's.
 
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
-/// Which agent backend serves chat sessions (`backend.kind`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BackendKind {
-    /// The bridge's own stream protocol over WebSocket at `backend.url` (PROTOCOL.md).
-    #[default]
-    Stream,
-    /// Claude Code, one CLI process per session (`[claude_code]`).
-    ClaudeCode,
-    /// Agno AgentOS over its HTTP API, section `[agno]` (docs/backends/agno.md).
-    Agno,
-    /// Kimi CLI's wire mode: one `kimi --wire` process per session (section `[kimi]`).
-    Kimi,
-    /// A LangGraph server's threads and runs (`[langgraph]`).
-    Langgraph,
-}
-
-impl BackendKind {
-    /// The name as written in `backend.kind` (and in policies' `backends`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Stream => "stream",
-            Self::ClaudeCode => "claude_code",
-            Self::Agno => "agno",
-            Self::Kimi => "kimi",
-            Self::Langgraph => "langgraph",
-        }
-    }
-}
-
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BackendSettings {
-    /// Which backend serves chat sessions; each kind but `stream` has its own section.
-    #[serde(default)]
-    pub kind: BackendKind,
+    /// Which backend serves chat sessions: a name of the backend registry (checked at
+    /// load, where the registry is read). Its default is `config/default.toml`'s.
+    pub kind: String,
     /// The stream protocol's WebSocket URL, `{session_id}` replaced (kind `stream`).
     #[serde(default)]
     pub url: String,
@@ -113,21 +84,6 @@ fn default_idle_close() -> u64 {
 }
 
 impl BackendSettings {
-    /// What is wrong with the stream protocol's keys, as (key, reason); `None` when
-    /// they are sound or another backend is selected.
-    pub fn problem(&self) -> Option<(&'static str, &'static str)> {
-        let url = &self.url;
-        if self.kind == BackendKind::Stream {
-            if !(url.starts_with("ws://") || url.starts_with("wss://")) {
-                return Some(("backend.url", "must start with ws:// or wss://"));
-            }
-            if !url.contains("{session_id}") {
-                return Some(("backend.url", "must contain {session_id}"));
-            }
-        }
-        None
-    }
-
     /// What is wrong with the connection keys, checked after the backend's own section.
     pub fn connection_problem(&self) -> Option<(&'static str, &'static str)> {
         if let Some(h) = &self.history_url

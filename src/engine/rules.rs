@@ -168,13 +168,4 @@ mod tests {
         let _ = stop.send(());
         task.await.unwrap();
     }
-
-    /// Rules are stored under `BackendKind::as_str`: it must be the config's name.
-    #[test]
-    fn the_backend_kind_is_the_config_name() {
-        use crate::config::BackendKind::*;
-        for kind in [Stream, ClaudeCode, Agno, Kimi, Langgraph] {
-            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
-        }
-    }
 }

@@ -166,8 +166,7 @@ impl Setup {
         let is_target = |t: &str| networks.parse_chat(t).is_some();
         let known = Known { is_target: &is_target, networks: &networks };
         // The backends a policy may name: the HTTP API's and the one these engines run.
-        let is_backend = |b: &str| b == "http" || b == "stream";
-        let policies = self.policies.iter().enumerate().map(|(i, spec)| spec.to_rule(i, &known, &is_backend).expect("a valid policy")).collect();
+        let policies = self.policies.iter().enumerate().map(|(i, spec)| spec.to_rule(i, &known, &["stream"]).expect("a valid policy")).collect();
         let allowlist = Allowlist {
             users: Vec::new(),
             chats: Vec::new(),

@@ -1,6 +1,6 @@
 //! The bridge as a Model Context Protocol server: any MCP agent (Claude Code, Claude
-//! Desktop, Cursor, Codex CLI, …) asks a person in Telegram or Discord with one line
-//! of MCP configuration, and gets everything a pushed request gets (routing, who may
+//! Desktop, Cursor, Codex CLI, …) asks a person in any chat the bridge serves with one
+//! line of MCP configuration, and gets everything a pushed request gets (routing, who may
 //! answer, policies, audit, restarts), because every tool call is a `/v1` request.
 //!
 //! - [`tools`]: the tools' inputs, their `/v1` bodies and their results (pure).

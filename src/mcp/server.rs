@@ -21,6 +21,15 @@ use super::bridge_api::{ApiCallError, BridgeApi};
 use super::tools::{self, ApprovalInput, Ending, InputError, PromptInput, QuestionsInput, Targets};
 use crate::interaction::chat::Networks;
 
+/// Where a tool's description names the chats people answer in.
+const CHATS: &str = "{chats}";
+
+/// The chats people answer in, as a description names them: the platforms' names
+/// (`chat (telegram, discord or console)`), handed down as `networks`.
+fn chats(networks: &Networks) -> String {
+    format!("chat ({})", networks.listed())
+}
+
 /// Where the tools send their requests, and as whom.
 #[derive(Clone)]
 pub struct Upstream {
@@ -56,13 +65,20 @@ impl HitlTools {
                 tool_router.remove_route(name);
             }
         }
+        // The descriptions name the chats of the platforms this bridge knows.
+        let chats = chats(&targets.networks);
+        for route in tool_router.map.values_mut() {
+            if let Some(description) = &route.attr.description {
+                route.attr.description = Some(description.replace(CHATS, &chats).into());
+            }
+        }
         let connection = uuid::Uuid::new_v4().simple().to_string();
         Self { upstream, targets, connection, tool_router }
     }
 
     #[tool(
         name = "request_approval",
-        description = "Ask a person in the team's Telegram or Discord to approve, edit or reject one or more tool calls before you run them. Blocks until they decide (or the deadline passes) and returns one decision per action: approve, edit (with edited_action: run that instead), reject (with their message), or respond, plus who decided and when."
+        description = "Ask a person in the team's {chats} to approve, edit or reject one or more tool calls before you run them. Blocks until they decide (or the deadline passes) and returns one decision per action: approve, edit (with edited_action: run that instead), reject (with their message), or respond, plus who decided and when."
     )]
     async fn request_approval(&self, Parameters(input): Parameters<ApprovalInput>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
         let key = self.key_for(input.routing.approval_key.as_deref(), &ctx);
@@ -72,7 +88,7 @@ impl HitlTools {
 
     #[tool(
         name = "ask_user_question",
-        description = "Ask a person in the team's Telegram or Discord 1-4 questions (single or multi select, with an optional free-text option) and wait for the answers. Returns answers (question text -> answer text, several choices joined with \", \") and selected_options (the chosen labels per question)."
+        description = "Ask a person in the team's {chats} 1-4 questions (single or multi select, with an optional free-text option) and wait for the answers. Returns answers (question text -> answer text, several choices joined with \", \") and selected_options (the chosen labels per question)."
     )]
     async fn ask_user_question(&self, Parameters(input): Parameters<QuestionsInput>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
         let key = self.key_for(input.routing.approval_key.as_deref(), &ctx);
@@ -104,7 +120,7 @@ impl ServerHandler for HitlTools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("hitl-bridge", env!("CARGO_PKG_VERSION")))
-            .with_instructions("Ask people in Telegram or Discord to approve tool calls or answer questions, and wait for them.")
+            .with_instructions(format!("Ask people in {} to approve tool calls or answer questions, and wait for them.", chats(&self.targets.networks)))
     }
 }
 
@@ -303,5 +319,22 @@ mod tests {
         assert_eq!(super::describe_targets(&crate::interaction::test_networks::networks(), &targets), "telegram:-100, console");
         let in_42s = chrono::DateTime::from_timestamp_millis(crate::clock::now_ms() + 42_500).unwrap().to_rfc3339();
         assert_eq!(super::waiting_message("telegram:-100", &json!(in_42s)), "waiting for a decision in telegram:-100, 42 s left");
+    }
+
+    /// The descriptions and the instructions name the platforms handed down, not a
+    /// list written here.
+    #[test]
+    fn the_descriptions_name_the_chats_of_the_platforms_handed_down() {
+        let networks = crate::interaction::test_networks::networks();
+        let upstream = super::Upstream { base: "http://127.0.0.1:1".into(), token: None, http: reqwest::Client::new(), max_body_bytes: 1024 };
+        let targets = std::sync::Arc::new(super::Targets { networks: networks.clone(), defaults: Vec::new() });
+        let tools = super::HitlTools::new(upstream, targets, &["request_approval".to_owned(), "ask_user_question".to_owned()]);
+        let chats = format!("chat ({})", networks.listed());
+        for name in ["request_approval", "ask_user_question"] {
+            let description = tools.tool_router.get(name).and_then(|tool| tool.description.clone()).unwrap_or_default();
+            assert!(description.starts_with(&format!("Ask a person in the team's {chats} ")), "{description}");
+        }
+        let instructions = rmcp::ServerHandler::get_info(&tools).instructions.unwrap_or_default();
+        assert!(instructions.starts_with(&format!("Ask people in {chats} ")), "{instructions}");
     }
 }

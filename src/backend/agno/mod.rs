@@ -24,6 +24,7 @@
 //! The pure halves: [`super::sse`] (bytes → records), [`events`] (records → updates),
 //! [`pause`] (paused tools ↔ requests and replies).
 
+pub mod descriptor;
 pub mod events;
 pub mod pause;
 pub mod settings;

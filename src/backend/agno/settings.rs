@@ -57,29 +57,26 @@ impl AgnoSettings {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{ConfigError, Settings};
+    use super::*;
 
-    fn invalid_key(pairs: &[(&str, &str)]) -> Option<&'static str> {
-        match Settings::from_pairs(pairs) {
-            Err(ConfigError::Invalid { key, .. }) => Some(key),
-            Err(other) => panic!("{other}"),
-            Ok(_) => None,
-        }
+    #[test]
+    fn bad_keys_are_named() {
+        let bad = |change: fn(&mut AgnoSettings)| {
+            let mut s = AgnoSettings { agent_id: "ops".into(), ..AgnoSettings::default() };
+            change(&mut s);
+            s.problem().map(|(key, _)| key)
+        };
+        assert_eq!(bad(|_| {}), None);
+        assert_eq!(bad(|s| s.agent_id = String::new()), Some("agno.agent_id"), "required");
+        assert_eq!(bad(|s| s.agent_id = "a/b".into()), Some("agno.agent_id"));
+        assert_eq!(bad(|s| s.url = "ws://x".into()), Some("agno.url"));
+        assert_eq!(bad(|s| s.request_timeout_secs = 0), Some("agno.request_timeout_secs"));
     }
 
     #[test]
-    fn the_agno_section_is_checked_only_for_its_kind() {
-        assert_eq!(invalid_key(&[("backend.kind", "agno")]), Some("agno.agent_id"));
-        assert_eq!(invalid_key(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("agno.url", "ws://x")]), Some("agno.url"));
-        assert_eq!(invalid_key(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("agno.request_timeout_secs", "0")]), Some("agno.request_timeout_secs"));
-        assert_eq!(invalid_key(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("backend.url", "")]), None, "backend.url is the stream kind's");
-        assert_eq!(invalid_key(&[("agno.agent_id", "")]), None, "not read for the stream kind");
-    }
-
-    #[test]
-    fn the_token_is_redacted() {
-        let s = Settings::from_pairs(&[("backend.kind", "agno"), ("agno.agent_id", "ops"), ("agno.token", "agno-s3cret")]).unwrap();
-        assert!(!s.redacted_json().contains("agno-s3cret"));
-        assert_eq!(s.agno.base(), "http://127.0.0.1:7777");
+    fn the_token_is_redacted_and_the_base_has_no_trailing_slash() {
+        let s = AgnoSettings { url: "http://127.0.0.1:7777/".into(), token: Some("agno-s3cret".to_owned().into()), ..AgnoSettings::default() };
+        assert!(!serde_json::to_string(&s).unwrap().contains("agno-s3cret"));
+        assert_eq!(s.base(), "http://127.0.0.1:7777");
     }
 }

@@ -19,6 +19,7 @@
 //! `--resume`. The CLI refuses `--session-id` for a conversation that exists and
 //! `--resume` for one that does not, so a refusal simply tries the other.
 
+pub mod descriptor;
 pub mod lines;
 pub mod process;
 pub mod settings;

@@ -163,7 +163,7 @@ impl Connector for HttpApi {
 /// The OpenAPI 3.1 document, generated from the handlers and their types.
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "hitl-bridge inbound API", description = "Push approval requests and questions to Discord, Telegram or a terminal; get the human's answer back (PROTOCOL.md §8)."),
+    info(title = "hitl-bridge inbound API", description = "Push approval requests and questions to people in chat; get the human's answer back (PROTOCOL.md §8)."),
     paths(routes::create, routes::get_one, routes::cancel, routes::list),
     modifiers(&BearerAuth)
 )]
@@ -179,11 +179,18 @@ impl utoipa::Modify for BearerAuth {
     }
 }
 
+/// Where the document's description says requests go; the platforms' names follow it.
+const CHATS: &str = "people in chat";
+
 /// The document, with `Target` as each platform's descriptor publishes its target
-/// object: a platform adds its own without this module naming it.
+/// object and the description naming the platforms: a platform adds its own without
+/// this module naming it.
 async fn openapi_json(State(api): State<Arc<HttpApi>>) -> axum::response::Response {
     use axum::response::IntoResponse;
     let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_default();
     doc["components"]["schemas"]["Target"] = api.platforms.known.target_schema();
+    if let Some(description) = doc["info"]["description"].as_str() {
+        doc["info"]["description"] = description.replace(CHATS, &format!("{CHATS} ({})", api.platforms.known.listed())).into();
+    }
     ([(axum::http::header::CONTENT_TYPE, "application/json")], serde_json::to_string_pretty(&doc).unwrap_or_default()).into_response()
 }

@@ -21,6 +21,7 @@
 //! Pure halves: [`wire`] (lines), [`translate`] (events and requests → updates),
 //! [`requests`] (what a process waits on; replies → results).
 
+pub mod descriptor;
 pub mod process;
 pub mod requests;
 pub mod settings;

@@ -28,6 +28,7 @@
 //!   otherwise the card says the agent stopped waiting, and what the thread waits for
 //!   now is shown.
 
+pub mod descriptor;
 pub mod ids;
 pub mod interrupts;
 pub mod run;

@@ -161,10 +161,14 @@ pub struct Known<'a> {
     pub networks: &'a Networks,
 }
 
+/// The backend kind of pushed requests (the HTTP API's), for `backends` filters.
+pub const PUSHED: &str = "http";
+
 impl PolicySpec {
-    /// A `[[policies]]` entry, number `index` in the file. `is_backend` says which
-    /// backend names exist.
-    pub fn to_rule(&self, index: usize, known: &Known<'_>, is_backend: &dyn Fn(&str) -> bool) -> Result<PolicyRule, PolicyError> {
+    /// A `[[policies]]` entry, number `index` in the file. `backends` are the backend
+    /// kinds a chat session may have (the backend registry's names, handed down);
+    /// `http`, the pushed requests', is always one.
+    pub fn to_rule(&self, index: usize, known: &Known<'_>, backends: &[&str]) -> Result<PolicyRule, PolicyError> {
         let key = format!("policies[{index}]");
         let err = |field: &str, reason: String| PolicyError { key: format!("{key}.{field}"), reason };
         if self.tools.is_empty() {
@@ -175,11 +179,8 @@ impl PolicySpec {
                 return Err(err(&format!("{field}[{i}]"), "must not be empty".into()));
             }
         }
-        if let Some((i, b)) = self.backends.iter().enumerate().find(|(_, b)| !is_backend(b)) {
-            return Err(err(
-                &format!("backends[{i}]"),
-                format!("`{b}` is not a backend kind (stream, claude_code, agno, kimi, langgraph, or http for pushed requests)"),
-            ));
+        if let Some((i, b)) = self.backends.iter().enumerate().find(|(_, b)| *b != PUSHED && !backends.contains(&b.as_str())) {
+            return Err(err(&format!("backends[{i}]"), format!("`{b}` is not a backend kind ({}, or {PUSHED} for pushed requests)", backends.join(", "))));
         }
         let name = match &self.name {
             Some(n) if n.trim().is_empty() => return Err(err("name", "must not be empty".into())),
@@ -373,16 +374,14 @@ mod tests {
         Known { is_target: &any_target, networks: &NETWORKS }
     }
 
-    fn known_backend(b: &str) -> bool {
-        ["stream", "kimi", "http"].contains(&b)
-    }
+    const KNOWN_BACKENDS: &[&str] = &["stream", "kimi"];
 
     fn spec(value: serde_json::Value) -> PolicySpec {
         serde_json::from_value(value).expect("a spec")
     }
 
     fn rule_error(value: serde_json::Value) -> String {
-        spec(value).to_rule(3, &known(), &known_backend).expect_err("refused").to_string()
+        spec(value).to_rule(3, &known(), KNOWN_BACKENDS).expect_err("refused").to_string()
     }
 
     #[test]
@@ -415,7 +414,7 @@ mod tests {
                 {"after": "30m", "fallback": "reject"}
             ]
         }))
-        .to_rule(0, &known(), &known_backend)
+        .to_rule(0, &known(), KNOWN_BACKENDS)
         .unwrap();
         assert_eq!(rule.policy.name, "migrations");
         assert_eq!(rule.policy.quorum, 2);

@@ -1,5 +1,5 @@
 """Python client for hitl-bridge's HTTP API: push approval requests and questions to
-people in Telegram, Discord or the bridge's terminal, and get their answers back.
+people in any chat the bridge serves, and get their answers back.
 
     from hitl_bridge_client import HitlClient, Target
 

@@ -10,6 +10,8 @@
 //! Turning events into updates is the pure [`Assembler`]'s job; leases, reconnects,
 //! the outbox and history live in [`super::session`].
 
+pub mod descriptor;
+
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
