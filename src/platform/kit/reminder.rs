@@ -67,16 +67,62 @@ pub fn progress(locale: Locale, interaction: &Interaction) -> Option<String> {
     interaction.quorum_progress().map(|p| texts::approvals_count(locale, p.leading(), p.needed))
 }
 
-/// The reminder as plain text, people named by id: for a platform without mentions
-/// (the console, the default of the trait).
+/// How one platform writes a reminder's parts; [`text`] puts them together.
+pub struct Style {
+    /// A person of this platform, mentioned; `None` for an id it cannot mention (then
+    /// the id is named as text).
+    pub user: fn(&str) -> Option<String>,
+    /// A group, mentioned; `None` for one it cannot mention (then the group is named in
+    /// the reminder's "for the role" line, when nobody else is named).
+    pub group: fn(&str) -> Option<String>,
+    /// Text as the platform shows it, escaped and cut to at most `max` characters.
+    pub text: fn(&str, usize) -> String,
+    /// The deadline, as the platform writes a time.
+    pub deadline: fn(i64) -> String,
+    /// The longest subject shown.
+    pub subject_max: usize,
+    /// The most people (and, apart, groups; and people of other platforms) named, so
+    /// the reminder stays within the platform's limit.
+    pub most_named: usize,
+}
+
+/// The longest id or name of another platform's person, as text.
+const NAME_MAX: usize = 60;
+/// The longest "for the role" line.
+const ROLES_MAX: usize = 500;
+
+/// The reminder's text on a platform written in `style`: whom it addresses, what
+/// waits, the approvals so far and the deadline.
+pub fn text(locale: Locale, interaction: &Interaction, people: &Recipients, style: &Style) -> String {
+    let interaction = &*crate::interaction::readable::interaction(interaction);
+    let as_text = |name: &String| (style.text)(name, NAME_MAX);
+    let mut named: Vec<String> = people.users.iter().take(style.most_named).map(|id| (style.user)(id).unwrap_or_else(|| as_text(id))).collect();
+    let (groups, roles): (Vec<&String>, Vec<&String>) = people.roles.iter().partition(|r| (style.group)(r).is_some());
+    named.extend(groups.iter().take(style.most_named).filter_map(|g| (style.group)(g)));
+    named.extend(people.others.iter().take(style.most_named).map(as_text));
+    let named = named.join(" ");
+    let roles = (style.text)(&roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", "), ROLES_MAX);
+    let to = match (named.is_empty(), roles.is_empty()) {
+        (false, _) => Addressed::To(&named),
+        (true, false) => Addressed::Role(&roles),
+        (true, true) => Addressed::Nobody,
+    };
+    let progress = progress(locale, interaction).map(|p| (style.text)(&p, usize::MAX));
+    let subject = (style.text)(&texts::subject(interaction), style.subject_max);
+    texts::reminder(locale, to, &subject, progress.as_deref(), &(style.deadline)(interaction.deadline_ms))
+}
+
+/// A reminder as plain text (the terminal): `@id` for people, `@role:id` for groups.
 pub fn plain(locale: Locale, interaction: &Interaction, people: &Recipients) -> String {
-    let mut names: Vec<String> = people.users.iter().map(|u| format!("@{u}")).collect();
-    names.extend(people.roles.iter().map(|r| format!("@role:{r}")));
-    names.extend(people.others.iter().cloned());
-    let names = names.join(" ");
-    let to = if names.is_empty() { Addressed::Nobody } else { Addressed::To(&names) };
-    let progress = progress(locale, interaction);
-    texts::reminder(locale, to, &texts::subject(interaction), progress.as_deref(), &locale::clock(interaction.deadline_ms))
+    const PLAIN: Style = Style {
+        user: |id| Some(format!("@{id}")),
+        group: |id| Some(format!("@role:{id}")),
+        text: |text, _| text.to_owned(),
+        deadline: locale::clock,
+        subject_max: usize::MAX,
+        most_named: usize::MAX,
+    };
+    text(locale, interaction, people, &PLAIN)
 }
 
 #[cfg(test)]

@@ -79,7 +79,6 @@ use crate::platform::descriptor::{Membership, WebLinks};
 use crate::platform::kit::bounded::BoundedMap;
 use crate::platform::kit::token::TokenSigner;
 use crate::platform::kit::turns::Priority;
-use crate::platform::locale::policy::Addressed;
 use crate::store::{ChatKey, MessageRef};
 use crate::texts::{self, Locale};
 
@@ -355,22 +354,15 @@ const MAX_MENTIONS: usize = 25;
 /// groups as `<!subteam^S…>` (which notifies them, and only them: anything else in the
 /// text is escaped), others named.
 fn reminder_text(interaction: &Interaction, people: &reminder::Recipients, locale: Locale) -> String {
-    let interaction = &*readable::interaction(interaction);
-    let mut named: Vec<String> =
-        people.users.iter().take(MAX_MENTIONS).map(|id| if address::is_user_id(id) { format!("<@{id}>") } else { text::escape_cut(id, 60) }).collect();
-    let (groups, roles): (Vec<&String>, Vec<&String>) = people.roles.iter().partition(|r| address::is_group_id(r));
-    named.extend(groups.iter().take(MAX_MENTIONS).map(|id| format!("<!subteam^{id}>")));
-    named.extend(people.others.iter().take(MAX_MENTIONS).map(|o| text::escape_cut(o, 60)));
-    let named = named.join(" ");
-    let roles = text::escape_cut(&roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", "), 500);
-    let to = match (named.is_empty(), roles.is_empty()) {
-        (false, _) => Addressed::To(&named),
-        (true, false) => Addressed::Role(&roles),
-        (true, true) => Addressed::Nobody,
+    const SLACK: reminder::Style = reminder::Style {
+        user: |id| address::is_user_id(id).then(|| format!("<@{id}>")),
+        group: |id| address::is_group_id(id).then(|| format!("<!subteam^{id}>")),
+        text: text::escape_cut,
+        deadline: texts::clock,
+        subject_max: 1000,
+        most_named: MAX_MENTIONS,
     };
-    let progress = reminder::progress(locale, interaction).map(|p| escape(&p));
-    let subject = text::escape_cut(&texts::policy::subject(interaction), 1000);
-    texts::policy::reminder(locale, to, &subject, progress.as_deref(), &texts::clock(interaction.deadline_ms))
+    reminder::text(locale, interaction, people, &SLACK)
 }
 
 #[cfg(test)]

@@ -19,9 +19,8 @@ use crate::interaction::answers::encode;
 use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question, RememberScope, RequestKind, readable};
 use crate::platform::descriptor::BrowserLink;
 use crate::platform::kit::codes::Decide;
-use crate::platform::kit::reminder::Recipients;
+use crate::platform::kit::reminder::{Recipients, Style};
 use crate::platform::kit::token::TokenSigner;
-use crate::platform::locale::policy::Addressed;
 use crate::platform::locale::web::{WebMsg, web_text};
 use crate::platform::locale::{self, Locale, Msg, text};
 use crate::protocol::{Decision, DecisionType, Reply};
@@ -340,26 +339,17 @@ fn remember_emoji(scope: RememberScope) -> &'static str {
 /// (which notifies them), others named. Telegram has no roles: a role's reminder
 /// mentions nobody and says whose decision it waits for.
 pub fn reminder(interaction: &Interaction, people: &Recipients, locale: Locale) -> String {
-    let interaction = &*readable::interaction(interaction);
     // At most MAX_MENTIONS people (~50 characters each) and a cut subject keep the
     // text within Telegram's limit without cutting through a tag.
-    let mut named: Vec<String> = people
-        .users
-        .iter()
-        .take(MAX_MENTIONS)
-        .map(|id| if id.bytes().all(|b| b.is_ascii_digit()) && !id.is_empty() { format!("<a href=\"tg://user?id={id}\">{id}</a>") } else { escape_cut(id, 60) })
-        .collect();
-    named.extend(people.others.iter().take(MAX_MENTIONS).map(|o| escape_cut(o, 60)));
-    let named = named.join(" ");
-    let roles = escape_cut(&people.roles.join(", "), 500);
-    let to = match (named.is_empty(), roles.is_empty()) {
-        (false, _) => Addressed::To(&named),
-        (true, false) => Addressed::Role(&roles),
-        (true, true) => Addressed::Nobody,
+    const TELEGRAM: Style = Style {
+        user: |id| (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())).then(|| format!("<a href=\"tg://user?id={id}\">{id}</a>")),
+        group: |_| None,
+        text: escape_cut,
+        deadline: locale::clock,
+        subject_max: MAX_FIELD_CHARS,
+        most_named: MAX_MENTIONS,
     };
-    let progress = crate::platform::kit::reminder::progress(locale, interaction).map(|p| escape(&p));
-    let subject = escape_cut(&locale::policy::subject(interaction), MAX_FIELD_CHARS);
-    locale::policy::reminder(locale, to, &subject, progress.as_deref(), &locale::clock(interaction.deadline_ms))
+    crate::platform::kit::reminder::text(locale, interaction, people, &TELEGRAM)
 }
 
 /// A file name from a tool name: letters, digits, `-` and `_` only.
