@@ -93,8 +93,8 @@ fn kept_key(id: &str) -> String {
 
 impl Members {
     /// The members `kept` by an earlier run or another replica, as asked when Slack
-    /// gave them (`now_ms` and `now` being the same moment): never asked when that is
-    /// before this process's clock can tell.
+    /// gave them (`now_ms` and `now` being the same moment); as never asked (so asked
+    /// at once) when that moment is further back than `Instant` reaches.
     fn recalled(kept: Kept, now_ms: i64, now: Instant) -> Self {
         let age = Duration::from_millis(u64::try_from(now_ms.saturating_sub(kept.fetched_ms)).unwrap_or(0));
         Self { users: kept.users.into_iter().collect(), asked: now.checked_sub(age), failed: false }
