@@ -28,7 +28,7 @@ use crate::engine::{Engine, EngineError, EngineHandle};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
 use crate::platform::descriptor::{StartContext, Terminal};
-use crate::platform::token::TokenSigner;
+use crate::platform::kit::token::TokenSigner;
 use crate::platform::{Platform, PlatformError};
 use crate::server::Readiness;
 use crate::store::{Store, StoreError};

@@ -27,7 +27,7 @@ pub use crate::listener::settings::{ApiToken, HttpSettings};
 pub use crate::logging::{LogFormat, LogSettings};
 pub use crate::mcp::settings::{MCP_TOOLS, McpSettings};
 pub use crate::platform::descriptor::Sections;
-pub use crate::platform::token::TokenSettings;
+pub use crate::platform::kit::token::TokenSettings;
 pub use crate::redact::url_without_password;
 pub use crate::store::settings::StoreSettings;
 pub use crate::web::WebSettings;

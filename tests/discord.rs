@@ -1141,11 +1141,12 @@ async fn without_a_guild_a_dm_click_has_no_roles() {
 
 mod policies {
     use super::*;
+    use hitl_bridge::engine::Reminder;
     use hitl_bridge::interaction::policy::{Fallback, FallbackDecision, Mention, Policy};
     use hitl_bridge::interaction::{AccessPolicy, Actor, Interaction, RememberScope, RememberedRule, RequestBuilder, TimeoutDefaults, UserAction};
     use hitl_bridge::platform::discord::render::view;
+    use hitl_bridge::platform::kit::token::TokenSigner;
     use hitl_bridge::platform::locale::Locale;
-    use hitl_bridge::platform::token::TokenSigner;
     use hitl_bridge::protocol::{ActionRequest, Decision, EditedAction, ReviewConfig};
 
     const MIN: i64 = 60_000;
@@ -1329,11 +1330,11 @@ mod policies {
 
         // The first as a reply to the card that shows the request here.
         let card = hitl_bridge::store::MessageRef { interaction_id: i.id.clone(), chat: key.clone(), message_id: "800000000000000099".into() };
-        discord.send_reminder(&key, &i, &Mention::Approvers, Some(&card)).await.expect("sent");
-        discord.send_reminder(&key, &i, &Mention::User { platform: "telegram".into(), user_id: "1001".into() }, None).await.expect("sent");
-        discord.send_reminder(&key, &i, &Mention::Role { role_id: DBA.into() }, None).await.expect("sent");
+        discord.send_reminder(Reminder::new(&key, &i, &Mention::Approvers, Some(&card))).await.expect("sent");
+        discord.send_reminder(Reminder::new(&key, &i, &Mention::User { platform: "telegram".into(), user_id: "1001".into() }, None)).await.expect("sent");
+        discord.send_reminder(Reminder::new(&key, &i, &Mention::Role { role_id: DBA.into() }, None)).await.expect("sent");
         let plain = migration(false, Policy { approvers: vec![], approver_roles: vec![], ..policy() });
-        discord.send_reminder(&key, &plain, &Mention::Approvers, None).await.expect("sent");
+        discord.send_reminder(Reminder::new(&key, &plain, &Mention::Approvers, None)).await.expect("sent");
 
         let sent: Vec<Value> = fake.requests().iter().filter(|r| r.method == "POST").map(|r| sorted(mask(&json!({"path": r.path, "body": r.body})))).collect();
         let path = format!("/api/v10/channels/{CHANNEL_ID}/messages");

@@ -246,10 +246,10 @@ fn rows_of(keyboard: &teloxide::types::InlineKeyboardMarkup) -> Vec<Vec<String>>
 /// all / Submit on every page, never over 100 buttons or 8 per row.
 #[test]
 fn thirty_actions_are_paged_on_telegram() {
+    use hitl_bridge::platform::kit::token::TokenSigner;
     use hitl_bridge::platform::locale::Locale;
     use hitl_bridge::platform::telegram::render::{pages, render_page};
     use hitl_bridge::platform::telegram::wizard::View;
-    use hitl_bridge::platform::token::TokenSigner;
     let actions = (1..=30)
         .map(|n| hitl_bridge::protocol::ActionRequest { name: format!("tool_{n}"), args: json!({"n": n}), description: None, tool_use_id: None })
         .collect();
@@ -281,8 +281,8 @@ fn thirty_actions_are_paged_on_telegram() {
 #[test]
 fn three_hundred_options_stay_within_discords_limits() {
     use hitl_bridge::platform::discord::render::view;
+    use hitl_bridge::platform::kit::token::TokenSigner;
     use hitl_bridge::platform::locale::Locale;
-    use hitl_bridge::platform::token::TokenSigner;
     let options: Vec<Value> = (1..=300).map(|n| json!({"label": format!("Option {n}")})).collect();
     let i = request(vec![hitl_bridge::protocol::ActionRequest {
         name: "ask_user_question".into(),

@@ -12,6 +12,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use hitl_bridge::backend::{BackendInput, Connectors, SessionUpdate, ToolGroupStatus};
 use hitl_bridge::config::Settings;
+use hitl_bridge::engine::Reminder;
 use hitl_bridge::engine::{Engine, EngineHandle};
 use hitl_bridge::interaction::{Interaction, RequestBuilder, TimeoutDefaults};
 use hitl_bridge::platform::{Platform, PlatformError};
@@ -71,13 +72,7 @@ impl Platform for Flaky {
         Box::pin(async { Ok(()) })
     }
 
-    fn send_reminder<'a>(
-        &'a self,
-        _: &'a ChatKey,
-        _: &'a Interaction,
-        _: &'a hitl_bridge::interaction::policy::Mention,
-        _: Option<&'a MessageRef>,
-    ) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(&'a self, _: Reminder<'a>) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async { Ok(()) })
     }
 }

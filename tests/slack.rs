@@ -205,7 +205,7 @@ async fn a_forged_value_changes_nothing() {
     let card = rig.slack().message(OPS, &ts).unwrap();
     let comment = button(&card, "Comment")["value"].as_str().unwrap().to_owned();
     let forged = comment.replace(":cm.0:", ":ap.0:");
-    let other_secret = hitl_bridge::platform::token::TokenSigner::new(b"other").sign(comment.split(':').nth(1).unwrap(), "ap.0").unwrap();
+    let other_secret = hitl_bridge::platform::kit::token::TokenSigner::new(b"other").sign(comment.split(':').nth(1).unwrap(), "ap.0").unwrap();
     for value in [forged, other_secret, "garbage".to_owned()] {
         rig.slack().push(rig.slack().click_envelope(&ana(), OPS, &ts, "hitl.ap.0", &value));
     }

@@ -289,7 +289,7 @@ async fn a_strangers_choice_and_forged_values_change_nothing() {
     rig.slack().push(rig.slack().choice_envelope(&ana(), OPS, &ts, &first, &crossed));
     // An option under another secret.
     let id = first["action_id"].as_str().unwrap().split(':').nth(1).unwrap().to_owned();
-    let foreign = hitl_bridge::platform::token::TokenSigner::new(b"other").sign(&id, "op.0.1").unwrap();
+    let foreign = hitl_bridge::platform::kit::token::TokenSigner::new(b"other").sign(&id, "op.0.1").unwrap();
     let mut fake_option = options_labelled(&first, &["test"]).remove(0);
     fake_option["value"] = json!(foreign);
     rig.slack().push(rig.slack().choice_envelope(&ana(), OPS, &ts, &first, &[fake_option]));

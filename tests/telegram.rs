@@ -13,9 +13,9 @@ use fake_telegram::{FakeTelegram, User, button, callback_data};
 use hitl_bridge::agent_sim::SimHandle;
 use hitl_bridge::config::Settings;
 use hitl_bridge::interaction::{Interaction, RequestBuilder, TimeoutDefaults};
+use hitl_bridge::platform::kit::token::TokenSigner;
 use hitl_bridge::platform::locale::Locale;
 use hitl_bridge::platform::telegram::render::{render, step_for};
-use hitl_bridge::platform::token::TokenSigner;
 use hitl_bridge::protocol::ActionRequest;
 use serde_json::{Value, json};
 use support::{Chat, Harness, approvals, session_id, wait_approvals, wait_until};
@@ -1194,6 +1194,7 @@ async fn rules_are_listed_and_revoked_by_an_approver_only() {
 
 mod policies {
     use super::*;
+    use hitl_bridge::engine::Reminder;
     use hitl_bridge::interaction::policy::{Fallback, FallbackDecision, Mention, Policy};
     use hitl_bridge::interaction::{AccessPolicy, Actor, Applied, RememberScope, RememberedRule, UserAction};
     use hitl_bridge::protocol::{Decision, EditedAction, ReviewConfig};
@@ -1381,12 +1382,12 @@ mod policies {
         // (A message the fake knows but does not hand the bridge as an update.)
         let card_id = fake.message_update(chat, &thao(), "the request's card", None, None)["message"]["message_id"].as_i64().expect("id");
         let card = hitl_bridge::store::MessageRef { interaction_id: i.id.clone(), chat: key.clone(), message_id: card_id.to_string() };
-        telegram.send_reminder(&key, &i, &Mention::Approvers, Some(&card)).await.expect("sent");
-        telegram.send_reminder(&key, &i, &Mention::User { platform: "discord".into(), user_id: "7".into() }, None).await.expect("sent");
-        telegram.send_reminder(&key, &i, &Mention::Role { role_id: "900".into() }, None).await.expect("sent");
+        telegram.send_reminder(Reminder::new(&key, &i, &Mention::Approvers, Some(&card))).await.expect("sent");
+        telegram.send_reminder(Reminder::new(&key, &i, &Mention::User { platform: "discord".into(), user_id: "7".into() }, None)).await.expect("sent");
+        telegram.send_reminder(Reminder::new(&key, &i, &Mention::Role { role_id: "900".into() }, None)).await.expect("sent");
         // No policy approvers: the configured ones.
         let plain = migration(false, Policy { approvers: vec![], ..policy() });
-        telegram.send_reminder(&key, &plain, &Mention::Approvers, None).await.expect("sent");
+        telegram.send_reminder(Reminder::new(&key, &plain, &Mention::Approvers, None)).await.expect("sent");
 
         let sent: Vec<(Value, Value)> = fake.calls("sendMessage").into_iter().map(|m| (m["text"].clone(), m["parse_mode"].clone())).collect();
         let html = json!("HTML");

@@ -203,10 +203,10 @@ async fn telegram_web_reply_follows_the_persons_language() {
 fn telegram_cards_keep_their_limits_with_the_link() {
     use hitl_bridge::interaction::{Interaction, RequestBuilder, TimeoutDefaults};
     use hitl_bridge::platform::descriptor::BrowserLink;
+    use hitl_bridge::platform::kit::token::TokenSigner;
     use hitl_bridge::platform::locale::Locale;
     use hitl_bridge::platform::telegram::render::{pages, render_card};
     use hitl_bridge::platform::telegram::wizard::View;
-    use hitl_bridge::platform::token::TokenSigner;
     use hitl_bridge::protocol::ActionRequest;
     let request = |actions: Vec<ActionRequest>| {
         let request = RequestBuilder::start("S_1", actions, vec![], Some(600)).finish(TimeoutDefaults::default()).expect("request");

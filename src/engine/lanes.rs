@@ -289,7 +289,7 @@ async fn perform_job(store: &Store, platform: &dyn Platform, chat: &ChatKey, job
                     None
                 }
             };
-            platform.send_reminder(chat, &interaction, &mention, card.as_ref()).await
+            platform.send_reminder(super::Reminder::new(chat, &interaction, &mention, card.as_ref())).await
         }
         Job::Rerender(id) => match store.interaction(&id).await {
             Ok(Some(interaction)) => {

@@ -61,7 +61,7 @@ pub use connector::{Connector, Connectors};
 pub use gate::{PairRefusal, Stranger};
 use handle::Route;
 pub use handle::{ActError, ActOutcome, EngineError, EngineHandle, EngineRequest, OpeningCheck, PendingShown, PushOutcome};
-pub use platform::{Platform, PlatformError};
+pub use platform::{Platform, PlatformError, Reminder};
 pub use rules::RevokeRefusal;
 
 use std::collections::HashMap;

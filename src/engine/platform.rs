@@ -11,6 +11,26 @@ use crate::interaction::policy::Mention;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::store::{ChatKey, MessageRef};
 
+/// An escalation reminder, as [`Platform::send_reminder`] is asked to send it.
+#[derive(Debug, Clone, Copy)]
+pub struct Reminder<'a> {
+    /// Where it goes.
+    pub chat: &'a ChatKey,
+    /// The request that still waits.
+    pub interaction: &'a Interaction,
+    /// Whom it mentions (whom `Approvers` means is the platform's call).
+    pub mention: &'a Mention,
+    /// The message that shows the request in this chat, when there is one: the
+    /// reminder replies to it, one tap from the buttons.
+    pub card: Option<&'a MessageRef>,
+}
+
+impl<'a> Reminder<'a> {
+    pub fn new(chat: &'a ChatKey, interaction: &'a Interaction, mention: &'a Mention, card: Option<&'a MessageRef>) -> Self {
+        Self { chat, interaction, mention, card }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PlatformError {
     #[error("{platform}: {message}")]
@@ -67,13 +87,7 @@ pub trait Platform: Send + Sync {
     /// tap from the reminder to the buttons). Goes through the same send path and rate
     /// limits as every other message.
     ///
-    fn send_reminder<'a>(
-        &'a self,
-        chat: &'a ChatKey,
-        interaction: &'a Interaction,
-        mention: &'a Mention,
-        card: Option<&'a MessageRef>,
-    ) -> BoxFuture<'a, Result<(), PlatformError>>;
+    fn send_reminder<'a>(&'a self, reminder: Reminder<'a>) -> BoxFuture<'a, Result<(), PlatformError>>;
 
     /// Stops background tasks (polling, gateway, HTTP servers). Called once at shutdown.
     fn shutdown(&self) {}

@@ -74,14 +74,8 @@ impl Platform for Recorder {
         Box::pin(async { Ok(()) })
     }
 
-    fn send_reminder<'a>(
-        &'a self,
-        chat: &'a ChatKey,
-        interaction: &'a Interaction,
-        _: &'a crate::interaction::policy::Mention,
-        _: Option<&'a MessageRef>,
-    ) -> BoxFuture<'a, Result<(), PlatformError>> {
-        self.reminders.lock().unwrap().push((chat.chat_id.clone(), interaction.id.clone()));
+    fn send_reminder<'a>(&'a self, reminder: Reminder<'a>) -> BoxFuture<'a, Result<(), PlatformError>> {
+        self.reminders.lock().unwrap().push((reminder.chat.chat_id.clone(), reminder.interaction.id.clone()));
         Box::pin(async { Ok(()) })
     }
 }
@@ -776,13 +770,7 @@ impl Platform for Streamer {
         Box::pin(async { Ok(()) })
     }
 
-    fn send_reminder<'a>(
-        &'a self,
-        _: &'a ChatKey,
-        _: &'a Interaction,
-        _: &'a crate::interaction::policy::Mention,
-        _: Option<&'a MessageRef>,
-    ) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(&'a self, _: Reminder<'a>) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async { Ok(()) })
     }
 }

@@ -3,7 +3,7 @@
 //! typed or clicked it on. Each platform turns its own input (a Telegram message, a
 //! Discord slash command, a terminal line) into a [`ChatCommand`]; the engine runs
 //! those that steer a session; the platform shows the outcome. The list platforms
-//! register in their menus is [`crate::platform::commands`]' (it carries the texts).
+//! register in their menus is [`crate::platform::kit::commands`]' (it carries the texts).
 
 /// One chat command, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use crate::interaction::chat::ChatNetwork;
 use crate::interaction::{AccessPolicy, Actor};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
-use crate::platform::token::TokenSigner;
+use crate::platform::kit::token::TokenSigner;
 use crate::store::{Inboxes, PlatformState, PlatformStates, UiStates};
 
 /// One chat platform, as the bridge assembles it.

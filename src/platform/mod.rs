@@ -5,20 +5,13 @@
 //! a network never touches the core. Rendering must respect the platform's limits; deciding what a
 //! click means is the core's job, not the platform's.
 
-pub mod bounded;
-pub mod commands;
 pub mod console;
 pub mod descriptor;
 pub mod discord;
-pub mod inbox;
 pub mod kit;
-pub mod refusals;
 pub mod registry;
-pub mod reminder;
 pub mod slack;
 pub mod telegram;
-pub mod token;
-pub mod turns;
 
 /// The texts people read, under the name the platforms have always used.
 pub use crate::texts as locale;

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use futures_util::future::BoxFuture;
 use sqlx::AnyConnection;
 
+use super::claims::{RenewClaims, Which};
 use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
@@ -135,7 +136,14 @@ impl PlatformInbox {
     /// PostgreSQL the two updating many rows side by side could lock them in the
     /// other order and deadlock.
     pub async fn renew(&self, claim: &ShowClaim) -> Result<()> {
-        self.store.write(RenewClaims { platform: self.platform, claim: claim.clone() }).await?;
+        self.store
+            .write(RenewClaims {
+                what: "renew update claims",
+                statement: "UPDATE platform_inbox SET claimed_until_ms = $1 WHERE claimed_by = $2 AND platform = $3 AND handled_at_ms IS NULL",
+                claim: claim.clone(),
+                which: Which::Platform(self.platform),
+            })
+            .await?;
         Ok(())
     }
 
@@ -227,26 +235,5 @@ impl Write for FinishUpdate {
 
     fn is_one_statement(&self) -> bool {
         true
-    }
-}
-
-/// A replica's claims on its platform's updates extended ([`PlatformInbox::renew`]).
-struct RenewClaims {
-    platform: &'static str,
-    claim: ShowClaim,
-}
-
-impl Write for RenewClaims {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
-        Box::pin(async move {
-            sqlx::query("UPDATE platform_inbox SET claimed_until_ms = $1 WHERE platform = $2 AND claimed_by = $3 AND handled_at_ms IS NULL")
-                .bind(self.claim.until_ms)
-                .bind(self.platform)
-                .bind(self.claim.owner.as_str())
-                .execute(conn)
-                .await
-                .map_err(StoreError::query("renew update claims"))?;
-            Ok(true)
-        })
     }
 }

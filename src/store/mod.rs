@@ -17,6 +17,7 @@ mod api_requests;
 mod audit;
 mod audit_entry;
 mod chats;
+mod claims;
 mod connect;
 mod deferred;
 mod error;

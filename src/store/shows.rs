@@ -8,6 +8,7 @@ use futures_util::future::BoxFuture;
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
+use super::claims::{RenewClaims, Which};
 use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
@@ -66,7 +67,13 @@ impl Store {
     /// removes some of them (requests shown meanwhile) could lock them in the other
     /// order and deadlock; in the same queue the two never overlap.
     pub async fn renew_show_claims(&self, claim: &ShowClaim, now_ms: i64) -> Result<()> {
-        self.write(RenewShowClaims { claim: claim.clone(), now_ms }).await?;
+        self.write(RenewClaims {
+            what: "renew show claims",
+            statement: "UPDATE pending_shows SET claimed_until_ms = $1 WHERE claimed_by = $2 AND claimed_until_ms >= $3",
+            claim: claim.clone(),
+            which: Which::LiveAt(now_ms),
+        })
+        .await?;
         Ok(())
     }
 
@@ -178,27 +185,6 @@ pub(super) async fn insert_shows(conn: &mut AnyConnection, interaction_id: &str,
         .map_err(StoreError::query("queue a show"))?;
     }
     Ok(())
-}
-
-/// The claims of one owner extended ([`Store::renew_show_claims`]).
-struct RenewShowClaims {
-    claim: ShowClaim,
-    now_ms: i64,
-}
-
-impl Write for RenewShowClaims {
-    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
-        Box::pin(async move {
-            sqlx::query("UPDATE pending_shows SET claimed_until_ms = $1 WHERE claimed_by = $2 AND claimed_until_ms >= $3")
-                .bind(self.claim.until_ms)
-                .bind(self.claim.owner.as_str())
-                .bind(self.now_ms)
-                .execute(conn)
-                .await
-                .map_err(StoreError::query("renew show claims"))?;
-            Ok(true)
-        })
-    }
 }
 
 /// A request shown (or never to be shown) in one chat.

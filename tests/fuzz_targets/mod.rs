@@ -13,8 +13,9 @@ use hitl_bridge::backend::SessionUpdate;
 use hitl_bridge::backend::assembler::{Assembler, MAX_TEXT_BYTES};
 use hitl_bridge::interaction::TimeoutDefaults;
 use hitl_bridge::platform::discord::codes::Code as DiscordCode;
+use hitl_bridge::platform::kit::codes::Decide;
+use hitl_bridge::platform::kit::token::{MAX_TOKEN_BYTES, TokenSigner};
 use hitl_bridge::platform::telegram::codes::Code as TelegramCode;
-use hitl_bridge::platform::token::{MAX_TOKEN_BYTES, TokenSigner};
 use hitl_bridge::protocol::BackendEvent;
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
@@ -396,15 +397,14 @@ fn any_code() -> impl Strategy<Value = String> {
     prop_oneof![
         (0..14u8, i.clone(), i.clone()).prop_map(|(kind, a, b)| {
             use TelegramCode as T;
-            use hitl_bridge::protocol::DecisionType;
             match kind {
-                0 => T::Decide { action: a, decision: DecisionType::Approve },
-                1 => T::Decide { action: a, decision: DecisionType::Reject },
+                0 => T::Decide(Decide::Approve(a)),
+                1 => T::Decide(Decide::Reject(a)),
                 2 => T::Edit { action: a },
                 3 => T::Comment { action: a },
-                4 => T::All(DecisionType::Approve),
-                5 => T::All(DecisionType::Reject),
-                6 => T::Submit,
+                4 => T::Decide(Decide::ApproveAll),
+                5 => T::Decide(Decide::RejectAll),
+                6 => T::Decide(Decide::Submit),
                 7 => T::Option { question: a, option: b },
                 8 => T::Other { question: a },
                 9 => T::Skip { question: a },
@@ -416,13 +416,13 @@ fn any_code() -> impl Strategy<Value = String> {
         (0..14u8, i).prop_map(|(kind, a)| {
             use DiscordCode as D;
             [
-                D::Approve(a),
-                D::Reject(a),
+                D::Decide(Decide::Approve(a)),
+                D::Decide(Decide::Reject(a)),
                 D::Edit(a),
                 D::Respond(a),
-                D::ApproveAll,
-                D::RejectAll,
-                D::Submit,
+                D::Decide(Decide::ApproveAll),
+                D::Decide(Decide::RejectAll),
+                D::Decide(Decide::Submit),
                 D::Select(a),
                 D::Other(a),
                 D::Skip,

@@ -19,13 +19,14 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use self::input::{Parsed, Step};
 use self::settings::ConsoleSettings;
-use super::commands;
+use super::kit::commands;
+use super::kit::refusals::Refused;
+use super::kit::reminder;
 use super::locale::Locale;
-use super::refusals::Refused;
-use super::{Platform, PlatformError, reminder};
+use super::{Platform, PlatformError};
+use crate::engine::Reminder;
 use crate::engine::{ActOutcome, CommandOutcome, EngineError, EngineHandle};
 use crate::interaction::command::ChatCommand;
-use crate::interaction::policy::Mention;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::interaction::{Actor, Draft, Interaction, RequestKind, UserAction, readable};
 use crate::store::{ChatKey, MessageRef};
@@ -320,14 +321,9 @@ impl Platform for Console {
     }
 
     /// A terminal mentions nobody: the reminder names whom it is for.
-    fn send_reminder<'a>(
-        &'a self,
-        _chat: &'a ChatKey,
-        interaction: &'a Interaction,
-        mention: &'a Mention,
-        _card: Option<&'a MessageRef>,
-    ) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(&'a self, reminder: Reminder<'a>) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
+            let Reminder { interaction, mention, .. } = reminder;
             let people = reminder::recipients(PLATFORM, interaction, mention, None);
             self.print(&reminder::plain(Locale::En, interaction, &people)).await
         })

@@ -16,8 +16,8 @@ use super::text::{DMsg, dtext, truncate};
 use super::{PLATFORM, Shared, members, render, rest};
 use crate::engine::EngineError;
 use crate::interaction::Actor;
-use crate::platform::refusals::{engine_failure, stranger_notice};
-use crate::platform::turns::Priority;
+use crate::platform::kit::refusals::{engine_failure, stranger_notice};
+use crate::platform::kit::turns::Priority;
 use crate::store::ChatKey;
 
 /// Discord's limit on a thread name.

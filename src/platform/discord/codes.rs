@@ -1,28 +1,24 @@
 //! What a component's `custom_id` means. The id itself is a signed token
-//! ([`TokenSigner`](crate::platform::token::TokenSigner)) whose action code is one of
+//! ([`TokenSigner`](crate::platform::kit::token::TokenSigner)) whose action code is one of
 //! these: short, with indexes only, never labels or question text. Parsing is strict;
 //! a code that does not parse is treated like a forged token. The spellings below are a
 //! table over the kit's grammar ([`crate::platform::kit::codes`]).
 
 use super::render::limits;
 use crate::interaction::{RememberScope, UserAction};
-use crate::platform::kit::codes::{Grammar, Limit, NameEnd, vocabulary};
-use crate::protocol::{Decision, DecisionType};
+use crate::platform::kit::codes::{Decide, Grammar, Limit, NameEnd, vocabulary};
 
 /// One button, select or modal, as its code names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
-    Approve(usize),
-    /// Approve, and let the backend approve the same action for the rest of the session.
-    ApproveForSession(usize),
-    Reject(usize),
+    /// A button that decides on its own: approve, approve for the session or reject
+    /// one action (`ap.0`, `as.0`, `rj.0`), all at once (`apa`, `rja`), submit
+    /// (`sub`), approve and remember for the session (`rms`) or always (`rma`).
+    Decide(Decide),
     /// Opens the edit modal for an action.
     Edit(usize),
     /// Opens the comment modal for an action.
     Respond(usize),
-    ApproveAll,
-    RejectAll,
-    Submit,
     /// The select menu of a question.
     Select(usize),
     /// Opens the Other… modal for the questions on a page.
@@ -37,9 +33,6 @@ pub enum Code {
     RespondModal(usize),
     /// The Other… modal's submit, for a page.
     OtherModal(usize),
-    /// Approve the one action and remember it, where the policy offers it: for this
-    /// session (`rms`) or always (`rma`).
-    Remember(RememberScope),
 }
 
 /// Discord's grammar: a name, then its indexes after dots (`ap.0`), in a custom_id of
@@ -48,14 +41,14 @@ pub const GRAMMAR: Grammar = Grammar { name_end: NameEnd::AtDot, limit: Limit::C
 
 vocabulary! {
     Code, GRAMMAR;
-    "ap" [i] => { Code::Approve(i) },
-    "as" [i] => { Code::ApproveForSession(i) },
-    "rj" [i] => { Code::Reject(i) },
+    "ap" [i] => { Code::Decide(Decide::Approve(i)) },
+    "as" [i] => { Code::Decide(Decide::ApproveForSession(i)) },
+    "rj" [i] => { Code::Decide(Decide::Reject(i)) },
     "ed" [i] => { Code::Edit(i) },
     "rs" [i] => { Code::Respond(i) },
-    "apa" [] => { Code::ApproveAll },
-    "rja" [] => { Code::RejectAll },
-    "sub" [] => { Code::Submit },
+    "apa" [] => { Code::Decide(Decide::ApproveAll) },
+    "rja" [] => { Code::Decide(Decide::RejectAll) },
+    "sub" [] => { Code::Decide(Decide::Submit) },
     "sel" [q] => { Code::Select(q) },
     "oth" [p] => { Code::Other(p) },
     "skp" [] => { Code::Skip },
@@ -63,8 +56,8 @@ vocabulary! {
     "med" [i] => { Code::EditModal(i) },
     "mrs" [i] => { Code::RespondModal(i) },
     "mot" [p] => { Code::OtherModal(p) },
-    "rms" [] => { Code::Remember(RememberScope::Session) },
-    "rma" [] => { Code::Remember(RememberScope::Always) },
+    "rms" [] => { Code::Decide(Decide::Remember(RememberScope::Session)) },
+    "rma" [] => { Code::Decide(Decide::Remember(RememberScope::Always)) },
 }
 
 impl Code {
@@ -72,48 +65,22 @@ impl Code {
     /// open a modal, turn a page, carry values (selects, modal submits) or need the
     /// stored request first (Skip).
     pub fn direct_action(self) -> Option<UserAction> {
-        Some(match self {
-            Code::Approve(action) => UserAction::Decide { action, decision: Decision::Approve },
-            Code::ApproveForSession(action) => UserAction::Decide { action, decision: Decision::ApproveForSession },
-            Code::Reject(action) => UserAction::Decide { action, decision: Decision::Reject { message: None } },
-            Code::ApproveAll => UserAction::DecideAll { decision: DecisionType::Approve },
-            Code::RejectAll => UserAction::DecideAll { decision: DecisionType::Reject },
-            Code::Submit => UserAction::Submit,
-            // Whether the policy offers it is the core's call (RememberNotOffered).
-            Code::Remember(scope) => UserAction::Remember { scope },
-            _ => return None,
-        })
+        match self {
+            Code::Decide(decide) => Some(decide.action()),
+            _ => None,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::kit::codes::assert_vocabulary;
+    use crate::protocol::Decision;
 
     #[test]
-    fn every_code_round_trips() {
-        let all = [
-            Code::Approve(0),
-            Code::ApproveForSession(5),
-            Code::Reject(3),
-            Code::Edit(1),
-            Code::Respond(2),
-            Code::ApproveAll,
-            Code::RejectAll,
-            Code::Submit,
-            Code::Select(3),
-            Code::Other(1),
-            Code::Skip,
-            Code::Page(2),
-            Code::EditModal(0),
-            Code::RespondModal(4),
-            Code::OtherModal(0),
-            Code::Remember(RememberScope::Session),
-            Code::Remember(RememberScope::Always),
-        ];
-        for code in all {
-            assert_eq!(Code::parse(&code.encode()), Some(code), "{code:?}");
-        }
+    fn every_code_round_trips_and_fits() {
+        assert_vocabulary(GRAMMAR, &Code::examples(), Code::encode, Code::parse);
     }
 
     #[test]
@@ -122,13 +89,6 @@ mod tests {
         assert_eq!(Code::parse("rma").and_then(Code::direct_action), Some(UserAction::Remember { scope: RememberScope::Always }));
         assert_eq!(Code::parse("as.0").and_then(Code::direct_action), Some(UserAction::Decide { action: 0, decision: Decision::ApproveForSession }));
         assert_eq!(Code::Edit(0).direct_action(), None, "edit opens a modal first");
-    }
-
-    #[test]
-    fn the_longest_code_fits_in_a_custom_id() {
-        let signer = crate::platform::token::TokenSigner::new(b"secret");
-        let longest = Code::EditModal(9999).encode();
-        assert!(GRAMMAR.limit.fits(&signer.sign("a1b2c3d4e5f6", &longest).unwrap()), "{longest}");
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub struct Discord;
 
 impl Descriptor for Discord {
     fn network(&self) -> Arc<dyn ChatNetwork> {
-        Arc::new(super::address::Address)
+        Arc::new(super::address::ADDRESS)
     }
 
     fn title(&self) -> &'static str {

@@ -11,7 +11,7 @@ use serenity::all::{
 use serenity::builder::Builder as _;
 
 use super::{Shared, chat, handler, rest};
-use crate::platform::commands::{COMMANDS, LANGUAGES};
+use crate::platform::kit::commands::{COMMANDS, LANGUAGES};
 use crate::platform::locale::Locale;
 
 /// What the bridge needs: guild and DM messages with their content (MESSAGE_CONTENT is

@@ -23,9 +23,9 @@ use super::{PLATFORM, Shared, members, modal, render, rest};
 use crate::engine::{ActError, Click, Clicked, CommandOutcome, EngineError};
 use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Attempt, Interaction, Opening, Refusal, RequestKind, UserAction};
-use crate::platform::commands;
+use crate::platform::kit::commands;
+use crate::platform::kit::refusals::{Refused, engine_failure, paired_notice, stranger_notice};
 use crate::platform::locale::{self, Locale, Msg};
-use crate::platform::refusals::{Refused, engine_failure, paired_notice, stranger_notice};
 use crate::store::ChatKey;
 
 /// What to answer at once, and what to do after the answer is out.
@@ -160,12 +160,10 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
             let update = CreateInteractionResponseMessage::new().embed(view.embed).components(view.components);
             return Handled::now(CreateInteractionResponse::UpdateMessage(update));
         }
-        Code::Approve(_) | Code::ApproveForSession(_) | Code::Reject(_) | Code::ApproveAll | Code::RejectAll | Code::Submit | Code::Remember(_) => {
-            match code.direct_action() {
-                Some(action) => Plan::Actions(action, Vec::new()),
-                None => return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton))),
-            }
-        }
+        Code::Decide(_) => match code.direct_action() {
+            Some(action) => Plan::Actions(action, Vec::new()),
+            None => return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton))),
+        },
         Code::Skip => Plan::SkipAll,
         Code::Select(question) => {
             let ComponentInteractionDataKind::StringSelect { values } = &c.data.kind else {

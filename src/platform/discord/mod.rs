@@ -36,18 +36,19 @@ use serenity::all::{
 
 use self::settings::DiscordSettings;
 use super::descriptor::{Membership, WebLinks};
-use super::{Platform, PlatformError, reminder};
+use super::kit::reminder;
+use super::{Platform, PlatformError};
 use crate::clock::now_ms;
+use crate::engine::Reminder;
 use crate::engine::{EngineHandle, UiStateWrite};
-use crate::interaction::policy::Mention;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::interaction::{AccessPolicy, Actor, Interaction, readable};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
-use crate::platform::bounded::BoundedMap;
+use crate::platform::kit::bounded::BoundedMap;
+use crate::platform::kit::token::TokenSigner;
+use crate::platform::kit::turns::{Line, Priority};
 use crate::platform::locale::Locale;
-use crate::platform::token::TokenSigner;
-use crate::platform::turns::{Line, Priority};
 use crate::store::{ChatKey, MessageRef, UiStates};
 
 /// Entries each cache keeps at most.
@@ -362,14 +363,9 @@ impl Platform for Discord {
         })
     }
 
-    fn send_reminder<'a>(
-        &'a self,
-        chat: &'a ChatKey,
-        interaction: &'a Interaction,
-        mention: &'a Mention,
-        card: Option<&'a MessageRef>,
-    ) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(&'a self, reminder: Reminder<'a>) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
+            let Reminder { chat, interaction, mention, card } = reminder;
             let channel = self.channel(chat).await?;
             let people = reminder::recipients(PLATFORM, interaction, mention, Some(&self.shared.policy));
             let mut message = render::reminder(interaction, &people, self.shared.locale(None));

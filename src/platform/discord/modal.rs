@@ -10,8 +10,8 @@ use super::codes::Code;
 use super::render::{PER_PAGE, free_text_label, limits};
 use super::text::{DMsg, dtext, truncate};
 use crate::interaction::{Draft, Interaction, RequestKind, UserAction, readable};
+use crate::platform::kit::token::TokenSigner;
 use crate::platform::locale::{self, Locale, Msg};
-use crate::platform::token::TokenSigner;
 use crate::protocol::Decision;
 
 const ARGS_INPUT: &str = "args";
@@ -124,6 +124,7 @@ pub fn actions(code: Code, data: &ModalInteractionData) -> Vec<UserAction> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::kit::codes::Decide;
     use serde_json::json;
 
     fn submitted(inputs: &[(&str, &str)]) -> ModalInteractionData {
@@ -148,6 +149,6 @@ mod tests {
             actions(Code::OtherModal(0), &data),
             vec![UserAction::OtherText { question: 0, text: "Năng lượng".into() }, UserAction::OtherText { question: 3, text: "Ngắn hạn".into() },]
         );
-        assert_eq!(actions(Code::Submit, &data), vec![], "only modal codes carry inputs");
+        assert_eq!(actions(Code::Decide(Decide::Submit), &data), vec![], "only modal codes carry inputs");
     }
 }

@@ -20,11 +20,12 @@ use super::text::{DMsg, dtext, truncate};
 use crate::interaction::policy::{FallbackDecision, PolicySettlement};
 use crate::interaction::{Action, Draft, FreeText, Interaction, Question, RememberScope, RequestKind, Status, answers, readable};
 use crate::platform::descriptor::BrowserLink;
+use crate::platform::kit::codes::Decide;
+use crate::platform::kit::reminder::Recipients;
+use crate::platform::kit::token::TokenSigner;
 use crate::platform::locale::policy::Addressed;
 use crate::platform::locale::web::{WebMsg, web_text};
 use crate::platform::locale::{self, Locale, Msg};
-use crate::platform::reminder::Recipients;
-use crate::platform::token::TokenSigner;
 use crate::protocol::{Decision, DecisionType};
 
 /// Discord's limits (DESIGN.md "Platform limits").
@@ -321,10 +322,10 @@ fn decision_button(
 ) -> Option<CreateButton> {
     let (code, msg, style) = match d {
         // Beside the remembered choices, the plain approve says it is for this call only.
-        DecisionType::Approve if !interaction.remember_offered().is_empty() => (Code::Approve(i), Msg::ApproveOnce, ButtonStyle::Success),
-        DecisionType::Approve => (Code::Approve(i), Msg::Approve, ButtonStyle::Success),
-        DecisionType::ApproveForSession => (Code::ApproveForSession(i), Msg::ApproveForSession, ButtonStyle::Success),
-        DecisionType::Reject => (Code::Reject(i), Msg::Reject, ButtonStyle::Danger),
+        DecisionType::Approve if !interaction.remember_offered().is_empty() => (Code::Decide(Decide::Approve(i)), Msg::ApproveOnce, ButtonStyle::Success),
+        DecisionType::Approve => (Code::Decide(Decide::Approve(i)), Msg::Approve, ButtonStyle::Success),
+        DecisionType::ApproveForSession => (Code::Decide(Decide::ApproveForSession(i)), Msg::ApproveForSession, ButtonStyle::Success),
+        DecisionType::Reject => (Code::Decide(Decide::Reject(i)), Msg::Reject, ButtonStyle::Danger),
         DecisionType::Edit => (Code::Edit(i), Msg::Edit, ButtonStyle::Primary),
         DecisionType::Respond => (Code::Respond(i), Msg::Respond, ButtonStyle::Secondary),
     };
@@ -347,7 +348,9 @@ fn approval_rows(interaction: &Interaction, actions: &[Action], locale: Locale, 
             .collect();
         let remember: Vec<CreateButton> = offered
             .iter()
-            .filter_map(|&scope| button(signer, interaction, Code::Remember(scope), locale::policy::remember_button(locale, scope), ButtonStyle::Success))
+            .filter_map(|&scope| {
+                button(signer, interaction, Code::Decide(Decide::Remember(scope)), locale::policy::remember_button(locale, scope), ButtonStyle::Success)
+            })
             .collect();
         return [buttons, remember].into_iter().filter(|b| !b.is_empty()).map(CreateActionRow::Buttons).collect();
     }
@@ -361,12 +364,12 @@ fn approval_rows(interaction: &Interaction, actions: &[Action], locale: Locale, 
     }
     let mut last = Vec::new();
     if actions.iter().all(|a| a.allowed.contains(&DecisionType::Approve)) {
-        last.extend(button(signer, interaction, Code::ApproveAll, locale::text(locale, Msg::ApproveAll), ButtonStyle::Success));
+        last.extend(button(signer, interaction, Code::Decide(Decide::ApproveAll), locale::text(locale, Msg::ApproveAll), ButtonStyle::Success));
     }
     if actions.iter().all(|a| a.allowed.contains(&DecisionType::Reject)) {
-        last.extend(button(signer, interaction, Code::RejectAll, locale::text(locale, Msg::RejectAll), ButtonStyle::Danger));
+        last.extend(button(signer, interaction, Code::Decide(Decide::RejectAll), locale::text(locale, Msg::RejectAll), ButtonStyle::Danger));
     }
-    last.extend(button(signer, interaction, Code::Submit, locale::text(locale, Msg::Submit), ButtonStyle::Primary));
+    last.extend(button(signer, interaction, Code::Decide(Decide::Submit), locale::text(locale, Msg::Submit), ButtonStyle::Primary));
     last.extend(page_buttons(interaction, locale, signer, page));
     rows.push(CreateActionRow::Buttons(last));
     rows
@@ -409,7 +412,7 @@ fn question_rows(interaction: &Interaction, questions: &[Question], locale: Loca
         rows.push(CreateActionRow::SelectMenu(select));
     }
     let mut last = Vec::new();
-    last.extend(button(signer, interaction, Code::Submit, locale::text(locale, Msg::Submit), ButtonStyle::Success));
+    last.extend(button(signer, interaction, Code::Decide(Decide::Submit), locale::text(locale, Msg::Submit), ButtonStyle::Success));
     if any_free_text {
         last.extend(button(signer, interaction, Code::Other(page), dtext(locale, DMsg::OtherEllipsis), ButtonStyle::Primary));
     }
@@ -439,7 +442,7 @@ pub fn reminder(interaction: &Interaction, people: &Recipients, locale: Locale) 
     named.extend(people.others.iter().take(MAX_MENTIONS).map(|o| truncate(o, 60)));
     let named = named.join(" ");
     let to = if named.is_empty() { Addressed::Nobody } else { Addressed::To(&named) };
-    let progress = crate::platform::reminder::progress(locale, interaction);
+    let progress = crate::platform::kit::reminder::progress(locale, interaction);
     let subject = truncate(&locale::policy::subject(interaction), 300);
     let deadline = format!("<t:{}:R>", interaction.deadline_ms.div_euclid(1000));
     let content = locale::policy::reminder(locale, to, &subject, progress.as_deref(), &deadline);

@@ -1,5 +1,5 @@
 //! One grammar for button codes: the `code` part of a signed, versioned callback token
-//! ([`TokenSigner`](crate::platform::token::TokenSigner), DESIGN.md "Callback tokens").
+//! ([`TokenSigner`](crate::platform::kit::token::TokenSigner), DESIGN.md "Callback tokens").
 //!
 //! A code is a short name and at most two decimal indexes, never labels, question text
 //! or args, so a token stays within the platform's limit whatever a card says. Each
@@ -10,6 +10,14 @@
 //! `.` (`ap.1` on Discord and Slack, `a1` on Telegram) and the platform's length limit.
 //!
 //! Parsing is strict: anything unexpected is `None`, and the click is refused.
+//!
+//! The buttons every approval card has (approve, approve for the session, reject
+//! without a reason, all at once, submit, remember) mean the same on every platform:
+//! each platform's code has them as one [`Decide`], whose action is written once,
+//! here.
+
+use crate::interaction::{RememberScope, UserAction};
+use crate::protocol::{Decision, DecisionType};
 
 /// How many indexes a code carries at most (`op.3.24`: a question and its option).
 const MAX_INDEXES: usize = 2;
@@ -128,6 +136,42 @@ fn index(s: &str) -> Option<usize> {
 /// Each row is a name, the indexes it takes, and the variant it stands for, written so
 /// that it reads both as a pattern (to encode) and as an expression (to parse). Rows
 /// after `; also` only encode: they give a spelling to values no row covers.
+/// A button that decides on its own, the same on every platform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decide {
+    Approve(usize),
+    /// Approve, and let the backend approve the same action for the rest of the session.
+    ApproveForSession(usize),
+    /// Reject one action without a reason.
+    Reject(usize),
+    ApproveAll,
+    RejectAll,
+    /// The draft's decisions sent.
+    Submit,
+    /// Approve the one action and remember it, where the policy offers it (whether it
+    /// does is the core's call: `RememberNotOffered`).
+    Remember(RememberScope),
+}
+
+impl Decide {
+    /// The engine action the button stands for.
+    pub fn action(self) -> UserAction {
+        match self {
+            Decide::Approve(action) => UserAction::Decide { action, decision: Decision::Approve },
+            Decide::ApproveForSession(action) => UserAction::Decide { action, decision: Decision::ApproveForSession },
+            Decide::Reject(action) => UserAction::Decide { action, decision: Decision::Reject { message: None } },
+            Decide::ApproveAll => UserAction::DecideAll { decision: DecisionType::Approve },
+            Decide::RejectAll => UserAction::DecideAll { decision: DecisionType::Reject },
+            Decide::Submit => UserAction::Submit,
+            Decide::Remember(scope) => UserAction::Remember { scope },
+        }
+    }
+}
+
+/// The largest index a code carries in [`vocabulary!`]'s examples: every index at its
+/// widest, so the examples are also the longest codes.
+pub const WIDEST_INDEX: usize = 9999;
+
 macro_rules! vocabulary {
     (
         $code:ty, $grammar:expr;
@@ -151,10 +195,30 @@ macro_rules! vocabulary {
                     _ => return None,
                 })
             }
+
+            /// One code of each spelling, every index at its widest
+            /// ([`WIDEST_INDEX`](crate::platform::kit::codes::WIDEST_INDEX)).
+            #[cfg(test)]
+            pub fn examples() -> Vec<Self> {
+                vec![$( { $(let $index: usize = $crate::platform::kit::codes::WIDEST_INDEX;)* $($variant)* } ),+]
+            }
         }
     };
 }
 pub(crate) use vocabulary;
+
+/// What every platform's vocabulary must hold, for its unit tests: each code reads
+/// back as itself, and the longest, signed, fits the platform's limit.
+#[cfg(test)]
+pub fn assert_vocabulary<C: Copy + PartialEq + std::fmt::Debug>(grammar: Grammar, examples: &[C], encode: fn(&C) -> String, parse: fn(&str) -> Option<C>) {
+    let signer = crate::platform::kit::token::TokenSigner::new(b"secret");
+    for code in examples {
+        let written = encode(code);
+        assert_eq!(parse(&written), Some(*code), "{written}");
+        let token = signer.sign("a1b2c3d4e5f6", &written).expect("a code signs");
+        assert!(grammar.limit.fits(&token), "{written} makes a token of {} bytes", token.len());
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -4,4 +4,12 @@
 //! from here.
 
 pub mod address;
+pub mod bounded;
 pub mod codes;
+pub mod commands;
+pub mod inbox;
+pub mod lanes;
+pub mod refusals;
+pub mod reminder;
+pub mod token;
+pub mod turns;

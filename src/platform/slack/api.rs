@@ -28,8 +28,8 @@ use serde_json::{Value, json};
 
 use super::PLATFORM;
 use crate::metrics::{Metrics, PlatformErrorKind};
-use crate::platform::bounded::BoundedMap;
-use crate::platform::turns::{Line, Priority};
+use crate::platform::kit::bounded::BoundedMap;
+use crate::platform::kit::turns::{Line, Priority};
 
 /// Attempts per call, the first included.
 const ATTEMPTS: u32 = 5;

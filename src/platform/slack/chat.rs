@@ -29,7 +29,7 @@ use super::text::{SMsg, stext};
 use super::{PLATFORM, Shared};
 use crate::engine::EngineError;
 use crate::interaction::Actor;
-use crate::platform::refusals::{engine_failure, stranger_notice};
+use crate::platform::kit::refusals::{engine_failure, stranger_notice};
 use crate::store::ChatKey;
 
 /// The longest notice shown to one person (a section's 3,000 characters).

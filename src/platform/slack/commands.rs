@@ -27,9 +27,9 @@ use super::{PLATFORM, Shared};
 use crate::engine::{CommandOutcome, EngineError, PendingShown};
 use crate::interaction::RequestKind;
 use crate::interaction::command::ChatCommand;
-use crate::platform::commands;
+use crate::platform::kit::commands;
+use crate::platform::kit::refusals::{Refused, paired_notice, stranger_notice};
 use crate::platform::locale::{self, Locale, Msg};
-use crate::platform::refusals::{Refused, paired_notice, stranger_notice};
 use crate::store::ChatKey;
 
 /// The answer's longest text (a section's 3,000 characters).

@@ -8,7 +8,7 @@ use futures_util::future::BoxFuture;
 use super::settings::SlackSettings;
 use crate::interaction::chat::ChatNetwork;
 use crate::platform::descriptor::{self, Descriptor, PlatformSettings, Section, StartContext, Started};
-use crate::platform::inbox::DurableInbox;
+use crate::platform::kit::inbox::DurableInbox;
 
 /// The Slack platform.
 pub struct Slack;

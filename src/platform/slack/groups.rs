@@ -50,7 +50,7 @@ use super::api::Api;
 use crate::clock::now_ms;
 use crate::engine::EngineHandle;
 use crate::interaction::{Actor, Interaction, Origin};
-use crate::platform::bounded::BoundedMap;
+use crate::platform::kit::bounded::BoundedMap;
 use crate::store::PlatformState;
 
 /// How long a click waits for Slack to say who is in a group.

@@ -21,12 +21,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::payload::{Envelope, Interactive};
 use super::{Shared, chat, clicks, commands};
 use crate::clock::now_ms;
-use crate::platform::inbox::{Done, DurableInbox, InboxHandler};
+use crate::platform::kit::inbox::{Done, DurableInbox, InboxHandler};
+use crate::platform::kit::lanes::Lanes;
 use crate::store::{InboxUpdate, StoreError};
 
 /// Handles stored envelopes.
@@ -38,7 +39,7 @@ pub struct Handler {
     /// Keeps the order of envelopes stored in the same millisecond.
     sequence: AtomicI64,
     /// Each conversation's chat lane, while it has work.
-    lanes: Mutex<HashMap<String, mpsc::UnboundedSender<Job>>>,
+    lanes: Arc<Lanes<String>>,
 }
 
 /// What [`Handler::receive`] did with an envelope.
@@ -72,7 +73,7 @@ impl Received {
 
 impl Handler {
     pub fn new(shared: Arc<Shared>, inbox: DurableInbox) -> Self {
-        Self { shared, inbox, answers: Mutex::new(HashMap::new()), sequence: AtomicI64::new(0), lanes: Mutex::new(HashMap::new()) }
+        Self { shared, inbox, answers: Mutex::new(HashMap::new()), sequence: AtomicI64::new(0), lanes: Lanes::new("a Slack envelope") }
     }
 
     fn answers(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Option<Value>>>> {
@@ -195,15 +196,7 @@ struct Job {
     done: Done,
 }
 
-/// How long a conversation's lane waits for more chat before it ends (idle
-/// conversations cost nothing).
-const LANE_IDLE: Duration = Duration::from_secs(300);
-
 impl Handler {
-    fn lanes(&self) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<Job>>> {
-        self.lanes.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Handles `job`, answers its waiter, then marks it handled (`done` dropped).
     async fn run(&self, job: Job) {
         let answer = self.handle_envelope(&job.envelope).await;
@@ -211,52 +204,6 @@ impl Handler {
             let _ = waiter.send(answer);
         }
         drop(job.done);
-    }
-
-    /// Queues `job` on the lane of conversation `key`, starting the lane if needed.
-    fn queue(self: &Arc<Self>, key: String, job: Job) {
-        let mut lanes = self.lanes();
-        let job = match lanes.get(&key) {
-            Some(lane) => match lane.send(job) {
-                Ok(()) => return,
-                // The lane ended (it cannot while listed; a panic could): start anew.
-                Err(mpsc::error::SendError(job)) => job,
-            },
-            None => job,
-        };
-        let (tx, rx) = mpsc::unbounded_channel();
-        // Cannot fail: the receiver is alive right here.
-        let _ = tx.send(job);
-        lanes.insert(key.clone(), tx);
-        tokio::spawn(lane(self.clone(), key, rx));
-    }
-}
-
-/// A conversation's chat, one envelope after another in the order Slack delivered
-/// them: without this, two quick messages (or a message and `/hitl new`) could reach
-/// the engine in the wrong order.
-async fn lane(handler: Arc<Handler>, key: String, mut rx: mpsc::UnboundedReceiver<Job>) {
-    loop {
-        match tokio::time::timeout(LANE_IDLE, rx.recv()).await {
-            Ok(Some(job)) => {
-                // In a task of its own, awaited: an envelope the handling panics on is
-                // logged (and marked handled) and the lane goes on with the next.
-                let runner = handler.clone();
-                if let Err(e) = tokio::spawn(async move { runner.run(job).await }).await {
-                    tracing::error!(lane = %key, error = %e, "handling a Slack envelope failed; it is dropped and the conversation goes on");
-                }
-            }
-            Ok(None) => return,
-            Err(_) => {
-                // Removed under the map lock, which senders hold too: a job queued
-                // meanwhile is seen here and handled before leaving.
-                let mut lanes = handler.lanes();
-                if rx.is_empty() {
-                    lanes.remove(&key);
-                    return;
-                }
-            }
-        }
     }
 }
 
@@ -272,7 +219,11 @@ impl InboxHandler for Handler {
         let waiter = self.take_waiter(&envelope);
         let job = Job { envelope, waiter, done };
         if is_chat(&job.envelope) {
-            return self.queue(lane_of(&job.envelope).to_owned(), job);
+            // A conversation's chat, one envelope after another in the order Slack
+            // delivered them: two quick messages (or a message and `/hitl new`) must
+            // not reach the engine in the wrong order.
+            let handler = self.clone();
+            return self.lanes.push(lane_of(&job.envelope).to_owned(), async move { handler.run(job).await });
         }
         let handler = self.clone();
         tokio::spawn(async move { handler.run(job).await });

@@ -67,17 +67,18 @@ use tokio::task::JoinHandle;
 use self::api::{Api, ApiError};
 use self::settings::SlackSettings;
 use self::text::escape;
-use super::{Platform, PlatformError, reminder};
+use super::kit::reminder;
+use super::{Platform, PlatformError};
 use crate::engine::EngineHandle;
-use crate::interaction::policy::Mention;
+use crate::engine::Reminder;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::interaction::{AccessPolicy, Actor, Interaction, readable};
 use crate::metrics::Metrics;
-use crate::platform::bounded::BoundedMap;
 use crate::platform::descriptor::{Membership, WebLinks};
+use crate::platform::kit::bounded::BoundedMap;
+use crate::platform::kit::token::TokenSigner;
+use crate::platform::kit::turns::Priority;
 use crate::platform::locale::policy::Addressed;
-use crate::platform::token::TokenSigner;
-use crate::platform::turns::Priority;
 use crate::store::{ChatKey, MessageRef, PlatformState};
 use crate::texts::{self, Locale};
 
@@ -173,7 +174,7 @@ pub struct Wiring {
     pub metrics: Metrics,
     /// What the HTTP events listener allows a client (HTTP mode).
     pub limits: crate::listener::Limits,
-    pub inbox: crate::platform::inbox::DurableInbox,
+    pub inbox: crate::platform::kit::inbox::DurableInbox,
     pub web: Arc<dyn WebLinks>,
     /// Every group id the configuration names, with its setting.
     pub groups: Vec<(String, String)>,
@@ -315,14 +316,9 @@ impl Platform for Slack {
         })
     }
 
-    fn send_reminder<'a>(
-        &'a self,
-        chat: &'a ChatKey,
-        interaction: &'a Interaction,
-        mention: &'a Mention,
-        card: Option<&'a MessageRef>,
-    ) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(&'a self, reminder: Reminder<'a>) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
+            let Reminder { chat, interaction, mention, card } = reminder;
             let people = reminder::recipients(PLATFORM, interaction, mention, Some(&self.policy));
             let text = reminder_text(interaction, &people, self.shared.locale);
             let mut chat = chat.clone();

@@ -28,8 +28,9 @@ use super::codes::Code;
 use super::text::{SMsg, code, escape, escape_cut, note, stext};
 use crate::interaction::{Action, Draft, Interaction, Origin, RememberScope, RequestKind, readable};
 use crate::platform::descriptor::BrowserLink;
+use crate::platform::kit::codes::Decide;
+use crate::platform::kit::token::TokenSigner;
 use crate::platform::locale::web::{WebMsg, web_text};
-use crate::platform::token::TokenSigner;
 use crate::protocol::{Decision, DecisionType};
 use crate::texts::{self, Locale, Msg, cut, text};
 
@@ -204,7 +205,14 @@ fn approval(interaction: &Interaction, actions: &[Action], locale: Locale, signe
             .iter()
             .filter_map(|&scope| {
                 let emoji = if scope == RememberScope::Session { "🔁" } else { "♾️" };
-                button(signer, interaction, Code::Remember(scope), &format!("{emoji} {}", texts::policy::remember_button(locale, scope)), None, None)
+                button(
+                    signer,
+                    interaction,
+                    Code::Decide(Decide::Remember(scope)),
+                    &format!("{emoji} {}", texts::policy::remember_button(locale, scope)),
+                    None,
+                    None,
+                )
             })
             .collect();
         blocks.push(json!({ "type": "actions", "block_id": "remember", "elements": remember }));
@@ -212,13 +220,20 @@ fn approval(interaction: &Interaction, actions: &[Action], locale: Locale, signe
     if pending && many {
         let mut row = Vec::new();
         if actions.iter().all(|a| a.allowed.contains(&DecisionType::Approve)) {
-            row.extend(button(signer, interaction, Code::ApproveAll, &format!("✅ {}", text(locale, Msg::ApproveAll)), Some("primary"), None));
+            row.extend(button(signer, interaction, Code::Decide(Decide::ApproveAll), &format!("✅ {}", text(locale, Msg::ApproveAll)), Some("primary"), None));
         }
         if actions.iter().all(|a| a.allowed.contains(&DecisionType::Reject)) {
             let confirm = confirm(locale, text(locale, Msg::RejectAll), stext(locale, SMsg::RejectAllConfirmText), text(locale, Msg::RejectAll));
-            row.extend(button(signer, interaction, Code::RejectAll, &format!("❌ {}", text(locale, Msg::RejectAll)), Some("danger"), Some(confirm)));
+            row.extend(button(
+                signer,
+                interaction,
+                Code::Decide(Decide::RejectAll),
+                &format!("❌ {}", text(locale, Msg::RejectAll)),
+                Some("danger"),
+                Some(confirm),
+            ));
         }
-        row.extend(button(signer, interaction, Code::Submit, &format!("📨 {}", text(locale, Msg::Submit)), None, None));
+        row.extend(button(signer, interaction, Code::Decide(Decide::Submit), &format!("📨 {}", text(locale, Msg::Submit)), None, None));
         blocks.push(json!({ "type": "actions", "block_id": "all", "elements": row }));
     }
     blocks
@@ -274,10 +289,17 @@ fn action_buttons(
             continue;
         }
         let made = match decision {
-            DecisionType::Approve => button(signer, interaction, Code::Approve(i), &format!("✅ {}{suffix}", text(locale, approve)), Some("primary"), None),
-            DecisionType::ApproveForSession => {
-                button(signer, interaction, Code::ApproveForSession(i), &format!("🔓 {}{suffix}", text(locale, Msg::ApproveForSession)), None, None)
+            DecisionType::Approve => {
+                button(signer, interaction, Code::Decide(Decide::Approve(i)), &format!("✅ {}{suffix}", text(locale, approve)), Some("primary"), None)
             }
+            DecisionType::ApproveForSession => button(
+                signer,
+                interaction,
+                Code::Decide(Decide::ApproveForSession(i)),
+                &format!("🔓 {}{suffix}", text(locale, Msg::ApproveForSession)),
+                None,
+                None,
+            ),
             DecisionType::Edit => button(signer, interaction, Code::Edit(i), &format!("✏️ {}{suffix}", text(locale, Msg::Edit)), None, None),
             _ => {
                 let confirm = confirm(locale, stext(locale, SMsg::RejectConfirmTitle), stext(locale, SMsg::RejectConfirmText), text(locale, Msg::Reject));

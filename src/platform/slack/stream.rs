@@ -18,8 +18,8 @@ use tokio::time::Instant;
 
 use super::text::escape;
 use super::{CACHE_CAP, PlatformError, Shared, pieces};
-use crate::platform::bounded::BoundedMap;
-use crate::platform::turns::Priority;
+use crate::platform::kit::bounded::BoundedMap;
+use crate::platform::kit::turns::Priority;
 use crate::store::ChatKey;
 
 /// The least time between two calls (the post and its edits) on one streamed message:

@@ -15,9 +15,10 @@ use super::{PLATFORM, Telegram};
 use crate::engine::{ActError, Click, CommandOutcome, EngineError, PairRefusal, PendingShown};
 use crate::interaction::command::ChatCommand;
 use crate::interaction::{Actor, Attempt, Interaction, Refusal, RequestKind, UserAction};
+use crate::platform::PlatformError;
+use crate::platform::kit::commands;
+use crate::platform::kit::refusals::{Refused, engine_failure, paired_notice, stranger_notice};
 use crate::platform::locale::{self, Locale, Msg, text};
-use crate::platform::refusals::{Refused, engine_failure, paired_notice, stranger_notice};
-use crate::platform::{PlatformError, commands};
 use crate::store::ChatKey;
 
 /// The chat key of a message: the chat, plus the forum topic when it is in one.

@@ -109,7 +109,7 @@ fn plan(interaction: &Interaction, code: Code) -> Result<Click<Shows>, Refusal> 
     let showing = |view| wizard::view_state(interaction, view);
     let turning_to = |view| page_exists(interaction, view).map(|()| Click::open(Shows::Page).keeping(showing(view)));
     match code {
-        Code::Decide { .. } | Code::All(_) | Code::Submit | Code::Remember(_) => code.direct_action().map(Click::act).ok_or(Refusal::OutOfRange("action")),
+        Code::Decide(_) => code.direct_action().map(Click::act).ok_or(Refusal::OutOfRange("action")),
         Code::Edit { action } => {
             let a = actions.get(action).ok_or(Refusal::OutOfRange("action"))?;
             if a.allowed.contains(&DecisionType::Edit) {
@@ -175,7 +175,7 @@ fn attempt_of(code: Code) -> Option<Attempt> {
         Code::Skip { question } => Some(Attempt::Act(UserAction::Skip { question })),
         Code::Done { question } => open(Opening::Page, question + 1),
         Code::Goto { step } | Code::Page { step, .. } => open(Opening::Page, step),
-        Code::Decide { .. } | Code::All(_) | Code::Submit | Code::Remember(_) => code.direct_action().map(Attempt::Act),
+        Code::Decide(_) => code.direct_action().map(Attempt::Act),
     }
 }
 
@@ -240,14 +240,14 @@ mod tests {
 
     use super::super::settings::TelegramSettings;
     use super::super::wizard::{Caches, Wizard};
-    use super::super::{TgBot, lanes, limits};
+    use super::super::{TgBot, limits};
     use super::*;
     use crate::engine::{Connectors, Engine, EngineConfig, EngineHandle, EngineRequest, OnExpiry, now_ms};
     use crate::interaction::{AccessPolicy, Actor, RequestBuilder, TimeoutDefaults};
     use crate::metrics::Metrics;
     use crate::platform::descriptor::{SignInLinkError, WebLinks};
-    use crate::platform::inbox::DurableInbox;
-    use crate::platform::token::TokenSigner;
+    use crate::platform::kit::inbox::DurableInbox;
+    use crate::platform::kit::token::TokenSigner;
     use crate::protocol::ActionRequest;
     use crate::store::Store;
 
@@ -294,7 +294,7 @@ mod tests {
             pairing_ttl_ms: 0,
             routing: Default::default(),
             // Telegram's own grammar: a platform never reads the registry of the others.
-            networks: crate::interaction::chat::Networks::new(vec![Arc::new(super::super::address::Address)]),
+            networks: crate::interaction::chat::Networks::new(vec![Arc::new(super::super::address::ADDRESS)]),
             grace_ms: 0,
             on_expiry: OnExpiry::Leave,
             replica_id: "r1".into(),
@@ -326,7 +326,7 @@ mod tests {
             wizard: Wizard::new(store.ui_states()),
             inbox: DurableInbox::new(store.inboxes().of(super::super::PLATFORM), "r1".into()),
             caches: Mutex::new(Caches::default()),
-            lanes: lanes::Lanes::default(),
+            lanes: crate::platform::kit::lanes::Lanes::new("a Telegram update"),
             tasks: Mutex::new(Vec::new()),
             metrics,
             web: Arc::new(NoWebInbox),

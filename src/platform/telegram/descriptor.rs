@@ -14,7 +14,7 @@ pub struct Telegram;
 
 impl Descriptor for Telegram {
     fn network(&self) -> Arc<dyn ChatNetwork> {
-        Arc::new(super::address::Address)
+        Arc::new(super::address::ADDRESS)
     }
 
     fn title(&self) -> &'static str {

@@ -1,4 +1,4 @@
-//! Telegram's updates in the durable inbox ([`crate::platform::inbox`]): which
+//! Telegram's updates in the durable inbox ([`crate::platform::kit::inbox`]): which
 //! updates are stored and under which chat's lane, and how a stored one is handed to
 //! the lanes. Updates are confirmed to Telegram once stored (the next `getUpdates`,
 //! the webhook's 200), not once handled.
@@ -9,10 +9,10 @@ use teloxide::types::{Update, UpdateKind};
 
 use super::Telegram;
 use super::chat::chat_key;
-use super::lanes::{Job, Lanes};
 use super::send;
 use super::text::escape;
-use crate::platform::inbox::{Done, InboxHandler, Unstored};
+use super::{chat, clicks};
+use crate::platform::kit::inbox::{Done, InboxHandler, Unstored};
 use crate::platform::locale::{Msg, text};
 use crate::store::{InboxUpdate, StoreError};
 
@@ -93,10 +93,20 @@ impl InboxHandler for Telegram {
     /// Queues one stored update on its chat's lane.
     fn handle(self: &Arc<Self>, update: Update, done: Done) {
         match update.kind {
-            UpdateKind::Message(message) => Lanes::push(self, message.chat.id.0, Job::Message(Box::new(message), done)),
+            UpdateKind::Message(message) => {
+                let tg = self.clone();
+                self.lanes.push(message.chat.id.0, async move {
+                    chat::on_message(&tg, message).await;
+                    drop(done);
+                });
+            }
             UpdateKind::CallbackQuery(query) => {
                 let chat_id = query.message.as_ref().map_or(0, |m| m.chat().id.0);
-                Lanes::push(self, chat_id, Job::Click(Box::new(query), done));
+                let tg = self.clone();
+                self.lanes.push(chat_id, async move {
+                    clicks::on_callback(&tg, query).await;
+                    drop(done);
+                });
             }
             _ => drop(done),
         }

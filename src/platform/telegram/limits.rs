@@ -29,8 +29,8 @@ use governor::state::keyed::HashMapStateStore;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{NotUntil, Quota, RateLimiter};
 
-use crate::platform::turns::Line;
-pub use crate::platform::turns::Priority;
+use crate::platform::kit::turns::Line;
+pub use crate::platform::kit::turns::Priority;
 
 /// Messages a second to all chats together.
 pub const GLOBAL_PER_SEC: u32 = 30;

@@ -10,7 +10,6 @@
 //! - [`wizard`]: wizard views and ForceReply prompts (in the store, so any replica
 //!   can handle the next update) and bounded rendering caches
 //! - [`inbox`]: updates stored before they are confirmed, handled from the store
-//! - [`lanes`]: one ordered queue per chat for incoming updates
 //! - [`send`]: outgoing calls with 429 retries; [`transport`]: polling or webhook
 //! - [`limits`]: Telegram's rate limits, waited for only when a quota says so
 //! - [`text`]: Telegram-only strings and HTML escaping
@@ -24,7 +23,6 @@ mod clicks;
 pub mod codes;
 pub mod descriptor;
 mod inbox;
-mod lanes;
 mod limits;
 pub mod render;
 mod send;
@@ -35,7 +33,7 @@ pub mod wizard;
 
 /// How long a replica's claim on a stored update outlives its last renewal: a dead
 /// replica's updates are handled by another replica this long (plus one sweep) after.
-pub use crate::platform::inbox::CLAIM as INBOX_CLAIM;
+pub use crate::platform::kit::inbox::CLAIM as INBOX_CLAIM;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -49,16 +47,18 @@ use self::render::{render_card, step_for};
 use self::settings::TelegramSettings;
 use self::wizard::{Caches, View, Wizard};
 use super::descriptor::WebLinks;
+use super::kit::reminder;
+use super::kit::token::TokenSigner;
 use super::locale::{self, Locale, Msg};
-use super::token::TokenSigner;
-use super::{Platform, PlatformError, reminder};
+use super::{Platform, PlatformError};
 use crate::engine::EngineHandle;
-use crate::interaction::policy::Mention;
+use crate::engine::Reminder;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::interaction::{AccessPolicy, Interaction, RequestKind, readable};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
-use crate::platform::inbox::DurableInbox;
+use crate::platform::kit::inbox::DurableInbox;
+use crate::platform::kit::lanes::Lanes;
 use crate::store::{ChatKey, MessageRef, PlatformInbox, UiStates};
 
 pub const PLATFORM: &str = "telegram";
@@ -97,7 +97,8 @@ pub struct Telegram {
     /// under this replica's id.
     inbox: DurableInbox,
     caches: Mutex<Caches>,
-    lanes: lanes::Lanes,
+    /// One ordered queue per chat for incoming updates ([`Lanes`]).
+    lanes: Arc<Lanes<i64>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// Where the platform says it has started (refusals are the engine's to count:
     /// [`clicks`] hands its own over).
@@ -159,7 +160,7 @@ pub async fn start(
         wizard: Wizard::new(ui_states),
         inbox: DurableInbox::new(inbox, replica),
         caches: Mutex::new(Caches::default()),
-        lanes: lanes::Lanes::default(),
+        lanes: Lanes::new("a Telegram update"),
         tasks: Mutex::new(Vec::new()),
         metrics,
         web,
@@ -292,14 +293,9 @@ impl Platform for Telegram {
         })
     }
 
-    fn send_reminder<'a>(
-        &'a self,
-        chat: &'a ChatKey,
-        interaction: &'a Interaction,
-        mention: &'a Mention,
-        card: Option<&'a MessageRef>,
-    ) -> BoxFuture<'a, Result<(), PlatformError>> {
+    fn send_reminder<'a>(&'a self, reminder: Reminder<'a>) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
+            let Reminder { chat, interaction, mention, card } = reminder;
             let locale = self.locale(&chat.chat_id, None);
             let people = reminder::recipients(PLATFORM, interaction, mention, Some(&self.policy));
             let reply_to = card.and_then(|m| m.message_id.parse().ok()).map(MessageId);

@@ -18,11 +18,12 @@ use super::wizard::View;
 use crate::interaction::answers::encode;
 use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question, RememberScope, RequestKind, readable};
 use crate::platform::descriptor::BrowserLink;
+use crate::platform::kit::codes::Decide;
+use crate::platform::kit::reminder::Recipients;
+use crate::platform::kit::token::TokenSigner;
 use crate::platform::locale::policy::Addressed;
 use crate::platform::locale::web::{WebMsg, web_text};
 use crate::platform::locale::{self, Locale, Msg, text};
-use crate::platform::reminder::Recipients;
-use crate::platform::token::TokenSigner;
 use crate::protocol::{Decision, DecisionType, Reply};
 
 /// Longest label on a button; Telegram shows about this much on a phone anyway.
@@ -274,9 +275,9 @@ fn approval(
         let mark = |d: DecisionType| if chosen == Some(d) { "• " } else { "" };
         let mut row = Vec::new();
         for (decision, emoji, msg, code) in [
-            (DecisionType::Approve, "✅", approve, Code::Decide { action: n, decision: DecisionType::Approve }),
-            (DecisionType::ApproveForSession, "🔓", Msg::ApproveForSession, Code::Decide { action: n, decision: DecisionType::ApproveForSession }),
-            (DecisionType::Reject, "❌", Msg::Reject, Code::Decide { action: n, decision: DecisionType::Reject }),
+            (DecisionType::Approve, "✅", approve, Code::Decide(Decide::Approve(n))),
+            (DecisionType::ApproveForSession, "🔓", Msg::ApproveForSession, Code::Decide(Decide::ApproveForSession(n))),
+            (DecisionType::Reject, "❌", Msg::Reject, Code::Decide(Decide::Reject(n))),
             (DecisionType::Edit, "✏️", Msg::Edit, Code::Edit { action: n }),
         ] {
             // The policy's own "for this session" replaces Kimi's: the core sends Kimi's
@@ -300,7 +301,12 @@ fn approval(
         let remember: Vec<InlineKeyboardButton> = offered
             .iter()
             .filter_map(|&scope| {
-                button(signer, interaction, Code::Remember(scope), &format!("{} {}", remember_emoji(scope), locale::policy::remember_button(locale, scope)))
+                button(
+                    signer,
+                    interaction,
+                    Code::Decide(Decide::Remember(scope)),
+                    &format!("{} {}", remember_emoji(scope), locale::policy::remember_button(locale, scope)),
+                )
             })
             .collect();
         rows.push(remember);
@@ -308,12 +314,12 @@ fn approval(
     if many {
         let mut row = Vec::new();
         if actions.iter().all(|a| a.allowed.contains(&DecisionType::Approve)) {
-            row.extend(button(signer, interaction, Code::All(DecisionType::Approve), &format!("✅ {}", text(locale, Msg::ApproveAll))));
+            row.extend(button(signer, interaction, Code::Decide(Decide::ApproveAll), &format!("✅ {}", text(locale, Msg::ApproveAll))));
         }
         if actions.iter().all(|a| a.allowed.contains(&DecisionType::Reject)) {
-            row.extend(button(signer, interaction, Code::All(DecisionType::Reject), &format!("❌ {}", text(locale, Msg::RejectAll))));
+            row.extend(button(signer, interaction, Code::Decide(Decide::RejectAll), &format!("❌ {}", text(locale, Msg::RejectAll))));
         }
-        row.extend(button(signer, interaction, Code::Submit, &format!("📨 {}", text(locale, Msg::Submit))));
+        row.extend(button(signer, interaction, Code::Decide(Decide::Submit), &format!("📨 {}", text(locale, Msg::Submit))));
         rows.push(row);
     }
     let nav = page_buttons(signer, interaction, 0, page);
@@ -351,7 +357,7 @@ pub fn reminder(interaction: &Interaction, people: &Recipients, locale: Locale) 
         (true, false) => Addressed::Role(&roles),
         (true, true) => Addressed::Nobody,
     };
-    let progress = crate::platform::reminder::progress(locale, interaction).map(|p| escape(&p));
+    let progress = crate::platform::kit::reminder::progress(locale, interaction).map(|p| escape(&p));
     let subject = escape_cut(&locale::policy::subject(interaction), MAX_FIELD_CHARS);
     locale::policy::reminder(locale, to, &subject, progress.as_deref(), &locale::clock(interaction.deadline_ms))
 }
@@ -475,7 +481,7 @@ fn summary(
     let mut tail = vec![String::new(), status_line(interaction, locale)];
     tail.extend(link_line.map(str::to_owned));
     let row: Vec<InlineKeyboardButton> = [
-        button(signer, interaction, Code::Submit, &format!("📨 {}", text(locale, Msg::Submit))),
+        button(signer, interaction, Code::Decide(Decide::Submit), &format!("📨 {}", text(locale, Msg::Submit))),
         button(signer, interaction, Code::Goto { step: 0 }, &format!("✏️ {}", text(locale, Msg::Change))),
     ]
     .into_iter()

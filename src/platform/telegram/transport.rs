@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 use super::send::retrying;
 use super::settings::TelegramMode;
 use super::{StartError, Telegram, inbox};
-use crate::platform::commands::{COMMANDS, LANGUAGES};
+use crate::platform::kit::commands::{COMMANDS, LANGUAGES};
 use crate::platform::locale::Locale;
 
 /// Long-poll wait. Below teloxide's default HTTP timeout (17 s), or every poll would

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::now_ms;
 use crate::engine::UiStateWrite;
 use crate::interaction::Interaction;
-use crate::platform::bounded::BoundedMap;
+use crate::platform::kit::bounded::BoundedMap;
 use crate::store::{StoreError, UiStates};
 
 /// What typed text answers.

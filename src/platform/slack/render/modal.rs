@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 use super::{limits, plain, questions};
 use crate::interaction::answers::MAX_TEXT_CHARS;
 use crate::interaction::{Draft, Interaction, RequestKind, UserAction, readable};
+use crate::platform::kit::token::TokenSigner;
 use crate::platform::slack::codes::Code;
 use crate::platform::slack::text::{SMsg, escape_cut, stext};
-use crate::platform::token::TokenSigner;
 use crate::protocol::Decision;
 use crate::texts::{Locale, Msg, text};
 

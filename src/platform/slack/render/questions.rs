@@ -23,9 +23,10 @@ use serde_json::{Value, json};
 use super::{FIELD, limits, mrkdwn, plain, section, sign};
 use crate::interaction::answers::encode;
 use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question};
+use crate::platform::kit::codes::Decide;
+use crate::platform::kit::token::TokenSigner;
 use crate::platform::slack::codes::Code;
 use crate::platform::slack::text::{SMsg, escape, escape_cut, note, stext};
-use crate::platform::token::TokenSigner;
 use crate::protocol::Reply;
 use crate::texts::{Locale, Msg, text};
 
@@ -94,7 +95,7 @@ pub fn blocks(interaction: &Interaction, questions: &[Question], locale: Locale,
     if shown < count {
         blocks.push(json!({ "type": "context", "block_id": "more", "elements": [mrkdwn(escape(note(locale, SMsg::MoreQuestions, inbox)))] }));
     }
-    let submit = super::button(signer, interaction, Code::Submit, &format!("📨 {}", text(locale, Msg::Submit)), Some("primary"), None);
+    let submit = super::button(signer, interaction, Code::Decide(Decide::Submit), &format!("📨 {}", text(locale, Msg::Submit)), Some("primary"), None);
     blocks.push(json!({ "type": "actions", "block_id": "submit", "elements": submit.into_iter().collect::<Vec<_>>() }));
     blocks
 }

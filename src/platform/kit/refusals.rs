@@ -3,8 +3,8 @@
 //! that changed nothing. The engine answers with the typed refusal; every platform
 //! words it here, the same way.
 
-use super::locale::{self, AccessMsg, Locale};
 use crate::engine::{EngineError, PairRefusal, RevokeRefusal, Stranger};
+use crate::platform::locale::{self, AccessMsg, Locale};
 use crate::store::{PairError, PairedUser};
 
 /// The refusal as the stranger reads it: with their pairing code when there is one.

@@ -4,12 +4,12 @@
 //! core's ([`crate::interaction::command`]), running it the engine's
 //! ([`crate::engine::CommandOutcome`]); [`reply`] words the outcome for every platform.
 
-use super::descriptor::WebLinks;
-use super::locale::web::{WebMsg, web_text};
-use super::locale::{self, Locale, Msg};
 use super::refusals::Refused;
 use crate::engine::CommandOutcome;
 use crate::interaction::Actor;
+use crate::platform::descriptor::WebLinks;
+use crate::platform::locale::web::{WebMsg, web_text};
+use crate::platform::locale::{self, Locale, Msg};
 
 /// One chat command: its name (without the slash) and what it does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Whom an escalation reminder mentions, on one platform: the pure part of
-//! [`Platform::send_reminder`](super::Platform::send_reminder). Each platform formats
+//! [`Platform::send_reminder`](crate::platform::Platform::send_reminder). Each platform formats
 //! the [`Recipients`] its own way (Discord `<@id>`, Telegram `tg://user` links) and
-//! sends the text from [`locale::policy::reminder`](super::locale::policy::reminder).
+//! sends the text from [`locale::policy::reminder`](crate::platform::locale::policy::reminder).
 //!
 //! `Approvers` means who may decide this request, most specific first: the decision
 //! policy's approvers (and roles), else the approvers the pushing agent named, else
@@ -10,10 +10,10 @@
 //! where they are. A `User` on another platform is named as text, never dropped, so
 //! a reminder always says whom it is for.
 
-use super::locale::policy::{self as texts, Addressed};
-use super::locale::{self, Locale};
 use crate::interaction::policy::Mention;
 use crate::interaction::{AccessPolicy, Interaction, Origin};
+use crate::platform::locale::policy::{self as texts, Addressed};
+use crate::platform::locale::{self, Locale};
 
 /// Whom one reminder addresses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
