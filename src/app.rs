@@ -111,6 +111,7 @@ impl App {
             signer: signer.clone(),
             inboxes: store.inboxes(),
             ui_states: store.ui_states(),
+            states: store.platform_states(),
             metrics: metrics.clone(),
             web: Arc::new(crate::web::ChatLinks::new(store.clone(), settings.web.clone())),
             terminal: std::sync::Mutex::new(terminal.map(|(input, output)| Terminal { input: Box::new(input), output: Box::new(output) })),

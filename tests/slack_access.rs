@@ -212,6 +212,41 @@ async fn a_failing_group_lookup_never_breaks_a_click() {
     stop(rig, &["fatal_error", "no_such_subteam"]).await;
 }
 
+/// The members Slack gave are kept in the store. After a restart within the refresh, a
+/// member counts at once and Slack is not asked again, even while it fails. After a
+/// restart when the members kept are older than the refresh, Slack is asked again at
+/// first need; it fails, and the members kept still count (before, every member was
+/// refused until Slack answered), while someone outside the group is still refused.
+#[tokio::test]
+async fn the_members_last_known_outlive_a_restart() {
+    let mut rig = start(&[SRE], &[], 300, |fake| fake.usergroup(SRE, &["U0ANA"])).await;
+    let approved = json!({"decisions": [{"type": "approve"}]});
+    let ts = push(&rig, "deploy-11", json!({})).await;
+    rig.slack().click(&ana(), OPS, &ts, "Approve");
+    assert_eq!(api(&rig).decided("deploy-11").await["reply"], approved);
+    assert_eq!(asked(&rig).len(), 1);
+
+    rig.slack().fail_usergroups(Some("fatal_error"));
+    rig.restart().await;
+    let ts = push(&rig, "deploy-12", json!({})).await;
+    rig.slack().click(&ana(), OPS, &ts, "Approve");
+    assert_eq!(api(&rig).decided("deploy-12").await["reply"], approved);
+    assert_eq!(asked(&rig).len(), 1, "the members kept are within the refresh: Slack is not asked");
+
+    rig.settings.platforms.get_mut::<SlackSettings>().group_refresh_secs = 1;
+    rig.restart().await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let ts = push(&rig, "deploy-13", json!({})).await;
+    rig.slack().click(&ana(), OPS, &ts, "Approve");
+    assert_eq!(api(&rig).decided("deploy-13").await["reply"], approved, "Slack failed: the members kept still count");
+    assert_eq!(asked(&rig), [json!({"usergroup": SRE}), json!({"usergroup": SRE})], "older than the refresh: asked again");
+    let ts = push(&rig, "deploy-14", json!({})).await;
+    rig.slack().click(&mallory(), OPS, &ts, "Approve");
+    assert_eq!(ephemeral_to(rig.slack(), "U0MAL", 0).await["text"], REFUSED);
+    assert_eq!(api(&rig).state("deploy-14").await["status"], "pending");
+    stop(rig, &["fatal_error"]).await;
+}
+
 /// `access.roles` names a user group: its member may talk to the agent in a chat
 /// channel (the agent hears them), while someone outside it is refused, only to them,
 /// and reaches nothing.

@@ -8,7 +8,8 @@
 use hitl_bridge::interaction::policy::{RememberArgs, RememberScope, RememberedRule};
 use hitl_bridge::interaction::{AccessPolicy, Actor, Applied, Draft, Interaction, Policy, RequestBuilder, Status, TimeoutDefaults, UserAction};
 use hitl_bridge::protocol::{ActionRequest, Command, Decision, DecisionType, Reply};
-use hitl_bridge::store::{AuditEntry, AuditFilter, ChatKey, MessageRef, Queued, Settled, Showing, Store, StoreError};
+use hitl_bridge::store::platform_state::MAX_VALUE_BYTES;
+use hitl_bridge::store::{AuditEntry, AuditFilter, ChatKey, MessageRef, Queued, Settled, Showing, Store, StoreError, Stored};
 use serde_json::{Value, json};
 
 mod support;
@@ -86,6 +87,8 @@ suite!(
     web_sign_in_links_are_spent_once_and_expire,
     web_sessions_end_when_idle_or_signed_out,
     web_audit_reads_newest_first_with_filters,
+    a_platforms_own_state_is_its_own_expires_and_is_bounded,
+    a_platform_cursor_moves_once_from_each_version,
 );
 
 // ---------------------------------------------------------------------------------
@@ -1392,4 +1395,74 @@ async fn web_audit_reads_newest_first_with_filters(db: &mut TestStore) {
     assert!(after.1 > mark.1, "{after:?} after {mark:?}");
     assert!(store.insert_interaction(&approval("S", "S_9", T0)).await.unwrap());
     assert_eq!(store.web_change_mark().await.unwrap().0, mark.0 + 1);
+}
+
+/// A platform's own state: each platform reads and writes only its own keys, the
+/// latest write wins (counting versions), an expired value reads as none and is
+/// deleted by that platform's next write (not by another's), and a value over the
+/// limit is refused with a clear error, nothing written.
+async fn a_platforms_own_state_is_its_own_expires_and_is_bounded(db: &mut TestStore) {
+    let (slack, discord) = (db.store.platform_state("slack"), db.store.platform_state("discord"));
+    slack.put("cursor", "s1", T0, None).await.unwrap();
+    assert_eq!(slack.get("cursor", T0).await.unwrap(), Some(Stored { value: "s1".into(), version: 1 }));
+    assert_eq!(discord.get("cursor", T0).await.unwrap(), None, "Slack's key is not Discord's");
+    discord.put("cursor", "d1", T0, None).await.unwrap();
+    slack.put("cursor", "s2", T0, None).await.unwrap();
+    assert_eq!(slack.get("cursor", T0).await.unwrap(), Some(Stored { value: "s2".into(), version: 2 }));
+    assert_eq!(discord.get("cursor", T0).await.unwrap(), Some(Stored { value: "d1".into(), version: 1 }));
+    discord.delete("cursor").await.unwrap();
+    assert_eq!(discord.get("cursor", T0).await.unwrap(), None);
+    assert_eq!(slack.get("cursor", T0).await.unwrap().unwrap().value, "s2", "Discord's delete left Slack's key");
+
+    slack.put("members", "m", T0, Some(std::time::Duration::from_secs(60))).await.unwrap();
+    assert!(slack.get("members", T0 + 60_000).await.unwrap().is_some(), "live until its expiry");
+    assert_eq!(slack.get("members", T0 + 60_001).await.unwrap(), None, "expired: never read");
+    discord.put("other", "v", T0 + 61_000, None).await.unwrap();
+    assert_eq!(db.count("platform_state").await, 3, "another platform's write leaves Slack's rows alone");
+    slack.put("other", "v", T0 + 61_000, None).await.unwrap();
+    assert_eq!(db.count("platform_state").await, 3, "Slack's next write deleted its expired row");
+
+    let limit = "x".repeat(MAX_VALUE_BYTES);
+    slack.put("big", &limit, T0, None).await.unwrap();
+    assert_eq!(slack.get("big", T0).await.unwrap().unwrap().value.len(), MAX_VALUE_BYTES);
+    let over = format!("{limit}x");
+    let refused = slack.put("big", &over, T0, None).await.unwrap_err();
+    assert!(matches!(refused, StoreError::TooLarge { .. }), "{refused:?}");
+    assert_eq!(refused.to_string(), "slack cannot keep \"big\": its value is 65537 bytes, over the 65536 a platform's stored value may have");
+    assert!(slack.advance("big", Some(1), &over, T0).await.is_err(), "a cursor has the same limit");
+    assert_eq!(slack.get("big", T0).await.unwrap(), Some(Stored { value: limit, version: 1 }), "nothing written");
+}
+
+/// A cursor moves by compare-and-set, as Matrix's `next_batch` token must: of two
+/// replicas moving it from the same version at once (or creating it at once), exactly
+/// one wins and the other reads the winner's value; a stale version never moves it.
+/// An expired value counts as none; another platform's cursor of the same name is its
+/// own.
+async fn a_platform_cursor_moves_once_from_each_version(db: &mut TestStore) {
+    let replica = db.db.store().await;
+    let (a, b) = (db.store.platform_state("matrix"), replica.platform_state("matrix"));
+    let (x, y) = tokio::join!(a.advance("next_batch", None, "a0", T0), b.advance("next_batch", None, "b0", T0));
+    let (x, y) = (x.unwrap(), y.unwrap());
+    assert!(x ^ y, "exactly one creates it: {x} {y}");
+    let mut read = b.get("next_batch", T0).await.unwrap().unwrap();
+    assert_eq!(read, Stored { value: if x { "a0" } else { "b0" }.into(), version: 1 });
+    for round in 1..=5 {
+        let (ours, theirs) = (format!("a{round}"), format!("b{round}"));
+        let (x, y) = tokio::join!(a.advance("next_batch", Some(read.version), &ours, T0), b.advance("next_batch", Some(read.version), &theirs, T0));
+        let (x, y) = (x.unwrap(), y.unwrap());
+        assert!(x ^ y, "round {round}: exactly one moves it: {x} {y}");
+        let now = a.get("next_batch", T0).await.unwrap().unwrap();
+        assert_eq!(now, Stored { value: if x { ours } else { theirs }, version: read.version + 1 });
+        read = now;
+    }
+    assert!(!a.advance("next_batch", Some(read.version - 1), "stale", T0).await.unwrap(), "a stale version");
+    assert!(!a.advance("next_batch", None, "stale", T0).await.unwrap(), "there is one already");
+    assert_eq!(a.get("next_batch", T0).await.unwrap(), Some(read));
+
+    a.put("since", "old", T0, Some(std::time::Duration::from_secs(1))).await.unwrap();
+    assert!(!a.advance("since", Some(1), "new", T0 + 2_000).await.unwrap(), "an expired value is not moved from");
+    assert!(a.advance("since", None, "new", T0 + 2_000).await.unwrap(), "it counts as none");
+    assert_eq!(a.get("since", i64::MAX).await.unwrap().unwrap().value, "new", "a cursor does not expire");
+    assert!(db.store.platform_state("slack").advance("next_batch", None, "s0", T0).await.unwrap(), "Slack's own");
+    replica.close().await;
 }

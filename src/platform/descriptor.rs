@@ -22,7 +22,7 @@ use crate::interaction::{AccessPolicy, Actor};
 use crate::listener::Limits;
 use crate::metrics::Metrics;
 use crate::platform::kit::token::TokenSigner;
-use crate::store::{Inboxes, UiStates};
+use crate::store::{Inboxes, PlatformState, PlatformStates, UiStates};
 
 /// One chat platform, as the bridge assembles it.
 pub trait Descriptor: Send + Sync {
@@ -170,6 +170,9 @@ pub struct StartContext {
     /// What a platform keeps to understand the next click or reply (wizard steps,
     /// prompts, pages).
     pub ui_states: UiStates,
+    /// What each platform keeps for itself across restarts (a sync token, a cache);
+    /// a platform takes its own with [`StartContext::state_of`].
+    pub(crate) states: PlatformStates,
     pub metrics: Metrics,
     /// The web inbox's links (`/web`, a card's "Open in browser").
     pub web: Arc<dyn WebLinks>,
@@ -182,6 +185,13 @@ impl StartContext {
     /// The terminal, once.
     pub fn take_terminal(&self) -> Option<Terminal> {
         self.terminal.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// Platform `platform`'s own keys and cursors (`platform_state`), bound to its
+    /// name: what it keeps across restarts and shares with its other replicas, with
+    /// no table or store code of its own.
+    pub fn state_of(&self, platform: &'static str) -> PlatformState {
+        self.states.of(platform)
     }
 }
 

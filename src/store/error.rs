@@ -31,6 +31,10 @@ pub enum StoreError {
     /// A stored row that no longer deserializes (a bug or a hand edit).
     #[error("stored {what} {id} is unreadable: {source}")]
     Corrupt { what: &'static str, id: String, source: serde_json::Error },
+    /// A platform asked to keep a value larger than its own store takes
+    /// ([`super::platform_state::MAX_VALUE_BYTES`]); nothing was written.
+    #[error("{platform} cannot keep {key:?}: its value is {bytes} bytes, over the {limit} a platform's stored value may have")]
+    TooLarge { platform: &'static str, key: String, bytes: usize, limit: usize },
     /// The caller passed an interaction in the wrong state for this operation.
     #[error("cannot {op} interaction {id}: {reason}")]
     WrongState { op: &'static str, id: String, reason: &'static str },

@@ -3,8 +3,8 @@
 //! who started each session's turn, the outbox of commands for the backend, requests
 //! pushed over the HTTP API with the callbacks owed for them, pairing codes and paired
 //! users, remembered approval rules ([`rules`]), the audit log, the sessions whose
-//! agent is in the middle of a turn ([`turns`]), and what the admin commands need
-//! ([`admin`]).
+//! agent is in the middle of a turn ([`turns`]), what the admin commands need
+//! ([`admin`]), and what each chat platform keeps for itself ([`platform_state`]).
 //!
 //! One code path serves SQLite (embedded default) and PostgreSQL (several replicas)
 //! through sqlx's Any driver. The store makes no decisions: the core
@@ -37,6 +37,7 @@ mod outbox;
 mod pairing;
 mod pending_access;
 mod placeholders;
+pub mod platform_state;
 mod refusals;
 pub mod retention;
 mod row;
@@ -66,6 +67,7 @@ pub use notify::{OutboxListener, PendingListener, QueuedNotice};
 pub use outbox::Queued;
 pub use pairing::{PairError, PairedUser, PairingCode};
 pub use pending_access::PendingAccess;
+pub use platform_state::{PlatformState, PlatformStates, Stored};
 pub use refusals::StrangerWindow;
 pub use retention::Pruned;
 pub use showing::Showing;

@@ -42,6 +42,7 @@ impl Descriptor for Slack {
                 inbox: DurableInbox::new(context.inboxes.of(super::PLATFORM), context.replica_id.clone()),
                 web: context.web.clone(),
                 groups: context.groups.clone(),
+                state: context.state_of(super::PLATFORM),
             };
             let slack = super::start(settings, wiring).await.map_err(|e| e.to_string())?;
             Ok(Some(Started { platform: slack.clone(), foreground: None, membership: Some(slack) }))

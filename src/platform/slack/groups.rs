@@ -15,6 +15,15 @@
 //! after [`RETRY`]; it never fails the click. A group Slack does not know
 //! (`no_such_subteam`) is logged with the setting that names it.
 //!
+//! Each answer is also kept in Slack's own state in the store ([`PlatformState`]),
+//! with when Slack gave it, for [`KEPT`]. After a restart (or on another replica) a
+//! group's members last known are read from there at first need, as asked when Slack
+//! gave them: asked again at once when that is older than `slack.group_refresh_secs`,
+//! and kept if Slack then fails or is late. So a restart while Slack is slow or failing
+//! refuses no member Slack named within [`KEPT`]; a group with no answer kept is none
+//! known, as before. A store that cannot be read or written is logged and changes
+//! nothing else.
+//!
 //! The web inbox asks the same question, with the same members and refresh, when a
 //! signed-in person reads or decides ([`Membership`]): someone taken out of a group
 //! stops counting in the browser when they stop counting in Slack.
@@ -28,16 +37,21 @@
 //!
 //! [`StartContext::groups`]: crate::platform::descriptor::StartContext::groups
 //! [`Membership`]: crate::platform::descriptor::Membership
+//! [`PlatformState`]: crate::store::PlatformState
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
+
 use super::address::is_group_id;
 use super::api::Api;
+use crate::clock::now_ms;
 use crate::engine::EngineHandle;
 use crate::interaction::{Actor, Interaction, Origin};
 use crate::platform::kit::bounded::BoundedMap;
+use crate::store::PlatformState;
 
 /// How long a click waits for Slack to say who is in a group.
 pub const ASK_WAIT: Duration = Duration::from_millis(1500);
@@ -49,6 +63,10 @@ const REQUESTS: usize = 10_000;
 /// Groups whose members are remembered at once; past this, those no setting names are
 /// forgotten (a pushed request may name any).
 const MAX_GROUPS: usize = 1_000;
+/// How long a group's members as Slack last gave them are kept in the store for a
+/// restart to start from: older, they are not trusted (someone taken out of the group
+/// while the bridge was down must not count because it was down).
+pub const KEPT: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// One group's members as last known.
 #[derive(Default)]
@@ -60,7 +78,28 @@ struct Members {
     failed: bool,
 }
 
+/// One group's members as kept in the store.
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Kept {
+    users: Vec<String>,
+    /// When Slack gave them, unix ms.
+    fetched_ms: i64,
+}
+
+/// Where group `id`'s members are kept.
+fn kept_key(id: &str) -> String {
+    format!("group_members:{id}")
+}
+
 impl Members {
+    /// The members `kept` by an earlier run or another replica, as asked when Slack
+    /// gave them (`now_ms` and `now` being the same moment); as never asked (so asked
+    /// at once) when that moment is further back than `Instant` reaches.
+    fn recalled(kept: Kept, now_ms: i64, now: Instant) -> Self {
+        let age = Duration::from_millis(u64::try_from(now_ms.saturating_sub(kept.fetched_ms)).unwrap_or(0));
+        Self { users: kept.users.into_iter().collect(), asked: now.checked_sub(age), failed: false }
+    }
+
     /// Whether Slack must be asked again at `now`.
     fn due(&self, now: Instant, refresh: Duration) -> bool {
         let wait = if self.failed { refresh.min(RETRY) } else { refresh };
@@ -78,6 +117,8 @@ pub struct Groups {
     by_request: Mutex<BoundedMap<String, Vec<String>>>,
     members: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Members>>>>,
     refresh: Duration,
+    /// Where each group's members as last known are kept across restarts.
+    state: PlatformState,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -103,8 +144,8 @@ pub fn named_by(interaction: &Interaction) -> Vec<String> {
 
 impl Groups {
     /// `configured`: (setting, group id) pairs, of every platform; `refresh`:
-    /// `slack.group_refresh_secs`.
-    pub fn new(configured: &[(String, String)], refresh: Duration) -> Self {
+    /// `slack.group_refresh_secs`; `state`: Slack's own state in the store.
+    pub fn new(configured: &[(String, String)], refresh: Duration, state: PlatformState) -> Self {
         let mut ids = Vec::new();
         let mut named_in = HashMap::new();
         for (setting, id) in configured.iter().filter(|(_, id)| is_group_id(id)) {
@@ -119,6 +160,7 @@ impl Groups {
             by_request: Mutex::new(BoundedMap::new(REQUESTS)),
             members: Mutex::new(HashMap::new()),
             refresh,
+            state,
         }
     }
 
@@ -196,6 +238,9 @@ impl Groups {
     async fn is_member(&self, api: &Api, id: &str, user: &str) -> bool {
         let members = self.members_of(id);
         let mut members = members.lock().await;
+        if members.asked.is_none() {
+            self.recall(id, &mut members).await;
+        }
         if members.due(Instant::now(), self.refresh) {
             self.ask(api, id, &mut members).await;
         }
@@ -211,6 +256,38 @@ impl Groups {
         all.entry(id.to_owned()).or_default().clone()
     }
 
+    /// The members of `id` an earlier run or another replica kept, if any, into
+    /// `members` (this process knows none yet).
+    async fn recall(&self, id: &str, members: &mut Members) {
+        let now = now_ms();
+        let kept = match self.state.get(&kept_key(id), now).await {
+            Ok(Some(stored)) => stored.value,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(group = id, error = %e, "cannot read a user group's members last known from the store; asking Slack");
+                return;
+            }
+        };
+        match serde_json::from_str(&kept) {
+            Ok(kept) => *members = Members::recalled(kept, now, Instant::now()),
+            Err(e) => tracing::warn!(group = id, error = %e, "the members last known of a user group, as stored, are unreadable; asking Slack"),
+        }
+    }
+
+    /// Keeps `users`, the members of `id` Slack just gave, in the store.
+    async fn keep(&self, id: &str, users: &HashSet<String>) {
+        let mut users: Vec<String> = users.iter().cloned().collect();
+        users.sort();
+        let now = now_ms();
+        let written = match serde_json::to_string(&Kept { users, fetched_ms: now }) {
+            Ok(value) => self.state.put(&kept_key(id), &value, now, Some(KEPT)).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(error) = written {
+            tracing::warn!(group = id, %error, "cannot keep a user group's members in the store; after a restart none are known until Slack answers");
+        }
+    }
+
     /// Asks Slack who is in `id`; on failure keeps what `members` knew, and says so.
     async fn ask(&self, api: &Api, id: &str, members: &mut Members) {
         let answer = tokio::time::timeout(ASK_WAIT, api.usergroup_members(id)).await;
@@ -221,6 +298,7 @@ impl Groups {
             Ok(Ok(users)) => {
                 members.users = users.into_iter().collect();
                 members.failed = false;
+                self.keep(id, &members.users).await;
             }
             Ok(Err(e)) if e.slack_error() == Some("no_such_subteam") => {
                 let setting = lock(&self.named_in).get(id).cloned().unwrap_or_else(|| "a setting".to_owned());
@@ -243,6 +321,12 @@ mod tests {
     use super::*;
     use crate::interaction::{Approvers, RequestBuilder, TimeoutDefaults};
     use crate::protocol::ActionRequest;
+    use crate::store::Store;
+
+    /// Slack's own state, in a store of its own.
+    async fn state() -> PlatformState {
+        Store::connect("sqlite::memory:").await.unwrap().platform_state("slack")
+    }
 
     fn interaction(origin: Origin) -> Interaction {
         let action = ActionRequest { name: "deploy".into(), args: serde_json::json!({}), description: None, tool_use_id: None };
@@ -252,26 +336,26 @@ mod tests {
         interaction
     }
 
-    #[test]
-    fn only_slack_groups_are_asked_about_each_once() {
+    #[tokio::test]
+    async fn only_slack_groups_are_asked_about_each_once() {
         let configured = [
             ("access.roles".to_owned(), "S0OPS".to_owned()),
             ("access.approver_roles".to_owned(), "900".to_owned()),
             ("policies[0].approver_roles".to_owned(), "S0OPS".to_owned()),
             ("policies[1].approver_roles".to_owned(), "S0DBA".to_owned()),
         ];
-        let groups = Groups::new(&configured, Duration::from_secs(300));
+        let groups = Groups::new(&configured, Duration::from_secs(300), state().await);
         assert_eq!(groups.configured, ["S0OPS", "S0DBA"]);
         assert_eq!(lock(&groups.named_in).get("S0OPS").map(String::as_str), Some("access.roles"), "named where first named");
     }
 
-    #[test]
-    fn a_request_names_groups_by_its_approvers_and_its_policy() {
+    #[tokio::test]
+    async fn a_request_names_groups_by_its_approvers_and_its_policy() {
         let pushed =
             Origin::Pushed { agent: "ci".into(), approvers: Some(Approvers { users: vec![], roles: vec!["S0SRE".into(), "900".into(), "S0SRE".into()] }) };
         assert_eq!(named_by(&interaction(pushed)), ["S0SRE"]);
         assert!(named_by(&interaction(Origin::Chat)).is_empty());
-        let groups = Groups::new(&[], Duration::from_secs(300));
+        let groups = Groups::new(&[], Duration::from_secs(300), state().await);
         let mut shown = interaction(Origin::Pushed { agent: "ci".into(), approvers: Some(Approvers { users: vec![], roles: vec!["S0SRE".into()] }) });
         shown.id = "r1".into();
         groups.note(&shown);
@@ -292,5 +376,39 @@ mod tests {
         assert!(!members.due(now + Duration::from_secs(29), refresh));
         assert!(members.due(now + RETRY, refresh));
         assert!(members.due(now + Duration::from_secs(1), Duration::from_secs(1)), "a short refresh retries as soon");
+    }
+
+    /// Members Slack gave are kept in the store, and a later run (here: a new `Groups`
+    /// on the same store) starts from them, as asked when Slack gave them: not due
+    /// within the refresh, due after it. An unreadable entry counts as none.
+    #[tokio::test]
+    async fn members_slack_gave_are_recalled_by_a_later_run_as_asked_then() {
+        let state = state().await;
+        let first = Groups::new(&[], Duration::from_secs(300), state.clone());
+        first.keep("S0SRE", &HashSet::from(["U0BO".to_owned(), "U0ANA".to_owned()])).await;
+        let stored = state.get(&kept_key("S0SRE"), now_ms()).await.unwrap().expect("kept");
+        let kept: Kept = serde_json::from_str(&stored.value).unwrap();
+        assert_eq!(kept.users, ["U0ANA", "U0BO"]);
+
+        let later = Groups::new(&[], Duration::from_secs(300), state.clone());
+        let mut members = Members::default();
+        later.recall("S0SRE", &mut members).await;
+        assert_eq!(members.users, HashSet::from(["U0ANA".to_owned(), "U0BO".to_owned()]));
+        assert!(!members.due(Instant::now(), Duration::from_secs(300)), "given moments ago");
+
+        state
+            .put(&kept_key("S0OLD"), &serde_json::to_string(&Kept { users: vec!["U0ANA".into()], fetched_ms: now_ms() - 10_000 }).unwrap(), now_ms(), None)
+            .await
+            .unwrap();
+        let mut old = Members::default();
+        later.recall("S0OLD", &mut old).await;
+        assert!(old.users.contains("U0ANA"), "still the members last known");
+        assert!(old.due(Instant::now(), Duration::from_secs(5)), "given 10 s ago: asked again after a 5 s refresh");
+        assert!(!old.due(Instant::now(), Duration::from_secs(300)));
+
+        state.put(&kept_key("S0BAD"), "not json", now_ms(), None).await.unwrap();
+        let mut bad = Members::default();
+        later.recall("S0BAD", &mut bad).await;
+        assert!(bad.users.is_empty() && bad.asked.is_none(), "unreadable: none known");
     }
 }

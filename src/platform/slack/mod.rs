@@ -79,7 +79,7 @@ use crate::platform::descriptor::{Membership, WebLinks};
 use crate::platform::kit::bounded::BoundedMap;
 use crate::platform::kit::token::TokenSigner;
 use crate::platform::kit::turns::Priority;
-use crate::store::{ChatKey, MessageRef};
+use crate::store::{ChatKey, MessageRef, PlatformState};
 use crate::texts::{self, Locale};
 
 pub const PLATFORM: &str = "slack";
@@ -178,6 +178,8 @@ pub struct Wiring {
     pub web: Arc<dyn WebLinks>,
     /// Every group id the configuration names, with its setting.
     pub groups: Vec<(String, String)>,
+    /// Slack's own keys in the store: the members of its groups as last known.
+    pub state: PlatformState,
 }
 
 /// Checks the bot token with `auth.test`, then connects Socket Mode. A token Slack
@@ -202,7 +204,7 @@ pub async fn start(settings: &SlackSettings, wiring: Wiring) -> Result<Arc<Slack
         bot_user: bot,
         channels: settings.channels.clone(),
         web: wiring.web,
-        groups: groups::Groups::new(&wiring.groups, settings.group_refresh()),
+        groups: groups::Groups::new(&wiring.groups, settings.group_refresh(), wiring.state),
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
         statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
         streams: stream::Streams::default(),
