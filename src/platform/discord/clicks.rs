@@ -161,10 +161,7 @@ async fn component(shared: Arc<Shared>, c: ComponentInteraction) -> Handled {
             let update = CreateInteractionResponseMessage::new().embed(view.embed).components(view.components);
             return Handled::now(CreateInteractionResponse::UpdateMessage(update));
         }
-        Code::Decide(_) => match code.direct_action() {
-            Some(action) => Plan::Actions(action, Vec::new()),
-            None => return Handled::now(ephemeral(locale::text(locale, Msg::UnknownButton))),
-        },
+        Code::Decide(decide) => Plan::Actions(decide.action(), Vec::new()),
         Code::Skip => Plan::SkipAll,
         Code::Select(question) => {
             let ComponentInteractionDataKind::StringSelect { values } = &c.data.kind else {

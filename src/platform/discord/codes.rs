@@ -5,7 +5,7 @@
 //! table over the kit's grammar ([`crate::platform::kit::codes`]).
 
 use super::limits;
-use crate::interaction::{RememberScope, UserAction};
+
 use crate::platform::kit::codes::{Decide, Grammar, Limit, NameEnd, vocabulary};
 
 /// One button, select or modal, as its code names it.
@@ -40,15 +40,10 @@ pub enum Code {
 pub const GRAMMAR: Grammar = Grammar { name_end: NameEnd::AtDot, limit: Limit::Chars(limits::CUSTOM_ID) };
 
 vocabulary! {
-    Code, GRAMMAR;
-    "ap" [i] => { Code::Decide(Decide::Approve(i)) },
-    "as" [i] => { Code::Decide(Decide::ApproveForSession(i)) },
+    Code, GRAMMAR; dotted decisions;
     "rj" [i] => { Code::Decide(Decide::Reject(i)) },
     "ed" [i] => { Code::Edit(i) },
     "rs" [i] => { Code::Respond(i) },
-    "apa" [] => { Code::Decide(Decide::ApproveAll) },
-    "rja" [] => { Code::Decide(Decide::RejectAll) },
-    "sub" [] => { Code::Decide(Decide::Submit) },
     "sel" [q] => { Code::Select(q) },
     "oth" [p] => { Code::Other(p) },
     "skp" [] => { Code::Skip },
@@ -56,39 +51,23 @@ vocabulary! {
     "med" [i] => { Code::EditModal(i) },
     "mrs" [i] => { Code::RespondModal(i) },
     "mot" [p] => { Code::OtherModal(p) },
-    "rms" [] => { Code::Decide(Decide::Remember(RememberScope::Session)) },
-    "rma" [] => { Code::Decide(Decide::Remember(RememberScope::Always)) },
-}
-
-impl Code {
-    /// The engine action a button stands for on its own; `None` for the controls that
-    /// open a modal, turn a page, carry values (selects, modal submits) or need the
-    /// stored request first (Skip).
-    pub fn direct_action(self) -> Option<UserAction> {
-        match self {
-            Code::Decide(decide) => Some(decide.action()),
-            _ => None,
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::kit::codes::assert_vocabulary;
-    use crate::protocol::Decision;
+    use crate::interaction::RememberScope;
 
     #[test]
-    fn every_code_round_trips_and_fits() {
-        assert_vocabulary(GRAMMAR, &Code::examples(), Code::encode, Code::parse);
-    }
-
-    #[test]
-    fn remember_codes_become_remember_actions() {
-        assert_eq!(Code::parse("rms").and_then(Code::direct_action), Some(UserAction::Remember { scope: RememberScope::Session }));
-        assert_eq!(Code::parse("rma").and_then(Code::direct_action), Some(UserAction::Remember { scope: RememberScope::Always }));
-        assert_eq!(Code::parse("as.0").and_then(Code::direct_action), Some(UserAction::Decide { action: 0, decision: Decision::ApproveForSession }));
-        assert_eq!(Code::Edit(0).direct_action(), None, "edit opens a modal first");
+    fn buttons_already_sent_keep_their_meaning() {
+        let sent = [
+            ("rms", Code::Decide(Decide::Remember(RememberScope::Session))),
+            ("as.0", Code::Decide(Decide::ApproveForSession(0))),
+            ("rj.3", Code::Decide(Decide::Reject(3))),
+        ];
+        for (spelled, code) in sent {
+            assert_eq!(Code::parse(spelled), Some(code), "{spelled}");
+        }
     }
 
     #[test]

@@ -173,6 +173,24 @@ impl Decide {
 pub const WIDEST_INDEX: usize = 9999;
 
 macro_rules! vocabulary {
+    // The decision buttons as Discord and Slack spell them (`ap.0`, `as.0`, `apa`,
+    // `rja`, `sub`, `rms`, `rma`), then the platform's own rows.
+    (
+        $code:ty, $grammar:expr; dotted decisions;
+        $($rows:tt)+
+    ) => {
+        $crate::platform::kit::codes::vocabulary! {
+            $code, $grammar;
+            "ap" [i] => { Self::Decide($crate::platform::kit::codes::Decide::Approve(i)) },
+            "as" [i] => { Self::Decide($crate::platform::kit::codes::Decide::ApproveForSession(i)) },
+            "apa" [] => { Self::Decide($crate::platform::kit::codes::Decide::ApproveAll) },
+            "rja" [] => { Self::Decide($crate::platform::kit::codes::Decide::RejectAll) },
+            "sub" [] => { Self::Decide($crate::platform::kit::codes::Decide::Submit) },
+            "rms" [] => { Self::Decide($crate::platform::kit::codes::Decide::Remember($crate::interaction::RememberScope::Session)) },
+            "rma" [] => { Self::Decide($crate::platform::kit::codes::Decide::Remember($crate::interaction::RememberScope::Always)) },
+            $($rows)+
+        }
+    };
     (
         $code:ty, $grammar:expr;
         $( $name:literal [$($index:ident),*] => { $($variant:tt)* } ),+ $(,)?
@@ -201,6 +219,19 @@ macro_rules! vocabulary {
             #[cfg(test)]
             pub fn examples() -> Vec<Self> {
                 vec![$( { $(let $index: usize = $crate::platform::kit::codes::WIDEST_INDEX;)* $($variant)* } ),+]
+            }
+        }
+
+        /// What every vocabulary must hold (see [`assert_vocabulary`]).
+        ///
+        /// [`assert_vocabulary`]: crate::platform::kit::codes::assert_vocabulary
+        #[cfg(test)]
+        mod vocabulary {
+            use super::*;
+
+            #[test]
+            fn every_code_round_trips_and_fits() {
+                $crate::platform::kit::codes::assert_vocabulary($grammar, &<$code>::examples(), <$code>::encode, <$code>::parse);
             }
         }
     };
@@ -254,6 +285,17 @@ mod tests {
         for junk in ["ap.", "ap.-1", "ap.+1", "ap. 1", "ap.12345", "op.1.", "op.1.2.3", "ap..1", "ap.1 "] {
             assert_eq!(read(DOTTED, junk), None, "{junk:?}");
         }
+    }
+
+    #[test]
+    fn a_decision_button_is_one_action_everywhere() {
+        use crate::protocol::Decision;
+        assert_eq!(Decide::Approve(2).action(), UserAction::Decide { action: 2, decision: Decision::Approve });
+        assert_eq!(Decide::ApproveForSession(0).action(), UserAction::Decide { action: 0, decision: Decision::ApproveForSession });
+        assert_eq!(Decide::Reject(1).action(), UserAction::Decide { action: 1, decision: Decision::Reject { message: None } });
+        assert_eq!(Decide::RejectAll.action(), UserAction::DecideAll { decision: DecisionType::Reject });
+        assert_eq!(Decide::Submit.action(), UserAction::Submit);
+        assert_eq!(Decide::Remember(RememberScope::Always).action(), UserAction::Remember { scope: RememberScope::Always });
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! over the kit's grammar ([`crate::platform::kit::codes`]).
 
 use super::limits;
-use crate::interaction::{RememberScope, UserAction};
+use crate::interaction::UserAction;
 use crate::platform::kit::codes::{Decide, Grammar, Limit, NameEnd, vocabulary};
 
 /// One button or modal, as its code names it.
@@ -50,17 +50,10 @@ pub enum Code {
 pub const GRAMMAR: Grammar = Grammar { name_end: NameEnd::AtDot, limit: Limit::Chars(limits::OPTION_VALUE) };
 
 vocabulary! {
-    Code, GRAMMAR;
-    "ap" [i] => { Code::Decide(Decide::Approve(i)) },
-    "as" [i] => { Code::Decide(Decide::ApproveForSession(i)) },
+    Code, GRAMMAR; dotted decisions;
     "rj" [i] => { Code::Reject(i) },
     "ed" [i] => { Code::Edit(i) },
     "cm" [i] => { Code::Comment(i) },
-    "apa" [] => { Code::Decide(Decide::ApproveAll) },
-    "rja" [] => { Code::Decide(Decide::RejectAll) },
-    "sub" [] => { Code::Decide(Decide::Submit) },
-    "rms" [] => { Code::Decide(Decide::Remember(RememberScope::Session)) },
-    "rma" [] => { Code::Decide(Decide::Remember(RememberScope::Always)) },
     "med" [i] => { Code::EditModal(i) },
     "mrj" [i] => { Code::RejectModal(i) },
     "mcm" [i] => { Code::CommentModal(i) },
@@ -93,13 +86,7 @@ impl Code {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::kit::codes::assert_vocabulary;
     use crate::protocol::{Decision, DecisionType};
-
-    #[test]
-    fn every_code_round_trips_and_fits() {
-        assert_vocabulary(GRAMMAR, &Code::examples(), Code::encode, Code::parse);
-    }
 
     #[test]
     fn only_plain_buttons_act_on_their_own() {

@@ -109,7 +109,7 @@ fn plan(interaction: &Interaction, code: Code) -> Result<Click<Shows>, Refusal> 
     let showing = |view| wizard::view_state(interaction, view);
     let turning_to = |view| page_exists(interaction, view).map(|()| Click::open(Shows::Page).keeping(showing(view)));
     match code {
-        Code::Decide(_) => code.direct_action().map(Click::act).ok_or(Refusal::OutOfRange("action")),
+        Code::Decide(decide) => Ok(Click::act(decide.action())),
         Code::Edit { action } => {
             let a = actions.get(action).ok_or(Refusal::OutOfRange("action"))?;
             if a.allowed.contains(&DecisionType::Edit) {
@@ -175,7 +175,7 @@ fn attempt_of(code: Code) -> Option<Attempt> {
         Code::Skip { question } => Some(Attempt::Act(UserAction::Skip { question })),
         Code::Done { question } => open(Opening::Page, question + 1),
         Code::Goto { step } | Code::Page { step, .. } => open(Opening::Page, step),
-        Code::Decide(_) => code.direct_action().map(Attempt::Act),
+        Code::Decide(decide) => Some(Attempt::Act(decide.action())),
     }
 }
 

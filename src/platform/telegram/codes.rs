@@ -5,7 +5,7 @@
 //! answered with a notice. The spellings below are a table over the kit's grammar
 //! ([`crate::platform::kit::codes`]).
 
-use crate::interaction::{RememberScope, UserAction};
+use crate::interaction::RememberScope;
 use crate::platform::kit::codes::{Decide, Grammar, Limit, NameEnd, vocabulary};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,34 +57,20 @@ vocabulary! {
     "p" [step, page] => { Code::Page { step, page } },
 }
 
-impl Code {
-    /// The engine action a button stands for on its own, with nothing to ask first;
-    /// `None` for buttons that prompt, navigate or depend on the stored request.
-    pub fn direct_action(self) -> Option<UserAction> {
-        match self {
-            Code::Decide(decide) => Some(decide.action()),
-            _ => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::kit::codes::assert_vocabulary;
-    use crate::protocol::Decision;
 
     #[test]
-    fn every_code_round_trips_and_fits_in_callback_data() {
-        assert_vocabulary(GRAMMAR, &Code::examples(), Code::encode, Code::parse);
-    }
-
-    #[test]
-    fn remember_codes_become_remember_actions() {
-        assert_eq!(Code::parse("Ms").and_then(Code::direct_action), Some(UserAction::Remember { scope: RememberScope::Session }));
-        assert_eq!(Code::parse("Ma").and_then(Code::direct_action), Some(UserAction::Remember { scope: RememberScope::Always }));
-        assert_eq!(Code::parse("s0").and_then(Code::direct_action), Some(UserAction::Decide { action: 0, decision: Decision::ApproveForSession }));
-        assert_eq!(Code::Edit { action: 0 }.direct_action(), None, "edit asks for JSON first");
+    fn buttons_already_sent_keep_their_meaning() {
+        let sent = [
+            ("Ma", Code::Decide(Decide::Remember(RememberScope::Always))),
+            ("s0", Code::Decide(Decide::ApproveForSession(0))),
+            ("o1.3", Code::Option { question: 1, option: 3 }),
+        ];
+        for (spelled, code) in sent {
+            assert_eq!(Code::parse(spelled), Some(code), "{spelled}");
+        }
     }
 
     #[test]
