@@ -752,7 +752,7 @@ async fn health_readiness_and_openapi() {
     // Who may answer by group, in every platform's form.
     for schema in ["PushBody", "ApiPolicy"] {
         let described = schemas[schema]["properties"]["approver_roles"]["description"].as_str().unwrap_or_default();
-        assert!(described.contains("Discord role ids") && described.contains("Slack user group ids"), "{schema}: {described}");
+        assert!(described.contains("a Discord role id (digits)") && described.contains("a Slack user group id (S…)"), "{schema}: {described}");
     }
     // Each platform's own target object, as its descriptor publishes it.
     let targets = schemas["Target"]["oneOf"].as_array().unwrap();

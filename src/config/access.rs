@@ -17,10 +17,10 @@ pub struct AccessSettings {
     pub approver_roles: Vec<String>,
     /// Who may talk to the agent: `platform:user_id`.
     pub users: Vec<String>,
-    /// Chats where everyone may talk: `telegram:CHAT_ID`, `discord:CHANNEL_ID`,
-    /// `discord:guild:GUILD_ID`.
+    /// Chats where everyone may talk, as each platform's address grammar writes them
+    /// (`telegram:CHAT_ID`, `discord:guild:GUILD_ID`; docs/configuration.md, "Addresses").
     pub chats: Vec<String>,
-    /// Groups whose members may talk: Discord role ids, Slack user group ids.
+    /// Groups whose members may talk, as their platforms write group ids.
     pub roles: Vec<String>,
     /// Strangers get a code an admin approves (`hitl-bridge pair CODE`, `/pair CODE`).
     pub pairing: bool,

@@ -44,8 +44,8 @@ pub struct PushBody {
     /// `"platform:user_id"` entries; when absent, the configured approvers decide,
     /// and with none configured anyone who sees the request may answer.
     pub approvers: Option<Vec<String>>,
-    /// Groups whose members may answer:
-    /// Discord role ids (digits), Slack user group ids (`S…`).
+    /// Groups whose members may answer, each as its platform writes a group id (the
+    /// served document names every platform's form).
     pub approver_roles: Option<Vec<String>>,
     /// Context shown above the request.
     pub text: Option<String>,

@@ -192,5 +192,13 @@ async fn openapi_json(State(api): State<Arc<HttpApi>>) -> axum::response::Respon
     if let Some(description) = doc["info"]["description"].as_str() {
         doc["info"]["description"] = description.replace(CHATS, &format!("{CHATS} ({})", api.platforms.known.listed())).into();
     }
+    // How a group is written, in the form of every platform with groups.
+    let groups = format!("Groups whose members may answer, each {}.", api.platforms.known.group_forms());
+    for schema in ["PushBody", "ApiPolicy"] {
+        let property = &mut doc["components"]["schemas"][schema]["properties"]["approver_roles"];
+        if property.is_object() {
+            property["description"] = groups.clone().into();
+        }
+    }
     ([(axum::http::header::CONTENT_TYPE, "application/json")], serde_json::to_string_pretty(&doc).unwrap_or_default()).into_response()
 }

@@ -41,7 +41,7 @@ pub struct Policy {
     /// decide (not the configured approvers, not the requester unless listed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approvers: Vec<(String, String)>,
-    /// Groups whose members decide: Discord role ids, Slack user group ids.
+    /// Groups whose members decide, as their platforms write group ids.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approver_roles: Vec<String>,
     /// Distinct people who must vote the same decisions; 1 is the usual first-wins.

@@ -63,8 +63,8 @@ pub struct PolicyTerms {
     /// (they replace the request's `approvers` and the configured ones).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approvers: Vec<String>,
-    /// Groups whose members decide:
-    /// Discord role ids (digits), Slack user group ids (`S…`).
+    /// Groups whose members decide, each as its platform writes a group id (the
+    /// platforms' address grammars say how: `ChatNetwork::group_form`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approver_roles: Vec<String>,
     /// Distinct people who must approve the same decisions (1–50, default 1). A
