@@ -3,7 +3,7 @@
 //! recorder: tests run several bridges in one process, and their figures must not mix)
 //! and the metric families in it, and names what can be recorded after what happened:
 //! [`Metrics::settled`], [`Metrics::refused`], [`Metrics::platform_error`],
-//! [`Metrics::session_connected`].
+//! [`Metrics::show_refused`], [`Metrics::session_connected`].
 //!
 //! Two sorts of figures live here. Counters and the histogram are what this replica did
 //! since it started. The pending and outbox gauges are the store's truth, shared by
@@ -97,6 +97,11 @@ struct SettledLabels {
 struct PlatformErrorLabels {
     platform: &'static str,
     kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PlatformLabel {
+    platform: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -207,6 +212,7 @@ struct Families {
     outbox_depth: Gauge,
     sessions_connected: Gauge,
     platform_errors: Family<PlatformErrorLabels, Counter>,
+    shows_refused: Family<PlatformLabel, Counter>,
     refusals: Family<ReasonLabel, Counter>,
     policy_actions: Family<ActionLabel, Counter>,
     store_errors: Family<OperationLabel, Counter>,
@@ -244,6 +250,12 @@ impl Families {
             "Failed chat platform API calls on this replica, by platform and kind (rate_limited, server, client, network); each retried attempt counts",
             platform_errors.clone(),
         );
+        let shows_refused = Family::<PlatformLabel, Counter>::default();
+        registry.register(
+            "shows_refused",
+            "Requests this replica could not show in a chat because the platform refused it for good (chat not found, bot not in the channel or blocked), by platform; each is tried once and shown as undelivered",
+            shows_refused.clone(),
+        );
         let refusals = Family::<ReasonLabel, Counter>::default();
         registry.register("refusals", "Clicks, answers and messages this replica refused, by reason", refusals.clone());
         let policy_actions = Family::<ActionLabel, Counter>::default();
@@ -274,7 +286,19 @@ impl Families {
                 let _ = interactions.get_or_create(&SettledLabels { kind, outcome });
             }
         }
-        Self { registry, pending, interactions, decision_seconds, outbox_depth, sessions_connected, platform_errors, refusals, policy_actions, store_errors }
+        Self {
+            registry,
+            pending,
+            interactions,
+            decision_seconds,
+            outbox_depth,
+            sessions_connected,
+            platform_errors,
+            shows_refused,
+            refusals,
+            policy_actions,
+            store_errors,
+        }
     }
 }
 
@@ -337,6 +361,12 @@ impl Metrics {
         for kind in ERROR_KINDS {
             let _ = self.families.platform_errors.get_or_create(&PlatformErrorLabels { platform, kind: kind.as_str() });
         }
+        let _ = self.families.shows_refused.get_or_create(&PlatformLabel { platform });
+    }
+
+    /// `platform` refused for good to show a request in a chat.
+    pub fn show_refused(&self, platform: &'static str) {
+        self.families.shows_refused.get_or_create(&PlatformLabel { platform }).inc();
     }
 
     /// A call to `platform`'s API failed.

@@ -35,6 +35,7 @@ use super::{Platform, PlatformError};
 use crate::interaction::policy::Mention;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::interaction::{Delivery, Interaction};
+use crate::metrics::Metrics;
 use crate::store::{ChatKey, MessageRef, Store};
 
 /// The newest text of a streaming block that a lane has queued and not yet shown;
@@ -105,13 +106,20 @@ fn slot_lock(slot: &ProgressSlot) -> MutexGuard<'_, Option<String>> {
 
 pub struct Lanes {
     store: Store,
+    /// Where a chat refused for good is counted ([`Metrics::show_refused`]).
+    metrics: Metrics,
     platforms: HashMap<&'static str, Arc<dyn Platform>>,
     lanes: Mutex<HashMap<ChatKey, Lane>>,
 }
 
 impl Lanes {
     pub fn new(store: Store, platforms: Vec<Arc<dyn Platform>>) -> Self {
-        Self { store, platforms: platforms.into_iter().map(|p| (p.name(), p)).collect(), lanes: Mutex::new(HashMap::new()) }
+        Self { store, metrics: Metrics::default(), platforms: platforms.into_iter().map(|p| (p.name(), p)).collect(), lanes: Mutex::new(HashMap::new()) }
+    }
+
+    /// Counts into `metrics` (the bridge's registry); lanes started before keep the old.
+    pub fn set_metrics(&mut self, metrics: Metrics) {
+        self.metrics = metrics;
     }
 
     /// The live lanes. A panic while the lock was held cannot leave the map half
@@ -181,7 +189,7 @@ impl Lanes {
         let shows = Arc::new(AtomicUsize::new(usize::from(is_show)));
         // Cannot fail: the receiver is alive right here.
         let _ = jobs.send(job);
-        let task = tokio::spawn(run(self.store.clone(), platform, chat.clone(), rx, shows.clone()));
+        let task = tokio::spawn(run(Sinks { store: self.store.clone(), metrics: self.metrics.clone() }, platform, chat.clone(), rx, shows.clone()));
         lanes.insert(chat.clone(), Lane { jobs, shows, progress: HashMap::new(), task });
         true
     }
@@ -210,12 +218,18 @@ impl Lanes {
     }
 }
 
+/// Where a lane records what its jobs did.
+struct Sinks {
+    store: Store,
+    metrics: Metrics,
+}
+
 /// Performs one chat's jobs in order until the engine drops its lanes or the chat has
 /// been quiet for [`IDLE`].
-async fn run(store: Store, platform: Arc<dyn Platform>, chat: ChatKey, mut jobs: mpsc::UnboundedReceiver<Job>, shows: Arc<AtomicUsize>) {
+async fn run(sinks: Sinks, platform: Arc<dyn Platform>, chat: ChatKey, mut jobs: mpsc::UnboundedReceiver<Job>, shows: Arc<AtomicUsize>) {
     let perform_counted = async |job: Job| {
         let is_show = matches!(job, Job::Show(_) | Job::ShowStored(_));
-        perform(&store, platform.as_ref(), &chat, job).await;
+        perform(&sinks, platform.as_ref(), &chat, job).await;
         if is_show {
             shows.fetch_sub(1, Ordering::Relaxed);
         }
@@ -240,15 +254,16 @@ async fn run(store: Store, platform: Arc<dyn Platform>, chat: ChatKey, mut jobs:
 
 /// Performs one job; a job about an interaction runs in its span, so the platform's
 /// lines (a refused send, a retry) carry its `approval_key`.
-async fn perform(store: &Store, platform: &dyn Platform, chat: &ChatKey, job: Job) {
+async fn perform(sinks: &Sinks, platform: &dyn Platform, chat: &ChatKey, job: Job) {
     let span = match &job {
         Job::Show(interaction) | Job::Refresh(interaction, _) | Job::Remind(interaction, _) => crate::logging::interaction_span(interaction),
         _ => tracing::Span::none(),
     };
-    perform_job(store, platform, chat, job).instrument(span).await;
+    perform_job(sinks, platform, chat, job).instrument(span).await;
 }
 
-async fn perform_job(store: &Store, platform: &dyn Platform, chat: &ChatKey, job: Job) {
+async fn perform_job(sinks: &Sinks, platform: &dyn Platform, chat: &ChatKey, job: Job) {
+    let store = &sinks.store;
     let result = match job {
         Job::Text(text) => platform.send_text(chat, &text).await,
         Job::TextProgress { block, latest } => {
@@ -262,11 +277,11 @@ async fn perform_job(store: &Store, platform: &dyn Platform, chat: &ChatKey, job
         Job::FinishText { block, text } => platform.finish_text(chat, block, &text).await,
         Job::ToolStatus(status) => platform.tool_status(chat, &status).await,
         Job::Notice(notice) => platform.send_notice(chat, &notice).await,
-        Job::Show(interaction) => show(store, platform, chat, &interaction).await,
+        Job::Show(interaction) => show(sinks, platform, chat, &interaction).await,
         Job::ShowStored(id) => match store.interaction(&id).await {
             Ok(Some(interaction)) if interaction.status.is_pending() => {
                 let span = crate::logging::interaction_span(&interaction);
-                show(store, platform, chat, &interaction).instrument(span).await
+                show(sinks, platform, chat, &interaction).instrument(span).await
             }
             // Settled meanwhile: its settle dropped the show.
             Ok(_) => Ok(()),
@@ -313,9 +328,11 @@ async fn perform_job(store: &Store, platform: &dyn Platform, chat: &ChatKey, job
 }
 
 /// Shows the interaction and settles its `pending_shows` row: removed with the new
-/// message's reference, or kept with a backoff when the platform refused, so the
-/// engine tries again until it is shown or ends.
-async fn show(store: &Store, platform: &dyn Platform, chat: &ChatKey, interaction: &Interaction) -> Result<(), PlatformError> {
+/// message's reference; moved to the refused shows when the platform refused the chat
+/// for good (never tried again there; counted); or kept with a backoff when the send
+/// failed otherwise, so the engine tries again until it is shown or ends.
+async fn show(sinks: &Sinks, platform: &dyn Platform, chat: &ChatKey, interaction: &Interaction) -> Result<(), PlatformError> {
+    let store = &sinks.store;
     match platform.show_interaction(chat, interaction).await {
         Ok(message_id) => {
             let message = message_id.map(|message_id| MessageRef { interaction_id: interaction.id.clone(), chat: chat.clone(), message_id });
@@ -324,6 +341,14 @@ async fn show(store: &Store, platform: &dyn Platform, chat: &ChatKey, interactio
             if let Err(e) = store.shown_at(&interaction.id, chat, message.as_ref(), revision).await {
                 // The message is out but cannot be edited later; say so loudly.
                 tracing::error!(error = %e, interaction = %interaction.id, "cannot remember the message showing an interaction");
+            }
+            Ok(())
+        }
+        Err(ref e) if let Some(reason) = e.refusal() => {
+            sinks.metrics.show_refused(platform.name());
+            tracing::warn!(platform = platform.name(), chat = %chat.chat_id, interaction = %interaction.id, reason, "the platform refused the chat for good; the request is not shown there");
+            if let Err(store_error) = store.show_refused(&interaction.id, chat, crate::clock::now_ms(), reason).await {
+                tracing::error!(error = %store_error, interaction = %interaction.id, "cannot record a refused show; it is tried again after the claim lapses");
             }
             Ok(())
         }

@@ -272,6 +272,7 @@ impl Engine {
 
     /// Counts into `metrics` (the bridge's registry) instead of a registry of its own.
     pub fn with_metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
+        self.shared.lanes.set_metrics(metrics.clone());
         self.shared.metrics = metrics;
         self
     }

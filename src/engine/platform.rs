@@ -31,10 +31,28 @@ impl<'a> Reminder<'a> {
     }
 }
 
+/// A call a platform could not make. `Send` may work later (a 429, a 5xx, the
+/// network); `Refused` never will for that chat: the platform said so for good (chat
+/// not found, the bot not in the channel or blocked by the person), so a card refused
+/// this way is not tried again there.
 #[derive(Debug, thiserror::Error)]
 pub enum PlatformError {
     #[error("{platform}: {message}")]
     Send { platform: &'static str, message: String },
+    /// `message` is the platform's own reason, as shown to the pusher.
+    #[error("{platform}: {message}")]
+    Refused { platform: &'static str, message: String },
+}
+
+impl PlatformError {
+    /// The platform's reason when it refused for good; `None` when trying again may
+    /// work.
+    pub fn refusal(&self) -> Option<&str> {
+        match self {
+            Self::Refused { message, .. } => Some(message),
+            Self::Send { .. } => None,
+        }
+    }
 }
 
 /// What the engine asks of a platform. Every method is one outgoing message or edit.

@@ -47,6 +47,7 @@ fn expected(nonzero: &[(&str, &str)], approvals: &[f64], questions: &[f64], plat
         for kind in ERROR_KINDS {
             lines.push(format!("hitl_bridge_platform_errors_total{{platform=\"{platform}\",kind=\"{}\"}} 0", kind.as_str()));
         }
+        lines.push(format!("hitl_bridge_shows_refused_total{{platform=\"{platform}\"}} 0"));
     }
     for reason in REASONS {
         lines.push(format!("hitl_bridge_refusals_total{{reason=\"{reason}\"}} 0"));
@@ -103,6 +104,7 @@ fn events_render_with_their_labels_and_values() {
     metrics.refused_because(REASON_STRANGER);
     metrics.platform_error("telegram", PlatformErrorKind::RateLimited);
     metrics.platform_error("telegram", PlatformErrorKind::RateLimited);
+    metrics.show_refused("telegram");
     metrics.set_store_figures(&StoreFigures { pending_approvals: 3, pending_questions: 1, outbox_depth: 2 });
     let first = metrics.session_connected();
     let second = metrics.session_connected();
@@ -117,6 +119,7 @@ fn events_render_with_their_labels_and_values() {
         ("hitl_bridge_outbox_depth", "2"),
         ("hitl_bridge_backend_sessions_connected", "1"),
         ("hitl_bridge_platform_errors_total{platform=\"telegram\",kind=\"rate_limited\"}", "2"),
+        ("hitl_bridge_shows_refused_total{platform=\"telegram\"}", "1"),
         ("hitl_bridge_refusals_total{reason=\"not_allowed\"}", "2"),
         ("hitl_bridge_refusals_total{reason=\"already_decided\"}", "1"),
         ("hitl_bridge_refusals_total{reason=\"stranger\"}", "1"),

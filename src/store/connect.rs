@@ -110,6 +110,7 @@ const MIGRATIONS: &[(i64, &str, Schema)] = &[
     (26, "access facts", Schema::Shared(include_str!("../../migrations/shared/0026_access_facts.sql"))),
     (27, "pending reads", Schema::Shared(include_str!("../../migrations/shared/0027_pending_reads.sql"))),
     (28, "platform state", Schema::Shared(include_str!("../../migrations/shared/0028_platform_state.sql"))),
+    (29, "refused shows", Schema::Shared(include_str!("../../migrations/shared/0029_refused_shows.sql"))),
 ];
 
 /// How long a SQLite writer waits for another one before giving up.

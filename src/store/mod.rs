@@ -71,7 +71,7 @@ pub use platform_state::{PlatformState, PlatformStates, Stored};
 pub use refusals::StrangerWindow;
 pub use retention::Pruned;
 pub use showing::Showing;
-pub use shows::{PendingShow, ShowClaim};
+pub use shows::{PendingShow, RefusedShow, ShowClaim};
 pub use turns::OpenTurn;
 pub use ui_state::{UiState, UiStates};
 pub use web::{AuditFilter, ClearedWeb, WebSession};

@@ -3,6 +3,10 @@
 //! `message_refs` row of the message that shows it, so a request whose send failed
 //! (a 429 storm, a 5xx, the network) or that was never sent before a crash is shown
 //! later, by whichever replica claims it, and never twice.
+//!
+//! A chat the platform refuses for good (chat not found, the bot not in the channel or
+//! blocked) is not tried again: its row moves to `refused_shows` with the platform's
+//! reason, in one transaction, which the request's state shows as `undelivered`.
 
 use futures_util::future::BoxFuture;
 use sqlx::AnyConnection;
@@ -36,6 +40,14 @@ pub struct PendingShow {
     pub interaction_id: String,
     pub chat: ChatKey,
     pub attempts: i64,
+}
+
+/// A chat where a request could not be shown, the platform having refused it for good.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedShow {
+    pub chat: ChatKey,
+    /// The platform's reason, e.g. `Bad Request: chat not found`.
+    pub error: String,
 }
 
 impl PendingShow {
@@ -132,6 +144,26 @@ impl Store {
         Ok(())
     }
 
+    /// The platform refused `chat` for good: the show leaves the retry queue and is
+    /// recorded as refused there with the platform's `error`, in one transaction (a
+    /// restart does not try it again).
+    pub async fn show_refused(&self, interaction_id: &str, chat: &ChatKey, now_ms: i64, error: &str) -> Result<()> {
+        self.write(Refused { interaction_id: interaction_id.to_owned(), chat: chat.clone(), error: error.to_owned(), at_ms: now_ms }).await?;
+        Ok(())
+    }
+
+    /// Where `interaction_id` could not be shown, in the order the chats were refused.
+    pub async fn refused_shows(&self, interaction_id: &str) -> Result<Vec<RefusedShow>> {
+        let rows = sqlx::query(
+            "SELECT platform, chat_id, thread_id, error FROM refused_shows WHERE interaction_id = $1 ORDER BY at_ms, platform, chat_id, thread_id",
+        )
+        .bind(interaction_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StoreError::query("list refused shows"))?;
+        rows.iter().map(|row| Ok(RefusedShow { chat: ChatKey::from_row(row)?, error: column(row, "error")? })).collect()
+    }
+
     /// Forgets a show that can never happen here (its platform is not enabled).
     pub async fn drop_show(&self, interaction_id: &str, chat: &ChatKey) -> Result<()> {
         self.shown(interaction_id, chat, None).await
@@ -206,14 +238,51 @@ impl Write for Shown {
                     deferred.mark_shown(message, revision);
                 }
             }
-            sqlx::query("DELETE FROM pending_shows WHERE interaction_id = $1 AND platform = $2 AND chat_id = $3 AND thread_id = $4")
-                .bind(self.interaction_id.as_str())
-                .bind(self.chat.platform.as_str())
-                .bind(self.chat.chat_id.as_str())
-                .bind(self.chat.thread_column())
-                .execute(&mut *conn)
-                .await
-                .map_err(StoreError::query("remove a pending show"))?;
+            remove_pending_show(conn, &self.interaction_id, &self.chat).await?;
+            Ok(true)
+        })
+    }
+}
+
+async fn remove_pending_show(conn: &mut AnyConnection, interaction_id: &str, chat: &ChatKey) -> Result<()> {
+    sqlx::query("DELETE FROM pending_shows WHERE interaction_id = $1 AND platform = $2 AND chat_id = $3 AND thread_id = $4")
+        .bind(interaction_id)
+        .bind(chat.platform.as_str())
+        .bind(chat.chat_id.as_str())
+        .bind(chat.thread_column())
+        .execute(&mut *conn)
+        .await
+        .map_err(StoreError::query("remove a pending show"))?;
+    Ok(())
+}
+
+/// A request the platform refused for good in one chat.
+struct Refused {
+    interaction_id: String,
+    chat: ChatKey,
+    error: String,
+    at_ms: i64,
+}
+
+impl Write for Refused {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            // Only while the interaction exists (retention may have removed it).
+            sqlx::query(
+                "INSERT INTO refused_shows (interaction_id, platform, chat_id, thread_id, error, at_ms)
+                 SELECT id, $2, $3, $4, $5, $6 FROM interactions WHERE id = $1
+                 ON CONFLICT (interaction_id, platform, chat_id, thread_id) DO NOTHING",
+            )
+            .bind(self.interaction_id.as_str())
+            .bind(self.chat.platform.as_str())
+            .bind(self.chat.chat_id.as_str())
+            .bind(self.chat.thread_column())
+            .bind(self.error.as_str())
+            .bind(self.at_ms)
+            .execute(&mut *conn)
+            .await
+            .map_err(StoreError::query("record a refused show"))?;
+            remove_pending_show(conn, &self.interaction_id, &self.chat).await?;
             Ok(true)
         })
     }

@@ -55,6 +55,28 @@ fn error_kind(e: &serenity::Error) -> PlatformErrorKind {
     }
 }
 
+/// Discord's JSON error codes that mean a channel or person this bot can never post
+/// to (<https://discord.com/developers/docs/topics/opcodes-and-status-codes#json>):
+/// Unknown Channel, Unknown Guild, Unknown User, Missing Access, Cannot send messages
+/// to this user, Missing Permissions, and a thread that is archived or locked.
+const REFUSED_FOR_GOOD: [isize; 8] = [10003, 10004, 10013, 50001, 50007, 50013, 50083, 160005];
+
+/// Whether an answer with this HTTP status and JSON error code refuses for good: any
+/// 403 or 404 (the channel is unknown, or the bot may not post there), and the codes
+/// of [`REFUSED_FOR_GOOD`] whatever their status. 429, 5xx and 401 (the token, not
+/// the channel) pass.
+pub fn refuses_for_good(status: u16, code: isize) -> bool {
+    matches!(status, 403 | 404) || REFUSED_FOR_GOOD.contains(&code)
+}
+
+/// [`refuses_for_good`] for a serenity error: only an answer from Discord can.
+pub fn refused_for_good(e: &serenity::Error) -> bool {
+    match e {
+        serenity::Error::Http(HttpError::UnsuccessfulRequest(response)) => refuses_for_good(response.status_code.as_u16(), response.error.code),
+        _ => false,
+    }
+}
+
 /// Runs `call` until it succeeds, fails with something other than a 429, or has
 /// been tried [`ATTEMPTS`] times. Waits grow 0.5 s, 1 s, 2 s, 4 s: serenity drops the
 /// 429's body, so `retry_after` cannot be read here; a proxy is expected to hold
@@ -97,5 +119,19 @@ mod tests {
         assert_eq!(error_kind(&serenity::Error::Json(unreadable)), PlatformErrorKind::Server);
         assert_eq!(error_kind(&serenity::Error::Http(HttpError::InvalidScheme)), PlatformErrorKind::Client);
         assert_eq!(error_kind(&serenity::Error::Other("refused before sending")), PlatformErrorKind::Client);
+    }
+
+    #[test]
+    fn unknown_channels_and_missing_access_are_refused_for_good_and_the_rest_retried() {
+        assert!(refuses_for_good(404, 10003), "Unknown Channel");
+        assert!(refuses_for_good(403, 50001), "Missing Access");
+        assert!(refuses_for_good(403, 50007), "Cannot send messages to this user");
+        assert!(refuses_for_good(403, 50013), "Missing Permissions");
+        assert!(refuses_for_good(400, 50083), "a thread that is archived");
+        assert!(!refuses_for_good(429, 0), "a rate limit");
+        assert!(!refuses_for_good(500, 0) && !refuses_for_good(502, 0), "a server error");
+        assert!(!refuses_for_good(401, 0), "the token, not the channel");
+        assert!(!refuses_for_good(400, 50035), "a message Discord could not take");
+        assert!(!refused_for_good(&serenity::Error::Io(std::io::Error::other("connection reset"))), "the network");
     }
 }

@@ -173,11 +173,21 @@ impl Shared {
 /// [`Discord::channel`].
 pub fn target(chat: &ChatKey) -> Result<ChannelId, PlatformError> {
     let id = chat.thread_id.as_deref().unwrap_or(&chat.chat_id);
-    id.parse::<u64>().ok().filter(|&n| n != 0).map(ChannelId::new).ok_or_else(|| send_error(format!("not a Discord channel id: {id:?}")))
+    id.parse::<u64>().ok().filter(|&n| n != 0).map(ChannelId::new).ok_or_else(|| refused(format!("not a Discord channel id: {id:?}")))
 }
 
 pub fn send_error(message: impl Into<String>) -> PlatformError {
     PlatformError::Send { platform: PLATFORM, message: message.into() }
+}
+
+/// A channel or person this bot can never post to ([`api::refused_for_good`]).
+fn refused(message: impl Into<String>) -> PlatformError {
+    PlatformError::Refused { platform: PLATFORM, message: message.into() }
+}
+
+/// A failed call: refused for good when Discord says so, else worth trying again.
+fn call_failed(e: &serenity::Error, message: String) -> PlatformError {
+    if api::refused_for_good(e) { refused(message) } else { send_error(message) }
 }
 
 /// The Discord platform.
@@ -249,20 +259,20 @@ impl Discord {
     /// The channel for `chat`, opening the DM channel of a `user:<id>` target once.
     async fn channel(&self, chat: &ChatKey) -> Result<ChannelId, PlatformError> {
         let Some(user) = chat.chat_id.strip_prefix(address::DM_PREFIX) else { return target(chat) };
-        let user = user.parse::<u64>().ok().filter(|&n| n != 0).ok_or_else(|| send_error(format!("not a Discord user id: {user:?}")))?;
+        let user = user.parse::<u64>().ok().filter(|&n| n != 0).ok_or_else(|| refused(format!("not a Discord user id: {user:?}")))?;
         if let Some(channel) = Shared::lock(&self.shared.dms).get(&user).copied() {
             return Ok(channel);
         }
         let http = &self.shared.http;
         let dm = api::retrying(&self.shared.metrics, "open a DM", || UserId::new(user).create_dm_channel(http))
             .await
-            .map_err(|e| send_error(format!("cannot open a DM with {user}: {e}")))?;
+            .map_err(|e| call_failed(&e, format!("cannot open a DM with {user}: {e}")))?;
         Shared::lock(&self.shared.dms).insert(user, dm.id);
         Ok(dm.id)
     }
 
     async fn send(&self, channel: ChannelId, message: CreateMessage, priority: Priority) -> Result<MessageId, PlatformError> {
-        self.shared.send(channel, message, priority).await.map(|m| m.id).map_err(|e| send_error(format!("send to {channel}: {e}")))
+        self.shared.send(channel, message, priority).await.map(|m| m.id).map_err(|e| call_failed(&e, format!("send to {channel}: {e}")))
     }
 }
 

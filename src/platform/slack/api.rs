@@ -132,7 +132,32 @@ pub enum ApiError {
     Body { method: &'static str, message: String },
 }
 
+/// Slack's error strings that refuse a conversation or person for good, from
+/// `chat.postMessage`'s and `conversations.open`'s documented errors: the same
+/// message would be refused again, so it is not tried again there.
+const REFUSED_FOR_GOOD: [&str; 12] = [
+    "channel_not_found",
+    "not_in_channel",
+    "is_archived",
+    "restricted_action",
+    "restricted_action_read_only_channel",
+    "restricted_action_thread_only_channel",
+    "restricted_action_non_threadable_channel",
+    "cannot_dm_bot",
+    "user_not_found",
+    "user_not_visible",
+    "user_disabled",
+    "method_not_supported_for_channel_type",
+];
+
 impl ApiError {
+    /// Slack's error string when it refuses the conversation for good
+    /// ([`REFUSED_FOR_GOOD`]); `None` for what may work later (a 429, a 5xx, the
+    /// network) and for errors about the message itself.
+    pub fn refused_for_good(&self) -> Option<&str> {
+        self.slack_error().filter(|error| REFUSED_FOR_GOOD.contains(error))
+    }
+
     /// Slack's error string, when Slack answered with one.
     pub fn slack_error(&self) -> Option<&str> {
         match self {

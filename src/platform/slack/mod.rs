@@ -94,8 +94,13 @@ pub fn send_error(message: impl Into<String>) -> PlatformError {
     PlatformError::Send { platform: PLATFORM, message: message.into() }
 }
 
+/// A failed call: Slack's own error string when it refuses the conversation for good
+/// ([`ApiError::refused_for_good`]), else worth trying again.
 fn api_error(what: &str, e: ApiError) -> PlatformError {
-    send_error(format!("{what}: {e}"))
+    match e.refused_for_good() {
+        Some(error) => PlatformError::Refused { platform: PLATFORM, message: format!("{what}: {error}") },
+        None => send_error(format!("{what}: {e}")),
+    }
 }
 
 /// What the platform, the socket and the click handler share.
@@ -372,6 +377,20 @@ mod tests {
     use super::*;
     use crate::interaction::{RequestBuilder, TimeoutDefaults};
     use crate::protocol::ActionRequest;
+
+    #[test]
+    fn conversations_slack_refuses_for_good_are_not_tried_again_and_the_rest_are() {
+        let refusal = |e: ApiError| api_error("post to C1", e).refusal().map(str::to_owned);
+        let slack = |error: &str| ApiError::Slack { method: "chat.postMessage", error: error.into() };
+        for error in ["channel_not_found", "not_in_channel", "is_archived", "user_not_found", "cannot_dm_bot"] {
+            assert_eq!(refusal(slack(error)), Some(format!("post to C1: {error}")));
+        }
+        assert_eq!(refusal(slack("msg_too_long")), None, "about the message, not the channel");
+        assert_eq!(refusal(slack("invalid_auth")), None, "about the token");
+        assert_eq!(refusal(ApiError::RateLimited { method: "chat.postMessage" }), None);
+        assert_eq!(refusal(ApiError::Status { method: "chat.postMessage", status: 503 }), None);
+        assert_eq!(refusal(ApiError::Network { method: "chat.postMessage", message: "reset".into() }), None);
+    }
 
     #[test]
     fn a_reminder_mentions_slack_users_and_names_everyone_else_escaped() {

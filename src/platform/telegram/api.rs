@@ -44,6 +44,32 @@ fn is_server_error(description: &str) -> bool {
     ["Internal Server Error", "Bad Gateway", "Service Unavailable", "Gateway Timeout"].iter().any(|p| description.starts_with(p))
 }
 
+/// Whether Telegram refused for good: the chat, topic or person cannot be reached by
+/// this bot (it does not exist, the bot was removed or blocked, or may not post
+/// there), so the same message would be refused again. Telegram's 403s all say the
+/// bot may not write there. Rate limits, 5xx and the network are not: they pass.
+fn is_refused_for_good(e: &RequestError) -> bool {
+    match e {
+        RequestError::Api(
+            ApiError::ChatNotFound
+            | ApiError::UserNotFound
+            | ApiError::GroupDeactivated
+            | ApiError::BotBlocked
+            | ApiError::BotKicked
+            | ApiError::BotKickedFromSupergroup
+            | ApiError::BotKickedFromChannel
+            | ApiError::UserDeactivated
+            | ApiError::CantInitiateConversation
+            | ApiError::CantTalkWithBots
+            | ApiError::NotEnoughRightsToPostMessages,
+        ) => true,
+        RequestError::Api(ApiError::Unknown(description)) => {
+            description.starts_with("Forbidden:") || description.starts_with("Bad Request: message thread not found")
+        }
+        _ => false,
+    }
+}
+
 /// Gives up after this many 429s in a row for one call: Telegram asking to wait that
 /// often means something else is wrong, and the caller logs it.
 const MAX_RETRIES: usize = 20;
@@ -131,11 +157,21 @@ pub fn fail(e: impl std::fmt::Display) -> PlatformError {
     PlatformError::Send { platform: super::PLATFORM, message: e.to_string() }
 }
 
+/// A chat Telegram can never reach from here (see [`is_refused_for_good`]).
+fn refused(e: impl std::fmt::Display) -> PlatformError {
+    PlatformError::Refused { platform: super::PLATFORM, message: e.to_string() }
+}
+
+/// A failed send: refused for good, or worth trying again.
+fn send_failed(e: RequestError) -> PlatformError {
+    if is_refused_for_good(&e) { refused(e) } else { fail(e) }
+}
+
 /// Where a chat key points: the chat, and the forum topic if any.
 pub fn target(chat: &ChatKey) -> Result<(ChatId, Option<ThreadId>), PlatformError> {
-    let chat_id = chat.chat_id.parse::<i64>().map_err(|_| fail(format!("not a Telegram chat id: {}", chat.chat_id)))?;
+    let chat_id = chat.chat_id.parse::<i64>().map_err(|_| refused(format!("not a Telegram chat id: {}", chat.chat_id)))?;
     let thread = match chat.thread_id.as_deref() {
-        Some(t) => Some(ThreadId(MessageId(t.parse::<i32>().map_err(|_| fail(format!("not a Telegram topic id: {t}")))?))),
+        Some(t) => Some(ThreadId(MessageId(t.parse::<i32>().map_err(|_| refused(format!("not a Telegram topic id: {t}")))?))),
         None => None,
     };
     Ok((ChatId(chat_id), thread))
@@ -185,7 +221,7 @@ async fn message(
     if let Some(markup) = markup {
         request = request.reply_markup(markup);
     }
-    limited(bot, Call::Send(chat_id, priority), request).await.map(|m| m.id).map_err(fail)
+    limited(bot, Call::Send(chat_id, priority), request).await.map(|m| m.id).map_err(send_failed)
 }
 
 /// Replaces a message's text and keyboard. "message is not modified" is success: the
@@ -218,7 +254,7 @@ pub async fn document(bot: &TgBot, chat: &ChatKey, name: &str, content: String, 
     if let Some(thread) = thread {
         request = request.message_thread_id(thread);
     }
-    limited(bot, Call::Send(chat_id, Priority::Card), request).await.map(|_| ()).map_err(fail)
+    limited(bot, Call::Send(chat_id, Priority::Card), request).await.map(|_| ()).map_err(send_failed)
 }
 
 #[cfg(test)]
@@ -240,6 +276,27 @@ mod tests {
         assert_eq!(kind(RequestError::Api(ApiError::BotBlocked)), Some(PlatformErrorKind::Client));
         assert_eq!(kind(RequestError::Api(ApiError::Unknown("Bad Request: chat not found".into()))), Some(PlatformErrorKind::Client));
         assert_eq!(kind(RequestError::Io(Arc::new(std::io::Error::other("reset")))), Some(PlatformErrorKind::Network));
+    }
+
+    #[test]
+    fn chats_the_bot_cannot_reach_are_refused_for_good_and_the_rest_retried() {
+        let refusal = |e: RequestError| send_failed(e).refusal().map(str::to_owned);
+        assert_eq!(refusal(RequestError::Api(ApiError::ChatNotFound)).as_deref(), Some("Bad Request: chat not found"));
+        assert_eq!(refusal(RequestError::Api(ApiError::BotBlocked)).as_deref(), Some("Forbidden: bot was blocked by the user"));
+        for e in [ApiError::BotKicked, ApiError::BotKickedFromSupergroup, ApiError::UserDeactivated, ApiError::CantInitiateConversation] {
+            assert!(refusal(RequestError::Api(e)).is_some());
+        }
+        let not_member = "Forbidden: bot is not a member of the channel chat";
+        assert_eq!(refusal(RequestError::Api(ApiError::Unknown(not_member.into()))).as_deref(), Some(not_member));
+        assert!(refusal(RequestError::Api(ApiError::Unknown("Bad Request: message thread not found".into()))).is_some());
+        // Worth trying again: a 429, a 5xx, the network, a message Telegram could not parse.
+        assert_eq!(refusal(RequestError::RetryAfter(Seconds::from_seconds(3))), None);
+        assert_eq!(refusal(RequestError::Api(ApiError::Unknown("Internal Server Error".into()))), None);
+        assert_eq!(refusal(RequestError::Io(Arc::new(std::io::Error::other("reset")))), None);
+        assert_eq!(refusal(RequestError::Api(ApiError::Unknown("Bad Request: can't parse entities".into()))), None);
+        // A target that is no Telegram chat id at all never will be.
+        let typo = target(&ChatKey::new("telegram", "-100abc", None)).expect_err("not a number");
+        assert_eq!(typo.refusal(), Some("not a Telegram chat id: -100abc"));
         // An edit that changes nothing is success to the bridge, not an error.
         assert_eq!(kind(RequestError::Api(ApiError::MessageNotModified)), None);
     }
