@@ -12,6 +12,9 @@ use crate::interaction::{Actor, Applied, Attempt, Interaction, Origin, UserActio
 use crate::protocol::{Command, UserInfo};
 use crate::store::{ApiRequest, AuditEntry, ChatKey, Queued};
 
+/// Why a pushed request that no target would show was cancelled.
+const NOT_SHOWN_ANYWHERE: &str = "not shown anywhere: every target refused it for good";
+
 impl Shard {
     pub(super) async fn session_for(&self, chat: &ChatKey) -> Result<String, EngineError> {
         match self.store.session_for_chat(chat).await? {
@@ -76,6 +79,21 @@ impl Shard {
             return Ok(self.store.interaction(interaction_id).await?);
         }
         Ok(Some(interaction))
+    }
+
+    /// A platform refused `interaction_id` for good in a chat: when it is a pushed
+    /// request now shown nowhere and queued nowhere, and no escalation step of its
+    /// policy will show it in another chat, nobody can ever answer it, so it ends at
+    /// once as cancelled (its callback fires, its state lists every target under
+    /// `not_shown`) rather than waiting silently for its deadline.
+    pub(super) async fn end_if_shown_nowhere(&mut self, interaction_id: &str) -> Result<(), EngineError> {
+        let Some(interaction) = self.store.interaction(interaction_id).await?.filter(|i| i.status.is_pending()) else { return Ok(()) };
+        if !matches!(interaction.origin, Origin::Pushed { .. }) || interaction.shows_in_another_chat_later() || !self.store.shown_nowhere(interaction_id).await? {
+            return Ok(());
+        }
+        tracing::warn!(target: LOG_TARGET, approval_key = %interaction.approval_key(), "every target refused the request for good; cancelling it");
+        self.cancel_interaction(interaction_id, NOT_SHOWN_ANYWHERE).await?;
+        Ok(())
     }
 
     /// `/cancel` in `chat`: the `cancel` command is queued here, in the chat's shard;

@@ -108,18 +108,27 @@ pub struct Lanes {
     store: Store,
     /// Where a chat refused for good is counted ([`Metrics::show_refused`]).
     metrics: Metrics,
+    /// Told the id of each request a chat refused for good, so the engine can end one
+    /// shown nowhere ([`Lanes::tell_refusals`]).
+    refusals: Option<mpsc::UnboundedSender<String>>,
     platforms: HashMap<&'static str, Arc<dyn Platform>>,
     lanes: Mutex<HashMap<ChatKey, Lane>>,
 }
 
 impl Lanes {
     pub fn new(store: Store, platforms: Vec<Arc<dyn Platform>>) -> Self {
-        Self { store, metrics: Metrics::default(), platforms: platforms.into_iter().map(|p| (p.name(), p)).collect(), lanes: Mutex::new(HashMap::new()) }
+        Self { store, metrics: Metrics::default(), refusals: None, platforms: platforms.into_iter().map(|p| (p.name(), p)).collect(), lanes: Mutex::new(HashMap::new()) }
     }
 
     /// Counts into `metrics` (the bridge's registry); lanes started before keep the old.
     pub fn set_metrics(&mut self, metrics: Metrics) {
         self.metrics = metrics;
+    }
+
+    /// Sends to `refusals` the id of each request a chat refused for good, once the
+    /// refusal is stored.
+    pub fn tell_refusals(&mut self, refusals: mpsc::UnboundedSender<String>) {
+        self.refusals = Some(refusals);
     }
 
     /// The live lanes. A panic while the lock was held cannot leave the map half
@@ -189,7 +198,7 @@ impl Lanes {
         let shows = Arc::new(AtomicUsize::new(usize::from(is_show)));
         // Cannot fail: the receiver is alive right here.
         let _ = jobs.send(job);
-        let task = tokio::spawn(run(Sinks { store: self.store.clone(), metrics: self.metrics.clone() }, platform, chat.clone(), rx, shows.clone()));
+        let task = tokio::spawn(run(Sinks { store: self.store.clone(), metrics: self.metrics.clone(), refusals: self.refusals.clone() }, platform, chat.clone(), rx, shows.clone()));
         lanes.insert(chat.clone(), Lane { jobs, shows, progress: HashMap::new(), task });
         true
     }
@@ -222,6 +231,7 @@ impl Lanes {
 struct Sinks {
     store: Store,
     metrics: Metrics,
+    refusals: Option<mpsc::UnboundedSender<String>>,
 }
 
 /// Performs one chat's jobs in order until the engine drops its lanes or the chat has
@@ -347,8 +357,16 @@ async fn show(sinks: &Sinks, platform: &dyn Platform, chat: &ChatKey, interactio
         Err(ref e) if let Some(reason) = e.refusal() => {
             sinks.metrics.show_refused(platform.name());
             tracing::warn!(platform = platform.name(), chat = %chat.chat_id, interaction = %interaction.id, reason, "the platform refused the chat for good; the request is not shown there");
-            if let Err(store_error) = store.show_refused(&interaction.id, chat, crate::clock::now_ms(), reason).await {
-                tracing::error!(error = %store_error, interaction = %interaction.id, "cannot record a refused show; it is tried again after the claim lapses");
+            match store.show_refused(&interaction.id, chat, crate::clock::now_ms(), reason).await {
+                Ok(()) => {
+                    if let Some(refusals) = &sinks.refusals {
+                        // The engine gone (shutdown): a request shown nowhere waits for its deadline.
+                        let _ = refusals.send(interaction.id.clone());
+                    }
+                }
+                Err(store_error) => {
+                    tracing::error!(error = %store_error, interaction = %interaction.id, "cannot record a refused show; it is tried again after the claim lapses")
+                }
             }
             Ok(())
         }

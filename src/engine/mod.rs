@@ -190,6 +190,9 @@ pub struct Engine {
     /// PostgreSQL: listening for other replicas' requests since before the pending
     /// ones were read, so none falls between the two.
     announced: Option<crate::store::PendingListener>,
+    /// The ids of requests a chat refused for good, from the lanes: each is ended if
+    /// it is now shown nowhere ([`Shard::end_if_shown_nowhere`]).
+    refusals: mpsc::UnboundedReceiver<String>,
 }
 
 /// One shard: the sessions that hash to it, with their deadlines and the decisions
@@ -234,7 +237,7 @@ impl Engine {
         for session in store.sessions_with_work().await? {
             connectors.deliver(&session);
         }
-        let shared = Shared {
+        let mut shared = Shared {
             allowlist: config.allowlist.clone(),
             pairing_admins: config.pairing_admins.clone(),
             refusal_window_ms: config.refusal_window_ms,
@@ -267,7 +270,9 @@ impl Engine {
             shared.routes.insert(&timers.id, &timers.session_id);
             workers[shards.of_session(&timers.session_id)].1.push(timers);
         }
-        Ok(Self { shared, shards, workers, requests, backend, announced: listening })
+        let (tell_refusals, refusals) = mpsc::unbounded_channel();
+        shared.lanes.tell_refusals(tell_refusals);
+        Ok(Self { shared, shards, workers, requests, backend, announced: listening, refusals })
     }
 
     /// Counts into `metrics` (the bridge's registry) instead of a registry of its own.
@@ -280,7 +285,7 @@ impl Engine {
     /// Runs until `shutdown` completes or every handle is dropped.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
-        let Engine { shared, shards, workers, mut requests, mut backend, announced: listening } = self;
+        let Engine { shared, shards, workers, mut requests, mut backend, announced: listening, mut refusals } = self;
         let shared = Arc::new(shared);
         // In the background: with thousands pending, re-rendering them all would
         // otherwise hold back the first click after a restart by seconds.
@@ -322,6 +327,7 @@ impl Engine {
                 Some(input) = backend.recv() => {
                     shards.send(shards.of_session(&input.session_id), Input::Backend(input)).await;
                 }
+                Some(refused) = refusals.recv() => route(&shared, &shards, end_if_shown_nowhere(refused)).await,
                 _ = &mut shutdown => break,
             }
         }
@@ -341,6 +347,20 @@ impl Engine {
         }
         shared.connectors.shutdown().await;
         tracing::info!("engine stopped");
+    }
+}
+
+/// The work of ending `interaction_id` if a refusal left it shown nowhere, in its shard.
+fn end_if_shown_nowhere(interaction_id: String) -> EngineRequest {
+    EngineRequest {
+        route: Route::Interaction(interaction_id.clone()),
+        work: Box::new(move |shard| {
+            Box::pin(async move {
+                if let Err(e) = shard.end_if_shown_nowhere(&interaction_id).await {
+                    tracing::error!(target: LOG_TARGET, error = %e, interaction = %interaction_id, "cannot end a request no target would show; it waits for its deadline");
+                }
+            })
+        }),
     }
 }
 

@@ -164,6 +164,19 @@ impl Store {
         rows.iter().map(|row| Ok(RefusedShow { chat: ChatKey::from_row(row)?, error: column(row, "error")? })).collect()
     }
 
+    /// Whether `interaction_id` is neither shown in any chat nor queued to be.
+    pub async fn shown_nowhere(&self, interaction_id: &str) -> Result<bool> {
+        let row = sqlx::query(
+            "SELECT (SELECT COUNT(*) FROM pending_shows WHERE interaction_id = $1)
+                  + (SELECT COUNT(*) FROM message_refs WHERE interaction_id = $1) AS n",
+        )
+        .bind(interaction_id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(StoreError::query("count where an interaction is shown"))?;
+        Ok(column::<i64>(&row, "n")? == 0)
+    }
+
     /// Forgets a show that can never happen here (its platform is not enabled).
     pub async fn drop_show(&self, interaction_id: &str, chat: &ChatKey) -> Result<()> {
         self.shown(interaction_id, chat, None).await

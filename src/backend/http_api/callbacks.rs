@@ -25,6 +25,7 @@ use tokio::sync::{Notify, Semaphore};
 use super::auth::Tokens;
 use super::{callback_guard, view};
 use crate::clock::now_ms;
+use crate::interaction::chat::Networks;
 use crate::store::{DueCallback, Store, StoreError};
 
 /// Looked at this often even without a wake-up: retries fall due, and other
@@ -70,6 +71,8 @@ pub struct Deliverer {
     pub allow_private: bool,
     /// Attempts at once (`http.callback_concurrency`).
     pub concurrency: usize,
+    /// The platforms targets name: a target the platform refused is shown as one.
+    pub networks: Networks,
 }
 
 impl Deliverer {
@@ -157,7 +160,8 @@ impl Deliverer {
         let secret = self.tokens.secret_of(&due.agent).ok_or_else(|| format!("the API token `{}` is no longer configured; cannot sign", due.agent))?;
         let request = self.store.api_request(&due.agent, &due.approval_key).await.map_err(|e| e.to_string())?.ok_or("the request is gone")?;
         let interaction = self.store.interaction(&due.interaction_id).await.map_err(|e| e.to_string())?.ok_or("the interaction is gone")?;
-        let body = serde_json::to_string(&view::state(&request, &interaction)).map_err(|e| e.to_string())?;
+        let refused = self.store.refused_shows(&due.interaction_id).await.map_err(|e| e.to_string())?;
+        let body = serde_json::to_string(&view::state(&request, &interaction, view::not_shown(&self.networks, refused))).map_err(|e| e.to_string())?;
         // A name is checked by the client's resolver; an IP literal never reaches it.
         if !self.allow_private
             && let Some(ip) = reqwest::Url::parse(&due.url).ok().and_then(|u| u.host_str()?.trim_matches(['[', ']']).parse::<std::net::IpAddr>().ok())

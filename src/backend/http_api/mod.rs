@@ -78,6 +78,7 @@ impl HttpApi {
             max_backoff: Duration::from_secs(settings.callback_max_backoff_secs.max(1)),
             allow_private: settings.callback_allow_private,
             concurrency: settings.callback_concurrency,
+            networks: platforms.known.clone(),
         };
         let task = (!tokens.is_empty()).then(|| tokio::spawn(deliverer.run()));
         let callback_allow_private = settings.callback_allow_private;
@@ -128,7 +129,14 @@ impl HttpApi {
 
     async fn state_of(&self, request: &ApiRequest) -> Result<view::RequestState, ApiError> {
         let interaction = self.store.interaction(&request.interaction_id).await?.ok_or_else(|| ApiError::not_found(&request.approval_key))?;
-        Ok(view::state(request, &interaction))
+        self.view(request, &interaction).await
+    }
+
+    /// The state of `request` with `interaction` as given, and where it could not be
+    /// shown as the store has it now.
+    async fn view(&self, request: &ApiRequest, interaction: &Interaction) -> Result<view::RequestState, ApiError> {
+        let refused = self.store.refused_shows(&request.interaction_id).await?;
+        Ok(view::state(request, interaction, view::not_shown(&self.platforms.known, refused)))
     }
 }
 

@@ -177,7 +177,7 @@ pub async fn cancel(State(api): Api, headers: HeaderMap, Path(key): Path<String>
     if after.status.name() != "cancelled" {
         return Err(ApiError::new(StatusCode::CONFLICT, "not_pending", format!("the request is already {}", after.status.name())));
     }
-    Ok(Json(view::state(&request, &after)))
+    Ok(Json(api.view(&request, &after).await?))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -216,7 +216,10 @@ pub async fn list(
         .then(|| rows.last())
         .flatten()
         .map(|(request, _)| page::cursor(&PageMark { created_at_ms: request.created_at_ms, approval_key: request.approval_key.clone() }));
-    let requests = rows.iter().map(|(request, interaction)| view::state(request, interaction)).collect();
+    let mut requests = Vec::with_capacity(rows.len());
+    for (request, interaction) in &rows {
+        requests.push(api.view(request, interaction).await?);
+    }
     Ok(Json(RequestList { requests, next_cursor }))
 }
 

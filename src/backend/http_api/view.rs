@@ -7,16 +7,21 @@
 //! cast so far (or that decided it) when several people must approve, and
 //! `settled_by` when the policy, not a person's click, ended the request (a
 //! remembered rule, a fallback). Without a policy the body is exactly as before.
+//!
+//! `not_shown` lists the targets a platform refused for good (chat not found, bot not
+//! in the channel or blocked), read from the store's refused shows ([`not_shown`]);
+//! absent while there are none, so a client that does not know it sees nothing new.
 
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::interaction::chat::Networks;
 use crate::interaction::access::Actor;
 use crate::interaction::policy::PolicySettlement;
 use crate::interaction::{Decider, Draft, Interaction, RequestKind, Status, selected_labels};
 use crate::protocol::Reply;
-use crate::store::ApiRequest;
+use crate::store::{ApiRequest, RefusedShow};
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct RequestState {
@@ -57,6 +62,32 @@ pub struct RequestState {
     /// Set when the request's policy ended it rather than a person's click.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub settled_by: Option<SettledBy>,
+    /// The targets where the request could not be shown because the platform refused
+    /// them for good, each with the platform's reason; they are not tried again.
+    /// Absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_shown: Vec<NotShown>,
+}
+
+/// A target the platform refused for good.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct NotShown {
+    /// The target object, as a push names it (`platform` and its fields).
+    #[schema(value_type = Object)]
+    pub target: Value,
+    /// The platform's reason, e.g. `Bad Request: chat not found`.
+    pub error: String,
+}
+
+/// The refused shows of a request as [`RequestState::not_shown`] lists them.
+pub fn not_shown(networks: &Networks, refused: Vec<RefusedShow>) -> Vec<NotShown> {
+    refused
+        .into_iter()
+        .map(|r| NotShown {
+            target: networks.target_of(&r.chat).unwrap_or_else(|| crate::interaction::chat::chat_target(&r.chat, "chat_id")),
+            error: r.error,
+        })
+        .collect()
 }
 
 /// One person's vote under a quorum.
@@ -130,7 +161,8 @@ impl From<&Actor> for DecidedBy {
     }
 }
 
-pub fn state(request: &ApiRequest, interaction: &Interaction) -> RequestState {
+/// The state of `request`, its interaction as given; `not_shown` as [`not_shown`] reads it.
+pub fn state(request: &ApiRequest, interaction: &Interaction, not_shown: Vec<NotShown>) -> RequestState {
     let (decided_by, decided_at) = match &interaction.status {
         Status::Pending => (None, None),
         Status::Resolved { by, at_ms } => {
@@ -154,6 +186,7 @@ pub fn state(request: &ApiRequest, interaction: &Interaction) -> RequestState {
         quorum: interaction.quorum_progress().map(|p| p.needed),
         votes: votes(interaction),
         settled_by: interaction.settled_by_policy.as_ref().map(settled_by),
+        not_shown,
     }
 }
 
@@ -238,7 +271,7 @@ mod tests {
     }
 
     fn json_of(request: &ApiRequest, interaction: &Interaction) -> Value {
-        serde_json::to_value(state(request, interaction)).unwrap()
+        serde_json::to_value(state(request, interaction, Vec::new())).unwrap()
     }
 
     #[test]
@@ -285,6 +318,18 @@ mod tests {
             json!({"approval_key": "mig-7", "status": "expired", "expires_at": "2026-09-21T14:43:20.000Z",
                    "decided_at": "2026-09-21T14:43:20.000Z", "reply": {"decisions": [reject]}, "policy": "request",
                    "settled_by": {"fallback": {"decision": "reject", "after_seconds": 1800}}})
+        );
+    }
+
+    #[test]
+    fn targets_refused_for_good_are_listed_with_the_platforms_reason() {
+        let (request, interaction) = pushed(json!({}));
+        let refused = vec![RefusedShow { chat: ChatKey::new("telegram", "-100777", Some("7".into())), error: "Bad Request: chat not found".into() }];
+        let listed = not_shown(&crate::interaction::test_networks::networks(), refused);
+        assert_eq!(
+            serde_json::to_value(state(&request, &interaction, listed)).unwrap(),
+            json!({"approval_key": "mig-7", "status": "pending", "expires_at": "2026-09-21T14:18:20.000Z",
+                   "not_shown": [{"target": {"platform": "telegram", "chat_id": "-100777", "thread_id": "7"}, "error": "Bad Request: chat not found"}]})
         );
     }
 
