@@ -656,6 +656,85 @@ async fn expiry_and_cancel() {
     api.stop().await;
 }
 
+/// The sendMessage calls to `chat` so far, failed ones included.
+fn sends_to(api: &Api, chat: i64) -> usize {
+    api.tg().requests().iter().filter(|r| r.method == "sendmessage" && r.body["chat_id"].as_i64() == Some(chat)).count()
+}
+
+/// `hitl_bridge_shows_refused_total{platform="telegram"}` as `/metrics` shows it.
+async fn telegram_shows_refused(api: &Api) -> String {
+    let text = reqwest::get(format!("{}/metrics", api.base)).await.expect("GET /metrics").text().await.expect("body");
+    let series = "hitl_bridge_shows_refused_total{platform=\"telegram\"} ";
+    text.lines().find_map(|l| l.strip_prefix(series)).unwrap_or_else(|| panic!("no {series} in {text}")).to_owned()
+}
+
+/// A chat Telegram does not know (a typo in a target) is tried exactly once: the
+/// request's state lists it under `not_shown` with Telegram's reason, the metric counts
+/// it, and the other target still gets its card. A restart does not try it again.
+#[tokio::test]
+async fn a_chat_telegram_does_not_know_is_tried_once_and_listed_as_not_shown() {
+    const TYPO: i64 = -100_999;
+    let mut api = Api::start(|_| {}).await;
+    assert_eq!(telegram_shows_refused(&api).await, "0");
+    let body = json!({"approval_key": "typo-1", "targets": [{"platform": "telegram", "chat_id": TYPO.to_string()}, ops_target()],
+        "actions": [{"name": "rotate_keys", "args": {}}]});
+    assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    api.tg_message(OPS, "rotate_keys").await;
+    let refused = json!([{"target": {"platform": "telegram", "chat_id": TYPO.to_string()}, "error": "Bad Request: chat not found"}]);
+    let state = wait_until(|| async {
+        let state = api.get("typo-1").await;
+        state.get("not_shown").is_some().then_some(state)
+    })
+    .await;
+    assert_eq!(state["status"], "pending", "the other target shows it");
+    assert_eq!(state["not_shown"], refused);
+    assert_eq!(telegram_shows_refused(&api).await, "1");
+    // A retry would come after 1 s, then 2 s.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    assert_eq!(sends_to(&api, TYPO), 1, "one attempt, no retry");
+    let store = hitl_bridge::store::Store::connect(&api.settings.store.url).await.unwrap();
+    assert_eq!(store.pending_shows().await.unwrap(), [], "nothing left to retry");
+
+    api.restart().await;
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert_eq!(sends_to(&api, TYPO), 1, "not tried again after a restart");
+    assert_eq!(api.get("typo-1").await["not_shown"], refused);
+    api.stop().await;
+}
+
+/// A request no target would show is cancelled at once, its callback saying where it
+/// could not be shown, rather than waiting for its deadline.
+#[tokio::test]
+async fn a_request_every_target_refused_is_cancelled_with_its_callback() {
+    let api = Api::start(|_| {}).await;
+    let hook = Receiver::start(&[]).await;
+    let body = json!({"approval_key": "typo-2", "targets": [{"platform": "telegram", "chat_id": "-100998"}], "timeout_seconds": 3600,
+        "callback_url": hook.url, "actions": [{"name": "rotate_keys", "args": {}}]});
+    assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    let state = api.decided("typo-2").await;
+    assert_eq!(state["status"], "cancelled");
+    assert_eq!(state["not_shown"], json!([{"target": {"platform": "telegram", "chat_id": "-100998"}, "error": "Bad Request: chat not found"}]));
+    let hits = hook.wait_hits(1).await;
+    assert_eq!(verified(&hits[0].0, &hits[0].1, SECRET), state, "the callback says where it could not be shown");
+    assert_eq!(sends_to(&api, -100_998), 1);
+    api.stop().await;
+}
+
+/// A 500 is not a refusal: the card is shown on the next attempt, after the backoff.
+#[tokio::test]
+async fn a_server_error_is_still_retried() {
+    let api = Api::start(|_| {}).await;
+    api.tg().fail_next(1, 500, "Internal Server Error");
+    let body = json!({"approval_key": "flaky-1", "targets": [ops_target()], "actions": [{"name": "rotate_keys", "args": {}}]});
+    assert_eq!(api.push(&body).await.0, StatusCode::CREATED);
+    api.tg_message(OPS, "rotate_keys").await;
+    assert_eq!(sends_to(&api, OPS), 2, "one failed, one shown");
+    let state = api.get("flaky-1").await;
+    assert!(state.get("not_shown").is_none(), "{state}");
+    assert_eq!(telegram_shows_refused(&api).await, "0");
+    api.stop().await;
+}
+
 /// Approvers named by the request: a stranger's click is refused with an alert and
 /// changes nothing; the named approver's click decides.
 #[tokio::test]

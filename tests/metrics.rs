@@ -109,6 +109,7 @@ fn expected(sessions_connected: u32) -> BTreeMap<String, String> {
         let n = if kind == "rate_limited" { "2" } else { "0" };
         put(format!("hitl_bridge_platform_errors_total{{platform=\"telegram\",kind=\"{kind}\"}}"), n);
     }
+    put("hitl_bridge_shows_refused_total{platform=\"telegram\"}".into(), "0");
     for reason in REASONS {
         let n = if reason == "not_allowed" || reason == "stranger" { "1" } else { "0" };
         put(format!("hitl_bridge_refusals_total{{reason=\"{reason}\"}}"), n);
@@ -197,6 +198,7 @@ async fn metric_families_after_a_known_sequence() {
             "# TYPE hitl_bridge_outbox_depth gauge",
             "# TYPE hitl_bridge_backend_sessions_connected gauge",
             "# TYPE hitl_bridge_platform_errors counter",
+            "# TYPE hitl_bridge_shows_refused counter",
             "# TYPE hitl_bridge_refusals counter",
             "# TYPE hitl_bridge_policy_actions counter",
         ]

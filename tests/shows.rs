@@ -1,6 +1,7 @@
 //! Requests are never dropped on the way to a chat: a show the platform refused (429
 //! storms, 5xx, the network) is retried from the store until it succeeds, and a
-//! request never shown before a stop is shown after the next start.
+//! request never shown before a stop is shown after the next start. A chat the
+//! platform refuses for good (chat not found) is tried once and never again.
 //!
 //! The engine runs for real, on SQLite; the platform is a double whose sends fail on
 //! demand, and the backend update is handed to the engine as a connector would.
@@ -21,16 +22,22 @@ use hitl_bridge::store::{ChatKey, MessageRef, Store};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
-/// A chat platform whose first `failures` sends of a request fail.
+/// A chat platform whose first `failures` sends of a request fail, or that refuses
+/// the chat for good.
 struct Flaky {
     failures: AtomicUsize,
+    refuses: bool,
     attempts: AtomicUsize,
     shown: Mutex<Vec<String>>,
 }
 
 impl Flaky {
     fn failing(failures: usize) -> Arc<Self> {
-        Arc::new(Self { failures: AtomicUsize::new(failures), attempts: AtomicUsize::new(0), shown: Mutex::new(Vec::new()) })
+        Arc::new(Self { failures: AtomicUsize::new(failures), refuses: false, attempts: AtomicUsize::new(0), shown: Mutex::new(Vec::new()) })
+    }
+
+    fn refusing() -> Arc<Self> {
+        Arc::new(Self { failures: AtomicUsize::new(0), refuses: true, attempts: AtomicUsize::new(0), shown: Mutex::new(Vec::new()) })
     }
 
     fn shown(&self) -> Vec<String> {
@@ -54,6 +61,9 @@ impl Platform for Flaky {
     fn show_interaction<'a>(&'a self, _: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
         Box::pin(async move {
             self.attempts.fetch_add(1, Ordering::SeqCst);
+            if self.refuses {
+                return Err(PlatformError::Refused { platform: "telegram", message: "Bad Request: chat not found".into() });
+            }
             let failed = self.failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
             if failed {
                 return Err(PlatformError::Send { platform: "telegram", message: "502 Bad Gateway".into() });
@@ -187,5 +197,40 @@ async fn a_request_never_shown_is_shown_after_a_restart() {
     wait_until("the request to be shown after the restart", || !up.shown().is_empty()).await;
     assert!(started.elapsed() < Duration::from_secs(3), "shown {:?} after the start", started.elapsed());
     assert_eq!(up.shown(), ["trade_1"]);
+    engine.stop().await;
+}
+
+/// A chat refused for good: one attempt, the show leaves the retry queue and is
+/// recorded with the platform's reason at once, and neither the backoff nor a restart
+/// brings it back.
+#[tokio::test]
+async fn a_chat_refused_for_good_is_tried_once_even_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = settings(&dir);
+    let refusing = Flaky::refusing();
+    let engine = start(&settings, refusing.clone()).await;
+    engine.request("trade_1").await;
+    let store = Store::connect(&settings.store.url).await.unwrap();
+    let mut refused = Vec::new();
+    for _ in 0..100 {
+        let Some(interaction) = store.interaction_by_key(SESSION, "trade_1").await.unwrap() else { continue };
+        refused = store.refused_shows(&interaction.id).await.unwrap();
+        if !refused.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(refused, [hitl_bridge::store::RefusedShow { chat: chat(), error: "Bad Request: chat not found".into() }]);
+    assert_eq!(store.pending_shows().await.unwrap(), [], "nothing left to retry");
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    assert_eq!(refusing.attempts.load(Ordering::SeqCst), 1, "not retried on a backoff");
+    engine.stop().await;
+
+    let up = Flaky::failing(0);
+    let engine = start(&settings, up.clone()).await;
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert_eq!(up.attempts.load(Ordering::SeqCst), 0, "a restart does not try it again");
+    let interaction = store.interaction_by_key(SESSION, "trade_1").await.unwrap().unwrap();
+    assert!(interaction.status.is_pending(), "a chat's own request is not cancelled: its session goes on");
     engine.stop().await;
 }

@@ -297,7 +297,7 @@ fn ending(state: &Value, pick: impl Fn(&Value) -> Value) -> Ending {
             let mut result = pick(&state["reply"]);
             result["approval_key"] = key.clone();
             result["status"] = json!("resolved");
-            for field in ["decided_by", "decided_at", "settled_by", "votes", "policy"] {
+            for field in ["decided_by", "decided_at", "settled_by", "votes", "policy", "not_shown"] {
                 if let Some(value) = state.get(field) {
                     result[field] = value.clone();
                 }
@@ -308,9 +308,25 @@ fn ending(state: &Value, pick: impl Fn(&Value) -> Value) -> Ending {
             let deadline = state["expires_at"].as_str().unwrap_or("its deadline");
             Ending::Unanswered(format!("nobody answered request {key} before its deadline ({deadline}); it expired"))
         }
-        Some("cancelled") => Ending::Unanswered(format!("request {key} was cancelled before anyone answered")),
+        Some("cancelled") => Ending::Unanswered(format!("request {key} was cancelled before anyone answered{}", not_shown(state))),
         other => Ending::Unanswered(format!("request {key} ended in an unexpected state: {}", other.unwrap_or("none"))),
     }
+}
+
+/// `; it could not be shown in …` naming each target a platform refused for good, with
+/// the platform's reason; empty when there is none.
+fn not_shown(state: &Value) -> String {
+    let Some(refused) = state["not_shown"].as_array().filter(|r| !r.is_empty()) else { return String::new() };
+    let each: Vec<String> = refused
+        .iter()
+        .map(|r| {
+            let target = &r["target"];
+            let fields = target.as_object().into_iter().flatten().filter(|(k, _)| *k != "platform").filter_map(|(_, v)| v.as_str());
+            let target = std::iter::once(target["platform"].as_str().unwrap_or("?")).chain(fields).collect::<Vec<_>>().join(":");
+            format!("{target} ({})", r["error"].as_str().unwrap_or("refused"))
+        })
+        .collect();
+    format!("; it could not be shown in {}", each.join(", "))
 }
 
 /// Claude Code's answer for `approval_prompt` from a settled `state`: allow with the
@@ -414,6 +430,12 @@ mod tests {
         assert_eq!(
             approval_result(&expired),
             Ending::Unanswered("nobody answered request \"k\" before its deadline (2026-01-01T00:01:00Z); it expired".into())
+        );
+        let nowhere = json!({"approval_key": "k", "status": "cancelled", "expires_at": "2026-01-01T00:01:00Z",
+            "not_shown": [{"target": {"platform": "telegram", "chat_id": "-100999"}, "error": "Bad Request: chat not found"}]});
+        assert_eq!(
+            approval_result(&nowhere),
+            Ending::Unanswered("request \"k\" was cancelled before anyone answered; it could not be shown in telegram:-100999 (Bad Request: chat not found)".into())
         );
     }
 

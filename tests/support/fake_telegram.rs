@@ -83,6 +83,9 @@ struct Inner {
     /// The next this-many send/edit calls are answered with 429.
     throttle: usize,
     retry_after: u64,
+    /// The next this-many sendMessage calls are answered with this error.
+    failing: usize,
+    failure: (u16, String),
 }
 
 struct Shared {
@@ -248,6 +251,14 @@ impl FakeTelegram {
         let mut inner = self.inner();
         inner.throttle = n;
         inner.retry_after = retry_after;
+    }
+
+    /// Answers the next `n` sendMessage calls with `code` and `description` (a 5xx).
+    #[allow(dead_code)] // not every test binary fails sends
+    pub fn fail_next(&self, n: usize, code: u16, description: &str) {
+        let mut inner = self.inner();
+        inner.failing = n;
+        inner.failure = (code, description.to_owned());
     }
 
     /// The `offset` of each getUpdates call so far, in arrival order.
@@ -444,6 +455,10 @@ fn respond(inner: &mut Inner, method: &str, body: &Value) -> Value {
         inner.throttle -= 1;
         return json!({"ok": false, "error_code": 429, "description": format!("Too Many Requests: retry after {}", inner.retry_after),
             "parameters": {"retry_after": inner.retry_after}});
+    }
+    if method == "sendmessage" && inner.failing > 0 {
+        inner.failing -= 1;
+        return error(inner.failure.0, &inner.failure.1);
     }
     let bot_user = json!({"id": BOT_ID, "is_bot": true, "first_name": "HITL", "username": BOT_USERNAME});
     match method {
