@@ -44,28 +44,25 @@ fn is_server_error(description: &str) -> bool {
     ["Internal Server Error", "Bad Gateway", "Service Unavailable", "Gateway Timeout"].iter().any(|p| description.starts_with(p))
 }
 
-/// Whether Telegram refused for good: the chat, topic or person cannot be reached by
-/// this bot (it does not exist, the bot was removed or blocked, or may not post
-/// there), so the same message would be refused again. Telegram's 403s all say the
-/// bot may not write there. Rate limits, 5xx and the network are not: they pass.
-fn is_refused_for_good(e: &RequestError) -> bool {
+/// Whether Telegram's answer refuses for good: the chat, topic or person cannot be
+/// reached by this bot (it does not exist, the bot was removed or blocked, or may not
+/// post there), so the same message would be refused again. Telegram's 403s all say
+/// the bot may not write there. Rate limits, 5xx and the network are no API error
+/// here, and a message Telegram could not take is about the message: they pass.
+fn refuses_for_good(e: &ApiError) -> bool {
     match e {
-        RequestError::Api(
-            ApiError::ChatNotFound
-            | ApiError::UserNotFound
-            | ApiError::GroupDeactivated
-            | ApiError::BotBlocked
-            | ApiError::BotKicked
-            | ApiError::BotKickedFromSupergroup
-            | ApiError::BotKickedFromChannel
-            | ApiError::UserDeactivated
-            | ApiError::CantInitiateConversation
-            | ApiError::CantTalkWithBots
-            | ApiError::NotEnoughRightsToPostMessages,
-        ) => true,
-        RequestError::Api(ApiError::Unknown(description)) => {
-            description.starts_with("Forbidden:") || description.starts_with("Bad Request: message thread not found")
-        }
+        ApiError::ChatNotFound
+        | ApiError::UserNotFound
+        | ApiError::GroupDeactivated
+        | ApiError::BotBlocked
+        | ApiError::BotKicked
+        | ApiError::BotKickedFromSupergroup
+        | ApiError::BotKickedFromChannel
+        | ApiError::UserDeactivated
+        | ApiError::CantInitiateConversation
+        | ApiError::CantTalkWithBots
+        | ApiError::NotEnoughRightsToPostMessages => true,
+        ApiError::Unknown(description) => description.starts_with("Forbidden:") || description.starts_with("Bad Request: message thread not found"),
         _ => false,
     }
 }
@@ -157,14 +154,18 @@ pub fn fail(e: impl std::fmt::Display) -> PlatformError {
     PlatformError::Send { platform: super::PLATFORM, message: e.to_string() }
 }
 
-/// A chat Telegram can never reach from here (see [`is_refused_for_good`]).
+/// A chat Telegram can never reach from here (see [`refuses_for_good`]).
 fn refused(e: impl std::fmt::Display) -> PlatformError {
     PlatformError::Refused { platform: super::PLATFORM, message: e.to_string() }
 }
 
-/// A failed send: refused for good, or worth trying again.
+/// A failed send: refused for good (with Telegram's own description, as the pusher
+/// sees it), or worth trying again.
 fn send_failed(e: RequestError) -> PlatformError {
-    if is_refused_for_good(&e) { refused(e) } else { fail(e) }
+    match e {
+        RequestError::Api(api) if refuses_for_good(&api) => refused(api),
+        e => fail(e),
+    }
 }
 
 /// Where a chat key points: the chat, and the forum topic if any.
