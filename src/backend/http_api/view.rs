@@ -324,12 +324,12 @@ mod tests {
     #[test]
     fn targets_refused_for_good_are_listed_with_the_platforms_reason() {
         let (request, interaction) = pushed(json!({}));
-        let refused = vec![RefusedShow { chat: ChatKey::new("telegram", "-100777", Some("7".into())), error: "Bad Request: chat not found".into() }];
+        let refused = vec![RefusedShow { chat: ChatKey::new("telegram", "-100777", None), error: "Bad Request: chat not found".into() }];
         let listed = not_shown(&crate::interaction::test_networks::networks(), refused);
         assert_eq!(
             serde_json::to_value(state(&request, &interaction, listed)).unwrap(),
             json!({"approval_key": "mig-7", "status": "pending", "expires_at": "2026-09-21T14:18:20.000Z",
-                   "not_shown": [{"target": {"platform": "telegram", "chat_id": "-100777", "thread_id": "7"}, "error": "Bad Request: chat not found"}]})
+                   "not_shown": [{"target": {"platform": "telegram", "chat_id": "-100777"}, "error": "Bad Request: chat not found"}]})
         );
     }
 

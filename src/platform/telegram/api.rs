@@ -62,9 +62,14 @@ fn refuses_for_good(e: &ApiError) -> bool {
         | ApiError::CantInitiateConversation
         | ApiError::CantTalkWithBots
         | ApiError::NotEnoughRightsToPostMessages => true,
-        ApiError::Unknown(description) => description.starts_with("Forbidden:") || description.starts_with("Bad Request: message thread not found"),
+        ApiError::Unknown(description) => refuses_for_good_unknown(description),
         _ => false,
     }
+}
+
+/// [`refuses_for_good`] for a description teloxide has no variant for.
+fn refuses_for_good_unknown(description: &str) -> bool {
+    description.starts_with("Forbidden:") || description.starts_with("Bad Request: message thread not found")
 }
 
 /// Gives up after this many 429s in a row for one call: Telegram asking to wait that
@@ -163,6 +168,7 @@ fn refused(e: impl std::fmt::Display) -> PlatformError {
 /// sees it), or worth trying again.
 fn send_failed(e: RequestError) -> PlatformError {
     match e {
+        RequestError::Api(ApiError::Unknown(description)) if refuses_for_good_unknown(&description) => refused(description),
         RequestError::Api(api) if refuses_for_good(&api) => refused(api),
         e => fail(e),
     }
@@ -277,6 +283,8 @@ mod tests {
         assert_eq!(kind(RequestError::Api(ApiError::BotBlocked)), Some(PlatformErrorKind::Client));
         assert_eq!(kind(RequestError::Api(ApiError::Unknown("Bad Request: chat not found".into()))), Some(PlatformErrorKind::Client));
         assert_eq!(kind(RequestError::Io(Arc::new(std::io::Error::other("reset")))), Some(PlatformErrorKind::Network));
+        // An edit that changes nothing is success to the bridge, not an error.
+        assert_eq!(kind(RequestError::Api(ApiError::MessageNotModified)), None);
     }
 
     #[test]
@@ -298,7 +306,5 @@ mod tests {
         // A target that is no Telegram chat id at all never will be.
         let typo = target(&ChatKey::new("telegram", "-100abc", None)).expect_err("not a number");
         assert_eq!(typo.refusal(), Some("not a Telegram chat id: -100abc"));
-        // An edit that changes nothing is success to the bridge, not an error.
-        assert_eq!(kind(RequestError::Api(ApiError::MessageNotModified)), None);
     }
 }
