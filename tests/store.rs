@@ -9,7 +9,7 @@ use hitl_bridge::interaction::policy::{RememberArgs, RememberScope, RememberedRu
 use hitl_bridge::interaction::{AccessPolicy, Actor, Applied, Draft, Interaction, Policy, RequestBuilder, Status, TimeoutDefaults, UserAction};
 use hitl_bridge::protocol::{ActionRequest, Command, Decision, DecisionType, Reply};
 use hitl_bridge::store::platform_state::MAX_VALUE_BYTES;
-use hitl_bridge::store::{AuditEntry, AuditFilter, ChatKey, MessageRef, Queued, Settled, Showing, Store, StoreError, Stored};
+use hitl_bridge::store::{AuditEntry, AuditFilter, ChatKey, MessageRef, Queued, RefusedShow, Settled, ShowClaim, Showing, Store, StoreError, Stored};
 use serde_json::{Value, json};
 
 mod support;
@@ -89,6 +89,7 @@ suite!(
     web_audit_reads_newest_first_with_filters,
     a_platforms_own_state_is_its_own_expires_and_is_bounded,
     a_platform_cursor_moves_once_from_each_version,
+    a_refused_show_leaves_the_queue_for_good_and_keeps_its_reason,
 );
 
 // ---------------------------------------------------------------------------------
@@ -1465,4 +1466,30 @@ async fn a_platform_cursor_moves_once_from_each_version(db: &mut TestStore) {
     assert_eq!(a.get("since", i64::MAX).await.unwrap().unwrap().value, "new", "a cursor does not expire");
     assert!(db.store.platform_state("slack").advance("next_batch", None, "s0", T0).await.unwrap(), "Slack's own");
     replica.close().await;
+}
+
+async fn a_refused_show_leaves_the_queue_for_good_and_keeps_its_reason(db: &mut TestStore) {
+    let store = &db.store;
+    let (typo, ops) = (ChatKey::new("telegram", "-100999", None), ChatKey::new("telegram", "-100777", Some("7".into())));
+    let i = approval("S", "S_1", T0);
+    let claim = ShowClaim { owner: "r1".into(), until_ms: T0 + 30_000 };
+    assert!(store.insert_interaction_to_show(&i, &[typo.clone(), ops.clone()], &claim, T0).await.expect("insert"));
+    assert!(!store.shown_nowhere(&i.id).await.expect("count"));
+
+    store.show_refused(&i.id, &typo, T0 + 10, "Bad Request: chat not found").await.expect("refused");
+    store.show_refused(&i.id, &typo, T0 + 20, "said twice").await.expect("a second report changes nothing");
+    let left: Vec<ChatKey> = store.pending_shows().await.expect("list").into_iter().map(|p| p.chat).collect();
+    assert_eq!(left, [ops.clone()], "only the refused chat leaves the queue");
+    assert_eq!(store.refused_shows(&i.id).await.expect("list"), [RefusedShow { chat: typo.clone(), error: "Bad Request: chat not found".into() }]);
+    assert!(!store.shown_nowhere(&i.id).await.expect("count"), "still queued in the other chat");
+    // Nothing brings it back to the retry queue, however late.
+    assert!(store.claim_due_shows(&ShowClaim { owner: "r2".into(), until_ms: i64::MAX }, i64::MAX - 1).await.expect("claim").iter().all(|p| p.chat == ops));
+
+    store.show_refused(&i.id, &ops, T0 + 30, "Forbidden: bot was kicked from the supergroup chat").await.expect("refused");
+    assert!(store.shown_nowhere(&i.id).await.expect("count"));
+    assert_eq!(store.refused_shows(&i.id).await.expect("list").iter().map(|r| &r.chat).collect::<Vec<_>>(), [&typo, &ops], "in the order refused");
+    assert!(store.refused_shows("unknown").await.expect("list").is_empty());
+    // A show refused for an interaction the store no longer has records nothing.
+    store.show_refused("gone", &typo, T0, "Bad Request: chat not found").await.expect("nothing to record");
+    assert!(store.refused_shows("gone").await.expect("list").is_empty());
 }

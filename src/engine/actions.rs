@@ -88,7 +88,10 @@ impl Shard {
     /// `not_shown`) rather than waiting silently for its deadline.
     pub(super) async fn end_if_shown_nowhere(&mut self, interaction_id: &str) -> Result<(), EngineError> {
         let Some(interaction) = self.store.interaction(interaction_id).await?.filter(|i| i.status.is_pending()) else { return Ok(()) };
-        if !matches!(interaction.origin, Origin::Pushed { .. }) || interaction.shows_in_another_chat_later() || !self.store.shown_nowhere(interaction_id).await? {
+        if !matches!(interaction.origin, Origin::Pushed { .. })
+            || interaction.shows_in_another_chat_later()
+            || !self.store.shown_nowhere(interaction_id).await?
+        {
             return Ok(());
         }
         tracing::warn!(target: LOG_TARGET, approval_key = %interaction.approval_key(), "every target refused the request for good; cancelling it");

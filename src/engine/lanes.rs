@@ -117,7 +117,13 @@ pub struct Lanes {
 
 impl Lanes {
     pub fn new(store: Store, platforms: Vec<Arc<dyn Platform>>) -> Self {
-        Self { store, metrics: Metrics::default(), refusals: None, platforms: platforms.into_iter().map(|p| (p.name(), p)).collect(), lanes: Mutex::new(HashMap::new()) }
+        Self {
+            store,
+            metrics: Metrics::default(),
+            refusals: None,
+            platforms: platforms.into_iter().map(|p| (p.name(), p)).collect(),
+            lanes: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Counts into `metrics` (the bridge's registry); lanes started before keep the old.
@@ -198,7 +204,13 @@ impl Lanes {
         let shows = Arc::new(AtomicUsize::new(usize::from(is_show)));
         // Cannot fail: the receiver is alive right here.
         let _ = jobs.send(job);
-        let task = tokio::spawn(run(Sinks { store: self.store.clone(), metrics: self.metrics.clone(), refusals: self.refusals.clone() }, platform, chat.clone(), rx, shows.clone()));
+        let task = tokio::spawn(run(
+            Sinks { store: self.store.clone(), metrics: self.metrics.clone(), refusals: self.refusals.clone() },
+            platform,
+            chat.clone(),
+            rx,
+            shows.clone(),
+        ));
         lanes.insert(chat.clone(), Lane { jobs, shows, progress: HashMap::new(), task });
         true
     }

@@ -398,7 +398,9 @@ impl Interaction {
     /// Whether an escalation step still to come shows it in one more chat (`show_in`).
     pub fn shows_in_another_chat_later(&self) -> bool {
         match (&self.policy, self.status.is_pending()) {
-            (Some(p), true) => p.escalation.iter().skip(self.escalations_done).any(|step| matches!(step.action, super::policy::escalation::StepAction::ShowIn { .. })),
+            (Some(p), true) => {
+                p.escalation.iter().skip(self.escalations_done).any(|step| matches!(step.action, super::policy::escalation::StepAction::ShowIn { .. }))
+            }
             _ => false,
         }
     }

@@ -435,7 +435,9 @@ mod tests {
             "not_shown": [{"target": {"platform": "telegram", "chat_id": "-100999"}, "error": "Bad Request: chat not found"}]});
         assert_eq!(
             approval_result(&nowhere),
-            Ending::Unanswered("request \"k\" was cancelled before anyone answered; it could not be shown in telegram:-100999 (Bad Request: chat not found)".into())
+            Ending::Unanswered(
+                "request \"k\" was cancelled before anyone answered; it could not be shown in telegram:-100999 (Bad Request: chat not found)".into()
+            )
         );
     }
 

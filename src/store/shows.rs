@@ -154,13 +154,12 @@ impl Store {
 
     /// Where `interaction_id` could not be shown, in the order the chats were refused.
     pub async fn refused_shows(&self, interaction_id: &str) -> Result<Vec<RefusedShow>> {
-        let rows = sqlx::query(
-            "SELECT platform, chat_id, thread_id, error FROM refused_shows WHERE interaction_id = $1 ORDER BY at_ms, platform, chat_id, thread_id",
-        )
-        .bind(interaction_id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(StoreError::query("list refused shows"))?;
+        let rows =
+            sqlx::query("SELECT platform, chat_id, thread_id, error FROM refused_shows WHERE interaction_id = $1 ORDER BY at_ms, platform, chat_id, thread_id")
+                .bind(interaction_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("list refused shows"))?;
         rows.iter().map(|row| Ok(RefusedShow { chat: ChatKey::from_row(row)?, error: column(row, "error")? })).collect()
     }
 

@@ -16,8 +16,8 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::interaction::chat::Networks;
 use crate::interaction::access::Actor;
+use crate::interaction::chat::Networks;
 use crate::interaction::policy::PolicySettlement;
 use crate::interaction::{Decider, Draft, Interaction, RequestKind, Status, selected_labels};
 use crate::protocol::Reply;
@@ -83,10 +83,7 @@ pub struct NotShown {
 pub fn not_shown(networks: &Networks, refused: Vec<RefusedShow>) -> Vec<NotShown> {
     refused
         .into_iter()
-        .map(|r| NotShown {
-            target: networks.target_of(&r.chat).unwrap_or_else(|| crate::interaction::chat::chat_target(&r.chat, "chat_id")),
-            error: r.error,
-        })
+        .map(|r| NotShown { target: networks.target_of(&r.chat).unwrap_or_else(|| crate::interaction::chat::chat_target(&r.chat, "chat_id")), error: r.error })
         .collect()
 }
 
