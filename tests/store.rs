@@ -1470,7 +1470,7 @@ async fn a_platform_cursor_moves_once_from_each_version(db: &mut TestStore) {
 
 async fn a_refused_show_leaves_the_queue_for_good_and_keeps_its_reason(db: &mut TestStore) {
     let store = &db.store;
-    let (typo, ops) = (ChatKey::new("telegram", "-100999", None), ChatKey::new("telegram", "-100777", Some("7".into())));
+    let (typo, ops) = (ChatKey::new("telegram", "-100999", None), ChatKey::new("telegram", "-100777", Some("7")));
     let i = approval("S", "S_1", T0);
     let claim = ShowClaim { owner: "r1".into(), until_ms: T0 + 30_000 };
     assert!(store.insert_interaction_to_show(&i, &[typo.clone(), ops.clone()], &claim, T0).await.expect("insert"));
@@ -1479,7 +1479,7 @@ async fn a_refused_show_leaves_the_queue_for_good_and_keeps_its_reason(db: &mut 
     store.show_refused(&i.id, &typo, T0 + 10, "Bad Request: chat not found").await.expect("refused");
     store.show_refused(&i.id, &typo, T0 + 20, "said twice").await.expect("a second report changes nothing");
     let left: Vec<ChatKey> = store.pending_shows().await.expect("list").into_iter().map(|p| p.chat).collect();
-    assert_eq!(left, [ops.clone()], "only the refused chat leaves the queue");
+    assert_eq!(left, std::slice::from_ref(&ops), "only the refused chat leaves the queue");
     assert_eq!(store.refused_shows(&i.id).await.expect("list"), [RefusedShow { chat: typo.clone(), error: "Bad Request: chat not found".into() }]);
     assert!(!store.shown_nowhere(&i.id).await.expect("count"), "still queued in the other chat");
     // Nothing brings it back to the retry queue, however late.
