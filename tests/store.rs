@@ -1489,6 +1489,10 @@ async fn a_refused_show_leaves_the_queue_for_good_and_keeps_its_reason(db: &mut 
     assert!(store.shown_nowhere(&i.id).await.expect("count"));
     assert_eq!(store.refused_shows(&i.id).await.expect("list").iter().map(|r| &r.chat).collect::<Vec<_>>(), [&typo, &ops], "in the order refused");
     assert!(store.refused_shows("unknown").await.expect("list").is_empty());
+    // Read for a whole page at once, the same as one by one; ids with none are left out.
+    let page = store.refused_shows_of(&[i.id.as_str(), "unknown"]).await.expect("list a page");
+    assert_eq!(page.len(), 1);
+    assert_eq!(page[&i.id], store.refused_shows(&i.id).await.expect("list"));
     // A show refused for an interaction the store no longer has records nothing.
     store.show_refused("gone", &typo, T0, "Bad Request: chat not found").await.expect("nothing to record");
     assert!(store.refused_shows("gone").await.expect("list").is_empty());

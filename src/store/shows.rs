@@ -6,7 +6,9 @@
 //!
 //! A chat the platform refuses for good (chat not found, the bot not in the channel or
 //! blocked) is not tried again: its row moves to `refused_shows` with the platform's
-//! reason, in one transaction, which the request's state shows as `undelivered`.
+//! reason, in one transaction, which the request's state shows as `not_shown`.
+
+use std::collections::HashMap;
 
 use futures_util::future::BoxFuture;
 use sqlx::AnyConnection;
@@ -16,6 +18,7 @@ use super::claims::{RenewClaims, Which};
 use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
+use super::placeholders::{Marks, list_statement, padded, padded_len};
 use super::row::column;
 use super::{ChatKey, MessageRef, Store};
 
@@ -41,6 +44,9 @@ pub struct PendingShow {
     pub chat: ChatKey,
     pub attempts: i64,
 }
+
+/// Request ids per statement of [`Store::refused_shows_of`].
+const REFUSALS_PER_STATEMENT: usize = 512;
 
 /// A chat where a request could not be shown, the platform having refused it for good.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,6 +167,33 @@ impl Store {
                 .await
                 .map_err(StoreError::query("list refused shows"))?;
         rows.iter().map(|row| Ok(RefusedShow { chat: ChatKey::from_row(row)?, error: column(row, "error")? })).collect()
+    }
+
+    /// Where each of `interaction_ids` could not be shown ([`Store::refused_shows`]), in
+    /// one statement per [`REFUSALS_PER_STATEMENT`] ids rather than one per id (a page
+    /// of the HTTP API's list holds up to 1000 requests); ids with none are left out.
+    pub async fn refused_shows_of(&self, interaction_ids: &[&str]) -> Result<HashMap<String, Vec<RefusedShow>>> {
+        let mut refused: HashMap<String, Vec<RefusedShow>> = HashMap::new();
+        if interaction_ids.is_empty() {
+            return Ok(refused);
+        }
+        let mut conn = self.pool.acquire().await.map_err(StoreError::query("list refused shows"))?;
+        let marks = Marks::of(&conn);
+        for chunk in interaction_ids.chunks(REFUSALS_PER_STATEMENT) {
+            let sql = format!(
+                "SELECT interaction_id, platform, chat_id, thread_id, error FROM refused_shows WHERE interaction_id IN ({})
+                 ORDER BY interaction_id, at_ms, platform, chat_id, thread_id",
+                marks.list(1, padded_len(chunk.len()))
+            );
+            // Safe: the text is only value marks; every value is bound.
+            let select = padded(chunk).fold(list_statement(sql), |query, id| query.bind(*id));
+            let rows = select.fetch_all(&mut *conn).await.map_err(StoreError::query("list refused shows"))?;
+            for row in &rows {
+                let show = RefusedShow { chat: ChatKey::from_row(row)?, error: column(row, "error")? };
+                refused.entry(column(row, "interaction_id")?).or_default().push(show);
+            }
+        }
+        Ok(refused)
     }
 
     /// Whether `interaction_id` is neither shown in any chat nor queued to be.

@@ -216,10 +216,15 @@ pub async fn list(
         .then(|| rows.last())
         .flatten()
         .map(|(request, _)| page::cursor(&PageMark { created_at_ms: request.created_at_ms, approval_key: request.approval_key.clone() }));
-    let mut requests = Vec::with_capacity(rows.len());
-    for (request, interaction) in &rows {
-        requests.push(api.view(request, interaction).await?);
-    }
+    let ids: Vec<&str> = rows.iter().map(|(request, _)| request.interaction_id.as_str()).collect();
+    let mut refused = api.store.refused_shows_of(&ids).await?;
+    let requests = rows
+        .iter()
+        .map(|(request, interaction)| {
+            let not_shown = view::not_shown(&api.platforms.known, refused.remove(&request.interaction_id).unwrap_or_default());
+            view::state(request, interaction, not_shown)
+        })
+        .collect();
     Ok(Json(RequestList { requests, next_cursor }))
 }
 
