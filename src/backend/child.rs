@@ -23,6 +23,8 @@ use tokio::process::Command;
 #[cfg(target_os = "linux")]
 mod registry;
 
+pub mod stdio;
+
 /// Makes the child started by `command` receive SIGINT when the bridge dies.
 ///
 /// Linux delivers it when the thread that spawned the child exits; children are

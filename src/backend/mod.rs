@@ -23,6 +23,7 @@
 //!   ones), [`tool_groups`] (tool calls as one status line per group) and [`child`]
 //!   (the agent processes some start).
 
+pub mod acp;
 pub mod agno;
 pub mod assembler;
 pub mod child;

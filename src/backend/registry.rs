@@ -5,11 +5,17 @@
 //! nothing else imports it, and no backend does (`tests/layers.rs`).
 
 use super::descriptor::{BackendDescriptor, BackendSections};
-use super::{agno, claude_code, kimi, langgraph, stream};
+use super::{acp, agno, claude_code, kimi, langgraph, stream};
 
 /// Every backend, in the order messages list them; the first is the default kind.
-pub static DESCRIPTORS: &[&dyn BackendDescriptor] =
-    &[&stream::descriptor::Stream, &claude_code::descriptor::ClaudeCode, &agno::descriptor::Agno, &kimi::descriptor::Kimi, &langgraph::descriptor::LangGraph];
+pub static DESCRIPTORS: &[&dyn BackendDescriptor] = &[
+    &stream::descriptor::Stream,
+    &claude_code::descriptor::ClaudeCode,
+    &agno::descriptor::Agno,
+    &kimi::descriptor::Kimi,
+    &langgraph::descriptor::LangGraph,
+    &acp::descriptor::Acp,
+];
 
 /// The backend named `name` (`backend.kind`).
 pub fn descriptor(name: &str) -> Option<&'static dyn BackendDescriptor> {
@@ -67,7 +73,7 @@ mod tests {
 
     #[test]
     fn the_backends_are_listed_as_messages_name_them() {
-        assert_eq!(listed(), "stream, claude_code, agno, kimi or langgraph");
+        assert_eq!(listed(), "stream, claude_code, agno, kimi, langgraph or acp");
         assert_eq!(names()[0], "stream", "the default kind comes first");
         assert!(descriptor("kimi").is_some_and(|d| d.starts_agents()) && descriptor("ftp").is_none());
     }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs the real agent backends the connector tests run (tests/backends/<name>/),
-# each into its own virtualenv under target/backends/<name>/venv, from PyPI at the
-# versions pinned in tests/backends/<name>/requirements.txt.
+# Installs the real agent backends the connector tests run (tests/backends/<name>/):
+# a Python one into its own virtualenv under target/backends/<name>/venv, from PyPI at
+# the versions pinned in tests/backends/<name>/requirements.txt; an npm one (a
+# package.json and its package-lock.json) into target/backends/<name>/node_modules
+# with `npm ci`, at the versions its lock file pins (Node 20 and npm needed).
 #
 #   tests/backends/install.sh              # every backend
 #   tests/backends/install.sh kimi agno    # some of them
@@ -36,14 +38,35 @@ find_python() {
 
 names=("$@")
 if [[ ${#names[@]} -eq 0 ]]; then
-  for dir in "$here"/*/; do [[ -f "$dir/requirements.txt" ]] && names+=("$(basename "$dir")"); done
+  for dir in "$here"/*/; do [[ -f "$dir/requirements.txt" || -f "$dir/package.json" ]] && names+=("$(basename "$dir")"); done
 fi
 
 failed=0
 for name in "${names[@]}"; do
   spec="$here/$name"
+  if [[ -f "$spec/package.json" ]]; then
+    dest="$root/$name"
+    stamp="$dest/installed.sha256"
+    digest="$(cat "$spec/package.json" "$spec/package-lock.json" | sha256sum | cut -d' ' -f1)"
+    if [[ -d "$dest/node_modules" && "$(cat "$stamp" 2>/dev/null)" == "$digest" ]]; then
+      echo "install.sh: $name is installed ($dest/node_modules)"
+      continue
+    fi
+    if ! command -v npm >/dev/null; then
+      echo "install.sh: $name needs Node.js 20 and npm, and npm was not found; its tests will skip" >&2
+      [[ "${CI:-}" == "true" ]] && failed=1
+      continue
+    fi
+    echo "install.sh: installing $name with npm $(npm --version) into $dest"
+    rm -rf "$dest"
+    mkdir -p "$dest"
+    cp "$spec/package.json" "$spec/package-lock.json" "$dest/"
+    (cd "$dest" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$digest" > "$stamp"
+    continue
+  fi
   if [[ ! -f "$spec/requirements.txt" ]]; then
-    echo "install.sh: unknown backend $name (no $spec/requirements.txt)" >&2
+    echo "install.sh: unknown backend $name (no $spec/requirements.txt or package.json)" >&2
     failed=1
     continue
   fi

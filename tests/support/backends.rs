@@ -1,5 +1,6 @@
 //! Where the real agent backends live for the connector tests: one virtualenv per
-//! backend under `target/backends/<name>/venv`, made by `tests/backends/install.sh`.
+//! Python backend under `target/backends/<name>/venv`, and one `node_modules` per npm
+//! one under `target/backends/<name>`, made by `tests/backends/install.sh`.
 //!
 //! A test that needs a backend is `#[ignore]`d with the reason (a plain `cargo test`
 //! reports it ignored, never passed) and asks [`installed`]; run with
@@ -21,10 +22,23 @@ pub fn spec_dir(name: &str) -> PathBuf {
 /// `Some`: a missing install fails the test that asked (the `Option` lets helpers
 /// that build on it use `?`).
 pub fn installed(name: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("HITL_BRIDGE_BACKENDS_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target/backends"));
-    let venv = root.join(name).join("venv");
+    let venv = root().join(name).join("venv");
     if venv.join("bin/python").exists() {
         return Some(venv);
     }
     panic!("the {name} backend is not installed in {}; run tests/backends/install.sh {name}", venv.display());
+}
+
+/// The `node_modules/.bin` of npm backend `name`, where its commands are. Like
+/// [`installed`], a missing install fails the test that asked.
+pub fn installed_npm(name: &str) -> Option<PathBuf> {
+    let bin = root().join(name).join("node_modules/.bin");
+    if bin.is_dir() {
+        return Some(bin);
+    }
+    panic!("the {name} backend is not installed in {}; run tests/backends/install.sh {name}", bin.display());
+}
+
+fn root() -> PathBuf {
+    std::env::var_os("HITL_BRIDGE_BACKENDS_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target/backends"))
 }

@@ -35,13 +35,13 @@ use tokio::time::Instant;
 
 pub use settings::KimiSettings;
 
-use self::process::KimiProcess;
 use self::requests::OpenRequests;
 use self::translate::Translator;
 use self::wire::{Incoming, OurId};
 use super::SessionUpdate;
 use super::child::Agents;
 use super::session::{Link, LinkError, Outgoing, Received, Sent, Transport};
+use crate::backend::child::stdio::StdioAgent;
 use crate::interaction::TimeoutDefaults;
 use crate::protocol::{Answers, Command, Reply};
 
@@ -78,7 +78,7 @@ impl Transport for KimiTransport {
     }
 
     async fn connect(&self, session_id: &str) -> Result<KimiLink, LinkError> {
-        let mut process = KimiProcess::spawn(&self.settings, session_id, &self.agents)
+        let mut process = process::spawn(&self.settings, session_id, &self.agents)
             .map_err(|e| LinkError::Transport(format!("cannot start kimi (`{}`): {e}", self.settings.command)))?;
         process.write(wire::initialize());
         let limit = Duration::from_secs(self.settings.start_timeout_secs.max(1));
@@ -99,7 +99,7 @@ impl Transport for KimiTransport {
 }
 
 /// Waits for the answer to `initialize`, skipping anything else.
-async fn initialized(process: &mut KimiProcess) -> Result<(), String> {
+async fn initialized(process: &mut StdioAgent) -> Result<(), String> {
     loop {
         match process.next_line().await {
             Ok(Some(line)) => match wire::parse_line(&line) {
@@ -120,7 +120,7 @@ async fn initialized(process: &mut KimiProcess) -> Result<(), String> {
 
 /// One running kimi process.
 pub struct KimiLink {
-    process: KimiProcess,
+    process: StdioAgent,
     /// Commands written so far; a ping carries the count.
     written: u64,
     /// Numbers the bridge's own requests.
@@ -140,7 +140,7 @@ pub struct KimiLink {
 }
 
 impl KimiLink {
-    fn new(process: KimiProcess) -> Self {
+    fn new(process: StdioAgent) -> Self {
         Self {
             process,
             written: 0,
