@@ -113,6 +113,61 @@ pub fn selected_labels(question: &Question, draft: &AnswerDraft) -> Vec<String> 
     parts.into_iter().map(str::to_owned).collect()
 }
 
+/// An answer string back to the labels it chose, for backends that want a list (Agno's
+/// `selected_options`, an ACP form's multi-select). The answer is the
+/// chosen labels in option order joined with ", ", then any typed text (PROTOCOL.md
+/// §2); labels may themselves contain ", ", so the split is a search for the labels
+/// (exact, case-sensitive) that spell the answer, preferring the reading that leaves
+/// the least typed text. Typed text goes last, verbatim, as one more entry;
+/// `[No preference]` (skipped) is the empty list.
+pub fn decode_labels(labels: &[String], answer: &str) -> Vec<String> {
+    if answer == NO_PREFERENCE && !labels.iter().any(|l| l == NO_PREFERENCE) {
+        return Vec::new();
+    }
+    let mut best: Option<(usize, Vec<usize>)> = None;
+    let mut path = Vec::new();
+    search(labels, answer, 0, 0, &mut path, &mut best);
+    let (rest_at, chosen) = best.unwrap_or((0, Vec::new()));
+    let mut selected: Vec<String> = chosen.iter().map(|&i| labels[i].clone()).collect();
+    let typed = &answer[rest_at..];
+    if !typed.is_empty() {
+        selected.push(typed.to_owned());
+    }
+    selected
+}
+
+/// Depth-first over "label i, then a later label" readings of `answer[at..]`;
+/// `best` keeps the reading whose typed remainder starts latest.
+fn search(labels: &[String], answer: &str, at: usize, from: usize, path: &mut Vec<usize>, best: &mut Option<(usize, Vec<usize>)>) {
+    // Stopping here leaves answer[at..] as typed text.
+    let remainder = answer.len() - at;
+    if best.as_ref().is_none_or(|(best_at, _)| remainder < answer.len() - best_at) {
+        *best = Some((at, path.clone()));
+    }
+    if remainder == 0 {
+        return;
+    }
+    for (i, label) in labels.iter().enumerate().skip(from) {
+        if label.is_empty() || !answer[at..].starts_with(label.as_str()) {
+            continue;
+        }
+        let end = at + label.len();
+        let next = if end == answer.len() {
+            end
+        } else if answer[end..].starts_with(", ") {
+            end + 2
+        } else {
+            continue;
+        };
+        path.push(i);
+        search(labels, answer, next, i + 1, path, best);
+        path.pop();
+        if best.as_ref().is_some_and(|(best_at, _)| *best_at == answer.len()) {
+            return;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +187,18 @@ mod tests {
         let mut d = AnswerDraft::default();
         steps(&mut d, q);
         encode(q, &d)
+    }
+
+    #[test]
+    fn labels_are_matched_exactly_and_typed_text_goes_last() {
+        let labels: Vec<String> = ["A", "A, B", "C", "Museums, galleries"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(decode_labels(&labels, "A, B, C"), vec!["A, B", "C"], "the reading that leaves no typed text wins");
+        assert_eq!(decode_labels(&labels, "Museums, galleries"), vec!["Museums, galleries"]);
+        assert_eq!(decode_labels(&labels, "A, my own idea"), vec!["A", "my own idea"]);
+        assert_eq!(decode_labels(&labels, "something else"), vec!["something else"]);
+        assert_eq!(decode_labels(&labels, "a"), vec!["a"], "case matters: typed text, not label A");
+        assert_eq!(decode_labels(&labels, NO_PREFERENCE), Vec::<String>::new());
+        assert_eq!(decode_labels(&labels, ""), Vec::<String>::new());
     }
 
     #[test]

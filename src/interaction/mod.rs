@@ -28,7 +28,7 @@ pub mod user_action;
 pub use access::{AccessPolicy, Actor, Approvers, Origin};
 pub use access_facts::AccessFacts;
 pub use admission::{Allowlist, Verdict};
-pub use answers::{AnswerDraft, NO_PREFERENCE, selected_labels};
+pub use answers::{AnswerDraft, NO_PREFERENCE, decode_labels, selected_labels};
 pub use decisions::DecisionDraft;
 pub use policy::{Policy, PolicyRule, PolicySpec, RememberScope, RememberedRule};
 pub use question::{FreeText, Question, QuestionError, QuestionOption};

@@ -13,9 +13,10 @@
 //!   permission request `cancelled`, as ACP requires, then sends `session/cancel`.
 //! - `session/request_permission` becomes an approval ([`translate`]); the reply is
 //!   the exact `optionId` chosen ([`permissions`]); a comment on the card follows as
-//!   the person's next message. The agent waits without limit, so
-//!   at the request's deadline the bridge answers `cancelled` itself and the request
-//!   ends as timed out.
+//!   the person's next message. A form `elicitation/create` becomes a question card
+//!   answered with the form's content ([`elicitation`]). The agent waits without
+//!   limit, so at a request's deadline the bridge answers it itself (`cancelled`,
+//!   a form `cancel`) and the request ends as timed out.
 //! - Proof of reading: a `ping` (a method no agent has) follows every command; the
 //!   agent reads its stdin in order and answers it at once with "method not found".
 //! - The process exiting ends the link: the open requests end as timed out, and the
@@ -23,7 +24,9 @@
 //!   process (idle close, lost lease, shutdown); it also dies with the bridge.
 
 pub mod descriptor;
+pub mod elicitation;
 pub mod fs;
+pub mod open;
 pub mod permissions;
 pub mod settings;
 pub mod translate;
@@ -38,8 +41,8 @@ use tokio::time::Instant;
 
 pub use settings::AcpSettings;
 
-use self::permissions::OpenPermissions;
-use self::translate::Translator;
+use self::open::OpenRequests;
+use self::translate::{Shown, Translator};
 use self::wire::{Incoming, OurId};
 use super::SessionUpdate;
 use super::child::Agents;
@@ -199,7 +202,7 @@ pub struct AcpLink {
     /// Messages sent while a turn ran, with their command number: prompted in order
     /// when it ends. Proofs stop short of the first of them.
     held: VecDeque<(u64, String)>,
-    open: OpenPermissions,
+    open: OpenRequests,
     /// When each open permission request is answered `cancelled` if nobody decided.
     deadlines: Vec<(Instant, String)>,
     /// Updates made while writing, handed out by `recv`.
@@ -227,7 +230,7 @@ impl AcpLink {
             prompts: 0,
             turn: None,
             held: VecDeque::new(),
-            open: OpenPermissions::default(),
+            open: OpenRequests::default(),
             deadlines: Vec::new(),
             queued: VecDeque::new(),
             closed: false,
@@ -255,9 +258,9 @@ impl AcpLink {
         self.deadlines = later;
         let mut out = Vec::new();
         for (_, approval_key) in due {
-            if let Some(id) = self.open.withdraw(&approval_key) {
-                tracing::info!(%approval_key, "nobody decided the agent's permission request in time; answering cancelled");
-                self.process.write(wire::result(&id, wire::permission_outcome(None)));
+            if let Some(answer) = self.open.withdraw(&approval_key) {
+                tracing::info!(%approval_key, "nobody answered the agent's request in time; telling it so");
+                self.process.write(wire::result(&answer.id, answer.result));
                 out.push(SessionUpdate::TimedOut { approval_key });
             }
         }
@@ -309,32 +312,37 @@ impl AcpLink {
         }
     }
 
+    /// A request made into a card: kept open until answered or its deadline. One that
+    /// cannot be shown is answered `refusal` at once (so the agent's turn goes on) and
+    /// shown as an error.
+    fn show(&mut self, id: Value, shown: Result<Shown, String>, refusal: Value, what: &str) -> Received {
+        match shown {
+            Ok(shown) => {
+                self.open.insert(&shown.approval_key, id, shown.asked);
+                self.deadlines.push((Instant::now() + Duration::from_secs(shown.timeout_secs), shown.approval_key));
+                Received::updates(shown.updates)
+            }
+            Err(reason) => {
+                self.process.write(wire::result(&id, refusal));
+                Received::updates(vec![SessionUpdate::InvalidRequest {
+                    approval_key: format!("{}-{id}", what.replace(' ', "-")),
+                    reason: format!("the agent's {what}: {reason}"),
+                }])
+            }
+        }
+    }
+
     /// A request the agent waits on.
     fn request(&mut self, translator: &mut Translator, id: Value, method: &str, params: &Value) -> Received {
         match method {
-            "session/request_permission" => match translator.permission(params) {
-                Ok(asked) => {
-                    self.open.insert(&asked.approval_key, id, asked.options);
-                    let secs = asked
-                        .updates
-                        .iter()
-                        .find_map(|u| match u {
-                            SessionUpdate::Request(r) => Some(r.timeout_secs),
-                            _ => None,
-                        })
-                        .unwrap_or(300);
-                    self.deadlines.push((Instant::now() + Duration::from_secs(secs), asked.approval_key));
-                    Received::updates(asked.updates)
-                }
-                Err(reason) => {
-                    // Shown as an error; the agent is told `cancelled` so its turn goes on.
-                    self.process.write(wire::result(&id, wire::permission_outcome(None)));
-                    Received::updates(vec![SessionUpdate::InvalidRequest {
-                        approval_key: format!("permission-{id}"),
-                        reason: format!("the agent's permission request: {reason}"),
-                    }])
-                }
-            },
+            "session/request_permission" => {
+                let shown = translator.permission(params);
+                self.show(id, shown, wire::permission_outcome(None), "permission request")
+            }
+            "elicitation/create" => {
+                let shown = translator.elicitation(params, now_ms());
+                self.show(id, shown, elicitation::declined(), "form")
+            }
             "fs/read_text_file" | "fs/write_text_file" if self.fs_root.is_some() => {
                 // Answered from a task: the file's IO is not raced against the link's
                 // timers, so a request is never dropped half-served.
@@ -387,9 +395,14 @@ impl Link for AcpLink {
                 return Ok(Sent::Written);
             }
             Command::Approval { approval_key, reply, .. } => match self.open.reply(approval_key, reply) {
-                Some((id, option)) => {
+                Some(answer) => {
                     self.deadlines.retain(|(_, key)| key != approval_key);
-                    self.process.write(wire::result(&id, wire::permission_outcome(option.as_deref())));
+                    if let Some(why) = &answer.declined_because {
+                        // The card says answered; the chat learns what the agent got.
+                        tracing::info!(%approval_key, %why, "the agent's form is declined");
+                        self.queued.push_back(SessionUpdate::Text { text: format!("The form was declined: {why}."), is_final: false, block: None });
+                    }
+                    self.process.write(wire::result(&answer.id, answer.result));
                     // ACP's answer has no room for words: a comment on the card reaches
                     // the agent as the person's next message, after this turn.
                     if let Reply::Decisions { user_edit_content: Some(note), .. } = reply
@@ -408,9 +421,9 @@ impl Link for AcpLink {
             },
             Command::Cancel { .. } => {
                 if self.turn.is_some() {
-                    let (ids, ended) = self.open.withdraw_all();
-                    for id in ids {
-                        self.process.write(wire::result(&id, wire::permission_outcome(None)));
+                    let (answers, ended) = self.open.withdraw_all();
+                    for answer in answers {
+                        self.process.write(wire::result(&answer.id, answer.result));
                     }
                     self.deadlines.clear();
                     self.queued.extend(ended);

@@ -13,16 +13,9 @@
 //!
 //! A reject's reason and a comment have no place in ACP's answer, so neither is
 //! offered; the edit of arguments neither (the agent runs what it asked or nothing).
-//!
-//! Only the process that asked can take an answer (the JSON-RPC id lives in its
-//! memory), so each process has its own [`OpenPermissions`].
-
-use std::collections::HashMap;
 
 use serde::Deserialize;
-use serde_json::Value;
 
-use super::super::SessionUpdate;
 use crate::protocol::{Decision, DecisionType, Reply};
 
 /// One option the agent offers (`PermissionOption`).
@@ -65,55 +58,6 @@ pub fn chosen<'a>(options: &'a [PermissionOption], reply: &Reply) -> Option<&'a 
     }
 }
 
-/// A permission request one process waits on.
-#[derive(Debug, Clone)]
-struct Open {
-    /// The agent's JSON-RPC id, to answer with.
-    id: Value,
-    options: Vec<PermissionOption>,
-}
-
-/// The permission requests one agent process asked and still waits on, by approval key.
-#[derive(Debug, Default)]
-pub struct OpenPermissions(HashMap<String, Open>);
-
-impl OpenPermissions {
-    pub fn insert(&mut self, approval_key: &str, id: Value, options: Vec<PermissionOption>) {
-        self.0.insert(approval_key.to_owned(), Open { id, options });
-    }
-
-    pub fn contains(&self, approval_key: &str) -> bool {
-        self.0.contains_key(approval_key)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// The agent's request id and the result for `approval_key` carrying `reply`, or
-    /// `None` when this process does not wait for it (asked by a process that is gone,
-    /// or answered already).
-    pub fn reply(&mut self, approval_key: &str, reply: &Reply) -> Option<(Value, Option<String>)> {
-        let open = self.0.remove(approval_key)?;
-        let option = chosen(&open.options, reply).map(str::to_owned);
-        Some((open.id, option))
-    }
-
-    /// Ends `approval_key` unanswered (its deadline, a cancel): the agent's request id.
-    pub fn withdraw(&mut self, approval_key: &str) -> Option<Value> {
-        self.0.remove(approval_key).map(|open| open.id)
-    }
-
-    /// Every open request ended unanswered (a cancelled turn, a lost process): the
-    /// agent's request ids, and the updates that end them in the chats.
-    pub fn withdraw_all(&mut self) -> (Vec<Value>, Vec<SessionUpdate>) {
-        let mut keys: Vec<String> = self.0.keys().cloned().collect();
-        keys.sort();
-        let ids = keys.iter().filter_map(|k| self.0.remove(k)).map(|open| open.id).collect();
-        (ids, keys.into_iter().map(|approval_key| SessionUpdate::TimedOut { approval_key }).collect())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,19 +97,5 @@ mod tests {
             serde_json::from_value(json!([{"kind":"allow_once","name":"Yes","optionId":"y"},{"kind":"reject_always","name":"Never","optionId":"n"}])).unwrap();
         assert_eq!(chosen(&never, &decide(Decision::Reject { message: None })), Some("n"));
         assert_eq!(chosen(&never, &decide(Decision::ApproveForSession)), None, "not offered: cancelled");
-    }
-
-    #[test]
-    fn a_request_is_answered_once_and_only_by_its_process() {
-        let mut open = OpenPermissions::default();
-        open.insert("tu1", json!(0), claude_code_options());
-        open.insert("tu2", json!("p-2"), claude_code_options());
-        assert_eq!(open.reply("tu1", &decide(Decision::Approve)), Some((json!(0), Some("allow".into()))));
-        assert_eq!(open.reply("tu1", &decide(Decision::Approve)), None, "answered once");
-        assert_eq!(open.reply("elsewhere", &decide(Decision::Approve)), None);
-        let (ids, updates) = open.withdraw_all();
-        assert_eq!(ids, vec![json!("p-2")]);
-        assert_eq!(updates, vec![SessionUpdate::TimedOut { approval_key: "tu2".into() }]);
-        assert!(open.is_empty());
     }
 }

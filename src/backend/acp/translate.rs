@@ -1,5 +1,5 @@
 //! What an ACP agent streams (`session/update`) as the chat's [`SessionUpdate`]s, and
-//! its `session/request_permission` as an approval. Pure: no IO, so every mapping is
+//! its `session/request_permission` and `elicitation/create` as requests. Pure: no IO, so every mapping is
 //! unit-tested.
 //!
 //! - `agent_message_chunk` text grows one message: everything so far as
@@ -11,6 +11,7 @@
 //! - A permission request is an approval of one action: named by the tool's kind
 //!   (`execute`, `edit`, …: what policies match), with its raw input as arguments, its
 //!   title and, for an edit, the diff of each file, as the description.
+//! - A form elicitation is a question card, one question per field ([`elicitation`]).
 //!
 //! The translator outlives processes (it is the session's
 //! [`Transport::State`](super::super::session::Transport::State)).
@@ -22,8 +23,10 @@ use serde_json::{Map, Value};
 use super::super::SessionUpdate;
 use super::super::assembler::{CappedText, PROGRESS_INTERVAL_MS};
 use super::super::tool_groups::ToolGroups;
+use super::elicitation;
+use super::open::Asked;
 use super::permissions::{self, PermissionOption};
-use crate::interaction::{Action, Request, RequestKind, TimeoutDefaults};
+use crate::interaction::{Action, Request, RequestBuilder, RequestKind, TimeoutDefaults};
 
 /// Tool calls remembered per turn, to show a permission's details; a runaway turn
 /// cannot grow this past the bound.
@@ -66,12 +69,13 @@ struct Stream {
     shown: bool,
 }
 
-/// A permission request made into an approval, and what the agent is answered with.
-#[derive(Debug, PartialEq)]
-pub struct PermissionAsked {
+/// A request of the agent's made into a card, and what it asked (to answer it with).
+#[derive(Debug)]
+pub struct Shown {
     pub updates: Vec<SessionUpdate>,
     pub approval_key: String,
-    pub options: Vec<PermissionOption>,
+    pub timeout_secs: u64,
+    pub asked: Asked,
 }
 
 /// One session's translation state, kept across agent processes.
@@ -147,7 +151,7 @@ impl Translator {
     }
 
     /// A `session/request_permission`'s params as an approval.
-    pub fn permission(&mut self, params: &Value) -> Result<PermissionAsked, String> {
+    pub fn permission(&mut self, params: &Value) -> Result<Shown, String> {
         let options: Vec<PermissionOption> =
             serde_json::from_value(params.get("options").cloned().unwrap_or(Value::Null)).map_err(|e| format!("its options cannot be read: {e}"))?;
         let allowed = permissions::allowed(&options);
@@ -183,15 +187,32 @@ impl Translator {
         let remembers = options.iter().filter(|o| o.kind.ends_with("_always")).map(|o| format!("“{}”", o.name)).collect::<Vec<_>>();
         let context = (!remembers.is_empty()).then(|| format!("{} is remembered by the agent for this session, not by hitl-bridge.", remembers.join(" and ")));
         let name = if call.kind.is_empty() { "other".to_owned() } else { call.kind.clone() };
+        let timeout_secs = self.defaults.approval_secs;
         updates.push(SessionUpdate::Request(Request {
             approval_key: approval_key.clone(),
             kind: RequestKind::Approval {
                 actions: vec![Action { name, args: Value::Object(args), description, tool_use_id: (!id.is_empty()).then_some(id), allowed }],
             },
-            timeout_secs: self.defaults.approval_secs,
+            timeout_secs,
             context,
         }));
-        Ok(PermissionAsked { updates, approval_key, options })
+        Ok(Shown { updates, approval_key, timeout_secs, asked: Asked::Permission(options) })
+    }
+
+    /// An `elicitation/create`'s params, received at `now_ms`, as a question card; its
+    /// `message` shows above the questions.
+    pub fn elicitation(&mut self, params: &Value, now_ms: i64) -> Result<Shown, String> {
+        let (form, action) = elicitation::read(params)?;
+        let mut updates = self.flush_text(false);
+        self.asked += 1;
+        // A form has no id of its own that outlives the process; the time keeps a key
+        // apart from the forms of an earlier bridge in the same session.
+        let approval_key = format!("form-{now_ms}-{}", self.asked);
+        let mut request = RequestBuilder::start(&approval_key, vec![action], Vec::new(), None).finish(self.defaults).map_err(|e| e.to_string())?;
+        request.context = params.get("message").and_then(Value::as_str).filter(|m| !m.trim().is_empty()).map(str::to_owned);
+        let timeout_secs = request.timeout_secs;
+        updates.push(SessionUpdate::Request(request));
+        Ok(Shown { updates, approval_key, timeout_secs, asked: Asked::Form(form) })
     }
 
     /// The prompt's answer: the turn is over, with its `stopReason` or an error.
@@ -401,7 +422,8 @@ mod tests {
         t.update(&json!({"sessionUpdate":"tool_call","toolCallId":"tu1","title":"`touch made.txt`","kind":"execute","status":"pending","rawInput":{"command":"touch made.txt"}}), 0);
         let asked = t.permission(&bash_permission()).unwrap();
         assert_eq!(asked.approval_key, "tu1#1");
-        assert_eq!(asked.options.iter().map(|o| o.option_id.as_str()).collect::<Vec<_>>(), ["allow_always", "allow", "reject"]);
+        let Asked::Permission(options) = &asked.asked else { panic!("{asked:?}") };
+        assert_eq!(options.iter().map(|o| o.option_id.as_str()).collect::<Vec<_>>(), ["allow_always", "allow", "reject"]);
         let [SessionUpdate::Request(r)] = &asked.updates[..] else { panic!("{asked:?}") };
         assert_eq!(r.approval_key, "tu1#1");
         assert_eq!(r.timeout_secs, 300);

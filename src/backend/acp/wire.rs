@@ -3,7 +3,7 @@
 //! what the agent writes and writing what the bridge sends. Pure.
 //!
 //! Agent → bridge: `session/update` notifications, requests it waits on
-//! (`session/request_permission`, `fs/*`, `terminal/*`; their ids are the agent's own,
+//! (`session/request_permission`, `elicitation/create`, `fs/*`, `terminal/*`; their ids are the agent's own,
 //! numbers or strings) and responses to the bridge's requests. Bridge → agent:
 //! `initialize`, `session/new`, `session/load`, `session/prompt`, the
 //! `session/cancel` notification, a `ping`, and results for the agent's requests.
@@ -122,7 +122,7 @@ pub fn initialize(allow_fs: bool) -> String {
         OurId::Initialize,
         "initialize",
         json!({"protocolVersion":PROTOCOL_VERSION,
-            "clientCapabilities":{"fs":{"readTextFile":allow_fs,"writeTextFile":allow_fs},"terminal":false},
+            "clientCapabilities":{"fs":{"readTextFile":allow_fs,"writeTextFile":allow_fs},"terminal":false,"elicitation":{"form":{}}},
             "clientInfo":{"name":"hitl-bridge","title":"hitl-bridge","version":env!("CARGO_PKG_VERSION")}}),
     )
 }
@@ -215,7 +215,7 @@ mod tests {
     fn outgoing_lines() {
         let init: Value = serde_json::from_str(&initialize(false)).unwrap();
         assert_eq!(init["params"]["protocolVersion"], 1);
-        assert_eq!(init["params"]["clientCapabilities"], json!({"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false}));
+        assert_eq!(init["params"]["clientCapabilities"], json!({"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false,"elicitation":{"form":{}}}));
         let with_fs: Value = serde_json::from_str(&initialize(true)).unwrap();
         assert_eq!(with_fs["params"]["clientCapabilities"]["fs"], json!({"readTextFile":true,"writeTextFile":true}));
         assert_eq!(

@@ -23,7 +23,7 @@
 use serde_json::{Value, json};
 
 use crate::backend::SessionUpdate;
-use crate::interaction::{NO_PREFERENCE, RequestBuilder, TimeoutDefaults};
+use crate::interaction::{RequestBuilder, TimeoutDefaults, decode_labels};
 use crate::protocol::{ActionRequest, Decision, Reply, ReviewConfig};
 
 /// The tool UserFeedbackTools registers (seed 004).
@@ -222,7 +222,7 @@ pub fn apply_reply(tools: &mut [Value], part: &PausePart, reply: &Reply) -> Resu
                 for question in tool.get_mut("user_feedback_schema").and_then(Value::as_array_mut).into_iter().flatten() {
                     let text = question.get("question").and_then(Value::as_str).unwrap_or_default();
                     let labels = option_labels(question);
-                    let selected = answers.get(text).map(|answer| selected_options(&labels, answer)).unwrap_or_default();
+                    let selected = answers.get(text).map(|answer| decode_labels(&labels, answer)).unwrap_or_default();
                     mark_selected(question, selected);
                 }
                 tool["answered"] = json!(true);
@@ -271,60 +271,6 @@ fn mark_selected(question: &mut Value, selected: Vec<String>) {
     }
     if let Some(question) = question.as_object_mut() {
         question.insert("selected_options".into(), json!(selected));
-    }
-}
-
-/// The bridge's answer string back to Agno's list of labels. The answer is the
-/// chosen labels in option order joined with ", ", then any typed text (PROTOCOL.md
-/// §2); labels may themselves contain ", ", so the split is a search for the labels
-/// (exact, case-sensitive) that spell the answer, preferring the reading that leaves
-/// the least typed text. Typed text goes last, verbatim, as one more entry;
-/// `[No preference]` (skipped) is the empty list.
-pub fn selected_options(labels: &[String], answer: &str) -> Vec<String> {
-    if answer == NO_PREFERENCE && !labels.iter().any(|l| l == NO_PREFERENCE) {
-        return Vec::new();
-    }
-    let mut best: Option<(usize, Vec<usize>)> = None;
-    let mut path = Vec::new();
-    search(labels, answer, 0, 0, &mut path, &mut best);
-    let (rest_at, chosen) = best.unwrap_or((0, Vec::new()));
-    let mut selected: Vec<String> = chosen.iter().map(|&i| labels[i].clone()).collect();
-    let typed = &answer[rest_at..];
-    if !typed.is_empty() {
-        selected.push(typed.to_owned());
-    }
-    selected
-}
-
-/// Depth-first over "label i, then a later label" readings of `answer[at..]`;
-/// `best` keeps the reading whose typed remainder starts latest.
-fn search(labels: &[String], answer: &str, at: usize, from: usize, path: &mut Vec<usize>, best: &mut Option<(usize, Vec<usize>)>) {
-    // Stopping here leaves answer[at..] as typed text.
-    let remainder = answer.len() - at;
-    if best.as_ref().is_none_or(|(best_at, _)| remainder < answer.len() - best_at) {
-        *best = Some((at, path.clone()));
-    }
-    if remainder == 0 {
-        return;
-    }
-    for (i, label) in labels.iter().enumerate().skip(from) {
-        if label.is_empty() || !answer[at..].starts_with(label.as_str()) {
-            continue;
-        }
-        let end = at + label.len();
-        let next = if end == answer.len() {
-            end
-        } else if answer[end..].starts_with(", ") {
-            end + 2
-        } else {
-            continue;
-        };
-        path.push(i);
-        search(labels, answer, next, i + 1, path, best);
-        path.pop();
-        if best.as_ref().is_some_and(|(best_at, _)| *best_at == answer.len()) {
-            return;
-        }
     }
 }
 
@@ -441,18 +387,6 @@ mod tests {
         assert_eq!(schema[1]["selected_options"], json!(["Low"]));
         assert_eq!(tools[0]["answered"], json!(true));
         assert_eq!(tools[0]["requires_user_input"], json!(true), "AgentOS picks ask_user updates by this flag");
-    }
-
-    #[test]
-    fn labels_are_matched_exactly_and_typed_text_goes_last() {
-        let labels: Vec<String> = ["A", "A, B", "C", "Museums, galleries"].iter().map(|s| s.to_string()).collect();
-        assert_eq!(selected_options(&labels, "A, B, C"), vec!["A, B", "C"], "the reading that leaves no typed text wins");
-        assert_eq!(selected_options(&labels, "Museums, galleries"), vec!["Museums, galleries"]);
-        assert_eq!(selected_options(&labels, "A, my own idea"), vec!["A", "my own idea"]);
-        assert_eq!(selected_options(&labels, "something else"), vec!["something else"]);
-        assert_eq!(selected_options(&labels, "a"), vec!["a"], "case matters: typed text, not label A");
-        assert_eq!(selected_options(&labels, NO_PREFERENCE), Vec::<String>::new());
-        assert_eq!(selected_options(&labels, ""), Vec::<String>::new());
     }
 
     #[test]

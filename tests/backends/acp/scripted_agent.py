@@ -1,0 +1,104 @@
+"""A scripted ACP agent (Agent Client Protocol v1 over stdio, JSON-RPC 2.0, one
+JSON object per line), for what no real agent here asks: a form elicitation.
+
+It follows the protocol's schema (agentclientprotocol.com; the `elicitation/create`
+request, `mode: "form"`, `requestedSchema` of primitive properties, answered with
+`{"action": "accept", "content": {...}}`, `{"action": "decline"}` or
+`{"action": "cancel"}`, is the unstable part of protocol v1, shaped after MCP's
+elicitation). Standard library only.
+
+What it does with each prompt: a prompt whose text is `form` asks the form below
+and, when it is answered, says `RESULT <the result as JSON, keys sorted>` and ends
+the turn. Any other prompt is echoed back as `ECHO <text>`. Requests it does not
+serve (the bridge's `ping`) get "method not found", as a real agent answers them.
+"""
+
+import json
+import sys
+import uuid
+
+DEPLOY_FORM = {
+    "type": "object",
+    "required": ["env", "confirm"],
+    "properties": {
+        "env": {"type": "string", "title": "Environment",
+                "oneOf": [{"const": "stg", "title": "Staging"}, {"const": "prod", "title": "Production"}]},
+        "regions": {"type": "array", "title": "Regions", "items": {"type": "string", "enum": ["eu", "us"]}},
+        "confirm": {"type": "boolean", "title": "Run the migration?"},
+        "replicas": {"type": "integer", "title": "Replicas", "description": "How many replicas?"},
+    },
+}
+
+
+def send(message):
+    message["jsonrpc"] = "2.0"
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def say(session_id, text):
+    send({"method": "session/update", "params": {"sessionId": session_id, "update": {
+        "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
+
+
+def main():
+    session_id = None
+    # The prompt whose turn waits on a form: (prompt id, form request id).
+    waiting = None
+    asked = 0
+    forms_allowed = False
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        message = json.loads(line)
+        method = message.get("method")
+        if method is None:
+            # A result for the agent's own request: the form's answer.
+            if waiting and message.get("id") == waiting[1]:
+                prompt_id = waiting[0]
+                waiting = None
+                say(session_id, "RESULT " + json.dumps(message.get("result"), sort_keys=True, ensure_ascii=False))
+                send({"id": prompt_id, "result": {"stopReason": "end_turn"}})
+            continue
+        params = message.get("params") or {}
+        if method == "initialize":
+            capabilities = params.get("clientCapabilities") or {}
+            forms_allowed = isinstance((capabilities.get("elicitation") or {}).get("form"), dict)
+            send({"id": message["id"], "result": {
+                "protocolVersion": 1,
+                "agentCapabilities": {"loadSession": False},
+                "authMethods": [],
+            }})
+        elif method == "session/new":
+            session_id = "scripted-" + uuid.uuid4().hex[:8]
+            send({"id": message["id"], "result": {"sessionId": session_id}})
+        elif method == "session/prompt":
+            text = "".join(block.get("text", "") for block in params.get("prompt", []))
+            if text.strip() == "form":
+                if not forms_allowed:
+                    # An agent asks only what the client said it can show.
+                    say(session_id, "NO FORMS: the client did not offer elicitation.form")
+                    send({"id": message["id"], "result": {"stopReason": "end_turn"}})
+                    continue
+                asked += 1
+                form_id = f"form-{asked}"
+                waiting = (message["id"], form_id)
+                say(session_id, "I need a few answers first.")
+                send({"id": form_id, "method": "elicitation/create", "params": {
+                    "sessionId": session_id, "mode": "form", "message": "Before I deploy:",
+                    "requestedSchema": DEPLOY_FORM}})
+            else:
+                say(session_id, "ECHO " + text)
+                send({"id": message["id"], "result": {"stopReason": "end_turn"}})
+        elif method == "session/cancel":
+            if waiting:
+                prompt_id = waiting[0]
+                waiting = None
+                send({"id": prompt_id, "result": {"stopReason": "cancelled"}})
+        elif "id" in message:
+            send({"id": message["id"], "error": {"code": -32601, "message": f"method not found: {method}"}})
+
+
+if __name__ == "__main__":
+    main()
