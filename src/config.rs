@@ -636,7 +636,7 @@ mod tests {
     #[test]
     fn the_backend_kind_is_a_name_of_the_registry() {
         let err = Settings::from_pairs(&[("backend.kind", "ftp")]).unwrap_err().to_string();
-        assert_eq!(err, "configuration key `backend.kind`: `ftp` is not a backend: one of stream, claude_code, agno, kimi or langgraph");
+        assert_eq!(err, "configuration key `backend.kind`: `ftp` is not a backend: one of stream, claude_code, agno, kimi, langgraph or acp");
         let s = Settings::from_pairs(&[("backend.kind", "kimi")]).unwrap();
         assert_eq!(s.engine_config().backend_kind, "kimi");
         assert!(s.chat_backend().is_some_and(|(backend, _)| backend.starts_agents()));
@@ -782,6 +782,7 @@ mod tests {
             ("claude_code.extra_args", "--a,--b", &["--a", "--b"]),
             ("kimi.args", "--yolo", &["--yolo"]),
             ("kimi.args", "--a,--b", &["--a", "--b"]),
+            ("acp.args", "--acp", &["--acp"]),
         ];
         let covered: std::collections::BTreeSet<&str> = cases.iter().map(|(k, _, _)| *k).collect();
         assert_eq!(covered, list_keys().iter().map(String::as_str).collect(), "a case for every list key");

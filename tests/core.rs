@@ -40,7 +40,7 @@ fn policy() -> AccessPolicy {
 }
 
 fn action(name: &str, allowed: &[DecisionType]) -> Action {
-    Action { name: name.into(), args: json!({}), description: None, tool_use_id: None, allowed: allowed.to_vec() }
+    Action { name: name.into(), args: json!({}), description: None, tool_use_id: None, allowed: allowed.to_vec(), labels: Vec::new() }
 }
 
 /// Seed 002's trade, with the default allowed decisions.

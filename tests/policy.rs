@@ -57,7 +57,7 @@ fn ops() -> Actor {
 }
 
 fn action(name: &str, args: Value, allowed: &[DecisionType]) -> Action {
-    Action { name: name.into(), args, description: None, tool_use_id: None, allowed: allowed.to_vec() }
+    Action { name: name.into(), args, description: None, tool_use_id: None, allowed: allowed.to_vec(), labels: Vec::new() }
 }
 
 fn migration() -> Action {

@@ -458,6 +458,7 @@ fn trade_request(timeout_secs: u64) -> Request {
                 description: None,
                 tool_use_id: Some("toolu_01XyzAbc".into()),
                 allowed: vec![DecisionType::Approve, DecisionType::Edit, DecisionType::Reject],
+                labels: Vec::new(),
             }],
         },
         timeout_secs,

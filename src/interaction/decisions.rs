@@ -83,6 +83,7 @@ mod tests {
             description: None,
             tool_use_id: None,
             allowed: DecisionType::DEFAULT_ALLOWED.to_vec(),
+            labels: Vec::new(),
         }
     }
 

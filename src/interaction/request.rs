@@ -32,6 +32,17 @@ pub struct Action {
     pub description: Option<String>,
     pub tool_use_id: Option<String>,
     pub allowed: Vec<DecisionType>,
+    /// The backend's own words for its decisions (an ACP agent's option names, "Always
+    /// Allow"), shown on the buttons in place of the bridge's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<(DecisionType, String)>,
+}
+
+impl Action {
+    /// The button label of `decision`: the backend's own word for it, else `ours`.
+    pub fn label_or<'a>(&'a self, decision: DecisionType, ours: &'a str) -> &'a str {
+        self.labels.iter().find(|(d, _)| *d == decision).map_or(ours, |(_, label)| label.as_str())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -118,6 +129,7 @@ impl RequestBuilder {
                 description: a.description.clone(),
                 tool_use_id: a.tool_use_id.clone(),
                 allowed: allowed_decisions(config_for(&self.review_configs, i, &a.name)),
+                labels: Vec::new(),
             })
             .collect();
 

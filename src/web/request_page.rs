@@ -175,7 +175,7 @@ fn action_section(frame: &Frame<'_>, i: &Interaction, n: usize, action: &Action,
             (blocks(&action.args))
             @if answerable {
                 div.buttons {
-                    @if allows(DecisionType::Approve) { (decide_form(frame, i, n, "approve", html! {}, frame.chat(Msg::Approve))) }
+                    @if allows(DecisionType::Approve) { (decide_form(frame, i, n, "approve", html! {}, action.label_or(DecisionType::Approve, frame.chat(Msg::Approve)))) }
                     @if allows(DecisionType::Edit) && !editing {
                         form.decide method="get" action=(frame.path(&format!("/inbox/requests/{}", i.id))) {
                             input type="hidden" name="edit" value=(n);
@@ -193,7 +193,7 @@ fn action_section(frame: &Frame<'_>, i: &Interaction, n: usize, action: &Action,
                     (decide_form(frame, i, n, "reject", html! {
                         label for=(field("reason")) { (frame.t(WebMsg::Reason)) }
                         textarea id=(field("reason")) name="text" rows="2" {}
-                    }, frame.chat(Msg::Reject)))
+                    }, action.label_or(DecisionType::Reject, frame.chat(Msg::Reject))))
                 }
                 (decide_form(frame, i, n, "comment", html! {
                     label for=(field("comment")) { (frame.t(WebMsg::CommentText)) }

@@ -4,12 +4,14 @@
 //! ACP's option kinds (`PermissionOptionKind`) map onto the decisions every platform
 //! already shows:
 //!
-//! | the agent's option | the button |
+//! | the agent's option | the decision |
 //! |---|---|
 //! | `allow_once` | Approve |
 //! | `allow_always` | Approve for session: the agent remembers it, not the bridge |
 //! | `reject_once` | Reject |
 //! | `reject_always` | Reject, when the agent offers no `reject_once` |
+//!
+//! Each button is labelled with the option's own name ([`labels`]).
 //!
 //! A reject's reason and a comment have no place in ACP's answer, so neither is
 //! offered; the edit of arguments neither (the agent runs what it asked or nothing).
@@ -43,10 +45,45 @@ pub fn allowed(options: &[PermissionOption]) -> Vec<DecisionType> {
     allowed
 }
 
+/// The longest option name shown on a button (Slack's button text stops at 75
+/// characters, Discord's label at 80); longer names are cut with "…".
+pub const MAX_LABEL_CHARS: usize = 40;
+
+/// Each offered decision's button label: the agent's own name for the option it
+/// answers with ("Always Allow"), so the person picks what the agent offered.
+pub fn labels(options: &[PermissionOption]) -> Vec<(DecisionType, String)> {
+    allowed(options)
+        .into_iter()
+        .filter_map(|decision| {
+            let option = match decision {
+                DecisionType::Approve => by_kind(options, &["allow_once"]),
+                DecisionType::ApproveForSession => by_kind(options, &["allow_always"]),
+                _ => by_kind(options, &["reject_once", "reject_always"]),
+            }?;
+            let name = option.name.trim();
+            (!name.is_empty()).then(|| (decision, cut(name)))
+        })
+        .collect()
+}
+
+fn by_kind<'a>(options: &'a [PermissionOption], kinds: &[&str]) -> Option<&'a PermissionOption> {
+    kinds.iter().find_map(|k| options.iter().find(|o| o.kind == *k))
+}
+
+fn cut(name: &str) -> String {
+    let name: String = name.chars().filter(|c| !c.is_control()).collect();
+    if name.chars().count() <= MAX_LABEL_CHARS {
+        return name;
+    }
+    let mut short: String = name.chars().take(MAX_LABEL_CHARS - 1).collect();
+    short.push('…');
+    short
+}
+
 /// The `optionId` a reply chooses; `None` (answered `cancelled`) when the reply
 /// chooses nothing the agent offered.
 pub fn chosen<'a>(options: &'a [PermissionOption], reply: &Reply) -> Option<&'a str> {
-    let of_kind = |kinds: &[&str]| kinds.iter().find_map(|k| options.iter().find(|o| o.kind == *k)).map(|o| o.option_id.as_str());
+    let of_kind = |kinds: &[&str]| by_kind(options, kinds).map(|o| o.option_id.as_str());
     match reply {
         Reply::Decisions { decisions, .. } => match decisions.first()? {
             Decision::Approve => of_kind(&["allow_once"]),
@@ -84,6 +121,27 @@ mod tests {
             serde_json::from_value(json!([{"kind":"allow_always","name":"Yes, always","optionId":"a"},{"kind":"reject_always","name":"Never","optionId":"n"}]))
                 .unwrap();
         assert_eq!(allowed(&only_always), vec![DecisionType::ApproveForSession, DecisionType::Reject]);
+    }
+
+    #[test]
+    fn the_buttons_carry_the_agents_own_names() {
+        assert_eq!(
+            labels(&claude_code_options()),
+            vec![
+                (DecisionType::Approve, "Allow".to_owned()),
+                (DecisionType::ApproveForSession, "Always Allow".to_owned()),
+                (DecisionType::Reject, "Reject".to_owned())
+            ]
+        );
+        let long: Vec<PermissionOption> = serde_json::from_value(json!([
+            {"kind":"allow_once","name":"Yes, and do not ask again for this exact command in this folder","optionId":"y"},
+            {"kind":"reject_once","name":"  ","optionId":"n"}
+        ]))
+        .unwrap();
+        let got = labels(&long);
+        assert_eq!(got.len(), 1, "a blank name keeps the bridge's word: {got:?}");
+        assert_eq!(got[0].1.chars().count(), MAX_LABEL_CHARS);
+        assert!(got[0].1.ends_with('…'));
     }
 
     #[test]

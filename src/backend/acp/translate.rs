@@ -191,7 +191,14 @@ impl Translator {
         updates.push(SessionUpdate::Request(Request {
             approval_key: approval_key.clone(),
             kind: RequestKind::Approval {
-                actions: vec![Action { name, args: Value::Object(args), description, tool_use_id: (!id.is_empty()).then_some(id), allowed }],
+                actions: vec![Action {
+                    name,
+                    args: Value::Object(args),
+                    description,
+                    tool_use_id: (!id.is_empty()).then_some(id),
+                    allowed,
+                    labels: permissions::labels(&options),
+                }],
             },
             timeout_secs,
             context,

@@ -226,6 +226,7 @@ impl Translator {
                     description: non_empty(payload, "description").map(str::to_owned),
                     tool_use_id: non_empty(payload, "tool_call_id").map(str::to_owned),
                     allowed,
+                    labels: Vec::new(),
                 }],
             },
             timeout_secs: self.defaults.approval_secs,

@@ -162,6 +162,7 @@ impl PendingInterrupt {
                     description: a.description.clone(),
                     tool_use_id: a.tool_use_id.clone(),
                     allowed: allowed.clone(),
+                    labels: Vec::new(),
                 })
                 .collect();
             return Ok(Request { approval_key: self.id.clone(), kind: RequestKind::Approval { actions }, timeout_secs: defaults.approval_secs, context: None });

@@ -48,7 +48,7 @@ pub fn action_prompt(i: &Interaction, index: usize) -> String {
     let offered = i.remember_offered();
     let mut choices = Vec::new();
     for allowed in &action.allowed {
-        choices.push(match allowed {
+        let ours = match allowed {
             DecisionType::Approve if !offered.is_empty() => "[a]pprove once",
             DecisionType::Approve => "[a]pprove",
             // The policy's own session choice replaces the backend's.
@@ -57,10 +57,15 @@ pub fn action_prompt(i: &Interaction, index: usize) -> String {
             DecisionType::Reject => "[r]eject [reason]",
             DecisionType::Edit => "[e]dit [json]",
             DecisionType::Respond => "[c]omment <text>",
+        };
+        // The backend's own word for it, where it has one ("Always Allow").
+        choices.push(match action.labels.iter().find(|(d, _)| d == allowed) {
+            Some((_, label)) => format!("{ours} “{label}”"),
+            None => ours.to_owned(),
         });
     }
     if !action.allowed.contains(&DecisionType::Respond) {
-        choices.push("[c]omment <text>");
+        choices.push("[c]omment <text>".to_owned());
     }
     // Beside "approve once", as on the chat platforms' buttons.
     let at = choices.iter().position(|c| c.starts_with("[a]")).map_or(0, |p| p + 1);
@@ -69,7 +74,7 @@ pub fn action_prompt(i: &Interaction, index: usize) -> String {
             RememberScope::Session => "[as] approve for this session",
             RememberScope::Always => "[aa] always approve",
         };
-        choices.insert(at + n, choice);
+        choices.insert(at + n, choice.to_owned());
     }
     format!("{}? {} >", action.name, choices.join(" · "))
 }

@@ -308,7 +308,9 @@ fn decision_button(
         DecisionType::Respond => (Code::Respond(i), Msg::Respond, ButtonStyle::Secondary),
     };
     let mark = if chosen.is_some_and(|c| c.decision_type() == d) { "✓ " } else { "" };
-    button(signer, interaction, code, &format!("{mark}{prefix}{}", locale::text(locale, msg)), style)
+    let ours = locale::text(locale, msg);
+    let label = interaction.request.actions().get(i).map_or(ours, |action| action.label_or(d, ours));
+    button(signer, interaction, code, &format!("{mark}{prefix}{label}"), style)
 }
 
 fn approval_rows(interaction: &Interaction, actions: &[Action], locale: Locale, signer: &TokenSigner, page: usize) -> Vec<CreateActionRow> {

@@ -266,20 +266,20 @@ fn action_buttons(
         }
         let made = match decision {
             DecisionType::Approve => {
-                button(signer, interaction, Code::Decide(Decide::Approve(i)), &format!("✅ {}{suffix}", text(locale, approve)), Some("primary"), None)
+                button(signer, interaction, Code::Decide(Decide::Approve(i)), &format!("✅ {}{suffix}", action.label_or(decision, text(locale, approve))), Some("primary"), None)
             }
             DecisionType::ApproveForSession => button(
                 signer,
                 interaction,
                 Code::Decide(Decide::ApproveForSession(i)),
-                &format!("🔓 {}{suffix}", text(locale, Msg::ApproveForSession)),
+                &format!("🔓 {}{suffix}", action.label_or(decision, text(locale, Msg::ApproveForSession))),
                 None,
                 None,
             ),
             DecisionType::Edit => button(signer, interaction, Code::Edit(i), &format!("✏️ {}{suffix}", text(locale, Msg::Edit)), None, None),
             _ => {
                 let confirm = confirm(locale, stext(locale, SMsg::RejectConfirmTitle), stext(locale, SMsg::RejectConfirmText), text(locale, Msg::Reject));
-                button(signer, interaction, Code::Reject(i), &format!("❌ {}{suffix}", text(locale, Msg::Reject)), Some("danger"), Some(confirm))
+                button(signer, interaction, Code::Reject(i), &format!("❌ {}{suffix}", action.label_or(decision, text(locale, Msg::Reject))), Some("danger"), Some(confirm))
             }
         };
         out.extend(made);

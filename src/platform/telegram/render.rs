@@ -283,7 +283,7 @@ fn approval(
             // native decision itself when the two mean the same.
             let replaced = decision == DecisionType::ApproveForSession && offered.contains(&RememberScope::Session);
             if action.allowed.contains(&decision) && !replaced {
-                row.extend(button(signer, interaction, code, &format!("{}{emoji} {}{suffix}", mark(decision), text(locale, msg))));
+                row.extend(button(signer, interaction, code, &format!("{}{emoji} {}{suffix}", mark(decision), action.label_or(decision, text(locale, msg)))));
             }
         }
         // A comment is always possible: a `respond` decision where allowed, else a note

@@ -165,6 +165,19 @@ fn only_allowed_decisions_get_buttons_in_a_fixed_order() {
     assert_eq!(labels, ["Approve", "Approve for session", "Reject"]);
 }
 
+/// A backend's own words for its decisions (an ACP agent's option names) label the
+/// buttons; the decisions it has no word for keep the bridge's.
+#[test]
+fn the_backends_own_words_label_its_buttons() {
+    let kimi = ReviewConfig { allowed_decisions: Some(vec!["approve_for_session".into(), "approve".into(), "reject".into()]), ..ReviewConfig::default() };
+    let mut i = interaction(vec![action("execute", json!({}))], vec![kimi]);
+    let RequestKind::Approval { actions } = &mut i.request.kind else { panic!("an approval") };
+    actions[0].labels = vec![(DecisionType::Approve, "Allow".into()), (DecisionType::ApproveForSession, "Always Allow".into())];
+    let (_, rows) = json_of(&view(&i, Locale::En, &TokenSigner::new(b"k"), 0));
+    let labels: Vec<&str> = rows[0]["components"].as_array().into_iter().flatten().filter_map(|b| b["label"].as_str()).collect();
+    assert_eq!(labels, ["Allow", "Always Allow", "Reject"]);
+}
+
 /// "Open in browser": a link button in a row of its own, else at the end of a last row
 /// with room, else (five full rows, or a plain-http inbox) a field of the embed; an
 /// ended card shows it nowhere. Every placement stays within Discord's limits.
