@@ -1,15 +1,17 @@
-//! ACP forms end to end: fake Telegram ↔ the bridge ↔ a scripted ACP agent
-//! (`tests/backends/acp/scripted_agent.py`, standard library only) that asks a form
-//! with `elicitation/create`. No real agent here asks one (claude-code-acp and Gemini
-//! CLI do not use elicitation yet), so the scripted agent follows the protocol's
-//! schema and says back, word for word, the result the bridge answered it with.
+//! ACP forms and policies end to end: fake Telegram ↔ the bridge ↔ a scripted ACP
+//! agent (`tests/backends/acp/scripted_agent.py`, standard library only) that asks a
+//! form with `elicitation/create`, or permissions under the bridge's policies. No real
+//! agent here asks a form (claude-code-acp and Gemini CLI do not use elicitation
+//! yet), so the scripted agent follows the protocol's schema and says back, word for
+//! word, the result the bridge answered it with.
 
 use support::backends;
 mod support;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use hitl_bridge::backend::acp::AcpSettings;
+use hitl_bridge::interaction::PolicySpec;
 use support::backend_bridge::BackendBridge;
 use support::fake_telegram::User;
 
@@ -20,10 +22,16 @@ fn thao() -> User {
 /// The scripted agent behind a bridge on the fake Telegram, where Thảo has a private
 /// chat with the bot.
 async fn start(extra: &[(&str, &str)]) -> BackendBridge {
+    start_with(extra, Vec::new()).await
+}
+
+async fn start_with(extra: &[(&str, &str)], policies: Vec<Value>) -> BackendBridge {
     let script = backends::spec_dir("acp").join("scripted_agent.py");
+    let policies: Vec<PolicySpec> = policies.into_iter().map(|p| serde_json::from_value(p).expect("a policy spec")).collect();
     BackendBridge::on("acp", thao())
         .settings(extra)
         .prepare(move |settings, dir| {
+            settings.policies = policies;
             let work = dir.join("work");
             std::fs::create_dir_all(&work).expect("work");
             let acp = settings.backends.get_mut::<AcpSettings>();
@@ -131,5 +139,47 @@ async fn cancel_withdraws_the_form() {
     h.person().message_with("Environment").await;
     h.person().say("/cancel");
     h.person().message_with(r#"RESULT {"action": "cancel"}"#).await;
+    h.finish().await;
+}
+
+/// A policy's fallback decides for nobody: the agent gets the exact `optionId` of the
+/// option the decision means (`allow`), with no click.
+#[tokio::test]
+async fn a_policy_fallback_answers_with_the_agents_option() {
+    let policy = json!({"tools":["execute"],"backends":["acp"],"escalation":[{"after":"1s","fallback":"approve"}]});
+    let h = start_with(&[], vec![policy]).await;
+    h.person().say("permission execute 1");
+    let card = h.person().message_with("execute").await;
+    h.person().message_with(r#"OUTCOME {"outcome": {"optionId": "allow", "outcome": "selected"}}"#).await;
+    h.person().message_shows(id_of(&card), "Approved").await;
+    h.finish().await;
+}
+
+/// A policy's "for this session" (the bridge remembers it, for these arguments): the
+/// first call is approved on the card, the second by the rule, each answered `allow`;
+/// the agent's own "Always Allow" is not offered beside it.
+#[tokio::test]
+async fn a_remembered_approval_answers_the_next_call_with_allow() {
+    let policy = json!({"tools":["execute"],"remember":["session"]});
+    let mut h = start_with(&[], vec![policy]).await;
+    h.allow_unmodified_edits();
+    h.person().say("permission execute 2");
+    let card = h.person().message_with("execute").await;
+    let labels: Vec<String> = card["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .filter_map(|b| b["text"].as_str().map(str::to_owned))
+        .collect();
+    assert!(!labels.iter().any(|l| l.contains("Always Allow")), "{labels:?}");
+    h.person().click(id_of(&card), "Approve for this session").await;
+    h.person().message_with("Approved by rule set by Thảo").await;
+    let allow = r#"OUTCOME {"outcome": {"optionId": "allow", "outcome": "selected"}}"#;
+    support::wait_until(|| async {
+        let texts: String = h.telegram().bot_messages(h.chat).iter().filter_map(|m| m["text"].as_str().map(str::to_owned)).collect::<Vec<_>>().join("\n");
+        (texts.matches(allow).count() == 2).then_some(())
+    })
+    .await;
     h.finish().await;
 }

@@ -7,9 +7,13 @@ request, `mode: "form"`, `requestedSchema` of primitive properties, answered wit
 `{"action": "cancel"}`, is the unstable part of protocol v1, shaped after MCP's
 elicitation). Standard library only.
 
-What it does with each prompt: a prompt whose text is `form` asks the form below
-and, when it is answered, says `RESULT <the result as JSON, keys sorted>` and ends
-the turn. Any other prompt is echoed back as `ECHO <text>`. Requests it does not
+What it does with each prompt:
+- `form` asks the form below and, when it is answered, says `RESULT <the result as
+  JSON, keys sorted>` and ends the turn;
+- `permission <kind> <n>` asks `session/request_permission` for n tool calls of that
+  kind, one after the other, offering the options claude-code-acp offers, and says
+  `OUTCOME <the result as JSON, keys sorted>` for each, then ends the turn;
+- anything else is echoed back as `ECHO <text>`. Requests it does not
 serve (the bridge's `ping`) get "method not found", as a real agent answers them.
 """
 
@@ -30,6 +34,14 @@ DEPLOY_FORM = {
 }
 
 
+# The options claude-code-acp 0.16.2 offered for a Bash command.
+PERMISSION_OPTIONS = [
+    {"kind": "allow_always", "name": "Always Allow", "optionId": "allow_always"},
+    {"kind": "allow_once", "name": "Allow", "optionId": "allow"},
+    {"kind": "reject_once", "name": "Reject", "optionId": "reject"},
+]
+
+
 def send(message):
     message["jsonrpc"] = "2.0"
     sys.stdout.write(json.dumps(message) + "\n")
@@ -41,10 +53,25 @@ def say(session_id, text):
         "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
 
 
+def ask_permission(session_id, permits):
+    permits[2] += 1
+    call = f"call-{uuid.uuid4().hex[:6]}"
+    permits[4] = f"perm-{call}"
+    # The same command each time, so a rule remembered for its arguments applies.
+    tool_call = {"toolCallId": call, "title": "`echo hi`", "kind": permits[1],
+                 "status": "pending", "rawInput": {"command": "echo hi"}}
+    send({"method": "session/update", "params": {"sessionId": session_id,
+          "update": dict(tool_call, sessionUpdate="tool_call")}})
+    send({"id": permits[4], "method": "session/request_permission", "params": {
+        "sessionId": session_id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}})
+
+
 def main():
     session_id = None
     # The prompt whose turn waits on a form: (prompt id, form request id).
     waiting = None
+    # The prompt whose turn asks permissions: [prompt id, kind, asked, wanted, request id].
+    permits = None
     asked = 0
     forms_allowed = False
     for line in sys.stdin:
@@ -54,7 +81,23 @@ def main():
         message = json.loads(line)
         method = message.get("method")
         if method is None:
-            # A result for the agent's own request: the form's answer.
+            # A result for the agent's own request: a permission's outcome.
+            if permits and message.get("id") == permits[4]:
+                result = message.get("result") or {}
+                ran = (result.get("outcome") or {}).get("outcome") == "selected" and \
+                    not str(result["outcome"].get("optionId", "")).startswith("reject")
+                # The tool call ends as a real agent ends it: run, or not.
+                send({"method": "session/update", "params": {"sessionId": session_id, "update": {
+                    "sessionUpdate": "tool_call_update", "toolCallId": permits[4][len("perm-"):],
+                    "status": "completed" if ran else "failed"}}})
+                say(session_id, "OUTCOME " + json.dumps(result, sort_keys=True))
+                if permits[2] < permits[3]:
+                    ask_permission(session_id, permits)
+                else:
+                    send({"id": permits[0], "result": {"stopReason": "end_turn"}})
+                    permits = None
+                continue
+            # The form's answer.
             if waiting and message.get("id") == waiting[1]:
                 prompt_id = waiting[0]
                 waiting = None
@@ -88,6 +131,10 @@ def main():
                 send({"id": form_id, "method": "elicitation/create", "params": {
                     "sessionId": session_id, "mode": "form", "message": "Before I deploy:",
                     "requestedSchema": DEPLOY_FORM}})
+            elif text.startswith("permission "):
+                _, kind, wanted = text.split()
+                permits = [message["id"], kind, 0, int(wanted), None]
+                ask_permission(session_id, permits)
             else:
                 say(session_id, "ECHO " + text)
                 send({"id": message["id"], "result": {"stopReason": "end_turn"}})
