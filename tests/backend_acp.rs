@@ -9,12 +9,11 @@
 use support::backends;
 use support::bridge_process;
 use support::fake_telegram;
+use support::scripted_model::ScriptedModel;
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use fake_telegram::User;
@@ -28,37 +27,21 @@ fn thao() -> User {
 }
 
 /// The scripted model, started once for the whole test binary.
-struct FakeModel {
-    url: String,
-    // Held so the server lives as long as the binary; it exits when stdin closes.
-    _process: Mutex<(Child, ChildStdin)>,
+fn fake_model() -> &'static ScriptedModel {
+    static MODEL: OnceLock<ScriptedModel> = OnceLock::new();
+    MODEL.get_or_init(|| ScriptedModel::start(Path::new("python3"), &backends::spec_dir("claude_code").join("fake_anthropic.py")))
 }
 
-fn fake_model() -> &'static FakeModel {
-    static MODEL: OnceLock<FakeModel> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        let script = backends::spec_dir("claude_code").join("fake_anthropic.py");
-        let mut child =
-            std::process::Command::new("python3").arg(&script).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start the fake Anthropic API");
-        let stdin = child.stdin.take().expect("stdin");
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("fake API port");
-        let port = first.trim().strip_prefix("LISTENING ").expect("LISTENING <port>").to_owned();
-        FakeModel { url: format!("http://127.0.0.1:{port}"), _process: Mutex::new((child, stdin)) }
-    })
+async fn script(model: &ScriptedModel, key: &str, turns: Value) {
+    model.script(key, turns).await;
 }
 
-async fn script(model: &FakeModel, key: &str, turns: Value) {
-    let response = reqwest::Client::new().post(format!("{}/script", model.url)).json(&json!({"key": key, "turns": turns})).send().await.expect("script");
-    assert!(response.status().is_success());
-}
-
-async fn model_requests(model: &FakeModel, key: &str) -> Vec<Value> {
-    reqwest::Client::new().get(format!("{}/requests?key={key}", model.url)).send().await.expect("requests").json().await.expect("json")
+async fn model_requests(model: &ScriptedModel, key: &str) -> Vec<Value> {
+    model.requests(key).await
 }
 
 /// The `tool_result` block for `tool_use_id` in the latest request that has one.
-async fn tool_result(model: &FakeModel, key: &str, tool_use_id: &str) -> Value {
+async fn tool_result(model: &ScriptedModel, key: &str, tool_use_id: &str) -> Value {
     wait_until(|| async {
         let requests = model_requests(model, key).await;
         requests.iter().rev().find_map(|r| {
@@ -94,7 +77,7 @@ fn bash(id: &str, command: &str, description: &str) -> Value {
 
 /// The environment claude-code-acp runs offline in: the scripted model, no network
 /// beside it, and `IS_SANDBOX=1` (as root, Claude Code refuses to start without it).
-fn agent_env(model: &FakeModel, home: &Path) -> Vec<(String, String)> {
+fn agent_env(model: &ScriptedModel, home: &Path) -> Vec<(String, String)> {
     vec![
         ("ANTHROPIC_BASE_URL".into(), model.url.clone()),
         ("ANTHROPIC_API_KEY".into(), "dummy".into()),
@@ -108,7 +91,7 @@ fn agent_env(model: &FakeModel, home: &Path) -> Vec<(String, String)> {
 
 /// claude-code-acp in the test's work dir behind a bridge on the fake Telegram, where
 /// Thảo has a private chat with the bot.
-async fn start(extra: &[(&str, &str)]) -> Option<(BackendBridge, &'static FakeModel)> {
+async fn start(extra: &[(&str, &str)]) -> Option<(BackendBridge, &'static ScriptedModel)> {
     let bin = backends::installed_npm("acp")?;
     let model = fake_model();
     let bridge = BackendBridge::on("acp", thao())

@@ -8,12 +8,12 @@
 use support::backends;
 use support::bridge_process;
 use support::fake_telegram;
+use support::scripted_model::ScriptedModel;
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::process::Stdio;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use fake_telegram::User;
@@ -27,28 +27,9 @@ fn thao() -> User {
 }
 
 /// The scripted model, started once for the whole test binary.
-struct FakeModel {
-    url: String,
-    // Held so the server lives as long as the binary; it exits when stdin closes.
-    _process: Mutex<(Child, ChildStdin)>,
-}
-
-fn fake_model(venv: &Path) -> &'static FakeModel {
-    static MODEL: OnceLock<FakeModel> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        let script = backends::spec_dir("claude_code").join("fake_anthropic.py");
-        let mut child = std::process::Command::new(venv.join("bin/python"))
-            .arg(&script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the fake Anthropic API");
-        let stdin = child.stdin.take().expect("stdin");
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("fake API port");
-        let port = first.trim().strip_prefix("LISTENING ").expect("LISTENING <port>").to_owned();
-        FakeModel { url: format!("http://127.0.0.1:{port}"), _process: Mutex::new((child, stdin)) }
-    })
+fn fake_model(venv: &Path) -> &'static ScriptedModel {
+    static MODEL: OnceLock<ScriptedModel> = OnceLock::new();
+    MODEL.get_or_init(|| ScriptedModel::start(&venv.join("bin/python"), &backends::spec_dir("claude_code").join("fake_anthropic.py")))
 }
 
 /// The bundled CLI inside the venv's claude_agent_sdk package.
@@ -65,18 +46,17 @@ fn bundled_cli(venv: &Path) -> PathBuf {
 }
 
 /// One conversation's script: `key` in a chat message selects it.
-async fn script(model: &FakeModel, key: &str, turns: Value) {
-    let response = reqwest::Client::new().post(format!("{}/script", model.url)).json(&json!({"key": key, "turns": turns})).send().await.expect("script");
-    assert!(response.status().is_success());
+async fn script(model: &ScriptedModel, key: &str, turns: Value) {
+    model.script(key, turns).await;
 }
 
 /// Every request the model got for script `key`.
-async fn model_requests(model: &FakeModel, key: &str) -> Vec<Value> {
-    reqwest::Client::new().get(format!("{}/requests?key={key}", model.url)).send().await.expect("requests").json().await.expect("json")
+async fn model_requests(model: &ScriptedModel, key: &str) -> Vec<Value> {
+    model.requests(key).await
 }
 
 /// The `tool_result` block for `tool_use_id` in the latest request that has one.
-async fn tool_result(model: &FakeModel, key: &str, tool_use_id: &str) -> Value {
+async fn tool_result(model: &ScriptedModel, key: &str, tool_use_id: &str) -> Value {
     wait_until(|| async {
         let requests = model_requests(model, key).await;
         requests.iter().rev().find_map(|r| {
@@ -106,7 +86,7 @@ fn unique(name: &str) -> String {
 /// Claude Code in the test's work dir, its fake model, and a bridge in front of it on
 /// the fake Telegram, where Thảo has a private chat with the bot. (`installed` fails
 /// the test when Claude Code is not installed.)
-async fn start(extra: &[(&str, &str)]) -> Option<(BackendBridge, &'static FakeModel)> {
+async fn start(extra: &[(&str, &str)]) -> Option<(BackendBridge, &'static ScriptedModel)> {
     let venv = backends::installed("claude_code")?;
     let model = fake_model(&venv);
     let bridge = BackendBridge::on("claude_code", thao())

@@ -17,6 +17,7 @@ pub mod fake_telegram;
 pub mod harness;
 pub mod private_postgres;
 pub mod replica_processes;
+pub mod scripted_model;
 pub mod slack_chat;
 pub mod telegram_chat;
 pub mod test_db;

@@ -50,10 +50,15 @@ struct Field {
 #[derive(Debug, Clone, PartialEq)]
 enum FieldKind {
     Text,
-    Number { integer: bool },
+    Number {
+        integer: bool,
+    },
     Boolean,
     /// (value, label) pairs; `several` for a multi-select array.
-    Choice { options: Vec<(String, String)>, several: bool },
+    Choice {
+        options: Vec<(String, String)>,
+        several: bool,
+    },
 }
 
 const YES: &str = "Yes";
@@ -235,10 +240,8 @@ mod tests {
         assert_eq!(action.name, QUESTION_ACTION);
         assert_eq!(action.tool_use_id.as_deref(), Some("tc-9"));
         let questions = questions_from_args(&action.args).unwrap();
-        let shown: Vec<(&str, bool, Vec<&str>, bool)> = questions
-            .iter()
-            .map(|q| (q.text.as_str(), q.multi_select, q.options.iter().map(|o| o.label.as_str()).collect(), q.allows_free_text()))
-            .collect();
+        let shown: Vec<(&str, bool, Vec<&str>, bool)> =
+            questions.iter().map(|q| (q.text.as_str(), q.multi_select, q.options.iter().map(|o| o.label.as_str()).collect(), q.allows_free_text())).collect();
         assert_eq!(
             shown,
             vec![
@@ -263,7 +266,12 @@ mod tests {
     #[test]
     fn a_skipped_optional_field_is_left_out_and_a_skipped_required_one_declines() {
         let (form, _) = read(&deploy_form()).unwrap();
-        let got = form.result(&answers(&[("Environment", "Staging"), ("Regions", NO_PREFERENCE), ("Run the migration?", "No"), ("How many replicas?", NO_PREFERENCE)]));
+        let got = form.result(&answers(&[
+            ("Environment", "Staging"),
+            ("Regions", NO_PREFERENCE),
+            ("Run the migration?", "No"),
+            ("How many replicas?", NO_PREFERENCE),
+        ]));
         assert_eq!(got.unwrap(), json!({"action":"accept","content":{"env":"stg","confirm":false}}));
         let err = form.result(&answers(&[("Environment", NO_PREFERENCE), ("Run the migration?", "No")])).unwrap_err();
         assert!(err.contains("Environment") && err.contains("required"), "{err}");

@@ -10,7 +10,8 @@
 //! - `plan` is shown as a checklist.
 //! - A permission request is an approval of one action: named by the tool's kind
 //!   (`execute`, `edit`, …: what policies match), with its raw input as arguments, its
-//!   title and, for an edit, the diff of each file, as the description.
+//!   title, what the agent says about it and, for an edit, the diff of each file, as
+//!   the description.
 //! - A form elicitation is a question card, one question per field ([`elicitation`]).
 //!
 //! The translator outlives processes (it is the session's
@@ -173,10 +174,20 @@ impl Translator {
             None => Map::new(),
         };
         let mut description = if call.title.is_empty() { None } else { Some(call.title.clone()) };
-        let diffs: Vec<String> = call.content.iter().filter(|c| str_at(c, "type") == "diff").map(diff_block).collect();
-        if !diffs.is_empty() {
+        // What the agent says about the call (Gemini CLI: the directory it runs in and
+        // why), then each file's diff.
+        let details: Vec<String> = call
+            .content
+            .iter()
+            .filter_map(|c| match str_at(c, "type") {
+                "diff" => Some(diff_block(c)),
+                "content" => c.pointer("/content/text").and_then(Value::as_str).filter(|t| !t.trim().is_empty()).map(str::to_owned),
+                _ => None,
+            })
+            .collect();
+        if !details.is_empty() {
             let mut text = description.take().unwrap_or_default();
-            for diff in diffs {
+            for diff in details {
                 if !text.is_empty() {
                     text.push_str("\n\n");
                 }
@@ -443,6 +454,23 @@ mod tests {
         assert_eq!(a.allowed, vec![DecisionType::Approve, DecisionType::ApproveForSession, DecisionType::Reject]);
         // Asked again for the same call: a new key.
         assert_eq!(t.permission(&bash_permission()).unwrap().approval_key, "tu1#2");
+    }
+
+    /// As Gemini CLI 0.61 asks: no raw input; the command is the title, and a text
+    /// block says where it runs and why.
+    #[test]
+    fn a_permission_without_raw_input_shows_its_title_and_text() {
+        let mut t = translator();
+        let params = json!({"sessionId":"s1","options":[{"optionId":"proceed_always","name":"Allow for this session","kind":"allow_always"},
+            {"optionId":"proceed_once","name":"Allow","kind":"allow_once"},{"optionId":"cancel","name":"Reject","kind":"reject_once"}],
+            "toolCall":{"toolCallId":"run_shell_command_1","status":"pending","title":"echo hi > made.txt","kind":"execute","locations":[],
+                "content":[{"type":"content","content":{"type":"text","text":"[current working directory /w] (make the file)"}}]}});
+        let asked = t.permission(&params).unwrap();
+        let [SessionUpdate::Request(r)] = &asked.updates[..] else { panic!() };
+        let action = &r.actions()[0];
+        assert_eq!(action.args, json!({}));
+        assert_eq!(action.description.as_deref(), Some("echo hi > made.txt\n\n[current working directory /w] (make the file)"));
+        assert_eq!(action.label_or(crate::protocol::DecisionType::ApproveForSession, "x"), "Allow for this session");
     }
 
     #[test]

@@ -265,9 +265,14 @@ fn action_buttons(
             continue;
         }
         let made = match decision {
-            DecisionType::Approve => {
-                button(signer, interaction, Code::Decide(Decide::Approve(i)), &format!("✅ {}{suffix}", action.label_or(decision, text(locale, approve))), Some("primary"), None)
-            }
+            DecisionType::Approve => button(
+                signer,
+                interaction,
+                Code::Decide(Decide::Approve(i)),
+                &format!("✅ {}{suffix}", action.label_or(decision, text(locale, approve))),
+                Some("primary"),
+                None,
+            ),
             DecisionType::ApproveForSession => button(
                 signer,
                 interaction,
@@ -279,7 +284,14 @@ fn action_buttons(
             DecisionType::Edit => button(signer, interaction, Code::Edit(i), &format!("✏️ {}{suffix}", text(locale, Msg::Edit)), None, None),
             _ => {
                 let confirm = confirm(locale, stext(locale, SMsg::RejectConfirmTitle), stext(locale, SMsg::RejectConfirmText), text(locale, Msg::Reject));
-                button(signer, interaction, Code::Reject(i), &format!("❌ {}{suffix}", action.label_or(decision, text(locale, Msg::Reject))), Some("danger"), Some(confirm))
+                button(
+                    signer,
+                    interaction,
+                    Code::Reject(i),
+                    &format!("❌ {}{suffix}", action.label_or(decision, text(locale, Msg::Reject))),
+                    Some("danger"),
+                    Some(confirm),
+                )
             }
         };
         out.extend(made);
