@@ -1,6 +1,7 @@
-//! ACP forms and policies end to end: fake Telegram ↔ the bridge ↔ a scripted ACP
+//! ACP forms, policies and terminals end to end: fake Telegram ↔ the bridge ↔ a scripted ACP
 //! agent (`tests/backends/acp/scripted_agent.py`, standard library only) that asks a
-//! form with `elicitation/create`, or permissions under the bridge's policies. No real
+//! form with `elicitation/create`, permissions under the bridge's policies, or runs a
+//! command in a terminal of the bridge's. No real
 //! agent here asks a form (claude-code-acp and Gemini CLI do not use elicitation
 //! yet), so the scripted agent follows the protocol's schema and says back, word for
 //! word, the result the bridge answered it with.
@@ -181,5 +182,21 @@ async fn a_remembered_approval_answers_the_next_call_with_allow() {
         (texts.matches(allow).count() == 2).then_some(())
     })
     .await;
+    h.finish().await;
+}
+
+/// With `acp.allow_terminal`, the agent runs a command in a terminal of the bridge's:
+/// in the work directory, with the environment it gave, and reads its exit status and
+/// output. Without it, the bridge offers no terminal.
+#[tokio::test]
+async fn a_terminal_runs_the_agents_command_in_the_work_dir_only_when_allowed() {
+    let h = start(&[("acp.allow_terminal", "true")]).await;
+    h.person().say("terminal basename \"$PWD\"; echo \"$GREETING\"; exit 4");
+    h.person().message_with(r#"TERMINAL {"exitStatus": {"exitCode": 4, "signal": null}, "output": "work\nxin chào\n", "truncated": false}"#).await;
+    h.finish().await;
+
+    let h = start(&[]).await;
+    h.person().say("terminal echo hi");
+    h.person().message_with("NO TERMINAL").await;
     h.finish().await;
 }

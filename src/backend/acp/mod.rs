@@ -2,8 +2,9 @@
 //! Codex through its adapter) as a [`Transport`]: one agent process per session,
 //! spoken to in JSON-RPC 2.0 over its stdio ([`wire`]).
 //!
-//! - Connecting spawns the process, `initialize`s it (no terminal; a file system only
-//!   under `acp.allow_fs`, [`fs`]) and opens the agent's session: `session/load` of
+//! - Connecting spawns the process, `initialize`s it (a file system only under
+//!   `acp.allow_fs`, [`fs`]; terminals only under `acp.allow_terminal`, [`terminal`])
+//!   and opens the agent's session: `session/load` of
 //!   the one this bridge session had, when the agent offers `loadSession` (its id is
 //!   kept in the store, so it survives a restart of the bridge), else `session/new`.
 //!   What the agent replays while loading is not shown again.
@@ -29,11 +30,13 @@ pub mod fs;
 pub mod open;
 pub mod permissions;
 pub mod settings;
+pub mod terminal;
 pub mod translate;
 pub mod wire;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -42,6 +45,7 @@ use tokio::time::Instant;
 pub use settings::AcpSettings;
 
 use self::open::OpenRequests;
+use self::terminal::Terminals;
 use self::translate::{Shown, Translator};
 use self::wire::{Incoming, OurId};
 use super::SessionUpdate;
@@ -123,7 +127,7 @@ impl Transport for AcpTransport {
         let limit = Duration::from_secs(self.settings.start_timeout_secs.max(1));
         let cwd = work_dir.display().to_string();
         let started = async {
-            process.write(wire::initialize(self.settings.allow_fs));
+            process.write(wire::initialize(self.settings.allow_fs, self.settings.allow_terminal));
             let init = answer(&mut process, OurId::Initialize).await?.map_err(|e| format!("the agent refused initialize: {} (code {})", e.message, e.code))?;
             let version = init.get("protocolVersion").and_then(Value::as_u64);
             if version != Some(wire::PROTOCOL_VERSION) {
@@ -159,7 +163,8 @@ impl Transport for AcpTransport {
             }
         };
         tracing::info!(pid = process.pid(), %acp_session, loaded, "the ACP agent is ready");
-        Ok(AcpLink::new(process, acp_session, loaded, self.settings.allow_fs.then_some(work_dir)))
+        let terminals = self.settings.allow_terminal.then(|| Arc::new(Terminals::new(work_dir.clone())));
+        Ok(AcpLink::new(process, acp_session, loaded, self.settings.allow_fs.then_some(work_dir), terminals))
     }
 }
 
@@ -194,6 +199,9 @@ pub struct AcpLink {
     loaded: bool,
     /// The work directory the agent may read and write through the bridge, when allowed.
     fs_root: Option<PathBuf>,
+    /// The terminals the agent runs commands in, when allowed; dropped (and their
+    /// commands killed) with the link.
+    terminals: Option<Arc<Terminals>>,
     /// Commands counted as written so far; a ping carries how many of them it proves.
     written: u64,
     prompts: u64,
@@ -220,12 +228,13 @@ pub const TURN_ENDED_WITH_THE_BRIDGE: &str = "the bridge restarted while the age
 pub const CONVERSATION_ENDED_WITH_THE_BRIDGE: &str = "the bridge restarted while the agent was working on your last message, and that turn ended with it. This agent cannot continue a conversation after a restart, so your next message starts a new one.";
 
 impl AcpLink {
-    fn new(process: StdioAgent, acp_session: String, loaded: bool, fs_root: Option<PathBuf>) -> Self {
+    fn new(process: StdioAgent, acp_session: String, loaded: bool, fs_root: Option<PathBuf>, terminals: Option<Arc<Terminals>>) -> Self {
         Self {
             process,
             acp_session,
             loaded,
             fs_root,
+            terminals,
             written: 0,
             prompts: 0,
             turn: None,
@@ -361,9 +370,32 @@ impl AcpLink {
                 });
                 Received::default()
             }
+            method if method.starts_with("terminal/") && self.terminals.is_some() => {
+                // From a task, as files are: waiting for a command's exit must not hold
+                // the link up. The task keeps only a weak hold, so the commands still die
+                // with the link.
+                let terminals = Arc::downgrade(self.terminals.as_ref().expect("checked"));
+                let writer = self.process.writer();
+                let (method, params) = (method.to_owned(), params.clone());
+                tokio::spawn(async move {
+                    let served = match terminals.upgrade() {
+                        Some(terminals) => terminals.serve(&method, &params).await,
+                        None => Err("the agent's link is closed".to_owned()),
+                    };
+                    let line = match served {
+                        Ok(result) => wire::result(&id, result),
+                        Err(message) => {
+                            tracing::warn!(%method, %message, "refused the agent's terminal request");
+                            wire::error(&id, -32603, &message)
+                        }
+                    };
+                    let _ = writer.send(line);
+                });
+                Received::default()
+            }
             other => {
-                // A terminal, a file system not allowed, anything newer: an error, so the
-                // agent does not wait forever.
+                // A terminal or a file system not allowed, anything newer: an error, so
+                // the agent does not wait forever.
                 tracing::info!(request = other, "answering an ACP request the bridge does not serve with an error");
                 self.process.write(wire::error(&id, wire::METHOD_NOT_FOUND, &format!("hitl-bridge does not serve {other}")));
                 Received::default()

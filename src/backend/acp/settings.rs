@@ -25,6 +25,10 @@ pub struct AcpSettings {
     /// `fs/write_text_file`), confined to `work_dir`. Off: the bridge offers no file
     /// system, and the agent uses its own tools (which ask permission).
     pub allow_fs: bool,
+    /// Let the agent run commands in terminals the bridge opens (`terminal/*`), in
+    /// `work_dir`. Off: the bridge offers no terminal, and the agent runs commands with
+    /// its own tools (which ask permission).
+    pub allow_terminal: bool,
     /// Continue the agent's conversation after a restart with `session/load` when the
     /// agent offers `loadSession`; off, or not offered: a new process starts a new
     /// conversation.
@@ -41,6 +45,7 @@ impl Default for AcpSettings {
             work_dir: ".".into(),
             env: BTreeMap::new(),
             allow_fs: false,
+            allow_terminal: false,
             load_sessions: true,
             start_timeout_secs: 60,
         }

@@ -116,13 +116,14 @@ fn request(id: OurId, method: &str, params: Value) -> String {
     json!({"jsonrpc":"2.0","id":id.encode(),"method":method,"params":params}).to_string()
 }
 
-/// `initialize`: the file system only when `allow_fs`, never a terminal.
-pub fn initialize(allow_fs: bool) -> String {
+/// `initialize`: the file system only when `allow_fs`, a terminal only when
+/// `allow_terminal`, and forms.
+pub fn initialize(allow_fs: bool, allow_terminal: bool) -> String {
     request(
         OurId::Initialize,
         "initialize",
         json!({"protocolVersion":PROTOCOL_VERSION,
-            "clientCapabilities":{"fs":{"readTextFile":allow_fs,"writeTextFile":allow_fs},"terminal":false,"elicitation":{"form":{}}},
+            "clientCapabilities":{"fs":{"readTextFile":allow_fs,"writeTextFile":allow_fs},"terminal":allow_terminal,"elicitation":{"form":{}}},
             "clientInfo":{"name":"hitl-bridge","title":"hitl-bridge","version":env!("CARGO_PKG_VERSION")}}),
     )
 }
@@ -213,11 +214,13 @@ mod tests {
 
     #[test]
     fn outgoing_lines() {
-        let init: Value = serde_json::from_str(&initialize(false)).unwrap();
+        let init: Value = serde_json::from_str(&initialize(false, false)).unwrap();
         assert_eq!(init["params"]["protocolVersion"], 1);
         assert_eq!(init["params"]["clientCapabilities"], json!({"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false,"elicitation":{"form":{}}}));
-        let with_fs: Value = serde_json::from_str(&initialize(true)).unwrap();
+        let with_fs: Value = serde_json::from_str(&initialize(true, false)).unwrap();
         assert_eq!(with_fs["params"]["clientCapabilities"]["fs"], json!({"readTextFile":true,"writeTextFile":true}));
+        let with_terminal: Value = serde_json::from_str(&initialize(false, true)).unwrap();
+        assert_eq!(with_terminal["params"]["clientCapabilities"]["terminal"], json!(true));
         assert_eq!(
             prompt(2, "s1", "xin chào"),
             r#"{"jsonrpc":"2.0","id":"prompt-2","method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"xin chào"}]}}"#

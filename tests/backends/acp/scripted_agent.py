@@ -13,6 +13,11 @@ What it does with each prompt:
 - `permission <kind> <n>` asks `session/request_permission` for n tool calls of that
   kind, one after the other, offering the options claude-code-acp offers, and says
   `OUTCOME <the result as JSON, keys sorted>` for each, then ends the turn;
+- `terminal <shell command>` runs it in a terminal of the client's
+  (`terminal/create` with `sh -c`, `terminal/wait_for_exit`, `terminal/output`,
+  `terminal/release`) and says `TERMINAL <exit status and output as JSON>`; a client
+  that offered no terminal gets `NO TERMINAL`, and an error is said as `TERMINAL
+  ERROR <message>`;
 - anything else is echoed back as `ECHO <text>`. Requests it does not
 serve (the bridge's `ping`) get "method not found", as a real agent answers them.
 """
@@ -74,12 +79,38 @@ def main():
     permits = None
     asked = 0
     forms_allowed = False
+    terminal_allowed = False
+    # The prompt whose turn drives a terminal: [prompt id, step, terminal id].
+    shell = None
     for line in sys.stdin:
         line = line.strip()
         if not line:
             continue
         message = json.loads(line)
         method = message.get("method")
+        if method is None and shell and str(message.get("id", "")).startswith("term-step-"):
+            if "error" in message:
+                say(session_id, "TERMINAL ERROR " + message["error"].get("message", ""))
+                send({"id": shell[0], "result": {"stopReason": "end_turn"}})
+                shell = None
+                continue
+            result = message.get("result") or {}
+            step = shell[1]
+            if step == "create":
+                shell[2] = result["terminalId"]
+                shell[1] = "wait"
+                send({"id": "term-step-wait", "method": "terminal/wait_for_exit", "params": {"sessionId": session_id, "terminalId": shell[2]}})
+            elif step == "wait":
+                shell[1] = "output"
+                send({"id": "term-step-output", "method": "terminal/output", "params": {"sessionId": session_id, "terminalId": shell[2]}})
+            elif step == "output":
+                say(session_id, "TERMINAL " + json.dumps(result, sort_keys=True, ensure_ascii=False))
+                shell[1] = "release"
+                send({"id": "term-step-release", "method": "terminal/release", "params": {"sessionId": session_id, "terminalId": shell[2]}})
+            else:
+                send({"id": shell[0], "result": {"stopReason": "end_turn"}})
+                shell = None
+            continue
         if method is None:
             # A result for the agent's own request: a permission's outcome.
             if permits and message.get("id") == permits[4]:
@@ -108,6 +139,7 @@ def main():
         if method == "initialize":
             capabilities = params.get("clientCapabilities") or {}
             forms_allowed = isinstance((capabilities.get("elicitation") or {}).get("form"), dict)
+            terminal_allowed = capabilities.get("terminal") is True
             send({"id": message["id"], "result": {
                 "protocolVersion": 1,
                 "agentCapabilities": {"loadSession": False},
@@ -131,6 +163,15 @@ def main():
                 send({"id": form_id, "method": "elicitation/create", "params": {
                     "sessionId": session_id, "mode": "form", "message": "Before I deploy:",
                     "requestedSchema": DEPLOY_FORM}})
+            elif text.startswith("terminal "):
+                if not terminal_allowed:
+                    say(session_id, "NO TERMINAL")
+                    send({"id": message["id"], "result": {"stopReason": "end_turn"}})
+                    continue
+                shell = [message["id"], "create", None]
+                send({"id": "term-step-create", "method": "terminal/create", "params": {
+                    "sessionId": session_id, "command": "sh", "args": ["-c", text[len("terminal "):]],
+                    "env": [{"name": "GREETING", "value": "xin chào"}], "outputByteLimit": 4096}})
             elif text.startswith("permission "):
                 _, kind, wanted = text.split()
                 permits = [message["id"], kind, 0, int(wanted), None]
