@@ -21,12 +21,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::login::{Login, LoginError};
+use super::pacing::Windows;
 use crate::platform::kit::bounded::BoundedMap;
-use crate::platform::kit::pacing::{Pauses, Quota, Scope, at_least_one, retry_after};
+use crate::platform::kit::pacing::{Pauses, Scope, retry_after};
 use crate::platform::kit::turns::{Line, Priority};
 
-/// Teams' per-conversation windows: (operations, seconds).
-pub const WINDOWS: [(u32, u64); 4] = [(7, 1), (8, 2), (60, 30), (1800, 3600)];
 /// How often a call is tried at most (429s and 5xx together).
 const TRIES: usize = 10;
 /// The wait after a 429 without a readable `Retry-After`, and the longest honoured.
@@ -59,24 +58,16 @@ impl ApiError {
     }
 }
 
-/// The per-conversation quotas and the 429 pauses.
+/// The per-conversation windows, the 429 pauses and the lines new messages wait in.
 struct Pacing {
-    quotas: Vec<Quota<String>>,
+    windows: Windows,
     pauses: Pauses<String>,
     lines: Mutex<BoundedMap<String, Arc<Line>>>,
 }
 
 impl Pacing {
     fn new() -> Self {
-        let quotas = WINDOWS
-            .iter()
-            .map(|&(n, secs)| {
-                let period = Duration::from_secs(secs) / n;
-                let quota = governor::Quota::with_period(period).expect("a period above zero").allow_burst(at_least_one(n));
-                Quota::new(quota, governor::clock::MonotonicClock)
-            })
-            .collect();
-        Self { quotas, pauses: Pauses::new(), lines: Mutex::new(BoundedMap::new(LINES)) }
+        Self { windows: Windows::default(), pauses: Pauses::new(), lines: Mutex::new(BoundedMap::new(LINES)) }
     }
 
     fn line(&self, conversation: &str) -> Arc<Line> {
@@ -92,9 +83,7 @@ impl Pacing {
     /// Waits until one more operation in `conversation` stays within every window.
     async fn ready(&self, conversation: &String) {
         self.pauses.wait(conversation).await;
-        for quota in &self.quotas {
-            quota.until_ready(conversation).await;
-        }
+        self.windows.ready(conversation).await;
     }
 }
 

@@ -10,6 +10,7 @@
 //! - [`login`]: the bot's client-credentials token, cached
 //! - [`api`]: the Connector API (send, reply, update, delete, a 1:1 chat), paced to
 //!   Teams' per-conversation limits
+//! - [`pacing`]: Teams' sliding windows per conversation
 //! - [`signature`]: the Bot Connector's JWT on every incoming request
 //! - [`http_endpoint`]: `/teams/messages`; [`inbox`]: activities stored before the 200
 //! - [`payload`]: the activity as the bridge reads it
@@ -36,6 +37,7 @@ pub mod http_endpoint;
 mod inbox;
 pub mod limits;
 pub mod login;
+pub mod pacing;
 pub mod payload;
 pub mod render;
 pub mod settings;

@@ -9,7 +9,8 @@
 //! **Edit** (the arguments as JSON in a multiline input, under which the engine's
 //! verdict on invalid JSON is shown), **Reject** (with a reason input) and
 //! **Comment**. Edit, Reject and Comment are `Action.ShowCard`s: their form opens in
-//! the card, and its `Action.Execute` sends what was typed.
+//! the card, and its `Action.Execute` (titled as the button that opened it) sends
+//! what was typed.
 //!
 //! A question card has, per question, an `Input.ChoiceSet` (expanded for a few
 //! options, compact for many, `isMultiSelect` for multi-select), an "Other" text
@@ -230,7 +231,7 @@ fn approval(
     }
 }
 
-/// A form that opens in the card (`Action.ShowCard`): `inputs`, then a Send button.
+/// A form that opens in the card (`Action.ShowCard`): `inputs`, then the button that sends them.
 fn form(title: &str, inputs: Vec<Value>, send: Option<Value>) -> Option<Value> {
     let send = send?;
     Some(json!({ "type": "Action.ShowCard", "title": title, "card": { "type": "AdaptiveCard", "body": inputs, "actions": [send] } }))
@@ -248,7 +249,6 @@ fn action_buttons(
     edit_error: Option<&str>,
 ) -> Vec<Value> {
     let allowed = |d: DecisionType| action.allowed.contains(&d);
-    let send = ttext(locale, TMsg::Send);
     let mut buttons = Vec::new();
     if allowed(DecisionType::Approve) {
         buttons.extend(execute(signer, interaction, Code::Decide(Decide::Approve(i)), &format!("✅ {}", text(locale, Msg::Approve)), Some("positive")));
@@ -270,18 +270,17 @@ fn action_buttons(
         } else {
             inputs.push(input);
         }
-        buttons.extend(form(&format!("✏️ {}", text(locale, Msg::Edit)), inputs, execute(signer, interaction, Code::Edit(i), send, None)));
+        let title = format!("✏️ {}", text(locale, Msg::Edit));
+        buttons.extend(form(&title, inputs, execute(signer, interaction, Code::Edit(i), &title, None)));
     }
     if allowed(DecisionType::Reject) {
         let input = json!({ "type": "Input.Text", "id": format!("reason.{i}"), "isMultiline": true, "label": ttext(locale, TMsg::ReasonLabel) });
-        buttons.extend(form(
-            &format!("❌ {}", text(locale, Msg::Reject)),
-            vec![input],
-            execute(signer, interaction, Code::Reject(i), text(locale, Msg::Reject), Some("destructive")),
-        ));
+        let title = format!("❌ {}", text(locale, Msg::Reject));
+        buttons.extend(form(&title, vec![input], execute(signer, interaction, Code::Reject(i), &title, Some("destructive"))));
     }
     let input = json!({ "type": "Input.Text", "id": format!("comment.{i}"), "isMultiline": true, "label": ttext(locale, TMsg::CommentLabel) });
-    buttons.extend(form(&format!("💬 {}", text(locale, Msg::Respond)), vec![input], execute(signer, interaction, Code::Comment(i), send, None)));
+    let title = format!("💬 {}", text(locale, Msg::Respond));
+    buttons.extend(form(&title, vec![input], execute(signer, interaction, Code::Comment(i), &title, None)));
     buttons
 }
 

@@ -35,7 +35,6 @@ pub enum TMsg {
     ArgsCut,
     ReasonLabel,
     CommentLabel,
-    Send,
     Internal,
 }
 
@@ -64,9 +63,6 @@ pub fn ttext(locale: Locale, msg: TMsg) -> &'static str {
         (CommentLabel, En) => "Your comment",
         (CommentLabel, Vi) => "Bình luận của bạn",
         (CommentLabel, Zh) => "你的评论",
-        (Send, En) => "Send",
-        (Send, Vi) => "Gửi",
-        (Send, Zh) => "发送",
         (Internal, En) => "Something went wrong; please try again.",
         (Internal, Vi) => "Đã xảy ra lỗi; vui lòng thử lại.",
         (Internal, Zh) => "出了点问题，请重试。",

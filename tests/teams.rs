@@ -1,0 +1,332 @@
+//! Microsoft Teams end to end: a real bridge with `teams.enabled` gets its token from
+//! the fake's token endpoint, checks every activity's JWT against the fake's OpenID
+//! metadata and keys, stores it, and answers through the fake Connector API
+//! (`support::fake_teams`, which cites Microsoft's documentation for each rule).
+//! Requests are pushed over the HTTP API and decided by clicking the card's
+//! `Action.Execute` buttons as Teams' `adaptiveCard/action` invoke; the tests assert
+//! the exact reply the agent gets, the invoke's answer, every copy's update, and
+//! that what is refused changes nothing.
+
+mod support;
+
+use hitl_bridge::config::Settings;
+use hitl_bridge::platform::teams::settings::TeamsSettings;
+use serde_json::{Value, json};
+use support::fake_teams::{self, OPS, Person, card_text, executes};
+use support::harness::HttpApi;
+use support::{Chat, Harness, wait_until};
+
+const SECRET: &str = "teams-api-secret";
+const ANA: &str = "6b1e3f0a-2c4d-4e5f-8a9b-0c1d2e3f4a5b";
+const BOB: &str = "0d9c8b7a-6f5e-4d3c-2b1a-0f9e8d7c6b5a";
+const MALLORY: &str = "99999999-8888-4777-8666-555555555555";
+
+fn ana() -> Person {
+    Person::new(ANA, "Ana")
+}
+
+fn bob() -> Person {
+    Person::new(BOB, "Bob")
+}
+
+fn mallory() -> Person {
+    Person::new(MALLORY, "Mallory")
+}
+
+async fn start() -> Harness {
+    Harness::on(Chat::Teams)
+        .no_agent()
+        .set("timeouts.grace_secs", "0")
+        .tweak(|s: &mut Settings| {
+            s.http.api_tokens = vec![format!("ci:{SECRET}")];
+            s.platforms.get_mut::<TeamsSettings>().channels = vec![OPS.into()];
+        })
+        .start()
+        .await
+}
+
+fn api(rig: &Harness) -> HttpApi {
+    rig.api(SECRET)
+}
+
+/// The bridge's messaging endpoint.
+fn endpoint(rig: &Harness) -> String {
+    format!("http://{}/teams/messages", rig.settings.platforms.get::<TeamsSettings>().messages_listen)
+}
+
+/// Pushes an approval to the ops channel with `approvers`; the card's id and card.
+async fn push(rig: &Harness, key: &str, approvers: &[&str], timeout: u64, actions: Value) -> (String, Value) {
+    let before = rig.teams().calls().len();
+    api(rig)
+        .push(&json!({
+            "approval_key": key, "targets": [{"platform": "teams", "conversation_id": OPS}],
+            "approvers": approvers.iter().map(|a| format!("teams:{a}")).collect::<Vec<_>>(),
+            "text": "Nightly rebalance <at>Everyone</at>", "timeout_seconds": timeout, "actions": actions,
+        }))
+        .await;
+    let call = rig.teams().wait_call(|c| c.method == "POST" && c.conversation == OPS && c.created.is_some() && fake_teams::card_of(&c.body).is_some()).await;
+    assert!(rig.teams().calls().len() > before);
+    (call.created.unwrap(), fake_teams::card_of(&call.body).unwrap())
+}
+
+fn trade() -> Value {
+    json!([{"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 100}}])
+}
+
+/// Waits until the card `id` shows `needle` (an update through the Connector API).
+async fn updated(rig: &Harness, id: &str, needle: &str) -> Value {
+    wait_until(|| async {
+        let card = rig.teams().card_now(OPS, id);
+        card_text(&card).contains(needle).then_some(card)
+    })
+    .await
+}
+
+/// The invoke answered with a notice only the clicker sees.
+fn notice(answer: &(u16, Value)) -> String {
+    assert_eq!(answer.0, 200, "{answer:?}");
+    assert_eq!(answer.1["type"], "application/vnd.microsoft.activity.message", "{answer:?}");
+    answer.1["value"].as_str().unwrap().to_owned()
+}
+
+/// The invoke answered with a card.
+fn answered_card(answer: &(u16, Value)) -> Value {
+    assert_eq!(
+        (answer.0, answer.1["statusCode"].clone(), answer.1["type"].clone()),
+        (200, json!(200), json!("application/vnd.microsoft.card.adaptive")),
+        "{answer:?}"
+    );
+    answer.1["value"].clone()
+}
+
+async fn stop(mut rig: Harness) {
+    rig.stop_bridge().await;
+    assert_eq!(rig.teams().pace_violations(), 0, "the bridge kept within Teams' windows");
+    rig.shutdown().await;
+}
+
+/// The card: Adaptive Card 1.5, the agent's text inert, the arguments monospace, one
+/// Approve (positive), Edit, Reject and Comment per action, each signed.
+#[tokio::test]
+async fn the_card_shows_the_request_and_its_buttons() {
+    let rig = start().await;
+    let (_, card) = push(&rig, "card-1", &[ANA], 300, trade()).await;
+    assert_eq!((card["type"].clone(), card["version"].clone()), (json!("AdaptiveCard"), json!("1.5")));
+    let text = card_text(&card);
+    assert!(text.contains("Nightly rebalance <\u{200D}at>Everyone<\u{200D}/at>"), "agent text cannot mention: {text}");
+    assert!(text.contains("execute_trade") && text.contains("\"symbol\": \"VNM\""), "{text}");
+    assert!(text.contains("Agent: \nci"), "who asked: {text}");
+    let titles: Vec<String> = executes(&card).iter().map(|a| a["title"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(titles, ["✅ Approve", "✏️ Edit", "❌ Reject", "💬 Comment"]);
+    for action in executes(&card) {
+        assert_eq!(action["verb"], "hitl");
+        assert!(action["data"]["hitl"].as_str().is_some_and(|t| t.len() > 20), "{action}");
+    }
+    assert_eq!(fake_teams::nth_execute(&card, "✅ Approve", 0).unwrap()["style"], "positive");
+    stop(rig).await;
+}
+
+/// Approve: the agent gets exactly one approve, the clicker sees the outcome in the
+/// invoke's answer, every copy is updated without buttons, and a second click is
+/// told and sends nothing.
+#[tokio::test]
+async fn approve_updates_every_copy_and_a_second_click_is_told() {
+    let rig = start().await;
+    let (id, card) = push(&rig, "ap-1", &[ANA], 300, trade()).await;
+    let answer = rig.teams().click(&endpoint(&rig), &ana(), OPS, &id, &card, "✅ Approve", 0, json!({})).await;
+    let shown = answered_card(&answer);
+    assert!(card_text(&shown).contains("Approved by Ana at"), "{}", card_text(&shown));
+    assert!(executes(&shown).is_empty(), "no buttons once decided");
+    assert_eq!(api(&rig).decided("ap-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    let copy = updated(&rig, &id, "Approved by Ana at").await;
+    assert!(executes(&copy).is_empty());
+    let again = rig.teams().click(&endpoint(&rig), &ana(), OPS, &id, &card, "✅ Approve", 0, json!({})).await;
+    assert!(notice(&again).starts_with("Already decided by Ana at"), "{again:?}");
+    assert_eq!(api(&rig).state("ap-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    stop(rig).await;
+}
+
+/// Edit with invalid JSON: the card comes back to the clicker with the error under
+/// the input and nothing is sent; then valid JSON edits.
+#[tokio::test]
+async fn an_edit_with_invalid_json_shows_the_error_then_a_valid_one_edits() {
+    let rig = start().await;
+    let (id, card) = push(&rig, "ed-1", &[ANA], 300, trade()).await;
+    let answer = rig.teams().click(&endpoint(&rig), &ana(), OPS, &id, &card, "✏️ Edit", 0, json!({"args.0": "{\"symbol\": \"VNM\", "})).await;
+    let shown = answered_card(&answer);
+    let error = executes(&shown).len();
+    assert_eq!(error, 4, "the card keeps its buttons");
+    let text = serde_json::to_string(&shown).unwrap();
+    assert!(text.contains("\"color\":\"Attention\""), "the error is shown on the card: {text}");
+    assert_eq!(api(&rig).state("ed-1").await["status"], "pending");
+    let answer = rig.teams().click(&endpoint(&rig), &ana(), OPS, &id, &card, "✏️ Edit", 0, json!({"args.0": "{\"symbol\": \"VNM\", \"quantity\": 50}"})).await;
+    answered_card(&answer);
+    assert_eq!(
+        api(&rig).decided("ed-1").await["reply"],
+        json!({"decisions": [{"type": "edit", "edited_action": {"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 50}}}]})
+    );
+    stop(rig).await;
+}
+
+/// Reject carries the reason typed on the card.
+#[tokio::test]
+async fn reject_carries_the_reason() {
+    let rig = start().await;
+    let (id, card) = push(&rig, "rj-1", &[ANA], 300, trade()).await;
+    let answer = rig.teams().click(&endpoint(&rig), &ana(), OPS, &id, &card, "❌ Reject", 0, json!({"reason.0": " market is closed "})).await;
+    assert!(card_text(&answered_card(&answer)).contains("Rejected by Ana"), "{answer:?}");
+    assert_eq!(api(&rig).decided("rj-1").await["reply"], json!({"decisions": [{"type": "reject", "message": "market is closed"}]}));
+    stop(rig).await;
+}
+
+/// Someone who may not answer: a notice only they see, an audit row, nothing sent and
+/// the card untouched.
+#[tokio::test]
+async fn a_strangers_click_is_refused_audited_and_changes_nothing() {
+    let rig = start().await;
+    let (id, card) = push(&rig, "st-1", &[ANA], 300, trade()).await;
+    let answer = rig.teams().click(&endpoint(&rig), &mallory(), OPS, &id, &card, "✅ Approve", 0, json!({})).await;
+    assert_eq!(notice(&answer), "You are not allowed to answer this request.");
+    let store = hitl_bridge::store::Store::connect(&rig.settings.store.url).await.unwrap();
+    let refused = wait_until(|| async { store.refused_attempts(0).await.ok().filter(|r| !r.is_empty()) }).await;
+    assert_eq!(json!(refused[0].actor)["user_id"], MALLORY);
+    store.close().await;
+    assert_eq!(api(&rig).state("st-1").await["status"], "pending");
+    assert!(rig.teams().calls().iter().all(|c| c.method != "PUT"), "the card was not touched");
+    stop(rig).await;
+}
+
+/// Two approvers at once: one decision, the other told.
+#[tokio::test]
+async fn two_people_clicking_at_once_make_one_decision() {
+    let rig = start().await;
+    let (id, card) = push(&rig, "two-1", &[ANA, BOB], 300, trade()).await;
+    let (url, ana, bob) = (endpoint(&rig), ana(), bob());
+    let (a, b) = tokio::join!(
+        rig.teams().click(&url, &ana, OPS, &id, &card, "✅ Approve", 0, json!({})),
+        rig.teams().click(&url, &bob, OPS, &id, &card, "❌ Reject", 0, json!({"reason.0": ""}))
+    );
+    let reply = api(&rig).decided("two-1").await["reply"].clone();
+    let cards = [&a, &b].iter().filter(|x| x.1["type"] == "application/vnd.microsoft.card.adaptive").count();
+    let notices = [&a, &b].iter().filter(|x| x.1["type"] == "application/vnd.microsoft.activity.message").count();
+    assert_eq!((cards, notices), (1, 1), "{a:?} {b:?}");
+    assert!(reply == json!({"decisions": [{"type": "approve"}]}) || reply == json!({"decisions": [{"type": "reject"}]}), "{reply}");
+    stop(rig).await;
+}
+
+/// Nobody answers: the card is updated to the expiry, and a late click is told.
+#[tokio::test]
+async fn expiry_updates_the_card_and_a_late_click_is_told() {
+    let rig = start().await;
+    let (id, card) = push(&rig, "late-1", &[ANA], 1, trade()).await;
+    let expired = updated(&rig, &id, "Expired at").await;
+    assert!(executes(&expired).is_empty());
+    let late = rig.teams().click(&endpoint(&rig), &ana(), OPS, &id, &card, "✅ Approve", 0, json!({})).await;
+    assert_eq!(notice(&late), "This request has expired.");
+    assert_eq!(api(&rig).state("late-1").await["status"], "expired");
+    stop(rig).await;
+}
+
+/// A forged, expired, wrong-audience, wrong-service or missing token is 401 and
+/// changes nothing; five minutes of clock skew are allowed.
+#[tokio::test]
+async fn requests_without_microsofts_token_are_refused() {
+    let rig = start().await;
+    let url = endpoint(&rig);
+    let fake = rig.teams();
+    let (id, card) = push(&rig, "jwt-1", &[ANA], 300, trade()).await;
+    let approve = fake_teams::nth_execute(&card, "✅ Approve", 0).unwrap();
+    let click = fake.activity_from(
+        &ana(),
+        OPS,
+        "channel",
+        json!({"type": "invoke", "name": "adaptiveCard/action", "replyToId": id, "value": {"action": {"type": "Action.Execute", "verb": "hitl", "data": approve["data"]}}}),
+    );
+    let service = fake.service_url();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let good = fake.token_for(&service, |_| {});
+    let (head, rest) = good.split_once('.').unwrap();
+    let (_, signature) = rest.split_once('.').unwrap();
+    let forged_claims = json!({"iss": "https://api.botframework.com", "aud": fake_teams::APP_ID, "exp": now + 3600, "serviceUrl": service});
+    use base64::Engine;
+    let forged = format!("{head}.{}.{signature}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(forged_claims.to_string()));
+    let refused = [
+        ("forged", Some(forged)),
+        ("expired", Some(fake.token_for(&service, |c| c["exp"] = json!(now - 400)))),
+        ("wrong audience", Some(fake.token_for(&service, |c| c["aud"] = json!("00000000-0000-0000-0000-000000000000")))),
+        ("wrong issuer", Some(fake.token_for(&service, |c| c["iss"] = json!("https://sts.windows.net/x/")))),
+        ("another serviceUrl", Some(fake.token_for("https://attacker.example/", |_| {}))),
+        ("missing", None),
+    ];
+    for (what, token) in refused {
+        let (status, _) = fake.post_with(&url, &click, token.as_deref()).await;
+        assert_eq!(status, 401, "{what}");
+    }
+    assert_eq!(api(&rig).state("jwt-1").await["status"], "pending", "nothing changed");
+    let (status, body) = fake.post_with(&url, &json!("not an activity"), Some(&good)).await;
+    assert_eq!(status, 400, "{body}");
+    let skewed = fake.token_for(&service, |c| c["exp"] = json!(now - 120));
+    let (status, body) = fake.post_with(&url, &click, Some(&skewed)).await;
+    assert_eq!((status, body["type"].clone()), (200, json!("application/vnd.microsoft.card.adaptive")), "within five minutes of skew");
+    assert_eq!(api(&rig).decided("jwt-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    assert_eq!(fake.key_fetches(), 1, "the keys are fetched once and cached");
+    stop(rig).await;
+}
+
+/// An activity delivered again (same id) is answered 200 and handled once.
+#[tokio::test]
+async fn a_replayed_click_is_handled_once() {
+    let rig = start().await;
+    let (id, card) = push(&rig, "re-1", &[ANA], 300, json!([{"name": "a", "args": {}}, {"name": "b", "args": {}}])).await;
+    let approve = fake_teams::nth_execute(&card, "✅ Approve", 0).unwrap();
+    let click = rig.teams().activity_from(
+        &ana(),
+        OPS,
+        "channel",
+        json!({"type": "invoke", "name": "adaptiveCard/action", "replyToId": id, "value": {"action": {"type": "Action.Execute", "verb": "hitl", "data": approve["data"]}}}),
+    );
+    let first = rig.teams().post(&endpoint(&rig), &click).await;
+    assert!(card_text(&answered_card(&first)).contains("→ ✅ Approve"), "{first:?}");
+    let again = rig.teams().post(&endpoint(&rig), &click).await;
+    assert_eq!(again.0, 200, "a redelivery is acknowledged");
+    let updates = || rig.teams().calls().iter().filter(|c| c.method == "PUT" && c.status < 300).count();
+    wait_until(|| async { (updates() == 1).then_some(()) }).await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(updates(), 1, "handled once: one draft update");
+    stop(rig).await;
+}
+
+/// A storm of 429s delays the card, never loses it: each `Retry-After` is waited out.
+#[tokio::test]
+async fn a_429_storm_is_waited_out() {
+    let rig = start().await;
+    rig.teams().storm(3);
+    let started = std::time::Instant::now();
+    let (_, card) = push(&rig, "storm-1", &[ANA], 300, trade()).await;
+    assert!(started.elapsed() >= std::time::Duration::from_secs(3), "three Retry-After: 1 waited out");
+    assert!(!executes(&card).is_empty());
+    let refused = rig.teams().calls().iter().filter(|c| c.status == 429).count();
+    assert_eq!(refused, 3);
+    stop(rig).await;
+}
+
+/// A wrong app password stops the start with the setting Microsoft refused.
+#[tokio::test]
+async fn a_refused_password_is_named_at_start() {
+    let rig = Harness::on(Chat::Teams).no_agent().set("teams.app_password", "wrong").build().await;
+    let error = hitl_bridge::app::App::start(&rig.settings, None as support::harness::NoConsole).await.err().map(|e| format!("{e:#}")).unwrap();
+    assert!(error.contains("teams.app_password") && error.contains("AADSTS7000215"), "{error}");
+    rig.shutdown().await;
+}
+
+/// `check-config` names a missing or malformed key.
+#[test]
+fn bad_settings_are_named() {
+    let problem = |pairs: &[(&str, &str)]| Settings::from_pairs(pairs).err().map(|e| format!("{e:#}")).unwrap_or_default();
+    assert!(problem(&[("teams.enabled", "true")]).contains("teams.app_id"));
+    assert!(problem(&[("teams.enabled", "true"), ("teams.app_id", "my-bot")]).contains("teams.app_id"));
+    assert!(problem(&[("teams.enabled", "true"), ("teams.app_id", fake_teams::APP_ID)]).contains("teams.app_password"));
+    assert!(problem(&[("teams.channels", "[\"#ops\"]")]).contains("teams.channels") || problem(&[("teams.tenant_id", "contoso")]).contains("teams.tenant_id"));
+    assert!(problem(&[("teams.tenant_id", "contoso")]).contains("teams.tenant_id"));
+    assert!(Settings::from_pairs(&[("teams.enabled", "true"), ("teams.app_id", fake_teams::APP_ID), ("teams.app_password", "x")]).is_ok());
+}
