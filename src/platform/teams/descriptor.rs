@@ -45,6 +45,15 @@ impl Descriptor for Teams {
             Ok(Some(Started { platform: teams, foreground: None, membership: None }))
         })
     }
+
+    /// `hitl-bridge teams package --app-id ID [--public-url URL] [--out PATH]`.
+    fn admin_command(&self) -> Option<clap::Command> {
+        Some(super::manifest::admin_command())
+    }
+
+    fn run_admin_command(&self, matches: &clap::ArgMatches) -> Result<String, String> {
+        super::manifest::run_admin_command(matches)
+    }
 }
 
 impl PlatformSettings for TeamsSettings {

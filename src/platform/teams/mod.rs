@@ -17,6 +17,7 @@
 //! - [`render`], [`limits`], [`text`], [`codes`]: the Adaptive Cards, what a message
 //!   may hold, inert agent text, what a signed button names
 //! - [`clicks`]: `adaptiveCard/action` invokes → the engine, answered with the card
+//! - [`manifest`]: the app package `hitl-bridge teams package` writes
 //! - [`chat`]: messages, mentions and commands → the agent's turns, one session per
 //!   thread
 //!
@@ -37,6 +38,7 @@ pub mod http_endpoint;
 mod inbox;
 pub mod limits;
 pub mod login;
+pub mod manifest;
 pub mod pacing;
 pub mod payload;
 pub mod render;
