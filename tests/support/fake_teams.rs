@@ -401,7 +401,7 @@ async fn token(State(state): State<AppState>, body: String) -> Response {
 }
 
 /// Checks the token and Teams' windows, records the call: `Err` is the answer to give.
-fn admit(state: &AppState, headers: &HeaderMap, method: &str, conversation: &str, activity: Option<&str>, body: &Value) -> Result<usize, Response> {
+fn admit(state: &AppState, headers: &HeaderMap, method: &str, conversation: &str, activity: Option<&str>, body: &Value) -> Result<usize, Box<Response>> {
     let mut inner = state.inner.lock().unwrap();
     let bearer = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).unwrap_or_default().to_owned();
     let record = |inner: &mut Inner, status: u16| {
@@ -417,12 +417,12 @@ fn admit(state: &AppState, headers: &HeaderMap, method: &str, conversation: &str
     };
     if !inner.tokens.contains(&bearer) {
         record(&mut inner, 401);
-        return Err((StatusCode::UNAUTHORIZED, axum::Json(json!({"message": "Authorization has been denied for this request."}))).into_response());
+        return Err(Box::new((StatusCode::UNAUTHORIZED, axum::Json(json!({"message": "Authorization has been denied for this request."}))).into_response()));
     }
     if inner.storm > 0 {
         inner.storm -= 1;
         record(&mut inner, 429);
-        return Err(too_many());
+        return Err(Box::new(too_many()));
     }
     let now = Instant::now();
     let log = inner.operations.entry(conversation.to_owned()).or_default();
@@ -431,7 +431,7 @@ fn admit(state: &AppState, headers: &HeaderMap, method: &str, conversation: &str
     if in_one >= 7 || log.len() >= 8 {
         inner.pace_violations += 1;
         record(&mut inner, 429);
-        return Err(too_many());
+        return Err(Box::new(too_many()));
     }
     log.push_back(now);
     record(&mut inner, 200);
@@ -448,7 +448,7 @@ fn too_many() -> Response {
 async fn send(State(state): State<AppState>, Path(conversation): Path<String>, headers: HeaderMap, axum::Json(body): axum::Json<Value>) -> Response {
     let call = match admit(&state, &headers, "POST", &conversation, None, &body) {
         Ok(call) => call,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     let id = state.next_id.fetch_add(1, Ordering::Relaxed).to_string();
     let mut inner = state.inner.lock().unwrap();
@@ -465,7 +465,7 @@ async fn reply(
 ) -> Response {
     let call = match admit(&state, &headers, "POST", &conversation, Some(&parent), &body) {
         Ok(call) => call,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     let id = state.next_id.fetch_add(1, Ordering::Relaxed).to_string();
     let mut inner = state.inner.lock().unwrap();
@@ -481,7 +481,7 @@ async fn update(
     axum::Json(body): axum::Json<Value>,
 ) -> Response {
     if let Err(answer) = admit(&state, &headers, "PUT", &conversation, Some(&id), &body) {
-        return answer;
+        return *answer;
     }
     let mut inner = state.inner.lock().unwrap();
     let key = (conversation, id.clone());
@@ -497,7 +497,7 @@ async fn update(
 
 async fn delete(State(state): State<AppState>, Path((conversation, id)): Path<(String, String)>, headers: HeaderMap) -> Response {
     if let Err(answer) = admit(&state, &headers, "DELETE", &conversation, Some(&id), &Value::Null) {
-        return answer;
+        return *answer;
     }
     state.inner.lock().unwrap().activities.remove(&(conversation, id));
     StatusCode::OK.into_response()
@@ -505,7 +505,7 @@ async fn delete(State(state): State<AppState>, Path((conversation, id)): Path<(S
 
 async fn create_conversation(State(state): State<AppState>, headers: HeaderMap, axum::Json(body): axum::Json<Value>) -> Response {
     if let Err(answer) = admit(&state, &headers, "POST", "", None, &body) {
-        return answer;
+        return *answer;
     }
     let Some(member) = body["members"][0]["id"].as_str() else {
         return (StatusCode::BAD_REQUEST, axum::Json(json!({"error": {"code": "BadArgument", "message": "members are required"}}))).into_response();

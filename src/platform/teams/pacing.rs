@@ -36,14 +36,17 @@ pub fn wait_needed(log: &VecDeque<Instant>, now: Instant) -> Option<Duration> {
         .max()
 }
 
-/// The operations of every conversation.
+/// One conversation's recent operations, oldest first.
+type Log = Arc<Mutex<VecDeque<Instant>>>;
+
+/// The operations of every conversation (the map made at first use).
 #[derive(Default)]
 pub struct Windows {
-    logs: Mutex<Option<BoundedMap<String, Arc<Mutex<VecDeque<Instant>>>>>>,
+    logs: Mutex<Option<BoundedMap<String, Log>>>,
 }
 
 impl Windows {
-    fn log(&self, conversation: &str) -> Arc<Mutex<VecDeque<Instant>>> {
+    fn log(&self, conversation: &str) -> Log {
         let mut logs = self.logs.lock().unwrap_or_else(|p| p.into_inner());
         let logs = logs.get_or_insert_with(|| BoundedMap::new(CONVERSATIONS));
         if let Some(log) = logs.get(&conversation.to_owned()) {

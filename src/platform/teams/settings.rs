@@ -162,7 +162,8 @@ mod tests {
 
     #[test]
     fn every_other_key_names_itself() {
-        let bad: [(&str, fn(&mut TeamsSettings)); 7] = [
+        type Spoil = fn(&mut TeamsSettings);
+        let bad: [(&str, Spoil); 7] = [
             ("teams.tenant_id", |s| s.tenant_id = "contoso".into()),
             ("teams.openid_metadata_url", |s| s.openid_metadata_url = "login.botframework.com".into()),
             ("teams.token_url", |s| s.token_url = "ftp://x".into()),
