@@ -330,3 +330,93 @@ fn bad_settings_are_named() {
     assert!(problem(&[("teams.tenant_id", "contoso")]).contains("teams.tenant_id"));
     assert!(Settings::from_pairs(&[("teams.enabled", "true"), ("teams.app_id", fake_teams::APP_ID), ("teams.app_password", "x")]).is_ok());
 }
+
+// --- Talking to the agent ------------------------------------------------------------
+
+/// A bridge with the reference agent; OPS is a channel where every message reaches it,
+/// and Ana may talk.
+async fn start_chat() -> Harness {
+    Harness::on(Chat::Teams)
+        .tweak(|s: &mut Settings| {
+            s.platforms.get_mut::<TeamsSettings>().channels = vec![OPS.into()];
+            s.access.users = vec![format!("teams:{ANA}")];
+        })
+        .start()
+        .await
+}
+
+/// The texts of the `message` commands the agent received.
+fn heard(rig: &Harness) -> Vec<String> {
+    rig.sim().commands().into_iter().filter(|c| c["type"] == "message").filter_map(|c| c["text"].as_str().map(str::to_owned)).collect()
+}
+
+/// A top-level channel message starts a turn in its own thread: the agent's text is
+/// a reply in that thread, streamed into one message updated at most about once a
+/// second, ending as the whole text.
+#[tokio::test]
+async fn a_channel_message_is_a_turn_in_its_thread_and_the_text_streams() {
+    let rig = start_chat().await;
+    let fake = rig.teams();
+    let message = fake.activity_from(&ana(), OPS, "channel", json!({"text": "slow stream"}));
+    let thread = message["id"].as_str().unwrap().to_owned();
+    assert_eq!(fake.post(&endpoint(&rig), &message).await.0, 200);
+    let whole = "Đang viết dần: một, hai, ba, bốn, năm. Xong.";
+    let first = fake.wait_call(|c| c.method == "POST" && c.activity.as_deref() == Some(thread.as_str()) && c.body["text"].is_string()).await;
+    assert_eq!((first.body["replyToId"].clone(), first.body["textFormat"].clone()), (json!(thread), json!("plain")), "a reply in the thread");
+    let id = first.created.clone().unwrap();
+    wait_until(|| async { (fake.activity(OPS, &id).unwrap()["text"] == whole).then_some(()) }).await;
+    let calls: Vec<_> = fake.calls().into_iter().filter(|c| c.status < 300 && (c.created.as_deref() == Some(id.as_str()) || c.activity.as_deref() == Some(id.as_str()))).collect();
+    assert!(calls.len() >= 2, "sent once, then updated: {calls:?}");
+    for pair in calls.windows(2) {
+        assert!(pair[1].at - pair[0].at >= std::time::Duration::from_millis(900), "at most about one call a second on one message");
+    }
+    assert_eq!(heard(&rig), ["slow stream"]);
+    stop(rig).await;
+}
+
+/// `id` answers the person's Entra object id, never the per-bot `29:` id.
+#[tokio::test]
+async fn id_answers_the_entra_object_id() {
+    let rig = start_chat().await;
+    let fake = rig.teams();
+    let message = fake.activity_from(&ana(), "a:dm-ana", "personal", json!({"text": "id"}));
+    assert_eq!(fake.post(&endpoint(&rig), &message).await.0, 200);
+    let answer = fake.wait_text(&format!("a:dm-{ANA}"), "teams:").await;
+    assert!(answer.contains(&format!("teams:{ANA}")) && !answer.contains("29:"), "{answer}");
+    assert!(heard(&rig).is_empty(), "a command is not a message for the agent");
+    stop(rig).await;
+}
+
+/// Elsewhere only an @mention of the bot reaches the agent, without the tag.
+#[tokio::test]
+async fn a_mention_in_a_group_chat_reaches_the_agent_without_the_tag() {
+    let rig = start_chat().await;
+    let fake = rig.teams();
+    let group = "19:dev0a1b@thread.v2";
+    let plain = fake.activity_from(&ana(), group, "groupChat", json!({"text": "lunch?"}));
+    let mention = fake.activity_from(
+        &ana(),
+        group,
+        "groupChat",
+        json!({"text": "<at>HITL</at> hello there", "entities": [{"type": "mention", "text": "<at>HITL</at>", "mentioned": {"id": format!("28:{}", fake_teams::APP_ID), "name": "HITL"}}]}),
+    );
+    assert_eq!(fake.post(&endpoint(&rig), &plain).await.0, 200);
+    assert_eq!(fake.post(&endpoint(&rig), &mention).await.0, 200);
+    wait_until(|| async { (!heard(&rig).is_empty()).then_some(()) }).await;
+    assert_eq!(heard(&rig), ["hello there"]);
+    stop(rig).await;
+}
+
+/// A message delivered again (same id) reaches the agent once.
+#[tokio::test]
+async fn a_replayed_message_reaches_the_agent_once() {
+    let rig = start_chat().await;
+    let fake = rig.teams();
+    let message = fake.activity_from(&ana(), OPS, "channel", json!({"text": "hello"}));
+    assert_eq!(fake.post(&endpoint(&rig), &message).await.0, 200);
+    assert_eq!(fake.post(&endpoint(&rig), &message).await.0, 200);
+    wait_until(|| async { (!heard(&rig).is_empty()).then_some(()) }).await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(heard(&rig), ["hello"]);
+    stop(rig).await;
+}

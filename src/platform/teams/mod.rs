@@ -18,6 +18,7 @@
 //!   may hold, inert agent text, what a signed button names
 //! - [`clicks`]: `adaptiveCard/action` invokes → the engine, answered with the card
 //! - [`manifest`]: the app package `hitl-bridge teams package` writes
+//! - [`stream`]: the agent's text streamed into one message, updated about once a second
 //! - [`chat`]: messages, mentions and commands → the agent's turns, one session per
 //!   thread
 //!
@@ -44,6 +45,7 @@ pub mod payload;
 pub mod render;
 pub mod settings;
 pub mod signature;
+pub mod stream;
 pub mod text;
 
 use std::sync::{Arc, Mutex};
@@ -101,6 +103,8 @@ pub struct Shared {
     dms: Mutex<BoundedMap<String, String>>,
     /// The status line message per (conversation, tool group); dropped once finished.
     statuses: Mutex<BoundedMap<(String, u64), String>>,
+    /// The messages agent text is streaming into.
+    streams: stream::Streams,
 }
 
 impl Shared {
@@ -203,6 +207,7 @@ pub async fn start(settings: &TeamsSettings, wiring: Wiring) -> Result<Arc<Teams
         service_urls: Mutex::new(BoundedMap::new(CACHE_CAP)),
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
         statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
+        streams: stream::Streams::default(),
     });
     let handler = Arc::new(inbox::Handler::new(shared.clone(), wiring.inbox));
     // What a previous run stored and never finished is handled before new activities.
@@ -246,6 +251,14 @@ impl Platform for Teams {
             }
             Ok(())
         })
+    }
+
+    fn text_progress<'a>(&'a self, chat: &'a ChatKey, block: u64, text_so_far: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(stream::progress(&self.shared, chat, block, text_so_far))
+    }
+
+    fn finish_text<'a>(&'a self, chat: &'a ChatKey, block: u64, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(stream::finish(&self.shared, chat, block, text))
     }
 
     fn tool_status<'a>(&'a self, chat: &'a ChatKey, status: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>> {
