@@ -345,9 +345,10 @@ async fn start_chat() -> Harness {
         .await
 }
 
-/// The texts of the `message` commands the agent received.
+/// The texts of the `message` commands the agent received (their text blocks).
 fn heard(rig: &Harness) -> Vec<String> {
-    rig.sim().commands().into_iter().filter(|c| c["type"] == "message").filter_map(|c| c["text"].as_str().map(str::to_owned)).collect()
+    let text = |c: &Value| c["content"].as_array().map(|blocks| blocks.iter().filter_map(|b| b["text"].as_str()).collect::<String>());
+    rig.sim().commands().into_iter().filter(|c| c["type"] == "message").filter_map(|c| text(&c)).collect()
 }
 
 /// A top-level channel message starts a turn in its own thread: the agent's text is
