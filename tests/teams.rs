@@ -421,3 +421,149 @@ async fn a_replayed_message_reaches_the_agent_once() {
     assert_eq!(heard(&rig), ["hello"]);
     stop(rig).await;
 }
+
+// --- A team's members as an approver group --------------------------------------------
+
+/// A team (its General channel's id) and a channel, as approver groups.
+const TEAM: &str = "19:team0a1b2c@thread.tacv2";
+const DBA: &str = "19:dba9f8e7@thread.tacv2";
+
+/// A bridge whose `access.approver_roles` is TEAM, whose 600 members (Bob the last, on
+/// the second page) Teams lists; DBA's one member is Ana.
+async fn start_groups() -> Harness {
+    let rig = Harness::on(Chat::Teams)
+        .no_agent()
+        .set("timeouts.grace_secs", "0")
+        .tweak(|s: &mut Settings| {
+            s.http.api_tokens = vec![format!("ci:{SECRET}")];
+            s.access.approver_roles = vec![TEAM.into()];
+        })
+        .start()
+        .await;
+    let others: Vec<String> = (0..599).map(|i| format!("{i:08x}-0000-4000-8000-000000000000")).collect();
+    let mut team: Vec<&str> = others.iter().map(String::as_str).collect();
+    team.push(BOB);
+    rig.teams().members(TEAM, &team);
+    rig.teams().members(DBA, &[ANA]);
+    rig
+}
+
+/// Pushes an approval to the ops channel with `extra` fields; the card's id and card.
+async fn push_with(rig: &Harness, key: &str, extra: Value) -> (String, Value) {
+    let before = rig.teams().calls().len();
+    let mut body = json!({"approval_key": key, "targets": [{"platform": "teams", "conversation_id": OPS}], "text": "Deploy", "timeout_seconds": 300, "actions": trade()});
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        body[k] = v.clone();
+    }
+    api(rig).push(&body).await;
+    let call = wait_until(|| async {
+        rig.teams().calls().into_iter().skip(before).find(|c| c.method == "POST" && c.conversation == OPS && c.created.is_some() && fake_teams::card_of(&c.body).is_some())
+    })
+    .await;
+    (call.created.unwrap(), fake_teams::card_of(&call.body).unwrap())
+}
+
+/// The member lists the bridge asked Teams for, as (conversation, query).
+fn member_reads(rig: &Harness) -> Vec<(String, Value)> {
+    rig.teams().calls().into_iter().filter(|c| c.method == "GET").map(|c| (c.conversation, c.body)).collect()
+}
+
+/// A team's member decides (found on the list's second page); someone outside it is
+/// refused with a notice only they see and an audit row; the list is read once, page
+/// by page, and remembered for the next click.
+#[tokio::test]
+async fn a_member_of_an_approver_team_decides_and_a_non_member_is_refused() {
+    let rig = start_groups().await;
+    let (id, card) = push_with(&rig, "grp-1", json!({})).await;
+    let refused = rig.teams().click(&endpoint(&rig), &mallory(), OPS, &id, &card, "✅ Approve", 0, json!({})).await;
+    assert_eq!(notice(&refused), "You are not allowed to answer this request.");
+    let store = hitl_bridge::store::Store::connect(&rig.settings.store.url).await.unwrap();
+    let audited = wait_until(|| async { store.refused_attempts(0).await.ok().filter(|r| !r.is_empty()) }).await;
+    assert_eq!(json!(audited[0].actor), json!({"platform": "teams", "user_id": MALLORY, "name": "Mallory"}));
+    store.close().await;
+    assert_eq!(api(&rig).state("grp-1").await["status"], "pending");
+    let answer = rig.teams().click(&endpoint(&rig), &bob(), OPS, &id, &card, "✅ Approve", 0, json!({})).await;
+    assert!(card_text(&answered_card(&answer)).contains("Approved by Bob"), "{answer:?}");
+    assert_eq!(api(&rig).decided("grp-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    assert_eq!(
+        member_reads(&rig),
+        [(TEAM.to_owned(), json!({"pageSize": "500"})), (TEAM.to_owned(), json!({"pageSize": "500", "continuationToken": "500"}))],
+        "one read of the team, two pages"
+    );
+    stop(rig).await;
+}
+
+/// A channel the request names itself (`approver_roles` in the push) decides it: its
+/// member may, a member of the configured team may too, nobody else.
+#[tokio::test]
+async fn a_channel_the_request_names_decides_it() {
+    let rig = start_groups().await;
+    let (id, card) = push_with(&rig, "grp-2", json!({"approver_roles": [DBA]})).await;
+    let refused = rig.teams().click(&endpoint(&rig), &mallory(), OPS, &id, &card, "✅ Approve", 0, json!({})).await;
+    assert_eq!(notice(&refused), "You are not allowed to answer this request.");
+    let answer = rig.teams().click(&endpoint(&rig), &ana(), OPS, &id, &card, "❌ Reject", 0, json!({"reason.0": "not today"})).await;
+    assert!(card_text(&answered_card(&answer)).contains("Rejected by Ana"), "{answer:?}");
+    assert_eq!(api(&rig).decided("grp-2").await["reply"], json!({"decisions": [{"type": "reject", "message": "not today"}]}));
+    assert!(member_reads(&rig).iter().any(|(c, _)| c == DBA), "the request's channel was read");
+    stop(rig).await;
+}
+
+// --- Teams' rate limits ---------------------------------------------------------------
+
+/// Requests in the burst.
+const BURST: usize = 200;
+
+/// A burst of 200 requests into one channel is shown whole, each card once, in the
+/// order pushed, within Teams' windows (the fake counts any operation past 7 in 1 s,
+/// 8 in 2 s or 60 in 30 s as a violation), through a 429 storm on the way; a card
+/// from the middle of the burst still decides its own request. At Teams' pace (60 in
+/// 30 s) this takes about 100 s.
+#[tokio::test]
+async fn a_burst_of_200_into_one_channel_arrives_whole_in_order() {
+    let rig = start().await;
+    rig.teams().storm(2);
+    for i in 0..BURST {
+        api(&rig)
+            .push(&json!({
+                "approval_key": format!("burst-{i}"), "targets": [{"platform": "teams", "conversation_id": OPS}],
+                "approvers": [format!("teams:{ANA}")], "text": format!("Burst request {i}"), "timeout_seconds": 3600,
+                "actions": [{"name": "deploy", "args": {"n": i}}],
+            }))
+            .await;
+    }
+    let cards = || -> Vec<(String, Value)> {
+        rig.teams()
+            .calls()
+            .into_iter()
+            .filter(|c| c.method == "POST" && c.conversation == OPS && c.status < 300)
+            .filter_map(|c| Some((c.created?, fake_teams::card_of(&c.body)?)))
+            .collect()
+    };
+    let shown = wait_until_within(std::time::Duration::from_secs(240), || async { (cards().len() >= BURST).then(cards) }).await;
+    let order: Vec<String> = shown.iter().map(|(_, card)| card_text(card).lines().find(|l| l.starts_with("Burst request")).unwrap_or_default().to_owned()).collect();
+    let expected: Vec<String> = (0..BURST).map(|i| format!("Burst request {i}")).collect();
+    assert_eq!(order, expected, "every card once, in the order pushed");
+    assert_eq!(rig.teams().calls().iter().filter(|c| c.status == 429).count(), 2, "the storm only: no 429 of the fake's windows");
+    let (id, card) = &shown[137];
+    let answer = rig.teams().click(&endpoint(&rig), &ana(), OPS, id, card, "✅ Approve", 0, json!({})).await;
+    answered_card(&answer);
+    assert_eq!(api(&rig).decided("burst-137").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    assert_eq!(api(&rig).state("burst-136").await["status"], "pending");
+    stop(rig).await;
+}
+
+/// Polls `probe` until it gives a value, for up to `within`.
+async fn wait_until_within<T, F, Fut>(within: std::time::Duration, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(std::time::Instant::now() < deadline, "not within {within:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

@@ -16,9 +16,14 @@
 //!   (learn.microsoft.com, "API reference for the Bot Framework Connector service"):
 //!   send (`POST /v3/conversations/{id}/activities`), reply (`POST
 //!   …/activities/{activityId}`), update (`PUT`), delete (`DELETE`) and create a 1:1
-//!   conversation (`POST /v3/conversations`), each checking the bearer token it issued
+//!   conversation (`POST /v3/conversations`), and the members of a team or channel
+//!   page by page (`GET /v3/conversations/{id}/pagedmembers?pageSize=&continuationToken=`,
+//!   answering `members` with each one's `aadObjectId` and a `continuationToken` while
+//!   more remain, as `ChannelServiceController.GetConversationPagedMembersAsync` and
+//!   `TeamsPagedMembersResult` describe; an unknown conversation is `404
+//!   ConversationNotFound`; the test can hold the answers), each checking the bearer token it issued
 //!   (401 otherwise) and recording the exact JSON. Teams' per-bot per-conversation
-//!   limits (7 operations in 1 s, 8 in 2 s; learn.microsoft.com, "Optimize your bot
+//!   limits (7 operations in 1 s, 8 in 2 s, 60 in 30 s; learn.microsoft.com, "Optimize your bot
 //!   with rate limiting and best practices in Teams") are enforced: an operation past
 //!   them is `429` with `Retry-After: 1` and counted as a pace violation. The test
 //!   can also ask for the next N calls to be 429 (a storm), and an update of an
@@ -36,7 +41,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -108,6 +113,11 @@ struct Inner {
     pace_violations: u32,
     /// Invoke answers and statuses the bridge gave, in order.
     answers: Vec<(u16, Value)>,
+    /// Each team's or channel's members (Entra object ids).
+    members: HashMap<String, Vec<String>>,
+    /// Whether member lists are held unanswered, and how many asks wait.
+    hold_members: bool,
+    members_held: u32,
 }
 
 pub struct FakeTeams {
@@ -138,6 +148,7 @@ impl FakeTeams {
             .route("/token", post(token))
             .route("/v3/conversations", post(create_conversation))
             .route("/v3/conversations/{conversation}/activities", post(send))
+            .route("/v3/conversations/{conversation}/pagedmembers", get(paged_members))
             .route("/v3/conversations/{conversation}/activities/{activity}", post(reply).put(update).delete(delete))
             .with_state(state);
         let task = tokio::spawn(async move {
@@ -182,6 +193,21 @@ impl FakeTeams {
     /// The next `n` Connector calls are answered 429 `Retry-After: 1`.
     pub fn storm(&self, n: u32) {
         self.lock().storm = n;
+    }
+
+    /// `conversation` (a team or channel) has these members (Entra object ids).
+    pub fn members(&self, conversation: &str, aad_ids: &[&str]) {
+        self.lock().members.insert(conversation.to_owned(), aad_ids.iter().map(|a| (*a).to_owned()).collect());
+    }
+
+    /// Member lists are held unanswered (`true`) until released (`false`).
+    pub fn hold_members(&self, hold: bool) {
+        self.lock().hold_members = hold;
+    }
+
+    /// How many member lists are waiting, held.
+    pub fn members_held(&self) -> u32 {
+        self.lock().members_held
     }
 
     /// The activity `id` in `conversation` as it stands.
@@ -266,9 +292,19 @@ impl FakeTeams {
 
     /// Posts `activity` signed as Teams signs it.
     pub async fn post(&self, endpoint: &str, activity: &Value) -> (u16, Value) {
+        self.try_post(endpoint, activity).await.expect("post to the bridge")
+    }
+
+    /// Posts `activity` signed as Teams signs it: `None` when the bridge closed the
+    /// connection without an answer (it was killed).
+    pub async fn try_post(&self, endpoint: &str, activity: &Value) -> Option<(u16, Value)> {
         let service_url = activity["serviceUrl"].as_str().unwrap_or_default().to_owned();
         let token = self.token_for(&service_url, |_| {});
-        self.post_with(endpoint, activity, Some(&token)).await
+        let response = self.http.post(endpoint).json(activity).bearer_auth(token).send().await.ok()?;
+        let status = response.status().as_u16();
+        let body = response.json().await.unwrap_or(Value::Null);
+        self.lock().answers.push((status, body.clone()));
+        Some((status, body))
     }
 
     /// `person` clicks the `Action.Execute` titled `title` on `card` (activity
@@ -285,13 +321,21 @@ impl FakeTeams {
         nth: usize,
         inputs: Value,
     ) -> (u16, Value) {
+        let invoke = self.click_activity(person, conversation, card_id, card, title, nth, inputs);
+        self.post(endpoint, &invoke).await
+    }
+
+    /// The `adaptiveCard/action` invoke of `person` clicking `title` (see [`Self::click`]),
+    /// unsent: one activity, to deliver once or again.
+    #[allow(clippy::too_many_arguments)] // a click is all of these
+    pub fn click_activity(&self, person: &Person, conversation: &str, card_id: &str, card: &Value, title: &str, nth: usize, inputs: Value) -> Value {
         let action = nth_execute(card, title, nth).unwrap_or_else(|| panic!("no button {title:?} #{nth} on {card:#}"));
         let mut data = action["data"].clone();
         for (k, v) in inputs.as_object().expect("inputs") {
             data[k] = v.clone();
         }
         let kind = if conversation.starts_with("a:") { "personal" } else { "channel" };
-        let invoke = self.activity_from(
+        self.activity_from(
             person,
             conversation,
             kind,
@@ -299,8 +343,7 @@ impl FakeTeams {
                 "type": "invoke", "name": "adaptiveCard/action", "replyToId": card_id,
                 "value": { "action": { "type": "Action.Execute", "verb": action["verb"], "data": data }, "trigger": "manual" },
             }),
-        );
-        self.post(endpoint, &invoke).await
+        )
     }
 
     pub fn shutdown(self) {
@@ -426,9 +469,9 @@ fn admit(state: &AppState, headers: &HeaderMap, method: &str, conversation: &str
     }
     let now = Instant::now();
     let log = inner.operations.entry(conversation.to_owned()).or_default();
-    log.retain(|t| now.duration_since(*t) < Duration::from_secs(2));
-    let in_one = log.iter().filter(|t| now.duration_since(**t) < Duration::from_secs(1)).count();
-    if in_one >= 7 || log.len() >= 8 {
+    log.retain(|t| now.duration_since(*t) < Duration::from_secs(30));
+    let within = |secs: u64| log.iter().filter(|t| now.duration_since(**t) < Duration::from_secs(secs)).count();
+    if within(1) >= 7 || within(2) >= 8 || within(30) >= 60 {
         inner.pace_violations += 1;
         record(&mut inner, 429);
         return Err(Box::new(too_many()));
@@ -501,6 +544,46 @@ async fn delete(State(state): State<AppState>, Path((conversation, id)): Path<(S
     }
     state.inner.lock().unwrap().activities.remove(&(conversation, id));
     StatusCode::OK.into_response()
+}
+
+async fn paged_members(
+    State(state): State<AppState>,
+    Path(conversation): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(answer) = admit(&state, &headers, "GET", &conversation, None, &json!(query)) {
+        return *answer;
+    }
+    let held = {
+        let mut inner = state.inner.lock().unwrap();
+        if inner.hold_members {
+            inner.members_held += 1;
+        }
+        inner.hold_members
+    };
+    if held {
+        while state.inner.lock().unwrap().hold_members {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        state.inner.lock().unwrap().members_held -= 1;
+    }
+    let Some(all) = state.inner.lock().unwrap().members.get(&conversation).cloned() else {
+        return (StatusCode::NOT_FOUND, axum::Json(json!({"error": {"code": "ConversationNotFound", "message": "Conversation not found."}}))).into_response();
+    };
+    let size = query.get("pageSize").and_then(|s| s.parse::<usize>().ok()).unwrap_or(50).clamp(1, 500);
+    let from = query.get("continuationToken").and_then(|s| s.parse::<usize>().ok()).unwrap_or(0);
+    let page: Vec<Value> = all
+        .iter()
+        .skip(from)
+        .take(size)
+        .map(|aad| json!({"id": format!("29:1{}", &aad[..8]), "name": aad, "aadObjectId": aad, "userRole": "user", "tenantId": TENANT}))
+        .collect();
+    let mut answer = json!({ "members": page });
+    if from + size < all.len() {
+        answer["continuationToken"] = json!((from + size).to_string());
+    }
+    axum::Json(answer).into_response()
 }
 
 async fn create_conversation(State(state): State<AppState>, headers: HeaderMap, axum::Json(body): axum::Json<Value>) -> Response {

@@ -74,6 +74,20 @@ impl ChatNetwork for Address {
         is_conversation_id(rest).then(|| AllowedChats::Chat(rest.to_owned()))
     }
 
+    /// A team or a channel, by its conversation id: its members, as the Connector
+    /// API lists them ([`super::groups`]).
+    fn has_groups(&self) -> bool {
+        true
+    }
+
+    fn is_group_id(&self, id: &str) -> bool {
+        is_conversation_id(id)
+    }
+
+    fn group_form(&self) -> Option<&'static str> {
+        Some("a Teams team or channel id (19:…@thread.tacv2)")
+    }
+
     fn chat_form(&self) -> Option<&'static str> {
         Some("teams:CONVERSATION_ID")
     }
@@ -173,6 +187,17 @@ mod tests {
         assert_eq!(n.direct_chat("teams", "29:1abc"), None, "the per-bot id is not a person's address");
         assert_eq!(n.allowed_chats(&format!("teams:{CHANNEL}")), Some(("teams".into(), AllowedChats::Chat(CHANNEL.into()))));
         assert_eq!(n.allowed_chats("teams:user:x"), None);
+    }
+
+    #[test]
+    fn teams_and_channels_are_groups_by_their_conversation_id() {
+        let n = networks();
+        assert!(n.has_groups("teams"));
+        assert!(n.is_group_id(CHANNEL) && n.is_group_id("19:team0a1b2c@thread.tacv2"));
+        for bad in ["S0SRE", "900100200", "user:6b1e3f0a", "#ops", ""] {
+            assert!(!n.is_group_id(bad), "{bad}");
+        }
+        assert_eq!(n.group_forms(), "a Teams team or channel id (19:…@thread.tacv2)");
     }
 
     #[test]

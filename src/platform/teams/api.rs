@@ -5,7 +5,9 @@
 //! - [`Api::reply`]: `POST /v3/conversations/{id}/activities/{activityId}` (in the thread
 //!   of a channel message);
 //! - [`Api::update`] and [`Api::delete`]: `PUT` and `DELETE` on an activity;
-//! - [`Api::create_conversation`]: `POST /v3/conversations`, a 1:1 chat with a person.
+//! - [`Api::create_conversation`]: `POST /v3/conversations`, a 1:1 chat with a person;
+//! - [`Api::members`]: `GET /v3/conversations/{id}/pagedmembers`, who is in a team or
+//!   channel, page by page (`ChannelServiceController.GetConversationPagedMembersAsync`).
 //!
 //! Every call carries the bot's token ([`Login`]; a 401 forgets it and tries once
 //! more) and is paced per conversation before Teams has to refuse: Teams allows a bot
@@ -33,6 +35,10 @@ const DEFAULT_WAIT: Duration = Duration::from_secs(1);
 const MAX_WAIT: Duration = Duration::from_secs(60);
 /// Lines kept for conversations at most.
 const LINES: usize = 10_000;
+/// Members asked for per page (Teams' largest page), and pages read at most: a team
+/// holds at most 25,000 members.
+const MEMBER_PAGE: &str = "500";
+const MAX_MEMBER_PAGES: usize = 50;
 
 /// A call that failed.
 #[derive(Debug, thiserror::Error)]
@@ -157,6 +163,30 @@ impl Api {
             status: 200,
             code: "no id".into(),
         })
+    }
+
+    /// The Entra object ids of everyone in `conversation` (a team or a channel: the
+    /// team's members), every page of them.
+    pub async fn members(&self, service_url: &str, conversation: &str) -> Result<Vec<String>, ApiError> {
+        let mut people = Vec::new();
+        let mut continuation: Option<String> = None;
+        for _ in 0..MAX_MEMBER_PAGES {
+            let mut url = url::Url::parse(&format!("{service_url}v3/conversations/{}/pagedmembers", path(conversation)))
+                .map_err(|e| ApiError::Network { what: "members", message: e.to_string() })?;
+            url.query_pairs_mut().append_pair("pageSize", MEMBER_PAGE);
+            if let Some(token) = &continuation {
+                url.query_pairs_mut().append_pair("continuationToken", token);
+            }
+            let page = self.call("members", conversation, reqwest::Method::GET, url.as_str(), None).await?;
+            let listed = page["members"].as_array().map(Vec::as_slice).unwrap_or_default();
+            people.extend(listed.iter().filter_map(|m| m["aadObjectId"].as_str()).map(str::to_owned));
+            continuation = page["continuationToken"].as_str().filter(|t| !t.is_empty()).map(str::to_owned);
+            if continuation.is_none() {
+                return Ok(people);
+            }
+        }
+        tracing::warn!(conversation, read = people.len(), "a Teams member list longer than the bridge reads; the rest do not count");
+        Ok(people)
     }
 
     /// One call, paced in `conversation`, tried again after a 429 (its wait), a 5xx or

@@ -91,7 +91,8 @@ pub fn command_of(text: &str) -> Option<ChatCommand> {
 /// Handles one `message` activity.
 pub async fn on_message(shared: &Shared, activity: &Activity) {
     let Some(routed) = route(activity, &shared.channels) else { return };
-    let Some(actor) = super::clicks::actor(activity) else { return };
+    let Some(mut actor) = super::clicks::actor(activity) else { return };
+    shared.groups.of_writer(shared, &mut actor).await;
     let locale = shared.locale;
     let failed = ttext(locale, TMsg::Internal);
     if let Some(command) = command_of(&routed.text) {

@@ -81,11 +81,12 @@ pub async fn click(shared: &Shared, activity: &Activity) -> Answer {
         return unknown();
     };
     let Some(code) = Code::parse(&verified.code) else { return unknown() };
-    let Some(actor) = actor(activity) else {
+    let Some(mut actor) = actor(activity) else {
         tracing::info!("a Teams click without the person's Entra object id; refused");
         return unknown();
     };
     let id = verified.interaction_id;
+    shared.groups.of_clicker(shared, &id, &mut actor).await;
     let result = match code {
         Code::Answer => answer_set(shared, &id, actor, data).await,
         code => {

@@ -40,9 +40,10 @@ impl Descriptor for Teams {
                 limits: context.limits,
                 inbox: DurableInbox::new(context.inboxes.of(super::PLATFORM), context.replica_id.clone()),
                 web: context.web.clone(),
+                groups: context.groups.clone(),
             };
             let teams = super::start(settings, wiring).await.map_err(|e| e.to_string())?;
-            Ok(Some(Started { platform: teams, foreground: None, membership: None }))
+            Ok(Some(Started { platform: teams.clone(), foreground: None, membership: Some(teams) }))
         })
     }
 

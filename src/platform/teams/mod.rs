@@ -8,6 +8,8 @@
 //! - [`settings`], [`address`], [`descriptor`]: the `[teams]` section, how Teams'
 //!   conversations, people and targets are written, and the registry's entry
 //! - [`login`]: the bot's client-credentials token, cached
+//! - [`groups`]: a team's or channel's members as an approver group, read from the
+//!   Connector API
 //! - [`api`]: the Connector API (send, reply, update, delete, a 1:1 chat), paced to
 //!   Teams' per-conversation limits
 //! - [`pacing`]: Teams' sliding windows per conversation
@@ -35,6 +37,7 @@ pub mod chat;
 pub mod clicks;
 pub mod codes;
 pub mod descriptor;
+pub mod groups;
 pub mod http_endpoint;
 mod inbox;
 pub mod limits;
@@ -60,6 +63,8 @@ use self::settings::TeamsSettings;
 use super::kit::reminder;
 use super::{Platform, PlatformError};
 use crate::engine::{EngineHandle, Reminder};
+use crate::interaction::Actor;
+use crate::platform::descriptor::Membership;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
 use crate::interaction::{AccessPolicy, Interaction, readable};
 use crate::platform::descriptor::WebLinks;
@@ -105,6 +110,8 @@ pub struct Shared {
     statuses: Mutex<BoundedMap<(String, u64), String>>,
     /// The messages agent text is streaming into.
     streams: stream::Streams,
+    /// The teams and channels approvers may be members of, and who is in them.
+    pub groups: groups::Groups,
 }
 
 impl Shared {
@@ -178,6 +185,8 @@ pub struct Wiring {
     pub limits: crate::listener::Limits,
     pub inbox: crate::platform::kit::inbox::DurableInbox,
     pub web: Arc<dyn WebLinks>,
+    /// Every group id the configuration names, with its setting.
+    pub groups: Vec<(String, String)>,
 }
 
 /// Fetches a token (a refusal names the setting Microsoft refused), then serves the
@@ -208,6 +217,7 @@ pub async fn start(settings: &TeamsSettings, wiring: Wiring) -> Result<Arc<Teams
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
         statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
         streams: stream::Streams::default(),
+        groups: groups::Groups::new(&wiring.groups, settings.group_refresh()),
     });
     let handler = Arc::new(inbox::Handler::new(shared.clone(), wiring.inbox));
     // What a previous run stored and never finished is handled before new activities.
@@ -237,6 +247,17 @@ fn reminder_text(interaction: &Interaction, people: &reminder::Recipients, local
     const TEAMS: reminder::Style =
         reminder::Style { user: |_| None, group: |_| None, text: text::inert, deadline: texts::clock, subject_max: 1000, most_named: 25 };
     reminder::text(locale, interaction, people, &TEAMS)
+}
+
+impl Membership for Teams {
+    fn groups_of<'a>(&'a self, person: &'a Actor, named: &'a [String]) -> BoxFuture<'a, Vec<String>> {
+        Box::pin(async move {
+            if person.platform != PLATFORM {
+                return Vec::new();
+            }
+            self.shared.groups.of_person_naming(&self.shared, &person.user_id, named).await
+        })
+    }
 }
 
 impl Platform for Teams {

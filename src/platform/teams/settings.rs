@@ -40,6 +40,9 @@ pub struct TeamsSettings {
     /// Conversation ids (`19:…@thread.tacv2`) whose every message goes to the agent;
     /// elsewhere the bot hears DMs and @mentions.
     pub channels: Vec<String>,
+    /// How long a team's or channel's member list (an approver group) is trusted
+    /// before Teams is asked again, in seconds.
+    pub group_refresh_secs: u64,
     /// Fixed locale (`en`, `vi`, `zh`) for cards and notices; else English.
     pub locale: Option<String>,
 }
@@ -56,6 +59,7 @@ impl Default for TeamsSettings {
             service_url: "https://smba.trafficmanager.net/teams/".into(),
             messages_listen: "0.0.0.0:3978".into(),
             channels: Vec::new(),
+            group_refresh_secs: 300,
             locale: None,
         }
     }
@@ -91,6 +95,11 @@ impl TeamsSettings {
         }
         let tenant = if self.tenant_id.is_empty() { MULTI_TENANT } else { self.tenant_id.as_str() };
         format!("https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token")
+    }
+
+    /// `group_refresh_secs`, at least a second.
+    pub fn group_refresh(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.group_refresh_secs.max(1))
     }
 
     /// `service_url`, ending in `/`.
