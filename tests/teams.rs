@@ -366,7 +366,11 @@ async fn a_channel_message_is_a_turn_in_its_thread_and_the_text_streams() {
     assert_eq!((first.body["replyToId"].clone(), first.body["textFormat"].clone()), (json!(thread), json!("plain")), "a reply in the thread");
     let id = first.created.clone().unwrap();
     wait_until(|| async { (fake.activity(OPS, &id).unwrap()["text"] == whole).then_some(()) }).await;
-    let calls: Vec<_> = fake.calls().into_iter().filter(|c| c.status < 300 && (c.created.as_deref() == Some(id.as_str()) || c.activity.as_deref() == Some(id.as_str()))).collect();
+    let calls: Vec<_> = fake
+        .calls()
+        .into_iter()
+        .filter(|c| c.status < 300 && (c.created.as_deref() == Some(id.as_str()) || c.activity.as_deref() == Some(id.as_str())))
+        .collect();
     assert!(calls.len() >= 2, "sent once, then updated: {calls:?}");
     for pair in calls.windows(2) {
         assert!(pair[1].at - pair[0].at >= std::time::Duration::from_millis(900), "at most about one call a second on one message");
@@ -451,13 +455,18 @@ async fn start_groups() -> Harness {
 /// Pushes an approval to the ops channel with `extra` fields; the card's id and card.
 async fn push_with(rig: &Harness, key: &str, extra: Value) -> (String, Value) {
     let before = rig.teams().calls().len();
-    let mut body = json!({"approval_key": key, "targets": [{"platform": "teams", "conversation_id": OPS}], "text": "Deploy", "timeout_seconds": 300, "actions": trade()});
+    let mut body =
+        json!({"approval_key": key, "targets": [{"platform": "teams", "conversation_id": OPS}], "text": "Deploy", "timeout_seconds": 300, "actions": trade()});
     for (k, v) in extra.as_object().into_iter().flatten() {
         body[k] = v.clone();
     }
     api(rig).push(&body).await;
     let call = wait_until(|| async {
-        rig.teams().calls().into_iter().skip(before).find(|c| c.method == "POST" && c.conversation == OPS && c.created.is_some() && fake_teams::card_of(&c.body).is_some())
+        rig.teams()
+            .calls()
+            .into_iter()
+            .skip(before)
+            .find(|c| c.method == "POST" && c.conversation == OPS && c.created.is_some() && fake_teams::card_of(&c.body).is_some())
     })
     .await;
     (call.created.unwrap(), fake_teams::card_of(&call.body).unwrap())
@@ -540,7 +549,8 @@ async fn a_burst_of_200_into_one_channel_arrives_whole_in_order() {
             .collect()
     };
     let shown = wait_until_within(std::time::Duration::from_secs(240), || async { (cards().len() >= BURST).then(cards) }).await;
-    let order: Vec<String> = shown.iter().map(|(_, card)| card_text(card).lines().find(|l| l.starts_with("Burst request")).unwrap_or_default().to_owned()).collect();
+    let order: Vec<String> =
+        shown.iter().map(|(_, card)| card_text(card).lines().find(|l| l.starts_with("Burst request")).unwrap_or_default().to_owned()).collect();
     let expected: Vec<String> = (0..BURST).map(|i| format!("Burst request {i}")).collect();
     assert_eq!(order, expected, "every card once, in the order pushed");
     assert_eq!(rig.teams().calls().iter().filter(|c| c.status == 429).count(), 2, "the storm only: no 429 of the fake's windows");
