@@ -577,3 +577,92 @@ where
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+// --- Targets in policies, routing and MCP ---------------------------------------------
+
+/// A `[[policies]]` entry written with Teams addresses: it matches requests shown in
+/// `teams:OPS`, needs Ana and Bob both (a quorum of 2), and after a second shows the
+/// request in Bob's 1:1 chat (`teams:user:BOB`). Ana's approval is a vote on the card;
+/// a stranger is refused; Bob's approval in his own chat decides, and both copies show
+/// the outcome.
+#[tokio::test]
+async fn a_policy_written_with_teams_addresses_holds_on_teams() {
+    let rule: hitl_bridge::interaction::PolicySpec = serde_json::from_value(json!({
+        "name": "two-of-us", "tools": ["*"], "targets": [format!("teams:{OPS}")], "approvers": [format!("teams:{ANA}"), format!("teams:{BOB}")], "quorum": 2,
+        "escalation": [{"after": 1, "show_in": format!("teams:user:{BOB}")}],
+    }))
+    .unwrap();
+    let rig = Harness::on(Chat::Teams)
+        .no_agent()
+        .set("timeouts.grace_secs", "0")
+        .tweak(move |s: &mut Settings| {
+            s.http.api_tokens = vec![format!("ci:{SECRET}")];
+            s.policies = vec![rule];
+        })
+        .start()
+        .await;
+    let (id, card) = push_with(&rig, "pol-1", json!({})).await;
+    let vote = rig.teams().click(&endpoint(&rig), &ana(), OPS, &id, &card, "✅ Approve", 0, json!({})).await;
+    assert!(!executes(&answered_card(&vote)).is_empty(), "one vote of two: the card keeps its buttons");
+    assert_eq!(api(&rig).state("pol-1").await["status"], "pending");
+    let refused = rig.teams().click(&endpoint(&rig), &mallory(), OPS, &id, &card, "✅ Approve", 0, json!({})).await;
+    assert_eq!(notice(&refused), "You are not allowed to answer this request.");
+    let bobs_chat = format!("a:dm-{BOB}");
+    let (copy, shown) = rig.teams().wait_card(&bobs_chat).await;
+    let create = rig.teams().calls().into_iter().find(|c| c.conversation.is_empty() && c.method == "POST").expect("a 1:1 chat created");
+    assert_eq!(create.body["members"], json!([{"id": BOB, "aadObjectId": BOB}]));
+    let answer = rig.teams().click(&endpoint(&rig), &bob(), &bobs_chat, &copy, &shown, "✅ Approve", 0, json!({})).await;
+    assert!(card_text(&answered_card(&answer)).contains("Approved by"), "{answer:?}");
+    assert_eq!(api(&rig).decided("pol-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    updated(&rig, &id, "Approved by").await;
+    stop(rig).await;
+}
+
+/// Teams addresses are taken where chats and people are written: `routing.channels`,
+/// `mcp.default_targets`, `access.*`, a policy's `targets`, `approvers`,
+/// `approver_roles` and `show_in`; an MCP tool's chat becomes the HTTP API's Teams
+/// target; what is not a Teams address is refused by name.
+#[test]
+fn teams_addresses_are_taken_in_routing_policies_and_mcp() {
+    let channel = format!("teams:{OPS}");
+    let dm = format!("teams:user:{ANA}");
+    let dir = tempfile::tempdir().unwrap();
+    let load = |routing: &str| {
+        let path = dir.path().join("bridge.toml");
+        let toml = format!(
+            r#"
+[routing]
+target = "both"
+channels = ["{routing}"]
+[mcp]
+default_targets = ["{dm}"]
+[access]
+approvers = ["teams:{BOB}"]
+approver_roles = ["19:team0a1b2c@thread.tacv2"]
+[[policies]]
+tools = ["deploy*"]
+targets = ["{channel}"]
+approvers = ["teams:{ANA}", "teams:{BOB}"]
+approver_roles = ["19:dba9f8e7@thread.tacv2"]
+escalation = [{{ after = "5m", show_in = "{dm}" }}]
+"#
+        );
+        std::fs::write(&path, toml).unwrap();
+        Settings::load(Some(&path)).map_err(|e| format!("{e:#}"))
+    };
+    let settings = load(&channel).unwrap();
+    assert_eq!(settings.routing.channels, [channel.clone()]);
+    assert_eq!(settings.mcp.default_targets, [dm.clone()]);
+    assert_eq!(settings.policies().len(), 1);
+    for bad in ["teams:ops", "teams:user:29:1abc", "teams:19:x/abc"] {
+        assert!(load(bad).unwrap_err().contains("routing.channels"), "{bad}");
+    }
+    let networks = hitl_bridge::platform::registry::networks();
+    let target = |text: &str| hitl_bridge::mcp::tools::target(&networks, text);
+    assert_eq!(target(&channel), Some(json!({"platform": "teams", "conversation_id": OPS})));
+    assert_eq!(target(&format!("{channel}/1700000000123")), Some(json!({"platform": "teams", "conversation_id": OPS, "message_id": "1700000000123"})));
+    assert_eq!(target(&dm), Some(json!({"platform": "teams", "user_id": ANA})));
+    for bad in ["teams:ops", "teams:user:29:1abc", "teams:19:x/abc"] {
+        assert_eq!(target(bad), None, "{bad}");
+    }
+}
