@@ -666,3 +666,74 @@ escalation = [{{ after = "5m", show_in = "{dm}" }}]
         assert_eq!(target(bad), None, "{bad}");
     }
 }
+
+// --- Questions ------------------------------------------------------------------------
+
+/// Three questions on one card: a choice set per question (expanded for a few
+/// options, multi-select where asked), an Other input, Skip, one Submit. Ana picks EU
+/// and US, types APAC as Other, picks Tonight, leaves the third, and submits once:
+/// the agent gets byte for byte what Telegram gives for the same request
+/// (tests/http_api.rs, `questions_answered_on_telegram_with_selected_options`), and
+/// the card shows the answers without inputs.
+#[tokio::test]
+async fn questions_are_answered_on_one_card_as_on_telegram() {
+    let rig = start().await;
+    api(&rig)
+        .push(&json!({"approval_key": "q-1", "targets": [{"platform": "teams", "conversation_id": OPS}], "approvers": [format!("teams:{ANA}")],
+        "questions": [
+            {"question": "Which regions?", "header": "Regions", "multiSelect": true,
+             "options": [{"label": "EU"}, {"label": "US"}, {"label": "Other region", "input": true}]},
+            {"question": "Window?", "header": "Window", "multi_select": false,
+             "options": [{"label": "Tonight (Recommended)"}, {"label": "Weekend"}]},
+            {"question": "Notify whom?", "options": [{"label": "Nobody"}]}
+        ]}))
+        .await;
+    let (id, card) = rig.teams().wait_card(OPS).await;
+    let sets: Vec<Value> = fake_teams::inputs(&card).into_iter().filter(|i| i["type"] == "Input.ChoiceSet").collect();
+    let shape: Vec<(Value, Value, Value)> = sets.iter().map(|s| (s["id"].clone(), s["style"].clone(), s["isMultiSelect"].clone())).collect();
+    assert_eq!(
+        shape,
+        [
+            (json!("answer.0"), json!("expanded"), json!(true)),
+            (json!("answer.1"), json!("expanded"), json!(false)),
+            (json!("answer.2"), json!("expanded"), json!(false))
+        ]
+    );
+    assert_eq!(sets[0]["choices"], json!([{"title": "EU", "value": "0"}, {"title": "US", "value": "1"}, {"title": "Other region", "value": "2"}]));
+    assert!(fake_teams::inputs(&card).iter().any(|i| i["id"] == "other.0" && i["type"] == "Input.Text"), "Other is a text input");
+    let titles: Vec<String> = executes(&card).iter().map(|a| a["title"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(titles.iter().filter(|t| t.contains("Skip")).count(), 3, "Skip per question: {titles:?}");
+    assert_eq!(titles.iter().filter(|t| t.contains("Submit")).count(), 1, "one Submit: {titles:?}");
+    let answer =
+        rig.teams().click(&endpoint(&rig), &ana(), OPS, &id, &card, "📨 Submit", 0, json!({"answer.0": "0,1", "other.0": "APAC", "answer.1": "0"})).await;
+    let shown = answered_card(&answer);
+    assert!(fake_teams::inputs(&shown).is_empty() && executes(&shown).is_empty(), "answered: no inputs, no buttons");
+    let state = api(&rig).decided("q-1").await;
+    assert_eq!(
+        state["reply"],
+        json!({
+            "answers": {"Which regions?": "EU, US, APAC", "Window?": "Tonight (Recommended)", "Notify whom?": "[No preference]"},
+            "selected_options": [["EU", "US", "APAC"], ["Tonight (Recommended)"], []]
+        })
+    );
+    assert_eq!(
+        serde_json::to_string(&state["reply"]["answers"]).unwrap(),
+        r#"{"Which regions?":"EU, US, APAC","Window?":"Tonight (Recommended)","Notify whom?":"[No preference]"}"#
+    );
+    stop(rig).await;
+}
+
+/// Many options are a compact drop-down.
+#[tokio::test]
+async fn many_options_are_a_drop_down() {
+    let rig = start().await;
+    let options: Vec<Value> = ["a", "b", "c", "d", "e", "f"].iter().map(|l| json!({"label": l})).collect();
+    api(&rig)
+        .push(&json!({"approval_key": "q-2", "targets": [{"platform": "teams", "conversation_id": OPS}], "approvers": [format!("teams:{ANA}")],
+            "questions": [{"question": "Which?", "options": options}]}))
+        .await;
+    let (_, card) = rig.teams().wait_card(OPS).await;
+    let set = fake_teams::inputs(&card).into_iter().find(|i| i["type"] == "Input.ChoiceSet").unwrap();
+    assert_eq!((set["style"].clone(), set["choices"].as_array().unwrap().len()), (json!("compact"), 6));
+    stop(rig).await;
+}

@@ -376,6 +376,25 @@ fn walk(value: &Value, out: &mut Vec<Value>) {
     }
 }
 
+/// Every input of a card (`Input.*`), wherever it sits, in order.
+pub fn inputs(card: &Value) -> Vec<Value> {
+    fn walk(value: &Value, out: &mut Vec<Value>) {
+        match value {
+            Value::Object(map) => {
+                if map.get("type").and_then(Value::as_str).is_some_and(|t| t.starts_with("Input.")) {
+                    out.push(value.clone());
+                }
+                map.values().for_each(|v| walk(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(card, &mut out);
+    out
+}
+
 /// The `nth` `Action.Execute` titled exactly `title` (the buttons of action `nth`).
 pub fn nth_execute(card: &Value, title: &str, nth: usize) -> Option<Value> {
     executes(card).into_iter().filter(|a| a["title"] == title).nth(nth)
