@@ -737,3 +737,23 @@ async fn many_options_are_a_drop_down() {
     assert_eq!((set["style"].clone(), set["choices"].as_array().unwrap().len()), (json!("compact"), 6));
     stop(rig).await;
 }
+
+/// Arguments far over what a Teams message holds are cut, with a visible note, and
+/// the card is within 28 KB (the fake refuses a larger activity); a decision still
+/// works on it.
+#[tokio::test]
+async fn huge_arguments_are_cut_with_a_note_within_teams_limit() {
+    let rig = start().await;
+    let big = "x".repeat(100_000);
+    let (id, card) = push(&rig, "big-1", &[ANA], 300, json!([{"name": "write_file", "args": {"path": "/tmp/a", "content": big}}])).await;
+    let posted = rig.teams().calls().into_iter().find(|c| c.created.as_deref() == Some(id.as_str())).unwrap();
+    assert!(serde_json::to_vec(&posted.body).unwrap().len() <= fake_teams::MESSAGE_BYTES);
+    let text = card_text(&card);
+    assert!(text.contains("(arguments cut to fit a Teams message)") && text.contains("\"path\": \"/tmp/a\""), "{}", &text[..300.min(text.len())]);
+    let answer = rig.teams().click(&endpoint(&rig), &ana(), OPS, &id, &card, "✅ Approve", 0, json!({})).await;
+    answered_card(&answer);
+    assert_eq!(api(&rig).decided("big-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    updated(&rig, &id, "Approved by Ana").await;
+    assert!(rig.teams().calls().iter().all(|c| c.status != 413), "nothing Teams would refuse as too big");
+    stop(rig).await;
+}

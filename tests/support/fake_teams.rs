@@ -26,7 +26,8 @@
 //!   limits (7 operations in 1 s, 8 in 2 s, 60 in 30 s; learn.microsoft.com, "Optimize your bot
 //!   with rate limiting and best practices in Teams") are enforced: an operation past
 //!   them is `429` with `Retry-After: 1` and counted as a pace violation. The test
-//!   can also ask for the next N calls to be 429 (a storm), and an update of an
+//!   can also ask for the next N calls to be 429 (a storm), an activity over 28 KB is
+//!   `413 MessageSizeTooBig` ([`MESSAGE_BYTES`]), and an update of an
 //!   activity the fake never saw is `404 ActivityNotFound`;
 //! - **Teams itself**, sending activities to the bridge's `/teams/messages`, signed
 //!   RS256 by the key above with `iss` `https://api.botframework.com`, `aud` the app
@@ -55,6 +56,9 @@ pub const TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
 pub const KEY_ID: &str = "fake-teams-key-1";
 /// A channel the bot is in.
 pub const OPS: &str = "19:0a1b2c3d4e5f@thread.tacv2";
+/// The most an activity may take: "the message size limit is 28 KB"
+/// (learn.microsoft.com, "Format your bot messages"); more is `413 MessageSizeTooBig`.
+pub const MESSAGE_BYTES: usize = 28 * 1024;
 /// The modulus and exponent of the committed key, base64url (the JWKS's `n`, `e`).
 const KEY_N: &str = "hRFyhD9UBosLhls2luZBZk77WwL5pkX8aZv0VsbGjgCLgfGaDRZwBf5Cs2z0E6_DHdr9gW-NCkuzV0MFLr87yU_YboGi9SY9AX067IjSTI43scN6loR1yxznwnvkrZ8ZGuLroaaPwF2_8EBxPSOfG90OUYbh2Yodwkx6ZmkAmzq9RaTvcBl66SFPysffhIVi7lXGjMC1jEm8bwNFTsN8_8oDkjXfxa7TE2AVy4HiCcitndRsoKy4spKgZElFxFfMy0eYgVrdO5wFLdlh2TJcIWNzITg2KET1CkCKBaLgQ_1A57QU3P9tO9ppdzYUHUqaT8vHPnarTGsGqYrAfygH_Q";
 const KEY_E: &str = "AQAB";
@@ -480,6 +484,10 @@ fn admit(state: &AppState, headers: &HeaderMap, method: &str, conversation: &str
     if !inner.tokens.contains(&bearer) {
         record(&mut inner, 401);
         return Err(Box::new((StatusCode::UNAUTHORIZED, axum::Json(json!({"message": "Authorization has been denied for this request."}))).into_response()));
+    }
+    if serde_json::to_vec(body).map(|b| b.len()).unwrap_or(0) > MESSAGE_BYTES {
+        record(&mut inner, 413);
+        return Err(Box::new((StatusCode::PAYLOAD_TOO_LARGE, axum::Json(json!({"error": {"code": "MessageSizeTooBig", "message": "Message size too big"}}))).into_response()));
     }
     if inner.storm > 0 {
         inner.storm -= 1;
