@@ -757,3 +757,26 @@ async fn huge_arguments_are_cut_with_a_note_within_teams_limit() {
     assert!(rig.teams().calls().iter().all(|c| c.status != 413), "nothing Teams would refuse as too big");
     stop(rig).await;
 }
+
+/// Microsoft rotates its keys: an activity signed by a key the cached JWKS does not
+/// hold is refused until the keys are fetched again, which an unknown `kid` causes at
+/// most every 10 s (a stream of forged `kid`s cannot make the bridge hammer
+/// Microsoft); then the new key verifies.
+#[tokio::test]
+async fn an_unknown_key_id_fetches_the_keys_again_at_most_every_10_s() {
+    let rig = start().await;
+    let fake = rig.teams();
+    fake.publish_key_as("an-older-key");
+    let hello = || fake.activity_from(&ana(), "a:dm-ana", "personal", json!({"text": "id"}));
+    assert_eq!(fake.post(&endpoint(&rig), &hello()).await.0, 401, "signed by a key not published yet");
+    assert_eq!(fake.key_fetches(), 1);
+    fake.publish_key_as(fake_teams::KEY_ID);
+    assert_eq!(fake.post(&endpoint(&rig), &hello()).await.0, 401, "within 10 s the keys are not fetched again");
+    assert_eq!(fake.key_fetches(), 1);
+    tokio::time::sleep(std::time::Duration::from_millis(10_200)).await;
+    assert_eq!(fake.post(&endpoint(&rig), &hello()).await.0, 200, "fetched again: the rotated key verifies");
+    assert_eq!(fake.key_fetches(), 2);
+    assert_eq!(fake.post(&endpoint(&rig), &hello()).await.0, 200);
+    assert_eq!(fake.key_fetches(), 2, "and is cached");
+    stop(rig).await;
+}

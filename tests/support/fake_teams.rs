@@ -122,6 +122,8 @@ struct Inner {
     /// Whether member lists are held unanswered, and how many asks wait.
     hold_members: bool,
     members_held: u32,
+    /// The `kid` the JWKS publishes the key under; `None`: [`KEY_ID`].
+    published_kid: Option<String>,
 }
 
 pub struct FakeTeams {
@@ -197,6 +199,12 @@ impl FakeTeams {
     /// The next `n` Connector calls are answered 429 `Retry-After: 1`.
     pub fn storm(&self, n: u32) {
         self.lock().storm = n;
+    }
+
+    /// The JWKS publishes the key under `kid` from now on (Microsoft rotating its keys:
+    /// activities are signed as [`KEY_ID`] whatever is published).
+    pub fn publish_key_as(&self, kid: &str) {
+        self.lock().published_kid = Some(kid.to_owned());
     }
 
     /// `conversation` (a team or channel) has these members (Entra object ids).
@@ -437,8 +445,10 @@ async fn openid(State(state): State<AppState>) -> Response {
 }
 
 async fn keys(State(state): State<AppState>) -> Response {
-    state.inner.lock().unwrap().key_fetches += 1;
-    axum::Json(json!({ "keys": [{ "kty": "RSA", "use": "sig", "kid": KEY_ID, "n": KEY_N, "e": KEY_E, "endorsements": ["msteams"] }] })).into_response()
+    let mut inner = state.inner.lock().unwrap();
+    inner.key_fetches += 1;
+    let kid = inner.published_kid.clone().unwrap_or_else(|| KEY_ID.to_owned());
+    axum::Json(json!({ "keys": [{ "kty": "RSA", "use": "sig", "kid": kid, "n": KEY_N, "e": KEY_E, "endorsements": ["msteams"] }] })).into_response()
 }
 
 async fn token(State(state): State<AppState>, body: String) -> Response {
@@ -487,7 +497,9 @@ fn admit(state: &AppState, headers: &HeaderMap, method: &str, conversation: &str
     }
     if serde_json::to_vec(body).map(|b| b.len()).unwrap_or(0) > MESSAGE_BYTES {
         record(&mut inner, 413);
-        return Err(Box::new((StatusCode::PAYLOAD_TOO_LARGE, axum::Json(json!({"error": {"code": "MessageSizeTooBig", "message": "Message size too big"}}))).into_response()));
+        return Err(Box::new(
+            (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(json!({"error": {"code": "MessageSizeTooBig", "message": "Message size too big"}}))).into_response(),
+        ));
     }
     if inner.storm > 0 {
         inner.storm -= 1;
