@@ -1,5 +1,5 @@
 //! Load benchmark: the real bridge (`App::start`, or the release binary as a child for
-//! memory, CPU and restart) against the fake Telegram Bot API and the fake Slack of
+//! memory, CPU and restart) against the fake Telegram Bot API, the fake Slack and the fake Teams of
 //! `tests/support` (`common/chats.rs` drives either the same way) and a minimal fake
 //! agent on a loopback WebSocket that timestamps what it sends and reads.
 //! Figures are printed, never asserted (timing belongs here, not in tests); see
@@ -15,7 +15,8 @@
 //! line when unset; the pending phase also times the web inbox), `LOAD_SKIP`
 //! (comma-separated phases to skip: `limits`, `store`, `cross`, `pending`, `slack`: Slack's
 //! latency run, its comparison with Telegram's and its burst of decisions on each store;
-//! `discord`: Discord's burst of decisions on each store),
+//! `discord`: Discord's burst of decisions on each store; `teams`: Teams' latency run
+//! and its comparison with Slack's),
 //! `LOAD_PROFILE` (set: the pending phase's burst of decisions is sampled with Linux
 //! `perf` and its CPU summed by module, `common/profile.rs`; `switches` or `calls`:
 //! the context switches or CPU samples are recorded with their stacks, file kept),
@@ -34,6 +35,7 @@ mod threads;
 use chats::{ChatFake, mentions};
 use support::fake_discord::{self, FakeDiscord};
 use support::fake_slack::{self, FakeSlack, Person};
+use support::fake_teams::FakeTeams;
 use support::{discord_chat, fake_telegram, test_db};
 
 use std::collections::HashMap;
@@ -438,23 +440,24 @@ async fn latency<F: ChatFake>(fake: F, n: usize, clicks: usize) -> Figures {
     figures
 }
 
-/// How much slower Slack's p50 may be than Telegram's on the same figure (issue #34).
-const SLACK_P50_MARGIN: Duration = Duration::from_millis(2);
+/// How much slower a platform's p50 may be than the one it is compared with, on the
+/// same figure: Slack against Telegram (issue #34), Teams against Slack (issue #51).
+const P50_MARGIN: Duration = Duration::from_millis(2);
 
-/// Slack's latency figures beside Telegram's from the same run, each p50 against
-/// Telegram's plus [`SLACK_P50_MARGIN`].
-fn compare(telegram: &Figures, slack: &Figures) {
-    println!("\n## Slack beside Telegram (same run, same machine; target: Slack's p50 within {} ms of Telegram's)", SLACK_P50_MARGIN.as_millis());
-    for ((what, tg), (_, sl)) in telegram.iter().zip(slack) {
-        let (tg50, sl50) = (tg.at(0.5), sl.at(0.5));
-        let verdict = if sl50 <= tg50 + SLACK_P50_MARGIN { "met" } else { "NOT met" };
+/// `name`'s latency figures beside `base_name`'s from the same run, each p50 against
+/// the base's plus [`P50_MARGIN`].
+fn compare(base_name: &str, base: &Figures, name: &str, figures: &Figures) {
+    println!("\n## {name} beside {base_name} (same run, same machine; target: {name}'s p50 within {} ms of {base_name}'s)", P50_MARGIN.as_millis());
+    for ((what, b), (_, f)) in base.iter().zip(figures) {
+        let (b50, f50) = (b.at(0.5), f.at(0.5));
+        let verdict = if f50 <= b50 + P50_MARGIN { "met" } else { "NOT met" };
         println!(
-            "  {what:<46} p50 Telegram {:>8.2} ms  Slack {:>8.2} ms  ({:+.2} ms, {verdict});  p99 {:>8.2} / {:>8.2} ms",
-            ms(tg50),
-            ms(sl50),
-            ms(sl50) - ms(tg50),
-            ms(tg.at(0.99)),
-            ms(sl.at(0.99))
+            "  {what:<46} p50 {base_name} {:>8.2} ms  {name} {:>8.2} ms  ({:+.2} ms, {verdict});  p99 {:>8.2} / {:>8.2} ms",
+            ms(b50),
+            ms(f50),
+            ms(f50) - ms(b50),
+            ms(b.at(0.99)),
+            ms(f.at(0.99))
         );
     }
 }
@@ -1256,9 +1259,19 @@ async fn main() {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!("# hitl-bridge load benchmark ({cores} cores; release build; figures, not asserts)");
     let telegram = latency(FakeTelegram::start().await, sessions, clicks).await;
-    if !skipped("slack") {
+    let slack = if skipped("slack") {
+        None
+    } else {
         let slack = latency(FakeSlack::start().await, sessions, clicks).await;
-        compare(&telegram, &slack);
+        compare("Telegram", &telegram, "Slack", &slack);
+        Some(slack)
+    };
+    if !skipped("teams") {
+        let teams = latency(FakeTeams::start().await, sessions, clicks).await;
+        match &slack {
+            Some(slack) => compare("Slack", slack, "Teams", &teams),
+            None => compare("Telegram", &telegram, "Teams", &teams),
+        }
     }
     if !skipped("limits") {
         with_limits(sessions).await;

@@ -132,6 +132,10 @@ pub struct FakeTeams {
     next_id: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
     http: reqwest::Client,
+    /// Activities sent without waiting ([`FakeTeams::send_activity`]): activity id →
+    /// when it was sent, and when the bridge answered it.
+    sent: Arc<Mutex<HashMap<String, Instant>>>,
+    answered: Arc<Mutex<HashMap<String, Instant>>>,
 }
 
 #[derive(Clone)]
@@ -160,7 +164,15 @@ impl FakeTeams {
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        FakeTeams { url, inner, next_id, task, http: reqwest::Client::new() }
+        FakeTeams {
+            url,
+            inner,
+            next_id,
+            task,
+            http: reqwest::Client::new(),
+            sent: Arc::new(Mutex::new(HashMap::new())),
+            answered: Arc::new(Mutex::new(HashMap::new())),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -305,6 +317,37 @@ impl FakeTeams {
     /// Posts `activity` signed as Teams signs it.
     pub async fn post(&self, endpoint: &str, activity: &Value) -> (u16, Value) {
         self.try_post(endpoint, activity).await.expect("post to the bridge")
+    }
+
+    /// Posts `activity` signed as Teams signs it without waiting for the answer (from
+    /// a Tokio runtime): when it was sent and when answered are kept by its id
+    /// ([`FakeTeams::sent_at`], [`FakeTeams::answered_at`]).
+    pub fn send_activity(&self, endpoint: &str, activity: &Value) {
+        let id = activity["id"].as_str().unwrap_or_default().to_owned();
+        let token = self.token_for(activity["serviceUrl"].as_str().unwrap_or_default(), |_| {});
+        let request = self.http.post(endpoint).json(activity).bearer_auth(token);
+        let (sent, answered) = (self.sent.clone(), self.answered.clone());
+        tokio::spawn(async move {
+            sent.lock().unwrap().insert(id.clone(), Instant::now());
+            if request.send().await.is_ok_and(|r| r.status().is_success()) {
+                answered.lock().unwrap().insert(id, Instant::now());
+            }
+        });
+    }
+
+    /// When each activity of [`FakeTeams::send_activity`] was sent, by id.
+    pub fn sent_at(&self) -> HashMap<String, Instant> {
+        self.sent.lock().unwrap().clone()
+    }
+
+    /// When the bridge answered each of them, by id.
+    pub fn answered_at(&self) -> HashMap<String, Instant> {
+        self.answered.lock().unwrap().clone()
+    }
+
+    /// How many Connector API calls arrived so far.
+    pub fn call_count(&self) -> usize {
+        self.lock().calls.len()
     }
 
     /// Posts `activity` signed as Teams signs it: `None` when the bridge closed the
