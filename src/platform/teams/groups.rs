@@ -16,8 +16,9 @@
 //! them again.
 //!
 //! Which groups: the Teams conversation ids the configuration names, and those the
-//! request clicked on names itself (read from the engine). Other platforms' group ids
-//! are left alone.
+//! request clicked on names itself: noted when its card is shown or updated here, or
+//! read from the engine once for a request this process never showed (after a
+//! restart, or shown by another replica). Other platforms' group ids are left alone.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -26,9 +27,12 @@ use std::time::{Duration, Instant};
 use super::Shared;
 use super::address::is_conversation_id;
 use crate::interaction::{Actor, Interaction, Origin};
+use crate::platform::kit::bounded::BoundedMap;
 
 /// How long a click waits for Teams to list a group's members.
 pub const ASK_WAIT: Duration = Duration::from_millis(2500);
+/// Requests whose groups are remembered at once.
+const REQUESTS: usize = 10_000;
 /// How soon a roster that could not be read is tried again (sooner when the refresh is).
 pub const RETRY: Duration = Duration::from_secs(30);
 
@@ -52,6 +56,8 @@ impl Roster {
 /// The Teams conversations approvers may be members of, and who is in them.
 pub struct Groups {
     configured: Vec<String>,
+    /// The Teams groups each request names (mostly none), by interaction id.
+    by_request: Mutex<BoundedMap<String, Vec<String>>>,
     rosters: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Roster>>>>,
     refresh: Duration,
 }
@@ -80,7 +86,36 @@ impl Groups {
     /// `configured`: every (setting, group id) the configuration names, of every
     /// platform; `refresh`: `teams.group_refresh_secs`.
     pub fn new(configured: &[(String, String)], refresh: Duration) -> Self {
-        Self { configured: teams_groups(configured.iter().map(|(_, id)| id)), rosters: Mutex::new(HashMap::new()), refresh }
+        Self {
+            configured: teams_groups(configured.iter().map(|(_, id)| id)),
+            by_request: Mutex::new(BoundedMap::new(REQUESTS)),
+            rosters: Mutex::new(HashMap::new()),
+            refresh,
+        }
+    }
+
+    /// Remembers the groups `interaction` names, for the clicks on its card.
+    pub fn note(&self, interaction: &Interaction) {
+        self.by_request.lock().unwrap_or_else(|p| p.into_inner()).insert(interaction.id.clone(), requested_by(interaction));
+    }
+
+    /// The groups request `interaction_id` names: as noted, or read from the engine
+    /// once (none when it cannot say).
+    async fn named_by_request(&self, shared: &Shared, interaction_id: &str) -> Vec<String> {
+        if let Some(named) = self.by_request.lock().unwrap_or_else(|p| p.into_inner()).get(&interaction_id.to_owned()) {
+            return named.clone();
+        }
+        match shared.engine.interaction(interaction_id).await {
+            Ok(Some(interaction)) => {
+                self.note(&interaction);
+                requested_by(&interaction)
+            }
+            Ok(None) => Vec::new(),
+            Err(e) => {
+                tracing::warn!(error = %e, interaction = interaction_id, "cannot read which Teams groups a request names");
+                Vec::new()
+            }
+        }
     }
 
     fn roster(&self, id: &str) -> Arc<tokio::sync::Mutex<Roster>> {
@@ -90,12 +125,8 @@ impl Groups {
     /// Sets the groups of `actor`, who clicked on request `interaction_id`: those the
     /// configuration and the request name that they are a member of.
     pub async fn of_clicker(&self, shared: &Shared, interaction_id: &str, actor: &mut Actor) {
-        let mut ids = self.configured.clone();
-        match shared.engine.interaction(interaction_id).await {
-            Ok(Some(interaction)) => ids = teams_groups(ids.iter().chain(&requested_by(&interaction))),
-            Ok(None) => {}
-            Err(e) => tracing::warn!(error = %e, interaction = interaction_id, "cannot read which Teams groups a request names"),
-        }
+        let named = self.named_by_request(shared, interaction_id).await;
+        let ids = teams_groups(self.configured.iter().chain(&named));
         actor.groups = self.containing(shared, &ids, &actor.user_id).await;
     }
 

@@ -302,6 +302,7 @@ impl Platform for Teams {
 
     fn show_interaction<'a>(&'a self, chat: &'a ChatKey, interaction: &'a Interaction) -> BoxFuture<'a, Result<Option<String>, PlatformError>> {
         Box::pin(async move {
+            self.shared.groups.note(interaction);
             let card = render::message(self.shared.card(interaction, None));
             let id = self.shared.post(chat, &card, Priority::Card).await?;
             Ok(Some(id))
@@ -313,6 +314,7 @@ impl Platform for Teams {
             if message.message_id.is_empty() {
                 return Err(send_error("an empty Teams activity id"));
             }
+            self.shared.groups.note(interaction);
             let (service_url, conversation) = self.shared.conversation(&message.chat).await?;
             let card = render::message(self.shared.card(interaction, None));
             self.shared
