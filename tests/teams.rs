@@ -780,3 +780,41 @@ async fn an_unknown_key_id_fetches_the_keys_again_at_most_every_10_s() {
     assert_eq!(fake.key_fetches(), 2, "and is cached");
     stop(rig).await;
 }
+
+/// Four eyes (`access.self_approval = false`) on a chat turn: Ana asks for a trade in
+/// the ops channel; her own click on its card is refused with a notice only she sees
+/// and sends nothing; Bob, a configured approver, decides, and the agent gets exactly
+/// his approval.
+#[tokio::test]
+async fn four_eyes_refuse_the_requesters_own_click() {
+    let rig = Harness::on(Chat::Teams)
+        .tweak(|s: &mut Settings| {
+            s.platforms.get_mut::<TeamsSettings>().channels = vec![OPS.into()];
+            s.access.users = vec![format!("teams:{ANA}")];
+            s.access.approvers = vec![format!("teams:{BOB}")];
+            s.access.self_approval = false;
+        })
+        .start()
+        .await;
+    let fake = rig.teams();
+    let message = fake.activity_from(&ana(), OPS, "channel", json!({"text": "trade"}));
+    let thread = message["id"].as_str().unwrap().to_owned();
+    assert_eq!(fake.post(&endpoint(&rig), &message).await.0, 200);
+    let (id, card) = fake.wait_card(OPS).await;
+    let posted = fake.calls().into_iter().find(|c| c.created.as_deref() == Some(id.as_str())).unwrap();
+    assert_eq!(posted.activity.as_deref(), Some(thread.as_str()), "the card is in the turn's thread");
+    let own = fake.click(&endpoint(&rig), &ana(), OPS, &id, &card, "✅ Approve", 0, json!({})).await;
+    assert_eq!(notice(&own), "You started this turn: another approver must decide its tool calls (four eyes).");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(rig.sim().commands().iter().all(|c| c["type"] != "approval"), "nothing sent for Ana's own click");
+    let answer = fake.click(&endpoint(&rig), &bob(), OPS, &id, &card, "✅ Approve", 0, json!({})).await;
+    assert!(card_text(&answered_card(&answer)).contains("Approved by Bob"), "{answer:?}");
+    let approvals = wait_until(|| async {
+        let sent: Vec<Value> = rig.sim().commands().into_iter().filter(|c| c["type"] == "approval").collect();
+        (!sent.is_empty()).then_some(sent)
+    })
+    .await;
+    assert_eq!(approvals.len(), 1);
+    assert_eq!(approvals[0]["decisions"], json!([{"type": "approve"}]));
+    stop(rig).await;
+}

@@ -101,4 +101,38 @@ mod tests {
         assert_eq!(wait_needed(&log, at(24_000)), Some(Duration::from_millis(6100)), "60 in 24 s: the 61st waits until the first is 30 s old");
         assert_eq!(wait_needed(&log, at(30_100)), None);
     }
+
+    #[test]
+    fn an_hour_holds_1800() {
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        // 1,800 operations, one every 2 s: every shorter window has room.
+        let log: VecDeque<Instant> = (0..1800).map(|i| at(i * 2000)).collect();
+        assert_eq!(wait_needed(&log, at(3_600_000)), Some(Duration::from_millis(100)), "the 1,801st waits until the first is an hour old");
+        assert_eq!(wait_needed(&log, at(3_600_100)), None);
+    }
+
+    /// A burst of 200 into one conversation, each operation sent as soon as it fits:
+    /// all go, in order, and no window ever holds more than Teams allows.
+    #[test]
+    fn a_burst_of_200_keeps_every_window() {
+        let start = Instant::now();
+        let mut log: VecDeque<Instant> = VecDeque::new();
+        let mut now = start;
+        for _ in 0..200 {
+            if let Some(wait) = wait_needed(&log, now) {
+                now += wait;
+            }
+            assert_eq!(wait_needed(&log, now), None);
+            log.push_back(now);
+        }
+        for (i, &t) in log.iter().enumerate() {
+            for (most, length) in WINDOWS {
+                let within = log.iter().skip(i).take_while(|&&u| u.duration_since(t) < length).count();
+                assert!(within <= most, "{within} operations within {length:?} of operation {i}");
+            }
+        }
+        let took = log.back().unwrap().duration_since(start);
+        assert!(took < Duration::from_secs(110), "60 in 30 s sets the pace: {took:?}");
+    }
 }
