@@ -651,8 +651,8 @@ escalation = [{{ after = "5m", show_in = "{dm}" }}]
         Settings::load(Some(&path)).map_err(|e| format!("{e:#}"))
     };
     let settings = load(&channel).unwrap();
-    assert_eq!(settings.routing.channels, [channel.clone()]);
-    assert_eq!(settings.mcp.default_targets, [dm.clone()]);
+    assert_eq!(settings.routing.channels, std::slice::from_ref(&channel));
+    assert_eq!(settings.mcp.default_targets, std::slice::from_ref(&dm));
     assert_eq!(settings.policies().len(), 1);
     for bad in ["teams:ops", "teams:user:29:1abc", "teams:19:x/abc"] {
         assert!(load(bad).unwrap_err().contains("routing.channels"), "{bad}");
