@@ -818,3 +818,37 @@ async fn four_eyes_refuse_the_requesters_own_click() {
     assert_eq!(approvals[0]["decisions"], json!([{"type": "approve"}]));
     stop(rig).await;
 }
+
+/// Pairing (`access.pairing`): Mallory, a stranger, writes to the bot and gets a code
+/// in her 1:1 chat; Ana, an admin, approves it with `pair CODE` in hers; Mallory is
+/// told, and what she writes next reaches the agent as `teams:<her object id>`.
+#[tokio::test]
+async fn a_pairing_code_approved_by_an_admin_lets_a_stranger_talk() {
+    let rig = Harness::on(Chat::Teams)
+        .tweak(|s: &mut Settings| {
+            s.access.users = vec![format!("teams:{ANA}")];
+            s.access.admins = vec![format!("teams:{ANA}")];
+            s.access.pairing = true;
+        })
+        .start()
+        .await;
+    let fake = rig.teams();
+    let (hers, anas) = (format!("a:dm-{MALLORY}"), format!("a:dm-{ANA}"));
+    let hello = fake.activity_from(&mallory(), &hers, "personal", json!({"text": "hello"}));
+    assert_eq!(fake.post(&endpoint(&rig), &hello).await.0, 200);
+    let notice = fake.wait_text(&hers, "pairing code is").await;
+    let at = notice.find("code is ").unwrap() + "code is ".len();
+    let code = notice[at..at + 8].to_owned();
+    assert!(heard(&rig).is_empty(), "a stranger does not reach the agent");
+    let pair = fake.activity_from(&ana(), &anas, "personal", json!({"text": format!("pair {code}")}));
+    assert_eq!(fake.post(&endpoint(&rig), &pair).await.0, 200);
+    fake.wait_text(&anas, &format!("✅ Paired Mallory (teams:{MALLORY}): they may now talk to the agent.")).await;
+    fake.wait_text(&hers, "✅ An admin approved your pairing code: you may now talk to the agent.").await;
+    let trade = fake.activity_from(&mallory(), &hers, "personal", json!({"text": "status please"}));
+    assert_eq!(fake.post(&endpoint(&rig), &trade).await.0, 200);
+    wait_until(|| async { (!heard(&rig).is_empty()).then_some(()) }).await;
+    assert_eq!(heard(&rig), ["status please"]);
+    let sender = rig.sim().commands().into_iter().find(|c| c["type"] == "message").unwrap();
+    assert_eq!(sender["user"]["id"], MALLORY, "{sender}");
+    stop(rig).await;
+}
