@@ -852,3 +852,32 @@ async fn a_pairing_code_approved_by_an_admin_lets_a_stranger_talk() {
     assert_eq!(sender["user"]["id"], MALLORY, "{sender}");
     stop(rig).await;
 }
+
+/// Each channel thread is its own session: two top-level messages are two sessions,
+/// and a reply in the first thread (its `replyToId`) continues the first.
+#[tokio::test]
+async fn each_channel_thread_is_its_own_session() {
+    let rig = start_chat().await;
+    let fake = rig.teams();
+    let first = fake.activity_from(&ana(), OPS, "channel", json!({"text": "one"}));
+    let second = fake.activity_from(&ana(), OPS, "channel", json!({"text": "two"}));
+    let reply = fake.activity_from(&ana(), OPS, "channel", json!({"text": "one again", "replyToId": first["id"]}));
+    for activity in [&first, &second, &reply] {
+        assert_eq!(fake.post(&endpoint(&rig), activity).await.0, 200);
+    }
+    let sessions = wait_until(|| async {
+        let messages: Vec<(String, String)> = rig
+            .sim()
+            .commands()
+            .into_iter()
+            .filter(|c| c["type"] == "message")
+            .map(|c| (c["content"][0]["text"].as_str().unwrap_or_default().to_owned(), c["session_id"].as_str().unwrap_or_default().to_owned()))
+            .collect();
+        (messages.len() == 3).then_some(messages)
+    })
+    .await;
+    let session = |text: &str| sessions.iter().find(|(t, _)| t == text).map(|(_, s)| s.clone()).unwrap();
+    assert_ne!(session("one"), session("two"), "two threads, two sessions");
+    assert_eq!(session("one"), session("one again"), "a reply continues its thread's session");
+    stop(rig).await;
+}
