@@ -881,3 +881,20 @@ async fn each_channel_thread_is_its_own_session() {
     assert_eq!(session("one"), session("one again"), "a reply continues its thread's session");
     stop(rig).await;
 }
+
+/// Teams is slow to list a team's members: the click still gets its answer within
+/// Teams' invoke limit (about 5 s), refused (no member known yet: the safe side), and
+/// nothing is decided.
+#[tokio::test]
+async fn a_slow_member_list_still_answers_the_invoke_in_time() {
+    let rig = start_groups().await;
+    let (id, card) = push_with(&rig, "slow-1", json!({})).await;
+    rig.teams().hold_members(true);
+    let started = std::time::Instant::now();
+    let answer = rig.teams().click(&endpoint(&rig), &bob(), OPS, &id, &card, "✅ Approve", 0, json!({})).await;
+    assert!(started.elapsed() < std::time::Duration::from_millis(4500), "answered in {:?}", started.elapsed());
+    assert_eq!(notice(&answer), "You are not allowed to answer this request.");
+    assert_eq!(api(&rig).state("slow-1").await["status"], "pending");
+    rig.teams().hold_members(false);
+    stop(rig).await;
+}
