@@ -1,5 +1,5 @@
 //! Load benchmark: the real bridge (`App::start`, or the release binary as a child for
-//! memory, CPU and restart) against the fake Telegram Bot API and the fake Slack of
+//! memory, CPU and restart) against the fake Telegram Bot API, the fake Slack and the fake Teams of
 //! `tests/support` (`common/chats.rs` drives either the same way) and a minimal fake
 //! agent on a loopback WebSocket that timestamps what it sends and reads.
 //! Figures are printed, never asserted (timing belongs here, not in tests); see
@@ -15,7 +15,8 @@
 //! line when unset; the pending phase also times the web inbox), `LOAD_SKIP`
 //! (comma-separated phases to skip: `limits`, `store`, `cross`, `pending`, `slack`: Slack's
 //! latency run, its comparison with Telegram's and its burst of decisions on each store;
-//! `discord`: Discord's burst of decisions on each store),
+//! `discord`: Discord's burst of decisions on each store; `teams`: Teams' latency run,
+//! its comparison with Slack's and its burst of decisions on each store),
 //! `LOAD_PROFILE` (set: the pending phase's burst of decisions is sampled with Linux
 //! `perf` and its CPU summed by module, `common/profile.rs`; `switches` or `calls`:
 //! the context switches or CPU samples are recorded with their stacks, file kept),
@@ -34,6 +35,7 @@ mod threads;
 use chats::{ChatFake, mentions};
 use support::fake_discord::{self, FakeDiscord};
 use support::fake_slack::{self, FakeSlack, Person};
+use support::fake_teams::{self, FakeTeams};
 use support::{discord_chat, fake_telegram, test_db};
 
 use std::collections::HashMap;
@@ -438,23 +440,24 @@ async fn latency<F: ChatFake>(fake: F, n: usize, clicks: usize) -> Figures {
     figures
 }
 
-/// How much slower Slack's p50 may be than Telegram's on the same figure (issue #34).
-const SLACK_P50_MARGIN: Duration = Duration::from_millis(2);
+/// How much slower a platform's p50 may be than the one it is compared with, on the
+/// same figure: Slack against Telegram (issue #34), Teams against Slack (issue #51).
+const P50_MARGIN: Duration = Duration::from_millis(2);
 
-/// Slack's latency figures beside Telegram's from the same run, each p50 against
-/// Telegram's plus [`SLACK_P50_MARGIN`].
-fn compare(telegram: &Figures, slack: &Figures) {
-    println!("\n## Slack beside Telegram (same run, same machine; target: Slack's p50 within {} ms of Telegram's)", SLACK_P50_MARGIN.as_millis());
-    for ((what, tg), (_, sl)) in telegram.iter().zip(slack) {
-        let (tg50, sl50) = (tg.at(0.5), sl.at(0.5));
-        let verdict = if sl50 <= tg50 + SLACK_P50_MARGIN { "met" } else { "NOT met" };
+/// `name`'s latency figures beside `base_name`'s from the same run, each p50 against
+/// the base's plus [`P50_MARGIN`].
+fn compare(base_name: &str, base: &Figures, name: &str, figures: &Figures) {
+    println!("\n## {name} beside {base_name} (same run, same machine; target: {name}'s p50 within {} ms of {base_name}'s)", P50_MARGIN.as_millis());
+    for ((what, b), (_, f)) in base.iter().zip(figures) {
+        let (b50, f50) = (b.at(0.5), f.at(0.5));
+        let verdict = if f50 <= b50 + P50_MARGIN { "met" } else { "NOT met" };
         println!(
-            "  {what:<46} p50 Telegram {:>8.2} ms  Slack {:>8.2} ms  ({:+.2} ms, {verdict});  p99 {:>8.2} / {:>8.2} ms",
-            ms(tg50),
-            ms(sl50),
-            ms(sl50) - ms(tg50),
-            ms(tg.at(0.99)),
-            ms(sl.at(0.99))
+            "  {what:<46} p50 {base_name} {:>8.2} ms  {name} {:>8.2} ms  ({:+.2} ms, {verdict});  p99 {:>8.2} / {:>8.2} ms",
+            ms(b50),
+            ms(f50),
+            ms(f50) - ms(b50),
+            ms(b.at(0.99)),
+            ms(f.at(0.99))
         );
     }
 }
@@ -1102,6 +1105,102 @@ async fn slack_burst(n: usize, db: &test_db::TestDatabase) {
 }
 
 // ---------------------------------------------------------------------------------
+// CPU per decision on Teams, in the release binary.
+
+/// The Teams person clicking the burst (an Entra object id).
+const TEAMS_CLICKER: &str = "0c11c4e2-0000-4000-8000-000000000009";
+/// Cards per Teams channel in the burst's pending requests: Teams allows a bot 60
+/// operations in 30 s in one conversation, so the requests are spread over many
+/// channels, a few cards each, as Slack's are over [`PENDING_CHATS`].
+const TEAMS_CARDS_PER_CHANNEL: usize = 5;
+
+/// The Teams channel request `k` of the Teams burst goes to.
+fn teams_channel(k: usize) -> Value {
+    json!({"platform": "teams", "conversation_id": format!("19:9{:07}@thread.tacv2", k / TEAMS_CARDS_PER_CHANNEL)})
+}
+
+/// The pending phase's burst on Teams: `n` requests pushed over the HTTP API and
+/// shown, then [`burst_size`] of them clicked at once (each an `adaptiveCard/action`
+/// invoke, JWT-signed, posted to the child's endpoint), and the bridge's own CPU from
+/// the first click until every card is updated to its outcome (`PUT` on the
+/// activity), divided by the decisions.
+async fn teams_burst(n: usize, db: &test_db::TestDatabase) {
+    let database = if db.is_postgres() { "PostgreSQL" } else { "SQLite" };
+    println!("\n## {} decisions at once on Teams with {n} pending, in the release binary (a child process), on {database}", burst_size());
+    let teams = FakeTeams::start().await;
+    let listen = fake_teams::free_addr();
+    let (child, http) = ready_child(
+        &db.url,
+        &[
+            ("TEAMS__ENABLED", "true".into()),
+            ("TEAMS__APP_ID", fake_teams::APP_ID.into()),
+            ("TEAMS__APP_PASSWORD", fake_teams::APP_PASSWORD.into()),
+            ("TEAMS__OPENID_METADATA_URL", teams.openid_url()),
+            ("TEAMS__TOKEN_URL", teams.token_url()),
+            ("TEAMS__SERVICE_URL", teams.service_url()),
+            ("TEAMS__MESSAGES_LISTEN", listen.clone()),
+            ("TOKENS__SECRET", "load-secret".into()),
+            ("ACCESS__USERS", format!("teams:{TEAMS_CLICKER}")),
+        ],
+    )
+    .await;
+    let started = Instant::now();
+    push_pending(&http, &child.base, n, teams_channel).await;
+    let cards = || teams.calls().into_iter().filter(|c| c.method == "POST" && c.status < 300 && c.created.is_some()).collect::<Vec<_>>();
+    let deadline = Instant::now() + PATIENCE;
+    while cards().len() < n {
+        assert!(Instant::now() < deadline, "not every request was shown");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("  {n} pushed over the HTTP API and shown in {:.2} s", started.elapsed().as_secs_f64());
+
+    // Keys p1 up, as on Telegram; each card's Approve found first, so the clicks go
+    // out together.
+    let shown = cards();
+    let clicker = fake_teams::Person::new(TEAMS_CLICKER, "clicker");
+    let mut invokes = Vec::new();
+    for k in 1..=burst_size().min(n.saturating_sub(1)) {
+        let conversation = teams_channel(k)["conversation_id"].as_str().expect("a conversation id").to_owned();
+        let key = format!("p{k}");
+        let (id, card) = shown
+            .iter()
+            .filter(|c| c.conversation == conversation)
+            .filter_map(|c| Some((c.created.clone()?, fake_teams::card_of(&c.body)?)))
+            .find(|(_, card)| mentions(&card.to_string(), &key))
+            .unwrap_or_else(|| panic!("the card of {key} is shown"));
+        invokes.push(teams.click_activity(&clicker, &conversation, &id, &card, "✅ Approve", 0, json!({})));
+    }
+    let calls_before = teams.call_count();
+    let profile = profile::Profile::start(child.process.id(), "teams-burst");
+    let by_thread = threads::Threads::start(child.process.id());
+    let cpu_before = child.cpu();
+    let clicked_at = Instant::now();
+    let decisions = invokes.len();
+    let endpoint = format!("http://{listen}/teams/messages");
+    for invoke in &invokes {
+        teams.send_activity(&endpoint, invoke);
+    }
+    let deadline = Instant::now() + PATIENCE;
+    while teams.calls().iter().skip(calls_before).filter(|c| c.method == "PUT" && c.status < 300).count() < decisions {
+        assert!(Instant::now() < deadline, "the burst of clicks was never decided");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(SETTLING).await;
+    burst_line("Teams", database, decisions, clicked_at.elapsed().saturating_sub(SETTLING), child.cpu().saturating_sub(cpu_before));
+    by_thread.finish(decisions, "decision");
+    let mut calls: std::collections::BTreeMap<String, usize> = Default::default();
+    for call in teams.calls().into_iter().skip(calls_before) {
+        *calls.entry(call.method).or_default() += 1;
+    }
+    println!("    Teams calls for them: {calls:?}");
+    if let Some(profile) = profile {
+        profile.finish(&format!("the {decisions} Teams decisions"));
+    }
+    child.kill();
+    teams.shutdown();
+}
+
+// ---------------------------------------------------------------------------------
 // CPU per decision on Discord, in the release binary.
 
 /// The Discord person clicking the burst.
@@ -1256,9 +1355,19 @@ async fn main() {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!("# hitl-bridge load benchmark ({cores} cores; release build; figures, not asserts)");
     let telegram = latency(FakeTelegram::start().await, sessions, clicks).await;
-    if !skipped("slack") {
+    let slack = if skipped("slack") {
+        None
+    } else {
         let slack = latency(FakeSlack::start().await, sessions, clicks).await;
-        compare(&telegram, &slack);
+        compare("Telegram", &telegram, "Slack", &slack);
+        Some(slack)
+    };
+    if !skipped("teams") {
+        let teams = latency(FakeTeams::start().await, sessions, clicks).await;
+        match &slack {
+            Some(slack) => compare("Slack", slack, "Teams", &teams),
+            None => compare("Telegram", &telegram, "Teams", &teams),
+        }
     }
     if !skipped("limits") {
         with_limits(sessions).await;
@@ -1277,5 +1386,8 @@ async fn main() {
     }
     if !skipped("discord") {
         on_each_store(&format!("{} decisions on Discord", burst_size()), async |db| discord_burst(pending_n, db).await).await;
+    }
+    if !skipped("teams") {
+        on_each_store(&format!("{} decisions on Teams", burst_size()), async |db| teams_burst(pending_n, db).await).await;
     }
 }

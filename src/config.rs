@@ -764,6 +764,8 @@ mod tests {
             ("discord.channels", "1100,1200", &["1100", "1200"]),
             ("slack.channels", "C0OPS", &["C0OPS"]),
             ("slack.channels", "C0OPS,C0DEV", &["C0OPS", "C0DEV"]),
+            ("teams.channels", "19:0a1b2c3d@thread.tacv2", &["19:0a1b2c3d@thread.tacv2"]),
+            ("teams.channels", "19:0a1b@thread.tacv2,19:dev0a1b@thread.v2", &["19:0a1b@thread.tacv2", "19:dev0a1b@thread.v2"]),
             ("http.api_tokens", "ci:a-long-random-secret", &["ci:a-long-random-secret"]),
             ("http.api_tokens", "ci:a,cron:b", &["ci:a", "cron:b"]),
             ("routing.channels", "telegram:-1001234567890/7", &["telegram:-1001234567890/7"]),

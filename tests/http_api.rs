@@ -7,6 +7,7 @@ use hitl_bridge::platform::discord::settings::DiscordSettings;
 use support::backends;
 use support::fake_discord;
 use support::fake_slack;
+use support::fake_teams;
 use support::fake_telegram;
 mod support;
 
@@ -403,6 +404,7 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
     let harness = Harness::on(Chat::Telegram)
         .and(Chat::Discord)
         .and(Chat::Slack)
+        .and(Chat::Teams)
         .no_agent()
         .set("web.enabled", "true")
         .set("web.public_url", "http://inbox.example")
@@ -416,7 +418,12 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
     let mut api = Api { harness, base: String::new(), http: reqwest::Client::new() };
     api.boot().await;
     api.dc().wait_identified(1).await;
-    let targets = [ops_target(), json!({"platform": "discord", "channel_id": CHANNEL_ID}), json!({"platform": "slack", "channel_id": fake_slack::OPS})];
+    let targets = [
+        ops_target(),
+        json!({"platform": "discord", "channel_id": CHANNEL_ID}),
+        json!({"platform": "slack", "channel_id": fake_slack::OPS}),
+        json!({"platform": "teams", "conversation_id": fake_teams::OPS}),
+    ];
     let body = json!({"approval_key": "rlo-1", "targets": targets, "text": "clean\u{7}up",
         "actions": [{"name": "rm\u{0}", "description": "tidy\u{202e}gnp.exe",
             "args": {"path": "/\u{202e}gpj.txt", "color": "\u{1b}[8mhidden", "notes": "line one\nline\u{2066}two",
@@ -427,6 +434,7 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
     let telegram = api.tg_message(OPS, "rm[U+0000]").await;
     let discord = api.dc().wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
     let slack = wait_until(|| async { api.harness.slack().bodies("chat.postMessage").into_iter().find(|b| b.get("blocks").is_some()) }).await;
+    let (_, teams) = api.harness.teams().wait_card(fake_teams::OPS).await;
     let web = web_pages(&api, "rlo-1").await;
     // The terminal's card, rendered from the request as stored (the console runs in a
     // process of its own in the other suites).
@@ -437,7 +445,13 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
         use hitl_bridge::platform::console::render;
         format!("{}\n{}", render::interaction(&stored), render::action_prompt(&stored, 0))
     };
-    let mut surfaces = vec![("telegram", strings(&telegram)), ("discord", strings(&discord.body)), ("slack", strings(&slack)), ("console", console)];
+    let mut surfaces = vec![
+        ("telegram", strings(&telegram)),
+        ("discord", strings(&discord.body)),
+        ("slack", strings(&slack)),
+        ("teams", strings(&teams)),
+        ("console", console),
+    ];
     surfaces.extend(web);
     // Every platform of the registry is here: a new one fails this test until it is.
     for descriptor in hitl_bridge::platform::registry::DESCRIPTORS {
@@ -810,7 +824,7 @@ async fn health_readiness_and_openapi() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(doc["openapi"], "3.1.0");
     let described = doc["info"]["description"].as_str().unwrap_or_default();
-    assert!(described.starts_with("Push approval requests and questions to people in chat (telegram, discord, slack or console);"), "{described}");
+    assert!(described.starts_with("Push approval requests and questions to people in chat (telegram, discord, slack, teams or console);"), "{described}");
     let paths: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
     assert_eq!(paths, ["/v1/requests", "/v1/requests/{approval_key}"]);
     for method in ["get", "post"] {
@@ -831,17 +845,24 @@ async fn health_readiness_and_openapi() {
     // Who may answer by group, in every platform's form.
     for schema in ["PushBody", "ApiPolicy"] {
         let described = schemas[schema]["properties"]["approver_roles"]["description"].as_str().unwrap_or_default();
-        assert!(described.contains("a Discord role id (digits)") && described.contains("a Slack user group id (S…)"), "{schema}: {described}");
+        assert!(
+            described.contains("a Discord role id (digits)")
+                && described.contains("a Slack user group id (S…)")
+                && described.contains("a Teams team or channel id (19:…@thread.tacv2)"),
+            "{schema}: {described}"
+        );
     }
     // Each platform's own target object, as its descriptor publishes it.
     let targets = schemas["Target"]["oneOf"].as_array().unwrap();
     let platforms: Vec<&Value> = targets.iter().map(|t| &t["properties"]["platform"]["const"]).collect();
-    assert_eq!(platforms, ["telegram", "discord", "slack", "console"]);
+    assert_eq!(platforms, ["telegram", "discord", "slack", "teams", "console"]);
     let telegram: Vec<&String> = targets[0]["properties"].as_object().unwrap().keys().collect();
     assert_eq!(telegram, ["platform", "chat_id", "thread_id", "user_id"]);
     assert!(targets[1]["properties"]["channel_id"].is_object());
     let slack: Vec<&String> = targets[2]["properties"].as_object().unwrap().keys().collect();
     assert_eq!(slack, ["platform", "channel_id", "thread_ts", "user_id"]);
+    let teams: Vec<&String> = targets[3]["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(teams, ["platform", "conversation_id", "message_id", "user_id"]);
     // The request's own policy, and what a policy adds to the state.
     assert_eq!(schemas["PushBody"]["properties"]["policy"]["oneOf"][1]["$ref"], "#/components/schemas/ApiPolicy");
     let policy = &schemas["ApiPolicy"]["properties"];
@@ -933,7 +954,7 @@ async fn policy_validation_and_idempotency() {
             with(json!({"escalation": [{"after": "5m", "show_in": "matrix:!ops"}]})),
             error(
                 "invalid_policy",
-                "`matrix:!ops` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, slack:C0123…, slack:user:U0123…)",
+                "`matrix:!ops` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, slack:C0123…, slack:user:U0123…, teams:19:…@thread.tacv2, teams:user:2f1c…)",
                 "policy.escalation[0].show_in",
             ),
         ),

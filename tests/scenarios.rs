@@ -1,6 +1,8 @@
 //! The seed flows written once and run on every chat platform: the console, Telegram
-//! (teloxide against the fake Bot API), Discord (serenity against the fake Discord) and
-//! Slack (the bridge's own Web API and Socket Mode clients against the fake Slack).
+//! (teloxide against the fake Bot API), Discord (serenity against the fake Discord),
+//! Slack (the bridge's own Web API and Socket Mode clients against the fake Slack) and
+//! Microsoft Teams (the bridge's Connector API client and JWT-checked endpoint against
+//! the fake Teams).
 //! Each scenario talks to a [`Person`], a platform-neutral "someone in the chat", and
 //! asserts the exact commands the reference agent received; how each platform shows a
 //! request (keyboards, embeds, wording) is the platform suites' business.
@@ -13,10 +15,12 @@ mod support;
 use hitl_bridge::agent_sim::SimHandle;
 use hitl_bridge::platform::discord::settings::DiscordSettings;
 use hitl_bridge::platform::slack::settings::SlackSettings;
+use hitl_bridge::platform::teams::settings::TeamsSettings;
 use serde_json::{Value, json};
 use support::discord_chat::{button as discord_button, callbacks, components, has_embed, wait_edit, wait_text};
 use support::fake_discord::{self, CHANNEL_ID};
 use support::fake_slack::{self, OPS};
+use support::fake_teams;
 use support::fake_telegram::User;
 use support::slack_chat::{self, SlackChat};
 use support::telegram_chat::{TelegramChat, text_of};
@@ -121,6 +125,11 @@ macro_rules! on_every_platform {
             #[tokio::test]
             async fn on_slack() {
                 super::$scenario(OnSlack::start().await).await;
+            }
+
+            #[tokio::test]
+            async fn on_teams() {
+                super::$scenario(OnTeams::start().await).await;
             }
         }
     )*};
@@ -432,6 +441,75 @@ impl Person for OnSlack {
     async fn finish(mut self) {
         self.harness.stop_bridge().await;
         slack_chat::assert_nothing_refused(self.harness.slack());
+        self.harness.shutdown().await;
+    }
+}
+
+// --- Teams: Thảo in her 1:1 chat with the bot. -------------------------------------
+
+const THAO_ON_TEAMS: &str = "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f";
+
+struct OnTeams {
+    harness: Harness,
+    /// The 1:1 chat, as the fake names the conversation it creates for Thảo.
+    chat: String,
+}
+
+impl OnTeams {
+    async fn start() -> Self {
+        let harness = Harness::on(Chat::Teams).tweak(|settings| settings.access.users = vec![format!("teams:{THAO_ON_TEAMS}")]).start().await;
+        OnTeams { harness, chat: format!("a:dm-{THAO_ON_TEAMS}") }
+    }
+
+    fn thao() -> fake_teams::Person {
+        fake_teams::Person::new(THAO_ON_TEAMS, "Thảo")
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://{}/teams/messages", self.harness.settings.platforms.get::<TeamsSettings>().messages_listen)
+    }
+
+    /// Clicks the `nth` button titled `title` on the card, with `inputs` typed; the
+    /// invoke must be answered with a card.
+    async fn click(&self, id: &str, card: &Value, title: &str, nth: usize, inputs: Value) {
+        let (status, answer) = self.harness.teams().click(&self.endpoint(), &Self::thao(), &self.chat, id, card, title, nth, inputs).await;
+        assert_eq!((status, answer["type"].clone()), (200, json!("application/vnd.microsoft.card.adaptive")), "{answer}");
+    }
+}
+
+impl Person for OnTeams {
+    async fn say(&mut self, text: &str) {
+        let fake = self.harness.teams();
+        let activity = fake.activity_from(&Self::thao(), &self.chat, "personal", json!({ "text": text }));
+        let (status, _) = fake.post(&self.endpoint(), &activity).await;
+        assert_eq!(status, 200);
+    }
+
+    async fn sees(&mut self, text: &str) {
+        self.harness.teams().wait_text(&self.chat, text).await;
+    }
+
+    async fn decide(&mut self, choices: &[Choice<'_>]) {
+        let (id, card) = self.harness.teams().wait_card(&self.chat).await;
+        for (n, choice) in choices.iter().enumerate() {
+            match choice {
+                Choice::Approve => self.click(&id, &card, "✅ Approve", n, json!({})).await,
+                Choice::Reject => self.click(&id, &card, "❌ Reject", n, json!({ format!("reason.{n}"): "" })).await,
+                Choice::Edit(args) => self.click(&id, &card, "✏️ Edit", n, json!({ format!("args.{n}"): args })).await,
+            }
+        }
+        if choices.len() > 1 {
+            self.click(&id, &card, "📨 Submit", 0, json!({})).await;
+        }
+    }
+
+    fn agent(&self) -> &SimHandle {
+        self.harness.sim()
+    }
+
+    async fn finish(mut self) {
+        self.harness.stop_bridge().await;
+        assert_eq!(self.harness.teams().pace_violations(), 0, "the bridge kept within Teams' windows");
         self.harness.shutdown().await;
     }
 }

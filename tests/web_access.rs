@@ -1,7 +1,8 @@
 //! Who may answer in the web inbox is asked at the moment a person reads or decides,
 //! from the same source a click in chat uses (docs/web.md "Who sees what"): a Slack
 //! user group's members as Slack lists them, refreshed every
-//! `slack.group_refresh_secs`; a Discord member's roles as Discord gives them; the
+//! `slack.group_refresh_secs`; a Teams team's members as the Connector API lists
+//! them; a Discord member's roles as Discord gives them; the
 //! request's own `approver_roles`. A sign-in link and a session hold who the person
 //! is, never their groups. And a request anyone in its chat may answer is shown in the
 //! browser only to `access.users` and `access.admins`: anyone else with a `/web`
@@ -13,6 +14,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use support::fake_discord::{self, CHANNEL_ID, GUILD_ID};
 use support::fake_slack::{OPS, Person};
+use support::fake_teams;
 use support::slack_chat;
 use support::web_inbox::{Browser, PUBLIC_URL, title};
 use support::{Chat, Harness, wait_until};
@@ -119,6 +121,31 @@ async fn a_slack_group_named_by_the_request_decides_in_the_browser() {
     let state = status(&rig, "dba-1").await;
     assert_eq!(state["status"], "resolved");
     assert_eq!(state["decided_by"], json!({"platform": "slack", "id": "U0ANA", "name": "ana"}));
+    rig.shutdown().await;
+}
+
+/// A Teams team in `access.approver_roles`: its member Ana, signed in, sees the
+/// request and decides it (her membership read from the Connector API when she reads
+/// and decides); Mallory, signed in too but not in the team, sees nothing and her
+/// decision by URL is refused.
+#[tokio::test]
+async fn a_teams_team_member_decides_in_the_browser() {
+    const TEAM: &str = "19:team0a1b2c@thread.tacv2";
+    const ANA: &str = "6b1e3f0a-2c4d-4e5f-8a9b-0c1d2e3f4a5b";
+    let rig = bridge(Chat::Teams, &[], |s| s.access.approver_roles = vec![TEAM.into()]).await;
+    rig.teams().members(TEAM, &[ANA]);
+    let id = push(&rig, &trade("team-1", json!({"platform": "teams", "conversation_id": fake_teams::OPS}))).await;
+    let mallory = Browser::sign_in(&rig, &Actor::new("teams", "99999999-8888-4777-8666-555555555555", "Mallory")).await;
+    let (_, page) = mallory.get("/inbox").await;
+    assert_eq!(title(&page), "(0) Inbox", "{page}");
+    assert_eq!(approve(&mallory, &id).await, StatusCode::NOT_FOUND);
+    let ana = Browser::sign_in(&rig, &Actor::new("teams", ANA, "Ana")).await;
+    let (_, page) = ana.get("/inbox").await;
+    assert_eq!(title(&page), "(1) Inbox", "{page}");
+    assert_eq!(approve(&ana, &id).await, StatusCode::SEE_OTHER);
+    let state = status(&rig, "team-1").await;
+    assert_eq!(state["status"], "resolved");
+    assert_eq!(state["decided_by"], json!({"platform": "teams", "id": ANA, "name": "Ana"}));
     rig.shutdown().await;
 }
 

@@ -2,13 +2,14 @@
 //! person per session, who says hello in their private chat with the bot; the cards
 //! the bridge shows there, found by the approval key they mention; a click on Approve
 //! pushed to the bridge and when it was delivered. [`ChatFake`] is all a latency run
-//! needs of a platform, so Telegram and Slack are measured by the same code
+//! needs of a platform, so Telegram, Slack and Teams are measured by the same code
 //! (`load.rs`) and their figures compare. Nothing here times or prints anything.
 
 use std::collections::HashMap;
 use std::time::Instant;
 
 use crate::support::fake_slack::{self, FakeSlack, Person};
+use crate::support::fake_teams::{self, FakeTeams};
 use crate::support::fake_telegram::{self, FakeTelegram, User};
 use crate::support::slack_chat;
 
@@ -253,5 +254,117 @@ impl ChatFake for FakeSlack {
 
     fn shutdown(self) {
         FakeSlack::shutdown(self);
+    }
+}
+
+/// Where the bridge's Teams endpoint listens in a run: one free port per process.
+fn teams_endpoint() -> &'static str {
+    static LISTEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LISTEN.get_or_init(fake_teams::free_addr)
+}
+
+/// A Teams person's 1:1 chat with the bot, as the fake creates it.
+fn teams_dm(person: &fake_teams::Person) -> String {
+    format!("a:dm-{}", person.aad)
+}
+
+/// A card on the fake Teams: (its 1:1 chat, its activity id, the card).
+pub struct TeamsCard {
+    conversation: String,
+    id: String,
+    card: serde_json::Value,
+}
+
+impl ChatFake for FakeTeams {
+    type Person = fake_teams::Person;
+    type Card = TeamsCard;
+    const NAME: &'static str = "Teams";
+    const SEND: &'static str = "POST /v3/conversations/{id}/activities";
+    const UNPACED: &'static str = "Teams' per-conversation windows kept (they cannot be turned off; one 1:1 chat per session)";
+
+    fn people(n: usize) -> Vec<fake_teams::Person> {
+        (0..n as i64).map(|k| fake_teams::Person::new(&format!("{:08x}-0000-4000-8000-{:012x}", FIRST_USER + k, k), &format!("u{k}"))).collect()
+    }
+
+    fn person_id(person: &fake_teams::Person) -> String {
+        person.aad.clone()
+    }
+
+    fn access(person: &fake_teams::Person) -> String {
+        format!("teams:{}", person.aad)
+    }
+
+    fn settings(&self, _paced: bool) -> Vec<(String, String)> {
+        [
+            ("teams.enabled", "true".to_owned()),
+            ("teams.app_id", fake_teams::APP_ID.to_owned()),
+            ("teams.app_password", fake_teams::APP_PASSWORD.to_owned()),
+            ("teams.openid_metadata_url", self.openid_url()),
+            ("teams.token_url", self.token_url()),
+            ("teams.service_url", self.service_url()),
+            ("teams.messages_listen", teams_endpoint().to_owned()),
+            // Button values are signed tokens.
+            ("tokens.secret", "load-secret".to_owned()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+    }
+
+    fn connected(&self) -> bool {
+        std::net::TcpStream::connect(teams_endpoint()).is_ok()
+    }
+
+    fn say_hello(&self, person: &fake_teams::Person) {
+        let hello = self.activity_from(person, &teams_dm(person), "personal", serde_json::json!({"text": "hello"}));
+        self.send_activity(&format!("http://{}/teams/messages", teams_endpoint()), &hello);
+    }
+
+    fn call_count(&self) -> usize {
+        FakeTeams::call_count(self)
+    }
+
+    fn cards(&self) -> Vec<Shown> {
+        self.calls()
+            .into_iter()
+            .filter(|c| c.method == "POST" && c.status < 300 && c.created.is_some())
+            .filter_map(|c| {
+                let person = c.conversation.strip_prefix("a:dm-")?.to_owned();
+                Some((person, fake_teams::card_of(&c.body)?.to_string(), c.at))
+            })
+            .collect()
+    }
+
+    fn approve_button(&self, person: &fake_teams::Person, key: &str) -> TeamsCard {
+        let conversation = teams_dm(person);
+        self.calls()
+            .into_iter()
+            .filter(|c| c.method == "POST" && c.conversation == conversation && c.status < 300)
+            .filter_map(|c| {
+                let id = c.created?;
+                let card = fake_teams::card_of(&self.activity(&conversation, &id)?)?;
+                Some(TeamsCard { conversation: conversation.clone(), id, card })
+            })
+            .find(|c| !fake_teams::executes(&c.card).is_empty() && mentions(&c.card.to_string(), key))
+            .unwrap_or_else(|| panic!("the card of {key} is shown"))
+    }
+
+    fn click(&self, person: &fake_teams::Person, card: &TeamsCard) -> String {
+        let invoke = self.click_activity(person, &card.conversation, &card.id, &card.card, "✅ Approve", 0, serde_json::json!({}));
+        self.send_activity(&format!("http://{}/teams/messages", teams_endpoint()), &invoke);
+        invoke["id"].as_str().expect("an activity id").to_owned()
+    }
+
+    fn deliveries(&self) -> HashMap<String, Instant> {
+        self.sent_at()
+    }
+
+    /// The invoke's answer comes once the click is decided (it carries the card).
+    fn answers(&self) -> HashMap<String, Instant> {
+        self.answered_at()
+    }
+
+    fn shutdown(self) {
+        FakeTeams::shutdown(self);
     }
 }

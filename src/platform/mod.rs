@@ -11,6 +11,7 @@ pub mod discord;
 pub mod kit;
 pub mod registry;
 pub mod slack;
+pub mod teams;
 pub mod telegram;
 
 /// The texts people read, under the name the platforms have always used.

@@ -18,6 +18,7 @@ use tokio::io::{BufReader, Empty, Sink};
 
 use super::fake_discord::FakeDiscord;
 use super::fake_slack::{self, FakeSlack};
+use super::fake_teams::{self, FakeTeams};
 use super::fake_telegram::{self, FakeTelegram};
 use super::{start_sim, wait_until};
 
@@ -33,6 +34,9 @@ pub enum Chat {
     /// The bridge's own Web API and Socket Mode clients against [`FakeSlack`]
     /// (`slack.mode = "http"` in the settings makes it the HTTP events endpoint).
     Slack,
+    /// The bridge's own Connector API client, token client and JWT-checked messaging
+    /// endpoint against [`FakeTeams`].
+    Teams,
     /// No chat platform: the HTTP API or MCP only, or a suite that wires its own.
     Headless,
 }
@@ -108,16 +112,17 @@ impl HarnessBuilder {
         let telegram = if self.chats.contains(&Chat::Telegram) { Some(FakeTelegram::start().await) } else { None };
         let discord = if self.chats.contains(&Chat::Discord) { Some(FakeDiscord::start().await) } else { None };
         let slack = if self.chats.contains(&Chat::Slack) { Some(FakeSlack::start().await) } else { None };
+        let teams = if self.chats.contains(&Chat::Teams) { Some(FakeTeams::start().await) } else { None };
         let console = self.chats.contains(&Chat::Console);
         let dir = tempfile::tempdir().expect("temp dir");
 
         let store_url = self.store_url.unwrap_or_else(|| sqlite_in(&dir));
-        let fakes = Fakes { telegram: telegram.as_ref(), discord: discord.as_ref(), slack: slack.as_ref() };
+        let fakes = Fakes { telegram: telegram.as_ref(), discord: discord.as_ref(), slack: slack.as_ref(), teams: teams.as_ref() };
         let mut settings = settings_of(console, sim.as_ref(), &store_url, fakes, &self.pairs);
         for change in self.tweaks {
             change(&mut settings);
         }
-        Harness { chats: self.chats, sim, telegram, discord, slack, dir, settings, app: None }
+        Harness { chats: self.chats, sim, telegram, discord, slack, teams, dir, settings, app: None }
     }
 
     /// [`HarnessBuilder::build`], then the bridge started and ready.
@@ -139,6 +144,7 @@ struct Fakes<'a> {
     telegram: Option<&'a FakeTelegram>,
     discord: Option<&'a FakeDiscord>,
     slack: Option<&'a FakeSlack>,
+    teams: Option<&'a FakeTeams>,
 }
 
 /// The settings of a bridge on the given fakes (and the console, if `console`), whose
@@ -177,6 +183,16 @@ fn settings_of(console: bool, sim: Option<&SimHandle>, store_url: &str, fakes: F
         // Button values and modal metadata are signed tokens.
         put("tokens.secret", "test-secret".into());
     }
+    if let Some(fake) = fakes.teams {
+        put("teams.enabled", "true".into());
+        put("teams.app_id", fake_teams::APP_ID.into());
+        put("teams.app_password", fake_teams::APP_PASSWORD.into());
+        put("teams.openid_metadata_url", fake.openid_url());
+        put("teams.token_url", fake.token_url());
+        put("teams.service_url", fake.service_url());
+        put("teams.messages_listen", fake_teams::free_addr());
+        put("tokens.secret", "test-secret".into());
+    }
     pairs.extend_from_slice(extra);
     let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     Settings::from_pairs(&borrowed).expect("settings")
@@ -198,6 +214,7 @@ pub struct Harness {
     pub telegram: Option<FakeTelegram>,
     pub discord: Option<FakeDiscord>,
     pub slack: Option<FakeSlack>,
+    pub teams: Option<FakeTeams>,
     /// Holds the SQLite file (and anything else the test keeps) for the test's life.
     pub dir: tempfile::TempDir,
     pub settings: Settings,
@@ -231,6 +248,10 @@ impl Harness {
 
     pub fn slack(&self) -> &FakeSlack {
         self.slack.as_ref().expect("this harness runs on Slack")
+    }
+
+    pub fn teams(&self) -> &FakeTeams {
+        self.teams.as_ref().expect("this harness runs on Teams")
     }
 
     /// The running bridge.
@@ -284,6 +305,9 @@ impl Harness {
             fake.shutdown().await;
         }
         if let Some(fake) = self.slack.take() {
+            fake.shutdown();
+        }
+        if let Some(fake) = self.teams.take() {
             fake.shutdown();
         }
         if let Some(sim) = self.sim.take() {

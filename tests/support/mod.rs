@@ -1,6 +1,6 @@
 //! Test support, shared by every suite: [`harness`] builds the bridge under test (its
 //! chat platform, backend, store and settings); the fakes stand in for Telegram,
-//! Discord and Slack, and the `*_chat` modules say what a person does on each; this
+//! Discord, Slack and Teams, and the `*_chat` modules say what a person does on each; this
 //! file holds the console bridge (stdin/stdout replaced by in-memory pipes the test
 //! writes to and reads from) and the waits every suite uses.
 
@@ -13,6 +13,7 @@ pub mod chaos_proxy;
 pub mod discord_chat;
 pub mod fake_discord;
 pub mod fake_slack;
+pub mod fake_teams;
 pub mod fake_telegram;
 pub mod harness;
 pub mod private_postgres;

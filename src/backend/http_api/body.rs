@@ -332,6 +332,11 @@ fn targets(targets: &[Target], platforms: &Platforms) -> Result<Vec<ChatKey>, Ap
     Ok(chats)
 }
 
+/// The longest approver group id taken: a Teams team or channel id (about 50
+/// characters, as long as the platform's grammar allows); Discord's and Slack's are
+/// far shorter.
+const MAX_GROUP_ID: usize = 400;
+
 fn approvers(body: &PushBody, networks: &Networks) -> Result<Option<Approvers>, ApiError> {
     if body.approvers.is_none() && body.approver_roles.is_none() {
         return Ok(None);
@@ -344,7 +349,7 @@ fn approvers(body: &PushBody, networks: &Networks) -> Result<Option<Approvers>, 
         }
     }
     let roles = body.approver_roles.clone().unwrap_or_default();
-    if let Some((i, role)) = roles.iter().enumerate().find(|(_, r)| !networks.is_group_id(r) || r.len() > 20) {
+    if let Some((i, role)) = roles.iter().enumerate().find(|(_, r)| !networks.is_group_id(r) || r.len() > MAX_GROUP_ID) {
         return Err(ApiError::invalid("invalid_approver", format!("`{role}` is not {}", networks.group_forms()), format!("approver_roles[{i}]")));
     }
     if users.is_empty() && roles.is_empty() {

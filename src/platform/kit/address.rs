@@ -98,9 +98,9 @@ impl ChatNetwork for NumberedAddress {
         self.group_form.is_some()
     }
 
-    /// A group id: digits (a snowflake).
+    /// A group id: digits (a snowflake, at most 20 of them).
     fn is_group_id(&self, id: &str) -> bool {
-        !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())
+        !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit())
     }
 
     fn group_form(&self) -> Option<&'static str> {
