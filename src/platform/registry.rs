@@ -8,12 +8,17 @@
 use std::sync::Arc;
 
 use super::descriptor::{Descriptor, Sections};
-use super::{console, discord, slack, telegram};
+use super::{console, discord, mattermost, slack, telegram};
 use crate::interaction::chat::Networks;
 
 /// Every platform, in the order messages list them.
-pub static DESCRIPTORS: &[&dyn Descriptor] =
-    &[&telegram::descriptor::Telegram, &discord::descriptor::Discord, &slack::descriptor::Slack, &console::descriptor::Console];
+pub static DESCRIPTORS: &[&dyn Descriptor] = &[
+    &telegram::descriptor::Telegram,
+    &discord::descriptor::Discord,
+    &slack::descriptor::Slack,
+    &mattermost::descriptor::Mattermost,
+    &console::descriptor::Console,
+];
 
 /// Every platform's address grammar: what the core, the engine and the HTTP API know
 /// of the platforms.
