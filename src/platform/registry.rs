@@ -106,7 +106,7 @@ mod tests {
     fn every_platform_has_its_defaults_without_configuration() {
         let sections = Sections::default();
         let names: Vec<&str> = sections.iter().map(|(name, _)| name).collect();
-        assert_eq!(names, ["telegram", "discord", "slack", "console"]);
+        assert_eq!(names, ["telegram", "discord", "slack", "mattermost", "console"]);
         assert!(sections.enabled().next().is_none(), "every platform is off by default");
         assert!(sections.get::<TelegramSettings>().rate_limits);
     }
@@ -125,7 +125,7 @@ mod tests {
 
     #[test]
     fn the_networks_are_listed_as_messages_name_them() {
-        assert_eq!(networks().listed(), "telegram, discord, slack or console");
+        assert_eq!(networks().listed(), "telegram, discord, slack, mattermost or console");
         assert!(networks().knows("slack") && !networks().knows("irc"));
         assert_eq!(networks().direct_chat("console", "c"), None);
     }
@@ -140,8 +140,11 @@ mod tests {
         for bad in ["telegram:guild:7", "discord:guild:-7", "console:stdin", "console", "discord:#ops"] {
             assert_eq!(n.allowed_chats(bad), None, "{bad}");
         }
-        assert_eq!(n.allowed_chats_forms(true), "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, discord:guild:GUILD_ID or slack:team:TEAM_ID");
-        assert_eq!(n.allowed_chats_forms(false), "telegram:CHAT_ID, discord:CHANNEL_ID or slack:CHANNEL_ID");
+        assert_eq!(
+            n.allowed_chats_forms(true),
+            "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, mattermost:CHANNEL_ID, discord:guild:GUILD_ID, slack:team:TEAM_ID or mattermost:team:TEAM_ID"
+        );
+        assert_eq!(n.allowed_chats_forms(false), "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID or mattermost:CHANNEL_ID");
         assert!(n.has_groups("discord") && !n.has_groups("telegram") && !n.has_groups("console"));
     }
 }

@@ -27,7 +27,10 @@ pub enum Code {
     /// The comment dialog's submission.
     CommentDialog(usize),
     /// One option of a question, as a button.
-    Option { question: usize, option: usize },
+    Option {
+        question: usize,
+        option: usize,
+    },
     /// A question's select menu: the chosen option's index arrives as
     /// `context.selected_option`.
     Choose(usize),

@@ -75,11 +75,7 @@ pub fn send_error(message: impl Into<String>) -> PlatformError {
 /// A failed call: refused for good when Mattermost refuses the channel or person
 /// (403, 404), else worth trying again.
 fn api_error(what: &str, e: ApiError) -> PlatformError {
-    if e.refused_for_good() {
-        PlatformError::Refused { platform: PLATFORM, message: format!("{what}: {e}") }
-    } else {
-        send_error(format!("{what}: {e}"))
-    }
+    if e.refused_for_good() { PlatformError::Refused { platform: PLATFORM, message: format!("{what}: {e}") } } else { send_error(format!("{what}: {e}")) }
 }
 
 /// What the platform and the click handler share.
@@ -332,13 +328,7 @@ const MAX_MENTIONS: usize = 25;
 /// An escalation reminder: Mattermost mentions by username, which a user id does not
 /// give without a lookup, so everyone is named (escaped, no mention), with the deadline.
 fn reminder_text(interaction: &Interaction, people: &reminder::Recipients, locale: Locale) -> String {
-    const MATTERMOST: reminder::Style = reminder::Style {
-        user: |_| None,
-        group: |_| None,
-        text: text::escape_cut,
-        deadline: texts::clock,
-        subject_max: 1000,
-        most_named: MAX_MENTIONS,
-    };
+    const MATTERMOST: reminder::Style =
+        reminder::Style { user: |_| None, group: |_| None, text: text::escape_cut, deadline: texts::clock, subject_max: 1000, most_named: MAX_MENTIONS };
     reminder::text(locale, interaction, people, &MATTERMOST)
 }

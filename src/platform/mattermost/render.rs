@@ -237,7 +237,9 @@ fn action_buttons(
             continue;
         }
         let made = match decision {
-            DecisionType::Approve => buttons.action(interaction, Code::Decide(Decide::Approve(i)), &format!("✅ {}{suffix}", text(locale, approve)), Some("good")),
+            DecisionType::Approve => {
+                buttons.action(interaction, Code::Decide(Decide::Approve(i)), &format!("✅ {}{suffix}", text(locale, approve)), Some("good"))
+            }
             DecisionType::ApproveForSession => {
                 buttons.action(interaction, Code::Decide(Decide::ApproveForSession(i)), &format!("🔓 {}{suffix}", text(locale, Msg::ApproveForSession)), None)
             }

@@ -98,7 +98,10 @@ impl MattermostSettings {
             match self.bot_token() {
                 None => return Some(("mattermost.bot_token", "is required when mattermost.enabled = true (env HITL_BRIDGE__MATTERMOST__BOT_TOKEN)")),
                 Some(t) if !super::address::is_id(t) => {
-                    return Some(("mattermost.bot_token", "is not a Mattermost access token: they are 26 lower-case letters and digits (System Console, Bot Accounts)"));
+                    return Some((
+                        "mattermost.bot_token",
+                        "is not a Mattermost access token: they are 26 lower-case letters and digits (System Console, Bot Accounts)",
+                    ));
                 }
                 Some(_) => {}
             }

@@ -115,7 +115,8 @@ pub fn free_text_label(q: &Question, locale: Locale) -> String {
 fn menu(interaction: &Interaction, n: usize, q: &Question, draft: &AnswerDraft, listed: &[usize], locale: Locale, buttons: &Buttons<'_>) -> Option<Value> {
     let mut menu = buttons.action(interaction, Code::Choose(n), mtext(locale, MMsg::ChooseOne), None)?;
     menu["type"] = json!("select");
-    let options: Vec<Value> = listed.iter().take(limits::MENU_OPTIONS).map(|&o| json!({ "text": cut(&q.options[o].label, 200), "value": o.to_string() })).collect();
+    let options: Vec<Value> =
+        listed.iter().take(limits::MENU_OPTIONS).map(|&o| json!({ "text": cut(&q.options[o].label, 200), "value": o.to_string() })).collect();
     menu["options"] = json!(options);
     if let Some(chosen) = draft.selected.first() {
         menu["default_option"] = json!(chosen.to_string());
