@@ -810,7 +810,7 @@ async fn health_readiness_and_openapi() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(doc["openapi"], "3.1.0");
     let described = doc["info"]["description"].as_str().unwrap_or_default();
-    assert!(described.starts_with("Push approval requests and questions to people in chat (telegram, discord, slack or console);"), "{described}");
+    assert!(described.starts_with("Push approval requests and questions to people in chat (telegram, discord, slack, mattermost or console);"), "{described}");
     let paths: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
     assert_eq!(paths, ["/v1/requests", "/v1/requests/{approval_key}"]);
     for method in ["get", "post"] {
@@ -836,7 +836,7 @@ async fn health_readiness_and_openapi() {
     // Each platform's own target object, as its descriptor publishes it.
     let targets = schemas["Target"]["oneOf"].as_array().unwrap();
     let platforms: Vec<&Value> = targets.iter().map(|t| &t["properties"]["platform"]["const"]).collect();
-    assert_eq!(platforms, ["telegram", "discord", "slack", "console"]);
+    assert_eq!(platforms, ["telegram", "discord", "slack", "mattermost", "console"]);
     let telegram: Vec<&String> = targets[0]["properties"].as_object().unwrap().keys().collect();
     assert_eq!(telegram, ["platform", "chat_id", "thread_id", "user_id"]);
     assert!(targets[1]["properties"]["channel_id"].is_object());

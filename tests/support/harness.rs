@@ -17,6 +17,7 @@ use hitl_bridge::platform::slack::settings::{SlackMode, SlackSettings};
 use tokio::io::{BufReader, Empty, Sink};
 
 use super::fake_discord::FakeDiscord;
+use super::fake_mattermost::{self, FakeMattermost};
 use super::fake_slack::{self, FakeSlack};
 use super::fake_telegram::{self, FakeTelegram};
 use super::{start_sim, wait_until};
@@ -33,6 +34,10 @@ pub enum Chat {
     /// The bridge's own Web API and Socket Mode clients against [`FakeSlack`]
     /// (`slack.mode = "http"` in the settings makes it the HTTP events endpoint).
     Slack,
+    /// The bridge's own REST v4 client and integration endpoint against
+    /// [`FakeMattermost`] (the endpoint on a free port, which `mattermost.public_url`
+    /// names).
+    Mattermost,
     /// No chat platform: the HTTP API or MCP only, or a suite that wires its own.
     Headless,
 }
@@ -108,16 +113,17 @@ impl HarnessBuilder {
         let telegram = if self.chats.contains(&Chat::Telegram) { Some(FakeTelegram::start().await) } else { None };
         let discord = if self.chats.contains(&Chat::Discord) { Some(FakeDiscord::start().await) } else { None };
         let slack = if self.chats.contains(&Chat::Slack) { Some(FakeSlack::start().await) } else { None };
+        let mattermost = if self.chats.contains(&Chat::Mattermost) { Some(FakeMattermost::start().await) } else { None };
         let console = self.chats.contains(&Chat::Console);
         let dir = tempfile::tempdir().expect("temp dir");
 
         let store_url = self.store_url.unwrap_or_else(|| sqlite_in(&dir));
-        let fakes = Fakes { telegram: telegram.as_ref(), discord: discord.as_ref(), slack: slack.as_ref() };
+        let fakes = Fakes { telegram: telegram.as_ref(), discord: discord.as_ref(), slack: slack.as_ref(), mattermost: mattermost.as_ref() };
         let mut settings = settings_of(console, sim.as_ref(), &store_url, fakes, &self.pairs);
         for change in self.tweaks {
             change(&mut settings);
         }
-        Harness { chats: self.chats, sim, telegram, discord, slack, dir, settings, app: None }
+        Harness { chats: self.chats, sim, telegram, discord, slack, mattermost, dir, settings, app: None }
     }
 
     /// [`HarnessBuilder::build`], then the bridge started and ready.
@@ -139,6 +145,7 @@ struct Fakes<'a> {
     telegram: Option<&'a FakeTelegram>,
     discord: Option<&'a FakeDiscord>,
     slack: Option<&'a FakeSlack>,
+    mattermost: Option<&'a FakeMattermost>,
 }
 
 /// The settings of a bridge on the given fakes (and the console, if `console`), whose
@@ -177,6 +184,17 @@ fn settings_of(console: bool, sim: Option<&SimHandle>, store_url: &str, fakes: F
         // Button values and modal metadata are signed tokens.
         put("tokens.secret", "test-secret".into());
     }
+    if let Some(fake) = fakes.mattermost {
+        let listen = super::slack_chat::free_addr();
+        put("mattermost.enabled", "true".into());
+        put("mattermost.url", fake.url());
+        put("mattermost.bot_token", fake_mattermost::BOT_TOKEN.into());
+        put("mattermost.public_url", format!("http://{listen}"));
+        put("mattermost.listen", listen);
+        put("mattermost.post_interval_ms", "0".into());
+        // Button contexts and dialog states are signed tokens.
+        put("tokens.secret", "test-secret".into());
+    }
     pairs.extend_from_slice(extra);
     let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     Settings::from_pairs(&borrowed).expect("settings")
@@ -198,6 +216,7 @@ pub struct Harness {
     pub telegram: Option<FakeTelegram>,
     pub discord: Option<FakeDiscord>,
     pub slack: Option<FakeSlack>,
+    pub mattermost: Option<FakeMattermost>,
     /// Holds the SQLite file (and anything else the test keeps) for the test's life.
     pub dir: tempfile::TempDir,
     pub settings: Settings,
@@ -231,6 +250,10 @@ impl Harness {
 
     pub fn slack(&self) -> &FakeSlack {
         self.slack.as_ref().expect("this harness runs on Slack")
+    }
+
+    pub fn mattermost(&self) -> &FakeMattermost {
+        self.mattermost.as_ref().expect("this harness runs on Mattermost")
     }
 
     /// The running bridge.
@@ -284,6 +307,9 @@ impl Harness {
             fake.shutdown().await;
         }
         if let Some(fake) = self.slack.take() {
+            fake.shutdown();
+        }
+        if let Some(fake) = self.mattermost.take() {
             fake.shutdown();
         }
         if let Some(sim) = self.sim.take() {

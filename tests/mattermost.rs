@@ -1,0 +1,294 @@
+//! Mattermost end to end: a real bridge on the fake Mattermost (REST v4) shows pushed
+//! requests as interactive message attachments, and takes the clicks and dialog
+//! submissions the Mattermost server posts to its integration endpoint. Each test
+//! asserts what crosses a boundary: the exact post Mattermost is sent, the exact
+//! response a click gets, the exact reply the agent reads (`GET /v1/requests`).
+//!
+//! Mattermost does not sign those posts, so the forgeries are tested here too: a
+//! missing or altered code, another post, a stranger's id.
+
+mod support;
+
+use hitl_bridge::config::Settings;
+use hitl_bridge::platform::mattermost::settings::MattermostSettings;
+use hitl_bridge::store::Store;
+use serde_json::{Value, json};
+use support::fake_mattermost::{FakeMattermost, OPS, Person, TEAM};
+use support::harness::NoConsole;
+use support::{Chat, Harness, wait_until};
+
+const API_SECRET: &str = "ci-secret";
+const ANA: &str = "a0a00000000000000000000000";
+const BO: &str = "b0b00000000000000000000000";
+const MALLORY: &str = "m0a11000000000000000000000";
+const ALREADY: &str = "Already decided by ana at ";
+
+fn ana() -> Person {
+    Person::new(ANA, "ana")
+}
+
+fn bo() -> Person {
+    Person::new(BO, "bo")
+}
+
+fn mallory() -> Person {
+    Person::new(MALLORY, "mallory")
+}
+
+/// A bridge on the fake Mattermost, the HTTP API on, Ana and Bo approvers.
+async fn start(extra: &[(&str, &str)]) -> Harness {
+    let rig =
+        Harness::on(Chat::Mattermost).no_agent().settings(extra).tweak(|s: &mut Settings| s.http.api_tokens = vec![format!("ci:{API_SECRET}")]).start().await;
+    for person in [ana(), bo(), mallory()] {
+        rig.mattermost().user(&person);
+    }
+    rig
+}
+
+/// Pushes `body` (targets and approvers filled in when absent) and waits for its
+/// card: the card's post id.
+async fn push(rig: &Harness, key: &str, mut body: Value) -> String {
+    let before = rig.mattermost().posts().len();
+    body["approval_key"] = json!(key);
+    if body.get("targets").is_none() {
+        body["targets"] = json!([{"platform": "mattermost", "channel_id": OPS}]);
+    }
+    if body.get("approvers").is_none() {
+        body["approvers"] = json!([format!("mattermost:{ANA}"), format!("mattermost:{BO}")]);
+    }
+    rig.api(API_SECRET).push(&body).await;
+    let post = wait_until(|| async { rig.mattermost().posts().get(before).cloned() }).await;
+    // The bridge remembers the post as its card right after Mattermost answers.
+    let store = Store::connect(&rig.settings.store.url).await.unwrap();
+    let cards = store.platform_state("mattermost");
+    let key = format!("card:{post}");
+    wait_until(|| async { cards.get(&key, hitl_bridge::clock::now_ms()).await.ok().flatten() }).await;
+    store.close().await;
+    post
+}
+
+fn trade() -> Value {
+    json!({"timeout_seconds": 300, "actions": [{"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 100}}]})
+}
+
+async fn state(rig: &Harness, key: &str) -> Value {
+    rig.api(API_SECRET).state(key).await
+}
+
+/// The labels of every action on post `id`, in order.
+fn labels(fake: &FakeMattermost, id: &str) -> Vec<String> {
+    let post = fake.post(id).expect("the post");
+    post["props"]["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|a| a["actions"].as_array().cloned().unwrap_or_default())
+        .map(|a| a["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The text of attachment `n` of post `id`.
+fn attachment_text(fake: &FakeMattermost, id: &str, n: usize) -> String {
+    fake.post(id).expect("the post")["props"]["attachments"][n]["text"].as_str().unwrap_or_default().to_owned()
+}
+
+async fn stop(mut rig: Harness) {
+    rig.stop_bridge().await;
+    let errors = rig.mattermost().errors();
+    assert!(errors.is_empty(), "Mattermost would have refused: {errors:?}");
+    rig.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_refused_token_stops_the_start_and_names_the_setting() {
+    let rig = Harness::on(Chat::Mattermost).no_agent().set("mattermost.bot_token", "zzzzzzzzzzzzzzzzzzzzzzzzzz").build().await;
+    let error = match hitl_bridge::app::App::start(&rig.settings, None as NoConsole).await {
+        Ok(_) => panic!("the bridge started with a token Mattermost refuses"),
+        Err(e) => e.to_string(),
+    };
+    assert!(error.contains("Mattermost refused mattermost.bot_token (users/me: HTTP 401 api.context.session_expired.app_error)"), "{error}");
+    rig.shutdown().await;
+}
+
+/// The card is attachments with a button per decision; Approve updates the post in
+/// the click's response, every copy is edited, the agent reads one approve, and a
+/// second click is told it is too late and sends nothing.
+#[tokio::test]
+async fn one_click_approves_updates_the_card_and_a_second_click_sends_nothing() {
+    let rig = start(&[]).await;
+    let fake = rig.mattermost();
+    let post = push(&rig, "trade-1", trade()).await;
+    let card = fake.post(&post).unwrap();
+    assert_eq!((card["channel_id"].as_str(), card["message"].as_str()), (Some(OPS), Some("")));
+    assert_eq!(card["props"]["attachments"][0]["title"], "🔐 Approval needed");
+    assert!(attachment_text(fake, &post, 0).starts_with("**Agent:** ci · ⏰ **Answer by:** "), "{}", attachment_text(fake, &post, 0));
+    assert_eq!(attachment_text(fake, &post, 1), "**execute\\_trade**\n```\n{\n  \"symbol\": \"VNM\",\n  \"quantity\": 100\n}\n```");
+    assert_eq!(labels(fake, &post), ["✅ Approve", "✏️ Edit", "❌ Reject", "💬 Comment"]);
+
+    let answer = fake.click(&ana(), &post, "✅ Approve").await;
+    let update = &answer["update"];
+    assert_eq!(update["message"], "");
+    let outcome = update["props"]["attachments"].as_array().unwrap().last().unwrap()["text"].as_str().unwrap().to_owned();
+    assert!(outcome.starts_with("**✅ Approved by ana at ") && outcome.ends_with(" UTC**"), "{outcome}");
+    assert!(!update.to_string().contains("\"actions\""), "no button is left: {update}");
+
+    let decided = rig.api(API_SECRET).decided("trade-1").await;
+    assert_eq!(decided["reply"], json!({"decisions": [{"type": "approve"}]}));
+    assert_eq!(decided["decided_by"], json!({"platform": "mattermost", "id": ANA, "name": "ana"}));
+    // The engine edits every copy too (here, the one).
+    wait_until(|| async { fake.calls().iter().any(|c| c.method == "PUT" && c.path == format!("/posts/{post}/patch")).then_some(()) }).await;
+    assert!(labels(fake, &post).is_empty());
+
+    // Bo clicks the Approve he still saw: told, and nothing else happens.
+    let stale = json!({"id": "hitl1", "integration": card["props"]["attachments"][1]["actions"][0]["integration"].clone()});
+    let body = fake.click_body(&bo(), &post, &stale);
+    let (status, again) = fake.post_to(stale["integration"]["url"].as_str().unwrap(), &body).await;
+    assert_eq!((status, again.get("update")), (200, None));
+    assert!(again["ephemeral_text"].as_str().unwrap().starts_with(ALREADY), "{again}");
+    assert_eq!(state(&rig, "trade-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    stop(rig).await;
+}
+
+/// Edit opens a dialog whose textarea holds the args as JSON; invalid JSON is answered
+/// under the field and sends nothing; valid JSON sends the edit.
+#[tokio::test]
+async fn the_edit_dialog_refuses_invalid_json_then_sends_the_valid_edit() {
+    let rig = start(&[]).await;
+    let fake = rig.mattermost();
+    let post = push(&rig, "trade-2", trade()).await;
+    assert_eq!(fake.click(&ana(), &post, "✏️ Edit").await, json!({}));
+    let opened = fake.dialogs().last().cloned().unwrap();
+    assert_eq!(opened["url"].as_str().unwrap(), format!("{}/mattermost/dialogs", rig.settings.platforms.get::<MattermostSettings>().public()));
+    let dialog = &opened["dialog"];
+    assert_eq!((dialog["title"].as_str(), dialog["submit_label"].as_str()), (Some("Edit arguments"), Some("Submit")));
+    assert_eq!(
+        dialog["elements"],
+        json!([{"display_name": "Arguments (JSON)", "name": "args", "type": "textarea", "optional": false, "max_length": 3000,
+                "default": "{\n  \"symbol\": \"VNM\",\n  \"quantity\": 100\n}"}])
+    );
+
+    let refused = fake.submit_dialog(&ana(), json!({"args": "{\"symbol\": \"VNM\", \"quantity\": }"})).await;
+    let error = refused["errors"]["args"].as_str().unwrap_or_else(|| panic!("{refused}"));
+    assert!(error.contains("JSON"), "{error}");
+    assert_eq!(state(&rig, "trade-2").await["status"], "pending");
+    assert_eq!(labels(fake, &post).len(), 4, "the card keeps its buttons");
+
+    assert_eq!(fake.submit_dialog(&ana(), json!({"args": "{\"symbol\": \"VNM\", \"quantity\": 50}"})).await, json!({}));
+    let decided = rig.api(API_SECRET).decided("trade-2").await;
+    assert_eq!(
+        decided["reply"],
+        json!({"decisions": [{"type": "edit", "edited_action": {"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 50}}}]})
+    );
+    stop(rig).await;
+}
+
+/// Reject opens a dialog with an optional reason, which the reject carries.
+#[tokio::test]
+async fn reject_asks_for_a_reason_in_a_dialog() {
+    let rig = start(&[]).await;
+    let fake = rig.mattermost();
+    let post = push(&rig, "trade-3", trade()).await;
+    fake.click(&bo(), &post, "❌ Reject").await;
+    let dialog = fake.dialogs().last().cloned().unwrap()["dialog"].clone();
+    assert_eq!(
+        (dialog["title"].as_str(), dialog["elements"][0]["name"].as_str(), dialog["elements"][0]["optional"].as_bool()),
+        (Some("Reject"), Some("reason"), Some(true))
+    );
+    assert_eq!(fake.submit_dialog(&bo(), json!({"reason": "too large @channel"})).await, json!({}));
+    let decided = rig.api(API_SECRET).decided("trade-3").await;
+    assert_eq!(decided["reply"], json!({"decisions": [{"type": "reject", "message": "too large @channel"}]}));
+    stop(rig).await;
+}
+
+/// Ana and Bo click Approve at the same moment: one decision is sent; the other is
+/// told it was already answered.
+#[tokio::test]
+async fn two_people_clicking_at_once_send_one_decision() {
+    let rig = start(&[]).await;
+    let fake = rig.mattermost();
+    let post = push(&rig, "trade-4", trade()).await;
+    let (ana, bo) = (ana(), bo());
+    let (first, second) = tokio::join!(fake.click(&ana, &post, "✅ Approve"), fake.click(&bo, &post, "✅ Approve"));
+    let updated = [&first, &second].iter().filter(|a| a.get("update").is_some()).count();
+    let told: Vec<&str> = [&first, &second].iter().filter_map(|a| a["ephemeral_text"].as_str()).collect();
+    assert_eq!(updated, 1, "{first} {second}");
+    assert_eq!(told.len(), 1, "{first} {second}");
+    assert!(told[0].starts_with("Already decided by "), "{}", told[0]);
+    assert_eq!(rig.api(API_SECRET).decided("trade-4").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    stop(rig).await;
+}
+
+/// A request that expires has its card edited to say so, and a click after that is
+/// told it expired and changes nothing.
+#[tokio::test]
+async fn a_late_click_after_expiry_is_told_and_changes_nothing() {
+    let rig = start(&[("timeouts.grace_secs", "0")]).await;
+    let fake = rig.mattermost();
+    let post = push(&rig, "trade-5", json!({"timeout_seconds": 1, "actions": [{"name": "deploy", "args": {}}]})).await;
+    let approve = fake.action(&post, "✅ Approve");
+    let expired = rig.api(API_SECRET).decided("trade-5").await;
+    assert_eq!(expired["status"], "expired");
+    wait_until(|| async { labels(fake, &post).is_empty().then_some(()) }).await;
+    let last = fake.post(&post).unwrap()["props"]["attachments"].as_array().unwrap().last().unwrap()["text"].as_str().unwrap().to_owned();
+    assert!(last.contains("⌛"), "{last}");
+    let body = fake.click_body(&ana(), &post, &approve);
+    let (_, answer) = fake.post_to(approve["integration"]["url"].as_str().unwrap(), &body).await;
+    assert!(answer["ephemeral_text"].as_str().is_some_and(|t| t.contains("expired")), "{answer}");
+    assert_eq!(state(&rig, "trade-5").await["reply"], expired["reply"]);
+    stop(rig).await;
+}
+
+/// A stranger's click is refused with an ephemeral notice and an audit row; the card
+/// is not touched and nothing is sent.
+#[tokio::test]
+async fn a_strangers_click_is_refused_audited_and_changes_nothing() {
+    let rig = start(&[]).await;
+    let fake = rig.mattermost();
+    let post = push(&rig, "trade-6", trade()).await;
+    let answer = fake.click(&mallory(), &post, "✅ Approve").await;
+    assert_eq!(answer, json!({"ephemeral_text": "You are not allowed to answer this request."}));
+    let store = Store::connect(&rig.settings.store.url).await.unwrap();
+    let refused = wait_until(|| async { store.refused_attempts(0).await.ok().filter(|r| !r.is_empty()) }).await;
+    assert_eq!(json!(refused[0].actor), json!({"platform": "mattermost", "user_id": MALLORY, "name": "mallory", "guild_id": TEAM}));
+    store.close().await;
+    assert_eq!(state(&rig, "trade-6").await["status"], "pending");
+    assert!(!fake.calls().iter().any(|c| c.method == "PUT"), "the card was not touched");
+    stop(rig).await;
+}
+
+/// Posts that did not come from a card the bridge made change nothing: no code, an
+/// altered code, a code replayed on another post, no user.
+#[tokio::test]
+async fn forged_integration_posts_change_nothing() {
+    let rig = start(&[]).await;
+    let fake = rig.mattermost();
+    let first = push(&rig, "trade-7", trade()).await;
+    let second = push(&rig, "trade-8", trade()).await;
+    let approve = fake.action(&first, "✅ Approve");
+    let url = approve["integration"]["url"].as_str().unwrap().to_owned();
+    let unknown = json!({"ephemeral_text": "This button is not valid (unknown, outdated or forged)."});
+
+    let mut no_code = fake.click_body(&ana(), &first, &approve);
+    no_code["context"] = json!({});
+    assert_eq!(fake.post_to(&url, &no_code).await, (200, unknown.clone()));
+
+    let mut altered = fake.click_body(&ana(), &first, &approve);
+    let code = altered["context"]["code"].as_str().unwrap().replacen(":ap.0:", ":ap.1:", 1);
+    altered["context"]["code"] = json!(code);
+    assert_eq!(fake.post_to(&url, &altered).await, (200, unknown.clone()));
+
+    let replayed = fake.click_body(&ana(), &second, &approve);
+    assert_eq!(fake.post_to(&url, &replayed).await, (200, json!({"ephemeral_text": "This button does not belong to this post; nothing was changed."})));
+
+    let mut nobody = fake.click_body(&ana(), &first, &approve);
+    nobody["user_id"] = json!("");
+    assert_eq!(fake.post_to(&url, &nobody).await, (200, unknown.clone()));
+
+    let (status, _) = fake.post_to(&url, &json!("not an object")).await;
+    assert_eq!(status, 400);
+    for key in ["trade-7", "trade-8"] {
+        assert_eq!(state(&rig, key).await["status"], "pending", "{key}");
+    }
+    assert!(!fake.calls().iter().any(|c| c.method == "PUT"), "no card was touched");
+    stop(rig).await;
+}
