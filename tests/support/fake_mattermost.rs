@@ -483,8 +483,7 @@ async fn open_dialog(State(shared): State<Arc<Shared>>, headers: HeaderMap, axum
     let fresh = {
         let mut inner = shared.inner();
         let issued = inner.triggers.remove(&trigger);
-        let fresh = issued.is_some_and(|at| at.elapsed() < Duration::from_secs(3)) && inner.used_triggers.insert(trigger.clone());
-        fresh
+        issued.is_some_and(|at| at.elapsed() < Duration::from_secs(3)) && inner.used_triggers.insert(trigger.clone())
     };
     if !fresh {
         record(&shared, Method::POST, "/actions/dialogs/open".into(), &body, 400);
