@@ -292,3 +292,106 @@ async fn forged_integration_posts_change_nothing() {
     assert!(!fake.calls().iter().any(|c| c.method == "PUT"), "no card was touched");
     stop(rig).await;
 }
+
+/// Questions: an option button, a multi-select's checkboxes in a dialog, a menu, and
+/// Other… typed in a dialog; Submit sends the answers byte for byte as on Telegram.
+#[tokio::test]
+async fn questions_are_answered_with_buttons_a_menu_and_dialogs() {
+    let rig = start(&[]).await;
+    let fake = rig.mattermost();
+    let many: Vec<Value> = (0..7).map(|i| json!({"label": format!("host {i}")})).collect();
+    let post = push(
+        &rig,
+        "ask-1",
+        json!({"timeout_seconds": 300, "questions": [
+            {"question": "Which env?", "header": "Env", "options": [{"label": "staging"}, {"label": "prod (Recommended)"}]},
+            {"question": "Which regions?", "multiSelect": true, "options": [{"label": "eu"}, {"label": "us"}, {"label": "ap"}]},
+            {"question": "Which host?", "options": many},
+            {"question": "Anything else?", "options": [{"label": "no"}]},
+        ]}),
+    )
+    .await;
+    assert_eq!(
+        labels(fake, &post),
+        [
+            "staging",
+            "prod (Recommended)",
+            "✏️ Other…",
+            "⏭ Skip",
+            "☑️ Choose…",
+            "⏭ Skip",
+            "Choose an answer",
+            "✏️ Other…",
+            "⏭ Skip",
+            "no",
+            "✏️ Other…",
+            "⏭ Skip",
+            "📨 Submit"
+        ]
+    );
+    let menu = fake.action(&post, "Choose an answer");
+    assert_eq!((menu["type"].as_str(), menu["options"].as_array().map(Vec::len)), (Some("select"), Some(7)));
+
+    let answer = fake.click(&ana(), &post, "prod (Recommended)").await;
+    assert!(answer["update"].is_object(), "{answer}");
+    assert!(labels(fake, &post).contains(&"✓ prod (Recommended)".to_owned()), "the draft shows: {:?}", labels(fake, &post));
+
+    fake.click(&ana(), &post, "☑️ Choose…").await;
+    let dialog = fake.dialogs().last().cloned().unwrap()["dialog"].clone();
+    let names: Vec<&str> = dialog["elements"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["opt0", "opt1", "opt2", "answer"]);
+    assert_eq!(dialog["elements"][0]["type"], "bool");
+    assert_eq!(fake.submit_dialog(&ana(), json!({"opt0": true, "opt1": false, "opt2": true, "answer": ""})).await, json!({}));
+
+    fake.choose(&ana(), &post, "Choose an answer", "5").await;
+    // Other… on the last question: a dialog with its option as a radio and a text field.
+    let others: Vec<Value> = fake.post(&post).unwrap()["props"]["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|a| a["actions"].as_array().cloned().unwrap_or_default())
+        .filter(|a| a["name"] == "✏️ Other…")
+        .collect();
+    let body = fake.click_body(&ana(), &post, &others[2]);
+    fake.post_to(others[2]["integration"]["url"].as_str().unwrap(), &body).await;
+    let dialog = fake.dialogs().last().cloned().unwrap()["dialog"].clone();
+    assert_eq!(dialog["elements"][0]["type"], "radio");
+    assert_eq!(fake.submit_dialog(&ana(), json!({"choice": null, "answer": "  ship it  "})).await, json!({}));
+
+    fake.click(&ana(), &post, "📨 Submit").await;
+    let decided = rig.api(API_SECRET).decided("ask-1").await;
+    assert_eq!(
+        decided["reply"]["answers"],
+        json!({"Which env?": "prod (Recommended)", "Which regions?": "eu, ap", "Which host?": "host 5", "Anything else?": "ship it"})
+    );
+    stop(rig).await;
+}
+
+/// A burst of 200 requests into one channel while Mattermost allows 50 posts a second:
+/// the 429s are waited out as their `X-Ratelimit-Reset` says, and every card is shown,
+/// in the order pushed.
+#[tokio::test]
+async fn a_burst_of_200_is_shown_in_order_through_429s() {
+    let rig = start(&[]).await;
+    let fake = rig.mattermost();
+    fake.rate_limit(50);
+    let api = rig.api(API_SECRET);
+    for n in 0..200 {
+        let body = json!({
+            "approval_key": format!("burst-{n}"), "targets": [{"platform": "mattermost", "channel_id": OPS}],
+            "approvers": [format!("mattermost:{ANA}")], "text": format!("burst {n}"), "timeout_seconds": 600,
+            "actions": [{"name": "deploy", "args": {}}],
+        });
+        api.push(&body).await;
+    }
+    let posts = wait_until(|| async {
+        let posts = fake.posts();
+        (posts.len() == 200).then_some(posts)
+    })
+    .await;
+    let shown: Vec<String> = posts.iter().map(|id| attachment_text(fake, id, 0).split(" · ").next().unwrap().to_owned()).collect();
+    let expected: Vec<String> = (0..200).map(|n| format!("burst {n}\n**Agent:** ci")).collect();
+    assert_eq!(shown, expected);
+    assert!(fake.throttled() > 0, "Mattermost answered 429 at least once");
+    stop(rig).await;
+}

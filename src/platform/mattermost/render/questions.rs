@@ -58,7 +58,7 @@ pub fn attachments(interaction: &Interaction, questions: &[Question], locale: Lo
         let listed = listed(q);
         let mut actions = Vec::new();
         if q.multi_select {
-            actions.extend(buttons.action(interaction, Code::Other(n), &format!("☑️ {}…", text(locale, Msg::ChooseOptions)), Some("primary")));
+            actions.extend(buttons.action(interaction, Code::Other(n), &format!("☑️ {}", text(locale, Msg::ChooseOptions)), Some("primary")));
         } else if listed.len() <= BUTTONS {
             for &o in &listed {
                 let mark = if draft.selected.contains(&o) { "✓ " } else { "" };
