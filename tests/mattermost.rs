@@ -395,3 +395,111 @@ async fn a_burst_of_200_is_shown_in_order_through_429s() {
     assert!(fake.throttled() > 0, "Mattermost answered 429 at least once");
     stop(rig).await;
 }
+
+const SLASH_TOKEN: &str = "slashtoken0000000000000000";
+
+/// A bridge with the reference agent, posts in OPS going to it, Ana allowed to talk.
+async fn start_chat() -> Harness {
+    let rig = Harness::on(Chat::Mattermost)
+        .set("mattermost.slash_token", SLASH_TOKEN)
+        .tweak(|s: &mut Settings| {
+            s.platforms.get_mut::<MattermostSettings>().channels = vec![OPS.into()];
+            s.access.users = vec![format!("mattermost:{ANA}")];
+        })
+        .start()
+        .await;
+    rig.mattermost().user(&ana());
+    rig
+}
+
+/// What the agent heard: each message's text and user.
+fn heard(rig: &Harness) -> Vec<(Value, Value)> {
+    rig.sim().commands().into_iter().filter(|c| c["type"] == "message").map(|c| (c["content"][0]["text"].clone(), c["user"].clone())).collect()
+}
+
+fn echo(text: &str) -> String {
+    format!("Tôi đã nhận: {text}. Từ khóa: hỏi 2 lần, trade, two actions, timeout, shapes, multi, malformed.")
+}
+
+fn ana_user() -> Value {
+    json!({"platform": "mattermost", "id": ANA, "name": "ana"})
+}
+
+/// A post in a listened channel opens a thread the agent answers in; a reply there is
+/// the same session; a DM is answered in the DM.
+#[tokio::test]
+async fn a_channel_post_is_answered_in_its_thread_and_the_thread_keeps_its_session() {
+    let rig = start_chat().await;
+    let fake = rig.mattermost();
+    let top = fake.say(&ana(), OPS, "O", "xin chào", None);
+    let answer = fake.wait_message(&echo("xin chào")).await;
+    assert_eq!((answer["channel_id"].as_str(), answer["root_id"].as_str()), (Some(OPS), Some(top.as_str())));
+    fake.say(&ana(), OPS, "O", "lần hai", Some(&top));
+    fake.wait_message(&echo("lần hai")).await;
+    let sessions: Vec<Value> = rig.sim().commands().into_iter().filter(|c| c["type"] == "message").map(|c| c["session_id"].clone()).collect();
+    assert_eq!(sessions[0], sessions[1], "one thread, one session");
+    assert_eq!(heard(&rig), [(json!("xin chào"), ana_user()), (json!("lần hai"), ana_user())]);
+    stop(rig).await;
+}
+
+/// Events lost (a `seq` skipped) and posts made while the WebSocket was down are
+/// fetched `since` the last one seen, stored, and each heard exactly once.
+#[tokio::test]
+async fn posts_missed_by_the_websocket_are_fetched_and_heard_once() {
+    let rig = start_chat().await;
+    let fake = rig.mattermost();
+    fake.say(&ana(), OPS, "O", "một", None);
+    fake.wait_message(&echo("một")).await;
+    // A lost event: the next one's seq is one too far; the bridge fetches since.
+    fake.lose_an_event();
+    fake.say(&ana(), OPS, "O", "hai", None);
+    fake.wait_message(&echo("hai")).await;
+    // Down: the post is made with no connection to carry it.
+    fake.refuse_connections(true);
+    fake.drop_socket();
+    fake.say(&ana(), OPS, "O", "ba", None);
+    let connections = fake.connections();
+    fake.refuse_connections(false);
+    fake.wait_connections(connections + 1).await;
+    fake.wait_message(&echo("ba")).await;
+    wait_until(|| async { (heard(&rig).len() >= 3).then_some(()) }).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let texts: Vec<Value> = heard(&rig).into_iter().map(|(text, _)| text).collect();
+    assert_eq!(texts, [json!("một"), json!("hai"), json!("ba")], "each once, in order");
+    assert!(fake.calls().iter().any(|c| c.path.starts_with(&format!("/channels/{OPS}/posts?since="))));
+    stop(rig).await;
+}
+
+/// `/hitl id` answers the person's address and the channel's; a post without the
+/// slash command's token is refused and runs nothing.
+#[tokio::test]
+async fn the_slash_command_checks_its_token_and_id_answers_the_address() {
+    let rig = start_chat().await;
+    let url = format!("{}/mattermost/command", rig.settings.platforms.get::<MattermostSettings>().public());
+    let form = |token: &str, text: &str| {
+        url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("token", token)
+            .append_pair("command", "/hitl")
+            .append_pair("text", text)
+            .append_pair("user_id", ANA)
+            .append_pair("user_name", "ana")
+            .append_pair("channel_id", OPS)
+            .append_pair("team_id", TEAM)
+            .append_pair("trigger_id", &format!("trigger-{text}-{token}"))
+            .finish()
+    };
+    let post = |body: String| async {
+        let response = reqwest::Client::new().post(&url).header("content-type", "application/x-www-form-urlencoded").body(body).send().await.unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    };
+    let (status, body) = post(form(SLASH_TOKEN, "id")).await;
+    assert_eq!(status, 200);
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["response_type"], "ephemeral");
+    let text = answer["text"].as_str().unwrap();
+    assert!(text.contains(&format!("mattermost:{ANA}")) && text.contains(&format!("mattermost:{OPS}")), "{text}");
+    let (status, body) = post(form("wrong", "new")).await;
+    assert_eq!((status, body.as_str()), (401, "the slash command's token does not match mattermost.slash_token"));
+    assert!(heard(&rig).is_empty());
+    stop(rig).await;
+}

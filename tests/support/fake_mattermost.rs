@@ -38,7 +38,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
@@ -96,6 +97,13 @@ struct Inner {
     rate: Option<u32>,
     window: Option<(Instant, u32)>,
     throttled: u32,
+    /// The live WebSocket's events to send, and how many connections authenticated.
+    socket: Option<tokio::sync::mpsc::UnboundedSender<Option<Value>>>,
+    connections: u32,
+    /// The live connection's next `seq`.
+    seq: i64,
+    /// While set, new WebSocket connections are closed at once (Mattermost is down).
+    refuse_connections: bool,
 }
 
 struct Shared {
@@ -141,6 +149,8 @@ impl FakeMattermost {
             .route("/api/v4/posts/ephemeral", post(ephemeral))
             .route("/api/v4/channels/direct", post(direct))
             .route("/api/v4/actions/dialogs/open", post(open_dialog))
+            .route("/api/v4/channels/{id}/posts", get(posts_since))
+            .route("/api/v4/websocket", get(websocket))
             .with_state(shared.clone());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -269,6 +279,74 @@ impl FakeMattermost {
             }
         }
         answer
+    }
+
+    /// How many WebSocket connections authenticated so far.
+    pub fn connections(&self) -> u32 {
+        self.shared.inner().connections
+    }
+
+    /// Waits until `n` WebSocket connections have authenticated.
+    pub async fn wait_connections(&self, n: u32) {
+        super::wait_until(|| async { (self.connections() >= n).then_some(()) }).await;
+    }
+
+    /// Drops the live WebSocket (the bridge reconnects).
+    pub fn drop_socket(&self) {
+        let mut inner = self.shared.inner();
+        if let Some(socket) = inner.socket.take() {
+            let _ = socket.send(None);
+        }
+    }
+
+    /// While `refuse`, new WebSocket connections are closed at once.
+    pub fn refuse_connections(&self, refuse: bool) {
+        self.shared.inner().refuse_connections = refuse;
+    }
+
+    /// Skips one `seq` on the live connection, as when an event is lost.
+    pub fn lose_an_event(&self) {
+        self.shared.inner().seq += 1;
+    }
+
+    /// `person` posts `message` in `channel` (of type `O`, `P`, `D`), in the thread of
+    /// `root` if given: the post is stored and, while a WebSocket is open, sent as a
+    /// `posted` event with the connection's next `seq`. The new post's id.
+    pub fn say(&self, person: &Person, channel: &str, channel_type: &str, message: &str, root: Option<&str>) -> String {
+        let id = self.shared.new_id('u');
+        // A millisecond apart, so `since` orders them.
+        std::thread::sleep(Duration::from_millis(2));
+        let post = json!({
+            "id": id, "channel_id": channel, "root_id": root.unwrap_or(""), "user_id": person.id, "message": message, "type": "",
+            "create_at": hitl_bridge::clock::now_ms(), "update_at": hitl_bridge::clock::now_ms(),
+        });
+        let mut inner = self.shared.inner();
+        inner.posts.insert(id.clone(), post.clone());
+        inner.order.push(id.clone());
+        let seq = inner.seq;
+        if let Some(socket) = &inner.socket {
+            let mentions: Vec<&str> = if message.contains("@hitl-bridge") { vec![BOT_ID] } else { vec![] };
+            let event = json!({
+                "event": "posted",
+                "data": { "channel_type": channel_type, "post": post.to_string(), "sender_name": format!("@{}", person.username), "team_id": TEAM,
+                          "mentions": serde_json::to_string(&mentions).unwrap() },
+                "broadcast": { "channel_id": channel, "team_id": "", "user_id": "", "omit_users": null },
+                "seq": seq,
+            });
+            if socket.send(Some(event)).is_ok() {
+                inner.seq += 1;
+            }
+        }
+        id
+    }
+
+    /// The bridge's posts whose message is `message`, waited for.
+    pub async fn wait_message(&self, message: &str) -> Value {
+        super::wait_until(|| async {
+            let inner = self.shared.inner();
+            inner.order.iter().filter_map(|id| inner.posts.get(id)).find(|p| p["user_id"] == BOT_ID && p["message"] == message).cloned()
+        })
+        .await
     }
 
     /// `person` submits the last dialog opened with `submission`: the bridge's answer.
@@ -500,4 +578,74 @@ async fn open_dialog(State(shared): State<Arc<Shared>>, headers: HeaderMap, axum
     record(&shared, Method::POST, "/actions/dialogs/open".into(), &body, 200);
     shared.inner().dialogs.push(body);
     axum::Json(json!({ "status": "OK" })).into_response()
+}
+
+async fn posts_since(State(shared): State<Arc<Shared>>, headers: HeaderMap, Path(id): Path<String>, Query(query): Query<HashMap<String, String>>) -> Response {
+    if !authorized(&headers) {
+        return session_expired();
+    }
+    let since: i64 = query.get("since").and_then(|s| s.parse().ok()).unwrap_or(0);
+    record(&shared, Method::GET, format!("/channels/{id}/posts?since={since}"), &Value::Null, 200);
+    let inner = shared.inner();
+    // "Posts modified after that time", newest first (api.mattermost.com, getPostsForChannel).
+    let mut posts: Vec<&Value> = inner.posts.values().filter(|p| p["channel_id"] == id.as_str() && p["update_at"].as_i64().unwrap_or(0) > since).collect();
+    posts.sort_by_key(|p| std::cmp::Reverse(p["create_at"].as_i64().unwrap_or(0)));
+    let order: Vec<&Value> = posts.iter().map(|p| &p["id"]).collect();
+    let map: serde_json::Map<String, Value> = posts.iter().map(|p| (p["id"].as_str().unwrap_or_default().to_owned(), (*p).clone())).collect();
+    axum::Json(json!({ "order": order, "posts": map })).into_response()
+}
+
+async fn websocket(State(shared): State<Arc<Shared>>, upgrade: WebSocketUpgrade) -> Response {
+    upgrade.on_upgrade(move |socket| connection(shared, socket))
+}
+
+/// One WebSocket: the authentication challenge first (a wrong token closes it), then
+/// `hello` (seq 0) and every event the test pushes, each with the next seq.
+async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
+    if shared.inner().refuse_connections {
+        return;
+    }
+    let Some(Ok(WsMessage::Text(challenge))) = socket.recv().await else { return };
+    let challenge: Value = serde_json::from_str(challenge.as_str()).unwrap_or_default();
+    if challenge["action"] != "authentication_challenge" || challenge["data"]["token"] != BOT_TOKEN {
+        let _ = socket
+            .send(WsMessage::Text(
+                json!({"status": "FAIL", "seq_reply": challenge["seq"], "error": {"id": "api.web_socket_router.not_authenticated.app_error"}})
+                    .to_string()
+                    .into(),
+            ))
+            .await;
+        return;
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Option<Value>>();
+    {
+        let mut inner = shared.inner();
+        inner.connections += 1;
+        inner.seq = 1;
+        inner.socket = Some(tx);
+    }
+    let ok = json!({"status": "OK", "seq_reply": challenge["seq"]});
+    let hello = json!({"event": "hello", "data": {"server_version": "10.5.0"}, "broadcast": {"user_id": BOT_ID}, "seq": 0});
+    for message in [ok, hello] {
+        if socket.send(WsMessage::Text(message.to_string().into())).await.is_err() {
+            return;
+        }
+    }
+    loop {
+        tokio::select! {
+            event = rx.recv() => match event {
+                Some(Some(event)) => {
+                    if socket.send(WsMessage::Text(event.to_string().into())).await.is_err() {
+                        return;
+                    }
+                }
+                // Dropped by the test, or replaced.
+                _ => {
+                    let _ = socket.send(WsMessage::Close(None)).await;
+                    return;
+                }
+            },
+            incoming = socket.recv() => if !matches!(incoming, Some(Ok(_))) { return },
+        }
+    }
 }

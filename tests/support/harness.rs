@@ -13,6 +13,7 @@ use hitl_bridge::agent_sim::SimHandle;
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
 use hitl_bridge::platform::discord::settings::DiscordSettings;
+use hitl_bridge::platform::mattermost::settings::MattermostSettings;
 use hitl_bridge::platform::slack::settings::{SlackMode, SlackSettings};
 use tokio::io::{BufReader, Empty, Sink};
 
@@ -274,12 +275,18 @@ impl Harness {
         let slack = self.settings.platforms.get::<SlackSettings>();
         let socket = slack.enabled && slack.mode == SlackMode::Socket;
         let connected = self.slack.as_ref().filter(|_| socket).map(FakeSlack::connections);
+        let mattermost_on = self.settings.platforms.get::<MattermostSettings>().enabled;
+        let mattermost_connected = self.mattermost.as_ref().filter(|_| mattermost_on).map(FakeMattermost::connections);
         self.app = Some(App::start(&self.settings, None as NoConsole).await.expect("bridge starts"));
         if let (Some(fake), Some((identified, registered))) = (&self.discord, before) {
             fake.wait_identified(identified + 1).await;
             wait_until(|| async move { (registrations(fake) > registered).then_some(()) }).await;
         }
         if let (Some(fake), Some(connections)) = (&self.slack, connected) {
+            fake.wait_connections(connections + 1).await;
+        }
+        // A post made before the WebSocket is open would be heard only after a gap.
+        if let (Some(fake), Some(connections)) = (&self.mattermost, mattermost_connected) {
             fake.wait_connections(connections + 1).await;
         }
     }

@@ -206,6 +206,15 @@ impl Api {
         answer["id"].as_str().map(str::to_owned).ok_or(ApiError::Body { what: "channels/direct", message: "no id in the answer".into() })
     }
 
+    /// `GET channels/{id}/posts?since=`: the posts made or changed in `channel` since
+    /// `since_ms`, oldest first (Mattermost answers `{order, posts}`, newest first).
+    pub async fn posts_since(&self, channel: &str, since_ms: i64) -> Result<Vec<Value>, ApiError> {
+        let answer = self.call("channels/posts", Method::GET, &format!("/channels/{channel}/posts?since={since_ms}"), None).await?;
+        let mut posts: Vec<Value> = answer["posts"].as_object().map(|p| p.values().cloned().collect()).unwrap_or_default();
+        posts.sort_by_key(|p| p["create_at"].as_i64().unwrap_or_default());
+        Ok(posts)
+    }
+
     fn line(&self, channel: &str) -> Arc<Line> {
         let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(line) = lines.get(&channel.to_owned()) {

@@ -195,7 +195,7 @@ pub async fn submission(shared: &Shared, post: DialogPost) -> Value {
 /// An answer nobody waited for (an update handled after a restart): its ephemeral
 /// text, if any, posted as an ephemeral post to the clicker.
 pub async fn notice_later(shared: &Shared, user_id: &str, channel_id: &str, answer: &Value) {
-    let text = answer["ephemeral_text"].as_str().or(answer["error"].as_str());
+    let text = answer["ephemeral_text"].as_str().or(answer["error"].as_str()).or(answer["text"].as_str());
     let (Some(text), true, true) = (text, super::address::is_id(user_id), super::address::is_id(channel_id)) else { return };
     if let Err(e) = shared.api.ephemeral(user_id, channel_id, None, text).await {
         tracing::warn!(error = %e, "cannot show a notice to the clicker");

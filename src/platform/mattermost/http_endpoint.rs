@@ -1,6 +1,8 @@
 //! The integration endpoint on `mattermost.listen`: Mattermost posts a button click or
-//! menu choice to [`ACTIONS_PATH`] and a dialog submission to [`DIALOGS_PATH`] (the
-//! URLs the cards and dialogs name, under `mattermost.public_url`). Each post is:
+//! menu choice to [`ACTIONS_PATH`], a dialog submission to [`DIALOGS_PATH`] (the URLs
+//! the cards and dialogs name, under `mattermost.public_url`) and the `/hitl` slash
+//! command to [`COMMAND_PATH`] (refused 401 unless it carries
+//! `mattermost.slash_token`). Each post is:
 //!
 //! 1. refused unread when it declares a body over 1 MiB (413), and answered 400 when
 //!    it is not a JSON object: nothing is stored;
@@ -23,17 +25,46 @@ use serde_json::Value;
 
 use super::inbox::Handler;
 use super::payload::Update;
-use super::setup::{ACTIONS_PATH, DIALOGS_PATH};
+use super::setup::{ACTIONS_PATH, COMMAND_PATH, DIALOGS_PATH};
 
 /// Mattermost's posts are small; a larger one is not Mattermost's.
 const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// The router serving the integration paths.
-pub fn router(handler: Arc<Handler>) -> axum::Router {
-    axum::Router::new().route(ACTIONS_PATH, post(action)).route(DIALOGS_PATH, post(dialog)).with_state(handler)
+/// What the endpoint needs.
+pub struct Endpoint {
+    pub handler: Arc<Handler>,
+    /// `mattermost.slash_token`: the `/hitl` posts must carry it.
+    pub slash_token: Option<String>,
 }
 
-async fn action(State(handler): State<Arc<Handler>>, request: Request) -> Response {
+/// The router serving the integration paths.
+pub fn router(endpoint: Arc<Endpoint>) -> axum::Router {
+    axum::Router::new().route(ACTIONS_PATH, post(action)).route(DIALOGS_PATH, post(dialog)).route(COMMAND_PATH, post(command)).with_state(endpoint)
+}
+
+/// `/hitl`: a form post, its token checked before anything is stored.
+async fn command(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
+    let bytes = match axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(_) => return StatusCode::PAYLOAD_TOO_LARGE.into_response(),
+    };
+    let fields: serde_json::Map<String, Value> = url::form_urlencoded::parse(&bytes).map(|(k, v)| (k.into_owned(), Value::String(v.into_owned()))).collect();
+    let token = fields.get("token").and_then(Value::as_str);
+    if !super::commands::verify_token(endpoint.slash_token.as_deref(), token) {
+        tracing::warn!("a /hitl post without mattermost.slash_token; refused");
+        return (StatusCode::UNAUTHORIZED, "the slash command's token does not match mattermost.slash_token").into_response();
+    }
+    let id = match fields.get("trigger_id").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+        Some(trigger) => format!("command:{trigger}"),
+        None => format!("command:{}", uuid::Uuid::new_v4()),
+    };
+    let mut body = Value::Object(fields);
+    // The token is not kept in the store.
+    body.as_object_mut().map(|f| f.remove("token"));
+    receive(&endpoint.handler, id, Update::Command(body)).await
+}
+
+async fn action(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
     let body = match json_body(request).await {
         Ok(body) => body,
         Err(response) => return response,
@@ -42,15 +73,15 @@ async fn action(State(handler): State<Arc<Handler>>, request: Request) -> Respon
         Some(trigger) => format!("action:{trigger}"),
         None => format!("action:{}", uuid::Uuid::new_v4()),
     };
-    receive(&handler, id, Update::Action(body)).await
+    receive(&endpoint.handler, id, Update::Action(body)).await
 }
 
-async fn dialog(State(handler): State<Arc<Handler>>, request: Request) -> Response {
+async fn dialog(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
     let body = match json_body(request).await {
         Ok(body) => body,
         Err(response) => return response,
     };
-    receive(&handler, format!("dialog:{}", uuid::Uuid::new_v4()), Update::Dialog(body)).await
+    receive(&endpoint.handler, format!("dialog:{}", uuid::Uuid::new_v4()), Update::Dialog(body)).await
 }
 
 async fn receive(handler: &Arc<Handler>, id: String, update: Update) -> Response {

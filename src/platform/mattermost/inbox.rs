@@ -19,10 +19,11 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::payload::{ActionPost, DialogPost, Update};
-use super::{Shared, clicks};
+use super::payload::{ActionPost, DialogPost, Posted, SlashCommand, Update};
+use super::{Shared, chat, clicks, commands};
 use crate::clock::now_ms;
 use crate::platform::kit::inbox::{Done, DurableInbox, InboxHandler};
+use crate::platform::kit::lanes::Lanes;
 use crate::store::{InboxUpdate, StoreError};
 
 /// How long the endpoint waits for an update's answer before it responds without
@@ -38,6 +39,8 @@ pub struct Handler {
     answers: Mutex<HashMap<String, oneshot::Sender<Value>>>,
     /// Keeps the order of updates stored in the same millisecond.
     sequence: AtomicI64,
+    /// Each channel's chat lane, while it has work.
+    lanes: Arc<Lanes<String>>,
 }
 
 /// A stored update, with the wait for its answer.
@@ -60,7 +63,7 @@ impl Received {
 
 impl Handler {
     pub fn new(shared: Arc<Shared>, inbox: DurableInbox) -> Self {
-        Self { shared, inbox, answers: Mutex::new(HashMap::new()), sequence: AtomicI64::new(0) }
+        Self { shared, inbox, answers: Mutex::new(HashMap::new()), sequence: AtomicI64::new(0), lanes: Lanes::new("a Mattermost update") }
     }
 
     fn answers(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Value>>> {
@@ -70,6 +73,22 @@ impl Handler {
     /// A place in the order updates arrived in: milliseconds, then arrival.
     fn next_seq(&self) -> i64 {
         now_ms().saturating_mul(1000) + self.sequence.fetch_add(1, Ordering::Relaxed).rem_euclid(1000)
+    }
+
+    /// Stores posts people made (nobody waits for an answer to them), in order, each
+    /// under `post:<id>`: a post delivered by the WebSocket and fetched again after a
+    /// reconnect is stored once and handled once.
+    pub async fn receive_posts(self: &Arc<Self>, posts: Vec<(String, Update)>) -> Result<(), StoreError> {
+        let rows = posts
+            .into_iter()
+            .map(|(update_id, update)| {
+                let lane = update.channel().to_owned();
+                let keyed = Keyed { update_id: update_id.clone(), update };
+                let body = serde_json::to_string(&keyed).unwrap_or_default();
+                (InboxUpdate { update_id, seq: self.next_seq(), lane, body }, keyed)
+            })
+            .collect();
+        self.inbox.receive(self, rows).await.map_err(|unstored| unstored.error)
     }
 
     /// Stores `update` under `update_id` and hands it over; an error means it was not
@@ -105,6 +124,20 @@ impl Handler {
                     Value::Object(Default::default())
                 }
             },
+            Update::Posted(body) => {
+                match serde_json::from_value::<Posted>(body) {
+                    Ok(posted) => chat::on_post(&self.shared, posted).await,
+                    Err(e) => tracing::warn!(error = %e, "a Mattermost post that does not read; skipped"),
+                }
+                Value::Object(Default::default())
+            }
+            Update::Command(body) => match serde_json::from_value::<SlashCommand>(body) {
+                Ok(command) => commands::on_command(&self.shared, &command).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "a Mattermost slash command that does not read; skipped");
+                    Value::Object(Default::default())
+                }
+            },
         }
     }
 }
@@ -119,16 +152,17 @@ pub struct Keyed {
 impl InboxHandler for Handler {
     type Update = Keyed;
 
-    /// Each update in a task of its own (clicks on different cards do not wait for
-    /// each other; the engine orders what touches one request).
+    /// Chat goes on its channel's lane, in the order it arrived; a click or a
+    /// submission in a task of its own (clicks on different cards do not wait for each
+    /// other; the engine orders what touches one request).
     fn handle(self: &Arc<Self>, keyed: Keyed, done: Done) {
         let waiter = self.answers().remove(&keyed.update_id);
         let handler = self.clone();
-        tokio::spawn(async move {
+        let chat = keyed.update.is_chat();
+        let lane = keyed.update.channel().to_owned();
+        let work = async move {
             let channel = keyed.update.channel().to_owned();
-            let user = match &keyed.update {
-                Update::Action(body) | Update::Dialog(body) => body["user_id"].as_str().unwrap_or_default().to_owned(),
-            };
+            let user = keyed.update.user().to_owned();
             let answer = handler.handle_update(keyed.update).await;
             match waiter {
                 Some(waiter) => {
@@ -138,6 +172,10 @@ impl InboxHandler for Handler {
                 None => clicks::notice_later(&handler.shared, &user, &channel, &answer).await,
             }
             drop(done);
-        });
+        };
+        if chat {
+            return self.lanes.push(lane, work);
+        }
+        tokio::spawn(work);
     }
 }

@@ -13,7 +13,13 @@
 //! - [`codes`]: what a signed button context or dialog state names
 //! - [`cards`]: which posts are the bridge's own cards
 //! - [`text`]: Mattermost-only strings and Markdown escaping
-//! - [`http_endpoint`]: the integration endpoint (clicks, menus, dialog submissions)
+//! - [`http_endpoint`]: the integration endpoint (clicks, menus, dialog submissions,
+//!   the `/hitl` slash command with its token checked)
+//! - [`socket`]: the WebSocket (`posted` events, `seq` checked, missed posts fetched
+//!   `since` after a gap or a reconnect)
+//! - [`chat`]: posts in channels, DMs and mentions → the agent's turns, one session
+//!   per thread
+//! - [`commands`]: `/hitl <command>`, answered to the person in the response
 //! - [`inbox`]: those posts stored before they are handled, answered from the store
 //! - [`payload`]: the few Mattermost payloads the bridge reads
 //! - [`clicks`]: clicks and submissions → the engine, in one call each
@@ -27,8 +33,10 @@
 pub mod address;
 pub mod api;
 pub mod cards;
+pub mod chat;
 mod clicks;
 pub mod codes;
+pub mod commands;
 pub mod descriptor;
 mod http_endpoint;
 mod inbox;
@@ -37,6 +45,7 @@ pub mod payload;
 pub mod render;
 pub mod settings;
 pub mod setup;
+mod socket;
 pub mod text;
 
 use std::sync::{Arc, Mutex};
@@ -88,6 +97,8 @@ pub struct Shared {
     pub bot: api::Me,
     /// `<public_url>`, without a trailing `/`.
     pub public_url: String,
+    /// `mattermost.channels`: where every post goes to the agent.
+    pub channels: Vec<String>,
     pub web: Arc<dyn WebLinks>,
     pub cards: cards::Cards,
     /// A person's DM channel, opened once per person.
@@ -208,6 +219,7 @@ pub async fn start(settings: &MattermostSettings, wiring: Wiring) -> Result<Arc<
         locale: settings.locale(),
         bot,
         public_url: settings.public().to_owned(),
+        channels: settings.channels.clone(),
         web: wiring.web,
         cards: cards::Cards::new(wiring.state),
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
@@ -221,9 +233,11 @@ pub async fn start(settings: &MattermostSettings, wiring: Wiring) -> Result<Arc<
         .await
         .map_err(|e| send_error(format!("cannot listen on mattermost.listen = {}: {e}", settings.listen)))?;
     tracing::info!(listen = %settings.listen, "Mattermost integration endpoint ready");
-    let endpoint = tokio::spawn(crate::listener::serve(listener, http_endpoint::router(handler.clone()), wiring.limits));
+    let router = http_endpoint::router(Arc::new(http_endpoint::Endpoint { handler: handler.clone(), slash_token: settings.slash_token().map(str::to_owned) }));
+    let endpoint = tokio::spawn(crate::listener::serve(listener, router, wiring.limits));
+    let socket = tokio::spawn(socket::run(handler.clone(), socket::url_of(settings.server()), token.to_owned(), settings.channels.clone()));
     let sweep = tokio::spawn(async move { handler.inbox.sweep(handler.clone()).await });
-    Ok(Arc::new(Mattermost { shared, policy: wiring.policy, tasks: Mutex::new(vec![endpoint, sweep]) }))
+    Ok(Arc::new(Mattermost { shared, policy: wiring.policy, tasks: Mutex::new(vec![endpoint, socket, sweep]) }))
 }
 
 impl Platform for Mattermost {
