@@ -221,11 +221,12 @@ pub async fn start(settings: &MattermostSettings, wiring: Wiring) -> Result<Arc<
         public_url: settings.public().to_owned(),
         channels: settings.channels.clone(),
         web: wiring.web,
-        cards: cards::Cards::new(wiring.state),
+        cards: cards::Cards::new(wiring.state.clone()),
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
         names: Mutex::new(BoundedMap::new(CACHE_CAP)),
         statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
     });
+    let state = wiring.state;
     let handler = Arc::new(inbox::Handler::new(shared.clone(), wiring.inbox));
     // What a previous run stored and never finished is handled before new posts.
     handler.inbox.start(&handler).await;
@@ -235,7 +236,7 @@ pub async fn start(settings: &MattermostSettings, wiring: Wiring) -> Result<Arc<
     tracing::info!(listen = %settings.listen, "Mattermost integration endpoint ready");
     let router = http_endpoint::router(Arc::new(http_endpoint::Endpoint { handler: handler.clone(), slash_token: settings.slash_token().map(str::to_owned) }));
     let endpoint = tokio::spawn(crate::listener::serve(listener, router, wiring.limits));
-    let socket = tokio::spawn(socket::run(handler.clone(), socket::url_of(settings.server()), token.to_owned(), settings.channels.clone()));
+    let socket = tokio::spawn(socket::run(handler.clone(), state, socket::url_of(settings.server()), token.to_owned(), settings.channels.clone()));
     let sweep = tokio::spawn(async move { handler.inbox.sweep(handler.clone()).await });
     Ok(Arc::new(Mattermost { shared, policy: wiring.policy, tasks: Mutex::new(vec![endpoint, socket, sweep]) }))
 }
