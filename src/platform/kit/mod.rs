@@ -12,5 +12,6 @@ pub mod lanes;
 pub mod pacing;
 pub mod refusals;
 pub mod reminder;
+pub mod stream;
 pub mod token;
 pub mod turns;
