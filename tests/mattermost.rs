@@ -503,3 +503,55 @@ async fn the_slash_command_checks_its_token_and_id_answers_the_address() {
     assert!(heard(&rig).is_empty());
     stop(rig).await;
 }
+
+/// A DM to the bot is answered in the DM; in a channel not in `mattermost.channels`
+/// only a post that @mentions the bot is heard, answered in its thread, the mention
+/// left out of what the agent reads.
+#[tokio::test]
+async fn a_dm_and_a_mention_elsewhere_are_heard_and_other_posts_there_are_not() {
+    let rig = start_chat().await;
+    let fake = rig.mattermost();
+    // The DM channel of Ana and the bot, as `channels/direct` names it.
+    let dm = format!("d{}", &support::fake_mattermost::BOT_ID[1..]);
+    fake.channel(&dm, true);
+    fake.say(&ana(), &dm, "D", "chào bot", None);
+    let answer = fake.wait_message(&echo("chào bot")).await;
+    assert_eq!((answer["channel_id"].as_str(), answer.get("root_id")), (Some(dm.as_str()), None));
+    const DEV: &str = "d0ev0000000000000000000000";
+    fake.channel(DEV, true);
+    fake.say(&ana(), DEV, "O", "không gọi ai", None);
+    let mention = fake.say(&ana(), DEV, "O", "@hitl-bridge deploy", None);
+    let answer = fake.wait_message(&echo("deploy")).await;
+    assert_eq!((answer["channel_id"].as_str(), answer["root_id"].as_str()), (Some(DEV), Some(mention.as_str())));
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(heard(&rig), [(json!("chào bot"), ana_user()), (json!("deploy"), ana_user())]);
+    stop(rig).await;
+}
+
+/// The reference agent's `slow stream` writes one text block in ten deltas 300 ms
+/// apart: the bridge creates one post in the thread and edits it as the text grows,
+/// no two calls on it less than about a second apart, ending with the whole text.
+#[tokio::test]
+async fn the_agents_text_streams_into_one_post_edited_about_once_a_second() {
+    const WHOLE: &str = "Đang viết dần: một, hai, ba, bốn, năm. Xong.";
+    let rig = start_chat().await;
+    let fake = rig.mattermost();
+    let top = fake.say(&ana(), OPS, "O", "slow stream", None);
+    let post = fake.wait_message(WHOLE).await;
+    let id = post["id"].as_str().unwrap().to_owned();
+    assert_eq!(post["root_id"].as_str(), Some(top.as_str()));
+    let calls: Vec<_> = fake
+        .calls()
+        .into_iter()
+        .filter(|c| (c.method == "POST" && c.path == "/posts" && c.body["root_id"] == top.as_str()) || c.path == format!("/posts/{id}/patch"))
+        .collect();
+    assert_eq!(calls.iter().filter(|c| c.method == "POST").count(), 1, "one post: {calls:?}");
+    assert!(calls.len() >= 3, "the post grows in edits: {calls:?}");
+    assert!(calls[0].body["message"].as_str().is_some_and(|m| WHOLE.starts_with(m) && m.len() < WHOLE.len()), "{:?}", calls[0].body);
+    assert_eq!(calls.last().unwrap().body["message"], WHOLE);
+    for pair in calls.windows(2) {
+        let gap = pair[1].at.duration_since(pair[0].at);
+        assert!(gap >= std::time::Duration::from_millis(900), "two calls on one streamed post {gap:?} apart");
+    }
+    stop(rig).await;
+}

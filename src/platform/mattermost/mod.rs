@@ -19,6 +19,7 @@
 //!   `since` after a gap or a reconnect)
 //! - [`chat`]: posts in channels, DMs and mentions → the agent's turns, one session
 //!   per thread
+//! - [`stream`]: the agent's text growing in one post, edited about once a second
 //! - [`commands`]: `/hitl <command>`, answered to the person in the response
 //! - [`inbox`]: those posts stored before they are handled, answered from the store
 //! - [`payload`]: the few Mattermost payloads the bridge reads
@@ -46,6 +47,7 @@ pub mod render;
 pub mod settings;
 pub mod setup;
 mod socket;
+mod stream;
 pub mod text;
 
 use std::sync::{Arc, Mutex};
@@ -60,10 +62,11 @@ use super::kit::reminder;
 use super::{Platform, PlatformError};
 use crate::engine::{EngineHandle, Reminder};
 use crate::interaction::updates::{Notice, ToolGroupStatus};
-use crate::interaction::{AccessPolicy, Interaction, readable};
+use crate::interaction::{AccessPolicy, Interaction};
 use crate::metrics::Metrics;
 use crate::platform::descriptor::WebLinks;
 use crate::platform::kit::bounded::BoundedMap;
+use crate::platform::kit::stream::{self as kit_stream, Streams};
 use crate::platform::kit::token::TokenSigner;
 use crate::platform::kit::turns::Priority;
 use crate::store::{ChatKey, MessageRef, PlatformState};
@@ -107,6 +110,8 @@ pub struct Shared {
     names: Mutex<BoundedMap<String, String>>,
     /// The status line post per (channel, tool group); dropped once finished.
     statuses: Mutex<BoundedMap<(String, u64), String>>,
+    /// The posts agent text is streaming into.
+    streams: Streams,
 }
 
 impl Shared {
@@ -225,6 +230,7 @@ pub async fn start(settings: &MattermostSettings, wiring: Wiring) -> Result<Arc<
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
         names: Mutex::new(BoundedMap::new(CACHE_CAP)),
         statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
+        streams: Streams::new(CACHE_CAP),
     });
     let state = wiring.state;
     let handler = Arc::new(inbox::Handler::new(shared.clone(), wiring.inbox));
@@ -253,6 +259,14 @@ impl Platform for Mattermost {
             }
             Ok(())
         })
+    }
+
+    fn text_progress<'a>(&'a self, chat: &'a ChatKey, block: u64, text_so_far: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(self.shared.streams.progress(&*self.shared, chat, block, text_so_far))
+    }
+
+    fn finish_text<'a>(&'a self, chat: &'a ChatKey, block: u64, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
+        Box::pin(self.shared.streams.finish(&*self.shared, chat, block, text))
     }
 
     fn tool_status<'a>(&'a self, chat: &'a ChatKey, status: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>> {
@@ -329,12 +343,10 @@ impl Platform for Mattermost {
     }
 }
 
-/// Agent text as the posts that carry it: made [`readable`], cut into [`TEXT_PIECE`]s
-/// (before escaping), blank pieces left out (Mattermost refuses an empty post).
+/// Agent text as the posts that carry it: cut into [`TEXT_PIECE`]s (before
+/// escaping), blank pieces left out (Mattermost refuses an empty post).
 fn pieces(text: &str) -> Vec<String> {
-    let text = readable::text(text);
-    let chars: Vec<char> = text.chars().collect();
-    chars.chunks(TEXT_PIECE).map(|piece| piece.iter().collect::<String>()).filter(|piece| !piece.trim().is_empty()).collect()
+    kit_stream::pieces(text, TEXT_PIECE)
 }
 
 /// People one reminder names at most.
