@@ -7,6 +7,7 @@ pub mod address;
 pub mod bounded;
 pub mod codes;
 pub mod commands;
+pub mod groups;
 pub mod inbox;
 pub mod lanes;
 pub mod pacing;
