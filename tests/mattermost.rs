@@ -555,3 +555,56 @@ async fn the_agents_text_streams_into_one_post_edited_about_once_a_second() {
     }
     stop(rig).await;
 }
+
+/// A channel's members (`channel:ID`) and a custom group (`group:ID`) named by the
+/// request as its approver groups: Mattermost is asked whether the clicker is in
+/// them; a member decides, anyone else is refused and changes nothing.
+#[tokio::test]
+async fn a_channels_members_and_a_custom_group_are_approver_groups() {
+    const SRE: &str = "s0re0000000000000000000000";
+    let rig = start(&[]).await;
+    let fake = rig.mattermost();
+    fake.join(OPS, &bo());
+    fake.group(SRE, &[&ana()]);
+    let refused = json!({"ephemeral_text": "You are not allowed to answer this request."});
+    let with_roles = |roles: Value| {
+        let mut body = trade();
+        body["approvers"] = json!([]);
+        body["approver_roles"] = roles;
+        body
+    };
+
+    let post = push(&rig, "group-1", with_roles(json!([format!("channel:{OPS}")]))).await;
+    assert_eq!(fake.click(&mallory(), &post, "✅ Approve").await, refused);
+    assert_eq!(fake.click(&ana(), &post, "✅ Approve").await, refused, "Ana is not in the channel");
+    assert_eq!(state(&rig, "group-1").await["status"], "pending");
+    fake.click(&bo(), &post, "✅ Approve").await;
+    assert_eq!(rig.api(API_SECRET).decided("group-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+
+    let post = push(&rig, "group-2", with_roles(json!([format!("group:{SRE}")]))).await;
+    assert_eq!(fake.click(&bo(), &post, "✅ Approve").await, refused, "Bo is not in the group");
+    fake.click(&ana(), &post, "✅ Approve").await;
+    assert_eq!(rig.api(API_SECRET).decided("group-2").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+
+    let asked: Vec<(String, u16)> =
+        fake.calls().into_iter().filter(|c| c.path.contains("/members")).map(|c| (c.path.replace(OPS, "OPS").replace(SRE, "SRE"), c.status)).collect();
+    assert_eq!(
+        asked,
+        [
+            (format!("/channels/OPS/members/{MALLORY}"), 404),
+            (format!("/channels/OPS/members/{ANA}"), 404),
+            (format!("/channels/OPS/members/{BO}"), 200),
+            ("/groups/SRE/members?page=0&per_page=200".to_owned(), 200),
+            ("/groups/SRE/members?page=0&per_page=200".to_owned(), 200),
+        ],
+        "each (group, person) asked once: Bo, then Ana"
+    );
+    // Asked again within the minute, the answers are remembered.
+    let post = push(&rig, "group-3", with_roles(json!([format!("group:{SRE}")]))).await;
+    assert_eq!(fake.click(&bo(), &post, "✅ Approve").await, refused);
+    assert_eq!(fake.calls().into_iter().filter(|c| c.path.contains("/members")).count(), 5);
+    rig.mattermost().shutdown_check(|c| c.path.contains("/members/") && c.status == 404);
+    let mut rig = rig;
+    rig.stop_bridge().await;
+    rig.shutdown().await;
+}

@@ -4,7 +4,14 @@
 //!
 //! REST API v4 (<https://api.mattermost.com>), `Authorization: Bearer <token>`:
 //! `GET users/me` and `GET users/{id}`, `POST posts`, `PUT posts/{id}/patch`,
-//! `POST posts/ephemeral`, `POST channels/direct` and `POST actions/dialogs/open`.
+//! `POST posts/ephemeral`, `POST channels/direct`, `POST actions/dialogs/open`,
+//! `GET channels/{id}/posts?since=`, and for approver groups
+//! `GET channels/{id}/members/{user_id}` (200 with the membership, 404
+//! `app.channel.get_member.missing.app_error` for someone not in it, 403 where the bot
+//! is not a member: `read_channel`, per
+//! <https://docs.mattermost.com/api/reference/get-channel-member>) and
+//! `GET groups/{id}/members?page=&per_page=` (`{"members": [users], "total_member_count"}`,
+//! `per_page` at most 200, 404 for an unknown group).
 //! Failures carry Mattermost's `AppError` body (`{"id", "message", "status_code"}`):
 //! 401 `api.context.session_expired.app_error` for a wrong token, 404
 //! `app.channel.get.existing.app_error` for an unknown channel, 403
@@ -93,6 +100,9 @@ struct Inner {
     used_triggers: HashSet<String>,
     /// Dialogs opened: the whole `actions/dialogs/open` body.
     dialogs: Vec<Value>,
+    /// Each channel's members besides the bot, and each custom group's.
+    members: HashMap<String, HashSet<String>>,
+    groups: HashMap<String, Vec<String>>,
     /// Posts allowed per second, and this second's count.
     rate: Option<u32>,
     window: Option<(Instant, u32)>,
@@ -150,6 +160,8 @@ impl FakeMattermost {
             .route("/api/v4/channels/direct", post(direct))
             .route("/api/v4/actions/dialogs/open", post(open_dialog))
             .route("/api/v4/channels/{id}/posts", get(posts_since))
+            .route("/api/v4/channels/{id}/members/{user}", get(channel_member))
+            .route("/api/v4/groups/{id}/members", get(group_members))
             .route("/api/v4/websocket", get(websocket))
             .with_state(shared.clone());
         let task = tokio::spawn(async move {
@@ -177,6 +189,21 @@ impl FakeMattermost {
         self.shared.inner().channels.insert(id.into(), bot_is_member);
     }
 
+    /// `person` joins channel `id`.
+    pub fn join(&self, id: &str, person: &Person) {
+        self.shared.inner().members.entry(id.into()).or_default().insert(person.id.clone());
+    }
+
+    /// `person` leaves channel `id`.
+    pub fn leave(&self, id: &str, person: &Person) {
+        self.shared.inner().members.entry(id.into()).or_default().remove(&person.id);
+    }
+
+    /// A custom group `id` of `people`.
+    pub fn group(&self, id: &str, people: &[&Person]) {
+        self.shared.inner().groups.insert(id.into(), people.iter().map(|p| p.id.clone()).collect());
+    }
+
     /// At most `per_second` posts a second; more are answered 429.
     pub fn rate_limit(&self, per_second: u32) {
         self.shared.inner().rate = Some(per_second);
@@ -195,6 +222,13 @@ impl FakeMattermost {
     /// would cause.
     pub fn errors(&self) -> Vec<Call> {
         self.calls().into_iter().filter(|c| c.status >= 400 && c.status != 429).collect()
+    }
+
+    /// Asserts Mattermost refused nothing but what `expected` allows (a non-member's
+    /// 404 when a group's members are asked).
+    pub fn shutdown_check(&self, expected: impl Fn(&Call) -> bool) {
+        let errors: Vec<Call> = self.errors().into_iter().filter(|c| !expected(c)).collect();
+        assert!(errors.is_empty(), "Mattermost would have refused: {errors:?}");
     }
 
     /// The post `id` as it stands.
@@ -648,4 +682,51 @@ async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
             incoming = socket.recv() => if !matches!(incoming, Some(Ok(_))) { return },
         }
     }
+}
+
+async fn channel_member(State(shared): State<Arc<Shared>>, headers: HeaderMap, Path((id, user)): Path<(String, String)>) -> Response {
+    if !authorized(&headers) {
+        return session_expired();
+    }
+    let path = format!("/channels/{id}/members/{user}");
+    let (bot_in, member) = {
+        let inner = shared.inner();
+        (inner.channels.get(&id).copied(), inner.members.get(&id).is_some_and(|m| m.contains(&user)))
+    };
+    match bot_in {
+        Some(true) if member => {
+            record(&shared, Method::GET, path, &Value::Null, 200);
+            axum::Json(json!({ "channel_id": id, "user_id": user, "roles": "channel_user" })).into_response()
+        }
+        Some(true) => {
+            record(&shared, Method::GET, path, &Value::Null, 404);
+            app_error(StatusCode::NOT_FOUND, "app.channel.get_member.missing.app_error", "No channel member found for that user ID and channel ID.")
+        }
+        _ => {
+            record(&shared, Method::GET, path, &Value::Null, 403);
+            app_error(StatusCode::FORBIDDEN, "api.context.permissions.app_error", "You do not have the appropriate permissions.")
+        }
+    }
+}
+
+async fn group_members(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    if !authorized(&headers) {
+        return session_expired();
+    }
+    let page: usize = query.get("page").and_then(|p| p.parse().ok()).unwrap_or(0);
+    let per_page: usize = query.get("per_page").and_then(|p| p.parse().ok()).unwrap_or(60).min(200);
+    let path = format!("/groups/{id}/members?page={page}&per_page={per_page}");
+    let group = shared.inner().groups.get(&id).cloned();
+    let Some(people) = group else {
+        record(&shared, Method::GET, path, &Value::Null, 404);
+        return app_error(StatusCode::NOT_FOUND, "app.group.no_rows", "No matching group found.");
+    };
+    record(&shared, Method::GET, path, &Value::Null, 200);
+    let members: Vec<Value> = people.iter().skip(page * per_page).take(per_page).map(|id| json!({ "id": id })).collect();
+    axum::Json(json!({ "members": members, "total_member_count": people.len() })).into_response()
 }

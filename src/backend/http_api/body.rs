@@ -344,7 +344,9 @@ fn approvers(body: &PushBody, networks: &Networks) -> Result<Option<Approvers>, 
         }
     }
     let roles = body.approver_roles.clone().unwrap_or_default();
-    if let Some((i, role)) = roles.iter().enumerate().find(|(_, r)| !networks.is_group_id(r) || r.len() > 20) {
+    // The longest group id a platform writes: Mattermost's `channel:` and 26 characters.
+    const MAX_GROUP_ID: usize = 40;
+    if let Some((i, role)) = roles.iter().enumerate().find(|(_, r)| !networks.is_group_id(r) || r.len() > MAX_GROUP_ID) {
         return Err(ApiError::invalid("invalid_approver", format!("`{role}` is not {}", networks.group_forms()), format!("approver_roles[{i}]")));
     }
     if users.is_empty() && roles.is_empty() {

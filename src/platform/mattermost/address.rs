@@ -6,7 +6,8 @@
 //!   `mattermost:user:USER_ID` (opened through `channels/direct` when something is
 //!   sent: the chat id keeps the `user:` prefix until then);
 //! - a person `mattermost:USER_ID`; a team, as an `access.chats` space,
-//!   `mattermost:team:TEAM_ID`;
+//!   `mattermost:team:TEAM_ID`; an approver group `group:GROUP_ID` (a custom group)
+//!   or `channel:CHANNEL_ID` (a channel's members): [`super::groups`];
 //! - HTTP API targets `{"platform":"mattermost","channel_id":"…","root_id":"…"}` and
 //!   `{"platform":"mattermost","user_id":"…"}`.
 //!
@@ -57,6 +58,20 @@ impl ChatNetwork for Address {
     /// A channel (its threads too), or a whole team.
     fn allowed_chats(&self, rest: &str) -> Option<AllowedChats> {
         SPACES.allowed_chats(rest)
+    }
+
+    /// Custom groups (`group:GROUP_ID`) and a channel's members (`channel:CHANNEL_ID`):
+    /// a person's are asked of Mattermost ([`super::groups`]).
+    fn has_groups(&self) -> bool {
+        true
+    }
+
+    fn is_group_id(&self, id: &str) -> bool {
+        super::groups::parse(id).is_some()
+    }
+
+    fn group_form(&self) -> Option<&'static str> {
+        Some("a Mattermost custom group `group:GROUP_ID` or a channel's members `channel:CHANNEL_ID`")
     }
 
     fn chat_form(&self) -> Option<&'static str> {

@@ -62,6 +62,7 @@ pub async fn on_post(shared: &Shared, posted: Posted) {
     let name = shared.username(&routed.user).await;
     let mut actor = Actor::new(PLATFORM, &routed.user, &name);
     actor.space = posted.team_id.clone().filter(|t| super::address::is_id(t));
+    actor.groups = shared.groups.of(&shared.api, &shared.engine, &routed.user, None).await;
     let locale = shared.locale;
     let channel = posted.post.channel_id.clone();
     let root = routed.chat.thread_id.clone();

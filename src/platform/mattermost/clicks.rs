@@ -58,14 +58,17 @@ fn notice(shared: &Shared, e: &ActError) -> String {
     }
 }
 
-/// The person acting, with their team as the space `access.chats` may open.
-async fn actor(shared: &Shared, user_id: &str, user_name: Option<&str>, team: Option<&str>) -> Actor {
+/// The person acting on request `interaction`, with their team as the space
+/// `access.chats` may open and the approver groups they are in (among those the
+/// configuration and the request name).
+async fn actor(shared: &Shared, interaction: &str, user_id: &str, user_name: Option<&str>, team: Option<&str>) -> Actor {
     let name = match user_name.filter(|n| !n.is_empty()) {
         Some(name) => name.to_owned(),
         None => shared.username(user_id).await,
     };
     let mut actor = Actor::new(super::PLATFORM, user_id, &name);
     actor.space = team.filter(|t| super::address::is_id(t)).map(str::to_owned);
+    actor.groups = shared.groups.of(&shared.api, &shared.engine, user_id, Some(interaction)).await;
     actor
 }
 
@@ -87,7 +90,7 @@ pub async fn action(shared: &Shared, post: ActionPost) -> Value {
         tracing::warn!(post_id = %post.post_id, interaction = %id, "refusing a Mattermost click whose post is not that request's card");
         return ephemeral(mtext(shared.locale, MMsg::NotThisCard));
     }
-    let actor = actor(shared, &post.user_id, post.user_name.as_deref(), post.team_id.as_deref()).await;
+    let actor = actor(shared, &id, &post.user_id, post.user_name.as_deref(), post.team_id.as_deref()).await;
     let action = match code {
         Code::Choose(question) => match post.selected_option().and_then(|v| v.parse::<usize>().ok()) {
             Some(option) => Some(UserAction::Select { question, options: vec![option] }),
@@ -173,7 +176,7 @@ pub async fn submission(shared: &Shared, post: DialogPost) -> Value {
     if !super::address::is_id(&post.user_id) {
         return refused(None, texts::text(shared.locale, Msg::UnknownButton).to_owned());
     }
-    let actor = actor(shared, &post.user_id, None, post.team_id.as_deref()).await;
+    let actor = actor(shared, &id, &post.user_id, None, post.team_id.as_deref()).await;
     let actions = dialog::actions(code, &post.submission);
     if actions.is_empty() {
         // An empty field: the engine counts and audits the refusal, as every one.

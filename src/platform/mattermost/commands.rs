@@ -77,6 +77,7 @@ async fn answer(shared: &Shared, command: &SlashCommand) -> String {
     };
     let mut actor = Actor::new(PLATFORM, &command.user_id, &name);
     actor.space = command.team_id.clone().filter(|t| super::address::is_id(t));
+    actor.groups = shared.groups.of(&shared.api, &shared.engine, &command.user_id, None).await;
     match &parsed {
         ChatCommand::Id => {
             let here = if direct { format!("{PLATFORM}:{}", chat.chat_id) } else { format!("{PLATFORM}:{}", command.channel_id) };

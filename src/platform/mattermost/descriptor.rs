@@ -41,6 +41,7 @@ impl Descriptor for Mattermost {
                 limits: context.limits,
                 inbox: DurableInbox::new(context.inboxes.of(super::PLATFORM), context.replica_id.clone()),
                 web: context.web.clone(),
+                groups: context.groups.clone(),
                 state: context.state_of(super::PLATFORM),
             };
             let mattermost = super::start(settings, wiring).await.map_err(|e| e.to_string())?;

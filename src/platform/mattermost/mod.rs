@@ -12,6 +12,7 @@
 //! - [`render`]: Interaction → message attachments, and the dialogs (pure)
 //! - [`codes`]: what a signed button context or dialog state names
 //! - [`cards`]: which posts are the bridge's own cards
+//! - [`groups`]: custom groups and channel membership as approver groups
 //! - [`text`]: Mattermost-only strings and Markdown escaping
 //! - [`http_endpoint`]: the integration endpoint (clicks, menus, dialog submissions,
 //!   the `/hitl` slash command with its token checked)
@@ -39,6 +40,7 @@ mod clicks;
 pub mod codes;
 pub mod commands;
 pub mod descriptor;
+pub mod groups;
 mod http_endpoint;
 mod inbox;
 pub mod limits;
@@ -104,6 +106,8 @@ pub struct Shared {
     pub channels: Vec<String>,
     pub web: Arc<dyn WebLinks>,
     pub cards: cards::Cards,
+    /// Who is in the approver groups, as Mattermost says.
+    pub groups: groups::Groups,
     /// A person's DM channel, opened once per person.
     dms: Mutex<BoundedMap<String, String>>,
     /// People's usernames, asked once per person.
@@ -197,6 +201,8 @@ pub struct Wiring {
     pub limits: crate::listener::Limits,
     pub inbox: crate::platform::kit::inbox::DurableInbox,
     pub web: Arc<dyn WebLinks>,
+    /// Every group id the configuration names, with the setting naming it.
+    pub groups: Vec<(String, String)>,
     /// Mattermost's own keys in the store: its cards.
     pub state: PlatformState,
 }
@@ -227,6 +233,7 @@ pub async fn start(settings: &MattermostSettings, wiring: Wiring) -> Result<Arc<
         channels: settings.channels.clone(),
         web: wiring.web,
         cards: cards::Cards::new(wiring.state.clone()),
+        groups: groups::Groups::new(&wiring.groups),
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
         names: Mutex::new(BoundedMap::new(CACHE_CAP)),
         statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
