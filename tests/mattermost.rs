@@ -608,3 +608,53 @@ async fn a_channels_members_and_a_custom_group_are_approver_groups() {
     rig.stop_bridge().await;
     rig.shutdown().await;
 }
+
+/// `/hitl pending` lists the requests waiting in the channel with their deadlines,
+/// then nothing once decided; `/hitl` with an unknown word answers the usage; both
+/// only to the person. (A stranger is told they may not talk, with their id.)
+#[tokio::test]
+async fn the_slash_command_lists_what_is_pending_and_answers_its_usage() {
+    let rig = Harness::on(Chat::Mattermost)
+        .no_agent()
+        .set("mattermost.slash_token", SLASH_TOKEN)
+        .tweak(|s: &mut Settings| {
+            s.http.api_tokens = vec![format!("ci:{API_SECRET}")];
+            s.access.users = vec![format!("mattermost:{ANA}")];
+        })
+        .start()
+        .await;
+    rig.mattermost().user(&ana());
+    let fake = rig.mattermost();
+    let url = format!("{}/mattermost/command", rig.settings.platforms.get::<MattermostSettings>().public());
+    let hitl = |text: &str| {
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("token", SLASH_TOKEN)
+            .append_pair("command", "/hitl")
+            .append_pair("text", text)
+            .append_pair("user_id", ANA)
+            .append_pair("user_name", "ana")
+            .append_pair("channel_id", OPS)
+            .append_pair("team_id", TEAM)
+            .append_pair("trigger_id", &format!("trigger-{}", uuid::Uuid::new_v4()))
+            .finish();
+        let url = url.clone();
+        async move {
+            let response = reqwest::Client::new().post(&url).header("content-type", "application/x-www-form-urlencoded").body(body).send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            let answer: Value = response.json().await.unwrap();
+            assert_eq!(answer["response_type"], "ephemeral");
+            answer["text"].as_str().unwrap().replace(['\\', '\u{2060}'], "")
+        }
+    };
+    let post = push(&rig, "pending-1", trade()).await;
+    let listed = hitl("pending").await;
+    assert!(listed.starts_with("⏳ ") && listed.contains("execute_trade") && listed.contains(" · ⏰ "), "{listed}");
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    fake.click(&ana(), &post, "✅ Approve").await;
+    assert_eq!(hitl("pending").await, "Nothing is waiting for a decision here.");
+    let usage = hitl("bogus").await;
+    for line in ["/hitl new", "/hitl cancel", "/hitl pending", "/hitl id", "/hitl pair CODE", "/hitl web"] {
+        assert!(usage.contains(line), "{line} in {usage}");
+    }
+    stop(rig).await;
+}
