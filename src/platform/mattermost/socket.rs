@@ -112,7 +112,14 @@ async fn connection(handler: &Arc<Handler>, state: &PlatformState, url: &str, to
             tracing::warn!("a Mattermost WebSocket message that does not read; skipped");
             continue;
         };
-        let Some(kind) = event["event"].as_str() else { continue }; // a reply to the challenge
+        let Some(kind) = event["event"].as_str() else {
+            // A reply: the challenge's is the one that can fail.
+            if event["status"] == "FAIL" {
+                tracing::warn!(error = %event["error"], "Mattermost refused the WebSocket's authentication challenge (mattermost.bot_token); reconnecting");
+                break;
+            }
+            continue;
+        };
         if let Some(seq) = event["seq"].as_i64() {
             if seq != expected {
                 tracing::warn!(expected, seq, "Mattermost WebSocket events were lost; fetching the posts since the last one");
