@@ -331,14 +331,7 @@ impl Platform for Mattermost {
             let Reminder { chat, interaction, mention, card } = reminder;
             let people = reminder::recipients(PLATFORM, interaction, mention, Some(&self.policy));
             let text = reminder_text(interaction, &people, self.shared.locale);
-            let mut chat = chat.clone();
-            // In the card's thread when the chat has no thread of its own: one tap from
-            // the reminder to the buttons.
-            if chat.thread_id.is_none()
-                && let Some(card) = card.filter(|c| address::is_id(&c.message_id) && c.chat == chat)
-            {
-                chat.thread_id = Some(card.message_id.clone());
-            }
+            let chat = reminder::in_cards_thread(chat, card, address::is_id);
             self.shared.post(&chat, json!({ "message": text }), Priority::Card).await.map(|_| ())
         })
     }

@@ -327,14 +327,7 @@ impl Platform for Slack {
             let Reminder { chat, interaction, mention, card } = reminder;
             let people = reminder::recipients(PLATFORM, interaction, mention, Some(&self.policy));
             let text = reminder_text(interaction, &people, self.shared.locale);
-            let mut chat = chat.clone();
-            // In the card's thread when the chat has no thread of its own: one tap from
-            // the reminder to the buttons, and the channel is not flooded.
-            if chat.thread_id.is_none()
-                && let Some(card) = card.filter(|c| address::is_ts(&c.message_id) && c.chat == chat)
-            {
-                chat.thread_id = Some(card.message_id.clone());
-            }
+            let chat = reminder::in_cards_thread(chat, card, address::is_ts);
             self.shared.post(&chat, json!({ "text": text }), Priority::Card).await.map(|_| ())
         })
     }
