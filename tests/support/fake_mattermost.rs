@@ -501,7 +501,10 @@ async fn create_post(State(shared): State<Arc<Shared>>, headers: HeaderMap, axum
     let mut post = body.clone();
     post["id"] = json!(id);
     post["user_id"] = json!(BOT_ID);
-    post["create_at"] = json!(hitl_bridge::clock::now_ms());
+    // A new post's `update_at` is its `create_at`; an edit moves it (model.Post).
+    let now = hitl_bridge::clock::now_ms();
+    post["create_at"] = json!(now);
+    post["update_at"] = json!(now);
     let mut inner = shared.inner();
     inner.posts.insert(id.clone(), post.clone());
     inner.order.push(id);
@@ -529,6 +532,7 @@ async fn patch_post(State(shared): State<Arc<Shared>>, headers: HeaderMap, Path(
             post[field] = value.clone();
         }
     }
+    post["update_at"] = json!(hitl_bridge::clock::now_ms());
     axum::Json(post.clone()).into_response()
 }
 
