@@ -10,15 +10,15 @@
 //! request name, whether the person is in it:
 //! - a channel: `GET channels/{id}/members/{user_id}`, 200 for a member, 404 for
 //!   anyone else (permission `read_channel`: the bot must be in the channel);
-//! - a custom group: `GET groups/{id}/members`, 200 at a time, the person looked for
-//!   among the `members` (the bot account needs the permission to read groups).
+//! - a custom group: `GET groups/{id}/members`, 200 at a time, all its members (the
+//!   bot account needs the permission to read groups).
 //!
-//! Each answer is remembered [`REMEMBERED`] per (group, person), so a burst of clicks
-//! asks once, and someone taken out of a group stops counting within that time. A
-//! failed answer counts as not a member (refusing is the safe side), is logged with
-//! the group, and is asked again at the next click.
+//! Each answer is remembered [`REMEMBERED`] (a channel's per person, a custom group's
+//! members whole), so a burst of clicks asks once, and someone taken out of a group
+//! stops counting within that time. A failed answer counts as not a member (refusing
+//! is the safe side), is logged with the group, and is asked again at the next click.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -62,7 +62,10 @@ pub fn named_by(interaction: &Interaction) -> Vec<String> {
 pub struct Groups {
     /// The Mattermost groups the configuration names.
     configured: Vec<String>,
+    /// (channel, person) → whether a member, and when Mattermost said so.
     answers: Mutex<HashMap<(String, String), (bool, Instant)>>,
+    /// Custom group → its members, and when Mattermost said so.
+    members: Mutex<HashMap<String, (HashSet<String>, Instant)>>,
 }
 
 impl Groups {
@@ -74,7 +77,7 @@ impl Groups {
                 ids.push(id.clone());
             }
         }
-        Self { configured: ids, answers: Mutex::new(HashMap::new()) }
+        Self { configured: ids, answers: Mutex::new(HashMap::new()), members: Mutex::new(HashMap::new()) }
     }
 
     fn answers(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), (bool, Instant)>> {
@@ -102,18 +105,45 @@ impl Groups {
     }
 
     async fn is_member(&self, api: &Api, group: &str, user: &str) -> bool {
-        let key = (group.to_owned(), user.to_owned());
+        match parse(group) {
+            Some(Group::Channel(channel)) => self.in_channel(api, channel, user).await,
+            Some(Group::Custom(custom)) => self.in_custom(api, custom, user).await,
+            None => false,
+        }
+    }
+
+    async fn in_custom(&self, api: &Api, group: &str, user: &str) -> bool {
+        let known =
+            self.members.lock().unwrap_or_else(|p| p.into_inner()).get(group).filter(|(_, at)| at.elapsed() < REMEMBERED).map(|(m, _)| m.contains(user));
+        if let Some(member) = known {
+            return member;
+        }
+        match custom_members(api, group).await {
+            Ok(members) => {
+                let member = members.contains(user);
+                let mut all = self.members.lock().unwrap_or_else(|p| p.into_inner());
+                if all.len() >= MAX_REMEMBERED {
+                    all.retain(|_, (_, at)| at.elapsed() < REMEMBERED);
+                }
+                all.insert(group.to_owned(), (members, Instant::now()));
+                member
+            }
+            Err(e) => {
+                tracing::warn!(group = %format!("group:{group}"), %user, error = %e, "cannot ask Mattermost who is in an approver group; counted as not a member");
+                false
+            }
+        }
+    }
+
+    async fn in_channel(&self, api: &Api, channel: &str, user: &str) -> bool {
+        let group = format!("channel:{channel}");
+        let key = (group.clone(), user.to_owned());
         if let Some((member, at)) = self.answers().get(&key).copied()
             && at.elapsed() < REMEMBERED
         {
             return member;
         }
-        let answer = match parse(group) {
-            Some(Group::Channel(channel)) => channel_member(api, channel, user).await,
-            Some(Group::Custom(custom)) => custom_member(api, custom, user).await,
-            None => return false,
-        };
-        match answer {
+        match channel_member(api, channel, user).await {
             Ok(member) => {
                 let mut answers = self.answers();
                 if answers.len() >= MAX_REMEMBERED {
@@ -139,19 +169,18 @@ async fn channel_member(api: &Api, channel: &str, user: &str) -> Result<bool, su
     }
 }
 
-/// `GET groups/{id}/members`, a page at a time, until `user` is found or the pages end.
-async fn custom_member(api: &Api, group: &str, user: &str) -> Result<bool, super::api::ApiError> {
+/// `GET groups/{id}/members`, a page at a time until the pages end: the members' ids.
+async fn custom_members(api: &Api, group: &str) -> Result<HashSet<String>, super::api::ApiError> {
+    let mut ids = HashSet::new();
     for page in 0..MAX_PAGES {
         let answer = api.call("groups/members", Method::GET, &format!("/groups/{group}/members?page={page}&per_page={PAGE}"), None).await?;
         let members = answer["members"].as_array().cloned().unwrap_or_default();
-        if members.iter().any(|m| m["id"] == user) {
-            return Ok(true);
-        }
+        ids.extend(members.iter().filter_map(|m| m["id"].as_str().map(str::to_owned)));
         if members.len() < PAGE {
             break;
         }
     }
-    Ok(false)
+    Ok(ids)
 }
 
 #[cfg(test)]
