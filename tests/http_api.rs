@@ -403,6 +403,7 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
     let harness = Harness::on(Chat::Telegram)
         .and(Chat::Discord)
         .and(Chat::Slack)
+        .and(Chat::Mattermost)
         .no_agent()
         .set("web.enabled", "true")
         .set("web.public_url", "http://inbox.example")
@@ -416,7 +417,12 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
     let mut api = Api { harness, base: String::new(), http: reqwest::Client::new() };
     api.boot().await;
     api.dc().wait_identified(1).await;
-    let targets = [ops_target(), json!({"platform": "discord", "channel_id": CHANNEL_ID}), json!({"platform": "slack", "channel_id": fake_slack::OPS})];
+    let targets = [
+        ops_target(),
+        json!({"platform": "discord", "channel_id": CHANNEL_ID}),
+        json!({"platform": "slack", "channel_id": fake_slack::OPS}),
+        json!({"platform": "mattermost", "channel_id": support::fake_mattermost::OPS}),
+    ];
     let body = json!({"approval_key": "rlo-1", "targets": targets, "text": "clean\u{7}up",
         "actions": [{"name": "rm\u{0}", "description": "tidy\u{202e}gnp.exe",
             "args": {"path": "/\u{202e}gpj.txt", "color": "\u{1b}[8mhidden", "notes": "line one\nline\u{2066}two",
@@ -427,6 +433,11 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
     let telegram = api.tg_message(OPS, "rm[U+0000]").await;
     let discord = api.dc().wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
     let slack = wait_until(|| async { api.harness.slack().bodies("chat.postMessage").into_iter().find(|b| b.get("blocks").is_some()) }).await;
+    let mattermost = wait_until(|| async {
+        let fake = api.harness.mattermost();
+        fake.posts().into_iter().filter_map(|id| fake.post(&id)).find(|p| p.get("props").is_some())
+    })
+    .await;
     let web = web_pages(&api, "rlo-1").await;
     // The terminal's card, rendered from the request as stored (the console runs in a
     // process of its own in the other suites).
@@ -437,7 +448,15 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
         use hitl_bridge::platform::console::render;
         format!("{}\n{}", render::interaction(&stored), render::action_prompt(&stored, 0))
     };
-    let mut surfaces = vec![("telegram", strings(&telegram)), ("discord", strings(&discord.body)), ("slack", strings(&slack)), ("console", console)];
+    // Mattermost's Markdown escapes `[` and `]` with a backslash the reader never sees.
+    let mattermost = strings(&mattermost).replace('\\', "");
+    let mut surfaces = vec![
+        ("telegram", strings(&telegram)),
+        ("discord", strings(&discord.body)),
+        ("slack", strings(&slack)),
+        ("mattermost", mattermost),
+        ("console", console),
+    ];
     surfaces.extend(web);
     // Every platform of the registry is here: a new one fails this test until it is.
     for descriptor in hitl_bridge::platform::registry::DESCRIPTORS {
@@ -933,7 +952,7 @@ async fn policy_validation_and_idempotency() {
             with(json!({"escalation": [{"after": "5m", "show_in": "matrix:!ops"}]})),
             error(
                 "invalid_policy",
-                "`matrix:!ops` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, slack:C0123…, slack:user:U0123…)",
+                "`matrix:!ops` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, slack:C0123…, slack:user:U0123…, mattermost:4xp9…, mattermost:user:8w1z…)",
                 "policy.escalation[0].show_in",
             ),
         ),
