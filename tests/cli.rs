@@ -286,3 +286,40 @@ fn pair_approves_lists_and_revokes() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("telegram:2002 is not paired"));
     assert_eq!(String::from_utf8_lossy(&pair(&["--list"]).stdout), "nobody is paired\n");
 }
+
+/// `check-config` names a bad Mattermost key: a missing token, a token that is not
+/// Mattermost's, a missing public URL, a channel given by name.
+#[test]
+fn check_config_names_a_bad_mattermost_key() {
+    let enabled = [("HITL_BRIDGE__MATTERMOST__ENABLED", "true"), ("HITL_BRIDGE__MATTERMOST__URL", "https://chat.example.com")];
+    let token = ("HITL_BRIDGE__MATTERMOST__BOT_TOKEN", "xi4ec1tsxpgztr8ejmxy1rbnew");
+    let public = ("HITL_BRIDGE__MATTERMOST__PUBLIC_URL", "https://bridge.example.com");
+    for (extra, named) in [
+        (vec![], "mattermost.bot_token"),
+        (vec![("HITL_BRIDGE__MATTERMOST__BOT_TOKEN", "xoxb-not-mattermost")], "mattermost.bot_token"),
+        (vec![token], "mattermost.public_url"),
+        (vec![token, public, ("HITL_BRIDGE__MATTERMOST__CHANNELS", "town-square")], "mattermost.channels"),
+    ] {
+        let out = hitl_bridge().args(["check-config"]).envs(enabled.iter().chain(&extra).copied()).output().unwrap();
+        assert!(!out.status.success(), "{extra:?} was accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(named), "{extra:?}: {stderr}");
+    }
+    let out = hitl_bridge().args(["check-config"]).envs(enabled.iter().chain(&[token, public]).copied()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// `hitl-bridge mattermost setup` prints the bot account, the slash command's URL and
+/// the untrusted-connections entry for the address given; a bad address is refused.
+#[test]
+fn mattermost_setup_prints_what_an_admin_creates() {
+    let out = hitl_bridge().args(["mattermost", "setup", "--public-url", "http://10.0.0.5:3002"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    for line in ["Add Bot Account", "request URL:  http://10.0.0.5:3002/mattermost/command", "\"AllowedUntrustedInternalConnections\": \"10.0.0.5\""] {
+        assert!(printed.contains(line), "{line} in {printed}");
+    }
+    let out = hitl_bridge().args(["mattermost", "setup", "--public-url", "bridge:3002"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--public-url"), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -405,6 +405,7 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
         .and(Chat::Discord)
         .and(Chat::Slack)
         .and(Chat::Teams)
+        .and(Chat::Mattermost)
         .no_agent()
         .set("web.enabled", "true")
         .set("web.public_url", "http://inbox.example")
@@ -423,6 +424,7 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
         json!({"platform": "discord", "channel_id": CHANNEL_ID}),
         json!({"platform": "slack", "channel_id": fake_slack::OPS}),
         json!({"platform": "teams", "conversation_id": fake_teams::OPS}),
+        json!({"platform": "mattermost", "channel_id": support::fake_mattermost::OPS}),
     ];
     let body = json!({"approval_key": "rlo-1", "targets": targets, "text": "clean\u{7}up",
         "actions": [{"name": "rm\u{0}", "description": "tidy\u{202e}gnp.exe",
@@ -435,6 +437,11 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
     let discord = api.dc().wait_request(0, |r| r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL_ID}/messages"))).await;
     let slack = wait_until(|| async { api.harness.slack().bodies("chat.postMessage").into_iter().find(|b| b.get("blocks").is_some()) }).await;
     let (_, teams) = api.harness.teams().wait_card(fake_teams::OPS).await;
+    let mattermost = wait_until(|| async {
+        let fake = api.harness.mattermost();
+        fake.posts().into_iter().filter_map(|id| fake.post(&id)).find(|p| p.get("props").is_some())
+    })
+    .await;
     let web = web_pages(&api, "rlo-1").await;
     // The terminal's card, rendered from the request as stored (the console runs in a
     // process of its own in the other suites).
@@ -445,11 +452,14 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
         use hitl_bridge::platform::console::render;
         format!("{}\n{}", render::interaction(&stored), render::action_prompt(&stored, 0))
     };
+    // Mattermost's Markdown escapes `[` and `]` with a backslash the reader never sees.
+    let mattermost = strings(&mattermost).replace('\\', "");
     let mut surfaces = vec![
         ("telegram", strings(&telegram)),
         ("discord", strings(&discord.body)),
         ("slack", strings(&slack)),
         ("teams", strings(&teams)),
+        ("mattermost", mattermost),
         ("console", console),
     ];
     surfaces.extend(web);
@@ -824,7 +834,7 @@ async fn health_readiness_and_openapi() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(doc["openapi"], "3.1.0");
     let described = doc["info"]["description"].as_str().unwrap_or_default();
-    assert!(described.starts_with("Push approval requests and questions to people in chat (telegram, discord, slack, teams or console);"), "{described}");
+    assert!(described.starts_with("Push approval requests and questions to people in chat (telegram, discord, slack, teams, mattermost or console);"), "{described}");
     let paths: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
     assert_eq!(paths, ["/v1/requests", "/v1/requests/{approval_key}"]);
     for method in ["get", "post"] {
@@ -855,7 +865,7 @@ async fn health_readiness_and_openapi() {
     // Each platform's own target object, as its descriptor publishes it.
     let targets = schemas["Target"]["oneOf"].as_array().unwrap();
     let platforms: Vec<&Value> = targets.iter().map(|t| &t["properties"]["platform"]["const"]).collect();
-    assert_eq!(platforms, ["telegram", "discord", "slack", "teams", "console"]);
+    assert_eq!(platforms, ["telegram", "discord", "slack", "teams", "mattermost", "console"]);
     let telegram: Vec<&String> = targets[0]["properties"].as_object().unwrap().keys().collect();
     assert_eq!(telegram, ["platform", "chat_id", "thread_id", "user_id"]);
     assert!(targets[1]["properties"]["channel_id"].is_object());
@@ -954,7 +964,7 @@ async fn policy_validation_and_idempotency() {
             with(json!({"escalation": [{"after": "5m", "show_in": "matrix:!ops"}]})),
             error(
                 "invalid_policy",
-                "`matrix:!ops` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, slack:C0123…, slack:user:U0123…, teams:19:…@thread.tacv2, teams:user:2f1c…)",
+                "`matrix:!ops` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, slack:C0123…, slack:user:U0123…, teams:19:…@thread.tacv2, teams:user:2f1c…, mattermost:4xp9…, mattermost:user:8w1z…)",
                 "policy.escalation[0].show_in",
             ),
         ),

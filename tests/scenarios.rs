@@ -1,8 +1,9 @@
 //! The seed flows written once and run on every chat platform: the console, Telegram
 //! (teloxide against the fake Bot API), Discord (serenity against the fake Discord),
-//! Slack (the bridge's own Web API and Socket Mode clients against the fake Slack) and
+//! Slack (the bridge's own Web API and Socket Mode clients against the fake Slack),
 //! Microsoft Teams (the bridge's Connector API client and JWT-checked endpoint against
-//! the fake Teams).
+//! the fake Teams) and Mattermost (REST v4, the WebSocket and the integration endpoint
+//! against the fake Mattermost).
 //! Each scenario talks to a [`Person`], a platform-neutral "someone in the chat", and
 //! asserts the exact commands the reference agent received; how each platform shows a
 //! request (keyboards, embeds, wording) is the platform suites' business.
@@ -14,11 +15,13 @@ mod support;
 
 use hitl_bridge::agent_sim::SimHandle;
 use hitl_bridge::platform::discord::settings::DiscordSettings;
+use hitl_bridge::platform::mattermost::settings::MattermostSettings;
 use hitl_bridge::platform::slack::settings::SlackSettings;
 use hitl_bridge::platform::teams::settings::TeamsSettings;
 use serde_json::{Value, json};
 use support::discord_chat::{button as discord_button, callbacks, components, has_embed, wait_edit, wait_text};
 use support::fake_discord::{self, CHANNEL_ID};
+use support::fake_mattermost::{self, FakeMattermost};
 use support::fake_slack::{self, OPS};
 use support::fake_teams;
 use support::fake_telegram::User;
@@ -130,6 +133,11 @@ macro_rules! on_every_platform {
             #[tokio::test]
             async fn on_teams() {
                 super::$scenario(OnTeams::start().await).await;
+            }
+
+            #[tokio::test]
+            async fn on_mattermost() {
+                super::$scenario(OnMattermost::start().await).await;
             }
         }
     )*};
@@ -510,6 +518,132 @@ impl Person for OnTeams {
     async fn finish(mut self) {
         self.harness.stop_bridge().await;
         assert_eq!(self.harness.teams().pace_violations(), 0, "the bridge kept within Teams' windows");
+        self.harness.shutdown().await;
+    }
+}
+
+// --- Mattermost: Thảo in the ops channel, where every post goes to the agent. -------
+
+/// A post's Markdown as a person reads it: without the escaping backslashes and the
+/// word joiners that keep an `@` from mentioning.
+fn shown(markdown: &str) -> String {
+    markdown.replace(['\\', '\u{2060}'], "")
+}
+
+fn thao_on_mattermost() -> fake_mattermost::Person {
+    fake_mattermost::Person::new("t0ha0000000000000000000000", "thao")
+}
+
+struct OnMattermost {
+    harness: Harness,
+    /// Thảo's first post: the thread the agent answers in.
+    thread: Option<String>,
+}
+
+impl OnMattermost {
+    async fn start() -> Self {
+        let thao = thao_on_mattermost();
+        let users = vec![format!("mattermost:{}", thao.id)];
+        let harness = Harness::on(Chat::Mattermost)
+            .tweak(move |settings| {
+                settings.platforms.get_mut::<MattermostSettings>().channels = vec![fake_mattermost::OPS.into()];
+                settings.access.users = users;
+            })
+            .start()
+            .await;
+        harness.mattermost().user(&thao);
+        OnMattermost { harness, thread: None }
+    }
+
+    fn fake(&self) -> &FakeMattermost {
+        self.harness.mattermost()
+    }
+
+    /// The bot's post in Thảo's thread that has buttons: the card.
+    async fn card(&self) -> String {
+        let thread = self.thread.clone().expect("Thảo said something first");
+        wait_until(|| async {
+            self.fake().posts().into_iter().find(|id| {
+                self.fake().post(id).is_some_and(|p| {
+                    p["user_id"] == fake_mattermost::BOT_ID
+                        && p["root_id"] == thread.as_str()
+                        && p["props"]["attachments"].as_array().is_some_and(|a| a.iter().any(|a| a.get("actions").is_some()))
+                })
+            })
+        })
+        .await
+    }
+
+    /// Clicks `label` on the card, then submits the dialog it opens with `submission`.
+    async fn through_dialog(&self, card: &str, label: &str, submission: Value) {
+        let opened = self.fake().dialogs().len();
+        self.fake().click(&thao_on_mattermost(), card, label).await;
+        wait_until(|| async { (self.fake().dialogs().len() > opened).then_some(()) }).await;
+        let answer = self.fake().submit_dialog(&thao_on_mattermost(), submission).await;
+        assert_eq!(answer, json!({}), "the dialog closes");
+    }
+}
+
+impl Person for OnMattermost {
+    async fn say(&mut self, text: &str) {
+        let post = self.fake().say(&thao_on_mattermost(), fake_mattermost::OPS, "O", text, self.thread.as_deref());
+        self.thread.get_or_insert(post);
+    }
+
+    async fn sees(&mut self, text: &str) {
+        let thread = self.thread.clone().expect("Thảo said something first");
+        wait_until(|| async {
+            self.fake().posts().into_iter().filter_map(|id| self.fake().post(&id)).find(|p| {
+                p["user_id"] == fake_mattermost::BOT_ID && p["root_id"] == thread.as_str() && p["message"].as_str().is_some_and(|m| shown(m).contains(text))
+            })
+        })
+        .await;
+    }
+
+    async fn decide(&mut self, choices: &[Choice<'_>]) {
+        let card = self.card().await;
+        let thao = thao_on_mattermost();
+        if let [single] = choices {
+            match single {
+                Choice::Approve => _ = self.fake().click(&thao, &card, "✅ Approve").await,
+                Choice::Reject => self.through_dialog(&card, "❌ Reject", json!({"reason": ""})).await,
+                // Edit opens a dialog whose textarea holds the args; its submission decides.
+                Choice::Edit(args) => self.through_dialog(&card, "✏️ Edit", json!({"args": args})).await,
+            }
+            return;
+        }
+        // Several actions: buttons per action, the card edited with each choice under
+        // its action, then Submit.
+        for (n, choice) in choices.iter().enumerate() {
+            let shown = match choice {
+                Choice::Approve => {
+                    self.fake().click(&thao, &card, &format!("✅ Approve #{}", n + 1)).await;
+                    "→ ✅"
+                }
+                Choice::Reject => {
+                    self.through_dialog(&card, &format!("❌ Reject #{}", n + 1), json!({"reason": ""})).await;
+                    "→ ❌"
+                }
+                Choice::Edit(_) => panic!("no scenario edits one of several actions; the Mattermost suite tests that"),
+            };
+            let under_action = || {
+                let post = self.fake().post(&card).unwrap_or_default();
+                let attachments = post["props"]["attachments"].as_array().cloned().unwrap_or_default();
+                attachments.iter().filter_map(|a| a["text"].as_str().map(str::to_owned)).find(|t| t.contains(&format!("**{}. ", n + 1))).unwrap_or_default()
+            };
+            wait_until(|| async { under_action().contains(shown).then_some(()) }).await;
+        }
+        self.fake().click(&thao, &card, "📨 Submit").await;
+    }
+
+    fn agent(&self) -> &SimHandle {
+        self.harness.sim()
+    }
+
+    async fn finish(mut self) {
+        self.harness.stop_bridge().await;
+        let errors = self.harness.mattermost().errors();
+        assert!(errors.is_empty(), "Mattermost would have refused: {errors:?}");
         self.harness.shutdown().await;
     }
 }

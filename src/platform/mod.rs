@@ -9,6 +9,7 @@ pub mod console;
 pub mod descriptor;
 pub mod discord;
 pub mod kit;
+pub mod mattermost;
 pub mod registry;
 pub mod slack;
 pub mod teams;

@@ -8,12 +8,18 @@
 use std::sync::Arc;
 
 use super::descriptor::{Descriptor, Sections};
-use super::{console, discord, slack, teams, telegram};
+use super::{console, discord, mattermost, slack, teams, telegram};
 use crate::interaction::chat::Networks;
 
 /// Every platform, in the order messages list them.
-pub static DESCRIPTORS: &[&dyn Descriptor] =
-    &[&telegram::descriptor::Telegram, &discord::descriptor::Discord, &slack::descriptor::Slack, &teams::descriptor::Teams, &console::descriptor::Console];
+pub static DESCRIPTORS: &[&dyn Descriptor] = &[
+    &telegram::descriptor::Telegram,
+    &discord::descriptor::Discord,
+    &slack::descriptor::Slack,
+    &teams::descriptor::Teams,
+    &mattermost::descriptor::Mattermost,
+    &console::descriptor::Console,
+];
 
 /// Every platform's address grammar: what the core, the engine and the HTTP API know
 /// of the platforms.
@@ -101,7 +107,7 @@ mod tests {
     fn every_platform_has_its_defaults_without_configuration() {
         let sections = Sections::default();
         let names: Vec<&str> = sections.iter().map(|(name, _)| name).collect();
-        assert_eq!(names, ["telegram", "discord", "slack", "teams", "console"]);
+        assert_eq!(names, ["telegram", "discord", "slack", "teams", "mattermost", "console"]);
         assert!(sections.enabled().next().is_none(), "every platform is off by default");
         assert!(sections.get::<TelegramSettings>().rate_limits);
     }
@@ -120,7 +126,7 @@ mod tests {
 
     #[test]
     fn the_networks_are_listed_as_messages_name_them() {
-        assert_eq!(networks().listed(), "telegram, discord, slack, teams or console");
+        assert_eq!(networks().listed(), "telegram, discord, slack, teams, mattermost or console");
         assert!(networks().knows("slack") && !networks().knows("irc"));
         assert_eq!(networks().direct_chat("console", "c"), None);
     }
@@ -137,9 +143,9 @@ mod tests {
         }
         assert_eq!(
             n.allowed_chats_forms(true),
-            "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, teams:CONVERSATION_ID, discord:guild:GUILD_ID or slack:team:TEAM_ID"
+            "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, teams:CONVERSATION_ID, mattermost:CHANNEL_ID, discord:guild:GUILD_ID, slack:team:TEAM_ID or mattermost:team:TEAM_ID"
         );
-        assert_eq!(n.allowed_chats_forms(false), "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID or teams:CONVERSATION_ID");
+        assert_eq!(n.allowed_chats_forms(false), "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, teams:CONVERSATION_ID or mattermost:CHANNEL_ID");
         assert!(n.has_groups("discord") && !n.has_groups("telegram") && !n.has_groups("console"));
     }
 }

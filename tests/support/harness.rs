@@ -13,10 +13,12 @@ use hitl_bridge::agent_sim::SimHandle;
 use hitl_bridge::app::App;
 use hitl_bridge::config::Settings;
 use hitl_bridge::platform::discord::settings::DiscordSettings;
+use hitl_bridge::platform::mattermost::settings::MattermostSettings;
 use hitl_bridge::platform::slack::settings::{SlackMode, SlackSettings};
 use tokio::io::{BufReader, Empty, Sink};
 
 use super::fake_discord::FakeDiscord;
+use super::fake_mattermost::{self, FakeMattermost};
 use super::fake_slack::{self, FakeSlack};
 use super::fake_teams::{self, FakeTeams};
 use super::fake_telegram::{self, FakeTelegram};
@@ -37,6 +39,10 @@ pub enum Chat {
     /// The bridge's own Connector API client, token client and JWT-checked messaging
     /// endpoint against [`FakeTeams`].
     Teams,
+    /// The bridge's own REST v4 client and integration endpoint against
+    /// [`FakeMattermost`] (the endpoint on a free port, which `mattermost.public_url`
+    /// names).
+    Mattermost,
     /// No chat platform: the HTTP API or MCP only, or a suite that wires its own.
     Headless,
 }
@@ -113,16 +119,17 @@ impl HarnessBuilder {
         let discord = if self.chats.contains(&Chat::Discord) { Some(FakeDiscord::start().await) } else { None };
         let slack = if self.chats.contains(&Chat::Slack) { Some(FakeSlack::start().await) } else { None };
         let teams = if self.chats.contains(&Chat::Teams) { Some(FakeTeams::start().await) } else { None };
+        let mattermost = if self.chats.contains(&Chat::Mattermost) { Some(FakeMattermost::start().await) } else { None };
         let console = self.chats.contains(&Chat::Console);
         let dir = tempfile::tempdir().expect("temp dir");
 
         let store_url = self.store_url.unwrap_or_else(|| sqlite_in(&dir));
-        let fakes = Fakes { telegram: telegram.as_ref(), discord: discord.as_ref(), slack: slack.as_ref(), teams: teams.as_ref() };
+        let fakes = Fakes { telegram: telegram.as_ref(), discord: discord.as_ref(), slack: slack.as_ref(), teams: teams.as_ref(), mattermost: mattermost.as_ref() };
         let mut settings = settings_of(console, sim.as_ref(), &store_url, fakes, &self.pairs);
         for change in self.tweaks {
             change(&mut settings);
         }
-        Harness { chats: self.chats, sim, telegram, discord, slack, teams, dir, settings, app: None }
+        Harness { chats: self.chats, sim, telegram, discord, slack, teams, mattermost, dir, settings, app: None }
     }
 
     /// [`HarnessBuilder::build`], then the bridge started and ready.
@@ -145,6 +152,7 @@ struct Fakes<'a> {
     discord: Option<&'a FakeDiscord>,
     slack: Option<&'a FakeSlack>,
     teams: Option<&'a FakeTeams>,
+    mattermost: Option<&'a FakeMattermost>,
 }
 
 /// The settings of a bridge on the given fakes (and the console, if `console`), whose
@@ -193,6 +201,17 @@ fn settings_of(console: bool, sim: Option<&SimHandle>, store_url: &str, fakes: F
         put("teams.messages_listen", fake_teams::free_addr());
         put("tokens.secret", "test-secret".into());
     }
+    if let Some(fake) = fakes.mattermost {
+        let listen = super::slack_chat::free_addr();
+        put("mattermost.enabled", "true".into());
+        put("mattermost.url", fake.url());
+        put("mattermost.bot_token", fake_mattermost::BOT_TOKEN.into());
+        put("mattermost.public_url", format!("http://{listen}"));
+        put("mattermost.listen", listen);
+        put("mattermost.post_interval_ms", "0".into());
+        // Button contexts and dialog states are signed tokens.
+        put("tokens.secret", "test-secret".into());
+    }
     pairs.extend_from_slice(extra);
     let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     Settings::from_pairs(&borrowed).expect("settings")
@@ -215,6 +234,7 @@ pub struct Harness {
     pub discord: Option<FakeDiscord>,
     pub slack: Option<FakeSlack>,
     pub teams: Option<FakeTeams>,
+    pub mattermost: Option<FakeMattermost>,
     /// Holds the SQLite file (and anything else the test keeps) for the test's life.
     pub dir: tempfile::TempDir,
     pub settings: Settings,
@@ -254,6 +274,10 @@ impl Harness {
         self.teams.as_ref().expect("this harness runs on Teams")
     }
 
+    pub fn mattermost(&self) -> &FakeMattermost {
+        self.mattermost.as_ref().expect("this harness runs on Mattermost")
+    }
+
     /// The running bridge.
     pub fn app(&self) -> &App {
         self.app.as_ref().expect("the bridge is running")
@@ -272,12 +296,18 @@ impl Harness {
         let slack = self.settings.platforms.get::<SlackSettings>();
         let socket = slack.enabled && slack.mode == SlackMode::Socket;
         let connected = self.slack.as_ref().filter(|_| socket).map(FakeSlack::connections);
+        let mattermost_on = self.settings.platforms.get::<MattermostSettings>().enabled;
+        let mattermost_connected = self.mattermost.as_ref().filter(|_| mattermost_on).map(FakeMattermost::connections);
         self.app = Some(App::start(&self.settings, None as NoConsole).await.expect("bridge starts"));
         if let (Some(fake), Some((identified, registered))) = (&self.discord, before) {
             fake.wait_identified(identified + 1).await;
             wait_until(|| async move { (registrations(fake) > registered).then_some(()) }).await;
         }
         if let (Some(fake), Some(connections)) = (&self.slack, connected) {
+            fake.wait_connections(connections + 1).await;
+        }
+        // A post made before the WebSocket is open would be heard only after a gap.
+        if let (Some(fake), Some(connections)) = (&self.mattermost, mattermost_connected) {
             fake.wait_connections(connections + 1).await;
         }
     }
@@ -308,6 +338,9 @@ impl Harness {
             fake.shutdown();
         }
         if let Some(fake) = self.teams.take() {
+            fake.shutdown();
+        }
+        if let Some(fake) = self.mattermost.take() {
             fake.shutdown();
         }
         if let Some(sim) = self.sim.take() {

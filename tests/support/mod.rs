@@ -12,6 +12,7 @@ pub mod bridge_process;
 pub mod chaos_proxy;
 pub mod discord_chat;
 pub mod fake_discord;
+pub mod fake_mattermost;
 pub mod fake_slack;
 pub mod fake_teams;
 pub mod fake_telegram;

@@ -332,7 +332,8 @@ fn targets(targets: &[Target], platforms: &Platforms) -> Result<Vec<ChatKey>, Ap
     Ok(chats)
 }
 
-/// The longest approver group id taken: a Teams team or channel id (about 50
+/// The longest approver group id taken (Mattermost's `channel:` and 26 characters
+/// fit well within): a Teams team or channel id (about 50
 /// characters, as long as the platform's grammar allows); Discord's and Slack's are
 /// far shorter.
 const MAX_GROUP_ID: usize = 400;

@@ -14,6 +14,7 @@ use crate::interaction::policy::Mention;
 use crate::interaction::{AccessPolicy, Interaction, Origin};
 use crate::platform::locale::policy::{self as texts, Addressed};
 use crate::platform::locale::{self, Locale};
+use crate::store::{ChatKey, MessageRef};
 
 /// Whom one reminder addresses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -125,9 +126,36 @@ pub fn plain(locale: Locale, interaction: &Interaction, people: &Recipients) -> 
     text(locale, interaction, people, &PLAIN)
 }
 
+/// Where a reminder goes on a platform with threads: `chat`, or, when it has no
+/// thread of its own and `card` is the request's card there (its id one of the
+/// platform's, as `is_message_id` says), the card's thread: one tap from the reminder
+/// to the buttons, and the channel is not flooded.
+pub fn in_cards_thread(chat: &ChatKey, card: Option<&MessageRef>, is_message_id: impl Fn(&str) -> bool) -> ChatKey {
+    let mut chat = chat.clone();
+    if chat.thread_id.is_none()
+        && let Some(card) = card.filter(|c| is_message_id(&c.message_id) && c.chat == chat)
+    {
+        chat.thread_id = Some(card.message_id.clone());
+    }
+    chat
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reminder_goes_in_the_cards_thread_unless_its_chat_has_one() {
+        let channel = ChatKey::new("slack", "C0OPS", None);
+        let card = |chat: &ChatKey, id: &str| MessageRef { interaction_id: "i".into(), chat: chat.clone(), message_id: id.into() };
+        let is_ts = |id: &str| id.contains('.');
+        assert_eq!(in_cards_thread(&channel, Some(&card(&channel, "1.2")), is_ts), ChatKey::new("slack", "C0OPS", Some("1.2")));
+        assert_eq!(in_cards_thread(&channel, Some(&card(&channel, "12")), is_ts), channel, "not a message id of the platform");
+        assert_eq!(in_cards_thread(&channel, Some(&card(&ChatKey::new("slack", "C0DEV", None), "1.2")), is_ts), channel, "another chat's card");
+        assert_eq!(in_cards_thread(&channel, None, is_ts), channel);
+        let thread = ChatKey::new("slack", "C0OPS", Some("9.9"));
+        assert_eq!(in_cards_thread(&thread, Some(&card(&thread, "1.2")), is_ts), thread, "the chat's own thread is kept");
+    }
     use crate::interaction::policy::Policy;
     use crate::interaction::{Approvers, RequestBuilder, TimeoutDefaults};
     use crate::protocol::ActionRequest;

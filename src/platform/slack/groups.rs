@@ -49,7 +49,7 @@ use super::address::is_group_id;
 use super::api::Api;
 use crate::clock::now_ms;
 use crate::engine::EngineHandle;
-use crate::interaction::{Actor, Interaction, Origin};
+use crate::interaction::{Actor, Interaction};
 use crate::platform::kit::bounded::BoundedMap;
 use crate::store::PlatformState;
 
@@ -128,18 +128,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The Slack groups `interaction` names itself: its policy's `approver_roles` and a
 /// pushed request's `approvers.roles`, each once.
 pub fn named_by(interaction: &Interaction) -> Vec<String> {
-    let policy = interaction.policy.iter().flat_map(|p| p.approver_roles.iter());
-    let pushed: &[String] = match &interaction.origin {
-        Origin::Pushed { approvers: Some(approvers), .. } => &approvers.roles,
-        _ => &[],
-    };
-    let mut ids: Vec<String> = Vec::new();
-    for id in policy.chain(pushed).filter(|id| is_group_id(id)) {
-        if !ids.contains(id) {
-            ids.push(id.clone());
-        }
-    }
-    ids
+    crate::platform::kit::groups::named_by(interaction, is_group_id)
 }
 
 impl Groups {
@@ -319,7 +308,7 @@ impl Groups {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::interaction::{Approvers, RequestBuilder, TimeoutDefaults};
+    use crate::interaction::{Approvers, Origin, RequestBuilder, TimeoutDefaults};
     use crate::protocol::ActionRequest;
     use crate::store::Store;
 

@@ -73,10 +73,11 @@ use super::{Platform, PlatformError};
 use crate::engine::EngineHandle;
 use crate::engine::Reminder;
 use crate::interaction::updates::{Notice, ToolGroupStatus};
-use crate::interaction::{AccessPolicy, Actor, Interaction, readable};
+use crate::interaction::{AccessPolicy, Actor, Interaction};
 use crate::metrics::Metrics;
 use crate::platform::descriptor::{Membership, WebLinks};
 use crate::platform::kit::bounded::BoundedMap;
+use crate::platform::kit::stream::{self as kit_stream, Streams};
 use crate::platform::kit::token::TokenSigner;
 use crate::platform::kit::turns::Priority;
 use crate::store::{ChatKey, MessageRef, PlatformState};
@@ -122,7 +123,7 @@ pub struct Shared {
     /// The status line message per (channel, tool group); dropped once finished.
     statuses: Mutex<BoundedMap<(String, u64), String>>,
     /// The messages agent text is streaming into.
-    streams: stream::Streams,
+    streams: Streams,
 }
 
 impl Shared {
@@ -212,7 +213,7 @@ pub async fn start(settings: &SlackSettings, wiring: Wiring) -> Result<Arc<Slack
         groups: groups::Groups::new(&wiring.groups, settings.group_refresh(), wiring.state),
         dms: Mutex::new(BoundedMap::new(CACHE_CAP)),
         statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
-        streams: stream::Streams::default(),
+        streams: Streams::new(CACHE_CAP),
     });
     let handler = Arc::new(inbox::Handler::new(shared.clone(), wiring.inbox));
     // What a previous run stored and never finished is handed over before new envelopes.
@@ -260,11 +261,11 @@ impl Platform for Slack {
     }
 
     fn text_progress<'a>(&'a self, chat: &'a ChatKey, block: u64, text_so_far: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
-        Box::pin(stream::progress(&self.shared, chat, block, text_so_far))
+        Box::pin(self.shared.streams.progress(&*self.shared, chat, block, text_so_far))
     }
 
     fn finish_text<'a>(&'a self, chat: &'a ChatKey, block: u64, text: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
-        Box::pin(stream::finish(&self.shared, chat, block, text))
+        Box::pin(self.shared.streams.finish(&*self.shared, chat, block, text))
     }
 
     fn tool_status<'a>(&'a self, chat: &'a ChatKey, status: &'a ToolGroupStatus) -> BoxFuture<'a, Result<(), PlatformError>> {
@@ -326,14 +327,7 @@ impl Platform for Slack {
             let Reminder { chat, interaction, mention, card } = reminder;
             let people = reminder::recipients(PLATFORM, interaction, mention, Some(&self.policy));
             let text = reminder_text(interaction, &people, self.shared.locale);
-            let mut chat = chat.clone();
-            // In the card's thread when the chat has no thread of its own: one tap from
-            // the reminder to the buttons, and the channel is not flooded.
-            if chat.thread_id.is_none()
-                && let Some(card) = card.filter(|c| address::is_ts(&c.message_id) && c.chat == chat)
-            {
-                chat.thread_id = Some(card.message_id.clone());
-            }
+            let chat = reminder::in_cards_thread(chat, card, address::is_ts);
             self.shared.post(&chat, json!({ "text": text }), Priority::Card).await.map(|_| ())
         })
     }
@@ -345,13 +339,11 @@ impl Platform for Slack {
     }
 }
 
-/// Agent text as the messages that carry it: made [`readable`], cut into
+/// Agent text as the messages that carry it: made [`readable`](crate::interaction::readable), cut into
 /// [`TEXT_PIECE`]s (before escaping), blank pieces left out (Slack refuses an empty
 /// message: `no_text`).
 fn pieces(text: &str) -> Vec<String> {
-    let text = readable::text(text);
-    let chars: Vec<char> = text.chars().collect();
-    chars.chunks(TEXT_PIECE).map(|piece| piece.iter().collect::<String>()).filter(|piece| !piece.trim().is_empty()).collect()
+    kit_stream::pieces(text, TEXT_PIECE)
 }
 
 /// People one reminder mentions at most.

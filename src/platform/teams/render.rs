@@ -251,10 +251,10 @@ fn action_buttons(
     let allowed = |d: DecisionType| action.allowed.contains(&d);
     let mut buttons = Vec::new();
     if allowed(DecisionType::Approve) {
-        buttons.extend(execute(signer, interaction, Code::Decide(Decide::Approve(i)), &format!("✅ {}", text(locale, Msg::Approve)), Some("positive")));
+        buttons.extend(execute(signer, interaction, Code::Decide(Decide::Approve(i)), &format!("✅ {}", action.label_or(DecisionType::Approve, text(locale, Msg::Approve))), Some("positive")));
     }
     if allowed(DecisionType::ApproveForSession) {
-        buttons.extend(execute(signer, interaction, Code::Decide(Decide::ApproveForSession(i)), &format!("🔓 {}", text(locale, Msg::ApproveForSession)), None));
+        buttons.extend(execute(signer, interaction, Code::Decide(Decide::ApproveForSession(i)), &format!("🔓 {}", action.label_or(DecisionType::ApproveForSession, text(locale, Msg::ApproveForSession))), None));
     }
     if allowed(DecisionType::Edit) {
         let mut input = json!({
@@ -275,7 +275,7 @@ fn action_buttons(
     }
     if allowed(DecisionType::Reject) {
         let input = json!({ "type": "Input.Text", "id": format!("reason.{i}"), "isMultiline": true, "label": ttext(locale, TMsg::ReasonLabel) });
-        let title = format!("❌ {}", text(locale, Msg::Reject));
+        let title = format!("❌ {}", action.label_or(DecisionType::Reject, text(locale, Msg::Reject)));
         buttons.extend(form(&title, vec![input], execute(signer, interaction, Code::Reject(i), &title, Some("destructive"))));
     }
     let input = json!({ "type": "Input.Text", "id": format!("comment.{i}"), "isMultiline": true, "label": ttext(locale, TMsg::CommentLabel) });
