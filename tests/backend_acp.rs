@@ -11,8 +11,10 @@ use support::bridge_process;
 use support::fake_telegram;
 use support::scripted_model::ScriptedModel;
 mod support;
+use support::backend_bridge::unique;
+use support::telegram_chat::{id_of, labels};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -63,10 +65,6 @@ fn result_text(block: &Value) -> String {
     }
 }
 
-fn unique(name: &str) -> String {
-    format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
-}
-
 fn tool_id(key: &str) -> String {
     format!("toolu_{}", key.replace('-', "_"))
 }
@@ -113,24 +111,6 @@ async fn start(extra: &[(&str, &str)]) -> Option<(BackendBridge, &'static Script
     Some((bridge, model))
 }
 
-fn work_dir(h: &BackendBridge) -> PathBuf {
-    h.dir.path().join("work")
-}
-
-fn id_of(message: &Value) -> i64 {
-    message["message_id"].as_i64().expect("message id")
-}
-
-fn labels(message: &Value) -> Vec<String> {
-    message["reply_markup"]["inline_keyboard"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-        .filter_map(|b| b["text"].as_str().map(str::to_owned))
-        .collect()
-}
-
 /// Allow once: the card shows the tool call and one button per option the agent
 /// offered; the agent is answered with its `allow` option, runs the command, and the
 /// model sees its output.
@@ -159,7 +139,7 @@ async fn allow_once_runs_the_command() {
     assert_eq!(h.person().click(id_of(&card), "✅ Allow").await["text"], "Decision saved");
     h.person().message_with("The file is made.").await;
     assert_eq!(result_text(&tool_result(model, &key, &id).await), "allowed");
-    assert_eq!(std::fs::read_to_string(work_dir(&h).join("made.txt")).unwrap(), "allowed\n");
+    assert_eq!(std::fs::read_to_string(h.work_dir().join("made.txt")).unwrap(), "allowed\n");
     h.finish().await;
 }
 
@@ -180,7 +160,7 @@ async fn reject_does_not_run_the_command() {
     h.person().message_with("⚙ tools: Terminal ✗").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(model_requests(model, &key).await.len(), 1, "the turn ended at the rejection");
-    assert!(!work_dir(&h).join("never.txt").exists());
+    assert!(!h.work_dir().join("never.txt").exists());
     h.finish().await;
 }
 
@@ -202,7 +182,7 @@ async fn always_allow_is_remembered_by_the_agent() {
     let card = h.person().message_with("touch one.txt").await;
     h.person().click(id_of(&card), "Always Allow").await;
     h.person().message_with("Both files are there.").await;
-    assert!(work_dir(&h).join("one.txt").exists() && work_dir(&h).join("two.txt").exists());
+    assert!(h.work_dir().join("one.txt").exists() && h.work_dir().join("two.txt").exists());
     let cards = h.telegram().bot_messages(h.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("touch two.txt"))).count();
     assert_eq!(cards, 0, "the second command was not asked about");
     h.finish().await;
@@ -215,7 +195,7 @@ async fn an_edit_shows_the_diff_of_the_file() {
     let Some((h, model)) = start(&[]).await else { return };
     let key = unique("diff");
     let id = tool_id(&key);
-    let file = work_dir(&h).join("notes.txt");
+    let file = h.work_dir().join("notes.txt");
     std::fs::write(&file, "one\ntwo\nthree\n").unwrap();
     let (read_id, edit_id) = (format!("{id}_r"), format!("{id}_e"));
     script(
@@ -257,7 +237,7 @@ async fn cancel_answers_cancelled_and_the_conversation_goes_on() {
     h.person().message_with("Back after the cancel.").await;
     let history = model_requests(model, &next).await[0]["messages"].to_string();
     assert!(history.contains(&format!("{key}: start")), "the same conversation: {history}");
-    assert!(!work_dir(&h).join("never.txt").exists());
+    assert!(!h.work_dir().join("never.txt").exists());
     h.finish().await;
 }
 
@@ -274,7 +254,7 @@ async fn a_request_nobody_decides_is_cancelled_at_its_deadline() {
     let card = h.person().message_with("late.txt").await;
     h.person().message_shows(id_of(&card), "⌛ Expired").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert!(!work_dir(&h).join("late.txt").exists());
+    assert!(!h.work_dir().join("late.txt").exists());
     h.finish().await;
 }
 
@@ -290,8 +270,8 @@ async fn the_conversation_survives_a_process_restart_through_session_load() {
     script(model, &second, json!([[{"text": "Second answer."}]])).await;
     h.person().say(&format!("{first}: hello"));
     h.person().message_with("First answer.").await;
-    assert!(!processes_in(&work_dir(&h)).is_empty(), "the agent runs in the work dir");
-    wait_until(|| async { processes_in(&work_dir(&h)).is_empty().then_some(()) }).await;
+    assert!(!processes_in(&h.work_dir()).is_empty(), "the agent runs in the work dir");
+    wait_until(|| async { processes_in(&h.work_dir()).is_empty().then_some(()) }).await;
     h.person().say(&format!("{second}: again"));
     h.person().message_with("Second answer.").await;
     let history = model_requests(model, &second).await[0]["messages"].to_string();

@@ -8,6 +8,7 @@
 
 use support::backends;
 mod support;
+use support::telegram_chat::id_of;
 
 use serde_json::{Value, json};
 
@@ -43,10 +44,6 @@ async fn start_with(extra: &[(&str, &str)], policies: Vec<Value>) -> BackendBrid
         .runs_in("work")
         .start()
         .await
-}
-
-fn id_of(message: &Value) -> i64 {
-    message["message_id"].as_i64().expect("message id")
 }
 
 /// The form is one question card: a choice, a multi-select, Yes/No and typed text.

@@ -11,8 +11,10 @@ use support::bridge_process;
 use support::fake_telegram;
 use support::scripted_model::ScriptedModel;
 mod support;
+use support::backend_bridge::unique;
+use support::telegram_chat::{id_of, labels};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -29,10 +31,6 @@ fn thao() -> User {
 fn fake_gemini() -> &'static ScriptedModel {
     static MODEL: OnceLock<ScriptedModel> = OnceLock::new();
     MODEL.get_or_init(|| ScriptedModel::start(Path::new("python3"), &backends::spec_dir("acp").join("fake_gemini.py")))
-}
-
-fn unique(name: &str) -> String {
-    format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
 }
 
 fn shell(command: &str, description: &str) -> Value {
@@ -90,24 +88,6 @@ async fn start(extra: &[(&str, &str)]) -> Option<(BackendBridge, &'static Script
     Some((bridge, model))
 }
 
-fn work_dir(h: &BackendBridge) -> PathBuf {
-    h.dir.path().join("work")
-}
-
-fn id_of(message: &Value) -> i64 {
-    message["message_id"].as_i64().expect("message id")
-}
-
-fn labels(message: &Value) -> Vec<String> {
-    message["reply_markup"]["inline_keyboard"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-        .filter_map(|b| b["text"].as_str().map(str::to_owned))
-        .collect()
-}
-
 /// Allow: the card shows the command and Gemini CLI's own option names; the agent is
 /// answered `proceed_once`, runs the command, and the model sees its output.
 #[tokio::test]
@@ -124,7 +104,7 @@ async fn allow_runs_the_command() {
     assert_eq!(labels(&card), ["✅ Allow", "🔓 Allow for this session", "❌ Reject", "💬 Comment"]);
     h.person().click(id_of(&card), "✅ Allow").await;
     h.person().message_with("The file is made.").await;
-    assert_eq!(std::fs::read_to_string(work_dir(&h).join("made.txt")).unwrap(), "allowed\n");
+    assert_eq!(std::fs::read_to_string(h.work_dir().join("made.txt")).unwrap(), "allowed\n");
     let responses = function_responses(model, &key).await;
     assert_eq!(responses[0]["name"], "run_shell_command", "{responses:?}");
     h.finish().await;
@@ -143,7 +123,7 @@ async fn reject_does_not_run_the_command() {
     h.person().click(id_of(&card), "Reject").await;
     h.person().message_shows(id_of(&card), "❌ Rejected by Thảo").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert!(!work_dir(&h).join("never.txt").exists());
+    assert!(!h.work_dir().join("never.txt").exists());
     h.finish().await;
 }
 
@@ -159,7 +139,7 @@ async fn allow_for_this_session_is_remembered_by_the_agent() {
     let card = h.person().message_with("touch one.txt").await;
     h.person().click(id_of(&card), "Allow for this session").await;
     h.person().message_with("Both files are there.").await;
-    assert!(work_dir(&h).join("one.txt").exists() && work_dir(&h).join("two.txt").exists());
+    assert!(h.work_dir().join("one.txt").exists() && h.work_dir().join("two.txt").exists());
     let cards = h
         .telegram()
         .bot_messages(h.chat)
@@ -176,7 +156,7 @@ async fn allow_for_this_session_is_remembered_by_the_agent() {
 async fn an_edit_shows_the_diff_of_the_file() {
     let Some((h, model)) = start(&[]).await else { return };
     let key = unique("diff");
-    let file = work_dir(&h).join("notes.txt");
+    let file = h.work_dir().join("notes.txt");
     std::fs::write(&file, "one\ntwo\nthree\n").unwrap();
     let edit = json!({"call": {"name": "replace", "args": {"file_path": file.display().to_string(), "old_string": "two", "new_string": "TWO", "instruction": "Capitalise two"}}});
     model.script(&key, json!([[edit], [{"text": "Edited."}]])).await;
@@ -207,7 +187,7 @@ async fn cancel_answers_cancelled_and_the_conversation_goes_on() {
     h.person().message_with("Back after the cancel.").await;
     let history = model.requests(&next).await[0]["contents"].to_string();
     assert!(history.contains(&format!("{key}: start")), "the same conversation: {history}");
-    assert!(!work_dir(&h).join("never.txt").exists());
+    assert!(!h.work_dir().join("never.txt").exists());
     h.finish().await;
 }
 

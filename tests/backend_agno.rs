@@ -11,6 +11,8 @@ use support::backends;
 use support::bridge_process;
 use support::fake_telegram;
 mod support;
+use support::backend_bridge::unique;
+use support::telegram_chat::id_of;
 use support::withholding_proxy;
 
 use std::io::Read;
@@ -143,11 +145,6 @@ fn anh() -> User {
     User::new(4242, "Anh", Some("en"))
 }
 
-/// A word no other test uses, so a test finds its own conversation with the model.
-fn unique(prefix: &str) -> String {
-    format!("{prefix}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
-}
-
 /// A bridge in front of AgentOS's agent `ops` on the fake Telegram, where Anh has a
 /// private chat with the bot.
 async fn start(os: &'static AgentOs) -> BackendBridge {
@@ -161,10 +158,6 @@ async fn pending(h: &BackendBridge) -> (Interaction, String, String) {
     let run_id = key.split_once(':').expect("key names a run").0.to_owned();
     let session = interaction.session_id.clone();
     (interaction, session, run_id)
-}
-
-fn id_of(message: &Value) -> i64 {
-    message["message_id"].as_i64().expect("message id")
 }
 
 /// Approve: the tool runs in AgentOS, the model is sent its result, the run

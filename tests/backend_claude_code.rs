@@ -10,6 +10,8 @@ use support::bridge_process;
 use support::fake_telegram;
 use support::scripted_model::ScriptedModel;
 mod support;
+use support::backend_bridge::unique;
+use support::telegram_chat::id_of;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -79,10 +81,6 @@ fn result_text(block: &Value) -> String {
     }
 }
 
-fn unique(name: &str) -> String {
-    format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
-}
-
 /// Claude Code in the test's work dir, its fake model, and a bridge in front of it on
 /// the fake Telegram, where Thảo has a private chat with the bot. (`installed` fails
 /// the test when Claude Code is not installed.)
@@ -111,14 +109,6 @@ async fn start(extra: &[(&str, &str)]) -> Option<(BackendBridge, &'static Script
         .start()
         .await;
     Some((bridge, model))
-}
-
-fn work_dir(h: &BackendBridge) -> PathBuf {
-    h.dir.path().join("work")
-}
-
-fn id_of(message: &Value) -> i64 {
-    message["message_id"].as_i64().expect("message id")
 }
 
 fn bash(id: &str, command: &str, description: &str) -> Value {
@@ -155,7 +145,7 @@ async fn approve_runs_the_tool_and_the_model_sees_its_output() {
     let result = tool_result(model, &key, &id).await;
     assert_eq!(result_text(&result), "approved");
     assert_ne!(result["is_error"], true, "{result}");
-    assert_eq!(std::fs::read_to_string(work_dir(&h).join("out.txt")).unwrap(), "approved\n");
+    assert_eq!(std::fs::read_to_string(h.work_dir().join("out.txt")).unwrap(), "approved\n");
     h.finish().await;
 }
 
@@ -187,7 +177,7 @@ async fn edit_runs_the_tool_with_the_edited_input() {
     h.person().message_with("Edited run finished.").await;
     let result = tool_result(model, &key, &id).await;
     assert_eq!(result_text(&result), "edited");
-    assert_eq!(std::fs::read_to_string(work_dir(&h).join("out.txt")).unwrap(), "edited\n");
+    assert_eq!(std::fs::read_to_string(h.work_dir().join("out.txt")).unwrap(), "edited\n");
     h.finish().await;
 }
 
@@ -223,7 +213,7 @@ async fn reject_and_comment_deny_with_a_message() {
     let result = tool_result(model, &key, &second).await;
     assert_eq!(result_text(&result), "Use the staging bucket instead.");
     assert_eq!(result["is_error"], true);
-    assert!(!work_dir(&h).join("one.txt").exists() && !work_dir(&h).join("two.txt").exists());
+    assert!(!h.work_dir().join("one.txt").exists() && !h.work_dir().join("two.txt").exists());
     h.finish().await;
 }
 
@@ -284,8 +274,8 @@ async fn the_conversation_survives_a_process_restart() {
     script(model, &second, json!([[{"text": "Second answer."}]])).await;
     h.person().say(&format!("{first}: hello"));
     h.person().message_with("First answer.").await;
-    assert!(!processes_in(&work_dir(&h)).is_empty(), "Claude Code runs in the work dir");
-    wait_until(|| async { processes_in(&work_dir(&h)).is_empty().then_some(()) }).await;
+    assert!(!processes_in(&h.work_dir()).is_empty(), "Claude Code runs in the work dir");
+    wait_until(|| async { processes_in(&h.work_dir()).is_empty().then_some(()) }).await;
     h.person().say(&format!("{second}: again"));
     h.person().message_with("Second answer.").await;
     let requests = model_requests(model, &second).await;
@@ -316,7 +306,7 @@ async fn cancel_interrupts_the_turn_without_an_error() {
     h.person().message_with("Back after the cancel.").await;
     let history = model_requests(model, &next).await[0]["messages"].to_string();
     assert!(history.contains(&id), "the cancelled tool call is in the continued conversation: {history}");
-    assert!(!work_dir(&h).join("never.txt").exists());
+    assert!(!h.work_dir().join("never.txt").exists());
     let errors: Vec<Value> =
         h.telegram().bot_messages(h.chat).into_iter().filter(|m| m["text"].as_str().is_some_and(|t| t.contains("reported an error"))).collect();
     assert!(errors.is_empty(), "{errors:?}");
@@ -339,14 +329,14 @@ async fn a_reply_after_a_bridge_restart_is_not_delivered_and_the_conversation_go
     let request = h.person().message_with("Late write").await;
     h.restart_bridge().await;
     // The pending request keeps the session connected: a new process starts.
-    wait_until(|| async { (!processes_in(&work_dir(&h)).is_empty()).then_some(()) }).await;
+    wait_until(|| async { (!processes_in(&h.work_dir()).is_empty()).then_some(()) }).await;
     h.person().click(id_of(&request), "Approve").await;
     h.person().message_shows(id_of(&request), "not delivered: the agent stopped waiting for this").await;
     h.person().say(&format!("{next}: go on"));
     h.person().message_with("Resumed after the restart.").await;
     let history = model_requests(model, &next).await[0]["messages"].to_string();
     assert!(history.contains(&format!("{key}: start")) && history.contains(&id), "the resumed conversation: {history}");
-    assert!(!work_dir(&h).join("late.txt").exists(), "the tool never ran");
+    assert!(!h.work_dir().join("late.txt").exists(), "the tool never ran");
     // The model was asked once for the first message: it was proven read before the
     // restart (the ping after it was answered), so the new process did not get it
     // again, and the old one was interrupted on its way out instead of answering its

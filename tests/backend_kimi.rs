@@ -12,6 +12,7 @@ use support::backends;
 use support::bridge_process;
 use support::fake_telegram;
 mod support;
+use support::telegram_chat::{id_of, labels};
 
 use std::path::{Path, PathBuf};
 
@@ -113,20 +114,6 @@ fn kimi_records(home: &Path, kind: &str) -> Vec<Value> {
         .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
         .filter(|record| record["message"]["type"] == kind)
         .map(|record| record["message"]["payload"].clone())
-        .collect()
-}
-
-fn id_of(message: &Value) -> i64 {
-    message["message_id"].as_i64().expect("message id")
-}
-
-fn labels(message: &Value) -> Vec<String> {
-    message["reply_markup"]["inline_keyboard"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-        .filter_map(|b| b["text"].as_str().map(str::to_owned))
         .collect()
 }
 

@@ -834,7 +834,10 @@ async fn health_readiness_and_openapi() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(doc["openapi"], "3.1.0");
     let described = doc["info"]["description"].as_str().unwrap_or_default();
-    assert!(described.starts_with("Push approval requests and questions to people in chat (telegram, discord, slack, teams, mattermost or console);"), "{described}");
+    assert!(
+        described.starts_with("Push approval requests and questions to people in chat (telegram, discord, slack, teams, mattermost or console);"),
+        "{described}"
+    );
     let paths: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
     assert_eq!(paths, ["/v1/requests", "/v1/requests/{approval_key}"]);
     for method in ["get", "post"] {

@@ -110,6 +110,11 @@ impl BackendBridge {
         BackendBridgeBuilder { harness, user, prepare: Vec::new(), runs_in: None }
     }
 
+    /// The work directory the backend processes run in (the builder's `runs_in`).
+    pub fn work_dir(&self) -> PathBuf {
+        self.runs_in.clone().expect("the builder named where the backend runs (runs_in)")
+    }
+
     /// The person's chat with the bot.
     pub fn person(&self) -> TelegramChat<'_> {
         TelegramChat { fake: self.harness.telegram(), chat: self.chat, user: self.user.clone() }
@@ -166,4 +171,10 @@ pub fn processes_in(dir: &Path) -> Vec<u32> {
             std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == dir).then_some(pid)
         })
         .collect()
+}
+
+/// A key no other test uses: `name` and eight random hex digits (a scripted model
+/// picks its script by the key in the message).
+pub fn unique(name: &str) -> String {
+    format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
 }

@@ -124,7 +124,8 @@ impl HarnessBuilder {
         let dir = tempfile::tempdir().expect("temp dir");
 
         let store_url = self.store_url.unwrap_or_else(|| sqlite_in(&dir));
-        let fakes = Fakes { telegram: telegram.as_ref(), discord: discord.as_ref(), slack: slack.as_ref(), teams: teams.as_ref(), mattermost: mattermost.as_ref() };
+        let fakes =
+            Fakes { telegram: telegram.as_ref(), discord: discord.as_ref(), slack: slack.as_ref(), teams: teams.as_ref(), mattermost: mattermost.as_ref() };
         let mut settings = settings_of(console, sim.as_ref(), &store_url, fakes, &self.pairs);
         for change in self.tweaks {
             change(&mut settings);

@@ -64,3 +64,19 @@ impl TelegramChat<'_> {
 pub fn text_of(message: &Value) -> &str {
     message["text"].as_str().unwrap_or("")
 }
+
+/// A message's id.
+pub fn id_of(message: &Value) -> i64 {
+    message["message_id"].as_i64().expect("message id")
+}
+
+/// The labels of a message's inline keyboard, row by row.
+pub fn labels(message: &Value) -> Vec<String> {
+    message["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .filter_map(|b| b["text"].as_str().map(str::to_owned))
+        .collect()
+}

@@ -237,14 +237,20 @@ fn action_buttons(
             continue;
         }
         let made = match decision {
-            DecisionType::Approve => {
-                buttons.action(interaction, Code::Decide(Decide::Approve(i)), &format!("✅ {}{suffix}", text(locale, approve)), Some("good"))
-            }
-            DecisionType::ApproveForSession => {
-                buttons.action(interaction, Code::Decide(Decide::ApproveForSession(i)), &format!("🔓 {}{suffix}", text(locale, Msg::ApproveForSession)), None)
-            }
+            DecisionType::Approve => buttons.action(
+                interaction,
+                Code::Decide(Decide::Approve(i)),
+                &format!("✅ {}{suffix}", action.label_or(decision, text(locale, approve))),
+                Some("good"),
+            ),
+            DecisionType::ApproveForSession => buttons.action(
+                interaction,
+                Code::Decide(Decide::ApproveForSession(i)),
+                &format!("🔓 {}{suffix}", action.label_or(decision, text(locale, Msg::ApproveForSession))),
+                None,
+            ),
             DecisionType::Edit => buttons.action(interaction, Code::Edit(i), &format!("✏️ {}{suffix}", text(locale, Msg::Edit)), None),
-            _ => buttons.action(interaction, Code::Reject(i), &format!("❌ {}{suffix}", text(locale, Msg::Reject)), Some("danger")),
+            _ => buttons.action(interaction, Code::Reject(i), &format!("❌ {}{suffix}", action.label_or(decision, text(locale, Msg::Reject))), Some("danger")),
         };
         out.extend(made);
     }

@@ -251,10 +251,22 @@ fn action_buttons(
     let allowed = |d: DecisionType| action.allowed.contains(&d);
     let mut buttons = Vec::new();
     if allowed(DecisionType::Approve) {
-        buttons.extend(execute(signer, interaction, Code::Decide(Decide::Approve(i)), &format!("✅ {}", action.label_or(DecisionType::Approve, text(locale, Msg::Approve))), Some("positive")));
+        buttons.extend(execute(
+            signer,
+            interaction,
+            Code::Decide(Decide::Approve(i)),
+            &format!("✅ {}", action.label_or(DecisionType::Approve, text(locale, Msg::Approve))),
+            Some("positive"),
+        ));
     }
     if allowed(DecisionType::ApproveForSession) {
-        buttons.extend(execute(signer, interaction, Code::Decide(Decide::ApproveForSession(i)), &format!("🔓 {}", action.label_or(DecisionType::ApproveForSession, text(locale, Msg::ApproveForSession))), None));
+        buttons.extend(execute(
+            signer,
+            interaction,
+            Code::Decide(Decide::ApproveForSession(i)),
+            &format!("🔓 {}", action.label_or(DecisionType::ApproveForSession, text(locale, Msg::ApproveForSession))),
+            None,
+        ));
     }
     if allowed(DecisionType::Edit) {
         let mut input = json!({
