@@ -23,6 +23,7 @@ use tokio::process::Command;
 #[cfg(target_os = "linux")]
 mod registry;
 
+pub mod settings;
 pub mod stdio;
 
 /// Makes the child started by `command` receive SIGINT when the bridge dies.

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
+
+use crate::backend::child::settings::{ProcessKeys, process_problem, redact_values};
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -52,24 +54,9 @@ impl Default for KimiSettings {
 impl KimiSettings {
     /// The first key that is wrong, and why.
     pub fn problem(&self) -> Option<(&'static str, &'static str)> {
-        if self.command.trim().is_empty() {
-            return Some(("kimi.command", "must name the kimi executable"));
-        }
-        if self.work_dir.trim().is_empty() {
-            return Some(("kimi.work_dir", "must be a directory"));
-        }
-        if self.start_timeout_secs == 0 {
-            return Some(("kimi.start_timeout_secs", "must be at least 1"));
-        }
-        if self.env.keys().any(|k| k.is_empty() || k.contains('=')) {
-            return Some(("kimi.env", "names must be non-empty and contain no '='"));
-        }
-        None
+        let keys = ProcessKeys { command: "kimi.command", work_dir: "kimi.work_dir", start_timeout_secs: "kimi.start_timeout_secs", env: "kimi.env" };
+        process_problem(&keys, &self.command, &self.work_dir, self.start_timeout_secs, &self.env)
     }
-}
-
-fn redact_values<S: Serializer>(env: &BTreeMap<String, String>, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.collect_map(env.keys().map(|k| (k, "[redacted]")))
 }
 
 #[cfg(test)]
