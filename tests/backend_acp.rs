@@ -9,7 +9,7 @@
 use support::backends;
 use support::bridge_process;
 use support::fake_telegram;
-use support::scripted_model::ScriptedModel;
+use support::scripted_model::{ScriptedModel, bash, result_text};
 mod support;
 use support::backend_bridge::unique;
 use support::telegram_chat::{id_of, labels};
@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use fake_telegram::User;
 use hitl_bridge::backend::acp::AcpSettings;
-use serde_json::{Value, json};
+use serde_json::json;
 use support::backend_bridge::{BackendBridge, processes_in};
 use support::wait_until;
 
@@ -34,43 +34,8 @@ fn fake_model() -> &'static ScriptedModel {
     MODEL.get_or_init(|| ScriptedModel::start(Path::new("python3"), &backends::spec_dir("claude_code").join("fake_anthropic.py")))
 }
 
-async fn script(model: &ScriptedModel, key: &str, turns: Value) {
-    model.script(key, turns).await;
-}
-
-async fn model_requests(model: &ScriptedModel, key: &str) -> Vec<Value> {
-    model.requests(key).await
-}
-
-/// The `tool_result` block for `tool_use_id` in the latest request that has one.
-async fn tool_result(model: &ScriptedModel, key: &str, tool_use_id: &str) -> Value {
-    wait_until(|| async {
-        let requests = model_requests(model, key).await;
-        requests.iter().rev().find_map(|r| {
-            r["messages"]
-                .as_array()?
-                .iter()
-                .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-                .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == tool_use_id)
-        })
-    })
-    .await
-}
-
-fn result_text(block: &Value) -> String {
-    match &block["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(""),
-        other => other.to_string(),
-    }
-}
-
 fn tool_id(key: &str) -> String {
     format!("toolu_{}", key.replace('-', "_"))
-}
-
-fn bash(id: &str, command: &str, description: &str) -> Value {
-    json!({"tool_use": {"id": id, "name": "Bash", "input": {"command": command, "description": description}}})
 }
 
 /// The environment claude-code-acp runs offline in: the scripted model, no network
@@ -120,9 +85,7 @@ async fn allow_once_runs_the_command() {
     let Some((h, model)) = start(&[]).await else { return };
     let key = unique("allow");
     let id = tool_id(&key);
-    script(
-        model,
-        &key,
+    model.script(&key,
         json!([[{"text": "I will make the file."}, bash(&id, "echo allowed > made.txt && cat made.txt", "Make the file")], [{"text": "The file is made."}]]),
     )
     .await;
@@ -138,7 +101,7 @@ async fn allow_once_runs_the_command() {
     assert_eq!(buttons, ["✅ Allow", "🔓 Always Allow", "❌ Reject", "💬 Comment"], "an ACP agent runs what it asked or nothing: no Edit");
     assert_eq!(h.person().click(id_of(&card), "✅ Allow").await["text"], "Decision saved");
     h.person().message_with("The file is made.").await;
-    assert_eq!(result_text(&tool_result(model, &key, &id).await), "allowed");
+    assert_eq!(result_text(&model.tool_result(&key, &id).await), "allowed");
     assert_eq!(std::fs::read_to_string(h.work_dir().join("made.txt")).unwrap(), "allowed\n");
     h.finish().await;
 }
@@ -152,14 +115,14 @@ async fn reject_does_not_run_the_command() {
     let Some((h, model)) = start(&[]).await else { return };
     let key = unique("reject");
     let id = tool_id(&key);
-    script(model, &key, json!([[bash(&id, "echo no > never.txt", "Never written")], [{"text": "Understood, not written."}]])).await;
+    model.script(&key, json!([[bash(&id, "echo no > never.txt", "Never written")], [{"text": "Understood, not written."}]])).await;
     h.person().say(&format!("{key}: write it"));
     let card = h.person().message_with("never.txt").await;
     h.person().click(id_of(&card), "Reject").await;
     h.person().message_shows(id_of(&card), "❌ Rejected by Thảo").await;
     h.person().message_with("⚙ tools: Terminal ✗").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(model_requests(model, &key).await.len(), 1, "the turn ended at the rejection");
+    assert_eq!(model.requests(&key).await.len(), 1, "the turn ended at the rejection");
     assert!(!h.work_dir().join("never.txt").exists());
     h.finish().await;
 }
@@ -172,12 +135,12 @@ async fn always_allow_is_remembered_by_the_agent() {
     let Some((h, model)) = start(&[]).await else { return };
     let key = unique("always");
     let (first, second) = (format!("{}_a", tool_id(&key)), format!("{}_b", tool_id(&key)));
-    script(
-        model,
-        &key,
-        json!([[bash(&first, "touch one.txt", "First file")], [bash(&second, "touch two.txt", "Second file")], [{"text": "Both files are there."}]]),
-    )
-    .await;
+    model
+        .script(
+            &key,
+            json!([[bash(&first, "touch one.txt", "First file")], [bash(&second, "touch two.txt", "Second file")], [{"text": "Both files are there."}]]),
+        )
+        .await;
     h.person().say(&format!("{key}: two files"));
     let card = h.person().message_with("touch one.txt").await;
     h.person().click(id_of(&card), "Always Allow").await;
@@ -198,16 +161,16 @@ async fn an_edit_shows_the_diff_of_the_file() {
     let file = h.work_dir().join("notes.txt");
     std::fs::write(&file, "one\ntwo\nthree\n").unwrap();
     let (read_id, edit_id) = (format!("{id}_r"), format!("{id}_e"));
-    script(
-        model,
-        &key,
-        json!([
-            [{"tool_use": {"id": read_id, "name": "Read", "input": {"file_path": file.display().to_string()}}}],
-            [{"tool_use": {"id": edit_id, "name": "Edit", "input": {"file_path": file.display().to_string(), "old_string": "two", "new_string": "TWO"}}}],
-            [{"text": "Edited."}],
-        ]),
-    )
-    .await;
+    model
+        .script(
+            &key,
+            json!([
+                [{"tool_use": {"id": read_id, "name": "Read", "input": {"file_path": file.display().to_string()}}}],
+                [{"tool_use": {"id": edit_id, "name": "Edit", "input": {"file_path": file.display().to_string(), "old_string": "two", "new_string": "TWO"}}}],
+                [{"text": "Edited."}],
+            ]),
+        )
+        .await;
     h.person().say(&format!("{key}: edit notes"));
     let card = h.person().message_with("+TWO").await;
     let text = card["text"].as_str().unwrap();
@@ -227,15 +190,15 @@ async fn cancel_answers_cancelled_and_the_conversation_goes_on() {
     let Some((h, model)) = start(&[]).await else { return };
     let (key, next) = (unique("cancel"), unique("after-cancel"));
     let id = tool_id(&key);
-    script(model, &key, json!([[bash(&id, "echo never > never.txt", "Never written")]])).await;
-    script(model, &next, json!([[{"text": "Back after the cancel."}]])).await;
+    model.script(&key, json!([[bash(&id, "echo never > never.txt", "Never written")]])).await;
+    model.script(&next, json!([[{"text": "Back after the cancel."}]])).await;
     h.person().say(&format!("{key}: start"));
     let card = h.person().message_with("never.txt").await;
     h.person().say("/cancel");
     h.person().message_shows(id_of(&card), "✖ Cancelled").await;
     h.person().say(&format!("{next}: again"));
     h.person().message_with("Back after the cancel.").await;
-    let history = model_requests(model, &next).await[0]["messages"].to_string();
+    let history = model.requests(&next).await[0]["messages"].to_string();
     assert!(history.contains(&format!("{key}: start")), "the same conversation: {history}");
     assert!(!h.work_dir().join("never.txt").exists());
     h.finish().await;
@@ -249,7 +212,7 @@ async fn a_request_nobody_decides_is_cancelled_at_its_deadline() {
     let Some((h, model)) = start(&[("timeouts.approval_secs", "2")]).await else { return };
     let key = unique("deadline");
     let id = tool_id(&key);
-    script(model, &key, json!([[bash(&id, "echo late > late.txt", "Too late")], [{"text": "Nobody answered."}]])).await;
+    model.script(&key, json!([[bash(&id, "echo late > late.txt", "Too late")], [{"text": "Nobody answered."}]])).await;
     h.person().say(&format!("{key}: start"));
     let card = h.person().message_with("late.txt").await;
     h.person().message_shows(id_of(&card), "⌛ Expired").await;
@@ -266,15 +229,15 @@ async fn a_request_nobody_decides_is_cancelled_at_its_deadline() {
 async fn the_conversation_survives_a_process_restart_through_session_load() {
     let Some((h, model)) = start(&[("backend.idle_close_secs", "1")]).await else { return };
     let (first, second) = (unique("first"), unique("second"));
-    script(model, &first, json!([[{"text": "First answer."}]])).await;
-    script(model, &second, json!([[{"text": "Second answer."}]])).await;
+    model.script(&first, json!([[{"text": "First answer."}]])).await;
+    model.script(&second, json!([[{"text": "Second answer."}]])).await;
     h.person().say(&format!("{first}: hello"));
     h.person().message_with("First answer.").await;
     assert!(!processes_in(&h.work_dir()).is_empty(), "the agent runs in the work dir");
     wait_until(|| async { processes_in(&h.work_dir()).is_empty().then_some(()) }).await;
     h.person().say(&format!("{second}: again"));
     h.person().message_with("Second answer.").await;
-    let history = model_requests(model, &second).await[0]["messages"].to_string();
+    let history = model.requests(&second).await[0]["messages"].to_string();
     assert!(history.contains(&format!("{first}: hello")) && history.contains("First answer."), "the loaded conversation: {history}");
     let shown = h.telegram().bot_messages(h.chat).into_iter().filter(|m| m["text"] == "First answer.").count();
     assert_eq!(shown, 1, "the replay is not shown again");
@@ -316,7 +279,7 @@ fn sigkill_while_a_request_waits_then_nothing_runs_and_the_chat_is_told_once() {
     let model = fake_model();
     let key = unique("crash");
     let id = tool_id(&key);
-    rt.block_on(script(model, &key, json!([[bash(&id, "echo ran > ran.txt", "Crash write")]])));
+    rt.block_on(model.script(&key, json!([[bash(&id, "echo ran > ran.txt", "Crash write")]])));
     bridge.type_line(&format!("{key}: start"));
     bridge.expect("execute? [a]pprove");
     bridge.kill();
@@ -328,7 +291,7 @@ fn sigkill_while_a_request_waits_then_nothing_runs_and_the_chat_is_told_once() {
     let lines = bridge.drain(Duration::from_secs(2)).join("\n");
     assert_eq!(lines.matches("the bridge restarted while the agent was working").count(), 1, "told once:\n{lines}");
     assert!(!dir.path().join("work/ran.txt").exists(), "the command never ran");
-    let asked = rt.block_on(model_requests(model, &key));
+    let asked = rt.block_on(model.requests(&key));
     // The agent that died asked the model once more on its way out (its permission
     // stream closed: an error result); the message itself reached it once.
     let prompted = asked

@@ -8,7 +8,7 @@
 use support::backends;
 use support::bridge_process;
 use support::fake_telegram;
-use support::scripted_model::ScriptedModel;
+use support::scripted_model::{ScriptedModel, bash, result_text};
 mod support;
 use support::backend_bridge::unique;
 use support::telegram_chat::id_of;
@@ -47,40 +47,6 @@ fn bundled_cli(venv: &Path) -> PathBuf {
     cli
 }
 
-/// One conversation's script: `key` in a chat message selects it.
-async fn script(model: &ScriptedModel, key: &str, turns: Value) {
-    model.script(key, turns).await;
-}
-
-/// Every request the model got for script `key`.
-async fn model_requests(model: &ScriptedModel, key: &str) -> Vec<Value> {
-    model.requests(key).await
-}
-
-/// The `tool_result` block for `tool_use_id` in the latest request that has one.
-async fn tool_result(model: &ScriptedModel, key: &str, tool_use_id: &str) -> Value {
-    wait_until(|| async {
-        let requests = model_requests(model, key).await;
-        requests.iter().rev().find_map(|r| {
-            r["messages"]
-                .as_array()?
-                .iter()
-                .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-                .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == tool_use_id)
-        })
-    })
-    .await
-}
-
-/// The text of a tool_result (a string, or text blocks).
-fn result_text(block: &Value) -> String {
-    match &block["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(""),
-        other => other.to_string(),
-    }
-}
-
 /// Claude Code in the test's work dir, its fake model, and a bridge in front of it on
 /// the fake Telegram, where Thảo has a private chat with the bot. (`installed` fails
 /// the test when Claude Code is not installed.)
@@ -111,10 +77,6 @@ async fn start(extra: &[(&str, &str)]) -> Option<(BackendBridge, &'static Script
     Some((bridge, model))
 }
 
-fn bash(id: &str, command: &str, description: &str) -> Value {
-    json!({"tool_use": {"id": id, "name": "Bash", "input": {"command": command, "description": description}}})
-}
-
 /// Approve: the CLI runs the tool with its own input (`allow` + `updatedInput` =
 /// the input), and the model sees its output; the chat shows Claude's text, the
 /// request with its arguments, the decision, and the final answer.
@@ -124,15 +86,15 @@ async fn approve_runs_the_tool_and_the_model_sees_its_output() {
     let Some((h, model)) = start(&[]).await else { return };
     let key = unique("approve");
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(
-        model,
-        &key,
-        json!([
-            [{"text": "I will write the file."}, bash(&id, "echo approved > out.txt && cat out.txt", "Write out.txt")],
-            [{"text": "Done: the file says approved."}],
-        ]),
-    )
-    .await;
+    model
+        .script(
+            &key,
+            json!([
+                [{"text": "I will write the file."}, bash(&id, "echo approved > out.txt && cat out.txt", "Write out.txt")],
+                [{"text": "Done: the file says approved."}],
+            ]),
+        )
+        .await;
     h.person().say(&format!("{key}: write the file"));
     h.person().message_with("I will write the file.").await;
     let request = h.person().message_with("cat out.txt").await;
@@ -142,7 +104,7 @@ async fn approve_runs_the_tool_and_the_model_sees_its_output() {
     assert_eq!(h.person().click(id_of(&request), "Approve").await["text"], "Decision saved");
     h.person().message_shows(id_of(&request), "✅ Approve").await;
     h.person().message_with("Done: the file says approved.").await;
-    let result = tool_result(model, &key, &id).await;
+    let result = model.tool_result(&key, &id).await;
     assert_eq!(result_text(&result), "approved");
     assert_ne!(result["is_error"], true, "{result}");
     assert_eq!(std::fs::read_to_string(h.work_dir().join("out.txt")).unwrap(), "approved\n");
@@ -156,15 +118,15 @@ async fn edit_runs_the_tool_with_the_edited_input() {
     let Some((h, model)) = start(&[]).await else { return };
     let key = unique("edit");
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(
-        model,
-        &key,
-        json!([
-            [bash(&id, "echo original > out.txt && cat out.txt", "Write out.txt")],
-            [{"text": "Edited run finished."}],
-        ]),
-    )
-    .await;
+    model
+        .script(
+            &key,
+            json!([
+                [bash(&id, "echo original > out.txt && cat out.txt", "Write out.txt")],
+                [{"text": "Edited run finished."}],
+            ]),
+        )
+        .await;
     h.person().say(&format!("{key}: write it"));
     let request = h.person().message_with("echo original").await;
     h.person().click(id_of(&request), "Edit").await;
@@ -175,7 +137,7 @@ async fn edit_runs_the_tool_with_the_edited_input() {
         )
         .await;
     h.person().message_with("Edited run finished.").await;
-    let result = tool_result(model, &key, &id).await;
+    let result = model.tool_result(&key, &id).await;
     assert_eq!(result_text(&result), "edited");
     assert_eq!(std::fs::read_to_string(h.work_dir().join("out.txt")).unwrap(), "edited\n");
     h.finish().await;
@@ -189,20 +151,20 @@ async fn reject_and_comment_deny_with_a_message() {
     let Some((h, model)) = start(&[("claude_code.deny_message", "Not now, says the bridge.")]).await else { return };
     let key = unique("deny");
     let (first, second) = (format!("toolu_{}_a", key.replace('-', "_")), format!("toolu_{}_b", key.replace('-', "_")));
-    script(
-        model,
-        &key,
-        json!([
-            [bash(&first, "echo one > one.txt", "First write")],
-            [bash(&second, "echo two > two.txt", "Second write")],
-            [{"text": "Understood, nothing was written."}],
-        ]),
-    )
-    .await;
+    model
+        .script(
+            &key,
+            json!([
+                [bash(&first, "echo one > one.txt", "First write")],
+                [bash(&second, "echo two > two.txt", "Second write")],
+                [{"text": "Understood, nothing was written."}],
+            ]),
+        )
+        .await;
     h.person().say(&format!("{key}: write two files"));
     let request = h.person().message_with("First write").await;
     h.person().click(id_of(&request), "Reject").await;
-    let result = tool_result(model, &key, &first).await;
+    let result = model.tool_result(&key, &first).await;
     assert_eq!(result_text(&result), "Not now, says the bridge.");
     assert_eq!(result["is_error"], true);
 
@@ -210,7 +172,7 @@ async fn reject_and_comment_deny_with_a_message() {
     h.person().click(id_of(&request), "Comment").await;
     h.person().reply_to_prompt("Reply with your comment.", "Use the staging bucket instead.").await;
     h.person().message_with("Understood, nothing was written.").await;
-    let result = tool_result(model, &key, &second).await;
+    let result = model.tool_result(&key, &second).await;
     assert_eq!(result_text(&result), "Use the staging bucket instead.");
     assert_eq!(result["is_error"], true);
     assert!(!h.work_dir().join("one.txt").exists() && !h.work_dir().join("two.txt").exists());
@@ -232,15 +194,15 @@ async fn ask_user_question_multi_select_and_free_text_answers() {
         {"question": "Which size?", "header": "Size", "multiSelect": false, "options": [
             {"label": "Small", "description": "S"}, {"label": "Large", "description": "L"}]},
     ]});
-    script(
-        model,
-        &key,
-        json!([
-            [{"tool_use": {"id": id, "name": "AskUserQuestion", "input": questions}}],
-            [{"text": "Thanks for choosing."}],
-        ]),
-    )
-    .await;
+    model
+        .script(
+            &key,
+            json!([
+                [{"tool_use": {"id": id, "name": "AskUserQuestion", "input": questions}}],
+                [{"text": "Thanks for choosing."}],
+            ]),
+        )
+        .await;
     h.person().say(&format!("{key}: ask me"));
     let m = h.person().message_with("Which colours?").await;
     let id_q = id_of(&m);
@@ -257,7 +219,7 @@ async fn ask_user_question_multi_select_and_free_text_answers() {
     h.person().message_with("Thanks for choosing.").await;
     // Claude Code words the result around the answers (the wording changes with
     // the answers, e.g. typed text); the answers are what the bridge sent.
-    let result = result_text(&tool_result(model, &key, &id).await);
+    let result = result_text(&model.tool_result(&key, &id).await);
     assert!(result.contains(r#""Which colours?"="Red, Green", "Which size?"="Medium""#), "{result}");
     h.finish().await;
 }
@@ -270,15 +232,15 @@ async fn ask_user_question_multi_select_and_free_text_answers() {
 async fn the_conversation_survives_a_process_restart() {
     let Some((h, model)) = start(&[("backend.idle_close_secs", "1")]).await else { return };
     let (first, second) = (unique("first"), unique("second"));
-    script(model, &first, json!([[{"text": "First answer."}]])).await;
-    script(model, &second, json!([[{"text": "Second answer."}]])).await;
+    model.script(&first, json!([[{"text": "First answer."}]])).await;
+    model.script(&second, json!([[{"text": "Second answer."}]])).await;
     h.person().say(&format!("{first}: hello"));
     h.person().message_with("First answer.").await;
     assert!(!processes_in(&h.work_dir()).is_empty(), "Claude Code runs in the work dir");
     wait_until(|| async { processes_in(&h.work_dir()).is_empty().then_some(()) }).await;
     h.person().say(&format!("{second}: again"));
     h.person().message_with("Second answer.").await;
-    let requests = model_requests(model, &second).await;
+    let requests = model.requests(&second).await;
     let history = requests[0]["messages"].to_string();
     assert!(history.contains(&format!("{first}: hello")) && history.contains("First answer."), "the resumed conversation: {history}");
     // The resumed process does not replay the old turn into the chat.
@@ -296,15 +258,15 @@ async fn cancel_interrupts_the_turn_without_an_error() {
     let Some((h, model)) = start(&[]).await else { return };
     let (key, next) = (unique("cancel"), unique("after-cancel"));
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(model, &key, json!([[bash(&id, "echo never > never.txt", "Never written")]])).await;
-    script(model, &next, json!([[{"text": "Back after the cancel."}]])).await;
+    model.script(&key, json!([[bash(&id, "echo never > never.txt", "Never written")]])).await;
+    model.script(&next, json!([[{"text": "Back after the cancel."}]])).await;
     h.person().say(&format!("{key}: start"));
     let request = h.person().message_with("Never written").await;
     h.person().say("/cancel");
     h.person().message_shows(id_of(&request), "✖ Cancelled").await;
     h.person().say(&format!("{next}: go on"));
     h.person().message_with("Back after the cancel.").await;
-    let history = model_requests(model, &next).await[0]["messages"].to_string();
+    let history = model.requests(&next).await[0]["messages"].to_string();
     assert!(history.contains(&id), "the cancelled tool call is in the continued conversation: {history}");
     assert!(!h.work_dir().join("never.txt").exists());
     let errors: Vec<Value> =
@@ -323,8 +285,8 @@ async fn a_reply_after_a_bridge_restart_is_not_delivered_and_the_conversation_go
     let Some((mut h, model)) = start(&[]).await else { return };
     let (key, next) = (unique("restart"), unique("after-restart"));
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(model, &key, json!([[bash(&id, "echo late > late.txt", "Late write")]])).await;
-    script(model, &next, json!([[{"text": "Resumed after the restart."}]])).await;
+    model.script(&key, json!([[bash(&id, "echo late > late.txt", "Late write")]])).await;
+    model.script(&next, json!([[{"text": "Resumed after the restart."}]])).await;
     h.person().say(&format!("{key}: start"));
     let request = h.person().message_with("Late write").await;
     h.restart_bridge().await;
@@ -334,14 +296,14 @@ async fn a_reply_after_a_bridge_restart_is_not_delivered_and_the_conversation_go
     h.person().message_shows(id_of(&request), "not delivered: the agent stopped waiting for this").await;
     h.person().say(&format!("{next}: go on"));
     h.person().message_with("Resumed after the restart.").await;
-    let history = model_requests(model, &next).await[0]["messages"].to_string();
+    let history = model.requests(&next).await[0]["messages"].to_string();
     assert!(history.contains(&format!("{key}: start")) && history.contains(&id), "the resumed conversation: {history}");
     assert!(!h.work_dir().join("late.txt").exists(), "the tool never ran");
     // The model was asked once for the first message: it was proven read before the
     // restart (the ping after it was answered), so the new process did not get it
     // again, and the old one was interrupted on its way out instead of answering its
     // open permission request with an error and asking the model again.
-    assert_eq!(model_requests(model, &key).await.len(), 1);
+    assert_eq!(model.requests(&key).await.len(), 1);
     h.finish().await;
 }
 
@@ -411,7 +373,7 @@ async fn claude_codes_permission_prompts_go_to_the_chat_over_mcp() {
     // Approve.
     let key = unique("mcp-approve");
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(model, &key, json!([[bash(&id, "echo approved > approved.txt", "Write approved.txt")], [{"text": "Wrote it."}]])).await;
+    model.script(&key, json!([[bash(&id, "echo approved > approved.txt", "Write approved.txt")], [{"text": "Wrote it."}]])).await;
     let run = claude_with_mcp(&h, &format!("{key}: write the file"), &work).await;
     let card = h.person().message_with("echo approved").await;
     h.person().click(id_of(&card), "Approve").await;
@@ -422,32 +384,32 @@ async fn claude_codes_permission_prompts_go_to_the_chat_over_mcp() {
     // Comment: denied with the commenter's words, which the model reads.
     let key = unique("mcp-comment");
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(model, &key, json!([[bash(&id, "echo no > commented.txt", "Write commented.txt")], [{"text": "Understood, staging."}]])).await;
+    model.script(&key, json!([[bash(&id, "echo no > commented.txt", "Write commented.txt")], [{"text": "Understood, staging."}]])).await;
     let run = claude_with_mcp(&h, &format!("{key}: write the file"), &work).await;
     let card = h.person().message_with("commented.txt").await;
     h.person().click(id_of(&card), "Comment").await;
     h.person().reply_to_prompt("Reply with your comment.", "Use the staging bucket instead.").await;
     assert_eq!(run.await.unwrap()["result"], "Understood, staging.");
-    let denied = tool_result(model, &key, &id).await;
+    let denied = model.tool_result(&key, &id).await;
     assert!(result_text(&denied).contains("Use the staging bucket instead."), "{denied}");
     assert!(!work.join("commented.txt").exists());
 
     // Reject: denied with the approver's name, and the tool never runs.
     let key = unique("mcp-reject");
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(model, &key, json!([[bash(&id, "echo no > refused.txt", "Write refused.txt")], [{"text": "Understood."}]])).await;
+    model.script(&key, json!([[bash(&id, "echo no > refused.txt", "Write refused.txt")], [{"text": "Understood."}]])).await;
     let run = claude_with_mcp(&h, &format!("{key}: write the file"), &work).await;
     let card = h.person().message_with("refused.txt").await;
     h.person().click(id_of(&card), "Reject").await;
     assert_eq!(run.await.unwrap()["result"], "Understood.");
-    let denied = tool_result(model, &key, &id).await;
+    let denied = model.tool_result(&key, &id).await;
     assert!(result_text(&denied).contains("Rejected by Thảo."), "{denied}");
     assert!(!work.join("refused.txt").exists());
 
     // Edit.
     let key = unique("mcp-edit");
     let id = format!("toolu_{}", key.replace('-', "_"));
-    script(model, &key, json!([[bash(&id, "echo original > edited.txt", "Write edited.txt")], [{"text": "Edited run finished."}]])).await;
+    model.script(&key, json!([[bash(&id, "echo original > edited.txt", "Write edited.txt")], [{"text": "Edited run finished."}]])).await;
     let run = claude_with_mcp(&h, &format!("{key}: write the file"), &work).await;
     let card = h.person().message_with("echo original").await;
     h.person().click(id_of(&card), "Edit").await;
@@ -530,7 +492,7 @@ fn sigkill_after_claude_code_read_the_message_does_not_run_it_twice() {
     let venv = backends::installed("claude_code").expect("installed");
     let model = fake_model(&venv);
     let key = unique("crash-msg");
-    rt.block_on(script(model, &key, json!([[{"text": "Answered once."}]])));
+    rt.block_on(model.script(&key, json!([[{"text": "Answered once."}]])));
     bridge.type_line("/new");
     bridge.expect("· new session ");
     std::fs::write(&flag, "").expect("flag");
@@ -550,10 +512,10 @@ fn sigkill_after_claude_code_read_the_message_does_not_run_it_twice() {
     println!(
         "claude_code: killed after the message; {:?} after the restart the model had {} request(s)",
         restarted.elapsed(),
-        rt.block_on(model_requests(model, &key)).len()
+        rt.block_on(model.requests(&key)).len()
     );
     assert_eq!(
-        rt.block_on(model_requests(model, &key)).len(),
+        rt.block_on(model.requests(&key)).len(),
         1,
         "the message ran once; the transcript's user entries before the restart: {recorded:?}; the restarted bridge printed:\n{lines}"
     );
@@ -575,7 +537,7 @@ fn sigkill_while_the_request_is_shown_then_the_click_is_not_delivered_and_nothin
     let model = fake_model(&venv);
     let key = unique("crash-shown");
     let id = format!("toolu_{}", key.replace('-', "_"));
-    rt.block_on(script(model, &key, json!([[bash(&id, "echo ran > ran.txt", "Crash write")]])));
+    rt.block_on(model.script(&key, json!([[bash(&id, "echo ran > ran.txt", "Crash write")]])));
     bridge.type_line(&format!("{key}: start"));
     bridge.expect("Bash? [a]pprove");
     bridge.kill();
@@ -586,7 +548,7 @@ fn sigkill_while_the_request_is_shown_then_the_click_is_not_delivered_and_nothin
     bridge.expect("not delivered: the agent stopped waiting for this");
     std::thread::sleep(Duration::from_secs(1));
     assert!(!dir.path().join("work/ran.txt").exists(), "the tool never ran");
-    assert_eq!(rt.block_on(model_requests(model, &key)).len(), 1, "the message was asked once");
+    assert_eq!(rt.block_on(model.requests(&key)).len(), 1, "the message was asked once");
     bridge.stop();
 }
 
@@ -603,9 +565,9 @@ fn sigkill_while_the_model_works_then_the_chat_is_told_once_that_the_turn_ended(
     let venv = backends::installed("claude_code").expect("installed");
     let model = fake_model(&venv);
     let key = unique("crash-thinking");
-    rt.block_on(script(model, &key, json!([[{"delay": 3}, {"text": "Slow answer."}]])));
+    rt.block_on(model.script(&key, json!([[{"delay": 3}, {"text": "Slow answer."}]])));
     bridge.type_line(&format!("{key}: start"));
-    rt.block_on(wait_until(|| async { (!model_requests(model, &key).await.is_empty()).then_some(()) }));
+    rt.block_on(wait_until(|| async { (!model.requests(&key).await.is_empty()).then_some(()) }));
     std::thread::sleep(Duration::from_millis(500));
     bridge.kill();
 

@@ -46,4 +46,34 @@ impl ScriptedModel {
     pub async fn requests(&self, key: &str) -> Vec<Value> {
         reqwest::Client::new().get(format!("{}/requests?key={key}", self.url)).send().await.expect("requests").json().await.expect("json")
     }
+
+    /// The Messages API's `tool_result` block for `tool_use_id` in the latest request
+    /// that has one (the scripted Anthropic API), waiting for it.
+    pub async fn tool_result(&self, key: &str, tool_use_id: &str) -> Value {
+        super::wait_until(|| async {
+            let requests = self.requests(key).await;
+            requests.iter().rev().find_map(|r| {
+                r["messages"]
+                    .as_array()?
+                    .iter()
+                    .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                    .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == tool_use_id)
+            })
+        })
+        .await
+    }
+}
+
+/// The text of a `tool_result` block (a string, or text blocks).
+pub fn result_text(block: &Value) -> String {
+    match &block["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(""),
+        other => other.to_string(),
+    }
+}
+
+/// A scripted Anthropic turn's block: Claude Code's `Bash` tool asked with `id`.
+pub fn bash(id: &str, command: &str, description: &str) -> Value {
+    json!({"tool_use": {"id": id, "name": "Bash", "input": {"command": command, "description": description}}})
 }
