@@ -428,7 +428,7 @@ fn status(locale: Locale, interaction: &Interaction) -> String {
     match (&interaction.status, locale) {
         (Status::Pending, _) => text(locale, Msg::Pending).into(),
         (Status::Resolved { by, at_ms }, _) => {
-            let what = reply_word(locale, interaction.reply.as_ref()) + &policy::remembered_suffix(locale, interaction);
+            let what = reply_word(locale, interaction.reply.as_ref()) + policy::remembered_suffix(locale, interaction).as_str();
             // Under a quorum everyone whose vote counted decided.
             let voters = policy::counted_voters(interaction).map(|v| v.join(", "));
             let who = match by {

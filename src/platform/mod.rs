@@ -10,6 +10,8 @@ pub mod descriptor;
 pub mod discord;
 pub mod kit;
 pub mod mattermost;
+#[cfg(feature = "matrix")]
+pub mod matrix;
 pub mod registry;
 pub mod slack;
 pub mod teams;

@@ -18,6 +18,8 @@ pub static DESCRIPTORS: &[&dyn Descriptor] = &[
     &slack::descriptor::Slack,
     &teams::descriptor::Teams,
     &mattermost::descriptor::Mattermost,
+    #[cfg(feature = "matrix")]
+    &super::matrix::descriptor::Matrix,
     &console::descriptor::Console,
 ];
 
@@ -107,7 +109,7 @@ mod tests {
     fn every_platform_has_its_defaults_without_configuration() {
         let sections = Sections::default();
         let names: Vec<&str> = sections.iter().map(|(name, _)| name).collect();
-        assert_eq!(names, ["telegram", "discord", "slack", "teams", "mattermost", "console"]);
+        assert_eq!(names, ["telegram", "discord", "slack", "teams", "mattermost", "matrix", "console"]);
         assert!(sections.enabled().next().is_none(), "every platform is off by default");
         assert!(sections.get::<TelegramSettings>().rate_limits);
     }
@@ -126,7 +128,7 @@ mod tests {
 
     #[test]
     fn the_networks_are_listed_as_messages_name_them() {
-        assert_eq!(networks().listed(), "telegram, discord, slack, teams, mattermost or console");
+        assert_eq!(networks().listed(), "telegram, discord, slack, teams, mattermost, matrix or console");
         assert!(networks().knows("slack") && !networks().knows("irc"));
         assert_eq!(networks().direct_chat("console", "c"), None);
     }
@@ -143,9 +145,9 @@ mod tests {
         }
         assert_eq!(
             n.allowed_chats_forms(true),
-            "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, teams:CONVERSATION_ID, mattermost:CHANNEL_ID, discord:guild:GUILD_ID, slack:team:TEAM_ID or mattermost:team:TEAM_ID"
+            "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, teams:CONVERSATION_ID, mattermost:CHANNEL_ID, matrix:!ROOM:SERVER, discord:guild:GUILD_ID, slack:team:TEAM_ID or mattermost:team:TEAM_ID"
         );
-        assert_eq!(n.allowed_chats_forms(false), "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, teams:CONVERSATION_ID or mattermost:CHANNEL_ID");
+        assert_eq!(n.allowed_chats_forms(false), "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, teams:CONVERSATION_ID, mattermost:CHANNEL_ID or matrix:!ROOM:SERVER");
         assert!(n.has_groups("discord") && !n.has_groups("telegram") && !n.has_groups("console"));
     }
 }

@@ -22,16 +22,16 @@ pub fn interaction(i: &Interaction) -> String {
         RequestKind::Approval { actions } => {
             let mut out = format!("┌ approval {} · {} action(s) · {deadline}{context}\n", i.approval_key(), actions.len());
             for (n, action) in actions.iter().enumerate() {
-                out += &format!("│ {}. {}", n + 1, action.name);
+                out.push_str(&format!("│ {}. {}", n + 1, action.name));
                 if let Some(d) = &action.description {
-                    out += &format!(" — {d}");
+                    out.push_str(&format!(" — {d}"));
                 }
-                out += &format!("\n│    args: {}\n", action.args);
+                out.push_str(&format!("\n│    args: {}\n", action.args));
                 let allowed: Vec<&str> = action.allowed.iter().map(|d| d.as_str()).collect();
-                out += &format!("│    allowed: {}\n", allowed.join(", "));
+                out.push_str(&format!("│    allowed: {}\n", allowed.join(", ")));
             }
             if let Some(progress) = i.quorum_progress() {
-                out += &format!("│ {}\n", quorum_line(&progress));
+                out.push_str(&format!("│ {}\n", quorum_line(&progress)));
             }
             out + "└"
         }
@@ -91,13 +91,13 @@ pub fn question_prompt(i: &Interaction, index: usize) -> String {
     let Some(q) = questions.get(index) else { return String::new() };
     let mut out = format!("[{}/{}]", index + 1, questions.len());
     if let Some(h) = &q.header {
-        out += &format!(" {h}");
+        out.push_str(&format!(" {h}"));
     }
-    out += &format!("\n{}\n", q.text);
+    out.push_str(&format!("\n{}\n", q.text));
     for (n, option) in q.options.iter().enumerate() {
-        out += &format!("  {}) {}", n + 1, option.label);
+        out.push_str(&format!("  {}) {}", n + 1, option.label));
         if let Some(d) = &option.description {
-            out += &format!(" — {d}");
+            out.push_str(&format!(" — {d}"));
         }
         if option.input {
             out += " (type your answer)";
@@ -105,7 +105,7 @@ pub fn question_prompt(i: &Interaction, index: usize) -> String {
         out += "\n";
     }
     if q.free_text == FreeText::Other {
-        out += &format!("  {}) Other (type your answer)\n", q.options.len() + 1);
+        out.push_str(&format!("  {}) Other (type your answer)\n", q.options.len() + 1));
     }
     let how = if q.multi_select { "numbers separated by commas" } else { "a number" };
     let text = match (q.free_text, q.free_text_label()) {
@@ -113,7 +113,7 @@ pub fn question_prompt(i: &Interaction, index: usize) -> String {
         (_, Some(label)) => format!(", or type text for {label}"),
         _ => ", or type your own answer".into(),
     };
-    out + &format!("answer with {how}{text}, s to skip >")
+    out + format!("answer with {how}{text}, s to skip >").as_str()
 }
 
 /// The prompt when free text is expected next.

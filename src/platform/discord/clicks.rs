@@ -357,9 +357,9 @@ pub fn pending_list(locale: Locale, guild: Option<GuildId>, pending: &[(Interact
         let mut line = format!("• {} · <t:{}:R>", truncate(&what, 80), interaction.deadline_ms.div_euclid(1000));
         for m in messages {
             let channel = m.chat.thread_id.as_deref().unwrap_or(&m.chat.chat_id);
-            line += &format!(" · [{}](https://discord.com/channels/{guild}/{channel}/{})", dtext(locale, DMsg::OpenMessage), m.message_id);
+            line.push_str(&format!(" · [{}](https://discord.com/channels/{guild}/{channel}/{})", dtext(locale, DMsg::OpenMessage), m.message_id));
         }
-        out += &line;
+        out.push_str(&line);
         out += "\n";
     }
     truncate(out.trim_end(), limits::CONTENT)

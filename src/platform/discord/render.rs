@@ -215,7 +215,7 @@ fn approval_body(actions: &[Action], budget: usize) -> (String, bool) {
         let mut head = if actions.len() > 1 { format!("**{}. {}**", i + 1, action.name) } else { format!("**{}**", action.name) };
         if let Some(d) = &action.description {
             head += "\n";
-            head += d;
+            head.push_str(d);
         }
         let head = truncate(&head, share / 3);
         let args = serde_json::to_string_pretty(&action.args).unwrap_or_else(|_| action.args.to_string());
@@ -223,7 +223,7 @@ fn approval_body(actions: &[Action], budget: usize) -> (String, bool) {
         if args.chars().count() > room {
             cut = true;
         }
-        out += &format!("{head}\n```json\n{}\n```\n", truncate(&args, room));
+        out.push_str(&format!("{head}\n```json\n{}\n```\n", truncate(&args, room)));
     }
     (truncate(out.trim_end(), budget), cut)
 }
@@ -249,13 +249,13 @@ fn question_body(questions: &[Question], budget: usize) -> String {
             None => format!("**{}.** {}\n", i + 1, q.text),
         };
         for (n, option) in q.options.iter().enumerate() {
-            part += &format!("{}. {}", n + 1, option.label);
+            part.push_str(&format!("{}. {}", n + 1, option.label));
             if let Some(d) = &option.description {
-                part += &format!(" — {d}");
+                part.push_str(&format!(" — {d}"));
             }
             part += "\n";
         }
-        out += &truncate(&part, share);
+        out.push_str(&truncate(&part, share));
         out += "\n";
     }
     truncate(out.trim_end(), budget)

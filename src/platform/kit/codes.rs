@@ -83,7 +83,7 @@ impl Grammar {
             if n > 0 || self.name_end == NameEnd::AtDot {
                 out.push('.');
             }
-            out += &index.to_string();
+            out.push_str(&index.to_string());
         }
         out
     }

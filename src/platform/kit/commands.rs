@@ -5,8 +5,8 @@
 //! ([`crate::engine::CommandOutcome`]); [`reply`] words the outcome for every platform.
 
 use super::refusals::Refused;
-use crate::engine::CommandOutcome;
-use crate::interaction::Actor;
+use crate::engine::{CommandOutcome, PendingShown};
+use crate::interaction::{Actor, RequestKind};
 use crate::platform::descriptor::WebLinks;
 use crate::platform::locale::web::{WebMsg, web_text};
 use crate::platform::locale::{self, Locale, Msg};
@@ -119,6 +119,29 @@ pub fn reply(locale: Locale, outcome: &CommandOutcome, failed: &str) -> Option<S
         }
         CommandOutcome::Pending(_) | CommandOutcome::ForThePlatform => return None,
     })
+}
+
+/// Requests `pending` lists at most.
+pub const MAX_PENDING_LISTED: usize = 10;
+
+/// `pending` as plain text: one line per request waiting here, with its deadline (a
+/// platform escapes it as its markup needs).
+pub fn pending_list(locale: Locale, waiting: &PendingShown) -> String {
+    if waiting.is_empty() {
+        return locale::text(locale, Msg::NoPending).to_owned();
+    }
+    let lines: Vec<String> = waiting
+        .iter()
+        .take(MAX_PENDING_LISTED)
+        .map(|(interaction, _)| {
+            let what = match &interaction.request.kind {
+                RequestKind::Approval { actions } => actions.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", "),
+                RequestKind::Questions { questions, .. } => questions.first().map(|q| q.text.clone()).unwrap_or_default(),
+            };
+            format!("⏳ {}: {} · ⏰ {}", locale::text(locale, Msg::Pending), crate::texts::cut(&what, 200), locale::clock(interaction.deadline_ms))
+        })
+        .collect();
+    lines.join("\n")
 }
 
 /// The languages a menu is registered in, with each platform's code for them.

@@ -14,18 +14,16 @@ use super::address::DM_PREFIX;
 use super::payload::SlashCommand;
 use super::text::{MMsg, escape_cut, mtext};
 use super::{PLATFORM, Shared};
-use crate::engine::{CommandOutcome, EngineError, PendingShown};
+use crate::engine::{CommandOutcome, EngineError};
 use crate::interaction::command::ChatCommand;
-use crate::interaction::{Actor, RequestKind};
+use crate::interaction::Actor;
 use crate::platform::kit::commands;
 use crate::platform::kit::refusals::{Refused, paired_notice, stranger_notice};
-use crate::platform::locale::{self, Locale, Msg};
+use crate::platform::locale::{self, Locale};
 use crate::store::ChatKey;
 
 /// The longest answer shown.
 const ANSWER: usize = 4_000;
-/// Requests `pending` lists at most.
-const MAX_PENDING_LISTED: usize = 10;
 
 /// Whether the posted `token` is `mattermost.slash_token`, in constant time; without a
 /// configured token nothing is accepted.
@@ -101,28 +99,9 @@ async fn answer(shared: &Shared, command: &SlashCommand) -> String {
         }
     }
     match shared.engine.run_command(chat, actor, &parsed).await {
-        CommandOutcome::Pending(waiting) => pending_list(locale, &waiting),
+        CommandOutcome::Pending(waiting) => commands::pending_list(locale, &waiting),
         outcome => commands::reply(locale, &outcome, failed).unwrap_or_else(|| failed.to_owned()),
     }
-}
-
-/// `pending`: one line per request waiting here, with its deadline.
-fn pending_list(locale: Locale, waiting: &PendingShown) -> String {
-    if waiting.is_empty() {
-        return locale::text(locale, Msg::NoPending).to_owned();
-    }
-    let lines: Vec<String> = waiting
-        .iter()
-        .take(MAX_PENDING_LISTED)
-        .map(|(interaction, _)| {
-            let what = match &interaction.request.kind {
-                RequestKind::Approval { actions } => actions.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", "),
-                RequestKind::Questions { questions, .. } => questions.first().map(|q| q.text.clone()).unwrap_or_default(),
-            };
-            format!("⏳ {}: {} · ⏰ {}", locale::text(locale, Msg::Pending), crate::texts::cut(&what, 200), locale::clock(interaction.deadline_ms))
-        })
-        .collect();
-    lines.join("\n")
 }
 
 #[cfg(test)]

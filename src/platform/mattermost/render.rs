@@ -201,7 +201,7 @@ fn action_text(action: &Action, i: usize, many: bool, decided: Option<&Decision>
     let mut head = if many { format!("**{}. {name}**", i + 1) } else { format!("**{name}**") };
     if let Some(description) = &action.description {
         head += "\n";
-        head += &escape_cut(description, FIELD);
+        head.push_str(&escape_cut(description, FIELD));
     }
     let foot = match (many, decided) {
         (true, Some(d)) => format!("\n→ {}", decision_word(locale, d)),

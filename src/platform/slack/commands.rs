@@ -24,18 +24,15 @@ use serde_json::{Value, json};
 use super::address::DM_PREFIX;
 use super::text::{SMsg, escape_cut, stext};
 use super::{PLATFORM, Shared};
-use crate::engine::{CommandOutcome, EngineError, PendingShown};
-use crate::interaction::RequestKind;
+use crate::engine::{CommandOutcome, EngineError};
 use crate::interaction::command::ChatCommand;
 use crate::platform::kit::commands;
 use crate::platform::kit::refusals::{Refused, paired_notice, stranger_notice};
-use crate::platform::locale::{self, Locale, Msg};
+use crate::platform::locale::{self, Locale};
 use crate::store::ChatKey;
 
 /// The answer's longest text (a section's 3,000 characters).
 const ANSWER: usize = 3_000;
-/// `pending` lists at most this many requests.
-const MAX_PENDING_LISTED: usize = 10;
 
 /// A `slash_commands` envelope's payload, with the fields the bridge reads.
 #[derive(Debug, Clone, Deserialize)]
@@ -137,28 +134,9 @@ async fn answer(shared: &Shared, command: &SlashCommand) -> String {
         }
     }
     match shared.engine.run_command(chat, actor, &parsed).await {
-        CommandOutcome::Pending(waiting) => pending_list(locale, &waiting),
+        CommandOutcome::Pending(waiting) => commands::pending_list(locale, &waiting),
         outcome => commands::reply(locale, &outcome, failed).unwrap_or_else(|| failed.to_owned()),
     }
-}
-
-/// `pending`: one line per request waiting here, with its deadline.
-pub fn pending_list(locale: Locale, waiting: &PendingShown) -> String {
-    if waiting.is_empty() {
-        return locale::text(locale, Msg::NoPending).to_owned();
-    }
-    let lines: Vec<String> = waiting
-        .iter()
-        .take(MAX_PENDING_LISTED)
-        .map(|(interaction, _)| {
-            let what = match &interaction.request.kind {
-                RequestKind::Approval { actions } => actions.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", "),
-                RequestKind::Questions { questions, .. } => questions.first().map(|q| q.text.clone()).unwrap_or_default(),
-            };
-            format!("⏳ {}: {} · ⏰ {}", locale::text(locale, Msg::Pending), crate::texts::cut(&what, 200), locale::clock(interaction.deadline_ms))
-        })
-        .collect();
-    lines.join("\n")
 }
 
 #[cfg(test)]

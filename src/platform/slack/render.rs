@@ -222,7 +222,7 @@ fn action_text(action: &Action, i: usize, many: bool, decided: Option<&Decision>
     let mut head = if many { format!("*{}. {name}*", i + 1) } else { format!("*{name}*") };
     if let Some(description) = &action.description {
         head += "\n";
-        head += &escape_cut(description, FIELD);
+        head.push_str(&escape_cut(description, FIELD));
     }
     let mut foot = String::new();
     if let (true, Some(d)) = (many, decided) {

@@ -402,7 +402,7 @@ fn question_step(
         .map(|(n, o)| {
             let mut line = format!("{}. {}", n + 1, escape_cut(&o.label, 300));
             if let Some(d) = &o.description {
-                line += &format!(" — <i>{}</i>", escape_cut(d, 300));
+                line.push_str(&format!(" — <i>{}</i>", escape_cut(d, 300)));
             }
             line
         })

@@ -46,7 +46,7 @@ pub fn attachments(interaction: &Interaction, questions: &[Question], locale: Lo
             .map(|(n, q)| {
                 let mut text = title(q, n, count);
                 if let Some(answer) = sent.and_then(|a| a.get(&q.text)) {
-                    text += &format!("\n→ {}", escape_cut(answer, FIELD));
+                    text.push_str(&format!("\n→ {}", escape_cut(answer, FIELD)));
                 }
                 json!({ "color": color, "text": text })
             })
@@ -96,11 +96,11 @@ fn title(q: &Question, n: usize, count: usize) -> String {
 fn body(q: &Question, n: usize, count: usize, draft: &AnswerDraft, locale: Locale) -> String {
     let mut out = title(q, n, count);
     for o in q.options.iter().filter(|o| o.description.is_some()) {
-        out += &format!("\n• {} — _{}_", escape_cut(&o.label, 200), escape_cut(o.description.as_deref().unwrap_or_default(), 300));
+        out.push_str(&format!("\n• {} — _{}_", escape_cut(&o.label, 200), escape_cut(o.description.as_deref().unwrap_or_default(), 300)));
     }
     if draft.is_answered() {
         let answer = if draft.skipped { text(locale, Msg::Skipped).to_owned() } else { encode(q, draft) };
-        out += &format!("\n→ {}", escape_cut(&answer, FIELD));
+        out.push_str(&format!("\n→ {}", escape_cut(&answer, FIELD)));
     }
     out
 }

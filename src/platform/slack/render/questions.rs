@@ -53,7 +53,7 @@ pub fn blocks(interaction: &Interaction, questions: &[Question], locale: Locale,
             let mut text = title(q, n, count);
             // Only what was sent: after an expiry the draft was never an answer.
             if let Some(answer) = sent.and_then(|a| a.get(&q.text)) {
-                text += &format!("\n→ {}", escape_cut(answer, FIELD));
+                text.push_str(&format!("\n→ {}", escape_cut(answer, FIELD)));
             }
             blocks.push(section(&format!("question.{n}"), text));
         }
@@ -124,15 +124,15 @@ fn title(q: &Question, n: usize, count: usize) -> String {
 fn body(q: &Question, n: usize, count: usize, draft: &AnswerDraft, cut: bool, locale: Locale, inbox: bool) -> String {
     let mut head = title(q, n, count);
     if q.multi_select {
-        head += &format!("\n_{}_", escape(stext(locale, SMsg::ChooseMany)));
+        head.push_str(&format!("\n_{}_", escape(stext(locale, SMsg::ChooseMany))));
     }
     let mut tail = String::new();
     if cut {
-        tail += &format!("\n_{}_", escape(note(locale, SMsg::OptionsCut, inbox)));
+        tail.push_str(&format!("\n_{}_", escape(note(locale, SMsg::OptionsCut, inbox))));
     }
     if draft.is_answered() {
         let answer = if draft.skipped { text(locale, Msg::Skipped).to_owned() } else { encode(q, draft) };
-        tail += &format!("\n→ {}", escape_cut(&answer, FIELD));
+        tail.push_str(&format!("\n→ {}", escape_cut(&answer, FIELD)));
     }
     // Descriptions get what room is left, whole lines only.
     let mut room = limits::SECTION_TEXT.saturating_sub(head.chars().count() + tail.chars().count() + 2);
@@ -144,9 +144,9 @@ fn body(q: &Question, n: usize, count: usize, draft: &AnswerDraft, cut: bool, lo
             break;
         }
         room -= len;
-        head += &line;
+        head.push_str(&line);
     }
-    head + &tail
+    head + tail.as_str()
 }
 
 /// The label of the free-text button and modal: the `input` option's own, else "Other".
