@@ -17,6 +17,7 @@ pub mod fake_slack;
 pub mod fake_teams;
 pub mod fake_telegram;
 pub mod harness;
+pub mod matrix_person;
 pub mod private_postgres;
 pub mod replica_processes;
 pub mod scripted_model;

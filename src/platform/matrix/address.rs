@@ -1,18 +1,18 @@
 //! How Matrix's rooms, people and approver groups are written in configuration,
 //! policies, MCP and the HTTP API:
 //!
-//! - a room `matrix:!ROOM:SERVER`, a thread in it `matrix:!ROOM:SERVER/$EVENT` (the
+//! - a room `matrix:!ROOM_ID`, a thread in it `matrix:!ROOM_ID/$EVENT` (the
 //!   thread's root event), a person's DM with the bot `matrix:user:@USER:SERVER`
 //!   (found or created when something is sent: the chat id keeps the `user:` prefix);
-//! - a person `matrix:@USER:SERVER`; an approver group `!ROOM:SERVER@50`: the room's
+//! - a person `matrix:@USER:SERVER`; an approver group `!ROOM_ID@50`: the room's
 //!   members at power level 50 or more ([`super::groups`]);
 //! - HTTP API targets `{"platform":"matrix","room_id":"…","thread_id":"…"}` and
 //!   `{"platform":"matrix","user_id":"…"}`.
 //!
 //! Identifiers follow the client-server spec's appendix "Identifier Grammar": a sigil
-//! (`!` room, `@` user, `$` event), then an opaque or local part, then (for rooms and
-//! users) `:` and the server name. Anything else is refused here, before it reaches
-//! the homeserver.
+//! (`!` room, `@` user, `$` event), then an opaque or local part, then (for users, and
+//! rooms before room version 12) `:` and the server name. Anything else is refused
+//! here, before it reaches the homeserver.
 
 use serde_json::{Value, json};
 
@@ -36,9 +36,15 @@ fn is_qualified(text: &str, sigil: char, local_ok: fn(u8) -> bool) -> bool {
     text.len() <= MAX_ID && !local.is_empty() && local.bytes().all(local_ok) && is_server_name(server)
 }
 
-/// A room id, `!opaque:server`.
+/// A room id: `!opaque:server`, or from room version 12 on `!opaque` alone (the
+/// hash of the room's create event, no server part).
 pub fn is_room_id(text: &str) -> bool {
-    is_qualified(text, '!', |b| b.is_ascii_alphanumeric() || b"-_.=".contains(&b))
+    let Some(rest) = text.strip_prefix('!') else { return false };
+    let (opaque, server) = match rest.split_once(':') {
+        Some((opaque, server)) => (opaque, Some(server)),
+        None => (rest, None),
+    };
+    text.len() <= MAX_ID && !opaque.is_empty() && opaque.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.=".contains(&b)) && server.is_none_or(is_server_name)
 }
 
 /// A user id, `@localpart:server` (the historical grammar: printable ASCII but `:`).
@@ -52,7 +58,7 @@ pub fn is_event_id(text: &str) -> bool {
         && text.strip_prefix('$').is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:+=".contains(&b)))
 }
 
-/// An approver group: a room's members at a power level or above, `!ROOM:SERVER@50`.
+/// An approver group: a room's members at a power level or above, `!ROOM_ID@50`.
 pub fn parse_group(text: &str) -> Option<(&str, i64)> {
     let (room, level) = text.rsplit_once('@')?;
     let level: i64 = level.parse().ok().filter(|l| (0..=1_000_000).contains(l))?;
@@ -87,7 +93,7 @@ impl ChatNetwork for Address {
         is_room_id(rest).then(|| AllowedChats::Chat(rest.to_owned()))
     }
 
-    /// A room's members at a power level or above (`!ROOM:SERVER@50`).
+    /// A room's members at a power level or above (`!ROOM_ID@50`).
     fn has_groups(&self) -> bool {
         true
     }
@@ -97,15 +103,15 @@ impl ChatNetwork for Address {
     }
 
     fn group_form(&self) -> Option<&'static str> {
-        Some("a room's members at a power level or above `!ROOM:SERVER@50`")
+        Some("a room's members at a power level or above `!ROOM_ID@50`")
     }
 
     fn chat_form(&self) -> Option<&'static str> {
-        Some("matrix:!ROOM:SERVER")
+        Some("matrix:!ROOM_ID")
     }
 
     fn chat_forms(&self) -> &'static [&'static str] {
-        &["matrix:!ROOM:SERVER", "matrix:!ROOM:SERVER/$THREAD_ROOT", "matrix:user:@USER:SERVER"]
+        &["matrix:!ROOM_ID", "matrix:!ROOM_ID/$THREAD_ROOT", "matrix:user:@USER:SERVER"]
     }
 
     fn chat_examples(&self) -> &'static [&'static str] {
@@ -184,7 +190,8 @@ mod tests {
             assert_eq!(n.parse_chat(&written), Some(key.clone()), "{written}");
             assert_eq!(n.display_chat(&key), written);
         }
-        for bad in ["matrix:", "matrix:#ops:example.org", "matrix:!ops", "matrix:!:x", "matrix:!a b:x", "matrix:!a:x/", "matrix:!a:x/abc", "matrix:user:ana", "matrix:user:@ana"] {
+        assert_eq!(n.parse_chat("matrix:!xk58VJ-_q"), Some(ChatKey::new("matrix", "!xk58VJ-_q", None)), "room version 12");
+        for bad in ["matrix:", "matrix:#ops:example.org", "matrix:!", "matrix:!:x", "matrix:!a b:x", "matrix:!a:x/", "matrix:!a:x/abc", "matrix:!a:b c", "matrix:user:ana", "matrix:user:@ana"] {
             assert_eq!(n.parse_chat(bad), None, "{bad}");
         }
     }

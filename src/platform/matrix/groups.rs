@@ -1,4 +1,4 @@
-//! A room's power levels as approver groups: `!ROOM:SERVER@50` in
+//! A room's power levels as approver groups: `!ROOM_ID@50` in
 //! `access.approver_roles`, `access.roles`, a policy's `approver_roles` or a pushed
 //! request's `approvers.roles` means "whoever is joined to that room with power level
 //! 50 or more" (a room creator in room version 12 counts as above every level).
