@@ -97,9 +97,22 @@ async fn a_direct_encrypted_room_says_so_in_its_state() {
     let invite = events.iter().find(|e| e["type"] == "m.room.member" && e["content"]["membership"] == "invite").expect("Ben's invite");
     assert_eq!(invite["content"]["is_direct"], json!(true));
 
+    // Room version 12: a trusted private chat makes its invitees creators too, with
+    // unlimited power (no power level of theirs can be set).
+    let create = events.iter().find(|e| e["type"] == "m.room.create").expect("m.room.create");
+    assert_eq!(create["content"]["room_version"], "12");
+    assert_eq!(create["content"]["additional_creators"], json!([ben.user_id]));
+}
+
+#[tokio::test]
+#[ignore = "needs the synapse backend: bash tests/backends/install.sh synapse, then cargo test -- --include-ignored"]
+async fn a_moderator_is_made_by_power_level() {
+    let Some(synapse) = Synapse::start().await else { return };
+    let (ann, ben, room) = two_people_in_a_room(&synapse, false).await;
     ann.set_power_level(&room, &ben.user_id, 50).await;
     let levels = ben.wait_for(&room, |e| e["type"] == "m.room.power_levels" && e["content"]["users"][&ben.user_id] == 50, WAIT).await;
     assert_eq!(levels["sender"], json!(ann.user_id));
+    assert!(levels["content"]["users"].get(&ann.user_id).is_none(), "the creator is not listed: {levels}");
 }
 
 #[tokio::test]

@@ -323,7 +323,8 @@ impl Person {
 
     /// A direct chat with `other`: `is_direct` and preset `trusted_private_chat`
     /// (section "Direct Messaging"); the invite `other` receives carries
-    /// `is_direct: true`. Returns the room id.
+    /// `is_direct: true`, and in room version 12 (Synapse's default) `other` is one of
+    /// the room's `additional_creators`, as powerful as its creator. Returns the room id.
     pub async fn create_dm(&self, other: &str, encrypted: bool) -> String {
         self.create(json!({"preset": "trusted_private_chat", "invite": [other], "is_direct": true}), encrypted).await
     }
@@ -449,7 +450,8 @@ impl Person {
     /// Sets `user`'s power level in `room`: reads `m.room.power_levels` and writes it
     /// back with `users[user] = level` (section "m.room.power_levels"; `PUT
     /// /rooms/{roomId}/state/{eventType}/{stateKey}`). In room version 12, Synapse's
-    /// default, the room's creator has unlimited power and must not be listed.
+    /// default, a room's creators (its creator, and in a [`Self::create_dm`] the
+    /// invitee too) have unlimited power: Synapse refuses to list them (400).
     pub async fn set_power_level(&self, room: &str, user: &str, level: i64) {
         let url = self.endpoint(&["rooms", room, "state", "m.room.power_levels", ""]);
         let mut levels = self.request(Method::GET, url.clone(), None).await;
