@@ -6,13 +6,15 @@
 //! A test needs a prerequisite when its body, or a function of its file it calls
 //! (followed through the file's own functions, by name and `impl`), asks for one:
 //! `backends::installed`, `TestDatabase::postgres` (or `TestStore::postgres`, a store
-//! on one), `schema_on` or the browser's `Driver::start`. The reading is line-based,
-//! as rustfmt leaves the files; its own test below shows what it follows.
+//! on one), `schema_on`, the browser's `Driver::start` or the Matrix homeserver's
+//! `Synapse::start` (or `start_with`). The reading is line-based, as rustfmt leaves
+//! the files; its own test below shows what it follows.
 
 use std::path::Path;
 
 /// What a test asks for when it needs something installed.
-const PREREQUISITES: &[&str] = &["installed(", "TestDatabase::postgres(", "TestStore::postgres(", "TestDatabase::schema_on(", "Driver::start("];
+const PREREQUISITES: &[&str] =
+    &["installed(", "TestDatabase::postgres(", "TestStore::postgres(", "TestDatabase::schema_on(", "Driver::start(", "Synapse::start(", "Synapse::start_with("];
 
 /// One `fn` of a test file: its name, the type whose `impl` holds it, whether it is a
 /// test, whether it is ignored, and its text up to the next `fn`.

@@ -1,8 +1,9 @@
 //! Test support, shared by every suite: [`harness`] builds the bridge under test (its
 //! chat platform, backend, store and settings); the fakes stand in for Telegram,
-//! Discord, Slack and Teams, and the `*_chat` modules say what a person does on each; this
-//! file holds the console bridge (stdin/stdout replaced by in-memory pipes the test
-//! writes to and reads from) and the waits every suite uses.
+//! Discord, Slack and Teams, [`synapse`] runs a real Matrix homeserver, and the
+//! `*_chat` modules say what a person does on each; this file holds the console bridge
+//! (stdin/stdout replaced by in-memory pipes the test writes to and reads from) and the
+//! waits every suite uses.
 
 #![allow(dead_code)]
 
@@ -22,6 +23,7 @@ pub mod private_postgres;
 pub mod replica_processes;
 pub mod scripted_model;
 pub mod slack_chat;
+pub mod synapse;
 pub mod telegram_chat;
 pub mod test_db;
 pub mod web_inbox;
