@@ -42,7 +42,13 @@ impl MatrixPerson {
         client.sync_once(SyncSettings::default()).await.expect("first sync");
         let syncing = client.clone();
         let sync = tokio::spawn(async move {
-            let _ = syncing.sync(SyncSettings::default().timeout(Duration::from_millis(500))).await;
+            // One short sync after another (the SDK keeps the token): what the
+            // person's client shows is at most half a second old.
+            loop {
+                if syncing.sync_once(SyncSettings::default().timeout(Duration::from_millis(500))).await.is_err() {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
         });
         Self { client, user_id: user_id.to_owned(), sync, _store: store }
     }

@@ -19,6 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use matrix_sdk::config::SyncSettings;
+use matrix_sdk::ruma::api::client::filter::FilterDefinition;
+use matrix_sdk::ruma::api::client::sync::sync_events::v3::Filter;
 use matrix_sdk::deserialized_responses::TimelineEventKind;
 use matrix_sdk::sync::SyncResponse;
 use matrix_sdk::{Client, Room};
@@ -42,6 +44,10 @@ const LONG_POLL: Duration = Duration::from_secs(25);
 const LEASE_FOR: Duration = Duration::from_secs(75);
 /// How often a standby replica looks at the lease.
 const STANDBY: Duration = Duration::from_secs(5);
+/// Timeline events one sync returns per room at most. Synapse's default is 10, and the
+/// bot's own events count: a burst of cards could push a person's reaction out of a
+/// sync, so the bridge asks for more, and says when a room's timeline was cut anyway.
+const TIMELINE_LIMIT: u32 = 500;
 /// The longest wait between attempts after a failed sync.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -97,7 +103,9 @@ async fn hold_lease(state: &PlatformState, replica: &str) -> Result<bool, String
 /// One sync: its events stored, then its token kept.
 async fn sync_once(handler: &Arc<Handler>, client: &Client, state: &PlatformState) -> Result<(), String> {
     let since = state.get(SINCE, now_ms()).await.map_err(|e| e.to_string())?;
-    let mut settings = SyncSettings::default().timeout(if since.is_some() { LONG_POLL } else { Duration::ZERO });
+    let mut filter = FilterDefinition::default();
+    filter.room.timeline.limit = Some(TIMELINE_LIMIT.into());
+    let mut settings = SyncSettings::default().filter(Filter::FilterDefinition(filter)).timeout(if since.is_some() { LONG_POLL } else { Duration::ZERO });
     if let Some(token) = &since {
         settings = settings.token(token.value.clone());
     }
@@ -126,6 +134,9 @@ async fn updates_of(client: &Client, response: &SyncResponse) -> Vec<Update> {
             None => false,
         };
         let facts = RoomFacts { room: room_id, bot: &bot, direct };
+        if joined.timeline.limited {
+            tracing::warn!(room = %room_id, "a room's timeline was cut in a sync ({TIMELINE_LIMIT} events); earlier events of that sync are not answered");
+        }
         for event in &joined.timeline.events {
             let json: Option<Value> = serde_json::from_str(event.raw().json().get()).ok();
             let Some(json) = json else { continue };

@@ -1,0 +1,269 @@
+//! Matrix end to end, against a real Synapse homeserver (installed from PyPI by
+//! `tests/backends/install.sh`, started per test by `support::synapse`): a real bridge
+//! logs its bot in with `matrix-sdk`, people are real `matrix-sdk` clients on their own
+//! devices (`support::matrix_person`), and each test asserts what crosses a boundary:
+//! the card people read (decrypted, in the encrypted rooms), what a reaction, a reply
+//! or a vote changes, and the exact reply the agent reads (`GET /v1/requests`).
+//!
+//! Without Synapse installed these tests skip (and fail under `CI=true`); they are
+//! `#[ignore]`d in a plain `cargo test`, as every real-server suite is, and run with
+//! `--include-ignored`.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::harness::{Chat, Harness};
+use support::matrix_person::MatrixPerson;
+use hitl_bridge::platform::matrix::settings::MatrixSettings;
+use support::synapse::Synapse;
+
+const API_SECRET: &str = "ci-secret";
+const APPROVAL: &str = "🔐 Approval needed";
+const QUESTION: &str = "❓ The agent asks";
+
+/// A Synapse, the bot's account, Ana and Bo (approvers) and Mallory (a stranger),
+/// each logged in on a device of their own.
+struct World {
+    synapse: Synapse,
+    bot: String,
+    bot_password: String,
+    ana: MatrixPerson,
+    bo: MatrixPerson,
+    mallory: MatrixPerson,
+}
+
+async fn world() -> Option<World> {
+    let synapse = Synapse::start().await?;
+    let bot = synapse.register("hitl", false).await;
+    let mut people = Vec::new();
+    for name in ["ana", "bo", "mallory"] {
+        let person = synapse.register(name, false).await;
+        people.push(MatrixPerson::login(&synapse.url(), &person.user_id, &person.password).await);
+    }
+    let mallory = people.pop()?;
+    let bo = people.pop()?;
+    let ana = people.pop()?;
+    Some(World { bot: bot.user_id.clone(), bot_password: bot.password.clone(), synapse, ana, bo, mallory })
+}
+
+impl World {
+    /// A bridge logged in as the bot (with its password, its device kept in the test's
+    /// directory), listening in `rooms`, Ana and Bo the approvers.
+    async fn bridge(&self, rooms: &[&str], extra: &[(&str, &str)]) -> Harness {
+        let mut pairs = vec![
+            ("matrix.enabled", "true".to_owned()),
+            ("matrix.homeserver_url", self.synapse.url()),
+            ("matrix.user_id", self.bot.clone()),
+            ("matrix.password", self.bot_password.clone()),
+        ];
+        pairs.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+        let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let approvers = vec![format!("matrix:{}", self.ana.user_id), format!("matrix:{}", self.bo.user_id)];
+        let mut rig = Harness::on(Chat::Headless)
+            .no_agent()
+            .settings(&borrowed)
+            .tweak(move |s| {
+                s.http.api_tokens = vec![format!("ci:{API_SECRET}")];
+                s.access.approvers = approvers;
+            })
+            .build()
+            .await;
+        let matrix = rig.settings.platforms.get_mut::<MatrixSettings>();
+        matrix.rooms = rooms.iter().map(|r| (*r).to_owned()).collect();
+        // The bot's device, kept in the test's directory across restarts of the bridge.
+        matrix.store_path = rig.dir.path().join("matrix-store");
+        rig.boot().await;
+        rig
+    }
+
+    /// A room Ana makes, inviting the bot, Bo and Mallory, which the bot joins.
+    async fn room(&self, encrypted: bool) -> String {
+        let room = self.ana.create_room(&[&self.bot, &self.bo.user_id, &self.mallory.user_id], encrypted).await;
+        for person in [&self.bo, &self.mallory] {
+            join(person, &room).await;
+        }
+        room
+    }
+}
+
+async fn join(person: &MatrixPerson, room: &str) {
+    let room_id = <&matrix_sdk::ruma::RoomId>::try_from(room).unwrap();
+    for _ in 0..100 {
+        if person.client.join_room_by_id(room_id).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{} cannot join {room}", person.user_id);
+}
+
+fn trade() -> Value {
+    json!({"timeout_seconds": 300, "actions": [{"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 100}}]})
+}
+
+async fn push(rig: &Harness, room: &str, key: &str, mut body: Value) {
+    body["approval_key"] = json!(key);
+    body["targets"] = json!([{"platform": "matrix", "room_id": room}]);
+    rig.api(API_SECRET).push(&body).await;
+}
+
+/// The reactions the bot put on `event` and has not taken back, by key.
+async fn seeded(person: &MatrixPerson, room: &str, bot: &str, event: &str) -> Vec<String> {
+    person
+        .events(room)
+        .await
+        .iter()
+        .filter(|e| e["sender"] == bot && e["type"] == "m.reaction" && e["content"]["m.relates_to"]["event_id"] == event)
+        .filter(|e| e["unsigned"]["redacted_because"].is_null() && !e["content"]["m.relates_to"]["key"].is_null())
+        .map(|e| e["content"]["m.relates_to"]["key"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// One tap answers: the card is one message with its arguments, seeded with a
+/// reaction per decision; ✅ approves, the card is replaced by the outcome, the seeded
+/// reactions are taken back, and a second reaction is told it is too late and sends
+/// nothing.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn one_reaction_approves_in_a_plain_room_and_a_second_sends_nothing() {
+    let Some(w) = world().await else { return };
+    let room = w.room(false).await;
+    let rig = w.bridge(&[&room], &[]).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    push(&rig, &room, "trade-1", trade()).await;
+
+    let card = w.ana.card(&room, &w.bot, APPROVAL).await;
+    let card_id = card["event_id"].as_str().unwrap().to_owned();
+    let html = card["content"]["formatted_body"].as_str().unwrap();
+    assert!(html.contains("<b>execute_trade</b>") && html.contains("&quot;symbol&quot;: &quot;VNM&quot;"), "{html}");
+    assert_eq!(card["content"]["m.mentions"], json!({}));
+    let keys = support::wait_until(|| async {
+        let keys = seeded(&w.ana, &room, &w.bot, &card_id).await;
+        (keys.len() == 4).then_some(keys)
+    })
+    .await;
+    assert_eq!(keys, ["✅", "❌", "✏️", "💬"]);
+
+    w.ana.react(&room, &card_id, "✅").await;
+    let decided = rig.api(API_SECRET).decided("trade-1").await;
+    assert_eq!(decided["reply"], json!({"decisions": [{"type": "approve"}]}));
+    assert_eq!(decided["decided_by"]["platform"], "matrix");
+    assert_eq!(decided["decided_by"]["id"], w.ana.user_id.as_str());
+    let body = w.ana.wait_current(&room, &card_id, |b| b.contains("✅ Approved by ana at ")).await;
+    assert!(!body.contains("React ✅"), "{body}");
+    support::wait_until(|| async { seeded(&w.ana, &room, &w.bot, &card_id).await.is_empty().then_some(()) }).await;
+
+    w.bo.react(&room, &card_id, "❌").await;
+    let notice = support::wait_until(|| async { w.bo.notices(&room, &w.bot).await.into_iter().find(|n| n.contains("Already decided by ana")) }).await;
+    assert!(notice.starts_with("Already decided by ana at "), "{notice}");
+    assert_eq!(rig.api(API_SECRET).state("trade-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    rig.shutdown().await;
+}
+
+/// In an encrypted room the card is read decrypted, and a reply with words answers:
+/// `reject <reason>` sends the reason to the agent.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn an_encrypted_room_works_like_a_plain_one_and_a_reply_carries_the_reason() {
+    let Some(w) = world().await else { return };
+    let room = w.room(true).await;
+    let rig = w.bridge(&[&room], &[]).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    push(&rig, &room, "trade-2", trade()).await;
+    let card = w.bo.card(&room, &w.bot, APPROVAL).await;
+    let card_id = card["event_id"].as_str().unwrap().to_owned();
+    assert!(card["content"]["body"].as_str().unwrap().contains("execute_trade"), "Bo decrypted the card: {card}");
+
+    w.bo.reply(&room, &card_id, None, "reject too risky today").await;
+    let decided = rig.api(API_SECRET).decided("trade-2").await;
+    assert_eq!(decided["reply"], json!({"decisions": [{"type": "reject", "message": "too risky today"}]}));
+    w.ana.wait_current(&room, &card_id, |b| b.contains("Rejected by bo")).await;
+    rig.shutdown().await;
+}
+
+/// `edit <json>` with invalid JSON is refused in the card's thread and changes
+/// nothing; valid JSON sends the edit.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn an_edit_reply_refuses_invalid_json_then_sends_the_valid_edit() {
+    let Some(w) = world().await else { return };
+    let room = w.room(false).await;
+    let rig = w.bridge(&[&room], &[]).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    push(&rig, &room, "trade-3", trade()).await;
+    let card_id = w.ana.card(&room, &w.bot, APPROVAL).await["event_id"].as_str().unwrap().to_owned();
+
+    w.ana.reply(&room, &card_id, None, "edit {\"symbol\": \"VNM\", quantity: 5}").await;
+    support::wait_until(|| async { w.ana.notices(&room, &w.bot).await.into_iter().find(|n| n.to_lowercase().contains("json")) }).await;
+    assert_eq!(rig.api(API_SECRET).state("trade-3").await["status"], "pending");
+
+    w.ana.reply(&room, &card_id, None, "edit {\"symbol\": \"VNM\", \"quantity\": 5}").await;
+    let decided = rig.api(API_SECRET).decided("trade-3").await;
+    assert_eq!(decided["reply"], json!({"decisions": [{"type": "edit", "edited_action": {"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 5}}}]}));
+    rig.shutdown().await;
+}
+
+/// A stranger's reaction changes nothing, and only they are told, in a DM.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn a_strangers_reaction_is_refused_in_a_dm_and_changes_nothing() {
+    let Some(w) = world().await else { return };
+    let room = w.room(false).await;
+    let rig = w.bridge(&[&room], &[]).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    push(&rig, &room, "trade-4", trade()).await;
+    let card_id = w.mallory.card(&room, &w.bot, APPROVAL).await["event_id"].as_str().unwrap().to_owned();
+
+    w.mallory.react(&room, &card_id, "✅").await;
+    // The bot opens a DM with Mallory: she joins it and reads why.
+    let dm = support::wait_until(|| async {
+        let invited = w.mallory.client.invited_rooms();
+        invited.first().map(|r| r.room_id().to_string())
+    })
+    .await;
+    join(&w.mallory, &dm).await;
+    let notice = support::wait_until(|| async { w.mallory.notices(&dm, &w.bot).await.into_iter().next() }).await;
+    assert!(notice.contains("not allowed"), "{notice}");
+    assert!(w.ana.notices(&room, &w.bot).await.is_empty(), "nothing is said in the room");
+    assert_eq!(rig.api(API_SECRET).state("trade-4").await["status"], "pending");
+    rig.shutdown().await;
+}
+
+/// Questions are polls: each vote selects, ✅ on the card sends, and the agent reads
+/// the answers byte-exact; the polls are ended.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn questions_are_polls_answered_by_votes_then_sent() {
+    let Some(w) = world().await else { return };
+    let room = w.room(true).await;
+    let rig = w.bridge(&[&room], &[]).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    let questions = json!({"timeout_seconds": 300, "actions": [{"name": "ask_user_question", "args": {"questions": [
+        {"question": "Which env?", "options": [{"label": "staging"}, {"label": "prod"}]},
+        {"question": "Which checks?", "multiSelect": true, "options": [{"label": "lint"}, {"label": "test"}, {"label": "e2e"}]}
+    ]}}]});
+    push(&rig, &room, "ask-1", questions).await;
+    let card_id = w.ana.card(&room, &w.bot, QUESTION).await["event_id"].as_str().unwrap().to_owned();
+    let polls: Vec<Value> = support::wait_until(|| async {
+        let polls: Vec<Value> = w.ana.events(&room).await.into_iter().filter(|e| e["type"] == "org.matrix.msc3381.poll.start").collect();
+        (polls.len() == 2).then_some(polls)
+    })
+    .await;
+    assert_eq!(polls[1]["content"]["org.matrix.msc3381.poll.start"]["max_selections"], 3);
+    let (env, checks) = (polls[0]["event_id"].as_str().unwrap(), polls[1]["event_id"].as_str().unwrap());
+
+    w.ana.vote(&room, env, &["o1"]).await;
+    w.ana.vote(&room, checks, &["o0", "o2"]).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    w.ana.react(&room, &card_id, "✅").await;
+    let decided = rig.api(API_SECRET).decided("ask-1").await;
+    assert_eq!(decided["reply"], json!({"answers": {"Which env?": "prod", "Which checks?": "lint, e2e"}}));
+    support::wait_until(|| async {
+        let ended = w.ana.events(&room).await.iter().filter(|e| e["type"] == "org.matrix.msc3381.poll.end").count();
+        (ended == 2).then_some(())
+    })
+    .await;
+    rig.shutdown().await;
+}
