@@ -52,6 +52,12 @@ impl World {
     /// A bridge logged in as the bot (with its password, its device kept in the test's
     /// directory), listening in `rooms`, Ana and Bo the approvers.
     async fn bridge(&self, rooms: &[&str], extra: &[(&str, &str)]) -> Harness {
+        self.bridge_with(rooms, extra, None).await
+    }
+
+    /// [`World::bridge`], with the reference agent as the backend when `agent` gives
+    /// its approval timeout.
+    async fn bridge_with(&self, rooms: &[&str], extra: &[(&str, &str)], agent: Option<u64>) -> Harness {
         let mut pairs = vec![
             ("matrix.enabled", "true".to_owned()),
             ("matrix.homeserver_url", self.synapse.url()),
@@ -61,11 +67,16 @@ impl World {
         pairs.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
         let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let approvers = vec![format!("matrix:{}", self.ana.user_id), format!("matrix:{}", self.bo.user_id)];
-        let mut rig = Harness::on(Chat::Headless)
-            .no_agent()
+        let builder = match agent {
+            Some(timeout) => Harness::on(Chat::Headless).agent(timeout),
+            None => Harness::on(Chat::Headless).no_agent(),
+        };
+        let mut rig = builder
             .settings(&borrowed)
             .tweak(move |s| {
                 s.http.api_tokens = vec![format!("ci:{API_SECRET}")];
+                // Ana and Bo may talk to the agent and answer it; Mallory may not.
+                s.access.users = approvers.clone();
                 s.access.approvers = approvers;
             })
             .build()
@@ -259,11 +270,165 @@ async fn questions_are_polls_answered_by_votes_then_sent() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     w.ana.react(&room, &card_id, "✅").await;
     let decided = rig.api(API_SECRET).decided("ask-1").await;
-    assert_eq!(decided["reply"], json!({"answers": {"Which env?": "prod", "Which checks?": "lint, e2e"}}));
+    assert_eq!(
+        decided["reply"],
+        json!({"answers": {"Which env?": "prod", "Which checks?": "lint, e2e"}, "selected_options": [["prod"], ["lint", "e2e"]]})
+    );
     support::wait_until(|| async {
         let ended = w.ana.events(&room).await.iter().filter(|e| e["type"] == "org.matrix.msc3381.poll.end").count();
         (ended == 2).then_some(())
     })
     .await;
+    rig.shutdown().await;
+}
+
+/// Someone sends an encrypted event the bot has no key for: it says so in the room,
+/// rather than ignoring it.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn a_message_the_bot_cannot_decrypt_is_answered_with_a_notice() {
+    let Some(w) = world().await else { return };
+    let room = w.room(true).await;
+    let rig = w.bridge(&[&room], &[]).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    // Megolm ciphertext under a session the bot was never given (as a client that
+    // withholds its keys sends it), sent raw so no SDK encrypts it again.
+    let raw = w.synapse.register("eve", false).await;
+    let room_id = <&matrix_sdk::ruma::RoomId>::try_from(room.as_str()).unwrap();
+    let eve = <&matrix_sdk::ruma::UserId>::try_from(raw.user_id.as_str()).unwrap();
+    w.ana.client.get_room(room_id).unwrap().invite_user_by_id(eve).await.unwrap();
+    raw.join(&room).await;
+    let garbage = json!({"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "AwgAEnACgAkLmt6qF84IK++J7UDH2Za1YVchHyprqTqsg", "sender_key": "o5Yq8vFR6bHPhX0mJ1pdTcbW+0gJ+0HbqM4eMwnbF2I", "session_id": "2Zy1Jz0t9bmBfJHFIGOXpRnhZyJB7cUhPCcRl1TrIzU", "device_id": "EVEDEVICE"});
+    raw.send(&room, "m.room.encrypted", &garbage).await;
+    let notice = support::wait_until(|| async { w.ana.notices(&room, &w.bot).await.into_iter().find(|n| n.starts_with("🔒")) }).await;
+    assert!(notice.contains("could not decrypt"), "{notice}");
+    rig.shutdown().await;
+}
+
+/// Ana and Bo answer at the same moment: one decision reaches the agent, the other
+/// person is told who was first.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn two_people_answering_at_once_make_one_decision() {
+    let Some(w) = world().await else { return };
+    let room = w.room(false).await;
+    let rig = w.bridge(&[&room], &[]).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    push(&rig, &room, "trade-5", trade()).await;
+    let card_id = w.ana.card(&room, &w.bot, APPROVAL).await["event_id"].as_str().unwrap().to_owned();
+    tokio::join!(w.ana.react(&room, &card_id, "✅"), w.bo.react(&room, &card_id, "❌"));
+    let decided = rig.api(API_SECRET).decided("trade-5").await;
+    let first = decided["decided_by"]["id"].as_str().unwrap().to_owned();
+    let notice = support::wait_until(|| async { w.ana.notices(&room, &w.bot).await.into_iter().find(|n| n.starts_with("Already decided by")) }).await;
+    let (winner, reply) = if first == w.ana.user_id { ("ana", json!({"decisions": [{"type": "approve"}]})) } else { ("bo", json!({"decisions": [{"type": "reject"}]})) };
+    assert_eq!(decided["reply"], reply);
+    assert!(notice.starts_with(&format!("Already decided by {winner} at ")), "{notice}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(w.ana.notices(&room, &w.bot).await.iter().filter(|n| n.starts_with("Already decided")).count(), 1);
+    rig.shutdown().await;
+}
+
+/// At the deadline the card says it expired; a reaction after it is told so and
+/// sends nothing.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn a_late_reaction_after_expiry_is_told_and_sends_nothing() {
+    let Some(w) = world().await else { return };
+    let room = w.room(false).await;
+    let rig = w.bridge(&[&room], &[]).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    push(&rig, &room, "trade-6", json!({"timeout_seconds": 2, "actions": [{"name": "deploy", "args": {}}]})).await;
+    let card_id = w.ana.card(&room, &w.bot, APPROVAL).await["event_id"].as_str().unwrap().to_owned();
+    let expired = rig.api(API_SECRET).decided("trade-6").await;
+    assert_eq!(expired["status"], "expired");
+    let body = w.ana.wait_current(&room, &card_id, |b| !b.contains("React ✅")).await;
+    assert!(body.to_lowercase().contains("expired"), "{body}");
+    w.bo.react(&room, &card_id, "✅").await;
+    let notice = support::wait_until(|| async { w.bo.notices(&room, &w.bot).await.into_iter().find(|n| n.to_lowercase().contains("expired")) }).await;
+    assert!(!notice.is_empty());
+    assert_eq!(rig.api(API_SECRET).state("trade-6").await["status"], "expired");
+    rig.shutdown().await;
+}
+
+/// A crash after a sync's events were stored and before its token was kept: the next
+/// start syncs them again (here the kept token is rewound to before the reaction, as
+/// the crash would leave it), and the inbox knows them: the reaction is not handled a
+/// second time (which would say "Already decided" in the thread).
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn events_synced_again_after_a_crash_before_the_token_was_kept_are_handled_once() {
+    let Some(w) = world().await else { return };
+    let room = w.room(false).await;
+    let mut rig = w.bridge(&[&room], &[]).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    push(&rig, &room, "trade-7", trade()).await;
+    let card_id = w.ana.card(&room, &w.bot, APPROVAL).await["event_id"].as_str().unwrap().to_owned();
+    support::wait_until(|| async { (seeded(&w.ana, &room, &w.bot, &card_id).await.len() == 4).then_some(()) }).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let store = hitl_bridge::store::Store::connect(&rig.settings.store.url).await.unwrap();
+    let state = store.platform_state("matrix");
+    let before = state.get("sync.since", hitl_bridge::clock::now_ms()).await.unwrap().expect("a kept token").value;
+
+    w.ana.react(&room, &card_id, "✅").await;
+    assert_eq!(rig.api(API_SECRET).decided("trade-7").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    w.ana.wait_current(&room, &card_id, |b| b.contains("Approved by ana")).await;
+    rig.stop_bridge().await;
+    state.put("sync.since", &before, hitl_bridge::clock::now_ms(), None).await.unwrap();
+    rig.boot().await;
+    // The restarted bridge syncs past the reaction again.
+    support::wait_until(|| async {
+        let now = state.get("sync.since", hitl_bridge::clock::now_ms()).await.ok().flatten()?.value;
+        (now != before).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(w.ana.notices(&room, &w.bot).await.is_empty(), "the reaction was handled again: {:?}", w.ana.notices(&room, &w.bot).await);
+    assert_eq!(rig.api(API_SECRET).state("trade-7").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    store.close().await;
+    rig.shutdown().await;
+}
+
+/// Synapse restarts while a request waits: the bridge's sync comes back by itself and
+/// the reaction made after the restart answers.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn synapse_restarted_mid_turn_loses_nothing() {
+    let Some(mut w) = world().await else { return };
+    let room = w.room(false).await;
+    let rig = w.bridge(&[&room], &[]).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    push(&rig, &room, "trade-8", trade()).await;
+    let card_id = w.ana.card(&room, &w.bot, APPROVAL).await["event_id"].as_str().unwrap().to_owned();
+    w.synapse.restart().await;
+    w.ana.react(&room, &card_id, "✅").await;
+    let decided = rig.api(API_SECRET).decided("trade-8").await;
+    assert_eq!(decided["reply"], json!({"decisions": [{"type": "approve"}]}));
+    w.ana.wait_current(&room, &card_id, |b| b.contains("Approved by ana")).await;
+    rig.shutdown().await;
+}
+
+/// Chat: a message in the room starts a turn in its own thread; the agent's card
+/// comes in that thread, a reaction answers it, and the agent reads the decision.
+/// `!hitl id` answers the person's and the room's ids.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn a_message_starts_a_turn_in_its_thread_and_the_card_there_is_answered() {
+    let Some(w) = world().await else { return };
+    let room = w.room(true).await;
+    let rig = w.bridge_with(&[&room], &[], Some(300)).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    w.ana.say(&room, "!hitl id").await;
+    let ids = support::wait_until(|| async { w.ana.notices(&room, &w.bot).await.into_iter().find(|n| n.contains("matrix:@ana:localhost")) }).await;
+    assert!(ids.contains(&format!("matrix:{room}")), "{ids}");
+
+    let root = w.ana.say(&room, "trade 100 VNM").await;
+    let card = w.ana.card(&room, &w.bot, APPROVAL).await;
+    assert_eq!(card["content"]["m.relates_to"]["rel_type"], "m.thread");
+    assert_eq!(card["content"]["m.relates_to"]["event_id"], root.as_str());
+    let card_id = card["event_id"].as_str().unwrap().to_owned();
+    w.bo.react(&room, &card_id, "✅").await;
+    let sim = rig.sim();
+    let approvals = support::wait_approvals(sim, 1).await;
+    assert_eq!(approvals[0]["decisions"], json!([{"type": "approve"}]));
     rig.shutdown().await;
 }

@@ -54,6 +54,7 @@ pub fn route(update: &Update, rooms: &[String]) -> Option<Routed> {
 /// Handles one message: an answer by reply, a command, or chat for the agent.
 pub async fn on_message(shared: &Shared, update: Update) {
     let Update::Message { room, event_id, sender, body, thread, reply_to, direct, .. } = &update else { return };
+    tracing::debug!(%room, %event_id, %sender, direct, reply = reply_to.is_some(), "a Matrix message");
     if *direct {
         shared.remember_dm(sender, room).await;
     }
@@ -65,7 +66,8 @@ pub async fn on_message(shared: &Shared, update: Update) {
     if let Some(rest) = command_text(body) {
         let chat = chat_of(room, event_id, sender, thread.as_deref(), *direct);
         let answer = command(shared, &chat, room, sender, rest, *direct).await;
-        shared.notice_in(room, thread.as_deref().or(Some(event_id.as_str())).filter(|_| !*direct || thread.is_some()), &answer).await;
+        let answer = super::render::command_answer(&answer);
+        shared.send_in(room, thread.as_deref().or(Some(event_id.as_str())).filter(|_| !*direct || thread.is_some()), answer).await;
         return;
     }
     let Some(routed) = route(&update, &shared.rooms) else { return };

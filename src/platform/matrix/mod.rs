@@ -177,12 +177,19 @@ impl Shared {
 
     /// A bridge notice in `room`, in thread `thread` when given.
     pub async fn notice_in(&self, room: &str, thread: Option<&str>, text: &str) {
+        self.send_in(room, thread, render::notice(text)).await;
+    }
+
+    /// `content` (an `m.room.message`) in `room`, in thread `thread` when given; a
+    /// failure is logged.
+    pub async fn send_in(&self, room: &str, thread: Option<&str>, content: Value) {
         let sent = match self.room(room) {
-            Ok(room) => self.send(&room, "m.room.message", render::in_thread(render::notice(text), thread)).await.map(|_| ()),
+            Ok(room) => self.send(&room, "m.room.message", render::in_thread(content, thread)).await.map(|_| ()),
             Err(e) => Err(e),
         };
-        if let Err(e) = sent {
-            tracing::warn!(%room, error = %e, "cannot send a Matrix notice");
+        match sent {
+            Ok(()) => tracing::debug!(%room, "a Matrix notice sent"),
+            Err(e) => tracing::warn!(%room, error = %e, "cannot send a Matrix notice"),
         }
     }
 

@@ -74,6 +74,13 @@ pub fn notice(text: &str) -> Value {
     message("m.notice", plain(text), html(text).replace('\n', "<br>"))
 }
 
+/// The answer to a command, as an `m.notice` whose ids read exactly as the
+/// configuration writes them (no word joiner): the bridge's own words, and the empty
+/// `m.mentions` keeps the ids in it from notifying anyone.
+pub fn command_answer(text: &str) -> Value {
+    message("m.notice", text.to_owned(), super::text::entities(text).replace('\n', "<br>"))
+}
+
 /// `content` replacing event `target` (spec § Event replacements): the new content,
 /// and a fallback body marked `* ` for clients without edits.
 pub fn replacement(target: &str, content: &Value) -> Value {

@@ -110,9 +110,11 @@ async fn sync_once(handler: &Arc<Handler>, client: &Client, state: &PlatformStat
         settings = settings.token(token.value.clone());
     }
     let response = client.sync_once(settings).await.map_err(|e| e.to_string())?;
+    tracing::debug!(joined = response.rooms.joined.len(), invited = response.rooms.invited.len(), "a Matrix sync");
     answer_invites(handler, client, &response).await;
     if since.is_some() {
         let updates = updates_of(client, &response).await;
+        tracing::debug!(updates = updates.len(), "Matrix events to handle");
         handler.receive(updates).await.map_err(|e| format!("cannot store the events of a sync (its token is not kept): {e}"))?;
     } else {
         tracing::info!("first Matrix sync: the rooms' history is not answered");
@@ -135,7 +137,7 @@ async fn updates_of(client: &Client, response: &SyncResponse) -> Vec<Update> {
         };
         let facts = RoomFacts { room: room_id, bot: &bot, direct };
         if joined.timeline.limited {
-            tracing::warn!(room = %room_id, "a room's timeline was cut in a sync ({TIMELINE_LIMIT} events); earlier events of that sync are not answered");
+            tracing::info!(room = %room_id, "a room's timeline has a gap (a room just joined, or more than {TIMELINE_LIMIT} events in one sync); what is before it is not answered");
         }
         for event in &joined.timeline.events {
             let json: Option<Value> = serde_json::from_str(event.raw().json().get()).ok();
@@ -158,9 +160,11 @@ fn joined_room_id(room_id: &str) -> &matrix_sdk::ruma::RoomId {
     <&matrix_sdk::ruma::RoomId>::try_from(room_id).expect("a room id the homeserver gave")
 }
 
-/// Whether `room` is a DM with the bot: marked direct, or the bot and one person.
+/// Whether `room` is a DM with the bot: marked direct in the bot's `m.direct` (the
+/// bridge marks a DM invitation it accepts, and the DMs it opens). A member count is
+/// no test: the sync's room summary may not carry one.
 pub async fn is_direct(room: &Room) -> bool {
-    room.is_direct().await.unwrap_or(false) || room.joined_members_count() <= 2
+    room.is_direct().await.unwrap_or(false)
 }
 
 /// Joins the invitations the bridge accepts and declines the rest.
@@ -175,7 +179,14 @@ async fn answer_invites(handler: &Arc<Handler>, client: &Client, response: &Sync
         let direct = invite.as_ref().is_some_and(|e| e["content"]["is_direct"] == true);
         let configured = handler.shared.rooms.iter().any(|r| r == room_id.as_str());
         let accepted = configured || (direct && super::address::is_user_id(&inviter) && may_talk(handler, &inviter).await);
-        let outcome = if accepted { room.join().await } else { room.leave().await };
+        let outcome = match (accepted, direct) {
+            (true, true) => match room.join().await {
+                Ok(()) => room.set_is_direct(true).await,
+                Err(e) => Err(e),
+            },
+            (true, false) => room.join().await,
+            (false, _) => room.leave().await,
+        };
         match outcome {
             Ok(()) => tracing::info!(room = %room_id, %inviter, direct, accepted, "answered a Matrix invitation"),
             Err(e) => tracing::warn!(room = %room_id, error = %e, "cannot answer a Matrix invitation"),

@@ -29,8 +29,14 @@ pub fn plain(text: &str) -> String {
 
 /// `text` as HTML text: no tag, no entity, no mention.
 pub fn html(text: &str) -> String {
+    entities(&plain(text))
+}
+
+/// `text` as HTML text, its `@`s kept as they are: for the bridge's own words that a
+/// person copies (an id to paste into the configuration), never for agent text.
+pub fn entities(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
-    for c in plain(text).chars() {
+    for c in text.chars() {
         match c {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
