@@ -768,6 +768,8 @@ mod tests {
             ("teams.channels", "19:0a1b@thread.tacv2,19:dev0a1b@thread.v2", &["19:0a1b@thread.tacv2", "19:dev0a1b@thread.v2"]),
             ("mattermost.channels", "4xp9fdt7pbgium38k5k6w95oma", &["4xp9fdt7pbgium38k5k6w95oma"]),
             ("mattermost.channels", "4xp9fdt7pbgium38k5k6w95oma,c0ps0000000000000000000000", &["4xp9fdt7pbgium38k5k6w95oma", "c0ps0000000000000000000000"]),
+            ("matrix.rooms", "!ops:example.org", &["!ops:example.org"]),
+            ("matrix.rooms", "!ops:example.org,!xk58VJ", &["!ops:example.org", "!xk58VJ"]),
             ("http.api_tokens", "ci:a-long-random-secret", &["ci:a-long-random-secret"]),
             ("http.api_tokens", "ci:a,cron:b", &["ci:a", "cron:b"]),
             ("routing.channels", "telegram:-1001234567890/7", &["telegram:-1001234567890/7"]),
