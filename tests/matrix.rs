@@ -15,8 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::harness::{Chat, Harness};
-use support::matrix_person::MatrixPerson;
-use hitl_bridge::platform::matrix::settings::MatrixSettings;
+use support::matrix_person::{MatrixPerson, bridge_on_matrix};
 use support::synapse::Synapse;
 
 const API_SECRET: &str = "ci-secret";
@@ -58,14 +57,7 @@ impl World {
     /// [`World::bridge`], with the reference agent as the backend when `agent` gives
     /// its approval timeout.
     async fn bridge_with(&self, rooms: &[&str], extra: &[(&str, &str)], agent: Option<u64>) -> Harness {
-        let mut pairs = vec![
-            ("matrix.enabled", "true".to_owned()),
-            ("matrix.homeserver_url", self.synapse.url()),
-            ("matrix.user_id", self.bot.clone()),
-            ("matrix.password", self.bot_password.clone()),
-        ];
-        pairs.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
-        let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let borrowed: Vec<(&str, &str)> = extra.to_vec();
         let approvers = vec![format!("matrix:{}", self.ana.user_id), format!("matrix:{}", self.bo.user_id)];
         let builder = match agent {
             Some(timeout) => Harness::on(Chat::Headless).agent(timeout),
@@ -81,10 +73,8 @@ impl World {
             })
             .build()
             .await;
-        let matrix = rig.settings.platforms.get_mut::<MatrixSettings>();
-        matrix.rooms = rooms.iter().map(|r| (*r).to_owned()).collect();
-        // The bot's device, kept in the test's directory across restarts of the bridge.
-        matrix.store_path = rig.dir.path().join("matrix-store");
+        let dir = rig.dir.path().to_owned();
+        bridge_on_matrix(&mut rig.settings, &self.synapse.url(), &self.bot, &self.bot_password, rooms, &dir);
         rig.boot().await;
         rig
     }
@@ -212,7 +202,10 @@ async fn an_edit_reply_refuses_invalid_json_then_sends_the_valid_edit() {
 
     w.ana.reply(&room, &card_id, None, "edit {\"symbol\": \"VNM\", \"quantity\": 5}").await;
     let decided = rig.api(API_SECRET).decided("trade-3").await;
-    assert_eq!(decided["reply"], json!({"decisions": [{"type": "edit", "edited_action": {"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 5}}}]}));
+    assert_eq!(
+        decided["reply"],
+        json!({"decisions": [{"type": "edit", "edited_action": {"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 5}}}]})
+    );
     rig.shutdown().await;
 }
 
@@ -270,10 +263,7 @@ async fn questions_are_polls_answered_by_votes_then_sent() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     w.ana.react(&room, &card_id, "✅").await;
     let decided = rig.api(API_SECRET).decided("ask-1").await;
-    assert_eq!(
-        decided["reply"],
-        json!({"answers": {"Which env?": "prod", "Which checks?": "lint, e2e"}, "selected_options": [["prod"], ["lint", "e2e"]]})
-    );
+    assert_eq!(decided["reply"], json!({"answers": {"Which env?": "prod", "Which checks?": "lint, e2e"}, "selected_options": [["prod"], ["lint", "e2e"]]}));
     support::wait_until(|| async {
         let ended = w.ana.events(&room).await.iter().filter(|e| e["type"] == "org.matrix.msc3381.poll.end").count();
         (ended == 2).then_some(())
@@ -320,7 +310,8 @@ async fn two_people_answering_at_once_make_one_decision() {
     let decided = rig.api(API_SECRET).decided("trade-5").await;
     let first = decided["decided_by"]["id"].as_str().unwrap().to_owned();
     let notice = support::wait_until(|| async { w.ana.notices(&room, &w.bot).await.into_iter().find(|n| n.starts_with("Already decided by")) }).await;
-    let (winner, reply) = if first == w.ana.user_id { ("ana", json!({"decisions": [{"type": "approve"}]})) } else { ("bo", json!({"decisions": [{"type": "reject"}]})) };
+    let (winner, reply) =
+        if first == w.ana.user_id { ("ana", json!({"decisions": [{"type": "approve"}]})) } else { ("bo", json!({"decisions": [{"type": "reject"}]})) };
     assert_eq!(decided["reply"], reply);
     assert!(notice.starts_with(&format!("Already decided by {winner} at ")), "{notice}");
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -430,5 +421,66 @@ async fn a_message_starts_a_turn_in_its_thread_and_the_card_there_is_answered() 
     let sim = rig.sim();
     let approvals = support::wait_approvals(sim, 1).await;
     assert_eq!(approvals[0]["decisions"], json!([{"type": "approve"}]));
+    rig.shutdown().await;
+}
+
+/// A token the homeserver refuses stops the start, naming the setting.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn a_refused_access_token_stops_the_start_and_names_the_setting() {
+    let synapse = Synapse::start().await.expect("Synapse");
+    let bot = synapse.register("hitl", false).await;
+    let mut rig = Harness::on(Chat::Headless).no_agent().build().await;
+    let dir = rig.dir.path().to_owned();
+    bridge_on_matrix(&mut rig.settings, &synapse.url(), &bot.user_id, &bot.password, &[], &dir);
+    let matrix = rig.settings.platforms.get_mut::<hitl_bridge::platform::matrix::settings::MatrixSettings>();
+    matrix.password = None;
+    matrix.access_token = Some("syt_aGl0bA_notavalidtoken_0000".to_owned().into());
+    let error = match hitl_bridge::app::App::start(&rig.settings, None as support::harness::NoConsole).await {
+        Ok(_) => panic!("the bridge started with a token the homeserver refuses"),
+        Err(e) => e.to_string(),
+    };
+    assert!(error.contains("the homeserver refused matrix.access_token (whoami: HTTP 401 M_UNKNOWN_TOKEN)"), "{error}");
+    rig.shutdown().await;
+}
+
+/// `!ROOM_ID@50` in `access.approver_roles`: whoever is joined to the room at power
+/// level 50 or more may answer. Bo at 0 is refused (told in a DM); raised to 50, his
+/// reaction approves.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn a_rooms_power_level_is_an_approver_group() {
+    let Some(w) = world().await else { return };
+    let room = w.room(false).await;
+    let group = format!("{room}@50");
+    let mut rig = Harness::on(Chat::Headless)
+        .no_agent()
+        .tweak(move |s| {
+            s.http.api_tokens = vec![format!("ci:{API_SECRET}")];
+            s.access.approver_roles = vec![group];
+        })
+        .build()
+        .await;
+    let dir = rig.dir.path().to_owned();
+    bridge_on_matrix(&mut rig.settings, &w.synapse.url(), &w.bot, &w.bot_password, &[&room], &dir);
+    rig.boot().await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    push(&rig, &room, "trade-9", trade()).await;
+    let card_id = w.bo.card(&room, &w.bot, APPROVAL).await["event_id"].as_str().unwrap().to_owned();
+
+    w.bo.react(&room, &card_id, "✅").await;
+    let dm = support::wait_until(|| async { w.bo.client.invited_rooms().first().map(|r| r.room_id().to_string()) }).await;
+    join(&w.bo, &dm).await;
+    support::wait_until(|| async { w.bo.notices(&dm, &w.bot).await.into_iter().find(|n| n.contains("not allowed")) }).await;
+    assert_eq!(rig.api(API_SECRET).state("trade-9").await["status"], "pending");
+
+    let room_id = <&matrix_sdk::ruma::RoomId>::try_from(room.as_str()).unwrap();
+    let bo = <&matrix_sdk::ruma::UserId>::try_from(w.bo.user_id.as_str()).unwrap();
+    w.ana.client.get_room(room_id).unwrap().update_power_levels(vec![(bo, 50.into())]).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    w.bo.react(&room, &card_id, "❌").await;
+    let decided = rig.api(API_SECRET).decided("trade-9").await;
+    assert_eq!(decided["reply"], json!({"decisions": [{"type": "reject"}]}));
+    assert_eq!(decided["decided_by"]["id"], w.bo.user_id.as_str());
     rig.shutdown().await;
 }

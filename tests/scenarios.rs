@@ -2,8 +2,9 @@
 //! (teloxide against the fake Bot API), Discord (serenity against the fake Discord),
 //! Slack (the bridge's own Web API and Socket Mode clients against the fake Slack),
 //! Microsoft Teams (the bridge's Connector API client and JWT-checked endpoint against
-//! the fake Teams) and Mattermost (REST v4, the WebSocket and the integration endpoint
-//! against the fake Mattermost).
+//! the fake Teams), Mattermost (REST v4, the WebSocket and the integration endpoint
+//! against the fake Mattermost) and Matrix (matrix-sdk against a real Synapse, in an
+//! encrypted room).
 //! Each scenario talks to a [`Person`], a platform-neutral "someone in the chat", and
 //! asserts the exact commands the reference agent received; how each platform shows a
 //! request (keyboards, embeds, wording) is the platform suites' business.
@@ -25,7 +26,9 @@ use support::fake_mattermost::{self, FakeMattermost};
 use support::fake_slack::{self, OPS};
 use support::fake_teams;
 use support::fake_telegram::User;
+use support::matrix_person::{MatrixPerson, body_of, bridge_on_matrix};
 use support::slack_chat::{self, SlackChat};
+use support::synapse::Synapse;
 use support::telegram_chat::{TelegramChat, text_of};
 use support::{Bridge, Chat, Harness, Rig, approvals, session_id, wait_until};
 
@@ -138,6 +141,12 @@ macro_rules! on_every_platform {
             #[tokio::test]
             async fn on_mattermost() {
                 super::$scenario(OnMattermost::start().await).await;
+            }
+
+            #[tokio::test]
+            #[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+            async fn on_matrix() {
+                super::$scenario(OnMatrix::start().await).await;
             }
         }
     )*};
@@ -644,6 +653,100 @@ impl Person for OnMattermost {
         self.harness.stop_bridge().await;
         let errors = self.harness.mattermost().errors();
         assert!(errors.is_empty(), "Mattermost would have refused: {errors:?}");
+        self.harness.shutdown().await;
+    }
+}
+
+// --- Matrix: Thảo in an encrypted room with the bot, on a real Synapse. -------------
+
+struct OnMatrix {
+    harness: Harness,
+    thao: MatrixPerson,
+    bot: String,
+    room: String,
+    /// Thảo's first message: the thread the agent answers in.
+    thread: Option<String>,
+    _synapse: Synapse,
+}
+
+impl OnMatrix {
+    async fn start() -> Self {
+        let synapse = Synapse::start().await.expect("Synapse");
+        let bot = synapse.register("hitl", false).await;
+        let account = synapse.register("thao", false).await;
+        let thao = MatrixPerson::login(&synapse.url(), &account.user_id, &account.password).await;
+        let room = thao.create_room(&[&bot.user_id], true).await;
+        let users = vec![format!("matrix:{}", account.user_id)];
+        let mut harness = Harness::on(Chat::Headless).agent(20).tweak(move |settings| settings.access.users = users).build().await;
+        let dir = harness.dir.path().to_owned();
+        bridge_on_matrix(&mut harness.settings, &synapse.url(), &bot.user_id, &bot.password, &[&room], &dir);
+        harness.boot().await;
+        thao.wait_joined(&room, &bot.user_id).await;
+        OnMatrix { harness, thao, bot: bot.user_id, room, thread: None, _synapse: synapse }
+    }
+
+    /// Whether `event` is the bot's, in Thảo's thread.
+    fn in_thread(&self, event: &Value) -> bool {
+        let thread = self.thread.as_deref().expect("Thảo said something first");
+        event["sender"] == self.bot.as_str() && event["content"]["m.relates_to"]["event_id"] == thread
+    }
+
+    /// The card in Thảo's thread: its event id.
+    async fn card(&self) -> String {
+        let card = self.thao.wait_for(&self.room, |e| self.in_thread(e) && body_of(e).starts_with("🔐")).await;
+        card["event_id"].as_str().expect("an event id").to_owned()
+    }
+}
+
+impl Person for OnMatrix {
+    async fn say(&mut self, text: &str) {
+        match &self.thread {
+            Some(root) => _ = self.thao.reply(&self.room, root, Some(root), text).await,
+            None => self.thread = Some(self.thao.say(&self.room, text).await),
+        }
+    }
+
+    async fn sees(&mut self, text: &str) {
+        // Streamed text grows by edits: the newest content is what Thảo reads.
+        wait_until(|| async {
+            let events = self.thao.events(&self.room).await;
+            let ours: Vec<&str> = events.iter().filter(|e| self.in_thread(e)).filter_map(|e| e["event_id"].as_str()).collect();
+            let edit_of_ours = |e: &Value| e["content"]["m.relates_to"]["event_id"].as_str().is_some_and(|id| ours.contains(&id));
+            // Read as shown: the word joiner after an `@` is invisible.
+            let shown = |e: &Value| body_of(e).replace('\u{2060}', "");
+            events.iter().any(|e| e["sender"] == self.bot.as_str() && (self.in_thread(e) || edit_of_ours(e)) && shown(e).contains(text)).then_some(())
+        })
+        .await;
+    }
+
+    async fn decide(&mut self, choices: &[Choice<'_>]) {
+        let card = self.card().await;
+        let (room, thread) = (self.room.clone(), self.thread.clone());
+        if let [single] = choices {
+            match single {
+                Choice::Approve => _ = self.thao.react(&room, &card, "✅").await,
+                Choice::Reject => _ = self.thao.react(&room, &card, "❌").await,
+                Choice::Edit(args) => _ = self.thao.reply(&room, &card, thread.as_deref(), &format!("edit {args}")).await,
+            }
+            return;
+        }
+        // Several actions: a reply per action names it by number; 📨 sends them.
+        for (n, choice) in choices.iter().enumerate() {
+            let word = match choice {
+                Choice::Approve => "approve",
+                Choice::Reject => "reject",
+                Choice::Edit(_) => panic!("no scenario edits one of several actions; the Matrix suite tests edits"),
+            };
+            self.thao.reply(&room, &card, thread.as_deref(), &format!("{word} {}", n + 1)).await;
+        }
+        self.thao.react(&room, &card, "📨").await;
+    }
+
+    fn agent(&self) -> &SimHandle {
+        self.harness.sim()
+    }
+
+    async fn finish(self) {
         self.harness.shutdown().await;
     }
 }

@@ -9,9 +9,9 @@ pub mod console;
 pub mod descriptor;
 pub mod discord;
 pub mod kit;
-pub mod mattermost;
 #[cfg(feature = "matrix")]
 pub mod matrix;
+pub mod mattermost;
 pub mod registry;
 pub mod slack;
 pub mod teams;

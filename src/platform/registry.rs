@@ -147,7 +147,10 @@ mod tests {
             n.allowed_chats_forms(true),
             "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, teams:CONVERSATION_ID, mattermost:CHANNEL_ID, matrix:!ROOM_ID, discord:guild:GUILD_ID, slack:team:TEAM_ID or mattermost:team:TEAM_ID"
         );
-        assert_eq!(n.allowed_chats_forms(false), "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, teams:CONVERSATION_ID, mattermost:CHANNEL_ID or matrix:!ROOM_ID");
+        assert_eq!(
+            n.allowed_chats_forms(false),
+            "telegram:CHAT_ID, discord:CHANNEL_ID, slack:CHANNEL_ID, teams:CONVERSATION_ID, mattermost:CHANNEL_ID or matrix:!ROOM_ID"
+        );
         assert!(n.has_groups("discord") && !n.has_groups("telegram") && !n.has_groups("console"));
     }
 }

@@ -176,3 +176,20 @@ impl MatrixPerson {
             .collect()
     }
 }
+
+/// Points `settings` at Synapse `homeserver` as bot `user_id` (logging in with
+/// `password`, its device kept under `dir`), listening in `rooms`.
+pub fn bridge_on_matrix(settings: &mut hitl_bridge::config::Settings, homeserver: &str, user_id: &str, password: &str, rooms: &[&str], dir: &std::path::Path) {
+    let matrix = settings.platforms.get_mut::<hitl_bridge::platform::matrix::settings::MatrixSettings>();
+    matrix.enabled = true;
+    matrix.homeserver_url = homeserver.to_owned();
+    matrix.user_id = user_id.to_owned();
+    matrix.password = Some(password.to_owned().into());
+    matrix.rooms = rooms.iter().map(|r| (*r).to_owned()).collect();
+    matrix.store_path = dir.join("matrix-store");
+}
+
+/// The text of an event as its reader sees it now: an edit's new content, else its own.
+pub fn body_of(event: &Value) -> &str {
+    event["content"]["m.new_content"]["body"].as_str().or(event["content"]["body"].as_str()).unwrap_or_default()
+}

@@ -191,7 +191,18 @@ mod tests {
             assert_eq!(n.display_chat(&key), written);
         }
         assert_eq!(n.parse_chat("matrix:!xk58VJ-_q"), Some(ChatKey::new("matrix", "!xk58VJ-_q", None)), "room version 12");
-        for bad in ["matrix:", "matrix:#ops:example.org", "matrix:!", "matrix:!:x", "matrix:!a b:x", "matrix:!a:x/", "matrix:!a:x/abc", "matrix:!a:b c", "matrix:user:ana", "matrix:user:@ana"] {
+        for bad in [
+            "matrix:",
+            "matrix:#ops:example.org",
+            "matrix:!",
+            "matrix:!:x",
+            "matrix:!a b:x",
+            "matrix:!a:x/",
+            "matrix:!a:x/abc",
+            "matrix:!a:b c",
+            "matrix:user:ana",
+            "matrix:user:@ana",
+        ] {
             assert_eq!(n.parse_chat(bad), None, "{bad}");
         }
     }

@@ -16,10 +16,10 @@
 //! - A reply carries words: [`parse_reply`] on a card; on a poll, its text is the
 //!   question's own answer ("Other").
 
+use super::Shared;
 use super::cards::Target;
 use super::render::{self, Reacted};
 use super::text::{XMsg, xtext};
-use super::Shared;
 use crate::engine::{ActError, ActOutcome};
 use crate::interaction::{Attempt, Interaction, Opening, Refusal, RequestKind, UserAction};
 use crate::protocol::{Decision, DecisionType};
@@ -163,7 +163,9 @@ async fn explain(shared: &Shared, room: &str, sender: &str, target: &Target, int
     let check: crate::engine::OpeningCheck = Box::new(move |i: &Interaction| {
         let action = i.request.actions().first().ok_or(Refusal::OutOfRange("action"))?;
         match opening {
-            Opening::Edit if !action.allowed.contains(&DecisionType::Edit) => Err(Refusal::DecisionNotAllowed { action: action.name.clone(), decision: DecisionType::Edit }),
+            Opening::Edit if !action.allowed.contains(&DecisionType::Edit) => {
+                Err(Refusal::DecisionNotAllowed { action: action.name.clone(), decision: DecisionType::Edit })
+            }
             _ => Ok(()),
         }
     });
@@ -196,13 +198,19 @@ mod tests {
     fn replies_carry_their_words() {
         let one = request(&["deploy"]);
         assert_eq!(parse_reply("approve", &one), Some(UserAction::Decide { action: 0, decision: Decision::Approve }));
-        assert_eq!(parse_reply("Reject  too risky ", &one), Some(UserAction::Decide { action: 0, decision: Decision::Reject { message: Some("too risky".into()) } }));
+        assert_eq!(
+            parse_reply("Reject  too risky ", &one),
+            Some(UserAction::Decide { action: 0, decision: Decision::Reject { message: Some("too risky".into()) } })
+        );
         assert_eq!(parse_reply("reject", &one), Some(UserAction::Decide { action: 0, decision: Decision::Reject { message: None } }));
         assert_eq!(parse_reply("edit {\"x\": 1}", &one), Some(UserAction::EditArgs { action: 0, json: "{\"x\": 1}".into() }));
         assert_eq!(parse_reply("edit not json", &one), Some(UserAction::EditArgs { action: 0, json: "not json".into() }), "the engine refuses it");
         assert_eq!(parse_reply("comment use the staging db", &one), Some(UserAction::Comment { action: 0, text: "use the staging db".into() }));
         assert_eq!(parse_reply("comment", &one), None);
-        assert_eq!(parse_reply("reject 2 budget", &one), Some(UserAction::Decide { action: 0, decision: Decision::Reject { message: Some("2 budget".into()) } }));
+        assert_eq!(
+            parse_reply("reject 2 budget", &one),
+            Some(UserAction::Decide { action: 0, decision: Decision::Reject { message: Some("2 budget".into()) } })
+        );
         assert_eq!(parse_reply("thanks!", &one), None);
     }
 

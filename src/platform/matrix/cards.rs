@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::clock::now_ms;
 use crate::store::PlatformState;

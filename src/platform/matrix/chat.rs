@@ -32,11 +32,7 @@ pub struct Routed {
 /// The chat a message in `room` belongs to: the sender's DM chat, or the room's
 /// thread (a top-level message opens its own).
 pub fn chat_of(room: &str, event_id: &str, sender: &str, thread: Option<&str>, direct: bool) -> ChatKey {
-    if direct {
-        ChatKey::new(PLATFORM, &format!("{DM_PREFIX}{sender}"), thread)
-    } else {
-        ChatKey::new(PLATFORM, room, Some(thread.unwrap_or(event_id)))
-    }
+    if direct { ChatKey::new(PLATFORM, &format!("{DM_PREFIX}{sender}"), thread) } else { ChatKey::new(PLATFORM, room, Some(thread.unwrap_or(event_id))) }
 }
 
 /// Where a message goes, if the agent is to hear it: in a DM, a configured room, or

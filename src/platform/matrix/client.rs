@@ -23,8 +23,8 @@ use matrix_sdk::ruma::{OwnedDeviceId, OwnedUserId};
 use matrix_sdk::{Client, SessionMeta, SessionTokens};
 use serde::Deserialize;
 
-use super::settings::MatrixSettings;
 use super::send_error;
+use super::settings::MatrixSettings;
 use crate::platform::PlatformError;
 
 /// The kept session, beside the SDK's store.

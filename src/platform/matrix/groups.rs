@@ -9,8 +9,8 @@
 //! is the safe side.
 
 use matrix_sdk::Client;
-use matrix_sdk::ruma::events::room::power_levels::UserPowerLevel;
 use matrix_sdk::ruma::events::room::member::MembershipState;
+use matrix_sdk::ruma::events::room::power_levels::UserPowerLevel;
 use matrix_sdk::ruma::{RoomId, UserId};
 
 use super::address::parse_group;

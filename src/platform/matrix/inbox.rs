@@ -5,9 +5,9 @@
 //! between the sync and the handling loses nothing, and an event synced again is
 //! handled once.
 //!
-//! Messages go on their room's lane, in the order they were sent; a reaction or a
-//! vote is handled in a task of its own, so a click never waits behind a turn (the
-//! engine orders what touches one request).
+//! Every event goes on its room's lane, in the order the room has them: a reply
+//! `reject 2 …` and the 📨 that follows it are handled in that order. (Handing a
+//! message to the agent only queues it, so a reaction never waits behind a turn.)
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -59,7 +59,6 @@ impl InboxHandler for Handler {
     fn handle(self: &Arc<Self>, update: Update, done: Done) {
         let shared = self.shared.clone();
         let lane = update.room().to_owned();
-        let on_lane = matches!(update, Update::Message { .. } | Update::Undecryptable { .. });
         let work = async move {
             match update {
                 Update::Message { .. } => chat::on_message(&shared, update).await,
@@ -69,9 +68,6 @@ impl InboxHandler for Handler {
             }
             drop(done);
         };
-        if on_lane {
-            return self.lanes.push(lane, work);
-        }
-        tokio::spawn(work);
+        self.lanes.push(lane, work);
     }
 }

@@ -111,7 +111,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Shared {
     /// Room `room_id`, which the bot must be in.
     fn room(&self, room_id: &str) -> Result<Room, PlatformError> {
-        let id = <&RoomId>::try_from(room_id).map_err(|_| PlatformError::Refused { platform: PLATFORM, message: format!("not a Matrix room id: {room_id:?}") })?;
+        let id =
+            <&RoomId>::try_from(room_id).map_err(|_| PlatformError::Refused { platform: PLATFORM, message: format!("not a Matrix room id: {room_id:?}") })?;
         self.client.get_room(id).ok_or_else(|| PlatformError::Refused { platform: PLATFORM, message: format!("the bot is not in room {room_id}; invite it") })
     }
 
@@ -127,7 +128,8 @@ impl Shared {
             lock(&self.dms).insert(user.to_owned(), stored.value);
             return Ok(room);
         }
-        let user_id = <&UserId>::try_from(user).map_err(|_| PlatformError::Refused { platform: PLATFORM, message: format!("not a Matrix user id: {user:?}") })?;
+        let user_id =
+            <&UserId>::try_from(user).map_err(|_| PlatformError::Refused { platform: PLATFORM, message: format!("not a Matrix user id: {user:?}") })?;
         let room = match self.client.get_dm_room(user_id) {
             Some(room) => room,
             None => self.client.create_dm(user_id).await.map_err(|e| sdk_error(&format!("cannot open a DM with {user}"), e))?,

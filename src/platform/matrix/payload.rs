@@ -52,7 +52,9 @@ impl Update {
     /// Its event id: its key in the inbox.
     pub fn event_id(&self) -> &str {
         match self {
-            Update::Message { event_id, .. } | Update::Reaction { event_id, .. } | Update::Vote { event_id, .. } | Update::Undecryptable { event_id, .. } => event_id,
+            Update::Message { event_id, .. } | Update::Reaction { event_id, .. } | Update::Vote { event_id, .. } | Update::Undecryptable { event_id, .. } => {
+                event_id
+            }
         }
     }
 
@@ -97,8 +99,7 @@ pub fn read(event: &Value, facts: RoomFacts<'_>) -> Option<Update> {
             // threads unless `is_falling_back` is false.
             let falling_back = thread.is_some() && relates["is_falling_back"].as_bool().unwrap_or(true);
             let reply_to = relates["m.in_reply_to"]["event_id"].as_str().filter(|_| !falling_back).map(str::to_owned);
-            let mentions_bot =
-                content["m.mentions"]["user_ids"].as_array().is_some_and(|ids| ids.iter().any(|id| id == facts.bot)) || body.contains(facts.bot);
+            let mentions_bot = content["m.mentions"]["user_ids"].as_array().is_some_and(|ids| ids.iter().any(|id| id == facts.bot)) || body.contains(facts.bot);
             Some(Update::Message { room, event_id, sender, body, thread, reply_to, direct: facts.direct, mentions_bot })
         }
         "m.reaction" => {
@@ -178,7 +179,13 @@ mod tests {
         for vote in [unstable, stable] {
             assert_eq!(
                 read(&vote, facts()),
-                Some(Update::Vote { room: ROOM.into(), event_id: "$v".into(), sender: "@ana:localhost".into(), poll: "$poll".into(), answers: vec!["o1".into(), "o0".into()] })
+                Some(Update::Vote {
+                    room: ROOM.into(),
+                    event_id: "$v".into(),
+                    sender: "@ana:localhost".into(),
+                    poll: "$poll".into(),
+                    answers: vec!["o1".into(), "o0".into()]
+                })
             );
         }
     }

@@ -208,7 +208,10 @@ fn approval(interaction: &Interaction, actions: &[Action], locale: Locale, plain
             plain_lines.push(xtext(locale, XMsg::ArgsCut).to_owned());
             html_parts.push(format!("<p><i>{}</i></p>", html(xtext(locale, XMsg::ArgsCut))));
         }
-        if many && let Draft::Decisions(d) = &interaction.draft && let Some(Some(decision)) = d.decisions.get(i) {
+        if many
+            && let Draft::Decisions(d) = &interaction.draft
+            && let Some(Some(decision)) = d.decisions.get(i)
+        {
             let line = format!("→ {}", decision_word(locale, decision));
             html_parts.push(format!("<p>{}</p>", html(&line)));
             plain_lines.push(line);
@@ -276,9 +279,17 @@ pub fn reaction_action(interaction: &Interaction, key: &str) -> Reacted {
         RequestKind::Approval { actions } => {
             let single = actions.len() == 1;
             if is(APPROVE) {
-                Reacted::Act(if single { UserAction::Decide { action: 0, decision: Decision::Approve } } else { UserAction::DecideAll { decision: DecisionType::Approve } })
+                Reacted::Act(if single {
+                    UserAction::Decide { action: 0, decision: Decision::Approve }
+                } else {
+                    UserAction::DecideAll { decision: DecisionType::Approve }
+                })
             } else if is(REJECT) {
-                Reacted::Act(if single { UserAction::Decide { action: 0, decision: Decision::Reject { message: None } } } else { UserAction::DecideAll { decision: DecisionType::Reject } })
+                Reacted::Act(if single {
+                    UserAction::Decide { action: 0, decision: Decision::Reject { message: None } }
+                } else {
+                    UserAction::DecideAll { decision: DecisionType::Reject }
+                })
             } else if is(FOR_SESSION) && single {
                 Reacted::Act(UserAction::Decide { action: 0, decision: Decision::ApproveForSession })
             } else if is(REMEMBER_SESSION) {

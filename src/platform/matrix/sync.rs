@@ -19,9 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use matrix_sdk::config::SyncSettings;
+use matrix_sdk::deserialized_responses::TimelineEventKind;
 use matrix_sdk::ruma::api::client::filter::FilterDefinition;
 use matrix_sdk::ruma::api::client::sync::sync_events::v3::Filter;
-use matrix_sdk::deserialized_responses::TimelineEventKind;
 use matrix_sdk::sync::SyncResponse;
 use matrix_sdk::{Client, Room};
 use serde::{Deserialize, Serialize};
@@ -172,9 +172,12 @@ async fn answer_invites(handler: &Arc<Handler>, client: &Client, response: &Sync
     let bot = client.user_id().map(|u| u.to_string()).unwrap_or_default();
     for (room_id, invited) in &response.rooms.invited {
         let Some(room) = client.get_room(room_id) else { continue };
-        let invite = invited.invite_state.events.iter().filter_map(|e| serde_json::from_str::<Value>(e.json().get()).ok()).find(|e| {
-            e["type"] == "m.room.member" && e["state_key"] == bot.as_str() && e["content"]["membership"] == "invite"
-        });
+        let invite = invited
+            .invite_state
+            .events
+            .iter()
+            .filter_map(|e| serde_json::from_str::<Value>(e.json().get()).ok())
+            .find(|e| e["type"] == "m.room.member" && e["state_key"] == bot.as_str() && e["content"]["membership"] == "invite");
         let inviter = invite.as_ref().and_then(|e| e["sender"].as_str()).unwrap_or_default().to_owned();
         let direct = invite.as_ref().is_some_and(|e| e["content"]["is_direct"] == true);
         let configured = handler.shared.rooms.iter().any(|r| r == room_id.as_str());

@@ -100,8 +100,12 @@ pub fn xtext(locale: Locale, msg: XMsg) -> &'static str {
         (ArgsCut, En) => "The arguments are cut to fit one message; the full ones are in the web inbox or the agent's log.",
         (ArgsCut, Vi) => "Tham số đã bị cắt cho vừa một tin nhắn; bản đầy đủ có trong hộp chờ web hoặc nhật ký của tác tử.",
         (ArgsCut, Zh) => "参数已截断以容纳于一条消息；完整内容见网页待办或智能体日志。",
-        (HowToApprove, En) => "React ✅ to approve or ❌ to reject, or reply: approve · reject REASON · edit {JSON} · comment TEXT (with several actions, put its number first: reject 2 REASON).",
-        (HowToApprove, Vi) => "Thả ✅ để duyệt hoặc ❌ để từ chối, hoặc trả lời: approve · reject LÝ_DO · edit {JSON} · comment NỘI_DUNG (nhiều hành động: ghi số trước, reject 2 LÝ_DO).",
+        (HowToApprove, En) => {
+            "React ✅ to approve or ❌ to reject, or reply: approve · reject REASON · edit {JSON} · comment TEXT (with several actions, put its number first: reject 2 REASON)."
+        }
+        (HowToApprove, Vi) => {
+            "Thả ✅ để duyệt hoặc ❌ để từ chối, hoặc trả lời: approve · reject LÝ_DO · edit {JSON} · comment NỘI_DUNG (nhiều hành động: ghi số trước, reject 2 LÝ_DO)."
+        }
         (HowToApprove, Zh) => "回应 ✅ 批准或 ❌ 拒绝，或回复：approve · reject 原因 · edit {JSON} · comment 内容（多个操作时先写编号：reject 2 原因）。",
         (HowToAnswer, En) => "Vote in each poll, then react ✅ here to send. Reply to a poll with your own answer; react ⏭️ on a poll to skip it.",
         (HowToAnswer, Vi) => "Bình chọn ở từng cuộc thăm dò rồi thả ✅ vào đây để gửi. Trả lời một cuộc thăm dò để nhập câu trả lời riêng; thả ⏭️ để bỏ qua.",
@@ -118,9 +122,7 @@ pub fn xtext(locale: Locale, msg: XMsg) -> &'static str {
         (NotACard, En) => "That request is no longer waiting for an answer.",
         (NotACard, Vi) => "Yêu cầu đó không còn chờ trả lời.",
         (NotACard, Zh) => "该请求已不再等待回答。",
-        (Undecryptable, En) => {
-            "🔒 I could not decrypt your message. Verify my session (or share room keys with it) and send it again."
-        }
+        (Undecryptable, En) => "🔒 I could not decrypt your message. Verify my session (or share room keys with it) and send it again.",
         (Undecryptable, Vi) => "🔒 Tôi không giải mã được tin nhắn của bạn. Hãy xác minh phiên của tôi (hoặc chia sẻ khóa phòng) rồi gửi lại.",
         (Undecryptable, Zh) => "🔒 我无法解密你的消息。请验证我的会话（或与其共享房间密钥）后重新发送。",
         (Internal, En) => "Something went wrong; please try again.",
