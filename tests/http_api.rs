@@ -452,6 +452,9 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
         use hitl_bridge::platform::console::render;
         format!("{}\n{}", render::interaction(&stored), render::action_prompt(&stored, 0))
     };
+    // Matrix's card, rendered from the request as stored (its real delivery is the
+    // Synapse suite's, tests/matrix.rs).
+    let matrix = strings(&hitl_bridge::platform::matrix::render::card(&stored, hitl_bridge::texts::Locale::En, None));
     // Mattermost's Markdown escapes `[` and `]` with a backslash the reader never sees.
     let mattermost = strings(&mattermost).replace('\\', "");
     let mut surfaces = vec![
@@ -460,6 +463,7 @@ async fn hidden_characters_are_shown_as_markers_on_every_platform() {
         ("slack", strings(&slack)),
         ("teams", strings(&teams)),
         ("mattermost", mattermost),
+        ("matrix", matrix),
         ("console", console),
     ];
     surfaces.extend(web);
@@ -561,7 +565,7 @@ async fn idempotency_and_every_error_code() {
             Some("choices"),
         ),
         (
-            json!({"targets": [{"platform": "matrix", "chat_id": "1"}], "actions": [{"name": "a"}]}),
+            json!({"targets": [{"platform": "irc", "chat_id": "1"}], "actions": [{"name": "a"}]}),
             StatusCode::UNPROCESSABLE_ENTITY,
             "unknown_platform",
             Some("targets[0].platform"),
@@ -835,7 +839,7 @@ async fn health_readiness_and_openapi() {
     assert_eq!(doc["openapi"], "3.1.0");
     let described = doc["info"]["description"].as_str().unwrap_or_default();
     assert!(
-        described.starts_with("Push approval requests and questions to people in chat (telegram, discord, slack, teams, mattermost or console);"),
+        described.starts_with("Push approval requests and questions to people in chat (telegram, discord, slack, teams, mattermost, matrix or console);"),
         "{described}"
     );
     let paths: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
@@ -868,12 +872,14 @@ async fn health_readiness_and_openapi() {
     // Each platform's own target object, as its descriptor publishes it.
     let targets = schemas["Target"]["oneOf"].as_array().unwrap();
     let platforms: Vec<&Value> = targets.iter().map(|t| &t["properties"]["platform"]["const"]).collect();
-    assert_eq!(platforms, ["telegram", "discord", "slack", "teams", "mattermost", "console"]);
+    assert_eq!(platforms, ["telegram", "discord", "slack", "teams", "mattermost", "matrix", "console"]);
     let telegram: Vec<&String> = targets[0]["properties"].as_object().unwrap().keys().collect();
     assert_eq!(telegram, ["platform", "chat_id", "thread_id", "user_id"]);
     assert!(targets[1]["properties"]["channel_id"].is_object());
     let slack: Vec<&String> = targets[2]["properties"].as_object().unwrap().keys().collect();
     assert_eq!(slack, ["platform", "channel_id", "thread_ts", "user_id"]);
+    let matrix: Vec<&String> = targets[5]["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(matrix, ["platform", "room_id", "thread_id", "user_id"]);
     let teams: Vec<&String> = targets[3]["properties"].as_object().unwrap().keys().collect();
     assert_eq!(teams, ["platform", "conversation_id", "message_id", "user_id"]);
     // The request's own policy, and what a policy adds to the state.
@@ -964,10 +970,10 @@ async fn policy_validation_and_idempotency() {
             error("invalid_policy", "comes after the fallback; the fallback must be the last step", "policy.escalation[1]"),
         ),
         (
-            with(json!({"escalation": [{"after": "5m", "show_in": "matrix:!ops"}]})),
+            with(json!({"escalation": [{"after": "5m", "show_in": "irc:#ops"}]})),
             error(
                 "invalid_policy",
-                "`matrix:!ops` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, slack:C0123…, slack:user:U0123…, teams:19:…@thread.tacv2, teams:user:2f1c…, mattermost:4xp9…, mattermost:user:8w1z…)",
+                "`irc:#ops` is not platform:chat (e.g. telegram:-100123/7, discord:1100…, discord:user:80…, slack:C0123…, slack:user:U0123…, teams:19:…@thread.tacv2, teams:user:2f1c…, mattermost:4xp9…, mattermost:user:8w1z…, matrix:!ops:example.org, matrix:user:@ana:example.org)",
                 "policy.escalation[0].show_in",
             ),
         ),

@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::harness::{Chat, Harness};
 use support::matrix_person::{MatrixPerson, bridge_on_matrix};
-use support::synapse::Synapse;
+use support::synapse::{Options, Synapse};
 
 const API_SECRET: &str = "ci-secret";
 const APPROVAL: &str = "🔐 Approval needed";
@@ -34,7 +34,10 @@ struct World {
 }
 
 async fn world() -> Option<World> {
-    let synapse = Synapse::start().await?;
+    world_on(Synapse::start().await?).await
+}
+
+async fn world_on(synapse: Synapse) -> Option<World> {
     let bot = synapse.register("hitl", false).await;
     let mut people = Vec::new();
     for name in ["ana", "bo", "mallory"] {
@@ -482,5 +485,93 @@ async fn a_rooms_power_level_is_an_approver_group() {
     let decided = rig.api(API_SECRET).decided("trade-9").await;
     assert_eq!(decided["reply"], json!({"decisions": [{"type": "reject"}]}));
     assert_eq!(decided["decided_by"]["id"], w.bo.user_id.as_str());
+    rig.shutdown().await;
+}
+
+/// The action names of the bot's cards in `room`, in the room's order.
+async fn cards_in_order(person: &MatrixPerson, room: &str, bot: &str) -> Vec<String> {
+    person
+        .all_events(room, 5_000)
+        .await
+        .iter()
+        .filter(|e| e["sender"] == bot && e["type"] == "m.room.message" && e["content"]["m.relates_to"].is_null())
+        .filter_map(|e| e["content"]["body"].as_str())
+        .filter(|b| b.starts_with(APPROVAL))
+        .filter_map(|b| b.lines().find(|l| l.starts_with("step_")).map(str::to_owned))
+        .collect()
+}
+
+/// Waits (up to three minutes: a burst takes its time) until `n` cards are in
+/// `room`: their action names in the room's order.
+async fn all_cards(w: &World, room: &str, n: usize) -> Vec<String> {
+    for _ in 0..360 {
+        let shown = cards_in_order(&w.ana, room, &w.bot).await;
+        if shown.len() >= n {
+            return shown;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("only {} of {n} cards were shown", cards_in_order(&w.ana, room, &w.bot).await.len());
+}
+
+/// Pushes `n` requests into `room` as fast as the API takes them: their action names
+/// in order.
+async fn burst(rig: &Harness, room: &str, n: usize) -> Vec<String> {
+    let names: Vec<String> = (0..n).map(|i| format!("step_{i:03}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        push(rig, room, &format!("burst-{i}"), json!({"timeout_seconds": 600, "actions": [{"name": name, "args": {}}]})).await;
+    }
+    names
+}
+
+/// A burst of 200 requests into one room: every card is shown, in the order pushed.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn a_burst_of_200_into_one_room_is_shown_in_order_and_none_is_lost() {
+    let Some(w) = world().await else { return };
+    let room = w.room(false).await;
+    let rig = w.bridge(&[&room], &[]).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    let names = burst(&rig, &room, 200).await;
+    let shown = all_cards(&w, &room, names.len()).await;
+    assert_eq!(shown, names);
+    rig.shutdown().await;
+}
+
+/// Under a tight limit (one event a second, a burst of two) Synapse answers 429
+/// `M_LIMIT_EXCEEDED`: the bridge waits `retry_after_ms` and sends again, so every
+/// card and its reactions arrive, in order.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn m_limit_exceeded_is_waited_out_and_nothing_is_lost() {
+    let synapse = Synapse::start_with(Options { tight_message_limit: true }).await.expect("Synapse");
+    let Some(w) = world_on(synapse).await else { return };
+    let room = w.room(false).await;
+    let rig = w.bridge(&[&room], &[]).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    let names = burst(&rig, &room, 3).await;
+    let shown = all_cards(&w, &room, names.len()).await;
+    assert_eq!(shown, names);
+    rig.shutdown().await;
+}
+
+/// Logged in with its password, the bot bootstraps its cross-signing identity and signs
+/// its own device with it: a person sees a device they can verify through that
+/// identity (Element: the bot's profile → Verify).
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn the_bots_device_is_signed_by_its_own_cross_signing_identity() {
+    let Some(w) = world().await else { return };
+    let room = w.room(true).await;
+    let rig = w.bridge(&[&room], &[]).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    let bot = <&matrix_sdk::ruma::UserId>::try_from(w.bot.as_str()).unwrap();
+    let encryption = w.ana.client.encryption();
+    support::wait_until(|| async { encryption.request_user_identity(bot).await.ok().flatten() }).await;
+    support::wait_until(|| async {
+        let devices = encryption.get_user_devices(bot).await.ok()?;
+        devices.devices().any(|d| d.is_cross_signed_by_owner()).then_some(())
+    })
+    .await;
     rig.shutdown().await;
 }

@@ -124,6 +124,30 @@ impl MatrixPerson {
         events
     }
 
+    /// Every event of the room as this person reads them, oldest first (paged back
+    /// 1,000 at a time, up to `most`).
+    pub async fn all_events(&self, room_id: &str, most: usize) -> Vec<Value> {
+        let room = self.room(room_id);
+        let mut events: Vec<Value> = Vec::new();
+        let mut from = None;
+        while events.len() < most {
+            let mut options = MessagesOptions::backward();
+            options.limit = 1000u32.into();
+            options.from = from.clone();
+            let page = room.messages(options).await.expect("read messages");
+            if page.chunk.is_empty() {
+                break;
+            }
+            events.extend(page.chunk.iter().filter_map(|e| serde_json::from_str(e.raw().json().get()).ok()));
+            match page.end {
+                Some(end) => from = Some(end),
+                None => break,
+            }
+        }
+        events.reverse();
+        events
+    }
+
     /// The first event `matches` finds, waiting for it up to 60 s.
     pub async fn wait_for(&self, room_id: &str, matches: impl Fn(&Value) -> bool) -> Value {
         for _ in 0..600 {

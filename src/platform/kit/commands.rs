@@ -121,6 +121,23 @@ pub fn reply(locale: Locale, outcome: &CommandOutcome, failed: &str) -> Option<S
     })
 }
 
+/// Every command, one line each (`{bullet} {prefix} pair CODE: what it does`): the
+/// answer to a command a platform does not know.
+pub fn usage(locale: Locale, bullet: &str, prefix: &str) -> String {
+    let lines: Vec<String> = COMMANDS
+        .iter()
+        .map(|c| {
+            let argument = match c.name {
+                "pair" => " CODE",
+                "rules" => " [revoke ID]",
+                _ => "",
+            };
+            format!("{bullet} {prefix} {}{argument}: {}", c.name, c.description(locale))
+        })
+        .collect();
+    lines.join("\n")
+}
+
 /// Requests `pending` lists at most.
 pub const MAX_PENDING_LISTED: usize = 10;
 

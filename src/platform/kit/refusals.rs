@@ -74,6 +74,13 @@ impl Refused for RevokeRefusal {
     }
 }
 
+/// A notice's line as a chat shows it: a warning sign before it, but good news
+/// (being paired) reads as a message, not as a warning.
+pub fn notice_line(notice: &crate::interaction::updates::Notice) -> String {
+    let text = crate::texts::notice(notice);
+    if let crate::interaction::updates::Notice::YouArePaired { .. } = notice { text } else { format!("⚠️ {text}") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

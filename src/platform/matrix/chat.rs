@@ -92,18 +92,7 @@ pub fn command_text(body: &str) -> Option<&str> {
 
 /// `!hitl` with nothing or something unknown after it.
 fn usage(locale: Locale) -> String {
-    let lines: Vec<String> = commands::COMMANDS
-        .iter()
-        .map(|c| {
-            let argument = match c.name {
-                "pair" => " CODE",
-                "rules" => " [revoke ID]",
-                _ => "",
-            };
-            format!("• {COMMAND_PREFIX} {}{argument}: {}", c.name, c.description(locale))
-        })
-        .collect();
-    lines.join("\n")
+    commands::usage(locale, "•", COMMAND_PREFIX)
 }
 
 /// The answer to `!hitl <rest>` from `sender` in `chat`.

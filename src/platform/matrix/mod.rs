@@ -444,9 +444,7 @@ impl Platform for Matrix {
 
     fn send_notice<'a>(&'a self, chat: &'a ChatKey, notice: &'a Notice) -> BoxFuture<'a, Result<(), PlatformError>> {
         Box::pin(async move {
-            let text = texts::notice(notice);
-            // Good news reads as a message, not as a warning.
-            let text = if let Notice::YouArePaired { .. } = notice { text } else { format!("⚠️ {text}") };
+            let text = crate::platform::kit::refusals::notice_line(notice);
             self.shared.post(chat, render::notice(&texts::cut(&text, TEXT_PIECE))).await.map(|_| ())
         })
     }

@@ -36,18 +36,7 @@ pub fn verify_token(configured: Option<&str>, posted: Option<&str>) -> bool {
 
 /// `/hitl` with nothing or something unknown after it.
 fn usage(locale: Locale) -> String {
-    let lines: Vec<String> = commands::COMMANDS
-        .iter()
-        .map(|c| {
-            let argument = match c.name {
-                "pair" => " CODE",
-                "rules" => " [revoke ID]",
-                _ => "",
-            };
-            format!("- /hitl {}{argument}: {}", c.name, c.description(locale))
-        })
-        .collect();
-    lines.join("\n")
+    commands::usage(locale, "-", "/hitl")
 }
 
 /// The response Mattermost shows the person.
