@@ -575,3 +575,54 @@ async fn the_bots_device_is_signed_by_its_own_cross_signing_identity() {
     .await;
     rig.shutdown().await;
 }
+
+/// Two replicas on one store, both logged in as the bot (a device each): only the
+/// holder of the sync lease syncs, so a reaction is handled once; when the holder dies
+/// (its lease lapsed, as the store then says), the other takes the sync over and
+/// answers.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn with_two_replicas_only_the_lease_holder_syncs_and_the_other_takes_over() {
+    let Some(w) = world().await else { return };
+    let room = w.room(false).await;
+    let mut rig = w.bridge(&[&room], &[("backend.replica_id", "first")]).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    let mut second_settings = rig.settings.clone();
+    second_settings.backend.replica_id = Some("second".into());
+    second_settings.platforms.get_mut::<hitl_bridge::platform::matrix::settings::MatrixSettings>().store_path = rig.dir.path().join("matrix-store-2");
+    let second = hitl_bridge::app::App::start(&second_settings, None as support::harness::NoConsole).await.expect("the second replica starts");
+    let store = hitl_bridge::store::Store::connect(&rig.settings.store.url).await.unwrap();
+    let state = store.platform_state("matrix");
+    let holder = || async {
+        state.get("sync.lease", hitl_bridge::clock::now_ms()).await.unwrap().map(|s| serde_json::from_str::<Value>(&s.value).unwrap()["owner"].clone())
+    };
+    assert_eq!(holder().await, Some(json!("first")));
+
+    push(&rig, &room, "trade-10", trade()).await;
+    let card_id = w.ana.card(&room, &w.bot, APPROVAL).await["event_id"].as_str().unwrap().to_owned();
+    w.ana.react(&room, &card_id, "✅").await;
+    assert_eq!(rig.api(API_SECRET).decided("trade-10").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(w.ana.notices(&room, &w.bot).await.is_empty(), "handled twice: {:?}", w.ana.notices(&room, &w.bot).await);
+    assert_eq!(holder().await, Some(json!("first")), "the second replica stood by");
+
+    // The first replica dies: its lease lapses (written as the store would then hold it).
+    rig.stop_bridge().await;
+    state.put("sync.lease", &json!({"owner": "first", "until_ms": 0}).to_string(), hitl_bridge::clock::now_ms(), None).await.unwrap();
+    support::wait_until(|| async { (holder().await == Some(json!("second"))).then_some(()) }).await;
+    let api = format!("http://{}", second.http_addr().expect("the second replica's listener"));
+    let body = json!({"approval_key": "trade-11", "timeout_seconds": 300, "targets": [{"platform": "matrix", "room_id": room}],
+        "actions": [{"name": "deploy", "args": {}}]});
+    let created = reqwest::Client::new().post(format!("{api}/v1/requests")).bearer_auth(API_SECRET).json(&body).send().await.unwrap();
+    assert_eq!(created.status().as_u16(), 201);
+    let card = w.ana.wait_for(&room, |e| e["sender"] == w.bot.as_str() && e["content"]["body"].as_str().is_some_and(|b| b.contains("deploy"))).await;
+    w.bo.react(&room, card["event_id"].as_str().unwrap(), "✅").await;
+    support::wait_until(|| async {
+        let state = reqwest::Client::new().get(format!("{api}/v1/requests/trade-11")).bearer_auth(API_SECRET).send().await.ok()?.json::<Value>().await.ok()?;
+        (state["status"] != "pending").then_some(())
+    })
+    .await;
+    second.stop().await;
+    store.close().await;
+    rig.shutdown().await;
+}

@@ -109,21 +109,27 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Shared {
-    /// Room `room_id`, which the bot must be in.
-    fn room(&self, room_id: &str) -> Result<Room, PlatformError> {
+    /// Room `room_id`, which the bot must be in. A room this process's client has not
+    /// synced yet (a replica that stood by while the bot joined it) is joined again,
+    /// which for a member changes nothing and gives the client the room.
+    async fn room(&self, room_id: &str) -> Result<Room, PlatformError> {
         let id =
             <&RoomId>::try_from(room_id).map_err(|_| PlatformError::Refused { platform: PLATFORM, message: format!("not a Matrix room id: {room_id:?}") })?;
-        self.client.get_room(id).ok_or_else(|| PlatformError::Refused { platform: PLATFORM, message: format!("the bot is not in room {room_id}; invite it") })
+        if let Some(room) = self.client.get_room(id) {
+            return Ok(room);
+        }
+        self.client.join_room_by_id(id).await.map_err(|e| sdk_error(&format!("the bot is not in room {room_id}; invite it"), e))
     }
 
     /// The DM room with `user`: the one they wrote from, else the SDK's, else a new
     /// one (encrypted, marked direct).
     async fn dm_room(&self, user: &str) -> Result<Room, PlatformError> {
-        if let Some(room) = lock(&self.dms).get(&user.to_owned()).cloned() {
-            return self.room(&room);
+        let known = lock(&self.dms).get(&user.to_owned()).cloned();
+        if let Some(room) = known {
+            return self.room(&room).await;
         }
         if let Ok(Some(stored)) = self.state.get(&format!("dm:{user}"), now_ms()).await
-            && let Ok(room) = self.room(&stored.value)
+            && let Ok(room) = self.room(&stored.value).await
         {
             lock(&self.dms).insert(user.to_owned(), stored.value);
             return Ok(room);
@@ -153,7 +159,7 @@ impl Shared {
     async fn resolve(&self, chat: &ChatKey) -> Result<(Room, Option<String>), PlatformError> {
         let room = match chat.chat_id.strip_prefix(address::DM_PREFIX) {
             Some(user) => self.dm_room(user).await?,
-            None => self.room(&chat.chat_id)?,
+            None => self.room(&chat.chat_id).await?,
         };
         Ok((room, chat.thread_id.clone()))
     }
@@ -185,7 +191,7 @@ impl Shared {
     /// `content` (an `m.room.message`) in `room`, in thread `thread` when given; a
     /// failure is logged.
     pub async fn send_in(&self, room: &str, thread: Option<&str>, content: Value) {
-        let sent = match self.room(room) {
+        let sent = match self.room(room).await {
             Ok(room) => self.send(&room, "m.room.message", render::in_thread(content, thread)).await.map(|_| ()),
             Err(e) => Err(e),
         };
@@ -223,7 +229,9 @@ impl Shared {
     /// name).
     pub async fn actor(&self, room: &str, user: &str, interaction: Option<&str>) -> Actor {
         let mut name = user.to_owned();
-        if let (Ok(room), Ok(user_id)) = (self.room(room), <&UserId>::try_from(user))
+        if let Ok(room_id) = <&RoomId>::try_from(room)
+            && let Some(room) = self.client.get_room(room_id)
+            && let Ok(user_id) = <&UserId>::try_from(user)
             && let Ok(Some(member)) = room.get_member_no_sync(user_id).await
             && let Some(display) = member.display_name()
         {
@@ -255,7 +263,7 @@ impl Sink for Shared {
     }
 
     fn edit<'a>(&'a self, message: &'a Posted, piece: &'a str) -> BoxFuture<'a, Result<(), PlatformError>> {
-        Box::pin(async move { Shared::edit(self, &self.room(&message.channel)?, &message.id, &render::text_message(piece)).await })
+        Box::pin(async move { Shared::edit(self, &self.room(&message.channel).await?, &message.id, &render::text_message(piece)).await })
     }
 }
 
@@ -417,7 +425,7 @@ impl Platform for Matrix {
             let Some(mut card) = shared.cards.card(&message.message_id).await else {
                 return Err(PlatformError::Refused { platform: PLATFORM, message: format!("not a Matrix card of the bridge: {:?}", message.message_id) });
             };
-            let room = shared.room(&card.room)?;
+            let room = shared.room(&card.room).await?;
             let link = shared.web.card_link(&interaction.id);
             shared.edit(&room, &message.message_id, &render::card(interaction, shared.locale, link.as_ref())).await?;
             if interaction.status.is_pending() || card.ended {

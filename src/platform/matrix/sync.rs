@@ -10,7 +10,9 @@
 //!
 //! With replicas on one PostgreSQL, only the holder of the sync lease ([`LEASE`], a row
 //! of its own renewed at every sync) syncs; the others stand by and take the lease
-//! over when it lapses.
+//! over when it lapses. Every process first syncs once from nothing for its client
+//! alone ([`prime`]), so each replica can send to the rooms as they are; a room joined
+//! later is given to a stand-by's client when it first sends there.
 //!
 //! Invitations are answered here: a room of `matrix.rooms` is joined, a DM from
 //! someone the bridge lets talk is joined, anything else is declined.
@@ -18,7 +20,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use matrix_sdk::config::SyncSettings;
+use matrix_sdk::config::{SyncSettings, SyncToken};
 use matrix_sdk::deserialized_responses::TimelineEventKind;
 use matrix_sdk::ruma::api::client::filter::FilterDefinition;
 use matrix_sdk::ruma::api::client::sync::sync_events::v3::Filter;
@@ -61,6 +63,13 @@ struct Lease {
 /// Syncs until aborted.
 pub async fn run(handler: Arc<Handler>, client: Client, state: PlatformState, replica: String) {
     let mut backoff = Duration::from_secs(1);
+    // Every replica's client first learns the rooms as they are, lease or not: each
+    // one sends (a card pushed to it, a click it settles), and sending needs them.
+    while let Err(why) = prime(&handler, &client).await {
+        tracing::warn!(error = %why, retry_in_s = backoff.as_secs(), "cannot learn the Matrix rooms");
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
     loop {
         match hold_lease(&state, &replica).await {
             Ok(true) => {}
@@ -100,15 +109,33 @@ async fn hold_lease(state: &PlatformState, replica: &str) -> Result<bool, String
     state.advance(LEASE, current.map(|s| s.version), &renewed, now).await.map_err(|e| e.to_string())
 }
 
+/// A sync from nothing, for the client alone: it learns the rooms, their members and
+/// state and the encryption keys as they are now. Its events are not the bridge's to
+/// answer (the kept token says where the bridge is), so they are not read.
+/// Invitations waiting are answered.
+async fn prime(handler: &Arc<Handler>, client: &Client) -> Result<(), String> {
+    let settings = SyncSettings::default().token(SyncToken::NoToken).filter(Filter::FilterDefinition(timeline_filter())).timeout(Duration::ZERO);
+    let response = client.sync_once(settings).await.map_err(|e| e.to_string())?;
+    answer_invites(handler, client, &response).await;
+    Ok(())
+}
+
+/// The timeline filter every sync uses.
+fn timeline_filter() -> FilterDefinition {
+    let mut filter = FilterDefinition::default();
+    filter.room.timeline.limit = Some(TIMELINE_LIMIT.into());
+    filter
+}
+
 /// One sync: its events stored, then its token kept.
 async fn sync_once(handler: &Arc<Handler>, client: &Client, state: &PlatformState) -> Result<(), String> {
     let since = state.get(SINCE, now_ms()).await.map_err(|e| e.to_string())?;
-    let mut filter = FilterDefinition::default();
-    filter.room.timeline.limit = Some(TIMELINE_LIMIT.into());
-    let mut settings = SyncSettings::default().filter(Filter::FilterDefinition(filter)).timeout(if since.is_some() { LONG_POLL } else { Duration::ZERO });
-    if let Some(token) = &since {
-        settings = settings.token(token.value.clone());
-    }
+    let mut settings =
+        SyncSettings::default().filter(Filter::FilterDefinition(timeline_filter())).timeout(if since.is_some() { LONG_POLL } else { Duration::ZERO });
+    settings = settings.token(match &since {
+        Some(token) => SyncToken::Specific(token.value.clone()),
+        None => SyncToken::NoToken,
+    });
     let response = client.sync_once(settings).await.map_err(|e| e.to_string())?;
     tracing::debug!(joined = response.rooms.joined.len(), invited = response.rooms.invited.len(), "a Matrix sync");
     answer_invites(handler, client, &response).await;
