@@ -626,3 +626,25 @@ async fn with_two_replicas_only_the_lease_holder_syncs_and_the_other_takes_over(
     store.close().await;
     rig.shutdown().await;
 }
+
+/// Event ids are global and the homeserver does not check a reply's `m.in_reply_to`:
+/// a reply in another room naming a card is no answer, even from an approver.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn a_reply_from_another_room_naming_a_card_is_no_answer() {
+    let Some(w) = world().await else { return };
+    let room = w.room(false).await;
+    let other = w.bo.create_room(&[&w.bot], false).await;
+    let rig = w.bridge(&[&room, &other], &[]).await;
+    w.ana.wait_joined(&room, &w.bot).await;
+    w.bo.wait_joined(&other, &w.bot).await;
+    push(&rig, &room, "trade-12", trade()).await;
+    let card_id = w.ana.card(&room, &w.bot, APPROVAL).await["event_id"].as_str().unwrap().to_owned();
+
+    w.bo.reply(&other, &card_id, None, "approve").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(rig.api(API_SECRET).state("trade-12").await["status"], "pending");
+    w.bo.reply(&room, &card_id, None, "approve").await;
+    assert_eq!(rig.api(API_SECRET).decided("trade-12").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    rig.shutdown().await;
+}

@@ -27,7 +27,7 @@ use crate::texts::{self, Msg};
 
 /// A reaction `key` by `sender` on event `target` in `room`.
 pub async fn on_reaction(shared: &Shared, room: &str, sender: &str, target: &str, key: &str) {
-    let Some(target) = shared.cards.target(target).await else { return };
+    let Some(target) = shared.cards.target(room, target).await else { return };
     let Some(interaction) = load(shared, target.interaction()).await else { return };
     let action = match &target {
         Target::Poll { poll, .. } if render::bare(key) == render::bare(render::SKIP) => UserAction::Skip { question: poll.question },
@@ -43,7 +43,7 @@ pub async fn on_reaction(shared: &Shared, room: &str, sender: &str, target: &str
 
 /// A vote by `sender` in poll `poll`: the options chosen now.
 pub async fn on_vote(shared: &Shared, room: &str, sender: &str, poll: &str, answers: &[String]) {
-    let Some(target @ Target::Poll { .. }) = shared.cards.target(poll).await else { return };
+    let Some(target @ Target::Poll { .. }) = shared.cards.target(room, poll).await else { return };
     let Target::Poll { poll, .. } = &target else { return };
     let Some(interaction) = load(shared, &poll.interaction).await else { return };
     let select = UserAction::Select { question: poll.question, options: render::options_of(answers) };
@@ -63,7 +63,7 @@ pub async fn on_vote(shared: &Shared, room: &str, sender: &str, poll: &str, answ
 /// A reply by `sender` to event `to` saying `body`; false when `to` is none of the
 /// bridge's cards (the message is then chat).
 pub async fn on_reply(shared: &Shared, room: &str, sender: &str, to: &str, body: &str) -> bool {
-    let Some(target) = shared.cards.target(to).await else { return false };
+    let Some(target) = shared.cards.target(room, to).await else { return false };
     let Some(interaction) = load(shared, target.interaction()).await else { return true };
     let action = match &target {
         Target::Poll { poll, .. } if body.trim().eq_ignore_ascii_case("skip") => Some(UserAction::Skip { question: poll.question }),

@@ -38,6 +38,7 @@ pub struct Card {
 pub struct Poll {
     pub interaction: String,
     pub card: String,
+    pub room: String,
     pub question: usize,
 }
 
@@ -53,6 +54,14 @@ impl Target {
         match self {
             Target::Card { card, .. } => &card.interaction,
             Target::Poll { poll, .. } => &poll.interaction,
+        }
+    }
+
+    /// The room it was sent to.
+    pub fn room(&self) -> &str {
+        match self {
+            Target::Card { card, .. } => &card.room,
+            Target::Poll { poll, .. } => &poll.room,
         }
     }
 
@@ -109,15 +118,21 @@ impl Cards {
         self.get(&format!("card:{id}")).await
     }
 
-    /// What event `id` is, when it is one of the bridge's cards or polls.
-    pub async fn target(&self, id: &str) -> Option<Target> {
+    /// What event `id` in `room` is, when it is one of the bridge's cards or polls
+    /// there. Event ids are global and a reply's `m.in_reply_to` is not checked by the
+    /// homeserver, so an answer naming a card of another room is no answer.
+    pub async fn target(&self, room: &str, id: &str) -> Option<Target> {
         if !super::address::is_event_id(id) {
             return None;
         }
-        if let Some(card) = self.card(id).await {
-            return Some(Target::Card { id: id.to_owned(), card });
+        let target = match self.card(id).await {
+            Some(card) => Target::Card { id: id.to_owned(), card },
+            None => Target::Poll { id: id.to_owned(), poll: self.get::<Poll>(&format!("poll:{id}")).await? },
+        };
+        if target.room() != room {
+            tracing::warn!(%room, card_room = %target.room(), event = %id, "an answer in one room to a card of another; ignored");
+            return None;
         }
-        let poll = self.get::<Poll>(&format!("poll:{id}")).await?;
-        Some(Target::Poll { id: id.to_owned(), poll })
+        Some(target)
     }
 }

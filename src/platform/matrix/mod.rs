@@ -332,7 +332,7 @@ impl Matrix {
             let content = render::in_thread(content, thread);
             match shared.send(room, "org.matrix.msc3381.poll.start", content).await {
                 Ok(poll_id) => {
-                    let poll = Poll { interaction: interaction.id.clone(), card: card_id.to_owned(), question: index };
+                    let poll = Poll { interaction: interaction.id.clone(), card: card_id.to_owned(), room: room.room_id().to_string(), question: index };
                     shared.cards.save_poll(&poll_id, &poll, interaction.deadline_ms).await;
                     match shared.send(room, "m.reaction", render::reaction(&poll_id, render::SKIP)).await {
                         Ok(reaction) => seeded.push(reaction),
