@@ -2,6 +2,8 @@
 //! - [`SpaceGrammar`]: the `access.chats` grammar of platforms with spaces (a Discord
 //!   guild, a Slack workspace): `PREFIX:ID` opens the whole space, anything else names
 //!   one chat;
+//! - [`checked_field`]: one field of an HTTP API target, checked by the platform's own
+//!   test of its ids;
 //! - [`NumberedAddress`]: the whole address grammar of platforms whose chats and
 //!   people are numbers (Telegram, Discord): `NAME:CHAT[/THREAD]`, `NAME:user:USER`,
 //!   and the HTTP API target `{CHAT_FIELD, thread_id} | {user_id}`.
@@ -126,6 +128,17 @@ impl ChatNetwork for NumberedAddress {
     fn target_schema(&self) -> Value {
         let [chat, thread, user] = self.field_docs;
         target_object_schema(self.name, &[(self.chat_field, chat), ("thread_id", thread), ("user_id", user)])
+    }
+}
+
+/// A target's field `name`, which must be a string `valid` accepts (`what` says what
+/// it should be, in the error): `None` when absent or null.
+pub fn checked_field(fields: &TargetFields, name: &'static str, valid: fn(&str) -> bool, what: &str) -> Result<Option<String>, (&'static str, String)> {
+    match fields.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(value)) if valid(value) => Ok(Some(value.clone())),
+        Some(Value::String(value)) => Err((name, format!("`{value}` is not {what}"))),
+        Some(other) => Err((name, format!("`{other}` is not a string"))),
     }
 }
 

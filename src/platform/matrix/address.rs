@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use super::PLATFORM;
 use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, TargetFields, target_object_schema};
+use crate::platform::kit::address::checked_field;
 
 /// The chat id prefix of a DM target.
 pub const DM_PREFIX: &str = "user:";
@@ -120,9 +121,9 @@ impl ChatNetwork for Address {
 
     /// `room_id` (and a thread's `thread_id`), or `user_id` for a DM.
     fn target_chat(&self, fields: &TargetFields) -> Result<ChatKey, (&'static str, String)> {
-        let room = id_field(fields, "room_id", is_room_id, "a Matrix room id (!opaque:server)")?;
-        let user = id_field(fields, "user_id", is_user_id, "a Matrix user id (@name:server)")?;
-        let thread = id_field(fields, "thread_id", is_event_id, "a Matrix event id ($opaque)")?;
+        let room = checked_field(fields, "room_id", is_room_id, "a Matrix room id (!opaque:server)")?;
+        let user = checked_field(fields, "user_id", is_user_id, "a Matrix user id (@name:server)")?;
+        let thread = checked_field(fields, "thread_id", is_event_id, "a Matrix event id ($opaque)")?;
         match (room, user) {
             (Some(room), None) => Ok(ChatKey::new(PLATFORM, &room, thread.as_deref())),
             (None, Some(user)) if thread.is_none() => Ok(ChatKey::new(PLATFORM, &format!("{DM_PREFIX}{user}"), None)),
@@ -151,16 +152,6 @@ impl ChatNetwork for Address {
                 ("user_id", "A person (@name:server): their DM with the bot (instead of room_id)."),
             ],
         )
-    }
-}
-
-/// A target's field `name`, which must pass `valid`: `None` when absent.
-fn id_field(fields: &TargetFields, name: &'static str, valid: fn(&str) -> bool, what: &str) -> Result<Option<String>, (&'static str, String)> {
-    match fields.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(value)) if valid(value) => Ok(Some(value.clone())),
-        Some(Value::String(value)) => Err((name, format!("`{value}` is not {what}"))),
-        Some(other) => Err((name, format!("`{other}` is not a string"))),
     }
 }
 

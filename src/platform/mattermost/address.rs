@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::PLATFORM;
 use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, TargetFields, target_object_schema};
-use crate::platform::kit::address::SpaceGrammar;
+use crate::platform::kit::address::{SpaceGrammar, checked_field};
 
 /// The chat id prefix of a DM target.
 pub const DM_PREFIX: &str = "user:";
@@ -92,11 +92,11 @@ impl ChatNetwork for Address {
 
     /// `channel_id` (and a thread's `root_id`), or `user_id` for a DM.
     fn target_chat(&self, fields: &TargetFields) -> Result<ChatKey, (&'static str, String)> {
-        let channel = id_field(fields, "channel_id", "a Mattermost channel id")?;
-        let user = id_field(fields, "user_id", "a Mattermost user id")?;
+        let channel = checked_field(fields, "channel_id", is_id, "a Mattermost channel id (26 lower-case letters and digits)")?;
+        let user = checked_field(fields, "user_id", is_id, "a Mattermost user id (26 lower-case letters and digits)")?;
         match (channel, user) {
             (Some(channel), None) => {
-                let root = id_field(fields, "root_id", "a Mattermost post id")?;
+                let root = checked_field(fields, "root_id", is_id, "a Mattermost post id (26 lower-case letters and digits)")?;
                 Ok(ChatKey::new(PLATFORM, &channel, root.as_deref()))
             }
             (None, Some(user)) if fields.get("root_id").is_none_or(Value::is_null) => Ok(ChatKey::new(PLATFORM, &format!("{DM_PREFIX}{user}"), None)),
@@ -125,16 +125,6 @@ impl ChatNetwork for Address {
                 ("user_id", "A person: their DM with the bot (instead of channel_id)."),
             ],
         )
-    }
-}
-
-/// A target's field `name`, which must be a Mattermost id: `None` when absent.
-fn id_field(fields: &TargetFields, name: &'static str, what: &str) -> Result<Option<String>, (&'static str, String)> {
-    match fields.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(value)) if is_id(value) => Ok(Some(value.clone())),
-        Some(Value::String(value)) => Err((name, format!("`{value}` is not {what} (26 lower-case letters and digits)"))),
-        Some(other) => Err((name, format!("`{other}` is not a string"))),
     }
 }
 

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use super::PLATFORM;
 use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, TargetFields, target_object_schema};
 use crate::platform::kit::address::SpaceGrammar;
+use crate::platform::kit::address::checked_field;
 
 /// The chat id prefix of a DM target.
 pub const DM_PREFIX: &str = "user:";
@@ -122,11 +123,11 @@ impl ChatNetwork for Address {
 
     /// `channel_id` (and a thread's `thread_ts`), or `user_id` for a DM.
     fn target_chat(&self, fields: &TargetFields) -> Result<ChatKey, (&'static str, String)> {
-        let channel = slack_field(fields, "channel_id", is_channel_id, "a Slack channel id (C…)")?;
-        let user = slack_field(fields, "user_id", is_user_id, "a Slack user id (U…)")?;
+        let channel = checked_field(fields, "channel_id", is_channel_id, "a Slack channel id (C…)")?;
+        let user = checked_field(fields, "user_id", is_user_id, "a Slack user id (U…)")?;
         match (channel, user) {
             (Some(channel), None) => {
-                let thread = slack_field(fields, "thread_ts", is_ts, "a message timestamp (1700000000.000100)")?;
+                let thread = checked_field(fields, "thread_ts", is_ts, "a message timestamp (1700000000.000100)")?;
                 Ok(ChatKey::new(PLATFORM, &channel, thread.as_deref()))
             }
             (None, Some(user)) if fields.get("thread_ts").is_none_or(Value::is_null) => Ok(ChatKey::new(PLATFORM, &format!("{DM_PREFIX}{user}"), None)),
@@ -155,17 +156,6 @@ impl ChatNetwork for Address {
                 ("user_id", "A person (U…): their DM with the bot (instead of channel_id)."),
             ],
         )
-    }
-}
-
-/// A target's field `name`, which must be a string that `valid` accepts: `None` when
-/// absent.
-fn slack_field(fields: &TargetFields, name: &'static str, valid: fn(&str) -> bool, what: &str) -> Result<Option<String>, (&'static str, String)> {
-    match fields.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(value)) if valid(value) => Ok(Some(value.clone())),
-        Some(Value::String(value)) => Err((name, format!("`{value}` is not {what}"))),
-        Some(other) => Err((name, format!("`{other}` is not a string"))),
     }
 }
 

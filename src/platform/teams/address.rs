@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use super::PLATFORM;
 use super::settings::is_guid;
 use crate::interaction::chat::{AllowedChats, ChatKey, ChatNetwork, TargetFields, target_object_schema};
+use crate::platform::kit::address::checked_field;
 
 /// The chat id prefix of a 1:1 target.
 pub const DM_PREFIX: &str = "user:";
@@ -102,9 +103,9 @@ impl ChatNetwork for Address {
 
     /// `conversation_id` (and a thread's `message_id`), or `user_id` for a 1:1 chat.
     fn target_chat(&self, fields: &TargetFields) -> Result<ChatKey, (&'static str, String)> {
-        let conversation = field(fields, "conversation_id", is_conversation_id, "a Teams conversation id (19:…@thread.tacv2)")?;
-        let user = field(fields, "user_id", is_user_id, "an Entra object id (a GUID)")?;
-        let thread = field(fields, "message_id", is_message_id, "a Teams message id (digits)")?;
+        let conversation = checked_field(fields, "conversation_id", is_conversation_id, "a Teams conversation id (19:…@thread.tacv2)")?;
+        let user = checked_field(fields, "user_id", is_user_id, "an Entra object id (a GUID)")?;
+        let thread = checked_field(fields, "message_id", is_message_id, "a Teams message id (digits)")?;
         match (conversation, user, thread) {
             (Some(conversation), None, thread) => Ok(ChatKey::new(PLATFORM, &conversation, thread.as_deref())),
             (None, Some(user), None) => Ok(ChatKey::new(PLATFORM, &format!("{DM_PREFIX}{}", user.to_ascii_lowercase()), None)),
@@ -133,17 +134,6 @@ impl ChatNetwork for Address {
                 ("user_id", "A person (their Entra object id): their 1:1 chat with the bot (instead of conversation_id)."),
             ],
         )
-    }
-}
-
-/// A target's field `name`, which must be a string that `valid` accepts: `None` when
-/// absent.
-fn field(fields: &TargetFields, name: &'static str, valid: fn(&str) -> bool, what: &str) -> Result<Option<String>, (&'static str, String)> {
-    match fields.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(value)) if valid(value) => Ok(Some(value.clone())),
-        Some(Value::String(value)) => Err((name, format!("`{value}` is not {what}"))),
-        Some(other) => Err((name, format!("`{other}` is not a string"))),
     }
 }
 
