@@ -648,3 +648,30 @@ async fn a_reply_from_another_room_naming_a_card_is_no_answer() {
     assert_eq!(rig.api(API_SECRET).decided("trade-12").await["reply"], json!({"decisions": [{"type": "approve"}]}));
     rig.shutdown().await;
 }
+
+/// A DM from someone the bridge lets talk is accepted and is their chat with the
+/// agent; a DM invitation from a stranger is declined.
+#[tokio::test]
+#[ignore = "needs Synapse: bash tests/backends/install.sh synapse"]
+async fn a_dm_from_an_allowed_person_is_joined_and_a_strangers_is_declined() {
+    let Some(w) = world().await else { return };
+    let rig = w.bridge_with(&[], &[], Some(300)).await;
+    let bot = <&matrix_sdk::ruma::UserId>::try_from(w.bot.as_str()).unwrap();
+    let stranger = w.mallory.client.create_dm(bot).await.unwrap().room_id().to_string();
+    let dm = w.ana.client.create_dm(bot).await.unwrap().room_id().to_string();
+    w.ana.wait_joined(&dm, &w.bot).await;
+    w.ana.say(&dm, "hello there").await;
+    let said = support::wait_until(|| async { rig.sim().commands().into_iter().find(|c| c["type"] == "message") }).await;
+    assert_eq!(said["content"], json!([{"type": "text", "text": "hello there"}]));
+    let reply = w.ana.wait_for(&dm, |e| e["sender"] == w.bot.as_str() && e["type"] == "m.room.message").await;
+    assert!(reply["content"]["m.relates_to"].is_null() || reply["content"]["m.relates_to"]["rel_type"] != "m.thread", "a DM is one chat: {reply}");
+    // The stranger's invitation was declined: the bot left it.
+    let stranger_id = <&matrix_sdk::ruma::RoomId>::try_from(stranger.as_str()).unwrap();
+    support::wait_until(|| async {
+        let room = w.mallory.client.get_room(stranger_id)?;
+        let member = room.get_member(bot).await.ok()??;
+        (*member.membership() == matrix_sdk::ruma::events::room::member::MembershipState::Leave).then_some(())
+    })
+    .await;
+    rig.shutdown().await;
+}
