@@ -38,7 +38,7 @@ pub async fn on_reaction(shared: &Shared, room: &str, sender: &str, target: &str
             Reacted::Unknown => return,
         },
     };
-    act(shared, room, sender, &target, action).await;
+    act(shared, room, sender, &target, &interaction, action).await;
 }
 
 /// A vote by `sender` in poll `poll`: the options chosen now.
@@ -47,7 +47,7 @@ pub async fn on_vote(shared: &Shared, room: &str, sender: &str, poll: &str, answ
     let Target::Poll { poll, .. } = &target else { return };
     let Some(interaction) = load(shared, &poll.interaction).await else { return };
     let select = UserAction::Select { question: poll.question, options: render::options_of(answers) };
-    if !act(shared, room, sender, &target, select).await {
+    if !act(shared, room, sender, &target, &interaction, select).await {
         return;
     }
     // One question with one choice: the vote is the answer.
@@ -56,7 +56,7 @@ pub async fn on_vote(shared: &Shared, room: &str, sender: &str, poll: &str, answ
         && !questions[0].multi_select
         && !answers.is_empty()
     {
-        act(shared, room, sender, &target, UserAction::Submit).await;
+        act(shared, room, sender, &target, &interaction, UserAction::Submit).await;
     }
 }
 
@@ -72,7 +72,7 @@ pub async fn on_reply(shared: &Shared, room: &str, sender: &str, to: &str, body:
     };
     match action {
         Some(action) => {
-            act(shared, room, sender, &target, action).await;
+            act(shared, room, sender, &target, &interaction, action).await;
         }
         None => shared.notice_on_card(&target, xtext(shared.locale, XMsg::UnknownReply)).await,
     }
@@ -123,8 +123,8 @@ async fn load(shared: &Shared, id: &str) -> Option<Interaction> {
 }
 
 /// `action` by `sender` on the request `target` shows: true when the engine took it.
-async fn act(shared: &Shared, room: &str, sender: &str, target: &Target, action: UserAction) -> bool {
-    let actor = shared.actor(room, sender, Some(target.interaction())).await;
+async fn act(shared: &Shared, room: &str, sender: &str, target: &Target, interaction: &Interaction, action: UserAction) -> bool {
+    let actor = shared.actor(room, sender, Some(interaction)).await;
     match shared.engine.act(target.interaction(), actor, action).await {
         Ok(ActOutcome::Resolved(_) | ActOutcome::Updated(_)) => true,
         Err(e) => {
@@ -159,7 +159,7 @@ async fn refused(shared: &Shared, sender: &str, target: &Target, e: &ActError) {
 /// The answer to ✏️ or 💬: how to reply, once the engine has said the person may.
 async fn explain(shared: &Shared, room: &str, sender: &str, target: &Target, interaction: &Interaction, how: XMsg) {
     let opening = if how == XMsg::HowToEdit { Opening::Edit } else { Opening::Comment };
-    let actor = shared.actor(room, sender, Some(target.interaction())).await;
+    let actor = shared.actor(room, sender, Some(interaction)).await;
     let check: crate::engine::OpeningCheck = Box::new(move |i: &Interaction| {
         let action = i.request.actions().first().ok_or(Refusal::OutOfRange("action"))?;
         match opening {

@@ -226,8 +226,8 @@ impl Shared {
 
     /// The person `user`, acting in `room`: their display name there, and the approver
     /// groups they are in (among those the configuration and request `interaction`
-    /// name).
-    pub async fn actor(&self, room: &str, user: &str, interaction: Option<&str>) -> Actor {
+    /// name; the caller has the request loaded already).
+    pub async fn actor(&self, room: &str, user: &str, interaction: Option<&Interaction>) -> Actor {
         let mut name = user.to_owned();
         if let Ok(room_id) = <&RoomId>::try_from(room)
             && let Some(room) = self.client.get_room(room_id)
@@ -237,13 +237,7 @@ impl Shared {
         {
             name = display.to_owned();
         }
-        let named = match interaction {
-            Some(id) => match self.engine.interaction(id).await {
-                Ok(Some(i)) => crate::platform::kit::groups::named_by(&i, |g| address::parse_group(g).is_some()),
-                _ => Vec::new(),
-            },
-            None => Vec::new(),
-        };
+        let named = interaction.map(|i| crate::platform::kit::groups::named_by(i, |g| address::parse_group(g).is_some())).unwrap_or_default();
         let mut actor = Actor::new(PLATFORM, user, &name);
         actor.groups = self.groups.of(&self.client, user, &named).await;
         actor
