@@ -18,6 +18,9 @@ pub mod fake_slack;
 pub mod fake_teams;
 pub mod fake_telegram;
 pub mod harness;
+// A person on Matrix is a matrix-sdk client: only with the `matrix` feature, so the
+// benches build without it (`cargo bench --bench load --no-default-features`).
+#[cfg(feature = "matrix")]
 pub mod matrix_person;
 pub mod private_postgres;
 pub mod replica_processes;
