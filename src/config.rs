@@ -110,6 +110,11 @@ pub enum ConfigError {
     /// A variable or a file line that names no key: a typo, named where it was made.
     #[error("configuration: {at} sets `{key}`, which is not a configuration key{}", hint(nearest.as_deref(), at))]
     UnknownKey { at: String, key: String, nearest: Option<String> },
+    /// A platform enabled in a build compiled without it.
+    #[error(
+        "configuration: {platform}.enabled is true, but this build has no {platform}: it was compiled without the cargo feature `{feature}` (build with default features, or with `--features {feature}`)"
+    )]
+    NotBuilt { platform: &'static str, feature: &'static str },
     /// Another error, with where the value at fault was set.
     #[error("{message} (set by {at})")]
     Located { at: String, message: String },
@@ -148,7 +153,17 @@ impl KnownKeys {
                 known.keys.push(dotted);
             }
         }
+        known.leave_out(crate::platform::registry::LEFT_OUT);
         Ok(known)
+    }
+
+    /// Platforms compiled out of this build: each one's section may stay in a file,
+    /// every key of it read and ignored ([`refuse_left_out`] refuses enabling one).
+    fn leave_out(&mut self, left_out: &[(&str, &str)]) {
+        for (platform, _) in left_out {
+            self.sections.push((*platform).to_owned());
+            self.tables.push((*platform).to_owned());
+        }
     }
 
     /// `key` is a key, or a name inside a table key, or inside `[[policies]]` (which
@@ -163,6 +178,15 @@ impl KnownKeys {
     pub fn nearest(&self, key: &str) -> Option<String> {
         let pool = if key.contains('.') { &self.keys } else { &self.sections };
         sources::nearest(key, pool)
+    }
+}
+
+/// Refuses a platform of `left_out` (compiled out of this build) that `config` enables,
+/// naming the cargo feature that brings it.
+fn refuse_left_out(config: &config::Config, left_out: &[(&'static str, &'static str)]) -> Result<(), ConfigError> {
+    match left_out.iter().find(|(platform, _)| config.get_bool(&format!("{platform}.enabled")).unwrap_or(false)) {
+        Some(&(platform, feature)) => Err(ConfigError::NotBuilt { platform, feature }),
+        None => Ok(()),
     }
 }
 
@@ -267,6 +291,7 @@ impl Settings {
     }
 
     fn from_config(config: config::Config) -> Result<Self, ConfigError> {
+        refuse_left_out(&config, crate::platform::registry::LEFT_OUT)?;
         let mut platforms = Vec::new();
         for descriptor in crate::platform::registry::DESCRIPTORS {
             platforms.push((descriptor.network().name(), descriptor.read_section(&config)?));
@@ -456,6 +481,22 @@ mod tests {
         assert!(Settings::from_pairs(&[("web.enabled", "true")]).is_ok());
         let err = Settings::from_pairs(&[("web.public_url", "ftp://x")]).unwrap_err().to_string();
         assert!(err.contains("web.public_url"), "{err}");
+    }
+
+    /// A build without a platform (`--no-default-features` drops Matrix) still reads
+    /// a file with that platform's section, as the shipped `config/default.toml` has;
+    /// enabling the platform is refused with the feature that brings it.
+    #[test]
+    fn a_platform_compiled_out_is_ignored_until_enabled() {
+        let mut known = KnownKeys::default();
+        known.leave_out(&[("zulip", "zulip")]);
+        assert!(known.knows("zulip.rooms") && known.sections.contains(&"zulip".to_owned()));
+        assert!(!known.knows("zulipp.rooms"));
+        let config = |enabled: &str| config::Config::builder().set_override("zulip.enabled", enabled).unwrap().build().unwrap();
+        assert!(refuse_left_out(&config("false"), &[("zulip", "zulip")]).is_ok());
+        let err = refuse_left_out(&config("true"), &[("zulip", "zulip")]).unwrap_err().to_string();
+        assert!(err.contains("zulip.enabled is true") && err.contains("cargo feature `zulip`"), "{err}");
+        assert!(refuse_left_out(&config("true"), &[]).is_ok(), "a platform built in is not refused here");
     }
 
     #[test]

@@ -23,6 +23,15 @@ pub static DESCRIPTORS: &[&dyn Descriptor] = &[
     &console::descriptor::Console,
 ];
 
+/// The platforms this build was compiled without (their cargo feature off), with the
+/// feature that brings each. Their sections in a configuration file (the shipped
+/// `config/default.toml` has them all) are read and ignored, and enabling one is
+/// refused with the feature's name, rather than either being an unknown key.
+pub static LEFT_OUT: &[(&str, &str)] = &[
+    #[cfg(not(feature = "matrix"))]
+    ("matrix", "matrix"),
+];
+
 /// Every platform's address grammar: what the core, the engine and the HTTP API know
 /// of the platforms.
 pub fn networks() -> Networks {
