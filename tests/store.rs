@@ -79,6 +79,7 @@ suite!(
     rules_are_listed_by_session_and_backend_and_revoked_once,
     settle_decision_stores_the_rule_only_for_the_winner,
     the_update_inbox_stores_once_claims_and_forgets,
+    updates_posted_at_once_share_statements_and_each_post_learns_its_own,
     the_inbox_migration_keeps_updates_in_flight,
     pending_timers_are_read_from_their_columns,
     pending_access_facts_follow_every_write,
@@ -1048,6 +1049,43 @@ async fn the_update_inbox_stores_once_claims_and_forgets(db: &mut TestStore) {
     let new = store.platform_inbox(TG).store(&batch, &a, T0 + 71_000).await.unwrap();
     assert_eq!(new, ids(&(4..=250).rev().collect::<Vec<i64>>()), "1 and 3 are handled, 2 was stored just before");
     assert_eq!(store.platform_inbox(TG).waiting().await.unwrap(), 248, "2 and the 247 new");
+}
+
+/// Webhook posts store their updates one post at a time, and those queued together
+/// share `INSERT`s: each post must still learn which of its own updates were new. Sixty
+/// posts at once: forty Teams updates; ten of them posted again while the first post
+/// is queued (each stored once, by one of its two posts); ten Mattermost updates with
+/// the same ids (another platform's, all new); one post of three, one of them already
+/// among the forty; and one update stored before (never new).
+async fn updates_posted_at_once_share_statements_and_each_post_learns_its_own(db: &mut TestStore) {
+    use hitl_bridge::store::{InboxUpdate, ShowClaim};
+    let store = &db.store;
+    let update = |id: &str| InboxUpdate { update_id: id.to_owned(), seq: 1, lane: "19:ops".into(), body: format!("{{\"id\":\"{id}\"}}") };
+    let claim = ShowClaim { owner: "a".into(), until_ms: T0 + 60_000 };
+    assert_eq!(store.platform_inbox("teams").store(&[update("u39")], &claim, T0).await.unwrap(), vec!["u39"]);
+    let mut posts: Vec<(&str, Vec<InboxUpdate>)> = (0..40).map(|k| ("teams", vec![update(&format!("u{k}"))])).collect();
+    posts.extend((0..10).map(|k| ("teams", vec![update(&format!("u{k}"))])));
+    posts.extend((0..10).map(|k| ("mattermost", vec![update(&format!("u{k}"))])));
+    posts.push(("teams", vec![update("u50"), update("u0"), update("u51")]));
+    let stored = futures_util::future::join_all(posts.iter().map(|(platform, updates)| {
+        let inbox = store.platform_inbox(platform);
+        let claim = claim.clone();
+        async move { inbox.store(updates, &claim, T0 + 1).await }
+    }))
+    .await;
+    let new: Vec<Vec<String>> = stored.into_iter().map(|r| r.expect("stored")).collect();
+    for k in 0..10 {
+        let (first, again) = (&new[k], &new[40 + k]);
+        assert_eq!(first.len() + again.len(), 1, "u{k} is new to exactly one of its two posts: {first:?} {again:?}");
+        assert_eq!(new[50 + k], vec![format!("u{k}")], "Mattermost's u{k} is its own");
+    }
+    for k in 10..39 {
+        assert_eq!(new[k], vec![format!("u{k}")], "u{k} was posted once");
+    }
+    assert!(new[39].is_empty(), "u39 was stored before");
+    assert_eq!(new[60], vec!["u50".to_owned(), "u51".to_owned()], "the post of three: u0 came with the first posts");
+    assert_eq!(store.platform_inbox("teams").waiting().await.unwrap(), 42, "u0..u39, u50, u51: each once");
+    assert_eq!(store.platform_inbox("mattermost").waiting().await.unwrap(), 10);
 }
 
 /// Upgrading a store whose `telegram_inbox` holds updates in every state: the
