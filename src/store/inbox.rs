@@ -10,7 +10,7 @@
 //! holds no [`Store`] and cannot touch another platform's updates.
 
 use std::any::Any;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
@@ -223,8 +223,14 @@ async fn store_together(writes: &[&StoreUpdates], conn: &mut AnyConnection) -> R
     let mut inserted: Vec<HashSet<String>> = vec![HashSet::new(); writes.len()];
     let mut rest = rows.as_slice();
     while !rest.is_empty() {
-        let mut keys = HashSet::new();
-        let len = rest.iter().take(UPDATES_PER_STATEMENT).take_while(|(at, update)| keys.insert((&writes[*at].platform, &update.update_id))).count();
+        // Each row's (platform, update id) → the write carrying it: distinct within
+        // a statement, so a new row returned belongs to exactly one write.
+        let mut carriers: HashMap<(&str, &str), usize> = HashMap::new();
+        let len = rest
+            .iter()
+            .take(UPDATES_PER_STATEMENT)
+            .take_while(|(at, update)| carriers.insert((writes[*at].platform.as_str(), update.update_id.as_str()), *at).is_none())
+            .count();
         let (statement, after) = rest.split_at(len);
         let sql = format!(
             "INSERT INTO platform_inbox (platform, update_id, seq, lane, body, received_at_ms, claimed_by, claimed_until_ms)
@@ -245,15 +251,10 @@ async fn store_together(writes: &[&StoreUpdates], conn: &mut AnyConnection) -> R
                 .bind(write.claim.owner.as_str())
                 .bind(write.claim.until_ms);
         }
-        let mut new: HashSet<(String, String)> = HashSet::new();
         for row in insert.fetch_all(&mut *conn).await.map_err(StoreError::query("store updates"))? {
-            new.insert((column(&row, "platform")?, column(&row, "update_id")?));
-        }
-        // Within a statement every (platform, update id) is distinct: each new row
-        // belongs to the one write that carried it there.
-        for (at, update) in statement {
-            if new.contains(&(writes[*at].platform.clone(), update.update_id.clone())) {
-                inserted[*at].insert(update.update_id.clone());
+            let (platform, update_id): (String, String) = (column(&row, "platform")?, column(&row, "update_id")?);
+            if let Some(&at) = carriers.get(&(platform.as_str(), update_id.as_str())) {
+                inserted[at].insert(update_id);
             }
         }
         rest = after;
