@@ -269,6 +269,20 @@ async fn requests_without_microsofts_token_are_refused() {
     let (status, body) = fake.post_with(&url, &click, Some(&skewed)).await;
     assert_eq!((status, body["type"].clone()), (200, json!("application/vnd.microsoft.card.adaptive")), "within five minutes of skew");
     assert_eq!(api(&rig).decided("jwt-1").await["reply"], json!({"decisions": [{"type": "approve"}]}));
+    // A token that verified is remembered, but only as far as its signature goes: it
+    // still binds to each activity's serviceUrl, and a changed byte is checked anew.
+    let (status, _) = fake.post_with(&url, &click, Some(&good)).await;
+    assert_eq!(status, 200, "the good token verifies (a redelivery)");
+    let mut elsewhere = click.clone();
+    elsewhere["serviceUrl"] = json!("https://attacker.example/");
+    let (status, _) = fake.post_with(&url, &elsewhere, Some(&good)).await;
+    assert_eq!(status, 401, "a remembered token names one serviceUrl");
+    // A character well inside the signature (the last one holds padding bits).
+    let at = good.len() - 10;
+    let swapped = if &good[at..=at] == "A" { "B" } else { "A" };
+    let tampered = format!("{}{swapped}{}", &good[..at], &good[at + 1..]);
+    let (status, _) = fake.post_with(&url, &click, Some(&tampered)).await;
+    assert_eq!(status, 401, "a changed signature is not the remembered token");
     assert_eq!(fake.key_fetches(), 1, "the keys are fetched once and cached");
     stop(rig).await;
 }

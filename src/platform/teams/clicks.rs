@@ -36,11 +36,15 @@ pub enum Answer {
 
 impl Answer {
     /// The invoke response's body: `statusCode` 200 with a card or a message.
-    pub fn body(&self) -> Value {
-        match self {
-            Answer::Card(card) => json!({ "statusCode": 200, "type": CARD_TYPE, "value": card }),
-            Answer::Notice(text) => json!({ "statusCode": 200, "type": "application/vnd.microsoft.activity.message", "value": text }),
-        }
+    pub fn into_body(self) -> Value {
+        let (kind, value) = match self {
+            Answer::Card(card) => (CARD_TYPE, card),
+            Answer::Notice(text) => ("application/vnd.microsoft.activity.message", Value::String(text)),
+        };
+        let mut body = json!({ "statusCode": 200, "type": kind, "value": null });
+        // The card moves in where `json!` would copy it.
+        body["value"] = value;
+        body
     }
 }
 

@@ -41,6 +41,14 @@ pub const VERB: &str = "hitl";
 /// A question with at most this many options shows them all (`expanded`).
 const EXPANDED_UP_TO: usize = 4;
 
+/// `value` with `items` moved in at `key`, whose `null` placeholder in `value` keeps
+/// the key's place. `json!` takes a value by reference and copies it, which for a
+/// card's nested blocks was most of the cost of rendering one.
+fn put(mut value: Value, key: &str, items: impl Into<Value>) -> Value {
+    value[key] = items.into();
+    value
+}
+
 /// A line of text the bridge wrote (Markdown off: `TextBlock` without markup).
 fn line(text: &str) -> Value {
     json!({ "type": "TextBlock", "text": text, "wrap": true })
@@ -52,7 +60,7 @@ fn run(text: &str, max: usize) -> Value {
 }
 
 fn rich(runs: Vec<Value>) -> Value {
-    json!({ "type": "RichTextBlock", "inlines": runs })
+    put(json!({ "type": "RichTextBlock", "inlines": null }), "inlines", runs)
 }
 
 /// The `Action.Execute` sending `code` for `interaction`, signed; `None` if signing
@@ -68,16 +76,18 @@ pub fn execute(signer: &TokenSigner, interaction: &Interaction, code: Code, titl
 
 /// An Adaptive Card around `body` and `actions`.
 fn adaptive(body: Vec<Value>, actions: Vec<Value>) -> Value {
-    let mut card = json!({ "type": "AdaptiveCard", "$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "version": "1.5", "body": body });
+    let mut card =
+        put(json!({ "type": "AdaptiveCard", "$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "version": "1.5", "body": null }), "body", body);
     if !actions.is_empty() {
-        card["actions"] = json!(actions);
+        card["actions"] = actions.into();
     }
     card
 }
 
 /// The message activity carrying `card`.
 pub fn message(card: Value) -> Value {
-    json!({ "type": "message", "attachments": [{ "contentType": CARD_TYPE, "content": card }] })
+    let attachment = put(json!({ "contentType": CARD_TYPE, "content": null }), "content", card);
+    put(json!({ "type": "message", "attachments": null }), "attachments", vec![attachment])
 }
 
 /// A plain-text message activity (agent text, notices): never Markdown, never a mention.
@@ -203,7 +213,7 @@ fn approval(
         if pending {
             let buttons = action_buttons(interaction, action, i, locale, signer, shown.ok(), edit_error.filter(|(at, _)| *at == i).map(|(_, e)| e));
             if !buttons.is_empty() {
-                body.push(json!({ "type": "ActionSet", "actions": buttons }));
+                body.push(put(json!({ "type": "ActionSet", "actions": null }), "actions", buttons));
             }
         }
     }
@@ -234,7 +244,8 @@ fn approval(
 /// A form that opens in the card (`Action.ShowCard`): `inputs`, then the button that sends them.
 fn form(title: &str, inputs: Vec<Value>, send: Option<Value>) -> Option<Value> {
     let send = send?;
-    Some(json!({ "type": "Action.ShowCard", "title": title, "card": { "type": "AdaptiveCard", "body": inputs, "actions": [send] } }))
+    let card = put(put(json!({ "type": "AdaptiveCard", "body": null, "actions": null }), "body", inputs), "actions", vec![send]);
+    Some(put(json!({ "type": "Action.ShowCard", "title": title, "card": null }), "card", card))
 }
 
 /// Action `i`'s buttons: each allowed decision in a fixed order, then Comment.
@@ -329,18 +340,19 @@ fn questions(interaction: &Interaction, questions: &[Question], locale: Locale, 
             .collect();
         let chosen = answers.get(q).map(|a| a.selected.iter().map(usize::to_string).collect::<Vec<_>>().join(",")).unwrap_or_default();
         if !choices.is_empty() {
-            body.push(json!({
-                "type": "Input.ChoiceSet", "id": format!("answer.{q}"), "choices": choices, "value": chosen,
+            let choice_set = json!({
+                "type": "Input.ChoiceSet", "id": format!("answer.{q}"), "choices": null, "value": chosen,
                 "style": if question.options.len() <= EXPANDED_UP_TO { "expanded" } else { "compact" },
                 "isMultiSelect": question.multi_select,
-            }));
+            });
+            body.push(put(choice_set, "choices", choices));
         }
         if question.allows_free_text() {
             let typed = answers.get(q).and_then(|a| a.text.clone()).unwrap_or_default();
             body.push(json!({ "type": "Input.Text", "id": format!("other.{q}"), "label": text(locale, Msg::Other), "value": inert(&typed, FIELD) }));
         }
         if let Some(skip) = execute(signer, interaction, Code::Skip(q), &format!("⏭ {}", text(locale, Msg::Skip)), None) {
-            body.push(json!({ "type": "ActionSet", "actions": [skip] }));
+            body.push(put(json!({ "type": "ActionSet", "actions": null }), "actions", vec![skip]));
         }
     }
     if pending {

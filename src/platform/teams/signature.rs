@@ -15,6 +15,14 @@
 //!    one request cannot send the bridge's answers somewhere else.
 //!
 //! Anything else is a [`Refused`] with the reason, which the endpoint answers 401.
+//!
+//! A token that passed is remembered by its exact text until it expires
+//! ([`Verified`]): a token is good for many requests, and its RSA check was most of a
+//! click's cost in a burst. Only the signature and the registered claims are taken as
+//! read; the endorsement and the `serviceUrl` are checked against each activity as
+//! before. A changed byte is another text and gets the full check, and the memory is
+//! dropped whenever the keys are fetched again, so a key Microsoft withdraws stops
+//! counting for the tokens it signed.
 //! `jsonwebtoken` (RS256 on `ring`, already in the tree through rustls, without its
 //! PEM parsing) does the signature and the registered claims.
 
@@ -34,6 +42,10 @@ pub const REFETCH_AT_MOST: Duration = Duration::from_secs(10);
 /// How long fetched keys are trusted before they are fetched again (Microsoft rotates
 /// them and asks bots to refresh at least daily).
 pub const KEYS_FOR: Duration = Duration::from_secs(24 * 3600);
+/// Verified tokens remembered at most. Only tokens Microsoft's keys signed get in, and
+/// the connector sends a handful at a time, so this is never reached in practice; if
+/// it is, the expired ones go, then all of them.
+const VERIFIED_MAX: usize = 256;
 
 /// Why a request was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -63,6 +75,29 @@ pub enum Refused {
 struct Claims {
     #[serde(rename = "serviceUrl", default)]
     service_url: Option<String>,
+    /// Seconds since the epoch; required, so present once verified.
+    exp: u64,
+}
+
+/// A token that verified: the key that signed it, when it expires, and the
+/// `serviceUrl` it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Verified {
+    kid: String,
+    expires: u64,
+    service_url: Option<String>,
+}
+
+impl Verified {
+    /// Whether it still counts at `now` (seconds since the epoch): the same skew as
+    /// the full check.
+    fn live_at(&self, now: u64) -> bool {
+        now <= self.expires.saturating_add(SKEW.as_secs())
+    }
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// A published key and the channels it endorses (empty: any).
@@ -74,6 +109,36 @@ struct Key {
 struct Cached {
     keys: HashMap<String, Key>,
     fetched: Option<Instant>,
+    /// Tokens that verified against `keys`, by their exact text.
+    verified: HashMap<String, Verified>,
+}
+
+impl Cached {
+    /// Remembers a token that verified, keeping the memory bounded.
+    fn remember(&mut self, token: &str, verified: Verified) {
+        if self.verified.len() >= VERIFIED_MAX {
+            let now = now_secs();
+            self.verified.retain(|_, v| v.live_at(now));
+            if self.verified.len() >= VERIFIED_MAX {
+                self.verified.clear();
+            }
+        }
+        self.verified.insert(token.to_owned(), verified);
+    }
+}
+
+impl Key {
+    /// The checks that bind a verified token to one activity: the key endorses its
+    /// channel, and the token names its `serviceUrl`.
+    fn binds(&self, token_service_url: Option<&str>, channel_id: &str, service_url: &str) -> Result<(), Refused> {
+        if !self.endorsements.is_empty() && !self.endorsements.iter().any(|e| e == channel_id) {
+            return Err(Refused::NotEndorsed(channel_id.to_owned()));
+        }
+        if token_service_url != Some(service_url) {
+            return Err(Refused::ServiceUrl);
+        }
+        Ok(())
+    }
 }
 
 /// Verifies the Bot Connector's tokens against the keys it publishes.
@@ -110,13 +175,21 @@ struct Jwk {
 
 impl Verifier {
     pub fn new(http: reqwest::Client, metadata_url: &str, app_id: &str) -> Self {
-        Self { http, metadata_url: metadata_url.to_owned(), app_id: app_id.to_owned(), cache: Mutex::new(Cached { keys: HashMap::new(), fetched: None }) }
+        Self {
+            http,
+            metadata_url: metadata_url.to_owned(),
+            app_id: app_id.to_owned(),
+            cache: Mutex::new(Cached { keys: HashMap::new(), fetched: None, verified: HashMap::new() }),
+        }
     }
 
     /// Checks `authorization` (the header's value) for an activity of `channel_id`
     /// at `service_url`.
     pub async fn verify(&self, authorization: Option<&str>, channel_id: &str, service_url: &str) -> Result<(), Refused> {
         let token = authorization.and_then(|h| h.strip_prefix("Bearer ")).map(str::trim).filter(|t| !t.is_empty()).ok_or(Refused::NoToken)?;
+        if let Some(known) = self.remembered(token, channel_id, service_url).await {
+            return known;
+        }
         let header = jsonwebtoken::decode_header(token).map_err(|e| Refused::Malformed(e.to_string()))?;
         if header.alg != Algorithm::RS256 {
             return Err(Refused::Algorithm(format!("{:?}", header.alg)));
@@ -128,18 +201,27 @@ impl Verifier {
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         validation.leeway = SKEW.as_secs();
         validation.validate_nbf = true;
-        let claims = {
-            let cache = self.keys_with(&kid).await?;
-            let key = cache.keys.get(&kid).ok_or_else(|| Refused::UnknownKey(kid.clone()))?;
-            if !key.endorsements.is_empty() && !key.endorsements.iter().any(|e| e == channel_id) {
-                return Err(Refused::NotEndorsed(channel_id.to_owned()));
-            }
-            jsonwebtoken::decode::<Claims>(token, &key.key, &validation).map_err(|e| Refused::Invalid(e.to_string()))?.claims
-        };
-        if claims.service_url.as_deref() != Some(service_url) {
-            return Err(Refused::ServiceUrl);
+        let mut cache = self.keys_with(&kid).await?;
+        let key = cache.keys.get(&kid).ok_or_else(|| Refused::UnknownKey(kid.clone()))?;
+        let claims = jsonwebtoken::decode::<Claims>(token, &key.key, &validation).map_err(|e| Refused::Invalid(e.to_string()))?.claims;
+        let bound = key.binds(claims.service_url.as_deref(), channel_id, service_url);
+        cache.remember(token, Verified { kid, expires: claims.exp, service_url: claims.service_url });
+        bound
+    }
+
+    /// The answer for a token that verified before and has not expired: only the
+    /// checks against this activity are made again. `None`: not remembered (or
+    /// expired, or the keys are due to be fetched again): the full check decides.
+    async fn remembered(&self, token: &str, channel_id: &str, service_url: &str) -> Option<Result<(), Refused>> {
+        let mut cache = self.cache.lock().await;
+        let verified = cache.verified.get(token)?;
+        let keys_due = cache.fetched.is_none_or(|at| at.elapsed() > KEYS_FOR);
+        if keys_due || !verified.live_at(now_secs()) {
+            cache.verified.remove(token);
+            return None;
         }
-        Ok(())
+        let key = cache.keys.get(&verified.kid)?;
+        Some(key.binds(verified.service_url.as_deref(), channel_id, service_url))
     }
 
     /// The cache, holding `kid` if Microsoft publishes it: fetched again when it is
@@ -154,6 +236,8 @@ impl Verifier {
                 Ok(keys) => {
                     cache.keys = keys;
                     cache.fetched = Some(Instant::now());
+                    // What the old keys verified is checked again against the new.
+                    cache.verified.clear();
                 }
                 // Stale keys still verify what they signed; with none, nothing can.
                 Err(e) if cache.keys.is_empty() => return Err(e),
@@ -189,5 +273,50 @@ impl Verifier {
             }
         }
         Ok(keys)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verified(expires: u64) -> Verified {
+        Verified { kid: "k".into(), expires, service_url: Some("https://smba.trafficmanager.net/amer/".into()) }
+    }
+
+    #[test]
+    fn a_remembered_token_counts_until_its_expiry_plus_the_skew() {
+        let token = verified(1_000_000);
+        assert!(token.live_at(999_000));
+        assert!(token.live_at(1_000_000 + SKEW.as_secs()));
+        assert!(!token.live_at(1_000_001 + SKEW.as_secs()));
+    }
+
+    #[test]
+    fn the_binding_to_an_activity_is_checked_every_time() {
+        let key = |endorsements: &[&str]| Key { key: DecodingKey::from_secret(b"unused"), endorsements: endorsements.iter().map(|e| e.to_string()).collect() };
+        let url = "https://smba.trafficmanager.net/amer/";
+        assert_eq!(key(&[]).binds(Some(url), "msteams", url), Ok(()));
+        assert_eq!(key(&["msteams"]).binds(Some(url), "msteams", url), Ok(()));
+        assert_eq!(key(&["skype"]).binds(Some(url), "msteams", url), Err(Refused::NotEndorsed("msteams".into())));
+        assert_eq!(key(&[]).binds(Some(url), "msteams", "https://attacker.example/"), Err(Refused::ServiceUrl));
+        assert_eq!(key(&[]).binds(None, "msteams", url), Err(Refused::ServiceUrl));
+    }
+
+    #[test]
+    fn the_memory_of_verified_tokens_stays_bounded() {
+        let mut cache = Cached { keys: HashMap::new(), fetched: None, verified: HashMap::new() };
+        let live = now_secs() + 3600;
+        for n in 0..VERIFIED_MAX {
+            // Every other one long expired: they go first.
+            cache.remember(&format!("t{n}"), verified(if n % 2 == 0 { live } else { 1 }));
+        }
+        cache.remember("one more", verified(live));
+        assert_eq!(cache.verified.len(), VERIFIED_MAX / 2 + 1, "the expired ones went");
+        assert!(cache.verified.contains_key("t0") && cache.verified.contains_key("one more"));
+        for n in 0..VERIFIED_MAX {
+            cache.remember(&format!("u{n}"), verified(live));
+        }
+        assert!(cache.verified.len() <= VERIFIED_MAX);
     }
 }
