@@ -20,6 +20,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::login::{Login, LoginError};
@@ -116,18 +117,17 @@ impl Api {
     /// A new message in `conversation`: its activity id.
     pub async fn send(&self, service_url: &str, conversation: &str, activity: &Value, priority: Priority) -> Result<String, ApiError> {
         let url = format!("{service_url}v3/conversations/{}/activities", path(conversation));
-        self.post_new("send", conversation, &url, activity, priority).await
+        self.post_new("send", conversation, &url, &encode(activity)?, priority).await
     }
 
     /// A message in the thread of `reply_to` (a channel message): its activity id.
     pub async fn reply(&self, service_url: &str, conversation: &str, reply_to: &str, activity: &Value, priority: Priority) -> Result<String, ApiError> {
         let url = format!("{service_url}v3/conversations/{}/activities/{}", path(conversation), path(reply_to));
-        let mut activity = activity.clone();
-        activity["replyToId"] = json!(reply_to);
-        self.post_new("reply", conversation, &url, &activity, priority).await
+        let body = encode(&Addressed { activity, id: None, reply_to_id: Some(reply_to) })?;
+        self.post_new("reply", conversation, &url, &body, priority).await
     }
 
-    async fn post_new(&self, what: &'static str, conversation: &str, url: &str, activity: &Value, priority: Priority) -> Result<String, ApiError> {
+    async fn post_new(&self, what: &'static str, conversation: &str, url: &str, activity: &[u8], priority: Priority) -> Result<String, ApiError> {
         let line = self.pacing.line(conversation);
         let _turn = line.turn(priority).await;
         let answer = self.call(what, conversation, reqwest::Method::POST, url, Some(activity)).await?;
@@ -137,9 +137,8 @@ impl Api {
     /// Replaces activity `id` (a card's new state, a streamed message's longer text).
     pub async fn update(&self, service_url: &str, conversation: &str, id: &str, activity: &Value) -> Result<(), ApiError> {
         let url = format!("{service_url}v3/conversations/{}/activities/{}", path(conversation), path(id));
-        let mut activity = activity.clone();
-        activity["id"] = json!(id);
-        self.call("update", conversation, reqwest::Method::PUT, &url, Some(&activity)).await.map(|_| ())
+        let body = encode(&Addressed { activity, id: Some(id), reply_to_id: None })?;
+        self.call("update", conversation, reqwest::Method::PUT, &url, Some(&body)).await.map(|_| ())
     }
 
     /// Deletes activity `id`.
@@ -157,7 +156,7 @@ impl Api {
             body["channelData"] = json!({ "tenant": { "id": self.tenant_id } });
         }
         let url = format!("{service_url}v3/conversations");
-        let answer = self.call("create conversation", user, reqwest::Method::POST, &url, Some(&body)).await?;
+        let answer = self.call("create conversation", user, reqwest::Method::POST, &url, Some(&encode(&body)?)).await?;
         answer["id"].as_str().filter(|id| !id.is_empty()).map(str::to_owned).ok_or(ApiError::Status {
             what: "create conversation",
             status: 200,
@@ -190,8 +189,9 @@ impl Api {
     }
 
     /// One call, paced in `conversation`, tried again after a 429 (its wait), a 5xx or
-    /// an expired token; its JSON answer (`null` when empty).
-    async fn call(&self, what: &'static str, conversation: &str, method: reqwest::Method, url: &str, body: Option<&Value>) -> Result<Value, ApiError> {
+    /// an expired token; its JSON answer (`null` when empty). `body` is JSON, encoded
+    /// once for every try.
+    async fn call(&self, what: &'static str, conversation: &str, method: reqwest::Method, url: &str, body: Option<&[u8]>) -> Result<Value, ApiError> {
         let key = conversation.to_owned();
         let mut renewed = false;
         for attempt in 0..TRIES {
@@ -199,7 +199,7 @@ impl Api {
             let token = self.login.token().await?;
             let mut request = self.http.request(method.clone(), url).bearer_auth(token).timeout(Duration::from_secs(30));
             if let Some(body) = body {
-                request = request.json(body);
+                request = request.header(reqwest::header::CONTENT_TYPE, "application/json").body(body.to_vec());
             }
             let response = match request.send().await {
                 Ok(response) => response,
@@ -236,6 +236,23 @@ impl Api {
     }
 }
 
+/// An activity sent with the field its call adds (the activity it replaces, the one it
+/// answers in a thread): encoded around it, not copied into a new one.
+#[derive(Serialize)]
+struct Addressed<'a> {
+    #[serde(flatten)]
+    activity: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    #[serde(rename = "replyToId", skip_serializing_if = "Option::is_none")]
+    reply_to_id: Option<&'a str>,
+}
+
+/// A request's JSON body.
+fn encode(body: &impl Serialize) -> Result<Vec<u8>, ApiError> {
+    serde_json::to_vec(body).map_err(|e| ApiError::Network { what: "encode", message: e.to_string() })
+}
+
 /// The wait before try `attempt + 1` after a server error: 0.2 s, doubling, at most 5 s.
 fn backoff(attempt: usize) -> Duration {
     Duration::from_millis(200u64.saturating_mul(1 << attempt.min(5))).min(Duration::from_secs(5))
@@ -250,6 +267,14 @@ fn path(id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_update_or_a_reply_is_the_activity_with_its_address_last() {
+        let activity = json!({ "type": "message", "text": "x" });
+        let sent = |id, reply_to_id| String::from_utf8(encode(&Addressed { activity: &activity, id, reply_to_id }).unwrap()).unwrap();
+        assert_eq!(sent(Some("1:2"), None), r#"{"type":"message","text":"x","id":"1:2"}"#);
+        assert_eq!(sent(None, Some("17")), r#"{"type":"message","text":"x","replyToId":"17"}"#);
+    }
 
     #[test]
     fn ids_keep_the_characters_teams_uses_in_paths() {

@@ -12,12 +12,14 @@
 //! late or repeated click, a forged value), which changes nothing.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::codes::Code;
 use super::payload::Activity;
-use super::render::CARD_TYPE;
+use super::render::{self, CARD_TYPE};
 use super::text::{TMsg, ttext};
 use super::{PLATFORM, Shared};
 use crate::engine::{ActError, ActOutcome};
@@ -28,23 +30,38 @@ use crate::texts::{self, Msg};
 /// What the clicker sees in answer to their invoke.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
-    /// The card as it now stands (for them; every copy is updated besides).
-    Card(Value),
+    /// The message activity carrying the card as it now stands (for them; every copy
+    /// is updated besides).
+    Card(Arc<Value>),
     /// A notice only they see.
     Notice(String),
 }
 
+/// The invoke response's body: `statusCode` 200 with a card or a message, borrowed
+/// from the [`Answer`] (the card is not copied to be sent).
+#[derive(Serialize)]
+pub struct Body<'a> {
+    #[serde(rename = "statusCode")]
+    status_code: u16,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    value: Shown<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Shown<'a> {
+    Card(&'a Value),
+    Text(&'a str),
+}
+
 impl Answer {
-    /// The invoke response's body: `statusCode` 200 with a card or a message.
-    pub fn into_body(self) -> Value {
+    pub fn body(&self) -> Body<'_> {
         let (kind, value) = match self {
-            Answer::Card(card) => (CARD_TYPE, card),
-            Answer::Notice(text) => ("application/vnd.microsoft.activity.message", Value::String(text)),
+            Answer::Card(message) => (CARD_TYPE, Shown::Card(render::card_of(message))),
+            Answer::Notice(text) => ("application/vnd.microsoft.activity.message", Shown::Text(text)),
         };
-        let mut body = json!({ "statusCode": 200, "type": kind, "value": null });
-        // The card moves in where `json!` would copy it.
-        body["value"] = value;
-        body
+        Body { status_code: 200, kind, value }
     }
 }
 
@@ -99,12 +116,12 @@ pub async fn click(shared: &Shared, activity: &Activity) -> Answer {
         }
     };
     match result {
-        Ok(ActOutcome::Updated(interaction) | ActOutcome::Resolved(interaction)) => Answer::Card(shared.card(&interaction, None)),
+        Ok(ActOutcome::Updated(interaction) | ActOutcome::Resolved(interaction)) => Answer::Card(shared.changed_card(&interaction)),
         Err(ActError::Refused(refusal @ Refusal::InvalidEdit(_))) => {
             let Code::Edit(index) = code else { return Answer::Notice(texts::refusal(shared.locale, &refusal)) };
             let verdict = texts::refusal(shared.locale, &refusal);
             match shared.engine.interaction(&id).await {
-                Ok(Some(interaction)) => Answer::Card(shared.card(&interaction, Some((index, &verdict)))),
+                Ok(Some(interaction)) => Answer::Card(Arc::new(render::message(shared.card(&interaction, Some((index, &verdict)))))),
                 _ => Answer::Notice(verdict),
             }
         }
@@ -169,6 +186,19 @@ async fn answer_set(shared: &Shared, id: &str, actor: Actor, data: &Value) -> Re
 mod tests {
     use super::*;
     use crate::platform::kit::codes::Decide;
+    use serde_json::json;
+
+    #[test]
+    fn the_invoke_answer_carries_the_card_or_the_notice() {
+        let card = json!({ "type": "AdaptiveCard", "version": "1.5", "body": [] });
+        let answer = Answer::Card(Arc::new(render::message(card.clone())));
+        assert_eq!(serde_json::to_value(answer.body()).unwrap(), json!({ "statusCode": 200, "type": CARD_TYPE, "value": card }));
+        let notice = Answer::Notice("This request has expired.".into());
+        assert_eq!(
+            serde_json::to_string(&notice.body()).unwrap(),
+            r#"{"statusCode":200,"type":"application/vnd.microsoft.activity.message","value":"This request has expired."}"#
+        );
+    }
 
     #[test]
     fn typed_inputs_become_the_action() {

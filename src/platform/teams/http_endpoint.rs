@@ -68,7 +68,7 @@ async fn receive(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Res
     match endpoint.handler.receive(activity, raw).await {
         Ok(Received::Stored) => StatusCode::OK.into_response(),
         Ok(Received::Answer(answer)) => match tokio::time::timeout(ANSWER_WITHIN, answer).await {
-            Ok(Ok(answer)) => axum::Json(answer.into_body()).into_response(),
+            Ok(Ok(answer)) => axum::Json(answer.body()).into_response(),
             _ => {
                 tracing::warn!("a Teams card action took too long to answer in its invoke response");
                 StatusCode::OK.into_response()

@@ -18,7 +18,8 @@
 //! - [`payload`]: the activity as the bridge reads it
 //! - [`render`], [`limits`], [`text`], [`codes`]: the Adaptive Cards, what a message
 //!   may hold, inert agent text, what a signed button names
-//! - [`clicks`]: `adaptiveCard/action` invokes → the engine, answered with the card
+//! - [`clicks`]: `adaptiveCard/action` invokes → the engine, answered with the card;
+//!   [`card_memo`]: that card rendered once for the answer and the copies' update
 //! - [`manifest`]: the app package `hitl-bridge teams package` writes
 //! - [`stream`]: the agent's text streamed into one message, updated about once a second
 //! - [`chat`]: messages, mentions and commands → the agent's turns, one session per
@@ -33,6 +34,7 @@
 
 pub mod address;
 pub mod api;
+pub mod card_memo;
 pub mod chat;
 pub mod clicks;
 pub mod codes;
@@ -110,6 +112,8 @@ pub struct Shared {
     streams: stream::Streams,
     /// The teams and channels approvers may be members of, and who is in them.
     pub groups: groups::Groups,
+    /// A click's card, rendered once for its answer and its copies' update.
+    cards: card_memo::CardMemo,
 }
 
 impl Shared {
@@ -166,6 +170,12 @@ impl Shared {
     pub fn card(&self, interaction: &Interaction, edit_error: Option<(usize, &str)>) -> Value {
         render::card(interaction, self.locale, &self.signer, self.web.card_link(&interaction.id).as_ref(), edit_error)
     }
+
+    /// The message activity carrying the card of `interaction` after a change: the
+    /// clicker's answer and the copies' update share one rendering ([`card_memo`]).
+    pub fn changed_card(&self, interaction: &Interaction) -> Arc<Value> {
+        self.cards.take_or_render(interaction, || render::message(self.card(interaction, None)))
+    }
 }
 
 /// The Teams platform.
@@ -216,6 +226,7 @@ pub async fn start(settings: &TeamsSettings, wiring: Wiring) -> Result<Arc<Teams
         statuses: Mutex::new(BoundedMap::new(CACHE_CAP)),
         streams: stream::Streams::default(),
         groups: groups::Groups::new(&wiring.groups, settings.group_refresh()),
+        cards: card_memo::CardMemo::default(),
     });
     let handler = Arc::new(inbox::Handler::new(shared.clone(), wiring.inbox));
     // What a previous run stored and never finished is handled before new activities.
@@ -316,7 +327,7 @@ impl Platform for Teams {
             }
             self.shared.groups.note(interaction);
             let (service_url, conversation) = self.shared.conversation(&message.chat).await?;
-            let card = render::message(self.shared.card(interaction, None));
+            let card = self.shared.changed_card(interaction);
             self.shared
                 .api
                 .update(&service_url, &conversation, &message.message_id, &card)

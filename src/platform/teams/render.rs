@@ -90,6 +90,11 @@ pub fn message(card: Value) -> Value {
     put(json!({ "type": "message", "attachments": null }), "attachments", vec![attachment])
 }
 
+/// The card a message activity of [`message`] carries.
+pub fn card_of(message: &Value) -> &Value {
+    &message["attachments"][0]["content"]
+}
+
 /// A plain-text message activity (agent text, notices): never Markdown, never a mention.
 pub fn text_message(body: &str) -> Value {
     json!({ "type": "message", "textFormat": "plain", "text": inert(body, super::limits::TEXT_PIECE) })
