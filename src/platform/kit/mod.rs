@@ -9,6 +9,7 @@ pub mod codes;
 pub mod commands;
 pub mod groups;
 pub mod inbox;
+pub mod json;
 pub mod lanes;
 pub mod pacing;
 pub mod refusals;

@@ -30,6 +30,7 @@ use super::text::{SMsg, code, escape, escape_cut, note, stext};
 use crate::interaction::{Action, Draft, Interaction, Origin, RememberScope, RequestKind, readable};
 use crate::platform::descriptor::BrowserLink;
 use crate::platform::kit::codes::Decide;
+use crate::platform::kit::json::put;
 use crate::platform::kit::token::TokenSigner;
 use crate::platform::locale::web::{WebMsg, web_text};
 use crate::protocol::{Decision, DecisionType};
@@ -48,7 +49,7 @@ fn mrkdwn(text: String) -> Value {
 }
 
 fn section(block_id: &str, text: String) -> Value {
-    json!({ "type": "section", "block_id": block_id, "text": mrkdwn(text) })
+    put(json!({ "type": "section", "block_id": block_id, "text": null }), "text", mrkdwn(text))
 }
 
 /// The message showing `interaction`: its card while pending, its outcome after.
@@ -73,7 +74,7 @@ pub fn card(interaction: &Interaction, locale: Locale, signer: &TokenSigner, lin
     if let Some(context) = &interaction.request.context {
         head.push(section("context", escape_cut(context, FIELD)));
     }
-    head.push(json!({ "type": "context", "block_id": "meta", "elements": meta(interaction, locale) }));
+    head.push(put(json!({ "type": "context", "block_id": "meta", "elements": null }), "elements", meta(interaction, locale)));
     let mut tail = Vec::new();
     if !pending {
         tail.push(section("outcome", format!("*{}*", escape_cut(&texts::outcome(locale, interaction), FIELD))));
@@ -87,7 +88,7 @@ pub fn card(interaction: &Interaction, locale: Locale, signer: &TokenSigner, lin
         RequestKind::Questions { questions, .. } => questions::blocks(interaction, questions, locale, signer, room, inbox),
     };
     let blocks: Vec<Value> = head.into_iter().chain(body).chain(tail).collect();
-    json!({ "text": escape_cut(&fallback, limits::MESSAGE_TEXT), "blocks": blocks })
+    put(json!({ "text": escape_cut(&fallback, limits::MESSAGE_TEXT), "blocks": null }), "blocks", blocks)
 }
 
 /// The card's "Open in browser": a link button (it opens the page and sends the bridge
@@ -169,7 +170,7 @@ fn approval(interaction: &Interaction, actions: &[Action], locale: Locale, signe
         if pending {
             let buttons = action_buttons(interaction, action, i, many, &offered, locale, signer);
             if !buttons.is_empty() {
-                blocks.push(json!({ "type": "actions", "block_id": format!("buttons.{i}"), "elements": buttons }));
+                blocks.push(put(json!({ "type": "actions", "block_id": format!("buttons.{i}"), "elements": null }), "elements", buttons));
             }
         }
     }
@@ -191,7 +192,7 @@ fn approval(interaction: &Interaction, actions: &[Action], locale: Locale, signe
                 )
             })
             .collect();
-        blocks.push(json!({ "type": "actions", "block_id": "remember", "elements": remember }));
+        blocks.push(put(json!({ "type": "actions", "block_id": "remember", "elements": null }), "elements", remember));
     }
     if pending && many {
         let mut row = Vec::new();
@@ -210,7 +211,7 @@ fn approval(interaction: &Interaction, actions: &[Action], locale: Locale, signe
             ));
         }
         row.extend(button(signer, interaction, Code::Decide(Decide::Submit), &format!("📨 {}", text(locale, Msg::Submit)), None, None));
-        blocks.push(json!({ "type": "actions", "block_id": "all", "elements": row }));
+        blocks.push(put(json!({ "type": "actions", "block_id": "all", "elements": null }), "elements", row));
     }
     blocks
 }

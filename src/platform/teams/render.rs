@@ -29,6 +29,7 @@ use super::text::{TMsg, inert, ttext};
 use crate::interaction::{Action, Draft, Interaction, Origin, Question, RememberScope, RequestKind, readable};
 use crate::platform::descriptor::BrowserLink;
 use crate::platform::kit::codes::Decide;
+use crate::platform::kit::json::put;
 use crate::platform::kit::token::TokenSigner;
 use crate::platform::locale::web::{WebMsg, web_text};
 use crate::protocol::{Decision, DecisionType};
@@ -40,14 +41,6 @@ pub const CARD_TYPE: &str = "application/vnd.microsoft.card.adaptive";
 pub const VERB: &str = "hitl";
 /// A question with at most this many options shows them all (`expanded`).
 const EXPANDED_UP_TO: usize = 4;
-
-/// `value` with `items` moved in at `key`, whose `null` placeholder in `value` keeps
-/// the key's place. `json!` takes a value by reference and copies it, which for a
-/// card's nested blocks was most of the cost of rendering one.
-fn put(mut value: Value, key: &str, items: impl Into<Value>) -> Value {
-    value[key] = items.into();
-    value
-}
 
 /// A line of text the bridge wrote (Markdown off: `TextBlock` without markup).
 fn line(text: &str) -> Value {

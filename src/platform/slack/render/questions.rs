@@ -24,6 +24,7 @@ use super::{FIELD, limits, mrkdwn, plain, section, sign};
 use crate::interaction::answers::encode;
 use crate::interaction::{AnswerDraft, Draft, FreeText, Interaction, Question};
 use crate::platform::kit::codes::Decide;
+use crate::platform::kit::json::put;
 use crate::platform::kit::token::TokenSigner;
 use crate::platform::slack::codes::Code;
 use crate::platform::slack::text::{SMsg, escape, escape_cut, note, stext};
@@ -90,13 +91,13 @@ pub fn blocks(interaction: &Interaction, questions: &[Question], locale: Locale,
         }
         row.extend(super::button(signer, interaction, Code::Skip(n), &format!("⏭ {}", text(locale, Msg::Skip)), None, None));
         row.truncate(limits::ACTIONS_ELEMENTS);
-        blocks.push(json!({ "type": "actions", "block_id": format!("answer.{n}"), "elements": row }));
+        blocks.push(put(json!({ "type": "actions", "block_id": format!("answer.{n}"), "elements": null }), "elements", row));
     }
     if shown < count {
         blocks.push(json!({ "type": "context", "block_id": "more", "elements": [mrkdwn(escape(note(locale, SMsg::MoreQuestions, inbox)))] }));
     }
     let submit = super::button(signer, interaction, Code::Decide(Decide::Submit), &format!("📨 {}", text(locale, Msg::Submit)), Some("primary"), None);
-    blocks.push(json!({ "type": "actions", "block_id": "submit", "elements": submit.into_iter().collect::<Vec<_>>() }));
+    blocks.push(put(json!({ "type": "actions", "block_id": "submit", "elements": null }), "elements", submit.into_iter().collect::<Vec<_>>()));
     blocks
 }
 
@@ -183,7 +184,8 @@ fn menu(interaction: &Interaction, q: &Question, n: usize, draft: &AnswerDraft, 
     if options.is_empty() {
         return None;
     }
-    let mut element = json!({ "type": kind, "action_id": sign(signer, interaction, Code::Choose(n), limits::ACTION_ID)?, "options": options });
+    let mut element =
+        put(json!({ "type": kind, "action_id": sign(signer, interaction, Code::Choose(n), limits::ACTION_ID)?, "options": null }), "options", options);
     if kind != "checkboxes" {
         let placeholder = if q.multi_select { SMsg::ChooseMany } else { SMsg::ChooseOne };
         element["placeholder"] = plain(stext(locale, placeholder), limits::PLACEHOLDER);
@@ -191,7 +193,7 @@ fn menu(interaction: &Interaction, q: &Question, n: usize, draft: &AnswerDraft, 
     match (kind, chosen.first()) {
         // Slack refuses an initial option that is not exactly one of the options.
         ("static_select", Some(first)) => element["initial_option"] = first.clone(),
-        (_, Some(_)) if q.multi_select => element["initial_options"] = json!(chosen),
+        (_, Some(_)) if q.multi_select => element["initial_options"] = chosen.into(),
         _ => {}
     }
     Some(element)
