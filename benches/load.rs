@@ -13,17 +13,23 @@
 //! 200), `HITL_BRIDGE_TEST_POSTGRES_URL` (PostgreSQL for the durable decisions figure,
 //! the cross-replica hand-off and a second run of the pending phase; each skipped with a
 //! line when unset; the pending phase also times the web inbox), `LOAD_SKIP`
-//! (comma-separated phases to skip: `limits`, `store`, `cross`, `pending`, `slack`: Slack's
+//! (comma-separated phases to skip: `one`: one request at a time on Telegram, Slack and
+//! Discord, `common/one_at_a_time.rs`; `latency`: the in-process latency runs;
+//! `limits`, `store`, `cross`, `pending`, `slack`: Slack's
 //! latency run, its comparison with Telegram's and its burst of decisions on each store;
 //! `discord`: Discord's burst of decisions on each store; `teams`: Teams' latency run,
 //! its comparison with Slack's and its burst of decisions on each store),
 //! `LOAD_PROFILE` (set: the pending phase's burst of decisions is sampled with Linux
 //! `perf` and its CPU summed by module, `common/profile.rs`; `switches` or `calls`:
 //! the context switches or CPU samples are recorded with their stacks, file kept),
-//! `LOAD_BURST` (decisions clicked at once in each burst, default 200).
+//! `LOAD_BURST` (decisions clicked at once in each burst, default 200), `LOAD_ROUNDS`
+//! (requests of the one-at-a-time phase, default 32), `LOAD_BINARY` (another build
+//! of `hitl-bridge` to run as the child, for a before/after in one sitting).
 
 #[path = "common/chats.rs"]
 mod chats;
+#[path = "common/one_at_a_time.rs"]
+mod one_at_a_time;
 #[path = "common/profile.rs"]
 mod profile;
 #[path = "common/seed.rs"]
@@ -32,7 +38,7 @@ mod seed;
 mod support;
 #[path = "common/threads.rs"]
 mod threads;
-use chats::{ChatFake, mentions};
+use chats::{ChatFake, DiscordChat, mentions};
 use support::fake_discord::{self, FakeDiscord};
 use support::fake_slack::{self, FakeSlack, Person};
 use support::fake_teams::{self, FakeTeams};
@@ -127,6 +133,9 @@ struct AgentState {
 struct Agent {
     state: Mutex<AgentState>,
     changed: Notify,
+    /// Whether the agent answers each decision with a line of text and ends its turn,
+    /// as an agent does once the tool ran (the words name the approval key).
+    replies: std::sync::atomic::AtomicBool,
 }
 
 impl Agent {
@@ -140,7 +149,7 @@ impl Agent {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind agent");
         let url = format!("ws://{}/ws/{{session_id}}", listener.local_addr().expect("addr"));
         tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+            let _ = axum::serve(support::without_nagle(listener), app).await;
         });
         (agent, url)
     }
@@ -175,6 +184,16 @@ impl Agent {
     }
 }
 
+/// The agent's words after the decision on `key`, and the end of its turn.
+fn reply_frames(key: &str) -> [Value; 4] {
+    [
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": format!("ran deploy for {key}")}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_stop"}),
+    ]
+}
+
 async fn upgrade(State(agent): State<Arc<Agent>>, Path(session): Path<String>, ws: WebSocketUpgrade) -> Response {
     // A stand-in for an agent on another machine, sharing the bridge's two cores: its
     // reads use small buffers (tungstenite zero-fills a 128 KiB one on every read).
@@ -184,7 +203,7 @@ async fn upgrade(State(agent): State<Arc<Agent>>, Path(session): Path<String>, w
 async fn connection(agent: Arc<Agent>, session: String, socket: WebSocket) {
     let (mut sink, mut stream) = socket.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-    agent.state().outboxes.insert(session.clone(), tx);
+    agent.state().outboxes.insert(session.clone(), tx.clone());
     let writer = tokio::spawn(async move {
         while let Some(frame) = rx.recv().await {
             if sink.send(Message::text(frame)).await.is_err() {
@@ -205,6 +224,11 @@ async fn connection(agent: Arc<Agent>, session: String, socket: WebSocket) {
                 }
                 Some("approval") => {
                     let key = command["approval_key"].as_str().unwrap_or_default().to_owned();
+                    if agent.replies.load(std::sync::atomic::Ordering::Relaxed) && !state.approvals.contains_key(&key) {
+                        for frame in reply_frames(&key) {
+                            let _ = tx.send(frame.to_string());
+                        }
+                    }
                     state.approvals.entry(key).or_insert(read_at);
                 }
                 _ => {}
@@ -719,8 +743,11 @@ struct Child {
 impl Child {
     /// The release binary with the repository's config/default.toml and `env`
     /// overriding keys (HITL_BRIDGE__SECTION__KEY), as an operator would run it.
+    /// `LOAD_BINARY` names another build to run instead (a previous commit's, to
+    /// measure both in one sitting, interleaved, and cancel the machine's drift).
     fn spawn(env: &[(String, String)], port: u16) -> Child {
-        let process = std::process::Command::new(env!("CARGO_BIN_EXE_hitl-bridge"))
+        let binary = std::env::var_os("LOAD_BINARY").unwrap_or_else(|| env!("CARGO_BIN_EXE_hitl-bridge").into());
+        let process = std::process::Command::new(binary)
             .args(["run", "--config", concat!(env!("CARGO_MANIFEST_DIR"), "/config/default.toml")])
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
@@ -743,6 +770,21 @@ impl Child {
         // SAFETY: sysconf only reads a system constant.
         let per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
         Duration::from_millis(ticks * 1000 / per_sec)
+    }
+
+    /// What the child's memory is now, in MiB, as the kernel splits it: the heap and
+    /// stacks (`RssAnon`), the binary's and libraries' pages read in (`RssFile`), and
+    /// its threads.
+    fn breakdown(&self) -> String {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.process.id())).unwrap_or_default();
+        let field = |name: &str| status.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).unwrap_or("?").to_owned();
+        let mib = |name: &str| field(name).parse::<f64>().map_or("?".to_owned(), |kb| format!("{:.1}", kb / 1024.0));
+        format!(
+            "heap and stacks (RssAnon) {} MiB, the binary's code and data read in (RssFile) {} MiB, {} threads",
+            mib("RssAnon:"),
+            mib("RssFile:"),
+            field("Threads:")
+        )
     }
 
     fn memory(&self) -> (f64, f64) {
@@ -1354,19 +1396,29 @@ async fn main() {
     let decisions_n = env_usize("LOAD_DECISIONS", 2000);
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!("# hitl-bridge load benchmark ({cores} cores; release build; figures, not asserts)");
-    let telegram = latency(FakeTelegram::start().await, sessions, clicks).await;
-    let slack = if skipped("slack") {
-        None
-    } else {
-        let slack = latency(FakeSlack::start().await, sessions, clicks).await;
-        compare("Telegram", &telegram, "Slack", &slack);
-        Some(slack)
-    };
-    if !skipped("teams") {
-        let teams = latency(FakeTeams::start().await, sessions, clicks).await;
-        match &slack {
-            Some(slack) => compare("Slack", slack, "Teams", &teams),
-            None => compare("Telegram", &telegram, "Teams", &teams),
+    if !skipped("one") {
+        let rounds = env_usize("LOAD_ROUNDS", 32);
+        for synchronous in ["full", "normal"] {
+            one_at_a_time::one_at_a_time(FakeTelegram::start().await, synchronous, rounds).await;
+            one_at_a_time::one_at_a_time(FakeSlack::start().await, synchronous, rounds).await;
+            one_at_a_time::one_at_a_time(DiscordChat::start().await, synchronous, rounds).await;
+        }
+    }
+    if !skipped("latency") {
+        let telegram = latency(FakeTelegram::start().await, sessions, clicks).await;
+        let slack = if skipped("slack") {
+            None
+        } else {
+            let slack = latency(FakeSlack::start().await, sessions, clicks).await;
+            compare("Telegram", &telegram, "Slack", &slack);
+            Some(slack)
+        };
+        if !skipped("teams") {
+            let teams = latency(FakeTeams::start().await, sessions, clicks).await;
+            match &slack {
+                Some(slack) => compare("Slack", slack, "Teams", &teams),
+                None => compare("Telegram", &telegram, "Teams", &teams),
+            }
         }
     }
     if !skipped("limits") {

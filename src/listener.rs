@@ -141,6 +141,10 @@ pub async fn serve(listener: TcpListener, app: Router, limits: Limits) {
 }
 
 async fn serve_connection(stream: tokio::net::TcpStream, app: Router, limits: Limits, conn: &Arc<Connection>) {
+    // Nagle off: an answer (a webhook's 200, an invoke's card, a live update) goes out
+    // as it is written, not held until the client acknowledges the last one (a delayed
+    // ACK is up to 40 ms). A socket that refuses the option still serves.
+    let _ = stream.set_nodelay(true);
     let service = {
         let conn = conn.clone();
         hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {

@@ -2,12 +2,17 @@
 //! person per session, who says hello in their private chat with the bot; the cards
 //! the bridge shows there, found by the approval key they mention; a click on Approve
 //! pushed to the bridge and when it was delivered. [`ChatFake`] is all a latency run
-//! needs of a platform, so Telegram, Slack and Teams are measured by the same code
+//! needs of a platform, so Telegram, Slack, Teams and Discord are measured by the same code
 //! (`load.rs`) and their figures compare. Nothing here times or prints anything.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Instant;
 
+use serde_json::Value;
+
+use crate::support::discord_chat;
+use crate::support::fake_discord::{self, FakeDiscord};
 use crate::support::fake_slack::{self, FakeSlack, Person};
 use crate::support::fake_teams::{self, FakeTeams};
 use crate::support::fake_telegram::{self, FakeTelegram, User};
@@ -66,6 +71,9 @@ pub trait ChatFake {
     fn answers(&self) -> HashMap<String, Instant> {
         HashMap::new()
     }
+    /// The messages without buttons the bridge sent (the agent's words), as
+    /// (the person's id, the text, when it reached the fake).
+    fn texts(&self) -> Vec<Shown>;
     fn shutdown(self);
 }
 
@@ -145,6 +153,14 @@ impl ChatFake for FakeTelegram {
             .into_iter()
             .filter(|r| r.method == "answercallbackquery")
             .filter_map(|r| Some((r.body["callback_query_id"].as_str()?.to_owned(), r.at)))
+            .collect()
+    }
+
+    fn texts(&self) -> Vec<Shown> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.method == "sendmessage" && r.error.is_none() && r.body.get("reply_markup").is_none())
+            .filter_map(|r| Some((r.body["chat_id"].as_i64()?.to_string(), r.body["text"].as_str()?.to_owned(), r.at)))
             .collect()
     }
 
@@ -250,6 +266,17 @@ impl ChatFake for FakeSlack {
 
     fn deliveries(&self) -> HashMap<String, Instant> {
         self.first_deliveries()
+    }
+
+    fn texts(&self) -> Vec<Shown> {
+        self.calls()
+            .into_iter()
+            .filter(|c| c.method == "chat.postMessage" && c.error.is_none() && !fake_slack::has_buttons(&c.body))
+            .filter_map(|c| {
+                let person = format!("U{}", c.body["channel"].as_str()?.strip_prefix('D')?);
+                Some((person, c.body.to_string(), c.at))
+            })
+            .collect()
     }
 
     fn shutdown(self) {
@@ -364,7 +391,155 @@ impl ChatFake for FakeTeams {
         self.answered_at()
     }
 
+    fn texts(&self) -> Vec<Shown> {
+        self.calls()
+            .into_iter()
+            .filter(|c| c.method == "POST" && c.status < 300 && c.created.is_some() && fake_teams::card_of(&c.body).is_none())
+            .filter_map(|c| Some((c.conversation.strip_prefix("a:dm-")?.to_owned(), c.body["text"].as_str()?.to_owned(), c.at)))
+            .collect()
+    }
+
     fn shutdown(self) {
         FakeTeams::shutdown(self);
+    }
+}
+
+/// The fake Discord as a latency run drives it: one guild channel per person, where
+/// they mention the bot to start their session, and when each click was dispatched
+/// down the gateway (the fake itself does not note it).
+pub struct DiscordChat {
+    pub fake: FakeDiscord,
+    dispatched: Mutex<HashMap<String, Instant>>,
+}
+
+impl DiscordChat {
+    pub async fn start() -> DiscordChat {
+        DiscordChat { fake: FakeDiscord::start().await, dispatched: Mutex::default() }
+    }
+}
+
+/// A Discord person's guild channel, numbered as their user id is.
+fn discord_channel_of(person: &Value) -> String {
+    let id = person["id"].as_str().unwrap_or_default();
+    format!("81{}", &id[2..])
+}
+
+/// A card on the fake Discord: its channel, the message as the fake answered its post
+/// (a click carries the whole message, as Discord's interactions do) and the Approve
+/// button's custom id.
+pub struct DiscordCard {
+    channel: String,
+    message: Value,
+    custom_id: String,
+}
+
+/// Whether a recorded request is a message the bridge posted that the fake accepted.
+fn is_post(r: &fake_discord::Recorded) -> bool {
+    r.method == "POST" && r.path.ends_with("/messages") && r.status == 200
+}
+
+/// The person whose channel a post went to, by its path.
+fn discord_person_of(path: &str) -> Option<String> {
+    let channel = path.strip_prefix("/api/v10/channels/")?.split('/').next()?;
+    Some(format!("51{}", channel.strip_prefix("81")?))
+}
+
+impl ChatFake for DiscordChat {
+    type Person = Value;
+    type Card = DiscordCard;
+    const NAME: &'static str = "Discord";
+    const SEND: &'static str = "POST /channels/{id}/messages";
+    const UNPACED: &'static str = "the gateway and REST of the fake Discord (serenity in the bridge)";
+
+    fn people(n: usize) -> Vec<Value> {
+        (0..n as i64).map(|k| fake_discord::user(&format!("51{:016}", FIRST_USER + k), &format!("u{k}"))).collect()
+    }
+
+    fn person_id(person: &Value) -> String {
+        person["id"].as_str().unwrap_or_default().to_owned()
+    }
+
+    fn access(person: &Value) -> String {
+        format!("discord:{}", Self::person_id(person))
+    }
+
+    fn settings(&self, _paced: bool) -> Vec<(String, String)> {
+        [("discord.enabled", "true".to_owned()), ("discord.token", "load-token".to_owned()), ("discord.api_url", self.fake.api_url())]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect()
+    }
+
+    fn connected(&self) -> bool {
+        self.fake.identifies() >= 1
+    }
+
+    fn say_hello(&self, person: &Value) {
+        let hello = fake_discord::guild_message(&self.fake, &discord_channel_of(person), person, &format!("<@{}> hello", fake_discord::BOT_ID), true);
+        self.fake.dispatch("MESSAGE_CREATE", hello);
+    }
+
+    fn call_count(&self) -> usize {
+        self.fake.request_count()
+    }
+
+    fn cards(&self) -> Vec<Shown> {
+        self.fake
+            .requests()
+            .into_iter()
+            .filter(|r| is_post(r) && discord_chat::has_embed(&r.body))
+            .filter_map(|r| Some((discord_person_of(&r.path)?, r.body.to_string(), r.at)))
+            .collect()
+    }
+
+    fn approve_button(&self, person: &Value, key: &str) -> DiscordCard {
+        let channel = discord_channel_of(person);
+        let card = self
+            .fake
+            .requests()
+            .into_iter()
+            .filter(|r| is_post(r) && r.path.contains(&channel) && discord_chat::has_embed(&r.body))
+            .find(|r| mentions(&r.body.to_string(), key))
+            .unwrap_or_else(|| panic!("the card of {key} is shown"));
+        let custom_id = discord_chat::button(&card.body, "Approve");
+        DiscordCard { channel, message: card.response.expect("the posted message"), custom_id }
+    }
+
+    fn click(&self, person: &Value, card: &DiscordCard) -> String {
+        let message_id = card.message["id"].as_str().expect("a message id");
+        let mut click = fake_discord::click(&self.fake, &card.custom_id, message_id, &card.channel, person, &[]);
+        click["message"] = card.message.clone();
+        let id = click["id"].as_str().expect("an interaction id").to_owned();
+        self.dispatched.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), Instant::now());
+        self.fake.dispatch("INTERACTION_CREATE", click);
+        id
+    }
+
+    fn deliveries(&self) -> HashMap<String, Instant> {
+        self.dispatched.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The click's acknowledgement (`POST /interactions/{id}/{token}/callback`).
+    fn answers(&self) -> HashMap<String, Instant> {
+        self.fake
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "POST" && r.path.ends_with("/callback"))
+            .filter_map(|r| Some((r.path.strip_prefix("/api/v10/interactions/")?.split('/').next()?.to_owned(), r.at)))
+            .collect()
+    }
+
+    fn texts(&self) -> Vec<Shown> {
+        self.fake
+            .requests()
+            .into_iter()
+            .filter(|r| is_post(r) && !discord_chat::has_embed(&r.body))
+            .filter_map(|r| Some((discord_person_of(&r.path)?, r.body["content"].as_str()?.to_owned(), r.at)))
+            .collect()
+    }
+
+    fn shutdown(self) {
+        let fake = self.fake;
+        tokio::spawn(fake.shutdown());
     }
 }

@@ -52,6 +52,8 @@ pub struct Recorded {
     /// What the fake answered.
     pub status: u16,
     pub response: Option<Value>,
+    /// When the fake handled it, for the load benchmark.
+    pub at: std::time::Instant,
 }
 
 struct Shared {
@@ -100,7 +102,7 @@ impl FakeDiscord {
         });
         let app = Router::new().route("/gateway", get(gateway)).fallback(rest).with_state(shared.clone());
         let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+            let _ = axum::serve(super::without_nagle(listener), app).await;
         });
         FakeDiscord { shared, task }
     }
@@ -385,6 +387,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 async fn rest(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let at = std::time::Instant::now();
     let path = uri.path().to_owned();
     let content_type = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     let (body, files) = if content_type.starts_with("multipart/") {
@@ -398,7 +401,7 @@ async fn rest(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, heade
         Some(expected) if authorization != Some(expected.as_str()) => (StatusCode::UNAUTHORIZED, Some(json!({"message":"401: Unauthorized","code":0}))),
         _ => respond(&shared, &method, &path, &body),
     };
-    let record = Recorded { method: method.to_string(), path: path.clone(), body, files, status: status.as_u16(), response: answer.clone() };
+    let record = Recorded { method: method.to_string(), path: path.clone(), body, files, status: status.as_u16(), response: answer.clone(), at };
     shared.requests.lock().unwrap().push(record);
     match answer {
         Some(v) => (status, [("content-type", "application/json")], v.to_string()).into_response(),

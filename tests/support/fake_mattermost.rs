@@ -165,7 +165,7 @@ impl FakeMattermost {
             .route("/api/v4/websocket", get(websocket))
             .with_state(shared.clone());
         let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+            let _ = axum::serve(super::without_nagle(listener), app).await;
         });
         FakeMattermost { shared, task, http: reqwest::Client::new() }
     }

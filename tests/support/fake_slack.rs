@@ -164,7 +164,7 @@ impl FakeSlack {
         shared.inner().channels.insert(OPS.into(), true);
         let app = Router::new().route("/api/{method}", post(web_api)).route("/socket", get(socket)).with_state(shared.clone());
         let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+            let _ = axum::serve(super::without_nagle(listener), app).await;
         });
         FakeSlack { shared, task }
     }

@@ -167,7 +167,7 @@ impl FakeTeams {
             .route("/v3/conversations/{conversation}/activities/{activity}", post(reply).put(update).delete(delete))
             .with_state(state);
         let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+            let _ = axum::serve(super::without_nagle(listener), app).await;
         });
         FakeTeams {
             url,

@@ -118,7 +118,7 @@ impl FakeTelegram {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind fake telegram");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+            let _ = axum::serve(super::without_nagle(listener), app).await;
         });
         FakeTelegram { url, shared, task }
     }

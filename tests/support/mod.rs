@@ -139,6 +139,16 @@ where
     }
 }
 
+/// `listener` with Nagle's algorithm off on every connection, as the platforms' and
+/// the agents' servers run (Go's net, nginx and Python's asyncio all set TCP_NODELAY):
+/// a fake that held its second small write for the bridge's delayed ACK would add
+/// 40 ms the real server does not.
+pub fn without_nagle(listener: tokio::net::TcpListener) -> impl axum::serve::Listener<Addr = std::net::SocketAddr> {
+    axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    })
+}
+
 /// The `approval` commands the agent received.
 pub fn approvals(sim: &SimHandle) -> Vec<Value> {
     sim.commands().into_iter().filter(|c| c["type"] == "approval").collect()

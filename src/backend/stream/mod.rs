@@ -97,7 +97,9 @@ impl Transport for StreamTransport {
                 .map_err(|_| LinkError::Transport("backend.token is not a valid header value".into()))?;
             request.headers_mut().insert("authorization", value);
         }
-        let (ws, _response) = tokio_tungstenite::connect_async(request).await.map_err(LinkError::transport)?;
+        // Nagle off: a command written right after another frame must not wait for
+        // the backend's delayed ACK (up to 40 ms; docs/performance.md).
+        let (ws, _response) = tokio_tungstenite::connect_async_with_config(request, None, true).await.map_err(LinkError::transport)?;
         Ok(StreamLink::new(ws, &self.settings))
     }
 }

@@ -89,7 +89,9 @@ pub async fn run(handler: Arc<Handler>, state: PlatformState, url: String, token
 
 /// One connection, until it drops: whether it was greeted.
 async fn connection(handler: &Arc<Handler>, state: &PlatformState, url: &str, token: &str, cursor: &mut Cursor) -> bool {
-    let (mut ws, _) = match tokio_tungstenite::connect_async(url).await {
+    // Nagle off: a small frame written right after another must not wait for the
+    // server's delayed ACK (up to 40 ms).
+    let (mut ws, _) = match tokio_tungstenite::connect_async_with_config(url, None, true).await {
         Ok(connected) => connected,
         Err(e) => {
             tracing::warn!(error = %e, "cannot connect the Mattermost WebSocket");

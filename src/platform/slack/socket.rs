@@ -120,7 +120,9 @@ fn step(message: Result<Message, tokio_tungstenite::tungstenite::Error>) -> Step
 /// together (up to [`BATCH`]), so a burst of clicks is not stored one commit after
 /// another while the rest wait unread.
 async fn connection(handler: &Arc<Handler>, url: &str) -> Ended {
-    let (mut ws, _) = match tokio_tungstenite::connect_async(url).await {
+    // Nagle off: an acknowledgement written right after another frame must not wait
+    // for Slack's delayed ACK (up to 40 ms).
+    let (mut ws, _) = match tokio_tungstenite::connect_async_with_config(url, None, true).await {
         Ok(connected) => connected,
         Err(e) => {
             tracing::warn!(error = %e, "cannot connect the Socket Mode WebSocket");
