@@ -10,7 +10,7 @@ COPY config ./config
 # Declared in Cargo.toml, so the manifest needs them even though only the binary is built.
 COPY benches ./benches
 COPY tests/fixtures ./tests/fixtures
-RUN cargo build --release --locked --bin hitl-bridge
+RUN cargo build --profile dist --locked --bin hitl-bridge
 
 FROM debian:bookworm-slim
 RUN apt-get update \
@@ -20,7 +20,7 @@ RUN apt-get update \
  && mkdir -p /app/data \
  && chown hitl /app/data
 WORKDIR /app
-COPY --from=build /src/target/release/hitl-bridge /usr/local/bin/hitl-bridge
+COPY --from=build /src/target/dist/hitl-bridge /usr/local/bin/hitl-bridge
 COPY config ./config
 USER hitl
 # The HTTP listener (/healthz, /readyz, /metrics, /v1): reachable from outside the container.
