@@ -96,12 +96,25 @@ async fn upgraded(store_url: &str, seed: &Value) -> Harness {
     h
 }
 
-/// Clicks the button labelled `label` on the seeded message `key`; the answer.
+/// Clicks the button labelled `label` on the seeded message `key` as it is now; the
+/// answer.
 async fn click(h: &Harness, seed: &Value, key: &str, who: &User, label: &str) -> Value {
     let message = &seed["messages"][key];
     let id = message["message_id"].as_i64().unwrap();
     let current = h.telegram().message(who.id, id).unwrap_or_else(|| message.clone());
-    let query = h.telegram().push_click(who.id, who, id, &button(&current, label));
+    press(h, who, id, &button(&current, label)).await
+}
+
+/// Clicks the button labelled `label` on the seeded message `key` as the seeding run
+/// sent it: a client that has not yet redrawn the card after it was decided (once
+/// decided, the card has no buttons left to read).
+async fn click_stale(h: &Harness, seed: &Value, key: &str, who: &User, label: &str) -> Value {
+    let message = &seed["messages"][key];
+    press(h, who, message["message_id"].as_i64().unwrap(), &button(message, label)).await
+}
+
+async fn press(h: &Harness, who: &User, message_id: i64, data: &str) -> Value {
+    let query = h.telegram().push_click(who.id, who, message_id, data);
     wait_until(|| async { h.telegram().answer_to(&query) }).await
 }
 
@@ -137,7 +150,7 @@ async fn everything_in_flight_carries_on(store_url: &str, seed: Value) {
     let session = got["session_id"].as_str().unwrap();
     assert!(old_sessions.contains(&session), "the decision goes to the session that asked before the upgrade: {got}");
     assert_eq!(got["approval_key"], format!("{session}_1"));
-    let again = click(&h, &seed, "trade", &lan, "Approve").await;
+    let again = click_stale(&h, &seed, "trade", &lan, "Approve").await;
     assert!(again["text"].as_str().is_some_and(|t| t.starts_with("Already decided by Lan")), "{again}");
 
     // Minh's wizard: question 2, then Submit; question 1's answer is the one given
@@ -146,12 +159,10 @@ async fn everything_in_flight_carries_on(store_url: &str, seed: Value) {
     let option = &wizard["reply_markup"]["inline_keyboard"][0][0];
     let (label, data) = (option["text"].as_str().expect("question 2's first option"), option["callback_data"].as_str().unwrap());
     let id = wizard["message_id"].as_i64().unwrap();
-    let query = h.telegram().push_click(minh.id, &minh, id, data);
-    wait_until(|| async { h.telegram().answer_to(&query) }).await;
+    press(&h, &minh, id, data).await;
     let chosen = format!("→ {label}");
     let summary = wait_until(|| async { h.telegram().message(minh.id, id).filter(|m| m["text"].as_str().is_some_and(|t| t.contains(&chosen))) }).await;
-    let query = h.telegram().push_click(minh.id, &minh, id, &button(&summary, "Submit"));
-    wait_until(|| async { h.telegram().answer_to(&query) }).await;
+    press(&h, &minh, id, &button(&summary, "Submit")).await;
     let answered = wait_until(|| async { approvals(h.sim()).into_iter().find(|c| c["answers"].is_object()) }).await;
     assert_eq!(answered["answers"]["Thảo muốn tập trung vào mục tiêu nào?"], "Cổ tức bền vững (Recommended)", "{answered}");
     assert_eq!(answered["answers"]["Thời gian nắm giữ dự kiến?"], label, "{answered}");
