@@ -19,12 +19,15 @@
 //! latency run, its comparison with Telegram's and its burst of decisions on each store;
 //! `discord`: Discord's burst of decisions on each store; `teams`: Teams' latency run,
 //! its comparison with Slack's and its burst of decisions on each store),
-//! `LOAD_PROFILE` (set: the pending phase's burst of decisions is sampled with Linux
-//! `perf` and its CPU summed by module, `common/profile.rs`; `switches` or `calls`:
+//! `LOAD_PROFILE` (set: the pending phase's burst of decisions and each one-at-a-time
+//! run are sampled with Linux `perf` and their CPU summed by module,
+//! `common/profile.rs`; `switches` or `calls`:
 //! the context switches or CPU samples are recorded with their stacks, file kept),
 //! `LOAD_BURST` (decisions clicked at once in each burst, default 200), `LOAD_ROUNDS`
-//! (requests of the one-at-a-time phase, default 32), `LOAD_BINARY` (another build
-//! of `hitl-bridge` to run as the child, for a before/after in one sitting).
+//! (requests of the one-at-a-time phase, default 32), `LOAD_ONE_ON` and `LOAD_ONE_SYNC`
+//! (the one-at-a-time phase's platforms, default `telegram,slack,discord`, and
+//! durabilities, default `full,normal`), `LOAD_BINARY` (another build of
+//! `hitl-bridge` to run as the child, for a before/after in one sitting).
 
 #[path = "common/chats.rs"]
 mod chats;
@@ -758,7 +761,53 @@ impl Child {
         Child { process, base: format!("http://127.0.0.1:{port}") }
     }
 
-    /// (VmHWM, VmRSS) in MiB, from /proc.
+    fn pid(&self) -> u32 {
+        self.process.id()
+    }
+
+    /// The child's resident memory now by what it maps, in MiB, largest first, each
+    /// with how much of it is the process's own (anonymous: written to, or relocated at
+    /// load) rather than a file's pages shared with the page cache. From
+    /// `/proc/<pid>/smaps`.
+    fn mappings(&self) -> String {
+        let smaps = std::fs::read_to_string(format!("/proc/{}/smaps", self.process.id())).unwrap_or_default();
+        let mut groups: std::collections::BTreeMap<&str, (u64, u64)> = std::collections::BTreeMap::new();
+        let exe = std::fs::read_link(format!("/proc/{}/exe", self.process.id())).ok().map(|p| p.display().to_string());
+        let mut current = "anonymous";
+        for line in smaps.lines() {
+            let mut fields = line.split_whitespace();
+            let first = fields.next().unwrap_or_default();
+            if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+                // A mapping's header: range, perms, offset, dev, inode, then its path.
+                let perms = fields.next().unwrap_or_default();
+                let path = fields.nth(3).unwrap_or_default();
+                let binary = !path.is_empty() && exe.as_deref() == Some(path);
+                current = match path {
+                    "" => "anonymous (heap arenas, stacks)",
+                    "[heap]" => "[heap]",
+                    "[stack]" => "[stack]",
+                    _ if binary && perms.contains('x') => "the binary's code",
+                    _ if binary && perms.contains('w') => "the binary's data (relocated at load)",
+                    _ if binary => "the binary's read-only data, unwind tables, relocations",
+                    p if p.contains("libc.so") || p.contains("ld-linux") => "libc and the loader",
+                    p if p.contains(".so") => "other libraries",
+                    _ => "other",
+                };
+                continue;
+            }
+            let kib = fields.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            let entry = groups.entry(current).or_default();
+            match first {
+                "Rss:" => entry.0 += kib,
+                "Anonymous:" => entry.1 += kib,
+                _ => {}
+            }
+        }
+        let mut sorted: Vec<_> = groups.into_iter().filter(|(_, (rss, _))| *rss > 0).collect();
+        sorted.sort_by_key(|(_, (rss, _))| std::cmp::Reverse(*rss));
+        sorted.iter().map(|(what, (rss, anon))| format!("{what} {:.1} ({:.1} own)", *rss as f64 / 1024.0, *anon as f64 / 1024.0)).collect::<Vec<_>>().join(", ")
+    }
+
     /// The child's own CPU time so far (user + system), from `/proc/<pid>/stat`.
     fn cpu(&self) -> Duration {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.process.id())).unwrap_or_default();
@@ -787,6 +836,7 @@ impl Child {
         )
     }
 
+    /// (VmHWM, VmRSS) in MiB, from /proc.
     fn memory(&self) -> (f64, f64) {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.process.id())).unwrap_or_default();
         let field = |name: &str| {
@@ -1398,10 +1448,18 @@ async fn main() {
     println!("# hitl-bridge load benchmark ({cores} cores; release build; figures, not asserts)");
     if !skipped("one") {
         let rounds = env_usize("LOAD_ROUNDS", 32);
-        for synchronous in ["full", "normal"] {
-            one_at_a_time::one_at_a_time(FakeTelegram::start().await, synchronous, rounds).await;
-            one_at_a_time::one_at_a_time(FakeSlack::start().await, synchronous, rounds).await;
-            one_at_a_time::one_at_a_time(DiscordChat::start().await, synchronous, rounds).await;
+        let chosen = |key: &str, all: &'static [&'static str]| -> Vec<String> {
+            std::env::var(key).map_or_else(|_| all.iter().map(|s| (*s).to_owned()).collect(), |s| s.split(',').map(|p| p.trim().to_owned()).collect())
+        };
+        for synchronous in chosen("LOAD_ONE_SYNC", &["full", "normal"]) {
+            for platform in chosen("LOAD_ONE_ON", &["telegram", "slack", "discord"]) {
+                match platform.as_str() {
+                    "telegram" => one_at_a_time::one_at_a_time(FakeTelegram::start().await, &synchronous, rounds).await,
+                    "slack" => one_at_a_time::one_at_a_time(FakeSlack::start().await, &synchronous, rounds).await,
+                    "discord" => one_at_a_time::one_at_a_time(DiscordChat::start().await, &synchronous, rounds).await,
+                    other => panic!("LOAD_ONE_ON: no one-at-a-time phase on {other:?} (telegram, slack, discord)"),
+                }
+            }
         }
     }
     if !skipped("latency") {

@@ -96,6 +96,9 @@ pub async fn one_at_a_time<F: ChatFake>(fake: F, synchronous: &str, rounds: usiz
     let idle_from = (child.cpu(), Instant::now());
     tokio::time::sleep(IDLE_SAMPLE).await;
     let idle_rate = child.cpu().saturating_sub(idle_from.0).as_secs_f64() / idle_from.1.elapsed().as_secs_f64();
+    // Started before the rounds' CPU is read: perf takes a moment to attach.
+    let profile = crate::profile::Profile::start(child.pid(), &format!("one-{}-{synchronous}", F::NAME.to_lowercase()));
+    let by_thread = crate::threads::Threads::start(child.pid());
     let cpu_before = (child.cpu(), Instant::now());
 
     let (mut to_card, mut to_agent, mut to_answer, mut to_words) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -142,6 +145,11 @@ pub async fn one_at_a_time<F: ChatFake>(fake: F, synchronous: &str, rounds: usiz
     );
     println!("  peak RSS (VmHWM), one chat: {peak:.1} MiB (target ≤ 24 MiB: {})", if peak <= 24.0 { "met" } else { "MISSED" });
     println!("    now: {}", child.breakdown());
+    println!("    by mapping: {}", child.mappings());
+    by_thread.finish(rounds, "round (its idle included)");
+    if let Some(profile) = profile {
+        profile.finish(&format!("{rounds} rounds"));
+    }
     child.kill();
     fake.shutdown();
 }
