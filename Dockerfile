@@ -2,7 +2,7 @@
 # runs as a non-root user. SQLite is bundled into the binary; data lives in /app/data.
 FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
-COPY Cargo.toml Cargo.lock ./
+COPY Cargo.toml Cargo.lock build.rs ./
 COPY .cargo ./.cargo
 COPY src ./src
 COPY migrations ./migrations
