@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use crate::chats::{ChatFake, mentions};
-use crate::{Agent, Child, PATIENCE, child_env, free_port, ms};
+use crate::{Agent, Child, PATIENCE, Samples, child_env, free_port, ms};
 
 /// How long after the card reached the platform the person presses (what the issue's
 /// own measurement used; a person never presses sooner).
@@ -28,20 +28,14 @@ const IDLE_SAMPLE: Duration = Duration::from_secs(5);
 /// they recorded, so not in a tight loop: the child shares the two cores).
 const LOOK_EVERY: Duration = Duration::from_millis(2);
 
-/// A hop's samples in milliseconds.
-struct Hop(Vec<f64>);
+/// A hop's samples.
+struct Hop(Samples);
 
 impl Hop {
-    fn at(&self, p: f64) -> f64 {
-        let mut sorted = self.0.clone();
-        sorted.sort_by(f64::total_cmp);
-        sorted.get(((sorted.len().max(1) - 1) as f64 * p).round() as usize).copied().unwrap_or(f64::NAN)
-    }
-
     /// `what`'s p50 and p95, with the p50 target (if any) and the issue's p95 bound
     /// (at most 1.5 times the p50) beside them.
     fn line(&self, what: &str, p50_target: Option<f64>) {
-        let (p50, p95) = (self.at(0.5), self.at(0.95));
+        let (p50, p95) = (ms(self.0.at(0.5)), ms(self.0.at(0.95)));
         let target = match p50_target {
             Some(t) => format!(
                 "  (target p50 ≤ {t} ms: {}; p95 ≤ 1.5 × p50: {})",
@@ -50,7 +44,7 @@ impl Hop {
             ),
             None => String::new(),
         };
-        println!("  {what:<52} n={:<3} p50 {p50:>7.2} ms  p95 {p95:>7.2} ms{target}", self.0.len());
+        println!("  {what:<52} n={:<3} p50 {p50:>7.2} ms  p95 {p95:>7.2} ms{target}", self.0.0.len());
     }
 }
 
@@ -108,22 +102,22 @@ pub async fn one_at_a_time<F: ChatFake>(fake: F, synchronous: &str, rounds: usiz
         let shown =
             look_for(&format!("the card of {key}"), || fake.cards().into_iter().find(|(p, text, _)| *p == id && mentions(text, &key)).map(|(_, _, at)| at))
                 .await;
-        to_card.push(ms(shown.saturating_duration_since(asked)));
+        to_card.push(shown.saturating_duration_since(asked));
         tokio::time::sleep_until((shown + PRESS_AFTER).into()).await;
         let card = fake.approve_button(&person, &key);
         let pressed = Instant::now();
         let click = fake.click(&person, &card);
         agent.wait("the approval command", |s| s.approvals.contains_key(&key)).await;
         let decided = agent.state().approvals[&key];
-        to_agent.push(ms(decided.saturating_duration_since(pressed)));
+        to_agent.push(decided.saturating_duration_since(pressed));
         let words = format!("ran deploy for {key}");
         let said = look_for(&format!("the agent's words after {key}"), || {
             fake.texts().into_iter().find(|(p, text, _)| *p == id && text.contains(&words)).map(|(_, _, at)| at)
         })
         .await;
-        to_words.push(ms(said.saturating_duration_since(decided)));
+        to_words.push(said.saturating_duration_since(decided));
         if let Some(answered) = fake.answers().get(&click) {
-            to_answer.push(ms(answered.saturating_duration_since(pressed)));
+            to_answer.push(answered.saturating_duration_since(pressed));
         }
         tokio::time::sleep(BETWEEN_ROUNDS).await;
     }
@@ -132,12 +126,12 @@ pub async fn one_at_a_time<F: ChatFake>(fake: F, synchronous: &str, rounds: usiz
     let (peak, _) = child.memory();
     // The targets of issue #50 item 3: 3.5 ms with the default durability, 2 ms without the fsync.
     let target = if synchronous == "full" { 3.5 } else { 2.0 };
-    Hop(to_card).line(&format!("request → card ({})", F::SEND), Some(target));
-    Hop(to_agent).line("press → decision at the agent", Some(target));
+    Hop(Samples(to_card)).line(&format!("request → card ({})", F::SEND), Some(target));
+    Hop(Samples(to_agent)).line("press → decision at the agent", Some(target));
     if !to_answer.is_empty() {
-        Hop(to_answer).line("press → the click answered to the platform", None);
+        Hop(Samples(to_answer)).line("press → the click answered to the platform", None);
     }
-    Hop(to_words).line("decision → the agent's reply shown", None);
+    Hop(Samples(to_words)).line("decision → the agent's reply shown", None);
     println!(
         "  the bridge's CPU a round (a request, a press, a reply; user + system, less its idle {:.2} % of a core): {:.2} ms",
         idle_rate * 100.0,
