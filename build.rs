@@ -29,7 +29,7 @@ fn main() {
 
 /// Whether the glibc that the linker finds (`cc -print-file-name=libc.so.6`, the C
 /// compiler Rust links with) defines the `GLIBC_ABI_DT_RELR` version.
-fn c_library_loads_packed_relocations() -> bool {
+pub(crate) fn c_library_loads_packed_relocations() -> bool {
     let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
     let Ok(found) = Command::new(compiler).arg("-print-file-name=libc.so.6").output() else { return false };
     let path = String::from_utf8_lossy(&found.stdout).trim().to_owned();
