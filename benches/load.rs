@@ -821,28 +821,30 @@ impl Child {
         Duration::from_millis(ticks * 1000 / per_sec)
     }
 
+    /// `/proc/<pid>/status` now; read a field of it with [`status_field`].
+    fn status(&self) -> String {
+        std::fs::read_to_string(format!("/proc/{}/status", self.process.id())).unwrap_or_default()
+    }
+
     /// What the child's memory is now, in MiB, as the kernel splits it: the heap and
     /// stacks (`RssAnon`), the binary's and libraries' pages read in (`RssFile`), and
     /// its threads.
     fn breakdown(&self) -> String {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.process.id())).unwrap_or_default();
-        let field = |name: &str| status.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).unwrap_or("?").to_owned();
-        let mib = |name: &str| field(name).parse::<f64>().map_or("?".to_owned(), |kb| format!("{:.1}", kb / 1024.0));
+        let status = self.status();
+        let mib = |name: &str| status_field(&status, name).map_or("?".to_owned(), |kb| format!("{:.1}", kb / 1024.0));
         format!(
             "heap and stacks (RssAnon) {} MiB, the binary's code and data read in (RssFile) {} MiB, {} threads",
             mib("RssAnon:"),
             mib("RssFile:"),
-            field("Threads:")
+            status_field(&status, "Threads:").map_or("?".to_owned(), |n| n.to_string())
         )
     }
 
     /// (VmHWM, VmRSS) in MiB, from /proc.
     fn memory(&self) -> (f64, f64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.process.id())).unwrap_or_default();
-        let field = |name: &str| {
-            status.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<f64>().ok()).unwrap_or(0.0) / 1024.0
-        };
-        (field("VmHWM:"), field("VmRSS:"))
+        let status = self.status();
+        let mib = |name: &str| status_field(&status, name).unwrap_or(0.0) / 1024.0;
+        (mib("VmHWM:"), mib("VmRSS:"))
     }
 
     async fn ready(&self, http: &reqwest::Client) {
@@ -858,6 +860,11 @@ impl Child {
         let _ = self.process.kill();
         let _ = self.process.wait();
     }
+}
+
+/// The number after `name` (e.g. `VmHWM:`, in KiB) in a `/proc/<pid>/status` text.
+fn status_field(status: &str, name: &str) -> Option<f64> {
+    status.lines().find_map(|l| l.strip_prefix(name)).and_then(|rest| rest.split_whitespace().next()).and_then(|n| n.parse().ok())
 }
 
 /// Pages open on the web inbox's live updates, for their memory (issue #35).
