@@ -3,6 +3,7 @@
 FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock build.rs ./
+COPY link ./link
 COPY .cargo ./.cargo
 COPY src ./src
 COPY migrations ./migrations
