@@ -19,7 +19,7 @@
 //! maps a binary's code into a process a page-cache folio at a time, tens to hundreds
 //! of KiB around each function called, so the few thousand functions a bridge runs,
 //! scattered over 60 MB of code, left 27 MiB of it resident with one chat. The script
-//! places them in one section at the front of the code (about 7 MiB resident;
+//! places them in one section at the front of the code (12.7 MiB resident, release-like;
 //! docs/performance.md, the 2026-12-02 sixth section). It names functions by patterns
 //! that ignore crate hashes, so one list serves every release build of this code. The
 //! linkers Rust uses on Linux (its own lld, GNU ld) read it; with another linker
