@@ -14,21 +14,26 @@
 //! the cross-replica hand-off and a second run of the pending phase; each skipped with a
 //! line when unset; the pending phase also times the web inbox), `LOAD_SKIP`
 //! (comma-separated phases to skip: `one`: one request at a time on Telegram, Slack and
-//! Discord, `common/one_at_a_time.rs`; `latency`: the in-process latency runs;
+//! Discord, `common/one_at_a_time.rs`; `agents`: a burst of decisions with the agent
+//! replying to each, on each store, `common/agent_burst.rs`; `latency`: the in-process
+//! latency runs;
 //! `limits`, `store`, `cross`, `pending`, `slack`: Slack's
 //! latency run, its comparison with Telegram's and its burst of decisions on each store;
 //! `discord`: Discord's burst of decisions on each store; `teams`: Teams' latency run,
 //! its comparison with Slack's and its burst of decisions on each store),
-//! `LOAD_PROFILE` (set: the pending phase's burst of decisions and each one-at-a-time
-//! run are sampled with Linux `perf` and their CPU summed by module,
+//! `LOAD_PROFILE` (set: the pending phase's burst of decisions, the burst with the
+//! agent and each one-at-a-time run are sampled with Linux `perf` and their CPU summed by module,
 //! `common/profile.rs`; `switches` or `calls`:
 //! the context switches or CPU samples are recorded with their stacks, file kept),
 //! `LOAD_BURST` (decisions clicked at once in each burst, default 200), `LOAD_ROUNDS`
 //! (requests of the one-at-a-time phase, default 32), `LOAD_ONE_ON` and `LOAD_ONE_SYNC`
 //! (the one-at-a-time phase's platforms, default `telegram,slack,discord`, and
 //! durabilities, default `full,normal`), `LOAD_BINARY` (another build of
-//! `hitl-bridge` to run as the child, for a before/after in one sitting).
+//! `hitl-bridge` to run as the child, for a before/after in one sitting),
+//! `LOAD_CHILD_LOG` (the child's log filter, default `warn`).
 
+#[path = "common/agent_burst.rs"]
+mod agent_burst;
 #[path = "common/chats.rs"]
 mod chats;
 #[path = "common/one_at_a_time.rs"]
@@ -687,7 +692,9 @@ fn child_env(store_url: &str, port: u16, platform: &[(&str, String)]) -> Vec<(St
         ("STORE__URL", store_url.to_owned()),
         ("HTTP__LISTEN", format!("127.0.0.1:{port}")),
         ("HTTP__API_TOKENS", format!("bench:{SECRET}")),
-        ("LOG__FILTER", "warn".into()),
+        // `LOAD_CHILD_LOG` shows more of what the child does (`sqlx::query=debug`
+        // lists its statements), on the benchmark's stderr.
+        ("LOG__FILTER", std::env::var("LOAD_CHILD_LOG").unwrap_or_else(|_| "warn".into())),
     ];
     common.into_iter().chain(platform.iter().cloned()).map(|(k, v)| (format!("HITL_BRIDGE__{k}"), v)).collect()
 }
@@ -1468,6 +1475,13 @@ async fn main() {
                 }
             }
         }
+    }
+    if !skipped("agents") {
+        on_each_store(&format!("{} decisions with the agent", burst_size()), async |db| {
+            let database = if db.is_postgres() { "PostgreSQL" } else { "SQLite" };
+            agent_burst::agent_burst(FakeTelegram::start().await, &db.url, database, burst_size()).await;
+        })
+        .await;
     }
     if !skipped("latency") {
         let telegram = latency(FakeTelegram::start().await, sessions, clicks).await;
