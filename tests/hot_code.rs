@@ -10,40 +10,10 @@
 use std::path::Path;
 use std::process::Command;
 
+#[path = "support/elf.rs"]
+mod elf;
+
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/link/hot-code.ld");
-
-/// `SHT_NOBITS`, a section with no bytes in the file (.bss), skipped.
-const SHT_NOBITS: u32 = 8;
-
-fn u16_at(elf: &[u8], at: usize) -> usize {
-    u16::from_le_bytes(elf[at..at + 2].try_into().unwrap()) as usize
-}
-
-fn u32_at(elf: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(elf[at..at + 4].try_into().unwrap())
-}
-
-fn u64_at(elf: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(elf[at..at + 8].try_into().unwrap())
-}
-
-/// (name, address, size) of each section of a 64-bit little-endian ELF file that has
-/// bytes in it.
-fn sections(elf: &[u8]) -> Vec<(String, u64, u64)> {
-    assert_eq!(&elf[..4], b"\x7fELF", "not an ELF file");
-    let (table, size, count, names_index) = (u64_at(elf, 0x28) as usize, u16_at(elf, 0x3a), u16_at(elf, 0x3c), u16_at(elf, 0x3e));
-    let header = |i: usize| table + i * size;
-    let names = u64_at(elf, header(names_index) + 0x18) as usize;
-    (0..count)
-        .map(header)
-        .filter(|&h| u32_at(elf, h + 4) != SHT_NOBITS)
-        .map(|h| {
-            let start = names + u32_at(elf, h) as usize;
-            let end = start + elf[start..].iter().position(|&b| b == 0).expect("a section name ends");
-            (String::from_utf8_lossy(&elf[start..end]).into_owned(), u64_at(elf, h + 0x10), u64_at(elf, h + 0x20))
-        })
-        .collect()
-}
 
 /// Links a small program with the script (and `linker_args`), runs it, and returns the
 /// hot section's size and whether it lies before `.text`.
@@ -62,7 +32,7 @@ fn link_with_script(linker_args: &[&str]) -> (u64, bool) {
     assert!(built.status.success(), "the link with {SCRIPT} failed:\n{}", String::from_utf8_lossy(&built.stderr));
     let ran = Command::new(&program).arg("one").output().expect("run the linked program");
     assert_eq!(String::from_utf8_lossy(&ran.stdout), "2\n", "the program linked with the script does not run right");
-    let found = sections(&std::fs::read(&program).unwrap());
+    let found = elf::sections(&std::fs::read(&program).unwrap());
     let address = |name: &str| found.iter().find(|(n, _, _)| n == name).map(|(_, address, size)| (*address, *size));
     let (text, _) = address(".text").expect("a .text section");
     let (hot, size) = address(".text.hot").unwrap_or_else(|| panic!("no .text.hot section in a program linked with {SCRIPT}"));
