@@ -61,6 +61,7 @@ suite!(
     outbox_keeps_order_and_removes,
     survives_reopening,
     chat_binding_is_an_upsert,
+    sessions_asked_at_once_each_get_their_own_chats_in_bound_order,
     requester_is_replaced,
     message_refs_are_kept_in_order,
     messages_to_render_again_are_those_behind_their_interaction,
@@ -464,6 +465,33 @@ async fn chat_binding_is_an_upsert(db: &mut TestStore) {
     assert_eq!(store.session_for_chat(&channel).await.expect("lookup").as_deref(), Some("S3"));
     assert!(store.chats_for_session("S1").await.expect("list").is_empty(), "the chat moved on");
     assert_eq!(store.chats_for_session("S2").await.expect("list"), vec![group, topic]);
+}
+
+async fn sessions_asked_at_once_each_get_their_own_chats_in_bound_order(db: &mut TestStore) {
+    let store = &db.store;
+    // Session k has k chats (none for S0), bound newest-platform-first so the bound
+    // order differs from the chats' names; S3's first chat moved to S4 later.
+    let chat = |k: usize, c: usize| ChatKey::new(if c.is_multiple_of(2) { "telegram" } else { "discord" }, &format!("{k}-{c}"), None);
+    for k in 1..6 {
+        for c in (0..k).rev() {
+            store.bind_chat(&chat(k, c), &format!("S{k}"), T0 + (k * 10 + (k - c)) as i64).await.expect("bind");
+        }
+    }
+    store.bind_chat(&chat(3, 2), "S4", T0 + 100).await.expect("rebind");
+    // Asked at once, twice each and in no particular order: the asks share reads,
+    // and each gets exactly what it would alone.
+    let sessions = ["S5", "S0", "S3", "S1", "S4", "S2", "S5", "S3", "nobody", "S4"];
+    let answers = futures_util::future::join_all(sessions.iter().map(|s| store.chats_for_session(s))).await;
+    for (session, answer) in sessions.iter().zip(answers) {
+        let k: usize = session.strip_prefix('S').and_then(|k| k.parse().ok()).unwrap_or(0);
+        let mut expected: Vec<ChatKey> = (0..k).rev().map(|c| chat(k, c)).collect();
+        match k {
+            3 => expected.retain(|c| *c != chat(3, 2)),
+            4 => expected.push(chat(3, 2)),
+            _ => {}
+        }
+        assert_eq!(answer.expect("list"), expected, "the chats of {session}");
+    }
 }
 
 async fn requester_is_replaced(db: &mut TestStore) {

@@ -2,12 +2,18 @@
 //! session's current turn (`session_requesters`). Routing decisions are the engine's;
 //! this only remembers them.
 
+use std::collections::HashMap;
+
+use futures_util::future::BoxFuture;
+use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use super::Store;
 use super::error::{Result, StoreError};
 use super::json;
+use super::placeholders::{Marks, list_statement, padded, padded_len};
 use super::row::column;
+use super::shared_reads::SharedRead;
 use crate::interaction::Actor;
 pub use crate::interaction::chat::ChatKey;
 
@@ -58,17 +64,9 @@ impl Store {
     }
 
     /// Every chat bound to the session, in the order they were bound (where to show
-    /// its requests).
+    /// its requests), read with the asks made meanwhile ([`SessionChats`]).
     pub async fn chats_for_session(&self, session_id: &str) -> Result<Vec<ChatKey>> {
-        let rows = sqlx::query(
-            "SELECT platform, chat_id, thread_id FROM chat_bindings WHERE session_id = $1
-             ORDER BY bound_at_ms, platform, chat_id, thread_id",
-        )
-        .bind(session_id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(StoreError::query("list chats of a session"))?;
-        rows.iter().map(ChatKey::from_row).collect()
+        self.session_chats.ask(session_id.to_owned()).await?
     }
 
     /// Whose message started the session's current turn; replaces the previous one.
@@ -95,5 +93,41 @@ impl Store {
             .map_err(StoreError::query("load requester"))?;
         let Some(row) = row else { return Ok(None) };
         Ok(json::skip_corrupt(json::decode(column(&row, "actor")?, "requester of session", session_id)))
+    }
+}
+
+/// The chats of sessions, a read that asks share
+/// ([`SharedReads`](super::shared_reads::SharedReads)): each text an agent sends, and
+/// each turn it ends, asks where its session is shown, so a burst of replies asks it
+/// hundreds of times at once (three asks a decision, a third of a burst's statements
+/// on SQLite, docs/performance.md "2026-12-03"). Each ask gets its session's chats in
+/// the order they were bound, or the error its rows alone gave.
+pub(super) struct SessionChats;
+
+impl SharedRead for SessionChats {
+    type Ask = String;
+    type Answer = Result<Vec<ChatKey>>;
+    const WHAT: &'static str = "list chats of a session";
+
+    fn read<'a>(conn: &'a mut AnyConnection, sessions: &'a [String]) -> BoxFuture<'a, Result<Vec<Self::Answer>>> {
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT session_id, platform, chat_id, thread_id FROM chat_bindings WHERE session_id IN ({})
+                 ORDER BY bound_at_ms, platform, chat_id, thread_id",
+                Marks::of(conn).list(1, padded_len(sessions.len()))
+            );
+            // Safe: the text is only value marks; every value is bound.
+            let select = padded(sessions).fold(list_statement(sql), |query, session| query.bind(session.as_str()));
+            let rows = select.fetch_all(&mut *conn).await.map_err(StoreError::query(Self::WHAT))?;
+            // In bound order within each session, as the statement sorted them.
+            let mut by_session: HashMap<&str, Vec<&AnyRow>> = HashMap::with_capacity(sessions.len());
+            for row in &rows {
+                by_session.entry(column(row, "session_id")?).or_default().push(row);
+            }
+            Ok(sessions
+                .iter()
+                .map(|session| by_session.get(session.as_str()).map_or_else(|| Ok(Vec::new()), |rows| rows.iter().map(|row| ChatKey::from_row(row)).collect()))
+                .collect())
+        })
     }
 }

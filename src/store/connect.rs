@@ -197,7 +197,8 @@ impl Store {
         let listen_url = (backend == Backend::Postgres).then(|| std::sync::Arc::from(url));
         let showing_reads = SharedReads::start(pool.clone(), health.clone());
         let loads = SharedReads::start(pool.clone(), health.clone());
-        Ok(Store { pool, group, listen_url, showing_reads, loads, health })
+        let session_chats = SharedReads::start(pool.clone(), health.clone());
+        Ok(Store { pool, group, listen_url, showing_reads, loads, session_chats, health })
     }
 }
 

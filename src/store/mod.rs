@@ -89,6 +89,8 @@ pub struct Store {
     showing_reads: shared_reads::SharedReads<showing::ShowingRead>,
     /// Interactions loaded by id, asked together ([`interactions`]).
     loads: shared_reads::SharedReads<interactions::Load>,
+    /// The chats of sessions, asked together ([`chats`]).
+    session_chats: shared_reads::SharedReads<chats::SessionChats>,
     /// How the store is doing, for readiness ([`health`]).
     health: StoreHealth,
 }

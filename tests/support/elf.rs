@@ -49,10 +49,8 @@ pub fn sections(elf: &[u8]) -> Vec<(String, u64, u64)> {
 pub fn dynamic_entries(elf: &[u8]) -> Vec<(u64, u64)> {
     assert_elf(elf);
     let (table, size, count) = (u64_at(elf, 0x20) as usize, u16_at(elf, 0x36), u16_at(elf, 0x38));
-    let dynamic = (0..count)
-        .map(|i| table + i * size)
-        .find(|&header| u32_at(elf, header) == PT_DYNAMIC)
-        .expect("a dynamically linked binary has a dynamic section");
+    let dynamic =
+        (0..count).map(|i| table + i * size).find(|&header| u32_at(elf, header) == PT_DYNAMIC).expect("a dynamically linked binary has a dynamic section");
     let (offset, length) = (u64_at(elf, dynamic + 8) as usize, u64_at(elf, dynamic + 32) as usize);
     elf[offset..offset + length].chunks_exact(16).map(|entry| (u64_at(entry, 0), u64_at(entry, 8))).take_while(|(tag, _)| *tag != DT_NULL).collect()
 }
