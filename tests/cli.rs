@@ -323,3 +323,65 @@ fn mattermost_setup_prints_what_an_admin_creates() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--public-url"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// The runtime has one worker thread unless `TOKIO_WORKER_THREADS` says how many (a
+/// bridge's tasks only wait; a second worker costs wake-ups, docs/performance.md),
+/// counted by name in the running bridge's threads. The runtime's blocking threads
+/// (the console's reader of stdin) bear the same name, so the counts are compared:
+/// three workers are two threads more than the default. A value that is not a count
+/// above zero is a clear error before anything starts.
+#[test]
+#[cfg(target_os = "linux")]
+fn the_runtime_has_one_worker_unless_told_how_many() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let mut counts = Vec::new();
+    for told in [None, Some("3")] {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut bridge = hitl_bridge();
+        bridge.env_remove("TOKIO_WORKER_THREADS");
+        if let Some(told) = told {
+            bridge.env("TOKIO_WORKER_THREADS", told);
+        }
+        let mut child = bridge
+            .args(["run"])
+            .env("HITL_BRIDGE__STORE__URL", format!("sqlite://{}", dir.path().join("bridge.db").display()))
+            .env("HITL_BRIDGE__CONSOLE__ENABLED", "true")
+            .env("HITL_BRIDGE__HTTP__LISTEN", format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "the bridge never listened");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let named_worker = |task: &std::fs::DirEntry| std::fs::read_to_string(task.path().join("comm")).is_ok_and(|name| name.trim() == "tokio-rt-worker");
+        let count = || std::fs::read_dir(format!("/proc/{}/task", child.id())).unwrap().filter_map(Result::ok).filter(named_worker).count();
+        // Counted once the start is over: the same count twice, half a second apart.
+        let mut counted = count();
+        loop {
+            std::thread::sleep(Duration::from_millis(500));
+            let again = count();
+            if again == counted {
+                break;
+            }
+            counted = again;
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        counts.push(counted);
+    }
+    assert_eq!(counts[1], counts[0] + 2, "threads named as the runtime's, by default and with three workers: {counts:?}");
+    for bad in ["0", "two", "-1"] {
+        let out = hitl_bridge().args(["check-config"]).env("TOKIO_WORKER_THREADS", bad).output().unwrap();
+        assert!(!out.status.success(), "TOKIO_WORKER_THREADS={bad} was accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("TOKIO_WORKER_THREADS") && stderr.contains("above 0"), "{bad}: {stderr}");
+    }
+}

@@ -73,6 +73,7 @@ suite!(
     secrets_are_created_once,
     a_session_lease_has_one_holder,
     an_open_turn_counts_what_its_chats_showed_and_ends_only_itself,
+    turns_noted_at_once_share_commits_and_each_learns_its_own_time,
     pairing_codes_are_reused_expire_and_pair_once,
     refused_talk_is_audited_with_where_and_what,
     a_strangers_refusal_window_counts_on_one_entry_across_replicas,
@@ -649,6 +650,53 @@ async fn an_open_turn_counts_what_its_chats_showed_and_ends_only_itself(db: &mut
     assert!(!store.has_open_turn("S").await.expect("read"));
     store.note_texts_shown("S", second, 1).await.expect("a note after the end does nothing");
     assert_eq!(store.open_turn_of("S").await.expect("read"), None);
+}
+
+async fn turns_noted_at_once_share_commits_and_each_learns_its_own_time(db: &mut TestStore) {
+    use hitl_bridge::store::OpenTurn;
+    let store = &db.store;
+    // Even sessions are in a turn already (opened at T0 - k); odd ones have none.
+    let session = |k: i64| format!("S{k}");
+    for k in (0..20).step_by(2) {
+        store.start_turn(&session(k), T0 - k).await.expect("start");
+    }
+    // At once: every session opens a turn (k < 10) or starts a new one (k ≥ 10), as a
+    // burst of decisions and messages would. Each learns its own turn's time.
+    let opened = futures_util::future::join_all((0..20).map(|k| async move {
+        let s = session(k);
+        if k < 10 { store.open_turn(&s, T0 + k).await } else { store.start_turn(&s, T0 + k).await }
+    }))
+    .await;
+    for (k, opened) in (0..20).zip(opened) {
+        let expected = match (k % 2 == 0, k < 10) {
+            (true, true) => T0 - k,  // the turn in progress keeps its time
+            (true, false) => T0 + k, // a new turn replaces it
+            (false, _) => T0 + k,    // none was open
+        };
+        assert_eq!(opened.expect("open"), expected, "S{k}");
+    }
+    // At once: half the turns are noted with their own time, half with a stale one
+    // (which changes nothing), and S0..S4 end.
+    let noted = futures_util::future::join_all((0..20).map(|k| async move {
+        let s = session(k);
+        let own = store.open_turn_of(&s).await.expect("read").expect("open").opened_at_ms;
+        let at = if k % 4 == 1 { own - 1 } else { own };
+        if k < 5 { store.end_turn(&s, at).await } else { store.note_texts_shown(&s, at, 3).await }
+    }))
+    .await;
+    assert!(noted.iter().all(Result::is_ok));
+    for k in 0..20 {
+        let turn = store.open_turn_of(&session(k)).await.expect("read");
+        let stale = k % 4 == 1;
+        let opened_at_ms = if k % 2 == 0 && k < 10 { T0 - k } else { T0 + k };
+        let expected = match (k < 5, stale) {
+            (true, false) => None,
+            (true, true) => Some(OpenTurn { opened_at_ms, texts_shown: 0 }),
+            (false, false) => Some(OpenTurn { opened_at_ms, texts_shown: 3 }),
+            (false, true) => Some(OpenTurn { opened_at_ms, texts_shown: 0 }),
+        };
+        assert_eq!(turn, expected, "S{k}");
+    }
 }
 
 async fn sessions_with_work_are_listed_once(db: &mut TestStore) {

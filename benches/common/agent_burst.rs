@@ -12,7 +12,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::chats::{ChatFake, mentions};
-use crate::{Agent, Child, PATIENCE, Samples, child_env, free_port, ms};
+use crate::one_at_a_time::look_for;
+use crate::{Agent, Child, Samples, child_env, free_port, ms};
 
 /// How long the bridge's idle CPU is sampled before the burst, to take out of the
 /// burst's (the /proc figures count in 10 ms ticks).
@@ -22,8 +23,8 @@ const IDLE_SAMPLE: Duration = Duration::from_secs(3);
 /// and the store's last writes finish in it. Its share of the idle CPU is taken out.
 const SETTLING: Duration = Duration::from_millis(500);
 
-/// How often the benchmark looks at what the fakes recorded while it waits (each look
-/// copies it, and the child shares the two cores).
+/// How often the benchmark looks at what the fakes recorded while it waits: each look
+/// copies hundreds of calls, and the child shares the two cores.
 const LOOK_EVERY: Duration = Duration::from_millis(20);
 
 /// The approval key of the burst's request to the person with id `person`.
@@ -34,19 +35,6 @@ fn key_of(person: &str) -> String {
 /// The agent's words after the decision on `key` (what `load.rs`'s agent sends).
 fn words_of(key: &str) -> String {
     format!("ran deploy for {key}")
-}
-
-/// Waits until `done` holds for what the fake recorded, looking only once `calls`
-/// calls reached it (cheap to read) and then every [`LOOK_EVERY`].
-async fn wait_for<F: ChatFake>(fake: &F, what: &str, calls: usize, mut done: impl FnMut(&F) -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if fake.call_count() >= calls && done(fake) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "gave up waiting for {what}");
-        tokio::time::sleep(LOOK_EVERY).await;
-    }
 }
 
 /// `n` people press Approve at once on `fake`, with the bridge on `store_url`
@@ -66,11 +54,7 @@ pub async fn agent_burst<F: ChatFake>(fake: F, store_url: &str, database: &str, 
     let port = free_port();
     let child = Child::spawn(&child_env(store_url, port, &borrowed), port);
     child.ready(&reqwest::Client::new()).await;
-    let deadline = Instant::now() + PATIENCE;
-    while !fake.connected() {
-        assert!(Instant::now() < deadline, "the bridge never connected to the fake {}", F::NAME);
-        tokio::time::sleep(LOOK_EVERY).await;
-    }
+    look_for(&format!("the bridge connected to the fake {}", F::NAME), LOOK_EVERY, || fake.connected().then_some(())).await;
     for person in &people {
         fake.say_hello(person);
     }
@@ -82,7 +66,9 @@ pub async fn agent_burst<F: ChatFake>(fake: F, store_url: &str, database: &str, 
     for id in &ids {
         agent.request(&sessions[id], 1, &key_of(id));
     }
-    wait_for(&fake, "every card", calls, |fake| fake.cards().iter().filter(|(p, text, _)| mentions(text, &key_of(p))).count() >= n).await;
+    // What the fake recorded is copied only once the calls could be there.
+    let every_card = || fake.call_count() >= calls && fake.cards().iter().filter(|(p, text, _)| mentions(text, &key_of(p))).count() >= n;
+    look_for("every card", LOOK_EVERY, || every_card().then_some(())).await;
     let cards: Vec<F::Card> = people.iter().zip(&ids).map(|(person, id)| fake.approve_button(person, &key_of(id))).collect();
 
     let idle_from = (child.cpu(), Instant::now());
@@ -104,10 +90,9 @@ pub async fn agent_burst<F: ChatFake>(fake: F, store_url: &str, database: &str, 
         .collect();
     agent.wait("every decision", |s| pressed.keys().all(|key| s.approvals.contains_key(key))).await;
     // Each reply is one more call at least; looked for only once they could be there.
-    wait_for(&fake, "every reply shown", calls_before + 2 * n, |fake| {
-        fake.texts().iter().filter(|(p, text, _)| text.contains(&words_of(&key_of(p)))).count() >= n
-    })
-    .await;
+    let every_reply =
+        || fake.call_count() >= calls_before + 2 * n && fake.texts().iter().filter(|(p, text, _)| text.contains(&words_of(&key_of(p)))).count() >= n;
+    look_for("every reply shown", LOOK_EVERY, || every_reply().then_some(())).await;
     let replied = cpu_before.1.elapsed();
     tokio::time::sleep(SETTLING).await;
     let spent = child.cpu().saturating_sub(cpu_before.0).as_secs_f64();

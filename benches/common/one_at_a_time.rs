@@ -24,8 +24,8 @@ const BETWEEN_ROUNDS: Duration = Duration::from_millis(100);
 /// count in 10 ms ticks, so a short sample would read as zero).
 const IDLE_SAMPLE: Duration = Duration::from_secs(5);
 
-/// How often the benchmark looks at the fakes while it waits (each look copies what
-/// they recorded, so not in a tight loop: the child shares the two cores).
+/// How often the benchmark looks at the fakes while it waits for one round's card or
+/// words: often, as a look's delay adds to the hop it times.
 const LOOK_EVERY: Duration = Duration::from_millis(2);
 
 /// A hop's samples.
@@ -48,15 +48,17 @@ impl Hop {
     }
 }
 
-/// Waits until `found` finds something in what the fake recorded.
-async fn look_for<T>(what: &str, mut found: impl FnMut() -> Option<T>) -> T {
+/// Waits until `found` finds something in what the fake recorded, looking `every` so
+/// often (each look copies what the fake recorded, so not in a tight loop: the child
+/// shares the two cores).
+pub(crate) async fn look_for<T>(what: &str, every: Duration, mut found: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + PATIENCE;
     loop {
         if let Some(t) = found() {
             return t;
         }
         assert!(Instant::now() < deadline, "gave up waiting for {what}");
-        tokio::time::sleep(LOOK_EVERY).await;
+        tokio::time::sleep(every).await;
     }
 }
 
@@ -81,7 +83,7 @@ pub async fn one_at_a_time<F: ChatFake>(fake: F, synchronous: &str, rounds: usiz
     let port = free_port();
     let child = Child::spawn(&child_env(&store_url, port, &borrowed), port);
     child.ready(&reqwest::Client::new()).await;
-    look_for(&format!("the bridge connected to the fake {}", F::NAME), || fake.connected().then_some(())).await;
+    look_for(&format!("the bridge connected to the fake {}", F::NAME), LOOK_EVERY, || fake.connected().then_some(())).await;
     fake.say_hello(&person);
     agent.wait("the session's first message", |s| s.sessions.contains_key(&id)).await;
     let session = agent.state().sessions[&id].clone();
@@ -99,9 +101,10 @@ pub async fn one_at_a_time<F: ChatFake>(fake: F, synchronous: &str, rounds: usiz
     for round in 0..rounds {
         let key = format!("one{round}x{id}");
         let asked = agent.request(&session, 1, &key);
-        let shown =
-            look_for(&format!("the card of {key}"), || fake.cards().into_iter().find(|(p, text, _)| *p == id && mentions(text, &key)).map(|(_, _, at)| at))
-                .await;
+        let shown = look_for(&format!("the card of {key}"), LOOK_EVERY, || {
+            fake.cards().into_iter().find(|(p, text, _)| *p == id && mentions(text, &key)).map(|(_, _, at)| at)
+        })
+        .await;
         to_card.push(shown.saturating_duration_since(asked));
         tokio::time::sleep_until((shown + PRESS_AFTER).into()).await;
         let card = fake.approve_button(&person, &key);
@@ -111,7 +114,7 @@ pub async fn one_at_a_time<F: ChatFake>(fake: F, synchronous: &str, rounds: usiz
         let decided = agent.state().approvals[&key];
         to_agent.push(decided.saturating_duration_since(pressed));
         let words = format!("ran deploy for {key}");
-        let said = look_for(&format!("the agent's words after {key}"), || {
+        let said = look_for(&format!("the agent's words after {key}"), LOOK_EVERY, || {
             fake.texts().into_iter().find(|(p, text, _)| *p == id && text.contains(&words)).map(|(_, _, at)| at)
         })
         .await;

@@ -1,10 +1,11 @@
 //! Group commit: the writes on the hot path (a decision's settle, a new request with
-//! the chats it must be shown in, a shown message) that arrive while another commit is
-//! under way share the next transaction, and so its one fsync, instead of queueing
-//! for SQLite's single write lock one commit at a time. On PostgreSQL, which commits
-//! writers in parallel, sharing saves round trips instead: a settle alone is a
-//! transaction of seven statements (`BEGIN`, the update, the audit and outbox rows,
-//! two removals, `COMMIT`), in a batch it is one statement and a share of the rest.
+//! the chats it must be shown in, a shown message, a turn opened or shown) that arrive
+//! while another commit is under way share the next transaction, and so its one
+//! fsync, instead of queueing for SQLite's single write lock one commit at a time. On
+//! PostgreSQL, which commits writers in parallel, sharing saves round trips instead:
+//! a settle alone is a transaction of seven statements (`BEGIN`, the update, the audit
+//! and outbox rows, two removals, `COMMIT`), in a batch it is one statement and a
+//! share of the rest.
 //!
 //! Each write keeps its own outcome: a write that finds nothing to do (a settle that
 //! lost its race) writes nothing and reports false, and a batch that fails is rolled
@@ -39,9 +40,9 @@ const MAX_BATCH: usize = 256;
 pub(super) trait Write: Any + Send + Sync {
     fn apply<'a>(&'a self, conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>>;
 
-    /// True when the write only defers, and what it defers is one statement (a
-    /// message marked shown, an update marked handled): alone, it needs no
-    /// transaction, which on PostgreSQL saves the `BEGIN` and `COMMIT` round trips.
+    /// True when the write is one statement in all, its own or one it defers (a
+    /// message marked shown, an update marked handled, a turn noted): alone, it needs
+    /// no transaction, which on PostgreSQL saves the `BEGIN` and `COMMIT` round trips.
     fn is_one_statement(&self) -> bool {
         false
     }

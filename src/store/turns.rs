@@ -9,8 +9,15 @@
 //! end are written once the chats have shown what came before, for that turn only, so
 //! a late write for a turn that is over never touches the next one.
 
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use sqlx::AnyConnection;
+
 use super::Store;
+use super::deferred::Deferred;
 use super::error::{Result, StoreError};
+use super::group_commit::Write;
 use super::row::column;
 
 /// A session's turn in progress, as the store has it.
@@ -28,13 +35,7 @@ impl Store {
     /// it). A turn already open keeps when it was opened and what it has shown. Returns
     /// when the session's turn opened.
     pub async fn open_turn(&self, session_id: &str, now_ms: i64) -> Result<i64> {
-        sqlx::query("INSERT INTO open_turns (session_id, opened_at_ms) VALUES ($1, $2) ON CONFLICT (session_id) DO NOTHING")
-            .bind(session_id)
-            .bind(now_ms)
-            .execute(&self.pool)
-            .await
-            .map_err(StoreError::query("note an open turn"))?;
-        self.opened_at(session_id, now_ms).await
+        self.write_turn(TurnOpening { session_id: session_id.to_owned(), now_ms, fresh: false, opened_at_ms: Mutex::default() }).await
     }
 
     /// Notes that `session_id`'s agent starts a new turn: a row the turn before left
@@ -42,22 +43,16 @@ impl Store {
     /// after this) is replaced, with nothing shown yet and a later `opened_at_ms`, so
     /// that turn's late writes miss this one. Returns when the new turn opened.
     pub async fn start_turn(&self, session_id: &str, now_ms: i64) -> Result<i64> {
-        sqlx::query(
-            "INSERT INTO open_turns (session_id, opened_at_ms) VALUES ($1, $2) ON CONFLICT (session_id) DO UPDATE SET
-             opened_at_ms = CASE WHEN open_turns.opened_at_ms >= excluded.opened_at_ms THEN open_turns.opened_at_ms + 1 ELSE excluded.opened_at_ms END,
-             texts_shown = 0",
-        )
-        .bind(session_id)
-        .bind(now_ms)
-        .execute(&self.pool)
-        .await
-        .map_err(StoreError::query("note a new turn"))?;
-        self.opened_at(session_id, now_ms).await
+        self.write_turn(TurnOpening { session_id: session_id.to_owned(), now_ms, fresh: true, opened_at_ms: Mutex::default() }).await
     }
 
-    /// When the session's turn opened, just written (`written_ms` if it is gone already).
-    async fn opened_at(&self, session_id: &str, written_ms: i64) -> Result<i64> {
-        Ok(self.open_turn_of(session_id).await?.map_or(written_ms, |turn| turn.opened_at_ms))
+    /// Writes `opening` in the group commit and returns when the turn opened, as the
+    /// committed statement returned it.
+    async fn write_turn(&self, opening: TurnOpening) -> Result<i64> {
+        let opening = Arc::new(opening);
+        self.write(Arc::clone(&opening)).await?;
+        let opened_at_ms = *opening.opened_at_ms.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(opened_at_ms.unwrap_or(opening.now_ms))
     }
 
     /// `session_id`'s turn in progress, if the store has one.
@@ -76,27 +71,14 @@ impl Store {
     /// `opened_at_ms`. Never lowers the count (notes may land out of order), and does
     /// nothing once that turn is over.
     pub async fn note_texts_shown(&self, session_id: &str, opened_at_ms: i64, texts: u64) -> Result<()> {
-        sqlx::query(
-            "UPDATE open_turns SET texts_shown = CASE WHEN texts_shown < $3 THEN $3 ELSE texts_shown END
-             WHERE session_id = $1 AND opened_at_ms = $2",
-        )
-        .bind(session_id)
-        .bind(opened_at_ms)
-        .bind(i64::try_from(texts).unwrap_or(i64::MAX))
-        .execute(&self.pool)
-        .await
-        .map_err(StoreError::query("note the texts a turn has shown"))?;
+        let texts = i64::try_from(texts).unwrap_or(i64::MAX);
+        self.write(TurnShown { session_id: session_id.to_owned(), opened_at_ms, shown: Shown::Texts(texts) }).await?;
         Ok(())
     }
 
     /// Notes that the turn opened at `opened_at_ms` ended; a later turn is left alone.
     pub async fn end_turn(&self, session_id: &str, opened_at_ms: i64) -> Result<()> {
-        sqlx::query("DELETE FROM open_turns WHERE session_id = $1 AND opened_at_ms = $2")
-            .bind(session_id)
-            .bind(opened_at_ms)
-            .execute(&self.pool)
-            .await
-            .map_err(StoreError::query("note a turn's end"))?;
+        self.write(TurnShown { session_id: session_id.to_owned(), opened_at_ms, shown: Shown::Ended }).await?;
         Ok(())
     }
 
@@ -132,6 +114,101 @@ impl Store {
         .await
         .map_err(StoreError::query("list turns no replica holds"))?;
         rows.iter().map(|row| column(row, "session_id")).collect()
+    }
+}
+
+/// [`Store::open_turn`] and [`Store::start_turn`] as a write of a group commit: one
+/// statement, which returns when the turn opened, so no read follows it. In a burst
+/// of decisions each opens its session's turn, and they share a commit (on SQLite, one
+/// fsync) instead of taking one each.
+struct TurnOpening {
+    session_id: String,
+    now_ms: i64,
+    /// A new turn ([`Store::start_turn`]) rather than the one in progress.
+    fresh: bool,
+    /// When the turn opened, as the last run of the statement returned it: a batch
+    /// rolled back and run again alone overwrites what the first run said.
+    opened_at_ms: Mutex<Option<i64>>,
+}
+
+impl Write for Arc<TurnOpening> {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            // The update on a conflict is what `RETURNING` needs to give the row that was
+            // there: a turn in progress keeps its time (and what it has shown); a new
+            // one is a moment later than the last, so the last one's late writes miss it.
+            let (sql, doing) = if self.fresh {
+                (
+                    "INSERT INTO open_turns (session_id, opened_at_ms) VALUES ($1, $2) ON CONFLICT (session_id) DO UPDATE SET
+                     opened_at_ms = CASE WHEN open_turns.opened_at_ms >= excluded.opened_at_ms THEN open_turns.opened_at_ms + 1 ELSE excluded.opened_at_ms END,
+                     texts_shown = 0
+                     RETURNING opened_at_ms",
+                    "note a new turn",
+                )
+            } else {
+                (
+                    "INSERT INTO open_turns (session_id, opened_at_ms) VALUES ($1, $2) ON CONFLICT (session_id) DO UPDATE SET
+                     opened_at_ms = open_turns.opened_at_ms
+                     RETURNING opened_at_ms",
+                    "note an open turn",
+                )
+            };
+            let opened_at_ms: i64 =
+                sqlx::query_scalar(sql).bind(self.session_id.as_str()).bind(self.now_ms).fetch_one(conn).await.map_err(StoreError::query(doing))?;
+            *self.opened_at_ms.lock().unwrap_or_else(|p| p.into_inner()) = Some(opened_at_ms);
+            Ok(true)
+        })
+    }
+
+    fn is_one_statement(&self) -> bool {
+        true
+    }
+}
+
+/// What the chats have shown of a turn.
+enum Shown {
+    /// Its first this many texts.
+    Texts(i64),
+    /// All of it: the turn ended.
+    Ended,
+}
+
+/// [`Store::note_texts_shown`] and [`Store::end_turn`] as a write of a group commit,
+/// for the turn opened at `opened_at_ms` only.
+struct TurnShown {
+    session_id: String,
+    opened_at_ms: i64,
+    shown: Shown,
+}
+
+impl Write for TurnShown {
+    fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let written = match self.shown {
+                Shown::Texts(texts) => sqlx::query(
+                    "UPDATE open_turns SET texts_shown = CASE WHEN texts_shown < $3 THEN $3 ELSE texts_shown END
+                     WHERE session_id = $1 AND opened_at_ms = $2",
+                )
+                .bind(self.session_id.as_str())
+                .bind(self.opened_at_ms)
+                .bind(texts)
+                .execute(conn)
+                .await
+                .map_err(StoreError::query("note the texts a turn has shown")),
+                Shown::Ended => sqlx::query("DELETE FROM open_turns WHERE session_id = $1 AND opened_at_ms = $2")
+                    .bind(self.session_id.as_str())
+                    .bind(self.opened_at_ms)
+                    .execute(conn)
+                    .await
+                    .map_err(StoreError::query("note a turn's end")),
+            };
+            // A turn that is over, or a later one, is left alone: done all the same.
+            written.map(|_| true)
+        })
+    }
+
+    fn is_one_statement(&self) -> bool {
+        true
     }
 }
 
