@@ -343,3 +343,40 @@ async fn polling_confirms_an_update_once_stored_and_handles_it_after() {
 async fn inbox_rows(store: &hitl_bridge::store::Store) -> i64 {
     store.platform_inbox("telegram").waiting().await.unwrap()
 }
+
+/// A backlog larger than Telegram hands out at once (getUpdates' `limit`: at most 100,
+/// the default) arrives in batches, as from Telegram: here 150 people's /help, queued
+/// while the bridge was down. Each batch is confirmed by the next poll's offset, and
+/// every update is handled once: one reply each.
+#[tokio::test]
+async fn a_backlog_over_a_hundred_updates_arrives_in_batches_and_each_is_handled_once() {
+    let tg = FakeTelegram::start().await;
+    let people: Vec<User> = (0..150).map(|k| User { id: 5000 + k, first_name: format!("P{k}"), language_code: None }).collect();
+    let chats: Vec<i64> = people.iter().map(|person| tg.private_chat(person)).collect();
+    for (person, chat) in people.iter().zip(&chats) {
+        tg.push_message(*chat, person, "/help", None, None);
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
+    let mut settings = Settings::from_pairs(&[
+        ("store.url", &store),
+        ("http.enabled", "false"),
+        ("telegram.enabled", "true"),
+        ("telegram.token", fake_telegram::TOKEN),
+        ("telegram.api_url", &tg.url),
+        ("telegram.rate_limits", "false"),
+    ])
+    .expect("settings");
+    settings.access.users = people.iter().map(|person| format!("telegram:{}", person.id)).collect();
+    let app = App::start(&settings, no_console()).await.expect("bridge starts");
+    wait_until(|| async { chats.iter().all(|chat| !tg.bot_messages(*chat).is_empty()).then_some(()) }).await;
+    let first_polls: Vec<Option<i64>> = tg.offsets().into_iter().take(3).collect();
+    assert_eq!(first_polls, [None, Some(101), Some(151)], "a batch of 100, then the other 50");
+    assert_eq!(tg.deliveries().len(), 150, "each update handed out once");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for chat in &chats {
+        assert_eq!(tg.bot_messages(*chat).len(), 1, "one reply in chat {chat}");
+    }
+    app.stop().await;
+    tg.shutdown();
+}

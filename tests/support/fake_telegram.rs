@@ -1,8 +1,9 @@
 //! A fake Telegram Bot API for the tests: an axum server the real teloxide client
 //! talks to through `telegram.api_url`. It serves `/bot{token}/{method}` (method
 //! names matched case-insensitively: teloxide sends `SendMessage`), answers `getMe`,
-//! long-polls `getUpdates` from a queue the test pushes updates into (updates stay
-//! until a later `offset` confirms them, as on Telegram), and records every request.
+//! long-polls `getUpdates` from a queue the test pushes updates into (at most `limit`,
+//! 100 by default, at a time; updates stay until a later `offset` confirms them, as on
+//! Telegram), and records every request.
 //!
 //! It rejects what Telegram rejects, with Telegram's error JSON, so a rendering bug
 //! fails a test: callback_data outside 1–64 bytes, an inline keyboard of more than 100
@@ -425,6 +426,9 @@ async fn get_updates(shared: &Shared, body: &Value) -> Value {
     let offset = body["offset"].as_i64();
     shared.inner.lock().unwrap_or_else(|p| p.into_inner()).offsets.push(offset);
     let timeout = body["timeout"].as_u64().unwrap_or(0).min(30);
+    // The Bot API's `limit`: "Values between 1-100 are accepted. Defaults to 100."
+    // (the Telegram spec's getUpdates): a burst larger than that arrives in batches.
+    let limit = body["limit"].as_u64().unwrap_or(100).clamp(1, 100) as usize;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
     loop {
         let notified = shared.notify.notified();
@@ -435,7 +439,7 @@ async fn get_updates(shared: &Shared, body: &Value) -> Value {
                 inner.updates.retain(|u| u["update_id"].as_i64().unwrap_or_default() >= offset);
             }
             if !inner.updates.is_empty() || tokio::time::Instant::now() >= deadline {
-                let batch: Vec<Value> = inner.updates.iter().cloned().collect();
+                let batch: Vec<Value> = inner.updates.iter().take(limit).cloned().collect();
                 let now = std::time::Instant::now();
                 let first_seen = inner.delivered.last().and_then(|(u, _)| u["update_id"].as_i64()).unwrap_or(0);
                 let fresh: Vec<(Value, std::time::Instant)> =
