@@ -402,6 +402,9 @@ async fn a_stop_drains_the_chat_lanes_and_releases_claims() {
         engine.send("s0", SessionUpdate::Request(request(&format!("trade_{k}"), 600))).await;
     }
     let store = engine.store.clone();
+    // The database outlives the engine: the other replica reads it after the stop,
+    // maybe on a connection the pool opens then.
+    let _database = engine.dir.clone();
     wait_until("the three requests stored", async || store.pending_in_session("s0").await.unwrap().len() == 3).await;
     let before = platform.shown().len();
     engine.stop().await;
