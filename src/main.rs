@@ -292,12 +292,13 @@ fn parse() -> Parsed {
 /// with two, and one request at a time a quarter to a third less CPU
 /// (docs/performance.md, the eighth section).
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    let workers = match std::env::var("TOKIO_WORKER_THREADS") {
-        Err(std::env::VarError::NotPresent) => 1,
-        Ok(value) => {
-            value.trim().parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| format!("TOKIO_WORKER_THREADS={value:?} is not a number of threads above 0"))?
-        }
-        Err(std::env::VarError::NotUnicode(value)) => return Err(format!("TOKIO_WORKER_THREADS={value:?} is not a number of threads above 0")),
+    let workers = match std::env::var_os("TOKIO_WORKER_THREADS") {
+        None => 1,
+        Some(value) => value
+            .to_str()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("TOKIO_WORKER_THREADS={value:?} is not a number of threads above 0"))?,
     };
     tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().map_err(|e| e.to_string())
 }

@@ -315,15 +315,7 @@ async fn polling_confirms_an_update_once_stored_and_handles_it_after() {
     let tg = FakeTelegram::start().await;
     let chat = tg.private_chat(&ana());
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
-    let mut settings = Settings::from_pairs(&[
-        ("store.url", &store),
-        ("http.enabled", "false"),
-        ("telegram.enabled", "true"),
-        ("telegram.token", fake_telegram::TOKEN),
-        ("telegram.api_url", &tg.url),
-    ])
-    .expect("settings");
+    let mut settings = telegram_settings(&dir, &tg.url, &[("telegram.token", fake_telegram::TOKEN)]);
     settings.access.users = vec!["telegram:3003".into()];
     let app = App::start(&settings, no_console()).await.expect("bridge starts");
     wait_until(|| async { (!tg.offsets().is_empty()).then_some(()) }).await;
@@ -332,7 +324,7 @@ async fn polling_confirms_an_update_once_stored_and_handles_it_after() {
     let update_id = 1;
     wait_until(|| async { tg.offsets().contains(&Some(update_id + 1)).then_some(()) }).await;
     assert!(tg.calls("sendMessage").is_empty(), "confirmed while the reply is still held up");
-    let inbox = hitl_bridge::store::Store::connect(&store).await.unwrap();
+    let inbox = hitl_bridge::store::Store::connect(&settings.store.url).await.unwrap();
     assert_eq!(inbox_rows(&inbox).await, 1, "stored until handled");
     wait_until(|| async { tg.bot_messages(chat).into_iter().find(|m| m["text"].as_str().is_some_and(|t| t.contains("/new"))) }).await;
     wait_until(|| async { (inbox_rows(&inbox).await == 0).then_some(()) }).await;
@@ -357,16 +349,7 @@ async fn a_backlog_over_a_hundred_updates_arrives_in_batches_and_each_is_handled
         tg.push_message(*chat, person, "/help", None, None);
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
-    let mut settings = Settings::from_pairs(&[
-        ("store.url", &store),
-        ("http.enabled", "false"),
-        ("telegram.enabled", "true"),
-        ("telegram.token", fake_telegram::TOKEN),
-        ("telegram.api_url", &tg.url),
-        ("telegram.rate_limits", "false"),
-    ])
-    .expect("settings");
+    let mut settings = telegram_settings(&dir, &tg.url, &[("telegram.token", fake_telegram::TOKEN), ("telegram.rate_limits", "false")]);
     settings.access.users = people.iter().map(|person| format!("telegram:{}", person.id)).collect();
     let app = App::start(&settings, no_console()).await.expect("bridge starts");
     wait_until(|| async { chats.iter().all(|chat| !tg.bot_messages(*chat).is_empty()).then_some(()) }).await;

@@ -52,7 +52,8 @@ impl Store {
         let opening = Arc::new(opening);
         self.write(Arc::clone(&opening)).await?;
         let opened_at_ms = *opening.opened_at_ms.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(opened_at_ms.unwrap_or(opening.now_ms))
+        // A committed write has run its statement, which always returns the row.
+        opened_at_ms.ok_or(StoreError::Query { what: "note a turn", source: sqlx::Error::RowNotFound })
     }
 
     /// `session_id`'s turn in progress, if the store has one.
