@@ -54,6 +54,39 @@ LIVENESS_PATH = "/healthz"
 READINESS_PATH = "/readyz"
 IMAGE_UID = 10001  # Dockerfile: useradd --uid 10001
 
+# Where the platforms' HTTP endpoints are served, read from the code that serves them.
+TEAMS_ENDPOINT = ROOT / "src" / "platform" / "teams" / "http_endpoint.rs"
+MATTERMOST_PATHS = ROOT / "src" / "platform" / "mattermost" / "setup.rs"
+
+# Teams, Mattermost and Matrix on one replica (Matrix keeps its device on the volume,
+# so one replica with persistence): their secrets, ports, Ingress paths, and the
+# settings each platform's check requires (src/platform/*/settings.rs).
+PLATFORM_VALUES = {
+    "persistence": {"enabled": True},
+    "secrets": {
+        "teamsAppPassword": "teams-client-secret",
+        "mattermostBotToken": "xi4ec1tsxpgztr8ejmxy1rbnew",
+        "mattermostSlashToken": "slash-command-token",
+        "matrixAccessToken": "syt_matrix_token",
+        "matrixStorePassphrase": "matrix-store-passphrase",
+    },
+    "env": {
+        "HITL_BRIDGE__BACKEND__URL": "ws://agent:8787/ws/{session_id}",
+        "HITL_BRIDGE__TEAMS__ENABLED": "true",
+        "HITL_BRIDGE__TEAMS__APP_ID": "00000000-0000-0000-0000-000000000001",
+        "HITL_BRIDGE__MATTERMOST__ENABLED": "true",
+        "HITL_BRIDGE__MATTERMOST__URL": "https://chat.example.com",
+        "HITL_BRIDGE__MATTERMOST__TEAM": "ops",
+        "HITL_BRIDGE__MATTERMOST__PUBLIC_URL": "https://bridge.example.com",
+        "HITL_BRIDGE__MATRIX__ENABLED": "true",
+        "HITL_BRIDGE__MATRIX__HOMESERVER_URL": "https://matrix.example.org",
+        "HITL_BRIDGE__MATRIX__USER_ID": "@hitl:example.org",
+    },
+    "teamsMessages": {"enabled": True},
+    "mattermostActions": {"enabled": True},
+    "ingress": {"enabled": True},
+}
+
 # Settings the docs describe that come with a branch merged alongside this one; they
 # are reported as skipped until config/default.toml has them, then checked like the rest.
 PENDING_KEYS: set = set()
@@ -326,13 +359,18 @@ def chart_checks(report: Report, binary: Path, tmp: Path) -> None:
     problems += config_problems(binary, deployment_env(slack, slack_secret), slack_config, tmp)
     report.check("chart: Slack's HTTP mode on two replicas (Secret keys, events port, Ingress path, check-config)", problems)
 
+    platform_checks(report, binary, tmp)
+
     problems = []
     polling = copy.deepcopy(SCALED_VALUES)
     del polling["env"]["HITL_BRIDGE__TELEGRAM__MODE"]
+    matrix_scaled = copy.deepcopy(SCALED_VALUES)
+    matrix_scaled["env"].update({k: v for k, v in PLATFORM_VALUES["env"].items() if "MATRIX" in k})
     for label, values, reason in (
         ("SQLite", {"replicaCount": 2}, "needs a PostgreSQL store"),
         ("a SQLite url", {"replicaCount": 2, "secrets": {"storeUrl": "sqlite://data/x.db"}}, "needs a PostgreSQL store"),
         ("Telegram polling", polling, "one poller per bot token"),
+        ("Matrix", matrix_scaled, "a Matrix device of its own"),
     ):
         try:
             render(CHART, values)
@@ -340,7 +378,7 @@ def chart_checks(report: Report, binary: Path, tmp: Path) -> None:
         except Exception as e:  # the SDK raises HelmRenderError with the template's message
             if reason not in str(e):
                 problems.append(f"replicaCount 2 with {label} failed for another reason: {e}")
-    report.check("chart: refuses several replicas on SQLite or with Telegram polling", problems)
+    report.check("chart: refuses several replicas on SQLite, with Telegram polling or with Matrix", problems)
 
     # The probe check above must catch a wrong path: break a copy of the chart.
     broken = tmp / "broken-chart"
@@ -352,6 +390,110 @@ def chart_checks(report: Report, binary: Path, tmp: Path) -> None:
         "chart: a wrong readiness path is caught",
         [] if any("readinessProbe path is '/ready'" in p for p in found) else [f"not caught: {found}"],
     )
+
+
+def code_const(path: Path, name: str) -> str:
+    """The value of `pub const NAME: &str = "…";` in a source file."""
+    m = re.search(rf'const {name}: &str = "([^"]+)";', path.read_text())
+    if not m:
+        raise AssertionError(f"no const {name} in {path.relative_to(ROOT)}")
+    return m.group(1)
+
+
+def prefix_routes(prefix: str, path: str) -> bool:
+    """Whether an Ingress `pathType: Prefix` of `prefix` routes `path` (Kubernetes
+    matches whole path elements; a trailing `/` is ignored)."""
+    want = [e for e in prefix.split("/") if e]
+    return [e for e in path.split("/") if e][: len(want)] == want
+
+
+def platform_checks(report: Report, binary: Path, tmp: Path) -> None:
+    """Teams, Mattermost and Matrix: what the chart renders for them."""
+    values = PLATFORM_VALUES
+    result = helm.lint(str(CHART), values, strict=True)
+    bad = [f"{m['path']}: {m['error']}" for m in result["messages"] if m["severity"] >= 2] + result["errors"]
+    report.check("chart: helm lint --strict (Teams, Mattermost, Matrix)", bad)
+
+    docs = render(CHART, values)
+    problems = probe_problems(docs)
+    secret = only(docs, "Secret").get("stringData") or {}
+    expected_secret = {
+        "HITL_BRIDGE__TEAMS__APP_PASSWORD": values["secrets"]["teamsAppPassword"],
+        "HITL_BRIDGE__MATTERMOST__BOT_TOKEN": values["secrets"]["mattermostBotToken"],
+        "HITL_BRIDGE__MATTERMOST__SLASH_TOKEN": values["secrets"]["mattermostSlashToken"],
+        "HITL_BRIDGE__MATRIX__ACCESS_TOKEN": values["secrets"]["matrixAccessToken"],
+        "HITL_BRIDGE__MATRIX__STORE_PASSPHRASE": values["secrets"]["matrixStorePassphrase"],
+    }
+    if secret != expected_secret:
+        problems.append(f"Secret stringData {secret} != {expected_secret} (an empty matrixPassword renders no key)")
+    for name in expected_secret:
+        if env_key(name) not in config_keys():
+            problems.append(f"Secret key {name} names no key of config/default.toml")
+    (container,) = only(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    env_list = [e["name"] for e in container["env"]]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    if ports != {"http": HTTP_PORT, "teams": 3978, "mattermost": 3002}:
+        problems.append(f"container ports {ports}")
+    if any(len(name) > 15 for name in ports):
+        problems.append(f"a port name is longer than 15 characters: {sorted(ports)}")
+    for name, value in [
+        ("HITL_BRIDGE__TEAMS__MESSAGES_LISTEN", "0.0.0.0:3978"),
+        ("HITL_BRIDGE__MATTERMOST__LISTEN", "0.0.0.0:3002"),
+        ("HITL_BRIDGE__MATRIX__STORE_PATH", "/app/data/matrix-store"),
+    ]:
+        if env.get(name) != value:
+            problems.append(f"{name} is {env.get(name)!r}, expected {value!r}")
+    if len(env_list) != len(set(env_list)):
+        problems.append(f"duplicate env names: {env_list}")
+    mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts", [])}
+    volumes = {v["name"]: v for v in only(docs, "Deployment")["spec"]["template"]["spec"]["volumes"]}
+    if not env.get("HITL_BRIDGE__MATRIX__STORE_PATH", "").startswith(mounts.get("data", "?") + "/") \
+            or "persistentVolumeClaim" not in volumes.get("data", {}):
+        problems.append(f"matrix.store_path {env.get('HITL_BRIDGE__MATRIX__STORE_PATH')!r} is not on the persistent volume {mounts.get('data')}")
+    service = {p["name"]: (p["port"], p["targetPort"]) for p in only(docs, "Service")["spec"]["ports"]}
+    if service != {"http": (HTTP_PORT, "http"), "teams": (3978, "teams"), "mattermost": (3002, "mattermost")}:
+        problems.append(f"Service ports {service}")
+    paths = [(p["path"], p["pathType"], p["backend"]["service"]["port"]["name"])
+             for p in only(docs, "Ingress")["spec"]["rules"][0]["http"]["paths"]]
+    teams_path = code_const(TEAMS_ENDPOINT, "MESSAGES_PATH")
+    if (teams_path, "Exact", "teams") not in paths:
+        problems.append(f"Ingress paths {paths} do not route {teams_path} to the Teams port")
+    mattermost_routes = [(path, kind) for path, kind, port in paths if port == "mattermost"]
+    for const in ("ACTIONS_PATH", "DIALOGS_PATH", "COMMAND_PATH"):
+        served = code_const(MATTERMOST_PATHS, const)
+        if not any(path == served if kind == "Exact" else prefix_routes(path, served) for path, kind in mattermost_routes):
+            problems.append(f"Ingress paths {paths} do not route {served} ({const}) to the Mattermost port")
+    if {port for _, _, port in paths} != {"teams", "mattermost"}:
+        problems.append(f"Ingress routes to {sorted({port for _, _, port in paths})}, expected only teams and mattermost")
+    config_file = tmp / "chart-platforms.toml"
+    config_file.write_text(only(docs, "ConfigMap")["data"]["config.toml"])
+    problems += config_problems(binary, deployment_env(docs, secret), config_file, tmp)
+    report.check("chart: Teams, Mattermost and Matrix (Secret keys, ports, listens, store path, Ingress paths, check-config)", problems)
+
+    problems = []
+    # A store path given in env is the only one (no duplicate variable); off by default.
+    own = copy.deepcopy(values)
+    own["env"]["HITL_BRIDGE__MATRIX__STORE_PATH"] = "/app/data/my-matrix"
+    (container,) = only(render(CHART, own), "Deployment")["spec"]["template"]["spec"]["containers"]
+    found = [e.get("value") for e in container["env"] if e["name"] == "HITL_BRIDGE__MATRIX__STORE_PATH"]
+    if found != ["/app/data/my-matrix"]:
+        problems.append(f"with env.HITL_BRIDGE__MATRIX__STORE_PATH set, the Deployment sets it to {found}")
+    default_docs = render(CHART)
+    (container,) = only(default_docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    if {p["name"] for p in container["ports"]} != {"http"}:
+        problems.append(f"default container ports {[p['name'] for p in container['ports']]}")
+    if {p["name"] for p in only(default_docs, "Service")["spec"]["ports"]} != {"http"}:
+        problems.append("the default Service opens more than http")
+    # The Ingress refuses to render with nothing to expose, and names the new toggles.
+    try:
+        render(CHART, {"ingress": {"enabled": True}})
+        problems.append("ingress.enabled with no platform endpoint rendered; it must fail")
+    except Exception as e:
+        for toggle in ("teamsMessages.enabled", "mattermostActions.enabled"):
+            if toggle not in str(e):
+                problems.append(f"the Ingress refusal does not name {toggle}: {e}")
+    report.check("chart: Matrix store path from env is not doubled; new ports off by default; Ingress refusal names every toggle", problems)
 
 
 def deployment_env(docs: dict[str, list[dict]], secret: dict[str, str]) -> dict[str, str]:

@@ -43,6 +43,12 @@ HITL_BRIDGE__DISCORD__TOKEN: {{ .Values.secrets.discordToken | quote }}
 HITL_BRIDGE__SLACK__BOT_TOKEN: {{ .Values.secrets.slackBotToken | quote }}
 HITL_BRIDGE__SLACK__APP_TOKEN: {{ .Values.secrets.slackAppToken | quote }}
 HITL_BRIDGE__SLACK__SIGNING_SECRET: {{ .Values.secrets.slackSigningSecret | quote }}
+HITL_BRIDGE__TEAMS__APP_PASSWORD: {{ .Values.secrets.teamsAppPassword | quote }}
+HITL_BRIDGE__MATTERMOST__BOT_TOKEN: {{ .Values.secrets.mattermostBotToken | quote }}
+HITL_BRIDGE__MATTERMOST__SLASH_TOKEN: {{ .Values.secrets.mattermostSlashToken | quote }}
+HITL_BRIDGE__MATRIX__ACCESS_TOKEN: {{ .Values.secrets.matrixAccessToken | quote }}
+HITL_BRIDGE__MATRIX__PASSWORD: {{ .Values.secrets.matrixPassword | quote }}
+HITL_BRIDGE__MATRIX__STORE_PASSPHRASE: {{ .Values.secrets.matrixStorePassphrase | quote }}
 HITL_BRIDGE__TOKENS__SECRET: {{ .Values.secrets.tokensSecret | quote }}
 HITL_BRIDGE__HTTP__API_TOKENS: {{ .Values.secrets.apiTokens | quote }}
 HITL_BRIDGE__BACKEND__TOKEN: {{ .Values.secrets.backendToken | quote }}
@@ -50,7 +56,10 @@ HITL_BRIDGE__BACKEND__TOKEN: {{ .Values.secrets.backendToken | quote }}
 
 {{/*
 Several replicas only work on one PostgreSQL database (leases, first decision wins).
-Stops the render when replicaCount > 1 would run on SQLite.
+Stops the render when replicaCount > 1 would run on SQLite, with Telegram polling, or
+with Matrix (each replica must be a Matrix device of its own, with its own kept
+matrix.store_path and access token: docs/matrix.md; the pods of a Deployment share one
+Secret and keep no volume each).
 */}}
 {{- define "hitl-bridge.checkStore" -}}
 {{- if gt (int .Values.replicaCount) 1 }}
@@ -65,6 +74,10 @@ Stops the render when replicaCount > 1 would run on SQLite.
 {{- $mode := get .Values.env "HITL_BRIDGE__TELEGRAM__MODE" | toString }}
 {{- if and (eq $telegram "true") (ne $mode "webhook") }}
 {{- fail "replicaCount > 1 with Telegram polling: Telegram allows one poller per bot token; set env.HITL_BRIDGE__TELEGRAM__MODE=webhook and telegramWebhook.enabled" }}
+{{- end }}
+{{- $matrix := get .Values.env "HITL_BRIDGE__MATRIX__ENABLED" | toString | lower }}
+{{- if eq $matrix "true" }}
+{{- fail "replicaCount > 1 with Matrix: each replica must be a Matrix device of its own (its own kept matrix.store_path and access token), which one Deployment cannot give its pods; run Matrix on one replica with persistence.enabled" }}
 {{- end }}
 {{- end }}
 {{- end }}
