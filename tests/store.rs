@@ -6,7 +6,7 @@
 //! `postgres://postgres@127.0.0.1:5432/test`, and fails when that is unset.
 
 use hitl_bridge::interaction::policy::{RememberArgs, RememberScope, RememberedRule};
-use hitl_bridge::interaction::{AccessPolicy, Actor, Applied, Draft, Interaction, Policy, RequestBuilder, Status, TimeoutDefaults, UserAction};
+use hitl_bridge::interaction::{AccessPolicy, Actor, Applied, Delivery, Draft, Interaction, Policy, RequestBuilder, Status, TimeoutDefaults, UserAction};
 use hitl_bridge::protocol::{ActionRequest, Command, Decision, DecisionType, Reply};
 use hitl_bridge::store::platform_state::MAX_VALUE_BYTES;
 use hitl_bridge::store::{AuditEntry, AuditFilter, ChatKey, MessageRef, Queued, RefusedShow, Settled, ShowClaim, Showing, Store, StoreError, Stored};
@@ -74,6 +74,8 @@ suite!(
     a_session_lease_has_one_holder,
     an_open_turn_counts_what_its_chats_showed_and_ends_only_itself,
     turns_noted_at_once_share_commits_and_each_learns_its_own_time,
+    a_turn_written_twice_in_one_commit_sees_its_first_write,
+    bodies_saved_at_once_keep_their_own_conditions,
     pairing_codes_are_reused_expire_and_pair_once,
     refused_talk_is_audited_with_where_and_what,
     a_strangers_refusal_window_counts_on_one_entry_across_replicas,
@@ -697,6 +699,95 @@ async fn turns_noted_at_once_share_commits_and_each_learns_its_own_time(db: &mut
         };
         assert_eq!(turn, expected, "S{k}");
     }
+    assert_eq!(store.group_commits_retried(), 0, "each commit ran as a whole, its like writes together");
+}
+
+/// Writes queued before the writer task runs share one commit, and the like ones
+/// among them one statement: a session's second write must see its first, as if each
+/// ran in turn.
+async fn a_turn_written_twice_in_one_commit_sees_its_first_write(db: &mut TestStore) {
+    use hitl_bridge::store::OpenTurn;
+    let store = &db.store;
+    // A and B: opened, then opened again (kept), then started anew in the same
+    // millisecond (a moment later); C: started twice (the second a moment later).
+    let open = |session: &'static str, at: i64, fresh: bool| async move {
+        if fresh { store.start_turn(session, at).await } else { store.open_turn(session, at).await }
+    };
+    let opened = futures_util::future::join_all([
+        open("A", T0, false),
+        open("B", T0, false),
+        open("A", T0 + 1, false),
+        open("B", T0, true),
+        open("C", T0, true),
+        open("C", T0, true),
+    ])
+    .await;
+    let opened: Vec<i64> = opened.into_iter().map(|o| o.expect("open")).collect();
+    assert_eq!(opened, [T0, T0, T0, T0 + 1, T0, T0 + 1]);
+
+    // One commit: B's counts out of order (the highest stays), A's count and end, C's
+    // end of its first turn (missing the second) and a count for its second.
+    let note = |session: &'static str, opened_at_ms: i64, texts: Option<u64>| async move {
+        match texts {
+            Some(texts) => store.note_texts_shown(session, opened_at_ms, texts).await,
+            None => store.end_turn(session, opened_at_ms).await,
+        }
+    };
+    let noted = futures_util::future::join_all([
+        note("B", T0 + 1, Some(4)),
+        note("A", T0, Some(2)),
+        note("B", T0 + 1, Some(2)),
+        note("A", T0, None),
+        note("C", T0, None),
+        note("C", T0 + 1, Some(1)),
+    ])
+    .await;
+    assert!(noted.iter().all(Result::is_ok), "{noted:?}");
+    assert_eq!(store.group_commits_retried(), 0, "each commit ran as a whole, its like writes together");
+    assert_eq!(store.open_turn_of("A").await.expect("read"), None);
+    assert_eq!(store.open_turn_of("B").await.expect("read"), Some(OpenTurn { opened_at_ms: T0 + 1, texts_shown: 4 }));
+    assert_eq!(store.open_turn_of("C").await.expect("read"), Some(OpenTurn { opened_at_ms: T0 + 1, texts_shown: 1 }));
+}
+
+/// Bodies saved in one commit (a burst's drafts and proofs of delivery) each keep
+/// the condition they would have alone.
+async fn bodies_saved_at_once_keep_their_own_conditions(db: &mut TestStore) {
+    let store = &db.store;
+    for key in ["S_1", "S_2", "S_3"] {
+        assert!(store.insert_interaction(&trade_under("S", key, policy(3, vec![]))).await.expect("insert"));
+    }
+    let approve = || UserAction::DecideAll { decision: DecisionType::Approve };
+    let none = &AccessPolicy::default();
+    let load = |id: &'static str| async move { store.interaction(id).await.expect("load").expect("stored") };
+    let (mut one, mut two, three) = (load("id-S_1").await, load("id-S_2").await, load("id-S_3").await);
+    assert_eq!(one.apply(&voter("10", "Lan"), approve(), none, T0 + 1), Ok(Applied::Updated));
+    assert_eq!(two.apply(&voter("11", "Minh"), approve(), none, T0 + 1), Ok(Applied::Updated));
+    // S_3 settles, so its draft below is refused and its delivery is saved.
+    let mut settled = three.clone();
+    assert!(settled.cancel(T0 + 2, "turn ended"));
+    settled.delivery = Delivery::Queued;
+    assert!(store.settle(&settled, None, &AuditEntry::for_settled(&settled, T0 + 2)).await.expect("settle").won());
+    settled.delivery = Delivery::Delivered { at_ms: T0 + 3 };
+
+    // At once: S_1's draft twice (the second is stale once the first is saved),
+    // S_2's draft, S_3's proof of delivery (on its status alone), and a draft of
+    // settled S_3 (refused).
+    let (saved, delivered, late) = tokio::join!(
+        futures_util::future::join_all([store.save_draft(&one), store.save_draft(&one), store.save_draft(&two)]),
+        store.save_delivery(&settled),
+        store.save_draft(&three),
+    );
+    let saved: Vec<bool> = saved.into_iter().map(|s| s.expect("save")).collect();
+    assert_eq!(saved, [true, false, true]);
+    delivered.expect("delivery");
+    assert!(!late.expect("save"), "a draft of a settled request");
+    assert_eq!(store.group_commits_retried(), 0, "the commit ran as a whole, its saves together");
+    assert_eq!(votes(&load("id-S_1").await), ["Lan"]);
+    assert_eq!(load("id-S_1").await.revision.0, one.revision.0 + 1, "saved once");
+    assert_eq!(votes(&load("id-S_2").await), ["Minh"]);
+    let stored = load("id-S_3").await;
+    assert_eq!(stored.status.name(), "cancelled");
+    assert_eq!(stored.delivery, Delivery::Delivered { at_ms: T0 + 3 });
 }
 
 async fn sessions_with_work_are_listed_once(db: &mut TestStore) {

@@ -18,6 +18,8 @@
 //! one. Nothing here decides anything or knows what a write means.
 
 use std::any::Any;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::future::BoxFuture;
 use sqlx::{AnyConnection, AnyPool, Connection};
@@ -81,20 +83,31 @@ struct Queued {
 pub(super) struct GroupCommit {
     pool: AnyPool,
     queue: mpsc::UnboundedSender<Queued>,
+    retried: Arc<AtomicU64>,
 }
 
-/// The writer task's side: its connection, and where it reports the outages it meets.
+/// The writer task's side: its connection, where it reports the outages it meets,
+/// and how many batches it retried write by write.
 struct Writer {
     held: Held,
     health: StoreHealth,
+    retried: Arc<AtomicU64>,
 }
 
 impl GroupCommit {
     /// Starts the writer task on the current Tokio runtime.
     pub fn start(pool: AnyPool, health: StoreHealth) -> Self {
         let (queue, writes) = mpsc::unbounded_channel();
-        tokio::spawn(run(Writer { held: Held::new(pool.clone()), health }, writes));
-        Self { pool, queue }
+        let retried = Arc::new(AtomicU64::new(0));
+        tokio::spawn(run(Writer { held: Held::new(pool.clone()), health, retried: Arc::clone(&retried) }, writes));
+        Self { pool, queue, retried }
+    }
+
+    /// How many batches failed and had their writes retried one by one. Each write
+    /// still gets its own outcome then, so only this count tells that a batch (or a
+    /// statement written for many writes of a kind) failed where each alone did not.
+    pub fn retried(&self) -> u64 {
+        self.retried.load(Ordering::Relaxed)
     }
 
     /// Runs `write` in the next group transaction and returns its outcome once that
@@ -133,7 +146,7 @@ pub(super) async fn next_batch<T>(queue: &mut mpsc::UnboundedReceiver<T>, max: u
 }
 
 async fn commit(writer: &mut Writer, batch: Vec<Queued>) {
-    let Writer { held, health } = writer;
+    let Writer { held, health, retried } = writer;
     if batch.len() > 1 {
         let outcomes = match held.get("begin a group commit").await {
             Ok(conn) => together(conn, &batch).await,
@@ -151,6 +164,7 @@ async fn commit(writer: &mut Writer, batch: Vec<Queued>) {
                 if e.is_outage() {
                     health.outage(&e);
                 }
+                retried.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(error = %e, writes = batch.len(), "a group commit failed; retrying its writes one by one");
             }
         }

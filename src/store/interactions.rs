@@ -363,6 +363,59 @@ impl Write for SaveBody {
             Ok(done.rows_affected() > 0)
         })
     }
+
+    fn runs_together(&self) -> bool {
+        true
+    }
+
+    /// Bodies saved one after another (a burst's proofs of delivery) share one
+    /// `UPDATE` per [`SAVES_PER_STATEMENT`], each row with its own `WHERE` as alone. A
+    /// second save of the same interaction starts the next statement, so it sees the
+    /// first one's outcome, as it would in turn.
+    fn apply_run<'a>(&'a self, run: &'a [&'a dyn Write], conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<Vec<bool>>> {
+        Box::pin(async move {
+            let saves: Option<Vec<&SaveBody>> = run.iter().map(|write| (*write as &dyn Any).downcast_ref::<SaveBody>()).collect();
+            let Some(saves) = saves else { return apply_each(run, conn, deferred).await };
+            let mut outcomes = Vec::with_capacity(saves.len());
+            let mut rest = saves.as_slice();
+            while !rest.is_empty() {
+                let mut ids = HashSet::new();
+                let len = rest.iter().take(SAVES_PER_STATEMENT).take_while(|save| ids.insert(save.id.as_str())).count();
+                let (statement, after) = rest.split_at(len);
+                match statement {
+                    [one] => outcomes.push(one.apply(&mut *conn, &mut *deferred).await?),
+                    many => outcomes.extend(save_together(many, &mut *conn).await?),
+                }
+                rest = after;
+            }
+            Ok(outcomes)
+        })
+    }
+}
+
+/// Saved bodies per statement: 5 values each.
+const SAVES_PER_STATEMENT: usize = 64;
+
+/// `saves` (of distinct interactions) in one statement: each row written only where
+/// its own save would have been (at its status, and at the revision it was read at
+/// when it has one). Returns each one's outcome, in order.
+async fn save_together(saves: &[&SaveBody], conn: &mut AnyConnection) -> Result<Vec<bool>> {
+    let sql = format!(
+        "WITH saved (saved_id, saved_status, new_body, new_access, read_revision) AS (VALUES {})
+         UPDATE interactions SET body = saved.new_body, access = saved.new_access, access_revision = revision + 1, revision = revision + 1
+         FROM saved
+         WHERE interactions.id = saved.saved_id AND interactions.status = saved.saved_status
+           AND (saved.read_revision IS NULL OR interactions.revision = saved.read_revision)
+         RETURNING id",
+        Marks::of(conn).rows(saves.len(), 5)
+    );
+    // Safe: the text is fixed but for value marks; every value is bound.
+    let update = saves.iter().fold(run_time_statement(sql), |query, save| {
+        query.bind(save.id.as_str()).bind(save.status).bind(save.body.as_str()).bind(save.access.as_str()).bind(save.revision)
+    });
+    let rows = update.fetch_all(&mut *conn).await.map_err(StoreError::query("save interactions"))?;
+    let saved = rows.iter().map(|row| column::<String>(row, "id")).collect::<Result<HashSet<String>>>()?;
+    Ok(saves.iter().map(|save| saved.contains(&save.id)).collect())
 }
 
 /// A settle: nothing when the interaction is no longer pending in the database.

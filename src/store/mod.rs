@@ -102,6 +102,13 @@ impl Store {
         self.group.write(write).await
     }
 
+    /// How many group commits failed since the store opened and had their writes
+    /// retried one by one (a write that fails alone too, or on PostgreSQL a deadlock
+    /// with another replica). Each write keeps its own outcome either way.
+    pub fn group_commits_retried(&self) -> u64 {
+        self.group.retried()
+    }
+
     /// How the store is doing, read without asking the database (`/readyz`).
     pub fn health(&self) -> HealthReport {
         self.health.report()

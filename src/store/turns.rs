@@ -9,6 +9,8 @@
 //! end are written once the chats have shown what came before, for that turn only, so
 //! a late write for a turn that is over never touches the next one.
 
+use std::any::Any;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
@@ -17,8 +19,12 @@ use sqlx::AnyConnection;
 use super::Store;
 use super::deferred::Deferred;
 use super::error::{Result, StoreError};
-use super::group_commit::Write;
+use super::group_commit::{Write, apply_each};
+use super::placeholders::{Marks, run_time_statement};
 use super::row::column;
+
+/// Turns per statement when a run of turn writes shares one (three values each).
+const TURNS_PER_STATEMENT: usize = 128;
 
 /// A session's turn in progress, as the store has it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,37 +138,96 @@ struct TurnOpening {
     opened_at_ms: Mutex<Option<i64>>,
 }
 
+impl TurnOpening {
+    /// The statement that opens `rows` turns of this kind (`fresh` or not), one
+    /// `(session_id, opened_at_ms)` row each, and returns each session's opening time.
+    /// The update on a conflict is what `RETURNING` needs to give the row that was
+    /// there: a turn in progress keeps its time (and what it has shown); a new one is
+    /// a moment later than the last, so the last one's late writes miss it.
+    fn statement(&self, values: &str) -> String {
+        let on_conflict = if self.fresh {
+            "opened_at_ms = CASE WHEN open_turns.opened_at_ms >= excluded.opened_at_ms THEN open_turns.opened_at_ms + 1 ELSE excluded.opened_at_ms END,
+             texts_shown = 0"
+        } else {
+            "opened_at_ms = open_turns.opened_at_ms"
+        };
+        format!(
+            "INSERT INTO open_turns (session_id, opened_at_ms) VALUES {values} ON CONFLICT (session_id) DO UPDATE SET {on_conflict} RETURNING session_id, opened_at_ms"
+        )
+    }
+
+    fn doing(&self) -> &'static str {
+        if self.fresh { "note a new turn" } else { "note an open turn" }
+    }
+
+    /// Tells this opening when its turn opened.
+    fn opened(&self, at_ms: i64) {
+        *self.opened_at_ms.lock().unwrap_or_else(|p| p.into_inner()) = Some(at_ms);
+    }
+}
+
 impl Write for Arc<TurnOpening> {
     fn apply<'a>(&'a self, conn: &'a mut AnyConnection, _deferred: &'a mut Deferred) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
-            // The update on a conflict is what `RETURNING` needs to give the row that was
-            // there: a turn in progress keeps its time (and what it has shown); a new
-            // one is a moment later than the last, so the last one's late writes miss it.
-            let (sql, doing) = if self.fresh {
-                (
-                    "INSERT INTO open_turns (session_id, opened_at_ms) VALUES ($1, $2) ON CONFLICT (session_id) DO UPDATE SET
-                     opened_at_ms = CASE WHEN open_turns.opened_at_ms >= excluded.opened_at_ms THEN open_turns.opened_at_ms + 1 ELSE excluded.opened_at_ms END,
-                     texts_shown = 0
-                     RETURNING opened_at_ms",
-                    "note a new turn",
-                )
-            } else {
-                (
-                    "INSERT INTO open_turns (session_id, opened_at_ms) VALUES ($1, $2) ON CONFLICT (session_id) DO UPDATE SET
-                     opened_at_ms = open_turns.opened_at_ms
-                     RETURNING opened_at_ms",
-                    "note an open turn",
-                )
-            };
-            let opened_at_ms: i64 =
-                sqlx::query_scalar(sql).bind(self.session_id.as_str()).bind(self.now_ms).fetch_one(conn).await.map_err(StoreError::query(doing))?;
-            *self.opened_at_ms.lock().unwrap_or_else(|p| p.into_inner()) = Some(opened_at_ms);
+            // Safe: the text is fixed but for value marks; every value is bound. One
+            // text per kind, so it stays prepared.
+            let row = sqlx::query(sqlx::AssertSqlSafe(self.statement("($1, $2)")))
+                .bind(self.session_id.as_str())
+                .bind(self.now_ms)
+                .fetch_one(conn)
+                .await
+                .map_err(StoreError::query(self.doing()))?;
+            self.opened(column(&row, "opened_at_ms")?);
             Ok(true)
         })
     }
 
     fn is_one_statement(&self) -> bool {
         true
+    }
+
+    fn runs_together(&self) -> bool {
+        true
+    }
+
+    /// Turns opened one after another (a burst of decisions, each opening its
+    /// session's turn) share one `INSERT` per kind and [`TURNS_PER_STATEMENT`]. A
+    /// session's second opening, or one of the other kind, starts the next statement,
+    /// so it sees the first one's outcome, as it would in turn.
+    fn apply_run<'a>(&'a self, run: &'a [&'a dyn Write], conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<Vec<bool>>> {
+        Box::pin(async move {
+            let openings: Option<Vec<&TurnOpening>> =
+                run.iter().map(|write| (*write as &dyn Any).downcast_ref::<Arc<TurnOpening>>().map(|o| o.as_ref())).collect();
+            let Some(openings) = openings else { return apply_each(run, conn, deferred).await };
+            let marks = Marks::of(conn);
+            let mut rest = openings.as_slice();
+            while let Some(first) = rest.first() {
+                let mut sessions = HashSet::new();
+                let len = rest
+                    .iter()
+                    .take(TURNS_PER_STATEMENT)
+                    .take_while(|opening| opening.fresh == first.fresh && sessions.insert(opening.session_id.as_str()))
+                    .count();
+                let (statement, after) = rest.split_at(len);
+                // Safe: the text is fixed but for value marks; every value is bound.
+                let insert = statement.iter().fold(run_time_statement(first.statement(&marks.rows(len, 2))), |query, opening| {
+                    query.bind(opening.session_id.as_str()).bind(opening.now_ms)
+                });
+                let rows = insert.fetch_all(&mut *conn).await.map_err(StoreError::query(first.doing()))?;
+                let mut opened: HashMap<String, i64> = HashMap::with_capacity(rows.len());
+                for row in &rows {
+                    opened.insert(column(row, "session_id")?, column(row, "opened_at_ms")?);
+                }
+                for opening in statement {
+                    // Every row is inserted or updated, so each returns; one that did not
+                    // is an error of its own, not a time made up.
+                    let at = opened.get(&opening.session_id).ok_or(StoreError::Query { what: "note a turn", source: sqlx::Error::RowNotFound })?;
+                    opening.opened(*at);
+                }
+                rest = after;
+            }
+            Ok(vec![true; openings.len()])
+        })
     }
 }
 
@@ -210,6 +275,63 @@ impl Write for TurnShown {
 
     fn is_one_statement(&self) -> bool {
         true
+    }
+    fn runs_together(&self) -> bool {
+        true
+    }
+
+    /// Notes queued one after another (a burst of replies shown, turns ended) share
+    /// two statements per [`TURNS_PER_STATEMENT`]: the counts, then the ends. That
+    /// order ends in the state any order of the run would: a count only rises, and a
+    /// turn with an end in the run is gone whichever came first; notes of different
+    /// turns touch different rows.
+    fn apply_run<'a>(&'a self, run: &'a [&'a dyn Write], conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<Vec<bool>>> {
+        Box::pin(async move {
+            let notes: Option<Vec<&TurnShown>> = run.iter().map(|write| (*write as &dyn Any).downcast_ref::<TurnShown>()).collect();
+            let Some(notes) = notes else { return apply_each(run, conn, deferred).await };
+            // Each turn's highest count once: a row joined twice in one `UPDATE … FROM`
+            // takes either value (PostgreSQL), which could lower it.
+            let mut counts: HashMap<(&str, i64), i64> = HashMap::new();
+            let mut ends: HashSet<(&str, i64)> = HashSet::new();
+            for note in &notes {
+                let turn = (note.session_id.as_str(), note.opened_at_ms);
+                match note.shown {
+                    Shown::Texts(texts) => {
+                        let count = counts.entry(turn).or_insert(texts);
+                        *count = (*count).max(texts);
+                    }
+                    Shown::Ended => {
+                        ends.insert(turn);
+                    }
+                }
+            }
+            let marks = Marks::of(conn);
+            let counts: Vec<_> = counts.into_iter().collect();
+            for chunk in counts.chunks(TURNS_PER_STATEMENT) {
+                let sql = format!(
+                    "WITH noted (noted_session, noted_opened, noted_texts) AS (VALUES {})
+                     UPDATE open_turns SET texts_shown = CASE WHEN open_turns.texts_shown < noted.noted_texts THEN noted.noted_texts ELSE open_turns.texts_shown END
+                     FROM noted WHERE open_turns.session_id = noted.noted_session AND open_turns.opened_at_ms = noted.noted_opened",
+                    marks.rows(chunk.len(), 3)
+                );
+                // Safe: the text is fixed but for value marks; every value is bound.
+                let update = chunk.iter().fold(run_time_statement(sql), |query, ((session, opened), texts)| query.bind(*session).bind(*opened).bind(*texts));
+                update.execute(&mut *conn).await.map_err(StoreError::query("note the texts turns have shown"))?;
+            }
+            let ends: Vec<_> = ends.into_iter().collect();
+            for chunk in ends.chunks(TURNS_PER_STATEMENT) {
+                let sql = format!(
+                    "WITH ended (ended_session, ended_opened) AS (VALUES {})
+                     DELETE FROM open_turns WHERE EXISTS (SELECT 1 FROM ended WHERE ended.ended_session = open_turns.session_id AND ended.ended_opened = open_turns.opened_at_ms)",
+                    marks.rows(chunk.len(), 2)
+                );
+                // Safe: the text is fixed but for value marks; every value is bound.
+                let delete = chunk.iter().fold(run_time_statement(sql), |query, (session, opened)| query.bind(*session).bind(*opened));
+                delete.execute(&mut *conn).await.map_err(StoreError::query("note turns' ends"))?;
+            }
+            // A turn that is over, or a later one, is left alone: done all the same.
+            Ok(vec![true; notes.len()])
+        })
     }
 }
 
