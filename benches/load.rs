@@ -862,6 +862,18 @@ impl Child {
         }
     }
 
+    /// Ends a phase on the child: what its memory is made of now, its CPU by thread
+    /// for each of `count` `unit`s, the profile of `what` when one ran; then the child
+    /// is stopped.
+    fn report(self, by_thread: threads::Threads, count: usize, unit: &str, profile: Option<profile::Profile>, what: &str) {
+        println!("    now: {}", self.breakdown());
+        by_thread.finish(count, unit);
+        if let Some(profile) = profile {
+            profile.finish(what);
+        }
+        self.kill();
+    }
+
     fn kill(mut self) {
         // SIGKILL: a restart after a crash, the case that matters.
         let _ = self.process.kill();

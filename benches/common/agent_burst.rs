@@ -128,11 +128,6 @@ pub async fn agent_burst<F: ChatFake>(fake: F, store_url: &str, database: &str, 
     Samples(to_agent).line("press → decision at the agent");
     Samples(to_words).line("press → the agent's reply shown");
     println!("  peak RSS (VmHWM) with {n} at once: {peak:.1} MiB (target ≤ 40 MiB: {})", if peak <= 40.0 { "met" } else { "MISSED" });
-    println!("    now: {}", child.breakdown());
-    by_thread.finish(n, "decision");
-    if let Some(profile) = profile {
-        profile.finish(&format!("the {n} decisions with the agent"));
-    }
-    child.kill();
+    child.report(by_thread, n, "decision", profile, &format!("the {n} decisions with the agent"));
     fake.shutdown();
 }

@@ -141,12 +141,7 @@ pub async fn one_at_a_time<F: ChatFake>(fake: F, synchronous: &str, rounds: usiz
         busy * 1000.0 / rounds.max(1) as f64
     );
     println!("  peak RSS (VmHWM), one chat: {peak:.1} MiB (target ≤ 24 MiB: {})", if peak <= 24.0 { "met" } else { "MISSED" });
-    println!("    now: {}", child.breakdown());
     println!("    by mapping: {}", child.mappings());
-    by_thread.finish(rounds, "round (its idle included)");
-    if let Some(profile) = profile {
-        profile.finish(&format!("{rounds} rounds"));
-    }
-    child.kill();
+    child.report(by_thread, rounds, "round (its idle included)", profile, &format!("{rounds} rounds"));
     fake.shutdown();
 }

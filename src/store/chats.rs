@@ -11,7 +11,7 @@ use sqlx::any::AnyRow;
 use super::Store;
 use super::error::{Result, StoreError};
 use super::json;
-use super::placeholders::{Marks, list_statement, padded, padded_len};
+use super::placeholders::{Marks, bind_keys, list_statement, padded_len};
 use super::row::column;
 use super::shared_reads::SharedRead;
 use crate::interaction::Actor;
@@ -117,7 +117,7 @@ impl SharedRead for SessionChats {
                 Marks::of(conn).list(1, padded_len(sessions.len()))
             );
             // Safe: the text is only value marks; every value is bound.
-            let select = padded(sessions).fold(list_statement(sql), |query, session| query.bind(session.as_str()));
+            let select = bind_keys(list_statement(sql), sessions, String::as_str);
             let rows = select.fetch_all(&mut *conn).await.map_err(StoreError::query(Self::WHAT))?;
             // In bound order within each session, as the statement sorted them.
             let mut by_session: HashMap<&str, Vec<&AnyRow>> = HashMap::with_capacity(sessions.len());

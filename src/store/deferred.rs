@@ -21,7 +21,7 @@ use super::audit_entry::AuditEntry;
 use super::error::{Result, StoreError};
 use super::json;
 use super::message_ref::MessageRef;
-use super::placeholders::{Marks, list_statement, padded, padded_len, run_time_statement};
+use super::placeholders::{Marks, bind_keys, list_statement, padded_len, run_time_statement};
 use super::row::column;
 use crate::protocol::Command;
 
@@ -137,7 +137,7 @@ impl Deferred {
                 let sql = format!("DELETE FROM {table} WHERE interaction_id IN ({})", marks.list(1, padded_len(chunk.len())));
                 // Safe: the table is one of two names above; the rest is value marks,
                 // every value bound.
-                let delete = padded(chunk).fold(list_statement(sql), |query, id| query.bind(id.as_str()));
+                let delete = bind_keys(list_statement(sql), chunk, String::as_str);
                 delete.execute(&mut *conn).await.map_err(StoreError::query(doing))?;
             }
         }
@@ -145,7 +145,7 @@ impl Deferred {
         for chunk in self.delivered.chunks(KEYS_PER_STATEMENT) {
             let sql = format!("DELETE FROM outbox WHERE id IN ({})", marks.list(1, padded_len(chunk.len())));
             // Safe: the text is only value marks; every value is bound.
-            let delete = padded(chunk).fold(list_statement(sql), |query, id| query.bind(*id));
+            let delete = bind_keys(list_statement(sql), chunk, |id| *id);
             delete.execute(&mut *conn).await.map_err(StoreError::query("remove delivered commands"))?;
         }
         let mut handled = self.handled;
@@ -160,7 +160,7 @@ impl Deferred {
                     marks.list(3, padded_len(chunk.len()))
                 );
                 // Safe: the text is only value marks; every value is bound.
-                let mark = padded(chunk).fold(list_statement(sql).bind(self.handled_at_ms).bind(platform), |query, (_, id)| query.bind(id.as_str()));
+                let mark = bind_keys(list_statement(sql).bind(self.handled_at_ms).bind(platform), chunk, |(_, id)| id.as_str());
                 mark.execute(&mut *conn).await.map_err(StoreError::query("mark updates handled"))?;
             }
         }

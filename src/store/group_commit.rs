@@ -131,11 +131,15 @@ async fn run(mut writer: Writer, mut writes: mpsc::UnboundedReceiver<Queued>) {
 }
 
 /// The next item of `queue` with whatever else is queued already, up to `max` in
-/// all: nothing waits for company. `None` once the queue is closed and empty.
+/// all. Nothing waits for company on a timer: only the tasks already woken run first
+/// (one turn of the scheduler), so that what they queue in the same moment (a burst's
+/// frames, read at once and handled by as many shards) joins this batch instead of
+/// each taking a statement of its own. `None` once the queue is closed and empty.
 pub(super) async fn next_batch<T>(queue: &mut mpsc::UnboundedReceiver<T>, max: usize) -> Option<Vec<T>> {
     let first = queue.recv().await?;
     let mut batch = Vec::with_capacity(max.min(16));
     batch.push(first);
+    tokio::task::yield_now().await;
     while batch.len() < max {
         match queue.try_recv() {
             Ok(next) => batch.push(next),

@@ -19,7 +19,7 @@ use super::error::{Result, StoreError};
 use super::group_commit::{Write, apply_each};
 use super::json::{self, skip_corrupt};
 use super::outbox::Queued;
-use super::placeholders::{Marks, list_statement, padded, padded_len, run_time_statement};
+use super::placeholders::{Marks, bind_keys, list_statement, padded_len, run_time_statement};
 use super::row::column;
 use super::rules::insert_rule;
 use super::shared_reads::SharedRead;
@@ -86,7 +86,7 @@ impl Store {
         let mut conn = self.pool.acquire().await.map_err(StoreError::query("load interactions"))?;
         let sql = format!("SELECT id, body, revision FROM interactions WHERE id IN ({})", Marks::of(&conn).list(1, padded_len(ids.len())));
         // Safe: the text is only value marks; every value is bound.
-        let select = padded(ids).fold(list_statement(sql), |query, id| query.bind(id.as_str()));
+        let select = bind_keys(list_statement(sql), ids, String::as_str);
         let rows = select.fetch_all(&mut *conn).await.map_err(StoreError::query("load interactions"))?;
         let mut found: HashMap<String, Interaction> = decode_rows(&rows).into_iter().map(|i| (i.id.clone(), i)).collect();
         Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
@@ -636,7 +636,7 @@ impl SharedRead for Load {
         Box::pin(async move {
             let sql = format!("SELECT id, body, revision FROM interactions WHERE id IN ({})", Marks::of(conn).list(1, padded_len(ids.len())));
             // Safe: the text is only value marks; every value is bound.
-            let select = padded(ids).fold(list_statement(sql), |query, id| query.bind(id.as_str()));
+            let select = bind_keys(list_statement(sql), ids, String::as_str);
             let rows = select.fetch_all(&mut *conn).await.map_err(StoreError::query(Self::WHAT))?;
             let mut by_id: HashMap<&str, &AnyRow> = HashMap::with_capacity(rows.len());
             for row in &rows {

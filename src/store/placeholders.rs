@@ -35,6 +35,15 @@ pub(super) fn list_statement(sql: String) -> Query<'static, Any, AnyArguments> {
     sqlx::query(AssertSqlSafe(sql))
 }
 
+/// `query` with `keys` bound as a [`padded`] list, each by `value`, after whatever
+/// `query` binds already: the values of a [`list_statement`]'s `IN (…)` list.
+pub(super) fn bind_keys<'q, K, V>(query: Query<'q, Any, AnyArguments>, keys: &'q [K], value: impl Fn(&'q K) -> V) -> Query<'q, Any, AnyArguments>
+where
+    V: 'q + sqlx::Encode<'q, Any> + sqlx::Type<Any>,
+{
+    padded(keys).fold(query, |query, key| query.bind(value(key)))
+}
+
 /// How many marks a list of `len` keys gets: the next power of two.
 pub(super) fn padded_len(len: usize) -> usize {
     len.max(1).next_power_of_two()
@@ -42,7 +51,7 @@ pub(super) fn padded_len(len: usize) -> usize {
 
 /// `keys`, then the last one again up to [`padded_len`]: bound in a list of that many
 /// marks. `keys` must not be empty.
-pub(super) fn padded<T>(keys: &[T]) -> impl Iterator<Item = &T> {
+fn padded<T>(keys: &[T]) -> impl Iterator<Item = &T> {
     padded_to(keys, padded_len(keys.len()))
 }
 

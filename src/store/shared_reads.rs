@@ -2,8 +2,8 @@
 //! decisions (a request loaded for its click, where it is shown for its card's
 //! refresh). The asks that arrive while a read is under way share the next one: one
 //! statement for all of them instead of one each, as the group commit does for
-//! writes, on a connection the reader keeps ([`Held`]). A lone ask is read at once:
-//! nothing waits for company.
+//! writes, on a connection the reader keeps ([`Held`]). A lone ask is read once the
+//! tasks already woken have run: nothing waits for company on a timer.
 //!
 //! Each ask gets exactly what a read of its own would return: a read that fails for
 //! the batch is made again ask by ask, so an error reaches only the asks it belongs

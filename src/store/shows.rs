@@ -18,7 +18,7 @@ use super::claims::{RenewClaims, Which};
 use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::Write;
-use super::placeholders::{Marks, list_statement, padded, padded_len};
+use super::placeholders::{Marks, bind_keys, list_statement, padded_len};
 use super::row::column;
 use super::{ChatKey, MessageRef, Store};
 
@@ -186,7 +186,7 @@ impl Store {
                 marks.list(1, padded_len(chunk.len()))
             );
             // Safe: the text is only value marks; every value is bound.
-            let select = padded(chunk).fold(list_statement(sql), |query, id| query.bind(*id));
+            let select = bind_keys(list_statement(sql), chunk, |id| *id);
             let rows = select.fetch_all(&mut *conn).await.map_err(StoreError::query("list refused shows"))?;
             for row in &rows {
                 let show = RefusedShow { chat: ChatKey::from_row(row)?, error: column(row, "error")? };
