@@ -251,6 +251,28 @@ mod tests {
     use crate::protocol::{ActionRequest, Command};
     use crate::store::{AuditEntry, ChatKey, MessageRef, Queued, Settled, Store};
 
+    /// Ten tasks woken in the same moment as the first write is queued (a burst's
+    /// frames read at once) queue theirs before the batch is taken: one batch, not
+    /// the first alone and then the rest.
+    #[tokio::test]
+    async fn a_batch_takes_in_what_the_tasks_woken_with_its_first_write_queue() {
+        let (queue, mut queued) = tokio::sync::mpsc::unbounded_channel();
+        let go = std::sync::Arc::new(tokio::sync::Notify::new());
+        for k in 1..=10 {
+            let (queue, go) = (queue.clone(), go.clone());
+            tokio::spawn(async move {
+                go.notified().await;
+                queue.send(k).expect("send");
+            });
+        }
+        // Each task waits on `go` before it is woken.
+        tokio::task::yield_now().await;
+        queue.send(0).expect("send");
+        go.notify_waiters();
+        let batch = super::next_batch(&mut queued, 256).await.expect("a batch");
+        assert_eq!(batch, (0..=10).collect::<Vec<_>>());
+    }
+
     fn interaction(n: usize) -> Interaction {
         let action = ActionRequest { name: "execute_trade".into(), args: json!({"n": n}), description: None, tool_use_id: None };
         let request = RequestBuilder::start(&format!("trade_{n}"), vec![action], vec![], Some(600)).finish(TimeoutDefaults::default()).unwrap();
