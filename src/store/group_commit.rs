@@ -18,6 +18,7 @@
 //! one. Nothing here decides anything or knows what a write means.
 
 use std::any::Any;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -62,6 +63,20 @@ pub(super) trait Write: Any + Send + Sync {
     fn apply_run<'a>(&'a self, run: &'a [&'a dyn Write], conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<Vec<bool>>> {
         Box::pin(apply_each(run, conn, deferred))
     }
+}
+
+/// `run` as writes of type `W`, or `None` when one is of another type (then it is
+/// applied write by write, [`apply_each`]).
+pub(super) fn run_of<'a, W: Write>(run: &[&'a dyn Write]) -> Option<Vec<&'a W>> {
+    run.iter().map(|write| (*write as &dyn Any).downcast_ref::<W>()).collect()
+}
+
+/// How many of `rest`, at most `max`, the next statement of a run takes: up to the
+/// first write to a `row` already in it, so that one sees the first one's outcome, as
+/// it would in turn.
+pub(super) fn statement_len<'w, W>(rest: &[&'w W], max: usize, row: impl Fn(&'w W) -> &'w str) -> usize {
+    let mut rows = HashSet::new();
+    rest.iter().take(max).take_while(|write| rows.insert(row(write))).count()
 }
 
 /// Each write of `run` in turn, as a batch applies them.

@@ -9,7 +9,6 @@
 //! A platform reaches its own rows through [`PlatformInbox`], its narrow port: it
 //! holds no [`Store`] and cannot touch another platform's updates.
 
-use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -19,7 +18,7 @@ use sqlx::AnyConnection;
 use super::claims::{RenewClaims, Which};
 use super::deferred::Deferred;
 use super::error::{Result, StoreError};
-use super::group_commit::{Write, apply_each};
+use super::group_commit::{Write, apply_each, run_of};
 use super::placeholders::{Marks, run_time_statement};
 use super::row::column;
 use super::{ShowClaim, Store};
@@ -203,8 +202,7 @@ impl Write for StoreUpdates {
     /// PostgreSQL.
     fn apply_run<'a>(&'a self, run: &'a [&'a dyn Write], conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<Vec<bool>>> {
         Box::pin(async move {
-            let writes: Option<Vec<&StoreUpdates>> = run.iter().map(|write| (*write as &dyn Any).downcast_ref::<StoreUpdates>()).collect();
-            match writes {
+            match run_of::<StoreUpdates>(run) {
                 Some(writes) => store_together(&writes, conn).await,
                 None => apply_each(run, conn, deferred).await,
             }

@@ -3,7 +3,6 @@
 //! Settling, the one multi-table write, lives here too: it must be a single transaction
 //! (on SQLite shared with other writes by [`super::group_commit`]).
 
-use std::any::Any;
 use std::collections::{HashMap, HashSet};
 
 use futures_util::TryStreamExt;
@@ -16,7 +15,7 @@ use super::audit_entry::AuditEntry;
 use super::chats::ChatKey;
 use super::deferred::{Deferred, OutboxId};
 use super::error::{Result, StoreError};
-use super::group_commit::{Write, apply_each};
+use super::group_commit::{Write, apply_each, run_of, statement_len};
 use super::json::{self, skip_corrupt};
 use super::outbox::Queued;
 use super::placeholders::{Marks, bind_keys, list_statement, padded_len, run_time_statement};
@@ -374,14 +373,11 @@ impl Write for SaveBody {
     /// first one's outcome, as it would in turn.
     fn apply_run<'a>(&'a self, run: &'a [&'a dyn Write], conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<Vec<bool>>> {
         Box::pin(async move {
-            let saves: Option<Vec<&SaveBody>> = run.iter().map(|write| (*write as &dyn Any).downcast_ref::<SaveBody>()).collect();
-            let Some(saves) = saves else { return apply_each(run, conn, deferred).await };
+            let Some(saves) = run_of::<SaveBody>(run) else { return apply_each(run, conn, deferred).await };
             let mut outcomes = Vec::with_capacity(saves.len());
             let mut rest = saves.as_slice();
             while !rest.is_empty() {
-                let mut ids = HashSet::new();
-                let len = rest.iter().take(SAVES_PER_STATEMENT).take_while(|save| ids.insert(save.id.as_str())).count();
-                let (statement, after) = rest.split_at(len);
+                let (statement, after) = rest.split_at(statement_len(rest, SAVES_PER_STATEMENT, |save| save.id.as_str()));
                 match statement {
                     [one] => outcomes.push(one.apply(&mut *conn, &mut *deferred).await?),
                     many => outcomes.extend(save_together(many, &mut *conn).await?),
@@ -479,14 +475,11 @@ impl Write for Settle {
     /// the first one's outcome, as it would in turn.
     fn apply_run<'a>(&'a self, run: &'a [&'a dyn Write], conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<Vec<bool>>> {
         Box::pin(async move {
-            let settles: Option<Vec<&Settle>> = run.iter().map(|write| (*write as &dyn Any).downcast_ref::<Settle>()).collect();
-            let Some(settles) = settles else { return apply_each(run, conn, deferred).await };
+            let Some(settles) = run_of::<Settle>(run) else { return apply_each(run, conn, deferred).await };
             let mut outcomes = Vec::with_capacity(settles.len());
             let mut rest = settles.as_slice();
             while !rest.is_empty() {
-                let mut ids = HashSet::new();
-                let len = rest.iter().take(SETTLES_PER_STATEMENT).take_while(|settle| ids.insert(settle.id.as_str())).count();
-                let (statement, after) = rest.split_at(len);
+                let (statement, after) = rest.split_at(statement_len(rest, SETTLES_PER_STATEMENT, |settle| settle.id.as_str()));
                 match statement {
                     [one] => outcomes.push(one.apply(&mut *conn, &mut *deferred).await?),
                     many => outcomes.extend(settle_together(many, &mut *conn, &mut *deferred).await?),

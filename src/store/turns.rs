@@ -9,7 +9,6 @@
 //! end are written once the chats have shown what came before, for that turn only, so
 //! a late write for a turn that is over never touches the next one.
 
-use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -19,7 +18,7 @@ use sqlx::AnyConnection;
 use super::Store;
 use super::deferred::Deferred;
 use super::error::{Result, StoreError};
-use super::group_commit::{Write, apply_each};
+use super::group_commit::{Write, apply_each, run_of, statement_len};
 use super::placeholders::{Marks, run_time_statement};
 use super::row::column;
 
@@ -196,18 +195,12 @@ impl Write for Arc<TurnOpening> {
     /// so it sees the first one's outcome, as it would in turn.
     fn apply_run<'a>(&'a self, run: &'a [&'a dyn Write], conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<Vec<bool>>> {
         Box::pin(async move {
-            let openings: Option<Vec<&TurnOpening>> =
-                run.iter().map(|write| (*write as &dyn Any).downcast_ref::<Arc<TurnOpening>>().map(|o| o.as_ref())).collect();
-            let Some(openings) = openings else { return apply_each(run, conn, deferred).await };
+            let Some(openings) = run_of::<Arc<TurnOpening>>(run) else { return apply_each(run, conn, deferred).await };
             let marks = Marks::of(conn);
             let mut rest = openings.as_slice();
             while let Some(first) = rest.first() {
-                let mut sessions = HashSet::new();
-                let len = rest
-                    .iter()
-                    .take(TURNS_PER_STATEMENT)
-                    .take_while(|opening| opening.fresh == first.fresh && sessions.insert(opening.session_id.as_str()))
-                    .count();
+                let same_kind = rest.iter().take_while(|opening| opening.fresh == first.fresh).count();
+                let len = statement_len(&rest[..same_kind], TURNS_PER_STATEMENT, |opening| opening.session_id.as_str());
                 let (statement, after) = rest.split_at(len);
                 // Safe: the text is fixed but for value marks; every value is bound.
                 let insert = statement.iter().fold(run_time_statement(first.statement(&marks.rows(len, 2))), |query, opening| {
@@ -287,8 +280,7 @@ impl Write for TurnShown {
     /// turns touch different rows.
     fn apply_run<'a>(&'a self, run: &'a [&'a dyn Write], conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<Vec<bool>>> {
         Box::pin(async move {
-            let notes: Option<Vec<&TurnShown>> = run.iter().map(|write| (*write as &dyn Any).downcast_ref::<TurnShown>()).collect();
-            let Some(notes) = notes else { return apply_each(run, conn, deferred).await };
+            let Some(notes) = run_of::<TurnShown>(run) else { return apply_each(run, conn, deferred).await };
             // Each turn's highest count once: a row joined twice in one `UPDATE … FROM`
             // takes either value (PostgreSQL), which could lower it.
             let mut counts: HashMap<(&str, i64), i64> = HashMap::new();
