@@ -138,8 +138,9 @@ struct TurnOpening {
 }
 
 impl TurnOpening {
-    /// The statement that opens `rows` turns of this kind (`fresh` or not), one
-    /// `(session_id, opened_at_ms)` row each, and returns each session's opening time.
+    /// The statement that opens turns of this kind (`fresh` or not), `values` holding
+    /// the marks of their `(session_id, opened_at_ms)` rows, and returns each session's
+    /// opening time.
     /// The update on a conflict is what `RETURNING` needs to give the row that was
     /// there: a turn in progress keeps its time (and what it has shown); a new one is
     /// a moment later than the last, so the last one's late writes miss it.
@@ -269,6 +270,7 @@ impl Write for TurnShown {
     fn is_one_statement(&self) -> bool {
         true
     }
+
     fn runs_together(&self) -> bool {
         true
     }
