@@ -33,6 +33,9 @@ const SHARED_SECRET: &str = "hitl-bridge-tests-registration-secret";
 /// How long Synapse may take to answer after it is started.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How many free ports a start tries before it gives up (see [`Synapse::start_with`]).
+const PORT_ATTEMPTS: u32 = 3;
+
 /// How the homeserver is configured.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Options {
@@ -65,12 +68,25 @@ impl Synapse {
     pub async fn start_with(options: Options) -> Option<Synapse> {
         let venv = backends::installed("synapse")?;
         let dir = tempfile::tempdir().expect("temp dir");
-        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("its address").port();
-        std::fs::write(dir.path().join("homeserver.yaml"), homeserver_yaml(dir.path(), port, options)).expect("write homeserver.yaml");
         std::fs::write(dir.path().join("log.yaml"), LOG_YAML).expect("write log.yaml");
-        let mut synapse = Synapse { dir, venv, port, child: None, http: reqwest::Client::new() };
-        synapse.spawn().await;
-        Some(synapse)
+        let mut synapse = Synapse { dir, venv, port: 0, child: None, http: reqwest::Client::new() };
+        // The free port is let go before Synapse binds it, and tests running beside
+        // this one pick ports too: one taken in between is not Synapse failing, so
+        // another is tried.
+        for attempt in 1..=PORT_ATTEMPTS {
+            synapse.port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("its address").port();
+            let yaml = homeserver_yaml(synapse.dir.path(), synapse.port, options);
+            std::fs::write(synapse.dir.path().join("homeserver.yaml"), yaml).expect("write homeserver.yaml");
+            match synapse.try_spawn().await {
+                Ok(()) => return Some(synapse),
+                Err(why) if attempt < PORT_ATTEMPTS && synapse.log().contains("Address already in use") => {
+                    eprintln!("Synapse could not bind port {} ({why}); trying another", synapse.port);
+                    synapse.stop(libc::SIGKILL);
+                }
+                Err(why) => panic!("Synapse {why}; its log:\n{}", synapse.log()),
+            }
+        }
+        unreachable!("the last attempt returns or panics")
     }
 
     /// The client API's base URL, `http://127.0.0.1:<port>`.
@@ -99,6 +115,13 @@ impl Synapse {
     /// generated on the first start: Synapse's default `--generate-missing-and-run`)
     /// and waits until `GET /_matrix/client/versions` answers.
     async fn spawn(&mut self) {
+        if let Err(why) = self.try_spawn().await {
+            panic!("Synapse {why}; its log:\n{}", self.log());
+        }
+    }
+
+    /// [`Synapse::spawn`], saying why it did not start instead of panicking.
+    async fn try_spawn(&mut self) -> Result<(), String> {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.path().join("synapse.log")).expect("open synapse.log");
         let child = Command::new(self.venv.join("bin/python"))
             .args(["-m", "synapse.app.homeserver", "-c", "homeserver.yaml"])
@@ -114,12 +137,11 @@ impl Synapse {
         let deadline = tokio::time::Instant::now() + START_TIMEOUT;
         loop {
             if self.http.get(&versions).send().await.is_ok_and(|r| r.status().is_success()) {
-                return;
+                return Ok(());
             }
             let exited = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
             if exited.is_some() || tokio::time::Instant::now() > deadline {
-                let why = exited.map_or(format!("did not answer within {START_TIMEOUT:?}"), |s| format!("exited ({s})"));
-                panic!("Synapse {why}; its log:\n{}", self.log());
+                return Err(exited.map_or(format!("did not answer within {START_TIMEOUT:?}"), |s| format!("exited ({s})")));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
