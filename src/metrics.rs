@@ -216,6 +216,7 @@ struct Families {
     refusals: Family<ReasonLabel, Counter>,
     policy_actions: Family<ActionLabel, Counter>,
     store_errors: Family<OperationLabel, Counter>,
+    store_batches_retried: Counter,
 }
 
 impl Families {
@@ -273,6 +274,12 @@ impl Families {
             "Failed store statements in this process, by operation (the store's name for what failed: \"commit a write\", \"insert interaction\"…); a rise with failing clicks means a full disk or an unreachable database",
             store_errors.clone(),
         );
+        let store_batches_retried = Counter::default();
+        registry.register(
+            "store_batches_retried",
+            "Group commits (several writes in one transaction) that failed and had their writes retried one by one, on this replica; each write still got its own outcome, so only this count shows a statement that fails for many writes where each alone succeeds",
+            store_batches_retried.clone(),
+        );
 
         // Every series from the start (platforms' once they start): a series that
         // appears only with its first event hides that event from rate() and increase().
@@ -298,6 +305,7 @@ impl Families {
             refusals,
             policy_actions,
             store_errors,
+            store_batches_retried,
         }
     }
 }
@@ -399,6 +407,16 @@ impl Metrics {
             if total > seen {
                 counter.inc_by(total - seen);
             }
+        }
+    }
+
+    /// Brings `hitl_bridge_store_batches_retried_total` up to the store's own count
+    /// ([`crate::store::Store::group_commits_retried`]), kept as batches fail.
+    pub fn catch_up_batches_retried(&self, total: u64) {
+        let counter = &self.families.store_batches_retried;
+        let seen = counter.get();
+        if total > seen {
+            counter.inc_by(total - seen);
         }
     }
 

@@ -97,6 +97,7 @@ async fn readyz(State(readiness): State<Arc<Readiness>>) -> (StatusCode, Json<se
 /// Prometheus then records the target as down, which is what an alert should see.
 async fn metrics_page(State(scrape): State<Scrape>) -> Response {
     scrape.metrics.catch_up_store_errors(&crate::store::error_counts());
+    scrape.metrics.catch_up_batches_retried(scrape.store.group_commits_retried());
     match StoreFigures::read(&scrape.store).await {
         Ok(figures) => scrape.metrics.set_store_figures(&figures),
         Err(e) => {

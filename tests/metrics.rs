@@ -114,6 +114,8 @@ fn expected(sessions_connected: u32) -> BTreeMap<String, String> {
         let n = if reason == "not_allowed" || reason == "stranger" { "1" } else { "0" };
         put(format!("hitl_bridge_refusals_total{{reason=\"{reason}\"}}"), n);
     }
+    // Every group commit of the sequence ran as a whole.
+    put("hitl_bridge_store_batches_retried_total".into(), "0");
     // No policy is configured here: every policy action stays at zero.
     for action in ["remind", "show_in", "rule_approve", "fallback_approve", "fallback_reject", "fallback_leave"] {
         put(format!("hitl_bridge_policy_actions_total{{action=\"{action}\"}}"), "0");
@@ -201,6 +203,7 @@ async fn metric_families_after_a_known_sequence() {
             "# TYPE hitl_bridge_shows_refused counter",
             "# TYPE hitl_bridge_refusals counter",
             "# TYPE hitl_bridge_policy_actions counter",
+            "# TYPE hitl_bridge_store_batches_retried counter",
         ]
     );
     let sum: f64 = scraped.samples["hitl_bridge_decision_seconds_sum{kind=\"approval\"}"].parse().expect("a number");

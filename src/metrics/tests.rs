@@ -55,6 +55,7 @@ fn expected(nonzero: &[(&str, &str)], approvals: &[f64], questions: &[f64], plat
     for action in POLICY_ACTIONS {
         lines.push(format!("hitl_bridge_policy_actions_total{{action=\"{action}\"}} 0"));
     }
+    lines.push("hitl_bridge_store_batches_retried_total 0".to_owned());
     for (series, value) in nonzero {
         let line = lines.iter_mut().find(|l| l.rsplit_once(' ').is_some_and(|(s, _)| s == *series));
         let line = line.unwrap_or_else(|| panic!("no series {series}"));
@@ -79,6 +80,7 @@ fn a_fresh_registry_renders_every_family_with_zeroed_series() {
             "# TYPE hitl_bridge_backend_sessions_connected gauge",
             "# TYPE hitl_bridge_refusals counter",
             "# TYPE hitl_bridge_policy_actions counter",
+            "# TYPE hitl_bridge_store_batches_retried counter",
         ],
         "{text}"
     );
@@ -188,4 +190,17 @@ fn store_errors_catch_up_to_the_stores_counts() {
     let lines = samples(&text);
     assert!(lines.contains(&"hitl_bridge_store_errors_total{operation=\"settle\"} 2".to_owned()), "{text}");
     assert!(lines.contains(&"hitl_bridge_store_errors_total{operation=\"commit a write\"} 4".to_owned()), "{text}");
+}
+
+/// The store counts the group commits it retried write by write; a scrape brings the
+/// counter up to that count, never down, and a scrape with nothing new adds nothing.
+#[test]
+fn retried_batches_catch_up_to_the_stores_count() {
+    let metrics = Metrics::new();
+    assert!(samples(&metrics.render().unwrap()).contains(&"hitl_bridge_store_batches_retried_total 0".to_owned()), "present from the start");
+    metrics.catch_up_batches_retried(2);
+    metrics.catch_up_batches_retried(2);
+    metrics.catch_up_batches_retried(1);
+    let text = metrics.render().unwrap();
+    assert!(samples(&text).contains(&"hitl_bridge_store_batches_retried_total 2".to_owned()), "{text}");
 }
