@@ -21,7 +21,7 @@ use super::audit_entry::AuditEntry;
 use super::error::{Result, StoreError};
 use super::json;
 use super::message_ref::MessageRef;
-use super::placeholders::{Marks, bind_keys, bind_rows, list_statement, padded_len, run_time_statement};
+use super::placeholders::{Marks, bind_keys, list_statement, padded_len, run_time_statement};
 use super::row::column;
 use crate::protocol::Command;
 
@@ -229,10 +229,10 @@ async fn mark_shown(conn: &mut AnyConnection, marks: Marks, shown: Vec<(MessageR
              WHERE message_refs.interaction_id = shown.interaction_id AND message_refs.platform = shown.platform
                AND message_refs.chat_id = shown.chat_id AND message_refs.thread_id = shown.thread_id
                AND message_refs.message_id = shown.message_id",
-            marks.rows(padded_len(chunk.len()), 6)
+            marks.rows(chunk.len(), 6)
         );
         // Safe: the text is only value marks; every value is bound.
-        let update = bind_rows(list_statement(sql), chunk, |query, (m, revision)| {
+        let update = chunk.iter().fold(run_time_statement(sql), |query, (m, revision)| {
             query
                 .bind(*revision)
                 .bind(m.interaction_id.as_str())

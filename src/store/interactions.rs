@@ -18,7 +18,7 @@ use super::error::{Result, StoreError};
 use super::group_commit::{Write, apply_each, run_of, statement_len};
 use super::json::{self, skip_corrupt};
 use super::outbox::Queued;
-use super::placeholders::{Marks, bind_keys, bind_rows, list_statement, padded_len};
+use super::placeholders::{Marks, bind_keys, list_statement, padded_len, run_time_statement};
 use super::row::column;
 use super::rules::insert_rule;
 use super::shared_reads::SharedRead;
@@ -403,10 +403,10 @@ async fn save_together(saves: &[&SaveBody], conn: &mut AnyConnection) -> Result<
          WHERE interactions.id = saved.saved_id AND interactions.status = saved.saved_status
            AND (saved.read_revision IS NULL OR interactions.revision = saved.read_revision)
          RETURNING id",
-        Marks::of(conn).rows(padded_len(saves.len()), 5)
+        Marks::of(conn).rows(saves.len(), 5)
     );
     // Safe: the text is fixed but for value marks; every value is bound.
-    let update = bind_rows(list_statement(sql), saves, |query, save| {
+    let update = saves.iter().fold(run_time_statement(sql), |query, save| {
         query.bind(save.id.as_str()).bind(save.status).bind(save.body.as_str()).bind(save.access.as_str()).bind(save.revision)
     });
     let rows = update.fetch_all(&mut *conn).await.map_err(StoreError::query("save interactions"))?;
@@ -527,11 +527,11 @@ async fn settle_together(settles: &[&Settle], conn: &mut AnyConnection, deferred
          WHERE interactions.id = settled.settled_id AND interactions.status = {}
            AND (settled.read_revision IS NULL OR interactions.revision = settled.read_revision)
          RETURNING id",
-        marks.rows(padded_len(settles.len()), 5),
-        marks.list(padded_len(settles.len()) * 5 + 1, 1)
+        marks.rows(settles.len(), 5),
+        marks.list(settles.len() * 5 + 1, 1)
     );
     // Safe: the text is only value marks; every value is bound.
-    let update = bind_rows(list_statement(sql), settles, |query, settle| {
+    let update = settles.iter().fold(run_time_statement(sql), |query, settle| {
         query.bind(settle.id.as_str()).bind(settle.status).bind(settle.body.as_str()).bind(settle.access.as_str()).bind(settle.revision)
     });
     let rows = update.bind(pending()).fetch_all(&mut *conn).await.map_err(StoreError::query("settle interactions"))?;

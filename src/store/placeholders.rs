@@ -16,13 +16,6 @@
 //! shared read of where requests are shown (three arms, a list each) runs once per few
 //! card refreshes: prepared anew each time, it was much of the parsing that took a
 //! tenth of a large burst's CPU (9.8 %; 7.9 % once key lists were kept).
-//!
-//! So are the group commit's updates from a list of rows (`UPDATE … FROM (VALUES …)`,
-//! `DELETE … WHERE EXISTS`), whose rows each name the one row they change
-//! ([`bind_rows`]): the last row repeated changes nothing either, since both databases
-//! update a target row once, from one of the identical rows it joins. Parsed anew, they
-//! were most of the 7 % of a burst's CPU SQLite spent preparing statements. Inserts
-//! stay built at run time: a repeated row would be inserted twice.
 
 use sqlx::any::{Any, AnyArguments};
 use sqlx::query::Query;
@@ -35,9 +28,8 @@ pub(super) fn run_time_statement(sql: String) -> Query<'static, Any, AnyArgument
     sqlx::query(AssertSqlSafe(sql)).persistent(false)
 }
 
-/// A statement whose `IN (…)` lists hold [`padded`] keys, or whose `VALUES` list holds
-/// [`bind_rows`]' padded rows: prepared once per connection and shape, and kept (see the
-/// module doc). The caller's text must hold only value marks
+/// A statement whose `IN (…)` lists hold [`padded`] keys: prepared once per connection and
+/// shape, and kept (see the module doc). The caller's text must hold only value marks
 /// where values go: every value is bound.
 pub(super) fn list_statement(sql: String) -> Query<'static, Any, AnyArguments> {
     sqlx::query(AssertSqlSafe(sql))
@@ -50,18 +42,6 @@ where
     V: 'q + sqlx::Encode<'q, Any> + sqlx::Type<Any>,
 {
     padded(keys).fold(query, |query, key| query.bind(value(key)))
-}
-
-/// `query` with `rows` bound by `bind_row`, then the last row again up to [`padded_len`]
-/// rows: the values of a [`list_statement`]'s `VALUES` list of that many rows, in an
-/// update whose rows each name the row they change (see the module doc). `rows` must
-/// not be empty.
-pub(super) fn bind_rows<'q, T>(
-    query: Query<'q, Any, AnyArguments>,
-    rows: &'q [T],
-    bind_row: impl Fn(Query<'q, Any, AnyArguments>, &'q T) -> Query<'q, Any, AnyArguments>,
-) -> Query<'q, Any, AnyArguments> {
-    padded(rows).fold(query, bind_row)
 }
 
 /// How many marks a list of `len` keys gets: the next power of two.

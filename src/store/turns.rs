@@ -19,7 +19,7 @@ use super::Store;
 use super::deferred::Deferred;
 use super::error::{Result, StoreError};
 use super::group_commit::{Write, apply_each, run_of, statement_len};
-use super::placeholders::{Marks, bind_rows, list_statement, padded_len, run_time_statement};
+use super::placeholders::{Marks, run_time_statement};
 use super::row::column;
 
 /// Turns per statement when a run of turn writes shares one (three values each).
@@ -306,10 +306,10 @@ impl Write for TurnShown {
                     "WITH noted (noted_session, noted_opened, noted_texts) AS (VALUES {})
                      UPDATE open_turns SET texts_shown = CASE WHEN open_turns.texts_shown < noted.noted_texts THEN noted.noted_texts ELSE open_turns.texts_shown END
                      FROM noted WHERE open_turns.session_id = noted.noted_session AND open_turns.opened_at_ms = noted.noted_opened",
-                    marks.rows(padded_len(chunk.len()), 3)
+                    marks.rows(chunk.len(), 3)
                 );
                 // Safe: the text is fixed but for value marks; every value is bound.
-                let update = bind_rows(list_statement(sql), chunk, |query, ((session, opened), texts)| query.bind(*session).bind(*opened).bind(*texts));
+                let update = chunk.iter().fold(run_time_statement(sql), |query, ((session, opened), texts)| query.bind(*session).bind(*opened).bind(*texts));
                 update.execute(&mut *conn).await.map_err(StoreError::query("note the texts turns have shown"))?;
             }
             let ends: Vec<_> = ends.into_iter().collect();
@@ -317,10 +317,10 @@ impl Write for TurnShown {
                 let sql = format!(
                     "WITH ended (ended_session, ended_opened) AS (VALUES {})
                      DELETE FROM open_turns WHERE EXISTS (SELECT 1 FROM ended WHERE ended.ended_session = open_turns.session_id AND ended.ended_opened = open_turns.opened_at_ms)",
-                    marks.rows(padded_len(chunk.len()), 2)
+                    marks.rows(chunk.len(), 2)
                 );
                 // Safe: the text is fixed but for value marks; every value is bound.
-                let delete = bind_rows(list_statement(sql), chunk, |query, (session, opened)| query.bind(*session).bind(*opened));
+                let delete = chunk.iter().fold(run_time_statement(sql), |query, (session, opened)| query.bind(*session).bind(*opened));
                 delete.execute(&mut *conn).await.map_err(StoreError::query("note turns' ends"))?;
             }
             // A turn that is over, or a later one, is left alone: done all the same.
