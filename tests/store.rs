@@ -768,6 +768,7 @@ async fn bodies_saved_at_once_keep_their_own_conditions(db: &mut TestStore) {
     settled.delivery = Delivery::Queued;
     assert!(store.settle(&settled, None, &AuditEntry::for_settled(&settled, T0 + 2)).await.expect("settle").won());
     settled.delivery = Delivery::Delivered { at_ms: T0 + 3 };
+    let settled_revision = load("id-S_3").await.revision.0;
 
     // At once: S_1's draft twice (the second is stale once the first is saved),
     // S_2's draft, S_3's proof of delivery (on its status alone), and a draft of
@@ -788,6 +789,7 @@ async fn bodies_saved_at_once_keep_their_own_conditions(db: &mut TestStore) {
     let stored = load("id-S_3").await;
     assert_eq!(stored.status.name(), "cancelled");
     assert_eq!(stored.delivery, Delivery::Delivered { at_ms: T0 + 3 });
+    assert_eq!(stored.revision.0, settled_revision + 1, "the proof saved once, in a statement it shared with S_1 and S_2");
 }
 
 async fn sessions_with_work_are_listed_once(db: &mut TestStore) {
