@@ -8,10 +8,11 @@
 # about 7 MiB (docs/performance.md, "2026-12-02, sixth").
 #
 # How: the load benchmark's one-request-at-a-time phase runs the release binary under
-# valgrind's callgrind, once per platform it covers (Telegram, Slack, Discord), and
-# its burst with the agent once (twenty decisions at once, `HOT_CODE_BURST` sets how
-# many), each from start to a clean stop; the rounds 32 each: long enough for the engine's rescan (every
-# 10 s) and SQLite's WAL checkpoint to run, as they do in any bridge that runs. Every function of the binary that ran is listed. Each name is
+# valgrind's callgrind, once per platform it covers (Telegram, Slack, Discord), 32
+# rounds each: long enough for the engine's rescan (every 10 s) and SQLite's WAL
+# checkpoint to run, as they do in any bridge that runs. Then its burst with the agent
+# (twenty decisions at once; `HOT_CODE_BURST` sets how many). Each run goes from start
+# to a clean stop. Every function of the binary that ran is listed. Each name is
 # Rust's v0 mangling (.cargo/config.toml), which spells out a generic instance's type
 # arguments; the crate hashes in it change with the build's settings and dependencies,
 # so they and the back-references that depend on their length become wildcards and
@@ -59,13 +60,19 @@ wait
 EOF
 chmod +x "$work/wrap"
 
+# Stops the bridge the last run left under valgrind, so callgrind writes its record.
+stop_recorded() {
+  local pid
+  pid=$(cat "$work/valgrind.pid")
+  kill -TERM "$pid"
+  while kill -0 "$pid" 2>/dev/null; do sleep 1; done
+}
+
 for platform in telegram slack discord; do
   echo "recording a bridge on $platform"
   LOAD_BINARY="$work/wrap" LOAD_ONE_ON="$platform" LOAD_ONE_SYNC=full LOAD_ROUNDS=32 \
     LOAD_SKIP=agents,latency,limits,store,cross,pending,slack,discord,teams "$bench" --bench > "$work/$platform.log"
-  pid=$(cat "$work/valgrind.pid")
-  kill -TERM "$pid"
-  while kill -0 "$pid" 2>/dev/null; do sleep 1; done
+  stop_recorded
 done
 
 # A burst runs code a lone request does not: writes queued together share one
@@ -76,9 +83,7 @@ done
 echo "recording a bridge in a burst of decisions with the agent replying"
 LOAD_BINARY="$work/wrap" LOAD_BURST="${HOT_CODE_BURST:-20}" \
   LOAD_SKIP=one,latency,limits,store,cross,pending,slack,discord,teams "$bench" --bench > "$work/burst.log"
-pid=$(cat "$work/valgrind.pid")
-kill -TERM "$pid"
-while kill -0 "$pid" 2>/dev/null; do sleep 1; done
+stop_recorded
 
 # Every function the runs entered, by the name in the binary's symbol table.
 sed -n 's/^c\{0,1\}fn=([0-9]*) //p' "$work"/callgrind.* | sort -u > "$work/ran"

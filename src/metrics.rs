@@ -402,22 +402,14 @@ impl Metrics {
     /// ([`crate::store::error_counts`]), which it keeps for the process as errors happen.
     pub fn catch_up_store_errors(&self, counts: &[(&'static str, u64)]) {
         for &(operation, total) in counts {
-            let counter = self.families.store_errors.get_or_create(&OperationLabel { operation });
-            let seen = counter.get();
-            if total > seen {
-                counter.inc_by(total - seen);
-            }
+            catch_up(&self.families.store_errors.get_or_create(&OperationLabel { operation }), total);
         }
     }
 
     /// Brings `hitl_bridge_store_batches_retried_total` up to the store's own count
     /// ([`crate::store::Store::group_commits_retried`]), kept as batches fail.
     pub fn catch_up_batches_retried(&self, total: u64) {
-        let counter = &self.families.store_batches_retried;
-        let seen = counter.get();
-        if total > seen {
-            counter.inc_by(total - seen);
-        }
+        catch_up(&self.families.store_batches_retried, total);
     }
 
     /// Every family in the OpenMetrics text format ([`CONTENT_TYPE`]).
@@ -425,6 +417,15 @@ impl Metrics {
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.families.registry)?;
         Ok(out)
+    }
+}
+
+/// Raises `counter` to `total`, a count kept elsewhere as events happen; a counter
+/// never goes down, so a lower `total` changes nothing.
+fn catch_up(counter: &Counter, total: u64) {
+    let seen = counter.get();
+    if total > seen {
+        counter.inc_by(total - seen);
     }
 }
 
