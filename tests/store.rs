@@ -61,6 +61,7 @@ suite!(
     outbox_keeps_order_and_removes,
     survives_reopening,
     chat_binding_is_an_upsert,
+    chats_read_before_a_binding_follow_it,
     sessions_asked_at_once_each_get_their_own_chats_in_bound_order,
     requester_is_replaced,
     message_refs_are_kept_in_order,
@@ -467,6 +468,30 @@ async fn chat_binding_is_an_upsert(db: &mut TestStore) {
     assert_eq!(store.session_for_chat(&topic).await.expect("lookup").as_deref(), Some("S2"));
     assert_eq!(store.session_for_chat(&channel).await.expect("lookup").as_deref(), Some("S3"));
     assert!(store.chats_for_session("S1").await.expect("list").is_empty(), "the chat moved on");
+    assert_eq!(store.chats_for_session("S2").await.expect("list"), vec![group, topic]);
+}
+
+/// Chats read once are read again correctly after every binding: on SQLite the store
+/// keeps the chats of recent sessions, and a binding must move a chat out of the
+/// session it left and into the one it joined, in bound order.
+async fn chats_read_before_a_binding_follow_it(db: &mut TestStore) {
+    let store = &db.store;
+    let group = ChatKey::new("telegram", "-100", None);
+    let topic = ChatKey::new("telegram", "-100", Some("7"));
+    let dm = ChatKey::new("slack", "D1", None);
+    store.bind_chat(&group, "S1", T0).await.expect("bind");
+    store.bind_chat(&topic, "S2", T0 + 1).await.expect("bind");
+    assert_eq!(store.chats_for_session("S1").await.expect("list"), vec![group.clone()]);
+    assert_eq!(store.chats_for_session("S2").await.expect("list"), vec![topic.clone()]);
+    assert_eq!(store.chats_for_session("S3").await.expect("list"), vec![]);
+
+    store.bind_chat(&group, "S2", T0 + 2).await.expect("rebind");
+    store.bind_chat(&dm, "S3", T0 + 3).await.expect("bind");
+    assert_eq!(store.chats_for_session("S1").await.expect("list"), vec![], "the chat moved on");
+    assert_eq!(store.chats_for_session("S2").await.expect("list"), vec![topic.clone(), group.clone()]);
+    assert_eq!(store.chats_for_session("S3").await.expect("list"), vec![dm.clone()]);
+    // Bound again to the session it is in: it moves to the end of the bound order.
+    store.bind_chat(&topic, "S2", T0 + 4).await.expect("bind again");
     assert_eq!(store.chats_for_session("S2").await.expect("list"), vec![group, topic]);
 }
 

@@ -35,7 +35,7 @@ impl Store {
     /// Points a chat at a session, replacing its previous one: a chat has one current
     /// session.
     pub async fn bind_chat(&self, chat: &ChatKey, session_id: &str, now_ms: i64) -> Result<()> {
-        sqlx::query(
+        let bound = sqlx::query(
             "INSERT INTO chat_bindings (platform, chat_id, thread_id, session_id, bound_at_ms)
              VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (platform, chat_id, thread_id)
@@ -47,8 +47,12 @@ impl Store {
         .bind(session_id)
         .bind(now_ms)
         .execute(&self.pool)
-        .await
-        .map_err(StoreError::query("bind chat"))?;
+        .await;
+        // Told even when the write failed: it may have committed all the same.
+        if let Some(memo) = &self.chats_memo {
+            memo.rebound(chat, session_id);
+        }
+        bound.map_err(StoreError::query("bind chat"))?;
         Ok(())
     }
 
@@ -64,9 +68,19 @@ impl Store {
     }
 
     /// Every chat bound to the session, in the order they were bound (where to show
-    /// its requests), read with the asks made meanwhile ([`SessionChats`]).
+    /// its requests): on SQLite as kept ([`ChatsMemo`](super::chats_memo::ChatsMemo)),
+    /// else read with the asks made meanwhile ([`SessionChats`]).
     pub async fn chats_for_session(&self, session_id: &str) -> Result<Vec<ChatKey>> {
-        self.session_chats.ask(session_id.to_owned()).await?
+        let Some(memo) = &self.chats_memo else {
+            return self.session_chats.ask(session_id.to_owned()).await?;
+        };
+        if let Some(chats) = memo.get(session_id) {
+            return Ok(chats);
+        }
+        let generation = memo.generation();
+        let chats = self.session_chats.ask(session_id.to_owned()).await??;
+        memo.keep(session_id, &chats, generation);
+        Ok(chats)
     }
 
     /// Whose message started the session's current turn; replaces the previous one.

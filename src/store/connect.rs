@@ -198,7 +198,8 @@ impl Store {
         let showing_reads = SharedReads::start(pool.clone(), health.clone());
         let loads = SharedReads::start(pool.clone(), health.clone());
         let session_chats = SharedReads::start(pool.clone(), health.clone());
-        Ok(Store { pool, group, listen_url, showing_reads, loads, session_chats, health })
+        let chats_memo = (backend == Backend::Sqlite).then(std::sync::Arc::default);
+        Ok(Store { pool, group, listen_url, showing_reads, loads, session_chats, chats_memo, health })
     }
 }
 

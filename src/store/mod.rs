@@ -17,6 +17,7 @@ mod api_requests;
 mod audit;
 mod audit_entry;
 mod chats;
+mod chats_memo;
 mod claims;
 mod connect;
 mod deferred;
@@ -91,6 +92,9 @@ pub struct Store {
     loads: shared_reads::SharedReads<interactions::Load>,
     /// The chats of sessions, asked together ([`chats`]).
     session_chats: shared_reads::SharedReads<chats::SessionChats>,
+    /// SQLite only: the chats of recent sessions, so most asks read nothing
+    /// ([`chats_memo`]).
+    chats_memo: Option<std::sync::Arc<chats_memo::ChatsMemo>>,
     /// How the store is doing, for readiness ([`health`]).
     health: StoreHealth,
 }
