@@ -278,8 +278,8 @@ impl Write for TurnShown {
     /// Notes queued one after another (a burst of replies shown, turns ended) share
     /// two statements per [`TURNS_PER_STATEMENT`]: the counts, then the ends. That
     /// order ends in the state any order of the run would: a count only rises, and a
-    /// turn with an end in the run is gone whichever came first; notes of different
-    /// turns touch different rows.
+    /// turn with an end in the run is gone whichever came first (so its count is not
+    /// written at all); notes of different turns touch different rows.
     fn apply_run<'a>(&'a self, run: &'a [&'a dyn Write], conn: &'a mut AnyConnection, deferred: &'a mut Deferred) -> BoxFuture<'a, Result<Vec<bool>>> {
         Box::pin(async move {
             let Some(notes) = run_of::<TurnShown>(run) else { return apply_each(run, conn, deferred).await };
@@ -299,6 +299,8 @@ impl Write for TurnShown {
                     }
                 }
             }
+            // A turn that ends in the run is deleted: counting its texts first is moot.
+            counts.retain(|turn, _| !ends.contains(turn));
             let marks = Marks::of(conn);
             let counts: Vec<_> = counts.into_iter().collect();
             for chunk in counts.chunks(TURNS_PER_STATEMENT) {
