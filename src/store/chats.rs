@@ -48,7 +48,7 @@ impl Store {
         .bind(now_ms)
         .execute(&self.pool)
         .await;
-        // Told even when the write failed: it may have committed all the same.
+        // Told whatever the outcome: a failed write may have committed all the same.
         if let Some(memo) = &self.chats_memo {
             memo.rebound(chat, session_id);
         }

@@ -8,7 +8,7 @@
 //! is locked to one bridge ([`lock`](super::lock)), and the admin commands that run
 //! beside it never bind a chat. Every binding goes through
 //! [`Store::bind_chat`](super::Store::bind_chat), which tells the memo
-//! ([`ChatsMemo::rebound`]). On PostgreSQL another replica may bind a chat at any
+//! ([`ChatsMemo::rebound`]): the sessions concerned are read again. On PostgreSQL another replica may bind a chat at any
 //! time, so nothing is kept there.
 //!
 //! A read that was under way while a chat was bound may carry the chats from before;
@@ -66,16 +66,16 @@ impl ChatsMemo {
         memo.by_session.insert(session_id.to_owned(), chats.to_vec());
     }
 
-    /// `chat` now talks to `session_id` (or may: called whether or not the write
-    /// succeeded). It leaves every session it was kept under, and the new session is
-    /// read again, so its chats come in the order the table gives them.
+    /// `chat` now talks to `session_id`, or may: called whether or not the write
+    /// succeeded, since a failed write may have committed and a refused one changed
+    /// nothing. Either way every session kept with the chat, and the one it was bound
+    /// to, are read again: the table then says which one it is in, and where it falls
+    /// in the bound order.
     pub fn rebound(&self, chat: &ChatKey, session_id: &str) {
         let mut memo = self.memo();
         memo.generation += 1;
         memo.by_session.remove(session_id);
-        for chats in memo.by_session.values_mut() {
-            chats.retain(|kept| kept != chat);
-        }
+        memo.by_session.retain(|_, chats| !chats.contains(chat));
     }
 }
 
@@ -88,14 +88,16 @@ mod tests {
     }
 
     #[test]
-    fn a_rebound_chat_leaves_its_old_session_and_the_new_one_is_read_again() {
+    fn the_sessions_a_rebound_chat_was_kept_with_and_the_new_one_are_read_again() {
         let memo = ChatsMemo::default();
         let at = memo.generation();
         memo.keep("s1", &[chat("a"), chat("b")], at);
         memo.keep("s2", &[chat("c")], at);
+        memo.keep("s3", &[chat("b")], at);
         memo.rebound(&chat("a"), "s2");
-        assert_eq!(memo.get("s1"), Some(vec![chat("b")]));
+        assert_eq!(memo.get("s1"), None, "read again: the write may have failed and left the chat there");
         assert_eq!(memo.get("s2"), None, "read again: where the new chat falls in its order is the table's to say");
+        assert_eq!(memo.get("s3"), Some(vec![chat("b")]), "a session without the chat is kept");
     }
 
     #[test]
