@@ -115,7 +115,8 @@ impl Store {
 /// each turn it ends, asks where its session is shown, so a burst of replies asks it
 /// hundreds of times at once (three asks a decision, a third of a burst's statements
 /// on SQLite, docs/performance.md "2026-12-03"). Each ask gets its session's chats in
-/// the order they were bound, or the error its rows alone gave.
+/// the order they were bound, or the error its rows alone gave. On SQLite most asks
+/// are answered from memory before they get here ([`ChatsMemo`](super::chats_memo::ChatsMemo)).
 pub(super) struct SessionChats;
 
 impl SharedRead for SessionChats {

@@ -8,8 +8,8 @@
 //! is locked to one bridge ([`lock`](super::lock)), and the admin commands that run
 //! beside it never bind a chat. Every binding goes through
 //! [`Store::bind_chat`](super::Store::bind_chat), which tells the memo
-//! ([`ChatsMemo::rebound`]): the sessions concerned are read again. On PostgreSQL another replica may bind a chat at any
-//! time, so nothing is kept there.
+//! ([`ChatsMemo::rebound`]): the sessions concerned are read again. On PostgreSQL
+//! another replica may bind a chat at any time, so nothing is kept there.
 //!
 //! A read that was under way while a chat was bound may carry the chats from before;
 //! it is not kept ([`ChatsMemo::keep`] takes the generation the read began in). The
